@@ -1,0 +1,210 @@
+import type { Readable } from 'node:stream';
+import { Agent, request, type Dispatcher } from 'undici';
+import type { z } from 'zod';
+import type { Logger } from '../log/logger.js';
+import { scrubSecrets } from '../util/secrets.js';
+import { ResponseShapeError, StorageError, TransportError, apiErrorFrom } from './errors.js';
+import { jobEnvelope, jobsPage, meEnvelope, modelList, uploadGrantEnvelope } from './schemas.js';
+import type { Account, ImageSubmission, Job, JobsPage, MediaType, Model, UploadGrant, UploadGrantRequest, VideoSubmission } from './types.js';
+
+export interface ClientOptions {
+  /** The service's base URL, ending with its version segment (`…/v1`). */
+  baseUrl: string;
+  apiKey: string;
+  /** Injectable for tests; by default one keep-alive pool per origin. */
+  dispatcher?: Dispatcher;
+  /** Timeout for ordinary requests; long polls get their wait on top. */
+  timeoutMs?: number;
+  logger?: Logger;
+  now?: () => number;
+}
+
+export interface Download {
+  body: Readable;
+  contentLength?: number;
+  contentType?: string;
+}
+
+const LONG_POLL_MARGIN_MS = 15_000;
+
+export function createDispatcher(): Agent {
+  return new Agent({ keepAliveTimeout: 10_000, keepAliveMaxTimeout: 60_000, connections: 32, connect: { timeout: 10_000 } });
+}
+
+/** The one HTTP client of the service and its object storage. */
+export class ApiClient {
+  private readonly base: URL;
+  private readonly dispatcher: Dispatcher;
+  private readonly ownsDispatcher: boolean;
+  private readonly timeoutMs: number;
+  private readonly now: () => number;
+
+  constructor(private readonly options: ClientOptions) {
+    if (!/^https?:\/\//i.test(options.baseUrl)) throw new Error(`The base URL must be http(s); got ${JSON.stringify(options.baseUrl)}.`);
+    this.base = new URL(options.baseUrl.replace(/\/+$/, ''));
+    this.dispatcher = options.dispatcher ?? createDispatcher();
+    this.ownsDispatcher = !options.dispatcher;
+    this.timeoutMs = options.timeoutMs ?? 30_000;
+    this.now = options.now ?? Date.now;
+  }
+
+  me(): Promise<Account> {
+    return this.call('GET', '/me', meEnvelope);
+  }
+
+  listModels(type: MediaType): Promise<Model[]> {
+    return this.call('GET', `/models?type=${type}`, modelList(type));
+  }
+
+  createUpload(grant: UploadGrantRequest): Promise<UploadGrant> {
+    return this.call('POST', '/uploads', uploadGrantEnvelope, { body: grant });
+  }
+
+  submitImage(body: ImageSubmission, idempotencyKey: string): Promise<Job> {
+    return this.call('POST', '/images', jobEnvelope, { body, idempotencyKey });
+  }
+
+  submitVideo(body: VideoSubmission, idempotencyKey: string): Promise<Job> {
+    return this.call('POST', '/videos', jobEnvelope, { body, idempotencyKey });
+  }
+
+  /** With `waitSeconds`, the service holds the request until the job ends or the wait runs out. */
+  getJob(id: string, waitSeconds = 0, signal?: AbortSignal): Promise<Job> {
+    const query = waitSeconds > 0 ? `?wait=${waitSeconds}` : '';
+    return this.call('GET', `/jobs/${encodeURIComponent(id)}${query}`, jobEnvelope, {
+      timeoutMs: this.timeoutMs + waitSeconds * 1000 + LONG_POLL_MARGIN_MS,
+      ...(signal ? { signal } : {}),
+    });
+  }
+
+  listJobs(params: { type?: MediaType; limit?: number; cursor?: string } = {}): Promise<JobsPage> {
+    const query = new URLSearchParams();
+    if (params.type) query.set('type', params.type);
+    if (params.limit !== undefined) query.set('limit', String(params.limit));
+    if (params.cursor) query.set('cursor', params.cursor);
+    const qs = query.toString();
+    return this.call('GET', `/jobs${qs ? `?${qs}` : ''}`, jobsPage);
+  }
+
+  async *allJobs(params: { type?: MediaType; limit?: number } = {}): AsyncGenerator<Job> {
+    let cursor: string | undefined;
+    do {
+      const page = await this.listJobs({ ...params, ...(cursor ? { cursor } : {}) });
+      yield* page.jobs;
+      cursor = page.nextCursor;
+    } while (cursor);
+  }
+
+  /** Step 2 of an upload: PUT the bytes to the presigned URL with exactly the granted Content-Type. */
+  async putUpload(uploadUrl: string, body: Buffer | Readable, contentType: string, size: number): Promise<void> {
+    const where = describeStorageUrl(uploadUrl);
+    const res = await this.send(uploadUrl, 'PUT', where, {
+      headers: { 'content-type': contentType, 'content-length': String(size) },
+      body,
+      headersTimeout: this.timeoutMs * 4,
+    });
+    const text = await res.body.text();
+    if (res.statusCode < 200 || res.statusCode >= 300) throw storageError(res.statusCode, text, `PUT ${where}`, 'upload', this.secrets());
+  }
+
+  /** Opens an output link; the caller must consume or destroy the body. */
+  async download(url: string, signal?: AbortSignal): Promise<Download> {
+    if (!/^https?:\/\//i.test(url)) throw new StorageError(0, undefined, 'An output link is not an http(s) URL.', 'download');
+    const where = describeStorageUrl(url);
+    const res = await this.send(url, 'GET', where, { ...(signal ? { signal } : {}) });
+    if (res.statusCode < 200 || res.statusCode >= 300) {
+      const text = await res.body.text().catch(() => '');
+      throw storageError(res.statusCode, text, `GET ${where}`, 'download', this.secrets());
+    }
+    const length = Number(header(res.headers, 'content-length'));
+    const contentType = header(res.headers, 'content-type');
+    return {
+      body: res.body,
+      ...(Number.isFinite(length) && header(res.headers, 'content-length') !== undefined ? { contentLength: length } : {}),
+      ...(contentType ? { contentType } : {}),
+    };
+  }
+
+  async close(): Promise<void> {
+    if (this.ownsDispatcher) await this.dispatcher.close();
+  }
+
+  private secrets(): string[] {
+    return [this.options.apiKey];
+  }
+
+  private async call<S extends z.ZodType>(
+    method: string,
+    path: string,
+    schema: S,
+    opts: { body?: unknown; idempotencyKey?: string; timeoutMs?: number; signal?: AbortSignal } = {},
+  ): Promise<z.output<S>> {
+    const url = `${this.base.href}${path}`;
+    const logPath = `${this.base.pathname}${path}`;
+    const headers: Record<string, string> = { authorization: `Bearer ${this.options.apiKey}`, accept: 'application/json' };
+    if (opts.body !== undefined) headers['content-type'] = 'application/json';
+    if (opts.idempotencyKey) headers['idempotency-key'] = opts.idempotencyKey;
+    const timeout = opts.timeoutMs ?? this.timeoutMs;
+    const started = this.now();
+    const res = await this.send(url, method, logPath, {
+      headers,
+      ...(opts.body !== undefined ? { body: JSON.stringify(opts.body) } : {}),
+      headersTimeout: timeout,
+      bodyTimeout: timeout,
+      ...(opts.signal ? { signal: opts.signal } : {}),
+    });
+    // The body is always read, also for 429/503: an unread body pins the connection.
+    const text = await res.body.text();
+    this.options.logger?.debug({ method, path: logPath, status: res.statusCode, ms: this.now() - started }, 'api request');
+    if (res.statusCode < 200 || res.statusCode >= 300) {
+      throw apiErrorFrom({ status: res.statusCode, headers: res.headers, bodyText: text, method, path: logPath, secrets: this.secrets(), now: this.now() });
+    }
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      throw new ResponseShapeError(`${method} ${logPath}: the answer is not JSON`, method, logPath);
+    }
+    const parsed = schema.safeParse(json);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      const where = issue?.path.length ? ` at ${issue.path.join('.')}` : '';
+      const message = scrubSecrets(`${method} ${logPath}: unexpected answer${where}: ${issue?.message ?? 'invalid'}`, this.secrets());
+      throw new ResponseShapeError(message, method, logPath);
+    }
+    return parsed.data;
+  }
+
+  private async send(url: string, method: string, where: string, opts: Omit<Dispatcher.RequestOptions, 'origin' | 'path' | 'method' | 'signal'> & { signal?: AbortSignal }): Promise<Dispatcher.ResponseData> {
+    try {
+      return await request(url, { ...opts, method: method as Dispatcher.HttpMethod, dispatcher: this.dispatcher });
+    } catch (error) {
+      if (opts.signal?.aborted) throw error;
+      const code = (error as { code?: unknown }).code;
+      const reason = scrubSecrets(error instanceof Error ? error.message : String(error), this.secrets());
+      throw new TransportError(typeof code === 'string' ? code : 'NETWORK_ERROR', `${method} ${where}: no answer (${typeof code === 'string' ? code : 'network error'}: ${reason})`, method, where);
+    }
+  }
+}
+
+function header(headers: Record<string, string | string[] | undefined>, name: string): string | undefined {
+  const value = headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** Origin and path only: presigned query strings are credentials of their own. */
+function describeStorageUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.origin}${u.pathname}`;
+  } catch {
+    return '(invalid URL)';
+  }
+}
+
+function storageError(status: number, body: string, what: string, operation: 'upload' | 'download', secrets: string[]): StorageError {
+  const code = /<Code>([^<]{1,100})<\/Code>/.exec(body)?.[1];
+  const message = /<Message>([^<]{1,300})<\/Message>/.exec(body)?.[1] ?? body.trim().slice(0, 200);
+  return new StorageError(status, code, scrubSecrets(`${what}: storage answered HTTP ${status}${code ? ` ${code}` : ''}${message ? `: ${message}` : ''}`, secrets), operation);
+}
+

@@ -1,0 +1,147 @@
+import { z } from 'zod';
+import type { Account, Job, JobsPage, MediaType, Model, UploadGrant } from './types.js';
+
+/**
+ * Response schemas: strict on the fields the spec shows, tolerant of the ones
+ * it leaves unshown (envelopes, id field names, price fields, extra fields).
+ */
+const httpUrl = z.string().refine((s) => /^https?:\/\//i.test(s), { message: 'expected an http(s) URL' });
+
+const jobSchema = z.looseObject({
+  id: z.string().min(1),
+  status: z.string().min(1),
+  outputs: z
+    .array(z.looseObject({ url: httpUrl.optional(), downloadUrl: httpUrl, contentType: z.string().optional() }))
+    .nullish(),
+  credits: z.looseObject({ refunded: z.number().nonnegative().optional(), charged: z.number().nonnegative().optional() }).nullish(),
+  error: z.looseObject({ code: z.string(), message: z.string().optional() }).nullish(),
+  origin: z.string().nullish(),
+});
+
+function toJob(raw: z.infer<typeof jobSchema>): Job {
+  return {
+    id: raw.id,
+    status: raw.status,
+    outputs: (raw.outputs ?? []).map((o) => ({
+      downloadUrl: o.downloadUrl,
+      ...(o.url ? { url: o.url } : {}),
+      ...(o.contentType ? { contentType: o.contentType } : {}),
+    })),
+    refunded: raw.credits?.refunded ?? 0,
+    ...(raw.credits?.charged !== undefined ? { charged: raw.credits.charged } : {}),
+    ...(raw.error ? { error: { code: raw.error.code, ...(raw.error.message ? { message: raw.error.message } : {}) } } : {}),
+    ...(raw.origin ? { origin: raw.origin } : {}),
+    raw: raw as Record<string, unknown>,
+  };
+}
+
+/** `{ job }` as the spec shows it, or a bare job. */
+export const jobEnvelope = z
+  .union([z.looseObject({ job: jobSchema }).transform((r) => r.job), jobSchema])
+  .transform(toJob);
+
+const stringList = z.array(z.union([z.string(), z.number()]).transform(String));
+
+const modelSchema = z
+  .looseObject({
+    id: z.string().optional(),
+    model: z.string().optional(),
+    slug: z.string().optional(),
+    kind: z.string().optional(),
+    creditCost: z.unknown().optional(),
+    mode: z.string().optional(),
+    durations: stringList.optional(),
+    resolutions: z.array(z.string()).optional(),
+    aspectRatios: z.array(z.string()).optional(),
+  })
+  .refine((m) => Boolean(m.id ?? m.model ?? m.slug), { message: 'a model needs an id (as id, model or slug)' });
+
+function toModel(raw: z.infer<typeof modelSchema>, type: MediaType): Model {
+  const kind = raw.kind === 'generate' || raw.kind === 'edit' ? raw.kind : undefined;
+  return {
+    id: (raw.id ?? raw.model ?? raw.slug)!,
+    type,
+    ...(kind ? { kind } : {}),
+    ...(typeof raw.creditCost === 'number' ? { creditCost: raw.creditCost } : {}),
+    ...(raw.mode ? { mode: raw.mode } : {}),
+    ...(raw.durations ? { durations: raw.durations } : {}),
+    ...(raw.resolutions ? { resolutions: raw.resolutions } : {}),
+    ...(raw.aspectRatios ? { aspectRatios: raw.aspectRatios } : {}),
+    raw: raw as Record<string, unknown>,
+  };
+}
+
+/** A bare array, or one wrapped as `models`, `data` or `items`. */
+export function modelList(type: MediaType) {
+  const list = z.array(modelSchema);
+  return z
+    .union([list, z.looseObject({ models: list }).transform((r) => r.models), z.looseObject({ data: list }).transform((r) => r.data), z.looseObject({ items: list }).transform((r) => r.items)])
+    .transform((models) => models.map((m) => toModel(m, type)));
+}
+
+const DAILY_CAP_NAMES = ['dailyCap', 'dailyCredits', 'dailyCreditCap', 'dailyCreditLimit', 'creditsPerDay', 'daily_cap'];
+
+function findDailyCap(raw: Record<string, unknown>): number | undefined {
+  const places = [raw, raw.limits, raw.key, (raw.key as Record<string, unknown> | undefined)?.limits];
+  for (const place of places) {
+    if (!place || typeof place !== 'object') continue;
+    for (const name of DAILY_CAP_NAMES) {
+      const value = (place as Record<string, unknown>)[name];
+      if (typeof value === 'number') return value;
+      if (value && typeof value === 'object' && typeof (value as { limit?: unknown }).limit === 'number') return (value as { limit: number }).limit;
+    }
+  }
+  return undefined;
+}
+
+const meSchema = z.looseObject({
+  credits: z.number(),
+  subscriptionCredits: z.number().nullish(),
+  scopes: z.array(z.string()),
+});
+
+export const meEnvelope = z
+  .union([meSchema, z.looseObject({ me: meSchema }).transform((r) => r.me), z.looseObject({ data: meSchema }).transform((r) => r.data), z.looseObject({ account: meSchema }).transform((r) => r.account)])
+  .transform((raw): Account => {
+    const dailyCap = findDailyCap(raw as Record<string, unknown>);
+    return {
+      credits: raw.credits,
+      ...(typeof raw.subscriptionCredits === 'number' ? { subscriptionCredits: raw.subscriptionCredits } : {}),
+      scopes: raw.scopes,
+      ...(dailyCap !== undefined ? { dailyCap } : {}),
+      raw: raw as Record<string, unknown>,
+    };
+  });
+
+/** ISO text, or epoch seconds or milliseconds. */
+const timestamp = z.union([z.string(), z.number()]).transform((v, ctx) => {
+  const ms = typeof v === 'number' ? (v < 1e12 ? v * 1000 : v) : Date.parse(v);
+  if (Number.isNaN(ms)) {
+    ctx.addIssue({ code: 'custom', message: `not a timestamp: ${String(v)}` });
+    return z.NEVER;
+  }
+  return new Date(ms);
+});
+
+const grantSchema = z.looseObject({ uploadUrl: httpUrl, key: z.string().min(1), expiresAt: timestamp.nullish() });
+
+export const uploadGrantEnvelope = z
+  .union([grantSchema, z.looseObject({ upload: grantSchema }).transform((r) => r.upload)])
+  .transform((g): UploadGrant => ({ uploadUrl: g.uploadUrl, key: g.key, ...(g.expiresAt ? { expiresAt: g.expiresAt } : {}) }));
+
+const jobArray = z.array(jobSchema);
+
+export const jobsPage = z
+  .looseObject({
+    jobs: jobArray.optional(),
+    data: jobArray.optional(),
+    items: jobArray.optional(),
+    nextCursor: z.string().nullish(),
+    next_cursor: z.string().nullish(),
+  })
+  .refine((p) => Boolean(p.jobs ?? p.data ?? p.items), { message: 'a job list page needs its jobs (as jobs, data or items)' })
+  .transform((p): JobsPage => {
+    const cursor = p.nextCursor ?? p.next_cursor;
+    return { jobs: (p.jobs ?? p.data ?? p.items)!.map(toJob), ...(cursor ? { nextCursor: cursor } : {}) };
+  });
+

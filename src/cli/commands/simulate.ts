@@ -1,0 +1,51 @@
+import { startSimulator, type RunningSimulator, type StartOptions } from '../../simulator/index.js';
+
+export interface SimulateFlags {
+  port?: number;
+  host?: string;
+  timeScale?: number;
+  seed?: number;
+  credits?: number;
+  dailyCap?: number;
+  failureRate?: number;
+  expiryRate?: number;
+  moderationRate?: number;
+  unavailableRate?: number;
+  dropRate?: number;
+  latency?: [number, number];
+  imageSeconds?: [number, number];
+  videoSeconds?: [number, number];
+  linkTtl?: number;
+  uploadTtl?: number;
+}
+
+export function simulatorOptions(f: SimulateFlags): StartOptions {
+  const opts: StartOptions = {
+    keys: [{ label: 'main', ...(f.dailyCap !== undefined ? { dailyCap: f.dailyCap } : {}) }],
+  };
+  const copy: [keyof StartOptions, unknown][] = [
+    ['port', f.port], ['host', f.host], ['timeScale', f.timeScale], ['seed', f.seed], ['credits', f.credits],
+    ['failureRate', f.failureRate], ['expiryRate', f.expiryRate], ['moderationRate', f.moderationRate],
+    ['unavailableRate', f.unavailableRate], ['dropRate', f.dropRate], ['latencyMs', f.latency],
+    ['imageSeconds', f.imageSeconds], ['videoSeconds', f.videoSeconds], ['linkTtlSeconds', f.linkTtl], ['uploadTtlSeconds', f.uploadTtl],
+  ];
+  for (const [name, value] of copy) if (value !== undefined) (opts as Record<string, unknown>)[name] = value;
+  return opts;
+}
+
+export async function simulateCommand(flags: SimulateFlags): Promise<{ simulator: RunningSimulator; banner: string }> {
+  const simulator = await startSimulator(simulatorOptions(flags));
+  const banner = [
+    'genbatch simulator: a stand-in for the service, on loopback. No credits are real.',
+    `base URL: ${simulator.baseUrl}`,
+    `API key:  ${simulator.apiKey}`,
+    `time scale: ${flags.timeScale ?? 1}x   ledger: ${simulator.baseUrl.replace(/\/v1$/, '')}/__sim/ledger`,
+    '',
+    'Use it from another shell:',
+    `  export GENBATCH_BASE_URL=${simulator.baseUrl}`,
+    `  export GENBATCH_API_KEY=${simulator.apiKey}`,
+    '',
+    'Ctrl-C stops it.',
+  ].join('\n');
+  return { simulator, banner };
+}

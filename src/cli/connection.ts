@@ -1,0 +1,39 @@
+import { ApiClient } from '../api/index.js';
+import { startSimulator, type RunningSimulator } from '../simulator/index.js';
+import { usageError } from './exit.js';
+
+export interface ConnectionFlags {
+  baseUrl?: string;
+  simulate?: boolean;
+}
+
+export interface Connection {
+  client: ApiClient;
+  /** Set when --simulate started an in-process simulator. */
+  simulator?: RunningSimulator;
+  close(): Promise<void>;
+}
+
+/** Defaults < environment < flags. The key comes from the environment only, never a flag. */
+export async function connect(flags: ConnectionFlags, env: NodeJS.ProcessEnv, simulatorTimeScale = 60): Promise<Connection> {
+  if (flags.simulate) {
+    const simulator = await startSimulator({ timeScale: simulatorTimeScale });
+    const client = new ApiClient({ baseUrl: simulator.baseUrl, apiKey: simulator.apiKey });
+    return { client, simulator, close: async () => { await client.close(); await simulator.close(); } };
+  }
+  const baseUrl = flags.baseUrl ?? env.GENBATCH_BASE_URL;
+  if (!baseUrl) {
+    throw usageError('No service base URL. Set GENBATCH_BASE_URL (or pass --base-url URL), or add --simulate to use the embedded simulator.');
+  }
+  const apiKey = env.GENBATCH_API_KEY;
+  if (!apiKey) {
+    throw usageError('No API key. Set GENBATCH_API_KEY in the environment (it is never taken as a flag), or add --simulate.');
+  }
+  let client: ApiClient;
+  try {
+    client = new ApiClient({ baseUrl, apiKey });
+  } catch (error) {
+    throw usageError((error as Error).message);
+  }
+  return { client, close: () => client.close() };
+}

@@ -1,0 +1,30 @@
+import { ApiError, ResponseShapeError, StorageError, TransportError, reactionTo } from '../api/index.js';
+
+export const EXIT = { ok: 0, incomplete: 1, usage: 2, stopped: 3, interrupted: 130 } as const;
+
+/** An error that already knows its exit code and what to tell the user. */
+export class ExitError extends Error {
+  constructor(
+    readonly exitCode: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export const usageError = (message: string) => new ExitError(EXIT.usage, message);
+
+/** The one place errors become messages and exit codes. */
+export function describeFailure(error: unknown): { exitCode: number; message: string } {
+  if (error instanceof ExitError) return { exitCode: error.exitCode, message: error.message };
+  if (error instanceof ApiError) {
+    const reaction = reactionTo(error);
+    const hint = reaction.do === 'stop-run' ? `\n${reaction.hint}` : '';
+    return { exitCode: reaction.do === 'stop-run' ? EXIT.stopped : EXIT.incomplete, message: `${error.message}${hint}` };
+  }
+  if (error instanceof TransportError) {
+    return { exitCode: EXIT.incomplete, message: `${error.message}\nCheck that the service (or simulator) at the base URL is reachable.` };
+  }
+  if (error instanceof ResponseShapeError || error instanceof StorageError) return { exitCode: EXIT.incomplete, message: error.message };
+  return { exitCode: EXIT.incomplete, message: error instanceof Error ? (error.stack ?? error.message) : String(error) };
+}

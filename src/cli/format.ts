@@ -1,0 +1,6 @@
+/** A plain text table: columns padded to their widest cell. */
+export function table(headers: string[], rows: (string | number | undefined)[][]): string {
+  const cells = [headers, ...rows.map((r) => r.map((c) => (c === undefined ? '' : String(c))))];
+  const widths = headers.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
+  return cells.map((r) => r.map((c, i) => (c ?? '').padEnd(widths[i]!)).join('  ').trimEnd()).join('\n');
+}

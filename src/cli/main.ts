@@ -1,0 +1,76 @@
+#!/usr/bin/env node
+import { Command, Option } from 'commander';
+import { meCommand, modelsCommand } from './commands/service-info.js';
+import { simulateCommand } from './commands/simulate.js';
+import { EXIT, describeFailure } from './exit.js';
+import { mediaType, nonNegativeNumber, port, positiveNumber, probability, range } from './parse.js';
+
+const env = process.env;
+
+function withConnection(cmd: Command): Command {
+  return cmd
+    .addOption(new Option('--base-url <url>', 'the service base URL, ending in /v1').env('GENBATCH_BASE_URL'))
+    .option('--simulate', 'use an in-process simulator instead of the service (no key, no credits)');
+}
+
+function print(text: string): void {
+  process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
+}
+
+const program = new Command()
+  .name('genbatch')
+  .description('Batch runner for the image and video generation API. The API key is read from GENBATCH_API_KEY.')
+  .showHelpAfterError()
+  .exitOverride();
+
+withConnection(program.command('models').description('list the models the key may use'))
+  .option('--type <type>', 'image or video', mediaType)
+  .option('--json', 'print the catalog entries as JSON')
+  .action(async (opts) => print(await modelsCommand(opts, env)));
+
+withConnection(program.command('me').description('show credits, scopes and limits of the key'))
+  .option('--json', 'print the response as JSON')
+  .action(async (opts) => print(await meCommand(opts, env)));
+
+program
+  .command('simulate')
+  .description('start the embedded service simulator on loopback')
+  .option('--port <n>', 'port (0 picks a free one)', port, 0)
+  .option('--host <address>', 'loopback address to listen on', '127.0.0.1')
+  .option('--time-scale <x>', 'divide every service duration by this', positiveNumber)
+  .option('--seed <n>', 'seed for the simulated randomness', nonNegativeNumber)
+  .option('--credits <n>', 'starting balance', nonNegativeNumber)
+  .option('--daily-cap <credits>', "the key's daily credit cap", nonNegativeNumber)
+  .option('--failure-rate <p>', 'share of jobs that end FAILED', probability)
+  .option('--expiry-rate <p>', 'share of jobs that end EXPIRED', probability)
+  .option('--moderation-rate <p>', 'share of submissions blocked by moderation', probability)
+  .option('--unavailable-rate <p>', 'share of submissions answered 503', probability)
+  .option('--drop-rate <p>', 'share of created jobs whose response is dropped', probability)
+  .option('--latency <ms>', 'added latency per request, N or MIN-MAX milliseconds', range)
+  .option('--image-seconds <s>', 'image job run time, N or MIN-MAX service seconds', range)
+  .option('--video-seconds <s>', 'video job run time, N or MIN-MAX service seconds', range)
+  .option('--link-ttl <s>', 'output link lifetime in service seconds', positiveNumber)
+  .option('--upload-ttl <s>', 'uploaded material lifetime in service seconds', positiveNumber)
+  .action(async (opts) => {
+    const { simulator, banner } = await simulateCommand(opts);
+    print(banner);
+    await new Promise<void>((resolve) => {
+      process.once('SIGINT', resolve);
+      process.once('SIGTERM', resolve);
+    });
+    await simulator.close();
+  });
+
+try {
+  await program.parseAsync(process.argv);
+} catch (error) {
+  const code = (error as { code?: string }).code;
+  if (typeof code === 'string' && code.startsWith('commander.')) {
+    const exitCode = (error as { exitCode?: number }).exitCode ?? EXIT.usage;
+    process.exitCode = code === 'commander.helpDisplayed' || code === 'commander.version' ? EXIT.ok : exitCode === 0 ? 0 : EXIT.usage;
+  } else {
+    const failure = describeFailure(error);
+    process.stderr.write(`genbatch: ${failure.message}\n`);
+    process.exitCode = failure.exitCode;
+  }
+}

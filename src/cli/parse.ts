@@ -1,0 +1,43 @@
+import { InvalidArgumentError } from 'commander';
+
+/** commander argument parsers with messages that say what was expected. */
+export function nonNegativeNumber(value: string): number {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n) || n < 0) throw new InvalidArgumentError(`expected a number >= 0, got "${value}"`);
+  return n;
+}
+
+export function positiveNumber(value: string): number {
+  const n = nonNegativeNumber(value);
+  if (n === 0) throw new InvalidArgumentError(`expected a number > 0, got "${value}"`);
+  return n;
+}
+
+export function port(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError(`expected a port from 0 to 65535, got "${value}"`);
+  return n;
+}
+
+export function probability(value: string): number {
+  const n = nonNegativeNumber(value);
+  if (n > 1) throw new InvalidArgumentError(`expected a probability from 0 to 1, got "${value}"`);
+  return n;
+}
+
+/** "N" or "MIN-MAX". */
+export function range(value: string): [number, number] {
+  const parts = value.split('-');
+  const [min, max] = parts.length === 1 ? [parts[0]!, parts[0]!] : parts.length === 2 ? [parts[0]!, parts[1]!] : ['', ''];
+  const a = Number(min);
+  const b = Number(max);
+  if (min.trim() === '' || max.trim() === '' || !Number.isFinite(a) || !Number.isFinite(b) || a < 0 || b < a) {
+    throw new InvalidArgumentError(`expected N or MIN-MAX with 0 <= MIN <= MAX, got "${value}"`);
+  }
+  return [a, b];
+}
+
+export function mediaType(value: string): 'image' | 'video' {
+  if (value !== 'image' && value !== 'video') throw new InvalidArgumentError(`expected image or video, got "${value}"`);
+  return value;
+}

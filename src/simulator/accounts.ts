@@ -1,0 +1,122 @@
+import { randomBytes } from 'node:crypto';
+import type { ResolvedOptions, Scope } from './options.js';
+import { SlidingWindow } from './sliding-window.js';
+
+export const KEY_PREFIX = 'gbk_';
+
+export interface SimAccount {
+  id: string;
+  /** Purchased credits; `subscriptionCredits` are spent first. */
+  purchasedCredits: number;
+  subscriptionCredits: number;
+  suspended: boolean;
+  apiDisabled: boolean;
+  eligible: boolean;
+  /** Times of blocked submissions, for the trailing-7-day eligibility rule. */
+  blockedAt: number[];
+}
+
+export interface SimKey {
+  token: string;
+  label: string;
+  account: SimAccount;
+  scopes: Scope[];
+  dailyCap: number;
+  revoked: boolean;
+  createdAt: number;
+  /** Gross credits charged per key day (day index → credits). */
+  chargedByDay: Map<number, number>;
+  submissions: SlidingWindow;
+  reads: SlidingWindow;
+  uploadGrants: SlidingWindow;
+}
+
+export class Accounts {
+  readonly keys = new Map<string, SimKey>();
+  readonly accounts = new Map<string, SimAccount>();
+
+  constructor(private readonly opts: ResolvedOptions) {
+    for (const k of opts.keys) this.addKey(k);
+  }
+
+  addKey(k: ResolvedOptions['keys'][number]): SimKey {
+    const accountId = k.account ?? 'main';
+    let account = this.accounts.get(accountId);
+    if (!account) {
+      account = {
+        id: accountId,
+        purchasedCredits: this.opts.credits,
+        subscriptionCredits: this.opts.subscriptionCredits,
+        suspended: false,
+        apiDisabled: false,
+        eligible: true,
+        blockedAt: [],
+      };
+      this.accounts.set(accountId, account);
+    }
+    const { limits, windowMs } = this.opts;
+    const key: SimKey = {
+      token: k.key ?? KEY_PREFIX + randomBytes(24).toString('base64url'),
+      label: k.label,
+      account,
+      scopes: k.scopes ?? ['image', 'video'],
+      dailyCap: k.dailyCap ?? 20_000,
+      revoked: false,
+      createdAt: this.opts.clock.now(),
+      chargedByDay: new Map(),
+      submissions: new SlidingWindow(limits.submissionsPerWindow, windowMs),
+      reads: new SlidingWindow(limits.readsPerWindow, windowMs),
+      uploadGrants: new SlidingWindow(limits.uploadGrantsPerWindow, windowMs),
+    };
+    this.keys.set(key.token, key);
+    return key;
+  }
+
+  byLabel(label: string): SimKey {
+    for (const key of this.keys.values()) if (key.label === label) return key;
+    throw new Error(`no simulator key labelled ${label}`);
+  }
+
+  authenticate(authorization: string | undefined): SimKey | undefined {
+    const match = /^Bearer\s+(\S+)$/i.exec(authorization ?? '');
+    const key = match ? this.keys.get(match[1]!) : undefined;
+    return key && !key.revoked ? key : undefined;
+  }
+
+  balance(account: SimAccount): number {
+    return account.purchasedCredits + account.subscriptionCredits;
+  }
+
+  charge(account: SimAccount, credits: number): void {
+    const fromSubscription = Math.min(account.subscriptionCredits, credits);
+    account.subscriptionCredits -= fromSubscription;
+    account.purchasedCredits -= credits - fromSubscription;
+  }
+
+  refund(account: SimAccount, credits: number): void {
+    account.purchasedCredits += credits;
+  }
+
+  dayIndex(at: number): number {
+    return Math.floor(at / this.opts.dayMs);
+  }
+
+  chargedToday(key: SimKey, now: number): number {
+    return key.chargedByDay.get(this.dayIndex(now)) ?? 0;
+  }
+
+  msUntilNextDay(now: number): number {
+    return (this.dayIndex(now) + 1) * this.opts.dayMs - now;
+  }
+
+  recordDailyCharge(key: SimKey, now: number, credits: number): void {
+    const day = this.dayIndex(now);
+    key.chargedByDay.set(day, (key.chargedByDay.get(day) ?? 0) + credits);
+  }
+
+  blockedInWindow(account: SimAccount, now: number): number {
+    const since = now - this.opts.moderationWindowMs;
+    account.blockedAt = account.blockedAt.filter((t) => t > since);
+    return account.blockedAt.length;
+  }
+}

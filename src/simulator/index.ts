@@ -1,0 +1,4 @@
+export { startSimulator, type RunningSimulator, type StartOptions } from './server.js';
+export { MARKERS } from './submissions.js';
+export type { SimulatorOptions, SimKeyOptions } from './options.js';
+export type { LedgerEvent } from './ledger.js';

@@ -1,0 +1,149 @@
+import type { Clock } from '../util/clock.js';
+
+export type Scope = 'image' | 'video';
+
+export interface SimKeyOptions {
+  /** The bearer token; generated when omitted. */
+  key?: string;
+  /** A name for the key in the ledger (the token itself is never recorded). */
+  label: string;
+  scopes?: Scope[];
+  /** Credits per key day; the spec's default is 20,000. */
+  dailyCap?: number;
+  /** Keys of the same account share its balance and jobs. */
+  account?: string;
+}
+
+export interface SimulatorOptions {
+  /** Every duration of the service (rate windows, job run times, link and upload lifetimes, the day) is divided by this. */
+  timeScale?: number;
+  seed?: number;
+  keys?: SimKeyOptions[];
+  /** Starting balance of every account. */
+  credits?: number;
+  subscriptionCredits?: number;
+  /** Probability that an accepted job ends FAILED (refunded). */
+  failureRate?: number;
+  /** Probability that an accepted job ends EXPIRED (refunded). */
+  expiryRate?: number;
+  /** Probability that a submission is blocked by moderation (422, no charge). */
+  moderationRate?: number;
+  /** Probability that a submission gets a 503 (no charge). */
+  unavailableRate?: number;
+  /** Probability that the response to a newly created (and charged) job is dropped. */
+  dropRate?: number;
+  /** Extra real milliseconds before each service request is handled: [min, max]. */
+  latencyMs?: [number, number];
+  /** Job run times in service seconds: [min, max]. Spec: images 10–90 s, videos 1–10 min. */
+  imageSeconds?: [number, number];
+  videoSeconds?: [number, number];
+  /** Outputs per image job. */
+  imageOutputs?: number;
+  limits?: Partial<SimLimits>;
+  /** Output link lifetime in service seconds (spec: 15 minutes). */
+  linkTtlSeconds?: number;
+  /** How long uploaded material stays usable, in service seconds (not shown by the spec). */
+  uploadTtlSeconds?: number;
+  /** How many web-application jobs the account already has (they appear in GET /jobs). */
+  webJobs?: number;
+  clock?: Clock;
+}
+
+export interface SimLimits {
+  submissionsPerWindow: number;
+  readsPerWindow: number;
+  uploadGrantsPerWindow: number;
+  /** The rate window in service seconds. */
+  windowSeconds: number;
+  imagesInFlight: number;
+  videosInFlight: number;
+  /** Blocked submissions in the trailing 7 days at which the key loses eligibility. */
+  moderationThreshold: number;
+  maxPromptLength: number;
+  maxImageUploadBytes: number;
+  maxVideoUploadBytes: number;
+  maxListLimit: number;
+  defaultListLimit: number;
+  maxWaitSeconds: number;
+}
+
+export const DEFAULT_LIMITS: SimLimits = {
+  submissionsPerWindow: 10,
+  readsPerWindow: 120,
+  uploadGrantsPerWindow: 30,
+  windowSeconds: 60,
+  imagesInFlight: 10,
+  videosInFlight: 5,
+  moderationThreshold: 30,
+  maxPromptLength: 4000,
+  maxImageUploadBytes: 20 * 1024 * 1024,
+  maxVideoUploadBytes: 200 * 1024 * 1024,
+  maxListLimit: 100,
+  defaultListLimit: 20,
+  maxWaitSeconds: 30,
+};
+
+export const DAY_SECONDS = 86_400;
+const IDEMPOTENCY_RETENTION_SECONDS = DAY_SECONDS;
+const MODERATION_WINDOW_SECONDS = 7 * DAY_SECONDS;
+
+/** Options with every default filled in and every service duration turned into real milliseconds. */
+export interface ResolvedOptions {
+  timeScale: number;
+  seed: number;
+  credits: number;
+  subscriptionCredits: number;
+  failureRate: number;
+  expiryRate: number;
+  moderationRate: number;
+  unavailableRate: number;
+  dropRate: number;
+  latencyMs: [number, number];
+  imageMs: [number, number];
+  videoMs: [number, number];
+  imageOutputs: number;
+  limits: SimLimits;
+  windowMs: number;
+  linkTtlMs: number;
+  uploadTtlMs: number;
+  dayMs: number;
+  idempotencyRetentionMs: number;
+  moderationWindowMs: number;
+  webJobs: number;
+  keys: SimKeyOptions[];
+  clock: Clock;
+}
+
+export function resolveOptions(options: SimulatorOptions): ResolvedOptions {
+  const timeScale = options.timeScale ?? 1;
+  if (!(timeScale > 0)) throw new Error(`timeScale must be a positive number, got ${timeScale}`);
+  const ms = (seconds: number) => (seconds * 1000) / timeScale;
+  const limits = { ...DEFAULT_LIMITS, ...options.limits };
+  const image = options.imageSeconds ?? [10, 90];
+  const video = options.videoSeconds ?? [60, 600];
+  return {
+    timeScale,
+    seed: options.seed ?? 1,
+    credits: options.credits ?? 100_000,
+    subscriptionCredits: options.subscriptionCredits ?? 0,
+    failureRate: options.failureRate ?? 0,
+    expiryRate: options.expiryRate ?? 0,
+    moderationRate: options.moderationRate ?? 0,
+    unavailableRate: options.unavailableRate ?? 0,
+    dropRate: options.dropRate ?? 0,
+    latencyMs: options.latencyMs ?? [0, 0],
+    imageMs: [ms(image[0]), ms(image[1])],
+    videoMs: [ms(video[0]), ms(video[1])],
+    imageOutputs: options.imageOutputs ?? 1,
+    limits,
+    windowMs: ms(limits.windowSeconds),
+    linkTtlMs: ms(options.linkTtlSeconds ?? 15 * 60),
+    uploadTtlMs: ms(options.uploadTtlSeconds ?? 60 * 60),
+    dayMs: ms(DAY_SECONDS),
+    idempotencyRetentionMs: ms(IDEMPOTENCY_RETENTION_SECONDS),
+    moderationWindowMs: ms(MODERATION_WINDOW_SECONDS),
+    webJobs: options.webJobs ?? 3,
+    keys: options.keys ?? [{ label: 'main' }],
+    clock: options.clock ?? { now: () => Date.now() },
+  };
+}

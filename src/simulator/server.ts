@@ -1,0 +1,130 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { resolveOptions, type SimulatorOptions } from './options.js';
+import { Service } from './service.js';
+import { Storage } from './storage.js';
+
+export interface StartOptions extends SimulatorOptions {
+  /** 0 picks a free port. */
+  port?: number;
+  /** Loopback only: the simulator is never reachable from another machine. */
+  host?: string;
+}
+
+export interface RunningSimulator {
+  /** Ends with `/v1`, like the real service's base URL. */
+  baseUrl: string;
+  /** The first key's token. */
+  apiKey: string;
+  /** Every key's token by label. */
+  keys: Record<string, string>;
+  service: Service;
+  close(): Promise<void>;
+}
+
+const MAX_API_BODY = 1024 * 1024;
+const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/;
+
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer | 'too-large'> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= limit) chunks.push(chunk);
+    });
+    req.on('end', () => resolve(size > limit ? 'too-large' : Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
+
+function sendJson(res: ServerResponse, status: number, headers: Record<string, string>, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { ...headers, 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+export async function startSimulator(options: StartOptions = {}): Promise<RunningSimulator> {
+  const host = options.host ?? '127.0.0.1';
+  if (!LOOPBACK.test(host)) throw new Error(`The simulator listens on loopback only; ${host} is not a loopback address.`);
+  const opts = resolveOptions(options);
+  let origin = '';
+  const service = new Service(opts, () => `${origin}/storage`);
+  const storage = new Storage(service);
+  const sockets = new Set<Socket>();
+
+  const server: Server = createServer((req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      if (!res.headersSent) sendJson(res, 500, {}, { error: { code: 'INTERNAL', message: String(error) } });
+      else res.destroy();
+    });
+  });
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', origin);
+    const method = req.method ?? 'GET';
+    if (url.pathname.startsWith('/storage/')) {
+      const path = url.pathname.slice('/storage'.length);
+      const body = await readBody(req, opts.limits.maxVideoUploadBytes);
+      const out =
+        method === 'PUT' && body !== 'too-large'
+          ? storage.put(path, url.searchParams, req.headers['content-type'], body)
+          : method === 'GET' || method === 'HEAD'
+            ? storage.get(path, url.searchParams)
+            : { status: 405, headers: {}, body: Buffer.alloc(0) };
+      res.writeHead(out.status, { ...out.headers, 'Content-Length': out.body.length });
+      res.end(method === 'HEAD' ? undefined : out.body);
+      return;
+    }
+    if (url.pathname === '/__sim/ledger' && method === 'GET') {
+      return sendJson(res, 200, {}, { totals: service.ledger.totals(), events: service.ledger.events });
+    }
+    if (!url.pathname.startsWith('/v1/')) {
+      return sendJson(res, 404, {}, { error: { code: 'NOT_FOUND', message: `No endpoint ${url.pathname}; the API is under /v1.` } });
+    }
+    const raw = await readBody(req, MAX_API_BODY);
+    let body: unknown;
+    let bodyError: string | undefined;
+    if (raw === 'too-large') bodyError = `The body is larger than ${MAX_API_BODY} bytes.`;
+    else if (raw.length > 0) {
+      if (!/^application\/json\b/i.test(req.headers['content-type'] ?? '')) bodyError = 'Send the body as JSON with Content-Type: application/json.';
+      else {
+        try {
+          body = JSON.parse(raw.toString('utf8'));
+        } catch {
+          bodyError = 'The body is not valid JSON.';
+        }
+      }
+    }
+    const out = await service.handle({ method, path: url.pathname.slice(3), query: url.searchParams, headers: req.headers, body, ...(bodyError ? { bodyError } : {}) });
+    if (out.drop) {
+      req.socket.destroy();
+      return;
+    }
+    sendJson(res, out.status, out.headers, out.body);
+  }
+
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, host, () => resolve());
+  });
+  const address = server.address() as AddressInfo;
+  origin = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
+  const keys = Object.fromEntries([...service.accounts.keys.values()].map((k) => [k.label, k.token]));
+
+  return {
+    baseUrl: `${origin}/v1`,
+    apiKey: [...service.accounts.keys.values()][0]!.token,
+    keys,
+    service,
+    async close() {
+      service.close();
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

@@ -1,0 +1,64 @@
+import type { Service } from './service.js';
+import { OUTPUT_CONTENT_TYPE } from './jobs.js';
+import { makeMp4, makePng } from './media.js';
+
+export interface StorageResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
+/** S3-style error bodies: object storage is not the service and does not speak its JSON errors. */
+function storageError(status: number, code: string, message: string): StorageResponse {
+  const body = Buffer.from(`<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>${message}</Message></Error>\n`);
+  return { status, headers: { 'Content-Type': 'application/xml' }, body };
+}
+
+/** The object storage behind presigned links: upload PUTs and output GETs. */
+export class Storage {
+  constructor(private readonly service: Service) {}
+
+  put(path: string, query: URLSearchParams, contentType: string | undefined, body: Buffer): StorageResponse {
+    const { service } = this;
+    const now = service.now();
+    const match = /^\/uploads\/([^/]+)$/.exec(path);
+    const upload = match ? service.uploads.byKey.get(match[1]!) : undefined;
+    const verdict = service.presigner.verify(path, query, now);
+    let response: StorageResponse;
+    if (!upload || verdict === 'bad-signature') response = storageError(403, 'SignatureDoesNotMatch', 'The request signature does not match.');
+    else if (verdict === 'expired') response = storageError(403, 'AccessDenied', 'Request has expired.');
+    else {
+      const problem = service.uploads.receive(upload, contentType, body);
+      response = problem ? storageError(400, 'BadRequest', problem) : { status: 200, headers: {}, body: Buffer.alloc(0) };
+    }
+    service.ledger.record({ kind: 'upload-put', at: now, uploadKey: match?.[1] ?? path, status: response.status, bytes: body.length });
+    return response;
+  }
+
+  get(path: string, query: URLSearchParams): StorageResponse {
+    const { service } = this;
+    const now = service.now();
+    const match = /^\/outputs\/([^/]+)\/(\d+)$/.exec(path);
+    const job = match ? service.jobs.byId.get(match[1]!) : undefined;
+    const index = Number(match?.[2]);
+    const verdict = service.presigner.verify(path, query, now);
+    let response: StorageResponse;
+    if (!job || verdict === 'bad-signature' || job.status !== 'COMPLETED' || index < 1 || index > job.outputCount) {
+      response = storageError(403, 'SignatureDoesNotMatch', 'The request signature does not match.');
+    } else if (verdict === 'expired') {
+      response = storageError(403, 'AccessDenied', 'Request has expired.');
+    } else {
+      const seed = `${job.id}/${index}`;
+      const body = job.type === 'image' ? makePng(seed) : makeMp4(seed);
+      const ext = job.type === 'image' ? 'png' : 'mp4';
+      const disposition = query.get('disposition') === 'attachment' ? 'attachment' : 'inline';
+      response = {
+        status: 200,
+        headers: { 'Content-Type': OUTPUT_CONTENT_TYPE[job.type], 'Content-Disposition': `${disposition}; filename="${job.id}-${index}.${ext}"` },
+        body,
+      };
+    }
+    service.ledger.record({ kind: 'download', at: now, jobId: job?.id ?? path, index, status: response.status, bytes: response.body.length });
+    return response;
+  }
+}

@@ -1,0 +1,126 @@
+import { randomBytes } from 'node:crypto';
+import type { SimKey } from './accounts.js';
+import { IdempotencyKeys, UUID_PATTERN } from './idempotency.js';
+import type { JobEnd } from './jobs.js';
+import type { Service } from './service.js';
+import { SimError, invalid, limited } from './sim-error.js';
+import { checkImageSubmission, checkVideoSubmission, type CheckedSubmission } from './submission-rules.js';
+import type { SimRequest, SimResponse } from './types.js';
+
+/**
+ * Prompt markers that force an outcome, so tests and rehearsals can provoke a
+ * given fault deterministically (rates do the same at random).
+ */
+export const MARKERS = {
+  block: '[sim:block]',
+  fail: '[sim:fail]',
+  expire: '[sim:expire]',
+  drop: '[sim:drop]',
+  unavailable: '[sim:unavailable]',
+} as const;
+
+/** POST /images and POST /videos: idempotency, checks in the service's order, charge, job. */
+export class Submissions {
+  /** Idempotency keys that already got their one marker-forced 503. */
+  private readonly unavailableOnce = new Set<string>();
+
+  constructor(
+    private readonly service: Service,
+    private readonly idempotency: IdempotencyKeys,
+  ) {}
+
+  async submit(type: 'image' | 'video', req: SimRequest, key: SimKey): Promise<SimResponse> {
+    const idemKey = req.headers['idempotency-key'];
+    if (typeof idemKey !== 'string' || !UUID_PATTERN.test(idemKey)) {
+      throw invalid('Idempotency-Key', 'Every submission needs an Idempotency-Key header holding a new UUID.');
+    }
+    const service = this.service;
+    const hash = IdempotencyKeys.hash({ type, body: req.body });
+    const replayOf = this.idempotency.begin(key.label, idemKey, hash, service.now());
+    if (replayOf) {
+      const job = service.jobs.byId.get(replayOf)!;
+      service.ledger.record({ kind: 'replay', at: service.now(), key: key.label, jobId: job.id, idempotencyKey: idemKey });
+      return { status: 202, headers: {}, body: { job: service.renderJob(job) } };
+    }
+    try {
+      const [min, max] = service.opts.latencyMs;
+      await service.delay(service.random.between(min, max)); // the window in which a concurrent resend is IN_FLIGHT
+      service.jobs.settle(service.now());
+      const checked = this.check(type, req.body, key);
+      return this.create(checked, key, idemKey);
+    } catch (error) {
+      this.idempotency.abandon(key.label, idemKey);
+      throw error;
+    }
+  }
+
+  private check(type: 'image' | 'video', body: unknown, key: SimKey): CheckedSubmission {
+    const service = this.service;
+    const ctx = { account: key.account, uploads: service.uploads, jobs: service.jobs, limits: service.opts.limits, now: service.now() };
+    return type === 'image' ? checkImageSubmission(body, ctx) : checkVideoSubmission(body, ctx);
+  }
+
+  private create(sub: CheckedSubmission, key: SimKey, idemKey: string): SimResponse {
+    const service = this.service;
+    const { opts, accounts, jobs, random, ledger } = service;
+    const now = service.now();
+    const cap = sub.type === 'image' ? opts.limits.imagesInFlight : opts.limits.videosInFlight;
+    const inFlight = jobs.inFlight(key.label, sub.type);
+    if (inFlight >= cap) {
+      throw limited('CONCURRENCY_LIMIT', `This key already has ${inFlight} ${sub.type} jobs in flight (limit ${cap}).`, jobs.nextEnd(key.label, sub.type) - now, 0);
+    }
+    const usedToday = accounts.chargedToday(key, now);
+    if (usedToday + sub.price > key.dailyCap) {
+      throw limited('DAILY_CAP_REACHED', `This key's daily cap of ${key.dailyCap} credits is reached (${usedToday} used today).`, accounts.msUntilNextDay(now), key.dailyCap - usedToday);
+    }
+    const balance = accounts.balance(key.account);
+    if (balance < sub.price) {
+      throw new SimError(402, 'CREDITS_EXHAUSTED', `Not enough credits: ${sub.price} needed, ${balance} available.`, { required: sub.price });
+    }
+    if (sub.prompt.includes(MARKERS.block) || random.chance(opts.moderationRate)) {
+      key.account.blockedAt.push(now);
+      throw new SimError(422, 'CONTENT_VIOLATION', 'The prompt was blocked by moderation. Nothing was charged.');
+    }
+    const forced = sub.prompt.includes(MARKERS.unavailable) && !this.unavailableOnce.has(idemKey);
+    if (forced || random.chance(opts.unavailableRate)) {
+      this.unavailableOnce.add(idemKey);
+      const code = forced || random.chance(0.5) ? 'UPSTREAM_UNAVAILABLE' : 'MODERATION_UNAVAILABLE';
+      throw new SimError(503, code, 'Temporarily unavailable; nothing was charged. Retry later.');
+    }
+    const [minMs, maxMs] = sub.type === 'image' ? opts.imageMs : opts.videoMs;
+    const job = jobs.add({
+      id: `job_${randomBytes(10).toString('hex')}`,
+      type: sub.type,
+      origin: 'api',
+      account: key.account,
+      keyLabel: key.label,
+      model: sub.model,
+      prompt: sub.prompt,
+      params: sub.params,
+      createdAt: now,
+      endsAt: now + random.between(minMs, maxMs),
+      end: this.decideEnd(sub.prompt),
+      charged: sub.price,
+      refunded: 0,
+      outputCount: sub.type === 'image' ? opts.imageOutputs : 1,
+    });
+    accounts.charge(key.account, sub.price);
+    accounts.recordDailyCharge(key, now, sub.price);
+    ledger.record({ kind: 'charge', at: now, key: key.label, jobId: job.id, idempotencyKey: idemKey, credits: sub.price, prompt: sub.prompt, model: sub.model });
+    this.idempotency.complete(key.label, idemKey, job.id, now);
+    if (sub.prompt.includes(MARKERS.drop) || random.chance(opts.dropRate)) {
+      ledger.record({ kind: 'dropped-response', at: now, key: key.label, jobId: job.id, idempotencyKey: idemKey });
+      return { status: 0, headers: {}, body: null, drop: true };
+    }
+    return { status: 202, headers: {}, body: { job: service.renderJob(job) } };
+  }
+
+  private decideEnd(prompt: string): JobEnd {
+    const { random, opts } = this.service;
+    if (prompt.includes(MARKERS.fail)) return 'FAILED';
+    if (prompt.includes(MARKERS.expire)) return 'EXPIRED';
+    if (random.chance(opts.failureRate)) return 'FAILED';
+    if (random.chance(opts.expiryRate)) return 'EXPIRED';
+    return 'COMPLETED';
+  }
+}

@@ -1,0 +1,47 @@
+import { createHash } from 'node:crypto';
+import type { SimAccount } from './accounts.js';
+
+export interface SimUpload {
+  key: string;
+  account: SimAccount;
+  kind: 'image' | 'video';
+  target: 'image' | 'video';
+  contentType: string;
+  size: number;
+  expiresAt: number;
+  uploaded: boolean;
+  sha256?: string;
+}
+
+export type UploadUse = { field: string; kind: 'image' | 'video'; target: 'image' | 'video' };
+
+export class Uploads {
+  readonly byKey = new Map<string, SimUpload>();
+
+  add(upload: SimUpload): void {
+    this.byKey.set(upload.key, upload);
+  }
+
+  /** Why this key cannot be used as input, or undefined when it can. */
+  problem(key: unknown, account: SimAccount, use: UploadUse, now: number): string | undefined {
+    if (typeof key !== 'string' || key === '') return `${use.field} must be an upload key string`;
+    const upload = this.byKey.get(key);
+    if (!upload || upload.account !== account) return `${use.field}: unknown upload key`;
+    if (!upload.uploaded) return `${use.field}: nothing was uploaded for this key yet (PUT the file to uploadUrl first)`;
+    if (now >= upload.expiresAt) return `${use.field}: the uploaded material expired; upload it again`;
+    if (upload.kind !== use.kind) return `${use.field}: expected an upload of kind ${use.kind}, got ${upload.kind}`;
+    if (upload.target !== use.target) return `${use.field}: expected an upload with target ${use.target}, got ${upload.target}`;
+    return undefined;
+  }
+
+  /** Stores the PUT body; returns an error message when it does not match the grant. */
+  receive(upload: SimUpload, contentType: string | undefined, body: Buffer): string | undefined {
+    if (contentType !== upload.contentType) {
+      return `Content-Type ${contentType ?? '(none)'} does not match the granted ${upload.contentType}`;
+    }
+    if (body.length !== upload.size) return `body is ${body.length} bytes; the grant says ${upload.size}`;
+    upload.uploaded = true;
+    upload.sha256 = createHash('sha256').update(body).digest('hex');
+    return undefined;
+  }
+}
