@@ -23,6 +23,8 @@ export interface Download {
   body: Readable;
   contentLength?: number;
   contentType?: string;
+  /** Stops the transfer. (Destroying an undici body with no error listener throws an uncaught AbortError.) */
+  cancel(): void;
 }
 
 const LONG_POLL_MARGIN_MS = 15_000;
@@ -120,6 +122,10 @@ export class ApiClient {
     const contentType = header(res.headers, 'content-type');
     return {
       body: res.body,
+      cancel: () => {
+        res.body.on('error', () => {});
+        res.body.destroy();
+      },
       ...(Number.isFinite(length) && header(res.headers, 'content-length') !== undefined ? { contentLength: length } : {}),
       ...(contentType ? { contentType } : {}),
     };

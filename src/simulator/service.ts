@@ -183,8 +183,9 @@ export class Service {
     const job = this.jobs.byId.get(id);
     if (!job || job.account !== key.account) throw new SimError(404, 'NOT_FOUND', `No job ${id}.`);
     if (job.status === 'PROCESSING' && wait > 0) {
-      const holdMs = Math.min((wait * 1000) / this.opts.timeScale, Math.max(0, job.endsAt - this.now()));
-      await this.hold(holdMs);
+      // Timers may fire a little before the clock reaches the deadline: hold until it really has.
+      const until = Math.min(this.now() + (wait * 1000) / this.opts.timeScale, job.endsAt);
+      while (!this.closed && this.now() < until) await this.hold(until - this.now() + 1);
       this.jobs.settle(this.now());
     }
     return ok({ job: this.renderJob(job) });

@@ -16,7 +16,10 @@ export const MARKERS = {
   fail: '[sim:fail]',
   expire: '[sim:expire]',
   drop: '[sim:drop]',
+  /** 503 UPSTREAM_UNAVAILABLE on the first request with each idempotency key. */
   unavailable: '[sim:unavailable]',
+  /** 503 MODERATION_UNAVAILABLE on the first request with each idempotency key. */
+  moderationUnavailable: '[sim:moderation-unavailable]',
 } as const;
 
 /** POST /images and POST /videos: idempotency, checks in the service's order, charge, job. */
@@ -81,10 +84,11 @@ export class Submissions {
       key.account.blockedAt.push(now);
       throw new SimError(422, 'CONTENT_VIOLATION', 'The prompt was blocked by moderation. Nothing was charged.');
     }
-    const forced = sub.prompt.includes(MARKERS.unavailable) && !this.unavailableOnce.has(idemKey);
+    const first = !this.unavailableOnce.has(idemKey);
+    const forced = first && sub.prompt.includes(MARKERS.unavailable) ? 'UPSTREAM_UNAVAILABLE' : first && sub.prompt.includes(MARKERS.moderationUnavailable) ? 'MODERATION_UNAVAILABLE' : undefined;
     if (forced || random.chance(opts.unavailableRate)) {
       this.unavailableOnce.add(idemKey);
-      const code = forced || random.chance(0.5) ? 'UPSTREAM_UNAVAILABLE' : 'MODERATION_UNAVAILABLE';
+      const code = forced ?? (random.chance(0.5) ? 'UPSTREAM_UNAVAILABLE' : 'MODERATION_UNAVAILABLE');
       throw new SimError(503, code, 'Temporarily unavailable; nothing was charged. Retry later.');
     }
     const [minMs, maxMs] = sub.type === 'image' ? opts.imageMs : opts.videoMs;

@@ -1,0 +1,67 @@
+import { once } from 'node:events';
+import { describe, expect, it } from 'vitest';
+import { ApiClient } from '../../src/api/index.js';
+import { cleanEnv, runCli, startCli } from '../helpers/cli.js';
+import { startTestSim } from '../helpers/sim.js';
+
+describe('genbatch simulate', () => {
+  it('prints a base URL and a key that work, and stops on SIGINT', async () => {
+    const cli = startCli(['simulate', '--port', '0', '--time-scale', '60']);
+    const [, baseUrl] = await cli.waitFor(/base URL: (\S+)/);
+    const [, apiKey] = await cli.waitFor(/API key:\s+(\S+)/);
+    expect(baseUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1$/);
+    const client = new ApiClient({ baseUrl: baseUrl!, apiKey: apiKey! });
+    expect((await client.me()).scopes).toEqual(['image', 'video']);
+    await client.close();
+    cli.child.kill('SIGINT');
+    const [code] = await once(cli.child, 'exit');
+    expect(code).toBe(0);
+  });
+
+  it('refuses a non-loopback host', async () => {
+    const res = await runCli(['simulate', '--host', '0.0.0.0']);
+    expect(res.code).toBe(1);
+    expect(res.stderr).toMatch(/loopback/);
+  });
+});
+
+describe('genbatch models and me', () => {
+  it('models --simulate lists the catalog', async () => {
+    const res = await runCli(['models', '--simulate']);
+    expect(res.code).toBe(0);
+    expect(res.stdout).toMatch(/studio-xl\s+image\s+generate\s+8/);
+    expect(res.stdout).toMatch(/motion-2\s+video\s+image-to-video/);
+  });
+
+  it('says how to set the base URL and the key when they are missing', async () => {
+    const noUrl = await runCli(['me']);
+    expect(noUrl.code).toBe(2);
+    expect(noUrl.stderr).toContain('GENBATCH_BASE_URL');
+    const noKey = await runCli(['me', '--base-url', 'http://127.0.0.1:9/v1']);
+    expect(noKey.code).toBe(2);
+    expect(noKey.stderr).toContain('GENBATCH_API_KEY');
+  });
+
+  it('a rejected key stops with exit 3, what to do, and never the key', async () => {
+    const t = await startTestSim();
+    const key = 'gbk_RevokedButStillSecret0000000';
+    const res = await runCli(['me'], cleanEnv({ GENBATCH_BASE_URL: t.sim.baseUrl, GENBATCH_API_KEY: key }));
+    expect(res.code).toBe(3);
+    expect(res.stderr).toContain('UNAUTHENTICATED');
+    expect(res.stderr).toContain('GENBATCH_API_KEY');
+    expect(res.stdout + res.stderr).not.toContain(key);
+  });
+
+  it('me reads the key from the environment', async () => {
+    const t = await startTestSim({ credits: 1234 });
+    const res = await runCli(['me', '--json'], cleanEnv({ GENBATCH_BASE_URL: t.sim.baseUrl, GENBATCH_API_KEY: t.sim.apiKey }));
+    expect(res.code).toBe(0);
+    expect(JSON.parse(res.stdout)).toMatchObject({ credits: 1234, scopes: ['image', 'video'] });
+  });
+
+  it('a bad flag is a usage error', async () => {
+    const res = await runCli(['models', '--type', 'audio', '--simulate']);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toMatch(/expected image or video/);
+  });
+});
