@@ -1,4 +1,7 @@
+import { execFile } from 'node:child_process';
 import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { ApiClient } from '../../src/api/index.js';
 import { cleanEnv, runCli, startCli } from '../helpers/cli.js';
@@ -22,6 +25,14 @@ describe('genbatch simulate', () => {
     const res = await runCli(['simulate', '--host', '0.0.0.0']);
     expect(res.code).toBe(1);
     expect(res.stderr).toMatch(/loopback/);
+  });
+});
+
+describe('the installed command', () => {
+  it('node_modules/.bin/genbatch runs the built CLI, so npx genbatch works in a clone', async () => {
+    const bin = fileURLToPath(new URL('../../node_modules/.bin/genbatch', import.meta.url));
+    const { stdout } = await promisify(execFile)(bin, ['--help'], { env: cleanEnv() });
+    expect(stdout).toMatch(/simulate/);
   });
 });
 
