@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 import { Command, Option } from 'commander';
+import { estimateCommand, validateCommand } from './commands/manifest-commands.js';
 import { meCommand, modelsCommand } from './commands/service-info.js';
 import { simulateCommand } from './commands/simulate.js';
 import { EXIT, describeFailure } from './exit.js';
-import { mediaType, nonNegativeNumber, port, positiveNumber, probability, range } from './parse.js';
+import { mediaType, nonNegativeNumber, port, positiveInt, positiveNumber, probability, range, rate } from './parse.js';
 
 const env = process.env;
 
@@ -22,6 +23,19 @@ const program = new Command()
   .description('Batch runner for the image and video generation API. The API key is read from GENBATCH_API_KEY.')
   .showHelpAfterError()
   .exitOverride();
+
+withConnection(program.command('validate').argument('<manifest>').description('check a manifest; --online also checks it against the service'))
+  .option('--online', 'also check models, kinds, modes, allowed values and key scopes against the service')
+  .action(async (manifest: string, opts) => print(await validateCommand(manifest, opts, env, process.cwd())));
+
+withConnection(program.command('estimate').argument('<manifest>').description('dry run: credits per model and in total, key days, budget and time; submits nothing'))
+  .option('--json', 'print the figures as JSON')
+  .option('--submit-rate <N/W>', 'submissions per window, e.g. 10/60s', rate)
+  .option('--max-images-in-flight <n>', 'image jobs in flight', positiveInt)
+  .option('--max-videos-in-flight <n>', 'video jobs in flight', positiveInt)
+  .option('--daily-cap <credits>', "the key's daily cap (default: what /me says, else 20000)", positiveInt)
+  .option('--max-credits <credits>', 'budget for the run (default: budget.maxCredits)', positiveInt)
+  .action(async (manifest: string, opts) => print(await estimateCommand(manifest, opts, env, process.cwd())));
 
 withConnection(program.command('models').description('list the models the key may use'))
   .option('--type <type>', 'image or video', mediaType)

@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from 'commander';
+import { parseRate, type Rate } from '../scheduler/limits.js';
 
 /** commander argument parsers with messages that say what was expected. */
 export function nonNegativeNumber(value: string): number {
@@ -40,4 +41,18 @@ export function range(value: string): [number, number] {
 export function mediaType(value: string): 'image' | 'video' {
   if (value !== 'image' && value !== 'video') throw new InvalidArgumentError(`expected image or video, got "${value}"`);
   return value;
+}
+
+export function positiveInt(value: string): number {
+  const n = Number(value);
+  if (!/^\s*\d+\s*$/.test(value) || n < 1) throw new InvalidArgumentError(`expected a whole number >= 1, got "${value}"`);
+  return n;
+}
+
+export function rate(value: string): Rate {
+  try {
+    return parseRate(value);
+  } catch (error) {
+    throw new InvalidArgumentError((error as Error).message);
+  }
 }

@@ -1,0 +1,88 @@
+import type { Catalog } from '../api/catalog.js';
+import type { Manifest, ResolvedItem } from '../manifest/index.js';
+import type { KeyLimits } from '../scheduler/limits.js';
+import { dependenciesOf } from '../manifest/index.js';
+import { estimateDuration, longestChainSeconds, type Bound } from './duration.js';
+import { priceOf, type PriceSource } from './prices.js';
+
+export interface ModelCost {
+  model: string;
+  type: 'image' | 'video';
+  items: number;
+  /** Credits of the priced items. */
+  credits: number;
+  /** Items whose price is unknown (not in the catalog, nor in the manifest's prices). */
+  unpriced: number;
+  /** Price per job when all are equal. */
+  each?: number;
+  source: PriceSource | 'mixed';
+}
+
+export interface Estimate {
+  items: { total: number; image: number; video: number };
+  models: ModelCost[];
+  credits: { total: number; unpricedItems: number; complete: boolean };
+  balance?: { credits: number; enough: boolean };
+  dailyCap: { credits: number; keyDays: number };
+  budget?: { maxCredits: number; within: boolean; itemsWithin: number };
+  duration: { seconds: number; limitedBy: Bound };
+}
+
+export interface EstimateInput {
+  items: readonly ResolvedItem[];
+  catalog: Catalog;
+  prices: Manifest['prices'];
+  limits: KeyLimits;
+  balance?: number;
+  maxCredits?: number;
+}
+
+/** A dry run: what the manifest costs and how long it takes, from the catalog, the account and the limits. */
+export function estimate(input: EstimateInput): Estimate {
+  const byModel = new Map<string, ModelCost & { prices: Set<number>; sources: Set<PriceSource> }>();
+  let total = 0;
+  let unpricedItems = 0;
+  let itemsWithin = 0;
+  let budgetBroken = false;
+  const counts = { image: 0, video: 0 };
+  for (const item of input.items) {
+    counts[item.type]++;
+    const price = priceOf(item, input.catalog.get(item.type, item.model), input.prices);
+    const key = `${item.type}:${item.model}`;
+    let cost = byModel.get(key);
+    if (!cost) {
+      cost = { model: item.model, type: item.type, items: 0, credits: 0, unpriced: 0, source: price.source, prices: new Set(), sources: new Set() };
+      byModel.set(key, cost);
+    }
+    cost.items++;
+    cost.sources.add(price.source);
+    if (price.credits === undefined) {
+      cost.unpriced++;
+      unpricedItems++;
+      continue;
+    }
+    cost.credits += price.credits;
+    cost.prices.add(price.credits);
+    total += price.credits;
+    if (input.maxCredits !== undefined && !budgetBroken) {
+      if (total <= input.maxCredits) itemsWithin++;
+      else budgetBroken = true;
+    }
+  }
+  const models = [...byModel.values()].map(({ prices, sources, ...cost }) => ({
+    ...cost,
+    ...(prices.size === 1 ? { each: [...prices][0]! } : {}),
+    source: sources.size === 1 ? [...sources][0]! : ('mixed' as const),
+  }));
+  const chainSeconds = longestChainSeconds(input.items.map((i) => ({ id: i.id, type: i.type, deps: dependenciesOf(i).map((d) => d.id) })));
+  const duration = estimateDuration({ images: counts.image, videos: counts.video, credits: total, chainSeconds }, input.limits);
+  return {
+    items: { total: input.items.length, ...counts },
+    models: models.sort((a, b) => b.credits - a.credits || a.model.localeCompare(b.model)),
+    credits: { total, unpricedItems, complete: unpricedItems === 0 },
+    ...(input.balance !== undefined ? { balance: { credits: input.balance, enough: input.balance >= total } } : {}),
+    dailyCap: { credits: input.limits.dailyCap, keyDays: duration.keyDays },
+    ...(input.maxCredits !== undefined ? { budget: { maxCredits: input.maxCredits, within: total <= input.maxCredits, itemsWithin } } : {}),
+    duration: { seconds: Math.round(duration.seconds), limitedBy: duration.limitedBy },
+  };
+}

@@ -1,0 +1,3 @@
+export { estimate, type Estimate, type EstimateInput, type ModelCost } from './estimate.js';
+export { estimateDuration, formatDuration, TYPICAL_SECONDS } from './duration.js';
+export { catalogVideoPrice, priceOf } from './prices.js';

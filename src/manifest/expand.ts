@@ -1,0 +1,195 @@
+import { access, constants, stat } from 'node:fs/promises';
+import { relative, resolve } from 'node:path';
+import type { IssueList } from './issues.js';
+import { readRows } from './rows.js';
+import type { FileInputSpec, Manifest, ManifestItem } from './schema.js';
+import { type ManifestSource, fieldPath } from './source.js';
+import { render, toText } from './templates.js';
+import type { InputRef, ResolvedItem } from './types.js';
+
+type Merged = Omit<ManifestItem, 'matrix' | 'rows' | 'repeat'>;
+type Combo = Map<string, string>;
+
+const VIDEO_ONLY = ['duration', 'image', 'referenceImages', 'video', 'source'] as const;
+const VIDEO_INPUTS = ['image', 'referenceImages', 'video', 'source'] as const;
+
+/** Expands every item of a parsed manifest, reporting each problem where it was written. */
+export class Expander {
+  private readonly fileChecks = new Map<string, Promise<string | undefined>>();
+
+  constructor(
+    private readonly source: ManifestSource,
+    private readonly manifest: Manifest,
+    private readonly cwd: string,
+    private readonly issues: IssueList,
+    /** Which items to expand, by index: all of them unless some failed the schema. */
+    private readonly only?: ReadonlySet<number>,
+  ) {}
+
+  async *items(): AsyncGenerator<ResolvedItem> {
+    for (const [index, item] of this.manifest.items.entries()) {
+      if (!this.only || this.only.has(index)) yield* this.expandItem(item, index);
+    }
+  }
+
+  private async *expandItem(item: ManifestItem, index: number): AsyncGenerator<ResolvedItem> {
+    const { matrix, rows, repeat, ...own } = item;
+    const merged: Merged = { ...this.manifest.defaults, ...own };
+    const combos = matrixCombos(matrix ?? {});
+    const vars = new Map(Object.entries(this.manifest.vars ?? {}).map(([k, v]) => [k, toText(v)]));
+    if (!rows) {
+      for (const combo of combos) yield* this.resolveAll(merged, index, new Map([...vars, ...combo]), repeat, undefined);
+      return;
+    }
+    const absRows = resolve(this.source.dir, rows);
+    const rowsFile = relative(this.cwd, absRows) || rows;
+    const problem = await this.checkFile(absRows);
+    if (problem) return this.report(['items', index, 'rows'], `cannot read the rows: ${problem}: ${rows} (relative to the manifest)`);
+    for await (const row of readRows(absRows, rowsFile, this.issues)) {
+      for (const combo of combos) {
+        yield* this.resolveAll(merged, index, new Map([...vars, ...row.values, ...combo]), repeat, { file: rowsFile, line: row.line });
+      }
+    }
+  }
+
+  private async *resolveAll(merged: Merged, index: number, ctx: Combo, repeat: number | undefined, row: { file: string; line: number } | undefined): AsyncGenerator<ResolvedItem> {
+    const item = await this.resolve(merged, index, ctx, row);
+    if (!item) return;
+    if (!repeat || repeat === 1) {
+      yield item;
+      return;
+    }
+    for (let k = 1; k <= repeat; k++) yield { ...item, id: `${item.id}#${k}` };
+  }
+
+  /** Where a field was written: on the item, or in `defaults`. */
+  private pathOf(merged: Merged, index: number, field: string): (string | number)[] {
+    const own = this.manifest.items[index] as Record<string, unknown>;
+    return field in own || !(field in (this.manifest.defaults ?? {})) ? ['items', index, field] : ['defaults', field];
+  }
+
+  private report(path: (string | number)[], message: string, row?: { file: string; line: number }): void {
+    const pos = this.source.locate(path);
+    const suffix = row ? ` (row at ${row.file}:${row.line})` : '';
+    this.issues.add({ file: this.source.file, ...pos, field: fieldPath(path), message: `${message}${suffix}` });
+  }
+
+  private async resolve(merged: Merged, index: number, ctx: Combo, row: { file: string; line: number } | undefined): Promise<ResolvedItem | undefined> {
+    let ok = true;
+    const fail = (field: string, message: string, at?: number) => {
+      ok = false;
+      this.report([...this.pathOf(merged, index, field), ...(at === undefined ? [] : [at])], message, row);
+    };
+    const text = (field: string, value: string | undefined): string | undefined => {
+      if (value === undefined) return undefined;
+      const r = render(value, ctx);
+      if (!r.ok) return void fail(field, r.message);
+      if (r.value.trim() === '') return void fail(field, `expected a non-empty value, found ${JSON.stringify(r.value)} after templates`);
+      return r.value;
+    };
+    const type = merged.type ?? 'image';
+    const fields = new Map<string, string>([['type', type]]);
+    const model = text('model', merged.model);
+    const aspectRatio = text('aspectRatio', merged.aspectRatio);
+    const resolution = text('resolution', merged.resolution);
+    const duration = merged.duration === undefined ? undefined : text('duration', String(merged.duration));
+    for (const [k, v] of [['model', model], ['aspectRatio', aspectRatio], ['resolution', resolution], ['duration', duration]] as const) {
+      if (v !== undefined) fields.set(k, v);
+    }
+    const withFields = new Map([...ctx, ...fields]);
+    const idRender = render(this.manifest.items[index]!.id, withFields);
+    const id = idRender.ok ? idRender.value : undefined;
+    if (!idRender.ok) fail('id', idRender.message);
+    else if (id !== undefined) checkId(id, (m) => fail('id', m));
+    if (id !== undefined) withFields.set('id', id);
+    const promptRender = merged.prompt === undefined ? undefined : render(merged.prompt, withFields);
+    if (promptRender && !promptRender.ok) fail('prompt', promptRender.message);
+    const prompt = promptRender?.ok ? promptRender.value : undefined;
+
+    if (merged.model === undefined) fail('model', 'missing: set model on the item or in defaults');
+    if (merged.prompt === undefined) fail('prompt', 'missing: set prompt on the item or in defaults');
+    if (aspectRatio !== undefined && !/^\d+:\d+$/.test(aspectRatio)) fail('aspectRatio', `expected <w>:<h> such as "4:5", found ${JSON.stringify(aspectRatio)}`);
+    if (duration !== undefined && !(Number(duration) > 0)) fail('duration', `expected a number of seconds, found ${JSON.stringify(duration)}`);
+
+    const ref = async (field: string, spec: FileInputSpec | undefined, at?: number): Promise<InputRef | undefined> => {
+      if (spec === undefined) return undefined;
+      if (typeof spec !== 'string') {
+        const target = render(spec.from, withFields);
+        if (!target.ok) return void fail(field, target.message, at);
+        return { kind: 'item', id: target.value };
+      }
+      const path = render(spec, withFields);
+      if (!path.ok) return void fail(field, path.message, at);
+      const abs = resolve(this.source.dir, path.value);
+      const problem = await this.checkFile(abs);
+      if (problem) return void fail(field, `${problem}: ${path.value} (relative to the manifest)`, at);
+      return { kind: 'file', path: abs, display: path.value };
+    };
+    const refs = async (field: string, specs: FileInputSpec[] | undefined) =>
+      specs === undefined ? undefined : Promise.all(specs.map((spec, i) => ref(field, spec, i)));
+    const inputs = await refs('inputs', merged.inputs);
+    const image = await ref('image', merged.image);
+    const referenceImages = await refs('referenceImages', merged.referenceImages);
+    const video = await ref('video', merged.video);
+    const sourceId = merged.source === undefined ? undefined : text('source', merged.source);
+
+    if (type === 'image') {
+      for (const field of VIDEO_ONLY) if (merged[field] !== undefined) fail(field, `${field} applies to video items; this item is an image (set type: video)`);
+    } else {
+      if (merged.inputs !== undefined) fail('inputs', 'inputs are for image editing; a video takes image, referenceImages, video or source');
+      const given = VIDEO_INPUTS.filter((f) => merged[f] !== undefined);
+      if (given.length === 0) fail('type', 'a video item needs one input: image (image-to-video), referenceImages (reference-to-video), video or source (video-extend / video-edit)');
+      if (given.length > 1) fail(given[1]!, `a video item takes one kind of input, found ${given.join(' and ')}`);
+    }
+    if (!ok || id === undefined || model === undefined || prompt === undefined) return undefined;
+    const pos = this.source.locate(['items', index]);
+    return {
+      id, type, model, prompt,
+      ...(aspectRatio !== undefined ? { aspectRatio } : {}),
+      ...(resolution !== undefined ? { resolution } : {}),
+      ...(duration !== undefined ? { duration: String(Number(duration)) } : {}),
+      ...(inputs ? { inputs: inputs as InputRef[] } : {}),
+      ...(image ? { image } : {}),
+      ...(referenceImages ? { referenceImages: referenceImages as InputRef[] } : {}),
+      ...(video ? { video } : {}),
+      ...(sourceId !== undefined ? { source: sourceId } : {}),
+      where: { file: this.source.file, ...pos, itemIndex: index, ...(row ? { row } : {}) },
+    };
+  }
+
+  private checkFile(abs: string): Promise<string | undefined> {
+    let check = this.fileChecks.get(abs);
+    if (!check) {
+      check = (async () => {
+        try {
+          if (!(await stat(abs)).isFile()) return 'not a file';
+          await access(abs, constants.R_OK);
+          return undefined;
+        } catch (error) {
+          const code = (error as NodeJS.ErrnoException).code;
+          return code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'not readable' : `cannot read (${code})`;
+        }
+      })();
+      this.fileChecks.set(abs, check);
+    }
+    return check;
+  }
+}
+
+const MAX_ID_LENGTH = 200;
+
+function checkId(id: string, fail: (message: string) => void): void {
+  if (id.length > MAX_ID_LENGTH) fail(`an id is at most ${MAX_ID_LENGTH} characters; this one has ${id.length}`);
+  // eslint-disable-next-line no-control-regex
+  else if (/[\u0000-\u001f\u007f]/.test(id)) fail(`an id cannot hold control characters, found ${JSON.stringify(id)}`);
+  else if (id.includes('#')) fail(`an id cannot hold # (repeat adds #1, #2, …), found ${JSON.stringify(id)}`);
+}
+
+/** Every combination of the matrix values, in key order; one empty combination without a matrix. */
+function matrixCombos(matrix: Record<string, (string | number | boolean)[]>): Combo[] {
+  let combos: Combo[] = [new Map()];
+  for (const [name, values] of Object.entries(matrix)) {
+    combos = combos.flatMap((c) => values.map((v) => new Map([...c, [name, toText(v)]])));
+  }
+  return combos;
+}

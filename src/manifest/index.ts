@@ -1,0 +1,5 @@
+export { loadManifest, type LoadedManifest, type ValidationResult } from './validate.js';
+export { formatIssue, IssueList, type ManifestIssue } from './issues.js';
+export { dependenciesOf, type InputRef, type ResolvedItem } from './types.js';
+export { outputRelativePath, resolveInside, defaultExtension, DEFAULT_OUTPUT_NAME } from './output-paths.js';
+export { manifestSchema, type Manifest } from './schema.js';

@@ -1,0 +1,49 @@
+import type { Catalog } from '../api/catalog.js';
+import type { IssueList } from './issues.js';
+import { type ManifestSource, fieldPath } from './source.js';
+import type { ResolvedItem } from './types.js';
+
+const MODE_FOR_INPUT = { image: ['image-to-video'], referenceImages: ['reference-to-video'], video: ['video-extend', 'video-edit'], source: ['video-extend', 'video-edit'] } as const;
+
+/** The service's view of a manifest: models, kinds, modes, allowed values, and the key's scopes. */
+export function checkAgainstService(items: readonly ResolvedItem[], source: ManifestSource, catalog: Catalog, scopes: readonly string[], issues: IssueList): void {
+  const report = (item: ResolvedItem, field: string, message: string) => {
+    const path = ['items', item.where.itemIndex, field];
+    const row = item.where.row ? ` (row at ${item.where.row.file}:${item.where.row.line})` : '';
+    issues.add({ file: source.file, ...source.locate(path), field: fieldPath(path), message: `${message}${row}` });
+  };
+  const firstOfType = new Map<string, ResolvedItem>();
+  const countOfType = new Map<string, number>();
+  for (const item of items) {
+    if (!firstOfType.has(item.type)) firstOfType.set(item.type, item);
+    countOfType.set(item.type, (countOfType.get(item.type) ?? 0) + 1);
+    const model = catalog.get(item.type, item.model);
+    if (!model) {
+      report(item, 'model', `unknown ${item.type} model ${JSON.stringify(item.model)}; the catalog has ${catalog.ids(item.type).join(', ') || 'none'}`);
+      continue;
+    }
+    const allowed = (field: 'aspectRatio' | 'resolution' | 'duration', list: string[] | undefined) => {
+      const value = item[field];
+      if (value !== undefined && list && list.length > 0 && !list.includes(value)) {
+        report(item, field, `${item.model} does not take ${field} ${JSON.stringify(value)}; allowed: ${list.join(', ')}`);
+      }
+    };
+    allowed('aspectRatio', model.aspectRatios);
+    allowed('resolution', model.resolutions);
+    if (item.type === 'image') {
+      const wants = item.inputs ? 'edit' : 'generate';
+      if (model.kind && model.kind !== wants) {
+        report(item, item.inputs ? 'inputs' : 'model', item.inputs ? `${item.model} generates from text; editing inputs needs a model of kind edit` : `${item.model} is an edit model; it needs inputs to edit`);
+      }
+      continue;
+    }
+    allowed('duration', model.durations);
+    const given = (['image', 'referenceImages', 'video', 'source'] as const).find((f) => item[f] !== undefined);
+    if (given && model.mode && !(MODE_FOR_INPUT[given] as readonly string[]).includes(model.mode)) {
+      report(item, given, `${item.model} is a ${model.mode} model; ${given} fits ${MODE_FOR_INPUT[given].join(' or ')}`);
+    }
+  }
+  for (const [type, item] of firstOfType) {
+    if (!scopes.includes(type)) report(item, 'type', `the key lacks the ${type} scope, which the manifest's ${countOfType.get(type)} ${type} item(s) need; create a key with it`);
+  }
+}

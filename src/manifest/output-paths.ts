@@ -1,0 +1,68 @@
+import { isAbsolute, relative, resolve, sep } from 'node:path';
+import { render, templateNames } from './templates.js';
+
+export const DEFAULT_OUTPUT_NAME = '{{id}}-{{n}}.{{ext}}';
+const OUTPUT_NAMES = ['id', 'n', 'ext', 'model', 'type'];
+const MAX_SEGMENT_BYTES = 255;
+
+/** What `output.name` may use: the output's own facts and the manifest's vars. */
+export function outputTemplateProblem(template: string, varNames: readonly string[]): string | undefined {
+  const known = new Set([...OUTPUT_NAMES, ...varNames]);
+  const unknown = templateNames(template).filter((n) => !known.has(n));
+  if (unknown.length) return `unknown template name ${unknown.map((n) => `{{${n}}}`).join(', ')}; output names may use ${[...known].map((n) => `{{${n}}}`).join(', ')}`;
+  if (!templateNames(template).includes('id')) return 'output names must contain {{id}}, or items would overwrite each other';
+  if (isAbsolute(template) || /^[a-zA-Z]:/.test(template)) return 'expected a relative name inside the output dir, found an absolute path';
+  if (template.split(/[\\/]/).some((s) => s === '..')) return 'expected a name inside the output dir, found a .. segment';
+  return undefined;
+}
+
+/** A value made harmless inside a file name: no separators, NUL or control characters, and never `.` or `..`. */
+function safeValue(value: string): string {
+  // eslint-disable-next-line no-control-regex
+  const cleaned = value.replace(/[\\/\u0000-\u001f\u007f]/g, '_');
+  return cleaned === '.' || cleaned === '..' ? cleaned.replace(/\./g, '_') : cleaned;
+}
+
+export interface OutputNameValues {
+  id: string;
+  n: number;
+  ext: string;
+  model: string;
+  type: string;
+  vars: ReadonlyMap<string, string>;
+}
+
+/**
+ * The output's path relative to the output dir. Values are made safe before
+ * they are put in; the result is checked again, so no manifest value can
+ * name a file outside the output dir.
+ */
+export function outputRelativePath(template: string, v: OutputNameValues): { ok: true; path: string } | { ok: false; message: string } {
+  const ctx = new Map<string, string>([...[...v.vars].map(([k, x]) => [k, safeValue(x)] as const), ['id', safeValue(v.id)], ['n', String(v.n)], ['ext', safeValue(v.ext)], ['model', safeValue(v.model)], ['type', v.type]]);
+  const rendered = render(template, ctx);
+  if (!rendered.ok) return rendered;
+  let path = rendered.value.replace(/\\/g, '/');
+  if (v.n > 1 && !templateNames(template).includes('n')) path = path.replace(/(\.[^./]*)?$/, (ext) => `-${v.n}${ext}`);
+  const segments = path.split('/');
+  if (isAbsolute(path) || segments.some((s) => s === '' || s === '.' || s === '..')) {
+    return { ok: false, message: `the output name ${JSON.stringify(path)} would leave the output dir` };
+  }
+  const long = segments.find((s) => Buffer.byteLength(s) > MAX_SEGMENT_BYTES);
+  if (long) return { ok: false, message: `the output file name would be ${Buffer.byteLength(long)} bytes long; at most ${MAX_SEGMENT_BYTES} are allowed` };
+  return { ok: true, path: segments.join('/') };
+}
+
+/** The absolute path of an output, refusing anything that resolves outside `outDir`. */
+export function resolveInside(outDir: string, relativePath: string): string {
+  const root = resolve(outDir);
+  const full = resolve(root, relativePath);
+  const rel = relative(root, full);
+  if (rel === '' || rel.startsWith(`..${sep}`) || rel === '..' || isAbsolute(rel)) {
+    throw new Error(`refusing to write outside the output dir: ${relativePath}`);
+  }
+  return full;
+}
+
+export function defaultExtension(type: 'image' | 'video'): string {
+  return type === 'image' ? 'png' : 'mp4';
+}

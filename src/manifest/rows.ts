@@ -1,0 +1,63 @@
+import { open } from 'node:fs/promises';
+import { createInterface } from 'node:readline';
+import { parse } from 'csv-parse';
+import type { IssueList } from './issues.js';
+
+export interface Row {
+  /** 1-based line in the rows file. */
+  line: number;
+  values: Map<string, string>;
+}
+
+/** Streams the rows of a CSV (with header) or JSONL file; bad rows become issues, never exceptions. */
+export async function* readRows(absPath: string, file: string, issues: IssueList): AsyncGenerator<Row> {
+  try {
+    if (/\.jsonl$|\.ndjson$/i.test(absPath)) yield* readJsonl(absPath, file, issues);
+    else yield* readCsv(absPath);
+  } catch (error) {
+    const e = error as NodeJS.ErrnoException & { lines?: number };
+    const reason = e.code === 'ENOENT' ? 'no such file' : e.code === 'EACCES' ? 'not readable' : e.message;
+    issues.add({ file, line: e.lines ?? 1, column: 1, field: 'rows', message: `cannot read the rows: ${reason}` });
+  }
+}
+
+// The file is opened first, so a missing or unreadable file is a plain rejection, not an unhandled stream error.
+async function* readCsv(absPath: string): AsyncGenerator<Row> {
+  const handle = await open(absPath);
+  const parser = handle.createReadStream().pipe(parse({ columns: true, bom: true, skip_empty_lines: true, info: true, relax_quotes: false }));
+  for await (const { record, info } of parser as AsyncIterable<{ record: Record<string, string>; info: { lines: number } }>) {
+    const values = new Map<string, string>();
+    for (const [key, value] of Object.entries(record)) values.set(key.trim(), value);
+    yield { line: info.lines, values };
+  }
+}
+
+async function* readJsonl(absPath: string, file: string, issues: IssueList): AsyncGenerator<Row> {
+  const handle = await open(absPath);
+  const lines = createInterface({ input: handle.createReadStream(), crlfDelay: Infinity });
+  let line = 0;
+  for await (const text of lines) {
+    line++;
+    if (text.trim() === '') continue;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      issues.add({ file, line, column: 1, field: `row ${line}`, message: 'expected a JSON object on this line, found text that is not JSON' });
+      continue;
+    }
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+      issues.add({ file, line, column: 1, field: `row ${line}`, message: `expected a JSON object, found ${Array.isArray(parsed) ? 'an array' : typeof parsed}` });
+      continue;
+    }
+    const values = new Map<string, string>();
+    let ok = true;
+    for (const [key, value] of Object.entries(parsed)) {
+      if (value === null || typeof value === 'object') {
+        issues.add({ file, line, column: 1, field: `row ${line}: ${key}`, message: 'expected a string, number or boolean' });
+        ok = false;
+      } else values.set(key, String(value));
+    }
+    if (ok) yield { line, values };
+  }
+}

@@ -1,0 +1,87 @@
+import type { IssueList } from './issues.js';
+import { outputRelativePath, defaultExtension } from './output-paths.js';
+import { type ManifestSource, fieldPath } from './source.js';
+import { dependenciesOf, type ResolvedItem } from './types.js';
+
+/** Rules across items: unique ids, references that exist and fit, no cycles, distinct output files. */
+export function checkAcrossItems(items: readonly ResolvedItem[], source: ManifestSource, outputName: string, vars: ReadonlyMap<string, string>, issues: IssueList): void {
+  const byId = new Map<string, ResolvedItem>();
+  const at = (item: ResolvedItem, field: string) => {
+    const root = field.replace(/\[\d+\]$/, '');
+    const index = /\[(\d+)\]$/.exec(field)?.[1];
+    const path = ['items', item.where.itemIndex, root, ...(index !== undefined ? [Number(index)] : [])];
+    const pos = source.locate(path);
+    const row = item.where.row ? ` (row at ${item.where.row.file}:${item.where.row.line})` : '';
+    return { file: source.file, ...pos, field: fieldPath(path), row };
+  };
+  const where = (item: ResolvedItem) => `${item.where.row ? `${item.where.row.file}:${item.where.row.line}` : `${item.where.file}:${item.where.line}`}`;
+
+  for (const item of items) {
+    const first = byId.get(item.id);
+    if (first) {
+      const loc = at(item, 'id');
+      issues.add({ ...loc, message: `duplicate id ${JSON.stringify(item.id)}: ids must be unique after expansion (first at ${where(first)})${loc.row}` });
+    } else byId.set(item.id, item);
+  }
+
+  const graph = new Map<string, string[]>();
+  for (const item of items) {
+    const deps = dependenciesOf(item);
+    if (deps.length) graph.set(item.id, deps.map((d) => d.id));
+    for (const dep of deps) {
+      const target = byId.get(dep.id);
+      const loc = at(item, dep.field);
+      if (!target) issues.add({ ...loc, message: `no item has the id ${JSON.stringify(dep.id)}${loc.row}` });
+      else if (target.type !== dep.needs) issues.add({ ...loc, message: `expected ${dep.needs === 'image' ? 'an image' : 'a video'} item, found ${JSON.stringify(dep.id)}, ${target.type === 'image' ? 'an image' : 'a video'} item${loc.row}` });
+      else if (dep.id === item.id) issues.add({ ...loc, message: `an item cannot take its own output${loc.row}` });
+    }
+  }
+  for (const cycle of findCycles(graph)) {
+    const item = byId.get(cycle[0]!)!;
+    const loc = at(item, 'id');
+    issues.add({ ...loc, message: `a dependency cycle: ${[...cycle, cycle[0]].join(' → ')}` });
+  }
+
+  const files = new Map<string, string>();
+  for (const item of items) {
+    const out = outputRelativePath(outputName, { id: item.id, n: 1, ext: defaultExtension(item.type), model: item.model, type: item.type, vars });
+    const loc = at(item, 'id');
+    if (!out.ok) {
+      issues.add({ ...loc, message: `${out.message}${loc.row}` });
+      continue;
+    }
+    const key = out.path.toLowerCase(); // case-insensitive file systems would merge these
+    const other = files.get(key);
+    if (other !== undefined && other !== item.id) issues.add({ ...loc, message: `items ${JSON.stringify(other)} and ${JSON.stringify(item.id)} would write the same file ${out.path}${loc.row}` });
+    else files.set(key, item.id);
+  }
+}
+
+/** Cycles in a dependency graph (iterative DFS), each reported once. */
+function findCycles(graph: ReadonlyMap<string, string[]>): string[][] {
+  const state = new Map<string, 'open' | 'done'>();
+  const cycles: string[][] = [];
+  for (const start of graph.keys()) {
+    if (state.has(start)) continue;
+    const stack: { id: string; next: number }[] = [{ id: start, next: 0 }];
+    state.set(start, 'open');
+    while (stack.length) {
+      const top = stack[stack.length - 1]!;
+      const deps = graph.get(top.id) ?? [];
+      if (top.next >= deps.length) {
+        state.set(top.id, 'done');
+        stack.pop();
+        continue;
+      }
+      const dep = deps[top.next++]!;
+      if (state.get(dep) === 'open') {
+        const from = stack.findIndex((f) => f.id === dep);
+        if (dep !== top.id) cycles.push(stack.slice(from).map((f) => f.id));
+      } else if (!state.has(dep)) {
+        state.set(dep, 'open');
+        stack.push({ id: dep, next: 0 });
+      }
+    }
+  }
+  return cycles;
+}

@@ -1,0 +1,65 @@
+import { z } from 'zod';
+
+/**
+ * The manifest, as users write it (product.md). Objects are strict: a
+ * misspelt field is an error, not silently ignored.
+ */
+const scalar = z.union([z.string(), z.number(), z.boolean()]);
+const varName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'a name of letters, digits and _');
+
+export const fileInput = z.union([
+  z.string().min(1).describe('a file path, relative to the manifest'),
+  z.strictObject({ from: z.string().min(1).describe('the id of an earlier item whose output is used') }),
+]);
+
+const itemFields = {
+  type: z.enum(['image', 'video']).optional().describe('image (default) or video'),
+  model: z.string().min(1).optional().describe('a model id from `genbatch models`'),
+  prompt: z.string().min(1).optional(),
+  aspectRatio: z.string().min(1).optional().describe('<w>:<h>, e.g. "4:5"'),
+  resolution: z.string().min(1).optional().describe('e.g. 2K for images, 720p for videos'),
+  duration: z.union([z.number().positive(), z.string().min(1)]).optional().describe('video seconds, one of the model’s durations'),
+  inputs: z.array(fileInput).min(1).optional().describe('images to edit (an edit model)'),
+  image: fileInput.optional().describe('first frame (image-to-video)'),
+  referenceImages: z.array(fileInput).min(1).optional().describe('reference images (reference-to-video)'),
+  video: fileInput.optional().describe('source video (video-extend, video-edit)'),
+  source: z.string().min(1).optional().describe('an earlier video item, sent as sourceJobId (video-extend, video-edit)'),
+};
+
+export const ITEM_FIELDS = Object.keys(itemFields) as (keyof typeof itemFields)[];
+
+export const defaultsSchema = z.strictObject(itemFields);
+
+export const itemSchema = z.strictObject({
+  id: z.string().min(1).describe('stable identity; templates allowed'),
+  ...itemFields,
+  matrix: z.record(varName, z.array(scalar).min(1)).optional().describe('one item per combination of these values'),
+  rows: z.string().min(1).optional().describe('a CSV (with header) or JSONL file: one item per row, columns as template names'),
+  repeat: z.int().min(1).max(1000).optional().describe('independent jobs of the same item: ids get #1, #2, …'),
+});
+
+const videoPriceTable = z.record(z.string().describe('resolution'), z.record(z.string().describe('duration'), z.number().nonnegative()));
+
+export const manifestSchema = z.strictObject({
+  $schema: z.string().optional(),
+  version: z.literal(1),
+  name: z.string().min(1).optional().describe('defaults to the file name'),
+  defaults: defaultsSchema.optional().describe('merged into every item'),
+  output: z
+    .strictObject({
+      dir: z.string().min(1).optional().describe('relative to the manifest; default out/<name>'),
+      name: z.string().min(1).optional().describe('per output file; {{id}}, {{n}} (from 1), {{ext}}, {{model}}, {{type}} and vars'),
+    })
+    .optional(),
+  budget: z.strictObject({ maxCredits: z.number().positive().describe('stop submitting once the run was charged this much, net of refunds') }).optional(),
+  vars: z.record(varName, scalar).optional(),
+  prices: z
+    .record(z.string().describe('model id'), z.union([z.number().nonnegative(), videoPriceTable]))
+    .optional()
+    .describe('credits the catalog does not give: a number per job, or resolution → duration → credits'),
+  items: z.array(itemSchema).min(1, 'a manifest needs at least one item'),
+});
+
+export type Manifest = z.infer<typeof manifestSchema>;
+export type ManifestItem = z.infer<typeof itemSchema>;
+export type FileInputSpec = z.infer<typeof fileInput>;

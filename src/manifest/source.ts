@@ -1,0 +1,81 @@
+import { readFile } from 'node:fs/promises';
+import { basename, dirname, extname, relative, resolve } from 'node:path';
+import { LineCounter, isMap, isScalar, isSeq, parseDocument, type Document, type Node } from 'yaml';
+import type { IssueList } from './issues.js';
+
+/** A manifest file with its parsed document and the means to point at any field in it. */
+export class ManifestSource {
+  private constructor(
+    /** As given, for messages. */
+    readonly file: string,
+    readonly absPath: string,
+    readonly text: string,
+    readonly doc: Document,
+    private readonly lines: LineCounter,
+  ) {}
+
+  get dir(): string {
+    return dirname(this.absPath);
+  }
+
+  /** The file name without its extension: the manifest's default name. */
+  get stem(): string {
+    return basename(this.absPath, extname(this.absPath));
+  }
+
+  static async read(path: string, cwd: string, issues: IssueList): Promise<ManifestSource | undefined> {
+    const absPath = resolve(cwd, path);
+    const file = relative(cwd, absPath) || path;
+    let text: string;
+    try {
+      text = await readFile(absPath, 'utf8');
+    } catch (error) {
+      issues.add({ file, line: 1, column: 1, field: '(file)', message: `cannot read the manifest: ${(error as NodeJS.ErrnoException).code ?? String(error)}` });
+      return undefined;
+    }
+    const lines = new LineCounter();
+    // JSON is YAML 1.2 flow syntax, so one parser gives positions for both.
+    const doc = parseDocument(text, { lineCounter: lines, uniqueKeys: true, prettyErrors: false, strict: true, logLevel: 'error' });
+    const source = new ManifestSource(file, absPath, text, doc, lines);
+    for (const error of doc.errors) {
+      const pos = lines.linePos(error.pos[0]);
+      issues.add({ file, line: pos.line, column: pos.col, field: '(syntax)', message: error.message.split('\n')[0]! });
+    }
+    return doc.errors.length > 0 ? undefined : source;
+  }
+
+  /** Line and column of a field: its key when it exists, else the nearest enclosing node. */
+  locate(path: readonly (string | number)[]): { line: number; column: number } {
+    let node: unknown = this.doc.contents;
+    let offset = (node as Node | null)?.range?.[0] ?? 0;
+    for (const segment of path) {
+      if (isMap(node)) {
+        const pair = node.items.find((p) => isScalar(p.key) && String(p.key.value) === String(segment));
+        if (!pair) break;
+        offset = (pair.key as Node).range?.[0] ?? offset;
+        node = pair.value;
+      } else if (isSeq(node) && typeof segment === 'number' && node.items[segment]) {
+        node = node.items[segment];
+        offset = (node as Node).range?.[0] ?? offset;
+      } else break;
+    }
+    const pos = this.lines.linePos(offset);
+    return { line: pos.line, column: pos.col };
+  }
+
+  /** A hint when YAML read an unquoted `{{name}}` as a mapping. */
+  templateHint(path: readonly (string | number)[]): string {
+    const node = this.doc.getIn(path, true) as Node | undefined;
+    if (node && isMap(node) && node.flow && node.range && this.text.slice(node.range[0], node.range[0] + 2) === '{{') {
+      const snippet = this.text.slice(node.range[0], node.range[1]).split('\n')[0];
+      return ` (YAML read the unquoted template as a mapping: quote it, e.g. "${snippet}")`;
+    }
+    return '';
+  }
+}
+
+export function fieldPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const seg of path) out += typeof seg === 'number' ? `[${seg}]` : out ? `.${String(seg)}` : String(seg);
+  return out || '(manifest)';
+}

@@ -1,0 +1,42 @@
+/** A file input: a local file, or the output of another item. */
+export type InputRef = { kind: 'file'; path: string; display: string } | { kind: 'item'; id: string };
+
+export interface ItemOrigin {
+  file: string;
+  line: number;
+  column: number;
+  /** Index in the manifest's `items`. */
+  itemIndex: number;
+  row?: { file: string; line: number };
+}
+
+/** One job-to-be of a manifest, after defaults, matrix, rows, repeat and templates. */
+export interface ResolvedItem {
+  id: string;
+  type: 'image' | 'video';
+  model: string;
+  prompt: string;
+  aspectRatio?: string;
+  resolution?: string;
+  duration?: string;
+  inputs?: InputRef[];
+  image?: InputRef;
+  referenceImages?: InputRef[];
+  video?: InputRef;
+  source?: string;
+  where: ItemOrigin;
+}
+
+/** The items an item waits for, with the field that names each. */
+export function dependenciesOf(item: ResolvedItem): { id: string; field: string; needs: 'image' | 'video' }[] {
+  const deps: { id: string; field: string; needs: 'image' | 'video' }[] = [];
+  const add = (ref: InputRef | undefined, field: string, needs: 'image' | 'video') => {
+    if (ref?.kind === 'item') deps.push({ id: ref.id, field, needs });
+  };
+  item.inputs?.forEach((r, i) => add(r, `inputs[${i}]`, 'image'));
+  add(item.image, 'image', 'image');
+  item.referenceImages?.forEach((r, i) => add(r, `referenceImages[${i}]`, 'image'));
+  add(item.video, 'video', 'video');
+  if (item.source) deps.push({ id: item.source, field: 'source', needs: 'video' });
+  return deps;
+}

@@ -1,0 +1,83 @@
+import { resolve } from 'node:path';
+import { Expander } from './expand.js';
+import { IssueList } from './issues.js';
+import { DEFAULT_OUTPUT_NAME, outputTemplateProblem } from './output-paths.js';
+import { checkAcrossItems } from './rules.js';
+import { manifestSchema, type Manifest } from './schema.js';
+import { ManifestSource, fieldPath } from './source.js';
+import { toText } from './templates.js';
+import type { ResolvedItem } from './types.js';
+import { explainIssue } from './zod-issues.js';
+
+export interface LoadedManifest {
+  source: ManifestSource;
+  manifest: Manifest;
+  /** `name`, else the file name. */
+  name: string;
+  items: ResolvedItem[];
+  /** Absolute; `output.dir` relative to the manifest, else out/<name> beside it. */
+  outputDir: string;
+  outputName: string;
+  vars: ReadonlyMap<string, string>;
+}
+
+export interface ValidationResult {
+  /** Undefined when the file could not be read or parsed at all. */
+  loaded?: LoadedManifest;
+  issues: IssueList;
+}
+
+/**
+ * Parse with zod → expand (defaults, matrix, rows, repeat, templates) → rules
+ * across items. Every problem is collected with its location; nothing is printed.
+ */
+export async function loadManifest(path: string, cwd = process.cwd()): Promise<ValidationResult> {
+  const issues = new IssueList();
+  const source = await ManifestSource.read(path, cwd, issues);
+  if (!source) return { issues };
+  const data = source.doc.toJS({ maxAliasCount: 100 }) as unknown;
+  const report = (p: readonly PropertyKey[], message: string) => {
+    const segments = p.map((s) => (typeof s === 'symbol' ? String(s) : s));
+    issues.add({ file: source.file, ...source.locate(segments), field: fieldPath(segments), message: `${message}${source.templateHint(segments)}` });
+  };
+  if (data === null || typeof data !== 'object' || Array.isArray(data)) {
+    report([], data == null ? 'the manifest is empty: expected version: 1 and items' : 'expected a mapping with version and items');
+    return { issues };
+  }
+  const parsed = manifestSchema.safeParse(data);
+  let manifest: Manifest;
+  let only: Set<number> | undefined;
+  if (parsed.success) manifest = parsed.data;
+  else {
+    for (const issue of parsed.error.issues) for (const e of explainIssue(issue, data)) report(e.path, e.message);
+    // Keep looking: expand the items that did parse, so their template and file errors show now too.
+    const partial = salvage(data as Record<string, unknown>, parsed.error.issues.map((i) => i.path));
+    if (!partial) return { issues };
+    ({ manifest, only } = partial);
+  }
+  const vars = new Map(Object.entries(manifest.vars ?? {}).map(([k, v]) => [k, toText(v)]));
+  const outputName = manifest.output?.name ?? DEFAULT_OUTPUT_NAME;
+  const templateProblem = outputTemplateProblem(outputName, [...vars.keys()]);
+  if (templateProblem) report(['output', 'name'], templateProblem);
+
+  const items: ResolvedItem[] = [];
+  for await (const item of new Expander(source, manifest, cwd, issues, only).items()) items.push(item);
+  if (!parsed.success) return { issues };
+  if (!templateProblem) checkAcrossItems(items, source, outputName, vars, issues);
+  if (items.length === 0 && issues.count === 0) report(['items'], 'the manifest expands to no items (are the rows files empty?)');
+
+  const name = manifest.name ?? source.stem;
+  const outputDir = resolve(source.dir, manifest.output?.dir ?? `out/${name}`);
+  return { loaded: { source, manifest, name, items, outputDir, outputName, vars }, issues };
+}
+
+/** The parts of a manifest that passed the schema: enough to expand the good items. */
+function salvage(data: Record<string, unknown>, badPaths: PropertyKey[][]): { manifest: Manifest; only: Set<number> } | undefined {
+  const badTop = new Set(badPaths.map((p) => p[0]).filter((k) => k !== 'items'));
+  if (badTop.has('defaults') || badTop.has('vars') || !Array.isArray(data.items)) return undefined;
+  const badItems = new Set(badPaths.filter((p) => p[0] === 'items' && typeof p[1] === 'number').map((p) => p[1] as number));
+  const items = data.items as Manifest['items'];
+  const only = new Set(items.map((_, i) => i).filter((i) => !badItems.has(i)));
+  if (badPaths.some((p) => p[0] === 'items' && p.length === 1)) return undefined;
+  return { manifest: { ...(data as Manifest), items }, only };
+}

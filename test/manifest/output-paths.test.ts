@@ -1,0 +1,41 @@
+import { join, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_OUTPUT_NAME, outputRelativePath, resolveInside } from '../../src/manifest/index.js';
+
+const values = (id: string, n = 1) => ({ id, n, ext: 'png', model: 'studio-xl', type: 'image', vars: new Map<string, string>() });
+
+describe('output file names never leave the output dir', () => {
+  it.each([
+    ['../x', '.._x-1.png'],
+    ['..', '__-1.png'],
+    ['/etc/passwd', '_etc_passwd-1.png'],
+    ['a\\..\\..\\b', 'a_.._.._b-1.png'],
+    ['nul\u0000byte', 'nul_byte-1.png'],
+    ['ＡＢ／．．', 'ＡＢ／．．-1.png'], // full-width look-alikes are ordinary characters, not separators
+  ])('id %j becomes %j', (id, expected) => {
+    const out = outputRelativePath(DEFAULT_OUTPUT_NAME, values(id));
+    expect(out).toEqual({ ok: true, path: expected });
+    if (out.ok) expect(resolveInside('/tmp/out', out.path).startsWith('/tmp/out/')).toBe(true);
+  });
+
+  it('a template that puts {{id}} in a folder still cannot climb with id ".."', () => {
+    const out = outputRelativePath('{{id}}/{{n}}.{{ext}}', values('..'));
+    expect(out).toEqual({ ok: true, path: '__/1.png' });
+  });
+
+  it('refuses names longer than a file system allows', () => {
+    const out = outputRelativePath(DEFAULT_OUTPUT_NAME, values('é'.repeat(200)));
+    expect(out.ok).toBe(false);
+  });
+
+  it('numbers extra outputs when the template has no {{n}}', () => {
+    expect(outputRelativePath('{{id}}.{{ext}}', values('a', 1))).toEqual({ ok: true, path: 'a.png' });
+    expect(outputRelativePath('{{id}}.{{ext}}', values('a', 2))).toEqual({ ok: true, path: 'a-2.png' });
+  });
+
+  it('resolveInside refuses a path outside the dir, whatever made it', () => {
+    expect(() => resolveInside('/tmp/out', '../x')).toThrow(/outside the output dir/);
+    expect(() => resolveInside('/tmp/out', '/etc/passwd')).toThrow();
+    expect(resolveInside('/tmp/out', 'a/b.png')).toBe(join(resolve('/tmp/out'), 'a', 'b.png'));
+  });
+});
