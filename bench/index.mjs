@@ -1,0 +1,15 @@
+// npm run bench [part ...]: runs the named parts (all by default) and prints their figures.
+import { manifestBench } from './manifest.mjs';
+
+const parts = { manifest: manifestBench };
+const wanted = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(parts);
+let ok = true;
+for (const name of wanted) {
+  const part = parts[name];
+  if (!part) {
+    console.error(`unknown benchmark part ${name}; parts: ${Object.keys(parts).join(', ')}`);
+    process.exit(2);
+  }
+  ok = (await part()) && ok;
+}
+process.exitCode = ok ? 0 : 1;
