@@ -1,10 +1,12 @@
 #!/usr/bin/env node
 import { Command, Option } from 'commander';
 import { estimateCommand, validateCommand } from './commands/manifest-commands.js';
+import { runCommand } from './commands/run.js';
 import { meCommand, modelsCommand } from './commands/service-info.js';
+import { retryCommand, statusCommand } from './commands/state-commands.js';
 import { simulateCommand } from './commands/simulate.js';
 import { EXIT, describeFailure } from './exit.js';
-import { mediaType, nonNegativeNumber, port, positiveInt, positiveNumber, probability, range, rate } from './parse.js';
+import { maxBlocked, mediaType, nonNegativeInt, nonNegativeNumber, pollWait, port, positiveInt, positiveNumber, probability, range, rate } from './parse.js';
 
 const env = process.env;
 
@@ -36,6 +38,53 @@ withConnection(program.command('estimate').argument('<manifest>').description('d
   .option('--daily-cap <credits>', "the key's daily cap (default: what /me says, else 20000)", positiveInt)
   .option('--max-credits <credits>', 'budget for the run (default: budget.maxCredits)', positiveInt)
   .action(async (manifest: string, opts) => print(await estimateCommand(manifest, opts, env, process.cwd())));
+
+withConnection(program.command('run').argument('<manifest>').description('run, or resume, a manifest'))
+  .option('--state <path>', 'the SQLite state file (default .genbatch/<name>.sqlite beside the manifest)')
+  .option('--out <dir>', "where outputs go (default the manifest's output.dir, else out/<name> beside it)")
+  .option('--submit-rate <N/W>', 'submissions per window (default 10/60s)', rate)
+  .option('--read-rate <N/W>', 'reads per window (default 120/60s)', rate)
+  .option('--upload-rate <N/W>', 'upload grants per window (default 30/60s)', rate)
+  .option('--max-images-in-flight <n>', 'default 10', positiveInt)
+  .option('--max-videos-in-flight <n>', 'default 5', positiveInt)
+  .option('--daily-cap <credits>', "the key's daily cap (default 20000)", positiveInt)
+  .option('--max-credits <credits>', 'budget for this run, net of refunds (default budget.maxCredits)', positiveInt)
+  .option('--poll-wait <s>', 'long-poll seconds (1 to 30, default 30)', pollWait)
+  .option('--max-retries <n>', 'new attempts after a job fails or expires (default 2)', nonNegativeInt)
+  .option('--max-blocked <n>', 'stop at this many blocked submissions in 7 days (default 20, at most 29)', maxBlocked)
+  .option('--redo-changed', 'resubmit items whose content changed after they were submitted')
+  .option('--time-scale <x>', 'divide the key day and the default rate windows by this (rehearsals on a time-scaled simulator; 60 with --simulate)', positiveNumber)
+  .action(async (manifest: string, opts) => {
+    const handle = await runCommand(manifest, opts, env, process.cwd(), process.stderr);
+    let signals = 0;
+    const onSignal = () => {
+      if (++signals > 1) process.exit(EXIT.interrupted); // a second interrupt: now
+      handle.interrupt();
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+    const { summary, report } = await handle.done;
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    print(report);
+    process.exitCode = summary.exitCode;
+  });
+
+program
+  .command('status')
+  .argument('<manifest>')
+  .description('progress, credits and failures, from the state file alone')
+  .option('--state <path>', 'the SQLite state file')
+  .option('--json', 'print as JSON')
+  .action(async (manifest: string, opts) => print(await statusCommand(manifest, opts, process.cwd())));
+
+program
+  .command('retry')
+  .argument('<manifest>')
+  .description('put failed items back with new attempts')
+  .option('--state <path>', 'the SQLite state file')
+  .option('--code <code...>', 'only items that failed with these codes')
+  .action(async (manifest: string, opts) => print(await retryCommand(manifest, opts, process.cwd())));
 
 withConnection(program.command('models').description('list the models the key may use'))
   .option('--type <type>', 'image or video', mediaType)

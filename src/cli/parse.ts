@@ -56,3 +56,20 @@ export function rate(value: string): Rate {
     throw new InvalidArgumentError((error as Error).message);
   }
 }
+
+export function nonNegativeInt(value: string): number {
+  if (!/^\s*\d+\s*$/.test(value)) throw new InvalidArgumentError(`expected a whole number >= 0, got "${value}"`);
+  return Number(value);
+}
+
+export function pollWait(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 30) throw new InvalidArgumentError(`expected whole seconds from 1 to 30 (the service's long-poll limit), got "${value}"`);
+  return n;
+}
+
+export function maxBlocked(value: string): number {
+  const n = positiveInt(value);
+  if (n >= 30) throw new InvalidArgumentError(`expected fewer than 30 (the service's threshold), got "${value}"`);
+  return n;
+}

@@ -1,0 +1,118 @@
+import { createWriteStream, mkdirSync, rmSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { Catalog } from '../../api/catalog.js';
+import { createLogger } from '../../log/logger.js';
+import { Runner, type RunSummary } from '../../runner/index.js';
+import { DEFAULT_KEY_LIMITS, type KeyLimits, type Rate } from '../../scheduler/limits.js';
+import { Store, StateFileError } from '../../store/index.js';
+import { connect, type ConnectionFlags } from '../connection.js';
+import { EXIT, ExitError } from '../exit.js';
+import { Progress } from '../progress.js';
+import { statePathFor } from '../state-path.js';
+import { loadValid } from './manifest-commands.js';
+
+export interface RunFlags extends ConnectionFlags {
+  state?: string;
+  out?: string;
+  submitRate?: Rate;
+  readRate?: Rate;
+  uploadRate?: Rate;
+  maxImagesInFlight?: number;
+  maxVideosInFlight?: number;
+  dailyCap?: number;
+  maxCredits?: number;
+  pollWait?: number;
+  maxRetries?: number;
+  maxBlocked?: number;
+  redoChanged?: boolean;
+  timeScale?: number;
+}
+
+/** The key's limits with time scaled, then the explicit flags. */
+function limitsFrom(f: RunFlags, timeScale: number): KeyLimits {
+  const scale = (r: Rate): Rate => ({ count: r.count, windowMs: r.windowMs / timeScale });
+  return {
+    submit: f.submitRate ?? scale(DEFAULT_KEY_LIMITS.submit),
+    read: f.readRate ?? scale(DEFAULT_KEY_LIMITS.read),
+    upload: f.uploadRate ?? scale(DEFAULT_KEY_LIMITS.upload),
+    imagesInFlight: f.maxImagesInFlight ?? DEFAULT_KEY_LIMITS.imagesInFlight,
+    videosInFlight: f.maxVideosInFlight ?? DEFAULT_KEY_LIMITS.videosInFlight,
+    dailyCap: f.dailyCap ?? DEFAULT_KEY_LIMITS.dailyCap,
+  };
+}
+
+export interface RunHandle {
+  /** Stops submitting at once; in-flight requests finish writing state. */
+  interrupt(): void;
+  done: Promise<{ summary: RunSummary; report: string }>;
+}
+
+export async function runCommand(path: string, flags: RunFlags, env: NodeJS.ProcessEnv, cwd: string, progressOut: NodeJS.WriteStream): Promise<RunHandle> {
+  const manifest = await loadValid(path, cwd);
+  const timeScale = flags.timeScale ?? (flags.simulate ? 60 : 1);
+  const statePath = statePathFor(manifest, flags.state, cwd, flags.simulate && !flags.state);
+  // A fresh in-process simulator knows none of an earlier run's jobs: a simulated run starts over.
+  if (flags.simulate && !flags.state) for (const suffix of ['', '-wal', '-shm']) rmSync(`${statePath}${suffix}`, { force: true });
+  let store: Store;
+  try {
+    store = Store.open(statePath);
+  } catch (error) {
+    if (error instanceof StateFileError) throw new ExitError(EXIT.incomplete, error.message);
+    throw error;
+  }
+  let connection;
+  try {
+    connection = await connect(flags, env, timeScale);
+  } catch (error) {
+    store.close();
+    throw error;
+  }
+  const outDir = flags.out ? resolve(cwd, flags.out) : manifest.outputDir;
+  const logPath = join(dirname(statePath), `${manifest.name}.log`);
+  mkdirSync(dirname(logPath), { recursive: true });
+  const logger = createLogger({ secrets: [env.GENBATCH_API_KEY ?? '', connection.simulator?.apiKey ?? ''].filter(Boolean), destination: createWriteStream(logPath, { flags: 'a' }) });
+  const catalog = await Catalog.fetch(connection.client, new Set(manifest.items.map((i) => i.type))).catch(() => undefined);
+  const progress = new Progress(progressOut, store, manifest.items.length);
+  const runner = new Runner(connection.client, store, manifest, {
+    outDir,
+    limits: limitsFrom(flags, timeScale),
+    pollWaitSeconds: flags.pollWait ?? 30,
+    maxRetries: flags.maxRetries ?? 2,
+    ...((flags.maxCredits ?? manifest.manifest.budget?.maxCredits) !== undefined ? { maxCredits: flags.maxCredits ?? manifest.manifest.budget!.maxCredits } : {}),
+    maxBlocked: flags.maxBlocked ?? 20,
+    redoChanged: flags.redoChanged ?? false,
+    timeScale,
+    downloadConcurrency: 4,
+    now: Date.now,
+    logger,
+    onEvent: progress.onEvent,
+  }, catalog);
+  progress.start();
+  logger.info({ manifest: manifest.source.absPath, state: statePath, outDir, timeScale }, 'run started');
+  const done = runner.run().then(
+    (summary) => ({ summary, report: report(summary, outDir, cwd, logPath) }),
+  ).finally(async () => {
+    progress.stop();
+    logger.info('run ended');
+    store.close();
+    await connection.close();
+  });
+  return { interrupt: () => runner.stop('interrupted', 'interrupted: no new submissions; state is saved, run the same command to resume'), done };
+}
+
+function report(s: RunSummary, outDir: string, cwd: string, logPath: string): string {
+  const c = s.counts;
+  const total = Object.values(c).reduce((a, b) => a + b, 0);
+  const lines = [
+    `done ${c.done}/${total}` +
+      (c.failed + c.rejected + c.blocked + c.skipped ? `, failed ${c.failed}, rejected ${c.rejected}, blocked ${c.blocked}, skipped ${c.skipped}` : '') +
+      (c.pending + c.submitting + c.running + c.downloading ? `, not finished ${c.pending + c.submitting + c.running + c.downloading}` : ''),
+    `credits: ${s.credits.charged} charged, ${s.credits.refunded} refunded, ${s.credits.charged - s.credits.refunded} net`,
+    `outputs: ${resolve(cwd, outDir)}`,
+    `log: ${logPath}`,
+  ];
+  if (Object.keys(s.failures).length) lines.push(`failures by code: ${Object.entries(s.failures).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+  if (s.changed.length) lines.push(`${s.changed.length} item(s) changed after they were submitted and keep their result (--redo-changed resubmits them): ${s.changed.slice(0, 5).join(', ')}${s.changed.length > 5 ? ', …' : ''}`);
+  if (s.stop) lines.push(`stopped: ${s.stop.message}`);
+  return lines.join('\n');
+}

@@ -1,0 +1,90 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { mkdir, rename, rm } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import mime from 'mime-types';
+import type { ApiClient } from '../api/index.js';
+import { defaultExtension, resolveInside } from '../manifest/index.js';
+
+export interface DownloadedFile {
+  /** Relative to the output dir. */
+  path: string;
+  bytes: number;
+  sha256: string;
+  contentType: string | null;
+}
+
+export class DownloadError extends Error {
+  override readonly name = 'DownloadError';
+  constructor(
+    message: string,
+    /** True when a fresh link may help (expired, refused, cut short). */
+    readonly refreshable: boolean,
+  ) {
+    super(message);
+  }
+}
+
+export function extensionFor(contentType: string | null | undefined, type: 'image' | 'video'): string {
+  const ext = contentType ? mime.extension(contentType) : false;
+  if (ext === 'jpeg') return 'jpg';
+  return ext && /^[a-z0-9]{1,8}$/.test(ext) ? ext : defaultExtension(type);
+}
+
+/**
+ * Streams one output to a temporary file beside its final name, checks its
+ * size against Content-Length, hashes it, syncs it, and renames it into place:
+ * a file under its final name is always whole.
+ */
+export async function downloadOutput(
+  client: ApiClient,
+  url: string,
+  outDir: string,
+  type: 'image' | 'video',
+  nameFor: (ext: string) => string,
+  signal?: AbortSignal,
+): Promise<DownloadedFile> {
+  let dl;
+  try {
+    dl = await client.download(url, signal);
+  } catch (error) {
+    throw new DownloadError((error as Error).message, true);
+  }
+  const contentType = dl.contentType?.split(';')[0]?.trim() ?? null;
+  const relPath = nameFor(extensionFor(contentType, type));
+  const finalPath = resolveInside(outDir, relPath);
+  await mkdir(dirname(finalPath), { recursive: true });
+  const tmpPath = join(dirname(finalPath), `.${basename(finalPath)}.${randomBytes(4).toString('hex')}.part`);
+  const hash = createHash('sha256');
+  let bytes = 0;
+  const meter = new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      hash.update(chunk);
+      bytes += chunk.length;
+      done(null, chunk);
+    },
+  });
+  try {
+    // flush: the bytes are synced to disk before the stream closes, so the rename publishes a whole file.
+    const file = createWriteStream(tmpPath, { flush: true });
+    if (signal) await pipeline(dl.body, meter, file, { signal });
+    else await pipeline(dl.body, meter, file);
+    if (dl.contentLength !== undefined && bytes !== dl.contentLength) {
+      throw new DownloadError(`the download was cut short: ${bytes} of ${dl.contentLength} bytes`, true);
+    }
+    if (bytes === 0) throw new DownloadError('the output is empty', true);
+    await rename(tmpPath, finalPath);
+  } catch (error) {
+    dl.cancel();
+    await rm(tmpPath, { force: true });
+    if (error instanceof DownloadError) throw error;
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOSPC' || code === 'EACCES' || code === 'EROFS' || code === 'EDQUOT') {
+      throw new DownloadError(`cannot write ${relPath}: ${code}`, false);
+    }
+    throw new DownloadError(`the download failed: ${(error as Error).message}`, true);
+  }
+  return { path: relPath, bytes, sha256: hash.digest('hex'), contentType };
+}

@@ -1,0 +1,60 @@
+import type { ApiClient } from '../api/index.js';
+import type { LoadedManifest } from '../manifest/index.js';
+import type { Logger } from '../log/logger.js';
+import type { Bucket } from '../scheduler/bucket.js';
+import type { KeyLimits } from '../scheduler/limits.js';
+import type { ItemRow, Store } from '../store/index.js';
+import type { ItemSpec } from './bodies.js';
+
+export interface RunOptions {
+  outDir: string;
+  limits: KeyLimits;
+  /** Long-poll seconds per GET of a job (the spec allows up to 30). */
+  pollWaitSeconds: number;
+  /** New attempts after a job ends FAILED or EXPIRED. */
+  maxRetries: number;
+  /** Budget for the run, net of refunds. */
+  maxCredits?: number;
+  /** Stop before this many blocked submissions in the trailing 7 days (the service's threshold is 30). */
+  maxBlocked: number;
+  redoChanged: boolean;
+  /** Divides the key day, the 7-day window and back-off delays: for rehearsals on a time-scaled simulator. */
+  timeScale: number;
+  downloadConcurrency: number;
+  now: () => number;
+  logger?: Logger;
+  onEvent?: (event: RunEvent) => void;
+}
+
+export type RunEvent =
+  | { kind: 'submitted'; itemId: string; attempt: number; jobId: string; credits: number }
+  | { kind: 'job-ended'; itemId: string; jobId: string; status: string; code?: string }
+  | { kind: 'item-final'; itemId: string; state: string; code?: string; message?: string }
+  | { kind: 'retrying'; itemId: string; attempt: number; reason: string }
+  | { kind: 'waiting'; reason: string; untilMs: number }
+  | { kind: 'stopping'; reason: string };
+
+export type StopKind = 'interrupted' | 'budget' | 'moderation' | 'refused' | 'disk';
+
+/** What the tasks of a run share. */
+export interface RunContext {
+  client: ApiClient;
+  store: Store;
+  manifest: LoadedManifest;
+  opts: RunOptions;
+  buckets: { submit: Bucket; read: Bucket; upload: Bucket };
+  /** Aborts polls and downloads (interrupt): submissions already sent still record their job. */
+  abort: AbortController;
+  spec(item: ItemRow): ItemSpec;
+  price(item: ItemRow): number | undefined;
+  isStopping(): boolean;
+  stop(kind: StopKind, message: string): void;
+  emit(event: RunEvent): void;
+  wake(): void;
+  /** Waits until a submission of `credits` fits the daily cap and budget; gives a release for after the answer, or undefined when the run stops. */
+  dailyCapGate(credits: number): Promise<(() => void) | undefined>;
+  pauseSubmissionsFor(ms: number): void;
+  startDownload(itemId: string, jobId: string, fresh?: import('../api/index.js').Job): void;
+  scaled(ms: number): number;
+  dayOf(at: number): number;
+}

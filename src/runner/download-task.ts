@@ -1,0 +1,70 @@
+import { reactionTo, type Job } from '../api/index.js';
+import { DownloadError, downloadOutput } from '../download/download.js';
+import { outputRelativePath } from '../manifest/index.js';
+import { sleep } from '../util/clock.js';
+import type { RunContext } from './context.js';
+
+const MAX_LINK_REFRESHES = 5;
+
+/**
+ * Downloads a completed job's outputs. A failing or expired link is refreshed
+ * by a new GET of the job; a download that cannot finish leaves the item
+ * `downloading` for the next resume, and never leads to a resubmission.
+ */
+export async function downloadJob(ctx: RunContext, itemId: string, jobId: string, fresh?: Job): Promise<void> {
+  const { store, opts, client, manifest } = ctx;
+  const item = store.items.get(itemId)!;
+  let job = fresh;
+  let lastError = '';
+  for (let refresh = 0; refresh <= MAX_LINK_REFRESHES; refresh++) {
+    if (ctx.abort.signal.aborted) return;
+    if (!job) {
+      try {
+        job = await ctx.buckets.read.run(() => client.getJob(jobId, 0, ctx.abort.signal));
+      } catch (error) {
+        if (ctx.abort.signal.aborted) return;
+        const reaction = reactionTo(error);
+        lastError = (error as Error).message;
+        if (reaction.do === 'stop-run') return ctx.stop('refused', `${lastError}\n${reaction.hint}`);
+        if (reaction.do === 'mark-item') break;
+        await sleep(ctx.scaled(1000 * 2 ** refresh));
+        continue;
+      }
+    }
+    const now = opts.now();
+    const have = new Map(store.outputs.ofJob(jobId).map((o) => [o.idx, o]));
+    store.tx(() => job!.outputs.forEach((_o, i) => store.outputs.linkIssued(jobId, i + 1, itemId, now)));
+    let complete = job.outputs.length > 0;
+    for (const [i, output] of job.outputs.entries()) {
+      const idx = i + 1;
+      if (have.get(idx)?.sha256) continue;
+      try {
+        const file = await downloadOutput(client, output.downloadUrl, opts.outDir, item.type, (ext) => {
+          const name = outputRelativePath(manifest.outputName, { id: item.id, n: idx, ext, model: item.model, type: item.type, vars: manifest.vars });
+          if (!name.ok) throw new DownloadError(name.message, false);
+          return name.path;
+        }, ctx.abort.signal);
+        store.outputs.markDownloaded(jobId, idx, file, opts.now());
+      } catch (error) {
+        if (ctx.abort.signal.aborted) return;
+        lastError = (error as Error).message;
+        opts.logger?.warn({ item: itemId, job: jobId, output: idx, error: lastError }, 'download failed');
+        complete = false;
+        if (error instanceof DownloadError && !error.refreshable) {
+          store.items.setState(itemId, 'downloading', opts.now(), { code: 'DOWNLOAD_FAILED', message: lastError });
+          if (/ENOSPC|EDQUOT|EROFS|EACCES/.test(lastError)) ctx.stop('disk', `cannot write outputs: ${lastError}. Free space or fix permissions, then run the same command to resume.`);
+          return;
+        }
+        break;
+      }
+    }
+    if (complete) {
+      store.items.setState(itemId, 'done', opts.now());
+      ctx.emit({ kind: 'item-final', itemId, state: 'done' });
+      return;
+    }
+    job = undefined; // fetch fresh links
+  }
+  store.items.setState(itemId, 'downloading', opts.now(), { code: 'DOWNLOAD_FAILED', message: lastError || 'the job lists no outputs' });
+  ctx.emit({ kind: 'item-final', itemId, state: 'downloading', code: 'DOWNLOAD_FAILED', message: lastError });
+}

@@ -1,0 +1,62 @@
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { fileTypeFromFile } from 'file-type';
+import type { ApiClient } from '../api/index.js';
+import type { Bucket } from '../scheduler/bucket.js';
+import type { Store } from '../store/index.js';
+
+export class InputError extends Error {
+  override readonly name = 'InputError';
+}
+
+const hashes = new Map<string, Promise<string>>();
+
+/** sha256 of a file, streamed; memoised per path for the process. */
+export function fileSha256(path: string): Promise<string> {
+  let h = hashes.get(path);
+  if (!h) {
+    h = new Promise<string>((resolve, reject) => {
+      const hash = createHash('sha256');
+      createReadStream(path)
+        .on('data', (c) => hash.update(c))
+        .on('error', reject)
+        .on('end', () => resolve(hash.digest('hex')));
+    });
+    hashes.set(path, h);
+  }
+  return h;
+}
+
+/** What the bytes are, not what the name says. */
+export async function detectMedia(path: string): Promise<{ kind: 'image' | 'video'; contentType: string }> {
+  const type = await fileTypeFromFile(path);
+  const kind = type?.mime.startsWith('image/') ? 'image' : type?.mime.startsWith('video/') ? 'video' : undefined;
+  if (!type || !kind) throw new InputError(`${path} is not an image or a video (its bytes look like ${type?.mime ?? 'nothing known'})`);
+  return { kind, contentType: type.mime };
+}
+
+export interface UploadContext {
+  client: ApiClient;
+  store: Store;
+  bucket: Bucket;
+  now: () => number;
+  /** Material must stay valid at least this long after it is (re)used. */
+  validityMarginMs: number;
+}
+
+/**
+ * The upload key for a file, as an input of `target`: an earlier upload of the
+ * same bytes while still valid, else a new grant (through the upload bucket)
+ * and a PUT of the file with exactly the granted Content-Type and size.
+ */
+export async function uploadKeyFor(ctx: UploadContext, path: string, target: 'image' | 'video', expect: 'image' | 'video'): Promise<string> {
+  const [sha256, media, info] = await Promise.all([fileSha256(path), detectMedia(path), stat(path)]);
+  if (media.kind !== expect) throw new InputError(`${path} is ${media.kind === 'image' ? 'an image' : 'a video'} (${media.contentType}); this input takes ${expect === 'image' ? 'an image' : 'a video'}`);
+  const known = ctx.store.uploads.find(sha256, target);
+  if (known && known.size === info.size && (known.expires_at ?? 0) > ctx.now() + ctx.validityMarginMs) return known.key;
+  const grant = await ctx.bucket.run(() => ctx.client.createUpload({ kind: media.kind, target, contentType: media.contentType, size: info.size }));
+  await ctx.client.putUpload(grant.uploadUrl, createReadStream(path), media.contentType, info.size);
+  ctx.store.uploads.record({ sha256, target, kind: media.kind, contentType: media.contentType, size: info.size, key: grant.key, expiresAt: grant.expiresAt?.getTime() ?? null }, ctx.now());
+  return grant.key;
+}

@@ -1,0 +1,227 @@
+import { isTerminalStatus, reactionTo, type Job } from '../api/index.js';
+import type { ImageSubmission, VideoSubmission } from '../api/index.js';
+import { sleep } from '../util/clock.js';
+import type { AttemptRow, ItemRow } from '../store/index.js';
+import { buildBody } from './bodies.js';
+import type { RunContext } from './context.js';
+import { InputError } from './inputs.js';
+import { idempotencyKey } from './keys.js';
+
+const MAX_QUERY_LATER = 30;
+
+function errorOf(error: unknown): { code: string; message: string } {
+  const code = (error as { code?: unknown }).code;
+  return { code: typeof code === 'string' ? code : (error as Error).name ?? 'ERROR', message: (error as Error).message ?? String(error) };
+}
+
+/**
+ * One item's job, from its attempt to the job's end, holding an in-flight
+ * slot throughout. Every change of state is committed before the act it enables.
+ */
+export class JobTask {
+  constructor(
+    private readonly ctx: RunContext,
+    private readonly itemId: string,
+  ) {}
+
+  private get item(): ItemRow {
+    return this.ctx.store.items.get(this.itemId)!;
+  }
+
+  async run(): Promise<void> {
+    try {
+      let attempt = this.item.state === 'pending' ? await this.newAttempt() : this.ctx.store.attempts.latest(this.itemId);
+      while (attempt) {
+        const jobId = attempt.job_id ?? (await this.submit(attempt));
+        if (!jobId) return;
+        const job = await this.poll(jobId);
+        if (!job) return;
+        attempt = await this.ended(attempt, job);
+      }
+    } finally {
+      this.ctx.wake();
+    }
+  }
+
+  private finish(state: 'failed' | 'rejected' | 'blocked', code: string, message: string): undefined {
+    const { store, opts } = this.ctx;
+    store.items.setState(this.itemId, state, opts.now(), { code, message });
+    this.ctx.emit({ kind: 'item-final', itemId: this.itemId, state, code, message });
+    return undefined;
+  }
+
+  /** Uploads inputs, then commits the attempt and its key: only then may the request leave. */
+  private async newAttempt(): Promise<AttemptRow | undefined> {
+    const { store, opts } = this.ctx;
+    const item = this.item;
+    let body: ImageSubmission | VideoSubmission;
+    for (let tries = 0; ; tries++) {
+      try {
+        body = await buildBody(this.ctx.spec(item), { client: this.ctx.client, store, bucket: this.ctx.buckets.upload, now: opts.now, validityMarginMs: this.ctx.scaled(10 * 60_000), outDir: opts.outDir });
+        break;
+      } catch (error) {
+        if (error instanceof InputError) return this.finish('failed', 'INPUT_ERROR', error.message);
+        const reaction = reactionTo(error);
+        if (reaction.do === 'stop-run') return void this.ctx.stop('refused', `${(error as Error).message}\n${reaction.hint}`);
+        if (reaction.do === 'wait-and-resend') this.ctx.buckets.upload.pauseFor((error as { retryAfterMs?: number }).retryAfterMs ?? 1000);
+        else if (tries >= 5 || reaction.do === 'mark-item') return this.finish('failed', 'UPLOAD_FAILED', (error as Error).message);
+        else await sleep(this.ctx.scaled(1000 * 2 ** tries));
+        if (this.ctx.isStopping()) return this.requeue();
+      }
+    }
+    const n = item.attempt + 1;
+    const key = idempotencyKey(store.meta('run_id')!, item.id, item.content_hash, n);
+    store.tx(() => {
+      store.attempts.create(item.id, n, key, JSON.stringify(body), opts.now());
+      store.db.prepare("UPDATE items SET attempt = ?, state = 'submitting', error_code = NULL, error_message = NULL, updated_at = ? WHERE id = ?").run(n, opts.now(), item.id);
+    });
+    return store.attempts.latest(item.id);
+  }
+
+  private requeue(): undefined {
+    this.ctx.store.items.setState(this.itemId, 'pending', this.ctx.opts.now());
+    return undefined;
+  }
+
+  /** Sends the attempt's stored body with its key until the service answers; resends only ever reuse that key. */
+  private async submit(attempt: AttemptRow): Promise<string | undefined> {
+    const { ctx } = this;
+    const { store, opts, client } = ctx;
+    const body = JSON.parse(attempt.body) as ImageSubmission & VideoSubmission;
+    const price = ctx.price(this.item) ?? 0;
+    let network = 0;
+    let unavailable = 0;
+    let queries = 0;
+    for (;;) {
+      if (ctx.isStopping()) return undefined; // the attempt stays committed: a resumed run resends the same key
+      const release = await ctx.dailyCapGate(price);
+      if (!release) return undefined;
+      try {
+        const job: Job = await ctx.buckets.submit.run(async () => {
+          const now = opts.now();
+          store.tx(() => {
+            store.accounting.submissionSent(now);
+            store.attempts.markSent(attempt.item_id, attempt.n, now);
+          });
+          return this.item.type === 'image' ? client.submitImage(body, attempt.idempotency_key) : client.submitVideo(body, attempt.idempotency_key);
+        });
+        const charged = job.charged ?? price;
+        const now = opts.now();
+        store.tx(() => {
+          store.attempts.markAccepted(attempt.item_id, attempt.n, job.id, charged, now);
+          store.accounting.charged(ctx.dayOf(now), charged);
+          store.items.setState(attempt.item_id, 'running', now);
+        });
+        ctx.emit({ kind: 'submitted', itemId: attempt.item_id, attempt: attempt.n, jobId: job.id, credits: charged });
+        release();
+        return job.id;
+      } catch (error) {
+        release();
+        const reaction = reactionTo(error);
+        const e = errorOf(error);
+        const retryAfter = (error as { retryAfterMs?: number }).retryAfterMs;
+        opts.logger?.warn({ item: attempt.item_id, attempt: attempt.n, code: e.code, reaction: reaction.do }, 'submission refused');
+        switch (reaction.do) {
+          case 'wait-and-resend':
+            if (reaction.bucket === 'rate') ctx.buckets.submit.pauseFor(retryAfter ?? opts.limits.submit.windowMs / opts.limits.submit.count);
+            else if (reaction.bucket === 'daily-cap') ctx.pauseSubmissionsFor(retryAfter ?? ctx.scaled(60 * 60_000));
+            else await sleep(retryAfter ?? ctx.scaled(5000));
+            continue;
+          case 'resend-later':
+            if (unavailable++ < reaction.maxResends) {
+              await sleep(retryAfter ?? ctx.scaled(10_000));
+              continue;
+            }
+            store.attempts.markRefused(attempt.item_id, attempt.n, e.code, e.message, opts.now());
+            return this.finish('failed', e.code, e.message);
+          case 'resend-with-backoff':
+            if (network++ < reaction.maxResends) {
+              await sleep(ctx.scaled(Math.min(60_000, 500 * 2 ** network)));
+              continue;
+            }
+            // The request may have been accepted: keep the attempt (and its key) for the next resume or retry.
+            return this.finish('failed', e.code, `${e.message} (the submission may have been accepted; a resumed run or retry resends the same key)`);
+          case 'query-later':
+            if (queries++ < MAX_QUERY_LATER) {
+              await sleep(retryAfter ?? ctx.scaled(1000));
+              continue;
+            }
+            return this.finish('failed', e.code, e.message);
+          case 'new-attempt': {
+            store.attempts.markRefused(attempt.item_id, attempt.n, e.code, e.message, opts.now());
+            ctx.emit({ kind: 'retrying', itemId: attempt.item_id, attempt: attempt.n + 1, reason: e.code });
+            store.items.setState(attempt.item_id, 'pending', opts.now());
+            const next = await this.newAttempt();
+            if (!next) return undefined;
+            return this.submit(next);
+          }
+          case 'mark-item':
+            store.attempts.markRefused(attempt.item_id, attempt.n, e.code, e.message, opts.now());
+            if (reaction.as === 'blocked') store.accounting.blocked(opts.now(), attempt.item_id);
+            this.finish(reaction.as, e.code, e.message);
+            if (reaction.as === 'blocked') ctx.wake();
+            return undefined;
+          case 'stop-run':
+            store.attempts.markRefused(attempt.item_id, attempt.n, e.code, e.message, opts.now());
+            store.items.setState(attempt.item_id, 'pending', opts.now(), e);
+            ctx.stop('refused', `${e.message}\n${reaction.hint}`);
+            return undefined;
+        }
+      }
+    }
+  }
+
+  /** Long-polls through the read bucket, one poll in flight per job, until the job ends. */
+  private async poll(jobId: string): Promise<Job | undefined> {
+    const { ctx } = this;
+    const { opts, client } = ctx;
+    let failures = 0;
+    for (;;) {
+      if (ctx.abort.signal.aborted) return undefined;
+      try {
+        const job = await ctx.buckets.read.run(() => client.getJob(jobId, opts.pollWaitSeconds, ctx.abort.signal));
+        failures = 0;
+        if (isTerminalStatus(job.status)) return job;
+      } catch (error) {
+        if (ctx.abort.signal.aborted) return undefined;
+        const reaction = reactionTo(error);
+        const e = errorOf(error);
+        opts.logger?.warn({ item: this.itemId, job: jobId, code: e.code }, 'poll failed');
+        if (reaction.do === 'stop-run') return void ctx.stop('refused', `${e.message}\n${reaction.hint}`);
+        if (reaction.do === 'mark-item' || reaction.do === 'new-attempt') {
+          // The job cannot be read any more (e.g. 404): its outcome is unknown; never resubmit silently.
+          return this.finish('failed', e.code, `the job ${jobId} can no longer be read: ${e.message}`);
+        }
+        if (reaction.do === 'wait-and-resend') ctx.buckets.read.pauseFor((error as { retryAfterMs?: number }).retryAfterMs ?? 1000);
+        else await sleep(ctx.scaled(Math.min(60_000, 500 * 2 ** Math.min(failures++, 7))));
+      }
+    }
+  }
+
+  /** A job ended: download, or a new attempt after FAILED/EXPIRED while retries remain. */
+  private async ended(attempt: AttemptRow, job: Job): Promise<AttemptRow | undefined> {
+    const { ctx } = this;
+    const { store, opts } = ctx;
+    const now = opts.now();
+    ctx.emit({ kind: 'job-ended', itemId: attempt.item_id, jobId: job.id, status: job.status, ...(job.error ? { code: job.error.code } : {}) });
+    if (job.status === 'COMPLETED') {
+      store.tx(() => {
+        store.attempts.markEnded(attempt.item_id, attempt.n, 'completed', 0, now);
+        store.items.setState(attempt.item_id, 'downloading', now);
+      });
+      ctx.startDownload(attempt.item_id, job.id, job);
+      return undefined;
+    }
+    const status = job.status === 'EXPIRED' ? 'expired' : 'failed';
+    const code = job.error?.code ?? job.status;
+    store.tx(() => {
+      store.attempts.markEnded(attempt.item_id, attempt.n, status, job.refunded, now, { code, ...(job.error?.message ? { message: job.error.message } : {}) });
+      if (job.refunded > 0) store.accounting.refunded(ctx.dayOf(attempt.accepted_at ?? now), job.refunded);
+    });
+    const failures = (store.db.prepare("SELECT count(*) AS n FROM attempts WHERE item_id = ? AND status IN ('failed', 'expired')").get(attempt.item_id) as { n: number }).n;
+    if (failures > opts.maxRetries) return this.finish('failed', code, job.error?.message ?? `the job ended ${job.status}`);
+    ctx.emit({ kind: 'retrying', itemId: attempt.item_id, attempt: attempt.n + 1, reason: code });
+    if (ctx.isStopping()) return this.requeue();
+    return this.newAttempt();
+  }
+}

@@ -1,0 +1,27 @@
+import { createHash } from 'node:crypto';
+import { v5 as uuidv5 } from 'uuid';
+import { canonicalJson } from '../util/canonical-json.js';
+
+/** genbatch's own UUID namespace for name-based (v5) UUIDs. */
+const NAMESPACE = 'a7c6e0d2-5a3e-4b8e-9f61-2f1d7c9b4e10';
+
+/** A run's identity: the same manifest (path and name) gives the same run id, even from a new state file. */
+export function runIdFor(manifestPath: string, name: string): string {
+  return uuidv5(`run\n${manifestPath}\n${name}`, NAMESPACE);
+}
+
+/**
+ * The idempotency key of one attempt: deterministic in run, item, content and
+ * attempt, so a lost state file still resends the same key for the same work.
+ */
+export function idempotencyKey(runId: string, itemId: string, contentHash: string, attempt: number): string {
+  return uuidv5(`attempt\n${runId}\n${itemId}\n${contentHash}\n${attempt}`, NAMESPACE);
+}
+
+export function sha256(text: string | Buffer): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+export function contentHashOf(spec: unknown, fileHashes: Record<string, string>): string {
+  return sha256(canonicalJson({ spec, files: fileHashes }));
+}

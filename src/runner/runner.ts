@@ -1,0 +1,257 @@
+import { stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import PQueue from 'p-queue';
+import type { ApiClient, Job } from '../api/index.js';
+import type { Catalog } from '../api/catalog.js';
+import { priceOf } from '../estimate/prices.js';
+import { dependenciesOf, type LoadedManifest } from '../manifest/index.js';
+import { Bucket } from '../scheduler/bucket.js';
+import { Slots } from '../scheduler/slots.js';
+import type { ItemRow, ItemState, Store } from '../store/index.js';
+import { sleep } from '../util/clock.js';
+import type { ItemSpec } from './bodies.js';
+import type { RunContext, RunEvent, RunOptions, StopKind } from './context.js';
+import { downloadJob } from './download-task.js';
+import { JobTask } from './job-task.js';
+import { syncItems } from './sync.js';
+
+export interface RunSummary {
+  exitCode: 0 | 1 | 3 | 130;
+  counts: Record<ItemState, number>;
+  credits: { charged: number; refunded: number };
+  stop?: { kind: StopKind; message: string };
+  /** Items whose content changed after they were submitted: kept, not resubmitted. */
+  changed: string[];
+  failures: Record<string, number>;
+}
+
+const DAY_MS = 86_400_000;
+const WEEK_MS = 7 * DAY_MS;
+const FAILED_STATES: ItemState[] = ['failed', 'rejected', 'blocked', 'skipped'];
+
+/** Takes a validated manifest to verified outputs on disk, as fast as the key's limits allow. */
+export class Runner implements RunContext {
+  readonly abort = new AbortController();
+  readonly buckets: RunContext['buckets'];
+  private readonly slots: Record<'image' | 'video', Slots>;
+  private readonly downloads: PQueue;
+  private readonly claimed = new Set<string>();
+  private readonly specs = new Map<string, ItemSpec>();
+  private stopped?: { kind: StopKind; message: string };
+  private wakeUp: () => void = () => {};
+  private woken = new Promise<void>((r) => (this.wakeUp = r));
+  private dailyPausedUntil = 0;
+  private reserved = 0;
+  private changed: string[] = [];
+
+  constructor(
+    readonly client: ApiClient,
+    readonly store: Store,
+    readonly manifest: LoadedManifest,
+    readonly opts: RunOptions,
+    private readonly catalog: Catalog | undefined,
+  ) {
+    const now = opts.now;
+    const recent = store.accounting.submissionsSince(now() - opts.limits.submit.windowMs);
+    this.buckets = { submit: new Bucket(opts.limits.submit, now, recent), read: new Bucket(opts.limits.read, now), upload: new Bucket(opts.limits.upload, now) };
+    this.slots = { image: new Slots(opts.limits.imagesInFlight), video: new Slots(opts.limits.videosInFlight) };
+    this.downloads = new PQueue({ concurrency: opts.downloadConcurrency });
+  }
+
+  async run(): Promise<RunSummary> {
+    const { changed } = await syncItems(this.store, this.manifest, this.opts);
+    this.changed = changed;
+    for (const item of this.manifest.items) {
+      const { where: _where, ...spec } = item;
+      this.specs.set(item.id, spec);
+    }
+    await this.recover();
+    await Promise.all([this.feed('image'), this.feed('video')]);
+    await Promise.all([this.slots.image.onIdle(), this.slots.video.onIdle()]);
+    await this.downloads.onIdle();
+    await Promise.all(Object.values(this.buckets).map((b) => b.stop()));
+    return this.summary();
+  }
+
+  /** Picks up where a killed run left off: resend, poll, download; re-download outputs deleted from disk. */
+  private async recover(): Promise<void> {
+    const { store, opts } = this;
+    for (const item of store.items.inState('done')) {
+      for (const out of store.outputs.ofItem(item.id)) {
+        const missing = !out.path || (await stat(join(opts.outDir, out.path)).then((s) => s.size !== out.bytes, () => true));
+        if (missing) {
+          store.db.prepare('UPDATE outputs SET sha256 = NULL WHERE job_id = ? AND idx = ?').run(out.job_id, out.idx);
+          store.items.setState(item.id, 'downloading', opts.now());
+        }
+      }
+    }
+    for (const state of ['submitting', 'running'] as const) {
+      for (const item of store.items.inState(state)) this.startJob(item);
+    }
+    for (const item of store.items.inState('downloading')) {
+      const attempt = store.attempts.latest(item.id);
+      if (attempt?.job_id) this.startDownload(item.id, attempt.job_id);
+    }
+  }
+
+  private startJob(item: ItemRow): void {
+    this.claimed.add(item.id);
+    void this.slots[item.type].start(() => new JobTask(this, item.id).run().catch((error: unknown) => this.crashed(item.id, error)).finally(() => this.claimed.delete(item.id)));
+  }
+
+  private crashed(itemId: string, error: unknown): void {
+    this.opts.logger?.error({ item: itemId, err: error }, 'unexpected error');
+    this.store.items.setState(itemId, 'failed', this.opts.now(), { code: 'INTERNAL', message: (error as Error).message ?? String(error) });
+  }
+
+  startDownload(itemId: string, jobId: string, fresh?: Job): void {
+    void this.downloads.add(() => downloadJob(this, itemId, jobId, fresh).catch((error: unknown) => this.crashed(itemId, error)).finally(() => this.wake()));
+  }
+
+  /** Keeps one type's slots full with ready items, in manifest order, until none can become ready. */
+  private async feed(type: 'image' | 'video'): Promise<void> {
+    const slots = this.slots[type];
+    while (!this.stopped) {
+      await slots.nextFree();
+      if (this.stopped) break;
+      if (this.breakerTripped()) break;
+      const next = this.pickReady(type);
+      if (!next) {
+        if (this.idle()) break;
+        await this.waitForWake(this.scaled(1000));
+        continue;
+      }
+      const price = this.price(next) ?? 0;
+      if (this.overBudget(price)) break;
+      this.startJob(next);
+    }
+  }
+
+  /** The first pending item of a type whose dependencies are done; dependents of failed items become skipped. */
+  private pickReady(type: 'image' | 'video'): ItemRow | undefined {
+    const { store, opts } = this;
+    const rows = store.db.prepare<[string, number], ItemRow>("SELECT * FROM items WHERE state = 'pending' AND type = ? AND not_before <= ? ORDER BY seq LIMIT 500").all(type, opts.now());
+    for (const row of rows) {
+      if (this.claimed.has(row.id)) continue;
+      let ready = true;
+      for (const dep of dependenciesOf({ ...this.spec(row), where: { file: '', line: 0, column: 0, itemIndex: 0 } })) {
+        const state = store.items.get(dep.id)?.state;
+        if (state && FAILED_STATES.includes(state)) {
+          store.items.setState(row.id, 'skipped', opts.now(), { code: 'DEPENDENCY_FAILED', message: `${dep.id} ended ${state}` });
+          this.emit({ kind: 'item-final', itemId: row.id, state: 'skipped', code: 'DEPENDENCY_FAILED', message: `${dep.id} ended ${state}` });
+          ready = false;
+          this.wake();
+          break;
+        }
+        if (state !== 'done') ready = false;
+      }
+      if (ready) return row;
+    }
+    return undefined;
+  }
+
+  private idle(): boolean {
+    return this.slots.image.busy === 0 && this.slots.video.busy === 0 && this.downloads.size === 0 && this.downloads.pending === 0 && this.claimed.size === 0;
+  }
+
+  private overBudget(price: number): boolean {
+    const max = this.opts.maxCredits;
+    if (max === undefined) return false;
+    const { charged, refunded } = this.store.attempts.totals();
+    if (charged - refunded + this.reserved + price <= max) return false;
+    this.stop('budget', `the run's budget of ${max} credits is reached (${charged - refunded} charged net of refunds). Raise --max-credits or budget.maxCredits and run again to go on.`);
+    return true;
+  }
+
+  private breakerTripped(): boolean {
+    const n = this.store.accounting.blockedSince(this.opts.now() - this.scaled(WEEK_MS));
+    if (n < this.opts.maxBlocked) return false;
+    this.stop('moderation', `${n} submissions were blocked by moderation in the last 7 days; stopping before the service's threshold of 30 costs the key its eligibility. Review the blocked prompts (genbatch status).`);
+    return true;
+  }
+
+  /**
+   * Waits while the key day's cap (or a DAILY_CAP_REACHED pause) forbids this
+   * submission; reserves its credits until the caller releases them after the
+   * answer, so concurrent submissions cannot overshoot the cap or the budget together.
+   */
+  async dailyCapGate(credits: number): Promise<(() => void) | undefined> {
+    for (;;) {
+      if (this.stopped || this.overBudget(credits)) return undefined;
+      const now = this.opts.now();
+      const day = this.dayOf(now);
+      const over = this.store.accounting.chargedOn(day) + this.reserved + credits > this.opts.limits.dailyCap;
+      const until = Math.max(this.dailyPausedUntil, over ? (day + 1) * this.scaled(DAY_MS) : 0);
+      if (until <= now) {
+        this.reserved += credits;
+        let released = false;
+        return () => {
+          if (!released) this.reserved -= credits;
+          released = true;
+        };
+      }
+      this.emit({ kind: 'waiting', reason: 'the daily credit cap', untilMs: until });
+      await this.waitForWake(Math.min(until - now, this.scaled(60_000)));
+    }
+  }
+
+  pauseSubmissionsFor(ms: number): void {
+    this.dailyPausedUntil = Math.max(this.dailyPausedUntil, this.opts.now() + ms);
+  }
+
+  spec(item: ItemRow): ItemSpec {
+    return this.specs.get(item.id) ?? (JSON.parse(item.spec) as ItemSpec);
+  }
+
+  price(item: ItemRow): number | undefined {
+    const spec = this.spec(item);
+    return priceOf({ ...spec, where: { file: '', line: 0, column: 0, itemIndex: 0 } }, this.catalog?.get(spec.type, spec.model), this.manifest.manifest.prices).credits;
+  }
+
+  isStopping(): boolean {
+    return this.stopped !== undefined;
+  }
+
+  stop(kind: StopKind, message: string): void {
+    if (this.stopped) return;
+    this.stopped = { kind, message };
+    this.emit({ kind: 'stopping', reason: message });
+    if (kind === 'interrupted' || kind === 'refused' || kind === 'disk') this.abort.abort(new Error(message));
+    this.wake();
+  }
+
+  emit(event: RunEvent): void {
+    this.opts.logger?.info(event, event.kind);
+    this.opts.onEvent?.(event);
+  }
+
+  wake(): void {
+    const wake = this.wakeUp;
+    this.woken = new Promise<void>((r) => (this.wakeUp = r));
+    wake();
+  }
+
+  private async waitForWake(ms: number): Promise<void> {
+    await Promise.race([this.woken, sleep(Math.max(1, ms))]);
+  }
+
+  scaled(ms: number): number {
+    return ms / this.opts.timeScale;
+  }
+
+  dayOf(at: number): number {
+    return Math.floor(at / this.scaled(DAY_MS));
+  }
+
+  private summary(): RunSummary {
+    const counts = this.store.items.counts();
+    const failures: Record<string, number> = {};
+    for (const state of FAILED_STATES) {
+      for (const item of this.store.items.inState(state)) failures[item.error_code ?? state] = (failures[item.error_code ?? state] ?? 0) + 1;
+    }
+    const open = counts.pending + counts.submitting + counts.running + counts.downloading;
+    const allDone = counts.done === Object.values(counts).reduce((a, b) => a + b, 0);
+    const exitCode = this.stopped?.kind === 'interrupted' ? 130 : this.stopped && this.stopped.kind !== 'disk' && open > 0 ? 3 : allDone ? 0 : 1;
+    return { exitCode, counts, credits: this.store.attempts.totals(), ...(this.stopped ? { stop: this.stopped } : {}), changed: this.changed, failures };
+  }
+}

@@ -1,0 +1,29 @@
+import type { LoadedManifest } from '../manifest/index.js';
+import type { Store } from '../store/index.js';
+import type { RunOptions } from './context.js';
+import { fileSha256 } from './inputs.js';
+import { contentHashOf, runIdFor } from './keys.js';
+
+/**
+ * Writes the manifest's items into the state, with a hash of each one's
+ * resolved content (file inputs by their bytes), so later runs can tell an
+ * item that changed from one that did not.
+ */
+export async function syncItems(store: Store, manifest: LoadedManifest, opts: RunOptions): Promise<{ added: number; changed: string[] }> {
+  if (!store.meta('run_id')) {
+    store.setMeta('run_id', runIdFor(manifest.source.absPath, manifest.name));
+    store.setMeta('manifest', manifest.source.absPath);
+    store.setMeta('created_at', new Date(opts.now()).toISOString());
+  }
+  const rows = [];
+  for (const [seq, item] of manifest.items.entries()) {
+    const { where: _where, ...spec } = item;
+    const files: Record<string, string> = {};
+    for (const ref of [...(spec.inputs ?? []), spec.image, ...(spec.referenceImages ?? []), spec.video]) {
+      if (ref?.kind === 'file') files[ref.display] = await fileSha256(ref.path);
+    }
+    const portable = JSON.parse(JSON.stringify(spec, (k, v) => (k === 'path' ? undefined : v)));
+    rows.push({ id: item.id, seq, type: item.type, model: item.model, contentHash: contentHashOf(portable, files), spec: JSON.stringify(spec) });
+  }
+  return store.items.sync(rows, opts.now(), opts.redoChanged);
+}

@@ -1,0 +1,70 @@
+import type { Db } from './db.js';
+
+export type AttemptStatus = 'created' | 'sent' | 'accepted' | 'completed' | 'failed' | 'expired' | 'refused';
+
+export interface AttemptRow {
+  item_id: string;
+  n: number;
+  idempotency_key: string;
+  body: string;
+  status: AttemptStatus;
+  job_id: string | null;
+  charged: number;
+  refunded: number;
+  error_code: string | null;
+  error_message: string | null;
+  created_at: number;
+  sent_at: number | null;
+  accepted_at: number | null;
+  ended_at: number | null;
+}
+
+/** Submission attempts: each one's idempotency key, exact body, job and credits. */
+export class Attempts {
+  private readonly insert;
+  private readonly latestStmt;
+  private readonly sentStmt;
+  private readonly acceptedStmt;
+  private readonly endedStmt;
+  private readonly refusedStmt;
+  private readonly totalsStmt;
+
+  constructor(db: Db) {
+    this.insert = db.prepare('INSERT INTO attempts (item_id, n, idempotency_key, body, status, created_at) VALUES (@itemId, @n, @key, @body, \'created\', @now)');
+    this.latestStmt = db.prepare<[string], AttemptRow>('SELECT * FROM attempts WHERE item_id = ? ORDER BY n DESC LIMIT 1');
+    this.sentStmt = db.prepare("UPDATE attempts SET status = CASE WHEN status = 'created' THEN 'sent' ELSE status END, sent_at = coalesce(sent_at, @now) WHERE item_id = @itemId AND n = @n");
+    this.acceptedStmt = db.prepare("UPDATE attempts SET status = 'accepted', job_id = @jobId, charged = @charged, accepted_at = @now WHERE item_id = @itemId AND n = @n");
+    this.endedStmt = db.prepare('UPDATE attempts SET status = @status, refunded = @refunded, error_code = @code, error_message = @message, ended_at = @now WHERE item_id = @itemId AND n = @n');
+    this.refusedStmt = db.prepare("UPDATE attempts SET status = 'refused', error_code = @code, error_message = @message, ended_at = @now WHERE item_id = @itemId AND n = @n");
+    this.totalsStmt = db.prepare<[], { charged: number; refunded: number }>('SELECT coalesce(sum(charged), 0) AS charged, coalesce(sum(refunded), 0) AS refunded FROM attempts');
+  }
+
+  create(itemId: string, n: number, key: string, body: string, now: number): void {
+    this.insert.run({ itemId, n, key, body, now });
+  }
+
+  latest(itemId: string): AttemptRow | undefined {
+    return this.latestStmt.get(itemId);
+  }
+
+  markSent(itemId: string, n: number, now: number): void {
+    this.sentStmt.run({ itemId, n, now });
+  }
+
+  markAccepted(itemId: string, n: number, jobId: string, charged: number, now: number): void {
+    this.acceptedStmt.run({ itemId, n, jobId, charged, now });
+  }
+
+  markEnded(itemId: string, n: number, status: 'completed' | 'failed' | 'expired', refunded: number, now: number, error?: { code: string; message?: string }): void {
+    this.endedStmt.run({ itemId, n, status, refunded, code: error?.code ?? null, message: error?.message ?? null, now });
+  }
+
+  /** The service refused the request: nothing was charged, the key was not spent. */
+  markRefused(itemId: string, n: number, code: string, message: string, now: number): void {
+    this.refusedStmt.run({ itemId, n, code, message, now });
+  }
+
+  totals(): { charged: number; refunded: number } {
+    return this.totalsStmt.get()!;
+  }
+}

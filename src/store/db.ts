@@ -1,0 +1,56 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import { APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION } from './migrations.js';
+
+export type Db = Database.Database;
+
+export class StateFileError extends Error {
+  override readonly name = 'StateFileError';
+}
+
+/**
+ * Opens (or creates) a state file: WAL, full sync (a committed idempotency key
+ * survives a power cut, not only a kill), a bounded WAL, and the schema migrated.
+ */
+export function openDb(path: string): Db {
+  try {
+    mkdirSync(dirname(path), { recursive: true });
+  } catch (error) {
+    throw new StateFileError(`cannot create the state directory ${dirname(path)}: ${(error as NodeJS.ErrnoException).code ?? error}`);
+  }
+  let db: Db;
+  try {
+    db = new Database(path);
+    db.pragma('busy_timeout = 5000');
+    db.pragma('journal_mode = WAL');
+  } catch (error) {
+    throw new StateFileError(`cannot open the state file ${path}: ${(error as Error).message}. Is it a SQLite file, and is its directory writable?`);
+  }
+  try {
+    const appId = db.pragma('application_id', { simple: true }) as number;
+    const version = db.pragma('user_version', { simple: true }) as number;
+    const tables = (db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table'").get() as { n: number }).n;
+    if (appId !== APPLICATION_ID && (appId !== 0 || tables > 0)) {
+      throw new StateFileError(`${path} is not a genbatch state file (it is another SQLite database). Pass another --state path.`);
+    }
+    if (version > SCHEMA_VERSION) {
+      throw new StateFileError(`${path} was written by a newer genbatch (state schema ${version}; this one knows ${SCHEMA_VERSION}). Upgrade genbatch to resume it.`);
+    }
+    db.pragma('synchronous = FULL');
+    db.pragma('journal_size_limit = 8388608');
+    db.pragma('foreign_keys = ON');
+    for (let v = version; v < SCHEMA_VERSION; v++) {
+      db.transaction(() => {
+        db.exec(MIGRATIONS[v]!);
+        db.pragma(`user_version = ${v + 1}`);
+        db.pragma(`application_id = ${APPLICATION_ID}`);
+      }).immediate();
+    }
+    return db;
+  } catch (error) {
+    db.close();
+    if (error instanceof StateFileError) throw error;
+    throw new StateFileError(`cannot use the state file ${path}: ${(error as Error).message}`);
+  }
+}

@@ -1,0 +1,87 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { Accounting } from './accounting.js';
+import { Attempts } from './attempts.js';
+import { openDb, StateFileError, type Db } from './db.js';
+import { Items } from './items.js';
+import { acquireLock } from './lock.js';
+import { Outputs } from './outputs.js';
+import { Uploads } from './uploads.js';
+
+export { StateFileError } from './db.js';
+export type { ItemRow, ItemState } from './items.js';
+export { FINAL_STATES } from './items.js';
+export type { AttemptRow } from './attempts.js';
+export type { OutputRow } from './outputs.js';
+export type { UploadRow } from './uploads.js';
+
+/** The run's durable state: one SQLite file, one writer process. */
+export class Store {
+  readonly items: Items;
+  readonly attempts: Attempts;
+  readonly outputs: Outputs;
+  readonly accounting: Accounting;
+  readonly uploads: Uploads;
+  private checkpointTimer: NodeJS.Timeout | undefined;
+
+  private constructor(
+    readonly db: Db,
+    private readonly release: () => void,
+  ) {
+    this.items = new Items(db);
+    this.attempts = new Attempts(db);
+    this.outputs = new Outputs(db);
+    this.accounting = new Accounting(db);
+    this.uploads = new Uploads(db);
+  }
+
+  /** Opens for writing: takes the lock first, so a second process is refused before touching anything. */
+  static open(path: string): Store {
+    try {
+      mkdirSync(dirname(path), { recursive: true });
+    } catch (error) {
+      throw new StateFileError(`cannot create the state directory ${dirname(path)}: ${(error as NodeJS.ErrnoException).code ?? error}`);
+    }
+    const release = acquireLock(path);
+    try {
+      const store = new Store(openDb(path), release);
+      // Keep the WAL bounded on long runs.
+      store.checkpointTimer = setInterval(() => store.db.pragma('wal_checkpoint(PASSIVE)'), 60_000);
+      store.checkpointTimer.unref();
+      return store;
+    } catch (error) {
+      release();
+      throw error;
+    }
+  }
+
+  /** Opens for reading only (status): no lock, nothing written. */
+  static openReadOnly(path: string): Store {
+    return new Store(openDb(path), () => {});
+  }
+
+  /** Runs `fn` in one short IMMEDIATE transaction. */
+  tx<T>(fn: () => T): T {
+    return this.db.transaction(fn).immediate();
+  }
+
+  meta(key: string): string | undefined {
+    return (this.db.prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?').get(key))?.value;
+  }
+
+  setMeta(key: string, value: string): void {
+    this.db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(key, value);
+  }
+
+  close(): void {
+    clearInterval(this.checkpointTimer);
+    try {
+      this.db.pragma('wal_checkpoint(TRUNCATE)');
+      this.db.close();
+    } finally {
+      this.release();
+    }
+  }
+}
+
+export { openDb, type Db };

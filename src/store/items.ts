@@ -1,0 +1,108 @@
+import type { Db } from './db.js';
+
+export type ItemState = 'pending' | 'submitting' | 'running' | 'downloading' | 'done' | 'failed' | 'rejected' | 'blocked' | 'skipped';
+export const FINAL_STATES: readonly ItemState[] = ['done', 'failed', 'rejected', 'blocked', 'skipped'];
+
+export interface ItemRow {
+  id: string;
+  seq: number;
+  type: 'image' | 'video';
+  model: string;
+  content_hash: string;
+  spec: string;
+  state: ItemState;
+  attempt: number;
+  changed: number;
+  error_code: string | null;
+  error_message: string | null;
+  not_before: number;
+  updated_at: number;
+}
+
+export interface ItemSync {
+  id: string;
+  seq: number;
+  type: 'image' | 'video';
+  model: string;
+  contentHash: string;
+  spec: string;
+}
+
+/** Items: the manifest's items as rows with a state, an attempt count and their last error. */
+export class Items {
+  private readonly byId;
+  private readonly insert;
+  private readonly updateUnsent;
+  private readonly markChanged;
+  private readonly nextPending;
+  private readonly setStateStmt;
+  private readonly inStatesStmt;
+  private readonly countsStmt;
+
+  constructor(private readonly db: Db) {
+    this.byId = db.prepare<[string], ItemRow>('SELECT * FROM items WHERE id = ?');
+    this.insert = db.prepare('INSERT INTO items (id, seq, type, model, content_hash, spec, state, updated_at) VALUES (@id, @seq, @type, @model, @contentHash, @spec, \'pending\', @now)');
+    this.updateUnsent = db.prepare('UPDATE items SET seq = @seq, type = @type, model = @model, content_hash = @contentHash, spec = @spec, changed = 0, updated_at = @now WHERE id = @id');
+    this.markChanged = db.prepare('UPDATE items SET seq = @seq, changed = @changed, updated_at = @now WHERE id = @id');
+    this.nextPending = db.prepare<[string, number], ItemRow>("SELECT * FROM items WHERE state = 'pending' AND type = ? AND not_before <= ? ORDER BY seq LIMIT 1");
+    this.setStateStmt = db.prepare('UPDATE items SET state = @state, error_code = @code, error_message = @message, not_before = @notBefore, updated_at = @now WHERE id = @id');
+    this.inStatesStmt = db.prepare<[string], ItemRow>('SELECT * FROM items WHERE state = ? ORDER BY seq');
+    this.countsStmt = db.prepare<[], { state: ItemState; n: number }>('SELECT state, count(*) AS n FROM items GROUP BY state');
+  }
+
+  get(id: string): ItemRow | undefined {
+    return this.byId.get(id);
+  }
+
+  /**
+   * Brings the rows in line with the manifest. An item whose content changed
+   * after it was submitted keeps its result and is flagged; `redoChanged`
+   * puts it back to pending (a new attempt, so a new key).
+   */
+  sync(items: Iterable<ItemSync>, now: number, redoChanged: boolean): { added: number; changed: string[] } {
+    const changed: string[] = [];
+    let added = 0;
+    this.db.transaction(() => {
+      for (const item of items) {
+        const row = this.byId.get(item.id);
+        if (!row) {
+          this.insert.run({ ...item, now });
+          added++;
+        } else if (row.content_hash === item.contentHash) {
+          if (row.changed) this.markChanged.run({ id: item.id, seq: item.seq, changed: 0, now });
+        } else if (row.attempt === 0) {
+          this.updateUnsent.run({ ...item, now });
+        } else if (redoChanged && row.state !== 'submitting' && row.state !== 'running') {
+          this.updateUnsent.run({ ...item, now });
+          this.setStateStmt.run({ id: item.id, state: 'pending', code: null, message: null, notBefore: 0, now });
+        } else {
+          this.markChanged.run({ id: item.id, seq: item.seq, changed: 1, now });
+          changed.push(item.id);
+        }
+      }
+    }).immediate();
+    return { added, changed };
+  }
+
+  nextReady(type: 'image' | 'video', now: number): ItemRow | undefined {
+    return this.nextPending.get(type, now);
+  }
+
+  setState(id: string, state: ItemState, now: number, error?: { code: string; message: string }, notBefore = 0): void {
+    this.setStateStmt.run({ id, state, code: error?.code ?? null, message: error?.message ?? null, notBefore, now });
+  }
+
+  inState(state: ItemState): ItemRow[] {
+    return this.inStatesStmt.all(state);
+  }
+
+  counts(): Record<ItemState, number> {
+    const out = { pending: 0, submitting: 0, running: 0, downloading: 0, done: 0, failed: 0, rejected: 0, blocked: 0, skipped: 0 };
+    for (const { state, n } of this.countsStmt.all()) out[state] = n;
+    return out;
+  }
+
+  all(): ItemRow[] {
+    return this.db.prepare<[], ItemRow>('SELECT * FROM items ORDER BY seq').all();
+  }
+}

@@ -1,0 +1,46 @@
+import { openSync, readFileSync, rmSync, writeSync, closeSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { StateFileError } from './db.js';
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * One process per state file. The lock file names its holder; a holder that
+ * died (killed with SIGKILL, say) is detected and its lock taken over.
+ */
+export function acquireLock(statePath: string): () => void {
+  const lockPath = `${statePath}.lock`;
+  const me = `${process.pid}@${hostname()}`;
+  for (let tries = 0; tries < 2; tries++) {
+    try {
+      const fd = openSync(lockPath, 'wx');
+      writeSync(fd, me);
+      closeSync(fd);
+      return () => rmSync(lockPath, { force: true });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') {
+        throw new StateFileError(`cannot lock the state file (${lockPath}): ${(error as NodeJS.ErrnoException).code}. Is its directory writable?`);
+      }
+      let holder = '';
+      try {
+        holder = readFileSync(lockPath, 'utf8');
+      } catch {
+        continue; // released meanwhile
+      }
+      const [pid, host] = holder.split('@');
+      if (host === hostname() && pid && !alive(Number(pid))) {
+        rmSync(lockPath, { force: true }); // its holder died: take over
+        continue;
+      }
+      throw new StateFileError(`another genbatch process (${holder}) is running on this state file (${statePath}). Wait for it to finish, or stop it first.`);
+    }
+  }
+  throw new StateFileError(`cannot lock the state file ${statePath}`);
+}

@@ -1,0 +1,45 @@
+import type { Db } from './db.js';
+
+export interface OutputRow {
+  job_id: string;
+  idx: number;
+  item_id: string;
+  path: string | null;
+  bytes: number | null;
+  sha256: string | null;
+  content_type: string | null;
+  link_issued_at: number | null;
+  downloaded_at: number | null;
+}
+
+/** Outputs of completed jobs: where each went, its size and hash. */
+export class Outputs {
+  private readonly ensureStmt;
+  private readonly doneStmt;
+  private readonly ofJobStmt;
+  private readonly ofItemStmt;
+
+  constructor(db: Db) {
+    this.ensureStmt = db.prepare('INSERT INTO outputs (job_id, idx, item_id, link_issued_at) VALUES (@jobId, @idx, @itemId, @now) ON CONFLICT (job_id, idx) DO UPDATE SET link_issued_at = @now');
+    this.doneStmt = db.prepare('UPDATE outputs SET path = @path, bytes = @bytes, sha256 = @sha256, content_type = @contentType, downloaded_at = @now WHERE job_id = @jobId AND idx = @idx');
+    this.ofJobStmt = db.prepare<[string], OutputRow>('SELECT * FROM outputs WHERE job_id = ? ORDER BY idx');
+    this.ofItemStmt = db.prepare<[string], OutputRow>('SELECT * FROM outputs WHERE item_id = ? ORDER BY job_id, idx');
+  }
+
+  /** Records that a link for this output was issued (the 15-minute clock starts). */
+  linkIssued(jobId: string, idx: number, itemId: string, now: number): void {
+    this.ensureStmt.run({ jobId, idx, itemId, now });
+  }
+
+  markDownloaded(jobId: string, idx: number, file: { path: string; bytes: number; sha256: string; contentType: string | null }, now: number): void {
+    this.doneStmt.run({ jobId, idx, ...file, now });
+  }
+
+  ofJob(jobId: string): OutputRow[] {
+    return this.ofJobStmt.all(jobId);
+  }
+
+  ofItem(itemId: string): OutputRow[] {
+    return this.ofItemStmt.all(itemId);
+  }
+}

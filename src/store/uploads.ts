@@ -1,0 +1,31 @@
+import type { Db } from './db.js';
+
+export interface UploadRow {
+  sha256: string;
+  target: 'image' | 'video';
+  kind: 'image' | 'video';
+  content_type: string;
+  size: number;
+  key: string;
+  expires_at: number | null;
+  created_at: number;
+}
+
+/** Upload keys by file content and target, so the same bytes are not uploaded twice while valid. */
+export class Uploads {
+  private readonly getStmt;
+  private readonly putStmt;
+
+  constructor(db: Db) {
+    this.getStmt = db.prepare<[string, string], UploadRow>('SELECT * FROM uploads WHERE sha256 = ? AND target = ?');
+    this.putStmt = db.prepare('INSERT INTO uploads (sha256, target, kind, content_type, size, key, expires_at, created_at) VALUES (@sha256, @target, @kind, @contentType, @size, @key, @expiresAt, @now) ON CONFLICT (sha256, target) DO UPDATE SET key = @key, expires_at = @expiresAt, created_at = @now, content_type = @contentType, size = @size, kind = @kind');
+  }
+
+  find(sha256: string, target: 'image' | 'video'): UploadRow | undefined {
+    return this.getStmt.get(sha256, target);
+  }
+
+  record(u: { sha256: string; target: 'image' | 'video'; kind: 'image' | 'video'; contentType: string; size: number; key: string; expiresAt: number | null }, now: number): void {
+    this.putStmt.run({ ...u, now });
+  }
+}
