@@ -97,7 +97,8 @@ export class JobTask {
       const release = await ctx.dailyCapGate(price);
       if (!release) return undefined;
       try {
-        const job: Job = await ctx.buckets.submit.run(async () => {
+        const job: Job | undefined = await ctx.buckets.submit.run(async () => {
+          if (ctx.isStopping()) return undefined; // queued before the stop: not sent
           const now = opts.now();
           store.tx(() => {
             store.accounting.submissionSent(now);
@@ -105,6 +106,10 @@ export class JobTask {
           });
           return this.item.type === 'image' ? client.submitImage(body, attempt.idempotency_key) : client.submitVideo(body, attempt.idempotency_key);
         });
+        if (!job) {
+          release();
+          return undefined;
+        }
         const charged = job.charged ?? price;
         const now = opts.now();
         store.tx(() => {

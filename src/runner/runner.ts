@@ -1,4 +1,4 @@
-import { stat } from 'node:fs/promises';
+import { readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import PQueue from 'p-queue';
 import type { ApiClient, Job } from '../api/index.js';
@@ -76,6 +76,7 @@ export class Runner implements RunContext {
   /** Picks up where a killed run left off: resend, poll, download; re-download outputs deleted from disk. */
   private async recover(): Promise<void> {
     const { store, opts } = this;
+    await removePartials(opts.outDir);
     for (const item of store.items.inState('done')) {
       for (const out of store.outputs.ofItem(item.id)) {
         const missing = !out.path || (await stat(join(opts.outDir, out.path)).then((s) => s.size !== out.bytes, () => true));
@@ -253,5 +254,13 @@ export class Runner implements RunContext {
     const allDone = counts.done === Object.values(counts).reduce((a, b) => a + b, 0);
     const exitCode = this.stopped?.kind === 'interrupted' ? 130 : this.stopped && this.stopped.kind !== 'disk' && open > 0 ? 3 : allDone ? 0 : 1;
     return { exitCode, counts, credits: this.store.attempts.totals(), ...(this.stopped ? { stop: this.stopped } : {}), changed: this.changed, failures };
+  }
+}
+
+/** Temporary files of downloads a killed run left behind (never under a final name). */
+async function removePartials(dir: string): Promise<void> {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true }).catch(() => []);
+  for (const e of entries) {
+    if (e.isFile() && /^\..+\.[0-9a-f]{8}\.part$/.test(e.name)) await rm(join(e.parentPath ?? dir, e.name), { force: true });
   }
 }

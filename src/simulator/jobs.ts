@@ -23,6 +23,8 @@ export interface SimJob {
   charged: number;
   refunded: number;
   outputCount: number;
+  /** Times its output links were issued; with the expired-link marker the first issue is already stale. */
+  linkIssues?: number;
 }
 
 const END_ERRORS: Record<'FAILED' | 'EXPIRED', { code: string; message: string }> = {
@@ -106,7 +108,9 @@ export class Jobs {
     };
     if (job.status !== 'PROCESSING') body.finishedAt = new Date(job.endsAt).toISOString();
     if (job.status === 'COMPLETED') {
-      const expiresAt = now + linkTtlMs;
+      const stale = job.prompt.includes('[sim:expired-link]') && !job.linkIssues;
+      job.linkIssues = (job.linkIssues ?? 0) + 1;
+      const expiresAt = stale ? now - 1 : now + linkTtlMs;
       const contentType = OUTPUT_CONTENT_TYPE[job.type];
       body.outputs = Array.from({ length: job.outputCount }, (_, i) => {
         const path = `/outputs/${job.id}/${i + 1}`;

@@ -20,6 +20,8 @@ export const MARKERS = {
   unavailable: '[sim:unavailable]',
   /** 503 MODERATION_UNAVAILABLE on the first request with each idempotency key. */
   moderationUnavailable: '[sim:moderation-unavailable]',
+  /** The first output links issued for the job are already expired. */
+  expiredLink: '[sim:expired-link]',
 } as const;
 
 /** POST /images and POST /videos: idempotency, checks in the service's order, charge, job. */

@@ -1,0 +1,79 @@
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { expect } from 'vitest';
+import { makeMp4, makePng } from '../../src/simulator/media.js';
+import type { RunningSimulator } from '../../src/simulator/index.js';
+import { cleanEnv, runCli, type CliResult } from './cli.js';
+
+export const TIME_SCALE = 600;
+
+export interface RunWorkspace {
+  dir: string;
+  statePath: string;
+  outDir: string;
+  run(extra?: string[]): Promise<CliResult>;
+  args(extra?: string[]): string[];
+  env: NodeJS.ProcessEnv;
+}
+
+/** A manifest in a temp dir, run by the built CLI against a test simulator with the same time scale. */
+export function workspace(sim: RunningSimulator, manifest: string, files: Record<string, string | Buffer> = {}, timeScale = TIME_SCALE): RunWorkspace {
+  const dir = mkdtempSync(join(tmpdir(), 'genbatch-run-'));
+  writeFileSync(join(dir, 'm.yaml'), manifest);
+  for (const [name, body] of Object.entries(files)) writeFileSync(join(dir, name), body);
+  const env = cleanEnv({ GENBATCH_BASE_URL: sim.baseUrl, GENBATCH_API_KEY: sim.apiKey });
+  const args = (extra: string[] = []) => ['run', 'm.yaml', '--time-scale', String(timeScale), ...extra];
+  return { dir, statePath: join(dir, '.genbatch', 'm.sqlite'), outDir: join(dir, 'out', 'm'), env, args, run: (extra = []) => runCli(args(extra), env, dir) };
+}
+
+export function imageManifest(count: number, prompt = (i: number) => `product ${i}`, extra = ''): string {
+  const items = Array.from({ length: count }, (_, i) => `  - { id: item-${i}, prompt: "${prompt(i)}" }`).join('\n');
+  return `version: 1\ndefaults: { model: studio-lite }\n${extra}items:\n${items}\n`;
+}
+
+interface StateRow {
+  id: string;
+  state: string;
+  error_code: string | null;
+}
+
+export function readState(statePath: string): { items: StateRow[]; outputs: { item_id: string; job_id: string; idx: number; path: string; sha256: string; bytes: number }[]; attempts: { item_id: string; n: number; job_id: string | null; idempotency_key: string; status: string }[] } {
+  const db = new Database(statePath, { readonly: true });
+  try {
+    return {
+      items: db.prepare('SELECT id, state, error_code FROM items ORDER BY seq').all() as StateRow[],
+      outputs: db.prepare('SELECT * FROM outputs').all() as never,
+      attempts: db.prepare('SELECT * FROM attempts').all() as never,
+    };
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * The proof a user relies on: the simulator charged each prompt at most once
+ * per attempt that the runner recorded, and every output on disk has exactly
+ * the bytes the simulator served for its job.
+ */
+export function expectNoDoubleChargeAndVerifiedOutputs(sim: RunningSimulator, ws: RunWorkspace): void {
+  const ledger = sim.service.ledger;
+  const charges = ledger.of('charge');
+  const byKey = new Map<string, number>();
+  for (const c of charges) byKey.set(c.idempotencyKey, (byKey.get(c.idempotencyKey) ?? 0) + 1);
+  for (const [key, n] of byKey) expect(n, `idempotency key ${key} charged ${n} times`).toBe(1);
+  const state = readState(ws.statePath);
+  const jobsOfAttempts = new Set(state.attempts.map((a) => a.job_id).filter(Boolean));
+  for (const c of charges) expect(jobsOfAttempts.has(c.jobId), `charged job ${c.jobId} is unknown to the state`).toBe(true);
+  for (const out of state.outputs) {
+    const file = join(ws.outDir, out.path);
+    expect(existsSync(file), file).toBe(true);
+    const bytes = readFileSync(file);
+    const job = sim.service.jobs.byId.get(out.job_id)!;
+    const served = job.type === 'image' ? makePng(`${out.job_id}/${out.idx}`) : makeMp4(`${out.job_id}/${out.idx}`);
+    expect(createHash('sha256').update(bytes).digest('hex')).toBe(out.sha256);
+    expect(bytes.equals(served), `${out.path} has the bytes of ${out.job_id}`).toBe(true);
+  }
+}

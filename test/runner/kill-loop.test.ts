@@ -1,0 +1,57 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { readdirSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { CLI } from '../helpers/cli.js';
+import { expectNoDoubleChargeAndVerifiedOutputs, imageManifest, readState, workspace } from '../helpers/run.js';
+import { startTestSim } from '../helpers/sim.js';
+
+const KILLS = 12;
+
+describe('killed at any instant, resumed with the same command', () => {
+  it(`survives ${KILLS} SIGKILLs: no item charged twice, every output on disk with the right bytes`, async () => {
+    const t = await startTestSim({ timeScale: 60, dropRate: 0.1, latencyMs: [0, 20], seed: 11 });
+    const ws = workspace(t.sim, imageManifest(16), {}, 60);
+    let kills = 0;
+    for (let i = 0; i < KILLS; i++) {
+      const child = spawn(process.execPath, [CLI, ...ws.args()], { cwd: ws.dir, env: ws.env, stdio: 'ignore' });
+      await new Promise((r) => setTimeout(r, 150 + Math.random() * 600));
+      if (child.exitCode === null) {
+        child.kill('SIGKILL');
+        kills++;
+      }
+      await once(child, 'exit').catch(() => {});
+    }
+    expect(kills).toBeGreaterThanOrEqual(10);
+    let final;
+    for (let i = 0; i < 5; i++) {
+      final = await ws.run();
+      if (final.code === 0) break;
+    }
+    expect(final!.code, final!.stdout + final!.stderr).toBe(0);
+    expect(readState(ws.statePath).items.every((item) => item.state === 'done')).toBe(true);
+    // One charge per item: no attempt was ever needed twice (no failures configured).
+    const prompts = t.sim.service.ledger.of('charge').map((c) => c.prompt);
+    expect(prompts.length).toBe(16);
+    expect(new Set(prompts).size).toBe(16);
+    expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
+    expect(readdirSync(ws.outDir).filter((f) => f.endsWith('.part'))).toEqual([]);
+  });
+
+  it('SIGINT stops submitting, saves state and exits 130; the same command finishes without double charges', async () => {
+    const t = await startTestSim({ timeScale: 60 });
+    const ws = workspace(t.sim, imageManifest(20), {}, 60);
+    const child = spawn(process.execPath, [CLI, ...ws.args(['--submit-rate', '2/1s'])], { cwd: ws.dir, env: ws.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    await new Promise((r) => setTimeout(r, 1500));
+    child.kill('SIGINT');
+    const [code] = await once(child, 'exit');
+    expect(code).toBe(130);
+    const charged = t.sim.service.ledger.of('charge').length;
+    expect(charged).toBeGreaterThan(0);
+    expect(charged).toBeLessThan(20);
+    const rest = await ws.run();
+    expect(rest.code).toBe(0);
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(20);
+    expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
+  });
+});

@@ -1,0 +1,160 @@
+import { describe, expect, it } from 'vitest';
+import { expectNoDoubleChargeAndVerifiedOutputs, imageManifest, readState, workspace } from '../helpers/run.js';
+import { startTestSim } from '../helpers/sim.js';
+import { runCli } from '../helpers/cli.js';
+
+const scaled = { timeScale: 600 };
+
+describe('genbatch run against the simulator', () => {
+  it('takes a manifest to verified outputs, within every limit, and a rerun submits nothing', async () => {
+    const t = await startTestSim(scaled);
+    const ws = workspace(t.sim, imageManifest(30));
+    const first = await ws.run();
+    expect(first.stderr + first.stdout).not.toContain(t.sim.apiKey);
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stdout).toContain('done 30/30');
+    const ledger = t.sim.service.ledger;
+    expect(ledger.of('charge')).toHaveLength(30);
+    expect(ledger.countStatus(429)).toBe(0);
+    expect(readState(ws.statePath).outputs).toHaveLength(30);
+    expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
+    const requests = ledger.of('request').length;
+    const again = await ws.run();
+    expect(again.code).toBe(0);
+    expect(ledger.of('charge')).toHaveLength(30);
+    expect(ledger.of('request').filter((r) => r.path === '/images')).toHaveLength(30);
+    expect(ledger.of('request').length - requests).toBeLessThanOrEqual(2); // /models for prices; no submissions, no polls
+  });
+
+  it('a response dropped after the job was created: resent with the same key, charged once', async () => {
+    const t = await startTestSim({ ...scaled, dropRate: 0.5, seed: 7 });
+    const ws = workspace(t.sim, imageManifest(12));
+    const res = await ws.run();
+    expect(res.code, res.stderr).toBe(0);
+    expect(t.sim.service.ledger.of('dropped-response').length).toBeGreaterThan(0);
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(12);
+    expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
+  });
+
+  it('FAILED jobs get new attempts with new keys up to --max-retries, then the item fails; the refunds are recorded', async () => {
+    const t = await startTestSim(scaled);
+    const ws = workspace(t.sim, imageManifest(2, (i) => (i === 0 ? 'doomed [sim:fail]' : 'fine')));
+    const res = await ws.run(['--max-retries', '2']);
+    expect(res.code).toBe(1);
+    const charges = t.sim.service.ledger.of('charge').filter((c) => c.prompt.includes('doomed'));
+    expect(charges).toHaveLength(3);
+    expect(new Set(charges.map((c) => c.idempotencyKey)).size).toBe(3);
+    expect(t.sim.service.ledger.of('refund')).toHaveLength(3);
+    expect(res.stdout).toContain('credits: 8 charged, 6 refunded, 2 net');
+    expect(res.stdout).toContain('GENERATION_FAILED 1');
+    expect(readState(ws.statePath).items.map((i) => i.state)).toEqual(['failed', 'done']);
+  });
+
+  it('EXPIRED is handled like FAILED', async () => {
+    const t = await startTestSim(scaled);
+    const ws = workspace(t.sim, imageManifest(1, () => 'late [sim:expire]'));
+    const res = await ws.run(['--max-retries', '1']);
+    expect(res.code).toBe(1);
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(2);
+    expect(readState(ws.statePath).items[0]).toMatchObject({ state: 'failed', error_code: 'JOB_EXPIRED' });
+  });
+
+  it('a 503 is resent once later with the same key', async () => {
+    const t = await startTestSim(scaled);
+    const ws = workspace(t.sim, imageManifest(1, () => 'busy [sim:unavailable]'));
+    const res = await ws.run();
+    expect(res.code).toBe(0);
+    const posts = t.sim.service.ledger.of('request').filter((r) => r.path === '/images');
+    expect(posts.map((p) => p.status)).toEqual([503, 202]);
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(1);
+  });
+
+  it('400 marks the item rejected with the field named; others go on', async () => {
+    const t = await startTestSim(scaled);
+    const ws = workspace(t.sim, 'version: 1\ndefaults: { model: studio-lite }\nitems:\n  - { id: bad, prompt: p, resolution: 4K }\n  - { id: good, prompt: q }\n');
+    const res = await ws.run();
+    expect(res.code).toBe(1);
+    const items = readState(ws.statePath).items;
+    expect(items).toMatchObject([{ id: 'bad', state: 'rejected', error_code: 'VALIDATION_ERROR' }, { id: 'good', state: 'done' }]);
+    const status = await runCli(['status', 'm.yaml', '--json'], ws.env, ws.dir);
+    expect(JSON.parse(status.stdout)).toMatchObject({ items: { total: 2, done: 1, rejected: 1 }, failures: { VALIDATION_ERROR: 1 } });
+  });
+
+  it('422 blocks the item, never resent; the breaker stops the run before the threshold (exit 3)', async () => {
+    const t = await startTestSim(scaled);
+    const ws = workspace(t.sim, imageManifest(8, (i) => (i < 4 ? `bad ${i} [sim:block]` : `good ${i}`)));
+    const res = await ws.run(['--max-blocked', '2', '--max-images-in-flight', '1']);
+    expect(res.code).toBe(3);
+    expect(res.stdout).toMatch(/stopped: 2 submissions were blocked by moderation/);
+    const blockedPosts = t.sim.service.ledger.of('request').filter((r) => r.code === 'CONTENT_VIOLATION');
+    expect(blockedPosts).toHaveLength(2);
+    const again = await ws.run(['--max-blocked', '2']);
+    expect(again.code).toBe(3);
+    expect(t.sim.service.ledger.of('request').filter((r) => r.code === 'CONTENT_VIOLATION')).toHaveLength(2);
+  });
+
+  it('402 stops the run with exit 3 and what to do', async () => {
+    const t = await startTestSim({ ...scaled, credits: 4 });
+    const ws = workspace(t.sim, imageManifest(3));
+    const res = await ws.run();
+    expect(res.code).toBe(3);
+    expect(res.stdout).toMatch(/CREDITS_EXHAUSTED[\s\S]*Top up/);
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(2);
+  });
+
+  it('401 stops the run with exit 3 and never shows the key', async () => {
+    const t = await startTestSim(scaled);
+    const ws = workspace(t.sim, imageManifest(2));
+    const env = { ...ws.env, GENBATCH_API_KEY: 'gbk_ThisKeyIsWrongButSecret000' };
+    const res = await runCli(ws.args(), env, ws.dir);
+    expect(res.code).toBe(3);
+    expect(res.stdout).toContain('UNAUTHENTICATED');
+    expect(res.stdout + res.stderr).not.toContain('gbk_ThisKeyIsWrongButSecret000');
+  });
+
+  it('an expired output link is refreshed by a new GET of the job', async () => {
+    const t = await startTestSim(scaled);
+    const ws = workspace(t.sim, imageManifest(1, () => 'mug [sim:expired-link]'));
+    const res = await ws.run();
+    expect(res.code, res.stdout).toBe(0);
+    const downloads = t.sim.service.ledger.of('download');
+    expect(downloads.map((d) => d.status)).toEqual([403, 200]);
+    expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
+  });
+
+  it('waits for the next key day at the daily cap, with no 429, and goes on', async () => {
+    // A key day lasts 2 s here.
+    const t = await startTestSim({ timeScale: 43_200, keys: [{ label: 'main', dailyCap: 6 }] });
+    const ws = workspace(t.sim, imageManifest(5), {}, 43_200);
+    const res = await ws.run(['--daily-cap', '6']);
+    expect(res.code, res.stdout).toBe(0);
+    expect(t.sim.service.ledger.countStatus(429)).toBe(0);
+    const days = new Map<number, number>();
+    for (const c of t.sim.service.ledger.of('charge')) days.set(Math.floor(c.at / 2000), (days.get(Math.floor(c.at / 2000)) ?? 0) + c.credits);
+    expect([...days.values()].every((credits) => credits <= 6)).toBe(true);
+    expect(days.size).toBeGreaterThanOrEqual(2);
+  });
+
+  it('--max-credits stops submissions at the budget (exit 3); a higher budget goes on', async () => {
+    const t = await startTestSim(scaled);
+    const ws = workspace(t.sim, imageManifest(5));
+    const res = await ws.run(['--max-credits', '5']);
+    expect(res.code).toBe(3);
+    expect(res.stdout).toMatch(/budget of 5 credits is reached/);
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(2);
+    const more = await ws.run();
+    expect(more.code).toBe(0);
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(5);
+  });
+
+  it('a second run on the same state file is refused while the first holds it', async () => {
+    const t = await startTestSim({ timeScale: 60 });
+    const ws = workspace(t.sim, imageManifest(3), {}, 60);
+    const first = runCli(ws.args(), ws.env, ws.dir);
+    await new Promise((r) => setTimeout(r, 600));
+    const second = await ws.run();
+    expect(second.code).toBe(1);
+    expect(second.stderr).toMatch(/another genbatch process .* is running on this state file/);
+    expect((await first).code).toBe(0);
+  });
+});
