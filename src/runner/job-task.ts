@@ -98,7 +98,7 @@ export class JobTask {
       if (!release) return undefined;
       try {
         const job: Job | undefined = await ctx.buckets.submit.run(async () => {
-          if (ctx.isStopping()) return undefined; // queued before the stop: not sent
+          if (ctx.abort.signal.aborted) return undefined; // queued before an interrupt: not sent (a budget stop lets reserved ones go)
           const now = opts.now();
           store.tx(() => {
             store.accounting.submissionSent(now);
