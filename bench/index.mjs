@@ -1,7 +1,8 @@
 // npm run bench [part ...]: runs the named parts (all by default) and prints their figures.
 import { manifestBench } from './manifest.mjs';
+import { runnerBench } from './runner.mjs';
 
-const parts = { manifest: manifestBench };
+const parts = { manifest: manifestBench, runner: runnerBench };
 const wanted = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(parts);
 let ok = true;
 for (const name of wanted) {

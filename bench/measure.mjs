@@ -8,7 +8,7 @@ export const root = fileURLToPath(new URL('..', import.meta.url));
 const cli = join(root, 'dist', 'cli', 'main.js');
 const probe = join(root, 'bench', 'rss-probe.mjs');
 
-/** Runs the built CLI as a user would; returns wall time, peak RSS, CPU seconds and output. */
+/** Runs the built CLI as a user would; returns wall time, peak RSS, CPU seconds and its output. */
 export function measureCli(args, { cwd = root, env = {} } = {}) {
   const rssFile = join(mkdtempSync(join(tmpdir(), 'genbatch-bench-')), 'rss');
   const started = process.hrtime.bigint();
@@ -21,7 +21,8 @@ export function measureCli(args, { cwd = root, env = {} } = {}) {
     child.on('error', reject);
     child.on('close', (code) => {
       const wallSeconds = Number(process.hrtime.bigint() - started) / 1e9;
-      resolve({ code, stdout, stderr, wallSeconds, peakRssMb: Number(readFileSync(rssFile, 'utf8')) / 1024 / 1024 });
+      const usage = JSON.parse(readFileSync(rssFile, 'utf8'));
+      resolve({ code, stdout, stderr, wallSeconds, peakRssMb: usage.maxRss / 1024 / 1024, cpuSeconds: usage.cpuSeconds });
     });
   });
 }

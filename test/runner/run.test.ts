@@ -158,3 +158,37 @@ describe('genbatch run against the simulator', () => {
     expect((await first).code).toBe(0);
   });
 });
+
+describe('genbatch retry and status', () => {
+  it('retry puts failed items back; the next run makes a new attempt with a new key', async () => {
+    const t = await startTestSim(scaled);
+    const ws = workspace(t.sim, imageManifest(2, (i) => (i === 0 ? 'doomed [sim:fail]' : 'fine')));
+    expect((await ws.run(['--max-retries', '0'])).code).toBe(1);
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(2);
+    const nothing = await runCli(['retry', 'm.yaml', '--code', 'SOMETHING_ELSE'], ws.env, ws.dir);
+    expect(nothing.stdout).toMatch(/^0 item\(s\) put back/);
+    const retried = await runCli(['retry', 'm.yaml', '--code', 'GENERATION_FAILED'], ws.env, ws.dir);
+    expect(retried.code).toBe(0);
+    expect(retried.stdout).toMatch(/^1 item\(s\) put back/);
+    expect(readState(ws.statePath).items[0]!.state).toBe('pending');
+    expect((await ws.run(['--max-retries', '1'])).code).toBe(1);
+    const doomed = t.sim.service.ledger.of('charge').filter((c) => c.prompt.includes('doomed'));
+    expect(doomed).toHaveLength(2);
+    expect(new Set(doomed.map((c) => c.idempotencyKey)).size).toBe(2);
+  });
+
+  it('status reads the state file alone and says so when there is none', async () => {
+    const t = await startTestSim(scaled);
+    const ws = workspace(t.sim, imageManifest(3));
+    const before = await runCli(['status', 'm.yaml'], ws.env, ws.dir);
+    expect(before.code).toBe(2);
+    expect(before.stderr).toMatch(/no state file/);
+    await ws.run();
+    const requests = t.sim.service.ledger.of('request').length;
+    const table = await runCli(['status', 'm.yaml'], ws.env, ws.dir);
+    expect(table.code).toBe(0);
+    expect(table.stdout).toMatch(/done\s+3/);
+    expect(table.stdout).toMatch(/credits: 6 charged, 0 refunded, 6 net/);
+    expect(t.sim.service.ledger.of('request').length).toBe(requests);
+  });
+});

@@ -26,7 +26,9 @@ export interface Status {
 /** Progress from the state file alone: no network. */
 export async function statusCommand(path: string, opts: { state?: string; json?: boolean }, cwd: string): Promise<string> {
   const manifest = await loadValid(path, cwd);
-  const statePath = statePathFor(manifest, opts.state, cwd);
+  let statePath = statePathFor(manifest, opts.state, cwd);
+  // After a rehearsal (run --simulate), its state is the one there is.
+  if (!opts.state && !existsSync(statePath) && existsSync(statePathFor(manifest, undefined, cwd, true))) statePath = statePathFor(manifest, undefined, cwd, true);
   const store = openState(statePath);
   try {
     const counts = store.items.counts();
