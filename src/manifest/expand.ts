@@ -1,4 +1,5 @@
 import { access, constants, stat } from 'node:fs/promises';
+import { fileTypeFromFile } from 'file-type';
 import { relative, resolve } from 'node:path';
 import type { IssueList } from './issues.js';
 import { readRows } from './rows.js';
@@ -16,6 +17,8 @@ const VIDEO_INPUTS = ['image', 'referenceImages', 'video', 'source'] as const;
 /** Expands every item of a parsed manifest, reporting each problem where it was written. */
 export class Expander {
   private readonly fileChecks = new Map<string, Promise<string | undefined>>();
+  /** Ids of items that had errors of their own: references to them are not reported again. */
+  readonly invalidIds = new Set<string>();
 
   constructor(
     private readonly source: ManifestSource,
@@ -111,6 +114,7 @@ export class Expander {
     if (aspectRatio !== undefined && !/^\d+:\d+$/.test(aspectRatio)) fail('aspectRatio', `expected <w>:<h> such as "4:5", found ${JSON.stringify(aspectRatio)}`);
     if (duration !== undefined && !(Number(duration) > 0)) fail('duration', `expected a number of seconds, found ${JSON.stringify(duration)}`);
 
+    const expects = (field: string): 'image' | 'video' => (field === 'video' ? 'video' : 'image');
     const ref = async (field: string, spec: FileInputSpec | undefined, at?: number): Promise<InputRef | undefined> => {
       if (spec === undefined) return undefined;
       if (typeof spec !== 'string') {
@@ -121,7 +125,7 @@ export class Expander {
       const path = render(spec, withFields);
       if (!path.ok) return void fail(field, path.message, at);
       const abs = resolve(this.source.dir, path.value);
-      const problem = await this.checkFile(abs);
+      const problem = (await this.checkFile(abs)) ?? (await this.checkMedia(abs, expects(field)));
       if (problem) return void fail(field, `${problem}: ${path.value} (relative to the manifest)`, at);
       return { kind: 'file', path: abs, display: path.value };
     };
@@ -141,7 +145,10 @@ export class Expander {
       if (given.length === 0) fail('type', 'a video item needs one input: image (image-to-video), referenceImages (reference-to-video), video or source (video-extend / video-edit)');
       if (given.length > 1) fail(given[1]!, `a video item takes one kind of input, found ${given.join(' and ')}`);
     }
-    if (!ok || id === undefined || model === undefined || prompt === undefined) return undefined;
+    if (!ok || id === undefined || model === undefined || prompt === undefined) {
+      if (id !== undefined) this.invalidIds.add(id);
+      return undefined;
+    }
     const pos = this.source.locate(['items', index]);
     return {
       id, type, model, prompt,
@@ -155,6 +162,26 @@ export class Expander {
       ...(sourceId !== undefined ? { source: sourceId } : {}),
       where: { file: this.source.file, ...pos, itemIndex: index, ...(row ? { row } : {}) },
     };
+  }
+
+  private readonly mediaChecks = new Map<string, Promise<string | undefined>>();
+
+  /** The file's bytes must be the kind of media the field takes (a renamed video is not an image). */
+  private checkMedia(abs: string, expected: 'image' | 'video'): Promise<string | undefined> {
+    const key = `${expected}\n${abs}`;
+    let check = this.mediaChecks.get(key);
+    if (!check) {
+      check = fileTypeFromFile(abs).then(
+        (type) => {
+          const kind = type?.mime.split('/')[0];
+          if (kind === expected) return undefined;
+          return `expected ${expected === 'image' ? 'an image' : 'a video'} file, found ${type ? `${type.mime} content` : 'content that is neither an image nor a video'}`;
+        },
+        () => 'cannot read the file',
+      );
+      this.mediaChecks.set(key, check);
+    }
+    return check;
   }
 
   private checkFile(abs: string): Promise<string | undefined> {

@@ -4,7 +4,7 @@ import { type ManifestSource, fieldPath } from './source.js';
 import { dependenciesOf, type ResolvedItem } from './types.js';
 
 /** Rules across items: unique ids, references that exist and fit, no cycles, distinct output files. */
-export function checkAcrossItems(items: readonly ResolvedItem[], source: ManifestSource, outputName: string, vars: ReadonlyMap<string, string>, issues: IssueList): void {
+export function checkAcrossItems(items: readonly ResolvedItem[], source: ManifestSource, outputName: string, vars: ReadonlyMap<string, string>, issues: IssueList, invalidIds: ReadonlySet<string> = new Set()): void {
   const byId = new Map<string, ResolvedItem>();
   const at = (item: ResolvedItem, field: string) => {
     const root = field.replace(/\[\d+\]$/, '');
@@ -31,7 +31,9 @@ export function checkAcrossItems(items: readonly ResolvedItem[], source: Manifes
     for (const dep of deps) {
       const target = byId.get(dep.id);
       const loc = at(item, dep.field);
-      if (!target) issues.add({ ...loc, message: `no item has the id ${JSON.stringify(dep.id)}${loc.row}` });
+      if (!target) {
+        if (!invalidIds.has(dep.id)) issues.add({ ...loc, message: `no item has the id ${JSON.stringify(dep.id)}${loc.row}` });
+      }
       else if (target.type !== dep.needs) issues.add({ ...loc, message: `expected ${dep.needs === 'image' ? 'an image' : 'a video'} item, found ${JSON.stringify(dep.id)}, ${target.type === 'image' ? 'an image' : 'a video'} item${loc.row}` });
       else if (dep.id === item.id) issues.add({ ...loc, message: `an item cannot take its own output${loc.row}` });
     }

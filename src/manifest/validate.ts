@@ -61,9 +61,10 @@ export async function loadManifest(path: string, cwd = process.cwd()): Promise<V
   if (templateProblem) report(['output', 'name'], templateProblem);
 
   const items: ResolvedItem[] = [];
-  for await (const item of new Expander(source, manifest, cwd, issues, only).items()) items.push(item);
+  const expander = new Expander(source, manifest, cwd, issues, only);
+  for await (const item of expander.items()) items.push(item);
   if (!parsed.success) return { issues };
-  if (!templateProblem) checkAcrossItems(items, source, outputName, vars, issues);
+  if (!templateProblem) checkAcrossItems(items, source, outputName, vars, issues, expander.invalidIds);
   if (items.length === 0 && issues.count === 0) report(['items'], 'the manifest expands to no items (are the rows files empty?)');
 
   const name = manifest.name ?? source.stem;

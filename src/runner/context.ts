@@ -56,5 +56,7 @@ export interface RunContext {
   pauseSubmissionsFor(ms: number): void;
   startDownload(itemId: string, jobId: string, fresh?: import('../api/index.js').Job): void;
   scaled(ms: number): number;
+  /** Uploads under way, shared by items with the same input. */
+  readonly uploadsInFlight: Map<string, Promise<string>>;
   dayOf(at: number): number;
 }

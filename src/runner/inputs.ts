@@ -43,6 +43,8 @@ export interface UploadContext {
   now: () => number;
   /** Material must stay valid at least this long after it is (re)used. */
   validityMarginMs: number;
+  /** Uploads under way in this run, by content and target: concurrent items share one. */
+  inFlight: Map<string, Promise<string>>;
 }
 
 /**
@@ -51,7 +53,18 @@ export interface UploadContext {
  * and a PUT of the file with exactly the granted Content-Type and size.
  */
 export async function uploadKeyFor(ctx: UploadContext, path: string, target: 'image' | 'video', expect: 'image' | 'video'): Promise<string> {
-  const [sha256, media, info] = await Promise.all([fileSha256(path), detectMedia(path), stat(path)]);
+  const sha256 = await fileSha256(path);
+  const id = `${sha256}/${target}`;
+  let upload = ctx.inFlight.get(id);
+  if (!upload) {
+    upload = uploadOnce(ctx, path, sha256, target, expect).finally(() => ctx.inFlight.delete(id));
+    ctx.inFlight.set(id, upload);
+  }
+  return upload;
+}
+
+async function uploadOnce(ctx: UploadContext, path: string, sha256: string, target: 'image' | 'video', expect: 'image' | 'video'): Promise<string> {
+  const [media, info] = await Promise.all([detectMedia(path), stat(path)]);
   if (media.kind !== expect) throw new InputError(`${path} is ${media.kind === 'image' ? 'an image' : 'a video'} (${media.contentType}); this input takes ${expect === 'image' ? 'an image' : 'a video'}`);
   const known = ctx.store.uploads.find(sha256, target);
   if (known && known.size === info.size && (known.expires_at ?? 0) > ctx.now() + ctx.validityMarginMs) return known.key;

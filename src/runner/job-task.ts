@@ -24,6 +24,21 @@ export class JobTask {
     private readonly itemId: string,
   ) {}
 
+  private reuploaded = false;
+
+  /**
+   * After a 400 on an upload-key field, forgets the body's uploads so the next
+   * attempt uploads them again (material that expired before use); true when
+   * the refused field was an upload key.
+   */
+  private forgetUploads(body: ImageSubmission & VideoSubmission, field: unknown): boolean {
+    if (typeof field !== 'string' || !/^(inputs\[\d+\]\.key|imageKey|referenceImageKeys(\[\d+\])?|videoKey)$/.test(field)) return false;
+    const keys = [...(body.inputs ?? []).map((i) => i.key), body.imageKey, ...(body.referenceImageKeys ?? []), body.videoKey].filter((k): k is string => Boolean(k));
+    const forget = this.ctx.store.db.prepare('DELETE FROM uploads WHERE key = ?');
+    for (const key of keys) forget.run(key);
+    return keys.length > 0;
+  }
+
   private get item(): ItemRow {
     return this.ctx.store.items.get(this.itemId)!;
   }
@@ -57,7 +72,7 @@ export class JobTask {
     let body: ImageSubmission | VideoSubmission;
     for (let tries = 0; ; tries++) {
       try {
-        body = await buildBody(this.ctx.spec(item), { client: this.ctx.client, store, bucket: this.ctx.buckets.upload, now: opts.now, validityMarginMs: this.ctx.scaled(10 * 60_000), outDir: opts.outDir });
+        body = await buildBody(this.ctx.spec(item), { client: this.ctx.client, store, bucket: this.ctx.buckets.upload, now: opts.now, validityMarginMs: this.ctx.scaled(10 * 60_000), inFlight: this.ctx.uploadsInFlight, outDir: opts.outDir });
         break;
       } catch (error) {
         if (error instanceof InputError) return this.finish('failed', 'INPUT_ERROR', error.message);
@@ -162,6 +177,14 @@ export class JobTask {
           }
           case 'mark-item':
             store.attempts.markRefused(attempt.item_id, attempt.n, e.code, e.message, opts.now());
+            if (reaction.as === 'rejected' && !this.reuploaded && this.forgetUploads(body, (error as { details?: { field?: unknown } }).details?.field)) {
+              // Material that expired before use: upload it again, in a new attempt (the 400 charged nothing).
+              this.reuploaded = true;
+              ctx.emit({ kind: 'retrying', itemId: attempt.item_id, attempt: attempt.n + 1, reason: 'expired upload' });
+              store.items.setState(attempt.item_id, 'pending', opts.now());
+              const next = await this.newAttempt();
+              return next ? this.submit(next) : undefined;
+            }
             if (reaction.as === 'blocked') store.accounting.blocked(opts.now(), attempt.item_id);
             this.finish(reaction.as, e.code, e.message);
             if (reaction.as === 'blocked') ctx.wake();

@@ -32,6 +32,7 @@ const FAILED_STATES: ItemState[] = ['failed', 'rejected', 'blocked', 'skipped'];
 /** Takes a validated manifest to verified outputs on disk, as fast as the key's limits allow. */
 export class Runner implements RunContext {
   readonly abort = new AbortController();
+  readonly uploadsInFlight = new Map<string, Promise<string>>();
   readonly buckets: RunContext['buckets'];
   private readonly slots: Record<'image' | 'video', Slots>;
   private readonly downloads: PQueue;

@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { cleanEnv, runCli } from '../helpers/cli.js';
 import { startTestSim } from '../helpers/sim.js';
+import { makePng } from '../../src/simulator/media.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const EXAMPLES = ['manifests/demo.yaml', 'manifests/catalog.yaml', 'manifests/video-pipeline.yaml'];
@@ -22,7 +23,7 @@ describe('genbatch validate', () => {
   it('--online checks models, kinds, modes, allowed values and scopes against the service', async () => {
     const t = await startTestSim({ keys: [{ label: 'main', scopes: ['image'] }] });
     const dir = mkdtempSync(join(tmpdir(), 'genbatch-online-'));
-    writeFileSync(join(dir, 'in.png'), 'x');
+    writeFileSync(join(dir, 'in.png'), makePng('in'));
     writeFileSync(
       join(dir, 'm.yaml'),
       `version: 1

@@ -3,14 +3,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { formatIssue, loadManifest, type LoadedManifest } from '../../src/manifest/index.js';
+import { makePng } from '../../src/simulator/media.js';
 
-function workspace(files: Record<string, string>): string {
+function workspace(files: Record<string, string | Buffer>): string {
   const dir = mkdtempSync(join(tmpdir(), 'genbatch-manifest-'));
   for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
   return dir;
 }
 
-async function load(files: Record<string, string>, file = 'm.yaml'): Promise<LoadedManifest> {
+async function load(files: Record<string, string | Buffer>, file = 'm.yaml'): Promise<LoadedManifest> {
   const dir = workspace(files);
   const { loaded, issues } = await loadManifest(file, dir);
   expect(issues.issues.map(formatIssue)).toEqual([]);
@@ -69,7 +70,7 @@ items:
   - { id: spin, type: video, model: motion-2, prompt: p, duration: 5, image: { from: hero } }
   - { id: more, type: video, model: motion-extend, prompt: p, duration: "10", source: spin }
 `,
-      'in.png': 'x',
+      'in.png': makePng('input'),
     });
     const [, edit, spin, more] = m.items;
     expect(edit!.inputs).toEqual([{ kind: 'file', path: expect.stringMatching(/in\.png$/), display: 'in.png' }, { kind: 'item', id: 'hero' }]);

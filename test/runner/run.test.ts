@@ -71,7 +71,8 @@ describe('genbatch run against the simulator', () => {
 
   it('400 marks the item rejected with the field named; others go on', async () => {
     const t = await startTestSim(scaled);
-    const ws = workspace(t.sim, 'version: 1\ndefaults: { model: studio-lite }\nitems:\n  - { id: bad, prompt: p, resolution: 4K }\n  - { id: good, prompt: q }\n');
+    // A prompt past the service's length limit (not shown by the spec): only the service can say no.
+    const ws = workspace(t.sim, `version: 1\ndefaults: { model: studio-lite }\nitems:\n  - { id: bad, prompt: "${'x'.repeat(4100)}" }\n  - { id: good, prompt: q }\n`);
     const res = await ws.run();
     expect(res.code).toBe(1);
     const items = readState(ws.statePath).items;
@@ -102,14 +103,34 @@ describe('genbatch run against the simulator', () => {
     expect(t.sim.service.ledger.of('charge')).toHaveLength(2);
   });
 
-  it('401 stops the run with exit 3 and never shows the key', async () => {
+  it('a rejected key stops the run before anything is sent (exit 3), and never shows the key', async () => {
     const t = await startTestSim(scaled);
     const ws = workspace(t.sim, imageManifest(2));
     const env = { ...ws.env, GENBATCH_API_KEY: 'gbk_ThisKeyIsWrongButSecret000' };
     const res = await runCli(ws.args(), env, ws.dir);
     expect(res.code).toBe(3);
-    expect(res.stdout).toContain('UNAUTHENTICATED');
+    expect(res.stderr).toContain('UNAUTHENTICATED');
     expect(res.stdout + res.stderr).not.toContain('gbk_ThisKeyIsWrongButSecret000');
+  });
+
+  it('a key revoked mid-run (401) stops the run with exit 3 and what to do; state is kept', async () => {
+    const t = await startTestSim({ timeScale: 60 });
+    const ws = workspace(t.sim, imageManifest(20), {}, 60);
+    const run = runCli(ws.args(['--submit-rate', '4/1s']), ws.env, ws.dir);
+    await new Promise((r) => setTimeout(r, 1500));
+    t.sim.service.accounts.byLabel('main').revoked = true;
+    const res = await run;
+    expect(res.code).toBe(3);
+    expect(res.stdout).toMatch(/UNAUTHENTICATED[\s\S]*GENBATCH_API_KEY/);
+    expect(res.stdout + res.stderr).not.toContain(t.sim.apiKey);
+    const charged = t.sim.service.ledger.of('charge').length;
+    expect(charged).toBeGreaterThan(0);
+    expect(charged).toBeLessThan(20);
+    t.sim.service.accounts.byLabel('main').revoked = false;
+    const rest = await ws.run();
+    expect(rest.code, rest.stdout).toBe(0);
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(20);
+    expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
   });
 
   it('an expired output link is refreshed by a new GET of the job', async () => {

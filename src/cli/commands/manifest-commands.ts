@@ -10,7 +10,7 @@ import { table } from '../format.js';
 
 const MAX_PRINTED = 50;
 
-function issueReport(issues: IssueList): string {
+export function issueReport(issues: IssueList): string {
   const shown = issues.issues.slice(0, MAX_PRINTED).map(formatIssue);
   const hidden = issues.count - shown.length;
   const more = hidden > 0 ? [`… and ${hidden} more like these`] : [];

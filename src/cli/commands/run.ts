@@ -9,7 +9,9 @@ import { connect, type ConnectionFlags } from '../connection.js';
 import { EXIT, ExitError } from '../exit.js';
 import { Progress } from '../progress.js';
 import { statePathFor } from '../state-path.js';
-import { loadValid } from './manifest-commands.js';
+import { IssueList } from '../../manifest/index.js';
+import { checkAgainstService } from '../../manifest/online.js';
+import { issueReport, loadValid } from './manifest-commands.js';
 
 export interface RunFlags extends ConnectionFlags {
   state?: string;
@@ -53,25 +55,26 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
   const statePath = statePathFor(manifest, flags.state, cwd, flags.simulate && !flags.state);
   // A fresh in-process simulator knows none of an earlier run's jobs: a simulated run starts over.
   if (flags.simulate && !flags.state) for (const suffix of ['', '-wal', '-shm']) rmSync(`${statePath}${suffix}`, { force: true });
+  const connection = await connect(flags, env, timeScale);
+  let catalog: Catalog;
   let store: Store;
   try {
+    // The service's view first (models, kinds, modes, allowed values, scopes): a mismatch is exit 2 before anything is sent.
+    const me = await connection.client.me();
+    catalog = await Catalog.fetch(connection.client, new Set(manifest.items.map((i) => i.type)));
+    const issues = new IssueList();
+    checkAgainstService(manifest.items, manifest.source, catalog, me.scopes, issues);
+    if (issues.count > 0) throw new ExitError(EXIT.usage, issueReport(issues));
     store = Store.open(statePath);
   } catch (error) {
+    await connection.close();
     if (error instanceof StateFileError) throw new ExitError(EXIT.incomplete, error.message);
-    throw error;
-  }
-  let connection;
-  try {
-    connection = await connect(flags, env, timeScale);
-  } catch (error) {
-    store.close();
     throw error;
   }
   const outDir = flags.out ? resolve(cwd, flags.out) : manifest.outputDir;
   const logPath = join(dirname(statePath), `${manifest.name}.log`);
   mkdirSync(dirname(logPath), { recursive: true });
   const logger = createLogger({ secrets: [env.GENBATCH_API_KEY ?? '', connection.simulator?.apiKey ?? ''].filter(Boolean), destination: createWriteStream(logPath, { flags: 'a' }) });
-  const catalog = await Catalog.fetch(connection.client, new Set(manifest.items.map((i) => i.type))).catch(() => undefined);
   const progress = new Progress(progressOut, store, manifest.items.length);
   const runner = new Runner(connection.client, store, manifest, {
     outDir,
