@@ -28,7 +28,7 @@ export interface ResolvedItem {
 }
 
 /** The items an item waits for, with the field that names each. */
-export function dependenciesOf(item: ResolvedItem): { id: string; field: string; needs: 'image' | 'video' }[] {
+export function dependenciesOf(item: Omit<ResolvedItem, 'where'>): { id: string; field: string; needs: 'image' | 'video' }[] {
   const deps: { id: string; field: string; needs: 'image' | 'video' }[] = [];
   const add = (ref: InputRef | undefined, field: string, needs: 'image' | 'video') => {
     if (ref?.kind === 'item') deps.push({ id: ref.id, field, needs });

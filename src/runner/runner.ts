@@ -136,7 +136,7 @@ export class Runner implements RunContext {
     for (const row of rows) {
       if (this.claimed.has(row.id)) continue;
       let ready = true;
-      for (const dep of dependenciesOf({ ...this.spec(row), where: { file: '', line: 0, column: 0, itemIndex: 0 } })) {
+      for (const dep of dependenciesOf(this.spec(row))) {
         const state = store.items.get(dep.id)?.state;
         if (state && FAILED_STATES.includes(state)) {
           store.items.setState(row.id, 'skipped', opts.now(), { code: 'DEPENDENCY_FAILED', message: `${dep.id} ended ${state}` });
@@ -207,7 +207,7 @@ export class Runner implements RunContext {
 
   price(item: ItemRow): number | undefined {
     const spec = this.spec(item);
-    return priceOf({ ...spec, where: { file: '', line: 0, column: 0, itemIndex: 0 } }, this.catalog?.get(spec.type, spec.model), this.manifest.manifest.prices).credits;
+    return priceOf(spec, this.catalog?.get(spec.type, spec.model), this.manifest.manifest.prices).credits;
   }
 
   isStopping(): boolean {

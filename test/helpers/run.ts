@@ -1,4 +1,6 @@
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { once } from 'node:events';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,7 +8,7 @@ import Database from 'better-sqlite3';
 import { expect } from 'vitest';
 import { makeMp4, makePng } from '../../src/simulator/media.js';
 import type { RunningSimulator } from '../../src/simulator/index.js';
-import { cleanEnv, runCli, type CliResult } from './cli.js';
+import { CLI, cleanEnv, runCli, type CliResult } from './cli.js';
 
 export const TIME_SCALE = 600;
 
@@ -76,4 +78,25 @@ export function expectNoDoubleChargeAndVerifiedOutputs(sim: RunningSimulator, ws
     expect(createHash('sha256').update(bytes).digest('hex')).toBe(out.sha256);
     expect(bytes.equals(served), `${out.path} has the bytes of ${out.job_id}`).toBe(true);
   }
+}
+
+/**
+ * Starts the run `times` times and SIGKILLs it after a random delay each
+ * time; returns how many kills landed (a run may finish first), then runs it
+ * to completion (a few tries) and returns the last result too.
+ */
+export async function killLoop(ws: RunWorkspace, times: number, delayMs: [number, number]): Promise<{ kills: number; final: CliResult }> {
+  let kills = 0;
+  for (let i = 0; i < times; i++) {
+    const child = spawn(process.execPath, [CLI, ...ws.args()], { cwd: ws.dir, env: ws.env, stdio: 'ignore' });
+    await new Promise((r) => setTimeout(r, delayMs[0] + Math.random() * (delayMs[1] - delayMs[0])));
+    if (child.exitCode === null) {
+      child.kill('SIGKILL');
+      kills++;
+    }
+    await once(child, 'exit').catch(() => {});
+  }
+  let final = await ws.run();
+  for (let i = 0; i < 4 && final.code !== 0; i++) final = await ws.run();
+  return { kills, final };
 }

@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { CLI } from '../helpers/cli.js';
-import { expectNoDoubleChargeAndVerifiedOutputs, imageManifest, readState, workspace } from '../helpers/run.js';
+import { expectNoDoubleChargeAndVerifiedOutputs, imageManifest, killLoop, readState, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 
 const KILLS = 12;
@@ -12,23 +12,9 @@ describe('killed at any instant, resumed with the same command', () => {
   it(`survives ${KILLS} SIGKILLs: no item charged twice, every output on disk with the right bytes`, async () => {
     const t = await startTestSim({ timeScale: 60, dropRate: 0.1, latencyMs: [0, 20], seed: 11 });
     const ws = workspace(t.sim, imageManifest(16), {}, 60);
-    let kills = 0;
-    for (let i = 0; i < KILLS; i++) {
-      const child = spawn(process.execPath, [CLI, ...ws.args()], { cwd: ws.dir, env: ws.env, stdio: 'ignore' });
-      await new Promise((r) => setTimeout(r, 150 + Math.random() * 600));
-      if (child.exitCode === null) {
-        child.kill('SIGKILL');
-        kills++;
-      }
-      await once(child, 'exit').catch(() => {});
-    }
+    const { kills, final } = await killLoop(ws, KILLS, [150, 750]);
     expect(kills).toBeGreaterThanOrEqual(10);
-    let final;
-    for (let i = 0; i < 5; i++) {
-      final = await ws.run();
-      if (final.code === 0) break;
-    }
-    expect(final!.code, final!.stdout + final!.stderr).toBe(0);
+    expect(final.code, final.stdout + final.stderr).toBe(0);
     expect(readState(ws.statePath).items.every((item) => item.state === 'done')).toBe(true);
     // One charge per item: no attempt was ever needed twice (no failures configured).
     const prompts = t.sim.service.ledger.of('charge').map((c) => c.prompt);

@@ -1,13 +1,10 @@
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { makeMp4, makePng } from '../../src/simulator/media.js';
-import { CLI } from '../helpers/cli.js';
-import { expectNoDoubleChargeAndVerifiedOutputs, readState, workspace } from '../helpers/run.js';
+import { expectNoDoubleChargeAndVerifiedOutputs, killLoop, readState, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
@@ -129,20 +126,9 @@ describe('media inputs and video pipelines', () => {
   it('a chain image → video → extend survives a kill loop: one charge per item, no duplicate upload of a valid file', async () => {
     const t = await startTestSim({ timeScale: 600, videoSeconds: [300, 600], latencyMs: [0, 10], seed: 5 });
     const ws = workspace(t.sim, PIPELINE, { 'mug.png': MUG, 'clip.mp4': CLIP });
-    let kills = 0;
-    for (let i = 0; i < 10; i++) {
-      const child = spawn(process.execPath, [CLI, ...ws.args()], { cwd: ws.dir, env: ws.env, stdio: 'ignore' });
-      await new Promise((r) => setTimeout(r, 200 + Math.random() * 500));
-      if (child.exitCode === null) {
-        child.kill('SIGKILL');
-        kills++;
-      }
-      await once(child, 'exit').catch(() => {});
-    }
+    const { kills, final } = await killLoop(ws, 10, [200, 700]);
     expect(kills).toBeGreaterThanOrEqual(8);
-    let final;
-    for (let i = 0; i < 4; i++) if ((final = await ws.run()).code === 0) break;
-    expect(final!.code, final!.stdout).toBe(0);
+    expect(final.code, final.stdout).toBe(0);
     const charges = t.sim.service.ledger.of('charge');
     expect(charges).toHaveLength(7);
     expect(new Set(charges.map((c) => c.prompt)).size).toBe(7);
