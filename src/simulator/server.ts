@@ -19,6 +19,7 @@ export interface RunningSimulator {
   /** Every key's token by label. */
   keys: Record<string, string>;
   service: Service;
+  storage: Storage;
   close(): Promise<void>;
 }
 
@@ -73,7 +74,19 @@ export async function startSimulator(options: StartOptions = {}): Promise<Runnin
             ? storage.get(path, url.searchParams)
             : { status: 405, headers: {}, body: Buffer.alloc(0) };
       res.writeHead(out.status, { ...out.headers, 'Content-Length': out.body.length });
-      res.end(method === 'HEAD' ? undefined : out.body);
+      if (method === 'HEAD') return void res.end();
+      if (out.delivery === 'truncate') {
+        res.write(out.body.subarray(0, Math.floor(out.body.length / 2)));
+        setTimeout(() => res.destroy(), 20);
+        return;
+      }
+      if (out.delivery === 'slow') {
+        for (let i = 0; i < out.body.length; i += 512) {
+          res.write(out.body.subarray(i, i + 512));
+          await new Promise((r) => setTimeout(r, 25));
+        }
+      }
+      res.end(out.delivery === 'slow' ? undefined : out.body);
       return;
     }
     if (url.pathname === '/__sim/ledger' && method === 'GET') {
@@ -117,6 +130,7 @@ export async function startSimulator(options: StartOptions = {}): Promise<Runnin
   const keys = Object.fromEntries([...service.accounts.keys.values()].map((k) => [k.label, k.token]));
 
   return {
+    storage,
     baseUrl: `${origin}/v1`,
     apiKey: [...service.accounts.keys.values()][0]!.token,
     keys,

@@ -9,7 +9,7 @@ import { Presigner } from './presign.js';
 import { SeededRandom } from './random.js';
 import { SimError, invalid, limited } from './sim-error.js';
 import { Submissions } from './submissions.js';
-import type { SimRequest, SimResponse } from './types.js';
+import type { FaultInjector, SimRequest, SimResponse } from './types.js';
 import { Uploads } from './uploads.js';
 
 type Bucket = 'reads' | 'submissions' | 'uploadGrants';
@@ -36,6 +36,9 @@ export class Service {
   private readonly routes: Route[];
   private readonly pendingWaits = new Set<() => void>();
   private closed = false;
+  /** Set by tests to answer some requests in the service's place. */
+  inject: FaultInjector | undefined;
+  private readonly seenByRoute = new Map<string, number>();
 
   constructor(
     readonly opts: ResolvedOptions,
@@ -65,6 +68,17 @@ export class Service {
   async handle(req: SimRequest): Promise<SimResponse> {
     let keyLabel: string | null = null;
     let response: SimResponse;
+    const route = `${req.method} ${req.path}`;
+    const seen = this.seenByRoute.get(route) ?? 0;
+    this.seenByRoute.set(route, seen + 1);
+    const injected = this.inject?.(req, seen);
+    if (injected) {
+      const idem = req.headers['idempotency-key'];
+      const out: SimResponse = injected === 'reset' ? { status: 0, headers: {}, body: null, drop: true } : injected;
+      const code = (out.body as { error?: { code?: string } } | null)?.error?.code;
+      this.ledger.record({ kind: 'request', at: this.now(), key: null, method: req.method, path: req.path, status: out.drop ? 0 : out.status, injected: true, ...(code ? { code } : {}), ...(typeof idem === 'string' ? { idempotencyKey: idem } : {}) });
+      return out;
+    }
     try {
       const key = this.accounts.authenticate(req.headers.authorization);
       if (!key) throw new SimError(401, 'UNAUTHENTICATED', 'The API key is missing, invalid, revoked or expired.');
@@ -92,7 +106,8 @@ export class Service {
       response = { status: error.status, headers: { ...error.headers }, body: error.body() };
     }
     const code = (response.body as { error?: { code?: string } } | undefined)?.error?.code;
-    this.ledger.record({ kind: 'request', at: this.now(), key: keyLabel, method: req.method, path: req.path, status: response.drop ? 0 : response.status, ...(code ? { code } : {}) });
+    const idem = req.headers['idempotency-key'];
+    this.ledger.record({ kind: 'request', at: this.now(), key: keyLabel, method: req.method, path: req.path, status: response.drop ? 0 : response.status, ...(code ? { code } : {}), ...(typeof idem === 'string' ? { idempotencyKey: idem } : {}) });
     return response;
   }
 

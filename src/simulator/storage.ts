@@ -1,11 +1,14 @@
 import type { Service } from './service.js';
 import { OUTPUT_CONTENT_TYPE } from './jobs.js';
 import { makeMp4, makePng } from './media.js';
+import type { StorageFaultInjector } from './types.js';
 
 export interface StorageResponse {
   status: number;
   headers: Record<string, string>;
   body: Buffer;
+  /** How to send the body: cut short after half, or slowly in small pieces. */
+  delivery?: 'truncate' | 'slow';
 }
 
 /** S3-style error bodies: object storage is not the service and does not speak its JSON errors. */
@@ -16,6 +19,10 @@ function storageError(status: number, code: string, message: string): StorageRes
 
 /** The object storage behind presigned links: upload PUTs and output GETs. */
 export class Storage {
+  /** Set by tests to break some output downloads. */
+  inject: StorageFaultInjector | undefined;
+  private readonly seen = new Map<string, number>();
+
   constructor(private readonly service: Service) {}
 
   put(path: string, query: URLSearchParams, contentType: string | undefined, body: Buffer): StorageResponse {
@@ -42,8 +49,13 @@ export class Storage {
     const job = match ? service.jobs.byId.get(match[1]!) : undefined;
     const index = Number(match?.[2]);
     const verdict = service.presigner.verify(path, query, now);
+    const seen = this.seen.get(path) ?? 0;
+    this.seen.set(path, seen + 1);
+    const fault = this.inject?.(path, seen);
     let response: StorageResponse;
-    if (!job || verdict === 'bad-signature' || job.status !== 'COMPLETED' || index < 1 || index > job.outputCount) {
+    if (fault === 'forbidden') {
+      response = storageError(403, 'AccessDenied', 'Access Denied');
+    } else if (!job || verdict === 'bad-signature' || job.status !== 'COMPLETED' || index < 1 || index > job.outputCount) {
       response = storageError(403, 'SignatureDoesNotMatch', 'The request signature does not match.');
     } else if (verdict === 'expired') {
       response = storageError(403, 'AccessDenied', 'Request has expired.');
@@ -56,6 +68,7 @@ export class Storage {
         status: 200,
         headers: { 'Content-Type': OUTPUT_CONTENT_TYPE[job.type], 'Content-Disposition': `${disposition}; filename="${job.id}-${index}.${ext}"` },
         body,
+        ...(fault ? { delivery: fault } : {}),
       };
     }
     service.ledger.record({ kind: 'download', at: now, jobId: job?.id ?? path, index, status: response.status, bytes: response.body.length });

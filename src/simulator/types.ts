@@ -19,3 +19,14 @@ export interface SimResponse {
   /** Close the connection without answering: the job was created, the response is lost. */
   drop?: boolean;
 }
+
+/**
+ * A test's hand on the wire: called for every service request (with how many
+ * requests to that method and path came before) and may answer in the
+ * service's place, or reset the connection before anything is handled.
+ */
+export type FaultInjector = (req: SimRequest, seen: number) => SimResponse | 'reset' | undefined;
+
+/** The same for object storage downloads: cut the body short, send it slowly, or refuse. */
+export type StorageFault = 'truncate' | 'slow' | 'forbidden' | undefined;
+export type StorageFaultInjector = (path: string, seen: number) => StorageFault;
