@@ -1,0 +1,65 @@
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { describe, expect, it } from 'vitest';
+import { APPLICATION_ID } from '../../src/store/migrations.js';
+import { imageManifest, workspace } from '../helpers/run.js';
+import { startTestSim } from '../helpers/sim.js';
+
+async function setup() {
+  const t = await startTestSim({ timeScale: 600 });
+  const ws = workspace(t.sim, imageManifest(2));
+  mkdirSync(join(ws.dir, '.genbatch'), { recursive: true });
+  return { t, ws };
+}
+
+describe('the state file', () => {
+  it('a corrupt file: a clear message, nothing sent, the file untouched', async () => {
+    const { t, ws } = await setup();
+    writeFileSync(ws.statePath, 'this is not a database, but it is someone’s file\n'.repeat(200));
+    const before = readFileSync(ws.statePath);
+    const res = await ws.run();
+    expect(res.code).toBe(1);
+    expect(res.stderr).toMatch(/cannot (open|use) the state file .*m\.sqlite/);
+    expect(readFileSync(ws.statePath).equals(before)).toBe(true);
+    expect(t.sim.service.ledger.of('request').filter((r) => r.method === 'POST')).toHaveLength(0);
+  });
+
+  it('a foreign SQLite database is refused, not migrated', async () => {
+    const { t, ws } = await setup();
+    const db = new Database(ws.statePath);
+    db.exec('CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL); INSERT INTO invoices (total) VALUES (9.5);');
+    db.close();
+    const res = await ws.run();
+    expect(res.code).toBe(1);
+    expect(res.stderr).toMatch(/is not a genbatch state file/);
+    const after = new Database(ws.statePath, { readonly: true });
+    expect(after.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all()).toEqual([{ name: 'invoices' }]);
+    after.close();
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(0);
+  });
+
+  it('a state file from a newer schema is refused with what to do', async () => {
+    const { ws } = await setup();
+    expect((await ws.run()).code).toBe(0);
+    const db = new Database(ws.statePath);
+    db.pragma('user_version = 99');
+    db.close();
+    const res = await ws.run();
+    expect(res.code).toBe(1);
+    expect(res.stderr).toMatch(/written by a newer genbatch \(state schema 99; this one knows 1\)\. Upgrade genbatch/);
+    const check = new Database(ws.statePath, { readonly: true });
+    expect(check.pragma('application_id', { simple: true })).toBe(APPLICATION_ID);
+    expect((check.prepare("SELECT count(*) AS n FROM items WHERE state = 'done'").get() as { n: number }).n).toBe(2);
+    check.close();
+  });
+
+  it('a state path that cannot be created is a clear error before anything is sent', async () => {
+    const { t, ws } = await setup();
+    writeFileSync(join(ws.dir, 'blocker'), 'a file where a directory should be');
+    const res = await ws.run(['--state', 'blocker/state.sqlite']);
+    expect(res.code).toBe(1);
+    expect(res.stderr).toMatch(/cannot create the state directory .*blocker/);
+    expect(t.sim.service.ledger.of('request').filter((r) => r.method === 'POST')).toHaveLength(0);
+  });
+});
