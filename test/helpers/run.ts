@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -61,6 +61,7 @@ export function readState(statePath: string): { items: StateRow[]; outputs: { it
  * the bytes the simulator served for its job.
  */
 export function expectNoDoubleChargeAndVerifiedOutputs(sim: RunningSimulator, ws: RunWorkspace): void {
+  expectKeyNowhere(ws.dir, sim.apiKey);
   const ledger = sim.service.ledger;
   const charges = ledger.of('charge');
   const byKey = new Map<string, number>();
@@ -99,4 +100,17 @@ export async function killLoop(ws: RunWorkspace, times: number, delayMs: [number
   let final = await ws.run();
   for (let i = 0; i < 4 && final.code !== 0; i++) final = await ws.run();
   return { kills, final };
+}
+
+/** The API key appears in no file the run wrote: state (and its WAL), log, outputs. */
+export function expectKeyNowhere(dir: string, key: string): void {
+  const needle = Buffer.from(key);
+  let scanned = 0;
+  for (const name of readdirSync(dir, { recursive: true }) as string[]) {
+    const path = join(dir, name);
+    if (!statSync(path).isFile()) continue;
+    scanned++;
+    expect(readFileSync(path).includes(needle), `the API key is in ${name}`).toBe(false);
+  }
+  expect(scanned).toBeGreaterThan(0);
 }

@@ -130,6 +130,7 @@ describe('the fault matrix: each fault, the runner’s behaviour, and the ledger
     const ws = workspace(t.sim, imageManifest(1, () => row.prompt ?? 'a mug'));
     const res = await ws.run(row.args);
     expect(res.code, res.stdout + res.stderr).toBe(row.exit);
+    expect(res.stdout + res.stderr).not.toContain(t.sim.apiKey);
     const seenPosts = t.sim.service.ledger.of('request').filter((r) => r.method === 'POST' && r.path === '/images');
     row.check(t, ws, seenPosts);
     expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
