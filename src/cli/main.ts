@@ -53,6 +53,7 @@ withConnection(program.command('run').argument('<manifest>').description('run, o
   .option('--max-retries <n>', 'new attempts after a job fails or expires (default 2)', nonNegativeInt)
   .option('--max-blocked <n>', 'stop at this many blocked submissions in 7 days (default 20, at most 29)', maxBlocked)
   .option('--redo-changed', 'resubmit items whose content changed after they were submitted')
+  .option('--max-output-mb <n>', 'refuse an output larger than this (default 2048)', positiveInt)
   .option('--time-scale <x>', 'divide the key day and the default rate windows by this (rehearsals on a time-scaled simulator; 60 with --simulate)', positiveNumber)
   .action(async (manifest: string, opts) => {
     const handle = await runCommand(manifest, opts, env, process.cwd(), process.stderr);

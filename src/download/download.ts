@@ -45,6 +45,8 @@ export async function downloadOutput(
   type: 'image' | 'video',
   nameFor: (ext: string) => string,
   signal?: AbortSignal,
+  /** A bigger (or endless) body is cut off: it would only fill the disk. */
+  maxBytes = 2 * 1024 ** 3,
 ): Promise<DownloadedFile> {
   let dl;
   try {
@@ -52,7 +54,15 @@ export async function downloadOutput(
   } catch (error) {
     throw new DownloadError((error as Error).message, true);
   }
-  const contentType = dl.contentType?.split(';')[0]?.trim() ?? null;
+  const contentType = dl.contentType?.split(';')[0]?.trim().toLowerCase() ?? null;
+  if (contentType && !contentType.startsWith(`${type}/`) && contentType !== 'application/octet-stream') {
+    dl.cancel();
+    throw new DownloadError(`the output link served ${contentType}, not ${type === 'image' ? 'an image' : 'a video'}`, true);
+  }
+  if (dl.contentLength !== undefined && dl.contentLength > maxBytes) {
+    dl.cancel();
+    throw new DownloadError(`the output is ${dl.contentLength} bytes, over the limit of ${maxBytes} (--max-output-mb)`, false);
+  }
   const relPath = nameFor(extensionFor(contentType, type));
   const finalPath = resolveInside(outDir, relPath);
   await mkdir(dirname(finalPath), { recursive: true });
@@ -63,6 +73,7 @@ export async function downloadOutput(
     transform(chunk: Buffer, _enc, done) {
       hash.update(chunk);
       bytes += chunk.length;
+      if (bytes > maxBytes) return done(new DownloadError(`the output is over the limit of ${maxBytes} bytes (--max-output-mb); stopped reading it`, false));
       done(null, chunk);
     },
   });
@@ -80,6 +91,7 @@ export async function downloadOutput(
     dl.cancel();
     await rm(tmpPath, { force: true });
     if (error instanceof DownloadError) throw error;
+    if (meterError(error)) throw meterError(error)!;
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOSPC' || code === 'EACCES' || code === 'EROFS' || code === 'EDQUOT') {
       throw new DownloadError(`cannot write ${relPath}: ${code}`, false);
@@ -87,4 +99,14 @@ export async function downloadOutput(
     throw new DownloadError(`the download failed: ${(error as Error).message}`, true);
   }
   return { path: relPath, bytes, sha256: hash.digest('hex'), contentType };
+}
+
+/** pipeline wraps a transform's own error; find ours. */
+function meterError(error: unknown): DownloadError | undefined {
+  let e: unknown = error;
+  for (let i = 0; i < 3 && e; i++) {
+    if (e instanceof DownloadError) return e;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return undefined;
 }

@@ -21,6 +21,8 @@ export interface RunOptions {
   /** Divides the key day, the 7-day window and back-off delays: for rehearsals on a time-scaled simulator. */
   timeScale: number;
   downloadConcurrency: number;
+  /** Outputs larger than this are refused (an endless body would fill the disk). */
+  maxOutputBytes?: number;
   now: () => number;
   logger?: Logger;
   onEvent?: (event: RunEvent) => void;

@@ -43,7 +43,7 @@ export async function downloadJob(ctx: RunContext, itemId: string, jobId: string
           const name = outputRelativePath(manifest.outputName, { id: item.id, n: idx, ext, model: item.model, type: item.type, vars: manifest.vars });
           if (!name.ok) throw new DownloadError(name.message, false);
           return name.path;
-        }, ctx.abort.signal);
+        }, ctx.abort.signal, opts.maxOutputBytes);
         store.outputs.markDownloaded(jobId, idx, file, opts.now());
       } catch (error) {
         if (ctx.abort.signal.aborted) return;
@@ -52,6 +52,7 @@ export async function downloadJob(ctx: RunContext, itemId: string, jobId: string
         complete = false;
         if (error instanceof DownloadError && !error.refreshable) {
           store.items.setState(itemId, 'downloading', opts.now(), { code: 'DOWNLOAD_FAILED', message: lastError });
+          ctx.emit({ kind: 'item-final', itemId, state: 'downloading', code: 'DOWNLOAD_FAILED', message: lastError });
           if (/ENOSPC|EDQUOT|EROFS|EACCES/.test(lastError)) ctx.stop('disk', `cannot write outputs: ${lastError}. Free space or fix permissions, then run the same command to resume.`);
           return;
         }

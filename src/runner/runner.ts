@@ -248,8 +248,11 @@ export class Runner implements RunContext {
   private summary(): RunSummary {
     const counts = this.store.items.counts();
     const failures: Record<string, number> = {};
-    for (const state of FAILED_STATES) {
-      for (const item of this.store.items.inState(state)) failures[item.error_code ?? state] = (failures[item.error_code ?? state] ?? 0) + 1;
+    for (const state of [...FAILED_STATES, 'downloading'] as ItemState[]) {
+      for (const item of this.store.items.inState(state)) {
+        if (state === 'downloading' && !item.error_code) continue; // still to be downloaded, not failed
+        failures[item.error_code ?? state] = (failures[item.error_code ?? state] ?? 0) + 1;
+      }
     }
     const open = counts.pending + counts.submitting + counts.running + counts.downloading;
     const allDone = counts.done === Object.values(counts).reduce((a, b) => a + b, 0);

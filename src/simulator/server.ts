@@ -73,6 +73,17 @@ export async function startSimulator(options: StartOptions = {}): Promise<Runnin
           : method === 'GET' || method === 'HEAD'
             ? storage.get(path, url.searchParams)
             : { status: 405, headers: {}, body: Buffer.alloc(0) };
+      if (out.delivery === 'endless') {
+        // Bounded, as every load a test makes must be: at most 64 MiB or 20 s, or until the client hangs up.
+        res.writeHead(out.status, out.headers);
+        const chunk = Buffer.alloc(64 * 1024, 7);
+        const until = Date.now() + 20_000;
+        for (let sent = 0; sent < 64 * 1024 * 1024 && Date.now() < until && !res.destroyed; sent += chunk.length) {
+          if (!res.write(chunk)) await new Promise((r) => res.once('drain', r).once('close', r));
+        }
+        res.end();
+        return;
+      }
       res.writeHead(out.status, { ...out.headers, 'Content-Length': out.body.length });
       if (method === 'HEAD') return void res.end();
       if (out.delivery === 'truncate') {

@@ -7,8 +7,8 @@ export interface StorageResponse {
   status: number;
   headers: Record<string, string>;
   body: Buffer;
-  /** How to send the body: cut short after half, or slowly in small pieces. */
-  delivery?: 'truncate' | 'slow';
+  /** How to send the body: cut short after half, slowly in small pieces, or without end (bounded). */
+  delivery?: 'truncate' | 'slow' | 'endless';
 }
 
 /** S3-style error bodies: object storage is not the service and does not speak its JSON errors. */
@@ -66,9 +66,9 @@ export class Storage {
       const disposition = query.get('disposition') === 'attachment' ? 'attachment' : 'inline';
       response = {
         status: 200,
-        headers: { 'Content-Type': OUTPUT_CONTENT_TYPE[job.type], 'Content-Disposition': `${disposition}; filename="${job.id}-${index}.${ext}"` },
+        headers: { 'Content-Type': fault === 'html' ? 'text/html' : OUTPUT_CONTENT_TYPE[job.type], 'Content-Disposition': `${disposition}; filename="${job.id}-${index}.${ext}"` },
         body,
-        ...(fault ? { delivery: fault } : {}),
+        ...(fault === 'truncate' || fault === 'slow' || fault === 'endless' ? { delivery: fault } : {}),
       };
     }
     service.ledger.record({ kind: 'download', at: now, jobId: job?.id ?? path, index, status: response.status, bytes: response.body.length });

@@ -27,6 +27,6 @@ export interface SimResponse {
  */
 export type FaultInjector = (req: SimRequest, seen: number) => SimResponse | 'reset' | undefined;
 
-/** The same for object storage downloads: cut the body short, send it slowly, or refuse. */
-export type StorageFault = 'truncate' | 'slow' | 'forbidden' | undefined;
+/** The same for object storage downloads: cut the body short, send it slowly, refuse, lie about its type, or never end it. */
+export type StorageFault = 'truncate' | 'slow' | 'forbidden' | 'html' | 'endless' | undefined;
 export type StorageFaultInjector = (path: string, seen: number) => StorageFault;

@@ -28,6 +28,7 @@ export interface RunFlags extends ConnectionFlags {
   maxBlocked?: number;
   redoChanged?: boolean;
   timeScale?: number;
+  maxOutputMb?: number;
 }
 
 /** The key's limits with time scaled, then the explicit flags. */
@@ -86,6 +87,7 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
     redoChanged: flags.redoChanged ?? false,
     timeScale,
     downloadConcurrency: 4,
+    maxOutputBytes: (flags.maxOutputMb ?? 2048) * 1024 * 1024,
     now: Date.now,
     logger,
     onEvent: progress.onEvent,
