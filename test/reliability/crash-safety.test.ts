@@ -25,7 +25,8 @@ ${images}
 
 describe('crash safety at scale', () => {
   it(`${KILLS} SIGKILLs over generations, edits with uploads and a video chain: no double charge, no lost output, no duplicate upload, no partial file under a final name`, async () => {
-    const t = await startTestSim({ timeScale: 300, dropRate: 0.1, latencyMs: [0, 15], seed: 23 });
+    // Uploads stay valid for the whole test (a day of service time), so any second upload of the same bytes would be a duplicate.
+    const t = await startTestSim({ timeScale: 300, dropRate: 0.1, latencyMs: [0, 15], seed: 23, uploadTtlSeconds: 86_400 });
     // Every other download is slow, so kills land mid-download too.
     t.sim.storage.inject = (_path, seen) => (seen % 2 === 0 ? 'slow' : undefined);
     const ws = workspace(t.sim, MIXED, { 'mug.png': MUG, 'clip.mp4': CLIP }, 300);

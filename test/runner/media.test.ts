@@ -124,7 +124,8 @@ describe('media inputs and video pipelines', () => {
   });
 
   it('a chain image → video → extend survives a kill loop: one charge per item, no duplicate upload of a valid file', async () => {
-    const t = await startTestSim({ timeScale: 600, videoSeconds: [300, 600], latencyMs: [0, 10], seed: 5 });
+    // Uploads stay valid throughout (a day of service time): a second upload of the same bytes would be a duplicate.
+    const t = await startTestSim({ timeScale: 600, videoSeconds: [300, 600], latencyMs: [0, 10], seed: 5, uploadTtlSeconds: 86_400 });
     const ws = workspace(t.sim, PIPELINE, { 'mug.png': MUG, 'clip.mp4': CLIP });
     const { kills, final } = await killLoop(ws, 10, [200, 700]);
     expect(kills).toBeGreaterThanOrEqual(8);
