@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { mkdir, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { Transform } from 'node:stream';
+import { Transform, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import mime from 'mime-types';
 import type { ApiClient } from '../api/index.js';
@@ -47,6 +47,8 @@ export async function downloadOutput(
   signal?: AbortSignal,
   /** A bigger (or endless) body is cut off: it would only fill the disk. */
   maxBytes = 2 * 1024 ** 3,
+  /** Opens the temporary file; injectable so tests can make the disk full. */
+  openFile: (path: string) => Writable = (path) => createWriteStream(path, { flush: true }),
 ): Promise<DownloadedFile> {
   let dl;
   try {
@@ -79,7 +81,7 @@ export async function downloadOutput(
   });
   try {
     // flush: the bytes are synced to disk before the stream closes, so the rename publishes a whole file.
-    const file = createWriteStream(tmpPath, { flush: true });
+    const file = openFile(tmpPath);
     if (signal) await pipeline(dl.body, meter, file, { signal });
     else await pipeline(dl.body, meter, file);
     if (dl.contentLength !== undefined && bytes !== dl.contentLength) {

@@ -23,6 +23,8 @@ export interface RunOptions {
   downloadConcurrency: number;
   /** Outputs larger than this are refused (an endless body would fill the disk). */
   maxOutputBytes?: number;
+  /** Opens an output's temporary file (injectable: tests make the disk full). */
+  openOutput?: (path: string) => import('node:stream').Writable;
   now: () => number;
   logger?: Logger;
   onEvent?: (event: RunEvent) => void;

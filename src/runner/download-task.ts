@@ -43,7 +43,7 @@ export async function downloadJob(ctx: RunContext, itemId: string, jobId: string
           const name = outputRelativePath(manifest.outputName, { id: item.id, n: idx, ext, model: item.model, type: item.type, vars: manifest.vars });
           if (!name.ok) throw new DownloadError(name.message, false);
           return name.path;
-        }, ctx.abort.signal, opts.maxOutputBytes);
+        }, ctx.abort.signal, opts.maxOutputBytes, opts.openOutput);
         store.outputs.markDownloaded(jobId, idx, file, opts.now());
       } catch (error) {
         if (ctx.abort.signal.aborted) return;
