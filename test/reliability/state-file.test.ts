@@ -63,3 +63,31 @@ describe('the state file', () => {
     expect(t.sim.service.ledger.of('request').filter((r) => r.method === 'POST')).toHaveLength(0);
   });
 });
+
+describe('a read-only state directory', () => {
+  it('ends with a clear message and no state lost', async () => {
+    const { chmodSync } = await import('node:fs');
+    const { spawn } = await import('node:child_process');
+    const { CLI } = await import('../helpers/cli.js');
+    const { t, ws } = await setup();
+    expect((await ws.run()).code).toBe(0);
+    const before = readFileSync(ws.statePath);
+    chmodSync(ws.dir, 0o755);
+    chmodSync(join(ws.dir, '.genbatch'), 0o555);
+    for (const f of ['m.sqlite', 'm.log']) chmodSync(join(ws.dir, '.genbatch', f), 0o444);
+    // Root writes through any mode: run the CLI as an unprivileged user there.
+    const asUser = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
+    const { spawnSync } = await import('node:child_process');
+    const canLoad = spawnSync(process.execPath, ['-e', 'require("fs").accessSync(process.argv[1])', CLI], asUser).status === 0;
+    expect(canLoad, `the unprivileged user (uid 65534) must be able to read ${CLI} for this test; make the checkout's parent directories traversable`).toBe(true);
+    const child = spawn(process.execPath, [CLI, ...ws.args()], { cwd: ws.dir, env: ws.env, stdio: ['ignore', 'pipe', 'pipe'], ...asUser });
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    const code = await new Promise((r) => child.on('close', r));
+    chmodSync(join(ws.dir, '.genbatch'), 0o755);
+    expect(code).toBe(1);
+    expect(stderr).toMatch(/cannot (lock|open|use) the state file .*(writable|readonly|EACCES)/i);
+    expect(readFileSync(ws.statePath).equals(before)).toBe(true);
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(2);
+  });
+});
