@@ -67,9 +67,21 @@ async function uploadOnce(ctx: UploadContext, path: string, sha256: string, targ
   const [media, info] = await Promise.all([detectMedia(path), stat(path)]);
   if (media.kind !== expect) throw new InputError(`${path} is ${media.kind === 'image' ? 'an image' : 'a video'} (${media.contentType}); this input takes ${expect === 'image' ? 'an image' : 'a video'}`);
   const known = ctx.store.uploads.find(sha256, target);
-  if (known && known.size === info.size && (known.expires_at ?? 0) > ctx.now() + ctx.validityMarginMs) return known.key;
+  const valid = known && known.size === info.size && (known.expires_at ?? 0) > ctx.now() + ctx.validityMarginMs;
+  if (valid && known.confirmed) return known.key;
+  if (valid && known.upload_url) {
+    // A run killed during this PUT: send the same bytes to the same grant (it overwrites; no new upload).
+    try {
+      await ctx.client.putUpload(known.upload_url, createReadStream(path), known.content_type, known.size);
+      ctx.store.uploads.confirmed(known.key);
+      return known.key;
+    } catch {
+      // the grant's URL expired or was refused: take a new grant below
+    }
+  }
   const grant = await ctx.bucket.run(() => ctx.client.createUpload({ kind: media.kind, target, contentType: media.contentType, size: info.size }));
+  ctx.store.uploads.granted({ sha256, target, kind: media.kind, contentType: media.contentType, size: info.size, key: grant.key, expiresAt: grant.expiresAt?.getTime() ?? null, uploadUrl: grant.uploadUrl }, ctx.now());
   await ctx.client.putUpload(grant.uploadUrl, createReadStream(path), media.contentType, info.size);
-  ctx.store.uploads.record({ sha256, target, kind: media.kind, contentType: media.contentType, size: info.size, key: grant.key, expiresAt: grant.expiresAt?.getTime() ?? null }, ctx.now());
+  ctx.store.uploads.confirmed(grant.key);
   return grant.key;
 }

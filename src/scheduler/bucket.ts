@@ -13,22 +13,46 @@ export class Bucket {
   private readonly limiter: Bottleneck;
   private resumeTimer: NodeJS.Timeout | undefined;
   private pausedUntil = 0;
+  /** Actual send times, newest last: the service's sliding window is checked on these. */
+  private readonly sent: number[] = [];
+  private gate: Promise<void> = Promise.resolve();
 
   constructor(
-    rate: Rate,
+    private readonly rate: Rate,
     private readonly now: () => number,
     /** Times of recent sends (read back from the state after a restart): the first new one waits its turn. */
     recentSends: readonly number[] = [],
   ) {
     this.spacingMs = Math.ceil((rate.windowMs / rate.count) * 1.01) + 1;
     this.limiter = new Bottleneck({ minTime: this.spacingMs, maxConcurrent: null });
+    this.sent.push(...recentSends.slice(-rate.count));
     const last = recentSends.length ? Math.max(...recentSends.slice(-1)) : undefined;
     if (last !== undefined) this.pauseFor(last + this.spacingMs - this.now());
   }
 
-  /** Runs `fn` when the rate allows. */
+  /**
+   * Runs `fn` when the rate allows: bottleneck spaces the requests, and a last
+   * check on the actual send times holds one back should a stalled event loop
+   * have bunched them (timers fire late, not early).
+   */
   run<T>(fn: () => Promise<T>): Promise<T> {
-    return this.limiter.schedule(fn);
+    return this.limiter.schedule(async () => {
+      const turn = this.gate.then(() => this.waitForWindow());
+      this.gate = turn;
+      await turn;
+      return fn();
+    });
+  }
+
+  private async waitForWindow(): Promise<void> {
+    for (;;) {
+      while (this.sent.length > this.rate.count) this.sent.shift();
+      const oldest = this.sent.length === this.rate.count ? this.sent[0]! : undefined;
+      const wait = oldest === undefined ? 0 : oldest + this.rate.windowMs + 1 - this.now();
+      if (wait <= 0) break;
+      await new Promise((r) => setTimeout(r, wait));
+    }
+    this.sent.push(this.now());
   }
 
   /** Holds every queued request for `ms` (a 429's Retry-After); longer pauses win. */

@@ -76,6 +76,10 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (sha256, target)
   );
   `,
+  /* 2: a grant is recorded before its PUT, so a resumed run re-PUTs to it instead of uploading anew */ `
+  ALTER TABLE uploads ADD COLUMN upload_url TEXT;
+  ALTER TABLE uploads ADD COLUMN confirmed INTEGER NOT NULL DEFAULT 1;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

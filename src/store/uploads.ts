@@ -9,23 +9,34 @@ export interface UploadRow {
   key: string;
   expires_at: number | null;
   created_at: number;
+  upload_url: string | null;
+  /** 0 while the PUT may not have finished. */
+  confirmed: number;
 }
 
 /** Upload keys by file content and target, so the same bytes are not uploaded twice while valid. */
 export class Uploads {
   private readonly getStmt;
   private readonly putStmt;
+  private readonly confirmStmt;
 
   constructor(db: Db) {
     this.getStmt = db.prepare<[string, string], UploadRow>('SELECT * FROM uploads WHERE sha256 = ? AND target = ?');
-    this.putStmt = db.prepare('INSERT INTO uploads (sha256, target, kind, content_type, size, key, expires_at, created_at) VALUES (@sha256, @target, @kind, @contentType, @size, @key, @expiresAt, @now) ON CONFLICT (sha256, target) DO UPDATE SET key = @key, expires_at = @expiresAt, created_at = @now, content_type = @contentType, size = @size, kind = @kind');
+    this.putStmt = db.prepare('INSERT INTO uploads (sha256, target, kind, content_type, size, key, expires_at, created_at, upload_url, confirmed) VALUES (@sha256, @target, @kind, @contentType, @size, @key, @expiresAt, @now, @uploadUrl, 0) ON CONFLICT (sha256, target) DO UPDATE SET key = @key, expires_at = @expiresAt, created_at = @now, content_type = @contentType, size = @size, kind = @kind, upload_url = @uploadUrl, confirmed = 0');
+    this.confirmStmt = db.prepare('UPDATE uploads SET confirmed = 1 WHERE key = ?');
   }
 
   find(sha256: string, target: 'image' | 'video'): UploadRow | undefined {
     return this.getStmt.get(sha256, target);
   }
 
-  record(u: { sha256: string; target: 'image' | 'video'; kind: 'image' | 'video'; contentType: string; size: number; key: string; expiresAt: number | null }, now: number): void {
+  /** A grant, recorded before its PUT. */
+  granted(u: { sha256: string; target: 'image' | 'video'; kind: 'image' | 'video'; contentType: string; size: number; key: string; expiresAt: number | null; uploadUrl: string }, now: number): void {
     this.putStmt.run({ ...u, now });
+  }
+
+  /** Its PUT finished. */
+  confirmed(key: string): void {
+    this.confirmStmt.run(key);
   }
 }

@@ -90,12 +90,13 @@ export async function killLoop(ws: RunWorkspace, times: number, delayMs: [number
   let kills = 0;
   for (let i = 0; i < times; i++) {
     const child = spawn(process.execPath, [CLI, ...ws.args()], { cwd: ws.dir, env: ws.env, stdio: 'ignore' });
+    const exited = once(child, 'exit'); // subscribed now: a run that ends by itself before the kill must not be waited for forever
     await new Promise((r) => setTimeout(r, delayMs[0] + Math.random() * (delayMs[1] - delayMs[0])));
-    if (child.exitCode === null) {
+    if (child.exitCode === null && child.signalCode === null) {
       child.kill('SIGKILL');
       kills++;
     }
-    await once(child, 'exit').catch(() => {});
+    await exited;
   }
   let final = await ws.run();
   for (let i = 0; i < 4 && final.code !== 0; i++) final = await ws.run();

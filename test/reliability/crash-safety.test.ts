@@ -2,34 +2,21 @@ import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { makeMp4, makePng } from '../../src/simulator/media.js';
+import { PIPELINE_FILES, PIPELINE_ITEMS } from '../helpers/manifests.js';
 import { expectNoDoubleChargeAndVerifiedOutputs, killLoop, readState, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 
 const KILLS = 25;
-const MUG = makePng('crash mug');
-const CLIP = makeMp4('crash clip');
 const images = Array.from({ length: 10 }, (_, i) => `  - { id: shot-${i}, prompt: "shot ${i}" }`).join('\n');
-const MIXED = `version: 1
-defaults: { model: studio-xl, aspectRatio: "16:9" }
-items:
-${images}
-  - { id: hero, prompt: "A mug" }
-  - { id: recolor, model: studio-edit, prompt: "Matte black", inputs: [mug.png] }
-  - { id: recolor-2, model: studio-edit, prompt: "Glossy red", inputs: [mug.png] }
-  - { id: spin, type: video, model: motion-2, prompt: "Spin", duration: 5, resolution: 720p, image: { from: hero } }
-  - { id: longer, type: video, model: motion-extend, prompt: "Continue", duration: 5, resolution: 720p, source: spin }
-  - { id: moodboard, type: video, model: motion-ref, prompt: "Dawn", duration: 5, resolution: 720p, referenceImages: [mug.png, { from: recolor }] }
-  - { id: restyle, type: video, model: motion-edit, prompt: "Film look", duration: 5, resolution: 720p, video: clip.mp4 }
-`;
+const MIXED = `version: 1\ndefaults: { model: studio-xl, aspectRatio: "16:9" }\nitems:\n${images}\n${PIPELINE_ITEMS}`;
 
 describe('crash safety at scale', () => {
-  it(`${KILLS} SIGKILLs over generations, edits with uploads and a video chain: no double charge, no lost output, no duplicate upload, no partial file under a final name`, async () => {
+  it(`${KILLS} SIGKILLs over generations, edits with uploads and a video chain: no double charge, no lost output, no duplicate upload, no partial file under a final name`, { timeout: 180_000 }, async () => {
     // Uploads stay valid for the whole test (a day of service time), so any second upload of the same bytes would be a duplicate.
     const t = await startTestSim({ timeScale: 300, dropRate: 0.1, latencyMs: [0, 15], seed: 23, uploadTtlSeconds: 86_400 });
     // Every other download is slow, so kills land mid-download too.
     t.sim.storage.inject = (_path, seen) => (seen % 2 === 0 ? 'slow' : undefined);
-    const ws = workspace(t.sim, MIXED, { 'mug.png': MUG, 'clip.mp4': CLIP }, 300);
+    const ws = workspace(t.sim, MIXED, PIPELINE_FILES, 300);
     const { kills, final } = await killLoop(ws, KILLS, [100, 600]);
     expect(kills).toBeGreaterThanOrEqual(20);
     expect(final.code, final.stdout + final.stderr).toBe(0);

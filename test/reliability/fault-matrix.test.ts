@@ -157,8 +157,8 @@ describe('the fault matrix: each fault, the runner’s behaviour, and the ledger
   });
 
   it('X-RateLimit-Remaining reaching 0 never turns into a 429 in a paced run', async () => {
-    const t = await startTestSim({ timeScale: 600 });
-    const ws = workspace(t.sim, imageManifest(25));
+    const t = await startTestSim({ timeScale: 60 });
+    const ws = workspace(t.sim, imageManifest(25), {}, 60);
     expect((await ws.run()).code).toBe(0);
     expect(t.sim.service.ledger.countStatus(429)).toBe(0);
     expect(charges(t)).toBe(25);

@@ -9,7 +9,7 @@ import { startTestSim } from '../helpers/sim.js';
 const KILLS = 12;
 
 describe('killed at any instant, resumed with the same command', () => {
-  it(`survives ${KILLS} SIGKILLs: no item charged twice, every output on disk with the right bytes`, async () => {
+  it(`survives ${KILLS} SIGKILLs: no item charged twice, every output on disk with the right bytes`, { timeout: 120_000 }, async () => {
     const t = await startTestSim({ timeScale: 60, dropRate: 0.1, latencyMs: [0, 20], seed: 11 });
     const ws = workspace(t.sim, imageManifest(16), {}, 60);
     const { kills, final } = await killLoop(ws, KILLS, [150, 750]);
@@ -24,13 +24,14 @@ describe('killed at any instant, resumed with the same command', () => {
     expect(readdirSync(ws.outDir).filter((f) => f.endsWith('.part'))).toEqual([]);
   });
 
-  it('SIGINT stops submitting, saves state and exits 130; the same command finishes without double charges', async () => {
+  it('SIGINT stops submitting, saves state and exits 130; the same command finishes without double charges', { timeout: 60_000 }, async () => {
     const t = await startTestSim({ timeScale: 60 });
     const ws = workspace(t.sim, imageManifest(20), {}, 60);
     const child = spawn(process.execPath, [CLI, ...ws.args(['--submit-rate', '2/1s'])], { cwd: ws.dir, env: ws.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const exited = once(child, 'exit');
     await new Promise((r) => setTimeout(r, 1500));
     child.kill('SIGINT');
-    const [code] = await once(child, 'exit');
+    const [code] = await exited;
     expect(code).toBe(130);
     const charged = t.sim.service.ledger.of('charge').length;
     expect(charged).toBeGreaterThan(0);

@@ -3,26 +3,11 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { makeMp4, makePng } from '../../src/simulator/media.js';
+import { CLIP, MUG, PIPELINE } from '../helpers/manifests.js';
 import { expectNoDoubleChargeAndVerifiedOutputs, killLoop, readState, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
-const MUG = makePng('a local mug');
-const CLIP = makeMp4('a local clip');
-
-const PIPELINE = `version: 1
-defaults: { model: studio-xl, aspectRatio: "16:9" }
-items:
-  - { id: hero, prompt: "A mug" }
-  - { id: recolor, model: studio-edit, prompt: "Matte black", inputs: [mug.png] }
-  - { id: recolor-2, model: studio-edit, prompt: "Glossy red", inputs: [mug.png] }
-  - { id: spin, type: video, model: motion-2, prompt: "Spin", duration: 5, resolution: 720p, image: { from: hero } }
-  - { id: longer, type: video, model: motion-extend, prompt: "Continue", duration: 5, resolution: 720p, source: spin }
-  - { id: moodboard, type: video, model: motion-ref, prompt: "Dawn", duration: 5, resolution: 720p, referenceImages: [mug.png, { from: recolor }] }
-  - { id: restyle, type: video, model: motion-edit, prompt: "Film look", duration: 5, resolution: 720p, video: clip.mp4 }
-`;
-
 describe('media inputs and video pipelines', () => {
   it('runs edits and the four video modes; uploads carry the right bytes, once per content and target; a rerun submits nothing', async () => {
     const t = await startTestSim({ timeScale: 600 });
@@ -70,6 +55,24 @@ describe('media inputs and video pipelines', () => {
     writeFileSync(join(ws.dir, 'm.yaml'), `${one}  - { id: b, prompt: q, inputs: [mug.png] }\n`);
     expect((await ws.run()).code).toBe(0);
     expect(t.sim.service.ledger.of('upload-grant')).toHaveLength(2);
+  });
+
+  it('a run killed during a PUT: the resumed run sends the same bytes to the same grant, no new upload', async () => {
+    const t = await startTestSim({ timeScale: 600, uploadTtlSeconds: 86_400 });
+    const one = 'version: 1\ndefaults: { model: studio-edit }\nitems:\n  - { id: a, prompt: p, inputs: [mug.png] }\n';
+    const ws = workspace(t.sim, one, { 'mug.png': MUG });
+    expect((await ws.run()).code).toBe(0);
+    // As if killed after the grant was recorded but before its PUT was confirmed.
+    const db = new Database(ws.statePath);
+    db.prepare('UPDATE uploads SET confirmed = 0').run();
+    db.close();
+    const { writeFileSync } = await import('node:fs');
+    writeFileSync(join(ws.dir, 'm.yaml'), `${one}  - { id: b, prompt: q, inputs: [mug.png] }\n`);
+    expect((await ws.run()).code).toBe(0);
+    const ledger = t.sim.service.ledger;
+    expect(ledger.of('upload-grant')).toHaveLength(1);
+    expect(ledger.of('upload-put').map((p) => p.status)).toEqual([200, 200]);
+    expect(new Set(ledger.of('upload-put').map((p) => p.uploadKey)).size).toBe(1);
   });
 
   it('material that expired before use: the 400 leads to a new upload and a new attempt, no charge lost', async () => {
@@ -123,7 +126,7 @@ describe('media inputs and video pipelines', () => {
     expect(t.sim.service.ledger.of('charge').map((c) => c.model)).not.toContain('motion-2');
   });
 
-  it('a chain image → video → extend survives a kill loop: one charge per item, no duplicate upload of a valid file', async () => {
+  it('a chain image → video → extend survives a kill loop: one charge per item, no duplicate upload of a valid file', { timeout: 120_000 }, async () => {
     // Uploads stay valid throughout (a day of service time): a second upload of the same bytes would be a duplicate.
     const t = await startTestSim({ timeScale: 600, videoSeconds: [300, 600], latencyMs: [0, 10], seed: 5, uploadTtlSeconds: 86_400 });
     const ws = workspace(t.sim, PIPELINE, { 'mug.png': MUG, 'clip.mp4': CLIP });

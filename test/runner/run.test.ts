@@ -7,8 +7,9 @@ const scaled = { timeScale: 600 };
 
 describe('genbatch run against the simulator', () => {
   it('takes a manifest to verified outputs, within every limit, and a rerun submits nothing', async () => {
-    const t = await startTestSim(scaled);
-    const ws = workspace(t.sim, imageManifest(30));
+    // At 60x the rate window is 1 s: far above a loaded machine's timer noise, as the real 60 s window is.
+    const t = await startTestSim({ timeScale: 60 });
+    const ws = workspace(t.sim, imageManifest(30), {}, 60);
     const first = await ws.run();
     expect(first.stderr + first.stdout).not.toContain(t.sim.apiKey);
     expect(first.code, first.stderr).toBe(0);
