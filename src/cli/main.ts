@@ -3,7 +3,7 @@ import { Command, Option } from 'commander';
 import { estimateCommand, validateCommand } from './commands/manifest-commands.js';
 import { runCommand } from './commands/run.js';
 import { meCommand, modelsCommand } from './commands/service-info.js';
-import { retryCommand, statusCommand } from './commands/state-commands.js';
+import { reportCommand, retryCommand, statusCommand } from './commands/state-commands.js';
 import { simulateCommand } from './commands/simulate.js';
 import { EXIT, describeFailure } from './exit.js';
 import { maxBlocked, mediaType, nonNegativeInt, nonNegativeNumber, pollWait, port, positiveInt, positiveNumber, probability, range, rate } from './parse.js';
@@ -78,6 +78,14 @@ program
   .option('--state <path>', 'the SQLite state file')
   .option('--json', 'print as JSON')
   .action(async (manifest: string, opts) => print(await statusCommand(manifest, opts, process.cwd())));
+
+program
+  .command('report')
+  .argument('<manifest>')
+  .description('write results.jsonl and results.csv (one row per item) into the output dir, from the state file alone')
+  .option('--state <path>', 'the SQLite state file')
+  .option('--out <dir>', 'where to write them (default the output dir)')
+  .action(async (manifest: string, opts) => print(await reportCommand(manifest, opts, process.cwd())));
 
 program
   .command('retry')

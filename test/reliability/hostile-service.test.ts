@@ -1,4 +1,6 @@
 import { readdirSync } from 'node:fs';
+
+const outputsIn = (dir: string) => readdirSync(dir).filter((f) => !/^results\.(jsonl|csv)$/.test(f));
 import { describe, expect, it } from 'vitest';
 import { expectKeyNowhere, imageManifest, readState, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
@@ -17,7 +19,7 @@ describe('hostile answers from the service and its storage', () => {
     expect(readState(ws.statePath).items[0]).toMatchObject({ state: 'failed' });
     expect(res.stdout).toMatch(/failures by code: ResponseShapeError|failures by code: \w+/);
     expect(t.sim.service.ledger.of('download')).toHaveLength(0);
-    expect(readdirSync(ws.dir)).not.toContain('out');
+    expect(outputsIn(ws.outDir)).toEqual([]);
     expectKeyNowhere(ws.dir, t.sim.apiKey);
   });
 
@@ -28,7 +30,7 @@ describe('hostile answers from the service and its storage', () => {
     const res = await ws.run();
     expect(res.code).toBe(0);
     expect(t.sim.service.ledger.of('download')).toHaveLength(2);
-    expect(readdirSync(ws.outDir)).toEqual(['item-0-1.png']);
+    expect(outputsIn(ws.outDir)).toEqual(['item-0-1.png']);
   });
 
   it('an endless body is cut off at --max-output-mb, leaves no file, and the item says why', async () => {
@@ -39,7 +41,7 @@ describe('hostile answers from the service and its storage', () => {
     expect(res.code).toBe(1);
     expect(readState(ws.statePath).items[0]).toMatchObject({ state: 'downloading', error_code: 'DOWNLOAD_FAILED' });
     expect(res.stdout).toContain('DOWNLOAD_FAILED');
-    expect(readdirSync(ws.outDir)).toEqual([]);
+    expect(outputsIn(ws.outDir)).toEqual([]);
     expect(t.sim.service.ledger.of('charge')).toHaveLength(1);
   });
 

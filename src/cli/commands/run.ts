@@ -8,6 +8,7 @@ import { Store, StateFileError } from '../../store/index.js';
 import { connect, type ConnectionFlags } from '../connection.js';
 import { EXIT, ExitError } from '../exit.js';
 import { Progress } from '../progress.js';
+import { collectResults, writeResults } from '../../report/results.js';
 import { statePathFor } from '../state-path.js';
 import { IssueList } from '../../manifest/index.js';
 import { checkAgainstService } from '../../manifest/online.js';
@@ -94,9 +95,10 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
   }, catalog);
   progress.start();
   logger.info({ manifest: manifest.source.absPath, state: statePath, outDir, timeScale }, 'run started');
-  const done = runner.run().then(
-    (summary) => ({ summary, report: report(summary, outDir, cwd, logPath) }),
-  ).finally(async () => {
+  const done = runner.run().then(async (summary) => {
+    const results = await writeResults(outDir, collectResults(store));
+    return { summary, report: `${report(summary, outDir, cwd, logPath)}\nresults: ${results.jsonl}, ${results.csv}` };
+  }).finally(async () => {
     progress.stop();
     logger.info('run ended');
     store.close();

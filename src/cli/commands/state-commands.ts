@@ -1,4 +1,6 @@
 import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { collectResults, writeResults } from '../../report/results.js';
 import { Store, type ItemState } from '../../store/index.js';
 import { EXIT, ExitError } from '../exit.js';
 import { table } from '../format.js';
@@ -84,6 +86,21 @@ export async function retryCommand(path: string, opts: { state?: string; code?: 
     const blocked = store.items.inState('blocked').length;
     const note = blocked ? `\n${blocked} blocked item(s) stay blocked: change their prompt to resubmit them.` : '';
     return `${requeued} item(s) put back; run the same command (genbatch run) to go on.${note}`;
+  } finally {
+    store.close();
+  }
+}
+
+/** Writes results.jsonl and results.csv from the state file alone: no network. */
+export async function reportCommand(path: string, opts: { state?: string; out?: string }, cwd: string): Promise<string> {
+  const manifest = await loadValid(path, cwd);
+  let statePath = statePathFor(manifest, opts.state, cwd);
+  if (!opts.state && !existsSync(statePath) && existsSync(statePathFor(manifest, undefined, cwd, true))) statePath = statePathFor(manifest, undefined, cwd, true);
+  const store = openState(statePath);
+  try {
+    const rows = collectResults(store);
+    const written = await writeResults(opts.out ? resolve(cwd, opts.out) : manifest.outputDir, rows);
+    return `${rows.length} item(s) written to ${written.jsonl} and ${written.csv}`;
   } finally {
     store.close();
   }

@@ -1,0 +1,58 @@
+import { rename, writeFile, mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { stringify } from 'csv-stringify/sync';
+import type { ItemSpec } from '../runner/bodies.js';
+import type { ItemState, Store } from '../store/index.js';
+
+/** One row per item: what users hand to the next tool instead of reading SQLite. */
+export interface ResultRow {
+  id: string;
+  state: ItemState;
+  type: 'image' | 'video';
+  model: string;
+  prompt: string;
+  /** Relative to the output dir. */
+  files: { path: string; bytes: number; sha256: string }[];
+  jobIds: string[];
+  creditsCharged: number;
+  creditsRefunded: number;
+  errorCode: string | null;
+  errorMessage: string | null;
+}
+
+export function collectResults(store: Store): ResultRow[] {
+  const attempts = store.db.prepare<[string], { job_id: string | null; charged: number; refunded: number }>('SELECT job_id, charged, refunded FROM attempts WHERE item_id = ? ORDER BY n');
+  return store.items.all().map((item) => {
+    const spec = JSON.parse(item.spec) as ItemSpec;
+    const tries = attempts.all(item.id);
+    return {
+      id: item.id,
+      state: item.state,
+      type: item.type,
+      model: item.model,
+      prompt: spec.prompt,
+      files: store.outputs.ofItem(item.id).filter((o) => o.path && o.sha256).map((o) => ({ path: o.path!, bytes: o.bytes!, sha256: o.sha256! })),
+      jobIds: tries.map((t) => t.job_id).filter((j): j is string => Boolean(j)),
+      creditsCharged: tries.reduce((s, t) => s + t.charged, 0),
+      creditsRefunded: tries.reduce((s, t) => s + t.refunded, 0),
+      errorCode: item.error_code,
+      errorMessage: item.error_message,
+    };
+  });
+}
+
+/** Writes results.jsonl and results.csv into the output dir, each whole or not at all (temp file, then rename). */
+export async function writeResults(outDir: string, rows: readonly ResultRow[]): Promise<{ jsonl: string; csv: string }> {
+  await mkdir(outDir, { recursive: true });
+  const jsonl = join(outDir, 'results.jsonl');
+  const csv = join(outDir, 'results.csv');
+  const csvText = stringify(
+    rows.map((r) => [r.id, r.state, r.type, r.model, r.prompt, r.files.map((f) => f.path).join(' '), r.files.map((f) => f.bytes).join(' '), r.files.map((f) => f.sha256).join(' '), r.jobIds.join(' '), r.creditsCharged, r.creditsRefunded, r.errorCode ?? '', r.errorMessage ?? '']),
+    { header: true, columns: ['id', 'state', 'type', 'model', 'prompt', 'files', 'bytes', 'sha256', 'job_ids', 'credits_charged', 'credits_refunded', 'error_code', 'error_message'] },
+  );
+  await writeFile(`${jsonl}.tmp`, rows.map((r) => JSON.stringify(r)).join('\n') + (rows.length ? '\n' : ''));
+  await rename(`${jsonl}.tmp`, jsonl);
+  await writeFile(`${csv}.tmp`, csvText);
+  await rename(`${csv}.tmp`, csv);
+  return { jsonl, csv };
+}

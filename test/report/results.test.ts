@@ -1,0 +1,38 @@
+import { readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'csv-parse/sync';
+import { describe, expect, it } from 'vitest';
+import { runCli } from '../helpers/cli.js';
+import { readState, workspace } from '../helpers/run.js';
+import { startTestSim } from '../helpers/sim.js';
+
+describe('results export', () => {
+  it('every run writes results.jsonl and results.csv, one row per item, matching the state; report rewrites them from the state alone', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(t.sim, 'version: 1\ndefaults: { model: studio-lite }\nitems:\n  - { id: good, prompt: "a mug, \\"quoted\\", with commas" }\n  - { id: bad, prompt: "x [sim:fail]" }\n');
+    const res = await ws.run(['--max-retries', '1']);
+    expect(res.code).toBe(1);
+    expect(res.stdout).toMatch(/results: .*results\.jsonl, .*results\.csv/);
+    const rows = readFileSync(join(ws.outDir, 'results.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const state = readState(ws.statePath);
+    expect(rows.map((r) => [r.id, r.state])).toEqual(state.items.map((i) => [i.id, i.state]));
+    const good = rows[0];
+    const out = state.outputs.find((o) => o.item_id === 'good')!;
+    expect(good).toMatchObject({ type: 'image', model: 'studio-lite', prompt: 'a mug, "quoted", with commas', files: [{ path: out.path, bytes: out.bytes, sha256: out.sha256 }], creditsCharged: 2, creditsRefunded: 0, errorCode: null });
+    expect(good.jobIds).toEqual([out.job_id]);
+    expect(rows[1]).toMatchObject({ id: 'bad', state: 'failed', creditsCharged: 4, creditsRefunded: 4, errorCode: 'GENERATION_FAILED', files: [] });
+    expect(rows[1].jobIds).toHaveLength(2);
+    const csv = parse(readFileSync(join(ws.outDir, 'results.csv')), { columns: true }) as Record<string, string>[];
+    expect(csv.map((r) => [r.id, r.state, r.prompt, r.files, r.sha256, r.credits_charged, r.error_code])).toEqual([
+      ['good', 'done', 'a mug, "quoted", with commas', out.path, out.sha256, '2', ''],
+      ['bad', 'failed', 'x [sim:fail]', '', '', '4', 'GENERATION_FAILED'],
+    ]);
+    rmSync(join(ws.outDir, 'results.jsonl'));
+    const requests = t.sim.service.ledger.of('request').length;
+    const report = await runCli(['report', 'm.yaml'], ws.env, ws.dir);
+    expect(report.code).toBe(0);
+    expect(report.stdout).toMatch(/^2 item\(s\) written to/);
+    expect(readFileSync(join(ws.outDir, 'results.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l))).toEqual(rows);
+    expect(t.sim.service.ledger.of('request').length).toBe(requests);
+  });
+});
