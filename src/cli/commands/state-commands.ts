@@ -4,7 +4,7 @@ import { collectResults, writeResults } from '../../report/results.js';
 import { Store, type ItemState } from '../../store/index.js';
 import { EXIT, ExitError } from '../exit.js';
 import { table } from '../format.js';
-import { statePathFor } from '../state-path.js';
+import { existingStatePathFor, statePathFor } from '../state-path.js';
 import { loadValid } from './manifest-commands.js';
 
 function openState(path: string): Store {
@@ -28,9 +28,7 @@ export interface Status {
 /** Progress from the state file alone: no network. */
 export async function statusCommand(path: string, opts: { state?: string; json?: boolean }, cwd: string): Promise<string> {
   const manifest = await loadValid(path, cwd);
-  let statePath = statePathFor(manifest, opts.state, cwd);
-  // After a rehearsal (run --simulate), its state is the one there is.
-  if (!opts.state && !existsSync(statePath) && existsSync(statePathFor(manifest, undefined, cwd, true))) statePath = statePathFor(manifest, undefined, cwd, true);
+  const statePath = existingStatePathFor(manifest, opts.state, cwd);
   const store = openState(statePath);
   try {
     const counts = store.items.counts();
@@ -94,8 +92,7 @@ export async function retryCommand(path: string, opts: { state?: string; code?: 
 /** Writes results.jsonl and results.csv from the state file alone: no network. */
 export async function reportCommand(path: string, opts: { state?: string; out?: string }, cwd: string): Promise<string> {
   const manifest = await loadValid(path, cwd);
-  let statePath = statePathFor(manifest, opts.state, cwd);
-  if (!opts.state && !existsSync(statePath) && existsSync(statePathFor(manifest, undefined, cwd, true))) statePath = statePathFor(manifest, undefined, cwd, true);
+  const statePath = existingStatePathFor(manifest, opts.state, cwd);
   const store = openState(statePath);
   try {
     const rows = collectResults(store);
