@@ -21,10 +21,9 @@ export interface ResultRow {
 }
 
 export function collectResults(store: Store): ResultRow[] {
-  const attempts = store.db.prepare<[string], { job_id: string | null; charged: number; refunded: number }>('SELECT job_id, charged, refunded FROM attempts WHERE item_id = ? ORDER BY n');
   return store.items.all().map((item) => {
     const spec = JSON.parse(item.spec) as ItemSpec;
-    const tries = attempts.all(item.id);
+    const tries = store.attempts.ofItem(item.id);
     return {
       id: item.id,
       state: item.state,

@@ -34,8 +34,7 @@ export class JobTask {
   private forgetUploads(body: ImageSubmission & VideoSubmission, field: unknown): boolean {
     if (typeof field !== 'string' || !/^(inputs\[\d+\]\.key|imageKey|referenceImageKeys(\[\d+\])?|videoKey)$/.test(field)) return false;
     const keys = [...(body.inputs ?? []).map((i) => i.key), body.imageKey, ...(body.referenceImageKeys ?? []), body.videoKey].filter((k): k is string => Boolean(k));
-    const forget = this.ctx.store.db.prepare('DELETE FROM uploads WHERE key = ?');
-    for (const key of keys) forget.run(key);
+    for (const key of keys) this.ctx.store.uploads.forget(key);
     return keys.length > 0;
   }
 
@@ -88,7 +87,7 @@ export class JobTask {
     const key = idempotencyKey(store.meta('run_id')!, item.id, item.content_hash, n);
     store.tx(() => {
       store.attempts.create(item.id, n, key, JSON.stringify(body), opts.now());
-      store.db.prepare("UPDATE items SET attempt = ?, state = 'submitting', error_code = NULL, error_message = NULL, updated_at = ? WHERE id = ?").run(n, opts.now(), item.id);
+      store.items.startAttempt(item.id, n, opts.now());
     });
     return store.attempts.latest(item.id);
   }
@@ -246,8 +245,7 @@ export class JobTask {
       store.attempts.markEnded(attempt.item_id, attempt.n, status, job.refunded, now, { code, ...(job.error?.message ? { message: job.error.message } : {}) });
       if (job.refunded > 0) store.accounting.refunded(ctx.dayOf(attempt.accepted_at ?? now), job.refunded);
     });
-    const failures = (store.db.prepare("SELECT count(*) AS n FROM attempts WHERE item_id = ? AND status IN ('failed', 'expired')").get(attempt.item_id) as { n: number }).n;
-    if (failures > opts.maxRetries) return this.finish('failed', code, job.error?.message ?? `the job ended ${job.status}`);
+    if (store.attempts.failedCount(attempt.item_id) > opts.maxRetries) return this.finish('failed', code, job.error?.message ?? `the job ended ${job.status}`);
     ctx.emit({ kind: 'retrying', itemId: attempt.item_id, attempt: attempt.n + 1, reason: code });
     if (ctx.isStopping()) return this.requeue();
     return this.newAttempt();

@@ -82,7 +82,7 @@ export class Runner implements RunContext {
       for (const out of store.outputs.ofItem(item.id)) {
         const missing = !out.path || (await stat(join(opts.outDir, out.path)).then((s) => s.size !== out.bytes, () => true));
         if (missing) {
-          store.db.prepare('UPDATE outputs SET sha256 = NULL WHERE job_id = ? AND idx = ?').run(out.job_id, out.idx);
+          store.outputs.markMissing(out.job_id, out.idx);
           store.items.setState(item.id, 'downloading', opts.now());
         }
       }
@@ -132,8 +132,7 @@ export class Runner implements RunContext {
   /** The first pending item of a type whose dependencies are done; dependents of failed items become skipped. */
   private pickReady(type: 'image' | 'video'): ItemRow | undefined {
     const { store, opts } = this;
-    const rows = store.db.prepare<[string, number], ItemRow>("SELECT * FROM items WHERE state = 'pending' AND type = ? AND not_before <= ? ORDER BY seq LIMIT 500").all(type, opts.now());
-    for (const row of rows) {
+    for (const row of store.items.pending(type, opts.now(), 500)) {
       if (this.claimed.has(row.id)) continue;
       let ready = true;
       for (const dep of dependenciesOf(this.spec(row))) {
@@ -247,13 +246,7 @@ export class Runner implements RunContext {
 
   private summary(): RunSummary {
     const counts = this.store.items.counts();
-    const failures: Record<string, number> = {};
-    for (const state of [...FAILED_STATES, 'downloading'] as ItemState[]) {
-      for (const item of this.store.items.inState(state)) {
-        if (state === 'downloading' && !item.error_code) continue; // still to be downloaded, not failed
-        failures[item.error_code ?? state] = (failures[item.error_code ?? state] ?? 0) + 1;
-      }
-    }
+    const failures = this.store.items.failuresByCode();
     const open = counts.pending + counts.submitting + counts.running + counts.downloading;
     const allDone = counts.done === Object.values(counts).reduce((a, b) => a + b, 0);
     const exitCode = this.stopped?.kind === 'interrupted' ? 130 : this.stopped && this.stopped.kind !== 'disk' && open > 0 ? 3 : allDone ? 0 : 1;

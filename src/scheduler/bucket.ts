@@ -26,7 +26,7 @@ export class Bucket {
     this.spacingMs = Math.ceil((rate.windowMs / rate.count) * 1.01) + 1;
     this.limiter = new Bottleneck({ minTime: this.spacingMs, maxConcurrent: null });
     this.sent.push(...recentSends.slice(-rate.count));
-    const last = recentSends.length ? Math.max(...recentSends.slice(-1)) : undefined;
+    const last = recentSends.at(-1); // read back in time order
     if (last !== undefined) this.pauseFor(last + this.spacingMs - this.now());
   }
 

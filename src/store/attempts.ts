@@ -28,6 +28,8 @@ export class Attempts {
   private readonly endedStmt;
   private readonly refusedStmt;
   private readonly totalsStmt;
+  private readonly endedBadlyStmt;
+  private readonly ofItemStmt;
 
   constructor(db: Db) {
     this.insert = db.prepare('INSERT INTO attempts (item_id, n, idempotency_key, body, status, created_at) VALUES (@itemId, @n, @key, @body, \'created\', @now)');
@@ -36,6 +38,8 @@ export class Attempts {
     this.acceptedStmt = db.prepare("UPDATE attempts SET status = 'accepted', job_id = @jobId, charged = @charged, accepted_at = @now WHERE item_id = @itemId AND n = @n");
     this.endedStmt = db.prepare('UPDATE attempts SET status = @status, refunded = @refunded, error_code = @code, error_message = @message, ended_at = @now WHERE item_id = @itemId AND n = @n');
     this.refusedStmt = db.prepare("UPDATE attempts SET status = 'refused', error_code = @code, error_message = @message, ended_at = @now WHERE item_id = @itemId AND n = @n");
+    this.endedBadlyStmt = db.prepare<[string], { n: number }>("SELECT count(*) AS n FROM attempts WHERE item_id = ? AND status IN ('failed', 'expired')");
+    this.ofItemStmt = db.prepare<[string], AttemptRow>('SELECT * FROM attempts WHERE item_id = ? ORDER BY n');
     this.totalsStmt = db.prepare<[], { charged: number; refunded: number }>('SELECT coalesce(sum(charged), 0) AS charged, coalesce(sum(refunded), 0) AS refunded FROM attempts');
   }
 
@@ -62,6 +66,15 @@ export class Attempts {
   /** The service refused the request: nothing was charged, the key was not spent. */
   markRefused(itemId: string, n: number, code: string, message: string, now: number): void {
     this.refusedStmt.run({ itemId, n, code, message, now });
+  }
+
+  /** How many of the item's jobs ended FAILED or EXPIRED. */
+  failedCount(itemId: string): number {
+    return this.endedBadlyStmt.get(itemId)!.n;
+  }
+
+  ofItem(itemId: string): AttemptRow[] {
+    return this.ofItemStmt.all(itemId);
   }
 
   totals(): { charged: number; refunded: number } {

@@ -34,7 +34,9 @@ export class Items {
   private readonly insert;
   private readonly updateUnsent;
   private readonly markChanged;
-  private readonly nextPending;
+  private readonly pendingStmt;
+  private readonly startAttemptStmt;
+  private readonly failuresStmt;
   private readonly setStateStmt;
   private readonly inStatesStmt;
   private readonly countsStmt;
@@ -44,7 +46,9 @@ export class Items {
     this.insert = db.prepare('INSERT INTO items (id, seq, type, model, content_hash, spec, state, updated_at) VALUES (@id, @seq, @type, @model, @contentHash, @spec, \'pending\', @now)');
     this.updateUnsent = db.prepare('UPDATE items SET seq = @seq, type = @type, model = @model, content_hash = @contentHash, spec = @spec, changed = 0, updated_at = @now WHERE id = @id');
     this.markChanged = db.prepare('UPDATE items SET seq = @seq, changed = @changed, updated_at = @now WHERE id = @id');
-    this.nextPending = db.prepare<[string, number], ItemRow>("SELECT * FROM items WHERE state = 'pending' AND type = ? AND not_before <= ? ORDER BY seq LIMIT 1");
+    this.pendingStmt = db.prepare<[string, number, number], ItemRow>("SELECT * FROM items WHERE state = 'pending' AND type = ? AND not_before <= ? ORDER BY seq LIMIT ?");
+    this.startAttemptStmt = db.prepare("UPDATE items SET attempt = ?, state = 'submitting', error_code = NULL, error_message = NULL, updated_at = ? WHERE id = ?");
+    this.failuresStmt = db.prepare<[], { code: string; n: number }>("SELECT coalesce(error_code, state) AS code, count(*) AS n FROM items WHERE state IN ('failed', 'rejected', 'blocked', 'skipped') OR (state = 'downloading' AND error_code IS NOT NULL) GROUP BY 1 ORDER BY 2 DESC");
     this.setStateStmt = db.prepare('UPDATE items SET state = @state, error_code = @code, error_message = @message, not_before = @notBefore, updated_at = @now WHERE id = @id');
     this.inStatesStmt = db.prepare<[string], ItemRow>('SELECT * FROM items WHERE state = ? ORDER BY seq');
     this.countsStmt = db.prepare<[], { state: ItemState; n: number }>('SELECT state, count(*) AS n FROM items GROUP BY state');
@@ -84,8 +88,19 @@ export class Items {
     return { added, changed };
   }
 
-  nextReady(type: 'image' | 'video', now: number): ItemRow | undefined {
-    return this.nextPending.get(type, now);
+  /** Pending items of a type, in manifest order. */
+  pending(type: 'image' | 'video', now: number, limit: number): ItemRow[] {
+    return this.pendingStmt.all(type, now, limit);
+  }
+
+  /** The item's attempt `n` is committed: it is now being submitted. */
+  startAttempt(id: string, n: number, now: number): void {
+    this.startAttemptStmt.run(n, now, id);
+  }
+
+  /** Items that ended badly (or whose download could not finish), by their last error code. */
+  failuresByCode(): Record<string, number> {
+    return Object.fromEntries(this.failuresStmt.all().map((r) => [r.code, r.n]));
   }
 
   setState(id: string, state: ItemState, now: number, error?: { code: string; message: string }, notBefore = 0): void {

@@ -18,11 +18,13 @@ export class Outputs {
   private readonly doneStmt;
   private readonly ofJobStmt;
   private readonly ofItemStmt;
+  private readonly missingStmt;
 
   constructor(db: Db) {
     this.ensureStmt = db.prepare('INSERT INTO outputs (job_id, idx, item_id, link_issued_at) VALUES (@jobId, @idx, @itemId, @now) ON CONFLICT (job_id, idx) DO UPDATE SET link_issued_at = @now');
     this.doneStmt = db.prepare('UPDATE outputs SET path = @path, bytes = @bytes, sha256 = @sha256, content_type = @contentType, downloaded_at = @now WHERE job_id = @jobId AND idx = @idx');
     this.ofJobStmt = db.prepare<[string], OutputRow>('SELECT * FROM outputs WHERE job_id = ? ORDER BY idx');
+    this.missingStmt = db.prepare('UPDATE outputs SET sha256 = NULL WHERE job_id = ? AND idx = ?');
     this.ofItemStmt = db.prepare<[string], OutputRow>('SELECT * FROM outputs WHERE item_id = ? ORDER BY job_id, idx');
   }
 
@@ -33,6 +35,11 @@ export class Outputs {
 
   markDownloaded(jobId: string, idx: number, file: { path: string; bytes: number; sha256: string; contentType: string | null }, now: number): void {
     this.doneStmt.run({ jobId, idx, ...file, now });
+  }
+
+  /** The file is gone from disk: download it again. */
+  markMissing(jobId: string, idx: number): void {
+    this.missingStmt.run(jobId, idx);
   }
 
   ofJob(jobId: string): OutputRow[] {

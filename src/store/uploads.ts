@@ -19,11 +19,13 @@ export class Uploads {
   private readonly getStmt;
   private readonly putStmt;
   private readonly confirmStmt;
+  private readonly forgetStmt;
 
   constructor(db: Db) {
     this.getStmt = db.prepare<[string, string], UploadRow>('SELECT * FROM uploads WHERE sha256 = ? AND target = ?');
     this.putStmt = db.prepare('INSERT INTO uploads (sha256, target, kind, content_type, size, key, expires_at, created_at, upload_url, confirmed) VALUES (@sha256, @target, @kind, @contentType, @size, @key, @expiresAt, @now, @uploadUrl, 0) ON CONFLICT (sha256, target) DO UPDATE SET key = @key, expires_at = @expiresAt, created_at = @now, content_type = @contentType, size = @size, kind = @kind, upload_url = @uploadUrl, confirmed = 0');
     this.confirmStmt = db.prepare('UPDATE uploads SET confirmed = 1 WHERE key = ?');
+    this.forgetStmt = db.prepare('DELETE FROM uploads WHERE key = ?');
   }
 
   find(sha256: string, target: 'image' | 'video'): UploadRow | undefined {
@@ -33,6 +35,11 @@ export class Uploads {
   /** A grant, recorded before its PUT. */
   granted(u: { sha256: string; target: 'image' | 'video'; kind: 'image' | 'video'; contentType: string; size: number; key: string; expiresAt: number | null; uploadUrl: string }, now: number): void {
     this.putStmt.run({ ...u, now });
+  }
+
+  /** The service refused the key: the bytes will be uploaded again. */
+  forget(key: string): void {
+    this.forgetStmt.run(key);
   }
 
   /** Its PUT finished. */

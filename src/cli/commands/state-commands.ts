@@ -33,10 +33,7 @@ export async function statusCommand(path: string, opts: { state?: string; json?:
   try {
     const counts = store.items.counts();
     const { charged, refunded } = store.attempts.totals();
-    const failures: Record<string, number> = {};
-    for (const row of store.db.prepare<[], { code: string; n: number }>("SELECT coalesce(error_code, state) AS code, count(*) AS n FROM items WHERE state IN ('failed', 'rejected', 'blocked', 'skipped') OR (state = 'downloading' AND error_code IS NOT NULL) GROUP BY 1 ORDER BY 2 DESC").all()) {
-      failures[row.code] = row.n;
-    }
+    const failures = store.items.failuresByCode();
     const status: Status = {
       manifest: manifest.source.file,
       state: statePath,
