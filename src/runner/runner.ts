@@ -26,6 +26,7 @@ export interface RunSummary {
 }
 
 const DAY_MS = 86_400_000;
+const HEARTBEAT_MS = 5_000;
 const WEEK_MS = 7 * DAY_MS;
 const FAILED_STATES: ItemState[] = ['failed', 'rejected', 'blocked', 'skipped'];
 
@@ -43,6 +44,9 @@ export class Runner implements RunContext {
   private woken = new Promise<void>((r) => (this.wakeUp = r));
   private dailyPausedUntil = 0;
   private reserved = 0;
+  /** Until when submissions wait for the daily cap, while they do. */
+  private waitingUntil: number | undefined;
+  private runId = 0;
   private changed: string[] = [];
 
   constructor(
@@ -60,6 +64,20 @@ export class Runner implements RunContext {
   }
 
   async run(): Promise<RunSummary> {
+    const { store, opts } = this;
+    const runId = (this.runId = store.runs.begin(opts.now(), { limits: opts.limits, timeScale: opts.timeScale, outDir: opts.outDir }));
+    // A heartbeat, so status can tell a live run from a killed one and when submissions resume.
+    const heartbeat = setInterval(() => store.runs.beat(runId, opts.now(), this.waitingUntil), opts.heartbeatMs ?? HEARTBEAT_MS);
+    heartbeat.unref();
+    try {
+      return await this.work();
+    } finally {
+      clearInterval(heartbeat);
+      store.runs.end(runId, opts.now());
+    }
+  }
+
+  private async work(): Promise<RunSummary> {
     const { changed } = await syncItems(this.store, this.manifest, this.opts);
     this.changed = changed;
     for (const item of this.manifest.items) {
@@ -184,6 +202,7 @@ export class Runner implements RunContext {
       const over = this.store.accounting.chargedOn(day) + this.reserved + credits > this.opts.limits.dailyCap;
       const until = Math.max(this.dailyPausedUntil, over ? (day + 1) * this.scaled(DAY_MS) : 0);
       if (until <= now) {
+        this.waitingUntil = undefined;
         this.reserved += credits;
         let released = false;
         return () => {
@@ -191,6 +210,8 @@ export class Runner implements RunContext {
           released = true;
         };
       }
+      if (this.waitingUntil !== until) this.store.runs.beat(this.runId, now, until);
+      this.waitingUntil = until;
       this.emit({ kind: 'waiting', reason: 'the daily credit cap', untilMs: until });
       await this.waitForWake(Math.min(until - now, this.scaled(60_000)));
     }

@@ -6,6 +6,7 @@ import { openDb, StateFileError, type Db } from './db.js';
 import { Items } from './items.js';
 import { acquireLock } from './lock.js';
 import { Outputs } from './outputs.js';
+import { Runs } from './runs.js';
 import { Uploads } from './uploads.js';
 
 export { StateFileError } from './db.js';
@@ -14,6 +15,8 @@ export { FINAL_STATES } from './items.js';
 export type { AttemptRow } from './attempts.js';
 export type { OutputRow } from './outputs.js';
 export type { UploadRow } from './uploads.js';
+export type { RunRow } from './runs.js';
+export { lockHolder } from './lock.js';
 
 /** The run's durable state: one SQLite file, one writer process. */
 export class Store {
@@ -22,6 +25,7 @@ export class Store {
   readonly outputs: Outputs;
   readonly accounting: Accounting;
   readonly uploads: Uploads;
+  readonly runs: Runs;
   private checkpointTimer: NodeJS.Timeout | undefined;
 
   private constructor(
@@ -33,6 +37,7 @@ export class Store {
     this.outputs = new Outputs(db);
     this.accounting = new Accounting(db);
     this.uploads = new Uploads(db);
+    this.runs = new Runs(db);
   }
 
   /** Opens for writing: takes the lock first, so a second process is refused before touching anything. */

@@ -40,6 +40,8 @@ export class Items {
   private readonly setStateStmt;
   private readonly inStatesStmt;
   private readonly countsStmt;
+  private readonly finishedStmt;
+  private readonly workStmt;
 
   constructor(private readonly db: Db) {
     this.byId = db.prepare<[string], ItemRow>('SELECT * FROM items WHERE id = ?');
@@ -51,6 +53,12 @@ export class Items {
     this.failuresStmt = db.prepare<[], { code: string; n: number }>("SELECT coalesce(error_code, state) AS code, count(*) AS n FROM items WHERE state IN ('failed', 'rejected', 'blocked', 'skipped') OR (state = 'downloading' AND error_code IS NOT NULL) GROUP BY 1 ORDER BY 2 DESC");
     this.setStateStmt = db.prepare('UPDATE items SET state = @state, error_code = @code, error_message = @message, not_before = @notBefore, updated_at = @now WHERE id = @id');
     this.inStatesStmt = db.prepare<[string], ItemRow>('SELECT * FROM items WHERE state = ? ORDER BY seq');
+    this.finishedStmt = db.prepare<[number], { n: number; first: number | null; last: number | null }>(
+      "SELECT count(*) AS n, min(updated_at) AS first, max(updated_at) AS last FROM items WHERE state IN ('done', 'failed', 'rejected', 'blocked', 'skipped') AND updated_at >= ?",
+    );
+    this.workStmt = db.prepare<[], { type: 'image' | 'video'; open: number; pending: number; submitted: number }>(
+      "SELECT type, sum(state IN ('pending', 'submitting', 'running', 'downloading')) AS open, sum(state = 'pending') AS pending, sum(attempt > 0) AS submitted FROM items GROUP BY type",
+    );
     this.countsStmt = db.prepare<[], { state: ItemState; n: number }>('SELECT state, count(*) AS n FROM items GROUP BY state');
   }
 
@@ -114,6 +122,18 @@ export class Items {
   counts(): Record<ItemState, number> {
     const out = { pending: 0, submitting: 0, running: 0, downloading: 0, done: 0, failed: 0, rejected: 0, blocked: 0, skipped: 0 };
     for (const { state, n } of this.countsStmt.all()) out[state] = n;
+    return out;
+  }
+
+  /** How many items reached a final state since `since`, and when the first and last of them did: the observed pace. */
+  finishedSince(since: number): { n: number; first: number | null; last: number | null } {
+    return this.finishedStmt.get(since)!;
+  }
+
+  /** Per type: items not final yet, those not yet sent, and those ever submitted. */
+  workByType(): Record<'image' | 'video', { open: number; pending: number; submitted: number }> {
+    const out = { image: { open: 0, pending: 0, submitted: 0 }, video: { open: 0, pending: 0, submitted: 0 } };
+    for (const { type, ...n } of this.workStmt.all()) out[type] = n;
     return out;
   }
 

@@ -50,3 +50,18 @@ export function acquireLock(statePath: string): () => void {
   }
   throw new StateFileError(`cannot lock the state file ${statePath}`);
 }
+
+/** Whether a live process on this host holds the state file's lock: a run is under way. */
+export function lockHolder(statePath: string): { pid: number; alive: boolean } | undefined {
+  let holder: string;
+  try {
+    holder = readFileSync(`${statePath}.lock`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  const [pid, host] = holder.split('@');
+  const n = Number(pid);
+  if (!Number.isInteger(n) || n <= 0) return undefined;
+  // A holder on another host cannot be checked from here: take its word.
+  return { pid: n, alive: host !== hostname() || alive(n) };
+}
