@@ -1,7 +1,9 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { collectResults, writeResults } from '../../report/results.js';
-import { Store, type ItemState } from '../../store/index.js';
+import { writeReport } from '../../report/index.js';
+import { formatDuration } from '../../estimate/index.js';
+import { collectStatus, type Status } from '../../report/index.js';
+import { Store } from '../../store/index.js';
 import { EXIT, ExitError } from '../exit.js';
 import { table } from '../format.js';
 import { existingStatePathFor, statePathFor } from '../state-path.js';
@@ -16,40 +18,34 @@ function openState(path: string): Store {
   }
 }
 
-export interface Status {
-  manifest: string;
-  state: string;
-  items: { total: number } & Record<ItemState, number>;
-  credits: { charged: number; refunded: number; net: number };
-  failures: Record<string, number>;
-  inFlight: number;
-}
-
 /** Progress from the state file alone: no network. */
 export async function statusCommand(path: string, opts: { state?: string; json?: boolean }, cwd: string): Promise<string> {
   const manifest = await loadValid(path, cwd);
   const statePath = existingStatePathFor(manifest, opts.state, cwd);
   const store = openState(statePath);
+  let status: Status;
   try {
-    const counts = store.items.counts();
-    const { charged, refunded } = store.attempts.totals();
-    const failures = store.items.failuresByCode();
-    const status: Status = {
-      manifest: manifest.source.file,
-      state: statePath,
-      items: { total: Object.values(counts).reduce((a, b) => a + b, 0), ...counts },
-      credits: { charged, refunded, net: charged - refunded },
-      failures,
-      inFlight: counts.submitting + counts.running,
-    };
-    if (opts.json) return JSON.stringify(status, null, 2);
-    const rows = (Object.entries(counts) as [ItemState, number][]).filter(([, n]) => n > 0).map(([state, n]) => [state, n]);
-    const lines = [`${status.manifest}: ${status.items.total} items (state ${statePath})`, table(['state', 'items'], rows), `credits: ${charged} charged, ${refunded} refunded, ${charged - refunded} net`];
-    if (Object.keys(failures).length) lines.push(table(['failure', 'items'], Object.entries(failures)));
-    return lines.join('\n');
+    status = collectStatus(store, { manifest: manifest.source.file, state: statePath }, Date.now());
   } finally {
     store.close();
   }
+  return opts.json ? JSON.stringify(status, null, 2) : statusTable(status);
+}
+
+function statusTable(s: Status): string {
+  const states = (Object.entries(s.items) as [string, number][]).filter(([state, n]) => state !== 'total' && n > 0);
+  const run = s.run;
+  const lines = [`${s.manifest}: ${s.items.total} items (state ${s.state})`, table(['state', 'items'], states), `credits: ${s.credits.charged} charged, ${s.credits.refunded} refunded, ${s.credits.net} net`];
+  if (Object.keys(s.failures).length) lines.push(table(['failure', 'items'], Object.entries(s.failures)));
+  if (run.running) {
+    const eta = s.eta ? `; ETA ${formatDuration(s.eta.seconds)} (${s.eta.at}, from ${s.eta.basis === 'observed' ? "this run's pace" : 'the limits'})` : '';
+    const wait = run.waitingUntil ? `; submissions wait for the daily cap until ${run.waitingUntil}` : '';
+    lines.push(`running: ${s.inFlight} in flight${wait}${eta}`);
+  } else if (run.sessions > 0) {
+    lines.push(`not running; last active ${run.lastActiveAt}`);
+  }
+  if (run.sessions > 0) lines.push(`run time: ${formatDuration(run.seconds)} over ${run.sessions} session(s) since ${run.startedAt}`);
+  return lines.join('\n');
 }
 
 /** Puts failed items back with new attempts (by code, if given); blocked items are never resent unchanged. */
@@ -86,15 +82,16 @@ export async function retryCommand(path: string, opts: { state?: string; code?: 
   }
 }
 
-/** Writes results.jsonl and results.csv from the state file alone: no network. */
-export async function reportCommand(path: string, opts: { state?: string; out?: string }, cwd: string): Promise<string> {
+/** Writes results.jsonl and results.csv (and the gallery, sidecars) from the state file alone: no network. */
+export async function reportCommand(path: string, opts: { state?: string; out?: string; html?: boolean; sidecars?: boolean }, cwd: string): Promise<string> {
   const manifest = await loadValid(path, cwd);
   const statePath = existingStatePathFor(manifest, opts.state, cwd);
   const store = openState(statePath);
   try {
-    const rows = collectResults(store);
-    const written = await writeResults(opts.out ? resolve(cwd, opts.out) : manifest.outputDir, rows);
-    return `${rows.length} item(s) written to ${written.jsonl} and ${written.csv}`;
+    const outDir = opts.out ? resolve(cwd, opts.out) : (store.runs.all().at(-1)?.out_dir ?? manifest.outputDir);
+    const w = await writeReport(store, outDir, { title: manifest.name, html: opts.html ?? false, sidecars: opts.sidecars ?? false, now: Date.now() });
+    const extra = [w.html ? `gallery: ${w.html}` : '', w.sidecars !== undefined ? `sidecars: ${w.sidecars} next to the outputs` : ''].filter(Boolean);
+    return [`${w.items} item(s) written to ${w.jsonl} and ${w.csv}`, ...extra].join('\n');
   } finally {
     store.close();
   }

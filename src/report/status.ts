@@ -1,0 +1,67 @@
+import { estimateEta } from '../estimate/index.js';
+import type { KeyLimits } from '../scheduler/limits.js';
+import { lockHolder, type ItemState, type RunRow, type Store } from '../store/index.js';
+
+const DAY_MS = 86_400_000;
+
+/** `genbatch status --json`: a stable shape (documented in the README); fields are only ever added. */
+export interface Status {
+  manifest: string;
+  state: string;
+  items: { total: number } & Record<ItemState, number>;
+  credits: { charged: number; refunded: number; net: number };
+  failures: Record<string, number>;
+  inFlight: number;
+  run: {
+    /** A genbatch run holds this state file now. */
+    running: boolean;
+    /** How many times `genbatch run` worked on this state file. */
+    sessions: number;
+    startedAt: string | null;
+    lastActiveAt: string | null;
+    /** Time spent running, summed over sessions (a killed session counts up to its last heartbeat). */
+    seconds: number;
+    /** While submissions wait for the daily cap: when they resume. */
+    waitingUntil: string | null;
+  };
+  /** Only while a run is under way. */
+  eta: { seconds: number; at: string; basis: 'observed' | 'limits' } | null;
+}
+
+const iso = (ms: number | null | undefined) => (ms ? new Date(ms).toISOString() : null);
+
+/** The run's progress from the state file alone: no network. */
+export function collectStatus(store: Store, where: { manifest: string; state: string }, now: number): Status {
+  const counts = store.items.counts();
+  const { charged, refunded } = store.attempts.totals();
+  const sessions = store.runs.all();
+  const last = sessions.at(-1);
+  const running = Boolean(last && last.ended_at === null && lockHolder(where.state)?.alive);
+  const seconds = sessions.reduce((sum, r) => sum + ((r === last && running ? now : (r.ended_at ?? r.heartbeat_at)) - r.started_at), 0) / 1000;
+  const waitingUntil = running && last?.waiting_until && last.waiting_until > now ? last.waiting_until : null;
+  return {
+    manifest: where.manifest,
+    state: where.state,
+    items: { total: Object.values(counts).reduce((a, b) => a + b, 0), ...counts },
+    credits: { charged, refunded, net: charged - refunded },
+    failures: store.items.failuresByCode(),
+    inFlight: counts.submitting + counts.running,
+    run: { running, sessions: sessions.length, startedAt: iso(sessions[0]?.started_at), lastActiveAt: iso(last && (running ? now : (last.ended_at ?? last.heartbeat_at))), seconds: Math.round(seconds), waitingUntil: iso(waitingUntil) },
+    eta: running && last ? etaOf(store, last, charged, now) : null,
+  };
+}
+
+function etaOf(store: Store, run: RunRow, charged: number, now: number): Status['eta'] {
+  const limits = JSON.parse(run.limits) as KeyLimits;
+  const work = store.items.workByType();
+  const submitted = work.image.submitted + work.video.submitted;
+  const perItem = submitted > 0 ? charged / submitted : 0;
+  const eta = estimateEta({
+    now,
+    run: { startedAt: run.started_at, limits, timeScale: run.time_scale, waitingUntil: run.waiting_until ?? undefined },
+    open: { images: work.image.open, videos: work.video.open },
+    finished: store.items.finishedSince(run.started_at),
+    credits: { toSpend: perItem * (work.image.pending + work.video.pending), chargedToday: store.accounting.chargedOn(Math.floor(now / (DAY_MS / run.time_scale))) },
+  });
+  return { seconds: eta.seconds, at: new Date(eta.at).toISOString(), basis: eta.basis };
+}
