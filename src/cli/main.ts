@@ -54,6 +54,7 @@ withConnection(program.command('run').argument('<manifest>').description('run, o
   .option('--max-blocked <n>', 'stop at this many blocked submissions in 7 days (default 20, at most 29)', maxBlocked)
   .option('--redo-changed', 'resubmit items whose content changed after they were submitted')
   .option('--max-output-mb <n>', 'refuse an output larger than this (default 2048)', positiveInt)
+  .option('--sidecars', 'also write a metadata file (<output>.json) next to each output')
   .option('--time-scale <x>', 'divide the key day and the default rate windows by this (rehearsals on a time-scaled simulator; 60 with --simulate)', positiveNumber)
   .action(async (manifest: string, opts) => {
     const handle = await runCommand(manifest, opts, env, process.cwd(), process.stderr);
@@ -84,7 +85,9 @@ program
   .argument('<manifest>')
   .description('write results.jsonl and results.csv (one row per item) into the output dir, from the state file alone')
   .option('--state <path>', 'the SQLite state file')
-  .option('--out <dir>', 'where to write them (default the output dir)')
+  .option('--out <dir>', 'the output dir the run wrote to (default: the one it recorded)')
+  .option('--html', 'also write index.html, a gallery of the outputs that opens from the file system')
+  .option('--sidecars', 'also write a metadata file (<output>.json) next to each output')
   .action(async (manifest: string, opts) => print(await reportCommand(manifest, opts, process.cwd())));
 
 program

@@ -1,8 +1,8 @@
-import { rename, writeFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { stringify } from 'csv-stringify/sync';
 import type { ItemSpec } from '../runner/bodies.js';
 import type { ItemState, Store } from '../store/index.js';
+import { writeFileAtomic } from '../util/atomic-write.js';
 
 /** One row per item: what users hand to the next tool instead of reading SQLite. */
 export interface ResultRow {
@@ -42,16 +42,13 @@ export function collectResults(store: Store): ResultRow[] {
 
 /** Writes results.jsonl and results.csv into the output dir, each whole or not at all (temp file, then rename). */
 export async function writeResults(outDir: string, rows: readonly ResultRow[]): Promise<{ jsonl: string; csv: string }> {
-  await mkdir(outDir, { recursive: true });
   const jsonl = join(outDir, 'results.jsonl');
   const csv = join(outDir, 'results.csv');
   const csvText = stringify(
     rows.map((r) => [r.id, r.state, r.type, r.model, r.prompt, r.files.map((f) => f.path).join(' '), r.files.map((f) => f.bytes).join(' '), r.files.map((f) => f.sha256).join(' '), r.jobIds.join(' '), r.creditsCharged, r.creditsRefunded, r.errorCode ?? '', r.errorMessage ?? '']),
     { header: true, columns: ['id', 'state', 'type', 'model', 'prompt', 'files', 'bytes', 'sha256', 'job_ids', 'credits_charged', 'credits_refunded', 'error_code', 'error_message'] },
   );
-  await writeFile(`${jsonl}.tmp`, rows.map((r) => JSON.stringify(r)).join('\n') + (rows.length ? '\n' : ''));
-  await rename(`${jsonl}.tmp`, jsonl);
-  await writeFile(`${csv}.tmp`, csvText);
-  await rename(`${csv}.tmp`, csv);
+  await writeFileAtomic(jsonl, rows.map((r) => JSON.stringify(r)).join('\n') + (rows.length ? '\n' : ''));
+  await writeFileAtomic(csv, csvText);
   return { jsonl, csv };
 }

@@ -8,7 +8,7 @@ import { Store, StateFileError } from '../../store/index.js';
 import { connect, type ConnectionFlags } from '../connection.js';
 import { EXIT, ExitError } from '../exit.js';
 import { Progress } from '../progress.js';
-import { collectResults, writeResults } from '../../report/results.js';
+import { writeReport } from '../../report/index.js';
 import { statePathFor } from '../state-path.js';
 import { IssueList } from '../../manifest/index.js';
 import { checkAgainstService } from '../../manifest/online.js';
@@ -30,6 +30,7 @@ export interface RunFlags extends ConnectionFlags {
   redoChanged?: boolean;
   timeScale?: number;
   maxOutputMb?: number;
+  sidecars?: boolean;
 }
 
 /** The key's limits with time scaled, then the explicit flags. */
@@ -96,8 +97,9 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
   progress.start();
   logger.info({ manifest: manifest.source.absPath, state: statePath, outDir, timeScale }, 'run started');
   const done = runner.run().then(async (summary) => {
-    const results = await writeResults(outDir, collectResults(store));
-    return { summary, report: `${report(summary, outDir, cwd, logPath)}\nresults: ${results.jsonl}, ${results.csv}` };
+    const written = await writeReport(store, outDir, { title: manifest.name, html: true, sidecars: flags.sidecars ?? false, now: Date.now() });
+    const sidecars = written.sidecars !== undefined ? `\nsidecars: ${written.sidecars} next to the outputs` : '';
+    return { summary, report: `${report(summary, outDir, cwd, logPath)}\nresults: ${written.jsonl}, ${written.csv}\ngallery: ${written.html}${sidecars}` };
   }).finally(async () => {
     progress.stop();
     logger.info('run ended');

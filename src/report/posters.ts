@@ -1,0 +1,62 @@
+import { readFile, stat } from 'node:fs/promises';
+import { lookup } from 'mime-types';
+import type { ItemSpec } from '../runner/bodies.js';
+import type { ResultRow } from './results.js';
+
+/** Inputs larger than this are not inlined into the gallery as posters. */
+const MAX_INLINE_POSTER_BYTES = 1024 * 1024;
+
+/**
+ * A poster for each video: the image the video started from when there is one
+ * (an earlier item's output by relative path, a local input inlined), else a
+ * drawn placeholder. Extracting a frame would need a video decoder we do not ship.
+ */
+export async function postersFor(rows: readonly ResultRow[], specs: ReadonlyMap<string, ItemSpec>): Promise<Map<string, string>> {
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  const inlined = new Map<string, Promise<string | undefined>>();
+  const posters = new Map<string, string>();
+
+  const startImage = async (id: string, depth: number): Promise<string | undefined> => {
+    const spec = specs.get(id);
+    if (!spec || depth > 16) return undefined;
+    if (spec.image?.kind === 'item') {
+      const from = byId.get(spec.image.id)?.files[0];
+      return from ? relativeUrl(from.path) : undefined;
+    }
+    if (spec.image?.kind === 'file') {
+      const path = spec.image.path;
+      if (!inlined.has(path)) inlined.set(path, inline(path));
+      return inlined.get(path);
+    }
+    // An extension starts where its source video did.
+    return spec.source ? startImage(spec.source, depth + 1) : undefined;
+  };
+
+  for (const row of rows) {
+    if (row.type !== 'video') continue;
+    posters.set(row.id, (await startImage(row.id, 0)) ?? placeholderPoster(row.model, specs.get(row.id)?.duration));
+  }
+  return posters;
+}
+
+async function inline(path: string): Promise<string | undefined> {
+  try {
+    if ((await stat(path)).size > MAX_INLINE_POSTER_BYTES) return undefined;
+    const type = lookup(path);
+    if (!type || !type.startsWith('image/')) return undefined;
+    return `data:${type};base64,${(await readFile(path)).toString('base64')}`;
+  } catch {
+    return undefined; // the input moved since: the placeholder will do
+  }
+}
+
+/** A path relative to the gallery, as a URL: each segment percent-encoded (names may hold # or ?). */
+export function relativeUrl(path: string): string {
+  return path.split('/').map(encodeURIComponent).join('/');
+}
+
+function placeholderPoster(model: string, duration: string | undefined): string {
+  const label = `${model}${duration ? ` · ${duration} s` : ''}`.replace(/[<>&'"]/g, (c) => `&#${c.charCodeAt(0)};`);
+  const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="320" height="180" viewBox="0 0 320 180"><rect width="320" height="180" fill="#1f2933"/><circle cx="160" cy="80" r="34" fill="#ffffff22"/><path d="M149 62v36l30-18z" fill="#fff"/><text x="160" y="150" fill="#cbd2d9" font-family="sans-serif" font-size="14" text-anchor="middle">${label}</text></svg>`;
+  return `data:image/svg+xml,${encodeURIComponent(svg)}`;
+}

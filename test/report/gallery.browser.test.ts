@@ -1,0 +1,143 @@
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+import { makePng } from '../../src/simulator/media.js';
+import { launchChromium } from '../helpers/browser.js';
+import { runCli } from '../helpers/cli.js';
+import { workspace } from '../helpers/run.js';
+import { startTestSim } from '../helpers/sim.js';
+
+const SCREENSHOT = resolve('test-artifacts/gallery.png');
+
+const MANIFEST = `version: 1
+items:
+  - { id: hero, model: studio-xl, prompt: "A <b>mug</b> & \\"quotes\\" on a table" }
+  - { id: lite, model: studio-lite, prompt: "A cheap mug" }
+  - { id: doomed, model: studio-lite, prompt: "This one fails [sim:fail]" }
+  - { id: naughty, model: studio-lite, prompt: "Blocked [sim:block]" }
+  - { id: spin, type: video, model: motion-2, prompt: "Spin the hero", duration: 5, resolution: 720p, image: { from: hero } }
+  - { id: spin-local, type: video, model: motion-2, prompt: "Spin the local mug", duration: 5, resolution: 720p, image: mug.png }
+  - { id: spin-doomed, type: video, model: motion-2, prompt: "Never runs", duration: 5, resolution: 720p, image: { from: doomed } }
+`;
+
+interface Row {
+  id: string;
+  state: string;
+  files: { path: string }[];
+  errorCode: string | null;
+  errorMessage: string | null;
+  creditsCharged: number;
+  creditsRefunded: number;
+}
+
+const visibleIds = (page: Page) => page.$$eval('.card', (cards) => cards.filter((c) => !(c as HTMLElement).hidden).map((c) => (c as HTMLElement).dataset.id));
+
+/** Every image decoded and every video playable, as a person opening the file would see them. */
+async function mediaShown(page: Page): Promise<{ images: string[]; videos: { src: string; poster: string; width: number }[] }> {
+  await page.waitForFunction(() => Array.from(document.images).every((i) => i.complete));
+  const images = await page.$$eval('.card img', (imgs) => imgs.filter((i) => (i as HTMLImageElement).naturalWidth > 0).map((i) => (i as HTMLImageElement).getAttribute('src')!));
+  const videos = await page.$$eval('.card video', (vs) =>
+    Promise.all(
+      vs.map(
+        (el) =>
+          new Promise<{ src: string; poster: string; width: number }>((done, fail) => {
+            const v = el as HTMLVideoElement;
+            v.muted = true;
+            v.addEventListener('loadeddata', () => done({ src: v.getAttribute('src')!, poster: v.getAttribute('poster') ?? '', width: v.videoWidth }), { once: true });
+            v.addEventListener('error', () => fail(new Error(`${v.getAttribute('src')} cannot play: media error ${v.error?.code}`)), { once: true });
+            v.load();
+          }),
+      ),
+    ),
+  );
+  return { images, videos };
+}
+
+describe('the gallery, opened in headless Chromium from the file system', () => {
+  it('shows every output, filters by state and model, and shows why an item failed', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(t.sim, MANIFEST, { 'mug.png': makePng('local mug') });
+    const run = await ws.run(['--max-retries', '0']);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toMatch(/gallery: .*index\.html/);
+    const rows = readFileSync(join(ws.outDir, 'results.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Row);
+    expect(rows.map((r) => [r.id, r.state])).toEqual([
+      ['hero', 'done'], ['lite', 'done'], ['doomed', 'failed'], ['naughty', 'blocked'], ['spin', 'done'], ['spin-local', 'done'], ['spin-doomed', 'skipped'],
+    ]);
+
+    const browser = await launchChromium();
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const requested: string[] = [];
+    const pageErrors: string[] = [];
+    page.on('request', (r) => requested.push(r.url()));
+    page.on('pageerror', (e) => pageErrors.push(e.message));
+    await page.goto(pathToFileURL(join(ws.outDir, 'index.html')).href);
+
+    // The grid: one card per item, in manifest order, every output shown.
+    expect(await page.$$eval('.card', (cards) => cards.map((c) => (c as HTMLElement).dataset.id))).toEqual(rows.map((r) => r.id));
+    const shown = await mediaShown(page);
+    expect(shown.images.sort()).toEqual(['hero-1.png', 'lite-1.png']);
+    expect(shown.videos.map((v) => v.src).sort()).toEqual(['spin-1.mp4', 'spin-local-1.mp4']);
+    expect(shown.videos.every((v) => v.width > 0)).toBe(true);
+    // Posters: the image each video started from, another item's output or the local input inlined.
+    expect(Object.fromEntries(shown.videos.map((v) => [v.src, v.poster.slice(0, 22)]))).toEqual({ 'spin-1.mp4': 'hero-1.png', 'spin-local-1.mp4': 'data:image/png;base64,' });
+    // A prompt is text, never markup.
+    expect(await page.textContent('[data-id="hero"] .prompt')).toBe('A <b>mug</b> & "quotes" on a table');
+    expect(await page.$$('[data-id="hero"] .prompt b')).toHaveLength(0);
+
+    // The summary bar agrees with the export.
+    const summary = (await page.textContent('.summary'))!;
+    const charged = rows.reduce((s, r) => s + r.creditsCharged, 0);
+    const refunded = rows.reduce((s, r) => s + r.creditsRefunded, 0);
+    expect(summary).toContain('7 items');
+    expect(summary).toContain(`${charged - refunded} credits net (${charged} charged, ${refunded} refunded)`);
+    for (const code of ['GENERATION_FAILED', 'CONTENT_VIOLATION', 'DEPENDENCY_FAILED']) expect(summary).toContain(`${code} 1`);
+    expect(summary).toMatch(/run time \d/);
+
+    // Failed items say why.
+    const doomed = rows.find((r) => r.id === 'doomed')!;
+    expect(await page.textContent('[data-id="doomed"] .error')).toBe(`${doomed.errorCode} ${doomed.errorMessage}`);
+    expect(await page.textContent('[data-id="naughty"] .error')).toContain('CONTENT_VIOLATION');
+    expect(await page.textContent('[data-id="spin-doomed"] .error')).toContain('DEPENDENCY_FAILED');
+
+    // Filters: a click on "done" hides the done items; the model filter narrows further.
+    await page.click('label.chip:has(input[value="done"])');
+    expect(await visibleIds(page)).toEqual(['doomed', 'naughty', 'spin-doomed']);
+    expect(await page.textContent('#shown')).toBe('3 of 7 shown');
+    await page.selectOption('#model', 'motion-2');
+    expect(await visibleIds(page)).toEqual(['spin-doomed']);
+    await page.click('label.chip:has(input[value="done"])');
+    expect(await visibleIds(page)).toEqual(['spin', 'spin-local', 'spin-doomed']);
+    await page.click('label.chip:has(input[value="skipped"])');
+    await page.click('label.chip:has(input[value="done"])');
+    expect(await visibleIds(page)).toEqual([]);
+    expect(await page.isVisible('#none')).toBe(true);
+    await page.selectOption('#model', '');
+    for (const state of ['done', 'skipped']) await page.click(`label.chip:has(input[value="${state}"])`);
+    expect(await visibleIds(page)).toEqual(rows.map((r) => r.id));
+
+    // Nothing left the file system, and the page's script ran clean.
+    expect(requested.filter((url) => !url.startsWith('file:') && !url.startsWith('data:'))).toEqual([]);
+    expect(pageErrors).toEqual([]);
+    mkdirSync(resolve('test-artifacts'), { recursive: true });
+    await page.screenshot({ path: SCREENSHOT, fullPage: true });
+    console.log(`gallery screenshot: ${SCREENSHOT}`);
+  });
+
+  it('after the demo, the output dir holds index.html, results.jsonl and results.csv, and the gallery shows every output', async () => {
+    const dir = resolve('test-artifacts/demo');
+    const out = join(dir, 'out');
+    const demo = await runCli(['run', 'manifests/demo.yaml', '--simulate', '--time-scale', '600', '--state', join(dir, 'demo.sqlite'), '--out', out]);
+    expect(demo.code).toBe(0);
+    const rows = readFileSync(join(out, 'results.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Row);
+    expect(readFileSync(join(out, 'results.csv'), 'utf8').trim().split('\n')).toHaveLength(rows.length + 1);
+    const browser = await launchChromium();
+    const page = await browser.newPage();
+    await page.goto(pathToFileURL(join(out, 'index.html')).href);
+    const shown = await mediaShown(page);
+    expect(shown.images.sort()).toEqual(rows.flatMap((r) => r.files.map((f) => encodeURI(f.path))).sort());
+    expect(shown.images.length).toBeGreaterThan(0);
+  });
+});
