@@ -26,8 +26,6 @@ export interface RunOptions {
   /** Opens an output's temporary file (injectable: tests make the disk full). */
   openOutput?: (path: string) => import('node:stream').Writable;
   now: () => number;
-  /** How often a run records that it is alive (status tells a live run from a killed one). */
-  heartbeatMs?: number;
   logger?: Logger;
   onEvent?: (event: RunEvent) => void;
 }

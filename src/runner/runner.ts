@@ -26,7 +26,7 @@ export interface RunSummary {
 }
 
 const DAY_MS = 86_400_000;
-const HEARTBEAT_MS = 5_000;
+const HEARTBEAT_MS = 1_000;
 const WEEK_MS = 7 * DAY_MS;
 const FAILED_STATES: ItemState[] = ['failed', 'rejected', 'blocked', 'skipped'];
 
@@ -67,7 +67,7 @@ export class Runner implements RunContext {
     const { store, opts } = this;
     const runId = (this.runId = store.runs.begin(opts.now(), { limits: opts.limits, timeScale: opts.timeScale, outDir: opts.outDir }));
     // A heartbeat, so status can tell a live run from a killed one and when submissions resume.
-    const heartbeat = setInterval(() => store.runs.beat(runId, opts.now(), this.waitingUntil), opts.heartbeatMs ?? HEARTBEAT_MS);
+    const heartbeat = setInterval(() => store.runs.beat(runId, opts.now(), this.waitingUntil), HEARTBEAT_MS);
     heartbeat.unref();
     try {
       return await this.work();

@@ -1,4 +1,5 @@
-import { readFileSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
@@ -34,5 +35,38 @@ describe('results export', () => {
     expect(report.stdout).toMatch(/^2 item\(s\) written to/);
     expect(readFileSync(join(ws.outDir, 'results.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l))).toEqual(rows);
     expect(t.sim.service.ledger.of('request').length).toBe(requests);
+  });
+});
+
+describe('metadata sidecars', () => {
+  it('--sidecars puts <output>.json beside each output with its row and file; failed items have none; report --sidecars rewrites them', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(t.sim, 'version: 1\ndefaults: { model: studio-lite }\nitems:\n  - { id: a, prompt: "first" }\n  - { id: b, prompt: "second" }\n  - { id: bad, prompt: "x [sim:fail]" }\n');
+    const res = await ws.run(['--max-retries', '0', '--sidecars']);
+    expect(res.code).toBe(1);
+    expect(res.stdout).toMatch(/sidecars: 2 next to the outputs/);
+    const rows = readFileSync(join(ws.outDir, 'results.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const sidecars = readdirSync(ws.outDir).filter((f) => f.endsWith('.png.json')).sort();
+    expect(sidecars).toEqual(['a-1.png.json', 'b-1.png.json']);
+    for (const row of rows.filter((r) => r.state === 'done')) {
+      const file = row.files[0];
+      const sidecar = JSON.parse(readFileSync(join(ws.outDir, `${file.path}.json`), 'utf8'));
+      expect(sidecar).toEqual({ ...row, file });
+      expect(sidecar.file.sha256).toBe(createHash('sha256').update(readFileSync(join(ws.outDir, file.path))).digest('hex'));
+    }
+    rmSync(join(ws.outDir, 'a-1.png.json'));
+    const report = await runCli(['report', 'm.yaml', '--sidecars'], ws.env, ws.dir);
+    expect(report.stdout).toMatch(/sidecars: 2 next to the outputs/);
+    expect(JSON.parse(readFileSync(join(ws.outDir, 'a-1.png.json'), 'utf8'))).toEqual({ ...rows[0], file: rows[0].files[0] });
+  });
+
+  it('report finds the output dir the run used (--out) without being told, and --html writes the gallery there', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(t.sim, 'version: 1\ndefaults: { model: studio-lite }\nitems:\n  - { id: a, prompt: "first" }\n');
+    expect((await ws.run(['--out', 'elsewhere'])).code).toBe(0);
+    rmSync(join(ws.dir, 'elsewhere', 'index.html'));
+    const report = await runCli(['report', 'm.yaml', '--html'], ws.env, ws.dir);
+    expect(report.stdout).toContain(`gallery: ${join(ws.dir, 'elsewhere', 'index.html')}`);
+    expect(readFileSync(join(ws.dir, 'elsewhere', 'index.html'), 'utf8')).toContain('src="a-1.png"');
   });
 });

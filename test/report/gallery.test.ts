@@ -1,0 +1,52 @@
+import { describe, expect, it } from 'vitest';
+import { renderGallery } from '../../src/report/index.js';
+import { postersFor } from '../../src/report/posters.js';
+import type { ResultRow } from '../../src/report/index.js';
+
+const row = (over: Partial<ResultRow>): ResultRow => ({
+  id: 'x', state: 'done', type: 'image', model: 'studio-lite', prompt: 'p', files: [], jobIds: [], creditsCharged: 0, creditsRefunded: 0, errorCode: null, errorMessage: null, ...over,
+});
+const render = (rows: ResultRow[], posters = new Map<string, string>()) =>
+  renderGallery({ title: 't</title><script>alert(1)</script>', generatedAt: 0, rows, posters, credits: { charged: 0, refunded: 0, net: 0 }, failures: { '<i>CODE</i>': 1 }, run: { seconds: 0, sessions: 1 } });
+
+describe('the gallery page', () => {
+  it('treats every value from the manifest or the service as text, and every file name as one path', () => {
+    const html = render([
+      row({ id: '"><img src=x onerror=alert(1)>', model: '"><script>alert(2)</script>', prompt: '</p><script>alert(3)</script>', files: [{ path: 'sub dir/a#b?c&d".png', bytes: 1, sha256: 'h' }] }),
+      row({ id: 'f', state: 'failed', errorCode: 'E<1>', errorMessage: '<script>alert(4)</script>' }),
+    ]);
+    const scripts = html.match(/<script\b/g) ?? [];
+    expect(scripts).toHaveLength(1); // the page's own filter script, nothing from the data
+    expect(html).not.toMatch(/<img src=x/);
+    expect(html).not.toContain('<i>CODE</i>');
+    expect(html).toContain('src="sub%20dir/a%23b%3Fc%26d%22.png"');
+    expect(html).toContain('&#60;script&#62;alert(4)&#60;/script&#62;');
+  });
+
+  it('has no reference that would leave the file system: a CSP forbids the network', () => {
+    const html = render([row({ files: [{ path: 'a.png', bytes: 1, sha256: 'h' }] })]);
+    expect(html).toContain(`content="default-src 'none'; img-src 'self' data:; media-src 'self';`);
+    expect(html).not.toMatch(/(?:src|href)="(?:https?:)?\/\//);
+  });
+
+  it("gives a video without a start image a drawn poster naming its model; one that extends another gets its source's start image", async () => {
+    const rows = [
+      row({ id: 'still', files: [{ path: 'still-1.png', bytes: 1, sha256: 'h' }] }),
+      row({ id: 'from-text', type: 'video', model: 'motion<x>', files: [{ path: 'v.mp4', bytes: 1, sha256: 'h' }] }),
+      row({ id: 'spin', type: 'video', files: [{ path: 's.mp4', bytes: 1, sha256: 'h' }] }),
+      row({ id: 'longer', type: 'video', files: [{ path: 'l.mp4', bytes: 1, sha256: 'h' }] }),
+    ];
+    const specs = new Map<string, any>([
+      ['from-text', { type: 'video', duration: '5' }],
+      ['spin', { type: 'video', image: { kind: 'item', id: 'still' } }],
+      ['longer', { type: 'video', source: 'spin' }],
+    ]);
+    const posters = await postersFor(rows, specs);
+    expect(posters.get('spin')).toBe('still-1.png');
+    expect(posters.get('longer')).toBe('still-1.png');
+    const drawn = decodeURIComponent(posters.get('from-text')!.replace('data:image/svg+xml,', ''));
+    expect(drawn).toMatch(/^<svg /);
+    expect(drawn).toContain('motion&#60;x&#62; · 5 s');
+    expect(posters.has('still')).toBe(false);
+  });
+});

@@ -1,0 +1,62 @@
+import { once } from 'node:events';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runCli, startCli } from '../helpers/cli.js';
+import { imageManifest, workspace } from '../helpers/run.js';
+import { startTestSim } from '../helpers/sim.js';
+
+const json = async (args: string[], env: NodeJS.ProcessEnv, cwd: string) => {
+  const res = await runCli(args, env, cwd);
+  expect(res.code, res.stderr).toBe(0);
+  return JSON.parse(res.stdout);
+};
+
+describe('genbatch status while a run is live, after it is killed, and after it ends', () => {
+  it('says whether a run is alive, gives an ETA only while it is, and sums run time over sessions', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(t.sim, imageManifest(12));
+    // Slow submissions keep the run alive long enough to look at it.
+    const run = startCli([...ws.args(['--submit-rate', '1/400ms']).map((a) => (a === 'm.yaml' ? join(ws.dir, 'm.yaml') : a))], ws.env);
+    await run.waitFor(/(item-\d+: done[\s\S]*){4}/);
+    const live = await json(['status', 'm.yaml', '--json'], ws.env, ws.dir);
+    expect(live.run).toMatchObject({ running: true, sessions: 1 });
+    expect(live.items.total).toBe(12);
+    expect(live.eta.basis).toBe('observed');
+    // About 8 items left at one per 400 ms.
+    expect(live.eta.seconds).toBeGreaterThanOrEqual(1);
+    expect(live.eta.seconds).toBeLessThan(30);
+    expect(Date.parse(live.eta.at)).toBeGreaterThan(Date.now() - 5_000);
+    const table = await runCli(['status', 'm.yaml'], ws.env, ws.dir);
+    expect(table.stdout).toMatch(/running: \d+ in flight; ETA .* from this run's pace/);
+
+    run.child.kill('SIGKILL');
+    await once(run.child, 'exit');
+    const killed = await json(['status', 'm.yaml', '--json'], ws.env, ws.dir);
+    expect(killed.run).toMatchObject({ running: false, sessions: 1 });
+    expect(killed.eta).toBeNull();
+    expect(killed.items.done).toBeLessThan(12);
+    expect((await runCli(['status', 'm.yaml'], ws.env, ws.dir)).stdout).toMatch(/not running; last active/);
+
+    expect((await ws.run()).code).toBe(0);
+    const ended = await json(['status', 'm.yaml', '--json'], ws.env, ws.dir);
+    expect(ended.run).toMatchObject({ running: false, sessions: 2, waitingUntil: null });
+    expect(ended.run.seconds).toBeGreaterThanOrEqual(1);
+    expect(ended.eta).toBeNull();
+    expect(ended.items).toMatchObject({ total: 12, done: 12 });
+    expect(ended.credits).toEqual({ charged: 24, refunded: 0, net: 24 });
+  });
+
+  it('while submissions wait for the daily cap, says until when, and the ETA is no earlier', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(t.sim, imageManifest(3));
+    // A cap of 2 credits: one studio-lite image a key day (144 s at 600x).
+    const run = startCli([...ws.args(['--daily-cap', '2']).map((a) => (a === 'm.yaml' ? join(ws.dir, 'm.yaml') : a))], ws.env);
+    await run.waitFor(/waiting for the daily credit cap until/);
+    const waiting = await json(['status', 'm.yaml', '--json'], ws.env, ws.dir);
+    expect(waiting.run.running).toBe(true);
+    expect(Date.parse(waiting.run.waitingUntil)).toBeGreaterThan(Date.now());
+    expect(Date.parse(waiting.eta.at)).toBeGreaterThanOrEqual(Date.parse(waiting.run.waitingUntil));
+    run.child.kill('SIGINT');
+    await once(run.child, 'exit');
+  });
+});
