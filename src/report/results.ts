@@ -21,16 +21,18 @@ export interface ResultRow {
 }
 
 export function collectResults(store: Store): ResultRow[] {
+  const attempts = groupByItem(store.attempts.all());
+  const outputs = groupByItem(store.outputs.all());
   return store.items.all().map((item) => {
     const spec = JSON.parse(item.spec) as ItemSpec;
-    const tries = store.attempts.ofItem(item.id);
+    const tries = attempts.get(item.id) ?? [];
     return {
       id: item.id,
       state: item.state,
       type: item.type,
       model: item.model,
       prompt: spec.prompt,
-      files: store.outputs.ofItem(item.id).filter((o) => o.path && o.sha256).map((o) => ({ path: o.path!, bytes: o.bytes!, sha256: o.sha256! })),
+      files: (outputs.get(item.id) ?? []).filter((o) => o.path && o.sha256).map((o) => ({ path: o.path!, bytes: o.bytes!, sha256: o.sha256! })),
       jobIds: tries.map((t) => t.job_id).filter((j): j is string => Boolean(j)),
       creditsCharged: tries.reduce((s, t) => s + t.charged, 0),
       creditsRefunded: tries.reduce((s, t) => s + t.refunded, 0),
@@ -38,6 +40,16 @@ export function collectResults(store: Store): ResultRow[] {
       errorMessage: item.error_message,
     };
   });
+}
+
+function groupByItem<T extends { item_id: string }>(rows: T[]): Map<string, T[]> {
+  const byItem = new Map<string, T[]>();
+  for (const row of rows) {
+    const list = byItem.get(row.item_id);
+    if (list) list.push(row);
+    else byItem.set(row.item_id, [row]);
+  }
+  return byItem;
 }
 
 /** Writes results.jsonl and results.csv into the output dir, each whole or not at all (temp file, then rename). */

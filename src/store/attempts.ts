@@ -30,6 +30,7 @@ export class Attempts {
   private readonly totalsStmt;
   private readonly endedBadlyStmt;
   private readonly ofItemStmt;
+  private readonly allStmt;
 
   constructor(db: Db) {
     this.insert = db.prepare('INSERT INTO attempts (item_id, n, idempotency_key, body, status, created_at) VALUES (@itemId, @n, @key, @body, \'created\', @now)');
@@ -39,6 +40,7 @@ export class Attempts {
     this.endedStmt = db.prepare('UPDATE attempts SET status = @status, refunded = @refunded, error_code = @code, error_message = @message, ended_at = @now WHERE item_id = @itemId AND n = @n');
     this.refusedStmt = db.prepare("UPDATE attempts SET status = 'refused', error_code = @code, error_message = @message, ended_at = @now WHERE item_id = @itemId AND n = @n");
     this.endedBadlyStmt = db.prepare<[string], { n: number }>("SELECT count(*) AS n FROM attempts WHERE item_id = ? AND status IN ('failed', 'expired')");
+    this.allStmt = db.prepare<[], AttemptRow>('SELECT * FROM attempts ORDER BY item_id, n');
     this.ofItemStmt = db.prepare<[string], AttemptRow>('SELECT * FROM attempts WHERE item_id = ? ORDER BY n');
     this.totalsStmt = db.prepare<[], { charged: number; refunded: number }>('SELECT coalesce(sum(charged), 0) AS charged, coalesce(sum(refunded), 0) AS refunded FROM attempts');
   }
@@ -79,5 +81,10 @@ export class Attempts {
 
   totals(): { charged: number; refunded: number } {
     return this.totalsStmt.get()!;
+  }
+
+  /** Every row, grouped by item: one pass for reports instead of a query per item. */
+  all(): AttemptRow[] {
+    return this.allStmt.all();
   }
 }

@@ -80,7 +80,7 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE uploads ADD COLUMN upload_url TEXT;
   ALTER TABLE uploads ADD COLUMN confirmed INTEGER NOT NULL DEFAULT 1;
   `,
-  /* 3: run sessions, so status and the report can tell run time, whether a run is alive, and an ETA */ `
+  /* 3: run sessions, so status and the report can tell run time, whether a run is alive, and an ETA; outputs indexed by item */ `
   CREATE TABLE runs (
     id INTEGER PRIMARY KEY,
     started_at INTEGER NOT NULL,
@@ -95,6 +95,8 @@ export const MIGRATIONS: readonly string[] = [
     -- Submissions wait for the daily cap (or a DAILY_CAP_REACHED pause) until then.
     waiting_until INTEGER
   );
+  -- Outputs by item: resume checks every done item's files, the report lists them.
+  CREATE INDEX outputs_item ON outputs (item_id);
   `,
 ];
 

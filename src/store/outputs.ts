@@ -18,6 +18,7 @@ export class Outputs {
   private readonly doneStmt;
   private readonly ofJobStmt;
   private readonly ofItemStmt;
+  private readonly allStmt;
   private readonly missingStmt;
 
   constructor(db: Db) {
@@ -25,6 +26,7 @@ export class Outputs {
     this.doneStmt = db.prepare('UPDATE outputs SET path = @path, bytes = @bytes, sha256 = @sha256, content_type = @contentType, downloaded_at = @now WHERE job_id = @jobId AND idx = @idx');
     this.ofJobStmt = db.prepare<[string], OutputRow>('SELECT * FROM outputs WHERE job_id = ? ORDER BY idx');
     this.missingStmt = db.prepare('UPDATE outputs SET sha256 = NULL WHERE job_id = ? AND idx = ?');
+    this.allStmt = db.prepare<[], OutputRow>('SELECT * FROM outputs ORDER BY item_id, job_id, idx');
     this.ofItemStmt = db.prepare<[string], OutputRow>('SELECT * FROM outputs WHERE item_id = ? ORDER BY job_id, idx');
   }
 
@@ -48,5 +50,10 @@ export class Outputs {
 
   ofItem(itemId: string): OutputRow[] {
     return this.ofItemStmt.all(itemId);
+  }
+
+  /** Every row, grouped by item: one pass for reports instead of a query per item. */
+  all(): OutputRow[] {
+    return this.allStmt.all();
   }
 }

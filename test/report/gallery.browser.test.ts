@@ -1,3 +1,4 @@
+/// <reference lib="dom" />
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
