@@ -1,8 +1,9 @@
 // npm run bench [part ...]: runs the named parts (all by default) and prints their figures.
 import { manifestBench } from './manifest.mjs';
+import { reportBench } from './report.mjs';
 import { runnerBench } from './runner.mjs';
 
-const parts = { manifest: manifestBench, runner: runnerBench };
+const parts = { manifest: manifestBench, runner: runnerBench, report: reportBench };
 const wanted = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(parts);
 let ok = true;
 for (const name of wanted) {

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import type { ItemSpec } from '../runner/bodies.js';
 import type { Store } from '../store/index.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
-import { renderGallery } from './gallery.js';
+import { galleryChunks } from './gallery.js';
 import { postersFor } from './posters.js';
 import { collectResults, writeResults } from './results.js';
 import { writeSidecars } from './sidecars.js';
@@ -35,10 +35,10 @@ export async function writeReport(store: Store, outDir: string, opts: ReportOpti
   const written: WrittenReport = { items: rows.length, ...(await writeResults(outDir, rows)) };
   if (opts.sidecars) written.sidecars = await writeSidecars(outDir, rows);
   if (opts.html) {
-    const specs = new Map(store.items.all().map((i) => [i.id, JSON.parse(i.spec) as ItemSpec]));
+    const specs = new Map(store.items.specsOf('video').map((i) => [i.id, JSON.parse(i.spec) as ItemSpec]));
     const sessions = store.runs.all();
     const { charged, refunded } = store.attempts.totals();
-    const html = renderGallery({
+    const page = galleryChunks({
       title: opts.title,
       generatedAt: opts.now,
       rows,
@@ -48,7 +48,7 @@ export async function writeReport(store: Store, outDir: string, opts: ReportOpti
       run: { seconds: sessions.reduce((s, r) => s + ((r.ended_at ?? r.heartbeat_at) - r.started_at), 0) / 1000, sessions: sessions.length },
     });
     written.html = join(outDir, 'index.html');
-    await writeFileAtomic(written.html, html);
+    await writeFileAtomic(written.html, page);
   }
   return written;
 }

@@ -1,6 +1,5 @@
 import { join } from 'node:path';
 import { stringify } from 'csv-stringify/sync';
-import type { ItemSpec } from '../runner/bodies.js';
 import type { ItemState, Store } from '../store/index.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 
@@ -21,18 +20,17 @@ export interface ResultRow {
 }
 
 export function collectResults(store: Store): ResultRow[] {
-  const attempts = groupByItem(store.attempts.all());
-  const outputs = groupByItem(store.outputs.all());
-  return store.items.all().map((item) => {
-    const spec = JSON.parse(item.spec) as ItemSpec;
+  const attempts = groupByItem(store.attempts.factsForReport());
+  const outputs = groupByItem(store.outputs.filesForReport());
+  return store.items.factsForReport().map((item) => {
     const tries = attempts.get(item.id) ?? [];
     return {
       id: item.id,
       state: item.state,
       type: item.type,
       model: item.model,
-      prompt: spec.prompt,
-      files: (outputs.get(item.id) ?? []).filter((o) => o.path && o.sha256).map((o) => ({ path: o.path!, bytes: o.bytes!, sha256: o.sha256! })),
+      prompt: item.prompt,
+      files: (outputs.get(item.id) ?? []).map((o) => ({ path: o.path, bytes: o.bytes, sha256: o.sha256 })),
       jobIds: tries.map((t) => t.job_id).filter((j): j is string => Boolean(j)),
       creditsCharged: tries.reduce((s, t) => s + t.charged, 0),
       creditsRefunded: tries.reduce((s, t) => s + t.refunded, 0),
@@ -52,15 +50,28 @@ function groupByItem<T extends { item_id: string }>(rows: T[]): Map<string, T[]>
   return byItem;
 }
 
-/** Writes results.jsonl and results.csv into the output dir, each whole or not at all (temp file, then rename). */
+const CSV_COLUMNS = ['id', 'state', 'type', 'model', 'prompt', 'files', 'bytes', 'sha256', 'job_ids', 'credits_charged', 'credits_refunded', 'error_code', 'error_message'];
+
+function csvRecord(r: ResultRow): unknown[] {
+  const files = (key: 'path' | 'bytes' | 'sha256') => r.files.map((f) => f[key]).join(' ');
+  return [r.id, r.state, r.type, r.model, r.prompt, files('path'), files('bytes'), files('sha256'), r.jobIds.join(' '), r.creditsCharged, r.creditsRefunded, r.errorCode ?? '', r.errorMessage ?? ''];
+}
+
+/** CSV in chunks of rows, so a big run's file is never one string. */
+function* csvChunks(rows: readonly ResultRow[]): Generator<string> {
+  yield stringify([CSV_COLUMNS]);
+  for (let i = 0; i < rows.length; i += 1000) yield stringify(rows.slice(i, i + 1000).map(csvRecord));
+}
+
+function* jsonLines(rows: readonly ResultRow[]): Generator<string> {
+  for (const r of rows) yield `${JSON.stringify(r)}\n`;
+}
+
+/** Writes results.jsonl and results.csv into the output dir, each whole or not at all. */
 export async function writeResults(outDir: string, rows: readonly ResultRow[]): Promise<{ jsonl: string; csv: string }> {
   const jsonl = join(outDir, 'results.jsonl');
   const csv = join(outDir, 'results.csv');
-  const csvText = stringify(
-    rows.map((r) => [r.id, r.state, r.type, r.model, r.prompt, r.files.map((f) => f.path).join(' '), r.files.map((f) => f.bytes).join(' '), r.files.map((f) => f.sha256).join(' '), r.jobIds.join(' '), r.creditsCharged, r.creditsRefunded, r.errorCode ?? '', r.errorMessage ?? '']),
-    { header: true, columns: ['id', 'state', 'type', 'model', 'prompt', 'files', 'bytes', 'sha256', 'job_ids', 'credits_charged', 'credits_refunded', 'error_code', 'error_message'] },
-  );
-  await writeFileAtomic(jsonl, rows.map((r) => JSON.stringify(r)).join('\n') + (rows.length ? '\n' : ''));
-  await writeFileAtomic(csv, csvText);
+  await writeFileAtomic(jsonl, jsonLines(rows));
+  await writeFileAtomic(csv, csvChunks(rows));
   return { jsonl, csv };
 }

@@ -20,6 +20,8 @@ export interface AttemptRow {
 }
 
 /** Submission attempts: each one's idempotency key, exact body, job and credits. */
+export type AttemptFacts = Pick<AttemptRow, 'item_id' | 'job_id' | 'charged' | 'refunded'>;
+
 export class Attempts {
   private readonly insert;
   private readonly latestStmt;
@@ -40,7 +42,7 @@ export class Attempts {
     this.endedStmt = db.prepare('UPDATE attempts SET status = @status, refunded = @refunded, error_code = @code, error_message = @message, ended_at = @now WHERE item_id = @itemId AND n = @n');
     this.refusedStmt = db.prepare("UPDATE attempts SET status = 'refused', error_code = @code, error_message = @message, ended_at = @now WHERE item_id = @itemId AND n = @n");
     this.endedBadlyStmt = db.prepare<[string], { n: number }>("SELECT count(*) AS n FROM attempts WHERE item_id = ? AND status IN ('failed', 'expired')");
-    this.allStmt = db.prepare<[], AttemptRow>('SELECT * FROM attempts ORDER BY item_id, n');
+    this.allStmt = db.prepare<[], AttemptFacts>('SELECT item_id, job_id, charged, refunded FROM attempts ORDER BY item_id, n');
     this.ofItemStmt = db.prepare<[string], AttemptRow>('SELECT * FROM attempts WHERE item_id = ? ORDER BY n');
     this.totalsStmt = db.prepare<[], { charged: number; refunded: number }>('SELECT coalesce(sum(charged), 0) AS charged, coalesce(sum(refunded), 0) AS refunded FROM attempts');
   }
@@ -83,8 +85,8 @@ export class Attempts {
     return this.totalsStmt.get()!;
   }
 
-  /** Every row, grouped by item: one pass for reports instead of a query per item. */
-  all(): AttemptRow[] {
+  /** What reports need of every attempt, grouped by item: one pass instead of a query per item. */
+  factsForReport(): AttemptFacts[] {
     return this.allStmt.all();
   }
 }

@@ -19,6 +19,8 @@ export interface ItemRow {
   updated_at: number;
 }
 
+export type ItemFacts = Pick<ItemRow, 'id' | 'state' | 'type' | 'model' | 'error_code' | 'error_message'> & { prompt: string };
+
 export interface ItemSync {
   id: string;
   seq: number;
@@ -42,6 +44,8 @@ export class Items {
   private readonly countsStmt;
   private readonly finishedStmt;
   private readonly workStmt;
+  private readonly reportStmt;
+  private readonly specsStmt;
 
   constructor(private readonly db: Db) {
     this.byId = db.prepare<[string], ItemRow>('SELECT * FROM items WHERE id = ?');
@@ -59,6 +63,8 @@ export class Items {
     this.workStmt = db.prepare<[], { type: 'image' | 'video'; open: number; pending: number; submitted: number }>(
       "SELECT type, sum(state IN ('pending', 'submitting', 'running', 'downloading')) AS open, sum(state = 'pending') AS pending, sum(attempt > 0) AS submitted FROM items GROUP BY type",
     );
+    this.reportStmt = db.prepare<[], ItemFacts>("SELECT id, state, type, model, json_extract(spec, '$.prompt') AS prompt, error_code, error_message FROM items ORDER BY seq");
+    this.specsStmt = db.prepare<[string], { id: string; spec: string }>('SELECT id, spec FROM items WHERE type = ? ORDER BY seq');
     this.countsStmt = db.prepare<[], { state: ItemState; n: number }>('SELECT state, count(*) AS n FROM items GROUP BY state');
   }
 
@@ -135,6 +141,16 @@ export class Items {
     const out = { image: { open: 0, pending: 0, submitted: 0 }, video: { open: 0, pending: 0, submitted: 0 } };
     for (const { type, ...n } of this.workStmt.all()) out[type] = n;
     return out;
+  }
+
+  /** What reports need of every item, without its whole stored spec. */
+  factsForReport(): ItemFacts[] {
+    return this.reportStmt.all();
+  }
+
+  /** The stored specs of one type's items. */
+  specsOf(type: 'image' | 'video'): { id: string; spec: string }[] {
+    return this.specsStmt.all(type);
   }
 
   all(): ItemRow[] {

@@ -13,6 +13,13 @@ export interface OutputRow {
 }
 
 /** Outputs of completed jobs: where each went, its size and hash. */
+export interface OutputFile {
+  item_id: string;
+  path: string;
+  bytes: number;
+  sha256: string;
+}
+
 export class Outputs {
   private readonly ensureStmt;
   private readonly doneStmt;
@@ -26,7 +33,7 @@ export class Outputs {
     this.doneStmt = db.prepare('UPDATE outputs SET path = @path, bytes = @bytes, sha256 = @sha256, content_type = @contentType, downloaded_at = @now WHERE job_id = @jobId AND idx = @idx');
     this.ofJobStmt = db.prepare<[string], OutputRow>('SELECT * FROM outputs WHERE job_id = ? ORDER BY idx');
     this.missingStmt = db.prepare('UPDATE outputs SET sha256 = NULL WHERE job_id = ? AND idx = ?');
-    this.allStmt = db.prepare<[], OutputRow>('SELECT * FROM outputs ORDER BY item_id, job_id, idx');
+    this.allStmt = db.prepare<[], OutputFile>('SELECT item_id, path, bytes, sha256 FROM outputs WHERE path IS NOT NULL AND sha256 IS NOT NULL ORDER BY item_id, job_id, idx');
     this.ofItemStmt = db.prepare<[string], OutputRow>('SELECT * FROM outputs WHERE item_id = ? ORDER BY job_id, idx');
   }
 
@@ -52,8 +59,8 @@ export class Outputs {
     return this.ofItemStmt.all(itemId);
   }
 
-  /** Every row, grouped by item: one pass for reports instead of a query per item. */
-  all(): OutputRow[] {
+  /** Every verified file on disk, grouped by item: one pass for reports instead of a query per item. */
+  filesForReport(): OutputFile[] {
     return this.allStmt.all();
   }
 }

@@ -1,9 +1,11 @@
 /// <reference lib="dom" />
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
+import { renderGallery, type ResultRow } from '../../src/report/index.js';
 import { makePng } from '../../src/simulator/media.js';
 import { launchChromium } from '../helpers/browser.js';
 import { runCli } from '../helpers/cli.js';
@@ -140,5 +142,31 @@ describe('the gallery, opened in headless Chromium from the file system', () => 
     const shown = await mediaShown(page);
     expect(shown.images.sort()).toEqual(rows.flatMap((r) => r.files.map((f) => encodeURI(f.path))).sort());
     expect(shown.images.length).toBeGreaterThan(0);
+  });
+
+  it('a big catalog draws a page of cards at a time, and its filters count every item, drawn or not', async () => {
+    const rows: ResultRow[] = Array.from({ length: 450 }, (_, i) => ({
+      id: `sku-${i}`, state: i % 10 === 9 ? 'failed' : 'done', type: 'image', model: i % 3 ? 'studio-xl' : 'studio-lite', prompt: `product ${i}`,
+      files: [], jobIds: [], creditsCharged: 8, creditsRefunded: 0, errorCode: i % 10 === 9 ? 'GENERATION_FAILED' : null, errorMessage: null,
+    }));
+    const dir = mkdtempSync(join(tmpdir(), 'genbatch-gallery-'));
+    writeFileSync(join(dir, 'index.html'), renderGallery({ title: 'big', generatedAt: Date.now(), rows, posters: new Map(), credits: { charged: 3600, refunded: 0, net: 3600 }, failures: { GENERATION_FAILED: 45 }, run: { seconds: 60, sessions: 1 } }));
+    const browser = await launchChromium();
+    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    await page.goto(pathToFileURL(join(dir, 'index.html')).href);
+    const drawn = () => page.$$eval('.card', (cards) => cards.length);
+    expect(await drawn()).toBe(200);
+    expect(await page.textContent('#shown')).toBe('450 of 450 shown');
+    await page.click('#more');
+    expect(await drawn()).toBe(400);
+    // Scrolling to the end draws the rest.
+    await page.evaluate(() => window.scrollTo(0, document.body.scrollHeight));
+    await page.waitForFunction(() => document.querySelectorAll('.card').length === 450);
+    expect(await page.isVisible('#more')).toBe(false);
+    await page.click('label.chip:has(input[value="done"])');
+    expect(await page.textContent('#shown')).toBe('45 of 450 shown');
+    expect(await page.$$eval('.card', (cards) => cards.map((c) => (c as HTMLElement).dataset.id))).toEqual(rows.filter((r) => r.state === 'failed').map((r) => r.id));
+    await page.selectOption('#model', 'studio-lite');
+    expect(await page.textContent('#shown')).toBe(`${rows.filter((r) => r.state === 'failed' && r.model === 'studio-lite').length} of 450 shown`);
   });
 });

@@ -11,16 +11,20 @@ const render = (rows: ResultRow[], posters = new Map<string, string>()) =>
 
 describe('the gallery page', () => {
   it('treats every value from the manifest or the service as text, and every file name as one path', () => {
-    const html = render([
-      row({ id: '"><img src=x onerror=alert(1)>', model: '"><script>alert(2)</script>', prompt: '</p><script>alert(3)</script>', files: [{ path: 'sub dir/a#b?c&d".png', bytes: 1, sha256: 'h' }] }),
-      row({ id: 'f', state: 'failed', errorCode: 'E<1>', errorMessage: '<script>alert(4)</script>' }),
-    ]);
-    const scripts = html.match(/<script\b/g) ?? [];
-    expect(scripts).toHaveLength(1); // the page's own filter script, nothing from the data
-    expect(html).not.toMatch(/<img src=x/);
+    const hostile = row({ id: '"><img src=x onerror=alert(1)>', model: '"><script>alert(2)</script>', prompt: '</script><script>alert(3)</script><!--', files: [{ path: 'sub dir/a#b?c&d".png', bytes: 1, sha256: 'h' }] });
+    const failed = row({ id: 'f', state: 'failed', errorCode: 'E<1>', errorMessage: '<script>alert(4)</script>' });
+    const html = render([hostile, failed]);
+    // Two script elements: the items as JSON, and the page's own code. No value can open another.
+    expect(html.match(/<script\b/g)).toHaveLength(2);
+    const data = /<script type="application\/json" id="items">([\s\S]*?)<\/script>/.exec(html)![1]!;
+    expect(data).not.toContain('<');
+    const items = JSON.parse(data);
+    expect(items.map((i: { id: string; prompt: string; model: string }) => [i.id, i.prompt, i.model])).toEqual([[hostile.id, hostile.prompt, hostile.model], ['f', 'p', 'studio-lite']]);
+    expect(items[0].files).toEqual(['sub%20dir/a%23b%3Fc%26d%22.png']);
+    expect(items[1]).toMatchObject({ code: 'E<1>', message: '<script>alert(4)</script>' });
+    // The server-drawn parts (title, model filter, failures) escape too.
     expect(html).not.toContain('<i>CODE</i>');
-    expect(html).toContain('src="sub%20dir/a%23b%3Fc%26d%22.png"');
-    expect(html).toContain('&#60;script&#62;alert(4)&#60;/script&#62;');
+    expect(html).toContain('<option value="&#34;&#62;&#60;script&#62;alert(2)&#60;/script&#62;">');
   });
 
   it('has no reference that would leave the file system: a CSP forbids the network', () => {

@@ -67,6 +67,6 @@ describe('metadata sidecars', () => {
     rmSync(join(ws.dir, 'elsewhere', 'index.html'));
     const report = await runCli(['report', 'm.yaml', '--html'], ws.env, ws.dir);
     expect(report.stdout).toContain(`gallery: ${join(ws.dir, 'elsewhere', 'index.html')}`);
-    expect(readFileSync(join(ws.dir, 'elsewhere', 'index.html'), 'utf8')).toContain('src="a-1.png"');
+    expect(readFileSync(join(ws.dir, 'elsewhere', 'index.html'), 'utf8')).toContain('"files":["a-1.png"]');
   });
 });

@@ -1,0 +1,89 @@
+// The report a 100,000-item run leaves (results.jsonl/csv and the index.html gallery), from its state file alone.
+// Goal: under 10 s and 400 MB, so the end of a big run is not a wait of its own; and the
+// gallery, opened in Chromium, shows its first cards within 3 s and applies a filter within 1 s.
+import { existsSync, mkdtempSync, statSync, writeFileSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
+import { chromium } from 'playwright-core';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Store } from '../dist/store/index.js';
+import { fmt, measureCli } from './measure.mjs';
+
+const ITEMS = 100_000;
+const GOAL = { seconds: 10, rssMb: 400, firstCardsMs: 3000, filterMs: 1000 };
+const CHROMIUM = process.env.GENBATCH_CHROMIUM ?? '/usr/bin/chromium';
+
+/** A state file as a finished catalog run leaves it: every item attempted once, 1 in 50 failed and refunded. */
+function buildState(path) {
+  const store = Store.open(path);
+  const now = Date.now();
+  const id = (i) => `SKU-${String(i).padStart(6, '0')}`;
+  store.items.sync(
+    (function* () {
+      for (let i = 0; i < ITEMS; i++) {
+        const spec = { id: id(i), type: 'image', model: i % 4 ? 'studio-xl' : 'studio-lite', prompt: `Ceramic item ${i}, hand glazed, studio product photo` };
+        yield { id: spec.id, seq: i, type: 'image', model: spec.model, contentHash: `h${i}`, spec: JSON.stringify(spec) };
+      }
+    })(),
+    now,
+    false,
+  );
+  store.tx(() => {
+    for (let i = 0; i < ITEMS; i++) {
+      const item = id(i);
+      const job = `job_${i}`;
+      store.attempts.create(item, 1, `key-${i}`, '{}', now);
+      store.attempts.markAccepted(item, 1, job, 8, now);
+      if (i % 50 === 49) {
+        store.attempts.markEnded(item, 1, 'failed', 8, now, { code: 'GENERATION_FAILED', message: 'The generation failed; the credits were refunded.' });
+        store.items.setState(item, 'failed', now, { code: 'GENERATION_FAILED', message: 'The generation failed; the credits were refunded.' });
+      } else {
+        store.attempts.markEnded(item, 1, 'completed', 0, now);
+        store.outputs.linkIssued(job, 0, item, now);
+        store.outputs.markDownloaded(job, 0, { path: `${item}-1.png`, bytes: 4785, sha256: 'ab'.repeat(32), contentType: 'image/png' }, now);
+        store.items.setState(item, 'done', now);
+      }
+    }
+  });
+  store.runs.end(store.runs.begin(now - 3_600_000, { limits: {}, timeScale: 1, outDir: '' }), now);
+  store.close();
+}
+
+export async function reportBench() {
+  const dir = mkdtempSync(join(tmpdir(), 'genbatch-bench-report-'));
+  const state = join(dir, 'big.sqlite');
+  buildState(state);
+  writeFileSync(join(dir, 'big.yaml'), 'version: 1\nname: big\nitems:\n  - { id: one, model: studio-xl, prompt: "the state holds the real items" }\n');
+  const out = join(dir, 'out');
+  const r = await measureCli(['report', 'big.yaml', '--state', state, '--out', out, '--html'], { cwd: dir });
+  if (r.code !== 0) throw new Error(`report exited ${r.code}: ${r.stderr}`);
+  const pass = r.wallSeconds < GOAL.seconds && r.peakRssMb < GOAL.rssMb;
+  const mb = (f) => fmt(statSync(join(out, f)).size / 1024 / 1024, 1);
+  console.log(`report  ${ITEMS.toLocaleString('en-US')} items, --html: wall ${fmt(r.wallSeconds)} s, peak RSS ${fmt(r.peakRssMb, 0)} MB, ${fmt(r.cpuSeconds)} CPU-s (goal < ${GOAL.seconds} s, < ${GOAL.rssMb} MB): ${pass ? 'met' : 'MISSED'}`);
+  console.log(`report  files: index.html ${mb('index.html')} MB, results.jsonl ${mb('results.jsonl')} MB, results.csv ${mb('results.csv')} MB`);
+  return (await galleryInBrowser(join(out, 'index.html'))) && pass;
+}
+
+async function galleryInBrowser(file) {
+  if (!existsSync(CHROMIUM)) {
+    console.log(`report  gallery in Chromium: no browser at ${CHROMIUM} (apt-get install chromium): NOT MEASURED`);
+    return false;
+  }
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'] });
+  try {
+    const page = await browser.newPage();
+    const started = Date.now();
+    await page.goto(pathToFileURL(file).href, { timeout: 120_000 });
+    await page.waitForSelector('.card');
+    const firstCardsMs = Date.now() - started;
+    const clicked = Date.now();
+    await page.click('label.chip:has(input[value="done"])');
+    const shown = await page.textContent('#shown');
+    const filterMs = Date.now() - clicked;
+    const pass = firstCardsMs < GOAL.firstCardsMs && filterMs < GOAL.filterMs;
+    console.log(`report  gallery in Chromium: first cards ${firstCardsMs} ms, a filter click ${filterMs} ms (${shown}) (goal < ${GOAL.firstCardsMs} ms, < ${GOAL.filterMs} ms): ${pass ? 'met' : 'MISSED'}`);
+    return pass;
+  } finally {
+    await browser.close();
+  }
+}
