@@ -1,6 +1,9 @@
 import type { RunEvent } from '../runner/index.js';
 import type { Store } from '../store/index.js';
 import { formatDuration } from '../estimate/index.js';
+import { liveEta, type Status } from '../report/index.js';
+
+const ETA_REFRESH_MS = 2000;
 
 /**
  * What a run shows while it works: on a terminal one live line (done, in
@@ -8,8 +11,8 @@ import { formatDuration } from '../estimate/index.js';
  */
 export class Progress {
   private timer: NodeJS.Timeout | undefined;
-  private readonly started = Date.now();
   private submittedAt: number[] = [];
+  private eta: { value: Status['eta']; at: number } = { value: null, at: 0 };
 
   constructor(
     private readonly out: NodeJS.WriteStream,
@@ -33,9 +36,10 @@ export class Progress {
     const { charged, refunded } = this.store.attempts.totals();
     const now = Date.now();
     this.submittedAt = this.submittedAt.filter((t) => t > now - 60_000);
+    // The same ETA as `genbatch status`, refreshed every few seconds rather than every frame.
+    if (now - this.eta.at > ETA_REFRESH_MS) this.eta = { value: liveEta(this.store, now), at: now };
     const finished = c.done + c.failed + c.rejected + c.blocked + c.skipped;
-    const elapsed = (now - this.started) / 1000;
-    const eta = finished > 0 && finished < this.total ? ` · ETA ${formatDuration((elapsed / finished) * (this.total - finished))}` : '';
+    const eta = this.eta.value && finished < this.total ? ` · ETA ${formatDuration(this.eta.value.seconds)}` : '';
     const line = `done ${c.done}/${this.total} · in flight ${c.submitting + c.running} · downloading ${c.downloading} · failed ${c.failed + c.rejected + c.blocked + c.skipped} · credits ${charged} charged, ${refunded} refunded · ${this.submittedAt.length} submissions/min${eta}`;
     this.out.write(`\r\x1b[2K${line.slice(0, (this.out.columns ?? 200) - 1)}`);
   }

@@ -8,7 +8,7 @@ import { collectResults, writeResults } from './results.js';
 import { writeSidecars } from './sidecars.js';
 
 export { collectResults, writeResults, type ResultRow } from './results.js';
-export { collectStatus, type Status } from './status.js';
+export { collectStatus, liveEta, type Status } from './status.js';
 export { renderGallery, type GalleryInput } from './gallery.js';
 export { sidecarPathOf, writeSidecars, type Sidecar } from './sidecars.js';
 

@@ -51,6 +51,12 @@ export function collectStatus(store: Store, where: { manifest: string; state: st
   };
 }
 
+/** The ETA of the run this process is doing (its latest session), as status would give it. */
+export function liveEta(store: Store, now: number): Status['eta'] {
+  const run = store.runs.all().at(-1);
+  return run && run.ended_at === null ? etaOf(store, run, store.attempts.totals().charged, now) : null;
+}
+
 function etaOf(store: Store, run: RunRow, charged: number, now: number): Status['eta'] {
   const limits = JSON.parse(run.limits) as KeyLimits;
   const work = store.items.workByType();

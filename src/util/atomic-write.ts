@@ -15,10 +15,10 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array | 
     }
     out.end();
     await once(out, 'finish');
+    await rename(temp, path);
   } catch (error) {
     out.destroy();
     await rm(temp, { force: true });
     throw error;
   }
-  await rename(temp, path);
 }

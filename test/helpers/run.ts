@@ -115,3 +115,9 @@ export function expectKeyNowhere(dir: string, key: string): void {
   }
   expect(scanned).toBeGreaterThan(0);
 }
+
+/** What a run leaves beside its outputs: the results export, the gallery, sidecars. */
+export const REPORT_FILE = /^(results\.(jsonl|csv)|index\.html|.+\.json)$/;
+
+/** The generated files in an output dir, without the report a run writes beside them. */
+export const outputFilesIn = (dir: string) => readdirSync(dir).filter((f) => !REPORT_FILE.test(f));

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { PIPELINE_FILES, PIPELINE_ITEMS } from '../helpers/manifests.js';
-import { expectNoDoubleChargeAndVerifiedOutputs, killLoop, readState, workspace } from '../helpers/run.js';
+import { expectNoDoubleChargeAndVerifiedOutputs, killLoop, outputFilesIn, readState, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 
 const KILLS = 25;
@@ -32,7 +32,7 @@ describe('crash safety at scale', () => {
 
     // Every file under a final name is a recorded, verified output: no partial file ever got a final name.
     const recorded = new Map(readState(ws.statePath).outputs.map((o) => [o.path, o.sha256]));
-    const files = readdirSync(ws.outDir).filter((f) => !/^results\.(jsonl|csv)$/.test(f));
+    const files = outputFilesIn(ws.outDir);
     expect(files.filter((f) => f.startsWith('.'))).toEqual([]);
     for (const f of files) expect(createHash('sha256').update(readFileSync(join(ws.outDir, f))).digest('hex')).toBe(recorded.get(f));
     expect(files).toHaveLength(17);

@@ -1,8 +1,5 @@
-import { readdirSync } from 'node:fs';
-
-const outputsIn = (dir: string) => readdirSync(dir).filter((f) => !/^results\.(jsonl|csv)$/.test(f));
 import { describe, expect, it } from 'vitest';
-import { expectKeyNowhere, imageManifest, readState, workspace } from '../helpers/run.js';
+import { expectKeyNowhere, imageManifest, outputFilesIn, readState, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 
 describe('hostile answers from the service and its storage', () => {
@@ -19,7 +16,7 @@ describe('hostile answers from the service and its storage', () => {
     expect(readState(ws.statePath).items[0]).toMatchObject({ state: 'failed' });
     expect(res.stdout).toMatch(/failures by code: ResponseShapeError|failures by code: \w+/);
     expect(t.sim.service.ledger.of('download')).toHaveLength(0);
-    expect(outputsIn(ws.outDir)).toEqual([]);
+    expect(outputFilesIn(ws.outDir)).toEqual([]);
     expectKeyNowhere(ws.dir, t.sim.apiKey);
   });
 
@@ -30,7 +27,7 @@ describe('hostile answers from the service and its storage', () => {
     const res = await ws.run();
     expect(res.code).toBe(0);
     expect(t.sim.service.ledger.of('download')).toHaveLength(2);
-    expect(outputsIn(ws.outDir)).toEqual(['item-0-1.png']);
+    expect(outputFilesIn(ws.outDir)).toEqual(['item-0-1.png']);
   });
 
   it('an endless body is cut off at --max-output-mb, leaves no file, and the item says why', async () => {
@@ -41,7 +38,7 @@ describe('hostile answers from the service and its storage', () => {
     expect(res.code).toBe(1);
     expect(readState(ws.statePath).items[0]).toMatchObject({ state: 'downloading', error_code: 'DOWNLOAD_FAILED' });
     expect(res.stdout).toContain('DOWNLOAD_FAILED');
-    expect(outputsIn(ws.outDir)).toEqual([]);
+    expect(outputFilesIn(ws.outDir)).toEqual([]);
     expect(t.sim.service.ledger.of('charge')).toHaveLength(1);
   });
 

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { readFileSync, readdirSync, rmSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
@@ -68,5 +68,22 @@ describe('metadata sidecars', () => {
     const report = await runCli(['report', 'm.yaml', '--html'], ws.env, ws.dir);
     expect(report.stdout).toContain(`gallery: ${join(ws.dir, 'elsewhere', 'index.html')}`);
     expect(readFileSync(join(ws.dir, 'elsewhere', 'index.html'), 'utf8')).toContain('"files":["a-1.png"]');
+  });
+});
+
+describe('a report that cannot be written', () => {
+  it("does not change the run's outcome: the run says so and report writes it later", async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(t.sim, 'version: 1\ndefaults: { model: studio-lite }\nitems:\n  - { id: a, prompt: "first" }\n');
+    // A directory where the gallery goes: its rename fails.
+    mkdirSync(join(ws.outDir, 'index.html'), { recursive: true });
+    const res = await ws.run();
+    expect(res.code).toBe(0);
+    expect(res.stdout).toMatch(/done 1\/1/);
+    expect(res.stdout).toMatch(/the results could not be written \(.*index\.html.*\); genbatch report writes them from the state once that is fixed/);
+    expect(readdirSync(ws.outDir).filter((f) => f.endsWith('.tmp'))).toEqual([]);
+    rmSync(join(ws.outDir, 'index.html'), { recursive: true });
+    expect((await runCli(['report', 'm.yaml', '--html'], ws.env, ws.dir)).code).toBe(0);
+    expect(readFileSync(join(ws.outDir, 'index.html'), 'utf8')).toContain('"id":"a"');
   });
 });

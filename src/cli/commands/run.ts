@@ -97,9 +97,16 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
   progress.start();
   logger.info({ manifest: manifest.source.absPath, state: statePath, outDir, timeScale }, 'run started');
   const done = runner.run().then(async (summary) => {
-    const written = await writeReport(store, outDir, { title: manifest.name, html: true, sidecars: flags.sidecars ?? false, now: Date.now() });
-    const sidecars = written.sidecars !== undefined ? `\nsidecars: ${written.sidecars} next to the outputs` : '';
-    return { summary, report: `${report(summary, outDir, cwd, logPath)}\nresults: ${written.jsonl}, ${written.csv}\ngallery: ${written.html}${sidecars}` };
+    let files: string;
+    try {
+      const written = await writeReport(store, outDir, { title: manifest.name, html: true, sidecars: flags.sidecars ?? false, now: Date.now() });
+      files = `results: ${written.jsonl}, ${written.csv}\ngallery: ${written.html}${written.sidecars !== undefined ? `\nsidecars: ${written.sidecars} next to the outputs` : ''}`;
+    } catch (error) {
+      // The run's outcome stands whatever happens to its report (a full disk, say); the state has it all.
+      logger.error({ err: error }, 'report not written');
+      files = `the results could not be written (${(error as Error).message}); genbatch report writes them from the state once that is fixed`;
+    }
+    return { summary, report: `${report(summary, outDir, cwd, logPath)}\n${files}` };
   }).finally(async () => {
     progress.stop();
     logger.info('run ended');
