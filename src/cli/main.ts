@@ -83,7 +83,7 @@ program
 program
   .command('report')
   .argument('<manifest>')
-  .description('write results.jsonl and results.csv (one row per item) into the output dir, from the state file alone')
+  .description('write results.jsonl and results.csv (one row per item), and with --html the index.html gallery, into the output dir, from the state file alone')
   .option('--state <path>', 'the SQLite state file')
   .option('--out <dir>', 'the output dir the run wrote to (default: the one it recorded)')
   .option('--html', 'also write index.html, a gallery of the outputs that opens from the file system')

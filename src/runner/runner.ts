@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import PQueue from 'p-queue';
@@ -61,6 +62,8 @@ export class Runner implements RunContext {
     this.buckets = { submit: new Bucket(opts.limits.submit, now, recent), read: new Bucket(opts.limits.read, now), upload: new Bucket(opts.limits.upload, now) };
     this.slots = { image: new Slots(opts.limits.imagesInFlight), video: new Slots(opts.limits.videosInFlight) };
     this.downloads = new PQueue({ concurrency: opts.downloadConcurrency });
+    // Every poll, upload and download in flight listens for the interrupt: more than the default 10 is normal.
+    setMaxListeners(opts.limits.imagesInFlight + opts.limits.videosInFlight + opts.downloadConcurrency + 64, this.abort.signal);
   }
 
   async run(): Promise<RunSummary> {
