@@ -6,6 +6,7 @@ import { galleryChunks } from './gallery.js';
 import { postersFor } from './posters.js';
 import { collectResults, writeResults } from './results.js';
 import { writeSidecars } from './sidecars.js';
+import { runSeconds } from './status.js';
 
 export { collectResults, writeResults, type ResultRow } from './results.js';
 export { collectStatus, liveEta, type Status } from './status.js';
@@ -45,7 +46,7 @@ export async function writeReport(store: Store, outDir: string, opts: ReportOpti
       posters: await postersFor(rows, specs),
       credits: { charged, refunded, net: charged - refunded },
       failures: store.items.failuresByCode(),
-      run: { seconds: sessions.reduce((s, r) => s + ((r.ended_at ?? r.heartbeat_at) - r.started_at), 0) / 1000, sessions: sessions.length },
+      run: { seconds: runSeconds(sessions), sessions: sessions.length },
     });
     written.html = join(outDir, 'index.html');
     await writeFileAtomic(written.html, page);

@@ -37,7 +37,7 @@ export function collectStatus(store: Store, where: { manifest: string; state: st
   const sessions = store.runs.all();
   const last = sessions.at(-1);
   const running = Boolean(last && last.ended_at === null && lockHolder(where.state)?.alive);
-  const seconds = sessions.reduce((sum, r) => sum + ((r === last && running ? now : (r.ended_at ?? r.heartbeat_at)) - r.started_at), 0) / 1000;
+  const seconds = runSeconds(sessions, running ? now : undefined);
   const waitingUntil = running && last?.waiting_until && last.waiting_until > now ? last.waiting_until : null;
   return {
     manifest: where.manifest,
@@ -49,6 +49,12 @@ export function collectStatus(store: Store, where: { manifest: string; state: st
     run: { running, sessions: sessions.length, startedAt: iso(sessions[0]?.started_at), lastActiveAt: iso(last && (running ? now : (last.ended_at ?? last.heartbeat_at))), seconds: Math.round(seconds), waitingUntil: iso(waitingUntil) },
     eta: running && last ? etaOf(store, last, charged, now) : null,
   };
+}
+
+/** Time spent running, over all sessions: a killed one counts to its last heartbeat, a live one (`liveNow`) to now. */
+export function runSeconds(sessions: readonly RunRow[], liveNow?: number): number {
+  const last = sessions.at(-1);
+  return sessions.reduce((sum, r) => sum + ((r === last && liveNow !== undefined ? liveNow : (r.ended_at ?? r.heartbeat_at)) - r.started_at), 0) / 1000;
 }
 
 /** The ETA of the run this process is doing (its latest session), as status would give it. */
