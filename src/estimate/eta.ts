@@ -1,7 +1,6 @@
-import type { KeyLimits } from '../scheduler/limits.js';
+import { KEY_DAY_MS, keyDayOf, type KeyLimits } from '../scheduler/limits.js';
 import { estimateDuration } from './duration.js';
 
-const DAY_MS = 86_400_000;
 /** Completions needed before their pace is trusted over the limits. */
 const MIN_OBSERVED = 3;
 
@@ -48,11 +47,11 @@ export function estimateEta(input: EtaInput): Eta {
   }
   let finishMs = now + waitMs + (remaining > 0 ? workMs : 0);
   // Credits beyond what today's cap allows wait for later key days.
-  const dayMs = DAY_MS / run.timeScale;
+  const dayMs = KEY_DAY_MS / run.timeScale;
   const leftToday = Math.max(0, run.limits.dailyCap - input.credits.chargedToday);
   if (input.credits.toSpend > leftToday && run.limits.dailyCap > 0) {
     const extraDays = Math.ceil((input.credits.toSpend - leftToday) / run.limits.dailyCap);
-    const lastDayStart = (Math.floor(now / dayMs) + extraDays) * dayMs;
+    const lastDayStart = (keyDayOf(now, run.timeScale) + extraDays) * dayMs;
     const lastDayShare = (input.credits.toSpend - leftToday - (extraDays - 1) * run.limits.dailyCap) / Math.max(1, input.credits.toSpend);
     finishMs = Math.max(finishMs, lastDayStart + workMs * lastDayShare);
   }

@@ -1,6 +1,6 @@
 import { formatDuration } from '../estimate/index.js';
 import type { ItemState } from '../store/index.js';
-import { relativeUrl } from './posters.js';
+import { escapeHtml as esc, relativeUrl } from './html.js';
 import type { ResultRow } from './results.js';
 
 export interface GalleryInput {
@@ -17,8 +17,6 @@ export interface GalleryInput {
 /** The states the filters always offer; others appear when some item is in them. */
 const FILTER_STATES: readonly ItemState[] = ['done', 'failed', 'blocked', 'skipped'];
 const ALL_STATES: readonly ItemState[] = ['done', 'failed', 'rejected', 'blocked', 'skipped', 'pending', 'submitting', 'running', 'downloading'];
-
-const esc = (text: string | number) => String(text).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 /**
  * One HTML file that shows a run's outputs: no server, no network (a CSP

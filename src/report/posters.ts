@@ -1,6 +1,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import { lookup } from 'mime-types';
 import type { ItemSpec } from '../runner/bodies.js';
+import { escapeHtml, relativeUrl } from './html.js';
 import type { ResultRow } from './results.js';
 
 /** Inputs larger than this are not inlined into the gallery as posters. */
@@ -50,13 +51,8 @@ async function inline(path: string): Promise<string | undefined> {
   }
 }
 
-/** A path relative to the gallery, as a URL: each segment percent-encoded (names may hold # or ?). */
-export function relativeUrl(path: string): string {
-  return path.split('/').map(encodeURIComponent).join('/');
-}
-
 function placeholderPoster(model: string, duration: string | undefined): string {
-  const label = `${model}${duration ? ` · ${duration} s` : ''}`.replace(/[<>&'"]/g, (c) => `&#${c.charCodeAt(0)};`);
+  const label = escapeHtml(`${model}${duration ? ` · ${duration} s` : ''}`);
   const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="320" height="180" viewBox="0 0 320 180"><rect width="320" height="180" fill="#1f2933"/><circle cx="160" cy="80" r="34" fill="#ffffff22"/><path d="M149 62v36l30-18z" fill="#fff"/><text x="160" y="150" fill="#cbd2d9" font-family="sans-serif" font-size="14" text-anchor="middle">${label}</text></svg>`;
   return `data:image/svg+xml,${encodeURIComponent(svg)}`;
 }

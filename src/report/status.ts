@@ -1,8 +1,6 @@
 import { estimateEta } from '../estimate/index.js';
-import type { KeyLimits } from '../scheduler/limits.js';
+import { keyDayOf, type KeyLimits } from '../scheduler/limits.js';
 import { lockHolder, type ItemState, type RunRow, type Store } from '../store/index.js';
-
-const DAY_MS = 86_400_000;
 
 /** `genbatch status --json`: a stable shape (documented in the README); fields are only ever added. */
 export interface Status {
@@ -73,7 +71,7 @@ function etaOf(store: Store, run: RunRow, charged: number, now: number): Status[
     run: { startedAt: run.started_at, limits, timeScale: run.time_scale, waitingUntil: run.waiting_until ?? undefined },
     open: { images: work.image.open, videos: work.video.open },
     finished: store.items.finishedSince(run.started_at),
-    credits: { toSpend: perItem * (work.image.pending + work.video.pending), chargedToday: store.accounting.chargedOn(Math.floor(now / (DAY_MS / run.time_scale))) },
+    credits: { toSpend: perItem * (work.image.pending + work.video.pending), chargedToday: store.accounting.chargedOn(keyDayOf(now, run.time_scale)) },
   });
   return { seconds: eta.seconds, at: new Date(eta.at).toISOString(), basis: eta.basis };
 }

@@ -7,6 +7,7 @@ import type { Catalog } from '../api/catalog.js';
 import { priceOf } from '../estimate/prices.js';
 import { dependenciesOf, type LoadedManifest } from '../manifest/index.js';
 import { Bucket } from '../scheduler/bucket.js';
+import { KEY_DAY_MS, keyDayOf } from '../scheduler/limits.js';
 import { Slots } from '../scheduler/slots.js';
 import type { ItemRow, ItemState, Store } from '../store/index.js';
 import { sleep } from '../util/clock.js';
@@ -26,9 +27,8 @@ export interface RunSummary {
   failures: Record<string, number>;
 }
 
-const DAY_MS = 86_400_000;
 const HEARTBEAT_MS = 1_000;
-const WEEK_MS = 7 * DAY_MS;
+const WEEK_MS = 7 * KEY_DAY_MS;
 const FAILED_STATES: ItemState[] = ['failed', 'rejected', 'blocked', 'skipped'];
 
 /** Takes a validated manifest to verified outputs on disk, as fast as the key's limits allow. */
@@ -203,7 +203,7 @@ export class Runner implements RunContext {
       const now = this.opts.now();
       const day = this.dayOf(now);
       const over = this.store.accounting.chargedOn(day) + this.reserved + credits > this.opts.limits.dailyCap;
-      const until = Math.max(this.dailyPausedUntil, over ? (day + 1) * this.scaled(DAY_MS) : 0);
+      const until = Math.max(this.dailyPausedUntil, over ? (day + 1) * this.scaled(KEY_DAY_MS) : 0);
       if (until <= now) {
         this.waitingUntil = undefined;
         this.reserved += credits;
@@ -265,7 +265,7 @@ export class Runner implements RunContext {
   }
 
   dayOf(at: number): number {
-    return Math.floor(at / this.scaled(DAY_MS));
+    return keyDayOf(at, this.opts.timeScale);
   }
 
   private summary(): RunSummary {

@@ -36,3 +36,11 @@ export function parseRate(text: string): Rate {
 export function formatRate(rate: Rate): string {
   return rate.windowMs % 1000 === 0 ? `${rate.count}/${rate.windowMs / 1000}s` : `${rate.count}/${rate.windowMs}ms`;
 }
+
+/** The key's day, over which the daily cap counts; a time-scaled rehearsal shortens it. */
+export const KEY_DAY_MS = 86_400_000;
+
+/** Which key day `at` falls in (days since the epoch, UTC), at a time scale. */
+export function keyDayOf(at: number, timeScale: number): number {
+  return Math.floor(at / (KEY_DAY_MS / timeScale));
+}
