@@ -1,17 +1,17 @@
 // The report a 100,000-item run leaves (results.jsonl/csv and the index.html gallery), from its state file alone.
 // Goal: under 10 s and 400 MB, so the end of a big run is not a wait of its own; and the
 // gallery, opened in Chromium, shows its first cards within 3 s and applies a filter within 1 s.
-import { existsSync, mkdtempSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, statSync, writeFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { chromium } from 'playwright-core';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Store } from '../dist/store/index.js';
 import { fmt, measureCli } from './measure.mjs';
+import { chromiumLaunchOptions } from '../scripts/chromium.mjs';
 
 const ITEMS = 100_000;
 const GOAL = { seconds: 10, rssMb: 400, firstCardsMs: 3000, filterMs: 1000 };
-const CHROMIUM = process.env.GENBATCH_CHROMIUM ?? '/usr/bin/chromium';
 
 /** A state file as a finished catalog run leaves it: every item attempted once, 1 in 50 failed and refunded. */
 function buildState(path) {
@@ -65,11 +65,7 @@ export async function reportBench() {
 }
 
 async function galleryInBrowser(file) {
-  if (!existsSync(CHROMIUM)) {
-    console.log(`report  gallery in Chromium: no browser at ${CHROMIUM} (apt-get install chromium): NOT MEASURED`);
-    return false;
-  }
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'] });
+  const browser = await chromium.launch(await chromiumLaunchOptions());
   try {
     const page = await browser.newPage();
     const started = Date.now();
