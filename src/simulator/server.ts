@@ -79,7 +79,7 @@ export async function startSimulator(options: StartOptions = {}): Promise<Runnin
         const chunk = Buffer.alloc(64 * 1024, 7);
         const until = Date.now() + 20_000;
         for (let sent = 0; sent < 64 * 1024 * 1024 && Date.now() < until && !res.destroyed; sent += chunk.length) {
-          if (!res.write(chunk)) await new Promise((r) => res.once('drain', r).once('close', r));
+          if (!res.write(chunk)) await drainedOrClosed(res);
         }
         res.end();
         return;
@@ -152,4 +152,17 @@ export async function startSimulator(options: StartOptions = {}): Promise<Runnin
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** Waits for the response to drain or close, and leaves no listener behind either way. */
+function drainedOrClosed(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
 }

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { onTestFinished } from 'vitest';
+import { recordChildWarnings } from './warnings.js';
 
 /** The built CLI, as users run it (`npm test` builds first). */
 export const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
@@ -26,7 +27,10 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv = cleanEnv(), cwd?
     child.stdout.on('data', (d) => (stdout += d));
     child.stderr.on('data', (d) => (stderr += d));
     child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.on('close', (code) => {
+      recordChildWarnings(stderr, args);
+      resolve({ code, stdout, stderr });
+    });
   });
 }
 
@@ -35,7 +39,12 @@ export function startCli(args: string[], env: NodeJS.ProcessEnv = cleanEnv()): {
   const child = spawn(process.execPath, [CLI, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (out += d));
+  let err = '';
+  child.stderr!.on('data', (d) => {
+    out += d;
+    err += d;
+  });
+  child.on('close', () => recordChildWarnings(err, args));
   onTestFinished(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   });
