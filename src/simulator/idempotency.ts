@@ -43,6 +43,13 @@ export class IdempotencyKeys {
     return live.jobId;
   }
 
+  /** How many requests are being handled now (tests wait for a concurrent resend's moment). */
+  get inFlight(): number {
+    let n = 0;
+    for (const entry of this.entries.values()) if (entry.state === 'in-flight') n++;
+    return n;
+  }
+
   complete(scope: string, key: string, jobId: string, now: number): void {
     const entry = this.entries.get(`${scope}\n${key}`);
     if (entry) Object.assign(entry, { state: 'done', jobId, at: now });

@@ -14,9 +14,17 @@ export type LedgerEvent =
 
 export class Ledger {
   readonly events: LedgerEvent[] = [];
+  private readonly watchers = new Set<(event: LedgerEvent) => void>();
 
   record(event: LedgerEvent): void {
     this.events.push(event);
+    for (const watcher of this.watchers) watcher(event);
+  }
+
+  /** Calls `watcher` with each event as it is recorded (tests act on what the service sees); returns the unsubscribe. */
+  watch(watcher: (event: LedgerEvent) => void): () => void {
+    this.watchers.add(watcher);
+    return () => this.watchers.delete(watcher);
   }
 
   of<K extends LedgerEvent['kind']>(kind: K): Extract<LedgerEvent, { kind: K }>[] {

@@ -32,7 +32,7 @@ export class Service {
   readonly uploads = new Uploads();
   readonly presigner: Presigner;
   readonly random: SeededRandom;
-  private readonly submissions: Submissions;
+  readonly submissions: Submissions;
   private readonly routes: Route[];
   private readonly pendingWaits = new Set<() => void>();
   private closed = false;

@@ -31,7 +31,7 @@ export class Submissions {
 
   constructor(
     private readonly service: Service,
-    private readonly idempotency: IdempotencyKeys,
+    readonly idempotency: IdempotencyKeys,
   ) {}
 
   async submit(type: 'image' | 'video', req: SimRequest, key: SimKey): Promise<SimResponse> {

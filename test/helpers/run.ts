@@ -8,7 +8,9 @@ import Database from 'better-sqlite3';
 import { expect } from 'vitest';
 import { makeMp4, makePng } from '../../src/simulator/media.js';
 import type { RunningSimulator } from '../../src/simulator/index.js';
+import type { LedgerEvent } from '../../src/simulator/ledger.js';
 import { CLI, cleanEnv, runCli, type CliResult } from './cli.js';
+import { recordChildWarnings } from './warnings.js';
 
 export const TIME_SCALE = 600;
 
@@ -81,26 +83,57 @@ export function expectNoDoubleChargeAndVerifiedOutputs(sim: RunningSimulator, ws
   }
 }
 
+/** A request that moves the run on (a submission, a poll, an upload, a download), not the start-up's /me and /models. */
+function isWork(event: LedgerEvent): boolean {
+  if (event.kind === 'request') return !/^\/(me|models)\b/.test(event.path);
+  return event.kind === 'upload-put' || event.kind === 'download' || event.kind === 'charge';
+}
+
+export interface KillLoopOptions {
+  /** Give up (and fail) if the kills have not all landed by then. */
+  maxSeconds?: number;
+}
+
 /**
- * Starts the run `times` times and SIGKILLs it after a random delay each
- * time; returns how many kills landed (a run may finish first), then runs it
- * to completion (a few tries) and returns the last result too.
+ * Starts the run and SIGKILLs it while it has work in flight, until `kills`
+ * kills have landed: each life is killed when the simulator records its
+ * 1st to 3rd request that moves the run on (half the time at that very
+ * instant, before the answer leaves; otherwise up to 60 ms later). A run
+ * that finishes before all kills land fails the loop: the workload is too
+ * small for the kills asked. Then the same command runs to completion once.
  */
-export async function killLoop(ws: RunWorkspace, times: number, delayMs: [number, number]): Promise<{ kills: number; final: CliResult }> {
-  let kills = 0;
-  for (let i = 0; i < times; i++) {
-    const child = spawn(process.execPath, [CLI, ...ws.args()], { cwd: ws.dir, env: ws.env, stdio: 'ignore' });
-    const exited = once(child, 'exit'); // subscribed now: a run that ends by itself before the kill must not be waited for forever
-    await new Promise((r) => setTimeout(r, delayMs[0] + Math.random() * (delayMs[1] - delayMs[0])));
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGKILL');
-      kills++;
-    }
-    await exited;
+export async function killLoop(sim: RunningSimulator, ws: RunWorkspace, kills: number, { maxSeconds = 120 }: KillLoopOptions = {}): Promise<{ kills: number; final: CliResult }> {
+  const deadline = Date.now() + maxSeconds * 1000;
+  let landed = 0;
+  while (landed < kills) {
+    if (Date.now() > deadline) throw new Error(`only ${landed} of ${kills} kills landed in ${maxSeconds} s`);
+    const args = ws.args();
+    const child = spawn(process.execPath, [CLI, ...args], { cwd: ws.dir, env: ws.env, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    const closed = once(child, 'close'); // subscribed now: a life that ends by itself must not be waited for forever
+    const alive = () => child.exitCode === null && child.signalCode === null;
+    let killed = false;
+    const kill = () => {
+      if (!killed && alive()) {
+        killed = child.kill('SIGKILL');
+        if (killed) landed++;
+      }
+    };
+    const killAt = 1 + Math.floor(Math.random() * 3);
+    const atOnce = Math.random() < 0.5;
+    let seen = 0;
+    const unwatch = sim.service.ledger.watch((event) => {
+      if (!isWork(event) || ++seen !== killAt) return;
+      if (atOnce) kill();
+      else setTimeout(kill, Math.random() * 60);
+    });
+    const [code] = (await closed) as [number | null];
+    unwatch();
+    recordChildWarnings(stderr, args);
+    if (!killed) throw new Error(`the run ended by itself (exit ${code}) after ${landed} of ${kills} kills: the workload is too small for this many kills\n${stderr}`);
   }
-  let final = await ws.run();
-  for (let i = 0; i < 4 && final.code !== 0; i++) final = await ws.run();
-  return { kills, final };
+  return { kills: landed, final: await ws.run() };
 }
 
 /** The API key appears in no file the run wrote: state (and its WAL), log, outputs. */

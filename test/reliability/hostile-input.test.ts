@@ -76,7 +76,7 @@ describe('hostile input, generated', () => {
         writeFileSync(join(dir, 'm.yaml'), text);
         const started = Date.now();
         const { loaded, issues } = await loadManifest('m.yaml', dir);
-        expect(Date.now() - started).toBeLessThan(2000);
+        expect(Date.now() - started).toBeLessThan(5000); // a hang, not a slow machine
         expect(loaded !== undefined || issues.count > 0).toBe(true);
         for (const issue of issues.issues) {
           expect(issue.line).toBeGreaterThanOrEqual(1);

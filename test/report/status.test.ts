@@ -18,6 +18,8 @@ describe('genbatch status while a run is live, after it is killed, and after it 
     // Slow submissions keep the run alive long enough to look at it.
     const run = startCli([...ws.args(['--submit-rate', '1/400ms']).map((a) => (a === 'm.yaml' ? join(ws.dir, 'm.yaml') : a))], ws.env);
     await run.waitFor(/(item-\d+: done[\s\S]*){4}/);
+    // From now on jobs take an hour of service time: the run stays live, unfinished, until it is killed.
+    t.sim.service.opts.imageMs = [6_000_000, 6_000_000];
     const live = await json(['status', 'm.yaml', '--json'], ws.env, ws.dir);
     expect(live.run).toMatchObject({ running: true, sessions: 1 });
     expect(live.items.total).toBe(12);
@@ -36,6 +38,10 @@ describe('genbatch status while a run is live, after it is killed, and after it 
     expect(killed.eta).toBeNull();
     expect(killed.items.done).toBeLessThan(12);
     expect((await runCli(['status', 'm.yaml'], ws.env, ws.dir)).stdout).toMatch(/not running; last active/);
+
+    // Jobs back to their usual pace, and those submitted meanwhile end now.
+    t.sim.service.opts.imageMs = [0, 0];
+    for (const job of t.sim.service.jobs.byId.values()) job.endsAt = Math.min(job.endsAt, Date.now());
 
     expect((await ws.run()).code).toBe(0);
     const ended = await json(['status', 'm.yaml', '--json'], ws.env, ws.dir);

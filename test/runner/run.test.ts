@@ -1,7 +1,9 @@
+import { join } from 'node:path';
+import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { expectNoDoubleChargeAndVerifiedOutputs, imageManifest, readState, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
-import { runCli } from '../helpers/cli.js';
+import { runCli, startCli } from '../helpers/cli.js';
 
 const scaled = { timeScale: 600 };
 
@@ -117,16 +119,16 @@ describe('genbatch run against the simulator', () => {
   it('a key revoked mid-run (401) stops the run with exit 3 and what to do; state is kept', async () => {
     const t = await startTestSim({ timeScale: 60 });
     const ws = workspace(t.sim, imageManifest(20), {}, 60);
-    const run = runCli(ws.args(['--submit-rate', '4/1s']), ws.env, ws.dir);
-    await new Promise((r) => setTimeout(r, 1500));
-    t.sim.service.accounts.byLabel('main').revoked = true;
-    const res = await run;
+    // Revoked the instant the service charges the 3rd job: mid-run, whatever the machine's speed.
+    const unwatch = t.sim.service.ledger.watch((event) => {
+      if (event.kind === 'charge' && t.sim.service.ledger.of('charge').length === 3) t.sim.service.accounts.byLabel('main').revoked = true;
+    });
+    const res = await runCli(ws.args(['--submit-rate', '4/1s']), ws.env, ws.dir);
+    unwatch();
     expect(res.code).toBe(3);
     expect(res.stdout).toMatch(/UNAUTHENTICATED[\s\S]*GENBATCH_API_KEY/);
     expect(res.stdout + res.stderr).not.toContain(t.sim.apiKey);
-    const charged = t.sim.service.ledger.of('charge').length;
-    expect(charged).toBeGreaterThan(0);
-    expect(charged).toBeLessThan(20);
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(3);
     t.sim.service.accounts.byLabel('main').revoked = false;
     const rest = await ws.run();
     expect(rest.code, rest.stdout).toBe(0);
@@ -170,14 +172,23 @@ describe('genbatch run against the simulator', () => {
   });
 
   it('a second run on the same state file is refused while the first holds it', async () => {
-    const t = await startTestSim({ timeScale: 60 });
+    // Jobs of an hour of service time (a minute here): the first run holds the state file throughout.
+    const t = await startTestSim({ timeScale: 60, imageSeconds: [3600, 3600] });
     const ws = workspace(t.sim, imageManifest(3), {}, 60);
-    const first = runCli(ws.args(), ws.env, ws.dir);
-    await new Promise((r) => setTimeout(r, 600));
+    const first = startCli(ws.args().map((a) => (a === 'm.yaml' ? join(ws.dir, 'm.yaml') : a)), ws.env);
+    // It holds the lock before it submits: wait for its first submission.
+    await new Promise<void>((resolve) => {
+      const unwatch = t.sim.service.ledger.watch((event) => {
+        if (event.kind === 'charge') resolve(unwatch() as unknown as void);
+      });
+    });
     const second = await ws.run();
     expect(second.code).toBe(1);
     expect(second.stderr).toMatch(/another genbatch process .* is running on this state file/);
-    expect((await first).code).toBe(0);
+    expect(first.child.exitCode).toBeNull();
+    first.child.kill('SIGINT');
+    const [code] = await once(first.child, 'exit');
+    expect(code).toBe(130);
   });
 });
 

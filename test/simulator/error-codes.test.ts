@@ -75,11 +75,12 @@ const cases: Case[] = [
     },
   },
   {
-    code: 'IDEMPOTENCY_IN_FLIGHT', charges: 1, status: 409, reaction: 'query-later', sim: { latencyMs: [400, 400] },
+    code: 'IDEMPOTENCY_IN_FLIGHT', charges: 1, status: 409, reaction: 'query-later', sim: { latencyMs: [1500, 1500] },
     provoke: async (t) => {
       const key = newKey();
       const first = t.client.submitImage(imageBody(), key);
-      await new Promise((r) => setTimeout(r, 100));
+      // Resent while the service is still handling the first: wait for that state, not for a clock.
+      while (t.sim.service.submissions.idempotency.inFlight === 0) await new Promise((r) => setTimeout(r, 5));
       try {
         return await t.client.submitImage(imageBody(), key);
       } finally {

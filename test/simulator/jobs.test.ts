@@ -23,7 +23,7 @@ describe('jobs: long polling, ends, refunds, outputs, links', () => {
     const elapsed = Date.now() - started;
     expect(done.status).toBe('COMPLETED');
     expect(elapsed).toBeGreaterThan(1000);
-    expect(elapsed).toBeLessThan(5000);
+    expect(elapsed).toBeLessThan(10_000); // far below the 30 s wait: it answered at the end, not the timeout
   });
 
   it('a long poll on a job still running answers PROCESSING after the wait', async () => {

@@ -2,7 +2,11 @@ import { describe, expect, it } from 'vitest';
 import { ApiClient } from '../../src/api/index.js';
 import { imageBody, newKey, rejection, startTestSim, type TestSim } from '../helpers/sim.js';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** The simulator's time, moved only by the test: windows and job ends do not depend on the machine's speed. */
+function manualClock(start = Date.now()) {
+  let now = start;
+  return { clock: { now: () => now }, advance: (ms: number) => (now += ms), set: (at: number) => (now = at) };
+}
 
 async function uploadImage(t: TestSim, target: 'image' | 'video'): Promise<string> {
   const bytes = Buffer.from('\x89PNG\r\n\x1a\nnot really a picture');
@@ -14,13 +18,14 @@ async function uploadImage(t: TestSim, target: 'image' | 'video'): Promise<strin
 describe('per-key limits, as the spec sets them', () => {
   it('allows 10 submissions per window, refuses the 11th with RATE_LIMITED, and slides', async () => {
     // timeScale 60: the 60 s window lasts 1 s.
-    const t = await startTestSim({ timeScale: 60, imageSeconds: [1, 1] });
+    const time = manualClock();
+    const t = await startTestSim({ timeScale: 60, imageSeconds: [1, 1], clock: time.clock });
     for (let i = 0; i < 10; i++) await t.client.submitImage(imageBody(`p${i}`), newKey());
     const e = await rejection(t.client.submitImage(imageBody('p10'), newKey()));
     expect(e.code).toBe('RATE_LIMITED');
     expect(e.status).toBe(429);
     expect(e.rateLimitRemaining).toBe(0);
-    await sleep(1050);
+    time.advance(1001);
     await expect(t.client.submitImage(imageBody('p11'), newKey())).resolves.toMatchObject({ status: 'PROCESSING' });
     expect(t.sim.service.ledger.of('charge')).toHaveLength(11);
   });
@@ -50,11 +55,12 @@ describe('per-key limits, as the spec sets them', () => {
   });
 
   it('holds 10 image jobs in flight, then CONCURRENCY_LIMIT until one ends', async () => {
-    const t = await startTestSim({ limits: { submissionsPerWindow: 100 }, timeScale: 60, imageSeconds: [60, 60] });
+    const time = manualClock();
+    const t = await startTestSim({ limits: { submissionsPerWindow: 100 }, timeScale: 60, imageSeconds: [60, 60], clock: time.clock });
     for (let i = 0; i < 10; i++) await t.client.submitImage(imageBody(`p${i}`), newKey());
     const e = await rejection(t.client.submitImage(imageBody('p10'), newKey()));
     expect(e.code).toBe('CONCURRENCY_LIMIT');
-    await sleep(e.retryAfterMs);
+    time.advance(e.retryAfterMs);
     await expect(t.client.submitImage(imageBody('p10'), newKey())).resolves.toBeDefined();
   });
 
@@ -70,14 +76,14 @@ describe('per-key limits, as the spec sets them', () => {
 
   it('refuses past the daily cap with DAILY_CAP_REACHED and accepts again the next key day', async () => {
     // timeScale 43200: a day lasts 2 s.
-    const t = await startTestSim({ timeScale: 43_200, keys: [{ label: 'main', dailyCap: 16 }] });
-    await sleep(2000 - (Date.now() % 2000) + 20); // start at the top of a key day, so all three land in one
+    const time = manualClock(Math.ceil(Date.now() / 2000) * 2000 + 20); // the top of a key day, so all three land in one
+    const t = await startTestSim({ timeScale: 43_200, keys: [{ label: 'main', dailyCap: 16 }], clock: time.clock });
     await t.client.submitImage(imageBody('1'), newKey());
     await t.client.submitImage(imageBody('2'), newKey());
     const e = await rejection(t.client.submitImage(imageBody('3'), newKey()));
     expect(e.code).toBe('DAILY_CAP_REACHED');
     expect(e.retryAfterMs).toBeLessThanOrEqual(2000);
-    await sleep(e.retryAfterMs);
+    time.advance(e.retryAfterMs);
     await expect(t.client.submitImage(imageBody('3'), newKey())).resolves.toBeDefined();
     const me = await t.client.me();
     expect(me.dailyCap).toBe(16);
