@@ -2,32 +2,55 @@ import { ApiError, ResponseShapeError, StorageError, TransportError } from './er
 
 /**
  * What the runner does about an error or a job's end: the spec's error table,
- * made executable. The runner asks `reactionTo`; it never re-derives policy.
+ * made executable. Call sites ask `policy(operation, error)` and apply the
+ * answer; none re-derives policy.
  */
 export type Reaction =
   /** 429: pause the named bucket for Retry-After, then resend with the same idempotency key. */
   | { do: 'wait-and-resend'; bucket: 'rate' | 'concurrency' | 'daily-cap' }
   /** 503: nothing charged; resend with the same key after a pause, at most `maxResends` times. */
   | { do: 'resend-later'; maxResends: number }
-  /** No answer, or an unexpected 5xx: the request may have been accepted; resend only with the same key. */
+  /**
+   * No answer, an unreadable answer, or an unexpected 5xx. On a submission the
+   * request may have been accepted (charged): resend only with the same key,
+   * and when the resends run out leave the attempt "maybe accepted" for the
+   * next run, never a new attempt. On a read: ask again.
+   */
   | { do: 'resend-with-backoff'; maxResends: number }
   /** IDEMPOTENCY_IN_FLIGHT: the first request is still being handled; ask again later with the same key. */
   | { do: 'query-later' }
-  /** The key was spent on another body, or the job ended FAILED/EXPIRED (refunded): a new attempt with a new key. */
+  /** The job ended FAILED/EXPIRED (refunded): a new attempt with a new key. */
   | { do: 'new-attempt' }
+  /**
+   * A 409 other than IN_FLIGHT: a job may exist under this key (sent earlier
+   * with another body). The item stops there with what to do; it is never
+   * paid for again on its own.
+   */
+  | { do: 'key-conflict' }
   /** The item cannot succeed as written: never resend it unchanged. */
   | { do: 'mark-item'; as: 'rejected' | 'blocked' | 'failed' }
+  /** A read refused for its `wait`: ask again with a shorter one (`maxSeconds` when the service said). */
+  | { do: 'adapt-wait'; maxSeconds: number | undefined }
+  /** One paid job cannot be read now: leave it for the next run to ask again; never end it on a read error. */
+  | { do: 'keep-job' }
   /** Nothing this run can do will help: stop submitting and tell the user what to do. */
   | { do: 'stop-run'; hint: string };
 
+/** What the runner was doing when the error came. */
+export type Operation = 'submit' | 'read-job' | 'upload' | 'account';
+
+const KEY_HINTS: Readonly<Record<string, string>> = {
+  UNAUTHENTICATED: 'The API key was rejected (invalid, revoked or expired). Create a key in the account settings and set GENBATCH_API_KEY.',
+  CREDITS_EXHAUSTED: 'The account has too few credits. Top up, then run the same command again to resume.',
+  SCOPE_DENIED: 'The key lacks a scope this manifest needs (image or video). Create a key with that scope and set GENBATCH_API_KEY.',
+  API_NOT_ELIGIBLE: 'The account does not meet the API eligibility conditions (verified e-mail, 7 days old, 2,500 purchased credits, fewer than 30 blocked submissions in 7 days).',
+  API_DISABLED: 'The API is not open. Retrying will not help; try again when the service opens it.',
+  ACCOUNT_SUSPENDED: 'The account is deactivated. Contact support.',
+};
+
 export const ERROR_TABLE: Readonly<Record<string, Reaction>> = {
   VALIDATION_ERROR: { do: 'mark-item', as: 'rejected' },
-  UNAUTHENTICATED: { do: 'stop-run', hint: 'The API key was rejected (invalid, revoked or expired). Create a key in the account settings and set GENBATCH_API_KEY.' },
-  CREDITS_EXHAUSTED: { do: 'stop-run', hint: 'The account has too few credits. Top up, then run the same command again to resume.' },
-  SCOPE_DENIED: { do: 'stop-run', hint: 'The key lacks a scope this manifest needs (image or video). Create a key with that scope and set GENBATCH_API_KEY.' },
-  API_NOT_ELIGIBLE: { do: 'stop-run', hint: 'The account does not meet the API eligibility conditions (verified e-mail, 7 days old, 2,500 purchased credits, fewer than 30 blocked submissions in 7 days).' },
-  API_DISABLED: { do: 'stop-run', hint: 'The API is not open. Retrying will not help; try again when the service opens it.' },
-  ACCOUNT_SUSPENDED: { do: 'stop-run', hint: 'The account is deactivated. Contact support.' },
+  ...Object.fromEntries(Object.entries(KEY_HINTS).map(([code, hint]) => [code, { do: 'stop-run', hint } as const])),
   IDEMPOTENCY_IN_FLIGHT: { do: 'query-later' },
   CONTENT_VIOLATION: { do: 'mark-item', as: 'blocked' },
   RATE_LIMITED: { do: 'wait-and-resend', bucket: 'rate' },
@@ -50,13 +73,14 @@ export function isTerminalStatus(status: string): status is keyof typeof JOB_END
 
 const NETWORK_RESENDS = 8;
 
+/** The error table, read the same way for every operation; `policy` refines it per operation. */
 export function reactionTo(error: unknown): Reaction {
   if (error instanceof TransportError) return { do: 'resend-with-backoff', maxResends: NETWORK_RESENDS };
   if (error instanceof ApiError) {
     const known = ERROR_TABLE[error.code];
     if (known) return known;
     // Codes the spec leaves unshown are classified by their family, then by status.
-    if (error.code.startsWith('IDEMPOTENCY_')) return { do: 'new-attempt' };
+    if (error.code.startsWith('IDEMPOTENCY_')) return { do: 'key-conflict' };
     if (error.status === 429) return { do: 'wait-and-resend', bucket: 'rate' };
     if (error.status === 401 || error.status === 402 || error.status === 403) {
       return { do: 'stop-run', hint: `The service refused the key (HTTP ${error.status} ${error.code}). Check the key and the account.` };
@@ -66,4 +90,44 @@ export function reactionTo(error: unknown): Reaction {
   }
   if (error instanceof ResponseShapeError || error instanceof StorageError) return { do: 'mark-item', as: 'failed' };
   throw error;
+}
+
+/** What to do about `error` met while doing `operation`. */
+export function policy(operation: Operation, error: unknown): Reaction {
+  if (operation === 'submit') {
+    // A 2xx whose body cannot be read may be a created, charged job: only the same key may follow.
+    if (error instanceof ResponseShapeError) return { do: 'resend-with-backoff', maxResends: NETWORK_RESENDS };
+    return reactionTo(error);
+  }
+  if (operation === 'read-job') {
+    if (error instanceof ApiError) {
+      if (error.status === 400 && error.details.field === 'wait') return { do: 'adapt-wait', maxSeconds: maxOf(error.details) };
+      if (error.status === 429) return reactionTo(error);
+      // Only 401 and the spec's key and account codes concern the key; any other refusal concerns this one job.
+      if (error.status === 401 || KEY_HINTS[error.code]) return reactionTo(error);
+      if (error.status >= 500) return { do: 'resend-with-backoff', maxResends: NETWORK_RESENDS };
+      return { do: 'keep-job' };
+    }
+    if (error instanceof ResponseShapeError) return { do: 'resend-with-backoff', maxResends: NETWORK_RESENDS };
+    return reactionTo(error);
+  }
+  return reactionTo(error);
+}
+
+/** The largest value a refused field allows, where the service says (`details.max`, `maximum` or `allowed`). */
+function maxOf(details: Record<string, unknown>): number | undefined {
+  for (const name of ['max', 'maximum', 'allowedMax']) {
+    const value = details[name];
+    if (typeof value === 'number' && Number.isFinite(value) && value >= 0) return value;
+  }
+  return undefined;
+}
+
+/**
+ * One backoff for every retry: exponential from `baseMs`, capped at `capMs`,
+ * with full jitter so that many tasks (or processes) do not come back at once.
+ */
+export function backoffMs(retry: number, baseMs = 500, capMs = 60_000, random: () => number = Math.random): number {
+  const ceiling = Math.min(capMs, baseMs * 2 ** Math.min(retry, 20));
+  return ceiling / 2 + random() * (ceiling / 2);
 }

@@ -63,4 +63,19 @@ export interface RunContext {
   /** Uploads under way, shared by items with the same input. */
   readonly uploadsInFlight: Map<string, Promise<string>>;
   dayOf(at: number): number;
+  /** The long poll's wait, lowered for the whole run when the service refuses it. */
+  readonly pollWait: PollWait;
+}
+
+/** The `wait` of a long poll, which the service may cap lower than asked (a 400 on the field `wait`). */
+export class PollWait {
+  constructor(public seconds: number) {}
+
+  /** Lowers the wait to `max` when the service named it, else halves it; false when it cannot go lower. */
+  lower(max: number | undefined): boolean {
+    const next = max !== undefined && max < this.seconds ? Math.floor(max) : Math.floor(this.seconds / 2);
+    if (next >= this.seconds) return false;
+    this.seconds = Math.max(0, next);
+    return true;
+  }
 }

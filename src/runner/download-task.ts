@@ -1,4 +1,4 @@
-import { reactionTo, type Job } from '../api/index.js';
+import { backoffMs, policy, type Job } from '../api/index.js';
 import { DownloadError, downloadOutput } from '../download/download.js';
 import { outputRelativePath } from '../manifest/index.js';
 import { sleep } from '../util/clock.js';
@@ -23,11 +23,12 @@ export async function downloadJob(ctx: RunContext, itemId: string, jobId: string
         job = await ctx.buckets.read.run(() => client.getJob(jobId, 0, ctx.abort.signal));
       } catch (error) {
         if (ctx.abort.signal.aborted) return;
-        const reaction = reactionTo(error);
+        const reaction = policy('read-job', error);
         lastError = (error as Error).message;
         if (reaction.do === 'stop-run') return ctx.stop('refused', `${lastError}\n${reaction.hint}`);
-        if (reaction.do === 'mark-item') break;
-        await sleep(ctx.scaled(1000 * 2 ** refresh));
+        if (reaction.do === 'keep-job' || reaction.do === 'mark-item') break;
+        if (reaction.do === 'wait-and-resend') ctx.buckets.read.pauseFor((error as { retryAfterMs?: number }).retryAfterMs ?? ctx.scaled(1000));
+        else await sleep(ctx.scaled(backoffMs(refresh, 1000)));
         continue;
       }
     }

@@ -1,4 +1,4 @@
-import { isTerminalStatus, reactionTo, type Job } from '../api/index.js';
+import { backoffMs, isTerminalStatus, policy, type Job } from '../api/index.js';
 import type { ImageSubmission, VideoSubmission } from '../api/index.js';
 import { sleep } from '../util/clock.js';
 import type { AttemptRow, ItemRow } from '../store/index.js';
@@ -8,6 +8,10 @@ import { InputError } from './inputs.js';
 import { idempotencyKey } from './keys.js';
 
 const MAX_QUERY_LATER = 30;
+/** Refusals of one job's read (403, 404, …) asked again before the job is left for the next run. */
+const KEEP_JOB_AFTER = 2;
+/** Network errors and 5xx on a read, retried with backoff before the job is left for the next run. */
+const READ_RETRIES = 12;
 
 function errorOf(error: unknown): { code: string; message: string } {
   const code = (error as { code?: unknown }).code;
@@ -75,11 +79,11 @@ export class JobTask {
         break;
       } catch (error) {
         if (error instanceof InputError) return this.finish('failed', 'INPUT_ERROR', error.message);
-        const reaction = reactionTo(error);
+        const reaction = policy('upload', error);
         if (reaction.do === 'stop-run') return void this.ctx.stop('refused', `${(error as Error).message}\n${reaction.hint}`);
         if (reaction.do === 'wait-and-resend') this.ctx.buckets.upload.pauseFor((error as { retryAfterMs?: number }).retryAfterMs ?? 1000);
         else if (tries >= 5 || reaction.do === 'mark-item') return this.finish('failed', 'UPLOAD_FAILED', (error as Error).message);
-        else await sleep(this.ctx.scaled(1000 * 2 ** tries));
+        else await sleep(this.ctx.scaled(backoffMs(tries, 1000)));
         if (this.ctx.isStopping()) return this.requeue();
       }
     }
@@ -136,7 +140,7 @@ export class JobTask {
         return job.id;
       } catch (error) {
         release();
-        const reaction = reactionTo(error);
+        const reaction = policy('submit', error);
         const e = errorOf(error);
         const retryAfter = (error as { retryAfterMs?: number }).retryAfterMs;
         opts.logger?.warn({ item: attempt.item_id, attempt: attempt.n, code: e.code, reaction: reaction.do }, 'submission refused');
@@ -154,25 +158,24 @@ export class JobTask {
             store.attempts.markRefused(attempt.item_id, attempt.n, e.code, e.message, opts.now());
             return this.finish('failed', e.code, e.message);
           case 'resend-with-backoff':
-            if (network++ < reaction.maxResends) {
-              await sleep(ctx.scaled(Math.min(60_000, 500 * 2 ** network)));
+            if (network < reaction.maxResends) {
+              await sleep(ctx.scaled(backoffMs(network++)));
               continue;
             }
-            // The request may have been accepted: keep the attempt (and its key) for the next resume or retry.
-            return this.finish('failed', e.code, `${e.message} (the submission may have been accepted; a resumed run or retry resends the same key)`);
+            return this.holdMaybeAccepted(e);
           case 'query-later':
             if (queries++ < MAX_QUERY_LATER) {
               await sleep(retryAfter ?? ctx.scaled(1000));
               continue;
             }
-            return this.finish('failed', e.code, e.message);
-          case 'new-attempt': {
-            store.attempts.markRefused(attempt.item_id, attempt.n, e.code, e.message, opts.now());
-            ctx.emit({ kind: 'retrying', itemId: attempt.item_id, attempt: attempt.n + 1, reason: e.code });
-            store.items.setState(attempt.item_id, 'pending', opts.now());
-            const next = await this.newAttempt();
-            if (!next) return undefined;
-            return this.submit(next);
+            return this.holdMaybeAccepted(e);
+          case 'key-conflict': {
+            const message = `${e.message} A job may already exist under this attempt's key (sent earlier with another body), so genbatch does not pay again on its own. Look for it in the service's job list; to submit the item anew anyway (a new key, charged again): genbatch retry <manifest> --id ${attempt.item_id}`;
+            store.tx(() => {
+              store.attempts.markConflict(attempt.item_id, attempt.n, e.code, message, opts.now());
+              this.finish('failed', e.code, message);
+            });
+            return undefined;
           }
           case 'mark-item':
             store.attempts.markRefused(attempt.item_id, attempt.n, e.code, e.message, opts.now());
@@ -193,36 +196,73 @@ export class JobTask {
             store.items.setState(attempt.item_id, 'pending', opts.now(), e);
             ctx.stop('refused', `${e.message}\n${reaction.hint}`);
             return undefined;
+          case 'new-attempt':
+          case 'adapt-wait':
+          case 'keep-job':
+            // Never answers to a submission; if one ever did, the safe reading is "maybe accepted".
+            return this.holdMaybeAccepted(e);
         }
       }
     }
   }
 
-  /** Long-polls through the read bucket, one poll in flight per job, until the job ends. */
+  /**
+   * The submission may have created a job and no answer said which: the item
+   * stays `submitting`, its attempt committed, and the next run resends the
+   * same key and body. `retry` never replaces such an attempt.
+   */
+  private holdMaybeAccepted(e: { code: string; message: string }): undefined {
+    const message = `${e.message} (the submission may have been accepted; run the same command again to resend it with the same key: it is never paid twice)`;
+    this.ctx.store.items.hold(this.itemId, 'submitting', this.ctx.opts.now(), { code: e.code, message });
+    this.ctx.emit({ kind: 'item-final', itemId: this.itemId, state: 'submitting', code: e.code, message });
+    return undefined;
+  }
+
+  /**
+   * Long-polls through the read bucket, one poll in flight per job, until the
+   * job ends. A paid job is never given up on a read error: when it cannot be
+   * read now, the item stays `running` for the next run to ask again.
+   */
   private async poll(jobId: string): Promise<Job | undefined> {
     const { ctx } = this;
-    const { opts, client } = ctx;
+    const { client } = ctx;
     let failures = 0;
     for (;;) {
       if (ctx.abort.signal.aborted) return undefined;
       try {
-        const job = await ctx.buckets.read.run(() => client.getJob(jobId, opts.pollWaitSeconds, ctx.abort.signal));
+        const job = await ctx.buckets.read.run(() => client.getJob(jobId, ctx.pollWait.seconds, ctx.abort.signal));
         failures = 0;
         if (isTerminalStatus(job.status)) return job;
       } catch (error) {
         if (ctx.abort.signal.aborted) return undefined;
-        const reaction = reactionTo(error);
+        const reaction = policy('read-job', error);
         const e = errorOf(error);
-        opts.logger?.warn({ item: this.itemId, job: jobId, code: e.code }, 'poll failed');
-        if (reaction.do === 'stop-run') return void ctx.stop('refused', `${e.message}\n${reaction.hint}`);
-        if (reaction.do === 'mark-item' || reaction.do === 'new-attempt') {
-          // The job cannot be read any more (e.g. 404): its outcome is unknown; never resubmit silently.
-          return this.finish('failed', e.code, `the job ${jobId} can no longer be read: ${e.message}`);
+        ctx.opts.logger?.warn({ item: this.itemId, job: jobId, code: e.code, reaction: reaction.do }, 'poll failed');
+        switch (reaction.do) {
+          case 'stop-run':
+            return void ctx.stop('refused', `${e.message}\n${reaction.hint}`);
+          case 'adapt-wait':
+            if (!ctx.pollWait.lower(reaction.maxSeconds)) return this.keepJob(jobId, e);
+            continue;
+          case 'wait-and-resend':
+            ctx.buckets.read.pauseFor((error as { retryAfterMs?: number }).retryAfterMs ?? ctx.scaled(1000));
+            continue;
+          case 'keep-job':
+            if (failures >= KEEP_JOB_AFTER) return this.keepJob(jobId, e);
+            break;
+          default:
+            if (failures >= READ_RETRIES) return this.keepJob(jobId, e);
         }
-        if (reaction.do === 'wait-and-resend') ctx.buckets.read.pauseFor((error as { retryAfterMs?: number }).retryAfterMs ?? 1000);
-        else await sleep(ctx.scaled(Math.min(60_000, 500 * 2 ** Math.min(failures++, 7))));
+        await sleep(ctx.scaled(backoffMs(failures++)));
       }
     }
+  }
+
+  private keepJob(jobId: string, e: { code: string; message: string }): undefined {
+    const message = `the job ${jobId} (paid for) cannot be read now: ${e.message}. Run the same command again to ask for it again; it is not submitted again.`;
+    this.ctx.store.items.hold(this.itemId, 'running', this.ctx.opts.now(), { code: e.code, message });
+    this.ctx.emit({ kind: 'item-final', itemId: this.itemId, state: 'running', code: e.code, message });
+    return undefined;
   }
 
   /** A job ended: download, or a new attempt after FAILED/EXPIRED while retries remain. */

@@ -12,7 +12,7 @@ import { Slots } from '../scheduler/slots.js';
 import type { ItemRow, ItemState, Store } from '../store/index.js';
 import { sleep } from '../util/clock.js';
 import type { ItemSpec } from './bodies.js';
-import type { RunContext, RunEvent, RunOptions, StopKind } from './context.js';
+import { PollWait, type RunContext, type RunEvent, type RunOptions, type StopKind } from './context.js';
 import { downloadJob } from './download-task.js';
 import { JobTask } from './job-task.js';
 import { syncItems } from './sync.js';
@@ -36,6 +36,7 @@ export class Runner implements RunContext {
   readonly abort = new AbortController();
   readonly uploadsInFlight = new Map<string, Promise<string>>();
   readonly buckets: RunContext['buckets'];
+  readonly pollWait: PollWait;
   private readonly slots: Record<'image' | 'video', Slots>;
   private readonly downloads: PQueue;
   private readonly claimed = new Set<string>();
@@ -58,6 +59,7 @@ export class Runner implements RunContext {
     private readonly catalog: Catalog | undefined,
   ) {
     const now = opts.now;
+    this.pollWait = new PollWait(opts.pollWaitSeconds);
     const recent = store.accounting.submissionsSince(now() - opts.limits.submit.windowMs);
     this.buckets = { submit: new Bucket(opts.limits.submit, now, recent), read: new Bucket(opts.limits.read, now), upload: new Bucket(opts.limits.upload, now) };
     this.slots = { image: new Slots(opts.limits.imagesInFlight), video: new Slots(opts.limits.videosInFlight) };

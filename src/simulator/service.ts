@@ -9,7 +9,7 @@ import { Presigner } from './presign.js';
 import { SeededRandom } from './random.js';
 import { SimError, invalid, limited } from './sim-error.js';
 import { Submissions } from './submissions.js';
-import type { FaultInjector, SimRequest, SimResponse } from './types.js';
+import type { FaultInjector, ResponseTamperer, SimRequest, SimResponse } from './types.js';
 import { Uploads } from './uploads.js';
 
 type Bucket = 'reads' | 'submissions' | 'uploadGrants';
@@ -38,6 +38,7 @@ export class Service {
   private closed = false;
   /** Set by tests to answer some requests in the service's place. */
   inject: FaultInjector | undefined;
+  tamper: ResponseTamperer | undefined;
   private readonly seenByRoute = new Map<string, number>();
 
   constructor(
@@ -105,6 +106,8 @@ export class Service {
       if (!(error instanceof SimError)) throw error;
       response = { status: error.status, headers: { ...error.headers }, body: error.body() };
     }
+    const tampered = this.tamper?.(req, response, seen);
+    if (tampered) response = tampered;
     const code = (response.body as { error?: { code?: string } } | undefined)?.error?.code;
     const idem = req.headers['idempotency-key'];
     this.ledger.record({ kind: 'request', at: this.now(), key: keyLabel, method: req.method, path: req.path, status: response.drop ? 0 : response.status, ...(code ? { code } : {}), ...(typeof idem === 'string' ? { idempotencyKey: idem } : {}) });

@@ -27,6 +27,13 @@ export interface SimResponse {
  */
 export type FaultInjector = (req: SimRequest, seen: number) => SimResponse | 'reset' | undefined;
 
+/**
+ * A test's hand on the answer: called after the service handled a request
+ * (a job created and charged, say), and may replace what the client receives:
+ * an unreadable 202, a 502 after the commit. The service's state stays as it is.
+ */
+export type ResponseTamperer = (req: SimRequest, response: SimResponse, seen: number) => SimResponse | undefined;
+
 /** The same for object storage downloads: cut the body short, send it slowly, refuse, lie about its type, or never end it. */
 export type StorageFault = 'truncate' | 'slow' | 'forbidden' | 'html' | 'endless' | undefined;
 export type StorageFaultInjector = (path: string, seen: number) => StorageFault;

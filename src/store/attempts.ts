@@ -1,6 +1,11 @@
 import type { Db } from './db.js';
 
-export type AttemptStatus = 'created' | 'sent' | 'accepted' | 'completed' | 'failed' | 'expired' | 'refused';
+/**
+ * `sent` without a job id is "maybe accepted": only ever resent with the same
+ * key and body. `conflict`: the service said the key was spent on another body
+ * (a 409 other than IN_FLIGHT), so a job may exist under it.
+ */
+export type AttemptStatus = 'created' | 'sent' | 'accepted' | 'completed' | 'failed' | 'expired' | 'refused' | 'conflict';
 
 export interface AttemptRow {
   item_id: string;
@@ -29,6 +34,7 @@ export class Attempts {
   private readonly acceptedStmt;
   private readonly endedStmt;
   private readonly refusedStmt;
+  private readonly conflictStmt;
   private readonly totalsStmt;
   private readonly endedBadlyStmt;
   private readonly ofItemStmt;
@@ -41,6 +47,7 @@ export class Attempts {
     this.acceptedStmt = db.prepare("UPDATE attempts SET status = 'accepted', job_id = @jobId, charged = @charged, accepted_at = @now WHERE item_id = @itemId AND n = @n");
     this.endedStmt = db.prepare('UPDATE attempts SET status = @status, refunded = @refunded, error_code = @code, error_message = @message, ended_at = @now WHERE item_id = @itemId AND n = @n');
     this.refusedStmt = db.prepare("UPDATE attempts SET status = 'refused', error_code = @code, error_message = @message, ended_at = @now WHERE item_id = @itemId AND n = @n");
+    this.conflictStmt = db.prepare("UPDATE attempts SET status = 'conflict', error_code = @code, error_message = @message, ended_at = @now WHERE item_id = @itemId AND n = @n AND job_id IS NULL");
     this.endedBadlyStmt = db.prepare<[string], { n: number }>("SELECT count(*) AS n FROM attempts WHERE item_id = ? AND status IN ('failed', 'expired')");
     this.allStmt = db.prepare<[], AttemptFacts>('SELECT item_id, job_id, charged, refunded FROM attempts ORDER BY item_id, n');
     this.ofItemStmt = db.prepare<[string], AttemptRow>('SELECT * FROM attempts WHERE item_id = ? ORDER BY n');
@@ -70,6 +77,11 @@ export class Attempts {
   /** The service refused the request: nothing was charged, the key was not spent. */
   markRefused(itemId: string, n: number, code: string, message: string, now: number): void {
     this.refusedStmt.run({ itemId, n, code, message, now });
+  }
+
+  /** The key may have created a job with another body: never resent, never replaced on its own. */
+  markConflict(itemId: string, n: number, code: string, message: string, now: number): void {
+    this.conflictStmt.run({ itemId, n, code, message, now });
   }
 
   /** How many of the item's jobs ended FAILED or EXPIRED. */

@@ -40,6 +40,7 @@ export class Items {
   private readonly startAttemptStmt;
   private readonly failuresStmt;
   private readonly setStateStmt;
+  private readonly noteStmt;
   private readonly inStatesStmt;
   private readonly countsStmt;
   private readonly finishedStmt;
@@ -56,6 +57,7 @@ export class Items {
     this.startAttemptStmt = db.prepare("UPDATE items SET attempt = ?, state = 'submitting', error_code = NULL, error_message = NULL, updated_at = ? WHERE id = ?");
     this.failuresStmt = db.prepare<[], { code: string; n: number }>("SELECT coalesce(error_code, state) AS code, count(*) AS n FROM items WHERE state IN ('failed', 'rejected', 'blocked', 'skipped') OR (state = 'downloading' AND error_code IS NOT NULL) GROUP BY 1 ORDER BY 2 DESC");
     this.setStateStmt = db.prepare('UPDATE items SET state = @state, error_code = @code, error_message = @message, not_before = @notBefore, updated_at = @now WHERE id = @id');
+    this.noteStmt = db.prepare('UPDATE items SET error_code = @code, error_message = @message, updated_at = @now WHERE id = @id AND state = @state');
     this.inStatesStmt = db.prepare<[string], ItemRow>('SELECT * FROM items WHERE state = ? ORDER BY seq');
     this.finishedStmt = db.prepare<[number], { n: number; first: number | null; last: number | null }>(
       "SELECT count(*) AS n, min(updated_at) AS first, max(updated_at) AS last FROM items WHERE state IN ('done', 'failed', 'rejected', 'blocked', 'skipped') AND updated_at >= ?",
@@ -119,6 +121,15 @@ export class Items {
 
   setState(id: string, state: ItemState, now: number, error?: { code: string; message: string }, notBefore = 0): void {
     this.setStateStmt.run({ id, state, code: error?.code ?? null, message: error?.message ?? null, notBefore, now });
+  }
+
+  /**
+   * The item stays where it is (a submission that may have been accepted, a
+   * paid job that cannot be read now) for the next run to take up, with the
+   * reason noted; guarded, so it never overwrites a state another task moved it to.
+   */
+  hold(id: string, state: 'submitting' | 'running' | 'downloading', now: number, error: { code: string; message: string }): boolean {
+    return this.noteStmt.run({ id, state, code: error.code, message: error.message, now }).changes === 1;
   }
 
   inState(state: ItemState): ItemRow[] {

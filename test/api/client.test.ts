@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { ApiClient, ApiError, ResponseShapeError, TransportError, parseRetryAfter, reactionTo } from '../../src/api/index.js';
+import { ApiClient, ApiError, ResponseShapeError, TransportError, parseRetryAfter, policy, reactionTo } from '../../src/api/index.js';
 import { createLogger } from '../../src/log/logger.js';
 import { json, startFakeServer } from '../helpers/fake-server.js';
 import { newKey, rejection } from '../helpers/sim.js';
@@ -93,7 +93,7 @@ describe('errors', () => {
   });
 
   it.each([
-    [{ status: 409, code: 'IDEMPOTENCY_KEY_EXPIRED' }, 'new-attempt'],
+    [{ status: 409, code: 'IDEMPOTENCY_KEY_EXPIRED' }, 'key-conflict'],
     [{ status: 429, code: 'SOMETHING_NEW' }, 'wait-and-resend'],
     [{ status: 403, code: 'KEY_PAUSED' }, 'stop-run'],
     [{ status: 500, code: 'INTERNAL' }, 'resend-with-backoff'],
@@ -101,6 +101,19 @@ describe('errors', () => {
   ])('an unlisted code %j is classified by family and status', (e, action) => {
     const error = new ApiError(e.status, e.code, 'm', {}, undefined, undefined, 'GET', '/x');
     expect(reactionTo(error).do).toBe(action);
+  });
+
+  it.each([
+    ['submit', new ResponseShapeError('unreadable 202', 'POST', '/images'), 'resend-with-backoff'],
+    ['read-job', new ResponseShapeError('cut body', 'GET', '/jobs/j'), 'resend-with-backoff'],
+    ['read-job', new ApiError(403, 'FORBIDDEN', 'not yours', {}, undefined, undefined, 'GET', '/jobs/j'), 'keep-job'],
+    ['read-job', new ApiError(404, 'NOT_FOUND', 'gone', {}, undefined, undefined, 'GET', '/jobs/j'), 'keep-job'],
+    ['read-job', new ApiError(403, 'SCOPE_DENIED', 'no scope', {}, undefined, undefined, 'GET', '/jobs/j'), 'stop-run'],
+    ['read-job', new ApiError(401, 'UNAUTHENTICATED', 'no key', {}, undefined, undefined, 'GET', '/jobs/j'), 'stop-run'],
+    ['read-job', new ApiError(400, 'VALIDATION_ERROR', 'wait too long', { field: 'wait', max: 10 }, undefined, undefined, 'GET', '/jobs/j'), 'adapt-wait'],
+    ['submit', new ApiError(409, 'IDEMPOTENCY_KEY_REUSED', 'other body', {}, undefined, undefined, 'POST', '/images'), 'key-conflict'],
+  ] as const)('per operation: %s after %s → %s', (operation, error, action) => {
+    expect(policy(operation, error).do).toBe(action);
   });
 
   it.each([

@@ -13,12 +13,14 @@ const error = (status: number, code: string, headers: Record<string, string> = {
 interface Row {
   name: string;
   /** What the runner must do. */
-  behaviour: 'resend same key' | 'new attempt' | 'wait and resend' | 'mark item' | 'stop run' | 'refresh link';
+  behaviour: 'resend same key' | 'new attempt' | 'wait and resend' | 'mark item' | 'stop the item, pay nothing more' | 'stop run' | 'refresh link';
   sim?: StartOptions;
   prompt?: string;
   args?: string[];
   /** Answers for the first POST /images, in order (then the service answers). */
   posts?: (SimResponse | 'reset')[];
+  /** What the client receives instead of the service's answer to the first POSTs /images (the job was created). */
+  tampered?: SimResponse[];
   downloads?: StorageFault[];
   exit: number;
   check: (t: TestSim, ws: RunWorkspace, posts: Request[]) => void;
@@ -79,11 +81,38 @@ const rows: Row[] = [
   stops('API_DISABLED'),
   stops('ACCOUNT_SUSPENDED'),
   { name: 'IDEMPOTENCY_IN_FLIGHT', behaviour: 'resend same key', posts: [error(409, 'IDEMPOTENCY_IN_FLIGHT', { 'Retry-After': '1' })], exit: 0, check: resentWithSameKey(409) },
+  ...['IDEMPOTENCY_KEY_REUSED', 'IDEMPOTENCY_KEY_EXPIRED'].map((code): Row => ({
+    // A job may exist under that key: a new key on its own could pay twice.
+    name: `${code} 40 times`, behaviour: 'stop the item, pay nothing more', posts: Array.from({ length: 40 }, () => error(409, code)), exit: 1,
+    check: (t, ws, posts) => {
+      expect(statuses(posts)).toEqual([409]);
+      expect(charges(t)).toBe(0);
+      expect(readState(ws.statePath).attempts.map((a) => a.status)).toEqual(['conflict']);
+      expect(itemState(ws)).toMatchObject({ state: 'failed', error_code: code });
+    },
+  })),
   {
-    name: 'IDEMPOTENCY_KEY_REUSED', behaviour: 'new attempt', posts: [error(409, 'IDEMPOTENCY_KEY_REUSED')], exit: 0,
+    name: 'a 202 whose body cannot be read (the job was created)', behaviour: 'resend same key', tampered: [{ status: 202, headers: {}, body: {} }], exit: 0,
     check: (t, _ws, posts) => {
-      expect(statuses(posts)).toEqual([409, 202]);
-      expect(new Set(posts.map((p) => p.idempotencyKey)).size).toBe(2);
+      expect(statuses(posts)).toEqual([202, 202]);
+      sameKey(posts);
+      expect(charges(t)).toBe(1);
+      expect(t.sim.service.ledger.of('replay')).toHaveLength(1);
+    },
+  },
+  {
+    name: 'a 202 whose job has no id', behaviour: 'resend same key', tampered: [{ status: 202, headers: {}, body: { job: { status: 'QUEUED' } } }], exit: 0,
+    check: (t, _ws, posts) => {
+      expect(statuses(posts)).toEqual([202, 202]);
+      sameKey(posts);
+      expect(charges(t)).toBe(1);
+    },
+  },
+  {
+    name: 'a 502 after the job was created', behaviour: 'resend same key', tampered: [error(502, 'BAD_GATEWAY')], exit: 0,
+    check: (t, _ws, posts) => {
+      expect(statuses(posts)).toEqual([502, 202]);
+      sameKey(posts);
       expect(charges(t)).toBe(1);
     },
   },
@@ -125,6 +154,8 @@ describe('the fault matrix: each fault, the runner’s behaviour, and the ledger
     const t = await startTestSim({ timeScale: 600, ...row.sim });
     const posts = [...(row.posts ?? [])];
     t.sim.service.inject = (req, seen) => (req.method === 'POST' && req.path === '/images' && seen < posts.length ? posts[seen] : undefined);
+    const tampered = [...(row.tampered ?? [])];
+    t.sim.service.tamper = (req, _res, seen) => (req.method === 'POST' && req.path === '/images' && seen < tampered.length ? tampered[seen] : undefined);
     const downloads = [...(row.downloads ?? [])];
     t.sim.storage.inject = (_path, seen) => downloads[seen];
     const ws = workspace(t.sim, imageManifest(1, () => row.prompt ?? 'a mug'));

@@ -89,7 +89,7 @@ const cases: Case[] = [
     },
   },
   {
-    code: 'IDEMPOTENCY_KEY_REUSED', charges: 1, status: 409, reaction: 'new-attempt',
+    code: 'IDEMPOTENCY_KEY_REUSED', charges: 1, status: 409, reaction: 'key-conflict',
     provoke: async (t) => {
       const key = newKey();
       await t.client.submitImage(imageBody('first'), key);

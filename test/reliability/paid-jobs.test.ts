@@ -1,0 +1,79 @@
+import { describe, expect, it } from 'vitest';
+import type { SimResponse } from '../../src/simulator/types.js';
+import { runCli } from '../helpers/cli.js';
+import { expectNoDoubleChargeAndVerifiedOutputs, imageManifest, readState, workspace } from '../helpers/run.js';
+import { startTestSim } from '../helpers/sim.js';
+
+const error = (status: number, code: string, details: Record<string, unknown> = {}): SimResponse => ({ status, headers: {}, body: { error: { code, message: `injected ${code}`, details } } });
+const charges = (t: Awaited<ReturnType<typeof startTestSim>>) => t.sim.service.ledger.of('charge');
+
+describe('a paid job is never paid twice and never abandoned', () => {
+  it('202s that stay unreadable leave the attempt "maybe accepted": retry does not replace it, and the next run resends the same key', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    t.sim.service.tamper = (req) => (req.method === 'POST' && req.path === '/images' ? { status: 202, headers: {}, body: {} } : undefined);
+    const ws = workspace(t.sim, imageManifest(1));
+    const first = await ws.run();
+    expect(first.code, first.stdout).toBe(1);
+    expect(charges(t)).toHaveLength(1);
+    const posts = t.sim.service.ledger.of('request').filter((r) => r.method === 'POST' && r.path === '/images');
+    expect(posts.length).toBeGreaterThan(1);
+    expect(new Set(posts.map((p) => p.idempotencyKey)).size).toBe(1);
+    const state = readState(ws.statePath);
+    expect(state.items[0]).toMatchObject({ state: 'submitting' });
+    expect(state.attempts.map((a) => [a.status, a.job_id])).toEqual([['sent', null]]);
+
+    // retry has nothing to put back: the attempt may have been accepted.
+    const retry = await runCli(['retry', 'm.yaml'], ws.env, ws.dir);
+    expect(retry.stdout).toMatch(/^0 item\(s\) put back/);
+    t.sim.service.tamper = undefined;
+    const again = await ws.run();
+    expect(again.code, again.stdout).toBe(0);
+    expect(charges(t)).toHaveLength(1);
+    expect(new Set(t.sim.service.ledger.of('request').filter((r) => r.method === 'POST').map((p) => p.idempotencyKey)).size).toBe(1);
+    expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
+  });
+
+  it('a 403 on reading one job (not a key code) concerns that job: the others finish, the run is not stopped, a rerun fetches it', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    let forbidden: string | undefined;
+    t.sim.service.inject = (req) => {
+      const m = /^\/jobs\/([^/]+)$/.exec(req.path);
+      if (!m) return undefined;
+      forbidden ??= m[1];
+      return m[1] === forbidden ? error(403, 'FORBIDDEN') : undefined;
+    };
+    const ws = workspace(t.sim, imageManifest(3));
+    const res = await ws.run();
+    expect(res.code, res.stdout).toBe(1);
+    const states = readState(ws.statePath).items.map((i) => [i.state, i.error_code]);
+    expect(states.filter(([s]) => s === 'done')).toHaveLength(2);
+    expect(states.filter(([s]) => s === 'running')).toEqual([['running', 'FORBIDDEN']]);
+    expect(charges(t)).toHaveLength(3);
+    t.sim.service.inject = undefined;
+    const again = await ws.run();
+    expect(again.code, again.stdout).toBe(0);
+    expect(charges(t)).toHaveLength(3);
+    expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
+  });
+
+  it('a service whose longest wait is shorter than asked (400 on `wait`): polls adapt and every paid job is downloaded', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    t.sim.service.inject = (req) => (req.path.startsWith('/jobs/') && Number(req.query.get('wait') ?? 0) > 10 ? error(400, 'VALIDATION_ERROR', { field: 'wait', max: 10 }) : undefined);
+    const ws = workspace(t.sim, imageManifest(4));
+    const res = await ws.run();
+    expect(res.code, res.stdout).toBe(0);
+    expect(charges(t)).toHaveLength(4);
+    expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
+  });
+
+  it('the same without the service naming its maximum: the wait is halved until it is accepted', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    t.sim.service.inject = (req) => (req.path.startsWith('/jobs/') && Number(req.query.get('wait') ?? 0) > 5 ? error(400, 'VALIDATION_ERROR', { field: 'wait' }) : undefined);
+    const ws = workspace(t.sim, imageManifest(2));
+    const res = await ws.run();
+    expect(res.code, res.stdout).toBe(0);
+    expect(charges(t)).toHaveLength(2);
+    const waits = t.sim.service.ledger.of('request').filter((r) => r.path.startsWith('/jobs/') && r.status === 200);
+    expect(waits.length).toBeGreaterThan(0);
+  });
+});
