@@ -5,7 +5,7 @@ import PQueue from 'p-queue';
 import type { ApiClient, Job } from '../api/index.js';
 import type { Catalog } from '../api/catalog.js';
 import { priceOf } from '../estimate/prices.js';
-import { dependenciesOf, type LoadedManifest } from '../manifest/index.js';
+import type { LoadedManifest } from '../manifest/index.js';
 import { Bucket } from '../scheduler/bucket.js';
 import { KEY_DAY_MS, keyDayOf } from '../scheduler/limits.js';
 import { Slots } from '../scheduler/slots.js';
@@ -29,7 +29,8 @@ export interface RunSummary {
 
 const HEARTBEAT_MS = 1_000;
 const WEEK_MS = 7 * KEY_DAY_MS;
-const FAILED_STATES: ItemState[] = ['failed', 'rejected', 'blocked', 'skipped'];
+/** Ready items asked of SQLite at a time; more pages are read only while this run's own tasks hold them all. */
+const READY_PAGE = 64;
 
 /** Takes a validated manifest to verified outputs on disk, as fast as the key's limits allow. */
 export class Runner implements RunContext {
@@ -152,26 +153,30 @@ export class Runner implements RunContext {
     }
   }
 
-  /** The first pending item of a type whose dependencies are done; dependents of failed items become skipped. */
+  /**
+   * The first ready item of a type (pending, due, every dependency done), in
+   * manifest order, that no task of this run holds. Dependents of items that
+   * ended without an output are skipped first.
+   */
   private pickReady(type: 'image' | 'video'): ItemRow | undefined {
     const { store, opts } = this;
-    for (const row of store.items.pending(type, opts.now(), 500)) {
-      if (this.claimed.has(row.id)) continue;
-      let ready = true;
-      for (const dep of dependenciesOf(this.spec(row))) {
-        const state = store.items.get(dep.id)?.state;
-        if (state && FAILED_STATES.includes(state)) {
-          store.items.setState(row.id, 'skipped', opts.now(), { code: 'DEPENDENCY_FAILED', message: `${dep.id} ended ${state}` });
-          this.emit({ kind: 'item-final', itemId: row.id, state: 'skipped', code: 'DEPENDENCY_FAILED', message: `${dep.id} ended ${state}` });
-          ready = false;
-          this.wake();
-          break;
-        }
-        if (state !== 'done') ready = false;
+    // Until none is left: a skipped item dooms its own dependents in turn.
+    for (let doomed = store.items.doomed(); doomed.length > 0; doomed = store.items.doomed()) {
+      const seen = new Set<string>();
+      for (const { id, dep_id, dep_state } of doomed) {
+        if (seen.has(id)) continue;
+        seen.add(id);
+        const message = `${dep_id} ended ${dep_state}`;
+        store.items.setState(id, 'skipped', opts.now(), { code: 'DEPENDENCY_FAILED', message });
+        this.emit({ kind: 'item-final', itemId: id, state: 'skipped', code: 'DEPENDENCY_FAILED', message });
       }
-      if (ready) return row;
     }
-    return undefined;
+    for (let after = -1; ; ) {
+      const page = store.items.ready(type, opts.now(), after, READY_PAGE);
+      const free = page.find((row) => !this.claimed.has(row.id));
+      if (free || page.length < READY_PAGE) return free;
+      after = page.at(-1)!.seq;
+    }
   }
 
   private idle(): boolean {

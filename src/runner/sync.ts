@@ -1,4 +1,4 @@
-import type { LoadedManifest } from '../manifest/index.js';
+import { dependenciesOf, type LoadedManifest } from '../manifest/index.js';
 import type { Store } from '../store/index.js';
 import type { RunOptions } from './context.js';
 import { fileSha256 } from './inputs.js';
@@ -23,7 +23,8 @@ export async function syncItems(store: Store, manifest: LoadedManifest, opts: Ru
       if (ref?.kind === 'file') files[ref.display] = await fileSha256(ref.path);
     }
     const portable = JSON.parse(JSON.stringify(spec, (k, v) => (k === 'path' ? undefined : v)));
-    rows.push({ id: item.id, seq, type: item.type, model: item.model, contentHash: contentHashOf(portable, files), spec: JSON.stringify(spec) });
+    const dependsOn = [...new Set(dependenciesOf(item).map((d) => d.id))];
+    rows.push({ id: item.id, seq, type: item.type, model: item.model, contentHash: contentHashOf(portable, files), spec: JSON.stringify(spec), dependsOn });
   }
   return store.items.sync(rows, opts.now(), opts.redoChanged);
 }

@@ -28,6 +28,15 @@ export interface ItemSync {
   model: string;
   contentHash: string;
   spec: string;
+  /** The ids of the items it waits for (their outputs or jobs are its inputs). */
+  dependsOn: readonly string[];
+}
+
+/** A pending item one of whose dependencies ended without an output. */
+export interface DoomedItem {
+  id: string;
+  dep_id: string;
+  dep_state: ItemState;
 }
 
 /** Items: the manifest's items as rows with a state, an attempt count and their last error. */
@@ -36,7 +45,10 @@ export class Items {
   private readonly insert;
   private readonly updateUnsent;
   private readonly markChanged;
-  private readonly pendingStmt;
+  private readonly readyStmt;
+  private readonly doomedStmt;
+  private readonly clearDeps;
+  private readonly insertDep;
   private readonly startAttemptStmt;
   private readonly failuresStmt;
   private readonly setStateStmt;
@@ -53,7 +65,18 @@ export class Items {
     this.insert = db.prepare('INSERT INTO items (id, seq, type, model, content_hash, spec, state, updated_at) VALUES (@id, @seq, @type, @model, @contentHash, @spec, \'pending\', @now)');
     this.updateUnsent = db.prepare('UPDATE items SET seq = @seq, type = @type, model = @model, content_hash = @contentHash, spec = @spec, changed = 0, updated_at = @now WHERE id = @id');
     this.markChanged = db.prepare('UPDATE items SET seq = @seq, changed = @changed, updated_at = @now WHERE id = @id');
-    this.pendingStmt = db.prepare<[string, number, number], ItemRow>("SELECT * FROM items WHERE state = 'pending' AND type = ? AND not_before <= ? ORDER BY seq LIMIT ?");
+    // Ready: pending, due, and every dependency done. Keyset-paged by seq, so items a run holds are passed over.
+    this.readyStmt = db.prepare<[string, number, number, number], ItemRow>(
+      `SELECT * FROM items i WHERE state = 'pending' AND type = ? AND not_before <= ? AND seq > ?
+         AND NOT EXISTS (SELECT 1 FROM deps d LEFT JOIN items di ON di.id = d.dep_id WHERE d.item_id = i.id AND (di.state IS NULL OR di.state <> 'done'))
+       ORDER BY seq LIMIT ?`,
+    );
+    this.doomedStmt = db.prepare<[], DoomedItem>(
+      `SELECT i.id AS id, d.dep_id AS dep_id, di.state AS dep_state FROM deps d JOIN items di ON di.id = d.dep_id JOIN items i ON i.id = d.item_id
+       WHERE di.state IN ('failed', 'rejected', 'blocked', 'skipped') AND i.state = 'pending' ORDER BY i.seq`,
+    );
+    this.clearDeps = db.prepare('DELETE FROM deps');
+    this.insertDep = db.prepare('INSERT OR IGNORE INTO deps (item_id, dep_id) VALUES (?, ?)');
     this.startAttemptStmt = db.prepare("UPDATE items SET attempt = ?, state = 'submitting', error_code = NULL, error_message = NULL, updated_at = ? WHERE id = ?");
     this.failuresStmt = db.prepare<[], { code: string; n: number }>("SELECT coalesce(error_code, state) AS code, count(*) AS n FROM items WHERE state IN ('failed', 'rejected', 'blocked', 'skipped') OR (state = 'downloading' AND error_code IS NOT NULL) GROUP BY 1 ORDER BY 2 DESC");
     this.setStateStmt = db.prepare('UPDATE items SET state = @state, error_code = @code, error_message = @message, not_before = @notBefore, updated_at = @now WHERE id = @id');
@@ -83,17 +106,19 @@ export class Items {
     const changed: string[] = [];
     let added = 0;
     this.db.transaction(() => {
+      this.clearDeps.run();
       for (const item of items) {
+        for (const dep of item.dependsOn) this.insertDep.run(item.id, dep);
         const row = this.byId.get(item.id);
         if (!row) {
-          this.insert.run({ ...item, now });
+          this.insert.run({ id: item.id, seq: item.seq, type: item.type, model: item.model, contentHash: item.contentHash, spec: item.spec, now });
           added++;
         } else if (row.content_hash === item.contentHash) {
           if (row.changed) this.markChanged.run({ id: item.id, seq: item.seq, changed: 0, now });
         } else if (row.attempt === 0) {
-          this.updateUnsent.run({ ...item, now });
+          this.updateUnsent.run({ id: item.id, seq: item.seq, type: item.type, model: item.model, contentHash: item.contentHash, spec: item.spec, now });
         } else if (redoChanged && row.state !== 'submitting' && row.state !== 'running') {
-          this.updateUnsent.run({ ...item, now });
+          this.updateUnsent.run({ id: item.id, seq: item.seq, type: item.type, model: item.model, contentHash: item.contentHash, spec: item.spec, now });
           this.setStateStmt.run({ id: item.id, state: 'pending', code: null, message: null, notBefore: 0, now });
         } else {
           this.markChanged.run({ id: item.id, seq: item.seq, changed: 1, now });
@@ -104,9 +129,14 @@ export class Items {
     return { added, changed };
   }
 
-  /** Pending items of a type, in manifest order. */
-  pending(type: 'image' | 'video', now: number, limit: number): ItemRow[] {
-    return this.pendingStmt.all(type, now, limit);
+  /** Pending items of a type that are due and whose dependencies are all done, in manifest order after `afterSeq`. */
+  ready(type: 'image' | 'video', now: number, afterSeq: number, limit: number): ItemRow[] {
+    return this.readyStmt.all(type, now, afterSeq, limit);
+  }
+
+  /** Pending items that wait for an item which ended without an output: they can never run. */
+  doomed(): DoomedItem[] {
+    return this.doomedStmt.all();
   }
 
   /** The item's attempt `n` is committed: it is now being submitted. */

@@ -98,6 +98,14 @@ export const MIGRATIONS: readonly string[] = [
   -- Outputs by item: resume checks every done item's files, the report lists them.
   CREATE INDEX outputs_item ON outputs (item_id);
   `,
+  /* 4: what each item waits for, so the feeder asks SQLite for ready items instead of scanning pending ones */ `
+  CREATE TABLE deps (
+    item_id TEXT NOT NULL,
+    dep_id TEXT NOT NULL,
+    PRIMARY KEY (item_id, dep_id)
+  );
+  CREATE INDEX deps_dep ON deps (dep_id);
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
