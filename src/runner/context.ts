@@ -58,6 +58,8 @@ export interface RunContext {
   /** Waits until a submission of `credits` fits the daily cap and budget; gives a release for after the answer, or undefined when the run stops. */
   dailyCapGate(credits: number): Promise<(() => void) | undefined>;
   pauseSubmissionsFor(ms: number): void;
+  /** The item's submission was answered with a job. */
+  jobAccepted(itemId: string): void;
   startDownload(itemId: string, jobId: string, fresh?: import('../api/index.js').Job): void;
   scaled(ms: number): number;
   /** Uploads under way, shared by items with the same input. */

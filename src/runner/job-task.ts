@@ -135,6 +135,7 @@ export class JobTask {
           store.accounting.charged(ctx.dayOf(now), charged);
           store.items.setState(attempt.item_id, 'running', now);
         });
+        ctx.jobAccepted(attempt.item_id);
         ctx.emit({ kind: 'submitted', itemId: attempt.item_id, attempt: attempt.n, jobId: job.id, credits: charged });
         release();
         return job.id;

@@ -41,6 +41,8 @@ export class Runner implements RunContext {
   private readonly slots: Record<'image' | 'video', Slots>;
   private readonly downloads: PQueue;
   private readonly claimed = new Set<string>();
+  /** Claimed items whose submission has no job yet: each may still come back blocked (422). */
+  private readonly unanswered = new Set<string>();
   private readonly specs = new Map<string, ItemSpec>();
   private stopped?: { kind: StopKind; message: string };
   private wakeUp: () => void = () => {};
@@ -122,7 +124,16 @@ export class Runner implements RunContext {
 
   private startJob(item: ItemRow): void {
     this.claimed.add(item.id);
-    void this.slots[item.type].start(() => new JobTask(this, item.id).run().catch((error: unknown) => this.crashed(item.id, error)).finally(() => this.claimed.delete(item.id)));
+    if (item.state === 'pending' || item.state === 'submitting') this.unanswered.add(item.id);
+    void this.slots[item.type].start(() =>
+      new JobTask(this, item.id)
+        .run()
+        .catch((error: unknown) => this.crashed(item.id, error))
+        .finally(() => {
+          this.claimed.delete(item.id);
+          this.unanswered.delete(item.id);
+        }),
+    );
   }
 
   private crashed(itemId: string, error: unknown): void {
@@ -140,7 +151,12 @@ export class Runner implements RunContext {
     while (!this.stopped) {
       await slots.nextFree();
       if (this.stopped) break;
-      if (this.breakerTripped()) break;
+      const breaker = this.breaker();
+      if (breaker === 'stop') break;
+      if (breaker === 'wait') {
+        await this.waitForWake(this.scaled(1000));
+        continue;
+      }
       const next = this.pickReady(type);
       if (!next) {
         if (this.idle()) break;
@@ -192,11 +208,22 @@ export class Runner implements RunContext {
     return true;
   }
 
-  private breakerTripped(): boolean {
-    const n = this.store.accounting.blockedSince(this.opts.now() - this.scaled(WEEK_MS));
-    if (n < this.opts.maxBlocked) return false;
-    this.stop('moderation', `${n} submissions were blocked by moderation in the last 7 days; stopping before the service's threshold of 30 costs the key its eligibility. Review the blocked prompts (genbatch status).`);
-    return true;
+  /**
+   * The moderation circuit breaker. Submissions not yet answered count as
+   * possibly blocked, so blocked plus unanswered never passes --max-blocked
+   * (at most 29): the key's count cannot reach the service's threshold of 30.
+   */
+  private breaker(): 'go' | 'wait' | 'stop' {
+    const blocked = this.store.accounting.blockedSince(this.opts.now() - this.scaled(WEEK_MS));
+    if (blocked + this.unanswered.size < this.opts.maxBlocked) return 'go';
+    if (blocked < this.opts.maxBlocked) return 'wait';
+    this.stop('moderation', `${blocked} submissions were blocked by moderation in the last 7 days; stopping before the service's threshold of 30 costs the key its eligibility. Review the blocked prompts (genbatch status).`);
+    return 'stop';
+  }
+
+  /** The item's submission was answered with a job: it can no longer be blocked. */
+  jobAccepted(itemId: string): void {
+    this.unanswered.delete(itemId);
   }
 
   /**
