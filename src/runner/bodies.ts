@@ -7,12 +7,12 @@ import { join } from 'node:path';
 /** What is stored per item: the resolved item without its manifest position. */
 export type ItemSpec = Omit<ResolvedItem, 'where'>;
 
-/** The first output on disk of a finished item, for `{ from: item }` inputs. */
+/** The first output on disk of a finished item's latest job, for `{ from: item }` inputs. */
 function outputOf(store: Store, outDir: string, itemId: string): string {
-  const done = store.outputs.ofItem(itemId).filter((o) => o.path);
-  const last = done[done.length - 1];
-  if (!last?.path) throw new InputError(`the output of ${itemId} is not on disk`);
-  return join(outDir, last.path);
+  const jobId = store.attempts.latest(itemId)?.job_id;
+  const first = jobId ? store.outputs.ofJob(jobId).find((o) => o.path) : undefined;
+  if (!first?.path) throw new InputError(`the output of ${itemId} is not on disk`);
+  return join(outDir, first.path);
 }
 
 /** The submission body of an item: inputs uploaded (or reused), `source` turned into the source job's id. */

@@ -275,6 +275,7 @@ export class JobTask {
     if (job.status === 'COMPLETED') {
       store.tx(() => {
         store.attempts.markEnded(attempt.item_id, attempt.n, 'completed', 0, now);
+        store.outputs.forgetOtherJobs(attempt.item_id, job.id);
         store.items.setState(attempt.item_id, 'downloading', now);
       });
       ctx.startDownload(attempt.item_id, job.id, job);

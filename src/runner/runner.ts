@@ -105,7 +105,9 @@ export class Runner implements RunContext {
     const { store, opts } = this;
     await removePartials(opts.outDir);
     for (const item of store.items.inState('done')) {
-      for (const out of store.outputs.ofItem(item.id)) {
+      // Only the latest job's outputs are the item's: rows an older state kept of a replaced job are passed over.
+      const jobId = store.attempts.latest(item.id)?.job_id;
+      for (const out of jobId ? store.outputs.ofJob(jobId) : []) {
         const missing = !out.path || (await stat(join(opts.outDir, out.path)).then((s) => s.size !== out.bytes, () => true));
         if (missing) {
           store.outputs.markMissing(out.job_id, out.idx);

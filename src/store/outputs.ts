@@ -24,17 +24,17 @@ export class Outputs {
   private readonly ensureStmt;
   private readonly doneStmt;
   private readonly ofJobStmt;
-  private readonly ofItemStmt;
   private readonly allStmt;
   private readonly missingStmt;
+  private readonly forgetOthersStmt;
 
   constructor(db: Db) {
     this.ensureStmt = db.prepare('INSERT INTO outputs (job_id, idx, item_id, link_issued_at) VALUES (@jobId, @idx, @itemId, @now) ON CONFLICT (job_id, idx) DO UPDATE SET link_issued_at = @now');
     this.doneStmt = db.prepare('UPDATE outputs SET path = @path, bytes = @bytes, sha256 = @sha256, content_type = @contentType, downloaded_at = @now WHERE job_id = @jobId AND idx = @idx');
     this.ofJobStmt = db.prepare<[string], OutputRow>('SELECT * FROM outputs WHERE job_id = ? ORDER BY idx');
     this.missingStmt = db.prepare('UPDATE outputs SET sha256 = NULL WHERE job_id = ? AND idx = ?');
+    this.forgetOthersStmt = db.prepare('DELETE FROM outputs WHERE item_id = ? AND job_id <> ?');
     this.allStmt = db.prepare<[], OutputFile>('SELECT item_id, path, bytes, sha256 FROM outputs WHERE path IS NOT NULL AND sha256 IS NOT NULL ORDER BY item_id, job_id, idx');
-    this.ofItemStmt = db.prepare<[string], OutputRow>('SELECT * FROM outputs WHERE item_id = ? ORDER BY job_id, idx');
   }
 
   /** Records that a link for this output was issued (the 15-minute clock starts). */
@@ -51,12 +51,13 @@ export class Outputs {
     this.missingStmt.run(jobId, idx);
   }
 
-  ofJob(jobId: string): OutputRow[] {
-    return this.ofJobStmt.all(jobId);
+  /** The item's outputs are now those of `jobId` (a job that replaced an earlier one): the earlier job's rows go. */
+  forgetOtherJobs(itemId: string, jobId: string): void {
+    this.forgetOthersStmt.run(itemId, jobId);
   }
 
-  ofItem(itemId: string): OutputRow[] {
-    return this.ofItemStmt.all(itemId);
+  ofJob(jobId: string): OutputRow[] {
+    return this.ofJobStmt.all(jobId);
   }
 
   /** Every verified file on disk, grouped by item: one pass for reports instead of a query per item. */
