@@ -1,3 +1,4 @@
+import { templateNames } from './templates.js';
 import type { IssueList } from './issues.js';
 import { outputRelativePath, defaultExtension } from './output-paths.js';
 import { type ManifestSource, fieldPath } from './source.js';
@@ -44,20 +45,32 @@ export function checkAcrossItems(items: readonly ResolvedItem[], source: Manifes
     issues.add({ ...loc, message: `a dependency cycle: ${[...cycle, cycle[0]].join(' → ')}` });
   }
 
-  const files = new Map<string, string>();
+  // Without {{n}} a job's later outputs get a -n suffix, which can meet another item's name: check the first few.
+  const outputsChecked = templateNames(outputName).includes('n') ? 1 : OUTPUTS_CHECKED;
+  const files = new Map<string, { id: string; n: number }>();
+  const named = (id: string, n: number) => `${JSON.stringify(id)}${n > 1 ? ` (its output ${n})` : ''}`;
   for (const item of items) {
-    const out = outputRelativePath(outputName, { id: item.id, n: 1, ext: defaultExtension(item.type), model: item.model, type: item.type, vars });
     const loc = at(item, 'id');
-    if (!out.ok) {
-      issues.add({ ...loc, message: `${out.message}${loc.row}` });
-      continue;
+    for (let n = 1; n <= outputsChecked; n++) {
+      const out = outputRelativePath(outputName, { id: item.id, n, ext: defaultExtension(item.type), model: item.model, type: item.type, vars });
+      if (!out.ok) {
+        issues.add({ ...loc, message: `${out.message}${loc.row}` });
+        break;
+      }
+      const key = out.path.toLowerCase(); // case-insensitive file systems would merge these
+      const other = files.get(key);
+      if (other !== undefined && other.id !== item.id) {
+        const hint = outputsChecked > 1 ? '; put {{n}} in output.name (as in the default "{{id}}-{{n}}.{{ext}}")' : '';
+        issues.add({ ...loc, message: `items ${named(other.id, other.n)} and ${named(item.id, n)} would write the same file ${out.path}${hint}${loc.row}` });
+        break;
+      }
+      files.set(key, { id: item.id, n });
     }
-    const key = out.path.toLowerCase(); // case-insensitive file systems would merge these
-    const other = files.get(key);
-    if (other !== undefined && other !== item.id) issues.add({ ...loc, message: `items ${JSON.stringify(other)} and ${JSON.stringify(item.id)} would write the same file ${out.path}${loc.row}` });
-    else files.set(key, item.id);
   }
 }
+
+/** Outputs per job whose names are checked for collisions when output.name has no {{n}}. */
+const OUTPUTS_CHECKED = 4;
 
 /** Cycles in a dependency graph (iterative DFS), each reported once. */
 function findCycles(graph: ReadonlyMap<string, string[]>): string[][] {

@@ -43,6 +43,11 @@ export async function downloadJob(ctx: RunContext, itemId: string, jobId: string
         const file = await downloadOutput(client, output.downloadUrl, opts.outDir, item.type, (ext) => {
           const name = outputRelativePath(manifest.outputName, { id: item.id, n: idx, ext, model: item.model, type: item.type, vars: manifest.vars });
           if (!name.ok) throw new DownloadError(name.message, false);
+          const owner = store.outputs.ownerOf(name.path);
+          if (owner && owner.item_id !== item.id) {
+            throw new DownloadError(`output ${idx} would be saved as ${name.path}, which holds the output of ${owner.item_id}; it is not overwritten. Put {{n}} in output.name (as in the default "{{id}}-{{n}}.{{ext}}") and run again`, false);
+          }
+          store.outputs.claimPath(jobId, idx, name.path);
           return name.path;
         }, ctx.abort.signal, opts.maxOutputBytes, opts.openOutput);
         store.outputs.markDownloaded(jobId, idx, file, opts.now());

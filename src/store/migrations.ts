@@ -105,6 +105,8 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (item_id, dep_id)
   );
   CREATE INDEX deps_dep ON deps (dep_id);
+  -- Which output owns a file: a download never overwrites another item's paid output.
+  CREATE INDEX outputs_path ON outputs (path);
   `,
 ];
 

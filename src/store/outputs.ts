@@ -27,6 +27,8 @@ export class Outputs {
   private readonly allStmt;
   private readonly missingStmt;
   private readonly forgetOthersStmt;
+  private readonly ownerStmt;
+  private readonly claimStmt;
 
   constructor(db: Db) {
     this.ensureStmt = db.prepare('INSERT INTO outputs (job_id, idx, item_id, link_issued_at) VALUES (@jobId, @idx, @itemId, @now) ON CONFLICT (job_id, idx) DO UPDATE SET link_issued_at = @now');
@@ -34,6 +36,8 @@ export class Outputs {
     this.ofJobStmt = db.prepare<[string], OutputRow>('SELECT * FROM outputs WHERE job_id = ? ORDER BY idx');
     this.missingStmt = db.prepare('UPDATE outputs SET sha256 = NULL WHERE job_id = ? AND idx = ?');
     this.forgetOthersStmt = db.prepare('DELETE FROM outputs WHERE item_id = ? AND job_id <> ?');
+    this.ownerStmt = db.prepare<[string], Pick<OutputRow, 'item_id' | 'job_id' | 'idx'>>('SELECT item_id, job_id, idx FROM outputs WHERE path = ? LIMIT 1');
+    this.claimStmt = db.prepare('UPDATE outputs SET path = ? WHERE job_id = ? AND idx = ?');
     this.allStmt = db.prepare<[], OutputFile>('SELECT item_id, path, bytes, sha256 FROM outputs WHERE path IS NOT NULL AND sha256 IS NOT NULL ORDER BY item_id, job_id, idx');
   }
 
@@ -54,6 +58,16 @@ export class Outputs {
   /** The item's outputs are now those of `jobId` (a job that replaced an earlier one): the earlier job's rows go. */
   forgetOtherJobs(itemId: string, jobId: string): void {
     this.forgetOthersStmt.run(itemId, jobId);
+  }
+
+  /** The output recorded under this file name, if any. */
+  ownerOf(path: string): Pick<OutputRow, 'item_id' | 'job_id' | 'idx'> | undefined {
+    return this.ownerStmt.get(path);
+  }
+
+  /** Names the file this output will be saved as, before any byte is written: the claim that ownerOf sees. */
+  claimPath(jobId: string, idx: number, path: string): void {
+    this.claimStmt.run(path, jobId, idx);
   }
 
   ofJob(jobId: string): OutputRow[] {
