@@ -22,6 +22,8 @@ export class DownloadError extends Error {
     message: string,
     /** True when a fresh link may help (expired, refused, cut short). */
     readonly refreshable: boolean,
+    /** ENOSPC, EACCES, EROFS or EDQUOT: the output dir cannot take the file, whatever the link. */
+    readonly diskCode?: string,
   ) {
     super(message);
   }
@@ -96,7 +98,7 @@ export async function downloadOutput(
     if (meterError(error)) throw meterError(error)!;
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOSPC' || code === 'EACCES' || code === 'EROFS' || code === 'EDQUOT') {
-      throw new DownloadError(`cannot write ${relPath}: ${code}`, false);
+      throw new DownloadError(`cannot write ${relPath}: ${code}`, false, code);
     }
     throw new DownloadError(`the download failed: ${(error as Error).message}`, true);
   }

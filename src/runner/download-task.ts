@@ -59,7 +59,7 @@ export async function downloadJob(ctx: RunContext, itemId: string, jobId: string
         if (error instanceof DownloadError && !error.refreshable) {
           store.items.setState(itemId, 'downloading', opts.now(), { code: 'DOWNLOAD_FAILED', message: lastError });
           ctx.emit({ kind: 'item-final', itemId, state: 'downloading', code: 'DOWNLOAD_FAILED', message: lastError });
-          if (/ENOSPC|EDQUOT|EROFS|EACCES/.test(lastError)) ctx.stop('disk', `cannot write outputs: ${lastError}. Free space or fix permissions, then run the same command to resume.`);
+          if (error.diskCode) ctx.stop('disk', `cannot write outputs: ${lastError}. Free space or fix permissions, then run the same command to resume.`);
           return;
         }
         break;

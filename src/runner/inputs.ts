@@ -10,22 +10,27 @@ export class InputError extends Error {
   override readonly name = 'InputError';
 }
 
-const hashes = new Map<string, Promise<string>>();
+const hashes = new Map<string, { version: string; hash: Promise<string> }>();
 
-/** sha256 of a file, streamed; memoised per path for the process. */
-export function fileSha256(path: string): Promise<string> {
-  let h = hashes.get(path);
-  if (!h) {
-    h = new Promise<string>((resolve, reject) => {
-      const hash = createHash('sha256');
-      createReadStream(path)
-        .on('data', (c) => hash.update(c))
-        .on('error', reject)
-        .on('end', () => resolve(hash.digest('hex')));
-    });
-    hashes.set(path, h);
-  }
-  return h;
+/**
+ * sha256 of a file, streamed; memoised per path while its size and
+ * modification time stay the same (a file edited during a multi-day run is
+ * hashed anew, so its new bytes are uploaded, not the old key reused).
+ */
+export async function fileSha256(path: string): Promise<string> {
+  const s = await stat(path);
+  const version = `${s.size}:${s.mtimeMs}`;
+  const known = hashes.get(path);
+  if (known?.version === version) return known.hash;
+  const hash = new Promise<string>((resolve, reject) => {
+    const h = createHash('sha256');
+    createReadStream(path)
+      .on('data', (c) => h.update(c))
+      .on('error', reject)
+      .on('end', () => resolve(h.digest('hex')));
+  });
+  hashes.set(path, { version, hash });
+  return hash;
 }
 
 /** What the bytes are, not what the name says. */

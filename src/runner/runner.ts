@@ -31,6 +31,7 @@ const HEARTBEAT_MS = 1_000;
 const WEEK_MS = 7 * KEY_DAY_MS;
 /** Ready items asked of SQLite at a time; more pages are read only while this run's own tasks hold them all. */
 const READY_PAGE = 64;
+const FINAL = new Set<ItemState>(['done', 'failed', 'rejected', 'blocked', 'skipped']);
 
 /** Takes a validated manifest to verified outputs on disk, as fast as the key's limits allow. */
 export class Runner implements RunContext {
@@ -138,9 +139,22 @@ export class Runner implements RunContext {
     );
   }
 
+  /**
+   * A task threw what no policy foresaw. The item keeps its state (a paid job
+   * is not ended on a bug of ours); the error is noted for status and the run
+   * goes on. Called inside a .catch, so it must not throw itself.
+   */
   private crashed(itemId: string, error: unknown): void {
-    this.opts.logger?.error({ item: itemId, err: error }, 'unexpected error');
-    this.store.items.setState(itemId, 'failed', this.opts.now(), { code: 'INTERNAL', message: (error as Error).message ?? String(error) });
+    const message = `unexpected error: ${(error as Error)?.message ?? String(error)}`;
+    try {
+      this.opts.logger?.error({ item: itemId, err: error }, 'unexpected error');
+      const item = this.store.items.get(itemId);
+      // Nothing of a pending item is on the wire: it may end failed (retry puts it back). The others wait for the next run.
+      if (item?.state === 'pending') this.store.items.setState(itemId, 'failed', this.opts.now(), { code: 'INTERNAL', message });
+      else if (item && !FINAL.has(item.state)) this.store.items.hold(itemId, item.state as 'submitting' | 'running' | 'downloading', this.opts.now(), { code: 'INTERNAL', message });
+    } catch (secondary) {
+      this.opts.logger?.error({ item: itemId, err: secondary }, 'could not record an unexpected error');
+    }
   }
 
   startDownload(itemId: string, jobId: string, fresh?: Job): void {

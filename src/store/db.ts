@@ -10,6 +10,36 @@ export class StateFileError extends Error {
 }
 
 /**
+ * Opens a state file to read only, as status and report do while a run may be
+ * writing it: nothing is written, migrated or checkpointed. A file of an older
+ * schema is opened by openDb instead (migrated) when no run holds it.
+ */
+export function openDbReadOnly(path: string): Db | 'older' {
+  let db: Db;
+  try {
+    db = new Database(path, { readonly: true, fileMustExist: true });
+    db.pragma('busy_timeout = 5000');
+  } catch (error) {
+    throw new StateFileError(`cannot open the state file ${path}: ${(error as Error).message}`);
+  }
+  try {
+    const appId = db.pragma('application_id', { simple: true }) as number;
+    const version = db.pragma('user_version', { simple: true }) as number;
+    if (appId !== APPLICATION_ID) throw new StateFileError(`${path} is not a genbatch state file (it is another SQLite database). Pass another --state path.`);
+    if (version > SCHEMA_VERSION) throw new StateFileError(`${path} was written by a newer genbatch (state schema ${version}; this one knows ${SCHEMA_VERSION}). Upgrade genbatch to read it.`);
+    if (version < SCHEMA_VERSION) {
+      db.close();
+      return 'older';
+    }
+    return db;
+  } catch (error) {
+    if (db.open) db.close();
+    if (error instanceof StateFileError) throw error;
+    throw new StateFileError(`cannot use the state file ${path}: ${(error as Error).message}`);
+  }
+}
+
+/**
  * Opens (or creates) a state file: WAL, full sync (a committed idempotency key
  * survives a power cut, not only a kill), a bounded WAL, and the schema migrated.
  */

@@ -2,9 +2,9 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Accounting } from './accounting.js';
 import { Attempts } from './attempts.js';
-import { openDb, StateFileError, type Db } from './db.js';
+import { openDb, openDbReadOnly, StateFileError, type Db } from './db.js';
 import { Items } from './items.js';
-import { acquireLock } from './lock.js';
+import { acquireLock, lockHolder } from './lock.js';
 import { Outputs } from './outputs.js';
 import { Runs } from './runs.js';
 import { Uploads } from './uploads.js';
@@ -31,6 +31,7 @@ export class Store {
   private constructor(
     readonly db: Db,
     private readonly release: () => void,
+    private readonly readOnly = false,
   ) {
     this.items = new Items(db);
     this.attempts = new Attempts(db);
@@ -60,9 +61,19 @@ export class Store {
     }
   }
 
-  /** Opens for reading only (status): no lock, nothing written. */
+  /**
+   * Opens for reading only (status, report): no lock, nothing written, so a
+   * live run's state is never touched. A file of an older schema is migrated
+   * first, under the lock, when no run holds it.
+   */
   static openReadOnly(path: string): Store {
-    return new Store(openDb(path), () => {});
+    const db = openDbReadOnly(path);
+    if (db !== 'older') return new Store(db, () => {}, true);
+    if (lockHolder(path)?.alive) throw new StateFileError(`${path} is being run by an older genbatch (pid ${lockHolder(path)!.pid}); read it once that run ends.`);
+    Store.open(path).close();
+    const migrated = openDbReadOnly(path);
+    if (migrated === 'older') throw new StateFileError(`cannot migrate the state file ${path}`);
+    return new Store(migrated, () => {}, true);
   }
 
   /** Runs `fn` in one short IMMEDIATE transaction. */
@@ -81,7 +92,7 @@ export class Store {
   close(): void {
     clearInterval(this.checkpointTimer);
     try {
-      this.db.pragma('wal_checkpoint(TRUNCATE)');
+      if (!this.readOnly) this.db.pragma('wal_checkpoint(TRUNCATE)');
       this.db.close();
     } finally {
       this.release();

@@ -1,10 +1,13 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { once } from 'node:events';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { APPLICATION_ID, SCHEMA_VERSION } from '../../src/store/migrations.js';
 import { imageManifest, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
+import { runCli, startCli } from '../helpers/cli.js';
 
 async function setup() {
   const t = await startTestSim({ timeScale: 600 });
@@ -89,5 +92,33 @@ describe('a read-only state directory', () => {
     expect(stderr).toMatch(/cannot (lock|open|use) the state file .*(writable|readonly|EACCES)/i);
     expect(readFileSync(ws.statePath).equals(before)).toBe(true);
     expect(t.sim.service.ledger.of('charge')).toHaveLength(2);
+  });
+});
+
+describe('reading a live run\'s state', () => {
+  it('status changes nothing in the state file or its WAL while a run holds it', async () => {
+    // Hour-long jobs (a minute here): the run stays live, with its WAL holding what it wrote.
+    const t = await startTestSim({ timeScale: 60, imageSeconds: [3600, 3600] });
+    const ws = workspace(t.sim, imageManifest(2), {}, 60);
+    const run = startCli(ws.args().map((a) => (a === 'm.yaml' ? join(ws.dir, 'm.yaml') : a)), ws.env);
+    await new Promise<void>((resolve) => {
+      const unwatch = t.sim.service.ledger.watch((e) => {
+        if (e.kind === 'charge' && t.sim.service.ledger.of('charge').length === 2) resolve(void unwatch());
+      });
+    });
+    await run.waitFor(/submitted|in flight|running/);
+    // Frozen, so only status could change the files now.
+    run.child.kill('SIGSTOP');
+    const files = ['m.sqlite', 'm.sqlite-wal'].map((f) => join(ws.dir, '.genbatch', f));
+    const digest = () => files.map((f) => (existsSync(f) ? createHash('sha256').update(readFileSync(f)).digest('hex') : 'absent'));
+    const before = digest();
+    expect(before[1]).not.toBe('absent');
+    const status = await runCli(['status', 'm.yaml', '--json'], ws.env, ws.dir);
+    expect(status.code, status.stderr).toBe(0);
+    expect(JSON.parse(status.stdout).run.running).toBe(true);
+    expect(digest()).toEqual(before);
+    run.child.kill('SIGCONT');
+    run.child.kill('SIGINT');
+    await once(run.child, 'exit');
   });
 });

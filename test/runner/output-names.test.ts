@@ -29,4 +29,14 @@ describe('output names: no output ever overwrites another item\'s', () => {
     expect(readFileSync(join(ws.outDir, 'a-5.png')).length).toBe(owners[0]!.bytes);
     expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
   });
+
+  it('an id that reads like a disk error code is not taken for one: a refused name does not stop the run as a full disk', async () => {
+    const t = await startTestSim({ timeScale: 600, imageOutputs: 5 });
+    const ws = workspace(t.sim, 'version: 1\noutput: { name: "{{id}}.{{ext}}" }\nitems:\n  - { id: EROFS, model: studio-lite, prompt: p }\n  - { id: EROFS-5, model: studio-lite, prompt: q }\n');
+    const res = await ws.run();
+    expect(res.code).toBe(1);
+    expect(res.stdout + res.stderr).toMatch(/which holds the output of/);
+    expect(res.stdout + res.stderr).not.toMatch(/cannot write outputs/);
+    expect(res.stdout + res.stderr).not.toMatch(/stopping/i);
+  });
 });
