@@ -148,7 +148,8 @@ describe('genbatch run against the simulator', () => {
 
   it('waits for the next key day at the daily cap, with no 429, and goes on', async () => {
     // A key day lasts 2 s here.
-    const t = await startTestSim({ timeScale: 43_200, keys: [{ label: 'main', dailyCap: 6 }] });
+    const t = await startTestSim({ timeScale: 43_200, keys: [{ label: 'main', dailyCap: 6 }], linkTtlSeconds: 7 * 86_400 });
+    // Links live a week of service time (14 s here): at this scale the usual 15 minutes are 21 ms, which a busy machine misses.
     const ws = workspace(t.sim, imageManifest(5), {}, 43_200);
     const res = await ws.run(['--daily-cap', '6']);
     expect(res.code, res.stdout).toBe(0);
