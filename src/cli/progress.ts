@@ -67,5 +67,7 @@ function describe(e: RunEvent): string | undefined {
       return `waiting for ${e.reason} until ${new Date(e.untilMs).toISOString()}`;
     case 'stopping':
       return `stopping: ${e.reason}`;
+    case 'notice':
+      return `note: ${e.message}`;
   }
 }

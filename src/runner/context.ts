@@ -36,7 +36,8 @@ export type RunEvent =
   | { kind: 'item-final'; itemId: string; state: string; code?: string; message?: string }
   | { kind: 'retrying'; itemId: string; attempt: number; reason: string }
   | { kind: 'waiting'; reason: string; untilMs: number }
-  | { kind: 'stopping'; reason: string };
+  | { kind: 'stopping'; reason: string }
+  | { kind: 'notice'; message: string };
 
 export type StopKind = 'interrupted' | 'budget' | 'moderation' | 'refused' | 'disk';
 
@@ -50,13 +51,16 @@ export interface RunContext {
   /** Aborts polls and downloads (interrupt): submissions already sent still record their job. */
   abort: AbortController;
   spec(item: ItemRow): ItemSpec;
+  /** The best bound known for one job of the item: the catalog's or manifest's price, else the largest charge seen for its model. */
   price(item: ItemRow): number | undefined;
+  /** The service charged this for a job of `model`: a bound for the next unpriced ones. */
+  noteCharge(model: string, credits: number): void;
   isStopping(): boolean;
   stop(kind: StopKind, message: string): void;
   emit(event: RunEvent): void;
   wake(): void;
   /** Waits until a submission of `credits` fits the daily cap and budget; gives a release for after the answer, or undefined when the run stops. */
-  dailyCapGate(credits: number): Promise<(() => void) | undefined>;
+  dailyCapGate(credits: number | undefined, model: string): Promise<(() => void) | undefined>;
   pauseSubmissionsFor(ms: number): void;
   /** The item's submission was answered with a job. */
   jobAccepted(itemId: string): void;

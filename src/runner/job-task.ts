@@ -106,13 +106,14 @@ export class JobTask {
     const { ctx } = this;
     const { store, opts, client } = ctx;
     const body = JSON.parse(attempt.body) as ImageSubmission & VideoSubmission;
-    const price = ctx.price(this.item) ?? 0;
+    const item = this.item;
+    const price = ctx.price(item);
     let network = 0;
     let unavailable = 0;
     let queries = 0;
     for (;;) {
       if (ctx.isStopping()) return undefined; // the attempt stays committed: a resumed run resends the same key
-      const release = await ctx.dailyCapGate(price);
+      const release = await ctx.dailyCapGate(price, item.model);
       if (!release) return undefined;
       try {
         const job: Job | undefined = await ctx.buckets.submit.run(async () => {
@@ -128,7 +129,8 @@ export class JobTask {
           release();
           return undefined;
         }
-        const charged = job.charged ?? price;
+        const charged = job.charged ?? price ?? 0;
+        if (job.charged !== undefined) ctx.noteCharge(item.model, job.charged);
         const now = opts.now();
         store.tx(() => {
           store.attempts.markAccepted(attempt.item_id, attempt.n, job.id, charged, now);

@@ -50,6 +50,10 @@ export class Runner implements RunContext {
   private woken = new Promise<void>((r) => (this.wakeUp = r));
   private dailyPausedUntil = 0;
   private reserved = 0;
+  /** Per model, the largest charge seen: the bound for items the catalog and manifest do not price. */
+  private readonly largestCharge = new Map<string, number>();
+  private readonly unpricedInFlight = new Set<string>();
+  private readonly unpricedNoted = new Set<string>();
   /** Until when submissions wait for the daily cap, while they do. */
   private waitingUntil: number | undefined;
   private runId = 0;
@@ -89,6 +93,7 @@ export class Runner implements RunContext {
   private async work(): Promise<RunSummary> {
     const { changed } = await syncItems(this.store, this.manifest, this.opts);
     this.changed = changed;
+    for (const { model, credits } of this.store.attempts.largestChargeByModel()) this.largestCharge.set(model, credits);
     for (const item of this.manifest.items) {
       const { where: _where, ...spec } = item;
       this.specs.set(item.id, spec);
@@ -179,8 +184,12 @@ export class Runner implements RunContext {
         await this.waitForWake(this.scaled(1000));
         continue;
       }
-      const price = this.price(next) ?? 0;
-      if (this.overBudget(price)) break;
+      const price = this.price(next);
+      if (price === undefined && this.opts.maxCredits !== undefined) {
+        this.refuseUnpriced(next);
+        continue;
+      }
+      if (this.overBudget(price ?? 0)) break;
       this.startJob(next);
     }
   }
@@ -247,9 +256,17 @@ export class Runner implements RunContext {
    * submission; reserves its credits until the caller releases them after the
    * answer, so concurrent submissions cannot overshoot the cap or the budget together.
    */
-  async dailyCapGate(credits: number): Promise<(() => void) | undefined> {
+  async dailyCapGate(price: number | undefined, model: string): Promise<(() => void) | undefined> {
+    const credits = price ?? 0;
     for (;;) {
       if (this.stopped || this.overBudget(credits)) return undefined;
+      // Nothing bounds this model's price yet: one submission of it at a time, until a charge shows the price.
+      if (price === undefined && this.unpricedInFlight.has(model)) {
+        await this.waitForWake(this.scaled(1000));
+        const seen = this.largestCharge.get(model);
+        if (seen !== undefined) return this.dailyCapGate(seen, model);
+        continue;
+      }
       const now = this.opts.now();
       const day = this.dayOf(now);
       const over = this.store.accounting.chargedOn(day) + this.reserved + credits > this.opts.limits.dailyCap;
@@ -257,10 +274,19 @@ export class Runner implements RunContext {
       if (until <= now) {
         this.waitingUntil = undefined;
         this.reserved += credits;
+        if (price === undefined) {
+          this.unpricedInFlight.add(model);
+          if (!this.unpricedNoted.has(model)) {
+            this.unpricedNoted.add(model);
+            this.emit({ kind: 'notice', message: `no price is known for ${model}: its first job is sent alone and the daily cap counts it once the service reports its charge (give prices: in the manifest to reserve ahead)` });
+          }
+        }
         let released = false;
         return () => {
-          if (!released) this.reserved -= credits;
+          if (released) return;
           released = true;
+          this.reserved -= credits;
+          if (price === undefined && this.unpricedInFlight.delete(model)) this.wake();
         };
       }
       if (this.waitingUntil !== until) this.store.runs.beat(this.runId, now, until);
@@ -268,6 +294,13 @@ export class Runner implements RunContext {
       this.emit({ kind: 'waiting', reason: 'the daily credit cap', untilMs: until });
       await this.waitForWake(Math.min(until - now, this.scaled(60_000)));
     }
+  }
+
+  /** A budget cannot be kept for an item whose price nothing bounds: it is not started, and the user is told how to price it. */
+  private refuseUnpriced(item: ItemRow): void {
+    const message = `no price is known for ${item.model} (the catalog shows none and nothing was charged for it yet), so the budget could not be kept: give one in the manifest (prices: { ${item.model}: credits }, or by resolution and duration for video) and run again`;
+    this.store.items.setState(item.id, 'skipped', this.opts.now(), { code: 'PRICE_UNKNOWN', message });
+    this.emit({ kind: 'item-final', itemId: item.id, state: 'skipped', code: 'PRICE_UNKNOWN', message });
   }
 
   pauseSubmissionsFor(ms: number): void {
@@ -280,7 +313,11 @@ export class Runner implements RunContext {
 
   price(item: ItemRow): number | undefined {
     const spec = this.spec(item);
-    return priceOf(spec, this.catalog?.get(spec.type, spec.model), this.manifest.manifest.prices).credits;
+    return priceOf(spec, this.catalog?.get(spec.type, spec.model), this.manifest.manifest.prices).credits ?? this.largestCharge.get(item.model);
+  }
+
+  noteCharge(model: string, credits: number): void {
+    if (credits > (this.largestCharge.get(model) ?? -1)) this.largestCharge.set(model, credits);
   }
 
   isStopping(): boolean {

@@ -39,6 +39,7 @@ export class Attempts {
   private readonly endedBadlyStmt;
   private readonly ofItemStmt;
   private readonly allStmt;
+  private readonly largestStmt;
 
   constructor(db: Db) {
     this.insert = db.prepare('INSERT INTO attempts (item_id, n, idempotency_key, body, status, created_at) VALUES (@itemId, @n, @key, @body, \'created\', @now)');
@@ -49,6 +50,7 @@ export class Attempts {
     this.refusedStmt = db.prepare("UPDATE attempts SET status = 'refused', error_code = @code, error_message = @message, ended_at = @now WHERE item_id = @itemId AND n = @n");
     this.conflictStmt = db.prepare("UPDATE attempts SET status = 'conflict', error_code = @code, error_message = @message, ended_at = @now WHERE item_id = @itemId AND n = @n AND job_id IS NULL");
     this.endedBadlyStmt = db.prepare<[string], { n: number }>("SELECT count(*) AS n FROM attempts WHERE item_id = ? AND status IN ('failed', 'expired')");
+    this.largestStmt = db.prepare<[], { model: string; credits: number }>('SELECT i.model AS model, max(a.charged) AS credits FROM attempts a JOIN items i ON i.id = a.item_id WHERE a.job_id IS NOT NULL GROUP BY i.model');
     this.allStmt = db.prepare<[], AttemptFacts>('SELECT item_id, job_id, charged, refunded FROM attempts ORDER BY item_id, n');
     this.ofItemStmt = db.prepare<[string], AttemptRow>('SELECT * FROM attempts WHERE item_id = ? ORDER BY n');
     this.totalsStmt = db.prepare<[], { charged: number; refunded: number }>('SELECT coalesce(sum(charged), 0) AS charged, coalesce(sum(refunded), 0) AS refunded FROM attempts');
@@ -95,6 +97,11 @@ export class Attempts {
 
   totals(): { charged: number; refunded: number } {
     return this.totalsStmt.get()!;
+  }
+
+  /** Per model, the largest charge of any job: a price bound where the catalog gives none. */
+  largestChargeByModel(): { model: string; credits: number }[] {
+    return this.largestStmt.all();
   }
 
   /** What reports need of every attempt, grouped by item: one pass instead of a query per item. */
