@@ -96,6 +96,7 @@ program
   .description('put failed items back with new attempts')
   .option('--state <path>', 'the SQLite state file')
   .option('--code <code...>', 'only items that failed with these codes')
+  .option('--id <id...>', 'only these items (also puts back an item stopped on a key conflict: it is paid again)')
   .action(async (manifest: string, opts) => print(await retryCommand(manifest, opts, process.cwd())));
 
 withConnection(program.command('models').description('list the models the key may use'))

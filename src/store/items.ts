@@ -53,6 +53,8 @@ export class Items {
   private readonly failuresStmt;
   private readonly setStateStmt;
   private readonly noteStmt;
+  private readonly putBackCandidatesStmt;
+  private readonly latestAttemptStmt;
   private readonly inStatesStmt;
   private readonly countsStmt;
   private readonly finishedStmt;
@@ -81,6 +83,8 @@ export class Items {
     this.failuresStmt = db.prepare<[], { code: string; n: number }>("SELECT coalesce(error_code, state) AS code, count(*) AS n FROM items WHERE state IN ('failed', 'rejected', 'blocked', 'skipped') OR (state = 'downloading' AND error_code IS NOT NULL) GROUP BY 1 ORDER BY 2 DESC");
     this.setStateStmt = db.prepare('UPDATE items SET state = @state, error_code = @code, error_message = @message, not_before = @notBefore, updated_at = @now WHERE id = @id');
     this.noteStmt = db.prepare('UPDATE items SET error_code = @code, error_message = @message, updated_at = @now WHERE id = @id AND state = @state');
+    this.putBackCandidatesStmt = db.prepare<[], ItemRow>("SELECT * FROM items WHERE state IN ('failed', 'skipped') OR (state = 'downloading' AND error_code IS NOT NULL) ORDER BY seq");
+    this.latestAttemptStmt = db.prepare<[string], { status: string; job_id: string | null }>('SELECT status, job_id FROM attempts WHERE item_id = ? ORDER BY n DESC LIMIT 1');
     this.inStatesStmt = db.prepare<[string], ItemRow>('SELECT * FROM items WHERE state = ? ORDER BY seq');
     this.finishedStmt = db.prepare<[number], { n: number; first: number | null; last: number | null }>(
       "SELECT count(*) AS n, min(updated_at) AS first, max(updated_at) AS last FROM items WHERE state IN ('done', 'failed', 'rejected', 'blocked', 'skipped') AND updated_at >= ?",
@@ -160,6 +164,34 @@ export class Items {
    */
   hold(id: string, state: 'submitting' | 'running' | 'downloading', now: number, error: { code: string; message: string }): boolean {
     return this.noteStmt.run({ id, state, code: error.code, message: error.message, now }).changes === 1;
+  }
+
+  /**
+   * `retry`: failed and skipped items (and downloads that stopped) go back.
+   * An attempt that may have been accepted is resent with its own key, never
+   * replaced; one stopped on a key conflict goes back only when named by id.
+   */
+  putBack(opts: { codes?: readonly string[] | undefined; ids?: readonly string[] | undefined; now: number }): { requeued: number; conflicts: string[] } {
+    const codes = opts.codes?.length ? new Set(opts.codes) : undefined;
+    const ids = opts.ids?.length ? new Set(opts.ids) : undefined;
+    const conflicts: string[] = [];
+    let requeued = 0;
+    this.db.transaction(() => {
+      for (const item of this.putBackCandidatesStmt.all()) {
+        if (codes && !codes.has(item.error_code ?? '')) continue;
+        if (ids && !ids.has(item.id)) continue;
+        const attempt = this.latestAttemptStmt.get(item.id);
+        if (attempt?.status === 'conflict' && !ids) {
+          conflicts.push(item.id);
+          continue;
+        }
+        const uncertain = attempt && !attempt.job_id && (attempt.status === 'sent' || attempt.status === 'created');
+        const state = item.state === 'downloading' ? 'downloading' : uncertain ? 'submitting' : 'pending';
+        this.setStateStmt.run({ id: item.id, state, code: null, message: null, notBefore: 0, now: opts.now });
+        requeued++;
+      }
+    }).immediate();
+    return { requeued, conflicts };
   }
 
   inState(state: ItemState): ItemRow[] {

@@ -1,6 +1,9 @@
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { SimResponse } from '../../src/simulator/types.js';
 import { runCli } from '../helpers/cli.js';
+import { MUG } from '../helpers/manifests.js';
 import { expectNoDoubleChargeAndVerifiedOutputs, imageManifest, readState, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 
@@ -75,5 +78,34 @@ describe('a paid job is never paid twice and never abandoned', () => {
     expect(charges(t)).toHaveLength(2);
     const waits = t.sim.service.ledger.of('request').filter((r) => r.path.startsWith('/jobs/') && r.status === 200);
     expect(waits.length).toBeGreaterThan(0);
+  });
+});
+
+describe('a lost state file', () => {
+  it('never pays twice: generations replay their jobs under the same keys, an item whose body carried fresh upload keys stops with what to do', async () => {
+    const t = await startTestSim({ timeScale: 600, uploadTtlSeconds: 86_400 });
+    const ws = workspace(t.sim, 'version: 1\nitems:\n  - { id: plain, model: studio-lite, prompt: "a mug" }\n  - { id: edit, model: studio-edit, prompt: "matte black", inputs: [mug.png] }\n', { 'mug.png': MUG });
+    expect((await ws.run()).code).toBe(0);
+    expect(charges(t)).toHaveLength(2);
+    rmSync(join(ws.dir, '.genbatch'), { recursive: true });
+    rmSync(ws.outDir, { recursive: true });
+
+    const again = await ws.run();
+    expect(again.code).toBe(1);
+    expect(charges(t)).toHaveLength(2);
+    const items = Object.fromEntries(readState(ws.statePath).items.map((i) => [i.id, [i.state, i.error_code]]));
+    expect(items).toEqual({ plain: ['done', null], edit: ['failed', 'IDEMPOTENCY_KEY_REUSED'] });
+    expect(again.stdout + again.stderr).toContain('genbatch retry <manifest> --id edit');
+
+    // retry leaves it alone unless it is named: then it is the user's choice to pay again.
+    const plainRetry = await runCli(['retry', 'm.yaml'], ws.env, ws.dir);
+    expect(plainRetry.stdout).toMatch(/^0 item\(s\) put back[\s\S]*key conflict[\s\S]*edit/);
+    expect((await ws.run()).code).toBe(1);
+    expect(charges(t)).toHaveLength(2);
+    const named = await runCli(['retry', 'm.yaml', '--id', 'edit'], ws.env, ws.dir);
+    expect(named.stdout).toMatch(/^1 item\(s\) put back/);
+    expect((await ws.run()).code).toBe(0);
+    expect(charges(t)).toHaveLength(3);
+    expect((await runCli(['retry', 'm.yaml', '--id', 'nope'], ws.env, ws.dir)).code).toBe(2);
   });
 });

@@ -49,7 +49,7 @@ function statusTable(s: Status): string {
 }
 
 /** Puts failed items back with new attempts (by code, if given); blocked items are never resent unchanged. */
-export async function retryCommand(path: string, opts: { state?: string; code?: string[] }, cwd: string): Promise<string> {
+export async function retryCommand(path: string, opts: { state?: string; code?: string[]; id?: string[] }, cwd: string): Promise<string> {
   const manifest = await loadValid(path, cwd);
   const statePath = statePathFor(manifest, opts.state, cwd);
   if (!existsSync(statePath)) throw new ExitError(EXIT.usage, `no state file at ${statePath}: nothing has run yet`);
@@ -60,23 +60,15 @@ export async function retryCommand(path: string, opts: { state?: string; code?: 
     throw new ExitError(EXIT.incomplete, (error as Error).message);
   }
   try {
-    const codes = opts.code?.length ? new Set(opts.code) : undefined;
-    const candidates = [...store.items.inState('failed'), ...store.items.inState('skipped'), ...store.items.inState('downloading').filter((i) => i.error_code)];
-    let requeued = 0;
-    store.tx(() => {
-      for (const item of candidates) {
-        if (codes && !codes.has(item.error_code ?? '')) continue;
-        const attempt = store.attempts.latest(item.id);
-        // A submission that may have been accepted is resent with its own key, never a new one.
-        const uncertain = attempt && !attempt.job_id && (attempt.status === 'sent' || attempt.status === 'created');
-        const state = item.state === 'downloading' ? 'downloading' : uncertain ? 'submitting' : 'pending';
-        store.items.setState(item.id, state, Date.now());
-        requeued++;
-      }
-    });
+    const unknown = (opts.id ?? []).filter((id) => !store.items.get(id));
+    if (unknown.length) throw new ExitError(EXIT.usage, `no item has the id ${unknown.map((id) => JSON.stringify(id)).join(', ')} in ${statePath}`);
+    const { requeued, conflicts } = store.items.putBack({ codes: opts.code, ids: opts.id, now: Date.now() });
     const blocked = store.items.inState('blocked').length;
-    const note = blocked ? `\n${blocked} blocked item(s) stay blocked: change their prompt to resubmit them.` : '';
-    return `${requeued} item(s) put back; run the same command (genbatch run) to go on.${note}`;
+    const notes = [
+      blocked ? `${blocked} blocked item(s) stay blocked: change their prompt to resubmit them.` : '',
+      conflicts.length ? `${conflicts.length} item(s) stopped on a key conflict stay as they are (a job may exist under their key): name them with --id to submit them again, paying again: ${conflicts.slice(0, 5).join(', ')}${conflicts.length > 5 ? ', …' : ''}` : '',
+    ].filter(Boolean);
+    return [`${requeued} item(s) put back; run the same command (genbatch run) to go on.`, ...notes].join('\n');
   } finally {
     store.close();
   }
