@@ -20,7 +20,7 @@ export async function downloadJob(ctx: RunContext, itemId: string, jobId: string
     if (ctx.abort.signal.aborted) return;
     if (!job) {
       try {
-        job = await ctx.buckets.read.run(() => client.getJob(jobId, 0, ctx.abort.signal));
+        job = await ctx.buckets.read.run(() => client.getJob(jobId, 0, ctx.abort.signal), ctx.abort.signal);
       } catch (error) {
         if (ctx.abort.signal.aborted) return;
         const reaction = policy('read-job', error);

@@ -50,6 +50,8 @@ export interface UploadContext {
   validityMarginMs: number;
   /** Uploads under way in this run, by content and target: concurrent items share one. */
   inFlight: Map<string, Promise<string>>;
+  /** An interrupt: grants still waiting for their turn are not sent. */
+  signal?: AbortSignal;
 }
 
 /**
@@ -84,7 +86,7 @@ async function uploadOnce(ctx: UploadContext, path: string, sha256: string, targ
       // the grant's URL expired or was refused: take a new grant below
     }
   }
-  const grant = await ctx.bucket.run(() => ctx.client.createUpload({ kind: media.kind, target, contentType: media.contentType, size: info.size }));
+  const grant = await ctx.bucket.run(() => ctx.client.createUpload({ kind: media.kind, target, contentType: media.contentType, size: info.size }), ctx.signal);
   ctx.store.uploads.granted({ sha256, target, kind: media.kind, contentType: media.contentType, size: info.size, key: grant.key, expiresAt: grant.expiresAt?.getTime() ?? null, uploadUrl: grant.uploadUrl }, ctx.now());
   await ctx.client.putUpload(grant.uploadUrl, createReadStream(path), media.contentType, info.size);
   ctx.store.uploads.confirmed(grant.key);

@@ -2,6 +2,7 @@ import { backoffMs, isTerminalStatus, policy, type Job } from '../api/index.js';
 import type { ImageSubmission, VideoSubmission } from '../api/index.js';
 import { sleep } from '../util/clock.js';
 import type { AttemptRow, ItemRow } from '../store/index.js';
+import { NotSentError } from '../scheduler/bucket.js';
 import { buildBody } from './bodies.js';
 import type { RunContext } from './context.js';
 import { InputError } from './inputs.js';
@@ -75,9 +76,10 @@ export class JobTask {
     let body: ImageSubmission | VideoSubmission;
     for (let tries = 0; ; tries++) {
       try {
-        body = await buildBody(this.ctx.spec(item), { client: this.ctx.client, store, bucket: this.ctx.buckets.upload, now: opts.now, validityMarginMs: this.ctx.scaled(10 * 60_000), inFlight: this.ctx.uploadsInFlight, outDir: opts.outDir });
+        body = await buildBody(this.ctx.spec(item), { client: this.ctx.client, store, bucket: this.ctx.buckets.upload, now: opts.now, validityMarginMs: this.ctx.scaled(10 * 60_000), inFlight: this.ctx.uploadsInFlight, outDir: opts.outDir, signal: this.ctx.abort.signal });
         break;
       } catch (error) {
+        if (error instanceof NotSentError) return this.requeue();
         if (error instanceof InputError) return this.finish('failed', 'INPUT_ERROR', error.message);
         const reaction = policy('upload', error);
         if (reaction.do === 'stop-run') return void this.ctx.stop('refused', `${(error as Error).message}\n${reaction.hint}`);
@@ -124,7 +126,7 @@ export class JobTask {
             store.attempts.markSent(attempt.item_id, attempt.n, now);
           });
           return this.item.type === 'image' ? client.submitImage(body, attempt.idempotency_key) : client.submitVideo(body, attempt.idempotency_key);
-        });
+        }, ctx.abort.signal);
         if (!job) {
           release();
           return undefined;
@@ -143,6 +145,8 @@ export class JobTask {
         return job.id;
       } catch (error) {
         release();
+        // Still waiting for its turn when the run stopped: never sent; the committed attempt is resent by a later run.
+        if (error instanceof NotSentError) return undefined;
         const reaction = policy('submit', error);
         const e = errorOf(error);
         const retryAfter = (error as { retryAfterMs?: number }).retryAfterMs;
@@ -233,7 +237,7 @@ export class JobTask {
     for (;;) {
       if (ctx.abort.signal.aborted) return undefined;
       try {
-        const job = await ctx.buckets.read.run(() => client.getJob(jobId, ctx.pollWait.seconds, ctx.abort.signal));
+        const job = await ctx.buckets.read.run(() => client.getJob(jobId, ctx.pollWait.seconds, ctx.abort.signal), ctx.abort.signal);
         failures = 0;
         if (isTerminalStatus(job.status)) return job;
       } catch (error) {

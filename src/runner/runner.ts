@@ -102,7 +102,7 @@ export class Runner implements RunContext {
     await Promise.all([this.feed('image'), this.feed('video')]);
     await Promise.all([this.slots.image.onIdle(), this.slots.video.onIdle()]);
     await this.downloads.onIdle();
-    await Promise.all(Object.values(this.buckets).map((b) => b.stop()));
+    for (const bucket of Object.values(this.buckets)) bucket.stop();
     return this.summary();
   }
 

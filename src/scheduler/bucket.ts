@@ -1,76 +1,146 @@
-import Bottleneck from 'bottleneck';
 import type { Rate } from './limits.js';
 
+/** A request still waiting for its turn when the run stops or is interrupted: it was never sent. */
+export class NotSentError extends Error {
+  override readonly name = 'NotSentError';
+}
+
+interface Entry {
+  /** When its answer came back; until then the service may count it at any moment. */
+  answeredAt: number | undefined;
+}
+
+interface Waiter {
+  go: () => void;
+  fail: (reason: unknown) => void;
+  signal: AbortSignal | undefined;
+  onAbort: () => void;
+}
+
 /**
- * Paces one kind of request (submissions, reads, upload grants) to a rate.
- * Requests are spaced evenly (minTime) a little wider than window/count: the
- * service counts a sliding window, and bottleneck's reservoir refresh could
- * let twice the count through around a refresh. A 429 pauses the bucket
- * (reservoir 0) for Retry-After; queued requests then resume, still spaced.
+ * Paces one kind of request (submissions, reads, upload grants) to the
+ * service's sliding window: a request goes as soon as fewer than `count`
+ * requests lie in the last window, so the first window's requests go at once.
+ *
+ * The service counts a request when it arrives, some time between our send
+ * and its answer; a request therefore counts here from its send until one
+ * window after its answer came back. That margin is the requests' own
+ * latency, measured, not guessed, and it holds on a loaded machine too.
+ *
+ * Requests wait in one FIFO queue released by a single pump, so a pause (a
+ * 429's Retry-After) holds every queued request, and a queued request can be
+ * cancelled (an interrupt) before anything is sent.
  */
 export class Bucket {
-  readonly spacingMs: number;
-  private readonly limiter: Bottleneck;
-  private resumeTimer: NodeJS.Timeout | undefined;
+  private readonly entries: Entry[] = [];
+  private readonly queue: Waiter[] = [];
   private pausedUntil = 0;
-  /** Actual send times, newest last: the service's sliding window is checked on these. */
-  private readonly sent: number[] = [];
-  private gate: Promise<void> = Promise.resolve();
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
 
   constructor(
     private readonly rate: Rate,
     private readonly now: () => number,
-    /** Times of recent sends (read back from the state after a restart): the first new one waits its turn. */
+    /** Send times of recent requests (read back from the state after a restart): they still count in the window. */
     recentSends: readonly number[] = [],
+    private readonly random: () => number = Math.random,
   ) {
-    this.spacingMs = Math.ceil((rate.windowMs / rate.count) * 1.01) + 1;
-    this.limiter = new Bottleneck({ minTime: this.spacingMs, maxConcurrent: null });
-    this.sent.push(...recentSends.slice(-rate.count));
-    const last = recentSends.at(-1); // read back in time order
-    if (last !== undefined) this.pauseFor(last + this.spacingMs - this.now());
+    for (const at of recentSends.slice(-rate.count)) this.entries.push({ answeredAt: at });
   }
 
-  /**
-   * Runs `fn` when the rate allows: bottleneck spaces the requests, and a last
-   * check on the actual send times holds one back should a stalled event loop
-   * have bunched them (timers fire late, not early).
-   */
-  run<T>(fn: () => Promise<T>): Promise<T> {
-    return this.limiter.schedule(async () => {
-      const turn = this.gate.then(() => this.waitForWindow());
-      this.gate = turn;
-      await turn;
-      return fn();
+  /** Runs `fn` when the window allows; rejects with NotSentError, without calling `fn`, if `signal` aborts or the bucket stops first. */
+  run<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      if (this.stopped || signal?.aborted) return reject(new NotSentError('not sent: the run is stopping'));
+      const waiter: Waiter = {
+        go: () => {
+          const entry: Entry = { answeredAt: undefined };
+          this.entries.push(entry);
+          const answered = () => {
+            entry.answeredAt = this.now();
+            this.pump();
+          };
+          fn().then(
+            (value) => {
+              answered();
+              resolve(value);
+            },
+            (error: unknown) => {
+              answered();
+              reject(error);
+            },
+          );
+        },
+        fail: reject,
+        signal,
+        onAbort: () => {
+          const i = this.queue.indexOf(waiter);
+          if (i >= 0) this.queue.splice(i, 1);
+          reject(new NotSentError('not sent: the run is stopping'));
+        },
+      };
+      signal?.addEventListener('abort', waiter.onAbort, { once: true });
+      this.queue.push(waiter);
+      this.pump();
     });
   }
 
-  private async waitForWindow(): Promise<void> {
-    for (;;) {
-      while (this.sent.length > this.rate.count) this.sent.shift();
-      const oldest = this.sent.length === this.rate.count ? this.sent[0]! : undefined;
-      const wait = oldest === undefined ? 0 : oldest + this.rate.windowMs + 1 - this.now();
-      if (wait <= 0) break;
-      await new Promise((r) => setTimeout(r, wait));
-    }
-    this.sent.push(this.now());
+  /** How many requests wait for their turn (never sent yet). */
+  get waiting(): number {
+    return this.queue.length;
   }
 
-  /** Holds every queued request for `ms` (a 429's Retry-After); longer pauses win. */
+  /**
+   * Holds every queued request for `ms` (a 429's Retry-After), plus up to 10%
+   * jitter so that several processes sharing a key do not all return at once.
+   */
   pauseFor(ms: number): void {
-    if (ms <= 0) return;
-    const until = this.now() + ms;
+    if (!(ms > 0)) return;
+    const until = this.now() + ms + this.random() * ms * 0.1;
     if (until <= this.pausedUntil) return;
     this.pausedUntil = until;
-    clearTimeout(this.resumeTimer);
-    void this.limiter.updateSettings({ reservoir: 0 });
-    this.resumeTimer = setTimeout(() => {
-      this.pausedUntil = 0;
-      void this.limiter.updateSettings({ reservoir: null });
-    }, ms);
+    this.pump();
   }
 
-  async stop(): Promise<void> {
-    clearTimeout(this.resumeTimer);
-    await this.limiter.stop({ dropWaitingJobs: true }).catch(() => {});
+  /** Rejects every queued request (never sent) and accepts no more. */
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    for (const waiter of this.queue.splice(0)) {
+      waiter.signal?.removeEventListener('abort', waiter.onAbort);
+      waiter.fail(new NotSentError('not sent: the run is stopping'));
+    }
+  }
+
+  private pump(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    while (this.queue.length > 0 && !this.stopped) {
+      const wait = this.waitMs(this.now());
+      if (wait > 0) {
+        // Infinity: every slot is held by a request not answered yet; its answer pumps again.
+        if (wait !== Infinity) this.timer = setTimeout(() => this.pump(), Math.ceil(wait));
+        return;
+      }
+      const waiter = this.queue.shift()!;
+      waiter.signal?.removeEventListener('abort', waiter.onAbort);
+      waiter.go();
+    }
+  }
+
+  /** How long the head of the queue must wait: 0 when it may go now. */
+  private waitMs(now: number): number {
+    if (now < this.pausedUntil) return this.pausedUntil - now;
+    const { count, windowMs } = this.rate;
+    // Requests answered more than a window ago no longer count (the oldest are first).
+    for (let i = 0; i < this.entries.length; ) {
+      const at = this.entries[i]!.answeredAt;
+      if (at !== undefined && at + windowMs < now) this.entries.splice(i, 1);
+      else i++;
+    }
+    if (this.entries.length < count) return 0;
+    let soonest = Infinity;
+    for (const e of this.entries) if (e.answeredAt !== undefined) soonest = Math.min(soonest, e.answeredAt + windowMs + 1 - now);
+    return Math.max(1, soonest);
   }
 }
