@@ -80,7 +80,7 @@ export class Items {
     this.clearDeps = db.prepare('DELETE FROM deps');
     this.insertDep = db.prepare('INSERT OR IGNORE INTO deps (item_id, dep_id) VALUES (?, ?)');
     this.startAttemptStmt = db.prepare("UPDATE items SET attempt = ?, state = 'submitting', error_code = NULL, error_message = NULL, updated_at = ? WHERE id = ?");
-    this.failuresStmt = db.prepare<[], { code: string; n: number }>("SELECT coalesce(error_code, state) AS code, count(*) AS n FROM items WHERE state IN ('failed', 'rejected', 'blocked', 'skipped') OR (state = 'downloading' AND error_code IS NOT NULL) GROUP BY 1 ORDER BY 2 DESC");
+    this.failuresStmt = db.prepare<[], { code: string; n: number }>("SELECT coalesce(error_code, state) AS code, count(*) AS n FROM items WHERE state IN ('failed', 'rejected', 'blocked', 'skipped') OR (state IN ('submitting', 'running', 'downloading') AND error_code IS NOT NULL) GROUP BY 1 ORDER BY 2 DESC");
     this.setStateStmt = db.prepare('UPDATE items SET state = @state, error_code = @code, error_message = @message, not_before = @notBefore, updated_at = @now WHERE id = @id');
     this.noteStmt = db.prepare('UPDATE items SET error_code = @code, error_message = @message, updated_at = @now WHERE id = @id AND state = @state');
     this.putBackCandidatesStmt = db.prepare<[], ItemRow>("SELECT * FROM items WHERE state IN ('failed', 'skipped') OR (state = 'downloading' AND error_code IS NOT NULL) ORDER BY seq");
@@ -148,7 +148,7 @@ export class Items {
     this.startAttemptStmt.run(n, now, id);
   }
 
-  /** Items that ended badly (or whose download could not finish), by their last error code. */
+  /** Items that ended badly, or wait for the next run with an error noted (a download or a read that could not finish), by their last error code. */
   failuresByCode(): Record<string, number> {
     return Object.fromEntries(this.failuresStmt.all().map((r) => [r.code, r.n]));
   }

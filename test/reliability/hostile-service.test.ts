@@ -3,7 +3,7 @@ import { expectKeyNowhere, imageManifest, outputFilesIn, readState, workspace } 
 import { startTestSim } from '../helpers/sim.js';
 
 describe('hostile answers from the service and its storage', () => {
-  it('an output link that is not http(s) is never followed: the item fails, nothing is written', async () => {
+  it('an output link that is not http(s) is never followed: nothing is written, and the paid job waits for the next run', async () => {
     const t = await startTestSim({ timeScale: 600 });
     t.sim.service.inject = (req) => {
       const m = /^\/jobs\/([^/]+)$/.exec(req.path);
@@ -13,8 +13,9 @@ describe('hostile answers from the service and its storage', () => {
     const ws = workspace(t.sim, imageManifest(1));
     const res = await ws.run();
     expect(res.code).toBe(1);
-    expect(readState(ws.statePath).items[0]).toMatchObject({ state: 'failed' });
-    expect(res.stdout).toMatch(/failures by code: ResponseShapeError|failures by code: \w+/);
+    // A read error never ends a paid job: it stays running, with the reason, for the next run to ask again.
+    expect(readState(ws.statePath).items[0]).toMatchObject({ state: 'running', error_code: 'ResponseShapeError' });
+    expect(res.stdout).toMatch(/failures by code: ResponseShapeError 1/);
     expect(t.sim.service.ledger.of('download')).toHaveLength(0);
     expect(outputFilesIn(ws.outDir)).toEqual([]);
     expectKeyNowhere(ws.dir, t.sim.apiKey);
