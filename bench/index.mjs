@@ -1,9 +1,10 @@
 // npm run bench [part ...]: runs the named parts (all by default) and prints their figures.
+import { lifecycleBench } from './lifecycle.mjs';
 import { manifestBench } from './manifest.mjs';
 import { reportBench } from './report.mjs';
 import { runnerBench } from './runner.mjs';
 
-const parts = { manifest: manifestBench, runner: runnerBench, report: reportBench };
+const parts = { manifest: manifestBench, runner: runnerBench, report: reportBench, lifecycle: lifecycleBench };
 const wanted = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(parts);
 let ok = true;
 for (const name of wanted) {
