@@ -57,7 +57,7 @@ export async function downloadJob(ctx: RunContext, itemId: string, jobId: string
         opts.logger?.warn({ item: itemId, job: jobId, output: idx, error: lastError }, 'download failed');
         complete = false;
         if (error instanceof DownloadError && !error.refreshable) {
-          store.items.setState(itemId, 'downloading', opts.now(), { code: 'DOWNLOAD_FAILED', message: lastError });
+          store.life.downloadFailed(itemId, { code: 'DOWNLOAD_FAILED', message: lastError }, opts.now());
           ctx.emit({ kind: 'item-final', itemId, state: 'downloading', code: 'DOWNLOAD_FAILED', message: lastError });
           if (error.diskCode) ctx.stop('disk', `cannot write outputs: ${lastError}. Free space or fix permissions, then run the same command to resume.`);
           return;
@@ -66,12 +66,11 @@ export async function downloadJob(ctx: RunContext, itemId: string, jobId: string
       }
     }
     if (complete) {
-      store.items.setState(itemId, 'done', opts.now());
-      ctx.emit({ kind: 'item-final', itemId, state: 'done' });
+      if (store.life.downloaded(itemId, opts.now())) ctx.emit({ kind: 'item-final', itemId, state: 'done' });
       return;
     }
     job = undefined; // fetch fresh links
   }
-  store.items.setState(itemId, 'downloading', opts.now(), { code: 'DOWNLOAD_FAILED', message: lastError || 'the job lists no outputs' });
+  store.life.downloadFailed(itemId, { code: 'DOWNLOAD_FAILED', message: lastError || 'the job lists no outputs' }, opts.now());
   ctx.emit({ kind: 'item-final', itemId, state: 'downloading', code: 'DOWNLOAD_FAILED', message: lastError });
 }

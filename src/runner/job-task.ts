@@ -63,10 +63,12 @@ export class JobTask {
   }
 
   private finish(state: 'failed' | 'rejected' | 'blocked', code: string, message: string): undefined {
-    const { store, opts } = this.ctx;
-    store.items.setState(this.itemId, state, opts.now(), { code, message });
-    this.ctx.emit({ kind: 'item-final', itemId: this.itemId, state, code, message });
+    if (this.ctx.store.life.finish(this.itemId, state, { code, message }, this.ctx.opts.now())) this.final(state, code, message);
     return undefined;
+  }
+
+  private final(state: string, code?: string, message?: string): void {
+    this.ctx.emit({ kind: 'item-final', itemId: this.itemId, state, ...(code ? { code } : {}), ...(message ? { message } : {}) });
   }
 
   /** Uploads inputs, then commits the attempt and its key: only then may the request leave. */
@@ -91,15 +93,12 @@ export class JobTask {
     }
     const n = item.attempt + 1;
     const key = idempotencyKey(store.meta('run_id')!, item.id, item.content_hash, n);
-    store.tx(() => {
-      store.attempts.create(item.id, n, key, JSON.stringify(body), opts.now());
-      store.items.startAttempt(item.id, n, opts.now());
-    });
+    if (!store.life.startAttempt(item.id, n, key, JSON.stringify(body), opts.now())) return undefined;
     return store.attempts.latest(item.id);
   }
 
   private requeue(): undefined {
-    this.ctx.store.items.setState(this.itemId, 'pending', this.ctx.opts.now());
+    this.ctx.store.life.requeue(this.itemId, this.ctx.opts.now());
     return undefined;
   }
 
@@ -120,11 +119,7 @@ export class JobTask {
       try {
         const job: Job | undefined = await ctx.buckets.submit.run(async () => {
           if (ctx.abort.signal.aborted) return undefined; // queued before an interrupt: not sent (a budget stop lets reserved ones go)
-          const now = opts.now();
-          store.tx(() => {
-            store.accounting.submissionSent(now);
-            store.attempts.markSent(attempt.item_id, attempt.n, now);
-          });
+          store.life.recordSent(attempt.item_id, attempt.n, opts.now());
           return this.item.type === 'image' ? client.submitImage(body, attempt.idempotency_key) : client.submitVideo(body, attempt.idempotency_key);
         }, ctx.abort.signal);
         if (!job) {
@@ -134,11 +129,7 @@ export class JobTask {
         const charged = job.charged ?? price ?? 0;
         if (job.charged !== undefined) ctx.noteCharge(item.model, job.charged);
         const now = opts.now();
-        store.tx(() => {
-          store.attempts.markAccepted(attempt.item_id, attempt.n, job.id, charged, now);
-          store.accounting.charged(ctx.dayOf(now), charged);
-          store.items.setState(attempt.item_id, 'running', now);
-        });
+        store.life.recordAccepted(attempt.item_id, attempt.n, job.id, charged, ctx.dayOf(now), now);
         ctx.jobAccepted(attempt.item_id);
         ctx.emit({ kind: 'submitted', itemId: attempt.item_id, attempt: attempt.n, jobId: job.id, credits: charged });
         release();
@@ -162,8 +153,8 @@ export class JobTask {
               await sleep(retryAfter ?? ctx.scaled(10_000));
               continue;
             }
-            store.attempts.markRefused(attempt.item_id, attempt.n, e.code, e.message, opts.now());
-            return this.finish('failed', e.code, e.message);
+            if (store.life.recordRefused(attempt.item_id, attempt.n, e, 'failed', opts.now())) this.final('failed', e.code, e.message);
+            return undefined;
           case 'resend-with-backoff':
             if (network < reaction.maxResends) {
               await sleep(ctx.scaled(backoffMs(network++)));
@@ -178,29 +169,23 @@ export class JobTask {
             return this.holdMaybeAccepted(e);
           case 'key-conflict': {
             const message = `${e.message} A job may already exist under this attempt's key (sent earlier with another body), so genbatch does not pay again on its own. Look for it in the service's job list; to submit the item anew anyway (a new key, charged again): genbatch retry <manifest> --id ${attempt.item_id}`;
-            store.tx(() => {
-              store.attempts.markConflict(attempt.item_id, attempt.n, e.code, message, opts.now());
-              this.finish('failed', e.code, message);
-            });
+            if (store.life.recordConflict(attempt.item_id, attempt.n, { code: e.code, message }, opts.now())) this.final('failed', e.code, message);
             return undefined;
           }
           case 'mark-item':
-            store.attempts.markRefused(attempt.item_id, attempt.n, e.code, e.message, opts.now());
             if (reaction.as === 'rejected' && !this.reuploaded && this.forgetUploads(body, (error as { details?: { field?: unknown } }).details?.field)) {
               // Material that expired before use: upload it again, in a new attempt (the 400 charged nothing).
               this.reuploaded = true;
               ctx.emit({ kind: 'retrying', itemId: attempt.item_id, attempt: attempt.n + 1, reason: 'expired upload' });
-              store.items.setState(attempt.item_id, 'pending', opts.now());
+              store.life.recordRefused(attempt.item_id, attempt.n, e, 'pending', opts.now());
               const next = await this.newAttempt();
               return next ? this.submit(next) : undefined;
             }
-            if (reaction.as === 'blocked') store.accounting.blocked(opts.now(), attempt.item_id);
-            this.finish(reaction.as, e.code, e.message);
+            if (store.life.recordRefused(attempt.item_id, attempt.n, e, reaction.as, opts.now())) this.final(reaction.as, e.code, e.message);
             if (reaction.as === 'blocked') ctx.wake();
             return undefined;
           case 'stop-run':
-            store.attempts.markRefused(attempt.item_id, attempt.n, e.code, e.message, opts.now());
-            store.items.setState(attempt.item_id, 'pending', opts.now(), e);
+            store.life.recordRefused(attempt.item_id, attempt.n, e, 'pending', opts.now());
             ctx.stop('refused', `${e.message}\n${reaction.hint}`);
             return undefined;
           case 'new-attempt':
@@ -220,8 +205,7 @@ export class JobTask {
    */
   private holdMaybeAccepted(e: { code: string; message: string }): undefined {
     const message = `${e.message} (the submission may have been accepted; run the same command again to resend it with the same key: it is never paid twice)`;
-    this.ctx.store.items.hold(this.itemId, 'submitting', this.ctx.opts.now(), { code: e.code, message });
-    this.ctx.emit({ kind: 'item-final', itemId: this.itemId, state: 'submitting', code: e.code, message });
+    if (this.ctx.store.life.recordMaybeAccepted(this.itemId, { code: e.code, message }, this.ctx.opts.now())) this.final('submitting', e.code, message);
     return undefined;
   }
 
@@ -267,8 +251,7 @@ export class JobTask {
 
   private keepJob(jobId: string, e: { code: string; message: string }): undefined {
     const message = `the job ${jobId} (paid for) cannot be read now: ${e.message}. Run the same command again to ask for it again; it is not submitted again.`;
-    this.ctx.store.items.hold(this.itemId, 'running', this.ctx.opts.now(), { code: e.code, message });
-    this.ctx.emit({ kind: 'item-final', itemId: this.itemId, state: 'running', code: e.code, message });
+    if (this.ctx.store.life.keepJob(this.itemId, { code: e.code, message }, this.ctx.opts.now())) this.final('running', e.code, message);
     return undefined;
   }
 
@@ -279,23 +262,17 @@ export class JobTask {
     const now = opts.now();
     ctx.emit({ kind: 'job-ended', itemId: attempt.item_id, jobId: job.id, status: job.status, ...(job.error ? { code: job.error.code } : {}) });
     if (job.status === 'COMPLETED') {
-      store.tx(() => {
-        store.attempts.markEnded(attempt.item_id, attempt.n, 'completed', 0, now);
-        store.outputs.forgetOtherJobs(attempt.item_id, job.id);
-        store.items.setState(attempt.item_id, 'downloading', now);
-      });
-      ctx.startDownload(attempt.item_id, job.id, job);
+      if (store.life.recordEnded(attempt.item_id, attempt.n, { jobId: job.id, status: 'completed', refunded: 0, refundDay: 0 }, now)) ctx.startDownload(attempt.item_id, job.id, job);
       return undefined;
     }
     const status = job.status === 'EXPIRED' ? 'expired' : 'failed';
     const code = job.error?.code ?? job.status;
-    store.tx(() => {
-      store.attempts.markEnded(attempt.item_id, attempt.n, status, job.refunded, now, { code, ...(job.error?.message ? { message: job.error.message } : {}) });
-      if (job.refunded > 0) store.accounting.refunded(ctx.dayOf(attempt.accepted_at ?? now), job.refunded);
-    });
+    const error = { code, ...(job.error?.message ? { message: job.error.message } : {}) };
+    store.life.recordEnded(attempt.item_id, attempt.n, { jobId: job.id, status, refunded: job.refunded, refundDay: ctx.dayOf(attempt.accepted_at ?? now), error }, now);
     if (store.attempts.failedCount(attempt.item_id) > opts.maxRetries) return this.finish('failed', code, job.error?.message ?? `the job ended ${job.status}`);
     ctx.emit({ kind: 'retrying', itemId: attempt.item_id, attempt: attempt.n + 1, reason: code });
-    if (ctx.isStopping()) return this.requeue();
+    this.requeue();
+    if (ctx.isStopping()) return undefined;
     return this.newAttempt();
   }
 }

@@ -31,7 +31,6 @@ const HEARTBEAT_MS = 1_000;
 const WEEK_MS = 7 * KEY_DAY_MS;
 /** Ready items asked of SQLite at a time; more pages are read only while this run's own tasks hold them all. */
 const READY_PAGE = 64;
-const FINAL = new Set<ItemState>(['done', 'failed', 'rejected', 'blocked', 'skipped']);
 
 /** Takes a validated manifest to verified outputs on disk, as fast as the key's limits allow. */
 export class Runner implements RunContext {
@@ -115,10 +114,7 @@ export class Runner implements RunContext {
       const jobId = store.attempts.latest(item.id)?.job_id;
       for (const out of jobId ? store.outputs.ofJob(jobId) : []) {
         const missing = !out.path || (await stat(join(opts.outDir, out.path)).then((s) => s.size !== out.bytes, () => true));
-        if (missing) {
-          store.outputs.markMissing(out.job_id, out.idx);
-          store.items.setState(item.id, 'downloading', opts.now());
-        }
+        if (missing) store.life.outputMissing(item.id, out.job_id, out.idx, opts.now());
       }
     }
     for (const state of ['submitting', 'running'] as const) {
@@ -154,9 +150,7 @@ export class Runner implements RunContext {
     try {
       this.opts.logger?.error({ item: itemId, err: error }, 'unexpected error');
       const item = this.store.items.get(itemId);
-      // Nothing of a pending item is on the wire: it may end failed (retry puts it back). The others wait for the next run.
-      if (item?.state === 'pending') this.store.items.setState(itemId, 'failed', this.opts.now(), { code: 'INTERNAL', message });
-      else if (item && !FINAL.has(item.state)) this.store.items.hold(itemId, item.state as 'submitting' | 'running' | 'downloading', this.opts.now(), { code: 'INTERNAL', message });
+      if (item) this.store.life.crashed(itemId, item.state, { code: 'INTERNAL', message }, this.opts.now());
     } catch (secondary) {
       this.opts.logger?.error({ item: itemId, err: secondary }, 'could not record an unexpected error');
     }
@@ -208,7 +202,7 @@ export class Runner implements RunContext {
         if (seen.has(id)) continue;
         seen.add(id);
         const message = `${dep_id} ended ${dep_state}`;
-        store.items.setState(id, 'skipped', opts.now(), { code: 'DEPENDENCY_FAILED', message });
+        if (!store.life.skip(id, { code: 'DEPENDENCY_FAILED', message }, opts.now())) continue;
         this.emit({ kind: 'item-final', itemId: id, state: 'skipped', code: 'DEPENDENCY_FAILED', message });
       }
     }
@@ -299,7 +293,7 @@ export class Runner implements RunContext {
   /** A budget cannot be kept for an item whose price nothing bounds: it is not started, and the user is told how to price it. */
   private refuseUnpriced(item: ItemRow): void {
     const message = `no price is known for ${item.model} (the catalog shows none and nothing was charged for it yet), so the budget could not be kept: give one in the manifest (prices: { ${item.model}: credits }, or by resolution and duration for video) and run again`;
-    this.store.items.setState(item.id, 'skipped', this.opts.now(), { code: 'PRICE_UNKNOWN', message });
+    if (!this.store.life.skip(item.id, { code: 'PRICE_UNKNOWN', message }, this.opts.now())) return;
     this.emit({ kind: 'item-final', itemId: item.id, state: 'skipped', code: 'PRICE_UNKNOWN', message });
   }
 

@@ -4,14 +4,16 @@ import { Accounting } from './accounting.js';
 import { Attempts } from './attempts.js';
 import { openDb, openDbReadOnly, StateFileError, type Db } from './db.js';
 import { Items } from './items.js';
+import { Lifecycle } from './lifecycle.js';
 import { acquireLock, lockHolder } from './lock.js';
 import { Outputs } from './outputs.js';
 import { Runs } from './runs.js';
 import { Uploads } from './uploads.js';
 
 export { StateFileError } from './db.js';
-export type { ItemRow, ItemState } from './items.js';
-export { FINAL_STATES } from './items.js';
+export type { ItemRow } from './items.js';
+export { ENDED_WITHOUT_OUTPUT, FINAL_STATES, ITEM_STATES, OPEN_STATES, type ItemState } from './states.js';
+export type { ErrorNote } from './lifecycle.js';
 export type { AttemptRow } from './attempts.js';
 export type { OutputRow } from './outputs.js';
 export type { UploadRow } from './uploads.js';
@@ -26,6 +28,8 @@ export class Store {
   readonly accounting: Accounting;
   readonly uploads: Uploads;
   readonly runs: Runs;
+  /** The item's named, guarded transitions: the only way the runner changes an item's state. */
+  readonly life: Lifecycle;
   private checkpointTimer: NodeJS.Timeout | undefined;
 
   private constructor(
@@ -39,6 +43,7 @@ export class Store {
     this.accounting = new Accounting(db);
     this.uploads = new Uploads(db);
     this.runs = new Runs(db);
+    this.life = new Lifecycle(db, this.attempts, this.accounting, this.outputs);
   }
 
   /** Opens for writing: takes the lock first, so a second process is refused before touching anything. */

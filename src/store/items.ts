@@ -1,7 +1,6 @@
 import type { Db } from './db.js';
 
-export type ItemState = 'pending' | 'submitting' | 'running' | 'downloading' | 'done' | 'failed' | 'rejected' | 'blocked' | 'skipped';
-export const FINAL_STATES: readonly ItemState[] = ['done', 'failed', 'rejected', 'blocked', 'skipped'];
+import { ENDED_WITHOUT_OUTPUT, FINAL_STATES, ITEM_STATES, OPEN_STATES, sqlStates, type ItemState } from './states.js';
 
 export interface ItemRow {
   id: string;
@@ -49,10 +48,8 @@ export class Items {
   private readonly doomedStmt;
   private readonly clearDeps;
   private readonly insertDep;
-  private readonly startAttemptStmt;
   private readonly failuresStmt;
   private readonly setStateStmt;
-  private readonly noteStmt;
   private readonly putBackCandidatesStmt;
   private readonly latestAttemptStmt;
   private readonly inStatesStmt;
@@ -75,22 +72,22 @@ export class Items {
     );
     this.doomedStmt = db.prepare<[], DoomedItem>(
       `SELECT i.id AS id, d.dep_id AS dep_id, di.state AS dep_state FROM deps d JOIN items di ON di.id = d.dep_id JOIN items i ON i.id = d.item_id
-       WHERE di.state IN ('failed', 'rejected', 'blocked', 'skipped') AND i.state = 'pending' ORDER BY i.seq`,
+       WHERE di.state IN ${sqlStates(ENDED_WITHOUT_OUTPUT)} AND i.state = 'pending' ORDER BY i.seq`,
     );
     this.clearDeps = db.prepare('DELETE FROM deps');
     this.insertDep = db.prepare('INSERT OR IGNORE INTO deps (item_id, dep_id) VALUES (?, ?)');
-    this.startAttemptStmt = db.prepare("UPDATE items SET attempt = ?, state = 'submitting', error_code = NULL, error_message = NULL, updated_at = ? WHERE id = ?");
-    this.failuresStmt = db.prepare<[], { code: string; n: number }>("SELECT coalesce(error_code, state) AS code, count(*) AS n FROM items WHERE state IN ('failed', 'rejected', 'blocked', 'skipped') OR (state IN ('submitting', 'running', 'downloading') AND error_code IS NOT NULL) GROUP BY 1 ORDER BY 2 DESC");
+    this.failuresStmt = db.prepare<[], { code: string; n: number }>(
+      `SELECT coalesce(error_code, state) AS code, count(*) AS n FROM items WHERE state IN ${sqlStates(ENDED_WITHOUT_OUTPUT)} OR (state IN ${sqlStates(OPEN_STATES)} AND state <> 'pending' AND error_code IS NOT NULL) GROUP BY 1 ORDER BY 2 DESC`,
+    );
     this.setStateStmt = db.prepare('UPDATE items SET state = @state, error_code = @code, error_message = @message, not_before = @notBefore, updated_at = @now WHERE id = @id');
-    this.noteStmt = db.prepare('UPDATE items SET error_code = @code, error_message = @message, updated_at = @now WHERE id = @id AND state = @state');
     this.putBackCandidatesStmt = db.prepare<[], ItemRow>("SELECT * FROM items WHERE state IN ('failed', 'skipped') OR (state = 'downloading' AND error_code IS NOT NULL) ORDER BY seq");
     this.latestAttemptStmt = db.prepare<[string], { status: string; job_id: string | null }>('SELECT status, job_id FROM attempts WHERE item_id = ? ORDER BY n DESC LIMIT 1');
     this.inStatesStmt = db.prepare<[string], ItemRow>('SELECT * FROM items WHERE state = ? ORDER BY seq');
     this.finishedStmt = db.prepare<[number], { n: number; first: number | null; last: number | null }>(
-      "SELECT count(*) AS n, min(updated_at) AS first, max(updated_at) AS last FROM items WHERE state IN ('done', 'failed', 'rejected', 'blocked', 'skipped') AND updated_at >= ?",
+      `SELECT count(*) AS n, min(updated_at) AS first, max(updated_at) AS last FROM items WHERE state IN ${sqlStates(FINAL_STATES)} AND updated_at >= ?`,
     );
     this.workStmt = db.prepare<[], { type: 'image' | 'video'; open: number; pending: number; submitted: number }>(
-      "SELECT type, sum(state IN ('pending', 'submitting', 'running', 'downloading')) AS open, sum(state = 'pending') AS pending, sum(attempt > 0) AS submitted FROM items GROUP BY type",
+      `SELECT type, sum(state IN ${sqlStates(OPEN_STATES)}) AS open, sum(state = 'pending') AS pending, sum(attempt > 0) AS submitted FROM items GROUP BY type`,
     );
     this.reportStmt = db.prepare<[], ItemFacts>("SELECT id, state, type, model, json_extract(spec, '$.prompt') AS prompt, error_code, error_message FROM items ORDER BY seq");
     this.specsStmt = db.prepare<[string], { id: string; spec: string }>('SELECT id, spec FROM items WHERE type = ? ORDER BY seq');
@@ -143,27 +140,9 @@ export class Items {
     return this.doomedStmt.all();
   }
 
-  /** The item's attempt `n` is committed: it is now being submitted. */
-  startAttempt(id: string, n: number, now: number): void {
-    this.startAttemptStmt.run(n, now, id);
-  }
-
   /** Items that ended badly, or wait for the next run with an error noted (a download or a read that could not finish), by their last error code. */
   failuresByCode(): Record<string, number> {
     return Object.fromEntries(this.failuresStmt.all().map((r) => [r.code, r.n]));
-  }
-
-  setState(id: string, state: ItemState, now: number, error?: { code: string; message: string }, notBefore = 0): void {
-    this.setStateStmt.run({ id, state, code: error?.code ?? null, message: error?.message ?? null, notBefore, now });
-  }
-
-  /**
-   * The item stays where it is (a submission that may have been accepted, a
-   * paid job that cannot be read now) for the next run to take up, with the
-   * reason noted; guarded, so it never overwrites a state another task moved it to.
-   */
-  hold(id: string, state: 'submitting' | 'running' | 'downloading', now: number, error: { code: string; message: string }): boolean {
-    return this.noteStmt.run({ id, state, code: error.code, message: error.message, now }).changes === 1;
   }
 
   /**
@@ -199,7 +178,7 @@ export class Items {
   }
 
   counts(): Record<ItemState, number> {
-    const out = { pending: 0, submitting: 0, running: 0, downloading: 0, done: 0, failed: 0, rejected: 0, blocked: 0, skipped: 0 };
+    const out = Object.fromEntries(ITEM_STATES.map((s) => [s, 0])) as Record<ItemState, number>;
     for (const { state, n } of this.countsStmt.all()) out[state] = n;
     return out;
   }

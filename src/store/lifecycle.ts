@@ -1,0 +1,156 @@
+import type { Accounting } from './accounting.js';
+import type { Attempts } from './attempts.js';
+import type { Db } from './db.js';
+import type { Outputs } from './outputs.js';
+import { OPEN_STATES, type ItemState } from './states.js';
+
+export interface ErrorNote {
+  code: string;
+  message: string;
+}
+
+/**
+ * The item's life as named transitions. Each is one transaction whose item
+ * update is guarded by the states it may leave (`WHERE state IN (…)`), so a
+ * transition never overwrites a state another task moved the item to; what
+ * the service did with money (a charge, a refund, a block) is recorded
+ * whatever the item's state. Each returns whether the item moved.
+ */
+export class Lifecycle {
+  private readonly move;
+  private readonly note;
+  private readonly begin;
+
+  constructor(
+    private readonly db: Db,
+    private readonly attempts: Attempts,
+    private readonly accounting: Accounting,
+    private readonly outputs: Outputs,
+  ) {
+    // `@from` is a JSON array of the states the item may leave.
+    this.move = db.prepare(
+      'UPDATE items SET state = @to, error_code = @code, error_message = @message, not_before = @notBefore, updated_at = @now WHERE id = @id AND state IN (SELECT value FROM json_each(@from))',
+    );
+    this.note = db.prepare('UPDATE items SET error_code = @code, error_message = @message, updated_at = @now WHERE id = @id AND state = @state');
+    this.begin = db.prepare(`UPDATE items SET attempt = @n, state = 'submitting', error_code = NULL, error_message = NULL, updated_at = @now WHERE id = @id AND state = 'pending'`);
+  }
+
+  private transition(id: string, from: readonly ItemState[], to: ItemState, now: number, error?: ErrorNote, notBefore = 0): boolean {
+    return this.move.run({ id, from: JSON.stringify(from), to, code: error?.code ?? null, message: error?.message ?? null, notBefore, now }).changes === 1;
+  }
+
+  private tx<T>(fn: () => T): T {
+    return this.db.transaction(fn).immediate();
+  }
+
+  /** pending → submitting: the attempt's key and exact body are committed; only then may the request leave. */
+  startAttempt(id: string, n: number, key: string, body: string, now: number): boolean {
+    return this.tx(() => {
+      if (this.begin.run({ id, n, now }).changes !== 1) return false;
+      this.attempts.create(id, n, key, body, now);
+      return true;
+    });
+  }
+
+  /** The request is about to leave: from now on the attempt may be accepted. */
+  recordSent(id: string, n: number, now: number): void {
+    this.tx(() => {
+      this.accounting.submissionSent(now);
+      this.attempts.markSent(id, n, now);
+    });
+  }
+
+  /** submitting → running: the service named the job and what it charged. */
+  recordAccepted(id: string, n: number, jobId: string, charged: number, day: number, now: number): boolean {
+    return this.tx(() => {
+      this.attempts.markAccepted(id, n, jobId, charged, now);
+      this.accounting.charged(day, charged);
+      return this.transition(id, ['submitting'], 'running', now);
+    });
+  }
+
+  /** No answer said which job the attempt made, if any: it stays submitting, resent with the same key by a later run. */
+  recordMaybeAccepted(id: string, error: ErrorNote, now: number): boolean {
+    return this.note.run({ id, state: 'submitting', ...error, now }).changes === 1;
+  }
+
+  /**
+   * The service refused the attempt, so it created no job and spent no key:
+   * submitting → pending (a new attempt, or a later run), or a final state.
+   */
+  recordRefused(id: string, n: number, error: ErrorNote, to: 'pending' | 'failed' | 'rejected' | 'blocked', now: number): boolean {
+    return this.tx(() => {
+      this.attempts.markRefused(id, n, error.code, error.message, now);
+      if (to === 'blocked') this.accounting.blocked(now, id);
+      return this.transition(id, ['submitting'], to, now, to === 'pending' ? undefined : error);
+    });
+  }
+
+  /** A 409 other than IN_FLIGHT: a job may exist under the key; submitting → failed, never replaced on its own. */
+  recordConflict(id: string, n: number, error: ErrorNote, now: number): boolean {
+    return this.tx(() => {
+      this.attempts.markConflict(id, n, error.code, error.message, now);
+      return this.transition(id, ['submitting'], 'failed', now, error);
+    });
+  }
+
+  /**
+   * The job ended. COMPLETED: running → downloading, and the item's outputs
+   * are this job's from now on. FAILED/EXPIRED: the refund is recorded; the
+   * caller decides between a new attempt and the end.
+   */
+  recordEnded(id: string, n: number, end: { jobId: string; status: 'completed' | 'failed' | 'expired'; refunded: number; refundDay: number; error?: { code: string; message?: string } }, now: number): boolean {
+    return this.tx(() => {
+      this.attempts.markEnded(id, n, end.status, end.refunded, now, end.error);
+      if (end.refunded > 0) this.accounting.refunded(end.refundDay, end.refunded);
+      if (end.status !== 'completed') return true;
+      this.outputs.forgetOtherJobs(id, end.jobId);
+      return this.transition(id, ['running'], 'downloading', now);
+    });
+  }
+
+  /** A paid job that cannot be read now: it stays running, the reason noted, for a later run to ask again. */
+  keepJob(id: string, error: ErrorNote, now: number): boolean {
+    return this.note.run({ id, state: 'running', ...error, now }).changes === 1;
+  }
+
+  /** Back to pending: nothing of the item is on the wire (an unsent attempt, or a job that ended and is to be tried again). */
+  requeue(id: string, now: number, notBefore = 0): boolean {
+    return this.transition(id, ['pending', 'submitting', 'running'], 'pending', now, undefined, notBefore);
+  }
+
+  /** Ends an open item without an output. */
+  finish(id: string, to: 'failed' | 'rejected' | 'blocked' | 'skipped', error: ErrorNote, now: number): boolean {
+    return this.transition(id, OPEN_STATES, to, now, error);
+  }
+
+  /** pending → skipped: it can never run as the manifest stands (a dependency ended without an output, no price to keep a budget). */
+  skip(id: string, error: ErrorNote, now: number): boolean {
+    return this.transition(id, ['pending'], 'skipped', now, error);
+  }
+
+  /** downloading → done: every output is on disk, verified. */
+  downloaded(id: string, now: number): boolean {
+    return this.transition(id, ['downloading'], 'done', now);
+  }
+
+  /** A download could not finish: the item stays downloading, the reason noted; a later run downloads it, never resubmits. */
+  downloadFailed(id: string, error: ErrorNote, now: number): boolean {
+    return this.note.run({ id, state: 'downloading', ...error, now }).changes === 1;
+  }
+
+  /** done → downloading: an output is gone from disk (or changed); a later download fetches it again. */
+  outputMissing(id: string, jobId: string, idx: number, now: number): boolean {
+    return this.tx(() => {
+      this.outputs.markMissing(jobId, idx);
+      return this.transition(id, ['done', 'downloading'], 'downloading', now);
+    });
+  }
+
+  /** An error no policy foresaw: a pending item ends failed (nothing is on the wire); any other keeps its state, the reason noted. */
+  crashed(id: string, state: ItemState, error: ErrorNote, now: number): boolean {
+    if (state === 'pending') return this.transition(id, ['pending'], 'failed', now, error);
+    return this.note.run({ id, state, ...error, now }).changes === 1;
+  }
+}
+

@@ -1,0 +1,15 @@
+/** An item's states, and their groups, defined once: the store's SQL and the runner read them from here. */
+export const ITEM_STATES = ['pending', 'submitting', 'running', 'downloading', 'done', 'failed', 'rejected', 'blocked', 'skipped'] as const;
+export type ItemState = (typeof ITEM_STATES)[number];
+
+/** Work remains: a later run takes these up. */
+export const OPEN_STATES = ['pending', 'submitting', 'running', 'downloading'] as const satisfies readonly ItemState[];
+/** Nothing more will happen on its own. */
+export const FINAL_STATES = ['done', 'failed', 'rejected', 'blocked', 'skipped'] as const satisfies readonly ItemState[];
+/** Final without an output: dependents cannot run; `retry` looks here. */
+export const ENDED_WITHOUT_OUTPUT = ['failed', 'rejected', 'blocked', 'skipped'] as const satisfies readonly ItemState[];
+
+/** A SQL list literal of states, for `state IN (…)`: the values are the constants above, never input. */
+export function sqlStates(states: readonly ItemState[]): string {
+  return `(${states.map((s) => `'${s}'`).join(', ')})`;
+}

@@ -1,0 +1,58 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Store } from '../../src/store/index.js';
+
+let store: Store | undefined;
+afterEach(() => store?.close());
+
+function fresh(): Store {
+  store = Store.open(join(mkdtempSync(join(tmpdir(), 'genbatch-life-')), 's.sqlite'));
+  store.items.sync([{ id: 'a', seq: 0, type: 'image', model: 'm', contentHash: 'h', spec: '{}', dependsOn: [] }], 1, false);
+  return store;
+}
+
+const state = (s: Store) => s.items.get('a')!.state;
+
+describe('the item\'s transitions are guarded by the states they leave', () => {
+  it('walks the happy path: pending → submitting → running → downloading → done', () => {
+    const s = fresh();
+    expect(s.life.startAttempt('a', 1, 'k1', '{}', 2)).toBe(true);
+    expect(state(s)).toBe('submitting');
+    s.life.recordSent('a', 1, 3);
+    expect(s.life.recordAccepted('a', 1, 'job_1', 8, 0, 4)).toBe(true);
+    expect(state(s)).toBe('running');
+    expect(s.life.recordEnded('a', 1, { jobId: 'job_1', status: 'completed', refunded: 0, refundDay: 0 }, 5)).toBe(true);
+    expect(state(s)).toBe('downloading');
+    expect(s.life.downloaded('a', 6)).toBe(true);
+    expect(state(s)).toBe('done');
+  });
+
+  it('a transition from the wrong state changes nothing, but money the service reports is always recorded', () => {
+    const s = fresh();
+    expect(s.life.downloaded('a', 2)).toBe(false);
+    expect(s.life.startAttempt('a', 1, 'k1', '{}', 2)).toBe(true);
+    expect(s.life.startAttempt('a', 2, 'k2', '{}', 3)).toBe(false); // a second attempt only from pending
+    expect(s.attempts.ofItem('a')).toHaveLength(1);
+    expect(s.life.finish('a', 'failed', { code: 'X', message: 'm' }, 4)).toBe(true);
+    // A late acceptance of the same attempt: the item stays failed, the charge is on the books.
+    expect(s.life.recordAccepted('a', 1, 'job_1', 8, 0, 5)).toBe(false);
+    expect(state(s)).toBe('failed');
+    expect(s.attempts.totals()).toEqual({ charged: 8, refunded: 0 });
+    expect(s.accounting.chargedOn(0)).toBe(8);
+  });
+
+  it('a maybe-accepted submission stays submitting with the reason; a key conflict ends it failed and marks the attempt', () => {
+    const s = fresh();
+    s.life.startAttempt('a', 1, 'k1', '{}', 2);
+    expect(s.life.recordMaybeAccepted('a', { code: 'ECONNRESET', message: 'no answer' }, 3)).toBe(true);
+    expect(s.items.get('a')).toMatchObject({ state: 'submitting', error_code: 'ECONNRESET' });
+    expect(s.life.recordConflict('a', 1, { code: 'IDEMPOTENCY_KEY_REUSED', message: 'm' }, 4)).toBe(true);
+    expect(s.items.get('a')).toMatchObject({ state: 'failed', error_code: 'IDEMPOTENCY_KEY_REUSED' });
+    expect(s.attempts.latest('a')!.status).toBe('conflict');
+    expect(s.items.putBack({ now: 5 })).toEqual({ requeued: 0, conflicts: ['a'] });
+    expect(s.items.putBack({ ids: ['a'], now: 6 })).toEqual({ requeued: 1, conflicts: [] });
+    expect(state(s)).toBe('pending');
+  });
+});
