@@ -1,4 +1,6 @@
 import { ApiError, ResponseShapeError, StorageError, TransportError, reactionTo } from '../api/index.js';
+import type { RunSummary } from '../runner/index.js';
+import { OPEN_STATES } from '../store/index.js';
 
 export const EXIT = { ok: 0, incomplete: 1, usage: 2, stopped: 3, interrupted: 130 } as const;
 
@@ -27,4 +29,17 @@ export function describeFailure(error: unknown): { exitCode: number; message: st
   }
   if (error instanceof ResponseShapeError || error instanceof StorageError) return { exitCode: EXIT.incomplete, message: error.message };
   return { exitCode: EXIT.incomplete, message: error instanceof Error ? (error.stack ?? error.message) : String(error) };
+}
+
+/**
+ * A run's exit code: 130 interrupted; 3 stopped early with work left (budget,
+ * credits, key refused, moderation breaker); 0 every item done; 1 otherwise.
+ */
+export function exitCodeOf(summary: RunSummary): number {
+  const { counts, stop } = summary;
+  const open = OPEN_STATES.reduce((n, s) => n + counts[s], 0);
+  const total = Object.values(counts).reduce((a, b) => a + b, 0);
+  if (stop?.kind === 'interrupted') return EXIT.interrupted;
+  if (stop && stop.kind !== 'disk' && open > 0) return EXIT.stopped;
+  return counts.done === total ? EXIT.ok : EXIT.incomplete;
 }

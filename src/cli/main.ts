@@ -5,7 +5,7 @@ import { runCommand } from './commands/run.js';
 import { meCommand, modelsCommand } from './commands/service-info.js';
 import { reportCommand, retryCommand, statusCommand } from './commands/state-commands.js';
 import { simulateCommand } from './commands/simulate.js';
-import { EXIT, describeFailure } from './exit.js';
+import { EXIT, describeFailure, exitCodeOf } from './exit.js';
 import { maxBlocked, mediaType, nonNegativeInt, nonNegativeNumber, pollWait, port, positiveInt, positiveNumber, probability, range, rate } from './parse.js';
 
 const env = process.env;
@@ -69,7 +69,7 @@ withConnection(program.command('run').argument('<manifest>').description('run, o
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     print(report);
-    process.exitCode = summary.exitCode;
+    process.exitCode = exitCodeOf(summary);
   });
 
 program

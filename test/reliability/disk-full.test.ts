@@ -1,5 +1,6 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { Writable } from 'node:stream';
+import { exitCodeOf } from '../../src/cli/exit.js';
 import { describe, expect, it } from 'vitest';
 import { Catalog } from '../../src/api/catalog.js';
 import { loadManifest } from '../../src/manifest/index.js';
@@ -39,7 +40,7 @@ describe('a full disk while downloading', () => {
     const t = await startTestSim({ timeScale: 600 });
     const ws = workspace(t.sim, imageManifest(3));
     const first = await runInProcess(t, ws, fullDisk);
-    expect(first.exitCode).toBe(1);
+    expect(exitCodeOf(first)).toBe(1);
     expect(first.stop).toMatchObject({ kind: 'disk' });
     expect(first.stop!.message).toMatch(/cannot write outputs: .*ENOSPC.*Free space or fix permissions, then run the same command to resume/);
     const states = readState(ws.statePath).items;
@@ -49,7 +50,7 @@ describe('a full disk while downloading', () => {
     const charged = t.sim.service.ledger.of('charge').length;
 
     const second = await runInProcess(t, ws);
-    expect(second.exitCode).toBe(0);
+    expect(exitCodeOf(second)).toBe(0);
     expect(t.sim.service.ledger.of('charge')).toHaveLength(3);
     expect(charged).toBeLessThanOrEqual(3);
     expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);

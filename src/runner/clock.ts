@@ -1,0 +1,23 @@
+import { KEY_DAY_MS, keyDayOf } from '../scheduler/limits.js';
+
+/** The run's time: the clock passed in, and the service's durations divided by the time scale (rehearsals on a scaled simulator). */
+export class RunClock {
+  constructor(
+    readonly now: () => number,
+    readonly timeScale: number,
+  ) {}
+
+  scaled(ms: number): number {
+    return ms / this.timeScale;
+  }
+
+  /** The key day `at` falls in, over which the daily cap counts. */
+  dayOf(at: number): number {
+    return keyDayOf(at, this.timeScale);
+  }
+
+  /** When key day `day` begins. */
+  dayStart(day: number): number {
+    return day * this.scaled(KEY_DAY_MS);
+  }
+}

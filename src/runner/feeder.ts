@@ -1,0 +1,74 @@
+import type { ItemRow, Store } from '../store/index.js';
+import type { RunClock } from './clock.js';
+import type { Control } from './control.js';
+
+/** Ready items asked of SQLite at a time; more pages are read only while this run's own tasks hold them all. */
+const READY_PAGE = 64;
+
+/**
+ * Hands out ready items: pending, due, every dependency done (the `deps`
+ * table, filled at sync, answers that in SQLite), in manifest order, that no
+ * task of this run holds. Tracks which items this run holds, and which of
+ * those have no job yet (each may still come back blocked).
+ */
+export class Feeder {
+  private readonly claimed = new Set<string>();
+  private readonly unanswered = new Set<string>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly clock: RunClock,
+    private readonly control: Control,
+  ) {}
+
+  /** The next ready item of a type; dependents of items that ended without an output are skipped first. */
+  next(type: 'image' | 'video'): ItemRow | undefined {
+    this.skipDoomed();
+    for (let after = -1; ; ) {
+      const page = this.store.items.ready(type, this.clock.now(), after, READY_PAGE);
+      const free = page.find((row) => !this.claimed.has(row.id));
+      if (free || page.length < READY_PAGE) return free;
+      after = page.at(-1)!.seq;
+    }
+  }
+
+  /** Until none is left: a skipped item dooms its own dependents in turn. */
+  private skipDoomed(): void {
+    for (let doomed = this.store.items.doomed(); doomed.length > 0; doomed = this.store.items.doomed()) {
+      const seen = new Set<string>();
+      for (const { id, dep_id, dep_state } of doomed) {
+        if (seen.has(id)) continue;
+        seen.add(id);
+        this.skip(id, 'DEPENDENCY_FAILED', `${dep_id} ended ${dep_state}`);
+      }
+    }
+  }
+
+  /** pending → skipped, said as the item's end. */
+  skip(id: string, code: string, message: string): void {
+    if (this.store.life.skip(id, { code, message }, this.clock.now())) this.control.emit({ kind: 'item-final', itemId: id, state: 'skipped', code, message });
+  }
+
+  claim(item: ItemRow): void {
+    this.claimed.add(item.id);
+    if (item.state === 'pending' || item.state === 'submitting') this.unanswered.add(item.id);
+  }
+
+  /** The item's submission was answered with a job: it can no longer be blocked. */
+  answered(id: string): void {
+    this.unanswered.delete(id);
+  }
+
+  release(id: string): void {
+    this.claimed.delete(id);
+    this.unanswered.delete(id);
+  }
+
+  get held(): number {
+    return this.claimed.size;
+  }
+
+  get unansweredCount(): number {
+    return this.unanswered.size;
+  }
+}
