@@ -68,6 +68,8 @@ export interface RunContext {
   scaled(ms: number): number;
   /** Uploads under way, shared by items with the same input. */
   readonly uploadsInFlight: Map<string, Promise<string>>;
+  /** Failed uploads per item in this run: each failure defers the item, the fifth ends it. */
+  readonly uploadFailures: Map<string, number>;
   dayOf(at: number): number;
   /** The long poll's wait, lowered for the whole run when the service refuses it. */
   readonly pollWait: PollWait;

@@ -8,8 +8,8 @@ const READY_PAGE = 64;
 /**
  * Hands out ready items: pending, due, every dependency done (the `deps`
  * table, filled at sync, answers that in SQLite), in manifest order, that no
- * task of this run holds. Tracks which items this run holds, and which of
- * those have no job yet (each may still come back blocked).
+ * task of this run holds. Tracks which items this run holds, and which
+ * submissions have no job yet (each may still come back blocked).
  */
 export class Feeder {
   private readonly claimed = new Set<string>();
@@ -21,8 +21,14 @@ export class Feeder {
     private readonly control: Control,
   ) {}
 
-  /** The next ready item of a type; dependents of items that ended without an output are skipped first. */
+  /**
+   * The next item of a type to give a slot: a deferred resend that is due
+   * (it may already be paid for), else a ready pending item; dependents of
+   * items that ended without an output are skipped first.
+   */
   next(type: 'image' | 'video'): ItemRow | undefined {
+    const resend = this.store.items.dueResends(type, this.clock.now(), READY_PAGE).find((row) => !this.claimed.has(row.id));
+    if (resend) return resend;
     this.skipDoomed();
     for (let after = -1; ; ) {
       const page = this.store.items.ready(type, this.clock.now(), after, READY_PAGE);
@@ -30,6 +36,11 @@ export class Feeder {
       if (free || page.length < READY_PAGE) return free;
       after = page.at(-1)!.seq;
     }
+  }
+
+  /** When an item of the type that waits for its time (a backoff) is due, if one does. */
+  nextDue(type: 'image' | 'video'): number | undefined {
+    return this.store.items.nextDue(type, this.clock.now());
   }
 
   /** Until none is left: a skipped item dooms its own dependents in turn. */
@@ -59,9 +70,10 @@ export class Feeder {
     this.unanswered.delete(id);
   }
 
+  /** The task ended; an item still submitting (a deferred or held resend) may still come back blocked, so it stays counted. */
   release(id: string): void {
     this.claimed.delete(id);
-    this.unanswered.delete(id);
+    if (this.store.items.get(id)?.state !== 'submitting') this.unanswered.delete(id);
   }
 
   get held(): number {

@@ -76,7 +76,7 @@ export class JobTask {
     const { store, opts } = this.ctx;
     const item = this.item;
     let body: ImageSubmission | VideoSubmission;
-    for (let tries = 0; ; tries++) {
+    for (;;) {
       try {
         body = await buildBody(this.ctx.spec(item), { client: this.ctx.client, store, bucket: this.ctx.buckets.upload, now: opts.now, validityMarginMs: this.ctx.scaled(10 * 60_000), inFlight: this.ctx.uploadsInFlight, outDir: opts.outDir, signal: this.ctx.abort.signal });
         break;
@@ -86,8 +86,13 @@ export class JobTask {
         const reaction = policy('upload', error);
         if (reaction.do === 'stop-run') return void this.ctx.stop('refused', `${(error as Error).message}\n${reaction.hint}`);
         if (reaction.do === 'wait-and-resend') this.ctx.buckets.upload.pauseFor((error as { retryAfterMs?: number }).retryAfterMs ?? 1000);
-        else if (tries >= 5 || reaction.do === 'mark-item') return this.finish('failed', 'UPLOAD_FAILED', (error as Error).message);
-        else await sleep(this.ctx.scaled(backoffMs(tries, 1000)));
+        else {
+          const failures = this.ctx.uploadFailures.get(item.id) ?? 0;
+          if (failures >= 5 || reaction.do === 'mark-item') return this.finish('failed', 'UPLOAD_FAILED', (error as Error).message);
+          // Back to pending until the backoff has passed: no slot is held meanwhile.
+          this.ctx.uploadFailures.set(item.id, failures + 1);
+          return this.requeue(opts.now() + this.ctx.scaled(backoffMs(failures, 1000)));
+        }
         if (this.ctx.isStopping()) return this.requeue();
       }
     }
@@ -97,8 +102,8 @@ export class JobTask {
     return store.attempts.latest(item.id);
   }
 
-  private requeue(): undefined {
-    this.ctx.store.life.requeue(this.itemId, this.ctx.opts.now());
+  private requeue(notBefore = 0): undefined {
+    this.ctx.store.life.requeue(this.itemId, this.ctx.opts.now(), notBefore);
     return undefined;
   }
 
@@ -109,9 +114,6 @@ export class JobTask {
     const body = JSON.parse(attempt.body) as ImageSubmission & VideoSubmission;
     const item = this.item;
     const price = ctx.price(item);
-    let network = 0;
-    let unavailable = 0;
-    let queries = 0;
     for (;;) {
       if (ctx.isStopping()) return undefined; // the attempt stays committed: a resumed run resends the same key
       const release = await ctx.dailyCapGate(price, item.model);
@@ -143,30 +145,22 @@ export class JobTask {
         const retryAfter = (error as { retryAfterMs?: number }).retryAfterMs;
         opts.logger?.warn({ item: attempt.item_id, attempt: attempt.n, code: e.code, reaction: reaction.do }, 'submission refused');
         switch (reaction.do) {
+          // Waits for a bucket hold the slot (the bucket's queue is the wait); every other wait is a deferral, slot freed.
           case 'wait-and-resend':
             if (reaction.bucket === 'rate') ctx.buckets.submit.pauseFor(retryAfter ?? opts.limits.submit.windowMs / opts.limits.submit.count);
             else if (reaction.bucket === 'daily-cap') ctx.pauseSubmissionsFor(retryAfter ?? ctx.scaled(60 * 60_000));
-            else await sleep(retryAfter ?? ctx.scaled(5000));
+            else return this.deferResend(attempt, retryAfter ?? ctx.scaled(5000));
             continue;
           case 'resend-later':
-            if (unavailable++ < reaction.maxResends) {
-              await sleep(retryAfter ?? ctx.scaled(10_000));
-              continue;
-            }
+            if (attempt.resends < reaction.maxResends) return this.deferResend(attempt, retryAfter ?? ctx.scaled(10_000));
             if (store.life.recordRefused(attempt.item_id, attempt.n, e, 'failed', opts.now())) this.final('failed', e.code, e.message);
             return undefined;
           case 'resend-with-backoff':
-            if (network < reaction.maxResends) {
-              await sleep(ctx.scaled(backoffMs(network++)));
-              continue;
-            }
-            return this.holdMaybeAccepted(e);
+            if (attempt.resends < reaction.maxResends) return this.deferResend(attempt, ctx.scaled(backoffMs(attempt.resends)));
+            return this.holdMaybeAccepted(attempt, e);
           case 'query-later':
-            if (queries++ < MAX_QUERY_LATER) {
-              await sleep(retryAfter ?? ctx.scaled(1000));
-              continue;
-            }
-            return this.holdMaybeAccepted(e);
+            if (attempt.resends < MAX_QUERY_LATER) return this.deferResend(attempt, retryAfter ?? ctx.scaled(1000));
+            return this.holdMaybeAccepted(attempt, e);
           case 'key-conflict': {
             const message = `${e.message} A job may already exist under this attempt's key (sent earlier with another body), so genbatch does not pay again on its own. Look for it in the service's job list; to submit the item anew anyway (a new key, charged again): genbatch retry <manifest> --id ${attempt.item_id}`;
             if (store.life.recordConflict(attempt.item_id, attempt.n, { code: e.code, message }, opts.now())) this.final('failed', e.code, message);
@@ -192,7 +186,7 @@ export class JobTask {
           case 'adapt-wait':
           case 'keep-job':
             // Never answers to a submission; if one ever did, the safe reading is "maybe accepted".
-            return this.holdMaybeAccepted(e);
+            return this.holdMaybeAccepted(attempt, e);
         }
       }
     }
@@ -203,9 +197,15 @@ export class JobTask {
    * stays `submitting`, its attempt committed, and the next run resends the
    * same key and body. `retry` never replaces such an attempt.
    */
-  private holdMaybeAccepted(e: { code: string; message: string }): undefined {
+  private holdMaybeAccepted(attempt: AttemptRow, e: { code: string; message: string }): undefined {
     const message = `${e.message} (the submission may have been accepted; run the same command again to resend it with the same key: it is never paid twice)`;
-    if (this.ctx.store.life.recordMaybeAccepted(this.itemId, { code: e.code, message }, this.ctx.opts.now())) this.final('submitting', e.code, message);
+    if (this.ctx.store.life.recordMaybeAccepted(this.itemId, attempt.n, { code: e.code, message }, this.ctx.opts.now())) this.final('submitting', e.code, message);
+    return undefined;
+  }
+
+  /** The same key goes again after `delayMs`, sent by whichever task the feeder gives it to then: no slot is held meanwhile. */
+  private deferResend(attempt: AttemptRow, delayMs: number): undefined {
+    this.ctx.store.life.deferResend(this.itemId, attempt.n, this.ctx.opts.now() + delayMs, this.ctx.opts.now());
     return undefined;
   }
 

@@ -37,6 +37,7 @@ const HEARTBEAT_MS = 1_000;
  */
 export class Runner implements RunContext {
   readonly uploadsInFlight = new Map<string, Promise<string>>();
+  readonly uploadFailures = new Map<string, number>();
   readonly buckets: RunContext['buckets'];
   readonly pollWait: PollWait;
   private readonly clock: RunClock;
@@ -107,7 +108,8 @@ export class Runner implements RunContext {
       }
     }
     for (const state of ['submitting', 'running'] as const) {
-      for (const item of store.items.inState(state)) this.startJob(item);
+      // A resend deferred to a later time is the feeder's to start when it is due.
+      for (const item of store.items.inState(state)) if (item.not_before <= opts.now()) this.startJob(item);
     }
     for (const item of store.items.inState('downloading')) {
       const attempt = store.attempts.latest(item.id);
@@ -126,8 +128,10 @@ export class Runner implements RunContext {
       if (breaker === 'stop') break;
       const next = breaker === 'go' ? feeder.next(type) : undefined;
       if (!next) {
-        if (breaker === 'go' && this.idle()) break;
-        await control.waitForWake(this.clock.scaled(1000));
+        // Nothing ready: wait for a task to end, or for the next item that waits for its time (a backoff) to be due.
+        const due = feeder.nextDue(type);
+        if (breaker === 'go' && due === undefined && this.idle()) break;
+        await control.waitForWake(Math.max(1, Math.min(this.clock.scaled(1000), due === undefined ? Infinity : due - opts.now())));
         continue;
       }
       const price = this.price(next);

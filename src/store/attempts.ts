@@ -22,6 +22,8 @@ export interface AttemptRow {
   sent_at: number | null;
   accepted_at: number | null;
   ended_at: number | null;
+  /** Times this attempt was resent (same key) after an answer that left its fate open, since it was last held for a later run. */
+  resends: number;
 }
 
 /** Submission attempts: each one's idempotency key, exact body, job and credits. */
@@ -31,6 +33,7 @@ export class Attempts {
   private readonly insert;
   private readonly latestStmt;
   private readonly sentStmt;
+  private readonly resendsStmt;
   private readonly acceptedStmt;
   private readonly endedStmt;
   private readonly refusedStmt;
@@ -44,6 +47,7 @@ export class Attempts {
   constructor(db: Db) {
     this.insert = db.prepare('INSERT INTO attempts (item_id, n, idempotency_key, body, status, created_at) VALUES (@itemId, @n, @key, @body, \'created\', @now)');
     this.latestStmt = db.prepare<[string], AttemptRow>('SELECT * FROM attempts WHERE item_id = ? ORDER BY n DESC LIMIT 1');
+    this.resendsStmt = db.prepare("UPDATE attempts SET resends = CASE WHEN @reset THEN 0 ELSE resends + 1 END WHERE item_id = @itemId AND n = @n AND job_id IS NULL");
     this.sentStmt = db.prepare("UPDATE attempts SET status = CASE WHEN status = 'created' THEN 'sent' ELSE status END, sent_at = coalesce(sent_at, @now) WHERE item_id = @itemId AND n = @n");
     this.acceptedStmt = db.prepare("UPDATE attempts SET status = 'accepted', job_id = @jobId, charged = @charged, accepted_at = @now WHERE item_id = @itemId AND n = @n");
     this.endedStmt = db.prepare('UPDATE attempts SET status = @status, refunded = @refunded, error_code = @code, error_message = @message, ended_at = @now WHERE item_id = @itemId AND n = @n');
@@ -66,6 +70,11 @@ export class Attempts {
 
   markSent(itemId: string, n: number, now: number): void {
     this.sentStmt.run({ itemId, n, now });
+  }
+
+  /** One more resend of the attempt's key is due later; `reset` starts the count again (the attempt is held for a later run). */
+  countResend(itemId: string, n: number, reset = false): void {
+    this.resendsStmt.run({ itemId, n, reset: reset ? 1 : 0 });
   }
 
   markAccepted(itemId: string, n: number, jobId: string, charged: number, now: number): void {

@@ -45,6 +45,8 @@ export class Items {
   private readonly updateUnsent;
   private readonly markChanged;
   private readonly readyStmt;
+  private readonly dueResendsStmt;
+  private readonly nextDueStmt;
   private readonly doomedStmt;
   private readonly clearDeps;
   private readonly insertDep;
@@ -69,6 +71,13 @@ export class Items {
       `SELECT * FROM items i WHERE state = 'pending' AND type = ? AND not_before <= ? AND seq > ?
          AND NOT EXISTS (SELECT 1 FROM deps d LEFT JOIN items di ON di.id = d.dep_id WHERE d.item_id = i.id AND (di.state IS NULL OR di.state <> 'done'))
        ORDER BY seq LIMIT ?`,
+    );
+    // Deferred resends: submitting with a time set (a held "maybe accepted" attempt has none: it waits for a later run).
+    this.dueResendsStmt = db.prepare<[string, number, number], ItemRow>(
+      "SELECT * FROM items WHERE state = 'submitting' AND type = ? AND not_before BETWEEN 1 AND ? ORDER BY seq LIMIT ?",
+    );
+    this.nextDueStmt = db.prepare<[string, number], { at: number | null }>(
+      "SELECT min(not_before) AS at FROM items WHERE state IN ('pending', 'submitting') AND type = ? AND not_before > ?",
     );
     this.doomedStmt = db.prepare<[], DoomedItem>(
       `SELECT i.id AS id, d.dep_id AS dep_id, di.state AS dep_state FROM deps d JOIN items di ON di.id = d.dep_id JOIN items i ON i.id = d.item_id
@@ -133,6 +142,16 @@ export class Items {
   /** Pending items of a type that are due and whose dependencies are all done, in manifest order after `afterSeq`. */
   ready(type: 'image' | 'video', now: number, afterSeq: number, limit: number): ItemRow[] {
     return this.readyStmt.all(type, now, afterSeq, limit);
+  }
+
+  /** Attempts of a type whose deferred resend is due, in manifest order: they go before new items. */
+  dueResends(type: 'image' | 'video', now: number, limit: number): ItemRow[] {
+    return this.dueResendsStmt.all(type, now, limit);
+  }
+
+  /** When the next item of a type that waits for its time (a backoff) is due, if any does. */
+  nextDue(type: 'image' | 'video', now: number): number | undefined {
+    return this.nextDueStmt.get(type, now)?.at ?? undefined;
   }
 
   /** Pending items that wait for an item which ended without an output: they can never run. */

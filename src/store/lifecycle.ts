@@ -60,7 +60,7 @@ export class Lifecycle {
     });
   }
 
-  /** submitting → running: the service named the job and what it charged. */
+  /** submitting → running: the service named the job and what it charged (not_before is cleared with the move). */
   recordAccepted(id: string, n: number, jobId: string, charged: number, day: number, now: number): boolean {
     return this.tx(() => {
       this.attempts.markAccepted(id, n, jobId, charged, now);
@@ -69,9 +69,29 @@ export class Lifecycle {
     });
   }
 
-  /** No answer said which job the attempt made, if any: it stays submitting, resent with the same key by a later run. */
-  recordMaybeAccepted(id: string, error: ErrorNote, now: number): boolean {
-    return this.note.run({ id, state: 'submitting', ...error, now }).changes === 1;
+  /**
+   * The answer left the attempt's fate open (no answer, a 5xx, a 503, the key
+   * still in flight): it stays submitting and is resent with the same key from
+   * `notBefore` on, by whichever task picks it up then. No in-flight slot is
+   * held while it waits.
+   */
+  deferResend(id: string, n: number, notBefore: number, now: number): boolean {
+    return this.tx(() => {
+      this.attempts.countResend(id, n);
+      return this.transition(id, ['submitting'], 'submitting', now, undefined, Math.max(1, notBefore));
+    });
+  }
+
+  /**
+   * No answer said which job the attempt made, if any, and this run's resends
+   * ran out: it stays submitting, held (not_before 0) for a later run to
+   * resend with the same key, with a fresh count of resends.
+   */
+  recordMaybeAccepted(id: string, n: number, error: ErrorNote, now: number): boolean {
+    return this.tx(() => {
+      this.attempts.countResend(id, n, true);
+      return this.transition(id, ['submitting'], 'submitting', now, error);
+    });
   }
 
   /**

@@ -108,6 +108,9 @@ export const MIGRATIONS: readonly string[] = [
   -- Which output owns a file: a download never overwrites another item's paid output.
   CREATE INDEX outputs_path ON outputs (path);
   `,
+  /* 5: resends of an attempt waiting for their time without holding an in-flight slot (items.not_before): counted across tasks and runs */ `
+  ALTER TABLE attempts ADD COLUMN resends INTEGER NOT NULL DEFAULT 0;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

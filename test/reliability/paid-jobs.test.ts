@@ -36,6 +36,29 @@ describe('a paid job is never paid twice and never abandoned', () => {
     expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
   });
 
+  it('a submission waiting to be resent holds no in-flight slot: with one slot, the others go while it waits, and it is paid once', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    // item-0's job is created, but the service keeps saying "still in flight" until the two others were charged.
+    let firstKey: string | undefined;
+    t.sim.service.tamper = (req) => {
+      if (req.method !== 'POST' || req.path !== '/images') return undefined;
+      const key = String(req.headers['idempotency-key']);
+      firstKey ??= key;
+      if (key !== firstKey || charges(t).length >= 3) return undefined;
+      return { status: 409, headers: { 'Retry-After': '0.5' }, body: { error: { code: 'IDEMPOTENCY_IN_FLIGHT', message: 'injected', details: {} } } };
+    };
+    const ws = workspace(t.sim, imageManifest(3));
+    const res = await ws.run(['--max-images-in-flight', '1']);
+    expect(res.code, res.stdout).toBe(0);
+    const keys = t.sim.service.ledger.of('request').filter((r) => r.method === 'POST' && r.path === '/images').map((r) => r.idempotencyKey);
+    expect(new Set(keys).size).toBe(3);
+    // The two others were sent between item-0's first send and its last: its wait held no slot.
+    const others = keys.flatMap((k, i) => (k === firstKey ? [] : [i]));
+    expect(others.every((i) => i > keys.indexOf(firstKey) && i < keys.lastIndexOf(firstKey))).toBe(true);
+    expect(charges(t)).toHaveLength(3);
+    expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
+  });
+
   it('a 403 on reading one job (not a key code) concerns that job: the others finish, the run is not stopped, a rerun fetches it', async () => {
     const t = await startTestSim({ timeScale: 600 });
     let forbidden: string | undefined;

@@ -46,7 +46,7 @@ describe('the item\'s transitions are guarded by the states they leave', () => {
   it('a maybe-accepted submission stays submitting with the reason; a key conflict ends it failed and marks the attempt', () => {
     const s = fresh();
     s.life.startAttempt('a', 1, 'k1', '{}', 2);
-    expect(s.life.recordMaybeAccepted('a', { code: 'ECONNRESET', message: 'no answer' }, 3)).toBe(true);
+    expect(s.life.recordMaybeAccepted('a', 1, { code: 'ECONNRESET', message: 'no answer' }, 3)).toBe(true);
     expect(s.items.get('a')).toMatchObject({ state: 'submitting', error_code: 'ECONNRESET' });
     expect(s.life.recordConflict('a', 1, { code: 'IDEMPOTENCY_KEY_REUSED', message: 'm' }, 4)).toBe(true);
     expect(s.items.get('a')).toMatchObject({ state: 'failed', error_code: 'IDEMPOTENCY_KEY_REUSED' });
@@ -54,5 +54,25 @@ describe('the item\'s transitions are guarded by the states they leave', () => {
     expect(s.items.putBack({ now: 5 })).toEqual({ requeued: 0, conflicts: ['a'] });
     expect(s.items.putBack({ ids: ['a'], now: 6 })).toEqual({ requeued: 1, conflicts: [] });
     expect(state(s)).toBe('pending');
+  });
+
+  it('a deferred resend waits for its time without a task, is counted, and a hold for a later run starts the count again', () => {
+    const s = fresh();
+    s.life.startAttempt('a', 1, 'k1', '{}', 2);
+    expect(s.life.deferResend('a', 1, 100, 3)).toBe(true);
+    expect(s.items.get('a')).toMatchObject({ state: 'submitting', not_before: 100 });
+    expect(s.items.dueResends('image', 99, 10)).toEqual([]);
+    expect(s.items.nextDue('image', 99)).toBe(100);
+    expect(s.items.dueResends('image', 100, 10).map((i) => i.id)).toEqual(['a']);
+    s.life.deferResend('a', 1, 200, 101);
+    expect(s.attempts.latest('a')!.resends).toBe(2);
+    // Held: no time set, so this run's feeder leaves it to the next run.
+    s.life.recordMaybeAccepted('a', 1, { code: 'ECONNRESET', message: 'no answer' }, 300);
+    expect(s.items.get('a')).toMatchObject({ state: 'submitting', not_before: 0 });
+    expect(s.items.dueResends('image', 1_000, 10)).toEqual([]);
+    expect(s.attempts.latest('a')!.resends).toBe(0);
+    expect(s.life.recordAccepted('a', 1, 'job_1', 8, 0, 400)).toBe(true);
+    expect(s.items.get('a')).toMatchObject({ state: 'running', not_before: 0 });
+    expect(s.life.deferResend('a', 1, 500, 401)).toBe(false);
   });
 });
