@@ -16,6 +16,6 @@ export async function lifecycleBench() {
   const pass = res.status === 0;
   const seconds = (Date.now() - started) / 1000;
   console.log(`lifecycle  ${RUNS.toLocaleString('en-US')} sequences (seed ${SEED}): ${pass ? 'all held' : 'FAILED'} in ${seconds.toFixed(1)} s`);
-  if (!pass) console.log((res.stdout + res.stderr).split('\n').filter((l) => /Counterexample|Caused by|seed/.test(l)).join('\n'));
+  if (!pass) console.log((res.stdout + res.stderr).split('\n').filter((l) => /Counterexample|Caused by|seed|Error/.test(l)).join('\n'));
   return pass;
 }

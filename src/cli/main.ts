@@ -60,7 +60,11 @@ withConnection(program.command('run').argument('<manifest>').description('run, o
     const handle = await runCommand(manifest, opts, env, process.cwd(), process.stderr);
     let signals = 0;
     const onSignal = () => {
-      if (++signals > 1) process.exit(EXIT.interrupted); // a second interrupt: now
+      if (++signals > 1) {
+        process.stderr.write(`\nexiting now. ${handle.resumeHint}\n`);
+        process.exit(EXIT.interrupted);
+      }
+      process.stderr.write('\nstopping: nothing new is sent; requests already on the wire record their answer, then the report is written. Press Ctrl-C again to exit now.\n');
       handle.interrupt();
     };
     process.on('SIGINT', onSignal);

@@ -40,7 +40,7 @@ export class Progress {
     if (now - this.eta.at > ETA_REFRESH_MS) this.eta = { value: liveEta(this.store, now), at: now };
     const finished = c.done + c.failed + c.rejected + c.blocked + c.skipped;
     const eta = this.eta.value && finished < this.total ? ` · ETA ${formatDuration(this.eta.value.seconds)}` : '';
-    const line = `done ${c.done}/${this.total} · in flight ${c.submitting + c.running} · downloading ${c.downloading} · failed ${c.failed + c.rejected + c.blocked + c.skipped} · credits ${charged} charged, ${refunded} refunded · ${this.submittedAt.length} submissions/min${eta}`;
+    const line = `done ${c.done}/${this.total} · in flight ${c.submitting + c.running}${c.queued ? ` · queued ${c.queued}` : ''} · downloading ${c.downloading} · failed ${c.failed + c.rejected + c.blocked + c.skipped} · credits ${charged} charged, ${refunded} refunded · ${this.submittedAt.length} submissions/min${eta}`;
     this.out.write(`\r\x1b[2K${line.slice(0, (this.out.columns ?? 200) - 1)}`);
   }
 

@@ -9,6 +9,7 @@ export interface Status {
   items: { total: number } & Record<ItemState, number>;
   credits: { charged: number; refunded: number; net: number };
   failures: Record<string, number>;
+  /** Submissions on the wire or maybe accepted, and jobs running: never the queued ones (`items.queued`), which were not sent. */
   inFlight: number;
   run: {
     /** A genbatch run holds this state file now. */

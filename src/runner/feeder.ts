@@ -62,7 +62,7 @@ export class Feeder {
 
   claim(item: ItemRow): void {
     this.claimed.add(item.id);
-    if (item.state === 'pending' || item.state === 'submitting') this.unanswered.add(item.id);
+    if (item.state === 'pending' || item.state === 'queued' || item.state === 'submitting') this.unanswered.add(item.id);
   }
 
   /** The item's submission was answered with a job: it can no longer be blocked. */

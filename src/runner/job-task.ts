@@ -121,7 +121,7 @@ export class JobTask {
       try {
         const job: Job | undefined = await ctx.buckets.submit.run(async () => {
           if (ctx.abort.signal.aborted) return undefined; // queued before an interrupt: not sent (a budget stop lets reserved ones go)
-          store.life.recordSent(attempt.item_id, attempt.n, opts.now());
+          if (!store.life.recordSent(attempt.item_id, attempt.n, opts.now())) return undefined;
           return this.item.type === 'image' ? client.submitImage(body, attempt.idempotency_key) : client.submitVideo(body, attempt.idempotency_key);
         }, ctx.abort.signal);
         if (!job) {

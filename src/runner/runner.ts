@@ -107,7 +107,7 @@ export class Runner implements RunContext {
         if (missing) store.life.outputMissing(item.id, out.job_id, out.idx, opts.now());
       }
     }
-    for (const state of ['submitting', 'running'] as const) {
+    for (const state of ['queued', 'submitting', 'running'] as const) {
       // A resend deferred to a later time is the feeder's to start when it is due.
       for (const item of store.items.inState(state)) if (item.not_before <= opts.now()) this.startJob(item);
     }

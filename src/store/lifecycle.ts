@@ -32,7 +32,7 @@ export class Lifecycle {
       'UPDATE items SET state = @to, error_code = @code, error_message = @message, not_before = @notBefore, updated_at = @now WHERE id = @id AND state IN (SELECT value FROM json_each(@from))',
     );
     this.note = db.prepare('UPDATE items SET error_code = @code, error_message = @message, updated_at = @now WHERE id = @id AND state = @state');
-    this.begin = db.prepare(`UPDATE items SET attempt = @n, state = 'submitting', error_code = NULL, error_message = NULL, updated_at = @now WHERE id = @id AND state = 'pending'`);
+    this.begin = db.prepare(`UPDATE items SET attempt = @n, state = 'queued', error_code = NULL, error_message = NULL, updated_at = @now WHERE id = @id AND state = 'pending'`);
   }
 
   private transition(id: string, from: readonly ItemState[], to: ItemState, now: number, error?: ErrorNote, notBefore = 0): boolean {
@@ -43,7 +43,7 @@ export class Lifecycle {
     return this.db.transaction(fn).immediate();
   }
 
-  /** pending → submitting: the attempt's key and exact body are committed; only then may the request leave. */
+  /** pending → queued: the attempt's key and exact body are committed; only then may the request leave. */
   startAttempt(id: string, n: number, key: string, body: string, now: number): boolean {
     return this.tx(() => {
       if (this.begin.run({ id, n, now }).changes !== 1) return false;
@@ -52,11 +52,17 @@ export class Lifecycle {
     });
   }
 
-  /** The request is about to leave: from now on the attempt may be accepted. */
-  recordSent(id: string, n: number, now: number): void {
-    this.tx(() => {
+  /**
+   * queued → submitting (or a resend of a submitting one): the request is
+   * about to leave, and from now on the attempt may be accepted. False when
+   * the item has moved on meanwhile: then nothing may be sent.
+   */
+  recordSent(id: string, n: number, now: number): boolean {
+    return this.tx(() => {
+      if (!this.transition(id, ['queued', 'submitting'], 'submitting', now)) return false;
       this.accounting.submissionSent(now);
       this.attempts.markSent(id, n, now);
+      return true;
     });
   }
 
@@ -102,7 +108,7 @@ export class Lifecycle {
     return this.tx(() => {
       this.attempts.markRefused(id, n, error.code, error.message, now);
       if (to === 'blocked') this.accounting.blocked(now, id);
-      return this.transition(id, ['submitting'], to, now, to === 'pending' ? undefined : error);
+      return this.transition(id, ['queued', 'submitting'], to, now, to === 'pending' ? undefined : error);
     });
   }
 
@@ -136,7 +142,7 @@ export class Lifecycle {
 
   /** Back to pending: nothing of the item is on the wire (an unsent attempt, or a job that ended and is to be tried again). */
   requeue(id: string, now: number, notBefore = 0): boolean {
-    return this.transition(id, ['pending', 'submitting', 'running'], 'pending', now, undefined, notBefore);
+    return this.transition(id, ['pending', 'queued', 'submitting', 'running'], 'pending', now, undefined, notBefore);
   }
 
   /** Ends an open item without an output. */

@@ -1,9 +1,14 @@
 /** An item's states, and their groups, defined once: the store's SQL and the runner read them from here. */
-export const ITEM_STATES = ['pending', 'submitting', 'running', 'downloading', 'done', 'failed', 'rejected', 'blocked', 'skipped'] as const;
+/**
+ * `queued`: its attempt (key and body) is committed and waits for a submission
+ * token, never sent; `submitting`: sent and not yet answered with a job, or
+ * "maybe accepted" (resent only with the same key).
+ */
+export const ITEM_STATES = ['pending', 'queued', 'submitting', 'running', 'downloading', 'done', 'failed', 'rejected', 'blocked', 'skipped'] as const;
 export type ItemState = (typeof ITEM_STATES)[number];
 
 /** Work remains: a later run takes these up. */
-export const OPEN_STATES = ['pending', 'submitting', 'running', 'downloading'] as const satisfies readonly ItemState[];
+export const OPEN_STATES = ['pending', 'queued', 'submitting', 'running', 'downloading'] as const satisfies readonly ItemState[];
 /** Nothing more will happen on its own. */
 export const FINAL_STATES = ['done', 'failed', 'rejected', 'blocked', 'skipped'] as const satisfies readonly ItemState[];
 /** Final without an output: dependents cannot run; `retry` looks here. */

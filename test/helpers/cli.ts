@@ -34,9 +34,11 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv = cleanEnv(), cwd?
   });
 }
 
+export type StartedCli = { child: ChildProcess; output: () => string; waitFor: (pattern: RegExp) => Promise<RegExpMatchArray> };
+
 /** Starts the CLI and leaves it running; it is killed when the test ends. */
-export function startCli(args: string[], env: NodeJS.ProcessEnv = cleanEnv()): { child: ChildProcess; output: () => string; waitFor: (pattern: RegExp) => Promise<RegExpMatchArray> } {
-  const child = spawn(process.execPath, [CLI, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+export function startCli(args: string[], env: NodeJS.ProcessEnv = cleanEnv(), cwd?: string): StartedCli {
+  const child = spawn(process.execPath, [CLI, ...args], { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
   let err = '';

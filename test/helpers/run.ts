@@ -9,7 +9,7 @@ import { expect } from 'vitest';
 import { makeMp4, makePng } from '../../src/simulator/media.js';
 import type { RunningSimulator } from '../../src/simulator/index.js';
 import type { LedgerEvent } from '../../src/simulator/ledger.js';
-import { CLI, cleanEnv, runCli, type CliResult } from './cli.js';
+import { CLI, cleanEnv, runCli, startCli, type CliResult, type StartedCli } from './cli.js';
 import { recordChildWarnings } from './warnings.js';
 
 export const TIME_SCALE = 600;
@@ -19,6 +19,8 @@ export interface RunWorkspace {
   statePath: string;
   outDir: string;
   run(extra?: string[]): Promise<CliResult>;
+  /** The same run, left going (killed when the test ends). */
+  start(extra?: string[]): StartedCli;
   args(extra?: string[]): string[];
   env: NodeJS.ProcessEnv;
 }
@@ -30,7 +32,7 @@ export function workspace(sim: RunningSimulator, manifest: string, files: Record
   for (const [name, body] of Object.entries(files)) writeFileSync(join(dir, name), body);
   const env = cleanEnv({ GENBATCH_BASE_URL: sim.baseUrl, GENBATCH_API_KEY: sim.apiKey });
   const args = (extra: string[] = []) => ['run', 'm.yaml', '--time-scale', String(timeScale), ...extra];
-  return { dir, statePath: join(dir, '.genbatch', 'm.sqlite'), outDir: join(dir, 'out', 'm'), env, args, run: (extra = []) => runCli(args(extra), env, dir) };
+  return { dir, statePath: join(dir, '.genbatch', 'm.sqlite'), outDir: join(dir, 'out', 'm'), env, args, run: (extra = []) => runCli(args(extra), env, dir), start: (extra = []) => startCli(args(extra), env, dir) };
 }
 
 export function imageManifest(count: number, prompt = (i: number) => `product ${i}`, extra = ''): string {

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { APPLICATION_ID, SCHEMA_VERSION } from '../../src/store/migrations.js';
 import { imageManifest, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
-import { runCli, startCli } from '../helpers/cli.js';
+import { runCli } from '../helpers/cli.js';
 
 async function setup() {
   const t = await startTestSim({ timeScale: 600 });
@@ -100,7 +100,7 @@ describe('reading a live run\'s state', () => {
     // Hour-long jobs (a minute here): the run stays live, with its WAL holding what it wrote.
     const t = await startTestSim({ timeScale: 60, imageSeconds: [3600, 3600] });
     const ws = workspace(t.sim, imageManifest(2), {}, 60);
-    const run = startCli(ws.args().map((a) => (a === 'm.yaml' ? join(ws.dir, 'm.yaml') : a)), ws.env);
+    const run = ws.start();
     await new Promise<void>((resolve) => {
       const unwatch = t.sim.service.ledger.watch((e) => {
         if (e.kind === 'charge' && t.sim.service.ledger.of('charge').length === 2) resolve(void unwatch());

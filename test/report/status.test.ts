@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runCli, startCli } from '../helpers/cli.js';
+import { runCli } from '../helpers/cli.js';
 import { imageManifest, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 
@@ -16,7 +16,7 @@ describe('genbatch status while a run is live, after it is killed, and after it 
     const t = await startTestSim({ timeScale: 600 });
     const ws = workspace(t.sim, imageManifest(12));
     // Slow submissions keep the run alive long enough to look at it.
-    const run = startCli([...ws.args(['--submit-rate', '1/400ms']).map((a) => (a === 'm.yaml' ? join(ws.dir, 'm.yaml') : a))], ws.env);
+    const run = ws.start(['--submit-rate', '1/400ms']);
     await run.waitFor(/(item-\d+: done[\s\S]*){4}/);
     // From now on jobs take an hour of service time: the run stays live, unfinished, until it is killed.
     t.sim.service.opts.imageMs = [6_000_000, 6_000_000];
@@ -56,7 +56,7 @@ describe('genbatch status while a run is live, after it is killed, and after it 
     const t = await startTestSim({ timeScale: 600 });
     const ws = workspace(t.sim, imageManifest(3));
     // A cap of 2 credits: one studio-lite image a key day (144 s at 600x).
-    const run = startCli([...ws.args(['--daily-cap', '2']).map((a) => (a === 'm.yaml' ? join(ws.dir, 'm.yaml') : a))], ws.env);
+    const run = ws.start(['--daily-cap', '2']);
     await run.waitFor(/waiting for the daily credit cap until/);
     const waiting = await json(['status', 'm.yaml', '--json'], ws.env, ws.dir);
     expect(waiting.run.running).toBe(true);

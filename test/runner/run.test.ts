@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { expectNoDoubleChargeAndVerifiedOutputs, imageManifest, readState, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
-import { runCli, startCli } from '../helpers/cli.js';
+import { runCli } from '../helpers/cli.js';
 
 const scaled = { timeScale: 600 };
 
@@ -176,7 +176,7 @@ describe('genbatch run against the simulator', () => {
     // Jobs of an hour of service time (a minute here): the first run holds the state file throughout.
     const t = await startTestSim({ timeScale: 60, imageSeconds: [3600, 3600] });
     const ws = workspace(t.sim, imageManifest(3), {}, 60);
-    const first = startCli(ws.args().map((a) => (a === 'm.yaml' ? join(ws.dir, 'm.yaml') : a)), ws.env);
+    const first = ws.start();
     // It holds the lock before it submits: wait for its first submission.
     await new Promise<void>((resolve) => {
       const unwatch = t.sim.service.ledger.watch((event) => {

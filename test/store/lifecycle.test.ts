@@ -16,11 +16,12 @@ function fresh(): Store {
 const state = (s: Store) => s.items.get('a')!.state;
 
 describe('the item\'s transitions are guarded by the states they leave', () => {
-  it('walks the happy path: pending → submitting → running → downloading → done', () => {
+  it('walks the happy path: pending → queued → submitting → running → downloading → done', () => {
     const s = fresh();
     expect(s.life.startAttempt('a', 1, 'k1', '{}', 2)).toBe(true);
+    expect(state(s)).toBe('queued');
+    expect(s.life.recordSent('a', 1, 3)).toBe(true);
     expect(state(s)).toBe('submitting');
-    s.life.recordSent('a', 1, 3);
     expect(s.life.recordAccepted('a', 1, 'job_1', 8, 0, 4)).toBe(true);
     expect(state(s)).toBe('running');
     expect(s.life.recordEnded('a', 1, { jobId: 'job_1', status: 'completed', refunded: 0, refundDay: 0 }, 5)).toBe(true);
@@ -46,6 +47,7 @@ describe('the item\'s transitions are guarded by the states they leave', () => {
   it('a maybe-accepted submission stays submitting with the reason; a key conflict ends it failed and marks the attempt', () => {
     const s = fresh();
     s.life.startAttempt('a', 1, 'k1', '{}', 2);
+    s.life.recordSent('a', 1, 2);
     expect(s.life.recordMaybeAccepted('a', 1, { code: 'ECONNRESET', message: 'no answer' }, 3)).toBe(true);
     expect(s.items.get('a')).toMatchObject({ state: 'submitting', error_code: 'ECONNRESET' });
     expect(s.life.recordConflict('a', 1, { code: 'IDEMPOTENCY_KEY_REUSED', message: 'm' }, 4)).toBe(true);
@@ -59,6 +61,7 @@ describe('the item\'s transitions are guarded by the states they leave', () => {
   it('a deferred resend waits for its time without a task, is counted, and a hold for a later run starts the count again', () => {
     const s = fresh();
     s.life.startAttempt('a', 1, 'k1', '{}', 2);
+    s.life.recordSent('a', 1, 2);
     expect(s.life.deferResend('a', 1, 100, 3)).toBe(true);
     expect(s.items.get('a')).toMatchObject({ state: 'submitting', not_before: 100 });
     expect(s.items.dueResends('image', 99, 10)).toEqual([]);
@@ -74,5 +77,15 @@ describe('the item\'s transitions are guarded by the states they leave', () => {
     expect(s.life.recordAccepted('a', 1, 'job_1', 8, 0, 400)).toBe(true);
     expect(s.items.get('a')).toMatchObject({ state: 'running', not_before: 0 });
     expect(s.life.deferResend('a', 1, 500, 401)).toBe(false);
+  });
+
+  it('a queued attempt was never sent: it is put back as it is, and an item that moved on sends nothing', () => {
+    const s = fresh();
+    s.life.startAttempt('a', 1, 'k1', '{}', 2);
+    expect(s.life.finish('a', 'failed', { code: 'X', message: 'm' }, 3)).toBe(true);
+    expect(s.life.recordSent('a', 1, 4)).toBe(false);
+    expect(s.attempts.latest('a')!.status).toBe('created');
+    expect(s.items.putBack({ now: 5 })).toEqual({ requeued: 1, conflicts: [] });
+    expect(state(s)).toBe('queued');
   });
 });

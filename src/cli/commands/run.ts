@@ -49,6 +49,8 @@ function limitsFrom(f: RunFlags, timeScale: number): KeyLimits {
 export interface RunHandle {
   /** Stops submitting at once; in-flight requests finish writing state. */
   interrupt(): void;
+  /** What to tell a user who interrupts: how to go on from here. */
+  resumeHint: string;
   done: Promise<{ summary: RunSummary; report: string }>;
 }
 
@@ -113,7 +115,8 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
     store.close();
     await connection.close();
   });
-  return { interrupt: () => runner.stop('interrupted', 'interrupted: no new submissions; state is saved, run the same command to resume'), done };
+  const resumeHint = flags.simulate ? 'A rehearsal starts over each time: nothing of it is resumed.' : 'The state is saved: run the same command to resume; nothing is paid twice.';
+  return { interrupt: () => runner.stop('interrupted', `interrupted. ${resumeHint}`), resumeHint, done };
 }
 
 function report(s: RunSummary, outDir: string, cwd: string, logPath: string): string {
@@ -122,7 +125,7 @@ function report(s: RunSummary, outDir: string, cwd: string, logPath: string): st
   const lines = [
     `done ${c.done}/${total}` +
       (c.failed + c.rejected + c.blocked + c.skipped ? `, failed ${c.failed}, rejected ${c.rejected}, blocked ${c.blocked}, skipped ${c.skipped}` : '') +
-      (c.pending + c.submitting + c.running + c.downloading ? `, not finished ${c.pending + c.submitting + c.running + c.downloading}` : ''),
+      (c.pending + c.queued + c.submitting + c.running + c.downloading ? `, not finished ${c.pending + c.queued + c.submitting + c.running + c.downloading}` : ''),
     `credits: ${s.credits.charged} charged, ${s.credits.refunded} refunded, ${s.credits.charged - s.credits.refunded} net`,
     `outputs: ${resolve(cwd, outDir)}`,
     `log: ${logPath}`,
