@@ -25,6 +25,8 @@ export async function connect(flags: ConnectionFlags, env: NodeJS.ProcessEnv, si
   if (!baseUrl) {
     throw usageError('No service base URL. Set GENBATCH_BASE_URL (or pass --base-url URL), or add --simulate to use the embedded simulator.');
   }
+  const versionless = withoutVersion(baseUrl);
+  if (versionless) throw usageError(versionless);
   const apiKey = env.GENBATCH_API_KEY;
   if (!apiKey) {
     throw usageError('No API key. Set GENBATCH_API_KEY in the environment (it is never taken as a flag), or add --simulate.');
@@ -36,4 +38,17 @@ export async function connect(flags: ConnectionFlags, env: NodeJS.ProcessEnv, si
     throw usageError((error as Error).message);
   }
   return { client, close: () => client.close() };
+}
+
+/** The spec's base address ends with the version segment `v1`; without it every path misses (`GET //me: NOT_FOUND`). */
+function withoutVersion(baseUrl: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(baseUrl);
+  } catch {
+    return undefined; // the client says what is wrong with it
+  }
+  const path = url.pathname.replace(/\/+$/, '');
+  if (/\/v1$/.test(path)) return undefined;
+  return `The base URL ${url.origin}${url.pathname} does not end in /v1, the API's version segment: every request would miss. Did you mean ${url.origin}${path}/v1 ? Set GENBATCH_BASE_URL (or --base-url) to the address that ends in /v1.`;
 }

@@ -1,8 +1,8 @@
 import { ApiError, ResponseShapeError, StorageError, TransportError, reactionTo } from '../api/index.js';
 import type { RunSummary } from '../runner/index.js';
-import { OPEN_STATES } from '../store/index.js';
+import { OPEN_STATES, StateFileError } from '../store/index.js';
 
-export const EXIT = { ok: 0, incomplete: 1, usage: 2, stopped: 3, interrupted: 130 } as const;
+export const EXIT = { ok: 0, incomplete: 1, usage: 2, stopped: 3, environment: 4, interrupted: 130 } as const;
 
 /** An error that already knows its exit code and what to tell the user. */
 export class ExitError extends Error {
@@ -24,22 +24,26 @@ export function describeFailure(error: unknown): { exitCode: number; message: st
     const hint = reaction.do === 'stop-run' ? `\n${reaction.hint}` : '';
     return { exitCode: reaction.do === 'stop-run' ? EXIT.stopped : EXIT.incomplete, message: `${error.message}${hint}` };
   }
+  // The environment: nothing of the run is lost, and the same command goes on once it is fixed.
   if (error instanceof TransportError) {
-    return { exitCode: EXIT.incomplete, message: `${error.message}\nCheck that the service (or simulator) at the base URL is reachable.` };
+    return { exitCode: EXIT.environment, message: `${error.message}\nCheck that the service (or simulator) at the base URL is reachable, then run the same command again.` };
   }
+  if (error instanceof StateFileError) return { exitCode: EXIT.environment, message: error.message };
   if (error instanceof ResponseShapeError || error instanceof StorageError) return { exitCode: EXIT.incomplete, message: error.message };
   return { exitCode: EXIT.incomplete, message: error instanceof Error ? (error.stack ?? error.message) : String(error) };
 }
 
 /**
- * A run's exit code: 130 interrupted; 3 stopped early with work left (budget,
- * credits, key refused, moderation breaker); 0 every item done; 1 otherwise.
+ * A run's exit code: 130 interrupted; 4 the outputs could not be written (the
+ * environment); 3 stopped early with work left (budget, credits, key refused,
+ * moderation breaker); 0 every item done; 1 otherwise.
  */
 export function exitCodeOf(summary: RunSummary): number {
   const { counts, stop } = summary;
   const open = OPEN_STATES.reduce((n, s) => n + counts[s], 0);
   const total = Object.values(counts).reduce((a, b) => a + b, 0);
   if (stop?.kind === 'interrupted') return EXIT.interrupted;
-  if (stop && stop.kind !== 'disk' && open > 0) return EXIT.stopped;
+  if (stop?.kind === 'disk') return EXIT.environment;
+  if (stop && open > 0) return EXIT.stopped;
   return counts.done === total ? EXIT.ok : EXIT.incomplete;
 }

@@ -16,17 +16,38 @@ export interface DownloadedFile {
   contentType: string | null;
 }
 
+/** Errors of the file system that no fresh link or other item can get past: the output dir cannot take files. */
+const DISK_CODES = new Set(['ENOSPC', 'EACCES', 'EPERM', 'EROFS', 'EDQUOT']);
+
+export type DownloadErrorCode = 'LINK_FAILED' | 'WRONG_TYPE' | 'TOO_LARGE' | 'CUT_SHORT' | 'EMPTY' | 'NAME_TAKEN' | 'BAD_NAME' | 'WRITE_FAILED' | string;
+
 export class DownloadError extends Error {
   override readonly name = 'DownloadError';
   constructor(
     message: string,
     /** True when a fresh link may help (expired, refused, cut short). */
     readonly refreshable: boolean,
-    /** ENOSPC, EACCES, EROFS or EDQUOT: the output dir cannot take the file, whatever the link. */
-    readonly diskCode?: string,
+    /** What went wrong, by kind; a file system error keeps its own code (ENOSPC, EACCES, …). */
+    readonly code: DownloadErrorCode,
   ) {
     super(message);
   }
+
+  /** ENOSPC, EACCES, EPERM, EROFS or EDQUOT: the output dir cannot take the file, whatever the link. */
+  get diskCode(): string | undefined {
+    return DISK_CODES.has(this.code) ? this.code : undefined;
+  }
+
+  /** Says something of this item alone (its name, its size), not of the output dir or the storage. */
+  get itemOnly(): boolean {
+    return this.code === 'NAME_TAKEN' || this.code === 'BAD_NAME' || this.code === 'TOO_LARGE';
+  }
+}
+
+/** A file system error as a DownloadError, told by its code (never by its message, which holds the path). */
+export function fileSystemError(error: unknown, what: string): DownloadError {
+  const code = (error as NodeJS.ErrnoException).code ?? 'WRITE_FAILED';
+  return new DownloadError(`cannot write ${what}: ${code}`, false, code);
 }
 
 export function extensionFor(contentType: string | null | undefined, type: 'image' | 'video'): string {
@@ -56,20 +77,25 @@ export async function downloadOutput(
   try {
     dl = await client.download(url, signal);
   } catch (error) {
-    throw new DownloadError((error as Error).message, true);
+    throw new DownloadError((error as Error).message, true, 'LINK_FAILED');
   }
   const contentType = dl.contentType?.split(';')[0]?.trim().toLowerCase() ?? null;
   if (contentType && !contentType.startsWith(`${type}/`) && contentType !== 'application/octet-stream') {
     dl.cancel();
-    throw new DownloadError(`the output link served ${contentType}, not ${type === 'image' ? 'an image' : 'a video'}`, true);
+    throw new DownloadError(`the output link served ${contentType}, not ${type === 'image' ? 'an image' : 'a video'}`, true, 'WRONG_TYPE');
   }
   if (dl.contentLength !== undefined && dl.contentLength > maxBytes) {
     dl.cancel();
-    throw new DownloadError(`the output is ${dl.contentLength} bytes, over the limit of ${maxBytes} (--max-output-mb)`, false);
+    throw new DownloadError(`the output is ${dl.contentLength} bytes, over the limit of ${maxBytes} (--max-output-mb)`, false, 'TOO_LARGE');
   }
   const relPath = nameFor(extensionFor(contentType, type));
   const finalPath = resolveInside(outDir, relPath);
-  await mkdir(dirname(finalPath), { recursive: true });
+  try {
+    await mkdir(dirname(finalPath), { recursive: true });
+  } catch (error) {
+    dl.cancel();
+    throw fileSystemError(error, dirname(relPath) === '.' ? 'the output dir' : dirname(relPath));
+  }
   const tmpPath = join(dirname(finalPath), `.${basename(finalPath)}.${randomBytes(4).toString('hex')}.part`);
   const hash = createHash('sha256');
   let bytes = 0;
@@ -77,7 +103,7 @@ export async function downloadOutput(
     transform(chunk: Buffer, _enc, done) {
       hash.update(chunk);
       bytes += chunk.length;
-      if (bytes > maxBytes) return done(new DownloadError(`the output is over the limit of ${maxBytes} bytes (--max-output-mb); stopped reading it`, false));
+      if (bytes > maxBytes) return done(new DownloadError(`the output is over the limit of ${maxBytes} bytes (--max-output-mb); stopped reading it`, false, 'TOO_LARGE'));
       done(null, chunk);
     },
   });
@@ -87,9 +113,9 @@ export async function downloadOutput(
     if (signal) await pipeline(dl.body, meter, file, { signal });
     else await pipeline(dl.body, meter, file);
     if (dl.contentLength !== undefined && bytes !== dl.contentLength) {
-      throw new DownloadError(`the download was cut short: ${bytes} of ${dl.contentLength} bytes`, true);
+      throw new DownloadError(`the download was cut short: ${bytes} of ${dl.contentLength} bytes`, true, 'CUT_SHORT');
     }
-    if (bytes === 0) throw new DownloadError('the output is empty', true);
+    if (bytes === 0) throw new DownloadError('the output is empty', true, 'EMPTY');
     await rename(tmpPath, finalPath);
   } catch (error) {
     dl.cancel();
@@ -97,10 +123,8 @@ export async function downloadOutput(
     if (error instanceof DownloadError) throw error;
     if (meterError(error)) throw meterError(error)!;
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOSPC' || code === 'EACCES' || code === 'EROFS' || code === 'EDQUOT') {
-      throw new DownloadError(`cannot write ${relPath}: ${code}`, false, code);
-    }
-    throw new DownloadError(`the download failed: ${(error as Error).message}`, true);
+    if (code && DISK_CODES.has(code)) throw fileSystemError(error, relPath);
+    throw new DownloadError(`the download failed: ${(error as Error).message}`, true, code ?? 'LINK_FAILED');
   }
   return { path: relPath, bytes, sha256: hash.digest('hex'), contentType };
 }

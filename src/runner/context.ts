@@ -39,6 +39,16 @@ export type RunEvent =
   | { kind: 'stopping'; reason: string }
   | { kind: 'notice'; message: string };
 
+/** How an item's download gave up. */
+export interface DownloadFailure {
+  code: string;
+  message: string;
+  /** The output dir cannot take files (ENOSPC, EACCES, …). */
+  disk: boolean;
+  /** Says something of this item alone (its name, its size), not of the disk or the storage. */
+  itemOnly: boolean;
+}
+
 export type StopKind = 'interrupted' | 'budget' | 'moderation' | 'refused' | 'disk';
 
 /** What the tasks of a run share. */
@@ -50,6 +60,10 @@ export interface RunContext {
   buckets: { submit: Bucket; read: Bucket; upload: Bucket };
   /** Aborts polls and downloads (interrupt): submissions already sent still record their job. */
   abort: AbortController;
+  /** Aborted when the run takes no new work: what waits to be submitted or uploaded is cancelled, never sent. */
+  noNewWork: AbortSignal;
+  /** A download succeeded (undefined) or gave up: a full or unwritable disk, or the same failure again and again, stops the run. */
+  downloadEnded(failure: DownloadFailure | undefined): void;
   spec(item: ItemRow): ItemSpec;
   /** The best bound known for one job of the item: the catalog's or manifest's price, else the largest charge seen for its model. */
   price(item: ItemRow): number | undefined;

@@ -5,7 +5,10 @@ import type { RunEvent, StopKind } from './context.js';
 
 /** The run's control: its events, the stop (and the interrupt it aborts), and the wake-up its loops wait on. */
 export class Control {
+  /** Aborts everything that waits (polls, downloads, queued requests): an interrupt or a refused key. */
   readonly abort = new AbortController();
+  /** Aborted when the run takes no new work (any stop but the budget's, which lets reserved submissions go): queued submissions and uploads are cancelled, never sent. */
+  readonly noNewWork = new AbortController();
   private stopped: { kind: StopKind; message: string } | undefined;
   private wakeUp: () => void = () => {};
   private woken = new Promise<void>((r) => (this.wakeUp = r));
@@ -17,6 +20,7 @@ export class Control {
     listeners: number,
   ) {
     setMaxListeners(listeners, this.abort.signal);
+    setMaxListeners(listeners, this.noNewWork.signal);
   }
 
   get stopReason(): { kind: StopKind; message: string } | undefined {
@@ -27,12 +31,17 @@ export class Control {
     return this.stopped !== undefined;
   }
 
-  /** Stops taking new work; an interrupt, a refused key or a full disk also abort what waits (polls, downloads, queued requests). */
+  /**
+   * Stops taking new work. An interrupt or a refused key also aborts what
+   * waits (polls, downloads); when outputs cannot be written, jobs in flight
+   * are still polled and recorded.
+   */
   stop(kind: StopKind, message: string): void {
     if (this.stopped) return;
     this.stopped = { kind, message };
     this.emit({ kind: 'stopping', reason: message });
-    if (kind === 'interrupted' || kind === 'refused' || kind === 'disk') this.abort.abort(new Error(message));
+    if (kind !== 'budget') this.noNewWork.abort(new Error(message));
+    if (kind === 'interrupted' || kind === 'refused') this.abort.abort(new Error(message));
     this.wake();
   }
 

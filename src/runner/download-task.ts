@@ -16,6 +16,7 @@ export async function downloadJob(ctx: RunContext, itemId: string, jobId: string
   const item = store.items.get(itemId)!;
   let job = fresh;
   let lastError = '';
+  let lastCode = 'DOWNLOAD_FAILED';
   for (let refresh = 0; refresh <= MAX_LINK_REFRESHES; refresh++) {
     if (ctx.abort.signal.aborted) return;
     if (!job) {
@@ -25,6 +26,7 @@ export async function downloadJob(ctx: RunContext, itemId: string, jobId: string
         if (ctx.abort.signal.aborted) return;
         const reaction = policy('read-job', error);
         lastError = (error as Error).message;
+        lastCode = (error as { code?: string }).code ?? lastCode;
         if (reaction.do === 'stop-run') return ctx.stop('refused', `${lastError}\n${reaction.hint}`);
         if (reaction.do === 'keep-job' || reaction.do === 'mark-item') break;
         if (reaction.do === 'wait-and-resend') ctx.buckets.read.pauseFor((error as { retryAfterMs?: number }).retryAfterMs ?? ctx.scaled(1000));
@@ -42,10 +44,10 @@ export async function downloadJob(ctx: RunContext, itemId: string, jobId: string
       try {
         const file = await downloadOutput(client, output.downloadUrl, opts.outDir, item.type, (ext) => {
           const name = outputRelativePath(manifest.outputName, { id: item.id, n: idx, ext, model: item.model, type: item.type, vars: manifest.vars });
-          if (!name.ok) throw new DownloadError(name.message, false);
+          if (!name.ok) throw new DownloadError(name.message, false, 'BAD_NAME');
           const owner = store.outputs.ownerOf(name.path);
           if (owner && owner.item_id !== item.id) {
-            throw new DownloadError(`output ${idx} would be saved as ${name.path}, which holds the output of ${owner.item_id}; it is not overwritten. Put {{n}} in output.name (as in the default "{{id}}-{{n}}.{{ext}}") and run again`, false);
+            throw new DownloadError(`output ${idx} would be saved as ${name.path}, which holds the output of ${owner.item_id}; it is not overwritten. Put {{n}} in output.name (as in the default "{{id}}-{{n}}.{{ext}}") and run again`, false, 'NAME_TAKEN');
           }
           store.outputs.claimPath(jobId, idx, name.path);
           return name.path;
@@ -54,12 +56,13 @@ export async function downloadJob(ctx: RunContext, itemId: string, jobId: string
       } catch (error) {
         if (ctx.abort.signal.aborted) return;
         lastError = (error as Error).message;
+        lastCode = error instanceof DownloadError ? error.code : lastCode;
         opts.logger?.warn({ item: itemId, job: jobId, output: idx, error: lastError }, 'download failed');
         complete = false;
         if (error instanceof DownloadError && !error.refreshable) {
           store.life.downloadFailed(itemId, { code: 'DOWNLOAD_FAILED', message: lastError }, opts.now());
           ctx.emit({ kind: 'item-final', itemId, state: 'downloading', code: 'DOWNLOAD_FAILED', message: lastError });
-          if (error.diskCode) ctx.stop('disk', `cannot write outputs: ${lastError}. Free space or fix permissions, then run the same command to resume.`);
+          ctx.downloadEnded({ code: error.code, message: lastError, disk: error.diskCode !== undefined, itemOnly: error.itemOnly });
           return;
         }
         break;
@@ -67,10 +70,12 @@ export async function downloadJob(ctx: RunContext, itemId: string, jobId: string
     }
     if (complete) {
       if (store.life.downloaded(itemId, opts.now())) ctx.emit({ kind: 'item-final', itemId, state: 'done' });
+      ctx.downloadEnded(undefined);
       return;
     }
     job = undefined; // fetch fresh links
   }
   store.life.downloadFailed(itemId, { code: 'DOWNLOAD_FAILED', message: lastError || 'the job lists no outputs' }, opts.now());
   ctx.emit({ kind: 'item-final', itemId, state: 'downloading', code: 'DOWNLOAD_FAILED', message: lastError });
+  ctx.downloadEnded({ code: lastCode, message: lastError || 'the job lists no outputs', disk: false, itemOnly: false });
 }

@@ -40,7 +40,7 @@ export class Feeder {
 
   /** When an item of the type that waits for its time (a backoff) is due, if one does. */
   nextDue(type: 'image' | 'video'): number | undefined {
-    return this.store.items.nextDue(type, this.clock.now());
+    return this.store.items.nextDue(type);
   }
 
   /** Until none is left: a skipped item dooms its own dependents in turn. */

@@ -78,7 +78,7 @@ export class JobTask {
     let body: ImageSubmission | VideoSubmission;
     for (;;) {
       try {
-        body = await buildBody(this.ctx.spec(item), { client: this.ctx.client, store, bucket: this.ctx.buckets.upload, now: opts.now, validityMarginMs: this.ctx.scaled(10 * 60_000), inFlight: this.ctx.uploadsInFlight, outDir: opts.outDir, signal: this.ctx.abort.signal });
+        body = await buildBody(this.ctx.spec(item), { client: this.ctx.client, store, bucket: this.ctx.buckets.upload, now: opts.now, validityMarginMs: this.ctx.scaled(10 * 60_000), inFlight: this.ctx.uploadsInFlight, outDir: opts.outDir, signal: this.ctx.noNewWork });
         break;
       } catch (error) {
         if (error instanceof NotSentError) return this.requeue();
@@ -120,10 +120,10 @@ export class JobTask {
       if (!release) return undefined;
       try {
         const job: Job | undefined = await ctx.buckets.submit.run(async () => {
-          if (ctx.abort.signal.aborted) return undefined; // queued before an interrupt: not sent (a budget stop lets reserved ones go)
+          if (ctx.noNewWork.aborted) return undefined; // queued when the run stopped: not sent (a budget stop lets reserved ones go)
           if (!store.life.recordSent(attempt.item_id, attempt.n, opts.now())) return undefined;
           return this.item.type === 'image' ? client.submitImage(body, attempt.idempotency_key) : client.submitVideo(body, attempt.idempotency_key);
-        }, ctx.abort.signal);
+        }, ctx.noNewWork);
         if (!job) {
           release();
           return undefined;

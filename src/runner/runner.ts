@@ -10,8 +10,10 @@ import { Slots } from '../scheduler/slots.js';
 import type { ItemRow, ItemState, Store } from '../store/index.js';
 import type { ItemSpec } from './bodies.js';
 import { RunClock } from './clock.js';
-import { PollWait, type RunContext, type RunEvent, type RunOptions, type StopKind } from './context.js';
+import { PollWait, type DownloadFailure, type RunContext, type RunEvent, type RunOptions, type StopKind } from './context.js';
 import { Control } from './control.js';
+import { probeOutputDir } from '../download/output-dir.js';
+import { DownloadHealth } from './download-health.js';
 import { downloadJob } from './download-task.js';
 import { Feeder } from './feeder.js';
 import { Gates } from './gates.js';
@@ -47,6 +49,7 @@ export class Runner implements RunContext {
   private readonly slots: Record<'image' | 'video', Slots>;
   private readonly downloads: PQueue;
   private readonly specs = new Map<string, ItemSpec>();
+  private readonly downloadHealth = new DownloadHealth();
   private runId = 0;
   private changed: string[] = [];
 
@@ -86,6 +89,12 @@ export class Runner implements RunContext {
 
   private async work(): Promise<RunSummary> {
     this.changed = (await syncItems(this.store, this.manifest, this.opts)).changed;
+    // Before anything is paid for: a dir that cannot take outputs stops the run here.
+    const unwritable = await probeOutputDir(this.opts.outDir);
+    if (unwritable) {
+      this.control.stop('disk', `${unwritable.message}. Nothing was submitted. Fix it (or pass --out DIR) and run the same command again: what was already paid for is downloaded then, without paying again.`);
+      return this.summary();
+    }
     for (const { where: _where, ...spec } of this.manifest.items) this.specs.set(spec.id, spec);
     await this.recover();
     await Promise.all([this.feed('image'), this.feed('video')]);
@@ -144,6 +153,11 @@ export class Runner implements RunContext {
     }
   }
 
+  downloadEnded(failure: DownloadFailure | undefined): void {
+    const reason = this.downloadHealth.note(failure);
+    if (reason) this.control.stop('disk', `outputs cannot be saved: ${reason}. No new submissions; jobs already paid for were polled and recorded. Fix it (free space, permissions, or another --out) and run the same command again: it downloads what was paid for without paying again.`);
+  }
+
   private startJob(item: ItemRow): void {
     this.feeder.claim(item);
     void this.slots[item.type].start(() =>
@@ -187,6 +201,10 @@ export class Runner implements RunContext {
 
   get abort(): AbortController {
     return this.control.abort;
+  }
+
+  get noNewWork(): AbortSignal {
+    return this.control.noNewWork.signal;
   }
 
   spec(item: ItemRow): ItemSpec {

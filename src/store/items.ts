@@ -76,8 +76,9 @@ export class Items {
     this.dueResendsStmt = db.prepare<[string, number, number], ItemRow>(
       "SELECT * FROM items WHERE state = 'submitting' AND type = ? AND not_before BETWEEN 1 AND ? ORDER BY seq LIMIT ?",
     );
-    this.nextDueStmt = db.prepare<[string, number], { at: number | null }>(
-      "SELECT min(not_before) AS at FROM items WHERE state IN ('pending', 'submitting') AND type = ? AND not_before > ?",
+    // Due or not yet: an item that came due since the feeder last looked must not be taken for "nothing left".
+    this.nextDueStmt = db.prepare<[string], { at: number | null }>(
+      "SELECT min(not_before) AS at FROM items WHERE state IN ('pending', 'submitting') AND type = ? AND not_before > 0",
     );
     this.doomedStmt = db.prepare<[], DoomedItem>(
       `SELECT i.id AS id, d.dep_id AS dep_id, di.state AS dep_state FROM deps d JOIN items di ON di.id = d.dep_id JOIN items i ON i.id = d.item_id
@@ -149,9 +150,9 @@ export class Items {
     return this.dueResendsStmt.all(type, now, limit);
   }
 
-  /** When the next item of a type that waits for its time (a backoff) is due, if any does. */
-  nextDue(type: 'image' | 'video', now: number): number | undefined {
-    return this.nextDueStmt.get(type, now)?.at ?? undefined;
+  /** When the earliest item of a type that waits for its time (a backoff) is due (maybe already), if any does. */
+  nextDue(type: 'image' | 'video'): number | undefined {
+    return this.nextDueStmt.get(type)?.at ?? undefined;
   }
 
   /** Pending items that wait for an item which ended without an output: they can never run. */

@@ -32,7 +32,7 @@ export class Lifecycle {
       'UPDATE items SET state = @to, error_code = @code, error_message = @message, not_before = @notBefore, updated_at = @now WHERE id = @id AND state IN (SELECT value FROM json_each(@from))',
     );
     this.note = db.prepare('UPDATE items SET error_code = @code, error_message = @message, updated_at = @now WHERE id = @id AND state = @state');
-    this.begin = db.prepare(`UPDATE items SET attempt = @n, state = 'queued', error_code = NULL, error_message = NULL, updated_at = @now WHERE id = @id AND state = 'pending'`);
+    this.begin = db.prepare(`UPDATE items SET attempt = @n, state = 'queued', error_code = NULL, error_message = NULL, not_before = 0, updated_at = @now WHERE id = @id AND state = 'pending'`);
   }
 
   private transition(id: string, from: readonly ItemState[], to: ItemState, now: number, error?: ErrorNote, notBefore = 0): boolean {

@@ -22,7 +22,7 @@ describe('the state file', () => {
     writeFileSync(ws.statePath, 'this is not a database, but it is someone’s file\n'.repeat(200));
     const before = readFileSync(ws.statePath);
     const res = await ws.run();
-    expect(res.code).toBe(1);
+    expect(res.code).toBe(4); // the environment: fix it and run again
     expect(res.stderr).toMatch(/cannot (open|use) the state file .*m\.sqlite/);
     expect(readFileSync(ws.statePath).equals(before)).toBe(true);
     expect(t.sim.service.ledger.of('request').filter((r) => r.method === 'POST')).toHaveLength(0);
@@ -34,7 +34,7 @@ describe('the state file', () => {
     db.exec('CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL); INSERT INTO invoices (total) VALUES (9.5);');
     db.close();
     const res = await ws.run();
-    expect(res.code).toBe(1);
+    expect(res.code).toBe(4); // the environment: fix it and run again
     expect(res.stderr).toMatch(/is not a genbatch state file/);
     const after = new Database(ws.statePath, { readonly: true });
     expect(after.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all()).toEqual([{ name: 'invoices' }]);
@@ -49,7 +49,7 @@ describe('the state file', () => {
     db.pragma('user_version = 99');
     db.close();
     const res = await ws.run();
-    expect(res.code).toBe(1);
+    expect(res.code).toBe(4); // the environment: fix it and run again
     expect(res.stderr).toContain(`written by a newer genbatch (state schema 99; this one knows ${SCHEMA_VERSION}). Upgrade genbatch`);
     const check = new Database(ws.statePath, { readonly: true });
     expect(check.pragma('application_id', { simple: true })).toBe(APPLICATION_ID);
@@ -61,7 +61,7 @@ describe('the state file', () => {
     const { t, ws } = await setup();
     writeFileSync(join(ws.dir, 'blocker'), 'a file where a directory should be');
     const res = await ws.run(['--state', 'blocker/state.sqlite']);
-    expect(res.code).toBe(1);
+    expect(res.code).toBe(4); // the environment: fix it and run again
     expect(res.stderr).toMatch(/cannot create the state directory .*blocker/);
     expect(t.sim.service.ledger.of('request').filter((r) => r.method === 'POST')).toHaveLength(0);
   });
@@ -88,7 +88,7 @@ describe('a read-only state directory', () => {
     child.stderr.on('data', (d) => (stderr += d));
     const code = await new Promise((r) => child.on('close', r));
     chmodSync(join(ws.dir, '.genbatch'), 0o755);
-    expect(code).toBe(1);
+    expect(code).toBe(4);
     expect(stderr).toMatch(/cannot (lock|open|use) the state file .*(writable|readonly|EACCES)/i);
     expect(readFileSync(ws.statePath).equals(before)).toBe(true);
     expect(t.sim.service.ledger.of('charge')).toHaveLength(2);

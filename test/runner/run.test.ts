@@ -184,7 +184,7 @@ describe('genbatch run against the simulator', () => {
       });
     });
     const second = await ws.run();
-    expect(second.code).toBe(1);
+    expect(second.code).toBe(4);
     expect(second.stderr).toMatch(/another genbatch process .* is running on this state file/);
     expect(first.child.exitCode).toBeNull();
     first.child.kill('SIGINT');

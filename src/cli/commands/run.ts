@@ -4,7 +4,7 @@ import { Catalog } from '../../api/catalog.js';
 import { createLogger } from '../../log/logger.js';
 import { Runner, type RunSummary } from '../../runner/index.js';
 import { DEFAULT_KEY_LIMITS, type KeyLimits, type Rate } from '../../scheduler/limits.js';
-import { Store, StateFileError } from '../../store/index.js';
+import { Store } from '../../store/index.js';
 import { connect, type ConnectionFlags } from '../connection.js';
 import { EXIT, ExitError } from '../exit.js';
 import { Progress } from '../progress.js';
@@ -73,7 +73,6 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
     store = Store.open(statePath);
   } catch (error) {
     await connection.close();
-    if (error instanceof StateFileError) throw new ExitError(EXIT.incomplete, error.message);
     throw error;
   }
   const outDir = flags.out ? resolve(cwd, flags.out) : manifest.outputDir;

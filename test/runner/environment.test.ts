@@ -1,0 +1,69 @@
+import { once } from 'node:events';
+import { writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runCli } from '../helpers/cli.js';
+import { expectNoDoubleChargeAndVerifiedOutputs, imageManifest, readState, workspace } from '../helpers/run.js';
+import { startTestSim } from '../helpers/sim.js';
+
+const posts = (t: Awaited<ReturnType<typeof startTestSim>>) => t.sim.service.ledger.of('request').filter((r) => r.method === 'POST');
+
+describe('exit 4: the environment, found before paying where it can be', () => {
+  it('an output dir that cannot be written stops the run before the first submission', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(t.sim, imageManifest(5));
+    writeFileSync(join(ws.dir, 'not-a-dir'), 'a file where the output dir should be');
+    const res = await ws.run(['--out', 'not-a-dir/out']);
+    expect(res.code, res.stdout + res.stderr).toBe(4);
+    expect(res.stdout).toMatch(/cannot write to the output dir .*not-a-dir\/out \(ENOTDIR\)\. Nothing was submitted/);
+    expect(posts(t)).toEqual([]);
+    // Fixed, the same command runs it.
+    const again = await ws.run();
+    expect(again.code, again.stdout).toBe(0);
+    expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
+  });
+
+  it('downloads that keep failing the same way stop new submissions; jobs in flight are still polled; a rerun downloads without paying again', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    t.sim.storage.inject = () => 'forbidden';
+    const ws = workspace(t.sim, imageManifest(12));
+    const res = await ws.run(['--max-images-in-flight', '2']);
+    expect(res.code, res.stdout).toBe(4);
+    expect(res.stdout).toMatch(/3 downloads in a row failed the same way .*without paying again/);
+    const charged = t.sim.service.ledger.of('charge').length;
+    expect(charged).toBeLessThan(12);
+    const states = readState(ws.statePath).items.map((i) => i.state);
+    expect(states.filter((s) => s !== 'pending').every((s) => s === 'downloading')).toBe(true);
+
+    t.sim.storage.inject = undefined;
+    const again = await ws.run(['--max-images-in-flight', '2']);
+    expect(again.code, again.stdout).toBe(0);
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(12);
+    expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
+  });
+
+  it('an unreachable service is exit 4 with what to check', async () => {
+    // A loopback port that was just free: nothing listens there.
+    const server = createServer().listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const { port } = server.address() as AddressInfo;
+    server.close();
+    await once(server, 'close');
+    const ws = workspace({ baseUrl: `http://127.0.0.1:${port}/v1`, apiKey: 'gb_test_unreachable' } as never, imageManifest(1));
+    const res = await ws.run();
+    expect(res.code, res.stderr).toBe(4);
+    expect(res.stderr).toMatch(/reachable/);
+  });
+
+  it('a base URL without /v1 is a usage error with the likely fix, before any request', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(t.sim, imageManifest(1));
+    const base = t.sim.baseUrl.replace(/\/v1$/, '');
+    const res = await runCli(['run', 'm.yaml'], { ...ws.env, GENBATCH_BASE_URL: base }, ws.dir);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toContain(`does not end in /v1`);
+    expect(res.stderr).toContain(`Did you mean ${base}/v1 ?`);
+    expect(t.sim.service.ledger.of('request')).toEqual([]);
+  });
+});
