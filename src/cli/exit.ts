@@ -1,4 +1,5 @@
 import { ApiError, ResponseShapeError, StorageError, TransportError, reactionTo } from '../api/index.js';
+import { OutputDirTakenError } from '../download/output-dir.js';
 import type { RunSummary } from '../runner/index.js';
 import { OPEN_STATES, StateFileError } from '../store/index.js';
 
@@ -28,6 +29,7 @@ export function describeFailure(error: unknown): { exitCode: number; message: st
   if (error instanceof TransportError) {
     return { exitCode: EXIT.environment, message: `${error.message}\nCheck that the service (or simulator) at the base URL is reachable, then run the same command again.` };
   }
+  if (error instanceof OutputDirTakenError) return { exitCode: EXIT.usage, message: error.message };
   if (error instanceof StateFileError) return { exitCode: EXIT.environment, message: error.message };
   if (error instanceof ResponseShapeError || error instanceof StorageError) return { exitCode: EXIT.incomplete, message: error.message };
   return { exitCode: EXIT.incomplete, message: error instanceof Error ? (error.stack ?? error.message) : String(error) };

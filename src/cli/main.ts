@@ -81,6 +81,7 @@ program
   .argument('<manifest>')
   .description('progress, credits and failures, from the state file alone')
   .option('--state <path>', 'the SQLite state file')
+  .option('--simulate', "the rehearsal's state (run --simulate), not the real run's")
   .option('--json', 'print as JSON')
   .action(async (manifest: string, opts) => print(await statusCommand(manifest, opts, process.cwd())));
 
@@ -89,6 +90,7 @@ program
   .argument('<manifest>')
   .description('write results.jsonl and results.csv (one row per item), and with --html the index.html gallery, into the output dir, from the state file alone')
   .option('--state <path>', 'the SQLite state file')
+  .option('--simulate', "the rehearsal's state (run --simulate), not the real run's")
   .option('--out <dir>', 'the output dir the run wrote to (default: the one it recorded)')
   .option('--html', 'also write index.html, a gallery of the outputs that opens from the file system')
   .option('--sidecars', 'also write a metadata file (<output>.json) next to each output')
@@ -99,6 +101,7 @@ program
   .argument('<manifest>')
   .description('put failed items back with new attempts')
   .option('--state <path>', 'the SQLite state file')
+  .option('--simulate', "the rehearsal's state (run --simulate), not the real run's")
   .option('--code <code...>', 'only items that failed with these codes')
   .option('--id <id...>', 'only these items (also puts back an item stopped on a key conflict: it is paid again)')
   .action(async (manifest: string, opts) => print(await retryCommand(manifest, opts, process.cwd())));

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { LoadedManifest } from '../manifest/index.js';
+import { usageError } from './exit.js';
 
 /** `--state`, else `.genbatch/<manifest name>.sqlite` beside the manifest. */
 export function statePathFor(manifest: LoadedManifest, flag: string | undefined, cwd: string, simulated = false): string {
@@ -8,9 +9,12 @@ export function statePathFor(manifest: LoadedManifest, flag: string | undefined,
   return join(manifest.source.dir, '.genbatch', `${manifest.name}${simulated ? '.simulated' : ''}.sqlite`);
 }
 
-/** For commands that read a state: the default one, or after a rehearsal (run --simulate) the one there is. */
-export function existingStatePathFor(manifest: LoadedManifest, flag: string | undefined, cwd: string): string {
-  const path = statePathFor(manifest, flag, cwd);
-  const rehearsal = statePathFor(manifest, undefined, cwd, true);
-  return !flag && !existsSync(path) && existsSync(rehearsal) ? rehearsal : path;
+/** Where a command finds an existing state: the rehearsal's (`.simulated`) with --simulate, else the real one; missing, a usage error that says where else to look. */
+export function existingStatePathFor(manifest: LoadedManifest, flags: { state?: string | undefined; simulate?: boolean | undefined }, cwd: string): string {
+  const rehearsal = Boolean(flags.simulate) && !flags.state;
+  const path = statePathFor(manifest, flags.state, cwd, rehearsal);
+  if (existsSync(path)) return path;
+  const other = flags.state ? undefined : statePathFor(manifest, undefined, cwd, !rehearsal);
+  const hint = other && existsSync(other) ? (rehearsal ? ` (the real run's state is at ${other}: leave out --simulate)` : ` (a rehearsal's state is at ${other}: add --simulate to look at it)`) : ' (genbatch run <manifest>), or pass --state PATH';
+  throw usageError(`no state file at ${path}: nothing has run yet${hint}`);
 }

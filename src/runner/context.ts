@@ -8,6 +8,8 @@ import type { ItemSpec } from './bodies.js';
 
 export interface RunOptions {
   outDir: string;
+  /** A rehearsal on the simulator: its output dir is never a real run's. */
+  rehearsal?: boolean;
   limits: KeyLimits;
   /** Long-poll seconds per GET of a job (the spec allows up to 30). */
   pollWaitSeconds: number;

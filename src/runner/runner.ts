@@ -12,7 +12,7 @@ import type { ItemSpec } from './bodies.js';
 import { RunClock } from './clock.js';
 import { PollWait, type DownloadFailure, type RunContext, type RunEvent, type RunOptions, type StopKind } from './context.js';
 import { Control } from './control.js';
-import { probeOutputDir } from '../download/output-dir.js';
+import { claimOutputDir, probeOutputDir } from '../download/output-dir.js';
 import { DownloadHealth } from './download-health.js';
 import { downloadJob } from './download-task.js';
 import { Feeder } from './feeder.js';
@@ -95,6 +95,7 @@ export class Runner implements RunContext {
       this.control.stop('disk', `${unwritable.message}. Nothing was submitted. Fix it (or pass --out DIR) and run the same command again: what was already paid for is downloaded then, without paying again.`);
       return this.summary();
     }
+    await claimOutputDir(this.opts.outDir, { state: this.store.db.name, runId: this.store.meta('run_id')!, rehearsal: this.opts.rehearsal ?? false });
     for (const { where: _where, ...spec } of this.manifest.items) this.specs.set(spec.id, spec);
     await this.recover();
     await Promise.all([this.feed('image'), this.feed('video')]);

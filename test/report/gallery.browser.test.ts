@@ -131,8 +131,9 @@ describe('the gallery, opened in headless Chromium from the file system', () => 
 
   it('after the demo, the output dir holds index.html, results.jsonl and results.csv, and the gallery shows every output', async () => {
     const dir = resolve('test-artifacts/demo');
-    const out = join(dir, 'out');
-    const demo = await runCli(['run', 'manifests/demo.yaml', '--simulate', '--time-scale', '600', '--state', join(dir, 'demo.sqlite'), '--out', out]);
+    // A rehearsal writes beside the dir it is given, never into it.
+    const out = join(dir, 'out.simulated');
+    const demo = await runCli(['run', 'manifests/demo.yaml', '--simulate', '--time-scale', '600', '--state', join(dir, 'demo.sqlite'), '--out', join(dir, 'out')]);
     expect(demo.code).toBe(0);
     const rows = readFileSync(join(out, 'results.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Row);
     expect(readFileSync(join(out, 'results.csv'), 'utf8').trim().split('\n')).toHaveLength(rows.length + 1);

@@ -75,13 +75,15 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
     await connection.close();
     throw error;
   }
-  const outDir = flags.out ? resolve(cwd, flags.out) : manifest.outputDir;
-  const logPath = join(dirname(statePath), `${manifest.name}.log`);
+  // A rehearsal never writes where a real run's outputs are.
+  const outDir = `${flags.out ? resolve(cwd, flags.out) : manifest.outputDir}${flags.simulate ? '.simulated' : ''}`;
+  const logPath = join(dirname(statePath), `${manifest.name}${flags.simulate ? '.simulated' : ''}.log`);
   mkdirSync(dirname(logPath), { recursive: true });
   const logger = createLogger({ secrets: [env.GENBATCH_API_KEY ?? '', connection.simulator?.apiKey ?? ''].filter(Boolean), destination: createWriteStream(logPath, { flags: 'a' }) });
   const progress = new Progress(progressOut, store, manifest.items.length);
   const runner = new Runner(connection.client, store, manifest, {
     outDir,
+    rehearsal: flags.simulate ?? false,
     limits: limitsFrom(flags, timeScale),
     pollWaitSeconds: flags.pollWait ?? 30,
     maxRetries: flags.maxRetries ?? 2,
@@ -95,6 +97,7 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
     logger,
     onEvent: progress.onEvent,
   }, catalog);
+  if (flags.simulate) progressOut.write(`rehearsal on the embedded simulator (no key, no credits, time x${timeScale}): it starts over each time; outputs go to ${outDir}, the state to ${statePath}\n`);
   progress.start();
   logger.info({ manifest: manifest.source.absPath, state: statePath, outDir, timeScale }, 'run started');
   const done = runner.run().then(async (summary) => {

@@ -6,22 +6,27 @@ import { collectStatus, type Status } from '../../report/index.js';
 import { Store } from '../../store/index.js';
 import { EXIT, ExitError } from '../exit.js';
 import { table } from '../format.js';
-import { existingStatePathFor, statePathFor } from '../state-path.js';
+import { existingStatePathFor } from '../state-path.js';
 import { loadValid } from './manifest-commands.js';
 
+/** Which state a command looks at: --state, else the real run's, or with --simulate the rehearsal's. */
+interface StateFlags {
+  state?: string;
+  simulate?: boolean;
+}
+
 function openState(path: string): Store {
-  if (!existsSync(path)) throw new ExitError(EXIT.usage, `no state file at ${path}: nothing has run yet (genbatch run <manifest>), or pass --state PATH`);
   try {
     return Store.openReadOnly(path);
   } catch (error) {
-    throw new ExitError(EXIT.incomplete, (error as Error).message);
+    throw new ExitError(EXIT.environment, (error as Error).message);
   }
 }
 
 /** Progress from the state file alone: no network. */
-export async function statusCommand(path: string, opts: { state?: string; json?: boolean }, cwd: string): Promise<string> {
+export async function statusCommand(path: string, opts: StateFlags & { json?: boolean }, cwd: string): Promise<string> {
   const manifest = await loadValid(path, cwd);
-  const statePath = existingStatePathFor(manifest, opts.state, cwd);
+  const statePath = existingStatePathFor(manifest, opts, cwd);
   const store = openState(statePath);
   let status: Status;
   try {
@@ -49,15 +54,14 @@ function statusTable(s: Status): string {
 }
 
 /** Puts failed items back with new attempts (by code, if given); blocked items are never resent unchanged. */
-export async function retryCommand(path: string, opts: { state?: string; code?: string[]; id?: string[] }, cwd: string): Promise<string> {
+export async function retryCommand(path: string, opts: StateFlags & { code?: string[]; id?: string[] }, cwd: string): Promise<string> {
   const manifest = await loadValid(path, cwd);
-  const statePath = statePathFor(manifest, opts.state, cwd);
-  if (!existsSync(statePath)) throw new ExitError(EXIT.usage, `no state file at ${statePath}: nothing has run yet`);
+  const statePath = existingStatePathFor(manifest, opts, cwd);
   let store: Store;
   try {
     store = Store.open(statePath);
   } catch (error) {
-    throw new ExitError(EXIT.incomplete, (error as Error).message);
+    throw new ExitError(EXIT.environment, (error as Error).message);
   }
   try {
     const unknown = (opts.id ?? []).filter((id) => !store.items.get(id));
@@ -75,9 +79,9 @@ export async function retryCommand(path: string, opts: { state?: string; code?: 
 }
 
 /** Writes results.jsonl and results.csv (and the gallery, sidecars) from the state file alone: no network. */
-export async function reportCommand(path: string, opts: { state?: string; out?: string; html?: boolean; sidecars?: boolean }, cwd: string): Promise<string> {
+export async function reportCommand(path: string, opts: StateFlags & { out?: string; html?: boolean; sidecars?: boolean }, cwd: string): Promise<string> {
   const manifest = await loadValid(path, cwd);
-  const statePath = existingStatePathFor(manifest, opts.state, cwd);
+  const statePath = existingStatePathFor(manifest, opts, cwd);
   const store = openState(statePath);
   try {
     const outDir = opts.out ? resolve(cwd, opts.out) : (store.runs.all().at(-1)?.out_dir ?? manifest.outputDir);

@@ -1,0 +1,85 @@
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runCli } from '../helpers/cli.js';
+import { imageManifest, readState, workspace } from '../helpers/run.js';
+import { startTestSim } from '../helpers/sim.js';
+
+const sha = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
+const posts = (t: Awaited<ReturnType<typeof startTestSim>>) => t.sim.service.ledger.of('request').filter((r) => r.method === 'POST').length;
+
+/** Every file of a dir (recursively) with its sha256. */
+function snapshot(dir: string): Record<string, string> {
+  return Object.fromEntries(
+    readdirSync(dir, { recursive: true, withFileTypes: true })
+      .filter((e) => e.isFile())
+      .map((e) => [join(e.parentPath, e.name).slice(dir.length + 1), sha(join(e.parentPath, e.name))]),
+  );
+}
+
+describe('a rehearsal never touches a real run', () => {
+  it('a --simulate run of a manifest that ran for real leaves its outputs, results and state as they were; a real rerun submits nothing', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(t.sim, imageManifest(4));
+    const real = await ws.run();
+    expect(real.code, real.stdout).toBe(0);
+    const outputs = snapshot(ws.outDir);
+    expect(Object.keys(outputs)).toEqual(expect.arrayContaining(['item-0-1.png', 'results.jsonl', 'index.html']));
+    const state = readState(ws.statePath);
+    const stateBytes = sha(ws.statePath);
+
+    const rehearsal = await runCli(['run', 'm.yaml', '--simulate', '--time-scale', '600'], ws.env, ws.dir);
+    expect(rehearsal.code, rehearsal.stdout + rehearsal.stderr).toBe(0);
+    expect(rehearsal.stderr).toMatch(/rehearsal .* starts over each time; outputs go to .*out\/m\.simulated, the state to .*m\.simulated\.sqlite/);
+    expect(existsSync(join(ws.dir, 'out', 'm.simulated', 'item-0-1.png'))).toBe(true);
+    expect(snapshot(ws.outDir)).toEqual(outputs);
+    expect(sha(ws.statePath)).toBe(stateBytes);
+    expect(readState(ws.statePath)).toEqual(state);
+
+    const before = posts(t);
+    const again = await ws.run();
+    expect(again.code, again.stdout).toBe(0);
+    expect(posts(t)).toBe(before);
+    expect(snapshot(ws.outDir)).toEqual({ ...outputs, ...pick(snapshot(ws.outDir), ['results.jsonl', 'results.csv', 'index.html']) });
+  });
+
+  it('status, retry and report look at the rehearsal only with --simulate, and say where the other state is', async () => {
+    const ws = workspace({ baseUrl: 'http://127.0.0.1:1/v1', apiKey: 'unused' } as never, imageManifest(2, (i) => (i === 0 ? 'doomed [sim:fail]' : 'fine')));
+    const rehearsal = await runCli(['run', 'm.yaml', '--simulate', '--time-scale', '600', '--max-retries', '0'], ws.env, ws.dir);
+    expect(rehearsal.code).toBe(1);
+    expect(rehearsal.stdout).not.toMatch(/resume/);
+    const status = await runCli(['status', 'm.yaml', '--json'], ws.env, ws.dir);
+    expect(status.code).toBe(2);
+    expect(status.stderr).toMatch(/a rehearsal's state is at .*m\.simulated\.sqlite: add --simulate/);
+    const simulated = await runCli(['status', 'm.yaml', '--json', '--simulate'], ws.env, ws.dir);
+    expect(JSON.parse(simulated.stdout)).toMatchObject({ items: { total: 2, done: 1, failed: 1 } });
+    const retry = await runCli(['retry', 'm.yaml', '--simulate'], ws.env, ws.dir);
+    expect(retry.stdout).toMatch(/^1 item\(s\) put back/);
+    const report = await runCli(['report', 'm.yaml', '--simulate'], ws.env, ws.dir);
+    expect(report.code, report.stderr).toBe(0);
+    expect(report.stdout).toContain(join('out', 'm.simulated', 'results.jsonl'));
+  });
+
+  it('an output dir that holds another state\'s outputs is refused before anything is sent', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(t.sim, imageManifest(2));
+    expect((await ws.run(['--out', 'shared'])).code).toBe(0);
+    const outputs = snapshot(join(ws.dir, 'shared'));
+    writeFileSync(join(ws.dir, 'other.yaml'), imageManifest(2));
+    const before = posts(t);
+    const other = await runCli(['run', 'other.yaml', '--time-scale', '600', '--out', 'shared'], ws.env, ws.dir);
+    expect(other.code).toBe(2);
+    expect(other.stderr).toMatch(/shared holds the outputs of the run whose state is .*m\.sqlite; this run .*would overwrite them, so nothing was submitted\. Pass another --out/);
+    expect(posts(t)).toBe(before);
+    expect(snapshot(join(ws.dir, 'shared'))).toEqual(outputs);
+    // Another state file of the same manifest, while the first still exists: refused too.
+    const second = await runCli(['run', 'm.yaml', '--time-scale', '600', '--out', 'shared', '--state', 'second.sqlite'], ws.env, ws.dir);
+    expect(second.code).toBe(2);
+    expect(posts(t)).toBe(before);
+  });
+});
+
+function pick(o: Record<string, string>, keys: string[]): Record<string, string> {
+  return Object.fromEntries(keys.filter((k) => k in o).map((k) => [k, o[k]!]));
+}
