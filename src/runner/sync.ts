@@ -14,6 +14,7 @@ export async function syncItems(store: Store, manifest: LoadedManifest, opts: Ru
     store.setMeta('run_id', runIdFor(manifest.source.absPath, manifest.name));
     store.setMeta('manifest', manifest.source.absPath);
     store.setMeta('created_at', new Date(opts.now()).toISOString());
+    if (opts.rehearsal) store.setMeta('rehearsal', '1');
   }
   const rows = [];
   for (const [seq, item] of manifest.items.entries()) {

@@ -1,5 +1,5 @@
 /// <reference lib="dom" />
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -131,6 +131,7 @@ describe('the gallery, opened in headless Chromium from the file system', () => 
 
   it('after the demo, the output dir holds index.html, results.jsonl and results.csv, and the gallery shows every output', async () => {
     const dir = resolve('test-artifacts/demo');
+    rmSync(dir, { recursive: true, force: true });
     // A rehearsal writes beside the dir it is given, never into it.
     const out = join(dir, 'out.simulated');
     const demo = await runCli(['run', 'manifests/demo.yaml', '--simulate', '--time-scale', '600', '--state', join(dir, 'demo.sqlite'), '--out', join(dir, 'out')]);

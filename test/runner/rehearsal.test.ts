@@ -37,6 +37,12 @@ describe('a rehearsal never touches a real run', () => {
     expect(sha(ws.statePath)).toBe(stateBytes);
     expect(readState(ws.statePath)).toEqual(state);
 
+    // Pointed at the real state, a rehearsal refuses it.
+    const pointed = await runCli(['run', 'm.yaml', '--simulate', '--time-scale', '600', '--state', ws.statePath], ws.env, ws.dir);
+    expect(pointed.code).toBe(2);
+    expect(pointed.stderr).toMatch(/is the state of a real run; a rehearsal \(--simulate\) never touches it/);
+    expect(sha(ws.statePath)).toBe(stateBytes);
+
     const before = posts(t);
     const again = await ws.run();
     expect(again.code, again.stdout).toBe(0);

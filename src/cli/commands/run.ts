@@ -1,4 +1,4 @@
-import { createWriteStream, mkdirSync, rmSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { Catalog } from '../../api/catalog.js';
 import { createLogger } from '../../log/logger.js';
@@ -58,8 +58,8 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
   const manifest = await loadValid(path, cwd);
   const timeScale = flags.timeScale ?? (flags.simulate ? 60 : 1);
   const statePath = statePathFor(manifest, flags.state, cwd, flags.simulate && !flags.state);
-  // A fresh in-process simulator knows none of an earlier run's jobs: a simulated run starts over.
-  if (flags.simulate && !flags.state) for (const suffix of ['', '-wal', '-shm']) rmSync(`${statePath}${suffix}`, { force: true });
+  // A fresh in-process simulator knows none of an earlier run's jobs: a rehearsal starts over, and never on a real run's state.
+  if (flags.simulate) startRehearsalOver(statePath, !flags.state);
   const connection = await connect(flags, env, timeScale);
   let catalog: Catalog;
   let store: Store;
@@ -136,4 +136,22 @@ function report(s: RunSummary, outDir: string, cwd: string, logPath: string): st
   if (s.changed.length) lines.push(`${s.changed.length} item(s) changed after they were submitted and keep their result (--redo-changed resubmits them): ${s.changed.slice(0, 5).join(', ')}${s.changed.length > 5 ? ', …' : ''}`);
   if (s.stop) lines.push(`stopped: ${s.stop.message}`);
   return lines.join('\n');
+}
+
+/** Removes an earlier rehearsal's state; a real run's state given by --state is refused, never touched. */
+function startRehearsalOver(statePath: string, defaultPath: boolean): void {
+  if (!existsSync(statePath)) return;
+  let rehearsal = defaultPath; // .genbatch/<name>.simulated.sqlite is only ever a rehearsal's
+  if (!rehearsal) try {
+    const store = Store.openReadOnly(statePath);
+    try {
+      rehearsal ||= store.meta('rehearsal') === '1' || store.meta('run_id') === undefined;
+    } finally {
+      store.close();
+    }
+  } catch (error) {
+    throw new ExitError(EXIT.environment, (error as Error).message);
+  }
+  if (!rehearsal) throw new ExitError(EXIT.usage, `${statePath} is the state of a real run; a rehearsal (--simulate) never touches it. Leave out --state, or give a path of its own.`);
+  for (const suffix of ['', '-wal', '-shm']) rmSync(`${statePath}${suffix}`, { force: true });
 }
