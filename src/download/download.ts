@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { mkdir, rename, rm } from 'node:fs/promises';
+import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { Transform, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -14,6 +14,8 @@ export interface DownloadedFile {
   bytes: number;
   sha256: string;
   contentType: string | null;
+  /** Modification time (ms, whole) of the file as written: a later change to it shows here. */
+  mtimeMs: number;
 }
 
 /** Errors of the file system that no fresh link or other item can get past: the output dir cannot take files. */
@@ -99,6 +101,7 @@ export async function downloadOutput(
   const tmpPath = join(dirname(finalPath), `.${basename(finalPath)}.${randomBytes(4).toString('hex')}.part`);
   const hash = createHash('sha256');
   let bytes = 0;
+  let mtimeMs = 0;
   const meter = new Transform({
     transform(chunk: Buffer, _enc, done) {
       hash.update(chunk);
@@ -117,6 +120,7 @@ export async function downloadOutput(
     }
     if (bytes === 0) throw new DownloadError('the output is empty', true, 'EMPTY');
     await rename(tmpPath, finalPath);
+    mtimeMs = Math.trunc((await stat(finalPath)).mtimeMs);
   } catch (error) {
     dl.cancel();
     await rm(tmpPath, { force: true });
@@ -126,7 +130,7 @@ export async function downloadOutput(
     if (code && DISK_CODES.has(code)) throw fileSystemError(error, relPath);
     throw new DownloadError(`the download failed: ${(error as Error).message}`, true, code ?? 'LINK_FAILED');
   }
-  return { path: relPath, bytes, sha256: hash.digest('hex'), contentType };
+  return { path: relPath, bytes, sha256: hash.digest('hex'), contentType, mtimeMs };
 }
 
 /** pipeline wraps a transform's own error; find ours. */

@@ -1,4 +1,4 @@
-import { readdir, rm, stat } from 'node:fs/promises';
+import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import PQueue from 'p-queue';
 import type { ApiClient, Job } from '../api/index.js';
@@ -13,6 +13,7 @@ import { RunClock } from './clock.js';
 import { PollWait, type DownloadFailure, type RunContext, type RunEvent, type RunOptions, type StopKind } from './context.js';
 import { Control } from './control.js';
 import { claimOutputDir, probeOutputDir } from '../download/output-dir.js';
+import { checkOutput } from '../download/verify.js';
 import { DownloadHealth } from './download-health.js';
 import { downloadJob } from './download-task.js';
 import { Feeder } from './feeder.js';
@@ -113,8 +114,13 @@ export class Runner implements RunContext {
       // Only the latest job's outputs are the item's: rows an older state kept of a replaced job are passed over.
       const jobId = store.attempts.latest(item.id)?.job_id;
       for (const out of jobId ? store.outputs.ofJob(jobId) : []) {
-        const missing = !out.path || (await stat(join(opts.outDir, out.path)).then((s) => s.size !== out.bytes, () => true));
-        if (missing) store.life.outputMissing(item.id, out.job_id, out.idx, opts.now());
+        const check = out.path && out.bytes !== null && out.sha256 ? await checkOutput(opts.outDir, { path: out.path, bytes: out.bytes, sha256: out.sha256, mtime_ms: out.mtime_ms }) : { verdict: 'missing' as const };
+        if (check.verdict === 'same-bytes') store.outputs.stillVerified(out.job_id, out.idx, check.mtimeMs);
+        else if (check.verdict !== 'unchanged') {
+          // Gone or not what was paid for: downloaded again from a fresh link (or reported when none can be had).
+          opts.logger?.warn({ item: item.id, output: out.path, verdict: check.verdict }, 'output not as verified');
+          store.life.outputMissing(item.id, out.job_id, out.idx, opts.now());
+        }
       }
     }
     for (const state of ['queued', 'submitting', 'running'] as const) {

@@ -111,6 +111,9 @@ export const MIGRATIONS: readonly string[] = [
   /* 5: resends of an attempt waiting for their time without holding an in-flight slot (items.not_before): counted across tasks and runs */ `
   ALTER TABLE attempts ADD COLUMN resends INTEGER NOT NULL DEFAULT 0;
   `,
+  /* 6: each output's modification time when verified, so a resume rehashes only the files that changed since */ `
+  ALTER TABLE outputs ADD COLUMN mtime_ms INTEGER;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

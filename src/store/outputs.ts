@@ -10,6 +10,8 @@ export interface OutputRow {
   content_type: string | null;
   link_issued_at: number | null;
   downloaded_at: number | null;
+  /** The file's modification time (ms) when it was last verified against `sha256`. */
+  mtime_ms: number | null;
 }
 
 /** Outputs of completed jobs: where each went, its size and hash. */
@@ -29,10 +31,12 @@ export class Outputs {
   private readonly forgetOthersStmt;
   private readonly ownerStmt;
   private readonly claimStmt;
+  private readonly verifiedStmt;
 
   constructor(db: Db) {
     this.ensureStmt = db.prepare('INSERT INTO outputs (job_id, idx, item_id, link_issued_at) VALUES (@jobId, @idx, @itemId, @now) ON CONFLICT (job_id, idx) DO UPDATE SET link_issued_at = @now');
-    this.doneStmt = db.prepare('UPDATE outputs SET path = @path, bytes = @bytes, sha256 = @sha256, content_type = @contentType, downloaded_at = @now WHERE job_id = @jobId AND idx = @idx');
+    this.doneStmt = db.prepare('UPDATE outputs SET path = @path, bytes = @bytes, sha256 = @sha256, content_type = @contentType, mtime_ms = @mtimeMs, downloaded_at = @now WHERE job_id = @jobId AND idx = @idx');
+    this.verifiedStmt = db.prepare('UPDATE outputs SET mtime_ms = ? WHERE job_id = ? AND idx = ?');
     this.ofJobStmt = db.prepare<[string], OutputRow>('SELECT * FROM outputs WHERE job_id = ? ORDER BY idx');
     this.missingStmt = db.prepare('UPDATE outputs SET sha256 = NULL WHERE job_id = ? AND idx = ?');
     this.forgetOthersStmt = db.prepare('DELETE FROM outputs WHERE item_id = ? AND job_id <> ?');
@@ -46,8 +50,13 @@ export class Outputs {
     this.ensureStmt.run({ jobId, idx, itemId, now });
   }
 
-  markDownloaded(jobId: string, idx: number, file: { path: string; bytes: number; sha256: string; contentType: string | null }, now: number): void {
+  markDownloaded(jobId: string, idx: number, file: { path: string; bytes: number; sha256: string; contentType: string | null; mtimeMs: number }, now: number): void {
     this.doneStmt.run({ jobId, idx, ...file, now });
+  }
+
+  /** The file was touched but still hashes to its sha256: remember its new modification time. */
+  stillVerified(jobId: string, idx: number, mtimeMs: number): void {
+    this.verifiedStmt.run(mtimeMs, jobId, idx);
   }
 
   /** The file is gone from disk: download it again. */
