@@ -44,6 +44,9 @@ export async function simulateCommand(flags: SimulateFlags): Promise<{ simulator
     'Use it from another shell:',
     `  export GENBATCH_BASE_URL=${simulator.baseUrl}`,
     `  export GENBATCH_API_KEY=${simulator.apiKey}`,
+    ...((flags.timeScale ?? 1) !== 1
+      ? [`  genbatch run <manifest> --time-scale ${flags.timeScale}    (paces to this simulator's time; without it a run keeps the real key's pace, ${flags.timeScale}x slower)`]
+      : []),
     '',
     'Ctrl-C stops it.',
   ].join('\n');
