@@ -1,6 +1,5 @@
 import { setMaxListeners } from 'node:events';
 import type { Logger } from '../log/logger.js';
-import { sleep } from '../util/clock.js';
 import type { RunEvent, StopKind } from './context.js';
 
 /** The run's control: its events, the stop (and the interrupt it aborts), and the wake-up its loops wait on. */
@@ -56,8 +55,10 @@ export class Control {
     wake();
   }
 
-  /** Until something changes (wake) or `ms` have passed. */
+  /** Until something changes (wake) or `ms` have passed; the timer goes with the wait, so an ended run leaves none behind to hold the process. */
   async waitForWake(ms: number): Promise<void> {
-    await Promise.race([this.woken, sleep(Math.max(1, ms))]);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.woken, new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(1, ms))))]);
+    clearTimeout(timer);
   }
 }

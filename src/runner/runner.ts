@@ -72,6 +72,11 @@ export class Runner implements RunContext {
     this.buckets = { submit: new Bucket(limits.submit, now, recent), read: new Bucket(limits.read, now), upload: new Bucket(limits.upload, now) };
     this.slots = { image: new Slots(limits.imagesInFlight), video: new Slots(limits.videosInFlight) };
     this.downloads = new PQueue({ concurrency: opts.downloadConcurrency });
+    // A task's own last act cannot wake the feeder: its queue still counts it busy. Woken once the queue has let it go, the run ends at once.
+    const wake = () => this.control.wake();
+    this.slots.image.onTaskEnd(wake);
+    this.slots.video.onTaskEnd(wake);
+    this.downloads.on('next', wake);
   }
 
   async run(): Promise<RunSummary> {

@@ -31,6 +31,11 @@ export class Slots {
     await new Promise<void>((resolve) => this.queue.once('next', () => resolve()));
   }
 
+  /** Calls `listener` each time a task has ended and its slot is counted free. */
+  onTaskEnd(listener: () => void): void {
+    this.queue.on('next', listener);
+  }
+
   onIdle(): Promise<void> {
     return this.queue.onIdle();
   }
