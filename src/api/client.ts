@@ -29,6 +29,14 @@ export interface Download {
 
 const LONG_POLL_MARGIN_MS = 15_000;
 
+/** The key's limit a request counts against: submissions, reads, or upload grants. */
+export type LimitKind = 'submit' | 'read' | 'upload';
+
+function limitOf(method: string, path: string): LimitKind {
+  if (method === 'GET') return 'read';
+  return path.startsWith('/uploads') ? 'upload' : 'submit';
+}
+
 export function createDispatcher(): Agent {
   return new Agent({ keepAliveTimeout: 10_000, keepAliveMaxTimeout: 60_000, connections: 32, connect: { timeout: 10_000 } });
 }
@@ -40,6 +48,7 @@ export class ApiClient {
   private readonly ownsDispatcher: boolean;
   private readonly timeoutMs: number;
   private readonly now: () => number;
+  private remainingObserver: ((kind: LimitKind, remaining: number) => void) | undefined;
 
   constructor(private readonly options: ClientOptions) {
     if (!/^https?:\/\//i.test(options.baseUrl)) throw new Error(`The base URL must be http(s); got ${JSON.stringify(options.baseUrl)}.`);
@@ -48,6 +57,11 @@ export class ApiClient {
     this.ownsDispatcher = !options.dispatcher;
     this.timeoutMs = options.timeoutMs ?? 30_000;
     this.now = options.now ?? Date.now;
+  }
+
+  /** Tells `observer` what `X-RateLimit-Remaining` said on each answer that carried it, by the limit the request counts against. */
+  observeRemaining(observer: ((kind: LimitKind, remaining: number) => void) | undefined): void {
+    this.remainingObserver = observer;
   }
 
   me(): Promise<Account> {
@@ -162,6 +176,8 @@ export class ApiClient {
     // The body is always read, also for 429/503: an unread body pins the connection.
     const text = await res.body.text();
     this.options.logger?.debug({ method, path: logPath, status: res.statusCode, ms: this.now() - started }, 'api request');
+    const remaining = Number(header(res.headers, 'x-ratelimit-remaining') ?? NaN);
+    if (Number.isInteger(remaining) && remaining >= 0) this.remainingObserver?.(limitOf(method, path), remaining);
     if (res.statusCode < 200 || res.statusCode >= 300) {
       throw apiErrorFrom({ status: res.statusCode, headers: res.headers, bodyText: text, method, path: logPath, secrets: this.secrets(), now: this.now() });
     }

@@ -70,6 +70,7 @@ export class Runner implements RunContext {
     this.pollWait = new PollWait(opts.pollWaitSeconds);
     const recent = store.accounting.submissionsSince(now() - limits.submit.windowMs);
     this.buckets = { submit: new Bucket(limits.submit, now, recent), read: new Bucket(limits.read, now), upload: new Bucket(limits.upload, now) };
+    client.observeRemaining((kind, remaining) => this.buckets[kind].serviceRemaining(remaining));
     this.slots = { image: new Slots(limits.imagesInFlight), video: new Slots(limits.videosInFlight) };
     this.downloads = new PQueue({ concurrency: opts.downloadConcurrency });
     // A task's own last act cannot wake the feeder: its queue still counts it busy. Woken once the queue has let it go, the run ends at once.

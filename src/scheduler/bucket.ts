@@ -102,6 +102,16 @@ export class Bucket {
     this.pump();
   }
 
+  /**
+   * What the service's `X-RateLimit-Remaining` said. It only ever slows the
+   * bucket, never speeds it past its own window: at 0 (the key is used
+   * elsewhere too, or its limit is lower than ours) the queue holds for one
+   * request's share of the window, and goes on from there.
+   */
+  serviceRemaining(remaining: number): void {
+    if (remaining === 0) this.pauseFor(this.rate.windowMs / this.rate.count);
+  }
+
   /** Rejects every queued request (never sent) and accepts no more. */
   stop(): void {
     this.stopped = true;

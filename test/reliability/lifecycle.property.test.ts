@@ -59,6 +59,9 @@ class ScriptedService {
 
   constructor(private readonly script: Script) {}
 
+  /** It sends no X-RateLimit-Remaining. */
+  observeRemaining(): void {}
+
   private next<T>(list: T[], otherwise: T): T {
     return list.length ? list.shift()! : otherwise;
   }

@@ -97,4 +97,22 @@ describe('the sliding-window bucket', () => {
     expect(r.fn).toHaveBeenCalled();
     r.answer();
   });
+
+  it('X-RateLimit-Remaining 0 holds the queue for a request\'s share of the window; a higher count never speeds it past its window', async () => {
+    const bucket = new Bucket({ count: 2, windowMs: 1000 }, () => Date.now(), [], () => 0);
+    // The service says more is left than the window allows: the window still rules.
+    bucket.serviceRemaining(50);
+    const reqs = Array.from({ length: 3 }, () => request());
+    reqs.forEach((r) => void bucket.run(r.fn));
+    expect(reqs.map((r) => r.fn.mock.calls.length)).toEqual([1, 1, 0]);
+    reqs.slice(0, 2).forEach((r) => r.answer());
+    // The key is used elsewhere too: nothing left. The third waits for its window and for the share (500 ms) from now.
+    await vi.advanceTimersByTimeAsync(900);
+    bucket.serviceRemaining(0);
+    await vi.advanceTimersByTimeAsync(499);
+    expect(reqs[2]!.fn).not.toHaveBeenCalled();
+    await vi.advanceTimersByTimeAsync(2);
+    expect(reqs[2]!.fn).toHaveBeenCalled();
+    reqs[2]!.answer();
+  });
 });
