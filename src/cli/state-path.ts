@@ -1,16 +1,16 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { LoadedManifest } from '../manifest/index.js';
+import type { ManifestLocation } from '../manifest/index.js';
 import { usageError } from './exit.js';
 
 /** `--state`, else `.genbatch/<manifest name>.sqlite` beside the manifest. */
-export function statePathFor(manifest: LoadedManifest, flag: string | undefined, cwd: string, simulated = false): string {
+export function statePathFor(manifest: Pick<ManifestLocation, 'source' | 'name'>, flag: string | undefined, cwd: string, simulated = false): string {
   if (flag) return resolve(cwd, flag);
   return join(manifest.source.dir, '.genbatch', `${manifest.name}${simulated ? '.simulated' : ''}.sqlite`);
 }
 
 /** Where a command finds an existing state: the rehearsal's (`.simulated`) with --simulate, else the real one; missing, a usage error that says where else to look. */
-export function existingStatePathFor(manifest: LoadedManifest, flags: { state?: string | undefined; simulate?: boolean | undefined }, cwd: string): string {
+export function existingStatePathFor(manifest: Pick<ManifestLocation, 'source' | 'name'>, flags: { state?: string | undefined; simulate?: boolean | undefined }, cwd: string): string {
   const rehearsal = Boolean(flags.simulate) && !flags.state;
   const path = statePathFor(manifest, flags.state, cwd, rehearsal);
   if (existsSync(path)) return path;

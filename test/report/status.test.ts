@@ -1,4 +1,5 @@
 import { once } from 'node:events';
+import { appendFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
@@ -64,5 +65,23 @@ describe('genbatch status while a run is live, after it is killed, and after it 
     expect(Date.parse(waiting.eta.at)).toBeGreaterThanOrEqual(Date.parse(waiting.run.waitingUntil));
     run.child.kill('SIGINT');
     await once(run.child, 'exit');
+  });
+
+  it('status, report and retry read the state without validating the items: a manifest edited into an invalid one still shows its run', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(t.sim, imageManifest(2));
+    expect((await ws.run()).code).toBe(0);
+    // An item with no prompt and a field the schema does not know: validate refuses it, the state is still the state.
+    appendFileSync(join(ws.dir, 'm.yaml'), '  - { id: broken, colour: blue }\n');
+    expect((await runCli(['validate', 'm.yaml'], ws.env, ws.dir)).code).toBe(2);
+    const status = await json(['status', 'm.yaml', '--json'], ws.env, ws.dir);
+    expect(status).toMatchObject({ items: { total: 2, done: 2 } });
+    expect((await runCli(['report', 'm.yaml'], ws.env, ws.dir)).code).toBe(0);
+    expect((await runCli(['retry', 'm.yaml'], ws.env, ws.dir)).stdout).toMatch(/^0 item\(s\) put back/);
+    // A file that is not YAML at all is still a clear usage error.
+    writeFileSync(join(ws.dir, 'm.yaml'), 'version: [1\n');
+    const broken = await runCli(['status', 'm.yaml'], ws.env, ws.dir);
+    expect(broken.code).toBe(2);
+    expect(broken.stderr).toMatch(/m\.yaml:\d+:\d+/);
   });
 });

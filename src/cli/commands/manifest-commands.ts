@@ -1,7 +1,7 @@
 import { relative } from 'node:path';
 import { Catalog } from '../../api/catalog.js';
 import { estimate, formatDuration, type Estimate } from '../../estimate/index.js';
-import { IssueList, formatIssue, loadManifest, type LoadedManifest } from '../../manifest/index.js';
+import { IssueList, formatIssue, loadManifest, locateManifest, type LoadedManifest, type ManifestLocation } from '../../manifest/index.js';
 import { checkAgainstService } from '../../manifest/online.js';
 import { DEFAULT_KEY_LIMITS, formatRate, type KeyLimits, type Rate } from '../../scheduler/limits.js';
 import { connect, type ConnectionFlags } from '../connection.js';
@@ -18,6 +18,13 @@ export function issueReport(issues: IssueList): string {
 }
 
 /** Loads and validates offline; any problem is exit 2 with every issue located. */
+/** The manifest's name and output dir from its top level, for commands that only read its state. */
+export async function locate(path: string, cwd: string): Promise<ManifestLocation> {
+  const { location, issues } = await locateManifest(path, cwd);
+  if (!location) throw new ExitError(EXIT.usage, issueReport(issues));
+  return location;
+}
+
 export async function loadValid(path: string, cwd: string): Promise<LoadedManifest> {
   const { loaded, issues } = await loadManifest(path, cwd);
   if (!loaded || issues.count > 0) throw new ExitError(EXIT.usage, issueReport(issues));

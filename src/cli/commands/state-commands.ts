@@ -7,7 +7,7 @@ import { Store } from '../../store/index.js';
 import { EXIT, ExitError } from '../exit.js';
 import { table } from '../format.js';
 import { existingStatePathFor } from '../state-path.js';
-import { loadValid } from './manifest-commands.js';
+import { locate } from './manifest-commands.js';
 
 /** Which state a command looks at: --state, else the real run's, or with --simulate the rehearsal's. */
 interface StateFlags {
@@ -25,7 +25,7 @@ function openState(path: string): Store {
 
 /** Progress from the state file alone: no network. */
 export async function statusCommand(path: string, opts: StateFlags & { json?: boolean }, cwd: string): Promise<string> {
-  const manifest = await loadValid(path, cwd);
+  const manifest = await locate(path, cwd);
   const statePath = existingStatePathFor(manifest, opts, cwd);
   const store = openState(statePath);
   let status: Status;
@@ -55,7 +55,7 @@ function statusTable(s: Status): string {
 
 /** Puts failed items back with new attempts (by code, if given); blocked items are never resent unchanged. */
 export async function retryCommand(path: string, opts: StateFlags & { code?: string[]; id?: string[] }, cwd: string): Promise<string> {
-  const manifest = await loadValid(path, cwd);
+  const manifest = await locate(path, cwd);
   const statePath = existingStatePathFor(manifest, opts, cwd);
   let store: Store;
   try {
@@ -80,7 +80,7 @@ export async function retryCommand(path: string, opts: StateFlags & { code?: str
 
 /** Writes results.jsonl and results.csv (and the gallery, sidecars) from the state file alone: no network. */
 export async function reportCommand(path: string, opts: StateFlags & { out?: string; html?: boolean; sidecars?: boolean }, cwd: string): Promise<string> {
-  const manifest = await loadValid(path, cwd);
+  const manifest = await locate(path, cwd);
   const statePath = existingStatePathFor(manifest, opts, cwd);
   const store = openState(statePath);
   try {
