@@ -57,7 +57,8 @@ export class Attempts {
     this.largestStmt = db.prepare<[], { model: string; credits: number }>('SELECT i.model AS model, max(a.charged) AS credits FROM attempts a JOIN items i ON i.id = a.item_id WHERE a.job_id IS NOT NULL GROUP BY i.model');
     this.allStmt = db.prepare<[], AttemptFacts>('SELECT item_id, job_id, charged, refunded FROM attempts ORDER BY item_id, n');
     this.ofItemStmt = db.prepare<[string], AttemptRow>('SELECT * FROM attempts WHERE item_id = ? ORDER BY n');
-    this.totalsStmt = db.prepare<[], { charged: number; refunded: number }>('SELECT coalesce(sum(charged), 0) AS charged, coalesce(sum(refunded), 0) AS refunded FROM attempts');
+    // Kept by triggers (migration 7): one row, read on every submission and every frame of the live line.
+    this.totalsStmt = db.prepare<[], { charged: number; refunded: number }>('SELECT charged, refunded FROM attempt_totals');
   }
 
   create(itemId: string, n: number, key: string, body: string, now: number): void {

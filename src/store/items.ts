@@ -97,11 +97,12 @@ export class Items {
       `SELECT count(*) AS n, min(updated_at) AS first, max(updated_at) AS last FROM items WHERE state IN ${sqlStates(FINAL_STATES)} AND updated_at >= ?`,
     );
     this.workStmt = db.prepare<[], { type: 'image' | 'video'; open: number; pending: number; submitted: number }>(
-      `SELECT type, sum(state IN ${sqlStates(OPEN_STATES)}) AS open, sum(state = 'pending') AS pending, sum(attempt > 0) AS submitted FROM items GROUP BY type`,
+      `SELECT type, sum(CASE WHEN state IN ${sqlStates(OPEN_STATES)} THEN n ELSE 0 END) AS open, sum(CASE WHEN state = 'pending' THEN n ELSE 0 END) AS pending, sum(attempted * n) AS submitted FROM item_tally GROUP BY type`,
     );
     this.reportStmt = db.prepare<[], ItemFacts>("SELECT id, state, type, model, json_extract(spec, '$.prompt') AS prompt, error_code, error_message FROM items ORDER BY seq");
     this.specsStmt = db.prepare<[string], { id: string; spec: string }>('SELECT id, spec FROM items WHERE type = ? ORDER BY seq');
-    this.countsStmt = db.prepare<[], { state: ItemState; n: number }>('SELECT state, count(*) AS n FROM items GROUP BY state');
+    // From the tally the triggers keep (migration 7): a few rows, whatever the manifest's size.
+    this.countsStmt = db.prepare<[], { state: ItemState; n: number }>('SELECT state, sum(n) AS n FROM item_tally GROUP BY state');
   }
 
   get(id: string): ItemRow | undefined {
