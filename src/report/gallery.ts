@@ -16,7 +16,7 @@ export interface GalleryInput {
 
 /** The states the filters always offer; others appear when some item is in them. */
 const FILTER_STATES: readonly ItemState[] = ['done', 'failed', 'blocked', 'skipped'];
-const ALL_STATES: readonly ItemState[] = ['done', 'failed', 'rejected', 'blocked', 'skipped', 'pending', 'queued', 'submitting', 'running', 'downloading'];
+const ALL_STATES: readonly ItemState[] = ['done', 'failed', 'rejected', 'blocked', 'skipped', 'pending', 'queued', 'submitting', 'maybe_accepted', 'running', 'downloading'];
 
 /**
  * One HTML file that shows a run's outputs: no server, no network (a CSP

@@ -1,4 +1,4 @@
-import type { ItemRow, Store } from '../store/index.js';
+import { UNANSWERED_STATES, type ItemRow, type Store } from '../store/index.js';
 import type { RunClock } from './clock.js';
 import type { Control } from './control.js';
 
@@ -62,7 +62,7 @@ export class Feeder {
 
   claim(item: ItemRow): void {
     this.claimed.add(item.id);
-    if (item.state === 'pending' || item.state === 'queued' || item.state === 'submitting') this.unanswered.add(item.id);
+    if (item.state === 'pending' || item.state === 'queued' || (UNANSWERED_STATES as readonly string[]).includes(item.state)) this.unanswered.add(item.id);
   }
 
   /** The item's submission was answered with a job: it can no longer be blocked. */
@@ -73,7 +73,8 @@ export class Feeder {
   /** The task ended; an item still submitting (a deferred or held resend) may still come back blocked, so it stays counted. */
   release(id: string): void {
     this.claimed.delete(id);
-    if (this.store.items.get(id)?.state !== 'submitting') this.unanswered.delete(id);
+    const state = this.store.items.get(id)?.state;
+    if (!state || !(UNANSWERED_STATES as readonly string[]).includes(state)) this.unanswered.delete(id);
   }
 
   get held(): number {

@@ -199,7 +199,7 @@ export class JobTask {
    */
   private holdMaybeAccepted(attempt: AttemptRow, e: { code: string; message: string }): undefined {
     const message = `${e.message} (the submission may have been accepted; run the same command again to resend it with the same key: it is never paid twice)`;
-    if (this.ctx.store.life.recordMaybeAccepted(this.itemId, attempt.n, { code: e.code, message }, this.ctx.opts.now())) this.final('submitting', e.code, message);
+    if (this.ctx.store.life.recordMaybeAccepted(this.itemId, attempt.n, { code: e.code, message }, this.ctx.opts.now())) this.final('maybe_accepted', e.code, message);
     return undefined;
   }
 

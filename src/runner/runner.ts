@@ -129,7 +129,7 @@ export class Runner implements RunContext {
         }
       }
     }
-    for (const state of ['queued', 'submitting', 'running'] as const) {
+    for (const state of ['queued', 'submitting', 'maybe_accepted', 'running'] as const) {
       // A resend deferred to a later time is the feeder's to start when it is due.
       for (const item of store.items.inState(state)) if (item.not_before <= opts.now()) this.startJob(item);
     }

@@ -12,7 +12,7 @@ import { Uploads } from './uploads.js';
 
 export { StateFileError } from './db.js';
 export type { ItemRow } from './items.js';
-export { ENDED_WITHOUT_OUTPUT, FINAL_STATES, ITEM_STATES, OPEN_STATES, type ItemState } from './states.js';
+export { ENDED_WITHOUT_OUTPUT, FINAL_STATES, ITEM_STATES, OPEN_STATES, UNANSWERED_STATES, type ItemState } from './states.js';
 export type { ErrorNote } from './lifecycle.js';
 export type { AttemptRow } from './attempts.js';
 export type { OutputRow } from './outputs.js';

@@ -129,7 +129,7 @@ export class Items {
           if (row.changed) this.markChanged.run({ id: item.id, seq: item.seq, changed: 0, now });
         } else if (row.attempt === 0) {
           this.updateUnsent.run({ id: item.id, seq: item.seq, type: item.type, model: item.model, contentHash: item.contentHash, spec: item.spec, now });
-        } else if (redoChanged && row.state !== 'queued' && row.state !== 'submitting' && row.state !== 'running') {
+        } else if (redoChanged && !(['queued', 'submitting', 'maybe_accepted', 'running'] as ItemState[]).includes(row.state)) {
           this.updateUnsent.run({ id: item.id, seq: item.seq, type: item.type, model: item.model, contentHash: item.contentHash, spec: item.spec, now });
           this.setStateStmt.run({ id: item.id, state: 'pending', code: null, message: null, notBefore: 0, now });
         } else {
@@ -186,7 +186,7 @@ export class Items {
           continue;
         }
         // An attempt without a job is never replaced: one never sent goes out as it is, one sent is resent with its key.
-        const unanswered = attempt && !attempt.job_id ? ({ created: 'queued', sent: 'submitting' } as const)[attempt.status as 'created' | 'sent'] : undefined;
+        const unanswered = attempt && !attempt.job_id ? ({ created: 'queued', sent: 'maybe_accepted' } as const)[attempt.status as 'created' | 'sent'] : undefined;
         const state = item.state === 'downloading' ? 'downloading' : (unanswered ?? 'pending');
         this.setStateStmt.run({ id: item.id, state, code: null, message: null, notBefore: 0, now: opts.now });
         requeued++;

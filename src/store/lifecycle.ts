@@ -59,7 +59,7 @@ export class Lifecycle {
    */
   recordSent(id: string, n: number, now: number): boolean {
     return this.tx(() => {
-      if (!this.transition(id, ['queued', 'submitting'], 'submitting', now)) return false;
+      if (!this.transition(id, ['queued', 'submitting', 'maybe_accepted'], 'submitting', now)) return false;
       this.accounting.submissionSent(now);
       this.attempts.markSent(id, n, now);
       return true;
@@ -90,13 +90,13 @@ export class Lifecycle {
 
   /**
    * No answer said which job the attempt made, if any, and this run's resends
-   * ran out: it stays submitting, held (not_before 0) for a later run to
-   * resend with the same key, with a fresh count of resends.
+   * ran out: submitting → maybe_accepted, held for a later run to resend with
+   * the same key, with a fresh count of resends.
    */
   recordMaybeAccepted(id: string, n: number, error: ErrorNote, now: number): boolean {
     return this.tx(() => {
       this.attempts.countResend(id, n, true);
-      return this.transition(id, ['submitting'], 'submitting', now, error);
+      return this.transition(id, ['submitting'], 'maybe_accepted', now, error);
     });
   }
 
@@ -142,7 +142,7 @@ export class Lifecycle {
 
   /** Back to pending: nothing of the item is on the wire (an unsent attempt, or a job that ended and is to be tried again). */
   requeue(id: string, now: number, notBefore = 0): boolean {
-    return this.transition(id, ['pending', 'queued', 'submitting', 'running'], 'pending', now, undefined, notBefore);
+    return this.transition(id, ['pending', 'queued', 'submitting', 'maybe_accepted', 'running'], 'pending', now, undefined, notBefore);
   }
 
   /** Ends an open item without an output. */

@@ -1,14 +1,18 @@
 /** An item's states, and their groups, defined once: the store's SQL and the runner read them from here. */
 /**
  * `queued`: its attempt (key and body) is committed and waits for a submission
- * token, never sent; `submitting`: sent and not yet answered with a job, or
- * "maybe accepted" (resent only with the same key).
+ * token, never sent; `submitting`: sent (or to be resent after a backoff) and
+ * not yet answered with a job; `maybe_accepted`: no answer said whether the
+ * attempt made a job, and this run's resends ran out: a later run resends the
+ * same key and body, nothing ever replaces it.
  */
-export const ITEM_STATES = ['pending', 'queued', 'submitting', 'running', 'downloading', 'done', 'failed', 'rejected', 'blocked', 'skipped'] as const;
+export const ITEM_STATES = ['pending', 'queued', 'submitting', 'maybe_accepted', 'running', 'downloading', 'done', 'failed', 'rejected', 'blocked', 'skipped'] as const;
 export type ItemState = (typeof ITEM_STATES)[number];
 
 /** Work remains: a later run takes these up. */
-export const OPEN_STATES = ['pending', 'queued', 'submitting', 'running', 'downloading'] as const satisfies readonly ItemState[];
+export const OPEN_STATES = ['pending', 'queued', 'submitting', 'maybe_accepted', 'running', 'downloading'] as const satisfies readonly ItemState[];
+/** Sent, and no answer has named a job yet: each may still come back blocked, or be a job already. */
+export const UNANSWERED_STATES = ['submitting', 'maybe_accepted'] as const satisfies readonly ItemState[];
 /** Nothing more will happen on its own. */
 export const FINAL_STATES = ['done', 'failed', 'rejected', 'blocked', 'skipped'] as const satisfies readonly ItemState[];
 /** Final without an output: dependents cannot run; `retry` looks here. */

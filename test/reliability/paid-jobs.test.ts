@@ -22,7 +22,7 @@ describe('a paid job is never paid twice and never abandoned', () => {
     expect(posts.length).toBeGreaterThan(1);
     expect(new Set(posts.map((p) => p.idempotencyKey)).size).toBe(1);
     const state = readState(ws.statePath);
-    expect(state.items[0]).toMatchObject({ state: 'submitting' });
+    expect(state.items[0]).toMatchObject({ state: 'maybe_accepted' });
     expect(state.attempts.map((a) => [a.status, a.job_id])).toEqual([['sent', null]]);
 
     // retry has nothing to put back: the attempt may have been accepted.

@@ -44,12 +44,13 @@ describe('the item\'s transitions are guarded by the states they leave', () => {
     expect(s.accounting.chargedOn(0)).toBe(8);
   });
 
-  it('a maybe-accepted submission stays submitting with the reason; a key conflict ends it failed and marks the attempt', () => {
+  it('a maybe-accepted submission keeps its reason until resent; a key conflict on the resend ends it failed and marks the attempt', () => {
     const s = fresh();
     s.life.startAttempt('a', 1, 'k1', '{}', 2);
     s.life.recordSent('a', 1, 2);
     expect(s.life.recordMaybeAccepted('a', 1, { code: 'ECONNRESET', message: 'no answer' }, 3)).toBe(true);
-    expect(s.items.get('a')).toMatchObject({ state: 'submitting', error_code: 'ECONNRESET' });
+    expect(s.items.get('a')).toMatchObject({ state: 'maybe_accepted', error_code: 'ECONNRESET' });
+    expect(s.life.recordSent('a', 1, 3)).toBe(true);
     expect(s.life.recordConflict('a', 1, { code: 'IDEMPOTENCY_KEY_REUSED', message: 'm' }, 4)).toBe(true);
     expect(s.items.get('a')).toMatchObject({ state: 'failed', error_code: 'IDEMPOTENCY_KEY_REUSED' });
     expect(s.attempts.latest('a')!.status).toBe('conflict');
@@ -71,9 +72,12 @@ describe('the item\'s transitions are guarded by the states they leave', () => {
     expect(s.attempts.latest('a')!.resends).toBe(2);
     // Held: no time set, so this run's feeder leaves it to the next run.
     s.life.recordMaybeAccepted('a', 1, { code: 'ECONNRESET', message: 'no answer' }, 300);
-    expect(s.items.get('a')).toMatchObject({ state: 'submitting', not_before: 0 });
+    expect(s.items.get('a')).toMatchObject({ state: 'maybe_accepted', not_before: 0 });
     expect(s.items.dueResends('image', 1_000, 10)).toEqual([]);
     expect(s.attempts.latest('a')!.resends).toBe(0);
+    // Only a resend (the same key) takes it on: never a new attempt.
+    expect(s.life.startAttempt('a', 2, 'k2', '{}', 350)).toBe(false);
+    expect(s.life.recordSent('a', 1, 390)).toBe(true);
     expect(s.life.recordAccepted('a', 1, 'job_1', 8, 0, 400)).toBe(true);
     expect(s.items.get('a')).toMatchObject({ state: 'running', not_before: 0 });
     expect(s.life.deferResend('a', 1, 500, 401)).toBe(false);

@@ -4,7 +4,7 @@ import { Catalog } from '../../api/catalog.js';
 import { createLogger } from '../../log/logger.js';
 import { Runner, type RunSummary } from '../../runner/index.js';
 import { DEFAULT_KEY_LIMITS, type KeyLimits, type Rate } from '../../scheduler/limits.js';
-import { Store } from '../../store/index.js';
+import { OPEN_STATES, Store } from '../../store/index.js';
 import { connect, type ConnectionFlags } from '../connection.js';
 import { EXIT, ExitError } from '../exit.js';
 import { Progress } from '../progress.js';
@@ -123,11 +123,12 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
 
 function report(s: RunSummary, outDir: string, cwd: string, logPath: string): string {
   const c = s.counts;
+  const open = OPEN_STATES.reduce((n, state) => n + c[state], 0);
   const total = Object.values(c).reduce((a, b) => a + b, 0);
   const lines = [
     `done ${c.done}/${total}` +
       (c.failed + c.rejected + c.blocked + c.skipped ? `, failed ${c.failed}, rejected ${c.rejected}, blocked ${c.blocked}, skipped ${c.skipped}` : '') +
-      (c.pending + c.queued + c.submitting + c.running + c.downloading ? `, not finished ${c.pending + c.queued + c.submitting + c.running + c.downloading}` : ''),
+      (open ? `, not finished ${open}` : ''),
     `credits: ${s.credits.charged} charged, ${s.credits.refunded} refunded, ${s.credits.charged - s.credits.refunded} net`,
     `outputs: ${resolve(cwd, outDir)}`,
     `log: ${logPath}`,
