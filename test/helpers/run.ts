@@ -44,13 +44,14 @@ interface StateRow {
   id: string;
   state: string;
   error_code: string | null;
+  error_message: string | null;
 }
 
 export function readState(statePath: string): { items: StateRow[]; outputs: { item_id: string; job_id: string; idx: number; path: string; sha256: string; bytes: number }[]; attempts: { item_id: string; n: number; job_id: string | null; idempotency_key: string; status: string }[] } {
   const db = new Database(statePath, { readonly: true });
   try {
     return {
-      items: db.prepare('SELECT id, state, error_code FROM items ORDER BY seq').all() as StateRow[],
+      items: db.prepare('SELECT id, state, error_code, error_message FROM items ORDER BY seq').all() as StateRow[],
       outputs: db.prepare('SELECT * FROM outputs').all() as never,
       attempts: db.prepare('SELECT * FROM attempts').all() as never,
     };
