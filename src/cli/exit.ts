@@ -1,4 +1,6 @@
-import { ApiError, ResponseShapeError, StorageError, TransportError, reactionTo } from '../api/index.js';
+// The errors and the policy alone, not the client: a command that never talks HTTP does not load undici.
+import { ApiError, ResponseShapeError, StorageError, TransportError } from '../api/errors.js';
+import { reactionTo } from '../api/policy.js';
 import { OutputDirTakenError } from '../download/output-dir.js';
 import type { RunSummary } from '../runner/index.js';
 import { OPEN_STATES, StateFileError } from '../store/index.js';

@@ -1,10 +1,9 @@
 #!/usr/bin/env node
 import { Command, Option } from 'commander';
-import { estimateCommand, validateCommand } from './commands/manifest-commands.js';
-import { runCommand } from './commands/run.js';
-import { meCommand, modelsCommand } from './commands/service-info.js';
-import { reportCommand, retryCommand, statusCommand } from './commands/state-commands.js';
-import { simulateCommand } from './commands/simulate.js';
+// Each command's code is loaded when it runs: `status` need not load the HTTP client, the simulator or the runner.
+const manifestCommands = () => import('./commands/manifest-commands.js');
+const stateCommands = () => import('./commands/state-commands.js');
+const serviceInfo = () => import('./commands/service-info.js');
 import { EXIT, describeFailure, exitCodeOf } from './exit.js';
 import { maxBlocked, mediaType, nonNegativeInt, nonNegativeNumber, pollWait, port, positiveInt, positiveNumber, probability, range, rate } from './parse.js';
 
@@ -28,7 +27,7 @@ const program = new Command()
 
 withConnection(program.command('validate').argument('<manifest>').description('check a manifest; --online also checks it against the service'))
   .option('--online', 'also check models, kinds, modes, allowed values and key scopes against the service')
-  .action(async (manifest: string, opts) => print(await validateCommand(manifest, opts, env, process.cwd())));
+  .action(async (manifest: string, opts) => print(await (await manifestCommands()).validateCommand(manifest, opts, env, process.cwd())));
 
 withConnection(program.command('estimate').argument('<manifest>').description('dry run: credits per model and in total, key days, budget and time; submits nothing'))
   .option('--json', 'print the figures as JSON')
@@ -37,7 +36,7 @@ withConnection(program.command('estimate').argument('<manifest>').description('d
   .option('--max-videos-in-flight <n>', 'video jobs in flight', positiveInt)
   .option('--daily-cap <credits>', "the key's daily cap (default: what /me says, else 20000)", positiveInt)
   .option('--max-credits <credits>', 'budget for the run (default: budget.maxCredits)', positiveInt)
-  .action(async (manifest: string, opts) => print(await estimateCommand(manifest, opts, env, process.cwd())));
+  .action(async (manifest: string, opts) => print(await (await manifestCommands()).estimateCommand(manifest, opts, env, process.cwd())));
 
 withConnection(program.command('run').argument('<manifest>').description('run, or resume, a manifest'))
   .option('--state <path>', 'the SQLite state file (default .genbatch/<name>.sqlite beside the manifest)')
@@ -57,6 +56,7 @@ withConnection(program.command('run').argument('<manifest>').description('run, o
   .option('--sidecars', 'also write a metadata file (<output>.json) next to each output')
   .option('--time-scale <x>', 'divide the key day and the default rate windows by this (rehearsals on a time-scaled simulator; 60 with --simulate)', positiveNumber)
   .action(async (manifest: string, opts) => {
+    const { runCommand } = await import('./commands/run.js');
     const handle = await runCommand(manifest, opts, env, process.cwd(), process.stderr);
     let signals = 0;
     const onSignal = () => {
@@ -83,7 +83,7 @@ program
   .option('--state <path>', 'the SQLite state file')
   .option('--simulate', "the rehearsal's state (run --simulate), not the real run's")
   .option('--json', 'print as JSON')
-  .action(async (manifest: string, opts) => print(await statusCommand(manifest, opts, process.cwd())));
+  .action(async (manifest: string, opts) => print(await (await stateCommands()).statusCommand(manifest, opts, process.cwd())));
 
 program
   .command('report')
@@ -94,7 +94,7 @@ program
   .option('--out <dir>', 'the output dir the run wrote to (default: the one it recorded)')
   .option('--html', 'also write index.html, a gallery of the outputs that opens from the file system')
   .option('--sidecars', 'also write a metadata file (<output>.json) next to each output')
-  .action(async (manifest: string, opts) => print(await reportCommand(manifest, opts, process.cwd())));
+  .action(async (manifest: string, opts) => print(await (await stateCommands()).reportCommand(manifest, opts, process.cwd())));
 
 program
   .command('retry')
@@ -104,16 +104,16 @@ program
   .option('--simulate', "the rehearsal's state (run --simulate), not the real run's")
   .option('--code <code...>', 'only items that failed with these codes')
   .option('--id <id...>', 'only these items (also puts back an item stopped on a key conflict: it is paid again)')
-  .action(async (manifest: string, opts) => print(await retryCommand(manifest, opts, process.cwd())));
+  .action(async (manifest: string, opts) => print(await (await stateCommands()).retryCommand(manifest, opts, process.cwd())));
 
 withConnection(program.command('models').description('list the models the key may use'))
   .option('--type <type>', 'image or video', mediaType)
   .option('--json', 'print the catalog entries as JSON')
-  .action(async (opts) => print(await modelsCommand(opts, env)));
+  .action(async (opts) => print(await (await serviceInfo()).modelsCommand(opts, env)));
 
 withConnection(program.command('me').description('show credits, scopes and limits of the key'))
   .option('--json', 'print the response as JSON')
-  .action(async (opts) => print(await meCommand(opts, env)));
+  .action(async (opts) => print(await (await serviceInfo()).meCommand(opts, env)));
 
 program
   .command('simulate')
@@ -135,6 +135,7 @@ program
   .option('--link-ttl <s>', 'output link lifetime in service seconds', positiveNumber)
   .option('--upload-ttl <s>', 'uploaded material lifetime in service seconds', positiveNumber)
   .action(async (opts) => {
+    const { simulateCommand } = await import('./commands/simulate.js');
     const { simulator, banner } = await simulateCommand(opts);
     print(banner);
     await new Promise<void>((resolve) => {

@@ -1,7 +1,7 @@
 import type { Catalog } from '../api/catalog.js';
 import type { Manifest, ResolvedItem } from '../manifest/index.js';
 import type { KeyLimits } from '../scheduler/limits.js';
-import { dependenciesOf } from '../manifest/index.js';
+import { dependenciesOf } from '../manifest/types.js';
 import { estimateDuration, longestChainSeconds, type Bound } from './duration.js';
 import { priceOf, type PriceSource } from './prices.js';
 

@@ -1,4 +1,5 @@
-export { loadManifest, locateManifest, type LoadedManifest, type ManifestLocation, type ValidationResult } from './validate.js';
+export { loadManifest, type LoadedManifest, type ValidationResult } from './validate.js';
+export { locateManifest, type ManifestLocation } from './locate.js';
 export { formatIssue, IssueList, type ManifestIssue } from './issues.js';
 export { dependenciesOf, type InputRef, type ResolvedItem } from './types.js';
 export { outputRelativePath, resolveInside, defaultExtension, DEFAULT_OUTPUT_NAME } from './output-paths.js';

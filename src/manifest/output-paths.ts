@@ -38,11 +38,12 @@ export interface OutputNameValues {
  * name a file outside the output dir.
  */
 export function outputRelativePath(template: string, v: OutputNameValues): { ok: true; path: string } | { ok: false; message: string } {
-  const ctx = new Map<string, string>([...[...v.vars].map(([k, x]) => [k, safeValue(x)] as const), ['id', safeValue(v.id)], ['n', String(v.n)], ['ext', safeValue(v.ext)], ['model', safeValue(v.model)], ['type', v.type]]);
+  const ctx = new Map<string, string>(safeVars(v.vars));
+  for (const [k, x] of [['id', safeValue(v.id)], ['n', String(v.n)], ['ext', safeValue(v.ext)], ['model', safeValue(v.model)], ['type', v.type]] as const) ctx.set(k, x);
   const rendered = render(template, ctx);
   if (!rendered.ok) return rendered;
   let path = rendered.value.replace(/\\/g, '/');
-  if (v.n > 1 && !templateNames(template).includes('n')) path = path.replace(/(\.[^./]*)?$/, (ext) => `-${v.n}${ext}`);
+  if (v.n > 1 && !usesN(template)) path = path.replace(/(\.[^./]*)?$/, (ext) => `-${v.n}${ext}`);
   const segments = path.split('/');
   if (isAbsolute(path) || segments.some((s) => s === '' || s === '.' || s === '..')) {
     return { ok: false, message: `the output name ${JSON.stringify(path)} would leave the output dir` };
@@ -50,6 +51,20 @@ export function outputRelativePath(template: string, v: OutputNameValues): { ok:
   const long = segments.find((s) => Buffer.byteLength(s) > MAX_SEGMENT_BYTES);
   if (long) return { ok: false, message: `the output file name would be ${Buffer.byteLength(long)} bytes long; at most ${MAX_SEGMENT_BYTES} are allowed` };
   return { ok: true, path: segments.join('/') };
+}
+
+// A catalog names 100,000 outputs with the same vars and template: made safe, and read, once.
+const safeVarsCache = new WeakMap<ReadonlyMap<string, string>, ReadonlyMap<string, string>>();
+function safeVars(vars: ReadonlyMap<string, string>): ReadonlyMap<string, string> {
+  let safe = safeVarsCache.get(vars);
+  if (!safe) safeVarsCache.set(vars, (safe = new Map([...vars].map(([k, x]) => [k, safeValue(x)] as const))));
+  return safe;
+}
+const usesNCache = new Map<string, boolean>();
+function usesN(template: string): boolean {
+  let uses = usesNCache.get(template);
+  if (uses === undefined) usesNCache.set(template, (uses = templateNames(template).includes('n')));
+  return uses;
 }
 
 /** The absolute path of an output, refusing anything that resolves outside `outDir`. */

@@ -31,6 +31,7 @@ export function checkAcrossItems(items: readonly ResolvedItem[], source: Manifes
     if (deps.length) graph.set(item.id, deps.map((d) => d.id));
     for (const dep of deps) {
       const target = byId.get(dep.id);
+      if (target && target.type === dep.needs && dep.id !== item.id) continue;
       const loc = at(item, dep.field);
       if (!target) {
         if (!invalidIds.has(dep.id)) issues.add({ ...loc, message: `no item has the id ${JSON.stringify(dep.id)}${loc.row}` });
@@ -50,18 +51,21 @@ export function checkAcrossItems(items: readonly ResolvedItem[], source: Manifes
   const files = new Map<string, { id: string; n: number }>();
   const named = (id: string, n: number) => `${JSON.stringify(id)}${n > 1 ? ` (its output ${n})` : ''}`;
   for (const item of items) {
-    const loc = at(item, 'id');
+    // Located only when there is something to say: finding a node in a big YAML file is the costly part.
+    const loc = () => at(item, 'id');
     for (let n = 1; n <= outputsChecked; n++) {
       const out = outputRelativePath(outputName, { id: item.id, n, ext: defaultExtension(item.type), model: item.model, type: item.type, vars });
       if (!out.ok) {
-        issues.add({ ...loc, message: `${out.message}${loc.row}` });
+        const l = loc();
+        issues.add({ ...l, message: `${out.message}${l.row}` });
         break;
       }
       const key = out.path.toLowerCase(); // case-insensitive file systems would merge these
       const other = files.get(key);
       if (other !== undefined && other.id !== item.id) {
         const hint = outputsChecked > 1 ? '; put {{n}} in output.name (as in the default "{{id}}-{{n}}.{{ext}}")' : '';
-        issues.add({ ...loc, message: `items ${named(other.id, other.n)} and ${named(item.id, n)} would write the same file ${out.path}${hint}${loc.row}` });
+        const l = loc();
+        issues.add({ ...l, message: `items ${named(other.id, other.n)} and ${named(item.id, n)} would write the same file ${out.path}${hint}${l.row}` });
         break;
       }
       files.set(key, { id: item.id, n });

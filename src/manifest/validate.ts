@@ -72,27 +72,6 @@ export async function loadManifest(path: string, cwd = process.cwd()): Promise<V
   return { loaded: { source, manifest, name, items, outputDir, outputName, vars }, issues };
 }
 
-/** Where a manifest's run lives: enough to find its state and outputs. */
-export type ManifestLocation = Pick<LoadedManifest, 'source' | 'name' | 'outputDir'>;
-
-/**
- * Finds a manifest's name and output dir from its top level alone, without
- * expanding or validating its items: `status`, `report` and `retry` read the
- * state, and a 100,000-row catalog need not be checked for that. A problem
- * with the file itself (unreadable, not YAML) is still reported.
- */
-export async function locateManifest(path: string, cwd = process.cwd()): Promise<ValidationResult & { location?: ManifestLocation }> {
-  const issues = new IssueList();
-  const source = await ManifestSource.read(path, cwd, issues);
-  if (!source) return { issues };
-  const top = (key: string): unknown => (source.doc.contents && 'get' in source.doc.contents ? (source.doc.contents as { get(k: string): unknown }).get(key) : undefined);
-  const named = top('name');
-  const output = top('output') as { get?(k: string): unknown } | undefined;
-  const dir = output?.get?.('dir');
-  const name = typeof named === 'string' && named ? named : source.stem;
-  return { issues, location: { source, name, outputDir: resolve(source.dir, typeof dir === 'string' && dir ? dir : `out/${name}`) } };
-}
-
 /** The parts of a manifest that passed the schema: enough to expand the good items. */
 function salvage(data: Record<string, unknown>, badPaths: PropertyKey[][]): { manifest: Manifest; only: Set<number> } | undefined {
   const badTop = new Set(badPaths.map((p) => p[0]).filter((k) => k !== 'items'));

@@ -1,4 +1,4 @@
-import { estimateEta } from '../estimate/index.js';
+import { estimateEta } from '../estimate/eta.js';
 import { keyDayOf, type KeyLimits } from '../scheduler/limits.js';
 import { lockHolder, type ItemState, type RunRow, type Store } from '../store/index.js';
 

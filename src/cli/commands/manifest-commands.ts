@@ -1,35 +1,15 @@
 import { relative } from 'node:path';
 import { Catalog } from '../../api/catalog.js';
 import { estimate, formatDuration, type Estimate } from '../../estimate/index.js';
-import { IssueList, formatIssue, loadManifest, locateManifest, type LoadedManifest, type ManifestLocation } from '../../manifest/index.js';
+import { IssueList, type LoadedManifest } from '../../manifest/index.js';
 import { checkAgainstService } from '../../manifest/online.js';
 import { DEFAULT_KEY_LIMITS, formatRate, type KeyLimits, type Rate } from '../../scheduler/limits.js';
 import { connect, type ConnectionFlags } from '../connection.js';
 import { EXIT, ExitError } from '../exit.js';
 import { table } from '../format.js';
+import { issueReport, loadValid } from './manifest-load.js';
 
-const MAX_PRINTED = 50;
-
-export function issueReport(issues: IssueList): string {
-  const shown = issues.issues.slice(0, MAX_PRINTED).map(formatIssue);
-  const hidden = issues.count - shown.length;
-  const more = hidden > 0 ? [`… and ${hidden} more like these`] : [];
-  return [...shown, ...more, `${issues.count} problem${issues.count === 1 ? '' : 's'} found; nothing was submitted.`].join('\n');
-}
-
-/** Loads and validates offline; any problem is exit 2 with every issue located. */
-/** The manifest's name and output dir from its top level, for commands that only read its state. */
-export async function locate(path: string, cwd: string): Promise<ManifestLocation> {
-  const { location, issues } = await locateManifest(path, cwd);
-  if (!location) throw new ExitError(EXIT.usage, issueReport(issues));
-  return location;
-}
-
-export async function loadValid(path: string, cwd: string): Promise<LoadedManifest> {
-  const { loaded, issues } = await loadManifest(path, cwd);
-  if (!loaded || issues.count > 0) throw new ExitError(EXIT.usage, issueReport(issues));
-  return loaded;
-}
+export { issueReport, loadValid, locate } from './manifest-load.js';
 
 function summary(m: LoadedManifest, cwd: string): string {
   const images = m.items.filter((i) => i.type === 'image').length;

@@ -12,7 +12,7 @@ import { writeReport } from '../../report/index.js';
 import { statePathFor } from '../state-path.js';
 import { IssueList } from '../../manifest/index.js';
 import { checkAgainstService } from '../../manifest/online.js';
-import { issueReport, loadValid } from './manifest-commands.js';
+import { issueReport, loadValid } from './manifest-load.js';
 
 export interface RunFlags extends ConnectionFlags {
   state?: string;

@@ -1,13 +1,11 @@
-import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { writeReport } from '../../report/index.js';
-import { formatDuration } from '../../estimate/index.js';
-import { collectStatus, type Status } from '../../report/index.js';
+import { formatDuration } from '../../estimate/duration.js';
+import { collectStatus, type Status } from '../../report/status.js';
 import { Store } from '../../store/index.js';
 import { EXIT, ExitError } from '../exit.js';
 import { table } from '../format.js';
 import { existingStatePathFor } from '../state-path.js';
-import { locate } from './manifest-commands.js';
+import { locate } from './manifest-load.js';
 
 /** Which state a command looks at: --state, else the real run's, or with --simulate the rehearsal's. */
 interface StateFlags {
@@ -85,6 +83,7 @@ export async function reportCommand(path: string, opts: StateFlags & { out?: str
   const store = openState(statePath);
   try {
     const outDir = opts.out ? resolve(cwd, opts.out) : (store.runs.all().at(-1)?.out_dir ?? manifest.outputDir);
+    const { writeReport } = await import('../../report/index.js');
     const w = await writeReport(store, outDir, { title: manifest.name, html: opts.html ?? false, sidecars: opts.sidecars ?? false, now: Date.now() });
     const extra = [w.html ? `gallery: ${w.html}` : '', w.sidecars !== undefined ? `sidecars: ${w.sidecars} next to the outputs` : ''].filter(Boolean);
     return [`${w.items} item(s) written to ${w.jsonl} and ${w.csv}`, ...extra].join('\n');

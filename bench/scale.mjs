@@ -1,0 +1,98 @@
+// A 100,000-row catalog against the simulator: start and restart to the first submission, peak RSS
+// while running, status --json and validate; then 20,000 images with the limits raised far above a
+// key's: CPU per item, and the submission rate late in the run against early (no slowdown as the
+// state fills). Each figure: min / median of 3 runs.
+import { startSimulator } from '../dist/simulator/index.js';
+import { fmt, measureCli, minMedian, writeCatalog } from './measure.mjs';
+
+const ROWS = 100_000;
+const GOAL = { firstSubmissionSeconds: 1, statusSeconds: 0.5, validateSeconds: 1.5, rssMb: 250, cpuMsPerItem: 3 };
+const RUNS = 3;
+
+/** Runs `genbatch run` until the simulator has seen `posts` more submissions, then interrupts it; returns when the first came. */
+async function runUntil(sim, dir, args, posts, env) {
+  const before = sim.service.ledger.of('request').filter((r) => r.method === 'POST').length;
+  let firstAt;
+  const r = await measureCli(['run', 'big.yaml', ...args], {
+    cwd: dir,
+    env,
+    during: (child, startedAt) => {
+      const timer = setInterval(() => {
+        const sent = sim.service.ledger.of('request').filter((q) => q.method === 'POST');
+        if (firstAt === undefined && sent.length > before) firstAt = (Date.now() - startedAt) / 1000;
+        if (sent.length >= before + posts) {
+          clearInterval(timer);
+          child.kill('SIGINT');
+        }
+      }, 5);
+      child.on('close', () => clearInterval(timer));
+    },
+  });
+  return { ...r, firstSubmissionSeconds: firstAt };
+}
+
+export async function scaleBench() {
+  const dir = await writeCatalog(ROWS);
+  let ok = true;
+  const report = (label, values, goal, unit, digits = 2) => {
+    const pass = [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] <= goal;
+    ok &&= pass;
+    console.log(`scale ${label}: ${minMedian(values, digits, unit)} (goal <= ${goal}${unit}): ${pass ? 'met' : 'MISSED'}`);
+  };
+
+  const validate = [];
+  for (let i = 0; i < RUNS; i++) validate.push((await measureCli(['validate', 'big.yaml'], { cwd: dir })).wallSeconds);
+  report(`validate of ${ROWS.toLocaleString('en-US')} rows`, validate, GOAL.validateSeconds, ' s');
+
+  const sim = await startSimulator({ timeScale: 600, seed: 5, credits: 1e9, dailyCap: 1e9 });
+  try {
+    const env = { GENBATCH_BASE_URL: sim.baseUrl, GENBATCH_API_KEY: sim.apiKey };
+    const args = ['--time-scale', '600', '--daily-cap', '1000000000'];
+    const starts = [];
+    const rss = [];
+    for (let i = 0; i < RUNS; i++) {
+      const r = await runUntil(sim, dir, args, 100, env);
+      starts.push(r.firstSubmissionSeconds ?? Infinity);
+      rss.push(r.peakRssMb);
+    }
+    report(`start (then restart) to the first submission, ${ROWS.toLocaleString('en-US')} rows`, starts, GOAL.firstSubmissionSeconds, ' s');
+    report('peak RSS while running', rss, GOAL.rssMb, ' MB', 0);
+    const status = [];
+    for (let i = 0; i < RUNS; i++) {
+      const r = await measureCli(['status', 'big.yaml', '--json'], { cwd: dir });
+      if (r.code !== 0) throw new Error(`status exited ${r.code}: ${r.stderr}`);
+      status.push(r.wallSeconds);
+    }
+    report('status --json', status, GOAL.statusSeconds, ' s');
+  } finally {
+    await sim.close();
+  }
+  return (await manyImages()) && ok;
+}
+
+/** 20,000 images at limits far above a key's: the runner's own cost per item, and whether it slows as the state fills. */
+async function manyImages() {
+  const N = 20_000;
+  const dir = await writeCatalog(N);
+  const limits = { submissionsPerWindow: 100_000, readsPerWindow: 1_000_000, imagesInFlight: 200 };
+  const sim = await startSimulator({ timeScale: 3600, seed: 9, credits: 1e9, dailyCap: 1e9, imageSeconds: [1, 2], limits });
+  try {
+    const env = { GENBATCH_BASE_URL: sim.baseUrl, GENBATCH_API_KEY: sim.apiKey };
+    const r = await measureCli(['run', 'big.yaml', '--time-scale', '3600', '--daily-cap', '1000000000', '--submit-rate', '100000/60s', '--read-rate', '1000000/60s', '--max-images-in-flight', '200'], { cwd: dir, env });
+    if (r.code !== 0) throw new Error(`run exited ${r.code}: ${r.stdout}${r.stderr}`);
+    const posts = sim.service.ledger.of('request').filter((q) => q.method === 'POST').map((q) => q.at);
+    const quarter = Math.floor(posts.length / 4);
+    const rate = (from, to) => (to - from) / ((posts[to - 1] - posts[from]) / 1000);
+    const early = rate(0, quarter);
+    const late = rate(posts.length - quarter, posts.length);
+    const cpuMs = (r.cpuSeconds * 1000) / N;
+    const pass = cpuMs <= GOAL.cpuMsPerItem && late >= early * 0.8;
+    console.log(
+      `scale ${N.toLocaleString('en-US')} images, limits raised: wall ${fmt(r.wallSeconds)} s, CPU ${fmt(cpuMs)} ms/item (goal <= ${GOAL.cpuMsPerItem}); ` +
+        `submissions/s first quarter ${fmt(early, 0)}, last quarter ${fmt(late, 0)} (goal: no slowdown); peak RSS ${fmt(r.peakRssMb, 0)} MB: ${pass ? 'met' : 'MISSED'}`,
+    );
+    return pass;
+  } finally {
+    await sim.close();
+  }
+}

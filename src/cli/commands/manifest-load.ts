@@ -1,0 +1,29 @@
+// Light on purpose: the commands that only read a state (status, report, retry) load the manifest's top level, not its validator.
+import { formatIssue, type IssueList } from '../../manifest/issues.js';
+import { locateManifest, type ManifestLocation } from '../../manifest/locate.js';
+import type { LoadedManifest } from '../../manifest/validate.js';
+import { EXIT, ExitError } from '../exit.js';
+
+const MAX_PRINTED = 50;
+
+export function issueReport(issues: IssueList): string {
+  const shown = issues.issues.slice(0, MAX_PRINTED).map(formatIssue);
+  const hidden = issues.count - shown.length;
+  const more = hidden > 0 ? [`… and ${hidden} more like these`] : [];
+  return [...shown, ...more, `${issues.count} problem${issues.count === 1 ? '' : 's'} found; nothing was submitted.`].join('\n');
+}
+
+/** The manifest's name and output dir from its top level, for commands that only read its state. */
+export async function locate(path: string, cwd: string): Promise<ManifestLocation> {
+  const { location, issues } = await locateManifest(path, cwd);
+  if (!location) throw new ExitError(EXIT.usage, issueReport(issues));
+  return location;
+}
+
+/** Loads and validates offline; any problem is exit 2 with every issue located. */
+export async function loadValid(path: string, cwd: string): Promise<LoadedManifest> {
+  const { loadManifest } = await import('../../manifest/validate.js');
+  const { loaded, issues } = await loadManifest(path, cwd);
+  if (!loaded || issues.count > 0) throw new ExitError(EXIT.usage, issueReport(issues));
+  return loaded;
+}
