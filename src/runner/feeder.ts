@@ -14,6 +14,7 @@ const READY_PAGE = 64;
 export class Feeder {
   private readonly claimed = new Set<string>();
   private readonly unanswered = new Set<string>();
+  private endedSeen = -1;
 
   constructor(
     private readonly store: Store,
@@ -43,8 +44,10 @@ export class Feeder {
     return this.store.items.nextDue(type);
   }
 
-  /** Until none is left: a skipped item dooms its own dependents in turn. */
+  /** Until none is left: a skipped item dooms its own dependents in turn. Asked only when an item has ended without an output since. */
   private skipDoomed(): void {
+    const ended = this.store.items.endedWithoutOutput();
+    if (ended === this.endedSeen) return;
     for (let doomed = this.store.items.doomed(); doomed.length > 0; doomed = this.store.items.doomed()) {
       const seen = new Set<string>();
       for (const { id, dep_id, dep_state } of doomed) {
@@ -53,6 +56,7 @@ export class Feeder {
         this.skip(id, 'DEPENDENCY_FAILED', `${dep_id} ended ${dep_state}`);
       }
     }
+    this.endedSeen = this.store.items.endedWithoutOutput();
   }
 
   /** pending → skipped, said as the item's end. */

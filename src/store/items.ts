@@ -56,6 +56,7 @@ export class Items {
   private readonly latestAttemptStmt;
   private readonly inStatesStmt;
   private readonly countsStmt;
+  private readonly endedWithoutOutputStmt;
   private readonly finishedStmt;
   private readonly workStmt;
   private readonly reportStmt;
@@ -81,7 +82,8 @@ export class Items {
       "SELECT min(not_before) AS at FROM items WHERE state IN ('pending', 'submitting') AND type = ? AND not_before > 0",
     );
     this.doomedStmt = db.prepare<[], DoomedItem>(
-      `SELECT i.id AS id, d.dep_id AS dep_id, di.state AS dep_state FROM deps d JOIN items di ON di.id = d.dep_id JOIN items i ON i.id = d.item_id
+      // CROSS JOIN keeps SQLite's join order: from the (few) dependencies, never from the 100,000 pending items (68 ms a call).
+      `SELECT i.id AS id, d.dep_id AS dep_id, di.state AS dep_state FROM deps d CROSS JOIN items di ON di.id = d.dep_id CROSS JOIN items i ON i.id = d.item_id
        WHERE di.state IN ${sqlStates(ENDED_WITHOUT_OUTPUT)} AND i.state = 'pending' ORDER BY i.seq`,
     );
     this.clearDeps = db.prepare('DELETE FROM deps');
@@ -102,6 +104,7 @@ export class Items {
     this.reportStmt = db.prepare<[], ItemFacts>("SELECT id, state, type, model, json_extract(spec, '$.prompt') AS prompt, error_code, error_message FROM items ORDER BY seq");
     this.specsStmt = db.prepare<[string], { id: string; spec: string }>('SELECT id, spec FROM items WHERE type = ? ORDER BY seq');
     // From the tally the triggers keep (migration 7): a few rows, whatever the manifest's size.
+    this.endedWithoutOutputStmt = db.prepare<[], { n: number | null }>(`SELECT sum(n) AS n FROM item_tally WHERE state IN ${sqlStates(ENDED_WITHOUT_OUTPUT)}`);
     this.countsStmt = db.prepare<[], { state: ItemState; n: number }>('SELECT state, sum(n) AS n FROM item_tally GROUP BY state');
   }
 
@@ -154,6 +157,11 @@ export class Items {
   /** When the earliest item of a type that waits for its time (a backoff) is due (maybe already), if any does. */
   nextDue(type: 'image' | 'video'): number | undefined {
     return this.nextDueStmt.get(type)?.at ?? undefined;
+  }
+
+  /** How many items ended without an output (from the tally): when it has not moved, no item became doomed. */
+  endedWithoutOutput(): number {
+    return this.endedWithoutOutputStmt.get()?.n ?? 0;
   }
 
   /** Pending items that wait for an item which ended without an output: they can never run. */
