@@ -22,6 +22,8 @@ export class ApiError extends Error {
     readonly rateLimitRemaining: number | undefined,
     readonly method: string,
     readonly path: string,
+    /** What the service said, without the request and the code that `message` leads with: what an item's error shows next to its code. */
+    readonly reason: string = message,
   ) {
     super(message);
   }
@@ -120,5 +122,6 @@ export function apiErrorFrom(res: ErrorResponse): ApiError {
     parseNonNegativeInt(header('x-ratelimit-remaining')),
     res.method,
     res.path,
+    scrubSecrets(`${message}${field}`, res.secrets),
   );
 }

@@ -4,3 +4,8 @@ export function table(headers: string[], rows: (string | number | undefined)[][]
   const widths = headers.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
   return cells.map((r) => r.map((c, i) => (c ?? '').padEnd(widths[i]!)).join('  ').trimEnd()).join('\n');
 }
+
+/** A count with its noun, singular or plural, and thousands separators: "1 item", "2,460 items". */
+export function count(n: number, noun: string, plural = `${noun}s`): string {
+  return `${n.toLocaleString('en-US')} ${n === 1 ? noun : plural}`;
+}

@@ -1,6 +1,6 @@
 import { estimateEta } from '../estimate/eta.js';
 import { keyDayOf, type KeyLimits } from '../scheduler/limits.js';
-import { lockHolder, type ItemState, type RunRow, type Store } from '../store/index.js';
+import { lockHolder, type ItemProblem, type ItemState, type RunRow, type Store } from '../store/index.js';
 
 /** `genbatch status --json`: a stable shape (documented in the README); fields are only ever added. */
 export interface Status {
@@ -9,6 +9,8 @@ export interface Status {
   items: { total: number } & Record<ItemState, number>;
   credits: { charged: number; refunded: number; net: number };
   failures: Record<string, number>;
+  /** Each item `failures` counts: failed, rejected, blocked, skipped, and those waiting for a later run with an error noted. */
+  problems: ItemProblem[];
   /** Submissions on the wire or maybe accepted, and jobs running: never the queued ones (`items.queued`), which were not sent. */
   inFlight: number;
   run: {
@@ -44,6 +46,7 @@ export function collectStatus(store: Store, where: { manifest: string; state: st
     items: { total: Object.values(counts).reduce((a, b) => a + b, 0), ...counts },
     credits: { charged, refunded, net: charged - refunded },
     failures: store.items.failuresByCode(),
+    problems: store.items.problems(),
     inFlight: counts.submitting + counts.running,
     run: { running, sessions: sessions.length, startedAt: iso(sessions[0]?.started_at), lastActiveAt: iso(last && (running ? now : (last.ended_at ?? last.heartbeat_at))), seconds: Math.round(seconds), waitingUntil: iso(waitingUntil) },
     eta: running && last ? etaOf(store, last, charged, now) : null,

@@ -1,4 +1,4 @@
-import { backoffMs, isTerminalStatus, policy, type Job } from '../api/index.js';
+import { ApiError, backoffMs, isTerminalStatus, policy, type Job } from '../api/index.js';
 import type { ImageSubmission, VideoSubmission } from '../api/index.js';
 import { sleep } from '../util/clock.js';
 import type { AttemptRow, ItemRow } from '../store/index.js';
@@ -14,7 +14,9 @@ const KEEP_JOB_AFTER = 2;
 /** Network errors and 5xx on a read, retried with backoff before the job is left for the next run. */
 const READ_RETRIES = 12;
 
+/** An error as an item records it: its code, and a message that does not say the code again. */
 function errorOf(error: unknown): { code: string; message: string } {
+  if (error instanceof ApiError) return { code: error.code, message: error.reason };
   const code = (error as { code?: unknown }).code;
   return { code: typeof code === 'string' ? code : (error as Error).name ?? 'ERROR', message: (error as Error).message ?? String(error) };
 }
@@ -180,7 +182,7 @@ export class JobTask {
             return undefined;
           case 'stop-run':
             store.life.recordRefused(attempt.item_id, attempt.n, e, 'pending', opts.now());
-            ctx.stop('refused', `${e.message}\n${reaction.hint}`);
+            ctx.stop('refused', `${e.code}: ${e.message}\n${reaction.hint}`);
             return undefined;
           case 'new-attempt':
           case 'adapt-wait':
@@ -231,7 +233,7 @@ export class JobTask {
         ctx.opts.logger?.warn({ item: this.itemId, job: jobId, code: e.code, reaction: reaction.do }, 'poll failed');
         switch (reaction.do) {
           case 'stop-run':
-            return void ctx.stop('refused', `${e.message}\n${reaction.hint}`);
+            return void ctx.stop('refused', `${e.code}: ${e.message}\n${reaction.hint}`);
           case 'adapt-wait':
             if (!ctx.pollWait.lower(reaction.maxSeconds)) return this.keepJob(jobId, e);
             continue;

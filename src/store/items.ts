@@ -18,6 +18,14 @@ export interface ItemRow {
   updated_at: number;
 }
 
+/** An item that ended without an output, or waits for a later run with an error noted. */
+export interface ItemProblem {
+  id: string;
+  state: ItemState;
+  code: string;
+  message: string;
+}
+
 export type ItemFacts = Pick<ItemRow, 'id' | 'state' | 'type' | 'model' | 'error_code' | 'error_message'> & { prompt: string };
 
 export interface ItemSync {
@@ -56,6 +64,7 @@ export class Items {
   private readonly latestAttemptStmt;
   private readonly inStatesStmt;
   private readonly countsStmt;
+  private readonly problemsStmt;
   private readonly endedWithoutOutputStmt;
   private readonly finishedStmt;
   private readonly workStmt;
@@ -105,6 +114,9 @@ export class Items {
     this.specsStmt = db.prepare<[string], { id: string; spec: string }>('SELECT id, spec FROM items WHERE type = ? ORDER BY seq');
     // From the tally the triggers keep (migration 7): a few rows, whatever the manifest's size.
     this.endedWithoutOutputStmt = db.prepare<[], { n: number | null }>(`SELECT sum(n) AS n FROM item_tally WHERE state IN ${sqlStates(ENDED_WITHOUT_OUTPUT)}`);
+    this.problemsStmt = db.prepare<[], ItemProblem>(
+      `SELECT id, state, coalesce(error_code, state) AS code, coalesce(error_message, '') AS message FROM items WHERE state IN ${sqlStates(ENDED_WITHOUT_OUTPUT)} OR (state IN ${sqlStates(OPEN_STATES)} AND state <> 'pending' AND error_code IS NOT NULL) ORDER BY seq`,
+    );
     this.countsStmt = db.prepare<[], { state: ItemState; n: number }>('SELECT state, sum(n) AS n FROM item_tally GROUP BY state');
   }
 
@@ -167,6 +179,11 @@ export class Items {
   /** Pending items that wait for an item which ended without an output: they can never run. */
   doomed(): DoomedItem[] {
     return this.doomedStmt.all();
+  }
+
+  /** The items `failuresByCode` counts, one by one in manifest order: what status lists to act on. */
+  problems(): ItemProblem[] {
+    return this.problemsStmt.all();
   }
 
   /** Items that ended badly, or wait for the next run with an error noted (a download or a read that could not finish), by their last error code. */

@@ -27,7 +27,7 @@ describe('a paid job is never paid twice and never abandoned', () => {
 
     // retry has nothing to put back: the attempt may have been accepted.
     const retry = await runCli(['retry', 'm.yaml'], ws.env, ws.dir);
-    expect(retry.stdout).toMatch(/^0 item\(s\) put back/);
+    expect(retry.stdout).toMatch(/^0 items put back/);
     t.sim.service.tamper = undefined;
     const again = await ws.run();
     expect(again.code, again.stdout).toBe(0);
@@ -122,11 +122,11 @@ describe('a lost state file', () => {
 
     // retry leaves it alone unless it is named: then it is the user's choice to pay again.
     const plainRetry = await runCli(['retry', 'm.yaml'], ws.env, ws.dir);
-    expect(plainRetry.stdout).toMatch(/^0 item\(s\) put back[\s\S]*key conflict[\s\S]*edit/);
+    expect(plainRetry.stdout).toMatch(/^0 items put back[\s\S]*key conflict[\s\S]*edit/);
     expect((await ws.run()).code).toBe(1);
     expect(charges(t)).toHaveLength(2);
     const named = await runCli(['retry', 'm.yaml', '--id', 'edit'], ws.env, ws.dir);
-    expect(named.stdout).toMatch(/^1 item\(s\) put back/);
+    expect(named.stdout).toMatch(/^1 item put back/);
     expect((await ws.run()).code).toBe(0);
     expect(charges(t)).toHaveLength(3);
     expect((await runCli(['retry', 'm.yaml', '--id', 'nope'], ws.env, ws.dir)).code).toBe(2);

@@ -32,7 +32,7 @@ describe('results export', () => {
     const requests = t.sim.service.ledger.of('request').length;
     const report = await runCli(['report', 'm.yaml'], ws.env, ws.dir);
     expect(report.code).toBe(0);
-    expect(report.stdout).toMatch(/^2 item\(s\) written to/);
+    expect(report.stdout).toMatch(/^2 items written to/);
     expect(readFileSync(join(ws.outDir, 'results.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l))).toEqual(rows);
     expect(t.sim.service.ledger.of('request').length).toBe(requests);
   });

@@ -77,7 +77,7 @@ describe('genbatch status while a run is live, after it is killed, and after it 
     const status = await json(['status', 'm.yaml', '--json'], ws.env, ws.dir);
     expect(status).toMatchObject({ items: { total: 2, done: 2 } });
     expect((await runCli(['report', 'm.yaml'], ws.env, ws.dir)).code).toBe(0);
-    expect((await runCli(['retry', 'm.yaml'], ws.env, ws.dir)).stdout).toMatch(/^0 item\(s\) put back/);
+    expect((await runCli(['retry', 'm.yaml'], ws.env, ws.dir)).stdout).toMatch(/^0 items put back/);
     // A file that is not YAML at all is still a clear usage error.
     writeFileSync(join(ws.dir, 'm.yaml'), 'version: [1\n');
     const broken = await runCli(['status', 'm.yaml'], ws.env, ws.dir);

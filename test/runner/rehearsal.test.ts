@@ -61,7 +61,7 @@ describe('a rehearsal never touches a real run', () => {
     const simulated = await runCli(['status', 'm.yaml', '--json', '--simulate'], ws.env, ws.dir);
     expect(JSON.parse(simulated.stdout)).toMatchObject({ items: { total: 2, done: 1, failed: 1 } });
     const retry = await runCli(['retry', 'm.yaml', '--simulate'], ws.env, ws.dir);
-    expect(retry.stdout).toMatch(/^1 item\(s\) put back/);
+    expect(retry.stdout).toMatch(/^1 item put back/);
     const report = await runCli(['report', 'm.yaml', '--simulate'], ws.env, ws.dir);
     expect(report.code, report.stderr).toBe(0);
     expect(report.stdout).toContain(join('out', 'm.simulated', 'results.jsonl'));

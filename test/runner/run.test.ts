@@ -199,11 +199,13 @@ describe('genbatch retry and status', () => {
     const ws = workspace(t.sim, imageManifest(2, (i) => (i === 0 ? 'doomed [sim:fail]' : 'fine')));
     expect((await ws.run(['--max-retries', '0'])).code).toBe(1);
     expect(t.sim.service.ledger.of('charge')).toHaveLength(2);
+    // A code no item stopped with is a usage error that names the codes there are.
     const nothing = await runCli(['retry', 'm.yaml', '--code', 'SOMETHING_ELSE'], ws.env, ws.dir);
-    expect(nothing.stdout).toMatch(/^0 item\(s\) put back/);
+    expect(nothing.code).toBe(2);
+    expect(nothing.stderr).toMatch(/no item stopped with SOMETHING_ELSE; the codes there are: GENERATION_FAILED/);
     const retried = await runCli(['retry', 'm.yaml', '--code', 'GENERATION_FAILED'], ws.env, ws.dir);
     expect(retried.code).toBe(0);
-    expect(retried.stdout).toMatch(/^1 item\(s\) put back/);
+    expect(retried.stdout).toMatch(/^1 item put back/);
     expect(readState(ws.statePath).items[0]!.state).toBe('pending');
     expect((await ws.run(['--max-retries', '1'])).code).toBe(1);
     const doomed = t.sim.service.ledger.of('charge').filter((c) => c.prompt.includes('doomed'));
@@ -224,5 +226,27 @@ describe('genbatch retry and status', () => {
     expect(table.stdout).toMatch(/done\s+3/);
     expect(table.stdout).toMatch(/credits: 6 charged, 0 refunded, 6 net/);
     expect(t.sim.service.ledger.of('request').length).toBe(requests);
+  });
+
+  it('failures you can act on: the run ends with the retry command, status lists each item with one message, blocked ones say how to resubmit', async () => {
+    const t = await startTestSim(scaled);
+    const prompts = ['doomed [sim:fail]', 'fine', 'naughty [sim:block]'];
+    const ws = workspace(t.sim, imageManifest(3, (i) => prompts[i]!));
+    const res = await ws.run(['--max-retries', '0']);
+    expect(res.code).toBe(1);
+    expect(res.stdout).toContain('to submit the 1 failed or skipped item again (new attempts, paid again): genbatch retry m.yaml');
+    expect(res.stdout).toContain('1 blocked item (moderation) is never resent unchanged');
+    const status = await runCli(['status', 'm.yaml', '--json'], ws.env, ws.dir);
+    const problems = (JSON.parse(status.stdout) as { problems: { id: string; state: string; code: string; message: string }[] }).problems;
+    expect(problems.map((p) => [p.id, p.state, p.code])).toEqual([
+      ['item-0', 'failed', 'GENERATION_FAILED'],
+      ['item-2', 'blocked', 'CONTENT_VIOLATION'],
+    ]);
+    // One message per error: the code is said once, beside it, not again inside it.
+    for (const p of problems) expect(p.message).not.toContain(p.code);
+    expect(problems[1]!.message).not.toMatch(/POST \/v1/);
+    const table = await runCli(['status', 'm.yaml'], ws.env, ws.dir);
+    expect(table.stdout).toMatch(/item-0\s+failed\s+GENERATION_FAILED/);
+    expect(table.stdout).toMatch(/item-2\s+blocked\s+CONTENT_VIOLATION/);
   });
 });

@@ -7,6 +7,7 @@ import { DEFAULT_KEY_LIMITS, type KeyLimits, type Rate } from '../../scheduler/l
 import { OPEN_STATES, Store } from '../../store/index.js';
 import { connect, type ConnectionFlags } from '../connection.js';
 import { EXIT, ExitError } from '../exit.js';
+import { count } from '../format.js';
 import { Progress } from '../progress.js';
 import { writeReport } from '../../report/index.js';
 import { statePathFor } from '../state-path.js';
@@ -110,7 +111,7 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
       logger.error({ err: error }, 'report not written');
       files = `the results could not be written (${(error as Error).message}); genbatch report writes them from the state once that is fixed`;
     }
-    return { summary, report: `${report(summary, outDir, cwd, logPath)}\n${files}` };
+    return { summary, report: `${report(summary, outDir, cwd, logPath, path)}\n${files}` };
   }).finally(async () => {
     progress.stop();
     logger.info('run ended');
@@ -121,7 +122,7 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
   return { interrupt: () => runner.stop('interrupted', `interrupted. ${resumeHint}`), resumeHint, done };
 }
 
-function report(s: RunSummary, outDir: string, cwd: string, logPath: string): string {
+function report(s: RunSummary, outDir: string, cwd: string, logPath: string, manifestArg: string): string {
   const c = s.counts;
   const open = OPEN_STATES.reduce((n, state) => n + c[state], 0);
   const total = Object.values(c).reduce((a, b) => a + b, 0);
@@ -134,8 +135,12 @@ function report(s: RunSummary, outDir: string, cwd: string, logPath: string): st
     `log: ${logPath}`,
   ];
   if (Object.keys(s.failures).length) lines.push(`failures by code: ${Object.entries(s.failures).map(([k, v]) => `${k} ${v}`).join(', ')}`);
-  if (s.changed.length) lines.push(`${s.changed.length} item(s) changed after they were submitted and keep their result (--redo-changed resubmits them): ${s.changed.slice(0, 5).join(', ')}${s.changed.length > 5 ? ', …' : ''}`);
+  if (s.changed.length) lines.push(`${count(s.changed.length, 'item')} changed after they were submitted and keep their result (--redo-changed resubmits them): ${s.changed.slice(0, 5).join(', ')}${s.changed.length > 5 ? ', …' : ''}`);
   if (s.stop) lines.push(`stopped: ${s.stop.message}`);
+  // What can be done about what failed, in the user's own words.
+  const retryable = c.failed + c.skipped;
+  if (retryable) lines.push(`to submit the ${count(retryable, 'failed or skipped item')} again (new attempts, paid again): genbatch retry ${manifestArg} (--code CODE or --id ID to choose; genbatch status ${manifestArg} lists them), then run it again`);
+  if (c.blocked) lines.push(`${count(c.blocked, 'blocked item')} (moderation) ${c.blocked === 1 ? 'is' : 'are'} never resent unchanged: change the prompt to submit again`);
   return lines.join('\n');
 }
 

@@ -3,7 +3,7 @@ import { formatDuration } from '../../estimate/duration.js';
 import { collectStatus, type Status } from '../../report/status.js';
 import { Store } from '../../store/index.js';
 import { EXIT, ExitError } from '../exit.js';
-import { table } from '../format.js';
+import { count, table } from '../format.js';
 import { existingStatePathFor } from '../state-path.js';
 import { locate } from './manifest-load.js';
 
@@ -20,6 +20,11 @@ function openState(path: string): Store {
     throw new ExitError(EXIT.environment, (error as Error).message);
   }
 }
+
+/** Items with a problem the status table lists; --json lists them all. */
+const PROBLEMS_SHOWN = 20;
+
+const clip = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
 
 /** Progress from the state file alone: no network. */
 export async function statusCommand(path: string, opts: StateFlags & { json?: boolean }, cwd: string): Promise<string> {
@@ -40,6 +45,11 @@ function statusTable(s: Status): string {
   const run = s.run;
   const lines = [`${s.manifest}: ${s.items.total} items (state ${s.state})`, table(['state', 'items'], states), `credits: ${s.credits.charged} charged, ${s.credits.refunded} refunded, ${s.credits.net} net`];
   if (Object.keys(s.failures).length) lines.push(table(['failure', 'items'], Object.entries(s.failures)));
+  if (s.problems.length) {
+    const shown = s.problems.slice(0, PROBLEMS_SHOWN).map((p) => [p.id, p.state, p.code, clip(p.message, 80)]);
+    lines.push(table(['item', 'state', 'code', 'message'], shown));
+    if (s.problems.length > PROBLEMS_SHOWN) lines.push(`… and ${s.problems.length - PROBLEMS_SHOWN} more (status --json lists them all)`);
+  }
   if (run.running) {
     const eta = s.eta ? `; ETA ${formatDuration(s.eta.seconds)} (${s.eta.at}, from ${s.eta.basis === 'observed' ? "this run's pace" : 'the limits'})` : '';
     const wait = run.waitingUntil ? `; submissions wait for the daily cap until ${run.waitingUntil}` : '';
@@ -47,7 +57,7 @@ function statusTable(s: Status): string {
   } else if (run.sessions > 0) {
     lines.push(`not running; last active ${run.lastActiveAt}`);
   }
-  if (run.sessions > 0) lines.push(`run time: ${formatDuration(run.seconds)} over ${run.sessions} session(s) since ${run.startedAt}`);
+  if (run.sessions > 0) lines.push(`run time: ${formatDuration(run.seconds)} over ${count(run.sessions, 'session')} since ${run.startedAt}`);
   return lines.join('\n');
 }
 
@@ -64,13 +74,19 @@ export async function retryCommand(path: string, opts: StateFlags & { code?: str
   try {
     const unknown = (opts.id ?? []).filter((id) => !store.items.get(id));
     if (unknown.length) throw new ExitError(EXIT.usage, `no item has the id ${unknown.map((id) => JSON.stringify(id)).join(', ')} in ${statePath}`);
+    const codes = store.items.failuresByCode();
+    const unknownCodes = (opts.code ?? []).filter((c) => !(c in codes));
+    if (unknownCodes.length) {
+      const present = Object.keys(codes);
+      throw new ExitError(EXIT.usage, `no item stopped with ${unknownCodes.join(', ')}; ${present.length ? `the codes there are: ${present.join(', ')}` : 'no item failed'} (genbatch status lists them)`);
+    }
     const { requeued, conflicts } = store.items.putBack({ codes: opts.code, ids: opts.id, now: Date.now() });
     const blocked = store.items.inState('blocked').length;
     const notes = [
-      blocked ? `${blocked} blocked item(s) stay blocked: change their prompt to resubmit them.` : '',
-      conflicts.length ? `${conflicts.length} item(s) stopped on a key conflict stay as they are (a job may exist under their key): name them with --id to submit them again, paying again: ${conflicts.slice(0, 5).join(', ')}${conflicts.length > 5 ? ', …' : ''}` : '',
+      blocked ? `${count(blocked, 'blocked item')} stay blocked: change their prompt to resubmit them.` : '',
+      conflicts.length ? `${count(conflicts.length, 'item')} stopped on a key conflict stay as they are (a job may exist under their key): name them with --id to submit them again, paying again: ${conflicts.slice(0, 5).join(', ')}${conflicts.length > 5 ? ', …' : ''}` : '',
     ].filter(Boolean);
-    return [`${requeued} item(s) put back; run the same command (genbatch run) to go on.`, ...notes].join('\n');
+    return [`${count(requeued, 'item')} put back; run the manifest again (genbatch run) to go on.`, ...notes].join('\n');
   } finally {
     store.close();
   }
@@ -86,7 +102,7 @@ export async function reportCommand(path: string, opts: StateFlags & { out?: str
     const { writeReport } = await import('../../report/index.js');
     const w = await writeReport(store, outDir, { title: manifest.name, html: opts.html ?? false, sidecars: opts.sidecars ?? false, now: Date.now() });
     const extra = [w.html ? `gallery: ${w.html}` : '', w.sidecars !== undefined ? `sidecars: ${w.sidecars} next to the outputs` : ''].filter(Boolean);
-    return [`${w.items} item(s) written to ${w.jsonl} and ${w.csv}`, ...extra].join('\n');
+    return [`${count(w.items, 'item')} written to ${w.jsonl} and ${w.csv}`, ...extra].join('\n');
   } finally {
     store.close();
   }
