@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { createRequire } from 'node:module';
 import { Command, Option } from 'commander';
 // Each command's code is loaded when it runs: `status` need not load the HTTP client, the simulator or the runner.
 const manifestCommands = () => import('./commands/manifest-commands.js');
@@ -19,11 +20,41 @@ function print(text: string): void {
   process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
 }
 
+const HELP_AFTER = `
+Environment:
+  GENBATCH_API_KEY    the API key (never a flag, never logged or stored)
+  GENBATCH_BASE_URL   the service's base URL, ending in /v1 (or --base-url)
+  --simulate          on any command that talks to the service: an in-process simulator, no key, no credits
+
+Examples:
+  genbatch validate catalog.yaml --online
+  genbatch estimate catalog.yaml
+  genbatch run catalog.yaml --simulate      a rehearsal: outputs go to <out dir>.simulated
+  genbatch run catalog.yaml                 run, or resume after a stop or a crash: nothing is paid twice
+  genbatch status catalog.yaml
+  genbatch retry catalog.yaml --code GENERATION_FAILED
+
+Exit codes:
+  0 every item done   1 some items failed   2 usage or invalid manifest   3 stopped early (budget, credits, key)
+  4 the environment (service unreachable, state held, output dir, disk)   130 interrupted`;
+
+// The key is read from the environment only: a flag would leave it in shell history and the process list.
+if (process.argv.some((a) => a === '--api-key' || a.startsWith('--api-key='))) {
+  process.stderr.write('genbatch: the API key is never taken as a flag (it would show in the shell history and the process list): set GENBATCH_API_KEY in the environment instead.\n');
+  process.exit(EXIT.usage);
+}
+
 const program = new Command()
   .name('genbatch')
-  .description('Batch runner for the image and video generation API. The API key is read from GENBATCH_API_KEY.')
-  .showHelpAfterError()
+  .description('Batch runner for the image and video generation API.')
+  .version(packageVersion(), '-V, --version', 'print the version')
+  .addHelpText('after', HELP_AFTER)
+  .showHelpAfterError('(add --help for usage)')
   .exitOverride();
+
+function packageVersion(): string {
+  return (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
+}
 
 withConnection(program.command('validate').argument('<manifest>').description('check a manifest; --online also checks it against the service'))
   .option('--online', 'also check models, kinds, modes, allowed values and key scopes against the service')
