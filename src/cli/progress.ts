@@ -1,18 +1,76 @@
 import type { RunEvent } from '../runner/index.js';
-import type { Store } from '../store/index.js';
-import { formatDuration } from '../estimate/index.js';
-import { liveEta, type Status } from '../report/index.js';
+import type { ItemState, Store } from '../store/index.js';
+import { formatDuration } from '../estimate/duration.js';
+import { liveEta } from '../report/status.js';
 
-const ETA_REFRESH_MS = 2000;
+const ETA_REFRESH_MS = 2_000;
+const FRAME_MS = 250;
+/** Off a terminal: a summary line this often, and on each change of the run's course. */
+const SUMMARY_EVERY_MS = 30_000;
+const RATE_WINDOW_MS = 60_000;
+
+/** What the live line says, gathered once per frame. */
+export interface LiveFacts {
+  counts: Record<ItemState, number>;
+  total: number;
+  credits: { charged: number; refunded: number };
+  /** Seconds to go, when known. */
+  etaSeconds: number | undefined;
+  /** Submissions wait for the daily cap until then. */
+  waitingUntil: number | undefined;
+  submissionsPerMinute: number;
+  now: number;
+}
+
+const num = (n: number) => n.toLocaleString('en-US');
+
+/** A local clock time with its zone: "14:05 CET". */
+export function localTime(ms: number): string {
+  return new Intl.DateTimeFormat('en-GB', { hour: '2-digit', minute: '2-digit', timeZoneName: 'short' }).format(new Date(ms));
+}
 
 /**
- * What a run shows while it works: on a terminal one live line (done, in
- * flight, failed, credits, submission rate, ETA); otherwise one plain line per event.
+ * The live line: progress and ETA first, then what is running, failed, spent
+ * and the pace. Parts are dropped from the right to fit `columns`; the first
+ * two (progress, ETA or the wait) never are.
+ */
+export function liveLine(f: LiveFacts, columns = Infinity): string {
+  const c = f.counts;
+  const failed = c.failed + c.rejected + c.blocked + c.skipped;
+  const finished = c.done + failed;
+  const pct = f.total ? Math.floor((finished / f.total) * 100) : 100;
+  const parts = [`${pct}% done ${num(c.done)}/${num(f.total)}`];
+  if (f.waitingUntil !== undefined && f.waitingUntil > f.now) {
+    parts.push(`waiting for the daily cap until ${localTime(f.waitingUntil)} (in ${formatDuration((f.waitingUntil - f.now) / 1000)})`);
+  } else if (f.etaSeconds !== undefined && finished < f.total) parts.push(`ETA ${formatDuration(f.etaSeconds)}`);
+  parts.push(`running ${num(c.submitting + c.running)}`);
+  if (c.queued) parts.push(`queued ${num(c.queued)}`);
+  if (c.downloading) parts.push(`downloading ${num(c.downloading)}`);
+  if (c.maybe_accepted) parts.push(`maybe accepted ${num(c.maybe_accepted)}`);
+  if (failed) parts.push(`failed ${num(failed)}`);
+  parts.push(`credits ${num(f.credits.charged - f.credits.refunded)} net`);
+  parts.push(`${num(Math.round(f.submissionsPerMinute))}/min`);
+  const fits = () => parts.join(' · ').length <= columns - 1;
+  const keep = Math.min(2, parts.length);
+  while (parts.length > keep && !fits()) parts.pop();
+  // Narrower still: the percentage alone before the ETA (or the wait) gives way.
+  if (!fits()) parts[0] = `${pct}%`;
+  const line = parts.join(' · ');
+  return line.length > columns - 1 ? line.slice(0, Math.max(0, columns - 2)) + '…' : line;
+}
+
+/**
+ * What a run shows while it works. On a terminal: one live line, redrawn.
+ * Otherwise (a log file, CI): a summary line every 30 s and on each change of
+ * the run's course (started, waiting, resumed, stopping), never one per item;
+ * the per-item events are in the JSON log.
  */
 export class Progress {
   private timer: NodeJS.Timeout | undefined;
+  private readonly startedAt = Date.now();
   private submittedAt: number[] = [];
-  private eta: { value: Status['eta']; at: number } = { value: null, at: 0 };
+  private eta: { seconds: number | undefined; at: number } = { seconds: undefined, at: 0 };
+  private waitingUntil: number | undefined;
 
   constructor(
     private readonly out: NodeJS.WriteStream,
@@ -21,53 +79,67 @@ export class Progress {
   ) {}
 
   start(): void {
-    if (this.out.isTTY) this.timer = setInterval(() => this.draw(), 250);
+    if (this.out.isTTY) this.timer = setInterval(() => this.draw(), FRAME_MS);
+    else {
+      this.say('started');
+      this.timer = setInterval(() => this.say(), SUMMARY_EVERY_MS);
+    }
+    this.timer.unref();
   }
 
   onEvent = (event: RunEvent): void => {
-    if (event.kind === 'submitted') this.submittedAt.push(Date.now());
-    if (this.out.isTTY) return;
-    const line = describe(event);
-    if (line) this.out.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`);
+    if (event.kind === 'submitted') {
+      this.submittedAt.push(Date.now());
+      if (this.waitingUntil !== undefined) {
+        this.waitingUntil = undefined;
+        this.say('resumed');
+      }
+    } else if (event.kind === 'waiting') {
+      this.waitingUntil = event.untilMs;
+      this.say(`waiting for ${event.reason} until ${localTime(event.untilMs)}`);
+    } else if (event.kind === 'stopping') this.say(`stopping: ${event.reason}`);
+    else if (event.kind === 'notice') this.say(`note: ${event.message}`);
   };
 
-  private draw(): void {
-    const c = this.store.items.counts();
-    const { charged, refunded } = this.store.attempts.totals();
+  /** Off a terminal, a line; on one, the message above the live line. */
+  private say(what?: string): void {
+    const line = liveLine(this.facts());
+    if (this.out.isTTY) {
+      if (what) this.out.write(`\r\x1b[2K${what}\n`);
+      return;
+    }
+    this.out.write(`${localTime(Date.now())} ${what ? `${what}: ` : ''}${line}\n`);
+  }
+
+  private facts(): LiveFacts {
     const now = Date.now();
-    this.submittedAt = this.submittedAt.filter((t) => t > now - 60_000);
+    this.submittedAt = this.submittedAt.filter((t) => t > now - RATE_WINDOW_MS);
     // The same ETA as `genbatch status`, refreshed every few seconds rather than every frame.
-    if (now - this.eta.at > ETA_REFRESH_MS) this.eta = { value: liveEta(this.store, now), at: now };
-    const finished = c.done + c.failed + c.rejected + c.blocked + c.skipped;
-    const eta = this.eta.value && finished < this.total ? ` · ETA ${formatDuration(this.eta.value.seconds)}` : '';
-    const line = `done ${c.done}/${this.total} · in flight ${c.submitting + c.running}${c.queued ? ` · queued ${c.queued}` : ''} · downloading ${c.downloading} · failed ${c.failed + c.rejected + c.blocked + c.skipped} · credits ${charged} charged, ${refunded} refunded · ${this.submittedAt.length} submissions/min${eta}`;
-    this.out.write(`\r\x1b[2K${line.slice(0, (this.out.columns ?? 200) - 1)}`);
+    if (now - this.eta.at > ETA_REFRESH_MS) this.eta = { seconds: liveEta(this.store, now)?.seconds, at: now };
+    // Over the time the run has had, up to a minute: the first minute's rate is not diluted.
+    const span = Math.min(RATE_WINDOW_MS, Math.max(1_000, now - this.startedAt));
+    return {
+      counts: this.store.items.counts(),
+      total: this.total,
+      credits: this.store.attempts.totals(),
+      etaSeconds: this.eta.seconds,
+      waitingUntil: this.waitingUntil,
+      submissionsPerMinute: (this.submittedAt.length * 60_000) / span,
+      now,
+    };
+  }
+
+  private draw(): void {
+    this.out.write(`\r\x1b[2K${liveLine(this.facts(), this.out.columns ?? 80)}`);
   }
 
   stop(): void {
-    if (this.timer) {
-      clearInterval(this.timer);
+    if (!this.timer) return;
+    clearInterval(this.timer);
+    this.timer = undefined;
+    if (this.out.isTTY) {
       this.draw();
       this.out.write('\n');
-    }
-  }
-}
-
-function describe(e: RunEvent): string | undefined {
-  switch (e.kind) {
-    case 'submitted':
-      return `submitted ${e.itemId} (attempt ${e.attempt}, job ${e.jobId}, ${e.credits} credits)`;
-    case 'job-ended':
-      return e.status === 'COMPLETED' ? undefined : `job ${e.jobId} of ${e.itemId} ended ${e.status}${e.code ? ` (${e.code})` : ''}`;
-    case 'item-final':
-      return `${e.itemId}: ${e.state}${e.code ? ` (${e.code}${e.message ? `: ${e.message}` : ''})` : ''}`;
-    case 'retrying':
-      return `${e.itemId}: new attempt ${e.attempt} after ${e.reason}`;
-    case 'waiting':
-      return `waiting for ${e.reason} until ${new Date(e.untilMs).toISOString()}`;
-    case 'stopping':
-      return `stopping: ${e.reason}`;
-    case 'notice':
-      return `note: ${e.message}`;
+    } else this.say('ended');
   }
 }

@@ -7,7 +7,7 @@ import { priceOf } from '../estimate/prices.js';
 import type { LoadedManifest } from '../manifest/index.js';
 import { Bucket } from '../scheduler/bucket.js';
 import { Slots } from '../scheduler/slots.js';
-import type { ItemRow, ItemState, Store } from '../store/index.js';
+import type { ItemProblem, ItemRow, ItemState, Store } from '../store/index.js';
 import type { ItemSpec } from './bodies.js';
 import { RunClock } from './clock.js';
 import { PollWait, type DownloadFailure, type RunContext, type RunEvent, type RunOptions, type StopKind } from './context.js';
@@ -29,6 +29,8 @@ export interface RunSummary {
   /** Items whose content changed after they were submitted: kept, not resubmitted. */
   changed: string[];
   failures: Record<string, number>;
+  /** The items behind `failures`, in manifest order (the first 20). */
+  problems: ItemProblem[];
 }
 
 const HEARTBEAT_MS = 1_000;
@@ -207,7 +209,7 @@ export class Runner implements RunContext {
 
   private summary(): RunSummary {
     const stop = this.control.stopReason;
-    return { counts: this.store.items.counts(), credits: this.store.attempts.totals(), ...(stop ? { stop } : {}), changed: this.changed, failures: this.store.items.failuresByCode() };
+    return { counts: this.store.items.counts(), credits: this.store.attempts.totals(), ...(stop ? { stop } : {}), changed: this.changed, failures: this.store.items.failuresByCode(), problems: this.store.items.problems().slice(0, 20) };
   }
 
   // What the tasks share (RunContext), handed on to the parts that own it.

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { APPLICATION_ID, SCHEMA_VERSION } from '../../src/store/migrations.js';
-import { imageManifest, workspace } from '../helpers/run.js';
+import { imageManifest, readState, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 import { runCli } from '../helpers/cli.js';
 
@@ -106,7 +106,12 @@ describe('reading a live run\'s state', () => {
         if (e.kind === 'charge' && t.sim.service.ledger.of('charge').length === 2) resolve(void unwatch());
       });
     });
-    await run.waitFor(/submitted|in flight|running/);
+    // Both charges are in the state (each is recorded before its event).
+    await run.waitFor(/started/);
+    for (;;) {
+      if (readState(ws.statePath).attempts.filter((a) => a.job_id).length === 2) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
     // Frozen, so only status could change the files now.
     run.child.kill('SIGSTOP');
     const files = ['m.sqlite', 'm.sqlite-wal'].map((f) => join(ws.dir, '.genbatch', f));

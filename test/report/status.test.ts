@@ -3,7 +3,7 @@ import { appendFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
-import { imageManifest, workspace } from '../helpers/run.js';
+import { imageManifest, readState, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 
 const json = async (args: string[], env: NodeJS.ProcessEnv, cwd: string) => {
@@ -18,7 +18,7 @@ describe('genbatch status while a run is live, after it is killed, and after it 
     const ws = workspace(t.sim, imageManifest(12));
     // Slow submissions keep the run alive long enough to look at it.
     const run = ws.start(['--submit-rate', '1/400ms']);
-    await run.waitFor(/(item-\d+: done[\s\S]*){4}/);
+    await waitForState(ws.statePath, (s) => s.items.filter((i) => i.state === 'done').length >= 4);
     // From now on jobs take an hour of service time: the run stays live, unfinished, until it is killed.
     t.sim.service.opts.imageMs = [6_000_000, 6_000_000];
     const live = await json(['status', 'm.yaml', '--json'], ws.env, ws.dir);
@@ -85,3 +85,15 @@ describe('genbatch status while a run is live, after it is killed, and after it 
     expect(broken.stderr).toMatch(/m\.yaml:\d+:\d+/);
   });
 });
+
+/** Resolves once the state file shows what `check` wants (read-only, every 20 ms). */
+async function waitForState(statePath: string, check: (s: ReturnType<typeof readState>) => boolean): Promise<void> {
+  for (;;) {
+    try {
+      if (check(readState(statePath))) return;
+    } catch {
+      // Not created yet.
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

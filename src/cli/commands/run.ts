@@ -122,6 +122,9 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
   return { interrupt: () => runner.stop('interrupted', `interrupted. ${resumeHint}`), resumeHint, done };
 }
 
+/** Problem items the end of a run names with their message; status lists them all. */
+const PROBLEMS_SHOWN = 10;
+
 function report(s: RunSummary, outDir: string, cwd: string, logPath: string, manifestArg: string): string {
   const c = s.counts;
   const open = OPEN_STATES.reduce((n, state) => n + c[state], 0);
@@ -134,7 +137,13 @@ function report(s: RunSummary, outDir: string, cwd: string, logPath: string, man
     `outputs: ${resolve(cwd, outDir)}`,
     `log: ${logPath}`,
   ];
-  if (Object.keys(s.failures).length) lines.push(`failures by code: ${Object.entries(s.failures).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+  if (Object.keys(s.failures).length) {
+    lines.push(`failures by code: ${Object.entries(s.failures).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+    const shown = s.problems.slice(0, PROBLEMS_SHOWN);
+    for (const p of shown) lines.push(`  ${p.id} (${p.state}) ${p.code}: ${p.message}`);
+    const total = Object.values(s.failures).reduce((a, b) => a + b, 0);
+    if (total > shown.length) lines.push(`  … and ${count(total - shown.length, 'more item')}: genbatch status ${manifestArg} lists them all`);
+  }
   if (s.changed.length) lines.push(`${count(s.changed.length, 'item')} changed after they were submitted and keep their result (--redo-changed resubmits them): ${s.changed.slice(0, 5).join(', ')}${s.changed.length > 5 ? ', …' : ''}`);
   if (s.stop) lines.push(`stopped: ${s.stop.message}`);
   // What can be done about what failed, in the user's own words.

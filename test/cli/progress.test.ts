@@ -1,0 +1,52 @@
+import { describe, expect, it } from 'vitest';
+import { liveLine, localTime, type LiveFacts } from '../../src/cli/progress.js';
+import { ITEM_STATES, type ItemState } from '../../src/store/index.js';
+import { imageManifest, workspace } from '../helpers/run.js';
+import { startTestSim } from '../helpers/sim.js';
+
+const counts = (over: Partial<Record<ItemState, number>>) => ({ ...(Object.fromEntries(ITEM_STATES.map((s) => [s, 0])) as Record<ItemState, number>), ...over });
+const facts = (over: Partial<LiveFacts> = {}): LiveFacts => ({
+  counts: counts({ done: 12_345, running: 10, queued: 3, downloading: 2, failed: 7, pending: 87_633 }),
+  total: 100_000,
+  credits: { charged: 98_800, refunded: 40 },
+  etaSeconds: 3 * 3600 + 12 * 60,
+  waitingUntil: undefined,
+  submissionsPerMinute: 9.6,
+  now: Date.parse('2026-11-23T10:00:00Z'),
+  ...over,
+});
+
+describe('the live line', () => {
+  it('leads with the percentage, done/total and the ETA, then running, failed, credits and the pace', () => {
+    expect(liveLine(facts())).toBe('12% done 12,345/100,000 · ETA 3 h 12 min · running 10 · queued 3 · downloading 2 · failed 7 · credits 98,760 net · 10/min');
+  });
+
+  it('fits 80 columns by dropping parts from the right, never the ETA', () => {
+    const line = liveLine(facts(), 80);
+    expect(line.length).toBeLessThan(80);
+    expect(line).toMatch(/^12% done 12,345\/100,000 · ETA 3 h 12 min · running 10/);
+    expect(line).not.toMatch(/·\s*$/);
+    // Very narrow: the percentage and the ETA.
+    expect(liveLine(facts(), 30)).toBe('12% · ETA 3 h 12 min');
+  });
+
+  it('says until when, in local time, and how long, while it waits for the daily cap', () => {
+    const f = facts({ waitingUntil: Date.parse('2026-11-23T13:12:00Z') });
+    expect(liveLine(f, 80)).toContain(`waiting for the daily cap until ${localTime(f.waitingUntil!)} (in 3 h 12 min)`);
+    expect(liveLine(f, 80)).not.toContain('ETA');
+  });
+});
+
+describe('off a terminal', () => {
+  it('prints a summary when the run starts and ends, not a line per item', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(t.sim, imageManifest(30));
+    const res = await ws.run();
+    expect(res.code, res.stdout).toBe(0);
+    const progress = res.stderr.split('\n').filter(Boolean);
+    expect(progress.length).toBeLessThanOrEqual(4);
+    expect(progress[0]).toMatch(/^\d\d:\d\d \S+ started: 0% done 0\/30 · running 0/);
+    expect(progress.at(-1)).toMatch(/ended: 100% done 30\/30 · running 0 · credits \d+ net/);
+    expect(res.stderr).not.toMatch(/item-\d+/);
+  });
+});
