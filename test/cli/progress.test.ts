@@ -1,6 +1,10 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { liveLine, localTime, type LiveFacts } from '../../src/cli/progress.js';
-import { ITEM_STATES, type ItemState } from '../../src/store/index.js';
+import { Progress, liveLine, localTime, type LiveFacts } from '../../src/cli/progress.js';
+import { ITEM_STATES, Store, type ItemState } from '../../src/store/index.js';
 import { imageManifest, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 
@@ -34,6 +38,28 @@ describe('the live line', () => {
     const f = facts({ waitingUntil: Date.parse('2026-11-23T13:12:00Z') });
     expect(liveLine(f, 80)).toContain(`waiting for the daily cap until ${localTime(f.waitingUntil!)} (in 3 h 12 min)`);
     expect(liveLine(f, 80)).not.toContain('ETA');
+  });
+});
+
+describe('on a terminal', () => {
+  it('redraws one line in place that never passes its width', async () => {
+    const store = Store.open(join(mkdtempSync(join(tmpdir(), 'genbatch-progress-')), 's.sqlite'));
+    try {
+      store.items.sync(Array.from({ length: 5 }, (_, i) => ({ id: `a-very-long-item-id-${i}`, seq: i, type: 'image' as const, model: 'm', contentHash: 'h', spec: '{}', dependsOn: [] })), 1, false);
+      let written = '';
+      const out = Object.assign(new Writable({ write: (chunk, _e, done) => void ((written += String(chunk)), done()) }), { isTTY: true, columns: 40 }) as unknown as NodeJS.WriteStream;
+      const progress = new Progress(out, store, 5);
+      progress.start();
+      progress.onEvent({ kind: 'waiting', reason: 'the daily credit cap', untilMs: Date.now() + 3_600_000 });
+      await new Promise((r) => setTimeout(r, 300)); // a frame or two
+      progress.stop();
+      const frames = written.split('\r\x1b[2K').map((f) => f.replace(/\n$/, '')).filter(Boolean);
+      expect(frames.length).toBeGreaterThan(1);
+      for (const frame of frames.filter((f) => !f.startsWith('waiting for'))) expect(frame.length).toBeLessThan(40);
+      expect(frames.at(-1)).toMatch(/^0% · waiting for the daily cap until/);
+    } finally {
+      store.close();
+    }
   });
 });
 
