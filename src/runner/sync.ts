@@ -1,5 +1,5 @@
 import { dependenciesOf, type LoadedManifest } from '../manifest/index.js';
-import type { Store } from '../store/index.js';
+import type { ItemSync, Store } from '../store/index.js';
 import type { RunOptions } from './context.js';
 import { fileSha256 } from './inputs.js';
 import { contentHashOf, runIdFor } from './keys.js';
@@ -16,16 +16,25 @@ export async function syncItems(store: Store, manifest: LoadedManifest, opts: Ru
     store.setMeta('created_at', new Date(opts.now()).toISOString());
     if (opts.rehearsal) store.setMeta('rehearsal', '1');
   }
-  const rows = [];
-  for (const [seq, item] of manifest.items.entries()) {
-    const { where: _where, ...spec } = item;
-    const files: Record<string, string> = {};
-    for (const ref of [...(spec.inputs ?? []), spec.image, ...(spec.referenceImages ?? []), spec.video]) {
-      if (ref?.kind === 'file') files[ref.display] = await fileSha256(ref.path);
+  // Input files are hashed first (the only async part), so the rows can be made one at a time inside the
+  // transaction: a 100,000-row catalog never holds all its rows and their JSON at once.
+  const fileHashes = new Map<string, string>();
+  for (const item of manifest.items) {
+    for (const ref of [...(item.inputs ?? []), item.image, ...(item.referenceImages ?? []), item.video]) {
+      if (ref?.kind === 'file' && !fileHashes.has(ref.path)) fileHashes.set(ref.path, await fileSha256(ref.path));
     }
-    const portable = JSON.parse(JSON.stringify(spec, (k, v) => (k === 'path' ? undefined : v)));
-    const dependsOn = [...new Set(dependenciesOf(item).map((d) => d.id))];
-    rows.push({ id: item.id, seq, type: item.type, model: item.model, contentHash: contentHashOf(portable, files), spec: JSON.stringify(spec), dependsOn });
   }
-  return store.items.sync(rows, opts.now(), opts.redoChanged);
+  function* rows(): Generator<ItemSync> {
+    for (const [seq, item] of manifest.items.entries()) {
+      const { where: _where, ...spec } = item;
+      const files: Record<string, string> = {};
+      for (const ref of [...(spec.inputs ?? []), spec.image, ...(spec.referenceImages ?? []), spec.video]) {
+        if (ref?.kind === 'file') files[ref.display] = fileHashes.get(ref.path)!;
+      }
+      const portable = JSON.parse(JSON.stringify(spec, (k, v) => (k === 'path' ? undefined : v)));
+      const dependsOn = [...new Set(dependenciesOf(item).map((d) => d.id))];
+      yield { id: item.id, seq, type: item.type, model: item.model, contentHash: contentHashOf(portable, files), spec: JSON.stringify(spec), dependsOn };
+    }
+  }
+  return store.items.sync(rows(), opts.now(), opts.redoChanged);
 }
