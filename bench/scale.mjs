@@ -44,7 +44,7 @@ export async function scaleBench() {
   for (let i = 0; i < RUNS; i++) validate.push((await measureCli(['validate', 'big.yaml'], { cwd: dir })).wallSeconds);
   report(`validate of ${ROWS.toLocaleString('en-US')} rows`, validate, GOAL.validateSeconds, ' s');
 
-  const sim = await startSimulator({ timeScale: 600, seed: 5, credits: 1e9, dailyCap: 1e9, linkTtlSeconds: 7 * 86400 });
+  const sim = await startSimulator({ timeScale: 600, seed: 5, credits: 1e9, keys: [{ label: 'main', dailyCap: 1e9 }], linkTtlSeconds: 7 * 86400 });
   try {
     const env = { GENBATCH_BASE_URL: sim.baseUrl, GENBATCH_API_KEY: sim.apiKey };
     const args = ['--time-scale', '600', '--daily-cap', '1000000000'];
@@ -76,7 +76,7 @@ async function manyImages() {
   const dir = await writeCatalog(N);
   const limits = { submissionsPerWindow: 100_000, readsPerWindow: 1_000_000, imagesInFlight: 200 };
   // Links live a week of service time: the usual 15 minutes are 250 ms at 3600x, shorter than a busy download queue.
-  const sim = await startSimulator({ timeScale: 3600, seed: 9, credits: 1e9, dailyCap: 1e9, imageSeconds: [1, 2], linkTtlSeconds: 7 * 86400, limits });
+  const sim = await startSimulator({ timeScale: 3600, seed: 9, credits: 1e9, keys: [{ label: 'main', dailyCap: 1e9 }], imageSeconds: [1, 2], linkTtlSeconds: 7 * 86400, limits });
   try {
     const env = { GENBATCH_BASE_URL: sim.baseUrl, GENBATCH_API_KEY: sim.apiKey };
     const r = await measureCli(['run', 'big.yaml', '--time-scale', '3600', '--daily-cap', '1000000000', '--submit-rate', '100000/60s', '--read-rate', '1000000/60s', '--max-images-in-flight', '200'], { cwd: dir, env });

@@ -95,6 +95,7 @@ export class Progress {
         this.say('resumed');
       }
     } else if (event.kind === 'waiting') {
+      if (event.untilMs === this.waitingUntil) return;
       this.waitingUntil = event.untilMs;
       this.say(`waiting for ${event.reason} until ${localTime(event.untilMs)}`);
     } else if (event.kind === 'stopping') this.say(`stopping: ${event.reason}`);

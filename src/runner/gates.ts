@@ -81,9 +81,12 @@ export class Gates {
         this.waitingUntil = undefined;
         return this.reserve(credits, price === undefined ? model : undefined);
       }
-      if (this.waitingUntil !== until) this.onWaiting(until);
-      this.waitingUntil = until;
-      this.control.emit({ kind: 'waiting', reason: 'the daily credit cap', untilMs: until });
+      // Said once per wait, not by each of the submissions waiting, on each wake.
+      if (this.waitingUntil !== until) {
+        this.waitingUntil = until;
+        this.onWaiting(until);
+        this.control.emit({ kind: 'waiting', reason: 'the daily credit cap', untilMs: until });
+      }
       await this.control.waitForWake(Math.min(until - now, this.clock.scaled(60_000)));
     }
   }

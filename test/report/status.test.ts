@@ -65,6 +65,8 @@ describe('genbatch status while a run is live, after it is killed, and after it 
     expect(Date.parse(waiting.eta.at)).toBeGreaterThanOrEqual(Date.parse(waiting.run.waitingUntil));
     run.child.kill('SIGINT');
     await once(run.child, 'exit');
+    // Said once for the wait, not once per waiting submission and wake (10,000 items printed 131,000 lines).
+    expect(run.output().match(/waiting for the daily credit cap until/g)).toHaveLength(1);
   });
 
   it('status, report and retry read the state without validating the items: a manifest edited into an invalid one still shows its run', async () => {
