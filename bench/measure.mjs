@@ -40,7 +40,7 @@ export function minMedian(values, digits = 2, unit = '') {
 }
 
 /** A manifest of `rows` CSV rows (one image each) in a fresh dir; returns the dir. */
-export async function writeCatalog(rows, name = 'big') {
+export async function writeCatalog(rows, name = 'big', topLevel = '') {
   const { createWriteStream, writeFileSync } = await import('node:fs');
   const { once } = await import('node:events');
   const dir = mkdtempSync(join(tmpdir(), 'genbatch-bench-catalog-'));
@@ -57,7 +57,7 @@ export async function writeCatalog(rows, name = 'big') {
     `version: 1
 name: ${name}
 defaults: { type: image, model: studio-xl, aspectRatio: "4:5", resolution: 2K }
-items:
+${topLevel}items:
   - rows: products.csv
     id: "{{sku}}"
     prompt: "{{title}} in {{color}}, studio product photo"

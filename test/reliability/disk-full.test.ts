@@ -2,13 +2,9 @@ import { existsSync, readdirSync } from 'node:fs';
 import { Writable } from 'node:stream';
 import { exitCodeOf } from '../../src/cli/exit.js';
 import { describe, expect, it } from 'vitest';
-import { Catalog } from '../../src/api/catalog.js';
-import { loadManifest } from '../../src/manifest/index.js';
-import { Runner } from '../../src/runner/index.js';
-import { DEFAULT_KEY_LIMITS } from '../../src/scheduler/limits.js';
-import { Store } from '../../src/store/index.js';
-import { expectNoDoubleChargeAndVerifiedOutputs, imageManifest, readState, workspace, type RunWorkspace } from '../helpers/run.js';
-import { startTestSim, type TestSim } from '../helpers/sim.js';
+import { expectNoDoubleChargeAndVerifiedOutputs, imageManifest, readState, workspace } from '../helpers/run.js';
+import { startTestSim } from '../helpers/sim.js';
+import { runInProcess } from '../helpers/in-process.js';
 
 /** A file that takes a few bytes, then fails as a full disk does. */
 function fullDisk(): Writable {
@@ -22,24 +18,12 @@ function fullDisk(): Writable {
   });
 }
 
-async function runInProcess(t: TestSim, ws: RunWorkspace, openOutput?: (path: string) => Writable) {
-  const { loaded } = await loadManifest('m.yaml', ws.dir);
-  const store = Store.open(ws.statePath);
-  try {
-    const limits = { ...DEFAULT_KEY_LIMITS, submit: { count: 10, windowMs: 100 }, read: { count: 120, windowMs: 100 }, upload: { count: 30, windowMs: 100 } };
-    const catalog = await Catalog.fetch(t.client, ['image']);
-    const runner = new Runner(t.client, store, loaded!, { outDir: ws.outDir, limits, pollWaitSeconds: 30, maxRetries: 2, maxBlocked: 20, redoChanged: false, timeScale: 600, downloadConcurrency: 4, now: Date.now, ...(openOutput ? { openOutput } : {}) }, catalog);
-    return await runner.run();
-  } finally {
-    store.close();
-  }
-}
 
 describe('a full disk while downloading', () => {
   it('stops with a clear message, keeps every state, leaves no partial file; the same run later finishes without a resubmission', async () => {
     const t = await startTestSim({ timeScale: 600 });
     const ws = workspace(t.sim, imageManifest(3));
-    const first = await runInProcess(t, ws, fullDisk);
+    const first = await runInProcess(t, ws, { openOutput: fullDisk });
     expect(exitCodeOf(first)).toBe(4);
     expect(first.stop).toMatchObject({ kind: 'disk' });
     expect(first.stop!.message).toMatch(/outputs cannot be saved: .*ENOSPC.*downloads what was paid for without paying again/);

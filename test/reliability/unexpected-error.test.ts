@@ -1,24 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { ApiClient, Job } from '../../src/api/index.js';
-import { Catalog } from '../../src/api/catalog.js';
-import { loadManifest } from '../../src/manifest/index.js';
-import { Runner } from '../../src/runner/index.js';
-import { DEFAULT_KEY_LIMITS } from '../../src/scheduler/limits.js';
-import { Store } from '../../src/store/index.js';
-import { expectNoDoubleChargeAndVerifiedOutputs, imageManifest, readState, workspace, type RunWorkspace } from '../helpers/run.js';
-import { startTestSim, type TestSim } from '../helpers/sim.js';
+import { expectNoDoubleChargeAndVerifiedOutputs, imageManifest, readState, workspace } from '../helpers/run.js';
+import { startTestSim } from '../helpers/sim.js';
+import { runInProcess } from '../helpers/in-process.js';
 
-async function runInProcess(t: TestSim, ws: RunWorkspace, client: ApiClient) {
-  const { loaded } = await loadManifest('m.yaml', ws.dir);
-  const store = Store.open(ws.statePath);
-  try {
-    const limits = { ...DEFAULT_KEY_LIMITS, submit: { count: 10, windowMs: 100 }, read: { count: 120, windowMs: 100 }, upload: { count: 30, windowMs: 100 } };
-    const catalog = await Catalog.fetch(t.client, ['image']);
-    return await new Runner(client, store, loaded!, { outDir: ws.outDir, limits, pollWaitSeconds: 30, maxRetries: 2, maxBlocked: 20, redoChanged: false, timeScale: 600, downloadConcurrency: 4, now: Date.now }, catalog).run();
-  } finally {
-    store.close();
-  }
-}
 
 describe('an error no policy foresaw (a bug of ours, or an answer of a shape nobody expected)', () => {
   it('never ends a paid job: the item keeps its state with the error noted, the others finish, and a rerun fetches it without paying again', async () => {
@@ -37,12 +22,12 @@ describe('an error no policy foresaw (a bug of ours, or an answer of a shape nob
         };
       },
     });
-    const first = await runInProcess(t, ws, client);
+    const first = await runInProcess(t, ws, { client });
     expect(first.counts).toMatchObject({ done: 2, downloading: 1 });
     const item = readState(ws.statePath).items.find((i) => i.state === 'downloading')!;
     expect(item).toMatchObject({ error_code: 'INTERNAL' });
     expect(item.error_message).toMatch(/^unexpected error: /);
-    const second = await runInProcess(t, ws, t.client);
+    const second = await runInProcess(t, ws);
     expect(second.counts).toMatchObject({ done: 3 });
     expect(t.sim.service.ledger.of('charge')).toHaveLength(3);
     expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);

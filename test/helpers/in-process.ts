@@ -1,0 +1,26 @@
+import type { Writable } from 'node:stream';
+import type { ApiClient } from '../../src/api/index.js';
+import { Catalog } from '../../src/api/catalog.js';
+import { loadManifest } from '../../src/manifest/index.js';
+import { Runner, type RunSummary } from '../../src/runner/index.js';
+import { DEFAULT_KEY_LIMITS } from '../../src/scheduler/limits.js';
+import { Store } from '../../src/store/index.js';
+import type { RunWorkspace } from './run.js';
+import type { TestSim } from './sim.js';
+
+/**
+ * The workspace's manifest run by the Runner in this process (at 600x), for
+ * what the CLI cannot inject: another client, a file that fails as a full disk does.
+ */
+export async function runInProcess(t: TestSim, ws: RunWorkspace, inject: { client?: ApiClient; openOutput?: (path: string) => Writable } = {}): Promise<RunSummary> {
+  const { loaded } = await loadManifest('m.yaml', ws.dir);
+  const store = Store.open(ws.statePath);
+  try {
+    const limits = { ...DEFAULT_KEY_LIMITS, submit: { count: 10, windowMs: 100 }, read: { count: 120, windowMs: 100 }, upload: { count: 30, windowMs: 100 } };
+    const catalog = await Catalog.fetch(t.client, ['image']);
+    const options = { outDir: ws.outDir, limits, pollWaitSeconds: 30, maxRetries: 2, maxBlocked: 20, redoChanged: false, timeScale: 600, downloadConcurrency: 4, now: Date.now, ...(inject.openOutput ? { openOutput: inject.openOutput } : {}) };
+    return await new Runner(inject.client ?? t.client, store, loaded!, options, catalog).run();
+  } finally {
+    store.close();
+  }
+}
