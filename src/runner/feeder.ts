@@ -53,15 +53,15 @@ export class Feeder {
       for (const { id, dep_id, dep_state } of doomed) {
         if (seen.has(id)) continue;
         seen.add(id);
-        this.skip(id, 'DEPENDENCY_FAILED', `${dep_id} ended ${dep_state}`);
+        this.skipForGood(id, 'DEPENDENCY_FAILED', `${dep_id} ended ${dep_state}`);
       }
     }
     this.endedSeen = this.store.items.endedWithoutOutput();
   }
 
   /** pending → skipped, said as the item's end. */
-  skip(id: string, code: string, message: string): void {
-    if (this.store.life.skip(id, { code, message }, this.clock.now())) this.control.emit({ kind: 'item-final', itemId: id, state: 'skipped', code, message });
+  skipForGood(id: string, code: string, message: string): void {
+    if (this.store.life.markSkipped(id, { code, message }, this.clock.now())) this.control.emit({ kind: 'item-final', itemId: id, state: 'skipped', code, message });
   }
 
   claim(item: ItemRow): void {

@@ -161,7 +161,7 @@ export class Runner implements RunContext {
       }
       const price = this.price(next);
       if (price === undefined && opts.maxCredits !== undefined) {
-        feeder.skip(next.id, 'PRICE_UNKNOWN', `no price is known for ${next.model} (the catalog shows none and nothing was charged for it yet), so the budget could not be kept: give one in the manifest (prices: { ${next.model}: credits }, or by resolution and duration for video) and run again`);
+        feeder.skipForGood(next.id, 'PRICE_UNKNOWN', `no price is known for ${next.model} (the catalog shows none and nothing was charged for it yet), so the budget could not be kept: give one in the manifest (prices: { ${next.model}: credits }, or by resolution and duration for video) and run again`);
         continue;
       }
       if (gates.overBudget(price ?? 0)) break;

@@ -151,7 +151,7 @@ export class Lifecycle {
   }
 
   /** pending → skipped: it can never run as the manifest stands (a dependency ended without an output, no price to keep a budget). */
-  skip(id: string, error: ErrorNote, now: number): boolean {
+  markSkipped(id: string, error: ErrorNote, now: number): boolean {
     return this.transition(id, ['pending'], 'skipped', now, error);
   }
 

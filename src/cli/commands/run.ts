@@ -156,17 +156,23 @@ function report(s: RunSummary, outDir: string, cwd: string, logPath: string, man
 /** Removes an earlier rehearsal's state; a real run's state given by --state is refused, never touched. */
 function startRehearsalOver(statePath: string, defaultPath: boolean): void {
   if (!existsSync(statePath)) return;
-  let rehearsal = defaultPath; // .genbatch/<name>.simulated.sqlite is only ever a rehearsal's
-  if (!rehearsal) try {
-    const store = Store.openReadOnly(statePath);
-    try {
-      rehearsal ||= store.meta('rehearsal') === '1' || store.meta('run_id') === undefined;
-    } finally {
-      store.close();
-    }
+  // .genbatch/<name>.simulated.sqlite is only ever a rehearsal's; a path given by --state must say it is one.
+  if (!defaultPath && !isRehearsalState(statePath)) {
+    throw new ExitError(EXIT.usage, `${statePath} is the state of a real run; a rehearsal (--simulate) never touches it. Leave out --state, or give a path of its own.`);
+  }
+  for (const suffix of ['', '-wal', '-shm']) rmSync(`${statePath}${suffix}`, { force: true });
+}
+
+function isRehearsalState(statePath: string): boolean {
+  let store: Store;
+  try {
+    store = Store.openReadOnly(statePath);
   } catch (error) {
     throw new ExitError(EXIT.environment, (error as Error).message);
   }
-  if (!rehearsal) throw new ExitError(EXIT.usage, `${statePath} is the state of a real run; a rehearsal (--simulate) never touches it. Leave out --state, or give a path of its own.`);
-  for (const suffix of ['', '-wal', '-shm']) rmSync(`${statePath}${suffix}`, { force: true });
+  try {
+    return store.meta('rehearsal') === '1' || store.meta('run_id') === undefined;
+  } finally {
+    store.close();
+  }
 }
