@@ -104,12 +104,11 @@ export class Progress {
 
   /** Off a terminal, a line; on one, the message above the live line. */
   private say(what?: string): void {
-    const line = liveLine(this.facts());
     if (this.out.isTTY) {
       if (what) this.out.write(`\r\x1b[2K${what}\n`);
       return;
     }
-    this.out.write(`${localTime(Date.now())} ${what ? `${what}: ` : ''}${line}\n`);
+    this.out.write(`${localTime(Date.now())} ${what ? `${what}: ` : ''}${liveLine(this.facts())}\n`);
   }
 
   private facts(): LiveFacts {
