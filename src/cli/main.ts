@@ -1,11 +1,11 @@
 #!/usr/bin/env node
-import { createRequire } from 'node:module';
 import { Command, Option } from 'commander';
 // Each command's code is loaded when it runs: `status` need not load the HTTP client, the simulator or the runner.
 const manifestCommands = () => import('./commands/manifest-commands.js');
 const stateCommands = () => import('./commands/state-commands.js');
 const serviceInfo = () => import('./commands/service-info.js');
 import { EXIT, describeFailure, exitCodeOf } from './exit.js';
+import { GENBATCH_VERSION } from '../util/version.js';
 import { maxBlocked, mediaType, nonNegativeInt, nonNegativeNumber, pollWait, port, positiveInt, positiveNumber, probability, range, rate } from './parse.js';
 
 const env = process.env;
@@ -47,14 +47,10 @@ if (process.argv.some((a) => a === '--api-key' || a.startsWith('--api-key='))) {
 const program = new Command()
   .name('genbatch')
   .description('Batch runner for the image and video generation API.')
-  .version(packageVersion(), '-V, --version', 'print the version')
+  .version(GENBATCH_VERSION, '-V, --version', 'print the version')
   .addHelpText('after', HELP_AFTER)
   .showHelpAfterError('(add --help for usage)')
   .exitOverride();
-
-function packageVersion(): string {
-  return (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
-}
 
 withConnection(program.command('validate').argument('<manifest>').description('check a manifest; --online also checks it against the service'))
   .option('--online', 'also check models, kinds, modes, allowed values and key scopes against the service')

@@ -1,4 +1,4 @@
-export { loadManifest, type LoadedManifest, type ValidationResult } from './validate.js';
+export { loadManifest, loadManifestTop, type LoadedManifest, type ManifestTop, type ValidationResult } from './validate.js';
 export { locateManifest, type ManifestLocation } from './locate.js';
 export { formatIssue, IssueList, type ManifestIssue } from './issues.js';
 export { dependenciesOf, type InputRef, type ResolvedItem } from './types.js';

@@ -1,7 +1,8 @@
 import type { Catalog } from '../api/catalog.js';
-import type { IssueList } from './issues.js';
+import { IssueList } from './issues.js';
 import { type ManifestSource, fieldPath } from './source.js';
-import type { ResolvedItem } from './types.js';
+import type { ItemShape } from '../store/index.js';
+import type { InputRef, ResolvedItem } from './types.js';
 
 const MODE_FOR_INPUT = { image: ['image-to-video'], referenceImages: ['reference-to-video'], video: ['video-extend', 'video-edit'], source: ['video-extend', 'video-edit'] } as const;
 
@@ -46,4 +47,25 @@ export function checkAgainstService(items: readonly ResolvedItem[], source: Mani
   for (const [type, item] of firstOfType) {
     if (!scopes.includes(type)) report(item, 'type', `the key lacks the ${type} scope, which the manifest's ${countOfType.get(type)} ${type} item(s) need; create a key with it`);
   }
+}
+
+/** The same checks for the shapes of items a state holds: the number of problems (located by a full load, when there are any). */
+export function shapeProblems(shapes: readonly ItemShape[], source: ManifestSource, catalog: Catalog, scopes: readonly string[]): number {
+  const where = { file: source.file, line: 1, column: 1, itemIndex: 0 };
+  const items = shapes.flatMap((s): ResolvedItem[] => {
+    const item: ResolvedItem = { id: '', type: s.type, model: s.model, prompt: '', where };
+    if (s.aspectRatio !== null) item.aspectRatio = s.aspectRatio;
+    if (s.resolution !== null) item.resolution = s.resolution;
+    if (s.duration !== null) item.duration = s.duration;
+    if (s.edits) item.inputs = [];
+    const ref: InputRef = { kind: 'item', id: '' };
+    if (s.given === 'image') item.image = ref;
+    else if (s.given === 'referenceImages') item.referenceImages = [ref];
+    else if (s.given === 'video') item.video = ref;
+    else if (s.given === 'source') item.source = '';
+    return [item];
+  });
+  const issues = new IssueList();
+  checkAgainstService(items, source, catalog, scopes, issues);
+  return issues.count;
 }

@@ -9,16 +9,20 @@ import { toText } from './templates.js';
 import type { ResolvedItem } from './types.js';
 import { explainIssue } from './zod-issues.js';
 
-export interface LoadedManifest {
+/** A manifest's top level, parsed and checked: everything but its items. */
+export interface ManifestTop {
   source: ManifestSource;
   manifest: Manifest;
   /** `name`, else the file name. */
   name: string;
-  items: ResolvedItem[];
   /** Absolute; `output.dir` relative to the manifest, else out/<name> beside it. */
   outputDir: string;
   outputName: string;
   vars: ReadonlyMap<string, string>;
+}
+
+export interface LoadedManifest extends ManifestTop {
+  items: ResolvedItem[];
 }
 
 export interface ValidationResult {
@@ -32,6 +36,29 @@ export interface ValidationResult {
  * across items. Every problem is collected with its location; nothing is printed.
  */
 export async function loadManifest(path: string, cwd = process.cwd()): Promise<ValidationResult> {
+  const read = await readTop(path, cwd);
+  if (!read.top) return { issues: read.issues };
+  const { top, issues, only, schemaOk, templateProblem } = read;
+  const items: ResolvedItem[] = [];
+  const expander = new Expander(top.source, top.manifest, cwd, issues, only);
+  for await (const item of expander.items()) items.push(item);
+  if (!schemaOk) return { issues };
+  if (!templateProblem) checkAcrossItems(items, top.source, top.outputName, top.vars, issues, expander.invalidIds);
+  if (items.length === 0 && issues.count === 0) issues.add({ file: top.source.file, ...top.source.locate(['items']), field: 'items', message: 'the manifest expands to no items (are the rows files empty?)' });
+  return { loaded: { ...top, items }, issues };
+}
+
+/**
+ * The top level alone, checked by the schema, without expanding the items:
+ * a resumed run whose sources are as they were when its items were last
+ * written into the state needs nothing more. Undefined on any problem.
+ */
+export async function loadManifestTop(path: string, cwd = process.cwd()): Promise<ManifestTop | undefined> {
+  const read = await readTop(path, cwd);
+  return read.top && read.schemaOk && !read.templateProblem && read.issues.count === 0 ? read.top : undefined;
+}
+
+async function readTop(path: string, cwd: string): Promise<{ issues: IssueList; top?: ManifestTop; only?: Set<number>; schemaOk?: boolean; templateProblem?: string }> {
   const issues = new IssueList();
   const source = await ManifestSource.read(path, cwd, issues);
   if (!source) return { issues };
@@ -59,17 +86,9 @@ export async function loadManifest(path: string, cwd = process.cwd()): Promise<V
   const outputName = manifest.output?.name ?? DEFAULT_OUTPUT_NAME;
   const templateProblem = outputTemplateProblem(outputName, [...vars.keys()]);
   if (templateProblem) report(['output', 'name'], templateProblem);
-
-  const items: ResolvedItem[] = [];
-  const expander = new Expander(source, manifest, cwd, issues, only);
-  for await (const item of expander.items()) items.push(item);
-  if (!parsed.success) return { issues };
-  if (!templateProblem) checkAcrossItems(items, source, outputName, vars, issues, expander.invalidIds);
-  if (items.length === 0 && issues.count === 0) report(['items'], 'the manifest expands to no items (are the rows files empty?)');
-
   const name = manifest.name ?? source.stem;
   const outputDir = resolve(source.dir, manifest.output?.dir ?? `out/${name}`);
-  return { loaded: { source, manifest, name, items, outputDir, outputName, vars }, issues };
+  return { issues, top: { source, manifest, name, outputDir, outputName, vars }, ...(only ? { only } : {}), schemaOk: parsed.success, ...(templateProblem ? { templateProblem } : {}) };
 }
 
 /** The parts of a manifest that passed the schema: enough to expand the good items. */

@@ -1,5 +1,5 @@
 import type { ApiClient } from '../api/index.js';
-import type { LoadedManifest } from '../manifest/index.js';
+import type { ManifestTop } from '../manifest/index.js';
 import type { Logger } from '../log/logger.js';
 import type { Bucket } from '../scheduler/bucket.js';
 import type { KeyLimits } from '../scheduler/limits.js';
@@ -57,7 +57,7 @@ export type StopKind = 'interrupted' | 'budget' | 'moderation' | 'refused' | 'di
 export interface RunContext {
   client: ApiClient;
   store: Store;
-  manifest: LoadedManifest;
+  manifest: ManifestTop;
   opts: RunOptions;
   buckets: { submit: Bucket; read: Bucket; upload: Bucket };
   /** Aborts polls and downloads (interrupt): submissions already sent still record their job. */

@@ -4,7 +4,7 @@ import PQueue from 'p-queue';
 import type { ApiClient, Job } from '../api/index.js';
 import type { Catalog } from '../api/catalog.js';
 import { priceOf } from '../estimate/prices.js';
-import type { LoadedManifest } from '../manifest/index.js';
+import type { ManifestTop, ResolvedItem } from '../manifest/index.js';
 import { Bucket } from '../scheduler/bucket.js';
 import { Slots } from '../scheduler/slots.js';
 import type { ItemProblem, ItemRow, ItemState, Store } from '../store/index.js';
@@ -51,7 +51,6 @@ export class Runner implements RunContext {
   private readonly feeder: Feeder;
   private readonly slots: Record<'image' | 'video', Slots>;
   private readonly downloads: PQueue;
-  private readonly specs = new Map<string, ItemSpec>();
   private readonly downloadHealth = new DownloadHealth();
   private runId = 0;
   private changed: string[] = [];
@@ -59,9 +58,11 @@ export class Runner implements RunContext {
   constructor(
     readonly client: ApiClient,
     readonly store: Store,
-    readonly manifest: LoadedManifest,
+    readonly manifest: ManifestTop,
     readonly opts: RunOptions,
     private readonly catalog: Catalog | undefined,
+    /** The manifest's items to write into the state first; none when the state holds them as they are (a resume). */
+    private toSync?: { items: readonly ResolvedItem[]; fingerprint?: string | undefined },
   ) {
     const { limits, now } = opts;
     this.clock = new RunClock(now, opts.timeScale);
@@ -97,7 +98,12 @@ export class Runner implements RunContext {
   }
 
   private async work(): Promise<RunSummary> {
-    this.changed = (await syncItems(this.store, this.manifest, this.opts)).changed;
+    if (this.toSync) {
+      await syncItems(this.store, this.manifest, this.toSync.items, this.opts, this.toSync.fingerprint);
+      // From here on the state has them: 100,000 item objects need not stay in memory for the whole run.
+      this.toSync = undefined;
+    }
+    this.changed = this.store.items.changedIds();
     // Before anything is paid for: a dir that cannot take outputs stops the run here.
     const unwritable = await probeOutputDir(this.opts.outDir);
     if (unwritable) {
@@ -105,8 +111,6 @@ export class Runner implements RunContext {
       return this.summary();
     }
     await claimOutputDir(this.opts.outDir, { state: this.store.db.name, runId: this.store.meta('run_id')!, rehearsal: this.opts.rehearsal ?? false });
-    // The manifest's own objects (their `where` rides along unused): no second copy of 100,000 items.
-    for (const item of this.manifest.items) this.specs.set(item.id, item);
     await this.recover();
     await Promise.all([this.feed('image'), this.feed('video')]);
     await Promise.all([this.slots.image.onIdle(), this.slots.video.onIdle()]);
@@ -224,7 +228,7 @@ export class Runner implements RunContext {
   }
 
   spec(item: ItemRow): ItemSpec {
-    return this.specs.get(item.id) ?? (JSON.parse(item.spec) as ItemSpec);
+    return JSON.parse(item.spec) as ItemSpec;
   }
 
   /** The best bound known for one job: the catalog's or the manifest's price, else the largest charge seen for the model. */

@@ -1,15 +1,19 @@
-import { dependenciesOf, type LoadedManifest } from '../manifest/index.js';
+import { dependenciesOf, type ManifestTop, type ResolvedItem } from '../manifest/index.js';
 import type { ItemSync, Store } from '../store/index.js';
 import type { RunOptions } from './context.js';
 import { fileSha256 } from './inputs.js';
 import { contentHashOf, runIdFor } from './keys.js';
+import { snapshotInputs, type SyncedSources } from './sources.js';
+
+const SYNCED_SOURCES = 'synced_sources';
 
 /**
  * Writes the manifest's items into the state, with a hash of each one's
  * resolved content (file inputs by their bytes), so later runs can tell an
- * item that changed from one that did not.
+ * item that changed from one that did not. With the sources' fingerprint,
+ * records what the items were written from, for a resume to skip this.
  */
-export async function syncItems(store: Store, manifest: LoadedManifest, opts: RunOptions): Promise<{ added: number; changed: string[] }> {
+export async function syncItems(store: Store, manifest: ManifestTop, items: readonly ResolvedItem[], opts: RunOptions, fingerprint?: string): Promise<{ added: number; changed: string[] }> {
   if (!store.meta('run_id')) {
     store.setMeta('run_id', runIdFor(manifest.source.absPath, manifest.name));
     store.setMeta('manifest', manifest.source.absPath);
@@ -19,13 +23,12 @@ export async function syncItems(store: Store, manifest: LoadedManifest, opts: Ru
   // Input files are hashed first (the only async part), so the rows can be made one at a time inside the
   // transaction: a 100,000-row catalog never holds all its rows and their JSON at once.
   const fileHashes = new Map<string, string>();
-  for (const item of manifest.items) {
-    for (const ref of [...(item.inputs ?? []), item.image, ...(item.referenceImages ?? []), item.video]) {
-      if (ref?.kind === 'file' && !fileHashes.has(ref.path)) fileHashes.set(ref.path, await fileSha256(ref.path));
-    }
+  const inputs = fingerprint === undefined ? [] : await snapshotInputs(new Set(items.flatMap(filePaths)));
+  for (const item of items) {
+    for (const path of filePaths(item)) if (!fileHashes.has(path)) fileHashes.set(path, await fileSha256(path));
   }
   function* rows(): Generator<ItemSync> {
-    for (const [seq, item] of manifest.items.entries()) {
+    for (const [seq, item] of items.entries()) {
       const { where: _where, ...spec } = item;
       const files: Record<string, string> = {};
       for (const ref of [...(spec.inputs ?? []), spec.image, ...(spec.referenceImages ?? []), spec.video]) {
@@ -36,5 +39,21 @@ export async function syncItems(store: Store, manifest: LoadedManifest, opts: Ru
       yield { id: item.id, seq, type: item.type, model: item.model, contentHash: contentHashOf(portable, files), spec: JSON.stringify(spec), dependsOn };
     }
   }
-  return store.items.sync(rows(), opts.now(), opts.redoChanged);
+  // Cleared first: a sync cut off half-way must never pass for the one the fingerprint names.
+  store.deleteMeta(SYNCED_SOURCES);
+  const result = store.items.sync(rows(), opts.now(), opts.redoChanged);
+  if (fingerprint !== undefined) store.setMeta(SYNCED_SOURCES, JSON.stringify({ fingerprint, inputs, items: items.length } satisfies SyncedSources));
+  return result;
+}
+
+/** What the state's items were last written from, if a sync recorded it. */
+export function syncedSources(store: Store): SyncedSources | undefined {
+  const text = store.meta(SYNCED_SOURCES);
+  return text === undefined ? undefined : (JSON.parse(text) as SyncedSources);
+}
+
+function filePaths(item: ResolvedItem): string[] {
+  const paths: string[] = [];
+  for (const ref of [...(item.inputs ?? []), item.image, ...(item.referenceImages ?? []), item.video]) if (ref?.kind === 'file') paths.push(ref.path);
+  return paths;
 }

@@ -11,7 +11,7 @@ import { Runs } from './runs.js';
 import { Uploads } from './uploads.js';
 
 export { StateFileError } from './db.js';
-export type { ItemProblem, ItemRow, ItemSync } from './items.js';
+export type { ItemProblem, ItemRow, ItemShape, ItemSync } from './items.js';
 export { ENDED_WITHOUT_OUTPUT, FINAL_STATES, ITEM_STATES, OPEN_STATES, UNANSWERED_STATES, type ItemState } from './states.js';
 export type { ErrorNote } from './lifecycle.js';
 export type { AttemptRow } from './attempts.js';
@@ -92,6 +92,10 @@ export class Store {
 
   setMeta(key: string, value: string): void {
     this.db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(key, value);
+  }
+
+  deleteMeta(key: string): void {
+    this.db.prepare('DELETE FROM meta WHERE key = ?').run(key);
   }
 
   close(): void {

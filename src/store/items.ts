@@ -39,6 +39,18 @@ export interface ItemSync {
   dependsOn: readonly string[];
 }
 
+/** What the catalog judges of an item, without its prompt or id. */
+export interface ItemShape {
+  type: 'image' | 'video';
+  model: string;
+  aspectRatio: string | null;
+  resolution: string | null;
+  duration: string | null;
+  edits: number;
+  given: 'image' | 'referenceImages' | 'video' | 'source' | null;
+  n: number;
+}
+
 /** A pending item one of whose dependencies ended without an output. */
 export interface DoomedItem {
   id: string;
@@ -70,6 +82,8 @@ export class Items {
   private readonly workStmt;
   private readonly reportStmt;
   private readonly specsStmt;
+  private readonly changedStmt;
+  private readonly shapesStmt;
 
   constructor(private readonly db: Db) {
     this.byId = db.prepare<[string], ItemRow>('SELECT * FROM items WHERE id = ?');
@@ -111,6 +125,15 @@ export class Items {
       `SELECT type, sum(CASE WHEN state IN ${sqlStates(OPEN_STATES)} THEN n ELSE 0 END) AS open, sum(CASE WHEN state = 'pending' THEN n ELSE 0 END) AS pending, sum(attempted * n) AS submitted FROM item_tally GROUP BY type`,
     );
     this.reportStmt = db.prepare<[], ItemFacts>("SELECT id, state, type, model, json_extract(spec, '$.prompt') AS prompt, error_code, error_message FROM items ORDER BY seq");
+    this.changedStmt = db.prepare<[], { id: string }>('SELECT id FROM items WHERE changed = 1 ORDER BY seq').pluck();
+    this.shapesStmt = db.prepare<[], ItemShape>(
+      `SELECT type, model, spec ->> '$.aspectRatio' AS aspectRatio, spec ->> '$.resolution' AS resolution, spec ->> '$.duration' AS duration,
+         spec -> '$.inputs' IS NOT NULL AS edits,
+         CASE WHEN spec -> '$.image' IS NOT NULL THEN 'image' WHEN spec -> '$.referenceImages' IS NOT NULL THEN 'referenceImages'
+              WHEN spec -> '$.video' IS NOT NULL THEN 'video' WHEN spec -> '$.source' IS NOT NULL THEN 'source' END AS given,
+         count(*) AS n
+       FROM items GROUP BY 1, 2, 3, 4, 5, 6, 7`,
+    );
     this.specsStmt = db.prepare<[string], { id: string; spec: string }>('SELECT id, spec FROM items WHERE type = ? ORDER BY seq');
     // From the tally the triggers keep (migration 7): a few rows, whatever the manifest's size.
     this.endedWithoutOutputStmt = db.prepare<[], { n: number | null }>(`SELECT sum(n) AS n FROM item_tally WHERE state IN ${sqlStates(ENDED_WITHOUT_OUTPUT)}`);
@@ -154,6 +177,16 @@ export class Items {
       }
     }).immediate();
     return { added, changed };
+  }
+
+  /** Items flagged at the last sync: changed after they were submitted, kept as they were. */
+  changedIds(): string[] {
+    return this.changedStmt.all() as unknown as string[];
+  }
+
+  /** Each distinct combination of what the service's catalog and scopes judge (type, model, values, kind of input), with how many items have it. */
+  shapes(): ItemShape[] {
+    return this.shapesStmt.all();
   }
 
   /** Pending items of a type that are due and whose dependencies are all done, in manifest order after `afterSeq`. */

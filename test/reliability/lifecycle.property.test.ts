@@ -184,7 +184,7 @@ async function runSequence(script: Script): Promise<void> {
         timeScale: 1_000_000,
         downloadConcurrency: 2,
         now: Date.now,
-      }, undefined);
+      }, undefined, { items: loaded!.items });
       service.onCall = () => {
         if (interrupts.length && service.calls >= interrupts[0]!) {
           interrupts.shift();

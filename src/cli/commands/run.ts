@@ -12,7 +12,9 @@ import { Progress } from '../progress.js';
 import { writeReport } from '../../report/index.js';
 import { statePathFor } from '../state-path.js';
 import { IssueList } from '../../manifest/index.js';
-import { checkAgainstService } from '../../manifest/online.js';
+import { checkAgainstService, shapeProblems } from '../../manifest/online.js';
+import type { LoadedManifest, ManifestTop } from '../../manifest/index.js';
+import { planResume } from '../../runner/resume.js';
 import { issueReport, loadValid } from './manifest-load.js';
 
 export interface RunFlags extends ConnectionFlags {
@@ -56,32 +58,47 @@ export interface RunHandle {
 }
 
 export async function runCommand(path: string, flags: RunFlags, env: NodeJS.ProcessEnv, cwd: string, progressOut: NodeJS.WriteStream): Promise<RunHandle> {
-  const manifest = await loadValid(path, cwd);
-  const timeScale = flags.timeScale ?? (flags.simulate ? 60 : 1);
-  const statePath = statePathFor(manifest, flags.state, cwd, flags.simulate && !flags.state);
+  const rehearsal = flags.simulate ?? false;
+  const statePathOf = (top: ManifestTop) => statePathFor(top, flags.state, cwd, rehearsal && !flags.state);
+  // A resume whose sources are unchanged takes its items from the state (a rehearsal starts over, --redo-changed looks at each item).
+  const plan = rehearsal ? {} : await planResume(path, cwd, statePathOf, !flags.redoChanged);
+  const resumed = plan.resume;
+  let loaded = resumed ? undefined : await loadValid(path, cwd);
+  // The top level only: the items live in the state once synced, not in memory for the whole run.
+  const manifest: ManifestTop = resumed?.top ?? topOf(loaded!);
+  const timeScale = flags.timeScale ?? (rehearsal ? 60 : 1);
+  const statePath = statePathOf(manifest);
   // A fresh in-process simulator knows none of an earlier run's jobs: a rehearsal starts over, and never on a real run's state.
-  if (flags.simulate) startRehearsalOver(statePath, !flags.state);
+  if (rehearsal) startRehearsalOver(statePath, !flags.state);
   const connection = await connect(flags, env, timeScale);
   let catalog: Catalog;
   let store: Store;
   try {
     // The service's view first (models, kinds, modes, allowed values, scopes): a mismatch is exit 2 before anything is sent.
     const me = await connection.client.me();
-    catalog = await Catalog.fetch(connection.client, new Set(manifest.items.map((i) => i.type)));
-    const issues = new IssueList();
-    checkAgainstService(manifest.items, manifest.source, catalog, me.scopes, issues);
-    if (issues.count > 0) throw new ExitError(EXIT.usage, issueReport(issues));
+    const types = resumed ? resumed.shapes.map((s) => s.type) : loaded!.items.map((i) => i.type);
+    catalog = await Catalog.fetch(connection.client, new Set(types));
+    // The state's item shapes pass as they did, or the whole manifest is loaded to say where each problem is.
+    if (resumed && shapeProblems(resumed.shapes, resumed.top.source, catalog, me.scopes) > 0) loaded = await loadValid(path, cwd);
+    if (loaded) {
+      const issues = new IssueList();
+      checkAgainstService(loaded.items, loaded.source, catalog, me.scopes, issues);
+      if (issues.count > 0) throw new ExitError(EXIT.usage, issueReport(issues));
+    }
     store = Store.open(statePath);
   } catch (error) {
     await connection.close();
     throw error;
   }
+  const toSync = loaded ? { items: loaded.items, fingerprint: plan.fingerprint } : undefined;
+  const itemCount = loaded ? loaded.items.length : resumed!.synced.items;
+  loaded = undefined;
   // A rehearsal never writes where a real run's outputs are.
   const outDir = `${flags.out ? resolve(cwd, flags.out) : manifest.outputDir}${flags.simulate ? '.simulated' : ''}`;
   const logPath = join(dirname(statePath), `${manifest.name}${flags.simulate ? '.simulated' : ''}.log`);
   mkdirSync(dirname(logPath), { recursive: true });
   const logger = createLogger({ secrets: [env.GENBATCH_API_KEY ?? '', connection.simulator?.apiKey ?? ''].filter(Boolean), destination: createWriteStream(logPath, { flags: 'a' }) });
-  const progress = new Progress(progressOut, store, manifest.items.length);
+  const progress = new Progress(progressOut, store, itemCount);
   const runner = new Runner(connection.client, store, manifest, {
     outDir,
     rehearsal: flags.simulate ?? false,
@@ -97,8 +114,9 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
     now: Date.now,
     logger,
     onEvent: progress.onEvent,
-  }, catalog);
-  if (flags.simulate) progressOut.write(`rehearsal on the embedded simulator (no key, no credits, time x${timeScale}): it starts over each time; outputs go to ${outDir}, the state to ${statePath}\n`);
+  }, catalog, toSync);
+  if (!toSync) progressOut.write(`resuming: ${manifest.source.file} and its files are as the state last saw them; ${count(itemCount, 'item')} read from the state, not expanded again\n`);
+  if (rehearsal) progressOut.write(`rehearsal on the embedded simulator (no key, no credits, time x${timeScale}): it starts over each time; outputs go to ${outDir}, the state to ${statePath}\n`);
   progress.start();
   logger.info({ manifest: manifest.source.absPath, state: statePath, outDir, timeScale }, 'run started');
   const done = runner.run().then(async (summary) => {
@@ -120,6 +138,10 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
   });
   const resumeHint = flags.simulate ? 'A rehearsal starts over each time: nothing of it is resumed.' : 'The state is saved: run the same command to resume; nothing is paid twice.';
   return { interrupt: () => runner.stop('interrupted', `interrupted. ${resumeHint}`), resumeHint, done };
+}
+
+function topOf({ items: _items, ...top }: LoadedManifest): ManifestTop {
+  return top;
 }
 
 /** Problem items the end of a run names with their message; status lists them all. */

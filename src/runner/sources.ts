@@ -1,0 +1,56 @@
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import type { ManifestTop } from '../manifest/index.js';
+import { GENBATCH_VERSION } from '../util/version.js';
+
+/**
+ * What the state's items were last written from: the manifest's and its rows
+ * files' bytes (with genbatch's version, since another version may expand
+ * them otherwise), and each input file's size and modification time. A
+ * resumed run whose sources are all as recorded can take its items from the
+ * state instead of expanding and checking 100,000 rows again.
+ */
+export interface SyncedSources {
+  fingerprint: string;
+  /** [absolute path, size, mtimeMs] of every file input. */
+  inputs: [string, number, number][];
+  /** How many items the manifest had. */
+  items: number;
+}
+
+/** The fingerprint of the manifest and its rows files; undefined when one cannot be read. */
+export async function sourcesFingerprint(top: ManifestTop): Promise<string | undefined> {
+  const hash = createHash('sha256').update(`genbatch ${GENBATCH_VERSION}\n${top.source.absPath}\n`).update(top.source.text);
+  for (const item of top.manifest.items) {
+    if (item.rows === undefined) continue;
+    const path = resolve(top.source.dir, item.rows);
+    hash.update(`\n${path}\n`);
+    try {
+      for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
+    } catch {
+      return undefined;
+    }
+  }
+  return hash.digest('hex');
+}
+
+/** Size and modification time of each input file, as the sync saw them. */
+export async function snapshotInputs(paths: Iterable<string>): Promise<SyncedSources['inputs']> {
+  const out: SyncedSources['inputs'] = [];
+  for (const path of paths) {
+    const s = await stat(path);
+    out.push([path, s.size, s.mtimeMs]);
+  }
+  return out;
+}
+
+/** Every input file still has the size and modification time it had at the sync. */
+export async function inputsUnchanged(inputs: SyncedSources['inputs']): Promise<boolean> {
+  for (const [path, size, mtimeMs] of inputs) {
+    const s = await stat(path).catch(() => undefined);
+    if (!s || s.size !== size || s.mtimeMs !== mtimeMs) return false;
+  }
+  return true;
+}

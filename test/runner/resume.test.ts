@@ -1,0 +1,73 @@
+import { appendFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { IMAGE_MODELS } from '../../src/simulator/catalog.js';
+import { makePng } from '../../src/simulator/media.js';
+import { expectNoDoubleChargeAndVerifiedOutputs, readState, workspace } from '../helpers/run.js';
+import { startTestSim } from '../helpers/sim.js';
+
+const MANIFEST = `version: 1
+defaults: { model: studio-lite }
+items:
+  - rows: products.csv
+    id: "{{sku}}"
+    prompt: "{{title}}, studio product photo"
+  - { id: recolor, model: studio-edit, prompt: "make it matte black", inputs: [mug.png] }
+`;
+
+const posts = (t: Awaited<ReturnType<typeof startTestSim>>) => t.sim.service.ledger.of('request').filter((r) => r.method === 'POST' && r.path !== '/uploads').length;
+
+describe('a resume of a manifest whose files are as the state last saw them', () => {
+  it('reads its items from the state; any edit to the manifest, a rows file or an input file is loaded and compared anew', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(t.sim, MANIFEST, { 'products.csv': 'sku,title\nmug-1,Red mug\nmug-2,Blue mug\n', 'mug.png': makePng('mug') });
+    const first = await ws.run();
+    expect(first.code, first.stdout + first.stderr).toBe(0);
+    expect(first.stderr).not.toMatch(/resuming/);
+    expect(posts(t)).toBe(3);
+
+    const unchanged = await ws.run();
+    expect(unchanged.code).toBe(0);
+    expect(unchanged.stderr).toMatch(/resuming: m\.yaml and its files are as the state last saw them; 3 items read from the state/);
+    expect(posts(t)).toBe(3);
+
+    // A row's title edited: the item is found changed (kept, not paid again), never taken from the state as it was.
+    writeFileSync(join(ws.dir, 'products.csv'), 'sku,title\nmug-1,Green mug\nmug-2,Blue mug\n');
+    const rowEdited = await ws.run();
+    expect(rowEdited.stderr).not.toMatch(/resuming/);
+    expect(rowEdited.stdout).toMatch(/1 item changed after they were submitted.*mug-1/);
+
+    // An input file's new bytes: the edit item is found changed.
+    writeFileSync(join(ws.dir, 'mug.png'), makePng('another mug'));
+    const inputEdited = await ws.run();
+    expect(inputEdited.stderr).not.toMatch(/resuming/);
+    expect(inputEdited.stdout).toMatch(/2 items changed after they were submitted.*mug-1, recolor/);
+
+    // A new row is a new item, submitted once; after that the state is trusted again.
+    appendFileSync(join(ws.dir, 'products.csv'), 'mug-3,White mug\n');
+    const rowAdded = await ws.run();
+    expect(rowAdded.code).toBe(0);
+    expect(posts(t)).toBe(4);
+    const again = await ws.run();
+    expect(again.stderr).toMatch(/4 items read from the state/);
+    expect(again.stdout).toMatch(/2 items changed after they were submitted/);
+    expect(posts(t)).toBe(4);
+    expect(Object.fromEntries(readState(ws.statePath).items.map((i) => [i.id, i.state]))).toEqual({ 'mug-1': 'done', 'mug-2': 'done', 'mug-3': 'done', recolor: 'done' });
+    expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
+  });
+
+  it('a model the service no longer has is found before anything is sent, with its place in the manifest', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(t.sim, 'version: 1\nitems:\n  - { id: a, model: studio-lite, prompt: "a mug" }\n  - { id: b, model: studio-lite, prompt: "a cup" }\n');
+    expect((await ws.run(['--max-credits', '2'])).code).toBe(3);
+    const before = posts(t);
+    // The service retires the model between the two runs.
+    const at = IMAGE_MODELS.findIndex((m) => m.id === 'studio-lite');
+    const [retired] = IMAGE_MODELS.splice(at, 1);
+    onTestFinished(() => void IMAGE_MODELS.splice(at, 0, retired!));
+    const resumed = await ws.run();
+    expect(resumed.code).toBe(2);
+    expect(resumed.stdout + resumed.stderr).toMatch(/m\.yaml:3:\d+.*unknown image model "studio-lite"/);
+    expect(posts(t)).toBe(before);
+  });
+});
