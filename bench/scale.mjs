@@ -50,12 +50,15 @@ export async function scaleBench() {
     const args = ['--time-scale', '600', '--daily-cap', '1000000000'];
     const starts = [];
     const rss = [];
-    for (let i = 0; i < RUNS; i++) {
+    for (let i = 0; i <= RUNS; i++) {
       const r = await runUntil(sim, dir, args, 100, env);
       starts.push(r.firstSubmissionSeconds ?? Infinity);
       rss.push(r.peakRssMb);
     }
-    report(`start (then restart) to the first submission, ${ROWS.toLocaleString('en-US')} rows`, starts, GOAL.firstSubmissionSeconds, ' s');
+    // The first run starts from no state (it validates and writes every item); the others resume it.
+    console.log(`scale first start to the first submission: ${fmt(starts[0])} s (goal <= ${GOAL.firstSubmissionSeconds} s): ${starts[0] <= GOAL.firstSubmissionSeconds ? 'met' : 'MISSED'}`);
+    ok &&= starts[0] <= GOAL.firstSubmissionSeconds;
+    report(`restart to the first submission, ${ROWS.toLocaleString('en-US')} rows`, starts.slice(1), GOAL.firstSubmissionSeconds, ' s');
     report('peak RSS while running', rss, GOAL.rssMb, ' MB', 0);
     const status = [];
     for (let i = 0; i < RUNS; i++) {
