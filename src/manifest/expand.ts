@@ -41,7 +41,7 @@ export class Expander {
     const combos = matrixCombos(matrix ?? {});
     const vars = new Map(Object.entries(this.manifest.vars ?? {}).map(([k, v]) => [k, toText(v)]));
     if (!rows) {
-      for (const combo of combos) yield* this.resolveAll(merged, index, new Map([...vars, ...combo]), repeat, undefined);
+      for (const combo of combos) yield* this.resolveAll(merged, index, layered(vars, combo), repeat, undefined);
       return;
     }
     const absRows = resolve(this.source.dir, rows);
@@ -50,7 +50,7 @@ export class Expander {
     if (problem) return this.report(['items', index, 'rows'], `cannot read the rows: ${problem}: ${rows} (relative to the manifest)`);
     for await (const row of readRows(absRows, rowsFile, this.issues)) {
       for (const combo of combos) {
-        yield* this.resolveAll(merged, index, new Map([...vars, ...row.values, ...combo]), repeat, { file: rowsFile, line: row.line });
+        yield* this.resolveAll(merged, index, layered(vars, row.values, combo), repeat, { file: rowsFile, line: row.line });
       }
     }
   }
@@ -99,7 +99,9 @@ export class Expander {
     for (const [k, v] of [['model', model], ['aspectRatio', aspectRatio], ['resolution', resolution], ['duration', duration]] as const) {
       if (v !== undefined) fields.set(k, v);
     }
-    const withFields = new Map([...ctx, ...fields]);
+    // ctx is this combination's own map (made by layered): the item's fields go into it, not into a copy.
+    const withFields = ctx;
+    for (const [k, v] of fields) withFields.set(k, v);
     const idRender = render(this.manifest.items[index]!.id, withFields);
     const id = idRender.ok ? idRender.value : undefined;
     if (!idRender.ok) fail('id', idRender.message);
@@ -149,7 +151,7 @@ export class Expander {
       if (id !== undefined) this.invalidIds.add(id);
       return undefined;
     }
-    const pos = this.source.locate(['items', index]);
+    const pos = this.itemPosition(index);
     return {
       id, type, model, prompt,
       ...(aspectRatio !== undefined ? { aspectRatio } : {}),
@@ -162,6 +164,15 @@ export class Expander {
       ...(sourceId !== undefined ? { source: sourceId } : {}),
       where: { file: this.source.file, ...pos, itemIndex: index, ...(row ? { row } : {}) },
     };
+  }
+
+  private readonly positions = new Map<number, { line: number; column: number }>();
+
+  /** Where item `index` is written: asked once per item of the manifest, not once per row it expands to. */
+  private itemPosition(index: number): { line: number; column: number } {
+    let pos = this.positions.get(index);
+    if (!pos) this.positions.set(index, (pos = this.source.locate(['items', index])));
+    return pos;
   }
 
   private readonly mediaChecks = new Map<string, Promise<string | undefined>>();
@@ -210,6 +221,13 @@ function checkId(id: string, fail: (message: string) => void): void {
   // eslint-disable-next-line no-control-regex
   else if (/[\u0000-\u001f\u007f]/.test(id)) fail(`an id cannot hold control characters, found ${JSON.stringify(id)}`);
   else if (id.includes('#')) fail(`an id cannot hold # (repeat adds #1, #2, …), found ${JSON.stringify(id)}`);
+}
+
+/** One new map: the first's entries, then each later one's over them. */
+function layered(first: ReadonlyMap<string, string>, ...over: ReadonlyMap<string, string>[]): Combo {
+  const out = new Map(first);
+  for (const m of over) for (const [k, v] of m) out.set(k, v);
+  return out;
 }
 
 /** Every combination of the matrix values, in key order; one empty combination without a matrix. */

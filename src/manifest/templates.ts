@@ -12,15 +12,31 @@ export function hasTemplate(text: string): boolean {
   return text.includes('{{');
 }
 
+/** A template split once into its literal text and the names between (odd places): rows render it 100,000 times. */
+const compiled = new Map<string, string[]>();
+
+function compile(text: string): string[] {
+  let parts = compiled.get(text);
+  if (!parts) {
+    // split() with a capturing group keeps the names at the odd indexes.
+    parts = text.split(TEMPLATE);
+    if (compiled.size > 10_000) compiled.clear();
+    compiled.set(text, parts);
+  }
+  return parts;
+}
+
 export function render(text: string, context: TemplateContext): Rendered {
   if (!text.includes('{{')) return { ok: true, value: text };
-  const unknown: string[] = [];
-  const value = text.replace(TEMPLATE, (_m, name: string) => {
-    const v = context.get(name);
-    if (v === undefined) unknown.push(name);
-    return v ?? '';
-  });
-  if (unknown.length > 0) {
+  const parts = compile(text);
+  let value = parts[0]!;
+  let unknown: string[] | undefined;
+  for (let i = 1; i < parts.length; i += 2) {
+    const v = context.get(parts[i]!);
+    if (v === undefined) (unknown ??= []).push(parts[i]!);
+    value += (v ?? '') + parts[i + 1]!;
+  }
+  if (unknown) {
     const known = [...context.keys()].sort();
     return { ok: false, message: `unknown template name ${unknown.map((n) => `{{${n}}}`).join(', ')}; known here: ${known.length ? known.join(', ') : '(none)'}` };
   }
