@@ -110,6 +110,8 @@ export class Expander {
     const promptRender = merged.prompt === undefined ? undefined : render(merged.prompt, withFields);
     if (promptRender && !promptRender.ok) fail('prompt', promptRender.message);
     const prompt = promptRender?.ok ? promptRender.value : undefined;
+    // An empty prompt is refused by the service, or worse, paid for as a generic image: say so before anything is sent.
+    if (prompt !== undefined && prompt.trim() === '') fail('prompt', `expected a non-empty prompt, found ${JSON.stringify(prompt)} after templates`);
 
     if (merged.model === undefined) fail('model', 'missing: set model on the item or in defaults');
     if (merged.prompt === undefined) fail('prompt', 'missing: set prompt on the item or in defaults');
