@@ -58,12 +58,18 @@ withConnection(program.command('validate').argument('<manifest>').description('c
 
 withConnection(program.command('estimate').argument('<manifest>').description('dry run: credits per model and in total, key days, budget and time; submits nothing'))
   .option('--json', 'print the figures as JSON')
+  .option('--state <path>', "a run's state file: the estimate then also says what remains to spend (default: the manifest's own, when it has run)")
   .option('--submit-rate <N/W>', 'submissions per window, e.g. 10/60s', rate)
   .option('--max-images-in-flight <n>', 'image jobs in flight', positiveInt)
   .option('--max-videos-in-flight <n>', 'video jobs in flight', positiveInt)
   .option('--daily-cap <credits>', "the key's daily cap (default: what /me says, else 20000)", positiveInt)
   .option('--max-credits <credits>', 'budget for the run (default: budget.maxCredits)', positiveInt)
-  .action(async (manifest: string, opts) => print(await (await manifestCommands()).estimateCommand(manifest, opts, env, process.cwd())));
+  .action(async (manifest: string, opts) => {
+    // Exit 3 when the balance, the budget or the daily cap make the run impossible as planned; the figures print all the same.
+    const { text, exitCode } = await (await manifestCommands()).estimateCommand(manifest, opts, env, process.cwd());
+    print(text);
+    process.exitCode = exitCode;
+  });
 
 withConnection(program.command('run').argument('<manifest>').description('run, or resume, a manifest'))
   .option('--state <path>', 'the SQLite state file (default .genbatch/<name>.sqlite beside the manifest)')

@@ -26,6 +26,8 @@ export interface Estimate {
   dailyCap: { credits: number; keyDays: number };
   budget?: { maxCredits: number; within: boolean; itemsWithin: number };
   duration: { seconds: number; limitedBy: Bound };
+  /** The highest price of one job: above the daily cap, that job can never be submitted. */
+  maxJobCredits: number;
 }
 
 export interface EstimateInput {
@@ -44,6 +46,7 @@ export function estimate(input: EstimateInput): Estimate {
   let unpricedItems = 0;
   let itemsWithin = 0;
   let budgetBroken = false;
+  let maxJobCredits = 0;
   const counts = { image: 0, video: 0 };
   for (const item of input.items) {
     counts[item.type]++;
@@ -62,6 +65,7 @@ export function estimate(input: EstimateInput): Estimate {
       continue;
     }
     cost.credits += price.credits;
+    maxJobCredits = Math.max(maxJobCredits, price.credits);
     cost.prices.add(price.credits);
     total += price.credits;
     if (input.maxCredits !== undefined && !budgetBroken) {
@@ -84,5 +88,18 @@ export function estimate(input: EstimateInput): Estimate {
     dailyCap: { credits: input.limits.dailyCap, keyDays: duration.keyDays },
     ...(input.maxCredits !== undefined ? { budget: { maxCredits: input.maxCredits, within: total <= input.maxCredits, itemsWithin } } : {}),
     duration: { seconds: Math.round(duration.seconds), limitedBy: duration.limitedBy },
+    maxJobCredits,
   };
+}
+
+/** What makes a run impossible as planned: each with what to do. Empty when the run can go as planned. */
+export function blockers(e: Estimate, spent = 0): { reason: 'balance' | 'budget' | 'daily-cap'; message: string }[] {
+  const out: { reason: 'balance' | 'budget' | 'daily-cap'; message: string }[] = [];
+  const n = (x: number) => x.toLocaleString('en-US');
+  if (e.balance && !e.balance.enough) out.push({ reason: 'balance', message: `the balance (${n(e.balance.credits)} credits) is short by ${n(e.credits.total - e.balance.credits)}: top up, or the run stops when the credits run out` });
+  if (e.budget && spent + e.credits.total > e.budget.maxCredits) {
+    out.push({ reason: 'budget', message: `the budget of ${n(e.budget.maxCredits)} credits is short by ${n(spent + e.credits.total - e.budget.maxCredits)}${spent ? ` (${n(spent)} already charged net)` : ''}: raise it (--max-credits or budget.maxCredits), or the run stops at it` });
+  }
+  if (e.maxJobCredits > e.dailyCap.credits) out.push({ reason: 'daily-cap', message: `a job of ${n(e.maxJobCredits)} credits is over the daily cap of ${n(e.dailyCap.credits)}: it can never be submitted on this key` });
+  return out;
 }

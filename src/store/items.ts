@@ -83,6 +83,7 @@ export class Items {
   private readonly reportStmt;
   private readonly specsStmt;
   private readonly changedStmt;
+  private readonly statesStmt;
   private readonly shapesStmt;
 
   constructor(private readonly db: Db) {
@@ -127,6 +128,7 @@ export class Items {
       `SELECT type, sum(CASE WHEN state IN ${sqlStates(OPEN_STATES)} THEN n ELSE 0 END) AS open, sum(CASE WHEN state = 'pending' THEN n ELSE 0 END) AS pending, sum(attempted * n) AS submitted FROM item_tally GROUP BY type`,
     );
     this.reportStmt = db.prepare<[], ItemFacts>("SELECT id, state, type, model, json_extract(spec, '$.prompt') AS prompt, error_code, error_message FROM items ORDER BY seq");
+    this.statesStmt = db.prepare<[], { id: string; state: ItemState }>('SELECT id, state FROM items');
     this.changedStmt = db.prepare<[], { id: string }>('SELECT id FROM items WHERE changed = 1 ORDER BY seq').pluck();
     this.shapesStmt = db.prepare<[], ItemShape>(
       `SELECT type, model, spec ->> '$.aspectRatio' AS aspectRatio, spec ->> '$.resolution' AS resolution, spec ->> '$.duration' AS duration,
@@ -179,6 +181,11 @@ export class Items {
       }
     }).immediate();
     return { added, changed };
+  }
+
+  /** Every item's state, by id. */
+  states(): Map<string, ItemState> {
+    return new Map(this.statesStmt.all().map((r) => [r.id, r.state]));
   }
 
   /** Items flagged at the last sync: changed after they were submitted, kept as they were. */

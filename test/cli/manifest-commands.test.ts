@@ -74,13 +74,62 @@ describe('genbatch estimate', () => {
     const t = await startTestSim();
     const env = cleanEnv({ GENBATCH_BASE_URL: t.sim.baseUrl, GENBATCH_API_KEY: t.sim.apiKey });
     const res = await runCli(['estimate', 'manifests/catalog.yaml', '--json', '--daily-cap', '1000', '--submit-rate', '5/1m', '--max-credits', '100'], env, root);
-    expect(res.code).toBe(0);
+    // A budget of 100 for 2,460 credits makes the run impossible as planned: exit 3, with the figures all the same.
+    expect(res.code).toBe(3);
     const e = JSON.parse(res.stdout);
+    expect(e.simulated).toBe(false);
+    expect(e.blockers.map((b: { reason: string }) => b.reason)).toEqual(['budget']);
     expect(e.dailyCap).toEqual({ credits: 1000, keyDays: 3 });
     expect(e.budget).toEqual({ maxCredits: 100, within: false, itemsWithin: 12 });
     expect(e.limits.submitRate).toBe('5/60s');
     expect(t.sim.service.ledger.of('charge')).toHaveLength(0);
     expect(t.sim.service.ledger.of('request').map((r) => r.path)).toEqual(['/me', '/models']);
+  });
+
+  it('labels a rehearsal\'s figures as simulated', async () => {
+    const table = await runCli(['estimate', 'manifests/demo.yaml', '--simulate'], cleanEnv(), root);
+    expect(table.code).toBe(0);
+    expect(table.stdout).toMatch(/^simulated: the balance, daily cap and catalog below are the embedded simulator's, not your key's$/m);
+    const json = JSON.parse((await runCli(['estimate', 'manifests/demo.yaml', '--simulate', '--json'], cleanEnv(), root)).stdout);
+    expect(json.simulated).toBe(true);
+  });
+
+  it('exits 3 and says why when the balance or the daily cap make the run impossible', async () => {
+    const t = await startTestSim({ credits: 10 });
+    const env = cleanEnv({ GENBATCH_BASE_URL: t.sim.baseUrl, GENBATCH_API_KEY: t.sim.apiKey });
+    const short = await runCli(['estimate', 'manifests/demo.yaml'], env, root);
+    expect(short.code).toBe(3);
+    expect(short.stdout).toMatch(/cannot run as planned \(balance\): the balance \(10 credits\) is short by 48/);
+    const rich = await startTestSim();
+    const richEnv = cleanEnv({ GENBATCH_BASE_URL: rich.sim.baseUrl, GENBATCH_API_KEY: rich.sim.apiKey });
+    const capped = await runCli(['estimate', 'manifests/demo.yaml', '--daily-cap', '5'], richEnv, root);
+    expect(capped.code).toBe(3);
+    expect(capped.stdout).toMatch(/cannot run as planned \(daily-cap\): a job of 8 credits is over the daily cap of 5/);
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(0);
+  });
+
+  it('on a manifest that has run, says what remains to spend beside the total', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const env = cleanEnv({ GENBATCH_BASE_URL: t.sim.baseUrl, GENBATCH_API_KEY: t.sim.apiKey });
+    const dir = mkdtempSync(join(tmpdir(), 'genbatch-estimate-'));
+    const items = Array.from({ length: 6 }, (_, i) => `  - { id: mug-${i}, prompt: "mug ${i}" }`).join('\n');
+    writeFileSync(join(dir, 'm.yaml'), `version: 1\ndefaults: { model: studio-lite }\nitems:\n${items}\n`);
+    // studio-lite costs 2: a budget of 4 lets 2 items through, then the run stops (exit 3).
+    const run = await runCli(['run', 'm.yaml', '--time-scale', '600', '--max-credits', '4'], env, dir);
+    expect(run.code, run.stdout + run.stderr).toBe(3);
+    const charged = t.sim.service.ledger.of('charge').length;
+    const e = JSON.parse((await runCli(['estimate', 'm.yaml', '--json'], env, dir)).stdout);
+    expect(e.credits.total).toBe(12);
+    expect(e.remaining.items.total).toBe(6 - charged);
+    expect(e.remaining.credits.total).toBe(2 * (6 - charged));
+    expect(e.remaining.alreadyCharged).toBe(2 * charged);
+    const table = await runCli(['estimate', 'm.yaml'], env, dir);
+    expect(table.code).toBe(0);
+    expect(table.stdout).toContain(`remaining: ${6 - charged} of 6 items not sent yet, ${2 * (6 - charged)} credits`);
+    // The manifest's own budget of 4 is spent: with it the rest cannot run.
+    const budget = await runCli(['estimate', 'm.yaml', '--max-credits', '4'], env, dir);
+    expect(budget.code).toBe(3);
+    expect(budget.stdout).toContain(`cannot run as planned (budget): the budget of 4 credits is short by 8 (${2 * charged} already charged net)`);
   });
 
   it('an invalid manifest is exit 2 before any request', async () => {

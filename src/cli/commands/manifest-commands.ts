@@ -1,6 +1,9 @@
 import { relative } from 'node:path';
 import { Catalog } from '../../api/catalog.js';
-import { estimate, formatDuration, type Estimate } from '../../estimate/index.js';
+import { existsSync } from 'node:fs';
+import { blockers, estimate, formatDuration, type Estimate } from '../../estimate/index.js';
+import { Store } from '../../store/index.js';
+import { statePathFor } from '../state-path.js';
 import { IssueList, type LoadedManifest } from '../../manifest/index.js';
 import { checkAgainstService } from '../../manifest/online.js';
 import { DEFAULT_KEY_LIMITS, formatRate, type KeyLimits, type Rate } from '../../scheduler/limits.js';
@@ -34,6 +37,7 @@ export async function validateCommand(path: string, opts: ConnectionFlags & { on
 
 export interface EstimateFlags extends ConnectionFlags {
   json?: boolean;
+  state?: string;
   submitRate?: Rate;
   maxImagesInFlight?: number;
   maxVideosInFlight?: number;
@@ -41,10 +45,36 @@ export interface EstimateFlags extends ConnectionFlags {
   maxCredits?: number;
 }
 
-export async function estimateCommand(path: string, opts: EstimateFlags, env: NodeJS.ProcessEnv, cwd: string): Promise<string> {
+/** What a state says of a manifest that has run: each item's state, and the credits charged net. */
+interface RunSoFar {
+  states: Map<string, string>;
+  spent: number;
+}
+
+function runSoFar(m: LoadedManifest, opts: EstimateFlags, cwd: string): RunSoFar | undefined {
+  const path = statePathFor(m, opts.state, cwd, Boolean(opts.simulate) && !opts.state);
+  if (!existsSync(path)) return undefined;
+  let store: Store;
+  try {
+    store = Store.openReadOnly(path);
+  } catch (error) {
+    throw new ExitError(EXIT.environment, (error as Error).message);
+  }
+  try {
+    const totals = store.attempts.totals();
+    return { states: store.items.states(), spent: totals.charged - totals.refunded };
+  } finally {
+    store.close();
+  }
+}
+
+/** Items a run has not sent yet: not in the state, pending, or queued (an attempt committed but never sent). */
+const NOT_SENT = new Set(['pending', 'queued']);
+
+export async function estimateCommand(path: string, opts: EstimateFlags, env: NodeJS.ProcessEnv, cwd: string): Promise<{ text: string; exitCode: number }> {
   const loaded = await loadValid(path, cwd);
+  const soFar = runSoFar(loaded, opts, cwd);
   const connection = await connect(opts, env);
-  let result: Estimate;
   try {
     const me = await connection.client.me();
     const catalog = await Catalog.fetch(connection.client, loaded.items.map((i) => i.type));
@@ -56,9 +86,19 @@ export async function estimateCommand(path: string, opts: EstimateFlags, env: No
       dailyCap: opts.dailyCap ?? me.dailyCap ?? DEFAULT_KEY_LIMITS.dailyCap,
     };
     const maxCredits = opts.maxCredits ?? loaded.manifest.budget?.maxCredits;
-    result = estimate({ items: loaded.items, catalog, prices: loaded.manifest.prices, limits, balance: me.credits, ...(maxCredits !== undefined ? { maxCredits } : {}) });
-    if (opts.json) return JSON.stringify({ manifest: loaded.source.file, name: loaded.name, ...result, limits: { submitRate: formatRate(limits.submit), imagesInFlight: limits.imagesInFlight, videosInFlight: limits.videosInFlight } }, null, 2);
-    return formatEstimate(loaded, result, limits);
+    const of = (items: LoadedManifest['items']) => estimate({ items, catalog, prices: loaded.manifest.prices, limits, balance: me.credits, ...(maxCredits !== undefined ? { maxCredits } : {}) });
+    const result = of(loaded.items);
+    const remaining = soFar ? of(loaded.items.filter((i) => NOT_SENT.has(soFar.states.get(i.id) ?? 'pending'))) : undefined;
+    // What the rest of the run needs is judged, not what the whole manifest cost from the start.
+    const problems = blockers(remaining ?? result, soFar?.spent ?? 0);
+    const exitCode = problems.length ? EXIT.stopped : EXIT.ok;
+    const simulated = Boolean(opts.simulate);
+    if (opts.json) {
+      const rest = remaining ? { remaining: { items: remaining.items, credits: remaining.credits, duration: remaining.duration, alreadyCharged: soFar!.spent } } : {};
+      const text = JSON.stringify({ manifest: loaded.source.file, name: loaded.name, simulated, ...result, ...rest, blockers: problems, limits: { submitRate: formatRate(limits.submit), imagesInFlight: limits.imagesInFlight, videosInFlight: limits.videosInFlight } }, null, 2);
+      return { text, exitCode };
+    }
+    return { text: formatEstimate(loaded, result, limits, { simulated, remaining, spent: soFar?.spent ?? 0, problems }), exitCode };
   } finally {
     await connection.close();
   }
@@ -66,18 +106,27 @@ export async function estimateCommand(path: string, opts: EstimateFlags, env: No
 
 const n = (x: number) => x.toLocaleString('en-US');
 
-function formatEstimate(m: LoadedManifest, e: Estimate, limits: KeyLimits): string {
-  const lines = [`${m.source.file} (${m.name}): ${n(e.items.total)} items, ${n(e.items.image)} image, ${n(e.items.video)} video. Nothing was submitted.`, ''];
+function formatEstimate(m: LoadedManifest, e: Estimate, limits: KeyLimits, more: { simulated: boolean; remaining: Estimate | undefined; spent: number; problems: ReturnType<typeof blockers> }): string {
+  const lines = [`${m.source.file} (${m.name}): ${n(e.items.total)} items, ${n(e.items.image)} image, ${n(e.items.video)} video. Nothing was submitted.`];
+  if (more.simulated) lines.push("simulated: the balance, daily cap and catalog below are the embedded simulator's, not your key's");
+  lines.push('');
   const rows = e.models.map((c) => [c.model, c.type, n(c.items), c.each !== undefined ? n(c.each) : c.unpriced === c.items ? '?' : 'varies', c.unpriced ? `${n(c.credits)} + ${n(c.unpriced)} unpriced` : n(c.credits), c.source]);
   rows.push(['total', '', n(e.items.total), '', e.credits.complete ? n(e.credits.total) : `at least ${n(e.credits.total)}`, '']);
   lines.push(table(['model', 'type', 'items', 'each', 'credits', 'price from'], rows), '');
   if (!e.credits.complete) lines.push(`${n(e.credits.unpricedItems)} items have no known price: the catalog gives none; add them under prices: in the manifest.`);
-  if (e.balance) lines.push(`balance:   ${n(e.balance.credits)} credits, ${e.balance.enough ? 'enough' : `short by ${n(e.credits.total - e.balance.credits)}`}`);
+  const r = more.remaining;
+  if (r) lines.push(`remaining: ${n(r.items.total)} of ${n(e.items.total)} items not sent yet, ${r.credits.complete ? '' : 'at least '}${n(r.credits.total)} credits, about ${formatDuration(r.duration.seconds)} (${n(more.spent)} credits already charged net)`);
+  const judged = r ?? e;
+  if (judged.balance) lines.push(`balance:   ${n(judged.balance.credits)} credits, ${judged.balance.enough ? 'enough' : `short by ${n(judged.credits.total - judged.balance.credits)}`}`);
   lines.push(`daily cap: ${n(e.dailyCap.credits)} credits per key day: ${e.dailyCap.keyDays} key day${e.dailyCap.keyDays === 1 ? '' : 's'}`);
-  if (e.budget) lines.push(`budget:    ${n(e.budget.maxCredits)} credits, ${e.budget.within ? 'within budget' : `over budget: the run stops after about ${n(e.budget.itemsWithin)} items`}`);
+  if (judged.budget) {
+    const within = more.spent + judged.credits.total <= judged.budget.maxCredits;
+    lines.push(`budget:    ${n(judged.budget.maxCredits)} credits, ${within ? 'within budget' : `over budget: the run stops after about ${n(judged.budget.itemsWithin)} items`}`);
+  }
   lines.push(
     `time:      about ${formatDuration(e.duration.seconds)}, limited by the ${e.duration.limitedBy}`,
     `           (submissions ${formatRate(limits.submit)}; ${limits.imagesInFlight} images in flight at ~50 s, ${limits.videosInFlight} videos at ~5.5 min, the spec's typical durations)`,
   );
+  for (const p of more.problems) lines.push(`cannot run as planned (${p.reason}): ${p.message}`);
   return lines.join('\n');
 }
