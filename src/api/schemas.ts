@@ -81,17 +81,44 @@ export function modelList(type: MediaType) {
 
 const DAILY_CAP_NAMES = ['dailyCap', 'dailyCredits', 'dailyCreditCap', 'dailyCreditLimit', 'creditsPerDay', 'daily_cap'];
 
+/** Where the key's limits may sit in `/me` (the spec does not show their names). */
+function limitPlaces(raw: Record<string, unknown>): Record<string, unknown>[] {
+  const key = raw.key as Record<string, unknown> | undefined;
+  return [raw, raw.limits, key, key?.limits].filter((p): p is Record<string, unknown> => Boolean(p) && typeof p === 'object');
+}
+
 function findDailyCap(raw: Record<string, unknown>): number | undefined {
-  const places = [raw, raw.limits, raw.key, (raw.key as Record<string, unknown> | undefined)?.limits];
-  for (const place of places) {
-    if (!place || typeof place !== 'object') continue;
+  for (const place of limitPlaces(raw)) {
     for (const name of DAILY_CAP_NAMES) {
-      const value = (place as Record<string, unknown>)[name];
+      const value = place[name];
       if (typeof value === 'number') return value;
       if (value && typeof value === 'object' && typeof (value as { limit?: unknown }).limit === 'number') return (value as { limit: number }).limit;
     }
   }
   return undefined;
+}
+
+const USED_TODAY_NAMES = ['dailyCreditsUsed', 'usedToday', 'creditsUsedToday', 'dailyUsed', 'dailyCapUsed', 'daily_credits_used'];
+const RESET_NAMES = ['dailyResetAt', 'resetAt', 'dailyCapResetAt', 'resetsAt', 'daily_reset_at'];
+
+/** Credits charged today and when the day's cap resets, where `/me` names them in a way we recognise. */
+function findDailyUsage(raw: Record<string, unknown>): { usedToday?: number; resetAt?: number } {
+  const out: { usedToday?: number; resetAt?: number } = {};
+  for (const place of limitPlaces(raw)) {
+    // A number under a usage name, or `used` inside the cap's own object ({ limit, used, resetAt }).
+    for (const name of [...USED_TODAY_NAMES, ...DAILY_CAP_NAMES]) {
+      const value = place[name];
+      if (out.usedToday === undefined && typeof value === 'number' && USED_TODAY_NAMES.includes(name)) out.usedToday = value;
+      if (out.usedToday === undefined && value && typeof value === 'object' && typeof (value as { used?: unknown }).used === 'number') out.usedToday = (value as { used: number }).used;
+    }
+    for (const name of [...DAILY_CAP_NAMES, ...RESET_NAMES]) {
+      const value = place[name];
+      const at = RESET_NAMES.includes(name) ? value : value && typeof value === 'object' ? (value as { resetAt?: unknown }).resetAt : undefined;
+      const ms = typeof at === 'number' ? (at < 1e12 ? at * 1000 : at) : typeof at === 'string' ? Date.parse(at) : NaN;
+      if (out.resetAt === undefined && Number.isFinite(ms)) out.resetAt = ms;
+    }
+  }
+  return out;
 }
 
 const meSchema = z.looseObject({
@@ -104,7 +131,9 @@ export const meEnvelope = z
   .union([meSchema, z.looseObject({ me: meSchema }).transform((r) => r.me), z.looseObject({ data: meSchema }).transform((r) => r.data), z.looseObject({ account: meSchema }).transform((r) => r.account)])
   .transform((raw): Account => {
     const dailyCap = findDailyCap(raw as Record<string, unknown>);
+    const usage = findDailyUsage(raw as Record<string, unknown>);
     return {
+      ...usage,
       credits: raw.credits,
       ...(typeof raw.subscriptionCredits === 'number' ? { subscriptionCredits: raw.subscriptionCredits } : {}),
       scopes: raw.scopes,

@@ -38,6 +38,9 @@ export interface Account {
   scopes: string[];
   /** The key's daily credit cap, when the response names it in a way we recognise. */
   dailyCap?: number;
+  /** Credits charged on the key today, and when its day resets (ms since the epoch), when the response names them. */
+  usedToday?: number;
+  resetAt?: number;
   raw: Record<string, unknown>;
 }
 

@@ -2,6 +2,7 @@ import type { RunEvent } from '../runner/index.js';
 import type { ItemState, Store } from '../store/index.js';
 import { formatDuration } from '../estimate/duration.js';
 import { liveEta } from '../report/status.js';
+import { localTime, num } from './format.js';
 
 const ETA_REFRESH_MS = 2_000;
 const FRAME_MS = 250;
@@ -22,12 +23,8 @@ export interface LiveFacts {
   now: number;
 }
 
-const num = (n: number) => n.toLocaleString('en-US');
 
 /** A local clock time with its zone: "14:05 CET". */
-export function localTime(ms: number): string {
-  return new Intl.DateTimeFormat('en-GB', { hour: '2-digit', minute: '2-digit', timeZoneName: 'short' }).format(new Date(ms));
-}
 
 /**
  * The live line: progress and ETA first, then what is running, failed, spent

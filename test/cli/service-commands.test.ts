@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
@@ -43,7 +44,19 @@ describe('genbatch models and me', () => {
     const res = await runCli(['models', '--simulate']);
     expect(res.code).toBe(0);
     expect(res.stdout).toMatch(/studio-xl\s+image\s+generate\s+8/);
-    expect(res.stdout).toMatch(/motion-2\s+video\s+image-to-video/);
+    // A video model's credits: the range over its resolutions and durations, from the catalog's prices.
+    expect(res.stdout).toMatch(/motion-2\s+video\s+image-to-video\s+100–360\s+5,10/);
+  });
+
+  it('me shows today\'s usage and when the daily cap resets', async () => {
+    const t = await startTestSim({ credits: 123_456 });
+    const env = cleanEnv({ GENBATCH_BASE_URL: t.sim.baseUrl, GENBATCH_API_KEY: t.sim.apiKey });
+    await t.client.submitImage({ prompt: 'a mug', model: 'studio-xl' }, randomUUID());
+    const res = await runCli(['me'], env);
+    expect(res.code).toBe(0);
+    const [header, row] = res.stdout.split('\n');
+    expect(header).toMatch(/credits\s+subscription credits\s+scopes\s+daily cap\s+used today\s+resets/);
+    expect(row).toMatch(/^123,448\s+.*image,video\s+20,000\s+8\s+\d{1,2} [A-Z][a-z]{2}, \d\d:\d\d \S+$/);
   });
 
   it('says how to set the base URL and the key when they are missing', async () => {

@@ -1,6 +1,18 @@
 import type { Account, MediaType, Model } from '../../api/index.js';
 import { connect, type ConnectionFlags } from '../connection.js';
-import { table } from '../format.js';
+import { catalogVideoPrice } from '../../estimate/prices.js';
+import { localDateTime, num, table } from '../format.js';
+
+const optional = (x: number | undefined) => (x === undefined ? '' : num(x));
+
+/** An image model's price per image; a video model's range over its resolutions and durations (the catalog's own fields, read as tolerantly as the estimate reads them). */
+function creditsOf(m: Model): string {
+  if (m.creditCost !== undefined) return num(m.creditCost);
+  const prices = (m.resolutions ?? []).flatMap((r) => (m.durations ?? []).map((d) => catalogVideoPrice(m.raw, r, d))).filter((p): p is number => p !== undefined);
+  if (prices.length === 0) return '';
+  const [low, high] = [Math.min(...prices), Math.max(...prices)];
+  return low === high ? num(low) : `${num(low)}–${num(high)}`;
+}
 
 export interface ModelsOptions extends ConnectionFlags {
   type?: MediaType;
@@ -16,7 +28,7 @@ export async function modelsCommand(opts: ModelsOptions, env: NodeJS.ProcessEnv)
     if (opts.json) return JSON.stringify(models.map((m) => m.raw), null, 2);
     return table(
       ['model', 'type', 'kind/mode', 'credits', 'durations', 'resolutions', 'aspect ratios'],
-      models.map((m) => [m.id, m.type, m.kind ?? m.mode, m.creditCost, m.durations?.join(','), m.resolutions?.join(','), m.aspectRatios?.join(',')]),
+      models.map((m) => [m.id, m.type, m.kind ?? m.mode, creditsOf(m), m.durations?.join(','), m.resolutions?.join(','), m.aspectRatios?.join(',')]),
     );
   } finally {
     await connection.close();
@@ -29,8 +41,8 @@ export async function meCommand(opts: ConnectionFlags & { json?: boolean }, env:
     const me: Account = await connection.client.me();
     if (opts.json) return JSON.stringify(me.raw, null, 2);
     return table(
-      ['credits', 'subscription credits', 'scopes', 'daily cap'],
-      [[me.credits, me.subscriptionCredits, me.scopes.join(','), me.dailyCap]],
+      ['credits', 'subscription credits', 'scopes', 'daily cap', 'used today', 'resets'],
+      [[num(me.credits), optional(me.subscriptionCredits), me.scopes.join(','), optional(me.dailyCap), optional(me.usedToday), me.resetAt !== undefined ? localDateTime(me.resetAt) : '']],
     );
   } finally {
     await connection.close();
