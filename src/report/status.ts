@@ -13,6 +13,8 @@ export interface Status {
   problems: ItemProblem[];
   /** Submissions on the wire or maybe accepted, and jobs running: never the queued ones (`items.queued`), which were not sent. */
   inFlight: number;
+  /** Items of an earlier version of the manifest that it no longer has: not run, not counted in `items`. */
+  removed: number;
   run: {
     /** A genbatch run holds this state file now. */
     running: boolean;
@@ -48,6 +50,7 @@ export function collectStatus(store: Store, where: { manifest: string; state: st
     failures: store.items.failuresByCode(),
     problems: store.items.problems(),
     inFlight: counts.submitting + counts.running,
+    removed: Object.values(store.items.removed()).reduce((a, b) => a + b, 0),
     run: { running, sessions: sessions.length, startedAt: iso(sessions[0]?.started_at), lastActiveAt: iso(last && (running ? now : (last.ended_at ?? last.heartbeat_at))), seconds: Math.round(seconds), waitingUntil: iso(waitingUntil) },
     eta: running && last ? etaOf(store, last, charged, now) : null,
   };

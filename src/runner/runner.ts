@@ -31,6 +31,8 @@ export interface RunSummary {
   failures: Record<string, number>;
   /** The items behind `failures`, in manifest order (the first 20). */
   problems: ItemProblem[];
+  /** Items the state has that the manifest no longer has: not run, not counted. */
+  removed: number;
 }
 
 const HEARTBEAT_MS = 1_000;
@@ -138,7 +140,8 @@ export class Runner implements RunContext {
     }
     for (const state of ['queued', 'submitting', 'maybe_accepted', 'running'] as const) {
       // A resend deferred to a later time is the feeder's to start when it is due.
-      for (const item of store.items.inState(state)) if (item.not_before <= opts.now()) this.startJob(item);
+      // An item the manifest dropped before its attempt was sent is never sent; one sent may be paid for, so it goes on.
+      for (const item of store.items.inState(state)) if (item.not_before <= opts.now() && !(item.removed && state === 'queued')) this.startJob(item);
     }
     for (const item of store.items.inState('downloading')) {
       const attempt = store.attempts.latest(item.id);
@@ -214,7 +217,7 @@ export class Runner implements RunContext {
 
   private summary(): RunSummary {
     const stop = this.control.stopReason;
-    return { counts: this.store.items.counts(), credits: this.store.attempts.totals(), ...(stop ? { stop } : {}), changed: this.changed, failures: this.store.items.failuresByCode(), problems: this.store.items.problems().slice(0, 20) };
+    return { counts: this.store.items.counts(), credits: this.store.attempts.totals(), ...(stop ? { stop } : {}), changed: this.changed, failures: this.store.items.failuresByCode(), problems: this.store.items.problems().slice(0, 20), removed: Object.values(this.store.items.removed()).reduce((a, b) => a + b, 0) };
   }
 
   // What the tasks share (RunContext), handed on to the parts that own it.

@@ -12,6 +12,8 @@ export interface ItemRow {
   state: ItemState;
   attempt: number;
   changed: number;
+  /** 1 when the manifest no longer has the item. */
+  removed: number;
   error_code: string | null;
   error_message: string | null;
   not_before: number;
@@ -76,6 +78,7 @@ export class Items {
   private readonly latestAttemptStmt;
   private readonly inStatesStmt;
   private readonly countsStmt;
+  private readonly removedCountsStmt;
   private readonly problemsStmt;
   private readonly endedWithoutOutputStmt;
   private readonly finishedStmt;
@@ -93,7 +96,7 @@ export class Items {
     this.markChanged = db.prepare('UPDATE items SET seq = @seq, changed = @changed, updated_at = @now WHERE id = @id');
     // Ready: pending, due, and every dependency done. Keyset-paged by seq, so items a run holds are passed over.
     this.readyStmt = db.prepare<[string, number, number, number], ItemRow>(
-      `SELECT * FROM items i WHERE state = 'pending' AND type = ? AND not_before <= ? AND seq > ?
+      `SELECT * FROM items i WHERE state = 'pending' AND type = ? AND not_before <= ? AND seq > ? AND removed = 0
          AND NOT EXISTS (SELECT 1 FROM deps d LEFT JOIN items di ON di.id = d.dep_id WHERE d.item_id = i.id AND (di.state IS NULL OR di.state <> 'done'))
        ORDER BY seq LIMIT ?`,
     );
@@ -145,6 +148,8 @@ export class Items {
       `SELECT id, state, coalesce(error_code, state) AS code, coalesce(error_message, '') AS message FROM items WHERE state IN ${sqlStates(ENDED_WITHOUT_OUTPUT)} OR (state IN ${sqlStates(OPEN_STATES)} AND state <> 'pending' AND error_code IS NOT NULL) ORDER BY seq`,
     );
     this.countsStmt = db.prepare<[], { state: ItemState; n: number }>('SELECT state, sum(n) AS n FROM item_tally GROUP BY state');
+    // Through items_removed: nothing to read when the manifest removed nothing.
+    this.removedCountsStmt = db.prepare<[], { state: ItemState; n: number }>('SELECT state, count(*) AS n FROM items WHERE removed = 1 GROUP BY state');
   }
 
   get(id: string): ItemRow | undefined {
@@ -159,9 +164,14 @@ export class Items {
   sync(items: Iterable<ItemSync>, now: number, redoChanged: boolean): { added: number; changed: string[] } {
     const changed: string[] = [];
     let added = 0;
+    // Which ids this manifest has, so the others can be marked removed (prepared here: a read-only store has no temp table).
+    this.db.exec('CREATE TEMP TABLE IF NOT EXISTS synced_ids (id TEXT PRIMARY KEY)');
+    const noteSynced = this.db.prepare('INSERT OR IGNORE INTO synced_ids (id) VALUES (?)');
     this.db.transaction(() => {
       this.clearDeps.run();
+      this.db.exec('DELETE FROM synced_ids');
       for (const item of items) {
+        noteSynced.run(item.id);
         for (const dep of item.dependsOn) this.insertDep.run(item.id, dep);
         const row = this.byId.get(item.id);
         if (!row) {
@@ -179,6 +189,10 @@ export class Items {
           changed.push(item.id);
         }
       }
+      // Only rows whose flag changes are written.
+      this.db.exec('UPDATE items SET removed = 1 WHERE removed = 0 AND id NOT IN (SELECT id FROM synced_ids)');
+      this.db.exec('UPDATE items SET removed = 0 WHERE removed = 1 AND id IN (SELECT id FROM synced_ids)');
+      this.db.exec('DELETE FROM synced_ids');
     }).immediate();
     return { added, changed };
   }
@@ -266,10 +280,17 @@ export class Items {
     return this.inStatesStmt.all(state);
   }
 
+  /** Items by state, of the manifest as last synced: items it no longer has are counted by `removed()`, not here. */
   counts(): Record<ItemState, number> {
     const out = Object.fromEntries(ITEM_STATES.map((s) => [s, 0])) as Record<ItemState, number>;
     for (const { state, n } of this.countsStmt.all()) out[state] = n;
+    for (const { state, n } of this.removedCountsStmt.all()) out[state] -= n;
     return out;
+  }
+
+  /** Items the manifest no longer has, by state. */
+  removed(): Partial<Record<ItemState, number>> {
+    return Object.fromEntries(this.removedCountsStmt.all().map((r) => [r.state, r.n]));
   }
 
   /** How many items reached a final state since `since`, and when the first and last of them did: the observed pace. */

@@ -157,6 +157,12 @@ export const MIGRATIONS: readonly string[] = [
   -- through items_state that scanned every pending item of the type (100,000 in a big catalog).
   CREATE INDEX items_due ON items (state, type, not_before) WHERE not_before > 0;
   `,
+  // 9
+  `
+  -- Items the manifest no longer has: never started, not counted in progress; a job already paid for still finishes.
+  ALTER TABLE items ADD COLUMN removed INTEGER NOT NULL DEFAULT 0;
+  CREATE INDEX items_removed ON items (state) WHERE removed = 1;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

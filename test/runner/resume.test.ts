@@ -5,6 +5,7 @@ import { IMAGE_MODELS } from '../../src/simulator/catalog.js';
 import { makePng } from '../../src/simulator/media.js';
 import { expectNoDoubleChargeAndVerifiedOutputs, readState, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
+import { runCli } from '../helpers/cli.js';
 
 const MANIFEST = `version: 1
 defaults: { model: studio-lite }
@@ -69,5 +70,31 @@ describe('a resume of a manifest whose files are as the state last saw them', ()
     expect(resumed.code).toBe(2);
     expect(resumed.stdout + resumed.stderr).toMatch(/m\.yaml:3:\d+.*unknown image model "studio-lite"/);
     expect(posts(t)).toBe(before);
+  });
+});
+
+describe('items removed from the manifest', () => {
+  it('are never started, are not counted in done n/total, and are reported as removed', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const three = 'version: 1\ndefaults: { model: studio-lite }\nitems:\n  - { id: a, prompt: "a mug" }\n  - { id: b, prompt: "a cup" }\n  - { id: c, prompt: "a bowl" }\n';
+    const ws = workspace(t.sim, three);
+    // A budget of 2 credits: a is paid for, then the run stops with b and c pending.
+    expect((await ws.run(['--max-credits', '2'])).code).toBe(3);
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(1);
+    writeFileSync(join(ws.dir, 'm.yaml'), 'version: 1\ndefaults: { model: studio-lite }\nitems:\n  - { id: a, prompt: "a mug" }\n  - { id: b, prompt: "a cup" }\n');
+    const res = await ws.run();
+    expect(res.code, res.stdout + res.stderr).toBe(0);
+    expect(res.stdout).toMatch(/^done 2\/2$/m);
+    expect(res.stdout).toMatch(/1 item of an earlier version of the manifest is no longer in it: not run and not counted here/);
+    // c was never sent: 2 charges in all, for a and b.
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(2);
+    expect(readState(ws.statePath).attempts.map((x) => x.item_id).sort()).toEqual(['a', 'b']);
+    const status = JSON.parse((await runCli(['status', 'm.yaml', '--json'], ws.env, ws.dir)).stdout) as { items: Record<string, number>; removed: number };
+    expect(status.items).toMatchObject({ total: 2, done: 2, pending: 0 });
+    expect(status.removed).toBe(1);
+    // Put back, the item runs again: it is counted and sent.
+    writeFileSync(join(ws.dir, 'm.yaml'), three);
+    expect((await ws.run()).code).toBe(0);
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(3);
   });
 });

@@ -167,6 +167,7 @@ function report(s: RunSummary, outDir: string, cwd: string, logPath: string, man
     if (total > shown.length) lines.push(`  … and ${count(total - shown.length, 'more item')}: genbatch status ${manifestArg} lists them all`);
   }
   if (s.changed.length) lines.push(`${count(s.changed.length, 'item')} changed after they were submitted and keep their result (--redo-changed resubmits them): ${s.changed.slice(0, 5).join(', ')}${s.changed.length > 5 ? ', …' : ''}`);
+  if (s.removed) lines.push(`${count(s.removed, 'item')} of an earlier version of the manifest ${s.removed === 1 ? 'is' : 'are'} no longer in it: not run and not counted here; what ${s.removed === 1 ? 'it' : 'they'} already had stays in the state and the output dir`);
   if (s.stop) lines.push(`stopped: ${s.stop.message}`);
   // What can be done about what failed, in the user's own words.
   const retryable = c.failed + c.skipped;
