@@ -12,6 +12,8 @@ export class ExitError extends Error {
   constructor(
     readonly exitCode: number,
     message: string,
+    /** A --json result that still belongs on stdout (the issues of an invalid manifest). */
+    readonly stdout?: string,
   ) {
     super(message);
   }

@@ -4,7 +4,7 @@ import { Command, Option } from 'commander';
 const manifestCommands = () => import('./commands/manifest-commands.js');
 const stateCommands = () => import('./commands/state-commands.js');
 const serviceInfo = () => import('./commands/service-info.js');
-import { EXIT, describeFailure, exitCodeOf } from './exit.js';
+import { EXIT, ExitError, describeFailure, exitCodeOf } from './exit.js';
 import { GENBATCH_VERSION } from '../util/version.js';
 import { maxBlocked, mediaType, nonNegativeInt, nonNegativeNumber, pollWait, port, positiveInt, positiveNumber, probability, range, rate } from './parse.js';
 
@@ -54,6 +54,7 @@ const program = new Command()
 
 withConnection(program.command('validate').argument('<manifest>').description('check a manifest; --online also checks it against the service'))
   .option('--online', 'also check models, kinds, modes, allowed values and key scopes against the service')
+  .option('--json', 'print the result (or every issue) as JSON')
   .action(async (manifest: string, opts) => print(await (await manifestCommands()).validateCommand(manifest, opts, env, process.cwd())));
 
 withConnection(program.command('estimate').argument('<manifest>').description('dry run: credits per model and in total, key days, budget and time; submits nothing'))
@@ -88,6 +89,7 @@ withConnection(program.command('run').argument('<manifest>').description('run, o
   .option('--max-output-mb <n>', 'refuse an output larger than this (default 2048)', positiveInt)
   .option('--sidecars', 'also write a metadata file (<output>.json) next to each output')
   .option('--time-scale <x>', 'divide the key day and the default rate windows by this (rehearsals on a time-scaled simulator; 60 with --simulate)', positiveNumber)
+  .option('--json', 'at the end, print the run summary as JSON (progress stays on stderr)')
   .action(async (manifest: string, opts) => {
     const { runCommand } = await import('./commands/run.js');
     const handle = await runCommand(manifest, opts, env, process.cwd(), process.stderr);
@@ -102,10 +104,10 @@ withConnection(program.command('run').argument('<manifest>').description('run, o
     };
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
-    const { summary, report } = await handle.done;
+    const { summary, report, json } = await handle.done;
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
-    print(report);
+    print(opts.json ? JSON.stringify(json, null, 2) : report);
     process.exitCode = exitCodeOf(summary);
   });
 
@@ -127,6 +129,7 @@ program
   .option('--out <dir>', 'the output dir the run wrote to (default: the one it recorded)')
   .option('--html', 'also write index.html, a gallery of the outputs that opens from the file system')
   .option('--sidecars', 'also write a metadata file (<output>.json) next to each output')
+  .option('--json', 'print the files written as JSON')
   .action(async (manifest: string, opts) => print(await (await stateCommands()).reportCommand(manifest, opts, process.cwd())));
 
 program
@@ -137,6 +140,7 @@ program
   .option('--simulate', "the rehearsal's state (run --simulate), not the real run's")
   .option('--code <code...>', 'only items that failed with these codes')
   .option('--id <id...>', 'only these items (also puts back an item stopped on a key conflict: it is paid again)')
+  .option('--json', 'print what was put back as JSON')
   .action(async (manifest: string, opts) => print(await (await stateCommands()).retryCommand(manifest, opts, process.cwd())));
 
 withConnection(program.command('models').description('list the models the key may use'))
@@ -187,6 +191,7 @@ try {
     process.exitCode = code === 'commander.helpDisplayed' || code === 'commander.version' ? EXIT.ok : exitCode === 0 ? 0 : EXIT.usage;
   } else {
     const failure = describeFailure(error);
+    if (error instanceof ExitError && error.stdout !== undefined) process.stdout.write(`${error.stdout}\n`);
     process.stderr.write(`genbatch: ${failure.message}\n`);
     process.exitCode = failure.exitCode;
   }

@@ -1,4 +1,6 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 
@@ -29,5 +31,41 @@ describe('CLI conventions', () => {
     const res = await runCli(['--help']);
     expect(res.code).toBe(0);
     for (const needle of ['GENBATCH_API_KEY', 'GENBATCH_BASE_URL', '--simulate', 'Examples:', 'Exit codes:', '130 interrupted']) expect(res.stdout).toContain(needle);
+  });
+});
+
+describe('--json on every command that prints a result', () => {
+  it('validate, run, retry and report each print one JSON document on stdout, messages on stderr', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'genbatch-json-'));
+    writeFileSync(join(dir, 'm.yaml'), 'version: 1\ndefaults: { model: studio-lite }\nitems:\n  - { id: a, prompt: "a mug" }\n  - { id: b, prompt: "a cup" }\n');
+    const validate = await runCli(['validate', 'm.yaml', '--json'], undefined, dir);
+    expect(validate.code).toBe(0);
+    expect(JSON.parse(validate.stdout)).toMatchObject({ manifest: 'm.yaml', valid: true, items: { total: 2, image: 2, video: 0 }, issues: [] });
+
+    const run = await runCli(['run', 'm.yaml', '--simulate', '--json'], undefined, dir);
+    expect(run.code, run.stderr).toBe(0);
+    const result = JSON.parse(run.stdout);
+    expect(result).toMatchObject({ manifest: 'm.yaml', rehearsal: true, counts: { done: 2 }, credits: { charged: 4, refunded: 0 }, removed: 0 });
+    expect(readFileSync(result.results.jsonl, 'utf8').trim().split('\n')).toHaveLength(2);
+    expect(run.stderr).toMatch(/rehearsal on the embedded simulator/);
+
+    const retry = await runCli(['retry', 'm.yaml', '--simulate', '--json'], undefined, dir);
+    expect(retry.code).toBe(0);
+    expect(JSON.parse(retry.stdout)).toMatchObject({ requeued: 0, blocked: 0, conflicts: [] });
+
+    const report = await runCli(['report', 'm.yaml', '--simulate', '--json'], undefined, dir);
+    expect(report.code).toBe(0);
+    expect(JSON.parse(report.stdout)).toMatchObject({ items: 2, jsonl: result.results.jsonl, html: null });
+  });
+
+  it('an invalid manifest under validate --json: exit 2, every issue as JSON on stdout, one line on stderr', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'genbatch-json-'));
+    writeFileSync(join(dir, 'm.yaml'), 'version: 1\nitems:\n  - { id: a, model: studio-lite, prompt: "{{nope}}" }\n  - { id: b, model: studio-lite, prompt: "x", aspectRatio: wide }\n');
+    const res = await runCli(['validate', 'm.yaml', '--json'], undefined, dir);
+    expect(res.code).toBe(2);
+    const doc = JSON.parse(res.stdout);
+    expect(doc.valid).toBe(false);
+    expect(doc.issues.map((i: { line: number; field: string }) => `${i.line}:${i.field}`)).toEqual(['3:items[0].prompt', '4:items[1].aspectRatio']);
+    expect(res.stderr.trim()).toBe('genbatch: 2 problems found; nothing was submitted.');
   });
 });

@@ -19,20 +19,42 @@ function summary(m: LoadedManifest, cwd: string): string {
   return `${m.source.file}: valid: ${m.items.length} items (${images} image, ${m.items.length - images} video); outputs go to ${relative(cwd, m.outputDir) || '.'}`;
 }
 
-export async function validateCommand(path: string, opts: ConnectionFlags & { online?: boolean }, env: NodeJS.ProcessEnv, cwd: string): Promise<string> {
-  const loaded = await loadValid(path, cwd);
-  if (!opts.online) return summary(loaded, cwd);
+export async function validateCommand(path: string, opts: ConnectionFlags & { online?: boolean; json?: boolean }, env: NodeJS.ProcessEnv, cwd: string): Promise<string> {
+  const loaded = await loadValidOrJson(path, cwd, opts.json);
+  const asJson = (online: boolean | undefined) =>
+    JSON.stringify({ manifest: loaded.source.file, name: loaded.name, valid: true, items: itemCounts(loaded), outputDir: loaded.outputDir, online: online ?? null, issues: [] }, null, 2);
+  if (!opts.online) return opts.json ? asJson(undefined) : summary(loaded, cwd);
   const connection = await connect(opts, env);
   try {
     const me = await connection.client.me();
     const catalog = await Catalog.fetch(connection.client, loaded.items.map((i) => i.type));
     const issues = new IssueList();
     checkAgainstService(loaded.items, loaded.source, catalog, me.scopes, issues);
-    if (issues.count > 0) throw new ExitError(EXIT.usage, issueReport(issues));
-    return `${summary(loaded, cwd)}\nonline: every model, kind, mode and allowed value checks out against the service, and the key has the scopes it needs.`;
+    if (issues.count > 0) throw invalid(loaded.source.file, issues, opts.json);
+    return opts.json ? asJson(true) : `${summary(loaded, cwd)}\nonline: every model, kind, mode and allowed value checks out against the service, and the key has the scopes it needs.`;
   } finally {
     await connection.close();
   }
+}
+
+function itemCounts(m: LoadedManifest): { total: number; image: number; video: number } {
+  const image = m.items.filter((i) => i.type === 'image').length;
+  return { total: m.items.length, image, video: m.items.length - image };
+}
+
+/** Exit 2; with --json the issues go to stdout as one document (the one-line reason to stderr). */
+function invalid(file: string, issues: IssueList, json: boolean | undefined): ExitError {
+  if (!json) return new ExitError(EXIT.usage, issueReport(issues));
+  const document = JSON.stringify({ manifest: file, valid: false, issues: issues.issues, more: issues.count - issues.issues.length }, null, 2);
+  return new ExitError(EXIT.usage, `${issues.count} problem${issues.count === 1 ? '' : 's'} found; nothing was submitted.`, document);
+}
+
+async function loadValidOrJson(path: string, cwd: string, json: boolean | undefined): Promise<LoadedManifest> {
+  if (!json) return loadValid(path, cwd);
+  const { loadManifest } = await import('../../manifest/validate.js');
+  const { loaded, issues } = await loadManifest(path, cwd);
+  if (!loaded || issues.count > 0) throw invalid(path, issues, true);
+  return loaded;
 }
 
 export interface EstimateFlags extends ConnectionFlags {

@@ -49,12 +49,15 @@ function limitsFrom(f: RunFlags, timeScale: number): KeyLimits {
   };
 }
 
+/** What `run --json` prints: the run's summary, where things are, and the results files written. */
+export type RunResult = RunSummary & { manifest: string; state: string; outDir: string; log: string; rehearsal: boolean; results: { jsonl: string; csv: string; html: string | null } | null };
+
 export interface RunHandle {
   /** Stops submitting at once; in-flight requests finish writing state. */
   interrupt(): void;
   /** What to tell a user who interrupts: how to go on from here. */
   resumeHint: string;
-  done: Promise<{ summary: RunSummary; report: string }>;
+  done: Promise<{ summary: RunSummary; report: string; json: RunResult }>;
 }
 
 export async function runCommand(path: string, flags: RunFlags, env: NodeJS.ProcessEnv, cwd: string, progressOut: NodeJS.WriteStream): Promise<RunHandle> {
@@ -121,15 +124,18 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
   logger.info({ manifest: manifest.source.absPath, state: statePath, outDir, timeScale }, 'run started');
   const done = runner.run().then(async (summary) => {
     let files: string;
+    let results: RunResult['results'] = null;
     try {
       const written = await writeReport(store, outDir, { title: manifest.name, html: true, sidecars: flags.sidecars ?? false, now: Date.now() });
+      results = { jsonl: written.jsonl, csv: written.csv, html: written.html ?? null };
       files = `results: ${written.jsonl}, ${written.csv}\ngallery: ${written.html}${written.sidecars !== undefined ? `\nsidecars: ${written.sidecars} next to the outputs` : ''}`;
     } catch (error) {
       // The run's outcome stands whatever happens to its report (a full disk, say); the state has it all.
       logger.error({ err: error }, 'report not written');
       files = `the results could not be written (${(error as Error).message}); genbatch report writes them from the state once that is fixed`;
     }
-    return { summary, report: `${report(summary, outDir, cwd, logPath, path)}\n${files}` };
+    const json: RunResult = { manifest: manifest.source.file, state: statePath, outDir, log: logPath, rehearsal, ...summary, results };
+    return { summary, report: `${report(summary, outDir, cwd, logPath, path)}\n${files}`, json };
   }).finally(async () => {
     progress.stop();
     logger.info('run ended');

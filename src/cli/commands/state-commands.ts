@@ -62,7 +62,7 @@ function statusTable(s: Status): string {
 }
 
 /** Puts failed items back with new attempts (by code, if given); blocked items are never resent unchanged. */
-export async function retryCommand(path: string, opts: StateFlags & { code?: string[]; id?: string[] }, cwd: string): Promise<string> {
+export async function retryCommand(path: string, opts: StateFlags & { code?: string[]; id?: string[]; json?: boolean }, cwd: string): Promise<string> {
   const manifest = await locate(path, cwd);
   const statePath = existingStatePathFor(manifest, opts, cwd);
   let store: Store;
@@ -82,6 +82,7 @@ export async function retryCommand(path: string, opts: StateFlags & { code?: str
     }
     const { requeued, conflicts } = store.items.putBack({ codes: opts.code, ids: opts.id, now: Date.now() });
     const blocked = store.items.inState('blocked').length;
+    if (opts.json) return JSON.stringify({ state: statePath, requeued, blocked, conflicts }, null, 2);
     const notes = [
       blocked ? `${count(blocked, 'blocked item')} stay blocked: change their prompt to resubmit them.` : '',
       conflicts.length ? `${count(conflicts.length, 'item')} stopped on a key conflict stay as they are (a job may exist under their key): name them with --id to submit them again, paying again: ${conflicts.slice(0, 5).join(', ')}${conflicts.length > 5 ? ', …' : ''}` : '',
@@ -93,7 +94,7 @@ export async function retryCommand(path: string, opts: StateFlags & { code?: str
 }
 
 /** Writes results.jsonl and results.csv (and the gallery, sidecars) from the state file alone: no network. */
-export async function reportCommand(path: string, opts: StateFlags & { out?: string; html?: boolean; sidecars?: boolean }, cwd: string): Promise<string> {
+export async function reportCommand(path: string, opts: StateFlags & { out?: string; html?: boolean; sidecars?: boolean; json?: boolean }, cwd: string): Promise<string> {
   const manifest = await locate(path, cwd);
   const statePath = existingStatePathFor(manifest, opts, cwd);
   const store = openState(statePath);
@@ -101,6 +102,7 @@ export async function reportCommand(path: string, opts: StateFlags & { out?: str
     const outDir = opts.out ? resolve(cwd, opts.out) : (store.runs.all().at(-1)?.out_dir ?? manifest.outputDir);
     const { writeReport } = await import('../../report/index.js');
     const w = await writeReport(store, outDir, { title: manifest.name, html: opts.html ?? false, sidecars: opts.sidecars ?? false, now: Date.now() });
+    if (opts.json) return JSON.stringify({ state: statePath, outDir, items: w.items, jsonl: w.jsonl, csv: w.csv, html: w.html ?? null, sidecars: w.sidecars ?? null }, null, 2);
     const extra = [w.html ? `gallery: ${w.html}` : '', w.sidecars !== undefined ? `sidecars: ${w.sidecars} next to the outputs` : ''].filter(Boolean);
     return [`${count(w.items, 'item')} written to ${w.jsonl} and ${w.csv}`, ...extra].join('\n');
   } finally {
