@@ -24,3 +24,24 @@ export function localTime(ms: number): string {
 export function localDateTime(ms: number): string {
   return new Intl.DateTimeFormat('en-GB', { day: 'numeric', month: 'short', hour: '2-digit', minute: '2-digit', timeZoneName: 'short' }).format(new Date(ms));
 }
+
+export interface Paint {
+  red(text: string): string;
+  green(text: string): string;
+  yellow(text: string): string;
+  bold(text: string): string;
+}
+
+const plain: Paint = { red: (t) => t, green: (t) => t, yellow: (t) => t, bold: (t) => t };
+const sgr = (open: number, close: number) => (t: string) => `\x1b[${open}m${t}\x1b[${close}m`;
+const ansi: Paint = { red: sgr(31, 39), green: sgr(32, 39), yellow: sgr(33, 39), bold: sgr(1, 22) };
+
+/**
+ * Colour for a stream: on a terminal only, never with NO_COLOR (no-color.org)
+ * or --no-color (which sets it), and on a pipe when FORCE_COLOR asks for it.
+ */
+export function paintFor(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv = process.env): Paint {
+  if (env.NO_COLOR !== undefined && env.NO_COLOR !== '') return plain;
+  if (env.FORCE_COLOR !== undefined && env.FORCE_COLOR !== '' && env.FORCE_COLOR !== '0') return ansi;
+  return stream.isTTY && env.TERM !== 'dumb' ? ansi : plain;
+}

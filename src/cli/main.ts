@@ -9,6 +9,8 @@ import { GENBATCH_VERSION } from '../util/version.js';
 import { maxBlocked, mediaType, nonNegativeInt, nonNegativeNumber, pollWait, port, positiveInt, positiveNumber, probability, range, rate } from './parse.js';
 
 const env = process.env;
+// --no-color anywhere on the line means NO_COLOR (no-color.org), so every stream and command honours it alike.
+if (process.argv.includes('--no-color')) env.NO_COLOR = '1';
 
 function withConnection(cmd: Command): Command {
   return cmd
@@ -48,6 +50,7 @@ const program = new Command()
   .name('genbatch')
   .description('Batch runner for the image and video generation API.')
   .version(GENBATCH_VERSION, '-V, --version', 'print the version')
+  .option('--no-color', 'no colour (also NO_COLOR=1); colour is only ever used on a terminal')
   .addHelpText('after', HELP_AFTER)
   .showHelpAfterError('(add --help for usage)')
   .exitOverride();

@@ -2,7 +2,7 @@ import type { RunEvent } from '../runner/index.js';
 import type { ItemState, Store } from '../store/index.js';
 import { formatDuration } from '../estimate/duration.js';
 import { liveEta } from '../report/status.js';
-import { localTime, num } from './format.js';
+import { localTime, num, paintFor, type Paint } from './format.js';
 
 const ETA_REFRESH_MS = 2_000;
 const FRAME_MS = 250;
@@ -23,8 +23,6 @@ export interface LiveFacts {
   now: number;
 }
 
-
-/** A local clock time with its zone: "14:05 CET". */
 
 /**
  * The live line: progress and ETA first, then what is running, failed, spent
@@ -69,11 +67,15 @@ export class Progress {
   private eta: { seconds: number | undefined; at: number } = { seconds: undefined, at: 0 };
   private waitingUntil: number | undefined;
 
+  private readonly paint: Paint;
+
   constructor(
     private readonly out: NodeJS.WriteStream,
     private readonly store: Store,
     private readonly total: number,
-  ) {}
+  ) {
+    this.paint = paintFor(out);
+  }
 
   start(): void {
     if (this.out.isTTY) this.timer = setInterval(() => this.draw(), FRAME_MS);
@@ -127,7 +129,9 @@ export class Progress {
   }
 
   private draw(): void {
-    this.out.write(`\r\x1b[2K${liveLine(this.facts(), this.out.columns ?? 80)}`);
+    // Coloured after it is fitted: the escape codes take no columns.
+    const line = liveLine(this.facts(), this.out.columns ?? 80).replace(/failed [\d,]+/, (m) => this.paint.red(m));
+    this.out.write(`\r\x1b[2K${line}`);
   }
 
   stop(): void {

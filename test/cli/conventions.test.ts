@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/cli.js';
+import { cleanEnv, runCli } from '../helpers/cli.js';
 
 describe('CLI conventions', () => {
   it('--version prints the package version', async () => {
@@ -67,5 +67,32 @@ describe('--json on every command that prints a result', () => {
     expect(doc.valid).toBe(false);
     expect(doc.issues.map((i: { line: number; field: string }) => `${i.line}:${i.field}`)).toEqual(['3:items[0].prompt', '4:items[1].aspectRatio']);
     expect(res.stderr.trim()).toBe('genbatch: 2 problems found; nothing was submitted.');
+  });
+});
+
+describe('colour', () => {
+  const ESC = '\x1b[';
+  /** The environment with only the colour variables given here. */
+  const envWith = (extra: Record<string, string> = {}) => {
+    const env = cleanEnv(extra);
+    for (const name of ['NO_COLOR', 'FORCE_COLOR']) if (!(name in extra)) delete env[name];
+    return env;
+  };
+  it('marks failures on a terminal (FORCE_COLOR stands in for one here), never with NO_COLOR or --no-color, never on a plain pipe', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'genbatch-colour-'));
+    writeFileSync(join(dir, 'm.yaml'), 'version: 1\ndefaults: { model: studio-lite }\nitems:\n  - { id: good, prompt: "a mug" }\n  - { id: doomed, prompt: "a cup [sim:fail]" }\n');
+    const piped = await runCli(['run', 'm.yaml', '--simulate', '--max-retries', '0'], envWith(), dir);
+    expect(piped.code).toBe(1);
+    expect(piped.stdout + piped.stderr).not.toContain(ESC);
+    const forced = await runCli(['run', 'm.yaml', '--simulate', '--max-retries', '0'], envWith({ FORCE_COLOR: '1' }), dir);
+    expect(forced.stdout).toContain(`${ESC}31m, failed 1, rejected 0, blocked 0, skipped 0${ESC}39m`);
+    expect(forced.stdout).toContain(`${ESC}31mGENERATION_FAILED${ESC}39m`);
+    const status = await runCli(['status', 'm.yaml', '--simulate'], envWith({ FORCE_COLOR: '1' }), dir);
+    expect(status.stdout).toMatch(/\x1b\[31mdoomed\s+failed\s+GENERATION_FAILED/);
+    for (const off of [{ env: { FORCE_COLOR: '1', NO_COLOR: '1' }, args: [] }, { env: { FORCE_COLOR: '1' }, args: ['--no-color'] }]) {
+      const res = await runCli(['status', 'm.yaml', '--simulate', ...off.args], envWith(off.env), dir);
+      expect(res.code, res.stderr).toBe(0);
+      expect(res.stdout + res.stderr).not.toContain(ESC);
+    }
   });
 });

@@ -16,6 +16,8 @@ export interface CliResult {
 export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env = { ...process.env };
   for (const name of Object.keys(env)) if (name.startsWith('GENBATCH_')) delete env[name];
+  // Output is asserted as plain text: a FORCE_COLOR set where the tests run must not colour it.
+  delete env.FORCE_COLOR;
   return { ...env, ...extra };
 }
 

@@ -7,7 +7,7 @@ import { DEFAULT_KEY_LIMITS, type KeyLimits, type Rate } from '../../scheduler/l
 import { OPEN_STATES, Store } from '../../store/index.js';
 import { connect, type ConnectionFlags } from '../connection.js';
 import { EXIT, ExitError } from '../exit.js';
-import { count } from '../format.js';
+import { count, paintFor, type Paint } from '../format.js';
 import { Progress } from '../progress.js';
 import { writeReport } from '../../report/index.js';
 import { statePathFor } from '../state-path.js';
@@ -135,7 +135,7 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
       files = `the results could not be written (${(error as Error).message}); genbatch report writes them from the state once that is fixed`;
     }
     const json: RunResult = { manifest: manifest.source.file, state: statePath, outDir, log: logPath, rehearsal, ...summary, results };
-    return { summary, report: `${report(summary, outDir, cwd, logPath, path)}\n${files}`, json };
+    return { summary, report: `${report(summary, outDir, cwd, logPath, path, paintFor(process.stdout, env))}\n${files}`, json };
   }).finally(async () => {
     progress.stop();
     logger.info('run ended');
@@ -153,28 +153,29 @@ function topOf({ items: _items, ...top }: LoadedManifest): ManifestTop {
 /** Problem items the end of a run names with their message; status lists them all. */
 const PROBLEMS_SHOWN = 10;
 
-function report(s: RunSummary, outDir: string, cwd: string, logPath: string, manifestArg: string): string {
+function report(s: RunSummary, outDir: string, cwd: string, logPath: string, manifestArg: string, paint: Paint): string {
   const c = s.counts;
   const open = OPEN_STATES.reduce((n, state) => n + c[state], 0);
   const total = Object.values(c).reduce((a, b) => a + b, 0);
+  const bad = c.failed + c.rejected + c.blocked + c.skipped;
   const lines = [
-    `done ${c.done}/${total}` +
-      (c.failed + c.rejected + c.blocked + c.skipped ? `, failed ${c.failed}, rejected ${c.rejected}, blocked ${c.blocked}, skipped ${c.skipped}` : '') +
-      (open ? `, not finished ${open}` : ''),
+    (c.done === total ? paint.green : (t: string) => t)(`done ${c.done}/${total}`) +
+      (bad ? paint.red(`, failed ${c.failed}, rejected ${c.rejected}, blocked ${c.blocked}, skipped ${c.skipped}`) : '') +
+      (open ? paint.yellow(`, not finished ${open}`) : ''),
     `credits: ${s.credits.charged} charged, ${s.credits.refunded} refunded, ${s.credits.charged - s.credits.refunded} net`,
     `outputs: ${resolve(cwd, outDir)}`,
     `log: ${logPath}`,
   ];
   if (Object.keys(s.failures).length) {
-    lines.push(`failures by code: ${Object.entries(s.failures).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+    lines.push(paint.red(`failures by code: ${Object.entries(s.failures).map(([k, v]) => `${k} ${v}`).join(', ')}`));
     const shown = s.problems.slice(0, PROBLEMS_SHOWN);
-    for (const p of shown) lines.push(`  ${p.id} (${p.state}) ${p.code}: ${p.message}`);
+    for (const p of shown) lines.push(`  ${paint.bold(p.id)} (${p.state}) ${paint.red(p.code)}: ${p.message}`);
     const total = Object.values(s.failures).reduce((a, b) => a + b, 0);
     if (total > shown.length) lines.push(`  … and ${count(total - shown.length, 'more item')}: genbatch status ${manifestArg} lists them all`);
   }
   if (s.changed.length) lines.push(`${count(s.changed.length, 'item')} changed after they were submitted and keep their result (--redo-changed resubmits them): ${s.changed.slice(0, 5).join(', ')}${s.changed.length > 5 ? ', …' : ''}`);
   if (s.removed) lines.push(`${count(s.removed, 'item')} of an earlier version of the manifest ${s.removed === 1 ? 'is' : 'are'} no longer in it: not run and not counted here; what ${s.removed === 1 ? 'it' : 'they'} already had stays in the state and the output dir`);
-  if (s.stop) lines.push(`stopped: ${s.stop.message}`);
+  if (s.stop) lines.push(paint.yellow(`stopped: ${s.stop.message}`));
   // What can be done about what failed, in the user's own words.
   const retryable = c.failed + c.skipped;
   if (retryable) lines.push(`to submit the ${count(retryable, 'failed or skipped item')} again (new attempts, paid again): genbatch retry ${manifestArg} (--code CODE or --id ID to choose; genbatch status ${manifestArg} lists them), then run it again`);

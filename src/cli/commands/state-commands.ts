@@ -3,7 +3,7 @@ import { formatDuration } from '../../estimate/duration.js';
 import { collectStatus, type Status } from '../../report/status.js';
 import { Store } from '../../store/index.js';
 import { EXIT, ExitError } from '../exit.js';
-import { count, table } from '../format.js';
+import { count, paintFor, table, type Paint } from '../format.js';
 import { existingStatePathFor } from '../state-path.js';
 import { locate } from './manifest-load.js';
 
@@ -37,17 +37,19 @@ export async function statusCommand(path: string, opts: StateFlags & { json?: bo
   } finally {
     store.close();
   }
-  return opts.json ? JSON.stringify(status, null, 2) : statusTable(status);
+  return opts.json ? JSON.stringify(status, null, 2) : statusTable(status, paintFor(process.stdout));
 }
 
-function statusTable(s: Status): string {
+function statusTable(s: Status, paint: Paint): string {
   const states = (Object.entries(s.items) as [string, number][]).filter(([state, n]) => state !== 'total' && n > 0);
   const run = s.run;
   const lines = [`${s.manifest}: ${s.items.total} items (state ${s.state})`, table(['state', 'items'], states), `credits: ${s.credits.charged} charged, ${s.credits.refunded} refunded, ${s.credits.net} net`];
-  if (Object.keys(s.failures).length) lines.push(table(['failure', 'items'], Object.entries(s.failures)));
+  // Padded first, coloured after: the escape codes take no columns.
+  const redRows = (text: string) => text.split('\n').map((line, i) => (i === 0 ? line : paint.red(line))).join('\n');
+  if (Object.keys(s.failures).length) lines.push(redRows(table(['failure', 'items'], Object.entries(s.failures))));
   if (s.problems.length) {
     const shown = s.problems.slice(0, PROBLEMS_SHOWN).map((p) => [p.id, p.state, p.code, clip(p.message, 80)]);
-    lines.push(table(['item', 'state', 'code', 'message'], shown));
+    lines.push(redRows(table(['item', 'state', 'code', 'message'], shown)));
     if (s.problems.length > PROBLEMS_SHOWN) lines.push(`… and ${s.problems.length - PROBLEMS_SHOWN} more (status --json lists them all)`);
   }
   if (run.running) {
