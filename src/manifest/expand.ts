@@ -41,7 +41,7 @@ export class Expander {
     const combos = matrixCombos(matrix ?? {});
     const vars = new Map(Object.entries(this.manifest.vars ?? {}).map(([k, v]) => [k, toText(v)]));
     if (!rows) {
-      for (const combo of combos) yield* this.resolveAll(merged, index, layered(vars, combo), repeat, undefined);
+      for (const combo of combos) yield* this.resolveAll(merged, index, layered(vars, combo), repeat, undefined, combo);
       return;
     }
     const absRows = resolve(this.source.dir, rows);
@@ -50,14 +50,15 @@ export class Expander {
     if (problem) return this.report(['items', index, 'rows'], `cannot read the rows: ${problem}: ${rows} (relative to the manifest)`);
     for await (const row of readRows(absRows, rowsFile, this.issues)) {
       for (const combo of combos) {
-        yield* this.resolveAll(merged, index, layered(vars, row.values, combo), repeat, { file: rowsFile, line: row.line });
+        yield* this.resolveAll(merged, index, layered(vars, row.values, combo), repeat, { file: rowsFile, line: row.line }, layered(row.values, combo));
       }
     }
   }
 
-  private async *resolveAll(merged: Merged, index: number, ctx: Combo, repeat: number | undefined, row: { file: string; line: number } | undefined): AsyncGenerator<ResolvedItem> {
-    const item = await this.resolve(merged, index, ctx, row);
-    if (!item) return;
+  private async *resolveAll(merged: Merged, index: number, ctx: Combo, repeat: number | undefined, row: { file: string; line: number } | undefined, own: ReadonlyMap<string, string>): AsyncGenerator<ResolvedItem> {
+    const resolved = await this.resolve(merged, index, ctx, row);
+    if (!resolved) return;
+    const item = own.size ? { ...resolved, values: Object.fromEntries(own) } : resolved;
     if (!repeat || repeat === 1) {
       yield item;
       return;

@@ -24,6 +24,8 @@ export interface ResolvedItem {
   referenceImages?: InputRef[];
   video?: InputRef;
   source?: string;
+  /** The item's own template values: its row's columns and its matrix values (not the manifest's vars). Carried to the results; not part of its content hash. */
+  values?: Record<string, string>;
   where: ItemOrigin;
 }
 

@@ -17,6 +17,8 @@ export interface ResultRow {
   creditsRefunded: number;
   errorCode: string | null;
   errorMessage: string | null;
+  /** The manifest row's columns and matrix values the item was made from. */
+  values: Record<string, string>;
 }
 
 export function collectResults(store: Store): ResultRow[] {
@@ -36,6 +38,7 @@ export function collectResults(store: Store): ResultRow[] {
       creditsRefunded: tries.reduce((s, t) => s + t.refunded, 0),
       errorCode: item.error_code,
       errorMessage: item.error_message,
+      values: item.values_json ? (JSON.parse(item.values_json) as Record<string, string>) : {},
     };
   });
 }
@@ -52,15 +55,17 @@ function groupByItem<T extends { item_id: string }>(rows: T[]): Map<string, T[]>
 
 const CSV_COLUMNS = ['id', 'state', 'type', 'model', 'prompt', 'files', 'bytes', 'sha256', 'job_ids', 'credits_charged', 'credits_refunded', 'error_code', 'error_message'];
 
-function csvRecord(r: ResultRow): unknown[] {
+function csvRecord(r: ResultRow, valueNames: readonly string[]): unknown[] {
   const files = (key: 'path' | 'bytes' | 'sha256') => r.files.map((f) => f[key]).join(' ');
-  return [r.id, r.state, r.type, r.model, r.prompt, files('path'), files('bytes'), files('sha256'), r.jobIds.join(' '), r.creditsCharged, r.creditsRefunded, r.errorCode ?? '', r.errorMessage ?? ''];
+  return [r.id, r.state, r.type, r.model, r.prompt, files('path'), files('bytes'), files('sha256'), r.jobIds.join(' '), r.creditsCharged, r.creditsRefunded, r.errorCode ?? '', r.errorMessage ?? '', ...valueNames.map((k) => r.values[k] ?? '')];
 }
 
-/** CSV in chunks of rows, so a big run's file is never one string. */
+/** CSV in chunks of rows, so a big run's file is never one string. The rows' own columns (sku, title…) follow ours; one named like ours gets a var_ prefix. */
 function* csvChunks(rows: readonly ResultRow[]): Generator<string> {
-  yield stringify([CSV_COLUMNS]);
-  for (let i = 0; i < rows.length; i += 1000) yield stringify(rows.slice(i, i + 1000).map(csvRecord));
+  const valueNames = [...new Set(rows.flatMap((r) => Object.keys(r.values)))];
+  const headers = valueNames.map((k) => (CSV_COLUMNS.includes(k) ? `var_${k}` : k));
+  yield stringify([[...CSV_COLUMNS, ...headers]]);
+  for (let i = 0; i < rows.length; i += 1000) yield stringify(rows.slice(i, i + 1000).map((r) => csvRecord(r, valueNames)));
 }
 
 function* jsonLines(rows: readonly ResultRow[]): Generator<string> {

@@ -30,11 +30,13 @@ export async function syncItems(store: Store, manifest: ManifestTop, items: read
   function* rows(): Generator<ItemSync> {
     for (const [seq, item] of items.entries()) {
       const { where: _where, ...spec } = item;
+      // The row's values ride along for the results but are not content: the keys of earlier runs stay as they were.
+      const { values: _values, ...content } = spec;
       const files: Record<string, string> = {};
       for (const ref of [...(spec.inputs ?? []), spec.image, ...(spec.referenceImages ?? []), spec.video]) {
         if (ref?.kind === 'file') files[ref.display] = fileHashes.get(ref.path)!;
       }
-      const portable = JSON.parse(JSON.stringify(spec, (k, v) => (k === 'path' ? undefined : v)));
+      const portable = JSON.parse(JSON.stringify(content, (k, v) => (k === 'path' ? undefined : v)));
       const dependsOn = [...new Set(dependenciesOf(item).map((d) => d.id))];
       yield { id: item.id, seq, type: item.type, model: item.model, contentHash: contentHashOf(portable, files), spec: JSON.stringify(spec), dependsOn };
     }

@@ -89,7 +89,8 @@ describe('colour', () => {
     expect(forced.stdout).toContain(`${ESC}31mGENERATION_FAILED${ESC}39m`);
     const status = await runCli(['status', 'm.yaml', '--simulate'], envWith({ FORCE_COLOR: '1' }), dir);
     expect(status.stdout).toMatch(/\x1b\[31mdoomed\s+failed\s+GENERATION_FAILED/);
-    for (const off of [{ env: { FORCE_COLOR: '1', NO_COLOR: '1' }, args: [] }, { env: { FORCE_COLOR: '1' }, args: ['--no-color'] }]) {
+    const offs: { env: Record<string, string>; args: string[] }[] = [{ env: { FORCE_COLOR: '1', NO_COLOR: '1' }, args: [] }, { env: { FORCE_COLOR: '1' }, args: ['--no-color'] }];
+    for (const off of offs) {
       const res = await runCli(['status', 'm.yaml', '--simulate', ...off.args], envWith(off.env), dir);
       expect(res.code, res.stderr).toBe(0);
       expect(res.stdout + res.stderr).not.toContain(ESC);

@@ -149,7 +149,7 @@ describe('the gallery, opened in headless Chromium from the file system', () => 
   it('a big catalog draws a page of cards at a time, and its filters count every item, drawn or not', async () => {
     const rows: ResultRow[] = Array.from({ length: 450 }, (_, i) => ({
       id: `sku-${i}`, state: i % 10 === 9 ? 'failed' : 'done', type: 'image', model: i % 3 ? 'studio-xl' : 'studio-lite', prompt: `product ${i}`,
-      files: [], jobIds: [], creditsCharged: 8, creditsRefunded: 0, errorCode: i % 10 === 9 ? 'GENERATION_FAILED' : null, errorMessage: null,
+      files: [], jobIds: [], creditsCharged: 8, creditsRefunded: 0, errorCode: i % 10 === 9 ? 'GENERATION_FAILED' : null, errorMessage: null, values: {},
     }));
     const dir = mkdtempSync(join(tmpdir(), 'genbatch-gallery-'));
     writeFileSync(join(dir, 'index.html'), renderGallery({ title: 'big', generatedAt: Date.now(), rows, posters: new Map(), credits: { charged: 3600, refunded: 0, net: 3600 }, failures: { GENERATION_FAILED: 45 }, run: { seconds: 60, sessions: 1 } }));

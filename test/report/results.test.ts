@@ -87,3 +87,24 @@ describe('a report that cannot be written', () => {
     expect(readFileSync(join(ws.outDir, 'index.html'), 'utf8')).toContain('"id":"a"');
   });
 });
+
+describe("the manifest's own columns in the results", () => {
+  it("results.csv and results.jsonl carry each item's row columns and matrix values; one named like a results column gets var_", async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const manifest = 'version: 1\ndefaults: { model: studio-lite }\nitems:\n  - rows: products.csv\n    id: "{{sku}}-{{scene}}"\n    prompt: "{{title}}, {{scene}}"\n    matrix: { scene: [studio, kitchen] }\n  - { id: plain, prompt: "a bowl" }\n';
+    const ws = workspace(t.sim, manifest, { 'products.csv': 'sku,title,state\nmug-1,"Red mug, glazed",new\n' });
+    expect((await ws.run()).code).toBe(0);
+    const rows = readFileSync(join(ws.outDir, 'results.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    expect(rows.map((r) => [r.id, r.values])).toEqual([
+      ['mug-1-studio', { sku: 'mug-1', title: 'Red mug, glazed', state: 'new', scene: 'studio' }],
+      ['mug-1-kitchen', { sku: 'mug-1', title: 'Red mug, glazed', state: 'new', scene: 'kitchen' }],
+      ['plain', {}],
+    ]);
+    const csv = parse(readFileSync(join(ws.outDir, 'results.csv')), { columns: true }) as Record<string, string>[];
+    expect(csv.map((r) => [r.id, r.state, r.sku, r.title, r.var_state, r.scene])).toEqual([
+      ['mug-1-studio', 'done', 'mug-1', 'Red mug, glazed', 'new', 'studio'],
+      ['mug-1-kitchen', 'done', 'mug-1', 'Red mug, glazed', 'new', 'kitchen'],
+      ['plain', 'done', '', '', '', ''],
+    ]);
+  });
+});
