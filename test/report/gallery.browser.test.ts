@@ -172,4 +172,44 @@ describe('the gallery, opened in headless Chromium from the file system', () => 
     await page.selectOption('#model', 'studio-lite');
     expect(await page.textContent('#shown')).toBe(`${rows.filter((r) => r.state === 'failed' && r.model === 'studio-lite').length} of 450 shown`);
   });
+
+  it('reviews a catalog: items not yet run hidden at first, search by id and prompt, and a density for many small thumbnails', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'genbatch-gallery-'));
+    const colours = ['red', 'blue', 'green'];
+    const rows: ResultRow[] = Array.from({ length: 10 }, (_, i) => ({
+      id: `mug-${i}`, state: i < 6 ? 'done' : 'pending', type: 'image', model: 'studio-lite', prompt: `A ${colours[i % 3]} Mug, studio photo`,
+      files: i < 6 ? [{ path: `mug-${i}.png`, bytes: 1, sha256: 'x' }] : [], jobIds: [], creditsCharged: i < 6 ? 2 : 0, creditsRefunded: 0, errorCode: null, errorMessage: null, values: {},
+    }));
+    for (const r of rows) for (const f of r.files) writeFileSync(join(dir, f.path), makePng(r.id));
+    writeFileSync(join(dir, 'index.html'), renderGallery({ title: 'review', generatedAt: Date.now(), rows, posters: new Map(), credits: { charged: 12, refunded: 0, net: 12 }, failures: {}, run: { seconds: 5, sessions: 1 } }));
+    const browser = await launchChromium();
+    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    await page.goto(pathToFileURL(join(dir, 'index.html')).href);
+    const ids = () => page.$$eval('.card', (cards) => cards.map((c) => (c as HTMLElement).dataset.id));
+    // The 4 pending placeholders start hidden; their chip brings them back.
+    expect(await page.textContent('#shown')).toBe('6 of 10 shown');
+    expect(await page.isChecked('input[value="pending"]')).toBe(false);
+    // Words in any order and case, in the id or the prompt.
+    await page.fill('#search', 'mug RED');
+    expect(await ids()).toEqual(['mug-0', 'mug-3']);
+    await page.fill('#search', 'mug-5');
+    expect(await ids()).toEqual(['mug-5']);
+    await page.press('#search', 'Enter');
+    expect(await ids()).toEqual(['mug-5']);
+    await page.fill('#search', '');
+    await page.click('label.chip:has(input[value="pending"])');
+    expect(await page.textContent('#shown')).toBe('10 of 10 shown');
+    const width = () => page.$eval('.card', (c) => c.getBoundingClientRect().width);
+    const comfortable = await width();
+    expect(await page.isVisible('.card .prompt')).toBe(true);
+    await page.selectOption('#density', 'thumbnails');
+    expect(await width()).toBeLessThan(comfortable / 2);
+    expect(await page.isVisible('.card .meta')).toBe(false);
+    await page.selectOption('#density', 'compact');
+    expect(await page.isVisible('.card .prompt')).toBe(false);
+    expect(await page.isVisible('.card .id')).toBe(true);
+    await page.selectOption('#density', 'thumbnails');
+    mkdirSync('test-artifacts', { recursive: true });
+    await page.screenshot({ path: 'test-artifacts/gallery-thumbnails.png' });
+  });
 });
