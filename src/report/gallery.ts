@@ -78,6 +78,10 @@ export function* galleryChunks(g: GalleryInput): Generator<string> {
 <main id="grid"></main>
 <p id="none" hidden>No item matches these filters.</p>
 <p id="more-wrap" hidden><button id="more" type="button">show more</button></p>
+<div id="lightbox" role="dialog" aria-modal="true" aria-label="output" hidden>
+<div class="lb-bar"><button type="button" id="lb-prev" aria-label="previous">←</button><span id="lb-pos"></span><button type="button" id="lb-next" aria-label="next">→</button><button type="button" id="lb-close" aria-label="close">✕ Esc</button></div>
+<div class="lb-body"><div id="lb-media"></div><dl id="lb-meta"></dl></div>
+</div>
 <script type="application/json" id="items">[`;
   let first = true;
   for (const r of g.rows) {
@@ -104,6 +108,11 @@ interface CardData {
   code: string | null;
   message: string | null;
   poster?: string;
+  aspectRatio: string | null;
+  resolution: string | null;
+  duration: string | null;
+  /** The job whose outputs these are (the last attempt's). */
+  jobId: string | null;
 }
 
 function cardData(r: ResultRow, poster: string | undefined): CardData {
@@ -119,6 +128,10 @@ function cardData(r: ResultRow, poster: string | undefined): CardData {
     code: r.errorCode,
     message: r.errorMessage,
     ...(poster ? { poster } : {}),
+    aspectRatio: r.aspectRatio,
+    resolution: r.resolution,
+    duration: r.duration,
+    jobId: r.jobIds.at(-1) ?? null,
   };
 }
 
@@ -166,6 +179,18 @@ main.compact .prompt, main.compact .files { display: none; }
 main.thumbnails { grid-template-columns: repeat(auto-fill, minmax(88px, 1fr)); gap: 4px; padding: 8px; }
 main.thumbnails .meta { display: none; }
 main.thumbnails .card { border-radius: 4px; }
+.media a, h2 .id { cursor: zoom-in; }
+#lightbox { position: fixed; inset: 0; z-index: 2; background: #111; color: #eee; display: flex; flex-direction: column; }
+#lightbox[hidden] { display: none; }
+.lb-bar { display: flex; gap: 8px; align-items: center; padding: 8px 12px; }
+.lb-bar button { font: inherit; padding: 4px 10px; }
+#lb-close { margin-left: auto; }
+.lb-body { flex: 1; min-height: 0; display: flex; gap: 16px; padding: 0 16px 16px; }
+#lb-media { flex: 1; min-width: 0; display: flex; align-items: center; justify-content: center; }
+#lb-media img, #lb-media video { width: 100%; height: 100%; object-fit: contain; image-rendering: auto; }
+#lb-meta { width: 300px; margin: 0; overflow: auto; overflow-wrap: anywhere; }
+#lb-meta dt { color: #aaa; font-size: 12px; margin-top: 8px; }
+#lb-meta dd { margin: 0; }
 `;
 
 // Draws the cards that match the filters, a page at a time; every value goes in as text, never as markup.
@@ -200,8 +225,50 @@ function media(item) {
     if (item.poster) video.setAttribute('poster', item.poster);
     return video;
   }
-  return el('a', { href: src }, el('img', { src, alt: item.prompt, loading: 'lazy', decoding: 'async' }));
+  return el('a', { href: src, class: 'open' }, el('img', { src, alt: item.prompt, loading: 'lazy', decoding: 'async' }));
 }
+
+// The lightbox: the full-size output and its facts; arrows walk the items that match the filters, Esc closes.
+const lightbox = document.getElementById('lightbox');
+let shownAt = -1;
+
+function openAt(index) {
+  if (index < 0 || index >= matching.length) return;
+  shownAt = index;
+  const item = matching[index];
+  const src = item.files[0];
+  const full = !src ? el('p', { text: item.state === 'done' ? 'no output' : item.state })
+    : item.type === 'video' ? el('video', { controls: '', src, ...(item.poster ? { poster: item.poster } : {}) })
+    : el('img', { src, alt: item.prompt });
+  document.getElementById('lb-media').replaceChildren(full);
+  const facts = [['id', item.id], ['state', item.state], ['prompt', item.prompt], ['model', item.model], ['aspect ratio', item.aspectRatio], ['resolution', item.resolution],
+    ['duration', item.duration ? item.duration + ' s' : null], ['credits', item.refunded ? item.charged + ' charged, ' + item.refunded + ' refunded' : String(item.charged)],
+    ['job', item.jobId], ['file', item.files.join(' ') || null], ['error', item.code ? item.code + ' ' + (item.message || '') : null]];
+  document.getElementById('lb-meta').replaceChildren(...facts.filter(([, v]) => v).flatMap(([k, v]) => [el('dt', { text: k }), el('dd', { class: 'lb-' + k.replace(' ', '-'), text: v })]));
+  document.getElementById('lb-pos').textContent = (index + 1) + ' of ' + matching.length;
+  lightbox.hidden = false;
+}
+
+function closeLightbox() {
+  lightbox.hidden = true;
+  document.getElementById('lb-media').replaceChildren();
+}
+
+grid.addEventListener('click', (event) => {
+  const opener = event.target.closest('.open, h2 .id');
+  if (!opener) return;
+  event.preventDefault();
+  openAt(matching.findIndex((item) => item.id === opener.closest('.card').dataset.id));
+});
+document.getElementById('lb-prev').addEventListener('click', () => openAt(shownAt - 1));
+document.getElementById('lb-next').addEventListener('click', () => openAt(shownAt + 1));
+document.getElementById('lb-close').addEventListener('click', closeLightbox);
+document.addEventListener('keydown', (event) => {
+  if (lightbox.hidden) return;
+  if (event.key === 'Escape') closeLightbox();
+  else if (event.key === 'ArrowRight') openAt(shownAt + 1);
+  else if (event.key === 'ArrowLeft') openAt(shownAt - 1);
+});
 
 function card(item) {
   const credits = item.refunded ? item.charged + ' credits, ' + item.refunded + ' refunded' : item.charged + ' credits';

@@ -10,6 +10,10 @@ export interface ResultRow {
   type: 'image' | 'video';
   model: string;
   prompt: string;
+  aspectRatio: string | null;
+  resolution: string | null;
+  /** Seconds, for a video. */
+  duration: string | null;
   /** Relative to the output dir. */
   files: { path: string; bytes: number; sha256: string }[];
   jobIds: string[];
@@ -32,6 +36,9 @@ export function collectResults(store: Store): ResultRow[] {
       type: item.type,
       model: item.model,
       prompt: item.prompt,
+      aspectRatio: item.aspect_ratio,
+      resolution: item.resolution,
+      duration: item.duration,
       files: (outputs.get(item.id) ?? []).map((o) => ({ path: o.path, bytes: o.bytes, sha256: o.sha256 })),
       jobIds: tries.map((t) => t.job_id).filter((j): j is string => Boolean(j)),
       creditsCharged: tries.reduce((s, t) => s + t.charged, 0),
@@ -53,11 +60,11 @@ function groupByItem<T extends { item_id: string }>(rows: T[]): Map<string, T[]>
   return byItem;
 }
 
-const CSV_COLUMNS = ['id', 'state', 'type', 'model', 'prompt', 'files', 'bytes', 'sha256', 'job_ids', 'credits_charged', 'credits_refunded', 'error_code', 'error_message'];
+const CSV_COLUMNS = ['id', 'state', 'type', 'model', 'prompt', 'aspect_ratio', 'resolution', 'duration', 'files', 'bytes', 'sha256', 'job_ids', 'credits_charged', 'credits_refunded', 'error_code', 'error_message'];
 
 function csvRecord(r: ResultRow, valueNames: readonly string[]): unknown[] {
   const files = (key: 'path' | 'bytes' | 'sha256') => r.files.map((f) => f[key]).join(' ');
-  return [r.id, r.state, r.type, r.model, r.prompt, files('path'), files('bytes'), files('sha256'), r.jobIds.join(' '), r.creditsCharged, r.creditsRefunded, r.errorCode ?? '', r.errorMessage ?? '', ...valueNames.map((k) => r.values[k] ?? '')];
+  return [r.id, r.state, r.type, r.model, r.prompt, r.aspectRatio ?? '', r.resolution ?? '', r.duration ?? '', files('path'), files('bytes'), files('sha256'), r.jobIds.join(' '), r.creditsCharged, r.creditsRefunded, r.errorCode ?? '', r.errorMessage ?? '', ...valueNames.map((k) => r.values[k] ?? '')];
 }
 
 /** CSV in chunks of rows, so a big run's file is never one string. The rows' own columns (sku, title…) follow ours; one named like ours gets a var_ prefix. */

@@ -28,7 +28,7 @@ export interface ItemProblem {
   message: string;
 }
 
-export type ItemFacts = Pick<ItemRow, 'id' | 'state' | 'type' | 'model' | 'error_code' | 'error_message'> & { prompt: string; values_json: string | null };
+export type ItemFacts = Pick<ItemRow, 'id' | 'state' | 'type' | 'model' | 'error_code' | 'error_message'> & { prompt: string; values_json: string | null; aspect_ratio: string | null; resolution: string | null; duration: string | null };
 
 export interface ItemSync {
   id: string;
@@ -130,7 +130,11 @@ export class Items {
     this.workStmt = db.prepare<[], { type: 'image' | 'video'; open: number; pending: number; submitted: number }>(
       `SELECT type, sum(CASE WHEN state IN ${sqlStates(OPEN_STATES)} THEN n ELSE 0 END) AS open, sum(CASE WHEN state = 'pending' THEN n ELSE 0 END) AS pending, sum(attempted * n) AS submitted FROM item_tally GROUP BY type`,
     );
-    this.reportStmt = db.prepare<[], ItemFacts>("SELECT id, state, type, model, json_extract(spec, '$.prompt') AS prompt, spec -> '$.values' AS values_json, error_code, error_message FROM items ORDER BY seq");
+    this.reportStmt = db.prepare<[], ItemFacts>(
+      `SELECT id, state, type, model, json_extract(spec, '$.prompt') AS prompt, spec -> '$.values' AS values_json,
+         spec ->> '$.aspectRatio' AS aspect_ratio, spec ->> '$.resolution' AS resolution, spec ->> '$.duration' AS duration, error_code, error_message
+       FROM items ORDER BY seq`,
+    );
     this.statesStmt = db.prepare<[], { id: string; state: ItemState }>('SELECT id, state FROM items');
     this.changedStmt = db.prepare<[], { id: string }>('SELECT id FROM items WHERE changed = 1 ORDER BY seq').pluck();
     this.shapesStmt = db.prepare<[], ItemShape>(

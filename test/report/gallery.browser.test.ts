@@ -148,7 +148,7 @@ describe('the gallery, opened in headless Chromium from the file system', () => 
 
   it('a big catalog draws a page of cards at a time, and its filters count every item, drawn or not', async () => {
     const rows: ResultRow[] = Array.from({ length: 450 }, (_, i) => ({
-      id: `sku-${i}`, state: i % 10 === 9 ? 'failed' : 'done', type: 'image', model: i % 3 ? 'studio-xl' : 'studio-lite', prompt: `product ${i}`,
+      id: `sku-${i}`, state: i % 10 === 9 ? 'failed' : 'done', type: 'image', model: i % 3 ? 'studio-xl' : 'studio-lite', prompt: `product ${i}`, aspectRatio: null, resolution: null, duration: null,
       files: [], jobIds: [], creditsCharged: 8, creditsRefunded: 0, errorCode: i % 10 === 9 ? 'GENERATION_FAILED' : null, errorMessage: null, values: {},
     }));
     const dir = mkdtempSync(join(tmpdir(), 'genbatch-gallery-'));
@@ -177,8 +177,8 @@ describe('the gallery, opened in headless Chromium from the file system', () => 
     const dir = mkdtempSync(join(tmpdir(), 'genbatch-gallery-'));
     const colours = ['red', 'blue', 'green'];
     const rows: ResultRow[] = Array.from({ length: 10 }, (_, i) => ({
-      id: `mug-${i}`, state: i < 6 ? 'done' : 'pending', type: 'image', model: 'studio-lite', prompt: `A ${colours[i % 3]} Mug, studio photo`,
-      files: i < 6 ? [{ path: `mug-${i}.png`, bytes: 1, sha256: 'x' }] : [], jobIds: [], creditsCharged: i < 6 ? 2 : 0, creditsRefunded: 0, errorCode: null, errorMessage: null, values: {},
+      id: `mug-${i}`, state: i < 6 ? 'done' : 'pending', type: 'image', model: 'studio-lite', prompt: `A ${colours[i % 3]} Mug, studio photo`, aspectRatio: '4:5', resolution: '1K', duration: null,
+      files: i < 6 ? [{ path: `mug-${i}.png`, bytes: 1, sha256: 'x' }] : [], jobIds: i < 6 ? [`job-${i}`] : [], creditsCharged: i < 6 ? 2 : 0, creditsRefunded: 0, errorCode: null, errorMessage: null, values: {},
     }));
     for (const r of rows) for (const f of r.files) writeFileSync(join(dir, f.path), makePng(r.id));
     writeFileSync(join(dir, 'index.html'), renderGallery({ title: 'review', generatedAt: Date.now(), rows, posters: new Map(), credits: { charged: 12, refunded: 0, net: 12 }, failures: {}, run: { seconds: 5, sessions: 1 } }));
@@ -211,5 +211,25 @@ describe('the gallery, opened in headless Chromium from the file system', () => 
     await page.selectOption('#density', 'thumbnails');
     mkdirSync('test-artifacts', { recursive: true });
     await page.screenshot({ path: 'test-artifacts/gallery-thumbnails.png' });
+
+    // The lightbox: a thumbnail opens the full-size output with its facts; the arrow keys walk the items shown, Esc closes.
+    await page.selectOption('#density', 'comfortable');
+    await page.click('.card[data-id="mug-1"] .media a');
+    expect(await page.isVisible('#lightbox')).toBe(true);
+    const fact = (name: string) => page.textContent(`#lb-meta .lb-${name}`);
+    expect([await fact('id'), await fact('model'), await fact('aspect-ratio'), await fact('resolution'), await fact('credits'), await fact('job'), await fact('file')]).toEqual(['mug-1', 'studio-lite', '4:5', '1K', '2', 'job-1', 'mug-1.png']);
+    expect(await page.$eval('#lb-media img', (img) => (img as HTMLImageElement).complete && (img as HTMLImageElement).naturalWidth)).toBeGreaterThan(0);
+    expect(await page.textContent('#lb-pos')).toBe('2 of 10');
+    await page.screenshot({ path: 'test-artifacts/gallery-lightbox.png' });
+    await page.keyboard.press('ArrowRight');
+    expect(await fact('id')).toBe('mug-2');
+    await page.keyboard.press('ArrowLeft');
+    await page.keyboard.press('ArrowLeft');
+    expect(await fact('id')).toBe('mug-0');
+    await page.keyboard.press('Escape');
+    expect(await page.isVisible('#lightbox')).toBe(false);
+    // A pending item's id opens it too, with what it lacks said plainly.
+    await page.click('.card[data-id="mug-7"] h2 .id');
+    expect(await page.textContent('#lb-media')).toBe('pending');
   });
 });

@@ -4,7 +4,7 @@ import { postersFor } from '../../src/report/posters.js';
 import type { ResultRow } from '../../src/report/index.js';
 
 const row = (over: Partial<ResultRow>): ResultRow => ({
-  id: 'x', state: 'done', type: 'image', model: 'studio-lite', prompt: 'p', files: [], jobIds: [], creditsCharged: 0, creditsRefunded: 0, errorCode: null, errorMessage: null, values: {}, ...over,
+  id: 'x', state: 'done', type: 'image', model: 'studio-lite', prompt: 'p', aspectRatio: null, resolution: null, duration: null, files: [], jobIds: [], creditsCharged: 0, creditsRefunded: 0, errorCode: null, errorMessage: null, values: {}, ...over,
 });
 const render = (rows: ResultRow[], posters = new Map<string, string>()) =>
   renderGallery({ title: 't</title><script>alert(1)</script>', generatedAt: 0, rows, posters, credits: { charged: 0, refunded: 0, net: 0 }, failures: { '<i>CODE</i>': 1 }, run: { seconds: 0, sessions: 1 } });
