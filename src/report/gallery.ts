@@ -52,6 +52,10 @@ export function* galleryChunks(g: GalleryInput): Generator<string> {
     .map((s) => `<label class="chip s-${s}"><input type="checkbox" name="state" value="${s}"${s === 'pending' && hidePending ? '' : ' checked'}> ${s} <span class="n">${stateCounts.get(s) ?? 0}</span></label>`)
     .join('');
   const modelOptions = [...modelCounts].map(([m, n]) => `<option value="${esc(m)}">${esc(m)} (${n})</option>`).join('');
+  // Group by a row column (all scenes of one sku), or by prompt (the same prompt across models, side by side).
+  const valueNames = new Set<string>();
+  for (const r of g.rows) for (const k of Object.keys(r.values)) valueNames.add(k);
+  const groupOptions = ['prompt', ...(modelCounts.size > 1 ? ['model'] : []), ...valueNames].map((k) => `<option value="${esc(k)}">${esc(k)}</option>`).join('');
   yield `<!doctype html>
 <html lang="en">
 <head>
@@ -70,6 +74,7 @@ export function* galleryChunks(g: GalleryInput): Generator<string> {
 <fieldset><legend>state</legend>${stateFilters}</fieldset>
 <label>model <select id="model"><option value="">all models</option>${modelOptions}</select></label>
 <label>search <input type="search" id="search" placeholder="id or prompt" autocomplete="off"></label>
+<label>group by <select id="group"><option value="">nothing</option>${groupOptions}</select></label>
 <label>density <select id="density"><option value="comfortable">comfortable</option><option value="compact">compact</option><option value="thumbnails">many small thumbnails</option></select></label>
 <output id="shown">${g.rows.length} of ${g.rows.length} shown</output>
 </form>
@@ -113,6 +118,8 @@ interface CardData {
   duration: string | null;
   /** The job whose outputs these are (the last attempt's). */
   jobId: string | null;
+  /** The item's row columns and matrix values, to group by. */
+  values: Record<string, string>;
 }
 
 function cardData(r: ResultRow, poster: string | undefined): CardData {
@@ -132,6 +139,7 @@ function cardData(r: ResultRow, poster: string | undefined): CardData {
     resolution: r.resolution,
     duration: r.duration,
     jobId: r.jobIds.at(-1) ?? null,
+    values: r.values,
   };
 }
 
@@ -179,6 +187,8 @@ main.compact .prompt, main.compact .files { display: none; }
 main.thumbnails { grid-template-columns: repeat(auto-fill, minmax(88px, 1fr)); gap: 4px; padding: 8px; }
 main.thumbnails .meta { display: none; }
 main.thumbnails .card { border-radius: 4px; }
+.group { grid-column: 1 / -1; margin: 8px 0 -4px; font-size: 13px; color: var(--muted); border-bottom: 1px solid var(--line); overflow-wrap: anywhere; }
+.group b { color: var(--text); }
 .media a, h2 .id { cursor: zoom-in; }
 #lightbox { position: fixed; inset: 0; z-index: 2; background: #111; color: #eee; display: flex; flex-direction: column; }
 #lightbox[hidden] { display: none; }
@@ -284,9 +294,22 @@ function card(item) {
       files));
 }
 
+const groupBy = document.getElementById('group');
+let groupSizes = new Map();
+const keyOf = (item) => (groupBy.value === 'prompt' ? item.prompt : groupBy.value === 'model' ? item.model : item.values[groupBy.value] ?? '');
+
 function drawMore() {
   const next = matching.slice(drawn, drawn + PAGE);
-  grid.append(...next.map(card));
+  const nodes = [];
+  next.forEach((item, i) => {
+    // A heading wherever the group changes: the items were put in group order, each group in manifest order.
+    const before = drawn + i > 0 ? matching[drawn + i - 1] : undefined;
+    if (groupBy.value && (!before || keyOf(before) !== keyOf(item))) {
+      nodes.push(el('h3', { class: 'group' }, groupBy.value + ': ', el('b', { text: keyOf(item) || '(none)' }), ' · ' + groupSizes.get(keyOf(item))));
+    }
+    nodes.push(card(item));
+  });
+  grid.append(...nodes);
   drawn += next.length;
   document.getElementById('more-wrap').hidden = drawn >= matching.length;
 }
@@ -295,6 +318,13 @@ function apply() {
   const states = new Set(Array.from(document.querySelectorAll('input[name=state]:checked'), (i) => i.value));
   const words = search.value.toLowerCase().split(/\\s+/).filter(Boolean);
   matching = items.filter((item) => states.has(item.state) && (!model.value || item.model === model.value) && words.every((w) => item.hay.includes(w)));
+  if (groupBy.value) {
+    // Groups in the order their first item comes in the manifest; a stable sort keeps manifest order inside each.
+    const firstAt = new Map();
+    groupSizes = new Map();
+    matching.forEach((item, i) => { const k = keyOf(item); if (!firstAt.has(k)) firstAt.set(k, i); groupSizes.set(k, (groupSizes.get(k) || 0) + 1); });
+    matching = matching.map((item, i) => [firstAt.get(keyOf(item)), i, item]).sort((a, b) => a[0] - b[0] || a[1] - b[1]).map((t) => t[2]);
+  }
   grid.replaceChildren();
   drawn = 0;
   drawMore();

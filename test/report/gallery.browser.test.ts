@@ -231,5 +231,45 @@ describe('the gallery, opened in headless Chromium from the file system', () => 
     // A pending item's id opens it too, with what it lacks said plainly.
     await page.click('.card[data-id="mug-7"] h2 .id');
     expect(await page.textContent('#lb-media')).toBe('pending');
+    await page.keyboard.press('Escape');
+  });
+
+  it('groups the variants of a row together, and the same prompt across models side by side', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'genbatch-gallery-'));
+    // Two skus in two scenes, and each prompt made by two models: the manifest's order interleaves them.
+    const rows: ResultRow[] = [];
+    for (const model of ['studio-xl', 'studio-lite']) {
+      for (const sku of ['mug-1', 'mug-2']) {
+        for (const scene of ['studio', 'kitchen']) {
+          rows.push({ id: `${sku}-${scene}-${model}`, state: 'done', type: 'image', model, prompt: `${sku} in a ${scene}`, aspectRatio: null, resolution: null, duration: null,
+            files: [], jobIds: [], creditsCharged: 2, creditsRefunded: 0, errorCode: null, errorMessage: null, values: { sku, scene } });
+        }
+      }
+    }
+    writeFileSync(join(dir, 'index.html'), renderGallery({ title: 'groups', generatedAt: Date.now(), rows, posters: new Map(), credits: { charged: 16, refunded: 0, net: 16 }, failures: {}, run: { seconds: 5, sessions: 1 } }));
+    const browser = await launchChromium();
+    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    await page.goto(pathToFileURL(join(dir, 'index.html')).href);
+    const layout = () => page.$$eval('#grid > *', (nodes) => nodes.map((n) => (n.classList.contains('group') ? `# ${n.textContent}` : (n as HTMLElement).dataset.id)));
+    expect(await page.$$eval('#group option', (o) => o.map((x) => (x as HTMLOptionElement).value))).toEqual(['', 'prompt', 'model', 'sku', 'scene']);
+    await page.selectOption('#group', 'sku');
+    expect(await layout()).toEqual([
+      '# sku: mug-1 · 4', 'mug-1-studio-studio-xl', 'mug-1-kitchen-studio-xl', 'mug-1-studio-studio-lite', 'mug-1-kitchen-studio-lite',
+      '# sku: mug-2 · 4', 'mug-2-studio-studio-xl', 'mug-2-kitchen-studio-xl', 'mug-2-studio-studio-lite', 'mug-2-kitchen-studio-lite',
+    ]);
+    await page.selectOption('#group', 'prompt');
+    const byPrompt = await layout();
+    expect(byPrompt.slice(0, 3)).toEqual(['# prompt: mug-1 in a studio · 2', 'mug-1-studio-studio-xl', 'mug-1-studio-studio-lite']);
+    expect(byPrompt.filter((x) => x!.startsWith('#'))).toHaveLength(4);
+    // Side by side: the two models' cards of one prompt share a row.
+    const tops = await page.$$eval('.card[data-id^="mug-1-studio-"]', (cards) => cards.map((c) => c.getBoundingClientRect().top));
+    expect(new Set(tops).size).toBe(1);
+    mkdirSync('test-artifacts', { recursive: true });
+    await page.screenshot({ path: 'test-artifacts/gallery-groups.png' });
+    // Filters still apply inside groups.
+    await page.fill('#search', 'kitchen');
+    expect((await layout()).filter((x) => x!.startsWith('#'))).toEqual(['# prompt: mug-1 in a kitchen · 2', '# prompt: mug-2 in a kitchen · 2']);
+    await page.selectOption('#group', '');
+    expect((await layout()).some((x) => x!.startsWith('#'))).toBe(false);
   });
 });
