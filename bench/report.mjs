@@ -21,27 +21,31 @@ function buildState(path) {
   store.items.sync(
     (function* () {
       for (let i = 0; i < ITEMS; i++) {
-        const spec = { id: id(i), type: 'image', model: i % 4 ? 'studio-xl' : 'studio-lite', prompt: `Ceramic item ${i}, hand glazed, studio product photo` };
-        yield { id: spec.id, seq: i, type: 'image', model: spec.model, contentHash: `h${i}`, spec: JSON.stringify(spec) };
+        // A catalog's items carry their row (sku, title): the results and the gallery's groups have them.
+        const spec = { id: id(i), type: 'image', model: i % 4 ? 'studio-xl' : 'studio-lite', prompt: `Ceramic item ${i}, hand glazed, studio product photo`, aspectRatio: '4:5', resolution: '2K', values: { sku: id(i), title: `Ceramic item ${i}` } };
+        yield { id: spec.id, seq: i, type: 'image', model: spec.model, contentHash: `h${i}`, spec: JSON.stringify(spec), dependsOn: [] };
       }
     })(),
     now,
     false,
   );
+  // Through the item's own transitions, as a run makes them.
   store.tx(() => {
+    const failure = { code: 'GENERATION_FAILED', message: 'The generation failed; the credits were refunded.' };
     for (let i = 0; i < ITEMS; i++) {
       const item = id(i);
       const job = `job_${i}`;
-      store.attempts.create(item, 1, `key-${i}`, '{}', now);
-      store.attempts.markAccepted(item, 1, job, 8, now);
+      store.life.startAttempt(item, 1, `key-${i}`, '{}', now);
+      store.life.recordSent(item, 1, now);
+      store.life.recordAccepted(item, 1, job, 8, 0, now);
       if (i % 50 === 49) {
-        store.attempts.markEnded(item, 1, 'failed', 8, now, { code: 'GENERATION_FAILED', message: 'The generation failed; the credits were refunded.' });
-        store.items.setState(item, 'failed', now, { code: 'GENERATION_FAILED', message: 'The generation failed; the credits were refunded.' });
+        store.life.recordEnded(item, 1, { jobId: job, status: 'failed', refunded: 8, refundDay: 0, error: failure }, now);
+        store.life.finish(item, 'failed', failure, now);
       } else {
-        store.attempts.markEnded(item, 1, 'completed', 0, now);
+        store.life.recordEnded(item, 1, { jobId: job, status: 'completed', refunded: 0, refundDay: 0 }, now);
         store.outputs.linkIssued(job, 0, item, now);
-        store.outputs.markDownloaded(job, 0, { path: `${item}-1.png`, bytes: 4785, sha256: 'ab'.repeat(32), contentType: 'image/png' }, now);
-        store.items.setState(item, 'done', now);
+        store.outputs.markDownloaded(job, 0, { path: `${item}-1.png`, bytes: 4785, sha256: 'ab'.repeat(32), contentType: 'image/png', mtimeMs: now }, now);
+        store.life.downloaded(item, now);
       }
     }
   });
@@ -76,8 +80,20 @@ async function galleryInBrowser(file) {
     await page.click('label.chip:has(input[value="done"])');
     const shown = await page.textContent('#shown');
     const filterMs = Date.now() - clicked;
-    const pass = firstCardsMs < GOAL.firstCardsMs && filterMs < GOAL.filterMs;
-    console.log(`report  gallery in Chromium: first cards ${firstCardsMs} ms, a filter click ${filterMs} ms (${shown}) (goal < ${GOAL.firstCardsMs} ms, < ${GOAL.filterMs} ms): ${pass ? 'met' : 'MISSED'}`);
+    // A search as typed and a grouping by a rows column, over all 100,000 items.
+    const searched = Date.now();
+    await page.fill('#search', 'item 4');
+    const searchShown = await page.textContent('#shown');
+    const searchMs = Date.now() - searched;
+    const grouped = Date.now();
+    await page.selectOption('#group', 'title');
+    await page.waitForSelector('.group');
+    const groupMs = Date.now() - grouped;
+    const pass = firstCardsMs < GOAL.firstCardsMs && filterMs < GOAL.filterMs && searchMs < GOAL.filterMs && groupMs < GOAL.filterMs;
+    console.log(
+      `report  gallery in Chromium: first cards ${firstCardsMs} ms, a filter click ${filterMs} ms (${shown}), a search ${searchMs} ms (${searchShown}), grouping by a rows column ${groupMs} ms ` +
+        `(goal < ${GOAL.firstCardsMs} ms, < ${GOAL.filterMs} ms each): ${pass ? 'met' : 'MISSED'}`,
+    );
     return pass;
   } finally {
     await browser.close();
