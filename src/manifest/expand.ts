@@ -5,7 +5,8 @@ import type { IssueList } from './issues.js';
 import { readRows } from './rows.js';
 import type { FileInputSpec, Manifest, ManifestItem } from './schema.js';
 import { type ManifestSource, fieldPath } from './source.js';
-import { render, toText } from './templates.js';
+import { render, templateNames, toText } from './templates.js';
+import type { ManifestIssue } from './issues.js';
 import type { InputRef, ResolvedItem } from './types.js';
 
 type Merged = Omit<ManifestItem, 'matrix' | 'rows' | 'repeat'>;
@@ -19,6 +20,8 @@ export class Expander {
   private readonly fileChecks = new Map<string, Promise<string | undefined>>();
   /** Ids of items that had errors of their own: references to them are not reported again. */
   readonly invalidIds = new Set<string>();
+  /** Template values that were empty in a prompt that is not: counted per item and name, with the first places. */
+  private readonly emptyValues = new Map<string, { issue: Omit<ManifestIssue, 'message'>; name: string; count: number; first: string[] }>();
 
   constructor(
     private readonly source: ManifestSource,
@@ -113,6 +116,7 @@ export class Expander {
     const prompt = promptRender?.ok ? promptRender.value : undefined;
     // An empty prompt is refused by the service, or worse, paid for as a generic image: say so before anything is sent.
     if (prompt !== undefined && prompt.trim() === '') fail('prompt', `expected a non-empty prompt, found ${JSON.stringify(prompt)} after templates`);
+    else if (prompt !== undefined) this.noteEmptyValues(merged, index, merged.prompt!, withFields, row);
 
     if (merged.model === undefined) fail('model', 'missing: set model on the item or in defaults');
     if (merged.prompt === undefined) fail('prompt', 'missing: set prompt on the item or in defaults');
@@ -167,6 +171,30 @@ export class Expander {
       ...(sourceId !== undefined ? { source: sourceId } : {}),
       where: { file: this.source.file, ...pos, itemIndex: index, ...(row ? { row } : {}) },
     };
+  }
+
+  /** "{{title}}, studio product photo" with an empty title is paid for as a generic image: worth a warning, not an error. */
+  private noteEmptyValues(merged: Merged, index: number, template: string, ctx: ReadonlyMap<string, string>, row: { file: string; line: number } | undefined): void {
+    if (!template.includes('{{')) return;
+    for (const name of new Set(templateNames(template))) {
+      if (ctx.get(name)?.trim() !== '') continue;
+      const key = `${index}\n${name}`;
+      let seen = this.emptyValues.get(key);
+      if (!seen) {
+        const path = this.pathOf(merged, index, 'prompt');
+        this.emptyValues.set(key, (seen = { issue: { file: this.source.file, ...this.source.locate(path), field: fieldPath(path) }, name, count: 0, first: [] }));
+      }
+      seen.count++;
+      if (seen.first.length < 3) seen.first.push(row ? `${row.file}:${row.line}` : `${this.source.file}:${seen.issue.line}`);
+    }
+  }
+
+  /** The warnings: one per item and template name, with how many items and where the first are. */
+  warnings(): ManifestIssue[] {
+    return [...this.emptyValues.values()].map(({ issue, name, count, first }) => ({
+      ...issue,
+      message: `{{${name}}} is empty in ${count} item${count === 1 ? '' : 's'} (${count > first.length ? 'first at ' : 'at '}${first.join(', ')}): the prompt is sent without it`,
+    }));
   }
 
   private readonly positions = new Map<number, { line: number; column: number }>();

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { Expander } from './expand.js';
-import { IssueList } from './issues.js';
+import { IssueList, type ManifestIssue } from './issues.js';
 import { DEFAULT_OUTPUT_NAME, outputTemplateProblem } from './output-paths.js';
 import { checkAcrossItems } from './rules.js';
 import { manifestSchema, type Manifest } from './schema.js';
@@ -29,6 +29,8 @@ export interface ValidationResult {
   /** Undefined when the file could not be read or parsed at all. */
   loaded?: LoadedManifest;
   issues: IssueList;
+  /** What is valid but likely not meant (a template value empty in a prompt). */
+  warnings: ManifestIssue[];
 }
 
 /**
@@ -37,15 +39,15 @@ export interface ValidationResult {
  */
 export async function loadManifest(path: string, cwd = process.cwd()): Promise<ValidationResult> {
   const read = await readTop(path, cwd);
-  if (!read.top) return { issues: read.issues };
+  if (!read.top) return { issues: read.issues, warnings: [] };
   const { top, issues, only, schemaOk, templateProblem } = read;
   const items: ResolvedItem[] = [];
   const expander = new Expander(top.source, top.manifest, cwd, issues, only);
   for await (const item of expander.items()) items.push(item);
-  if (!schemaOk) return { issues };
+  if (!schemaOk) return { issues, warnings: expander.warnings() };
   if (!templateProblem) checkAcrossItems(items, top.source, top.outputName, top.vars, issues, expander.invalidIds);
   if (items.length === 0 && issues.count === 0) issues.add({ file: top.source.file, ...top.source.locate(['items']), field: 'items', message: 'the manifest expands to no items (are the rows files empty?)' });
-  return { loaded: { ...top, items }, issues };
+  return { loaded: { ...top, items }, issues, warnings: expander.warnings() };
 }
 
 /**

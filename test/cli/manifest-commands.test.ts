@@ -53,6 +53,21 @@ items:
   });
 });
 
+describe('validate warnings', () => {
+  it('warns, with counts and the first places, when a template value is empty in a prompt that is not', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'genbatch-warn-'));
+    writeFileSync(join(dir, 'm.yaml'), 'version: 1\ndefaults: { model: studio-lite }\nitems:\n  - rows: p.csv\n    id: "{{sku}}"\n    prompt: "{{title}}, studio product photo"\n');
+    writeFileSync(join(dir, 'p.csv'), 'sku,title\na,Red mug\nb,\nc,Blue mug\nd,\ne,  \nf,\n');
+    const res = await runCli(['validate', 'm.yaml'], cleanEnv(), dir);
+    expect(res.code).toBe(0);
+    expect(res.stdout).toContain('warning: m.yaml:6:5: items[0].prompt: {{title}} is empty in 4 items (first at p.csv:3, p.csv:5, p.csv:6): the prompt is sent without it');
+    const json = JSON.parse((await runCli(['validate', 'm.yaml', '--json'], cleanEnv(), dir)).stdout);
+    expect(json.valid).toBe(true);
+    expect(json.warnings).toHaveLength(1);
+    expect(json.warnings[0]).toMatchObject({ line: 6, field: 'items[0].prompt' });
+  });
+});
+
 describe('genbatch estimate', () => {
   it('prints credits per model, the total, key days and an ETA; --json has the same figures', async () => {
     const table = await runCli(['estimate', 'manifests/catalog.yaml', '--simulate'], cleanEnv(), root);

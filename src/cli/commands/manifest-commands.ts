@@ -4,13 +4,13 @@ import { existsSync } from 'node:fs';
 import { blockers, estimate, formatDuration, type Estimate } from '../../estimate/index.js';
 import { Store } from '../../store/index.js';
 import { statePathFor } from '../state-path.js';
-import { IssueList, type LoadedManifest } from '../../manifest/index.js';
+import { IssueList, type LoadedManifest, type ManifestIssue } from '../../manifest/index.js';
 import { checkAgainstService } from '../../manifest/online.js';
 import { DEFAULT_KEY_LIMITS, formatRate, type KeyLimits, type Rate } from '../../scheduler/limits.js';
 import { connect, type ConnectionFlags } from '../connection.js';
 import { EXIT, ExitError } from '../exit.js';
 import { table } from '../format.js';
-import { issueReport, loadValid } from './manifest-load.js';
+import { issueReport, loadValid, warningReport } from './manifest-load.js';
 
 export { issueReport, loadValid, locate } from './manifest-load.js';
 
@@ -22,8 +22,9 @@ function summary(m: LoadedManifest, cwd: string): string {
 export async function validateCommand(path: string, opts: ConnectionFlags & { online?: boolean; json?: boolean }, env: NodeJS.ProcessEnv, cwd: string): Promise<string> {
   const loaded = await loadValidOrJson(path, cwd, opts.json);
   const asJson = (online: boolean | undefined) =>
-    JSON.stringify({ manifest: loaded.source.file, name: loaded.name, valid: true, items: itemCounts(loaded), outputDir: loaded.outputDir, online: online ?? null, issues: [] }, null, 2);
-  if (!opts.online) return opts.json ? asJson(undefined) : summary(loaded, cwd);
+    JSON.stringify({ manifest: loaded.source.file, name: loaded.name, valid: true, items: itemCounts(loaded), outputDir: loaded.outputDir, online: online ?? null, issues: [], warnings: loaded.warnings }, null, 2);
+  const warned = loaded.warnings.length ? `\n${warningReport(loaded.warnings)}` : '';
+  if (!opts.online) return opts.json ? asJson(undefined) : `${summary(loaded, cwd)}${warned}`;
   const connection = await connect(opts, env);
   try {
     const me = await connection.client.me();
@@ -31,7 +32,7 @@ export async function validateCommand(path: string, opts: ConnectionFlags & { on
     const issues = new IssueList();
     checkAgainstService(loaded.items, loaded.source, catalog, me.scopes, issues);
     if (issues.count > 0) throw invalid(loaded.source.file, issues, opts.json);
-    return opts.json ? asJson(true) : `${summary(loaded, cwd)}\nonline: every model, kind, mode and allowed value checks out against the service, and the key has the scopes it needs.`;
+    return opts.json ? asJson(true) : `${summary(loaded, cwd)}\nonline: every model, kind, mode and allowed value checks out against the service, and the key has the scopes it needs.${warned}`;
   } finally {
     await connection.close();
   }
@@ -49,12 +50,12 @@ function invalid(file: string, issues: IssueList, json: boolean | undefined): Ex
   return new ExitError(EXIT.usage, `${issues.count} problem${issues.count === 1 ? '' : 's'} found; nothing was submitted.`, document);
 }
 
-async function loadValidOrJson(path: string, cwd: string, json: boolean | undefined): Promise<LoadedManifest> {
+async function loadValidOrJson(path: string, cwd: string, json: boolean | undefined): Promise<LoadedManifest & { warnings: ManifestIssue[] }> {
   if (!json) return loadValid(path, cwd);
   const { loadManifest } = await import('../../manifest/validate.js');
-  const { loaded, issues } = await loadManifest(path, cwd);
+  const { loaded, issues, warnings } = await loadManifest(path, cwd);
   if (!loaded || issues.count > 0) throw invalid(path, issues, true);
-  return loaded;
+  return { ...loaded, warnings };
 }
 
 export interface EstimateFlags extends ConnectionFlags {

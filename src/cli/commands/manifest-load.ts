@@ -1,5 +1,5 @@
 // Light on purpose: the commands that only read a state (status, report, retry) load the manifest's top level, not its validator.
-import { formatIssue, type IssueList } from '../../manifest/issues.js';
+import { formatIssue, type IssueList, type ManifestIssue } from '../../manifest/issues.js';
 import { locateManifest, type ManifestLocation } from '../../manifest/locate.js';
 import type { LoadedManifest } from '../../manifest/validate.js';
 import { EXIT, ExitError } from '../exit.js';
@@ -20,10 +20,15 @@ export async function locate(path: string, cwd: string): Promise<ManifestLocatio
   return location;
 }
 
-/** Loads and validates offline; any problem is exit 2 with every issue located. */
-export async function loadValid(path: string, cwd: string): Promise<LoadedManifest> {
+/** Loads and validates offline; any problem is exit 2 with every issue located. Warnings come with the manifest. */
+export async function loadValid(path: string, cwd: string): Promise<LoadedManifest & { warnings: ManifestIssue[] }> {
   const { loadManifest } = await import('../../manifest/validate.js');
-  const { loaded, issues } = await loadManifest(path, cwd);
+  const { loaded, issues, warnings } = await loadManifest(path, cwd);
   if (!loaded || issues.count > 0) throw new ExitError(EXIT.usage, issueReport(issues));
-  return loaded;
+  return { ...loaded, warnings };
+}
+
+/** Warnings as lines: "warning: file:line:column: field: message". */
+export function warningReport(warnings: readonly ManifestIssue[]): string {
+  return warnings.map((w) => `warning: ${formatIssue(w)}`).join('\n');
 }

@@ -15,7 +15,7 @@ import { IssueList } from '../../manifest/index.js';
 import { checkAgainstService, shapeProblems } from '../../manifest/online.js';
 import type { LoadedManifest, ManifestTop } from '../../manifest/index.js';
 import { planResume } from '../../runner/resume.js';
-import { issueReport, loadValid } from './manifest-load.js';
+import { issueReport, loadValid, warningReport } from './manifest-load.js';
 
 export interface RunFlags extends ConnectionFlags {
   state?: string;
@@ -94,6 +94,7 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
     throw error;
   }
   const toSync = loaded ? { items: loaded.items, fingerprint: plan.fingerprint } : undefined;
+  const warnings = loaded?.warnings ?? [];
   const itemCount = loaded ? loaded.items.length : resumed!.synced.items;
   loaded = undefined;
   // A rehearsal never writes where a real run's outputs are.
@@ -118,6 +119,7 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
     logger,
     onEvent: progress.onEvent,
   }, catalog, toSync);
+  if (warnings.length) progressOut.write(`${warningReport(warnings)}\n`);
   if (!toSync) progressOut.write(`resuming: ${manifest.source.file} and its files are as the state last saw them; ${count(itemCount, 'item')} read from the state, not expanded again\n`);
   if (rehearsal) progressOut.write(`rehearsal on the embedded simulator (no key, no credits, time x${timeScale}): it starts over each time; outputs go to ${outDir}, the state to ${statePath}\n`);
   progress.start();
