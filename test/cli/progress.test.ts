@@ -1,4 +1,5 @@
-import { mkdtempSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -7,6 +8,7 @@ import { Progress, liveLine, type LiveFacts } from '../../src/cli/progress.js';
 import { localTime } from '../../src/cli/format.js';
 import { ITEM_STATES, Store, type ItemState } from '../../src/store/index.js';
 import { imageManifest, workspace } from '../helpers/run.js';
+import { CLI, cleanEnv } from '../helpers/cli.js';
 import { startTestSim } from '../helpers/sim.js';
 
 const counts = (over: Partial<Record<ItemState, number>>) => ({ ...(Object.fromEntries(ITEM_STATES.map((s) => [s, 0])) as Record<ItemState, number>), ...over });
@@ -75,5 +77,36 @@ describe('off a terminal', () => {
     expect(progress[0]).toMatch(/^\d\d:\d\d \S+ started: 0% done 0\/30 · running 0/);
     expect(progress.at(-1)).toMatch(/ended: 100% done 30\/30 · running 0 · credits \d+ net/);
     expect(res.stderr).not.toMatch(/item-\d+/);
+  });
+});
+
+describe('under a real pseudo-terminal', () => {
+  // util-linux's script(1) (essential on Debian) gives the CLI a pty 60 columns wide.
+  const underPty = (dir: string, env: NodeJS.ProcessEnv) =>
+    new Promise<string>((resolve, reject) => {
+      const command = `stty cols 60; ${JSON.stringify(process.execPath)} ${JSON.stringify(CLI)} run m.yaml --simulate --max-retries 0`;
+      execFile('script', ['-qec', command, '/dev/null'], { cwd: dir, env }, (error, stdout) => (error && error.code !== 1 ? reject(error) : resolve(stdout)));
+    });
+
+  it('redraws the live line in place within the width, coloured, and plain with NO_COLOR', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'genbatch-pty-'));
+    writeFileSync(join(dir, 'm.yaml'), 'version: 1\ndefaults: { model: studio-lite }\nitems:\n  - { id: a, prompt: "a mug" }\n  - { id: b, prompt: "a cup [sim:fail]" }\n');
+    const env = cleanEnv();
+    delete env.NO_COLOR;
+    const out = await underPty(dir, env);
+    // At least the last frame, drawn when the run ends; more while it runs, however fast it is.
+    const frames = out.split('\r\x1b[2K').slice(1).map((f) => f.split('\r')[0]!);
+    expect(frames.length).toBeGreaterThan(0);
+    // eslint-disable-next-line no-control-regex
+    const visible = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, '');
+    for (const frame of frames) {
+      expect(visible(frame).length).toBeLessThan(60);
+      expect(visible(frame)).toMatch(/^\d+% done \d\/2 · /);
+    }
+    expect(frames.at(-1)).toContain('\x1b[31mfailed 1\x1b[39m');
+    expect(out).toContain('\x1b[31m, failed 1, rejected 0, blocked 0, skipped 0\x1b[39m');
+    const plain = await underPty(dir, { ...env, NO_COLOR: '1' });
+    expect(plain).toContain('\r\x1b[2K');
+    expect(plain).not.toMatch(/\x1b\[\d+m/);
   });
 });
