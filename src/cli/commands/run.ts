@@ -7,7 +7,7 @@ import { DEFAULT_KEY_LIMITS, type KeyLimits, type Rate } from '../../scheduler/l
 import { OPEN_STATES, Store } from '../../store/index.js';
 import { connect, type ConnectionFlags } from '../connection.js';
 import { EXIT, ExitError } from '../exit.js';
-import { count, paintFor, type Paint } from '../format.js';
+import { count, num, paintFor, type Paint } from '../format.js';
 import { Progress } from '../progress.js';
 import { writeReport } from '../../report/index.js';
 import { statePathFor } from '../state-path.js';
@@ -161,10 +161,10 @@ function report(s: RunSummary, outDir: string, cwd: string, logPath: string, man
   const total = Object.values(c).reduce((a, b) => a + b, 0);
   const bad = c.failed + c.rejected + c.blocked + c.skipped;
   const lines = [
-    (c.done === total ? paint.green : (t: string) => t)(`done ${c.done}/${total}`) +
-      (bad ? paint.red(`, failed ${c.failed}, rejected ${c.rejected}, blocked ${c.blocked}, skipped ${c.skipped}`) : '') +
+    (c.done === total ? paint.green : (t: string) => t)(`done ${num(c.done)}/${num(total)}`) +
+      (bad ? paint.red(`, failed ${num(c.failed)}, rejected ${num(c.rejected)}, blocked ${num(c.blocked)}, skipped ${num(c.skipped)}`) : '') +
       (open ? paint.yellow(`, not finished ${open}`) : ''),
-    `credits: ${s.credits.charged} charged, ${s.credits.refunded} refunded, ${s.credits.charged - s.credits.refunded} net`,
+    `credits: ${num(s.credits.charged)} charged, ${num(s.credits.refunded)} refunded, ${num(s.credits.charged - s.credits.refunded)} net`,
     `outputs: ${resolve(cwd, outDir)}`,
     `log: ${logPath}`,
   ];

@@ -3,7 +3,10 @@ import { formatDuration } from '../../estimate/duration.js';
 import { collectStatus, type Status } from '../../report/status.js';
 import { Store } from '../../store/index.js';
 import { EXIT, ExitError } from '../exit.js';
-import { count, paintFor, table, type Paint } from '../format.js';
+import { count, localDateTime, num, paintFor, table, type Paint } from '../format.js';
+
+/** status --json keeps ISO times; the table says them in local time with the zone. */
+const when = (iso: string | null) => (iso ? localDateTime(Date.parse(iso)) : 'unknown');
 import { existingStatePathFor } from '../state-path.js';
 import { locate } from './manifest-load.js';
 
@@ -43,7 +46,7 @@ export async function statusCommand(path: string, opts: StateFlags & { json?: bo
 function statusTable(s: Status, paint: Paint): string {
   const states = (Object.entries(s.items) as [string, number][]).filter(([state, n]) => state !== 'total' && n > 0);
   const run = s.run;
-  const lines = [`${s.manifest}: ${s.items.total} items (state ${s.state})`, table(['state', 'items'], states), `credits: ${s.credits.charged} charged, ${s.credits.refunded} refunded, ${s.credits.net} net`];
+  const lines = [`${s.manifest}: ${count(s.items.total, 'item')} (state ${s.state})`, table(['state', 'items'], states.map(([state, n]) => [state, num(n)])), `credits: ${num(s.credits.charged)} charged, ${num(s.credits.refunded)} refunded, ${num(s.credits.net)} net`];
   // Padded first, coloured after: the escape codes take no columns.
   const redRows = (text: string) => text.split('\n').map((line, i) => (i === 0 ? line : paint.red(line))).join('\n');
   if (Object.keys(s.failures).length) lines.push(redRows(table(['failure', 'items'], Object.entries(s.failures))));
@@ -53,13 +56,13 @@ function statusTable(s: Status, paint: Paint): string {
     if (s.problems.length > PROBLEMS_SHOWN) lines.push(`… and ${s.problems.length - PROBLEMS_SHOWN} more (status --json lists them all)`);
   }
   if (run.running) {
-    const eta = s.eta ? `; ETA ${formatDuration(s.eta.seconds)} (${s.eta.at}, from ${s.eta.basis === 'observed' ? "this run's pace" : 'the limits'})` : '';
-    const wait = run.waitingUntil ? `; submissions wait for the daily cap until ${run.waitingUntil}` : '';
+    const eta = s.eta ? `; ETA ${formatDuration(s.eta.seconds)} (${when(s.eta.at)}, from ${s.eta.basis === 'observed' ? "this run's pace" : 'the limits'})` : '';
+    const wait = run.waitingUntil ? `; submissions wait for the daily cap until ${when(run.waitingUntil)}` : '';
     lines.push(`running: ${s.inFlight} in flight${wait}${eta}`);
   } else if (run.sessions > 0) {
-    lines.push(`not running; last active ${run.lastActiveAt}`);
+    lines.push(`not running; last active ${when(run.lastActiveAt)}`);
   }
-  if (run.sessions > 0) lines.push(`run time: ${formatDuration(run.seconds)} over ${count(run.sessions, 'session')} since ${run.startedAt}`);
+  if (run.sessions > 0) lines.push(`run time: ${formatDuration(run.seconds)} over ${count(run.sessions, 'session')} since ${when(run.startedAt)}`);
   return lines.join('\n');
 }
 
