@@ -1,7 +1,8 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { ManifestLocation } from '../manifest/index.js';
-import { usageError } from './exit.js';
+import { Store } from '../store/index.js';
+import { EXIT, ExitError, usageError } from './exit.js';
 
 /** `--state`, else `.genbatch/<manifest name>.sqlite` beside the manifest. */
 export function statePathFor(manifest: Pick<ManifestLocation, 'source' | 'name'>, flag: string | undefined, cwd: string, simulated = false): string {
@@ -17,4 +18,13 @@ export function existingStatePathFor(manifest: Pick<ManifestLocation, 'source' |
   const other = flags.state ? undefined : statePathFor(manifest, undefined, cwd, !rehearsal);
   const hint = other && existsSync(other) ? (rehearsal ? ` (the real run's state is at ${other}: leave out --simulate)` : ` (a rehearsal's state is at ${other}: add --simulate to look at it)`) : ' (genbatch run <manifest>), or pass --state PATH';
   throw usageError(`no state file at ${path}: nothing has run yet${hint}`);
+}
+
+/** A state opened for reading only; one that cannot be read is the environment's problem (exit 4). */
+export function openStateReadOnly(path: string): Store {
+  try {
+    return Store.openReadOnly(path);
+  } catch (error) {
+    throw new ExitError(EXIT.environment, (error as Error).message);
+  }
 }

@@ -2,8 +2,7 @@ import { relative } from 'node:path';
 import { Catalog } from '../../api/catalog.js';
 import { existsSync } from 'node:fs';
 import { blockers, estimate, formatDuration, type Estimate } from '../../estimate/index.js';
-import { Store } from '../../store/index.js';
-import { statePathFor } from '../state-path.js';
+import { openStateReadOnly, statePathFor } from '../state-path.js';
 import { IssueList, type LoadedManifest, type ManifestIssue } from '../../manifest/index.js';
 import { checkAgainstService } from '../../manifest/online.js';
 import { DEFAULT_KEY_LIMITS, formatRate, type KeyLimits, type Rate } from '../../scheduler/limits.js';
@@ -77,12 +76,7 @@ interface RunSoFar {
 function runSoFar(m: LoadedManifest, opts: EstimateFlags, cwd: string): RunSoFar | undefined {
   const path = statePathFor(m, opts.state, cwd, Boolean(opts.simulate) && !opts.state);
   if (!existsSync(path)) return undefined;
-  let store: Store;
-  try {
-    store = Store.openReadOnly(path);
-  } catch (error) {
-    throw new ExitError(EXIT.environment, (error as Error).message);
-  }
+  const store = openStateReadOnly(path);
   try {
     const totals = store.attempts.totals();
     return { states: store.items.states(), spent: totals.charged - totals.refunded };

@@ -10,7 +10,7 @@ import { EXIT, ExitError } from '../exit.js';
 import { count, num, paintFor, type Paint } from '../format.js';
 import { Progress } from '../progress.js';
 import { writeReport } from '../../report/index.js';
-import { statePathFor } from '../state-path.js';
+import { openStateReadOnly, statePathFor } from '../state-path.js';
 import { IssueList } from '../../manifest/index.js';
 import { checkAgainstService, shapeProblems } from '../../manifest/online.js';
 import type { LoadedManifest, ManifestTop } from '../../manifest/index.js';
@@ -196,12 +196,7 @@ function startRehearsalOver(statePath: string, defaultPath: boolean): void {
 }
 
 function isRehearsalState(statePath: string): boolean {
-  let store: Store;
-  try {
-    store = Store.openReadOnly(statePath);
-  } catch (error) {
-    throw new ExitError(EXIT.environment, (error as Error).message);
-  }
+  const store = openStateReadOnly(statePath);
   try {
     return store.meta('rehearsal') === '1' || store.meta('run_id') === undefined;
   } finally {

@@ -7,7 +7,7 @@ import { count, localDateTime, num, paintFor, table, type Paint } from '../forma
 
 /** status --json keeps ISO times; the table says them in local time with the zone. */
 const when = (iso: string | null) => (iso ? localDateTime(Date.parse(iso)) : 'unknown');
-import { existingStatePathFor } from '../state-path.js';
+import { existingStatePathFor, openStateReadOnly } from '../state-path.js';
 import { locate } from './manifest-load.js';
 
 /** Which state a command looks at: --state, else the real run's, or with --simulate the rehearsal's. */
@@ -16,13 +16,6 @@ interface StateFlags {
   simulate?: boolean;
 }
 
-function openState(path: string): Store {
-  try {
-    return Store.openReadOnly(path);
-  } catch (error) {
-    throw new ExitError(EXIT.environment, (error as Error).message);
-  }
-}
 
 /** Items with a problem the status table lists; --json lists them all. */
 const PROBLEMS_SHOWN = 20;
@@ -33,7 +26,7 @@ const clip = (text: string, max: number) => (text.length > max ? `${text.slice(0
 export async function statusCommand(path: string, opts: StateFlags & { json?: boolean }, cwd: string): Promise<string> {
   const manifest = await locate(path, cwd);
   const statePath = existingStatePathFor(manifest, opts, cwd);
-  const store = openState(statePath);
+  const store = openStateReadOnly(statePath);
   let status: Status;
   try {
     status = collectStatus(store, { manifest: manifest.source.file, state: statePath }, Date.now());
@@ -102,7 +95,7 @@ export async function retryCommand(path: string, opts: StateFlags & { code?: str
 export async function reportCommand(path: string, opts: StateFlags & { out?: string; html?: boolean; sidecars?: boolean; json?: boolean }, cwd: string): Promise<string> {
   const manifest = await locate(path, cwd);
   const statePath = existingStatePathFor(manifest, opts, cwd);
-  const store = openState(statePath);
+  const store = openStateReadOnly(statePath);
   try {
     const outDir = opts.out ? resolve(cwd, opts.out) : (store.runs.all().at(-1)?.out_dir ?? manifest.outputDir);
     const { writeReport } = await import('../../report/index.js');
