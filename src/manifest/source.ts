@@ -30,7 +30,9 @@ export class ManifestSource {
     try {
       text = await readFile(absPath, 'utf8');
     } catch (error) {
-      issues.add({ file, line: 1, column: 1, field: '(file)', message: `cannot read the manifest: ${(error as NodeJS.ErrnoException).code ?? String(error)}` });
+      const code = (error as NodeJS.ErrnoException).code;
+      const reason = code === 'ENOENT' ? `no such file (looked for ${absPath})` : code === 'EACCES' ? 'not readable (permission denied)' : code === 'EISDIR' ? 'a folder, not a file' : (code ?? String(error));
+      issues.add({ file, line: 1, column: 1, field: '(file)', message: `cannot read the manifest: ${reason}` });
       return undefined;
     }
     const lines = new LineCounter();

@@ -34,6 +34,18 @@ describe('CLI conventions', () => {
   });
 });
 
+describe('messages in words, not error codes', () => {
+  it('a manifest that is not there, or is a folder, is said so, with where it was looked for', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'genbatch-missing-'));
+    const missing = await runCli(['validate', 'nope.yaml'], undefined, dir);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain(`nope.yaml:1:1: (file): cannot read the manifest: no such file (looked for ${join(dir, 'nope.yaml')})`);
+    expect(missing.stderr).not.toContain('ENOENT');
+    const folder = await runCli(['validate', '.'], undefined, dir);
+    expect(folder.stderr).toContain('cannot read the manifest: a folder, not a file');
+  });
+});
+
 describe('--json on every command that prints a result', () => {
   it('validate, run, retry and report each print one JSON document on stdout, messages on stderr', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'genbatch-json-'));
