@@ -46,9 +46,9 @@ export function render(text: string, context: TemplateContext): Rendered {
   return { ok: true, value };
 }
 
-/** The names a template uses. */
+/** The names a template uses (from its split form, kept once per template). */
 export function templateNames(text: string): string[] {
-  return [...text.matchAll(TEMPLATE)].map((m) => m[1]!);
+  return compile(text).filter((_, i) => i % 2 === 1);
 }
 
 export function toText(value: string | number | boolean): string {

@@ -50,7 +50,7 @@ export function collectStatus(store: Store, where: { manifest: string; state: st
     failures: store.items.failuresByCode(),
     problems: store.items.problems(),
     inFlight: counts.submitting + counts.running,
-    removed: Object.values(store.items.removed()).reduce((a, b) => a + b, 0),
+    removed: store.items.removed(),
     run: { running, sessions: sessions.length, startedAt: iso(sessions[0]?.started_at), lastActiveAt: iso(last && (running ? now : (last.ended_at ?? last.heartbeat_at))), seconds: Math.round(seconds), waitingUntil: iso(waitingUntil) },
     eta: running && last ? etaOf(store, last, charged, now) : null,
   };

@@ -217,7 +217,7 @@ export class Runner implements RunContext {
 
   private summary(): RunSummary {
     const stop = this.control.stopReason;
-    return { counts: this.store.items.counts(), credits: this.store.attempts.totals(), ...(stop ? { stop } : {}), changed: this.changed, failures: this.store.items.failuresByCode(), problems: this.store.items.problems().slice(0, 20), removed: Object.values(this.store.items.removed()).reduce((a, b) => a + b, 0) };
+    return { counts: this.store.items.counts(), credits: this.store.attempts.totals(), ...(stop ? { stop } : {}), changed: this.changed, failures: this.store.items.failuresByCode(), problems: this.store.items.problems().slice(0, 20), removed: this.store.items.removed() };
   }
 
   // What the tasks share (RunContext), handed on to the parts that own it.

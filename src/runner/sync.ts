@@ -1,4 +1,4 @@
-import { dependenciesOf, type ManifestTop, type ResolvedItem } from '../manifest/index.js';
+import { dependenciesOf, type InputRef, type ManifestTop, type ResolvedItem } from '../manifest/index.js';
 import type { ItemSync, Store } from '../store/index.js';
 import type { RunOptions } from './context.js';
 import { fileSha256 } from './inputs.js';
@@ -33,9 +33,7 @@ export async function syncItems(store: Store, manifest: ManifestTop, items: read
       // The row's values ride along for the results but are not content: the keys of earlier runs stay as they were.
       const { values: _values, ...content } = spec;
       const files: Record<string, string> = {};
-      for (const ref of [...(spec.inputs ?? []), spec.image, ...(spec.referenceImages ?? []), spec.video]) {
-        if (ref?.kind === 'file') files[ref.display] = fileHashes.get(ref.path)!;
-      }
+      for (const ref of fileRefs(item)) files[ref.display] = fileHashes.get(ref.path)!;
       const portable = JSON.parse(JSON.stringify(content, (k, v) => (k === 'path' ? undefined : v)));
       const dependsOn = [...new Set(dependenciesOf(item).map((d) => d.id))];
       yield { id: item.id, seq, type: item.type, model: item.model, contentHash: contentHashOf(portable, files), spec: JSON.stringify(spec), dependsOn };
@@ -54,8 +52,9 @@ export function syncedSources(store: Store): SyncedSources | undefined {
   return text === undefined ? undefined : (JSON.parse(text) as SyncedSources);
 }
 
-function filePaths(item: ResolvedItem): string[] {
-  const paths: string[] = [];
-  for (const ref of [...(item.inputs ?? []), item.image, ...(item.referenceImages ?? []), item.video]) if (ref?.kind === 'file') paths.push(ref.path);
-  return paths;
+/** The item's local file inputs, in the order its fields name them. */
+function fileRefs(item: ResolvedItem): Extract<InputRef, { kind: 'file' }>[] {
+  return [...(item.inputs ?? []), item.image, ...(item.referenceImages ?? []), item.video].filter((ref): ref is Extract<InputRef, { kind: 'file' }> => ref?.kind === 'file');
 }
+
+const filePaths = (item: ResolvedItem) => fileRefs(item).map((ref) => ref.path);

@@ -292,9 +292,9 @@ export class Items {
     return out;
   }
 
-  /** Items the manifest no longer has, by state. */
-  removed(): Partial<Record<ItemState, number>> {
-    return Object.fromEntries(this.removedCountsStmt.all().map((r) => [r.state, r.n]));
+  /** How many items the manifest no longer has. */
+  removed(): number {
+    return this.removedCountsStmt.all().reduce((sum, r) => sum + r.n, 0);
   }
 
   /** How many items reached a final state since `since`, and when the first and last of them did: the observed pace. */
