@@ -42,9 +42,11 @@ export class Expander {
     const { matrix, rows, repeat, ...own } = item;
     const merged: Merged = { ...this.manifest.defaults, ...own };
     const combos = matrixCombos(matrix ?? {});
+    // Each combination's values as one object, made once: the item's own values, carried to the results.
+    const comboValues = combos.map((combo) => (combo.size ? Object.fromEntries(combo) : undefined));
     const vars = new Map(Object.entries(this.manifest.vars ?? {}).map(([k, v]) => [k, toText(v)]));
     if (!rows) {
-      for (const combo of combos) yield* this.resolveAll(merged, index, layered(vars, combo), repeat, undefined, combo);
+      for (const [i, combo] of combos.entries()) yield* this.resolveAll(merged, index, layered(vars, combo), repeat, undefined, comboValues[i]);
       return;
     }
     const absRows = resolve(this.source.dir, rows);
@@ -52,16 +54,17 @@ export class Expander {
     const problem = await this.checkFile(absRows);
     if (problem) return this.report(['items', index, 'rows'], `cannot read the rows: ${problem}: ${rows} (relative to the manifest)`);
     for await (const row of readRows(absRows, rowsFile, this.issues)) {
-      for (const combo of combos) {
-        yield* this.resolveAll(merged, index, layered(vars, row.values, combo), repeat, { file: rowsFile, line: row.line }, layered(row.values, combo));
+      for (const [i, combo] of combos.entries()) {
+        // The parser's record itself when there is no matrix: no copy per row.
+        const values = comboValues[i] ? { ...row.fields, ...comboValues[i] } : row.fields;
+        yield* this.resolveAll(merged, index, layered(vars, row.values, combo), repeat, { file: rowsFile, line: row.line }, values);
       }
     }
   }
 
-  private async *resolveAll(merged: Merged, index: number, ctx: Combo, repeat: number | undefined, row: { file: string; line: number } | undefined, own: ReadonlyMap<string, string>): AsyncGenerator<ResolvedItem> {
-    const resolved = await this.resolve(merged, index, ctx, row);
-    if (!resolved) return;
-    const item = own.size ? { ...resolved, values: Object.fromEntries(own) } : resolved;
+  private async *resolveAll(merged: Merged, index: number, ctx: Combo, repeat: number | undefined, row: { file: string; line: number } | undefined, values: Record<string, string> | undefined): AsyncGenerator<ResolvedItem> {
+    const item = await this.resolve(merged, index, ctx, row, values);
+    if (!item) return;
     if (!repeat || repeat === 1) {
       yield item;
       return;
@@ -81,7 +84,7 @@ export class Expander {
     this.issues.add({ file: this.source.file, ...pos, field: fieldPath(path), message: `${message}${suffix}` });
   }
 
-  private async resolve(merged: Merged, index: number, ctx: Combo, row: { file: string; line: number } | undefined): Promise<ResolvedItem | undefined> {
+  private async resolve(merged: Merged, index: number, ctx: Combo, row: { file: string; line: number } | undefined, values: Record<string, string> | undefined): Promise<ResolvedItem | undefined> {
     let ok = true;
     const fail = (field: string, message: string, at?: number) => {
       ok = false;
@@ -169,6 +172,7 @@ export class Expander {
       ...(referenceImages ? { referenceImages: referenceImages as InputRef[] } : {}),
       ...(video ? { video } : {}),
       ...(sourceId !== undefined ? { source: sourceId } : {}),
+      ...(values ? { values } : {}),
       where: { file: this.source.file, ...pos, itemIndex: index, ...(row ? { row } : {}) },
     };
   }

@@ -7,6 +7,8 @@ export interface Row {
   /** 1-based line in the rows file. */
   line: number;
   values: Map<string, string>;
+  /** The same columns as one object: the parser's own record, carried to the results as it is. */
+  fields: Record<string, string>;
 }
 
 /** Streams the rows of a CSV (with header) or JSONL file; bad rows become issues, never exceptions. */
@@ -31,7 +33,7 @@ async function* readCsv(absPath: string): AsyncGenerator<Row> {
       bom: true,
       skip_empty_lines: true,
       relax_quotes: false,
-      on_record: (record: Record<string, string>, context: { lines: number }): Row => ({ line: context.lines, values: new Map(Object.entries(record)) }),
+      on_record: (record: Record<string, string>, context: { lines: number }): Row => ({ line: context.lines, values: new Map(Object.entries(record)), fields: record }),
     }),
   );
   yield* parser as AsyncIterable<Row>;
@@ -63,6 +65,6 @@ async function* readJsonl(absPath: string, file: string, issues: IssueList): Asy
         ok = false;
       } else values.set(key, String(value));
     }
-    if (ok) yield { line, values };
+    if (ok) yield { line, values, fields: Object.fromEntries(values) };
   }
 }

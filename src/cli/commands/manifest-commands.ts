@@ -137,7 +137,7 @@ function formatEstimate(m: LoadedManifest, e: Estimate, limits: KeyLimits, more:
   if (judged.balance) lines.push(`balance:   ${n(judged.balance.credits)} credits, ${judged.balance.enough ? 'enough' : `short by ${n(judged.credits.total - judged.balance.credits)}`}`);
   lines.push(`daily cap: ${n(e.dailyCap.credits)} credits per key day: ${e.dailyCap.keyDays} key day${e.dailyCap.keyDays === 1 ? '' : 's'}`);
   if (judged.budget) {
-    const within = more.spent + judged.credits.total <= judged.budget.maxCredits;
+    const within = !more.problems.some((p) => p.reason === 'budget');
     lines.push(`budget:    ${n(judged.budget.maxCredits)} credits, ${within ? 'within budget' : `over budget: the run stops after about ${n(judged.budget.itemsWithin)} items`}`);
   }
   lines.push(
