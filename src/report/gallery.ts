@@ -1,17 +1,23 @@
 import { formatDuration } from '../estimate/index.js';
 import type { ItemState } from '../store/index.js';
 import { escapeHtml as esc, relativeUrl } from './html.js';
-import type { ResultRow } from './results.js';
+import { summarizeRows, type ResultRow, type ResultSummary } from './results.js';
 
-export interface GalleryInput {
+/** What the page says above its cards. */
+export interface GalleryHeader {
   title: string;
   generatedAt: number;
-  rows: readonly ResultRow[];
-  /** Item id → poster URL, for videos. */
-  posters: ReadonlyMap<string, string>;
+  summary: ResultSummary;
   credits: { charged: number; refunded: number; net: number };
   failures: Readonly<Record<string, number>>;
   run: { seconds: number; sessions: number };
+}
+
+/** A whole page from rows in hand. */
+export interface GalleryInput extends Omit<GalleryHeader, 'summary'> {
+  rows: readonly ResultRow[];
+  /** Item id → poster URL, for videos. */
+  posters: ReadonlyMap<string, string>;
 }
 
 /** The states the filters always offer; others appear when some item is in them. */
@@ -26,37 +32,34 @@ const ALL_STATES: readonly ItemState[] = ['done', 'failed', 'rejected', 'blocked
  * where as many static cards took a minute.
  */
 export function renderGallery(g: GalleryInput): string {
-  return [...galleryChunks(g)].join('');
+  const cards = g.rows.map((r) => galleryCard(r, g.posters.get(r.id)));
+  return `${galleryHead({ ...g, summary: summarizeRows(g.rows) })}${cards.join(',')}${galleryTail()}`;
 }
 
-/** The page in pieces, one card at a time, for a streamed write. */
-export function* galleryChunks(g: GalleryInput): Generator<string> {
-  const stateCounts = new Map<ItemState, number>();
-  const modelCounts = new Map<string, number>();
-  for (const r of g.rows) {
-    stateCounts.set(r.state, (stateCounts.get(r.state) ?? 0) + 1);
-    modelCounts.set(r.model, (modelCounts.get(r.model) ?? 0) + 1);
-  }
+/**
+ * The page is its head, the cards' JSON joined by commas, and its tail: a
+ * writer streams the cards a page of rows at a time between the two.
+ */
+export function galleryHead(g: GalleryHeader): string {
+  const { states: stateCounts, models: modelCounts, items } = g.summary;
   const states = ALL_STATES.filter((s) => FILTER_STATES.includes(s) || stateCounts.has(s));
   const failures = Object.entries(g.failures);
   const summary = [
-    `<span class="stat"><b>${esc(g.rows.length)}</b> items</span>`,
+    `<span class="stat"><b>${esc(items)}</b> items</span>`,
     ...states.filter((s) => stateCounts.has(s)).map((s) => `<span class="stat s-${s}"><b>${esc(stateCounts.get(s)!)}</b> ${s}</span>`),
     `<span class="stat"><b>${esc(g.credits.net)}</b> credits net (${esc(g.credits.charged)} charged, ${esc(g.credits.refunded)} refunded)</span>`,
     failures.length ? `<span class="stat failures">failures: ${failures.map(([code, n]) => `<code>${esc(code)}</code> ${esc(n)}`).join(', ')}</span>` : '<span class="stat failures">no failures</span>',
     `<span class="stat">run time <b>${esc(formatDuration(g.run.seconds))}</b>${g.run.sessions > 1 ? ` over ${esc(g.run.sessions)} sessions` : ''}</span>`,
   ].join('');
   // Items not yet run are placeholders: hidden at first when there is anything else to look at (a stopped run of 20,000 showed 19,953 of them).
-  const hidePending = (stateCounts.get('pending') ?? 0) < g.rows.length;
+  const hidePending = (stateCounts.get('pending') ?? 0) < items;
   const stateFilters = states
     .map((s) => `<label class="chip s-${s}"><input type="checkbox" name="state" value="${s}"${s === 'pending' && hidePending ? '' : ' checked'}> ${s} <span class="n">${stateCounts.get(s) ?? 0}</span></label>`)
     .join('');
   const modelOptions = [...modelCounts].map(([m, n]) => `<option value="${esc(m)}">${esc(m)} (${n})</option>`).join('');
   // Group by a row column (all scenes of one sku), or by prompt (the same prompt across models, side by side).
-  const valueNames = new Set<string>();
-  for (const r of g.rows) for (const k of Object.keys(r.values)) valueNames.add(k);
-  const groupOptions = ['prompt', ...(modelCounts.size > 1 ? ['model'] : []), ...valueNames].map((k) => `<option value="${esc(k)}">${esc(k)}</option>`).join('');
-  yield `<!doctype html>
+  const groupOptions = ['prompt', ...(modelCounts.size > 1 ? ['model'] : []), ...g.summary.valueNames].map((k) => `<option value="${esc(k)}">${esc(k)}</option>`).join('');
+  return `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -76,7 +79,7 @@ export function* galleryChunks(g: GalleryInput): Generator<string> {
 <label>search <input type="search" id="search" placeholder="id or prompt" autocomplete="off"></label>
 <label>group by <select id="group"><option value="">nothing</option>${groupOptions}</select></label>
 <label>density <select id="density"><option value="comfortable">comfortable</option><option value="compact">compact</option><option value="thumbnails">many small thumbnails</option></select></label>
-<output id="shown">${g.rows.length} of ${g.rows.length} shown</output>
+<output id="shown">${items} of ${items} shown</output>
 </form>
 </header>
 <noscript><p class="noscript">The gallery draws its cards with JavaScript; results.csv lists every item.</p></noscript>
@@ -88,17 +91,18 @@ export function* galleryChunks(g: GalleryInput): Generator<string> {
 <div class="lb-body"><div id="lb-media"></div><dl id="lb-meta"></dl></div>
 </div>
 <script type="application/json" id="items">[`;
-  let first = true;
-  for (const r of g.rows) {
-    yield `${first ? '' : ','}\n${asJsonInHtml(cardData(r, g.posters.get(r.id)))}`;
-    first = false;
-  }
-  yield `\n]</script>
+}
+
+/** One card's data, as it sits in the page's JSON array. */
+export function galleryCard(r: ResultRow, poster: string | undefined): string {
+  return `\n${asJsonInHtml(cardData(r, poster))}`;
+}
+
+export const galleryTail = () => `\n]</script>
 <script>${SCRIPT}</script>
 </body>
 </html>
 `;
-}
 
 /** What the page needs of an item to draw its card; file names as relative URLs. */
 interface CardData {

@@ -7,22 +7,30 @@ import type { ResultRow } from './results.js';
 /** Inputs larger than this are not inlined into the gallery as posters. */
 const MAX_INLINE_POSTER_BYTES = 1024 * 1024;
 
+/** What posters are drawn from: items' specs and first outputs, looked up one at a time (the state, or rows in hand). */
+export interface PosterSource {
+  specOf(id: string): ItemSpec | undefined;
+  /** The item's first verified output, relative to the output dir. */
+  firstFileOf(id: string): string | undefined;
+}
+
+/** Inputs already read for a poster, by path: shared across pages so a start image used by many videos is read once. */
+export type InlinedPosters = Map<string, Promise<string | undefined>>;
+
 /**
  * A poster for each video: the image the video started from when there is one
  * (an earlier item's output by relative path, a local input inlined), else a
  * drawn placeholder. Extracting a frame would need a video decoder we do not ship.
  */
-export async function postersFor(rows: readonly ResultRow[], specs: ReadonlyMap<string, ItemSpec>): Promise<Map<string, string>> {
-  const byId = new Map(rows.map((r) => [r.id, r]));
-  const inlined = new Map<string, Promise<string | undefined>>();
+export async function postersFor(rows: readonly ResultRow[], items: PosterSource, inlined: InlinedPosters = new Map()): Promise<Map<string, string>> {
   const posters = new Map<string, string>();
 
   const startImage = async (id: string, depth: number): Promise<string | undefined> => {
-    const spec = specs.get(id);
+    const spec = items.specOf(id);
     if (!spec || depth > 16) return undefined;
     if (spec.image?.kind === 'item') {
-      const from = byId.get(spec.image.id)?.files[0];
-      return from ? relativeUrl(from.path) : undefined;
+      const from = items.firstFileOf(spec.image.id);
+      return from ? relativeUrl(from) : undefined;
     }
     if (spec.image?.kind === 'file') {
       const path = spec.image.path;
@@ -35,7 +43,7 @@ export async function postersFor(rows: readonly ResultRow[], specs: ReadonlyMap<
 
   for (const row of rows) {
     if (row.type !== 'video') continue;
-    posters.set(row.id, (await startImage(row.id, 0)) ?? placeholderPoster(row.model, specs.get(row.id)?.duration));
+    posters.set(row.id, (await startImage(row.id, 0)) ?? placeholderPoster(row.model, items.specOf(row.id)?.duration));
   }
   return posters;
 }

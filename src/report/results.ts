@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { stringify } from 'csv-stringify/sync';
-import type { ItemState, Store } from '../store/index.js';
+import type { ItemFacts, ItemState, Store } from '../store/index.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 
 /** One row per item: what users hand to the next tool instead of reading SQLite. */
@@ -25,39 +25,78 @@ export interface ResultRow {
   values: Record<string, string>;
 }
 
-export function collectResults(store: Store): ResultRow[] {
-  const attempts = groupByItem(store.attempts.factsForReport());
-  const outputs = groupByItem(store.outputs.filesForReport());
-  return store.items.factsForReport().map((item) => {
-    const tries = attempts.get(item.id) ?? [];
-    return {
-      id: item.id,
-      state: item.state,
-      type: item.type,
-      model: item.model,
-      prompt: item.prompt,
-      aspectRatio: item.aspect_ratio,
-      resolution: item.resolution,
-      duration: item.duration,
-      files: (outputs.get(item.id) ?? []).map((o) => ({ path: o.path, bytes: o.bytes, sha256: o.sha256 })),
-      jobIds: tries.map((t) => t.job_id).filter((j): j is string => Boolean(j)),
-      creditsCharged: tries.reduce((s, t) => s + t.charged, 0),
-      creditsRefunded: tries.reduce((s, t) => s + t.refunded, 0),
-      errorCode: item.error_code,
-      errorMessage: item.error_message,
-      values: item.values_json ? (JSON.parse(item.values_json) as Record<string, string>) : {},
-    };
-  });
+/** How many items a page of the report holds: memory stays flat whatever the state's size. */
+const PAGE_SIZE = 1000;
+
+/**
+ * The result rows a page at a time, in manifest order. Each page is its own
+ * query, so the caller may await between pages (a cursor held open across an
+ * await would block every other statement on the connection).
+ */
+export function* resultPages(store: Store, pageSize = PAGE_SIZE): Generator<ResultRow[]> {
+  let after = { seq: -1, row: 0 };
+  for (;;) {
+    const facts = store.items.reportPage(after.seq, after.row, pageSize);
+    if (facts.length === 0) return;
+    const last = facts[facts.length - 1]!;
+    after = { seq: last.seq, row: last.row };
+    yield facts.map(resultRow);
+  }
 }
 
-function groupByItem<T extends { item_id: string }>(rows: T[]): Map<string, T[]> {
-  const byItem = new Map<string, T[]>();
-  for (const row of rows) {
-    const list = byItem.get(row.item_id);
-    if (list) list.push(row);
-    else byItem.set(row.item_id, [row]);
+function resultRow(item: ItemFacts): ResultRow {
+  const files = JSON.parse(item.files) as [string, number, string][];
+  return {
+    id: item.id,
+    state: item.state,
+    type: item.type,
+    model: item.model,
+    prompt: item.prompt,
+    aspectRatio: item.aspect_ratio,
+    resolution: item.resolution,
+    duration: item.duration,
+    files: files.map(([path, bytes, sha256]) => ({ path, bytes, sha256 })),
+    jobIds: JSON.parse(item.job_ids) as string[],
+    creditsCharged: item.charged,
+    creditsRefunded: item.refunded,
+    errorCode: item.error_code,
+    errorMessage: item.error_message,
+    values: item.values_json ? (JSON.parse(item.values_json) as Record<string, string>) : {},
+  };
+}
+
+/** What a report says of all items before it lists them: counts, models, and the rows' own column names. */
+export interface ResultSummary {
+  items: number;
+  states: ReadonlyMap<ItemState, number>;
+  /** Model → items, in the order models first appear. */
+  models: ReadonlyMap<string, number>;
+  valueNames: readonly string[];
+}
+
+export function summarizeStore(store: Store): ResultSummary {
+  const states = new Map<ItemState, number>();
+  const models = new Map<string, number>();
+  let items = 0;
+  for (const { state, model, n } of store.items.reportTally()) {
+    items += n;
+    states.set(state, (states.get(state) ?? 0) + n);
+    models.set(model, (models.get(model) ?? 0) + n);
   }
-  return byItem;
+  return { items, states, models, valueNames: store.items.valueNames() };
+}
+
+/** The same summary of rows already in hand. */
+export function summarizeRows(rows: readonly ResultRow[]): ResultSummary {
+  const states = new Map<ItemState, number>();
+  const models = new Map<string, number>();
+  const valueNames = new Set<string>();
+  for (const r of rows) {
+    states.set(r.state, (states.get(r.state) ?? 0) + 1);
+    models.set(r.model, (models.get(r.model) ?? 0) + 1);
+    for (const k of Object.keys(r.values)) valueNames.add(k);
+  }
+  return { items: rows.length, states, models, valueNames: [...valueNames] };
 }
 
 const CSV_COLUMNS = ['id', 'state', 'type', 'model', 'prompt', 'aspect_ratio', 'resolution', 'duration', 'files', 'bytes', 'sha256', 'job_ids', 'credits_charged', 'credits_refunded', 'error_code', 'error_message'];
@@ -67,23 +106,22 @@ function csvRecord(r: ResultRow, valueNames: readonly string[]): unknown[] {
   return [r.id, r.state, r.type, r.model, r.prompt, r.aspectRatio ?? '', r.resolution ?? '', r.duration ?? '', files('path'), files('bytes'), files('sha256'), r.jobIds.join(' '), r.creditsCharged, r.creditsRefunded, r.errorCode ?? '', r.errorMessage ?? '', ...valueNames.map((k) => r.values[k] ?? '')];
 }
 
-/** CSV in chunks of rows, so a big run's file is never one string. The rows' own columns (sku, title…) follow ours; one named like ours gets a var_ prefix. */
-function* csvChunks(rows: readonly ResultRow[]): Generator<string> {
-  const valueNames = [...new Set(rows.flatMap((r) => Object.keys(r.values)))];
+/** CSV a page at a time, so a big run's file is never one string. The rows' own columns (sku, title…) follow ours; one named like ours gets a var_ prefix. */
+function* csvChunks(pages: Iterable<readonly ResultRow[]>, valueNames: readonly string[]): Generator<string> {
   const headers = valueNames.map((k) => (CSV_COLUMNS.includes(k) ? `var_${k}` : k));
   yield stringify([[...CSV_COLUMNS, ...headers]]);
-  for (let i = 0; i < rows.length; i += 1000) yield stringify(rows.slice(i, i + 1000).map((r) => csvRecord(r, valueNames)));
+  for (const rows of pages) yield stringify(rows.map((r) => csvRecord(r, valueNames)));
 }
 
-function* jsonLines(rows: readonly ResultRow[]): Generator<string> {
-  for (const r of rows) yield `${JSON.stringify(r)}\n`;
+function* jsonLines(pages: Iterable<readonly ResultRow[]>): Generator<string> {
+  for (const rows of pages) yield rows.map((r) => `${JSON.stringify(r)}\n`).join('');
 }
 
-/** Writes results.jsonl and results.csv into the output dir, each whole or not at all. */
-export async function writeResults(outDir: string, rows: readonly ResultRow[]): Promise<{ jsonl: string; csv: string }> {
+/** Writes results.jsonl and results.csv into the output dir, each whole or not at all, reading the state a page at a time. */
+export async function writeResults(outDir: string, store: Store, summary: ResultSummary): Promise<{ jsonl: string; csv: string }> {
   const jsonl = join(outDir, 'results.jsonl');
   const csv = join(outDir, 'results.csv');
-  await writeFileAtomic(jsonl, jsonLines(rows));
-  await writeFileAtomic(csv, csvChunks(rows));
+  await writeFileAtomic(jsonl, jsonLines(resultPages(store)));
+  await writeFileAtomic(csv, csvChunks(resultPages(store), summary.valueNames));
   return { jsonl, csv };
 }

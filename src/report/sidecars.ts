@@ -9,13 +9,15 @@ export type Sidecar = ResultRow & { file: ResultRow['files'][number] };
 export const sidecarPathOf = (outputPath: string) => `${outputPath}.json`;
 
 /** Writes a metadata sidecar next to every output on disk; returns how many. */
-export async function writeSidecars(outDir: string, rows: readonly ResultRow[]): Promise<number> {
+export async function writeSidecars(outDir: string, pages: Iterable<readonly ResultRow[]>): Promise<number> {
   let written = 0;
-  for (const row of rows) {
-    for (const file of row.files) {
-      const sidecar: Sidecar = { ...row, file };
-      await writeFileAtomic(resolveInside(outDir, sidecarPathOf(file.path)), `${JSON.stringify(sidecar, null, 2)}\n`);
-      written++;
+  for (const rows of pages) {
+    for (const row of rows) {
+      for (const file of row.files) {
+        const sidecar: Sidecar = { ...row, file };
+        await writeFileAtomic(resolveInside(outDir, sidecarPathOf(file.path)), `${JSON.stringify(sidecar, null, 2)}\n`);
+        written++;
+      }
     }
   }
   return written;

@@ -27,8 +27,6 @@ export interface AttemptRow {
 }
 
 /** Submission attempts: each one's idempotency key, exact body, job and credits. */
-export type AttemptFacts = Pick<AttemptRow, 'item_id' | 'job_id' | 'charged' | 'refunded'>;
-
 export class Attempts {
   private readonly insert;
   private readonly latestStmt;
@@ -41,7 +39,6 @@ export class Attempts {
   private readonly totalsStmt;
   private readonly endedBadlyStmt;
   private readonly ofItemStmt;
-  private readonly allStmt;
   private readonly largestStmt;
 
   constructor(db: Db) {
@@ -55,7 +52,6 @@ export class Attempts {
     this.conflictStmt = db.prepare("UPDATE attempts SET status = 'conflict', error_code = @code, error_message = @message, ended_at = @now WHERE item_id = @itemId AND n = @n AND job_id IS NULL");
     this.endedBadlyStmt = db.prepare<[string], { n: number }>("SELECT count(*) AS n FROM attempts WHERE item_id = ? AND status IN ('failed', 'expired')");
     this.largestStmt = db.prepare<[], { model: string; credits: number }>('SELECT i.model AS model, max(a.charged) AS credits FROM attempts a JOIN items i ON i.id = a.item_id WHERE a.job_id IS NOT NULL GROUP BY i.model');
-    this.allStmt = db.prepare<[], AttemptFacts>('SELECT item_id, job_id, charged, refunded FROM attempts ORDER BY item_id, n');
     this.ofItemStmt = db.prepare<[string], AttemptRow>('SELECT * FROM attempts WHERE item_id = ? ORDER BY n');
     // Kept by triggers (migration 7): one row, read on every submission and every frame of the live line.
     this.totalsStmt = db.prepare<[], { charged: number; refunded: number }>('SELECT charged, refunded FROM attempt_totals');
@@ -115,7 +111,4 @@ export class Attempts {
   }
 
   /** What reports need of every attempt, grouped by item: one pass instead of a query per item. */
-  factsForReport(): AttemptFacts[] {
-    return this.allStmt.all();
-  }
 }

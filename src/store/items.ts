@@ -28,7 +28,30 @@ export interface ItemProblem {
   message: string;
 }
 
-export type ItemFacts = Pick<ItemRow, 'id' | 'state' | 'type' | 'model' | 'error_code' | 'error_message'> & { prompt: string; values_json: string | null; aspect_ratio: string | null; resolution: string | null; duration: string | null };
+/** An item as the report shows it, with its attempts' and outputs' facts folded in (JSON arrays). */
+export type ItemFacts = Pick<ItemRow, 'id' | 'state' | 'type' | 'model' | 'error_code' | 'error_message'> & {
+  /** Where the next page starts: the item's place in the manifest, then its rowid (a removed item may share a seq). */
+  seq: number;
+  row: number;
+  prompt: string;
+  values_json: string | null;
+  aspect_ratio: string | null;
+  resolution: string | null;
+  duration: string | null;
+  /** [jobId, …] of its attempts that got one, in order. */
+  job_ids: string;
+  charged: number;
+  refunded: number;
+  /** [[path, bytes, sha256], …] of its verified outputs. */
+  files: string;
+};
+
+/** What the report's header needs of all items: a few rows, whatever the state's size. */
+export interface ReportTally {
+  state: ItemState;
+  model: string;
+  n: number;
+}
 
 export interface ItemSync {
   id: string;
@@ -84,7 +107,8 @@ export class Items {
   private readonly finishedStmt;
   private readonly workStmt;
   private readonly reportStmt;
-  private readonly specsStmt;
+  private readonly reportTallyStmt;
+  private readonly valueNamesStmt;
   private readonly changedStmt;
   private readonly statesStmt;
   private readonly shapesStmt;
@@ -130,11 +154,18 @@ export class Items {
     this.workStmt = db.prepare<[], { type: 'image' | 'video'; open: number; pending: number; submitted: number }>(
       `SELECT type, sum(CASE WHEN state IN ${sqlStates(OPEN_STATES)} THEN n ELSE 0 END) AS open, sum(CASE WHEN state = 'pending' THEN n ELSE 0 END) AS pending, sum(attempted * n) AS submitted FROM item_tally GROUP BY type`,
     );
-    this.reportStmt = db.prepare<[], ItemFacts>(
-      `SELECT id, state, type, model, json_extract(spec, '$.prompt') AS prompt, spec -> '$.values' AS values_json,
-         spec ->> '$.aspectRatio' AS aspect_ratio, spec ->> '$.resolution' AS resolution, spec ->> '$.duration' AS duration, error_code, error_message
-       FROM items ORDER BY seq`,
+    this.reportStmt = db.prepare<[number, number, number], ItemFacts>(
+      `SELECT i.seq, i.rowid AS row, i.id, i.state, i.type, i.model, i.spec ->> '$.prompt' AS prompt, i.spec -> '$.values' AS values_json,
+         i.spec ->> '$.aspectRatio' AS aspect_ratio, i.spec ->> '$.resolution' AS resolution, i.spec ->> '$.duration' AS duration, i.error_code, i.error_message,
+         (SELECT json_group_array(job_id) FROM (SELECT job_id FROM attempts WHERE item_id = i.id AND job_id IS NOT NULL ORDER BY n)) AS job_ids,
+         (SELECT coalesce(sum(charged), 0) FROM attempts WHERE item_id = i.id) AS charged,
+         (SELECT coalesce(sum(refunded), 0) FROM attempts WHERE item_id = i.id) AS refunded,
+         (SELECT json_group_array(json_array(path, bytes, sha256)) FROM (SELECT path, bytes, sha256 FROM outputs WHERE item_id = i.id AND path IS NOT NULL AND sha256 IS NOT NULL ORDER BY job_id, idx)) AS files
+       FROM items i WHERE (i.seq, i.rowid) > (?, ?) ORDER BY i.seq, i.rowid LIMIT ?`,
     );
+    this.reportTallyStmt = db.prepare<[], ReportTally>('SELECT state, model, count(*) AS n FROM items GROUP BY state, model ORDER BY min(seq)');
+    // Each item's value names as one string: rows of a catalog mostly share theirs, so the caller sees few distinct ones.
+    this.valueNamesStmt = db.prepare<[], string | null>("SELECT (SELECT group_concat(key, char(0)) FROM json_each(spec, '$.values')) FROM items ORDER BY seq, rowid").pluck();
     this.statesStmt = db.prepare<[], { id: string; state: ItemState }>('SELECT id, state FROM items');
     this.changedStmt = db.prepare<[], { id: string }>('SELECT id FROM items WHERE changed = 1 ORDER BY seq').pluck();
     this.shapesStmt = db.prepare<[], ItemShape>(
@@ -145,7 +176,6 @@ export class Items {
          count(*) AS n
        FROM items GROUP BY 1, 2, 3, 4, 5, 6, 7`,
     );
-    this.specsStmt = db.prepare<[string], { id: string; spec: string }>('SELECT id, spec FROM items WHERE type = ? ORDER BY seq');
     // From the tally the triggers keep (migration 7): a few rows, whatever the manifest's size.
     this.endedWithoutOutputStmt = db.prepare<[], { n: number | null }>(`SELECT sum(n) AS n FROM item_tally WHERE state IN ${sqlStates(ENDED_WITHOUT_OUTPUT)}`);
     this.problemsStmt = db.prepare<[], ItemProblem>(
@@ -310,13 +340,31 @@ export class Items {
   }
 
   /** What reports need of every item, without its whole stored spec. */
-  factsForReport(): ItemFacts[] {
-    return this.reportStmt.all();
+  /** A page of the report, in manifest order, after the given place (start with -Infinity, 0). */
+  reportPage(afterSeq: number, afterRow: number, limit: number): ItemFacts[] {
+    return this.reportStmt.all(afterSeq, afterRow, limit);
   }
 
-  /** The stored specs of one type's items. */
-  specsOf(type: 'image' | 'video'): { id: string; spec: string }[] {
-    return this.specsStmt.all(type);
+  /** Items by state and model, every item counted (removed ones too: the report shows what was paid for). */
+  reportTally(): ReportTally[] {
+    return this.reportTallyStmt.all();
+  }
+
+  /** The names of the items' row columns and matrix values, in the order they first appear. */
+  valueNames(): string[] {
+    const names = new Set<string>();
+    const seen = new Set<string>();
+    for (const joined of this.valueNamesStmt.iterate()) {
+      if (joined === null || seen.has(joined)) continue;
+      seen.add(joined);
+      for (const name of joined.split('\0')) names.add(name);
+    }
+    return [...names];
+  }
+
+  /** An item's stored spec. */
+  specOf(id: string): string | undefined {
+    return this.byId.get(id)?.spec;
   }
 
   all(): ItemRow[] {

@@ -15,18 +15,11 @@ export interface OutputRow {
 }
 
 /** Outputs of completed jobs: where each went, its size and hash. */
-export interface OutputFile {
-  item_id: string;
-  path: string;
-  bytes: number;
-  sha256: string;
-}
-
 export class Outputs {
   private readonly ensureStmt;
   private readonly doneStmt;
   private readonly ofJobStmt;
-  private readonly allStmt;
+  private readonly firstFileStmt;
   private readonly missingStmt;
   private readonly forgetOthersStmt;
   private readonly ownerStmt;
@@ -42,7 +35,7 @@ export class Outputs {
     this.forgetOthersStmt = db.prepare('DELETE FROM outputs WHERE item_id = ? AND job_id <> ?');
     this.ownerStmt = db.prepare<[string], Pick<OutputRow, 'item_id' | 'job_id' | 'idx'>>('SELECT item_id, job_id, idx FROM outputs WHERE path = ? LIMIT 1');
     this.claimStmt = db.prepare('UPDATE outputs SET path = ? WHERE job_id = ? AND idx = ?');
-    this.allStmt = db.prepare<[], OutputFile>('SELECT item_id, path, bytes, sha256 FROM outputs WHERE path IS NOT NULL AND sha256 IS NOT NULL ORDER BY item_id, job_id, idx');
+    this.firstFileStmt = db.prepare<[string], string>('SELECT path FROM outputs WHERE item_id = ? AND path IS NOT NULL AND sha256 IS NOT NULL ORDER BY job_id, idx LIMIT 1').pluck();
   }
 
   /** Records that a link for this output was issued (the 15-minute clock starts). */
@@ -84,7 +77,8 @@ export class Outputs {
   }
 
   /** Every verified file on disk, grouped by item: one pass for reports instead of a query per item. */
-  filesForReport(): OutputFile[] {
-    return this.allStmt.all();
+  /** The path of an item's first verified output, relative to the output dir. */
+  firstFileOf(itemId: string): string | undefined {
+    return this.firstFileStmt.get(itemId);
   }
 }

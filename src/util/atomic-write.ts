@@ -5,7 +5,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 
 /** Writes a file whole or not at all: a temporary file beside it, then a rename. */
-export async function writeFileAtomic(path: string, data: string | Uint8Array | Iterable<string>): Promise<void> {
+export async function writeFileAtomic(path: string, data: string | Uint8Array | Iterable<string> | AsyncIterable<string>): Promise<void> {
   await mkdir(dirname(path), { recursive: true });
   const temp = `${path}.${process.pid}.tmp`;
   try {

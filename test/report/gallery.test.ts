@@ -45,7 +45,7 @@ describe('the gallery page', () => {
       ['spin', { type: 'video', image: { kind: 'item', id: 'still' } }],
       ['longer', { type: 'video', source: 'spin' }],
     ]);
-    const posters = await postersFor(rows, specs);
+    const posters = await postersFor(rows, { specOf: (id) => specs.get(id), firstFileOf: (id) => rows.find((r) => r.id === id)?.files[0]?.path });
     expect(posters.get('spin')).toBe('still-1.png');
     expect(posters.get('longer')).toBe('still-1.png');
     const drawn = decodeURIComponent(posters.get('from-text')!.replace('data:image/svg+xml,', ''));
