@@ -34,13 +34,11 @@ export async function downloadJob(ctx: RunContext, itemId: string, jobId: string
         continue;
       }
     }
-    const now = opts.now();
     const have = new Map(store.outputs.ofJob(jobId).map((o) => [o.idx, o]));
-    store.tx(() => job!.outputs.forEach((_o, i) => store.outputs.linkIssued(jobId, i + 1, itemId, now)));
+    const missing = [...job.outputs.entries()].filter(([i]) => !have.get(i + 1)?.sha256);
     let complete = job.outputs.length > 0;
-    for (const [i, output] of job.outputs.entries()) {
+    for (const [k, [i, output]] of missing.entries()) {
       const idx = i + 1;
-      if (have.get(idx)?.sha256) continue;
       try {
         const file = await downloadOutput(client, output.downloadUrl, opts.outDir, item.type, (ext) => {
           const name = outputRelativePath(manifest.outputName, { id: item.id, n: idx, ext, model: item.model, type: item.type, vars: manifest.vars });
@@ -49,10 +47,16 @@ export async function downloadJob(ctx: RunContext, itemId: string, jobId: string
           if (owner && owner.item_id !== item.id) {
             throw new DownloadError(`output ${idx} would be saved as ${name.path}, which holds the output of ${owner.item_id}; it is not overwritten. Put {{n}} in output.name (as in the default "{{id}}-{{n}}.{{ext}}") and run again`, false, 'NAME_TAKEN');
           }
-          store.outputs.claimPath(jobId, idx, name.path);
+          store.outputs.claimPath(jobId, idx, itemId, name.path, opts.now());
           return name.path;
         }, ctx.abort.signal, opts.maxOutputBytes, opts.openOutput);
-        store.outputs.markDownloaded(jobId, idx, file, opts.now());
+        // The last missing output and the item's move to done share one commit.
+        const last = k === missing.length - 1;
+        if (store.life.outputSaved(itemId, jobId, idx, file, opts.now(), last)) ctx.emit({ kind: 'item-final', itemId, state: 'done' });
+        if (last) {
+          ctx.downloadEnded(undefined);
+          return;
+        }
       } catch (error) {
         if (ctx.abort.signal.aborted) return;
         lastError = (error as Error).message;
@@ -68,6 +72,7 @@ export async function downloadJob(ctx: RunContext, itemId: string, jobId: string
         break;
       }
     }
+    // Every output was already on disk (a resumed download that had saved them all).
     if (complete) {
       if (store.life.downloaded(itemId, opts.now())) ctx.emit({ kind: 'item-final', itemId, state: 'done' });
       ctx.downloadEnded(undefined);

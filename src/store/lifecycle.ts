@@ -1,7 +1,7 @@
 import type { Accounting } from './accounting.js';
 import type { Attempts } from './attempts.js';
 import type { Db } from './db.js';
-import type { Outputs } from './outputs.js';
+import type { Outputs, SavedFile } from './outputs.js';
 import { OPEN_STATES, type ItemState } from './states.js';
 
 export interface ErrorNote {
@@ -153,6 +153,17 @@ export class Lifecycle {
   /** pending → skipped: it can never run as the manifest stands (a dependency ended without an output, no price to keep a budget). */
   markSkipped(id: string, error: ErrorNote, now: number): boolean {
     return this.transition(id, ['pending'], 'skipped', now, error);
+  }
+
+  /**
+   * An output is on disk, verified; with the item's last one, downloading →
+   * done in the same commit (one fsync fewer per item). True when the item moved.
+   */
+  outputSaved(id: string, jobId: string, idx: number, file: SavedFile, now: number, last: boolean): boolean {
+    return this.tx(() => {
+      this.outputs.markDownloaded(jobId, idx, file, now);
+      return last && this.transition(id, ['downloading'], 'done', now);
+    });
   }
 
   /** downloading → done: every output is on disk, verified. */

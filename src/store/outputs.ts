@@ -14,9 +14,17 @@ export interface OutputRow {
   mtime_ms: number | null;
 }
 
+/** A downloaded output as verified on disk. */
+export interface SavedFile {
+  path: string;
+  bytes: number;
+  sha256: string;
+  contentType: string | null;
+  mtimeMs: number;
+}
+
 /** Outputs of completed jobs: where each went, its size and hash. */
 export class Outputs {
-  private readonly ensureStmt;
   private readonly doneStmt;
   private readonly ofJobStmt;
   private readonly firstFileStmt;
@@ -27,23 +35,19 @@ export class Outputs {
   private readonly verifiedStmt;
 
   constructor(db: Db) {
-    this.ensureStmt = db.prepare('INSERT INTO outputs (job_id, idx, item_id, link_issued_at) VALUES (@jobId, @idx, @itemId, @now) ON CONFLICT (job_id, idx) DO UPDATE SET link_issued_at = @now');
+    this.claimStmt = db.prepare(
+      'INSERT INTO outputs (job_id, idx, item_id, path, link_issued_at) VALUES (@jobId, @idx, @itemId, @path, @now) ON CONFLICT (job_id, idx) DO UPDATE SET path = @path, link_issued_at = @now',
+    );
     this.doneStmt = db.prepare('UPDATE outputs SET path = @path, bytes = @bytes, sha256 = @sha256, content_type = @contentType, mtime_ms = @mtimeMs, downloaded_at = @now WHERE job_id = @jobId AND idx = @idx');
     this.verifiedStmt = db.prepare('UPDATE outputs SET mtime_ms = ? WHERE job_id = ? AND idx = ?');
     this.ofJobStmt = db.prepare<[string], OutputRow>('SELECT * FROM outputs WHERE job_id = ? ORDER BY idx');
     this.missingStmt = db.prepare('UPDATE outputs SET sha256 = NULL WHERE job_id = ? AND idx = ?');
     this.forgetOthersStmt = db.prepare('DELETE FROM outputs WHERE item_id = ? AND job_id <> ?');
     this.ownerStmt = db.prepare<[string], Pick<OutputRow, 'item_id' | 'job_id' | 'idx'>>('SELECT item_id, job_id, idx FROM outputs WHERE path = ? LIMIT 1');
-    this.claimStmt = db.prepare('UPDATE outputs SET path = ? WHERE job_id = ? AND idx = ?');
     this.firstFileStmt = db.prepare<[string], string>('SELECT path FROM outputs WHERE item_id = ? AND path IS NOT NULL AND sha256 IS NOT NULL ORDER BY job_id, idx LIMIT 1').pluck();
   }
 
-  /** Records that a link for this output was issued (the 15-minute clock starts). */
-  linkIssued(jobId: string, idx: number, itemId: string, now: number): void {
-    this.ensureStmt.run({ jobId, idx, itemId, now });
-  }
-
-  markDownloaded(jobId: string, idx: number, file: { path: string; bytes: number; sha256: string; contentType: string | null; mtimeMs: number }, now: number): void {
+  markDownloaded(jobId: string, idx: number, file: SavedFile, now: number): void {
     this.doneStmt.run({ jobId, idx, ...file, now });
   }
 
@@ -67,16 +71,19 @@ export class Outputs {
     return this.ownerStmt.get(path);
   }
 
-  /** Names the file this output will be saved as, before any byte is written: the claim that ownerOf sees. */
-  claimPath(jobId: string, idx: number, path: string): void {
-    this.claimStmt.run(path, jobId, idx);
+  /**
+   * Names the file this output will be saved as, before any byte is written:
+   * the claim that ownerOf sees. The output's row starts here, with when its
+   * link was in hand.
+   */
+  claimPath(jobId: string, idx: number, itemId: string, path: string, now: number): void {
+    this.claimStmt.run({ jobId, idx, itemId, path, now });
   }
 
   ofJob(jobId: string): OutputRow[] {
     return this.ofJobStmt.all(jobId);
   }
 
-  /** Every verified file on disk, grouped by item: one pass for reports instead of a query per item. */
   /** The path of an item's first verified output, relative to the output dir. */
   firstFileOf(itemId: string): string | undefined {
     return this.firstFileStmt.get(itemId);
