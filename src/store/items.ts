@@ -87,6 +87,8 @@ export interface DoomedItem {
 export class Items {
   private readonly byId;
   private readonly insert;
+  private readonly tallyAdded;
+  private readonly anyStmt;
   private readonly updateUnsent;
   private readonly markChanged;
   private readonly readyStmt;
@@ -115,7 +117,10 @@ export class Items {
 
   constructor(private readonly db: Db) {
     this.byId = db.prepare<[string], ItemRow>('SELECT * FROM items WHERE id = ?');
+    // No trigger counts an inserted item (migration 11): sync adds what it inserted to the tally, once per type.
     this.insert = db.prepare('INSERT INTO items (id, seq, type, model, content_hash, spec, state, updated_at) VALUES (@id, @seq, @type, @model, @contentHash, @spec, \'pending\', @now)');
+    this.anyStmt = db.prepare('SELECT 1 FROM items LIMIT 1');
+    this.tallyAdded = db.prepare("INSERT INTO item_tally VALUES (@type, 'pending', 0, @n) ON CONFLICT DO UPDATE SET n = n + @n");
     this.updateUnsent = db.prepare('UPDATE items SET seq = @seq, type = @type, model = @model, content_hash = @contentHash, spec = @spec, changed = 0, updated_at = @now WHERE id = @id');
     this.markChanged = db.prepare('UPDATE items SET seq = @seq, changed = @changed, updated_at = @now WHERE id = @id');
     // Ready: pending, due, and every dependency done. Keyset-paged by seq, so items a run holds are passed over.
@@ -197,20 +202,22 @@ export class Items {
    */
   sync(items: Iterable<ItemSync>, now: number, redoChanged: boolean): { added: number; changed: string[] } {
     const changed: string[] = [];
-    let added = 0;
+    const addedByType = { image: 0, video: 0 };
     // Which ids this manifest has, so the others can be marked removed (prepared here: a read-only store has no temp table).
     this.db.exec('CREATE TEMP TABLE IF NOT EXISTS synced_ids (id TEXT PRIMARY KEY)');
     const noteSynced = this.db.prepare('INSERT OR IGNORE INTO synced_ids (id) VALUES (?)');
     this.db.transaction(() => {
       this.clearDeps.run();
       this.db.exec('DELETE FROM synced_ids');
+      // A first sync has nothing to compare with and nothing to mark removed: it only inserts.
+      const first = this.anyStmt.get() === undefined;
       for (const item of items) {
-        noteSynced.run(item.id);
+        if (!first) noteSynced.run(item.id);
         for (const dep of item.dependsOn) this.insertDep.run(item.id, dep);
-        const row = this.byId.get(item.id);
+        const row = first ? undefined : this.byId.get(item.id);
         if (!row) {
           this.insert.run({ id: item.id, seq: item.seq, type: item.type, model: item.model, contentHash: item.contentHash, spec: item.spec, now });
-          added++;
+          addedByType[item.type]++;
         } else if (row.content_hash === item.contentHash) {
           if (row.changed) this.markChanged.run({ id: item.id, seq: item.seq, changed: 0, now });
         } else if (row.attempt === 0) {
@@ -223,12 +230,14 @@ export class Items {
           changed.push(item.id);
         }
       }
+      for (const [type, n] of Object.entries(addedByType)) if (n > 0) this.tallyAdded.run({ type, n });
+      if (first) return;
       // Only rows whose flag changes are written.
       this.db.exec('UPDATE items SET removed = 1 WHERE removed = 0 AND id NOT IN (SELECT id FROM synced_ids)');
       this.db.exec('UPDATE items SET removed = 0 WHERE removed = 1 AND id IN (SELECT id FROM synced_ids)');
       this.db.exec('DELETE FROM synced_ids');
     }).immediate();
-    return { added, changed };
+    return { added: addedByType.image + addedByType.video, changed };
   }
 
   /** Every item's state, by id. */

@@ -168,6 +168,12 @@ export const MIGRATIONS: readonly string[] = [
   -- The report reads the items in manifest order a page at a time (a 100,000-item report held whole took 70 MB).
   CREATE INDEX items_seq ON items (seq);
   `,
+  // 11
+  `
+  -- Items are inserted only by a sync, which counts them into the tally once per type: the per-row
+  -- trigger doubled the cost of writing a 100,000-row catalog (0.9 s to 1.9 s).
+  DROP TRIGGER item_tally_insert;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
