@@ -1,14 +1,14 @@
 import { join } from 'node:path';
 import type { ItemSpec } from '../runner/bodies.js';
 import type { Store } from '../store/index.js';
-import { writeFileAtomic } from '../util/atomic-write.js';
-import { galleryCard, galleryHead, galleryTail } from './gallery.js';
+import { AtomicFile } from '../util/atomic-write.js';
+import { galleryCard, galleryHead, galleryTail, type GalleryHeader } from './gallery.js';
 import { postersFor, type InlinedPosters, type PosterSource } from './posters.js';
-import { resultPages, summarizeStore, writeResults } from './results.js';
+import { csvHeader, csvLines, jsonLines, resultPages, summarizeStore, type ResultSummary } from './results.js';
 import { writeSidecars } from './sidecars.js';
 import { runSeconds } from './status.js';
 
-export { resultPages, summarizeRows, summarizeStore, writeResults, type ResultRow, type ResultSummary } from './results.js';
+export { resultPages, summarizeRows, summarizeStore, type ResultRow, type ResultSummary } from './results.js';
 export { collectStatus, liveEta, type Status } from './status.js';
 export { renderGallery, type GalleryInput } from './gallery.js';
 export { sidecarPathOf, writeSidecars, type Sidecar } from './sidecars.js';
@@ -30,31 +30,62 @@ export interface WrittenReport {
   sidecars?: number;
 }
 
-/** Everything a finished (or stopped) run leaves for people and tools, from the state file alone. */
+/**
+ * Everything a finished (or stopped) run leaves for people and tools, from the
+ * state file alone: one pass over the items a page at a time (never all of
+ * them in memory), each file put in place whole or not at all.
+ */
 export async function writeReport(store: Store, outDir: string, opts: ReportOptions): Promise<WrittenReport> {
-  // Read a page of items at a time, never all: a 100,000-item report held whole took 70 MB at the end of a run.
   const summary = summarizeStore(store);
-  const written: WrittenReport = { items: summary.items, ...(await writeResults(outDir, store, summary)) };
-  if (opts.sidecars) written.sidecars = await writeSidecars(outDir, resultPages(store));
-  if (opts.html) {
-    const sessions = store.runs.all();
-    const { charged, refunded } = store.attempts.totals();
-    const head = galleryHead({
-      title: opts.title,
-      generatedAt: opts.now,
-      summary,
-      credits: { charged, refunded, net: charged - refunded },
-      failures: store.items.failuresByCode(),
-      run: { seconds: runSeconds(sessions), sessions: sessions.length },
-    });
-    written.html = join(outDir, 'index.html');
-    await writeFileAtomic(written.html, galleryChunks(store, head));
+  const files: AtomicFile[] = [];
+  const open = async (name: string) => {
+    const file = await AtomicFile.open(join(outDir, name));
+    files.push(file);
+    return file;
+  };
+  try {
+    const jsonl = await open('results.jsonl');
+    const csv = await open('results.csv');
+    const html = opts.html ? await open('index.html') : undefined;
+    const written: WrittenReport = { items: summary.items, jsonl: jsonl.path, csv: csv.path, ...(html ? { html: html.path } : {}), ...(opts.sidecars ? { sidecars: 0 } : {}) };
+    await csv.write(csvHeader(summary.valueNames));
+    if (html) await html.write(galleryHead(galleryHeader(store, summary, opts)));
+    const posters = posterSource(store);
+    let first = true;
+    for (const rows of resultPages(store)) {
+      await jsonl.write(jsonLines(rows));
+      await csv.write(csvLines(rows, summary.valueNames));
+      if (opts.sidecars) written.sidecars! += await writeSidecars(outDir, rows);
+      if (html) {
+        const drawn = await postersFor(rows, posters.source, posters.inlined);
+        await html.write(`${first ? '' : ','}${rows.map((r) => galleryCard(r, drawn.get(r.id))).join(',')}`);
+      }
+      first = false;
+    }
+    if (html) await html.write(galleryTail());
+    for (const file of files) await file.commit();
+    return written;
+  } catch (error) {
+    await Promise.all(files.map((f) => f.abort()));
+    throw error;
   }
-  return written;
 }
 
-async function* galleryChunks(store: Store, head: string): AsyncGenerator<string> {
-  yield head;
+function galleryHeader(store: Store, summary: ResultSummary, opts: ReportOptions): GalleryHeader {
+  const sessions = store.runs.all();
+  const { charged, refunded } = store.attempts.totals();
+  return {
+    title: opts.title,
+    generatedAt: opts.now,
+    summary,
+    credits: { charged, refunded, net: charged - refunded },
+    failures: store.items.failuresByCode(),
+    run: { seconds: runSeconds(sessions), sessions: sessions.length },
+  };
+}
+
+/** Posters drawn from the state; an input inlined once however many videos start from it. */
+function posterSource(store: Store): { source: PosterSource; inlined: InlinedPosters } {
   const source: PosterSource = {
     specOf: (id) => {
       const spec = store.items.specOf(id);
@@ -62,12 +93,5 @@ async function* galleryChunks(store: Store, head: string): AsyncGenerator<string
     },
     firstFileOf: (id) => store.outputs.firstFileOf(id),
   };
-  const inlined: InlinedPosters = new Map();
-  let first = true;
-  for (const rows of resultPages(store)) {
-    const posters = await postersFor(rows, source, inlined);
-    yield `${first ? '' : ','}${rows.map((r) => galleryCard(r, posters.get(r.id))).join(',')}`;
-    first = false;
-  }
-  yield galleryTail();
+  return { source, inlined: new Map() };
 }

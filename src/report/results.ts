@@ -1,7 +1,5 @@
-import { join } from 'node:path';
 import { stringify } from 'csv-stringify/sync';
 import type { ItemFacts, ItemState, Store } from '../store/index.js';
-import { writeFileAtomic } from '../util/atomic-write.js';
 
 /** One row per item: what users hand to the next tool instead of reading SQLite. */
 export interface ResultRow {
@@ -106,22 +104,15 @@ function csvRecord(r: ResultRow, valueNames: readonly string[]): unknown[] {
   return [r.id, r.state, r.type, r.model, r.prompt, r.aspectRatio ?? '', r.resolution ?? '', r.duration ?? '', files('path'), files('bytes'), files('sha256'), r.jobIds.join(' '), r.creditsCharged, r.creditsRefunded, r.errorCode ?? '', r.errorMessage ?? '', ...valueNames.map((k) => r.values[k] ?? '')];
 }
 
-/** CSV a page at a time, so a big run's file is never one string. The rows' own columns (sku, title…) follow ours; one named like ours gets a var_ prefix. */
-function* csvChunks(pages: Iterable<readonly ResultRow[]>, valueNames: readonly string[]): Generator<string> {
-  const headers = valueNames.map((k) => (CSV_COLUMNS.includes(k) ? `var_${k}` : k));
-  yield stringify([[...CSV_COLUMNS, ...headers]]);
-  for (const rows of pages) yield stringify(rows.map((r) => csvRecord(r, valueNames)));
+/** The CSV's header: our columns, then the rows' own (sku, title…); one named like ours gets a var_ prefix. */
+export function csvHeader(valueNames: readonly string[]): string {
+  return stringify([[...CSV_COLUMNS, ...valueNames.map((k) => (CSV_COLUMNS.includes(k) ? `var_${k}` : k))]]);
 }
 
-function* jsonLines(pages: Iterable<readonly ResultRow[]>): Generator<string> {
-  for (const rows of pages) yield rows.map((r) => `${JSON.stringify(r)}\n`).join('');
+export function csvLines(rows: readonly ResultRow[], valueNames: readonly string[]): string {
+  return stringify(rows.map((r) => csvRecord(r, valueNames)));
 }
 
-/** Writes results.jsonl and results.csv into the output dir, each whole or not at all, reading the state a page at a time. */
-export async function writeResults(outDir: string, store: Store, summary: ResultSummary): Promise<{ jsonl: string; csv: string }> {
-  const jsonl = join(outDir, 'results.jsonl');
-  const csv = join(outDir, 'results.csv');
-  await writeFileAtomic(jsonl, jsonLines(resultPages(store)));
-  await writeFileAtomic(csv, csvChunks(resultPages(store), summary.valueNames));
-  return { jsonl, csv };
+export function jsonLines(rows: readonly ResultRow[]): string {
+  return rows.map((r) => `${JSON.stringify(r)}\n`).join('');
 }

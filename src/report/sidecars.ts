@@ -8,16 +8,14 @@ export type Sidecar = ResultRow & { file: ResultRow['files'][number] };
 /** The sidecar of an output: the output's own name with `.json` added (outputs never end in .json). */
 export const sidecarPathOf = (outputPath: string) => `${outputPath}.json`;
 
-/** Writes a metadata sidecar next to every output on disk; returns how many. */
-export async function writeSidecars(outDir: string, pages: Iterable<readonly ResultRow[]>): Promise<number> {
+/** Writes a metadata sidecar next to each of these rows' outputs; returns how many. */
+export async function writeSidecars(outDir: string, rows: readonly ResultRow[]): Promise<number> {
   let written = 0;
-  for (const rows of pages) {
-    for (const row of rows) {
-      for (const file of row.files) {
-        const sidecar: Sidecar = { ...row, file };
-        await writeFileAtomic(resolveInside(outDir, sidecarPathOf(file.path)), `${JSON.stringify(sidecar, null, 2)}\n`);
-        written++;
-      }
+  for (const row of rows) {
+    for (const file of row.files) {
+      const sidecar: Sidecar = { ...row, file };
+      await writeFileAtomic(resolveInside(outDir, sidecarPathOf(file.path)), `${JSON.stringify(sidecar, null, 2)}\n`);
+      written++;
     }
   }
   return written;
