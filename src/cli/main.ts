@@ -6,7 +6,7 @@ const stateCommands = () => import('./commands/state-commands.js');
 const serviceInfo = () => import('./commands/service-info.js');
 import { EXIT, ExitError, describeFailure, exitCodeOf } from './exit.js';
 import { GENBATCH_VERSION } from '../util/version.js';
-import { maxBlocked, mediaType, nonNegativeInt, nonNegativeNumber, pollWait, port, positiveInt, positiveNumber, probability, range, rate } from './parse.js';
+import { keyCount, maxBlocked, mediaType, nonNegativeInt, nonNegativeNumber, pollWait, port, positiveInt, positiveNumber, probability, range, rate } from './parse.js';
 
 const env = process.env;
 // --no-color anywhere on the line means NO_COLOR (no-color.org), so every stream and command honours it alike.
@@ -163,7 +163,8 @@ program
   .option('--time-scale <x>', 'divide every service duration by this', positiveNumber)
   .option('--seed <n>', 'seed for the simulated randomness', nonNegativeNumber)
   .option('--credits <n>', 'starting balance', nonNegativeNumber)
-  .option('--daily-cap <credits>', "the key's daily credit cap", nonNegativeNumber)
+  .option('--daily-cap <credits>', "each key's daily credit cap", nonNegativeNumber)
+  .option('--keys <n>', 'keys of the one simulated account (1 to 5): one balance, each key its own limits and daily cap', keyCount)
   .option('--failure-rate <p>', 'share of jobs that end FAILED', probability)
   .option('--expiry-rate <p>', 'share of jobs that end EXPIRED', probability)
   .option('--moderation-rate <p>', 'share of submissions blocked by moderation', probability)

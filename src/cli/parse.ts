@@ -8,6 +8,13 @@ export function nonNegativeNumber(value: string): number {
   return n;
 }
 
+/** How many keys a simulated account holds: the service allows an account up to 5. */
+export function keyCount(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 5) throw new InvalidArgumentError(`expected a whole number of keys from 1 to 5, got "${value}"`);
+  return n;
+}
+
 export function positiveNumber(value: string): number {
   const n = nonNegativeNumber(value);
   if (n === 0) throw new InvalidArgumentError(`expected a number > 0, got "${value}"`);

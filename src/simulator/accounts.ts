@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { ResolvedOptions, Scope } from './options.js';
+import type { ResolvedOptions, Scope, SimLimits } from './options.js';
 import { SlidingWindow } from './sliding-window.js';
 
 export const KEY_PREFIX = 'gbk_';
@@ -22,6 +22,8 @@ export interface SimKey {
   account: SimAccount;
   scopes: Scope[];
   dailyCap: number;
+  /** The simulator's limits with this key's own in place. */
+  limits: SimLimits;
   revoked: boolean;
   createdAt: number;
   /** Gross credits charged per key day (day index → credits). */
@@ -54,13 +56,15 @@ export class Accounts {
       };
       this.accounts.set(accountId, account);
     }
-    const { limits, windowMs } = this.opts;
+    const { windowMs } = this.opts;
+    const limits = { ...this.opts.limits, ...k.limits };
     const key: SimKey = {
       token: k.key ?? KEY_PREFIX + randomBytes(24).toString('base64url'),
       label: k.label,
       account,
       scopes: k.scopes ?? ['image', 'video'],
       dailyCap: k.dailyCap ?? 20_000,
+      limits,
       revoked: false,
       createdAt: this.opts.clock.now(),
       chargedByDay: new Map(),

@@ -1,4 +1,4 @@
-import type { Accounts, SimAccount } from './accounts.js';
+import type { Accounts, SimAccount, SimKey } from './accounts.js';
 import type { Ledger } from './ledger.js';
 import type { Presigner } from './presign.js';
 
@@ -83,9 +83,11 @@ export class Jobs {
   }
 
   /** The account's jobs, newest first. */
-  list(account: SimAccount, type: string | undefined, beforeSeq: number, limit: number): SimJob[] {
+  /** A key's page of the job list: its own jobs and the account's web-application jobs (another key's are not listed). */
+  list(key: SimKey, type: string | undefined, beforeSeq: number, limit: number): SimJob[] {
     const out: SimJob[] = [];
-    const all = [...this.byId.values()].filter((j) => j.account === account && (!type || j.type === type) && j.seq < beforeSeq);
+    const mine = (j: SimJob) => j.account === key.account && (j.keyLabel === key.label || j.keyLabel === null);
+    const all = [...this.byId.values()].filter((j) => mine(j) && (!type || j.type === type) && j.seq < beforeSeq);
     all.sort((a, b) => b.seq - a.seq);
     for (const job of all) {
       if (out.length >= limit) break;

@@ -10,9 +10,14 @@ export interface SimKeyOptions {
   scopes?: Scope[];
   /** Credits per key day; the spec's default is 20,000. */
   dailyCap?: number;
-  /** Keys of the same account share its balance and jobs. */
+  /** Keys of the same account share its balance. */
   account?: string;
+  /** This key's own limits where they are lower (or higher) than the simulator's. */
+  limits?: Partial<Pick<SimLimits, KeyLimitName>>;
 }
+
+/** The limits that belong to a key: each key of an account may have its own. */
+export type KeyLimitName = 'submissionsPerWindow' | 'readsPerWindow' | 'uploadGrantsPerWindow' | 'imagesInFlight' | 'videosInFlight';
 
 export interface SimulatorOptions {
   /** Every duration of the service (rate windows, job run times, link and upload lifetimes, the day) is divided by this. */

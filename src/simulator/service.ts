@@ -136,7 +136,7 @@ export class Service {
   private me(key: SimKey): Record<string, unknown> {
     const now = this.now();
     const used = this.accounts.chargedToday(key, now);
-    const l = this.opts.limits;
+    const l = key.limits;
     return {
       credits: this.accounts.balance(key.account),
       subscriptionCredits: key.account.subscriptionCredits,
@@ -182,7 +182,7 @@ export class Service {
     const now = this.now();
     const uploadKey = `upl_${randomBytes(12).toString('hex')}`;
     const expiresAt = now + this.opts.uploadTtlMs;
-    this.uploads.add({ key: uploadKey, account: key.account, kind, target, contentType, size, expiresAt, uploaded: false });
+    this.uploads.add({ key: uploadKey, owner: key, kind, target, contentType, size, expiresAt, uploaded: false });
     this.ledger.record({ kind: 'upload-grant', at: now, key: key.label, uploadKey, size, contentType });
     return {
       uploadUrl: this.presigner.sign(`/uploads/${uploadKey}`, expiresAt),
@@ -199,7 +199,8 @@ export class Service {
       throw invalid('wait', `wait must be a number of seconds from 0 to ${max}; got ${JSON.stringify(raw)}.`);
     }
     const job = this.jobs.byId.get(id);
-    if (!job || job.account !== key.account) throw new SimError(404, 'NOT_FOUND', `No job ${id}.`);
+    // Where the spec is silent the strictest reading: a job is read with the key that made it, never another key of the account.
+    if (!job || job.account !== key.account || job.keyLabel !== key.label) throw new SimError(404, 'NOT_FOUND', `No job ${id}.`);
     if (job.status === 'PROCESSING' && wait > 0) {
       // Timers may fire a little before the clock reaches the deadline: hold until it really has.
       const until = Math.min(this.now() + (wait * 1000) / this.opts.timeScale, job.endsAt);
@@ -223,7 +224,7 @@ export class Service {
       throw invalid('limit', `limit must be an integer from 1 to ${l.maxListLimit}; got ${JSON.stringify(rawLimit)}.`);
     }
     const before = decodeCursor(req.query.get('cursor'));
-    const page = this.jobs.list(key.account, type, before, limit + 1);
+    const page = this.jobs.list(key, type, before, limit + 1);
     const jobs = page.slice(0, limit);
     const more = page.length > limit;
     return { jobs: jobs.map((j) => this.renderJob(j)), nextCursor: more ? encodeCursor(jobs[jobs.length - 1]!.seq) : null };

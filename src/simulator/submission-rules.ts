@@ -1,4 +1,4 @@
-import type { SimAccount } from './accounts.js';
+import type { SimKey } from './accounts.js';
 import { IMAGE_MODELS, VIDEO_MODELS, type ImageModel, type VideoModel, videoPrice } from './catalog.js';
 import type { Jobs } from './jobs.js';
 import type { SimLimits } from './options.js';
@@ -15,7 +15,7 @@ export interface CheckedSubmission {
 }
 
 interface Context {
-  account: SimAccount;
+  key: SimKey;
   uploads: Uploads;
   jobs: Jobs;
   limits: SimLimits;
@@ -74,7 +74,7 @@ export function checkImageSubmission(raw: unknown, ctx: Context): CheckedSubmiss
     if (inputs.length > model.maxInputs) throw invalid('inputs', `Model ${model.id} takes at most ${model.maxInputs} inputs.`);
     inputs.forEach((input, i) => {
       const key = input !== null && typeof input === 'object' ? (input as Record<string, unknown>).key : undefined;
-      const problem = ctx.uploads.problem(key, ctx.account, { field: `inputs[${i}].key`, kind: 'image', target: 'image' }, ctx.now);
+      const problem = ctx.uploads.problem(key, ctx.key, { field: `inputs[${i}].key`, kind: 'image', target: 'image' }, ctx.now);
       if (problem) throw invalid(`inputs[${i}].key`, problem);
     });
   }
@@ -113,7 +113,7 @@ function checkVideoInputs(body: Record<string, unknown>, model: VideoModel, ctx:
   }
   const imageUse = (field: string): UploadUse => ({ field, kind: 'image', target: 'video' });
   const useKey = (key: unknown, field: string, use: UploadUse = imageUse(field)) => {
-    const problem = ctx.uploads.problem(key, ctx.account, use, ctx.now);
+    const problem = ctx.uploads.problem(key, ctx.key, use, ctx.now);
     if (problem) throw invalid(field, problem);
   };
   switch (model.mode) {
@@ -145,7 +145,7 @@ function checkVideoInputs(body: Record<string, unknown>, model: VideoModel, ctx:
 
 function checkSourceJob(id: unknown, ctx: Context): void {
   const job = typeof id === 'string' ? ctx.jobs.byId.get(id) : undefined;
-  if (!job || job.account !== ctx.account) throw invalid('sourceJobId', 'sourceJobId does not name a job of this account.');
+  if (!job || job.account !== ctx.key.account || job.keyLabel !== ctx.key.label) throw invalid('sourceJobId', 'sourceJobId does not name a job of this key.');
   if (job.type !== 'video') throw invalid('sourceJobId', 'sourceJobId must name a video job.');
   if (job.status !== 'COMPLETED') throw invalid('sourceJobId', `The source job is ${job.status}; it must be COMPLETED.`);
 }

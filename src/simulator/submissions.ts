@@ -61,7 +61,7 @@ export class Submissions {
 
   private check(type: 'image' | 'video', body: unknown, key: SimKey): CheckedSubmission {
     const service = this.service;
-    const ctx = { account: key.account, uploads: service.uploads, jobs: service.jobs, limits: service.opts.limits, now: service.now() };
+    const ctx = { key, uploads: service.uploads, jobs: service.jobs, limits: service.opts.limits, now: service.now() };
     return type === 'image' ? checkImageSubmission(body, ctx) : checkVideoSubmission(body, ctx);
   }
 
@@ -69,7 +69,7 @@ export class Submissions {
     const service = this.service;
     const { opts, accounts, jobs, random, ledger } = service;
     const now = service.now();
-    const cap = sub.type === 'image' ? opts.limits.imagesInFlight : opts.limits.videosInFlight;
+    const cap = sub.type === 'image' ? key.limits.imagesInFlight : key.limits.videosInFlight;
     const inFlight = jobs.inFlight(key.label, sub.type);
     if (inFlight >= cap) {
       throw limited('CONCURRENCY_LIMIT', `This key already has ${inFlight} ${sub.type} jobs in flight (limit ${cap}).`, jobs.nextEnd(key.label, sub.type) - now, 0);

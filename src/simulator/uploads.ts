@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
-import type { SimAccount } from './accounts.js';
+import type { SimKey } from './accounts.js';
 
 export interface SimUpload {
   key: string;
-  account: SimAccount;
+  /** The API key that was granted it: the only one that may use it (the strictest reading of a silent spec). */
+  owner: SimKey;
   kind: 'image' | 'video';
   target: 'image' | 'video';
   contentType: string;
@@ -23,10 +24,10 @@ export class Uploads {
   }
 
   /** Why this key cannot be used as input, or undefined when it can. */
-  problem(key: unknown, account: SimAccount, use: UploadUse, now: number): string | undefined {
+  problem(key: unknown, owner: SimKey, use: UploadUse, now: number): string | undefined {
     if (typeof key !== 'string' || key === '') return `${use.field} must be an upload key string`;
     const upload = this.byKey.get(key);
-    if (!upload || upload.account !== account) return `${use.field}: unknown upload key`;
+    if (!upload || upload.owner !== owner) return `${use.field}: unknown upload key`;
     if (!upload.uploaded) return `${use.field}: nothing was uploaded for this key yet (PUT the file to uploadUrl first)`;
     if (now >= upload.expiresAt) return `${use.field}: the uploaded material expired; upload it again`;
     if (upload.kind !== use.kind) return `${use.field}: expected an upload of kind ${use.kind}, got ${upload.kind}`;

@@ -7,6 +7,8 @@ export interface SimulateFlags {
   seed?: number;
   credits?: number;
   dailyCap?: number;
+  /** Keys of the one account, up to 5. */
+  keys?: number;
   failureRate?: number;
   expiryRate?: number;
   moderationRate?: number;
@@ -21,7 +23,7 @@ export interface SimulateFlags {
 
 export function simulatorOptions(f: SimulateFlags): StartOptions {
   const opts: StartOptions = {
-    keys: [{ label: 'main', ...(f.dailyCap !== undefined ? { dailyCap: f.dailyCap } : {}) }],
+    keys: Array.from({ length: f.keys ?? 1 }, (_, i) => ({ label: i === 0 ? 'main' : `key${i + 1}`, ...(f.dailyCap !== undefined ? { dailyCap: f.dailyCap } : {}) })),
   };
   const copy: [keyof StartOptions, unknown][] = [
     ['port', f.port], ['host', f.host], ['timeScale', f.timeScale], ['seed', f.seed], ['credits', f.credits],
@@ -35,15 +37,16 @@ export function simulatorOptions(f: SimulateFlags): StartOptions {
 
 export async function simulateCommand(flags: SimulateFlags): Promise<{ simulator: RunningSimulator; banner: string }> {
   const simulator = await startSimulator(simulatorOptions(flags));
+  const tokens = Object.values(simulator.keys);
   const banner = [
     'genbatch simulator: a stand-in for the service, on loopback. No credits are real.',
     `base URL: ${simulator.baseUrl}`,
-    `API key:  ${simulator.apiKey}`,
+    ...(tokens.length > 1 ? [`API keys: ${tokens.length}, one account`] : [`API key:  ${simulator.apiKey}`]),
     `time scale: ${flags.timeScale ?? 1}x   ledger: ${simulator.baseUrl.replace(/\/v1$/, '')}/__sim/ledger`,
     '',
     'Use it from another shell:',
     `  export GENBATCH_BASE_URL=${simulator.baseUrl}`,
-    `  export GENBATCH_API_KEY=${simulator.apiKey}`,
+    tokens.length > 1 ? `  export GENBATCH_API_KEYS=${tokens.join(',')}` : `  export GENBATCH_API_KEY=${simulator.apiKey}`,
     ...((flags.timeScale ?? 1) !== 1
       ? [`  genbatch run <manifest> --time-scale ${flags.timeScale}    (paces to this simulator's time; without it a run keeps the real key's pace, ${flags.timeScale}x slower)`]
       : []),
