@@ -1,4 +1,5 @@
 import { ApiClient } from '../api/index.js';
+import { KeyPoolError, keyFingerprint, keysFromEnv, type PoolKey } from '../api/key-pool.js';
 import { startSimulator, type RunningSimulator } from '../simulator/index.js';
 import { usageError } from './exit.js';
 
@@ -9,17 +10,22 @@ export interface ConnectionFlags {
 
 export interface Connection {
   client: ApiClient;
+  /** The fingerprint of `client`'s key: what the state binds attempts to. */
+  keyFingerprint: string;
+  /** Every key's client, the first being `client` (several only when the command takes a pool). */
+  keys: { fingerprint: string; client: ApiClient }[];
   /** Set when --simulate started an in-process simulator. */
   simulator?: RunningSimulator;
   close(): Promise<void>;
 }
 
 /** Defaults < environment < flags. The key comes from the environment only, never a flag. */
-export async function connect(flags: ConnectionFlags, env: NodeJS.ProcessEnv, simulatorTimeScale = 60): Promise<Connection> {
+export async function connect(flags: ConnectionFlags, env: NodeJS.ProcessEnv, simulatorTimeScale = 60, usage: { pool?: boolean } = {}): Promise<Connection> {
   if (flags.simulate) {
     const simulator = await startSimulator({ timeScale: simulatorTimeScale });
     const client = new ApiClient({ baseUrl: simulator.baseUrl, apiKey: simulator.apiKey });
-    return { client, simulator, close: async () => { await client.close(); await simulator.close(); } };
+    const fingerprint = keyFingerprint(simulator.apiKey);
+    return { client, keyFingerprint: fingerprint, keys: [{ fingerprint, client }], simulator, close: async () => { await client.close(); await simulator.close(); } };
   }
   const baseUrl = flags.baseUrl ?? env.GENBATCH_BASE_URL;
   if (!baseUrl) {
@@ -27,17 +33,29 @@ export async function connect(flags: ConnectionFlags, env: NodeJS.ProcessEnv, si
   }
   const versionless = withoutVersion(baseUrl);
   if (versionless) throw usageError(versionless);
-  const apiKey = env.GENBATCH_API_KEY;
-  if (!apiKey) {
+  let keys: PoolKey[] | undefined;
+  try {
+    keys = keysFromEnv(env);
+  } catch (error) {
+    if (error instanceof KeyPoolError) throw usageError(error.message);
+    throw error;
+  }
+  if (!keys) {
     throw usageError('No API key. Set GENBATCH_API_KEY in the environment (it is never taken as a flag), or add --simulate.');
   }
-  let client: ApiClient;
+  if (keys.length > 1 && !usage.pool) {
+    throw usageError(
+      `GENBATCH_API_KEYS holds ${keys.length} keys, and this version runs with one key at a time: set GENBATCH_API_KEY (or one key in GENBATCH_API_KEYS). 'genbatch me' shows each key of the pool (keys ${keys.map((k) => k.fingerprint).join(', ')} by fingerprint).`,
+    );
+  }
+  const clients: Connection['keys'] = [];
   try {
-    client = new ApiClient({ baseUrl, apiKey });
+    for (const { key, fingerprint } of keys) clients.push({ fingerprint, client: new ApiClient({ baseUrl, apiKey: key }) });
   } catch (error) {
     throw usageError((error as Error).message);
   }
-  return { client, close: () => client.close() };
+  const first = clients[0]!;
+  return { client: first.client, keyFingerprint: first.fingerprint, keys: clients, close: async () => { await Promise.all(clients.map((c) => c.client.close())); } };
 }
 
 /** The spec's base address ends with the version segment `v1`; without it every path misses (`GET //me: NOT_FOUND`). */

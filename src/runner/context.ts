@@ -11,6 +11,8 @@ export interface RunOptions {
   /** A rehearsal on the simulator: its output dir is never a real run's. */
   rehearsal?: boolean;
   limits: KeyLimits;
+  /** The fingerprint of the API key this run sends with (never the key): attempts are bound to it. */
+  keyFingerprint: string;
   /** Long-poll seconds per GET of a job (the spec allows up to 30). */
   pollWaitSeconds: number;
   /** New attempts after a job ends FAILED or EXPIRED. */

@@ -123,7 +123,7 @@ export class JobTask {
       try {
         const job: Job | undefined = await ctx.buckets.submit.run(async () => {
           if (ctx.noNewWork.aborted) return undefined; // queued when the run stopped: not sent (a budget stop lets reserved ones go)
-          if (!store.life.recordSent(attempt.item_id, attempt.n, opts.now())) return undefined;
+          if (!store.life.recordSent(attempt.item_id, attempt.n, opts.now(), opts.keyFingerprint)) return undefined;
           return this.item.type === 'image' ? client.submitImage(body, attempt.idempotency_key) : client.submitVideo(body, attempt.idempotency_key);
         }, ctx.noNewWork);
         if (!job) {

@@ -33,6 +33,8 @@ export interface RunSummary {
   problems: ItemProblem[];
   /** Items the state has that the manifest no longer has: not run, not counted. */
   removed: number;
+  /** Items whose attempt was sent with a key this run lacks (by fingerprint): they wait for a run with it. */
+  keysMissing: Record<string, number>;
 }
 
 const HEARTBEAT_MS = 1_000;
@@ -56,6 +58,8 @@ export class Runner implements RunContext {
   private readonly downloadHealth = new DownloadHealth();
   private runId = 0;
   private changed: string[] = [];
+  /** Fingerprints of keys this run lacks → the items that wait for each. */
+  private readonly keysMissing = new Map<string, Set<string>>();
 
   constructor(
     readonly client: ApiClient,
@@ -141,12 +145,32 @@ export class Runner implements RunContext {
     for (const state of ['queued', 'submitting', 'maybe_accepted', 'running'] as const) {
       // A resend deferred to a later time is the feeder's to start when it is due.
       // An item the manifest dropped before its attempt was sent is never sent; one sent may be paid for, so it goes on.
-      for (const item of store.items.inState(state)) if (item.not_before <= opts.now() && !(item.removed && state === 'queued')) this.startJob(item);
+      for (const item of store.items.inState(state)) {
+        if (state !== 'queued' && this.heldForKey(item)) continue;
+        if (item.not_before <= opts.now() && !(item.removed && state === 'queued')) this.startJob(item);
+      }
     }
     for (const item of store.items.inState('downloading')) {
+      if (this.heldForKey(item)) continue;
       const attempt = store.attempts.latest(item.id);
       if (attempt?.job_id) this.startDownload(item.id, attempt.job_id);
     }
+  }
+
+  /**
+   * An attempt sent with a key this run lacks is left for a run with that key:
+   * resent with another it could be charged again, and another key cannot read its job.
+   */
+  private heldForKey(item: ItemRow): boolean {
+    const { store, opts } = this;
+    const attempt = store.attempts.latest(item.id);
+    if (!attempt?.key_fp || attempt.key_fp === opts.keyFingerprint) return false;
+    const message = `sent with the API key whose fingerprint is ${attempt.key_fp}, which this run does not have: it is neither resent nor read with another key (that could pay twice). Run again with that key in GENBATCH_API_KEY`;
+    store.life.heldForKey(item.id, attempt.n, item.state, { code: 'KEY_MISSING', message }, opts.now());
+    // A submitting item held here is maybe_accepted when recover reaches that state: counted once.
+    const waiting = this.keysMissing.get(attempt.key_fp) ?? new Set<string>();
+    this.keysMissing.set(attempt.key_fp, waiting.add(item.id));
+    return true;
   }
 
   /** Keeps one type's slots full with ready items, in manifest order, until none can become ready. */
@@ -217,7 +241,7 @@ export class Runner implements RunContext {
 
   private summary(): RunSummary {
     const stop = this.control.stopReason;
-    return { counts: this.store.items.counts(), credits: this.store.attempts.totals(), ...(stop ? { stop } : {}), changed: this.changed, failures: this.store.items.failuresByCode(), problems: this.store.items.problems().slice(0, 20), removed: this.store.items.removed() };
+    return { counts: this.store.items.counts(), credits: this.store.attempts.totals(), ...(stop ? { stop } : {}), changed: this.changed, failures: this.store.items.failuresByCode(), problems: this.store.items.problems().slice(0, 20), removed: this.store.items.removed(), keysMissing: Object.fromEntries([...this.keysMissing].map(([fp, ids]) => [fp, ids.size])) };
   }
 
   // What the tasks share (RunContext), handed on to the parts that own it.

@@ -24,6 +24,8 @@ export interface AttemptRow {
   ended_at: number | null;
   /** Times this attempt was resent (same key) after an answer that left its fate open, since it was last held for a later run. */
   resends: number;
+  /** The fingerprint of the API key it was first sent with (null: not sent, or sent before keys were recorded). */
+  key_fp: string | null;
 }
 
 /** Submission attempts: each one's idempotency key, exact body, job and credits. */
@@ -31,6 +33,7 @@ export class Attempts {
   private readonly insert;
   private readonly latestStmt;
   private readonly sentStmt;
+  private readonly keyOfStmt;
   private readonly resendsStmt;
   private readonly acceptedStmt;
   private readonly endedStmt;
@@ -45,7 +48,8 @@ export class Attempts {
     this.insert = db.prepare('INSERT INTO attempts (item_id, n, idempotency_key, body, status, created_at) VALUES (@itemId, @n, @key, @body, \'created\', @now)');
     this.latestStmt = db.prepare<[string], AttemptRow>('SELECT * FROM attempts WHERE item_id = ? ORDER BY n DESC LIMIT 1');
     this.resendsStmt = db.prepare("UPDATE attempts SET resends = CASE WHEN @reset THEN 0 ELSE resends + 1 END WHERE item_id = @itemId AND n = @n AND job_id IS NULL");
-    this.sentStmt = db.prepare("UPDATE attempts SET status = CASE WHEN status = 'created' THEN 'sent' ELSE status END, sent_at = coalesce(sent_at, @now) WHERE item_id = @itemId AND n = @n");
+    this.sentStmt = db.prepare("UPDATE attempts SET status = CASE WHEN status = 'created' THEN 'sent' ELSE status END, sent_at = coalesce(sent_at, @now), key_fp = coalesce(key_fp, @keyFp) WHERE item_id = @itemId AND n = @n");
+    this.keyOfStmt = db.prepare<[string, number], string | null>('SELECT key_fp FROM attempts WHERE item_id = ? AND n = ?').pluck();
     this.acceptedStmt = db.prepare("UPDATE attempts SET status = 'accepted', job_id = @jobId, charged = @charged, accepted_at = @now WHERE item_id = @itemId AND n = @n");
     this.endedStmt = db.prepare('UPDATE attempts SET status = @status, refunded = @refunded, error_code = @code, error_message = @message, ended_at = @now WHERE item_id = @itemId AND n = @n');
     this.refusedStmt = db.prepare("UPDATE attempts SET status = 'refused', error_code = @code, error_message = @message, ended_at = @now WHERE item_id = @itemId AND n = @n");
@@ -65,8 +69,14 @@ export class Attempts {
     return this.latestStmt.get(itemId);
   }
 
-  markSent(itemId: string, n: number, now: number): void {
-    this.sentStmt.run({ itemId, n, now });
+  /** The attempt leaves with this key; the first key it left with stays its key. */
+  markSent(itemId: string, n: number, now: number, keyFp: string): void {
+    this.sentStmt.run({ itemId, n, now, keyFp });
+  }
+
+  /** The fingerprint of the key the attempt was first sent with (null: not sent yet, or sent before keys were recorded). */
+  keyOf(itemId: string, n: number): string | null {
+    return this.keyOfStmt.get(itemId, n) ?? null;
   }
 
   /** One more resend of the attempt's key is due later; `reset` starts the count again (the attempt is held for a later run). */

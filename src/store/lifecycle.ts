@@ -57,11 +57,14 @@ export class Lifecycle {
    * about to leave, and from now on the attempt may be accepted. False when
    * the item has moved on meanwhile: then nothing may be sent.
    */
-  recordSent(id: string, n: number, now: number): boolean {
+  recordSent(id: string, n: number, now: number, keyFp: string): boolean {
     return this.tx(() => {
+      // An attempt sent with another key is never resent with this one: that key's idempotency may not reach the job.
+      const boundTo = this.attempts.keyOf(id, n);
+      if (boundTo !== null && boundTo !== keyFp) return false;
       if (!this.transition(id, ['queued', 'submitting', 'maybe_accepted'], 'submitting', now)) return false;
       this.accounting.submissionSent(now);
-      this.attempts.markSent(id, n, now);
+      this.attempts.markSent(id, n, now, keyFp);
       return true;
     });
   }
@@ -133,6 +136,16 @@ export class Lifecycle {
       this.outputs.forgetOtherJobs(id, end.jobId);
       return this.transition(id, ['running'], 'downloading', now);
     });
+  }
+
+  /**
+   * The attempt was sent with a key this run does not have: the item keeps
+   * its state (a submitting one is held as maybe accepted), noted, for a run
+   * with that key. Neither resent nor polled with another key.
+   */
+  heldForKey(id: string, n: number, state: ItemState, error: ErrorNote, now: number): boolean {
+    if (state === 'submitting') return this.recordMaybeAccepted(id, n, error, now);
+    return this.note.run({ id, state, ...error, now }).changes === 1;
   }
 
   /** A paid job that cannot be read now: it stays running, the reason noted, for a later run to ask again. */

@@ -174,6 +174,12 @@ export const MIGRATIONS: readonly string[] = [
   -- trigger doubled the cost of writing a 100,000-row catalog (0.9 s to 1.9 s).
   DROP TRIGGER item_tally_insert;
   `,
+  // 12
+  `
+  -- The API key an attempt was sent with, by its fingerprint (never the key): its resends and polls use that key
+  -- alone, since the service may scope an idempotency key to its API key (another key's resend could pay twice).
+  ALTER TABLE attempts ADD COLUMN key_fp TEXT;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -177,6 +177,7 @@ async function runSequence(script: Script): Promise<void> {
       const runner = new Runner(service as unknown as ApiClient, store, loaded!, {
         outDir,
         limits: { submit: FAST, read: FAST, upload: FAST, imagesInFlight: 10, videosInFlight: 5, dailyCap: 1_000_000 },
+        keyFingerprint: 'fp-scripted',
         pollWaitSeconds: 30,
         maxRetries: 2,
         maxBlocked: 20,

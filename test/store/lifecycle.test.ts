@@ -20,7 +20,7 @@ describe('the item\'s transitions are guarded by the states they leave', () => {
     const s = fresh();
     expect(s.life.startAttempt('a', 1, 'k1', '{}', 2)).toBe(true);
     expect(state(s)).toBe('queued');
-    expect(s.life.recordSent('a', 1, 3)).toBe(true);
+    expect(s.life.recordSent('a', 1, 3, 'fp-a')).toBe(true);
     expect(state(s)).toBe('submitting');
     expect(s.life.recordAccepted('a', 1, 'job_1', 8, 0, 4)).toBe(true);
     expect(state(s)).toBe('running');
@@ -44,13 +44,28 @@ describe('the item\'s transitions are guarded by the states they leave', () => {
     expect(s.accounting.chargedOn(0)).toBe(8);
   });
 
+  it('an attempt is bound to the key it was first sent with: another key may not send it, and a held one keeps its state, noted', () => {
+    const s = fresh();
+    s.life.startAttempt('a', 1, 'k1', '{}', 2);
+    expect(s.life.recordSent('a', 1, 2, 'fp-a')).toBe(true);
+    expect(s.attempts.keyOf('a', 1)).toBe('fp-a');
+    expect(s.life.recordMaybeAccepted('a', 1, { code: 'ECONNRESET', message: 'no answer' }, 3)).toBe(true);
+    expect(s.life.recordSent('a', 1, 4, 'fp-b')).toBe(false);
+    expect(s.items.get('a')!.state).toBe('maybe_accepted');
+    expect(s.accounting.submissionsSince(0)).toHaveLength(1);
+    expect(s.life.heldForKey('a', 1, 'maybe_accepted', { code: 'KEY_MISSING', message: 'wait for fp-a' }, 5)).toBe(true);
+    expect(s.items.get('a')).toMatchObject({ state: 'maybe_accepted', error_code: 'KEY_MISSING' });
+    expect(s.life.recordSent('a', 1, 6, 'fp-a')).toBe(true);
+    expect(s.attempts.keyOf('a', 1)).toBe('fp-a');
+  });
+
   it('a maybe-accepted submission keeps its reason until resent; a key conflict on the resend ends it failed and marks the attempt', () => {
     const s = fresh();
     s.life.startAttempt('a', 1, 'k1', '{}', 2);
-    s.life.recordSent('a', 1, 2);
+    s.life.recordSent('a', 1, 2, 'fp-a');
     expect(s.life.recordMaybeAccepted('a', 1, { code: 'ECONNRESET', message: 'no answer' }, 3)).toBe(true);
     expect(s.items.get('a')).toMatchObject({ state: 'maybe_accepted', error_code: 'ECONNRESET' });
-    expect(s.life.recordSent('a', 1, 3)).toBe(true);
+    expect(s.life.recordSent('a', 1, 3, 'fp-a')).toBe(true);
     expect(s.life.recordConflict('a', 1, { code: 'IDEMPOTENCY_KEY_REUSED', message: 'm' }, 4)).toBe(true);
     expect(s.items.get('a')).toMatchObject({ state: 'failed', error_code: 'IDEMPOTENCY_KEY_REUSED' });
     expect(s.attempts.latest('a')!.status).toBe('conflict');
@@ -62,7 +77,7 @@ describe('the item\'s transitions are guarded by the states they leave', () => {
   it('a deferred resend waits for its time without a task, is counted, and a hold for a later run starts the count again', () => {
     const s = fresh();
     s.life.startAttempt('a', 1, 'k1', '{}', 2);
-    s.life.recordSent('a', 1, 2);
+    s.life.recordSent('a', 1, 2, 'fp-a');
     expect(s.life.deferResend('a', 1, 100, 3)).toBe(true);
     expect(s.items.get('a')).toMatchObject({ state: 'submitting', not_before: 100 });
     expect(s.items.dueResends('image', 99, 10)).toEqual([]);
@@ -77,7 +92,7 @@ describe('the item\'s transitions are guarded by the states they leave', () => {
     expect(s.attempts.latest('a')!.resends).toBe(0);
     // Only a resend (the same key) takes it on: never a new attempt.
     expect(s.life.startAttempt('a', 2, 'k2', '{}', 350)).toBe(false);
-    expect(s.life.recordSent('a', 1, 390)).toBe(true);
+    expect(s.life.recordSent('a', 1, 390, 'fp-a')).toBe(true);
     expect(s.life.recordAccepted('a', 1, 'job_1', 8, 0, 400)).toBe(true);
     expect(s.items.get('a')).toMatchObject({ state: 'running', not_before: 0 });
     expect(s.life.deferResend('a', 1, 500, 401)).toBe(false);
@@ -87,7 +102,7 @@ describe('the item\'s transitions are guarded by the states they leave', () => {
     const s = fresh();
     s.life.startAttempt('a', 1, 'k1', '{}', 2);
     expect(s.life.finish('a', 'failed', { code: 'X', message: 'm' }, 3)).toBe(true);
-    expect(s.life.recordSent('a', 1, 4)).toBe(false);
+    expect(s.life.recordSent('a', 1, 4, 'fp-a')).toBe(false);
     expect(s.attempts.latest('a')!.status).toBe('created');
     expect(s.items.putBack({ now: 5 })).toEqual({ requeued: 1, conflicts: [] });
     expect(state(s)).toBe('queued');

@@ -101,12 +101,13 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
   const outDir = `${flags.out ? resolve(cwd, flags.out) : manifest.outputDir}${flags.simulate ? '.simulated' : ''}`;
   const logPath = join(dirname(statePath), `${manifest.name}${flags.simulate ? '.simulated' : ''}.log`);
   mkdirSync(dirname(logPath), { recursive: true });
-  const logger = createLogger({ secrets: [env.GENBATCH_API_KEY ?? '', connection.simulator?.apiKey ?? ''].filter(Boolean), destination: createWriteStream(logPath, { flags: 'a' }) });
+  const logger = createLogger({ secrets: [env.GENBATCH_API_KEY ?? '', ...(env.GENBATCH_API_KEYS ?? '').split(/[,\n\r]+/).map((k) => k.trim()), connection.simulator?.apiKey ?? ''].filter(Boolean), destination: createWriteStream(logPath, { flags: 'a' }) });
   const progress = new Progress(progressOut, store, itemCount);
   const runner = new Runner(connection.client, store, manifest, {
     outDir,
     rehearsal: flags.simulate ?? false,
     limits: limitsFrom(flags, timeScale),
+    keyFingerprint: connection.keyFingerprint,
     pollWaitSeconds: flags.pollWait ?? 30,
     maxRetries: flags.maxRetries ?? 2,
     ...((flags.maxCredits ?? manifest.manifest.budget?.maxCredits) !== undefined ? { maxCredits: flags.maxCredits ?? manifest.manifest.budget!.maxCredits } : {}),
@@ -176,6 +177,9 @@ function report(s: RunSummary, outDir: string, cwd: string, logPath: string, man
     if (total > shown.length) lines.push(`  … and ${count(total - shown.length, 'more item')}: genbatch status ${manifestArg} lists them all`);
   }
   if (s.changed.length) lines.push(`${count(s.changed.length, 'item')} changed after they were submitted and keep their result (--redo-changed resubmits them): ${s.changed.slice(0, 5).join(', ')}${s.changed.length > 5 ? ', …' : ''}`);
+  for (const [fingerprint, n] of Object.entries(s.keysMissing)) {
+    lines.push(`${count(n, 'item')} ${n === 1 ? 'was' : 'were'} sent with the API key whose fingerprint is ${fingerprint}, which this run does not have: ${n === 1 ? 'it waits' : 'they wait'} for a run with that key (resent or read with another key, ${n === 1 ? 'it' : 'they'} could be paid for twice)`);
+  }
   if (s.removed) lines.push(`${count(s.removed, 'item')} of an earlier version of the manifest ${s.removed === 1 ? 'is' : 'are'} no longer in it: not run and not counted here; what ${s.removed === 1 ? 'it' : 'they'} already had stays in the state and the output dir`);
   if (s.stop) lines.push(paint.yellow(`stopped: ${s.stop.message}`));
   // What can be done about what failed, in the user's own words.

@@ -36,13 +36,16 @@ export async function modelsCommand(opts: ModelsOptions, env: NodeJS.ProcessEnv)
 }
 
 export async function meCommand(opts: ConnectionFlags & { json?: boolean }, env: NodeJS.ProcessEnv): Promise<string> {
-  const connection = await connect(opts, env);
+  const connection = await connect(opts, env, undefined, { pool: true });
   try {
-    const me: Account = await connection.client.me();
-    if (opts.json) return JSON.stringify(me.raw, null, 2);
+    const each: { fingerprint: string; me: Account }[] = [];
+    for (const { fingerprint, client } of connection.keys) each.push({ fingerprint, me: await client.me() });
+    const pool = each.length > 1;
+    // One key: the service's answer as it is. A pool: each key's answer under its fingerprint.
+    if (opts.json) return JSON.stringify(pool ? each.map((k) => ({ fingerprint: k.fingerprint, ...(k.me.raw as object) })) : each[0]!.me.raw, null, 2);
     return table(
-      ['credits', 'subscription credits', 'scopes', 'daily cap', 'used today', 'resets'],
-      [[num(me.credits), optional(me.subscriptionCredits), me.scopes.join(','), optional(me.dailyCap), optional(me.usedToday), me.resetAt !== undefined ? localDateTime(me.resetAt) : '']],
+      [...(pool ? ['key'] : []), 'credits', 'subscription credits', 'scopes', 'daily cap', 'used today', 'resets'],
+      each.map(({ fingerprint, me }) => [...(pool ? [fingerprint] : []), num(me.credits), optional(me.subscriptionCredits), me.scopes.join(','), optional(me.dailyCap), optional(me.usedToday), me.resetAt !== undefined ? localDateTime(me.resetAt) : '']),
     );
   } finally {
     await connection.close();
