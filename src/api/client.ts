@@ -102,10 +102,31 @@ export class ApiClient {
     return this.call('GET', `/jobs${qs ? `?${qs}` : ''}`, jobsPage);
   }
 
+  /**
+   * The page that a `nextCursor` names. The spec does not show how a cursor
+   * is passed back: a link (a URL or a path, which must stay on the service)
+   * is followed as it is, a query fragment (`after=…`) is appended, and a bare
+   * token goes as `cursor`.
+   */
+  listJobsAfter(cursor: string, params: { type?: MediaType; limit?: number } = {}): Promise<JobsPage> {
+    const link = /^https?:\/\//i.test(cursor) ? new URL(cursor) : cursor.startsWith('/') ? new URL(cursor, this.base.origin) : undefined;
+    if (link) {
+      if (link.origin !== this.base.origin) throw new ResponseShapeError(`the job list's nextCursor points to another host (${link.origin}); it is not followed`, 'GET', '/jobs');
+      const path = link.pathname.startsWith(this.base.pathname) ? link.pathname.slice(this.base.pathname.length) : link.pathname;
+      return this.call('GET', `${path.startsWith('/') ? path : `/${path}`}${link.search}`, jobsPage);
+    }
+    const query = new URLSearchParams();
+    if (params.type) query.set('type', params.type);
+    if (params.limit !== undefined) query.set('limit', String(params.limit));
+    const fragment = /^[A-Za-z_][\w.-]*=/.test(cursor) ? cursor.replace(/^\?/, '') : `cursor=${encodeURIComponent(cursor)}`;
+    const qs = query.toString();
+    return this.call('GET', `/jobs?${qs ? `${qs}&` : ''}${fragment}`, jobsPage);
+  }
+
   async *allJobs(params: { type?: MediaType; limit?: number } = {}): AsyncGenerator<Job> {
     let cursor: string | undefined;
     do {
-      const page = await this.listJobs({ ...params, ...(cursor ? { cursor } : {}) });
+      const page = await (cursor ? this.listJobsAfter(cursor, params) : this.listJobs(params));
       yield* page.jobs;
       cursor = page.nextCursor;
     } while (cursor);

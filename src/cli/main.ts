@@ -123,6 +123,16 @@ program
   .option('--json', 'print as JSON')
   .action(async (manifest: string, opts) => print(await (await stateCommands()).statusCommand(manifest, opts, process.cwd())));
 
+withConnection(program.command('reconcile').argument('<manifest>').description("compare the state with the service's job list for every key: paid jobs the state does not know, accepted jobs the service lost, credits on both sides; sends nothing, changes nothing"))
+  .option('--state <path>', 'the SQLite state file')
+  .option('--json', 'print as JSON')
+  .action(async (manifest: string, opts) => {
+    const { reconcileCommand } = await import('./commands/reconcile.js');
+    const { text, exitCode } = await reconcileCommand(manifest, opts, env, process.cwd());
+    print(text);
+    process.exitCode = exitCode;
+  });
+
 program
   .command('report')
   .argument('<manifest>')

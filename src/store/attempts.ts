@@ -28,12 +28,27 @@ export interface AttemptRow {
   key_fp: string | null;
 }
 
+/** An attempt as a reconcile compares it with the service's job list. */
+export interface AttemptForReconcile {
+  item_id: string;
+  n: number;
+  status: string;
+  job_id: string | null;
+  charged: number;
+  refunded: number;
+  key_fp: string | null;
+  sent_at: number | null;
+  model: string;
+  prompt: string | null;
+}
+
 /** Submission attempts: each one's idempotency key, exact body, job and credits. */
 export class Attempts {
   private readonly insert;
   private readonly latestStmt;
   private readonly sentStmt;
   private readonly keyOfStmt;
+  private readonly reconcileStmt;
   private readonly resendsStmt;
   private readonly acceptedStmt;
   private readonly endedStmt;
@@ -49,6 +64,11 @@ export class Attempts {
     this.latestStmt = db.prepare<[string], AttemptRow>('SELECT * FROM attempts WHERE item_id = ? ORDER BY n DESC LIMIT 1');
     this.resendsStmt = db.prepare("UPDATE attempts SET resends = CASE WHEN @reset THEN 0 ELSE resends + 1 END WHERE item_id = @itemId AND n = @n AND job_id IS NULL");
     this.sentStmt = db.prepare("UPDATE attempts SET status = CASE WHEN status = 'created' THEN 'sent' ELSE status END, sent_at = coalesce(sent_at, @now), key_fp = coalesce(key_fp, @keyFp) WHERE item_id = @itemId AND n = @n");
+    // Only attempts that may have reached the service: sent, whatever came back.
+    this.reconcileStmt = db.prepare<[], AttemptForReconcile>(
+      `SELECT a.item_id, a.n, a.status, a.job_id, a.charged, a.refunded, a.key_fp, a.sent_at, i.model, i.spec ->> '$.prompt' AS prompt
+       FROM attempts a JOIN items i ON i.id = a.item_id WHERE a.sent_at IS NOT NULL ORDER BY i.seq, a.n`,
+    );
     this.keyOfStmt = db.prepare<[string, number], string | null>('SELECT key_fp FROM attempts WHERE item_id = ? AND n = ?').pluck();
     this.acceptedStmt = db.prepare("UPDATE attempts SET status = 'accepted', job_id = @jobId, charged = @charged, accepted_at = @now WHERE item_id = @itemId AND n = @n");
     this.endedStmt = db.prepare('UPDATE attempts SET status = @status, refunded = @refunded, error_code = @code, error_message = @message, ended_at = @now WHERE item_id = @itemId AND n = @n');
@@ -72,6 +92,11 @@ export class Attempts {
   /** The attempt leaves with this key; the first key it left with stays its key. */
   markSent(itemId: string, n: number, now: number, keyFp: string): void {
     this.sentStmt.run({ itemId, n, now, keyFp });
+  }
+
+  /** Every attempt that was sent, with its item's model and prompt. */
+  forReconcile(): AttemptForReconcile[] {
+    return this.reconcileStmt.all();
   }
 
   /** The fingerprint of the key the attempt was first sent with (null: not sent yet, or sent before keys were recorded). */

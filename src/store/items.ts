@@ -46,6 +46,13 @@ export type ItemFacts = Pick<ItemRow, 'id' | 'state' | 'type' | 'model' | 'error
   files: string;
 };
 
+/** What the service may echo of an item in its job list. */
+export interface ItemEcho {
+  id: string;
+  model: string;
+  prompt: string | null;
+}
+
 /** What the report's header needs of all items: a few rows, whatever the state's size. */
 export interface ReportTally {
   state: ItemState;
@@ -89,6 +96,7 @@ export class Items {
   private readonly insert;
   private readonly tallyAdded;
   private readonly anyStmt;
+  private readonly echoesStmt;
   private readonly updateUnsent;
   private readonly markChanged;
   private readonly readyStmt;
@@ -120,6 +128,7 @@ export class Items {
     // No trigger counts an inserted item (migration 11): sync adds what it inserted to the tally, once per type.
     this.insert = db.prepare('INSERT INTO items (id, seq, type, model, content_hash, spec, state, updated_at) VALUES (@id, @seq, @type, @model, @contentHash, @spec, \'pending\', @now)');
     this.anyStmt = db.prepare('SELECT 1 FROM items LIMIT 1');
+    this.echoesStmt = db.prepare<[], ItemEcho>("SELECT id, model, spec ->> '$.prompt' AS prompt FROM items ORDER BY seq");
     this.tallyAdded = db.prepare("INSERT INTO item_tally VALUES (@type, 'pending', 0, @n) ON CONFLICT DO UPDATE SET n = n + @n");
     this.updateUnsent = db.prepare('UPDATE items SET seq = @seq, type = @type, model = @model, content_hash = @contentHash, spec = @spec, changed = 0, updated_at = @now WHERE id = @id');
     this.markChanged = db.prepare('UPDATE items SET seq = @seq, changed = @changed, updated_at = @now WHERE id = @id');
@@ -369,6 +378,11 @@ export class Items {
       for (const name of joined.split('\0')) names.add(name);
     }
     return [...names];
+  }
+
+  /** Each item's model and prompt: what a job list may echo of the item a job was made for. */
+  echoes(): ItemEcho[] {
+    return this.echoesStmt.all();
   }
 
   /** An item's stored spec. */
