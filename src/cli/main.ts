@@ -6,7 +6,7 @@ const stateCommands = () => import('./commands/state-commands.js');
 const serviceInfo = () => import('./commands/service-info.js');
 import { EXIT, ExitError, describeFailure, exitCodeOf } from './exit.js';
 import { GENBATCH_VERSION } from '../util/version.js';
-import { keyCount, maxBlocked, mediaType, nonNegativeInt, nonNegativeNumber, pollWait, port, positiveInt, positiveNumber, probability, range, rate } from './parse.js';
+import { canarySize, keyCount, maxBlocked, mediaType, nonNegativeInt, nonNegativeNumber, pollWait, port, positiveInt, positiveNumber, probability, range, rate } from './parse.js';
 
 const env = process.env;
 // --no-color anywhere on the line means NO_COLOR (no-color.org), so every stream and command honours it alike.
@@ -88,6 +88,8 @@ withConnection(program.command('run').argument('<manifest>').description('run, o
   .option('--poll-wait <s>', 'long-poll seconds (1 to 30, default 30)', pollWait)
   .option('--max-retries <n>', 'new attempts after a job fails or expires (default 2)', nonNegativeInt)
   .option('--max-blocked <n>', 'stop at this many blocked submissions in 7 days (default 20, at most 29)', maxBlocked)
+  .option('--canary <n|p%>', 'run this many items first (a count, or a percentage such as 1%), spread over the models, and go on only if they pass', canarySize)
+  .option('--canary-max-failures <n>', 'canary items that may fail or be blocked and the run still go on (default 0)', nonNegativeInt)
   .option('--redo-changed', 'resubmit items whose content changed after they were submitted')
   .option('--max-output-mb <n>', 'refuse an output larger than this (default 2048)', positiveInt)
   .option('--sidecars', 'also write a metadata file (<output>.json) next to each output')

@@ -8,6 +8,16 @@ export function nonNegativeNumber(value: string): number {
   return n;
 }
 
+/** `--canary`: a count of items (`50`) or a share of them (`1%`, `0.5%`). */
+export function canarySize(value: string): { count: number } | { percent: number } {
+  const percent = /^\s*(\d+(?:\.\d+)?)\s*%\s*$/.exec(value);
+  if (percent) {
+    const p = Number(percent[1]);
+    if (p > 0 && p <= 100) return { percent: p };
+  } else if (/^\s*\d+\s*$/.test(value) && Number(value) >= 1) return { count: Number(value) };
+  throw new InvalidArgumentError(`expected a number of items (such as 20) or a percentage (such as 1%), got "${value}"`);
+}
+
 /** How many keys a simulated account holds: the service allows an account up to 5. */
 export function keyCount(value: string): number {
   const n = Number(value);

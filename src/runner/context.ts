@@ -17,6 +17,8 @@ export interface RunOptions {
   pollWaitSeconds: number;
   /** New attempts after a job ends FAILED or EXPIRED. */
   maxRetries: number;
+  /** Run this many items first and go on only if they pass. */
+  canary?: { size: import('./canary.js').CanarySize; maxFailures: number };
   /** Budget for the run, net of refunds. */
   maxCredits?: number;
   /** Stop before this many blocked submissions in the trailing 7 days (the service's threshold is 30). */
@@ -53,7 +55,7 @@ export interface DownloadFailure {
   itemOnly: boolean;
 }
 
-export type StopKind = 'interrupted' | 'budget' | 'moderation' | 'refused' | 'disk';
+export type StopKind = 'interrupted' | 'budget' | 'moderation' | 'refused' | 'disk' | 'canary';
 
 /** What the tasks of a run share. */
 export interface RunContext {

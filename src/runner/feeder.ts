@@ -15,6 +15,8 @@ export class Feeder {
   private readonly claimed = new Set<string>();
   private readonly unanswered = new Set<string>();
   private endedSeen = -1;
+  /** While a canary runs, only its items are handed out. */
+  private only: readonly string[] | undefined;
 
   constructor(
     private readonly store: Store,
@@ -30,6 +32,7 @@ export class Feeder {
   next(type: 'image' | 'video'): ItemRow | undefined {
     const resend = this.store.items.dueResends(type, this.clock.now(), READY_PAGE).find((row) => !this.claimed.has(row.id));
     if (resend) return resend;
+    if (this.only) return this.nextOf(this.only, type);
     this.skipDoomed();
     for (let after = -1; ; ) {
       const page = this.store.items.ready(type, this.clock.now(), after, READY_PAGE);
@@ -37,6 +40,21 @@ export class Feeder {
       if (free || page.length < READY_PAGE) return free;
       after = page.at(-1)!.seq;
     }
+  }
+
+  /** Hands out only these items (chosen with nothing to wait for), until `restrictTo(undefined)`. */
+  restrictTo(ids: readonly string[] | undefined): void {
+    this.only = ids;
+  }
+
+  private nextOf(ids: readonly string[], type: 'image' | 'video'): ItemRow | undefined {
+    const now = this.clock.now();
+    for (const id of ids) {
+      if (this.claimed.has(id)) continue;
+      const row = this.store.items.get(id);
+      if (row && row.type === type && row.state === 'pending' && row.not_before <= now && !row.removed) return row;
+    }
+    return undefined;
   }
 
   /** When an item of the type that waits for its time (a backoff) is due, if one does. */

@@ -16,6 +16,7 @@ import { claimOutputDir, probeOutputDir } from '../download/output-dir.js';
 import { checkOutput } from '../download/verify.js';
 import { DownloadHealth } from './download-health.js';
 import { downloadJob } from './download-task.js';
+import { canaryRecord, chooseCanary, judgeCanary, saveCanary } from './canary.js';
 import { Feeder } from './feeder.js';
 import { Gates } from './gates.js';
 import { JobTask } from './job-task.js';
@@ -118,11 +119,52 @@ export class Runner implements RunContext {
     }
     await claimOutputDir(this.opts.outDir, { state: this.store.db.name, runId: this.store.meta('run_id')!, rehearsal: this.opts.rehearsal ?? false });
     await this.recover();
+    if (this.opts.canary && !(await this.canary(this.opts.canary))) {
+      for (const bucket of Object.values(this.buckets)) bucket.stop();
+      return this.summary();
+    }
+    await this.drain();
+    for (const bucket of Object.values(this.buckets)) bucket.stop();
+    return this.summary();
+  }
+
+  /** Feeds both types until nothing can become ready, then waits for every task and download. */
+  private async drain(): Promise<void> {
     await Promise.all([this.feed('image'), this.feed('video')]);
     await Promise.all([this.slots.image.onIdle(), this.slots.video.onIdle()]);
     await this.downloads.onIdle();
-    for (const bucket of Object.values(this.buckets)) bucket.stop();
-    return this.summary();
+  }
+
+  /**
+   * Runs the canary's items alone, to their end; false (the run stopped) when
+   * they fail more than allowed. A canary that passed, in this run or an
+   * earlier one, is not run again; one that failed is judged again from its
+   * items' states (retry or edit them first), never chosen anew.
+   */
+  private async canary(opts: NonNullable<RunOptions['canary']>): Promise<boolean> {
+    const { store } = this;
+    const earlier = canaryRecord(store);
+    if (earlier?.passed) return true;
+    const ids = earlier?.ids ?? chooseCanary(store, opts.size);
+    if (!earlier) saveCanary(store, { ids, passed: false });
+    this.control.emit({ kind: 'notice', message: `canary: ${ids.length} item${ids.length === 1 ? '' : 's'} first (${[...new Set(ids.map((id) => store.items.get(id)!.model))].join(', ')}); the rest only if they pass` });
+    this.feeder.restrictTo(ids);
+    await this.drain();
+    this.feeder.restrictTo(undefined);
+    if (this.control.isStopping()) return false;
+    const verdict = judgeCanary(store, ids, opts.maxFailures);
+    if (verdict.passed) {
+      saveCanary(store, { ids, passed: true });
+      this.control.emit({ kind: 'notice', message: `canary passed (${verdict.failed.length} of ${ids.length} failed, ${verdict.credits} credits): running the rest` });
+      return true;
+    }
+    const failures = verdict.failed.slice(0, 5).map((f) => `${f.id} ${f.state}${f.code ? ` ${f.code}` : ''}${f.message ? `: ${f.message}` : ''}`);
+    const unfinished = verdict.unfinished.length ? `; ${verdict.unfinished.length} did not finish (${verdict.unfinished.slice(0, 5).join(', ')})` : '';
+    this.control.stop(
+      'canary',
+      `the canary failed: ${verdict.failed.length} of ${ids.length} items failed or were blocked (at most ${opts.maxFailures} allowed)${unfinished}. It cost ${verdict.credits} credits; nothing else was submitted.\n  ${failures.join('\n  ')}\nFix the manifest (or genbatch retry), then run the same command: the canary's items are judged again, and the rest run once they pass.`,
+    );
+    return false;
   }
 
   /** Picks up where a killed run left off: resend, poll, download; re-download outputs gone from disk. */

@@ -97,6 +97,7 @@ export class Items {
   private readonly tallyAdded;
   private readonly anyStmt;
   private readonly echoesStmt;
+  private readonly canaryStmt;
   private readonly updateUnsent;
   private readonly markChanged;
   private readonly readyStmt;
@@ -128,6 +129,9 @@ export class Items {
     // No trigger counts an inserted item (migration 11): sync adds what it inserted to the tally, once per type.
     this.insert = db.prepare('INSERT INTO items (id, seq, type, model, content_hash, spec, state, updated_at) VALUES (@id, @seq, @type, @model, @contentHash, @spec, \'pending\', @now)');
     this.anyStmt = db.prepare('SELECT 1 FROM items LIMIT 1');
+    this.canaryStmt = db.prepare<[], { id: string; type: 'image' | 'video'; model: string }>(
+      "SELECT id, type, model FROM items i WHERE state = 'pending' AND removed = 0 AND NOT EXISTS (SELECT 1 FROM deps d WHERE d.item_id = i.id) ORDER BY seq",
+    );
     this.echoesStmt = db.prepare<[], ItemEcho>("SELECT id, model, spec ->> '$.prompt' AS prompt FROM items ORDER BY seq");
     this.tallyAdded = db.prepare("INSERT INTO item_tally VALUES (@type, 'pending', 0, @n) ON CONFLICT DO UPDATE SET n = n + @n");
     this.updateUnsent = db.prepare('UPDATE items SET seq = @seq, type = @type, model = @model, content_hash = @contentHash, spec = @spec, changed = 0, updated_at = @now WHERE id = @id');
@@ -378,6 +382,11 @@ export class Items {
       for (const name of joined.split('\0')) names.add(name);
     }
     return [...names];
+  }
+
+  /** Items a canary may take: pending, in the manifest, waiting for no other item. */
+  canaryCandidates(): { id: string; type: 'image' | 'video'; model: string }[] {
+    return this.canaryStmt.all();
   }
 
   /** Each item's model and prompt: what a job list may echo of the item a job was made for. */

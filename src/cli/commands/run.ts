@@ -1,3 +1,4 @@
+import type { CanarySize } from '../../runner/canary.js';
 import { createWriteStream, existsSync, mkdirSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { Catalog } from '../../api/catalog.js';
@@ -30,6 +31,8 @@ export interface RunFlags extends ConnectionFlags {
   pollWait?: number;
   maxRetries?: number;
   maxBlocked?: number;
+  canary?: CanarySize;
+  canaryMaxFailures?: number;
   redoChanged?: boolean;
   timeScale?: number;
   maxOutputMb?: number;
@@ -112,6 +115,7 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
     maxRetries: flags.maxRetries ?? 2,
     ...((flags.maxCredits ?? manifest.manifest.budget?.maxCredits) !== undefined ? { maxCredits: flags.maxCredits ?? manifest.manifest.budget!.maxCredits } : {}),
     maxBlocked: flags.maxBlocked ?? 20,
+    ...(flags.canary ? { canary: { size: flags.canary, maxFailures: flags.canaryMaxFailures ?? 0 } } : {}),
     redoChanged: flags.redoChanged ?? false,
     timeScale,
     downloadConcurrency: 4,
