@@ -1,21 +1,23 @@
-import type { CanarySize } from '../../runner/canary.js';
 import { createWriteStream, existsSync, mkdirSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { Catalog } from '../../api/catalog.js';
-import { createLogger } from '../../log/logger.js';
+import { createLogger, type Logger } from '../../log/logger.js';
+import type { LoadedManifest, ManifestTop } from '../../manifest/index.js';
+import { IssueList } from '../../manifest/index.js';
+import { checkAgainstService, shapeProblems } from '../../manifest/online.js';
+import { Notifier } from '../../notify/notifier.js';
+import { writeReport } from '../../report/index.js';
+import type { CanarySize } from '../../runner/canary.js';
 import { Runner, type RunSummary } from '../../runner/index.js';
+import { runIdFor } from '../../runner/keys.js';
+import { planResume } from '../../runner/resume.js';
 import { DEFAULT_KEY_LIMITS, type KeyLimits, type Rate } from '../../scheduler/limits.js';
 import { OPEN_STATES, Store } from '../../store/index.js';
 import { connect, type ConnectionFlags } from '../connection.js';
-import { EXIT, ExitError } from '../exit.js';
+import { EXIT, ExitError, usageError } from '../exit.js';
 import { count, num, paintFor, type Paint } from '../format.js';
 import { Progress } from '../progress.js';
-import { writeReport } from '../../report/index.js';
 import { openStateReadOnly, statePathFor } from '../state-path.js';
-import { IssueList } from '../../manifest/index.js';
-import { checkAgainstService, shapeProblems } from '../../manifest/online.js';
-import type { LoadedManifest, ManifestTop } from '../../manifest/index.js';
-import { planResume } from '../../runner/resume.js';
 import { issueReport, loadValid, warningReport } from './manifest-load.js';
 
 export interface RunFlags extends ConnectionFlags {
@@ -33,6 +35,9 @@ export interface RunFlags extends ConnectionFlags {
   maxBlocked?: number;
   canary?: CanarySize;
   canaryMaxFailures?: number;
+  notify?: string;
+  notifyCommand?: string;
+  stallMinutes?: number;
   redoChanged?: boolean;
   timeScale?: number;
   maxOutputMb?: number;
@@ -65,6 +70,7 @@ export interface RunHandle {
 
 export async function runCommand(path: string, flags: RunFlags, env: NodeJS.ProcessEnv, cwd: string, progressOut: NodeJS.WriteStream): Promise<RunHandle> {
   const rehearsal = flags.simulate ?? false;
+  checkNotifyFlags(flags);
   const statePathOf = (top: ManifestTop) => statePathFor(top, flags.state, cwd, rehearsal && !flags.state);
   // A resume whose sources are unchanged takes its items from the state (a rehearsal starts over, --redo-changed looks at each item).
   const plan = rehearsal ? {} : await planResume(path, cwd, statePathOf, !flags.redoChanged);
@@ -106,6 +112,7 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
   mkdirSync(dirname(logPath), { recursive: true });
   const logger = createLogger({ secrets: [env.GENBATCH_API_KEY ?? '', ...(env.GENBATCH_API_KEYS ?? '').split(/[,\n\r]+/).map((k) => k.trim()), connection.simulator?.apiKey ?? ''].filter(Boolean), destination: createWriteStream(logPath, { flags: 'a' }) });
   const progress = new Progress(progressOut, store, itemCount);
+  const notifier = notifierFor(flags, { run: store.meta('run_id') ?? runIdFor(manifest.source.absPath, manifest.name), manifest: manifest.source.absPath, store, logger });
   const runner = new Runner(connection.client, store, manifest, {
     outDir,
     rehearsal: flags.simulate ?? false,
@@ -122,12 +129,13 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
     maxOutputBytes: (flags.maxOutputMb ?? 2048) * 1024 * 1024,
     now: Date.now,
     logger,
-    onEvent: progress.onEvent,
+    onEvent: notifier ? (event) => (progress.onEvent(event), notifier.onEvent(event)) : progress.onEvent,
   }, catalog, toSync);
   if (warnings.length) progressOut.write(`${warningReport(warnings)}\n`);
   if (!toSync) progressOut.write(`resuming: ${manifest.source.file} and its files are as the state last saw them; ${count(itemCount, 'item')} read from the state, not expanded again\n`);
   if (rehearsal) progressOut.write(`rehearsal on the embedded simulator (no key, no credits, time x${timeScale}): it starts over each time; outputs go to ${outDir}, the state to ${statePath}\n`);
   progress.start();
+  notifier?.start();
   logger.info({ manifest: manifest.source.absPath, state: statePath, outDir, timeScale }, 'run started');
   const done = runner.run().then(async (summary) => {
     let files: string;
@@ -142,6 +150,7 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
       files = `the results could not be written (${(error as Error).message}); genbatch report writes them from the state once that is fixed`;
     }
     const json: RunResult = { manifest: manifest.source.file, state: statePath, outDir, log: logPath, rehearsal, ...summary, results };
+    await notifier?.ended(summary.stop?.message ?? `finished: ${summary.counts.done} of ${Object.values(summary.counts).reduce((a, b) => a + b, 0)} items done`);
     return { summary, report: `${report(summary, outDir, cwd, logPath, path, paintFor(process.stdout, env))}\n${files}`, json };
   }).finally(async () => {
     progress.stop();
@@ -151,6 +160,25 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
   });
   const resumeHint = flags.simulate ? 'A rehearsal starts over each time: nothing of it is resumed.' : 'The state is saved: run the same command to resume; nothing is paid twice.';
   return { interrupt: () => runner.stop('interrupted', `interrupted. ${resumeHint}`), resumeHint, done };
+}
+
+function checkNotifyFlags(flags: RunFlags): void {
+  if (flags.notify && flags.notifyCommand) throw usageError('--notify and --notify-command each say where events go: give one of them.');
+  if (flags.notify && !/^https?:\/\/[^/]/i.test(flags.notify)) throw usageError(`--notify takes an http(s) URL; got one that is not (it is not shown: it may hold a secret).`);
+  if (flags.stallMinutes !== undefined && !flags.notify && !flags.notifyCommand) throw usageError('--stall-minutes says when to notify of a stall: give --notify URL or --notify-command CMD too.');
+}
+
+/** A notifier when --notify or --notify-command asks for one. */
+function notifierFor(flags: RunFlags, ctx: { run: string; manifest: string; store: Store; logger: Logger }): Notifier | undefined {
+  if (!flags.notify && !flags.notifyCommand) return undefined;
+  return new Notifier({
+    ...(flags.notify ? { url: flags.notify } : { command: flags.notifyCommand! }),
+    run: ctx.run,
+    manifest: ctx.manifest,
+    stallMs: (flags.stallMinutes ?? 30) * 60_000,
+    snapshot: () => ({ counts: ctx.store.items.counts(), credits: ctx.store.attempts.totals() }),
+    logger: ctx.logger,
+  });
 }
 
 function topOf({ items: _items, ...top }: LoadedManifest): ManifestTop {
