@@ -36,16 +36,15 @@ function buildState(path) {
       const item = id(i);
       const job = `job_${i}`;
       store.life.startAttempt(item, 1, `key-${i}`, '{}', now);
-      store.life.recordSent(item, 1, now);
+      store.life.recordSent(item, 1, now, 'bench-key');
       store.life.recordAccepted(item, 1, job, 8, 0, now);
       if (i % 50 === 49) {
         store.life.recordEnded(item, 1, { jobId: job, status: 'failed', refunded: 8, refundDay: 0, error: failure }, now);
         store.life.finish(item, 'failed', failure, now);
       } else {
         store.life.recordEnded(item, 1, { jobId: job, status: 'completed', refunded: 0, refundDay: 0 }, now);
-        store.outputs.linkIssued(job, 0, item, now);
-        store.outputs.markDownloaded(job, 0, { path: `${item}-1.png`, bytes: 4785, sha256: 'ab'.repeat(32), contentType: 'image/png', mtimeMs: now }, now);
-        store.life.downloaded(item, now);
+        store.outputs.claimPath(job, 0, item, `${item}-1.png`, now);
+        store.life.outputSaved(item, job, 0, { path: `${item}-1.png`, bytes: 4785, sha256: 'ab'.repeat(32), contentType: 'image/png', mtimeMs: now }, now, true);
       }
     }
   });
