@@ -59,6 +59,12 @@ export class Notifier {
     this.armStall();
   }
 
+  /** No more events: the run is over, whatever way it ended. */
+  stop(): void {
+    if (this.stallTimer) clearTimeout(this.stallTimer);
+    this.stallTimer = undefined;
+  }
+
   readonly onEvent = (event: RunEvent): void => {
     if (event.kind === 'submitted' || event.kind === 'item-final' || event.kind === 'job-ended') {
       this.lastProgress = this.now();
@@ -74,8 +80,7 @@ export class Notifier {
 
   /** The run's end: sent, then every delivery still under way is waited for (each within its deadline). */
   async ended(reason: string): Promise<void> {
-    if (this.stallTimer) clearTimeout(this.stallTimer);
-    this.stallTimer = undefined;
+    this.stop();
     this.send('ended', reason);
     await Promise.all([...this.pending]);
   }
@@ -91,7 +96,15 @@ export class Notifier {
   }
 
   private send(name: NotifyEventName, reason: string): void {
-    const { counts, credits } = this.opts.snapshot();
+    let snapshot;
+    try {
+      snapshot = this.opts.snapshot();
+    } catch (error) {
+      // The state is gone (a run that ended by a crash): a notification never turns into one more error.
+      this.opts.logger?.warn({ event: name, error: (error as Error).message }, 'notification not sent');
+      return;
+    }
+    const { counts, credits } = snapshot;
     const event: NotifyEvent = {
       event: name,
       run: this.opts.run,

@@ -153,6 +153,7 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
     await notifier?.ended(summary.stop?.message ?? `finished: ${summary.counts.done} of ${Object.values(summary.counts).reduce((a, b) => a + b, 0)} items done`);
     return { summary, report: `${report(summary, outDir, cwd, logPath, path, paintFor(process.stdout, env))}\n${files}`, json };
   }).finally(async () => {
+    notifier?.stop();
     progress.stop();
     logger.info('run ended');
     store.close();
