@@ -1,4 +1,4 @@
-import type { Store } from '../store/index.js';
+import { ENDED_WITHOUT_OUTPUT, type ItemState, type Store } from '../store/index.js';
 
 /** How many items the canary runs: a count, or a share of the eligible items. */
 export type CanarySize = { count: number } | { percent: number };
@@ -61,7 +61,7 @@ export function judgeCanary(store: Store, ids: readonly string[], maxFailures: n
     if (!item) continue;
     for (const a of store.attempts.ofItem(id)) credits += a.charged - a.refunded;
     if (item.state === 'done') continue;
-    if (item.state === 'failed' || item.state === 'blocked' || item.state === 'rejected' || item.state === 'skipped') failed.push({ id, state: item.state, code: item.error_code, message: item.error_message });
+    if ((ENDED_WITHOUT_OUTPUT as readonly ItemState[]).includes(item.state)) failed.push({ id, state: item.state, code: item.error_code, message: item.error_message });
     else unfinished.push(id);
   }
   return { passed: failed.length <= maxFailures && unfinished.length === 0, failed, unfinished, credits };

@@ -29,18 +29,7 @@ export interface AttemptRow {
 }
 
 /** An attempt as a reconcile compares it with the service's job list. */
-export interface AttemptForReconcile {
-  item_id: string;
-  n: number;
-  status: string;
-  job_id: string | null;
-  charged: number;
-  refunded: number;
-  key_fp: string | null;
-  sent_at: number | null;
-  model: string;
-  prompt: string | null;
-}
+export type AttemptForReconcile = Pick<AttemptRow, 'item_id' | 'n' | 'status' | 'job_id' | 'charged' | 'refunded' | 'key_fp'>;
 
 /** Submission attempts: each one's idempotency key, exact body, job and credits. */
 export class Attempts {
@@ -66,8 +55,7 @@ export class Attempts {
     this.sentStmt = db.prepare("UPDATE attempts SET status = CASE WHEN status = 'created' THEN 'sent' ELSE status END, sent_at = coalesce(sent_at, @now), key_fp = coalesce(key_fp, @keyFp) WHERE item_id = @itemId AND n = @n");
     // Only attempts that may have reached the service: sent, whatever came back.
     this.reconcileStmt = db.prepare<[], AttemptForReconcile>(
-      `SELECT a.item_id, a.n, a.status, a.job_id, a.charged, a.refunded, a.key_fp, a.sent_at, i.model, i.spec ->> '$.prompt' AS prompt
-       FROM attempts a JOIN items i ON i.id = a.item_id WHERE a.sent_at IS NOT NULL ORDER BY i.seq, a.n`,
+      'SELECT item_id, n, status, job_id, charged, refunded, key_fp FROM attempts WHERE sent_at IS NOT NULL ORDER BY item_id, n',
     );
     this.keyOfStmt = db.prepare<[string, number], string | null>('SELECT key_fp FROM attempts WHERE item_id = ? AND n = ?').pluck();
     this.acceptedStmt = db.prepare("UPDATE attempts SET status = 'accepted', job_id = @jobId, charged = @charged, accepted_at = @now WHERE item_id = @itemId AND n = @n");
@@ -94,7 +82,7 @@ export class Attempts {
     this.sentStmt.run({ itemId, n, now, keyFp });
   }
 
-  /** Every attempt that was sent, with its item's model and prompt. */
+  /** Every attempt that was sent. */
   forReconcile(): AttemptForReconcile[] {
     return this.reconcileStmt.all();
   }

@@ -2,21 +2,15 @@ import { createWriteStream, type WriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { mkdir, rename, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 
-/** Writes a file whole or not at all: a temporary file beside it, then a rename. */
-export async function writeFileAtomic(path: string, data: string | Uint8Array | Iterable<string> | AsyncIterable<string>): Promise<void> {
-  await mkdir(dirname(path), { recursive: true });
-  const temp = `${path}.${process.pid}.tmp`;
+/** Writes a file whole or not at all: chunk by chunk with backpressure (a 100,000-item report never sits in memory whole), then a rename. */
+export async function writeFileAtomic(path: string, data: string | Uint8Array | Iterable<string>): Promise<void> {
+  const file = await AtomicFile.open(path);
   try {
-    // Chunk by chunk with backpressure (a 100,000-item report never sits in memory whole);
-    // pipeline also waits for the file to be written and closes it on an error.
-    const chunks = typeof data === 'string' || data instanceof Uint8Array ? [data] : data;
-    await pipeline(Readable.from(chunks), createWriteStream(temp));
-    await rename(temp, path);
+    for (const chunk of typeof data === 'string' || data instanceof Uint8Array ? [data] : data) await file.write(chunk);
+    await file.commit();
   } catch (error) {
-    await rm(temp, { force: true });
+    await file.abort();
     throw error;
   }
 }
@@ -46,7 +40,7 @@ export class AtomicFile {
   }
 
   /** Resolves when the stream can take more (backpressure), or rejects with its error. */
-  async write(chunk: string): Promise<void> {
+  async write(chunk: string | Uint8Array): Promise<void> {
     if (this.failure) throw this.failure;
     if (!this.stream.write(chunk)) await once(this.stream, 'drain');
   }
