@@ -23,6 +23,13 @@ const KEY_SHAPE = /^[^\s"'`_]+_[^\s"'`]+$/;
 
 export class KeyPoolError extends Error {}
 
+const SEPARATOR = /[,\n\r]+/;
+
+/** Every key text the environment holds, checked or not: what a log scrubs, whatever else goes wrong. */
+export function keyTextsIn(env: NodeJS.ProcessEnv): string[] {
+  return [env.GENBATCH_API_KEY ?? '', ...(env.GENBATCH_API_KEYS ?? '').split(SEPARATOR)].map((k) => k.trim()).filter(Boolean);
+}
+
 /**
  * The keys of GENBATCH_API_KEYS (commas or newlines between them) or the one
  * of GENBATCH_API_KEY. Errors say which key by its place, never by its text.
@@ -40,7 +47,7 @@ export function keysFromEnv(env: NodeJS.ProcessEnv): PoolKey[] | undefined {
 }
 
 export function parseKeyPool(text: string): PoolKey[] {
-  const parts = text.split(/[,\n\r]+/).map((k) => k.trim()).filter((k) => k !== '');
+  const parts = text.split(SEPARATOR).map((k) => k.trim()).filter((k) => k !== '');
   if (parts.length > MAX_KEYS) throw new KeyPoolError(`GENBATCH_API_KEYS holds ${parts.length} keys; an account has at most ${MAX_KEYS}.`);
   const keys = parts.map((key, i) => checked(key, `key ${i + 1} of ${parts.length} in GENBATCH_API_KEYS`));
   const seen = new Map<string, number>();

@@ -45,7 +45,7 @@ export async function connect(flags: ConnectionFlags, env: NodeJS.ProcessEnv, si
   }
   if (keys.length > 1 && !usage.pool) {
     throw usageError(
-      `GENBATCH_API_KEYS holds ${keys.length} keys, and this version runs with one key at a time: set GENBATCH_API_KEY (or one key in GENBATCH_API_KEYS). 'genbatch me' shows each key of the pool (keys ${keys.map((k) => k.fingerprint).join(', ')} by fingerprint).`,
+      `GENBATCH_API_KEYS holds ${keys.length} keys, and this version runs with one key at a time: set GENBATCH_API_KEY (or one key in GENBATCH_API_KEYS). 'genbatch me' and 'genbatch reconcile' take the whole pool (keys ${keys.map((k) => k.fingerprint).join(', ')} by fingerprint).`,
     );
   }
   const clients: Connection['keys'] = [];

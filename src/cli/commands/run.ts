@@ -1,6 +1,7 @@
 import { createWriteStream, existsSync, mkdirSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { Catalog } from '../../api/catalog.js';
+import { keyTextsIn } from '../../api/key-pool.js';
 import { createLogger, type Logger } from '../../log/logger.js';
 import type { LoadedManifest, ManifestTop } from '../../manifest/index.js';
 import { IssueList } from '../../manifest/index.js';
@@ -110,7 +111,7 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
   const outDir = `${flags.out ? resolve(cwd, flags.out) : manifest.outputDir}${flags.simulate ? '.simulated' : ''}`;
   const logPath = join(dirname(statePath), `${manifest.name}${flags.simulate ? '.simulated' : ''}.log`);
   mkdirSync(dirname(logPath), { recursive: true });
-  const logger = createLogger({ secrets: [env.GENBATCH_API_KEY ?? '', ...(env.GENBATCH_API_KEYS ?? '').split(/[,\n\r]+/).map((k) => k.trim()), connection.simulator?.apiKey ?? ''].filter(Boolean), destination: createWriteStream(logPath, { flags: 'a' }) });
+  const logger = createLogger({ secrets: [...keyTextsIn(env), connection.simulator?.apiKey ?? ''].filter(Boolean), destination: createWriteStream(logPath, { flags: 'a' }) });
   const progress = new Progress(progressOut, store, itemCount);
   const notifier = notifierFor(flags, { run: store.meta('run_id') ?? runIdFor(manifest.source.absPath, manifest.name), manifest: manifest.source.absPath, store, logger });
   const runner = new Runner(connection.client, store, manifest, {
