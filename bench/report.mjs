@@ -35,7 +35,7 @@ function buildState(path) {
     for (let i = 0; i < ITEMS; i++) {
       const item = id(i);
       const job = `job_${i}`;
-      store.life.startAttempt(item, 1, `key-${i}`, '{}', now);
+      store.life.startAttempt(item, 1, `key-${i}`, '{}', now, 'fp-bench');
       store.life.recordSent(item, 1, now, 'bench-key');
       store.life.recordAccepted(item, 1, job, 8, 0, now);
       if (i % 50 === 49) {

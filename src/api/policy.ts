@@ -33,8 +33,12 @@ export type Reaction =
   | { do: 'adapt-wait'; maxSeconds: number | undefined }
   /** One paid job cannot be read now: leave it for the next run to ask again; never end it on a read error. */
   | { do: 'keep-job' }
-  /** Nothing this run can do will help: stop submitting and tell the user what to do. */
-  | { do: 'stop-run'; hint: string };
+  /**
+   * Nothing this run can do will help: stop submitting and tell the user what
+   * to do. `key`: the service refused this API key (401, a 403 code), which
+   * leaves the run while other keys go on; `account`: no key can go on (402).
+   */
+  | { do: 'stop-run'; hint: string; scope: 'key' | 'account' };
 
 /** What the runner was doing when the error came. */
 export type Operation = 'submit' | 'read-job' | 'upload' | 'account';
@@ -50,7 +54,8 @@ const KEY_HINTS: Readonly<Record<string, string>> = {
 
 export const ERROR_TABLE: Readonly<Record<string, Reaction>> = {
   VALIDATION_ERROR: { do: 'mark-item', as: 'rejected' },
-  ...Object.fromEntries(Object.entries(KEY_HINTS).map(([code, hint]) => [code, { do: 'stop-run', hint } as const])),
+  // The balance is the account's, shared by its keys; every other refusal is of the key that was sent.
+  ...Object.fromEntries(Object.entries(KEY_HINTS).map(([code, hint]) => [code, { do: 'stop-run', hint, scope: code === 'CREDITS_EXHAUSTED' ? 'account' : 'key' } as const])),
   IDEMPOTENCY_IN_FLIGHT: { do: 'query-later' },
   CONTENT_VIOLATION: { do: 'mark-item', as: 'blocked' },
   RATE_LIMITED: { do: 'wait-and-resend', bucket: 'rate' },
@@ -83,7 +88,7 @@ export function reactionTo(error: unknown): Reaction {
     if (error.code.startsWith('IDEMPOTENCY_')) return { do: 'key-conflict' };
     if (error.status === 429) return { do: 'wait-and-resend', bucket: 'rate' };
     if (error.status === 401 || error.status === 402 || error.status === 403) {
-      return { do: 'stop-run', hint: `The service refused the key (HTTP ${error.status} ${error.code}). Check the key and the account.` };
+      return { do: 'stop-run', hint: `The service refused the key (HTTP ${error.status} ${error.code}). Check the key and the account.`, scope: error.status === 402 ? 'account' : 'key' };
     }
     if (error.status >= 500) return { do: 'resend-with-backoff', maxResends: NETWORK_RESENDS };
     return { do: 'mark-item', as: 'failed' };

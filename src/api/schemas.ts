@@ -121,6 +121,46 @@ function findDailyUsage(raw: Record<string, unknown>): { usedToday?: number; res
   return out;
 }
 
+/** The names a key's other limits may go by in `/me` (not shown by the spec): per window, per minute, or `{ limit }`. */
+const RATE_NAMES = {
+  submit: ['submissionsPerWindow', 'submissionsPerMinute', 'submitPerMinute', 'submissions_per_minute', 'submissions'],
+  read: ['readsPerWindow', 'readsPerMinute', 'reads_per_minute', 'reads'],
+  upload: ['uploadGrantsPerWindow', 'uploadGrantsPerMinute', 'uploadsPerMinute', 'upload_grants_per_minute', 'uploadGrants', 'uploads'],
+} as const;
+const IN_FLIGHT_NAMES = {
+  image: ['imagesInFlight', 'imageJobsInFlight', 'maxImagesInFlight', 'images_in_flight', 'imageConcurrency'],
+  video: ['videosInFlight', 'videoJobsInFlight', 'maxVideosInFlight', 'videos_in_flight', 'videoConcurrency'],
+} as const;
+
+function numberOrLimit(value: unknown): number | undefined {
+  if (typeof value === 'number' && Number.isFinite(value) && value > 0) return value;
+  const limit = value && typeof value === 'object' ? (value as { limit?: unknown }).limit : undefined;
+  return typeof limit === 'number' && Number.isFinite(limit) && limit > 0 ? limit : undefined;
+}
+
+/** The key's rate and in-flight limits, where `/me` names them in a way we recognise (per window: with `windowSeconds`, else a minute). */
+function findKeyLimits(raw: Record<string, unknown>): NonNullable<Account['limits']> {
+  const out: NonNullable<Account['limits']> = {};
+  for (const place of limitPlaces(raw)) {
+    const window = typeof place.windowSeconds === 'number' && place.windowSeconds > 0 ? place.windowSeconds * 1000 : 60_000;
+    for (const [kind, names] of Object.entries(RATE_NAMES) as [keyof typeof RATE_NAMES, readonly string[]][]) {
+      for (const name of names) {
+        const count = numberOrLimit(place[name]);
+        if (out[kind] || count === undefined) continue;
+        const own = place[name] && typeof place[name] === 'object' ? (place[name] as { windowSeconds?: unknown }).windowSeconds : undefined;
+        out[kind] = { count, windowMs: typeof own === 'number' && own > 0 ? own * 1000 : /PerMinute|per_minute/.test(name) ? 60_000 : window };
+      }
+    }
+    for (const [type, names] of Object.entries(IN_FLIGHT_NAMES) as ['image' | 'video', readonly string[]][]) {
+      for (const name of names) {
+        const n = numberOrLimit(place[name]);
+        if (n !== undefined) out[type === 'image' ? 'imagesInFlight' : 'videosInFlight'] ??= n;
+      }
+    }
+  }
+  return out;
+}
+
 const meSchema = z.looseObject({
   credits: z.number(),
   subscriptionCredits: z.number().nullish(),
@@ -132,8 +172,10 @@ export const meEnvelope = z
   .transform((raw): Account => {
     const dailyCap = findDailyCap(raw as Record<string, unknown>);
     const usage = findDailyUsage(raw as Record<string, unknown>);
+    const limits = findKeyLimits(raw as Record<string, unknown>);
     return {
       ...usage,
+      ...(Object.keys(limits).length ? { limits } : {}),
       credits: raw.credits,
       ...(typeof raw.subscriptionCredits === 'number' ? { subscriptionCredits: raw.subscriptionCredits } : {}),
       scopes: raw.scopes,

@@ -41,6 +41,14 @@ export interface Account {
   /** Credits charged on the key today, and when its day resets (ms since the epoch), when the response names them. */
   usedToday?: number;
   resetAt?: number;
+  /** The key's other limits, those `/me` names in a way we recognise. */
+  limits?: {
+    submit?: { count: number; windowMs: number };
+    read?: { count: number; windowMs: number };
+    upload?: { count: number; windowMs: number };
+    imagesInFlight?: number;
+    videosInFlight?: number;
+  };
   raw: Record<string, unknown>;
 }
 

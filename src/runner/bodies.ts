@@ -15,7 +15,11 @@ function outputOf(store: Store, outDir: string, itemId: string): string {
   return join(outDir, first.path);
 }
 
-/** The submission body of an item: inputs uploaded (or reused), `source` turned into the source job's id. */
+/**
+ * The submission body of an item: inputs uploaded (or reused), `source` turned
+ * into the source job's id when that job is this key's, else into an upload
+ * of its output (another key may not be allowed to name that job).
+ */
 export async function buildBody(spec: ItemSpec, ctx: UploadContext & { outDir: string }): Promise<ImageSubmission | VideoSubmission> {
   const target = spec.type;
   const key = (ref: InputRef, expect: 'image' | 'video') => uploadKeyFor(ctx, ref.kind === 'file' ? ref.path : outputOf(ctx.store, ctx.outDir, ref.id), target, expect);
@@ -36,7 +40,8 @@ export async function buildBody(spec: ItemSpec, ctx: UploadContext & { outDir: s
   if (spec.source) {
     const sourceJob = ctx.store.attempts.latest(spec.source);
     if (!sourceJob?.job_id || sourceJob.status !== 'completed') throw new InputError(`the source item ${spec.source} has no completed job`);
-    body.sourceJobId = sourceJob.job_id;
+    if (sourceJob.key_fp === ctx.keyFp) body.sourceJobId = sourceJob.job_id;
+    else body.videoKey = await key({ kind: 'item', id: spec.source }, 'video');
   }
   return body;
 }

@@ -1,18 +1,16 @@
-import type { ApiClient } from '../api/index.js';
 import type { ManifestTop } from '../manifest/index.js';
 import type { Logger } from '../log/logger.js';
-import type { Bucket } from '../scheduler/bucket.js';
 import type { KeyLimits } from '../scheduler/limits.js';
 import type { ItemRow, Store } from '../store/index.js';
 import type { ItemSpec } from './bodies.js';
+import type { KeyLane } from './lanes.js';
 
 export interface RunOptions {
   outDir: string;
   /** A rehearsal on the simulator: its output dir is never a real run's. */
   rehearsal?: boolean;
+  /** The limits the flags give (each key's own may be lower: see its lane). */
   limits: KeyLimits;
-  /** The fingerprint of the API key this run sends with (never the key): attempts are bound to it. */
-  keyFingerprint: string;
   /** Long-poll seconds per GET of a job (the spec allows up to 30). */
   pollWaitSeconds: number;
   /** New attempts after a job ends FAILED or EXPIRED. */
@@ -59,11 +57,13 @@ export type StopKind = 'interrupted' | 'budget' | 'moderation' | 'refused' | 'di
 
 /** What the tasks of a run share. */
 export interface RunContext {
-  client: ApiClient;
   store: Store;
+  /** Reads presigned output links: they carry no key, so any key's client will do. */
+  readonly storage: import('../api/index.js').ApiClient;
   manifest: ManifestTop;
   opts: RunOptions;
-  buckets: { submit: Bucket; read: Bucket; upload: Bucket };
+  /** When this run began: an attempt sent before it may have been accepted then. */
+  readonly runStartedAt: number;
   /** Aborts polls and downloads (interrupt): submissions already sent still record their job. */
   abort: AbortController;
   /** Aborted when the run takes no new work: what waits to be submitted or uploaded is cancelled, never sent. */
@@ -79,15 +79,14 @@ export interface RunContext {
   stop(kind: StopKind, message: string): void;
   emit(event: RunEvent): void;
   wake(): void;
-  /** Waits until a submission of `credits` fits the daily cap and budget; gives a release for after the answer, or undefined when the run stops. */
-  dailyCapGate(credits: number | undefined, model: string): Promise<(() => void) | undefined>;
-  pauseSubmissionsFor(ms: number): void;
+  /** Waits until a submission of `credits` fits its key's daily cap and the budget; gives a release for after the answer, or undefined when the run stops. */
+  dailyCapGate(lane: KeyLane, item: ItemRow, credits: number | undefined, mayHandOver: boolean): Promise<(() => void) | 'hand-over' | undefined>;
+  /** The service refused the key (401, a 403 code): it leaves the run; the run stops when none is left. */
+  keyRefused(lane: KeyLane, error: { code: string; message: string }, hint: string): void;
   /** The item's submission was answered with a job. */
   jobAccepted(itemId: string): void;
   startDownload(itemId: string, jobId: string, fresh?: import('../api/index.js').Job): void;
   scaled(ms: number): number;
-  /** Uploads under way, shared by items with the same input. */
-  readonly uploadsInFlight: Map<string, Promise<string>>;
   /** Failed uploads per item in this run: each failure defers the item, the fifth ends it. */
   readonly uploadFailures: Map<string, number>;
   dayOf(at: number): number;

@@ -3,6 +3,7 @@ import { DownloadError, downloadOutput } from '../download/download.js';
 import { outputRelativePath } from '../manifest/index.js';
 import { sleep } from '../util/clock.js';
 import type { RunContext } from './context.js';
+import type { KeyLane } from './lanes.js';
 
 const MAX_LINK_REFRESHES = 5;
 
@@ -10,9 +11,11 @@ const MAX_LINK_REFRESHES = 5;
  * Downloads a completed job's outputs. A failing or expired link is refreshed
  * by a new GET of the job; a download that cannot finish leaves the item
  * `downloading` for the next resume, and never leads to a resubmission.
+ * Links are refreshed with the key of the job's attempt (`lane`); without it
+ * (the key left the run) only the links at hand are tried.
  */
-export async function downloadJob(ctx: RunContext, itemId: string, jobId: string, fresh?: Job): Promise<void> {
-  const { store, opts, client, manifest } = ctx;
+export async function downloadJob(ctx: RunContext, lane: KeyLane | undefined, itemId: string, jobId: string, fresh?: Job): Promise<void> {
+  const { store, opts, manifest } = ctx;
   const item = store.items.get(itemId)!;
   let job = fresh;
   let lastError = '';
@@ -20,16 +23,26 @@ export async function downloadJob(ctx: RunContext, itemId: string, jobId: string
   for (let refresh = 0; refresh <= MAX_LINK_REFRESHES; refresh++) {
     if (ctx.abort.signal.aborted) return;
     if (!job) {
+      if (!lane?.active) {
+        lastError ||= 'the key that owns the job is not in this run (or was refused), so its links cannot be refreshed';
+        lastCode = 'KEY_REFUSED';
+        break;
+      }
       try {
-        job = await ctx.buckets.read.run(() => client.getJob(jobId, 0, ctx.abort.signal), ctx.abort.signal);
+        const { client } = lane;
+        job = await lane.buckets.read.run(() => client.getJob(jobId, 0, ctx.abort.signal), ctx.abort.signal);
       } catch (error) {
         if (ctx.abort.signal.aborted) return;
         const reaction = policy('read-job', error);
         lastError = (error as Error).message;
         lastCode = (error as { code?: string }).code ?? lastCode;
-        if (reaction.do === 'stop-run') return ctx.stop('refused', `${lastError}\n${reaction.hint}`);
+        if (reaction.do === 'stop-run') {
+          if (reaction.scope === 'account') ctx.stop('refused', `${lastError}\n${reaction.hint}`);
+          else ctx.keyRefused(lane, { code: lastCode, message: lastError }, reaction.hint);
+          break;
+        }
         if (reaction.do === 'keep-job' || reaction.do === 'mark-item') break;
-        if (reaction.do === 'wait-and-resend') ctx.buckets.read.pauseFor((error as { retryAfterMs?: number }).retryAfterMs ?? ctx.scaled(1000));
+        if (reaction.do === 'wait-and-resend') lane.buckets.read.pauseFor((error as { retryAfterMs?: number }).retryAfterMs ?? ctx.scaled(1000));
         else await sleep(ctx.scaled(backoffMs(refresh, 1000)));
         continue;
       }
@@ -40,7 +53,7 @@ export async function downloadJob(ctx: RunContext, itemId: string, jobId: string
     for (const [k, [i, output]] of missing.entries()) {
       const idx = i + 1;
       try {
-        const file = await downloadOutput(client, output.downloadUrl, opts.outDir, item.type, (ext) => {
+        const file = await downloadOutput(ctx.storage, output.downloadUrl, opts.outDir, item.type, (ext) => {
           const name = outputRelativePath(manifest.outputName, { id: item.id, n: idx, ext, model: item.model, type: item.type, vars: manifest.vars });
           if (!name.ok) throw new DownloadError(name.message, false, 'BAD_NAME');
           const owner = store.outputs.ownerOf(name.path);

@@ -1,4 +1,7 @@
 import { UNANSWERED_STATES, type ItemRow, type Store } from '../store/index.js';
+
+/** An item to start: `key_fp` is set on a resend (its attempt's key, null from before keys were recorded), undefined on a new item. */
+export type NextItem = ItemRow & { key_fp?: string | null };
 import type { RunClock } from './clock.js';
 import type { Control } from './control.js';
 
@@ -26,11 +29,12 @@ export class Feeder {
 
   /**
    * The next item of a type to give a slot: a deferred resend that is due
-   * (it may already be paid for), else a ready pending item; dependents of
-   * items that ended without an output are skipped first.
+   * (it may already be paid for) whose key has room (`keyHasRoom`), else a
+   * ready pending item; dependents of items that ended without an output are
+   * skipped first.
    */
-  next(type: 'image' | 'video'): ItemRow | undefined {
-    const resend = this.store.items.dueResends(type, this.clock.now(), READY_PAGE).find((row) => !this.claimed.has(row.id));
+  next(type: 'image' | 'video', keyHasRoom: (keyFp: string | null) => boolean): NextItem | undefined {
+    const resend = this.store.items.dueResends(type, this.clock.now(), READY_PAGE).find((row) => !this.claimed.has(row.id) && keyHasRoom(row.key_fp));
     if (resend) return resend;
     if (this.only) return this.nextOf(this.only, type);
     this.skipDoomed();
@@ -97,6 +101,11 @@ export class Feeder {
     this.claimed.delete(id);
     const state = this.store.items.get(id)?.state;
     if (!state || !(UNANSWERED_STATES as readonly string[]).includes(state)) this.unanswered.delete(id);
+  }
+
+  /** Whether a task of this run holds the item. */
+  holds(id: string): boolean {
+    return this.claimed.has(id);
   }
 
   get held(): number {

@@ -2,37 +2,39 @@ import { KEY_DAY_MS } from '../scheduler/limits.js';
 import type { Store } from '../store/index.js';
 import type { RunClock } from './clock.js';
 import type { Control } from './control.js';
+import type { DailyCap } from './daily-cap.js';
 
 const WEEK_MS = 7 * KEY_DAY_MS;
 
 export interface GateLimits {
-  dailyCap: number;
   maxCredits?: number | undefined;
   maxBlocked: number;
 }
 
 /**
- * What a submission must pass before it leaves: the run's budget, the key
- * day's cap (with the credits of submissions still unanswered reserved), a
- * DAILY_CAP_REACHED pause, and the moderation circuit breaker.
+ * What a submission must pass before it leaves: the run's budget, its key's
+ * daily cap (with the credits of submissions still unanswered reserved), a
+ * DAILY_CAP_REACHED pause, and the moderation circuit breaker (which counts
+ * the account's blocked submissions, whatever key sent them: the service's
+ * threshold is the account's).
  */
 export class Gates {
+  /** Credits of submissions not yet answered, over every key: the budget counts them. */
   private reserved = 0;
-  private dailyPausedUntil = 0;
+  /** Credits of items given to a key whose submissions have not reached the gate yet: the budget counts them too. */
+  private assigned = 0;
   /** Per model, the largest charge seen: the bound for items the catalog and manifest do not price. */
   private readonly largestCharge = new Map<string, number>();
   private readonly unpricedInFlight = new Set<string>();
   private readonly unpricedNoted = new Set<string>();
-  /** Until when submissions wait for the daily cap, while they do. */
-  waitingUntil: number | undefined;
 
   constructor(
     private readonly store: Store,
     private readonly limits: GateLimits,
     private readonly clock: RunClock,
     private readonly control: Control,
-    /** Called when submissions start waiting for the cap (status shows until when). */
-    private readonly onWaiting: (until: number) => void,
+    /** Called when a key starts or stops waiting for its daily cap. */
+    private readonly onWaiting: () => void,
   ) {
     for (const { model, credits } of store.attempts.largestChargeByModel()) this.largestCharge.set(model, credits);
   }
@@ -51,48 +53,65 @@ export class Gates {
     const max = this.limits.maxCredits;
     if (max === undefined) return false;
     const { charged, refunded } = this.store.attempts.totals();
-    if (charged - refunded + this.reserved + price <= max) return false;
+    if (charged - refunded + this.reserved + this.assigned + price <= max) return false;
     this.control.stop('budget', `the run's budget of ${max} credits is reached (${charged - refunded} charged net of refunds${this.reserved ? `, ${this.reserved} reserved for submissions not yet answered` : ''}). Raise --max-credits or budget.maxCredits and run again to go on.`);
     return true;
   }
 
   /**
-   * Waits while the key day's cap (or a DAILY_CAP_REACHED pause) forbids this
-   * submission; reserves its credits until the caller releases them after the
-   * answer, so concurrent submissions cannot overshoot the cap or the budget
-   * together. A model nothing prices sends one submission at a time until a
-   * charge shows its price.
+   * Waits while the key's daily cap (or a DAILY_CAP_REACHED pause) forbids
+   * this submission; reserves its credits, against the run's budget and the
+   * key's cap, until the caller releases them after the answer, so concurrent
+   * submissions cannot overshoot either together. A model nothing prices sends
+   * one submission at a time until a charge shows its price. `handOver`
+   * says whether, rather than wait, the submission may go to another key.
    */
-  async dailyCapGate(price: number | undefined, model: string): Promise<(() => void) | undefined> {
+  async dailyCapGate(cap: DailyCap, price: number | undefined, model: string, handOver?: (credits: number) => boolean, withinBudget = false): Promise<(() => void) | 'hand-over' | undefined> {
     const credits = price ?? 0;
     for (;;) {
-      if (this.control.isStopping() || this.overBudget(credits)) return undefined;
+      // An item given out within the budget still goes when the budget then stops the run (as one reserved does).
+      const goesAnyway = withinBudget && this.control.stopReason?.kind === 'budget';
+      if ((this.control.isStopping() && !goesAnyway) || this.overBudget(credits)) return undefined;
       if (price === undefined && this.unpricedInFlight.has(model)) {
         await this.control.waitForWake(this.clock.scaled(1000));
         const seen = this.largestCharge.get(model);
-        if (seen !== undefined) return this.dailyCapGate(seen, model);
+        if (seen !== undefined) return this.dailyCapGate(cap, seen, model, handOver, withinBudget);
         continue;
       }
       const now = this.clock.now();
-      const day = this.clock.dayOf(now);
-      const over = this.store.accounting.chargedOn(day) + this.reserved + credits > this.limits.dailyCap;
-      const until = Math.max(this.dailyPausedUntil, over ? this.clock.dayStart(day + 1) : 0);
-      if (until <= now) {
-        this.waitingUntil = undefined;
-        return this.reserve(credits, price === undefined ? model : undefined);
+      const until = cap.blockedUntil(credits, now);
+      if (until === 0) {
+        if (cap.waitingUntil !== undefined) {
+          cap.waitingUntil = undefined;
+          this.onWaiting();
+        }
+        return this.reserve(credits, cap, price === undefined ? model : undefined);
       }
+      // Another key has room now: this submission, never sent, goes to it instead of waiting.
+      if (handOver?.(credits)) return 'hand-over';
       // Said once per wait, not by each of the submissions waiting, on each wake.
-      if (this.waitingUntil !== until) {
-        this.waitingUntil = until;
-        this.onWaiting(until);
-        this.control.emit({ kind: 'waiting', reason: 'the daily credit cap', untilMs: until });
+      if (cap.waitingUntil !== until) {
+        cap.waitingUntil = until;
+        this.onWaiting();
       }
       await this.control.waitForWake(Math.min(until - now, this.clock.scaled(60_000)));
     }
   }
 
-  private reserve(credits: number, unpricedModel: string | undefined): () => void {
+  /** An item was given to a key: its credits count against the budget until its submission reserves them. */
+  assign(credits: number): () => void {
+    this.assigned += credits;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.assigned -= credits;
+    };
+  }
+
+  private reserve(credits: number, cap: DailyCap, unpricedModel: string | undefined): () => void {
     this.reserved += credits;
+    const releaseCap = cap.reserve(credits);
     if (unpricedModel !== undefined) {
       this.unpricedInFlight.add(unpricedModel);
       if (!this.unpricedNoted.has(unpricedModel)) {
@@ -105,13 +124,9 @@ export class Gates {
       if (released) return;
       released = true;
       this.reserved -= credits;
+      releaseCap();
       if (unpricedModel !== undefined && this.unpricedInFlight.delete(unpricedModel)) this.control.wake();
     };
-  }
-
-  /** DAILY_CAP_REACHED: the service's cap is lower than ours; no submission until it resets. */
-  pauseSubmissionsFor(ms: number): void {
-    this.dailyPausedUntil = Math.max(this.dailyPausedUntil, this.clock.now() + ms);
   }
 
   /**

@@ -42,13 +42,15 @@ export async function detectMedia(path: string): Promise<{ kind: 'image' | 'vide
 }
 
 export interface UploadContext {
+  /** The client of the key the uploads are for, and that key's fingerprint: an upload is used with the key it was granted to. */
   client: ApiClient;
+  keyFp: string;
   store: Store;
   bucket: Bucket;
   now: () => number;
   /** Material must stay valid at least this long after it is (re)used. */
   validityMarginMs: number;
-  /** Uploads under way in this run, by content and target: concurrent items share one. */
+  /** Uploads under way in this run with this key, by content and target: concurrent items share one. */
   inFlight: Map<string, Promise<string>>;
   /** An interrupt: grants still waiting for their turn are not sent. */
   signal?: AbortSignal;
@@ -73,7 +75,7 @@ export async function uploadKeyFor(ctx: UploadContext, path: string, target: 'im
 async function uploadOnce(ctx: UploadContext, path: string, sha256: string, target: 'image' | 'video', expect: 'image' | 'video'): Promise<string> {
   const [media, info] = await Promise.all([detectMedia(path), stat(path)]);
   if (media.kind !== expect) throw new InputError(`${path} is ${media.kind === 'image' ? 'an image' : 'a video'} (${media.contentType}); this input takes ${expect === 'image' ? 'an image' : 'a video'}`);
-  const known = ctx.store.uploads.find(sha256, target);
+  const known = ctx.store.uploads.find(ctx.keyFp, sha256, target);
   const valid = known && known.size === info.size && (known.expires_at ?? 0) > ctx.now() + ctx.validityMarginMs;
   if (valid && known.confirmed) return known.key;
   if (valid && known.upload_url) {
@@ -87,7 +89,7 @@ async function uploadOnce(ctx: UploadContext, path: string, sha256: string, targ
     }
   }
   const grant = await ctx.bucket.run(() => ctx.client.createUpload({ kind: media.kind, target, contentType: media.contentType, size: info.size }), ctx.signal);
-  ctx.store.uploads.granted({ sha256, target, kind: media.kind, contentType: media.contentType, size: info.size, key: grant.key, expiresAt: grant.expiresAt?.getTime() ?? null, uploadUrl: grant.uploadUrl }, ctx.now());
+  ctx.store.uploads.granted({ keyFp: ctx.keyFp, sha256, target, kind: media.kind, contentType: media.contentType, size: info.size, key: grant.key, expiresAt: grant.expiresAt?.getTime() ?? null, uploadUrl: grant.uploadUrl }, ctx.now());
   await ctx.client.putUpload(grant.uploadUrl, createReadStream(path), media.contentType, info.size);
   ctx.store.uploads.confirmed(grant.key);
   return grant.key;

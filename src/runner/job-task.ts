@@ -7,6 +7,7 @@ import { buildBody } from './bodies.js';
 import type { RunContext } from './context.js';
 import { InputError } from './inputs.js';
 import { idempotencyKey } from './keys.js';
+import { keyRefusedNote, type KeyLane } from './lanes.js';
 
 const MAX_QUERY_LATER = 30;
 /** Refusals of one job's read (403, 404, …) asked again before the job is left for the next run. */
@@ -23,11 +24,13 @@ function errorOf(error: unknown): { code: string; message: string } {
 
 /**
  * One item's job, from its attempt to the job's end, holding an in-flight
- * slot throughout. Every change of state is committed before the act it enables.
+ * slot of its key's lane throughout. Every change of state is committed
+ * before the act it enables; every request goes with the lane's key.
  */
 export class JobTask {
   constructor(
     private readonly ctx: RunContext,
+    private readonly lane: KeyLane,
     private readonly itemId: string,
   ) {}
 
@@ -80,14 +83,19 @@ export class JobTask {
     let body: ImageSubmission | VideoSubmission;
     for (;;) {
       try {
-        body = await buildBody(this.ctx.spec(item), { client: this.ctx.client, store, bucket: this.ctx.buckets.upload, now: opts.now, validityMarginMs: this.ctx.scaled(10 * 60_000), inFlight: this.ctx.uploadsInFlight, outDir: opts.outDir, signal: this.ctx.noNewWork });
+        const { lane } = this;
+        body = await buildBody(this.ctx.spec(item), { client: lane.client, keyFp: lane.fingerprint, store, bucket: lane.buckets.upload, now: opts.now, validityMarginMs: this.ctx.scaled(10 * 60_000), inFlight: lane.uploadsInFlight, outDir: opts.outDir, signal: lane.noNewWork });
         break;
       } catch (error) {
         if (error instanceof NotSentError) return this.requeue();
         if (error instanceof InputError) return this.finish('failed', 'INPUT_ERROR', error.message);
         const reaction = policy('upload', error);
-        if (reaction.do === 'stop-run') return void this.ctx.stop('refused', `${(error as Error).message}\n${reaction.hint}`);
-        if (reaction.do === 'wait-and-resend') this.ctx.buckets.upload.pauseFor((error as { retryAfterMs?: number }).retryAfterMs ?? 1000);
+        if (reaction.do === 'stop-run') {
+          // Nothing of the item was sent: it stays pending, for another key or a later run.
+          this.refused(reaction, errorOf(error));
+          return undefined;
+        }
+        if (reaction.do === 'wait-and-resend') this.lane.buckets.upload.pauseFor((error as { retryAfterMs?: number }).retryAfterMs ?? 1000);
         else {
           const failures = this.ctx.uploadFailures.get(item.id) ?? 0;
           if (failures >= 5 || reaction.do === 'mark-item') return this.finish('failed', 'UPLOAD_FAILED', (error as Error).message);
@@ -100,7 +108,7 @@ export class JobTask {
     }
     const n = item.attempt + 1;
     const key = idempotencyKey(store.meta('run_id')!, item.id, item.content_hash, n);
-    if (!store.life.startAttempt(item.id, n, key, JSON.stringify(body), opts.now())) return undefined;
+    if (!store.life.startAttempt(item.id, n, key, JSON.stringify(body), opts.now(), this.lane.fingerprint)) return undefined;
     return store.attempts.latest(item.id);
   }
 
@@ -109,23 +117,40 @@ export class JobTask {
     return undefined;
   }
 
+  /** The service refused the key, or the account: the key leaves the run (the others go on), or the run stops. */
+  private refused(reaction: { hint: string; scope: 'key' | 'account' }, e: { code: string; message: string }): void {
+    if (reaction.scope === 'account') this.ctx.stop('refused', `${e.code}: ${e.message}\n${reaction.hint}`);
+    else this.ctx.keyRefused(this.lane, e, reaction.hint);
+  }
+
   /** Sends the attempt's stored body with its key until the service answers; resends only ever reuse that key. */
   private async submit(attempt: AttemptRow): Promise<string | undefined> {
-    const { ctx } = this;
-    const { store, opts, client } = ctx;
+    const { ctx, lane } = this;
+    const { store, opts } = ctx;
+    const { client } = lane;
     const body = JSON.parse(attempt.body) as ImageSubmission & VideoSubmission;
     const item = this.item;
     const price = ctx.price(item);
+    // Sent before this run, or resent in it after an answer that left its fate open: a job may exist under its key.
+    const mayBeAccepted = attempt.sent_at !== null && (attempt.sent_at < ctx.runStartedAt || attempt.resends > 0);
+    let sent = attempt.sent_at !== null;
     for (;;) {
-      if (ctx.isStopping()) return undefined; // the attempt stays committed: a resumed run resends the same key
-      const release = await ctx.dailyCapGate(price, item.model);
+      // The attempt stays committed: a resumed run resends the same key. (A budget stop lets the gate decide: what it gave out within the budget goes.)
+      if (lane.noNewWork.aborted) return undefined;
+      const release = await ctx.dailyCapGate(lane, item, price, !sent);
+      if (release === 'hand-over') {
+        // Never sent, and this key waits for its cap while another has room: the item goes back for that one.
+        store.life.requeue(this.itemId, opts.now());
+        return undefined;
+      }
       if (!release) return undefined;
       try {
-        const job: Job | undefined = await ctx.buckets.submit.run(async () => {
-          if (ctx.noNewWork.aborted) return undefined; // queued when the run stopped: not sent (a budget stop lets reserved ones go)
-          if (!store.life.recordSent(attempt.item_id, attempt.n, opts.now(), opts.keyFingerprint)) return undefined;
+        const job: Job | undefined = await lane.buckets.submit.run(async () => {
+          if (lane.noNewWork.aborted) return undefined; // queued when the run stopped: not sent (a budget stop lets reserved ones go)
+          if (!store.life.recordSent(attempt.item_id, attempt.n, opts.now(), lane.fingerprint)) return undefined;
+          sent = true;
           return this.item.type === 'image' ? client.submitImage(body, attempt.idempotency_key) : client.submitVideo(body, attempt.idempotency_key);
-        }, ctx.noNewWork);
+        }, lane.noNewWork);
         if (!job) {
           release();
           return undefined;
@@ -149,8 +174,8 @@ export class JobTask {
         switch (reaction.do) {
           // Waits for a bucket hold the slot (the bucket's queue is the wait); every other wait is a deferral, slot freed.
           case 'wait-and-resend':
-            if (reaction.bucket === 'rate') ctx.buckets.submit.pauseFor(retryAfter ?? opts.limits.submit.windowMs / opts.limits.submit.count);
-            else if (reaction.bucket === 'daily-cap') ctx.pauseSubmissionsFor(retryAfter ?? ctx.scaled(60 * 60_000));
+            if (reaction.bucket === 'rate') lane.buckets.submit.pauseFor(retryAfter ?? lane.limits.submit.windowMs / lane.limits.submit.count);
+            else if (reaction.bucket === 'daily-cap') lane.cap.pauseFor(retryAfter ?? ctx.scaled(60 * 60_000));
             else return this.deferResend(attempt, retryAfter ?? ctx.scaled(5000));
             continue;
           case 'resend-later':
@@ -181,8 +206,10 @@ export class JobTask {
             if (reaction.as === 'blocked') ctx.wake();
             return undefined;
           case 'stop-run':
-            store.life.recordRefused(attempt.item_id, attempt.n, e, 'pending', opts.now());
-            ctx.stop('refused', `${e.code}: ${e.message}\n${reaction.hint}`);
+            // This answer says this request made no job; an earlier send of the same attempt may have.
+            if (!mayBeAccepted) store.life.recordRefused(attempt.item_id, attempt.n, e, 'pending', opts.now());
+            this.refused(reaction, e);
+            if (mayBeAccepted) return this.holdMaybeAccepted(attempt, reaction.scope === 'key' ? keyRefusedNote(lane, attempt) : e);
             return undefined;
           case 'new-attempt':
           case 'adapt-wait':
@@ -218,12 +245,12 @@ export class JobTask {
    */
   private async poll(jobId: string): Promise<Job | undefined> {
     const { ctx } = this;
-    const { client } = ctx;
+    const { client } = this.lane;
     let failures = 0;
     for (;;) {
       if (ctx.abort.signal.aborted) return undefined;
       try {
-        const job = await ctx.buckets.read.run(() => client.getJob(jobId, ctx.pollWait.seconds, ctx.abort.signal), ctx.abort.signal);
+        const job = await this.lane.buckets.read.run(() => client.getJob(jobId, ctx.pollWait.seconds, ctx.abort.signal), ctx.abort.signal);
         failures = 0;
         if (isTerminalStatus(job.status)) return job;
       } catch (error) {
@@ -233,12 +260,13 @@ export class JobTask {
         ctx.opts.logger?.warn({ item: this.itemId, job: jobId, code: e.code, reaction: reaction.do }, 'poll failed');
         switch (reaction.do) {
           case 'stop-run':
-            return void ctx.stop('refused', `${e.code}: ${e.message}\n${reaction.hint}`);
+            this.refused(reaction, e);
+            return this.keepJob(jobId, e);
           case 'adapt-wait':
             if (!ctx.pollWait.lower(reaction.maxSeconds)) return this.keepJob(jobId, e);
             continue;
           case 'wait-and-resend':
-            ctx.buckets.read.pauseFor((error as { retryAfterMs?: number }).retryAfterMs ?? ctx.scaled(1000));
+            this.lane.buckets.read.pauseFor((error as { retryAfterMs?: number }).retryAfterMs ?? ctx.scaled(1000));
             continue;
           case 'keep-job':
             if (failures >= KEEP_JOB_AFTER) return this.keepJob(jobId, e);

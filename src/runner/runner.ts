@@ -1,12 +1,10 @@
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import PQueue from 'p-queue';
-import type { ApiClient, Job } from '../api/index.js';
+import type { Job } from '../api/index.js';
 import type { Catalog } from '../api/catalog.js';
 import { priceOf } from '../estimate/prices.js';
 import type { ManifestTop, ResolvedItem } from '../manifest/index.js';
-import { Bucket } from '../scheduler/bucket.js';
-import { Slots } from '../scheduler/slots.js';
 import type { ItemProblem, ItemRow, ItemState, Store } from '../store/index.js';
 import type { ItemSpec } from './bodies.js';
 import { RunClock } from './clock.js';
@@ -20,6 +18,7 @@ import { canaryRecord, chooseCanary, judgeCanary, saveCanary } from './canary.js
 import { Feeder } from './feeder.js';
 import { Gates } from './gates.js';
 import { JobTask } from './job-task.js';
+import { KeyLane, KeyLanes, keyRefusedNote, type JobType, type LaneKey } from './lanes.js';
 import { syncItems } from './sync.js';
 
 /** What a run did; the CLI decides the exit code from it. */
@@ -36,6 +35,8 @@ export interface RunSummary {
   removed: number;
   /** Items whose attempt was sent with a key this run lacks (by fingerprint): they wait for a run with it. */
   keysMissing: Record<string, number>;
+  /** Keys the service refused during the run (by fingerprint), and how many items wait for each. */
+  keysRefused: Record<string, { code: string; message: string; waiting: number }>;
 }
 
 const HEARTBEAT_MS = 1_000;
@@ -46,16 +47,19 @@ const HEARTBEAT_MS = 1_000;
  * buckets and slots. Each item's own life is a JobTask, then a download.
  */
 export class Runner implements RunContext {
-  readonly uploadsInFlight = new Map<string, Promise<string>>();
   readonly uploadFailures = new Map<string, number>();
-  readonly buckets: RunContext['buckets'];
   readonly pollWait: PollWait;
+  readonly lanes: KeyLanes;
+  runStartedAt = 0;
   private readonly clock: RunClock;
   private readonly control: Control;
   private readonly gates: Gates;
   private readonly feeder: Feeder;
-  private readonly slots: Record<'image' | 'video', Slots>;
   private readonly downloads: PQueue;
+  /** The credits of items given to a key whose submissions have not reached the gate yet (its cap and the budget count them). */
+  private readonly assigned = new Map<string, () => void>();
+  /** Until when every key waits for its daily cap, while they all do. */
+  private waitingUntil: number | undefined;
   private readonly downloadHealth = new DownloadHealth();
   private runId = 0;
   private changed: string[] = [];
@@ -63,7 +67,8 @@ export class Runner implements RunContext {
   private readonly keysMissing = new Map<string, Set<string>>();
 
   constructor(
-    readonly client: ApiClient,
+    /** The run's API keys (one, or a pool), each with its limits. */
+    keys: readonly LaneKey[],
     readonly store: Store,
     readonly manifest: ManifestTop,
     readonly opts: RunOptions,
@@ -71,30 +76,31 @@ export class Runner implements RunContext {
     /** The manifest's items to write into the state first; none when the state holds them as they are (a resume). */
     private toSync?: { items: readonly ResolvedItem[]; fingerprint?: string | undefined },
   ) {
-    const { limits, now } = opts;
-    this.clock = new RunClock(now, opts.timeScale);
+    if (keys.length === 0) throw new Error('a run needs at least one API key');
+    this.clock = new RunClock(opts.now, opts.timeScale);
     // Every poll, upload and download in flight listens for the interrupt: one per slot and download, plus the queues'.
-    this.control = new Control(opts.logger, opts.onEvent, limits.imagesInFlight + limits.videosInFlight + opts.downloadConcurrency + 64);
-    this.gates = new Gates(store, { dailyCap: limits.dailyCap, maxCredits: opts.maxCredits, maxBlocked: opts.maxBlocked }, this.clock, this.control, (until) => store.runs.beat(this.runId, now(), until));
+    const listeners = keys.reduce((n, k) => n + k.limits.imagesInFlight + k.limits.videosInFlight, 0) + opts.downloadConcurrency + 64;
+    this.control = new Control(opts.logger, opts.onEvent, listeners);
+    this.gates = new Gates(store, { maxCredits: opts.maxCredits, maxBlocked: opts.maxBlocked }, this.clock, this.control, () => this.capWaitChanged());
     this.feeder = new Feeder(store, this.clock, this.control);
     this.pollWait = new PollWait(opts.pollWaitSeconds);
-    const recent = store.accounting.submissionsSince(now() - limits.submit.windowMs);
-    this.buckets = { submit: new Bucket(limits.submit, now, recent), read: new Bucket(limits.read, now), upload: new Bucket(limits.upload, now) };
-    client.observeRemaining((kind, remaining) => this.buckets[kind].serviceRemaining(remaining));
-    this.slots = { image: new Slots(limits.imagesInFlight), video: new Slots(limits.videosInFlight) };
+    this.lanes = new KeyLanes(keys.map((k) => new KeyLane(k, store, this.clock, this.control.noNewWork.signal, listeners)));
     this.downloads = new PQueue({ concurrency: opts.downloadConcurrency });
     // A task's own last act cannot wake the feeder: its queue still counts it busy. Woken once the queue has let it go, the run ends at once.
     const wake = () => this.control.wake();
-    this.slots.image.onTaskEnd(wake);
-    this.slots.video.onTaskEnd(wake);
+    for (const lane of this.lanes.all) {
+      lane.slots.image.onTaskEnd(wake);
+      lane.slots.video.onTaskEnd(wake);
+    }
     this.downloads.on('next', wake);
   }
 
   async run(): Promise<RunSummary> {
     const { store, opts } = this;
-    const runId = (this.runId = store.runs.begin(opts.now(), { limits: opts.limits, timeScale: opts.timeScale, outDir: opts.outDir }));
+    this.runStartedAt = opts.now();
+    const runId = (this.runId = store.runs.begin(this.runStartedAt, { limits: opts.limits, timeScale: opts.timeScale, outDir: opts.outDir }));
     // A heartbeat, so status can tell a live run from a killed one and when submissions resume.
-    const heartbeat = setInterval(() => store.runs.beat(runId, opts.now(), this.gates.waitingUntil), HEARTBEAT_MS);
+    const heartbeat = setInterval(() => store.runs.beat(runId, opts.now(), this.waitingUntil), HEARTBEAT_MS);
     heartbeat.unref();
     try {
       return await this.work();
@@ -120,18 +126,18 @@ export class Runner implements RunContext {
     await claimOutputDir(this.opts.outDir, { state: this.store.db.name, runId: this.store.meta('run_id')!, rehearsal: this.opts.rehearsal ?? false });
     await this.recover();
     if (this.opts.canary && !(await this.canary(this.opts.canary))) {
-      for (const bucket of Object.values(this.buckets)) bucket.stop();
+      this.lanes.stop();
       return this.summary();
     }
     await this.drain();
-    for (const bucket of Object.values(this.buckets)) bucket.stop();
+    this.lanes.stop();
     return this.summary();
   }
 
   /** Feeds both types until nothing can become ready, then waits for every task and download. */
   private async drain(): Promise<void> {
     await Promise.all([this.feed('image'), this.feed('video')]);
-    await Promise.all([this.slots.image.onIdle(), this.slots.video.onIdle()]);
+    await Promise.all(this.lanes.all.flatMap((lane) => [lane.slots.image.onIdle(), lane.slots.video.onIdle()]));
     await this.downloads.onIdle();
   }
 
@@ -188,43 +194,95 @@ export class Runner implements RunContext {
       // A resend deferred to a later time is the feeder's to start when it is due.
       // An item the manifest dropped before its attempt was sent is never sent; one sent may be paid for, so it goes on.
       for (const item of store.items.inState(state)) {
-        if (state !== 'queued' && this.heldForKey(item)) continue;
-        if (item.not_before <= opts.now() && !(item.removed && state === 'queued')) this.startJob(item);
+        const lane = this.laneOf(item);
+        if (lane && item.not_before <= opts.now() && !(item.removed && state === 'queued')) this.startJob(item, lane);
       }
     }
     for (const item of store.items.inState('downloading')) {
-      if (this.heldForKey(item)) continue;
+      const lane = this.laneOf(item);
       const attempt = store.attempts.latest(item.id);
-      if (attempt?.job_id) this.startDownload(item.id, attempt.job_id);
+      if (lane && attempt?.job_id) this.startDownload(item.id, attempt.job_id);
     }
   }
 
   /**
-   * An attempt sent with a key this run lacks is left for a run with that key:
-   * resent with another it could be charged again, and another key cannot read its job.
+   * The lane of an item's attempt: the key it belongs to. An attempt of a key
+   * this run lacks is left for a run with that key (resent with another it
+   * could be charged again, and another key cannot read its job), unless it
+   * was never sent: then another key makes it anew. Attempts from before keys
+   * were recorded go with the first key, as they did then.
    */
-  private heldForKey(item: ItemRow): boolean {
+  private laneOf(item: ItemRow): KeyLane | undefined {
     const { store, opts } = this;
     const attempt = store.attempts.latest(item.id);
-    if (!attempt?.key_fp || attempt.key_fp === opts.keyFingerprint) return false;
-    const message = `sent with the API key whose fingerprint is ${attempt.key_fp}, which this run does not have: it is neither resent nor read with another key (that could pay twice). Run again with that key in GENBATCH_API_KEY`;
+    if (!attempt?.key_fp) return this.lanes.all[0];
+    const lane = this.lanes.get(attempt.key_fp);
+    if (lane) return lane;
+    if (item.state === 'queued' && attempt.sent_at === null) {
+      store.life.requeue(item.id, opts.now());
+      return undefined;
+    }
+    const message = `sent with the API key whose fingerprint is ${attempt.key_fp}, which this run does not have: it is neither resent nor read with another key (that could pay twice). Run again with that key in GENBATCH_API_KEY or GENBATCH_API_KEYS`;
     store.life.heldForKey(item.id, attempt.n, item.state, { code: 'KEY_MISSING', message }, opts.now());
     // A submitting item held here is maybe_accepted when recover reaches that state: counted once.
     const waiting = this.keysMissing.get(attempt.key_fp) ?? new Set<string>();
     this.keysMissing.set(attempt.key_fp, waiting.add(item.id));
-    return true;
+    return undefined;
   }
 
-  /** Keeps one type's slots full with ready items, in manifest order, until none can become ready. */
-  private async feed(type: 'image' | 'video'): Promise<void> {
-    const { control, feeder, gates, opts } = this;
-    const slots = this.slots[type];
+  /** The lane that reads a job: its attempt's key, or the first key for an attempt from before keys were recorded. */
+  private laneOfJob(itemId: string): KeyLane | undefined {
+    const fp = this.store.attempts.latest(itemId)?.key_fp;
+    return fp ? this.lanes.get(fp) : this.lanes.all[0];
+  }
+
+  /**
+   * The service refused a key (401, or a 403 code): it leaves the run, and
+   * the other keys go on with what it had not sent. What it sent stays bound
+   * to it, for a run in which it works again; the run stops when no key is left.
+   */
+  keyRefused(lane: KeyLane, error: { code: string; message: string }, hint: string): void {
+    if (!lane.leave(error.code, error.message)) return;
+    const left = this.lanes.active.length;
+    if (this.lanes.all.length > 1) {
+      this.control.emit({ kind: 'notice', message: `the key ${lane.fingerprint} was refused (${error.code}): it leaves the pool${left ? `; ${left} key${left === 1 ? '' : 's'} go on` : ''}. ${hint}` });
+    }
+    for (const item of this.store.items.boundTo(lane.fingerprint)) if (!this.feeder.holds(item.id)) this.settleForLeftKey(item.id, lane);
+    if (left === 0) this.control.stop('refused', `${error.code}: ${error.message}\n${hint}`);
+    this.control.wake();
+  }
+
+  /**
+   * An item whose key left the run, once no task holds it: never sent, another
+   * key makes it anew; sent, it waits for that key (it may have been accepted).
+   */
+  private settleForLeftKey(itemId: string, lane: KeyLane): void {
+    const { store, opts } = this;
+    const item = store.items.get(itemId);
+    const attempt = store.attempts.latest(itemId);
+    if (!item || attempt?.key_fp !== lane.fingerprint) return;
+    if (item.state === 'queued' && attempt.sent_at === null) store.life.requeue(itemId, opts.now());
+    else if (item.state === 'submitting') store.life.heldForKey(itemId, attempt.n, 'submitting', keyRefusedNote(lane, attempt), opts.now());
+  }
+
+  /** Keeps one type's slots full, on every key with room, with ready items in manifest order, until none can become ready. */
+  private async feed(type: JobType): Promise<void> {
+    const { control, feeder, gates, opts, lanes } = this;
     while (!control.isStopping()) {
-      await slots.nextFree();
-      if (control.isStopping()) break;
+      const free = lanes.withRoomFor(type);
+      if (free.length === 0) {
+        if (lanes.serving(type).length === 0) {
+          this.noKeyLeftFor(type);
+          break;
+        }
+        // Every key's slots are taken: a task's end wakes this.
+        await control.waitForWake(this.clock.scaled(1000));
+        continue;
+      }
       const breaker = gates.breaker(feeder.unansweredCount);
       if (breaker === 'stop') break;
-      const next = breaker === 'go' ? feeder.next(type) : undefined;
+      const first = lanes.all[0]!;
+      const next = breaker === 'go' ? feeder.next(type, (fp) => free.includes(lanes.get(fp ?? first.fingerprint)!)) : undefined;
       if (!next) {
         // Nothing ready: wait for a task to end, or for the next item that waits for its time (a backoff) to be due.
         const due = feeder.nextDue(type);
@@ -238,8 +296,21 @@ export class Runner implements RunContext {
         continue;
       }
       if (gates.overBudget(price ?? 0)) break;
-      this.startJob(next);
+      // A resend goes with its attempt's key; a new item with the key that has the most room.
+      const lane = next.key_fp === undefined ? lanes.forNew(type, free, price ?? 0, opts.now()) : lanes.get(next.key_fp ?? first.fingerprint)!;
+      if (!lane) {
+        await control.waitForWake(this.clock.scaled(1000));
+        continue;
+      }
+      this.startJob(next, lane, price);
     }
+  }
+
+  /** No key that may submit this type is left (the others were refused): the run stops if items of it wait. */
+  private noKeyLeftFor(type: JobType): void {
+    if (this.store.items.workByType()[type].pending === 0) return;
+    const refused = this.lanes.all.filter((l) => l.refused).map((l) => `${l.fingerprint}: ${l.refused!.code}`);
+    this.control.stop('refused', `no key of the run may submit ${type}s any more (${refused.join(', ') || 'none has the scope'}); the ${type}s not yet submitted wait. Fix the keys, then run the same command again.`);
   }
 
   downloadEnded(failure: DownloadFailure | undefined): void {
@@ -247,18 +318,28 @@ export class Runner implements RunContext {
     if (reason) this.control.stop('disk', `outputs cannot be saved: ${reason}. No new submissions; jobs already paid for were polled and recorded. Fix it (free space, permissions, or another --out) and run the same command again: it downloads what was paid for without paying again.`);
   }
 
-  private startJob(item: ItemRow): void {
+  private startJob(item: ItemRow, lane: KeyLane, price?: number): void {
     this.feeder.claim(item);
-    void this.slots[item.type].start(() =>
-      new JobTask(this, item.id)
+    // Counted against the key's cap from now: the feeder gives it no more than its cap can take.
+    if (price) {
+      const [cap, budget] = [lane.cap.assign(price), this.gates.assign(price)];
+      this.assigned.set(item.id, () => (cap(), budget()));
+    }
+    void lane.slots[item.type].start(() =>
+      new JobTask(this, lane, item.id)
         .run()
         .catch((error: unknown) => this.crashed(item.id, error))
-        .finally(() => this.feeder.release(item.id)),
+        .finally(() => {
+          this.assigned.get(item.id)?.();
+          this.assigned.delete(item.id);
+          this.feeder.release(item.id);
+          if (!lane.active) this.settleForLeftKey(item.id, lane);
+        }),
     );
   }
 
   startDownload(itemId: string, jobId: string, fresh?: Job): void {
-    void this.downloads.add(() => downloadJob(this, itemId, jobId, fresh).catch((error: unknown) => this.crashed(itemId, error)).finally(() => this.wake()));
+    void this.downloads.add(() => downloadJob(this, this.laneOfJob(itemId), itemId, jobId, fresh).catch((error: unknown) => this.crashed(itemId, error)).finally(() => this.wake()));
   }
 
   /**
@@ -278,15 +359,32 @@ export class Runner implements RunContext {
   }
 
   private idle(): boolean {
-    return this.slots.image.busy === 0 && this.slots.video.busy === 0 && this.downloads.size === 0 && this.downloads.pending === 0 && this.feeder.held === 0;
+    return this.lanes.idle() && this.downloads.size === 0 && this.downloads.pending === 0 && this.feeder.held === 0;
+  }
+
+  /** A key started or stopped waiting for its daily cap: the run waits, and says so, when every key does. */
+  private capWaitChanged(): void {
+    const waits = this.lanes.active.map((l) => l.cap.waitingUntil);
+    const until = waits.length > 0 && waits.every((w) => w !== undefined) ? Math.min(...(waits as number[])) : undefined;
+    if (until === this.waitingUntil) return;
+    this.waitingUntil = until;
+    if (until === undefined) return;
+    this.store.runs.beat(this.runId, this.opts.now(), until);
+    this.control.emit({ kind: 'waiting', reason: 'the daily credit cap', untilMs: until });
   }
 
   private summary(): RunSummary {
     const stop = this.control.stopReason;
-    return { counts: this.store.items.counts(), credits: this.store.attempts.totals(), ...(stop ? { stop } : {}), changed: this.changed, failures: this.store.items.failuresByCode(), problems: this.store.items.problems().slice(0, 20), removed: this.store.items.removed(), keysMissing: Object.fromEntries([...this.keysMissing].map(([fp, ids]) => [fp, ids.size])) };
+    const waitingByKey = new Map(this.store.items.openByKey().map((r) => [r.key_fp, r.n]));
+    const keysRefused = Object.fromEntries(this.lanes.all.filter((l) => l.refused).map((l) => [l.fingerprint, { ...l.refused!, waiting: waitingByKey.get(l.fingerprint) ?? 0 }]));
+    return { counts: this.store.items.counts(), credits: this.store.attempts.totals(), ...(stop ? { stop } : {}), changed: this.changed, failures: this.store.items.failuresByCode(), problems: this.store.items.problems().slice(0, 20), removed: this.store.items.removed(), keysMissing: Object.fromEntries([...this.keysMissing].map(([fp, ids]) => [fp, ids.size])), keysRefused };
   }
 
   // What the tasks share (RunContext), handed on to the parts that own it.
+
+  get storage(): import('../api/index.js').ApiClient {
+    return this.lanes.all[0]!.client;
+  }
 
   get abort(): AbortController {
     return this.control.abort;
@@ -314,12 +412,17 @@ export class Runner implements RunContext {
     this.feeder.answered(itemId);
   }
 
-  dailyCapGate(price: number | undefined, model: string): Promise<(() => void) | undefined> {
-    return this.gates.dailyCapGate(price, model);
-  }
-
-  pauseSubmissionsFor(ms: number): void {
-    this.gates.pauseSubmissionsFor(ms);
+  /**
+   * The gate of the item's key; an attempt never sent may be handed over to
+   * another key that has room rather than wait for this one's cap.
+   */
+  dailyCapGate(lane: KeyLane, item: ItemRow, price: number | undefined, mayHandOver: boolean): Promise<(() => void) | 'hand-over' | undefined> {
+    // From here its credits count as reserved, no longer as assigned.
+    const assigned = this.assigned.get(item.id);
+    assigned?.();
+    this.assigned.delete(item.id);
+    const handOver = (credits: number) => this.lanes.serving(item.type).some((l) => l !== lane && !l.cap.isWaiting(this.opts.now(), credits));
+    return this.gates.dailyCapGate(lane.cap, price, item.model, mayHandOver ? handOver : undefined, assigned !== undefined);
   }
 
   isStopping(): boolean {

@@ -51,6 +51,12 @@ export interface SimulatorOptions {
   uploadTtlSeconds?: number;
   /** How many web-application jobs the account already has (they appear in GET /jobs). */
   webJobs?: number;
+  /**
+   * Whether `/me` shows the key's limits (its daily cap, rates and in-flight
+   * slots). The spec does not show their names: off, a client learns them
+   * only from the flags and the service's 429s. On by default.
+   */
+  meShowsLimits?: boolean;
   clock?: Clock;
 }
 
@@ -115,6 +121,7 @@ export interface ResolvedOptions {
   idempotencyRetentionMs: number;
   moderationWindowMs: number;
   webJobs: number;
+  meShowsLimits: boolean;
   keys: SimKeyOptions[];
   clock: Clock;
 }
@@ -148,6 +155,7 @@ export function resolveOptions(options: SimulatorOptions): ResolvedOptions {
     idempotencyRetentionMs: ms(IDEMPOTENCY_RETENTION_SECONDS),
     moderationWindowMs: ms(MODERATION_WINDOW_SECONDS),
     webJobs: options.webJobs ?? 3,
+    meShowsLimits: options.meShowsLimits ?? true,
     keys: options.keys ?? [{ label: 'main' }],
     clock: options.clock ?? { now: () => Date.now() },
   };

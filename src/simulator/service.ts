@@ -141,7 +141,7 @@ export class Service {
       credits: this.accounts.balance(key.account),
       subscriptionCredits: key.account.subscriptionCredits,
       scopes: key.scopes,
-      limits: {
+      limits: !this.opts.meShowsLimits ? {} : {
         dailyCredits: key.dailyCap,
         dailyCreditsUsed: used,
         dailyCreditsRemaining: Math.max(0, key.dailyCap - used),

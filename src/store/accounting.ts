@@ -7,38 +7,53 @@ export class Accounting {
   private readonly addCharge;
   private readonly addRefund;
   private readonly dayStmt;
+  private readonly keyDayStmt;
+  private readonly byKeyStmt;
   private readonly addBlock;
   private readonly blocksSince;
 
   constructor(db: Db) {
-    this.addSubmission = db.prepare('INSERT INTO submissions (at) VALUES (?)');
-    this.recentSubmissions = db.prepare<[number], { at: number }>('SELECT at FROM submissions WHERE at > ? ORDER BY at');
-    this.addCharge = db.prepare('INSERT INTO daily_credits (day, charged) VALUES (@day, @credits) ON CONFLICT (day) DO UPDATE SET charged = charged + @credits');
-    this.addRefund = db.prepare('INSERT INTO daily_credits (day, refunded) VALUES (@day, @credits) ON CONFLICT (day) DO UPDATE SET refunded = refunded + @credits');
-    this.dayStmt = db.prepare<[number], { charged: number; refunded: number }>('SELECT charged, refunded FROM daily_credits WHERE day = ?');
+    this.addSubmission = db.prepare('INSERT INTO submissions (at, key_fp) VALUES (?, ?)');
+    // A key's own sends, and those of before keys were recorded ('').
+    this.recentSubmissions = db.prepare<[number, string], { at: number }>("SELECT at FROM submissions WHERE at > ? AND key_fp IN (?, '') ORDER BY at");
+    this.addCharge = db.prepare('INSERT INTO key_day_credits (key_fp, day, charged) VALUES (@keyFp, @day, @credits) ON CONFLICT DO UPDATE SET charged = charged + @credits');
+    this.addRefund = db.prepare('INSERT INTO key_day_credits (key_fp, day, refunded) VALUES (@keyFp, @day, @credits) ON CONFLICT DO UPDATE SET refunded = refunded + @credits');
+    this.keyDayStmt = db.prepare<[number, string], { charged: number | null }>("SELECT sum(charged) AS charged FROM key_day_credits WHERE day = ? AND key_fp IN (?, '')");
+    this.dayStmt = db.prepare<[number], { charged: number | null }>('SELECT sum(charged) AS charged FROM key_day_credits WHERE day = ?');
+    this.byKeyStmt = db.prepare<[number], { key_fp: string; charged: number; refunded: number }>('SELECT key_fp, charged, refunded FROM key_day_credits WHERE day = ? ORDER BY key_fp');
     this.addBlock = db.prepare('INSERT INTO blocks (at, item_id) VALUES (?, ?)');
     this.blocksSince = db.prepare<[number], { n: number }>('SELECT count(*) AS n FROM blocks WHERE at > ?');
   }
 
-  submissionSent(at: number): void {
-    this.addSubmission.run(at);
+  submissionSent(at: number, keyFp: string): void {
+    this.addSubmission.run(at, keyFp);
   }
 
-  submissionsSince(since: number): number[] {
-    return this.recentSubmissions.all(since).map((r) => r.at);
+  /** When the key's recent submissions were sent (with those of before keys were recorded). */
+  submissionsSince(since: number, keyFp: string): number[] {
+    return this.recentSubmissions.all(since, keyFp).map((r) => r.at);
   }
 
-  charged(day: number, credits: number): void {
-    this.addCharge.run({ day, credits });
+  charged(day: number, credits: number, keyFp: string): void {
+    this.addCharge.run({ day, credits, keyFp });
   }
 
-  refunded(day: number, credits: number): void {
-    this.addRefund.run({ day, credits });
+  refunded(day: number, credits: number, keyFp: string): void {
+    this.addRefund.run({ day, credits, keyFp });
   }
 
-  /** Gross credits charged on a key day: refunds do not give the cap back (the conservative reading). */
-  chargedOn(day: number): number {
-    return this.dayStmt.get(day)?.charged ?? 0;
+  /**
+   * Gross credits charged on a key day: refunds do not give the cap back (the
+   * conservative reading). With a key, that key's (and those of before keys
+   * were recorded, counted against every key); without, the whole account's.
+   */
+  chargedOn(day: number, keyFp?: string): number {
+    return (keyFp === undefined ? this.dayStmt.get(day) : this.keyDayStmt.get(day, keyFp))?.charged ?? 0;
+  }
+
+  /** Each key's credits on a key day, by fingerprint ('' for charges from before keys were recorded). */
+  byKeyOn(day: number): { key_fp: string; charged: number; refunded: number }[] {
+    return this.byKeyStmt.all(day);
   }
 
   blocked(at: number, itemId: string): void {

@@ -24,7 +24,7 @@ export interface AttemptRow {
   ended_at: number | null;
   /** Times this attempt was resent (same key) after an answer that left its fate open, since it was last held for a later run. */
   resends: number;
-  /** The fingerprint of the API key it was first sent with (null: not sent, or sent before keys were recorded). */
+  /** The fingerprint of the API key it belongs to: the one its body was built for, and sent with (null: from before keys were recorded). */
   key_fp: string | null;
 }
 
@@ -49,7 +49,7 @@ export class Attempts {
   private readonly largestStmt;
 
   constructor(db: Db) {
-    this.insert = db.prepare('INSERT INTO attempts (item_id, n, idempotency_key, body, status, created_at) VALUES (@itemId, @n, @key, @body, \'created\', @now)');
+    this.insert = db.prepare('INSERT INTO attempts (item_id, n, idempotency_key, body, status, created_at, key_fp) VALUES (@itemId, @n, @key, @body, \'created\', @now, @keyFp)');
     this.latestStmt = db.prepare<[string], AttemptRow>('SELECT * FROM attempts WHERE item_id = ? ORDER BY n DESC LIMIT 1');
     this.resendsStmt = db.prepare("UPDATE attempts SET resends = CASE WHEN @reset THEN 0 ELSE resends + 1 END WHERE item_id = @itemId AND n = @n AND job_id IS NULL");
     this.sentStmt = db.prepare("UPDATE attempts SET status = CASE WHEN status = 'created' THEN 'sent' ELSE status END, sent_at = coalesce(sent_at, @now), key_fp = coalesce(key_fp, @keyFp) WHERE item_id = @itemId AND n = @n");
@@ -69,8 +69,9 @@ export class Attempts {
     this.totalsStmt = db.prepare<[], { charged: number; refunded: number }>('SELECT charged, refunded FROM attempt_totals');
   }
 
-  create(itemId: string, n: number, key: string, body: string, now: number): void {
-    this.insert.run({ itemId, n, key, body, now });
+  /** `keyFp`: the API key whose uploads and source jobs the body names; it is sent with that key alone. */
+  create(itemId: string, n: number, key: string, body: string, now: number, keyFp: string | null = null): void {
+    this.insert.run({ itemId, n, key, body, now, keyFp });
   }
 
   latest(itemId: string): AttemptRow | undefined {
@@ -87,7 +88,7 @@ export class Attempts {
     return this.reconcileStmt.all();
   }
 
-  /** The fingerprint of the key the attempt was first sent with (null: not sent yet, or sent before keys were recorded). */
+  /** The fingerprint of the key the attempt belongs to (null: made before keys were recorded, and not sent since). */
   keyOf(itemId: string, n: number): string | null {
     return this.keyOfStmt.get(itemId, n) ?? null;
   }

@@ -102,6 +102,8 @@ export class Items {
   private readonly markChanged;
   private readonly readyStmt;
   private readonly dueResendsStmt;
+  private readonly boundToStmt;
+  private readonly openByKeyStmt;
   private readonly nextDueStmt;
   private readonly doomedStmt;
   private readonly clearDeps;
@@ -143,8 +145,17 @@ export class Items {
        ORDER BY seq LIMIT ?`,
     );
     // Deferred resends: submitting with a time set (a held "maybe accepted" attempt has none: it waits for a later run).
-    this.dueResendsStmt = db.prepare<[string, number, number], ItemRow>(
-      "SELECT * FROM items WHERE state = 'submitting' AND type = ? AND not_before > 0 AND not_before <= ? ORDER BY seq LIMIT ?",
+    // With the key of the attempt (its resends go with that key alone).
+    this.dueResendsStmt = db.prepare<[string, number, number], ItemRow & { key_fp: string | null }>(
+      `SELECT i.*, a.key_fp AS key_fp FROM items i LEFT JOIN attempts a ON a.item_id = i.id AND a.n = i.attempt
+       WHERE i.state = 'submitting' AND i.type = ? AND i.not_before > 0 AND i.not_before <= ? ORDER BY i.seq LIMIT ?`,
+    );
+    this.boundToStmt = db.prepare<[string], ItemRow>(
+      `SELECT i.* FROM items i JOIN attempts a ON a.item_id = i.id AND a.n = i.attempt WHERE i.state IN ('queued', 'submitting') AND a.key_fp = ? ORDER BY i.seq`,
+    );
+    this.openByKeyStmt = db.prepare<[], { key_fp: string; n: number }>(
+      `SELECT coalesce(a.key_fp, '') AS key_fp, count(*) AS n FROM items i JOIN attempts a ON a.item_id = i.id AND a.n = i.attempt
+       WHERE i.state IN ('queued', 'submitting', 'maybe_accepted', 'running', 'downloading') GROUP BY 1 ORDER BY 1`,
     );
     // Due or not yet: an item that came due since the feeder last looked must not be taken for "nothing left".
     this.nextDueStmt = db.prepare<[{ type: string }], { at: number | null }>(
@@ -274,7 +285,17 @@ export class Items {
   }
 
   /** Attempts of a type whose deferred resend is due, in manifest order: they go before new items. */
-  dueResends(type: 'image' | 'video', now: number, limit: number): ItemRow[] {
+  /** Items waiting to be sent, or resent, whose attempt belongs to the key `keyFp`. */
+  boundTo(keyFp: string): ItemRow[] {
+    return this.boundToStmt.all(keyFp);
+  }
+
+  /** Open items with an attempt, by the key it belongs to ('' from before keys were recorded). */
+  openByKey(): { key_fp: string; n: number }[] {
+    return this.openByKeyStmt.all();
+  }
+
+  dueResends(type: 'image' | 'video', now: number, limit: number): (ItemRow & { key_fp: string | null })[] {
     return this.dueResendsStmt.all(type, now, limit);
   }
 

@@ -43,11 +43,15 @@ export class Lifecycle {
     return this.db.transaction(fn).immediate();
   }
 
-  /** pending → queued: the attempt's key and exact body are committed; only then may the request leave. */
-  startAttempt(id: string, n: number, key: string, body: string, now: number): boolean {
+  /**
+   * pending → queued: the attempt's key and exact body are committed; only
+   * then may the request leave. It belongs to the API key `keyFp` from now on
+   * (its body may name that key's uploads and jobs).
+   */
+  startAttempt(id: string, n: number, key: string, body: string, now: number, keyFp: string): boolean {
     return this.tx(() => {
       if (this.begin.run({ id, n, now }).changes !== 1) return false;
-      this.attempts.create(id, n, key, body, now);
+      this.attempts.create(id, n, key, body, now, keyFp);
       return true;
     });
   }
@@ -63,7 +67,7 @@ export class Lifecycle {
       const boundTo = this.attempts.keyOf(id, n);
       if (boundTo !== null && boundTo !== keyFp) return false;
       if (!this.transition(id, ['queued', 'submitting', 'maybe_accepted'], 'submitting', now)) return false;
-      this.accounting.submissionSent(now);
+      this.accounting.submissionSent(now, keyFp);
       this.attempts.markSent(id, n, now, keyFp);
       return true;
     });
@@ -73,7 +77,7 @@ export class Lifecycle {
   recordAccepted(id: string, n: number, jobId: string, charged: number, day: number, now: number): boolean {
     return this.tx(() => {
       this.attempts.markAccepted(id, n, jobId, charged, now);
-      this.accounting.charged(day, charged);
+      this.accounting.charged(day, charged, this.attempts.keyOf(id, n) ?? '');
       return this.transition(id, ['submitting'], 'running', now);
     });
   }
@@ -131,7 +135,7 @@ export class Lifecycle {
   recordEnded(id: string, n: number, end: { jobId: string; status: 'completed' | 'failed' | 'expired'; refunded: number; refundDay: number; error?: { code: string; message?: string } }, now: number): boolean {
     return this.tx(() => {
       this.attempts.markEnded(id, n, end.status, end.refunded, now, end.error);
-      if (end.refunded > 0) this.accounting.refunded(end.refundDay, end.refunded);
+      if (end.refunded > 0) this.accounting.refunded(end.refundDay, end.refunded, this.attempts.keyOf(id, n) ?? '');
       if (end.status !== 'completed') return true;
       this.outputs.forgetOtherJobs(id, end.jobId);
       return this.transition(id, ['running'], 'downloading', now);

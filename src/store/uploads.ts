@@ -1,6 +1,8 @@
 import type { Db } from './db.js';
 
 export interface UploadRow {
+  /** The API key it was granted to, by fingerprint: another key may not be able to use it. */
+  key_fp: string;
   sha256: string;
   target: 'image' | 'video';
   kind: 'image' | 'video';
@@ -14,7 +16,7 @@ export interface UploadRow {
   confirmed: number;
 }
 
-/** Upload keys by file content and target, so the same bytes are not uploaded twice while valid. */
+/** Upload keys by API key, file content and target, so the same bytes are not uploaded twice while valid. */
 export class Uploads {
   private readonly getStmt;
   private readonly putStmt;
@@ -22,18 +24,18 @@ export class Uploads {
   private readonly forgetStmt;
 
   constructor(db: Db) {
-    this.getStmt = db.prepare<[string, string], UploadRow>('SELECT * FROM uploads WHERE sha256 = ? AND target = ?');
-    this.putStmt = db.prepare('INSERT INTO uploads (sha256, target, kind, content_type, size, key, expires_at, created_at, upload_url, confirmed) VALUES (@sha256, @target, @kind, @contentType, @size, @key, @expiresAt, @now, @uploadUrl, 0) ON CONFLICT (sha256, target) DO UPDATE SET key = @key, expires_at = @expiresAt, created_at = @now, content_type = @contentType, size = @size, kind = @kind, upload_url = @uploadUrl, confirmed = 0');
+    this.getStmt = db.prepare<[string, string, string], UploadRow>('SELECT * FROM uploads WHERE key_fp = ? AND sha256 = ? AND target = ?');
+    this.putStmt = db.prepare('INSERT INTO uploads (key_fp, sha256, target, kind, content_type, size, key, expires_at, created_at, upload_url, confirmed) VALUES (@keyFp, @sha256, @target, @kind, @contentType, @size, @key, @expiresAt, @now, @uploadUrl, 0) ON CONFLICT (key_fp, sha256, target) DO UPDATE SET key = @key, expires_at = @expiresAt, created_at = @now, content_type = @contentType, size = @size, kind = @kind, upload_url = @uploadUrl, confirmed = 0');
     this.confirmStmt = db.prepare('UPDATE uploads SET confirmed = 1 WHERE key = ?');
     this.forgetStmt = db.prepare('DELETE FROM uploads WHERE key = ?');
   }
 
-  find(sha256: string, target: 'image' | 'video'): UploadRow | undefined {
-    return this.getStmt.get(sha256, target);
+  find(keyFp: string, sha256: string, target: 'image' | 'video'): UploadRow | undefined {
+    return this.getStmt.get(keyFp, sha256, target);
   }
 
   /** A grant, recorded before its PUT. */
-  granted(u: { sha256: string; target: 'image' | 'video'; kind: 'image' | 'video'; contentType: string; size: number; key: string; expiresAt: number | null; uploadUrl: string }, now: number): void {
+  granted(u: { keyFp: string; sha256: string; target: 'image' | 'video'; kind: 'image' | 'video'; contentType: string; size: number; key: string; expiresAt: number | null; uploadUrl: string }, now: number): void {
     this.putStmt.run({ ...u, now });
   }
 

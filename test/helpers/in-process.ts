@@ -18,8 +18,9 @@ export async function runInProcess(t: TestSim, ws: RunWorkspace, inject: { clien
   try {
     const limits = { ...DEFAULT_KEY_LIMITS, submit: { count: 10, windowMs: 100 }, read: { count: 120, windowMs: 100 }, upload: { count: 30, windowMs: 100 } };
     const catalog = await Catalog.fetch(t.client, ['image']);
-    const options = { outDir: ws.outDir, limits, pollWaitSeconds: 30, maxRetries: 2, maxBlocked: 20, redoChanged: false, timeScale: 600, downloadConcurrency: 4, keyFingerprint: 'fp-test', now: Date.now, ...(inject.openOutput ? { openOutput: inject.openOutput } : {}) };
-    return await new Runner(inject.client ?? t.client, store, loaded!, options, catalog, { items: loaded!.items }).run();
+    const options = { outDir: ws.outDir, limits, pollWaitSeconds: 30, maxRetries: 2, maxBlocked: 20, redoChanged: false, timeScale: 600, downloadConcurrency: 4, now: Date.now, ...(inject.openOutput ? { openOutput: inject.openOutput } : {}) };
+    const keys = [{ fingerprint: 'fp-test', client: inject.client ?? t.client, limits }];
+    return await new Runner(keys, store, loaded!, options, catalog, { items: loaded!.items }).run();
   } finally {
     store.close();
   }

@@ -176,8 +176,8 @@ describe('the fault matrix: each fault, the runner’s behaviour, and the ledger
   });
 
   it('the service’s daily cap, lower than the run was told, reached mid-run: waits for the reset and goes on', async () => {
-    // A key day lasts 2 s; the service's cap is 6 credits (3 jobs), the runner believes 20,000.
-    const t = await startTestSim({ timeScale: 43_200, keys: [{ label: 'main', dailyCap: 6 }], linkTtlSeconds: 7 * 86_400 });
+    // A key day lasts 2 s; the service's cap is 6 credits (3 jobs), the runner believes 20,000 (/me does not show it).
+    const t = await startTestSim({ timeScale: 43_200, keys: [{ label: 'main', dailyCap: 6 }], linkTtlSeconds: 7 * 86_400, meShowsLimits: false });
     // Links live a week of service time (14 s here): at this scale the usual 15 minutes are 21 ms, which a busy machine misses.
     const ws = workspace(t.sim, imageManifest(5), {}, 43_200);
     const res = await ws.run();

@@ -174,10 +174,10 @@ async function runSequence(script: Script): Promise<void> {
     // The faults' phases, then clean resumes until nothing is left to do.
     for (let phase = 0; phase < 12; phase++) {
       const store = Store.open(join(dir, 'state.sqlite'));
-      const runner = new Runner(service as unknown as ApiClient, store, loaded!, {
+      const limits = { submit: FAST, read: FAST, upload: FAST, imagesInFlight: 10, videosInFlight: 5, dailyCap: 1_000_000 };
+      const runner = new Runner([{ fingerprint: 'fp-scripted', client: service as unknown as ApiClient, limits }], store, loaded!, {
         outDir,
-        limits: { submit: FAST, read: FAST, upload: FAST, imagesInFlight: 10, videosInFlight: 5, dailyCap: 1_000_000 },
-        keyFingerprint: 'fp-scripted',
+        limits,
         pollWaitSeconds: 30,
         maxRetries: 2,
         maxBlocked: 20,

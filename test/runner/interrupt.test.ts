@@ -49,7 +49,8 @@ describe('an interrupt at the real pace', () => {
   });
 
   it('submissions waiting for the rate limit are cancelled, not drained: exit 130 within 2 s with 2 of 12 queued for a minute', async () => {
-    const t = await startTestSim({ timeScale: 1, imageSeconds: [60, 60] });
+    // A key allowed 12 images in flight (its /me says so), still 10 submissions a minute.
+    const t = await startTestSim({ timeScale: 1, imageSeconds: [60, 60], limits: { imagesInFlight: 12 } });
     const ws = workspace(t.sim, imageManifest(12), {}, 1);
     const run = ws.start(['--max-images-in-flight', '12']);
     await charged(t, 10);

@@ -19,8 +19,8 @@ describe('pacing at the key\'s real pace (time scale 1)', () => {
   });
 
   it('a key whose limits are half the flags: a 429 pauses every queued submission for its Retry-After, and the run finishes', { timeout: 60_000 }, async () => {
-    // The service allows 3 submissions per 2 s; the runner is told 6.
-    const t = await startTestSim({ timeScale: 1, imageSeconds: [0.2, 0.2], limits: { submissionsPerWindow: 3, windowSeconds: 2 } });
+    // The service allows 3 submissions per 2 s; the runner is told 6, and /me does not say otherwise.
+    const t = await startTestSim({ timeScale: 1, imageSeconds: [0.2, 0.2], limits: { submissionsPerWindow: 3, windowSeconds: 2 }, meShowsLimits: false });
     const refusals: { key: string; at: number; until: number }[] = [];
     t.sim.service.tamper = (req, res) => {
       if (req.path === '/images' && res.status === 429) {

@@ -18,7 +18,7 @@ const state = (s: Store) => s.items.get('a')!.state;
 describe('the item\'s transitions are guarded by the states they leave', () => {
   it('walks the happy path: pending → queued → submitting → running → downloading → done', () => {
     const s = fresh();
-    expect(s.life.startAttempt('a', 1, 'k1', '{}', 2)).toBe(true);
+    expect(s.life.startAttempt('a', 1, 'k1', '{}', 2, 'fp-a')).toBe(true);
     expect(state(s)).toBe('queued');
     expect(s.life.recordSent('a', 1, 3, 'fp-a')).toBe(true);
     expect(state(s)).toBe('submitting');
@@ -33,8 +33,8 @@ describe('the item\'s transitions are guarded by the states they leave', () => {
   it('a transition from the wrong state changes nothing, but money the service reports is always recorded', () => {
     const s = fresh();
     expect(s.life.downloaded('a', 2)).toBe(false);
-    expect(s.life.startAttempt('a', 1, 'k1', '{}', 2)).toBe(true);
-    expect(s.life.startAttempt('a', 2, 'k2', '{}', 3)).toBe(false); // a second attempt only from pending
+    expect(s.life.startAttempt('a', 1, 'k1', '{}', 2, 'fp-a')).toBe(true);
+    expect(s.life.startAttempt('a', 2, 'k2', '{}', 3, 'fp-a')).toBe(false); // a second attempt only from pending
     expect(s.attempts.ofItem('a')).toHaveLength(1);
     expect(s.life.finish('a', 'failed', { code: 'X', message: 'm' }, 4)).toBe(true);
     // A late acceptance of the same attempt: the item stays failed, the charge is on the books.
@@ -44,15 +44,18 @@ describe('the item\'s transitions are guarded by the states they leave', () => {
     expect(s.accounting.chargedOn(0)).toBe(8);
   });
 
-  it('an attempt is bound to the key it was first sent with: another key may not send it, and a held one keeps its state, noted', () => {
+  it('an attempt is bound to the key it was made for: another key may not send it, and a held one keeps its state, noted', () => {
     const s = fresh();
-    s.life.startAttempt('a', 1, 'k1', '{}', 2);
+    s.life.startAttempt('a', 1, 'k1', '{}', 2, 'fp-a');
+    // Its body may name that key's uploads: no other key sends it, even the first time.
+    expect(s.life.recordSent('a', 1, 2, 'fp-b')).toBe(false);
     expect(s.life.recordSent('a', 1, 2, 'fp-a')).toBe(true);
     expect(s.attempts.keyOf('a', 1)).toBe('fp-a');
     expect(s.life.recordMaybeAccepted('a', 1, { code: 'ECONNRESET', message: 'no answer' }, 3)).toBe(true);
     expect(s.life.recordSent('a', 1, 4, 'fp-b')).toBe(false);
     expect(s.items.get('a')!.state).toBe('maybe_accepted');
-    expect(s.accounting.submissionsSince(0)).toHaveLength(1);
+    expect(s.accounting.submissionsSince(0, 'fp-a')).toHaveLength(1);
+    expect(s.accounting.submissionsSince(0, 'fp-b')).toHaveLength(0);
     expect(s.life.heldForKey('a', 1, 'maybe_accepted', { code: 'KEY_MISSING', message: 'wait for fp-a' }, 5)).toBe(true);
     expect(s.items.get('a')).toMatchObject({ state: 'maybe_accepted', error_code: 'KEY_MISSING' });
     expect(s.life.recordSent('a', 1, 6, 'fp-a')).toBe(true);
@@ -61,7 +64,7 @@ describe('the item\'s transitions are guarded by the states they leave', () => {
 
   it('a maybe-accepted submission keeps its reason until resent; a key conflict on the resend ends it failed and marks the attempt', () => {
     const s = fresh();
-    s.life.startAttempt('a', 1, 'k1', '{}', 2);
+    s.life.startAttempt('a', 1, 'k1', '{}', 2, 'fp-a');
     s.life.recordSent('a', 1, 2, 'fp-a');
     expect(s.life.recordMaybeAccepted('a', 1, { code: 'ECONNRESET', message: 'no answer' }, 3)).toBe(true);
     expect(s.items.get('a')).toMatchObject({ state: 'maybe_accepted', error_code: 'ECONNRESET' });
@@ -76,7 +79,7 @@ describe('the item\'s transitions are guarded by the states they leave', () => {
 
   it('a deferred resend waits for its time without a task, is counted, and a hold for a later run starts the count again', () => {
     const s = fresh();
-    s.life.startAttempt('a', 1, 'k1', '{}', 2);
+    s.life.startAttempt('a', 1, 'k1', '{}', 2, 'fp-a');
     s.life.recordSent('a', 1, 2, 'fp-a');
     expect(s.life.deferResend('a', 1, 100, 3)).toBe(true);
     expect(s.items.get('a')).toMatchObject({ state: 'submitting', not_before: 100 });
@@ -91,7 +94,7 @@ describe('the item\'s transitions are guarded by the states they leave', () => {
     expect(s.items.dueResends('image', 1_000, 10)).toEqual([]);
     expect(s.attempts.latest('a')!.resends).toBe(0);
     // Only a resend (the same key) takes it on: never a new attempt.
-    expect(s.life.startAttempt('a', 2, 'k2', '{}', 350)).toBe(false);
+    expect(s.life.startAttempt('a', 2, 'k2', '{}', 350, 'fp-a')).toBe(false);
     expect(s.life.recordSent('a', 1, 390, 'fp-a')).toBe(true);
     expect(s.life.recordAccepted('a', 1, 'job_1', 8, 0, 400)).toBe(true);
     expect(s.items.get('a')).toMatchObject({ state: 'running', not_before: 0 });
@@ -100,7 +103,7 @@ describe('the item\'s transitions are guarded by the states they leave', () => {
 
   it('a queued attempt was never sent: it is put back as it is, and an item that moved on sends nothing', () => {
     const s = fresh();
-    s.life.startAttempt('a', 1, 'k1', '{}', 2);
+    s.life.startAttempt('a', 1, 'k1', '{}', 2, 'fp-a');
     expect(s.life.finish('a', 'failed', { code: 'X', message: 'm' }, 3)).toBe(true);
     expect(s.life.recordSent('a', 1, 4, 'fp-a')).toBe(false);
     expect(s.attempts.latest('a')!.status).toBe('created');

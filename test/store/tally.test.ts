@@ -20,7 +20,7 @@ describe('the running tallies agree with the rows they count', () => {
             const n = store.items.get(id)!.attempt;
             const life = store.life;
             [
-              () => life.startAttempt(id, n + 1, `${id}-${n + 1}`, '{}', t),
+              () => life.startAttempt(id, n + 1, `${id}-${n + 1}`, '{}', t, 'fp-a'),
               () => life.recordSent(id, n, t, 'fp-a'),
               () => life.recordAccepted(id, n, `job-${id}-${n}`, credits, 0, t),
               () => life.recordEnded(id, n, { jobId: `job-${id}-${n}`, status: 'failed', refunded: credits, refundDay: 0 }, t),

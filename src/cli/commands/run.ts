@@ -11,6 +11,7 @@ import { writeReport } from '../../report/index.js';
 import type { CanarySize } from '../../runner/canary.js';
 import { Runner, type RunSummary } from '../../runner/index.js';
 import { runIdFor } from '../../runner/keys.js';
+import { setUpPool, type PoolSetup } from '../../runner/pool.js';
 import { planResume } from '../../runner/resume.js';
 import { DEFAULT_KEY_LIMITS, type KeyLimits, type Rate } from '../../scheduler/limits.js';
 import { OPEN_STATES, Store } from '../../store/index.js';
@@ -83,19 +84,22 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
   const statePath = statePathOf(manifest);
   // A fresh in-process simulator knows none of an earlier run's jobs: a rehearsal starts over, and never on a real run's state.
   if (rehearsal) startRehearsalOver(statePath, !flags.state);
-  const connection = await connect(flags, env, timeScale);
+  const connection = await connect(flags, env, timeScale, { pool: true });
   let catalog: Catalog;
   let store: Store;
+  let pool: PoolSetup;
   try {
-    // The service's view first (models, kinds, modes, allowed values, scopes): a mismatch is exit 2 before anything is sent.
-    const me = await connection.client.me();
+    // Each key's view first (scopes, its own limits and cap); a key the service refuses is left out.
+    pool = await setUpPool(connection.keys, limitsFrom(flags, timeScale), timeScale);
+    if (pool.keys.length === 0) throw new ExitError(EXIT.stopped, `the service refused every key of GENBATCH_API_KEYS: ${pool.refused.map((r) => `${r.fingerprint} ${r.code}`).join(', ')}. Nothing was submitted.`);
+    // The service's view (models, kinds, modes, allowed values, scopes): a mismatch is exit 2 before anything is sent.
     const types = resumed ? resumed.shapes.map((s) => s.type) : loaded!.items.map((i) => i.type);
-    catalog = await Catalog.fetch(connection.client, new Set(types));
+    catalog = await Catalog.fetch(pool.keys[0]!.client, new Set(types));
     // The state's item shapes pass as they did, or the whole manifest is loaded to say where each problem is.
-    if (resumed && shapeProblems(resumed.shapes, resumed.top.source, catalog, me.scopes) > 0) loaded = await loadValid(path, cwd);
+    if (resumed && shapeProblems(resumed.shapes, resumed.top.source, catalog, pool.scopes) > 0) loaded = await loadValid(path, cwd);
     if (loaded) {
       const issues = new IssueList();
-      checkAgainstService(loaded.items, loaded.source, catalog, me.scopes, issues);
+      checkAgainstService(loaded.items, loaded.source, catalog, pool.scopes, issues);
       if (issues.count > 0) throw new ExitError(EXIT.usage, issueReport(issues));
     }
     store = Store.open(statePath);
@@ -114,11 +118,10 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
   const logger = createLogger({ secrets: [...keyTextsIn(env), connection.simulator?.apiKey ?? ''].filter(Boolean), destination: createWriteStream(logPath, { flags: 'a' }) });
   const progress = new Progress(progressOut, store, itemCount);
   const notifier = notifierFor(flags, { run: store.meta('run_id') ?? runIdFor(manifest.source.absPath, manifest.name), manifest: manifest.source.absPath, store, logger });
-  const runner = new Runner(connection.client, store, manifest, {
+  const runner = new Runner(pool.keys, store, manifest, {
     outDir,
     rehearsal: flags.simulate ?? false,
     limits: limitsFrom(flags, timeScale),
-    keyFingerprint: connection.keyFingerprint,
     pollWaitSeconds: flags.pollWait ?? 30,
     maxRetries: flags.maxRetries ?? 2,
     ...((flags.maxCredits ?? manifest.manifest.budget?.maxCredits) !== undefined ? { maxCredits: flags.maxCredits ?? manifest.manifest.budget!.maxCredits } : {}),
@@ -133,6 +136,8 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
     onEvent: notifier ? (event) => (progress.onEvent(event), notifier.onEvent(event)) : progress.onEvent,
   }, catalog, toSync);
   if (warnings.length) progressOut.write(`${warningReport(warnings)}\n`);
+  for (const r of pool.refused) progressOut.write(`the key ${r.fingerprint} was refused (${r.code}: ${r.message}); the run goes on with the other ${count(pool.keys.length, 'key')}\n`);
+  if (pool.keys.length > 1) progressOut.write(`${pool.keys.length} keys: ${pool.keys.map((k) => `${k.fingerprint} (${k.limits.submit.count}/${formatWindow(k.limits.submit.windowMs * timeScale)}, cap ${num(k.limits.dailyCap)})`).join(', ')}\n`);
   if (!toSync) progressOut.write(`resuming: ${manifest.source.file} and its files are as the state last saw them; ${count(itemCount, 'item')} read from the state, not expanded again\n`);
   if (rehearsal) progressOut.write(`rehearsal on the embedded simulator (no key, no credits, time x${timeScale}): it starts over each time; outputs go to ${outDir}, the state to ${statePath}\n`);
   progress.start();
@@ -162,6 +167,11 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
   });
   const resumeHint = flags.simulate ? 'A rehearsal starts over each time: nothing of it is resumed.' : 'The state is saved: run the same command to resume; nothing is paid twice.';
   return { interrupt: () => runner.stop('interrupted', `interrupted. ${resumeHint}`), resumeHint, done };
+}
+
+/** A window in the service's own time, as a user gives it (60s, 1m). */
+function formatWindow(ms: number): string {
+  return ms % 60_000 === 0 ? `${ms / 60_000}m` : `${Math.round(ms / 100) / 10}s`;
 }
 
 function checkNotifyFlags(flags: RunFlags): void {
@@ -211,6 +221,9 @@ function report(s: RunSummary, outDir: string, cwd: string, logPath: string, man
     if (total > shown.length) lines.push(`  … and ${count(total - shown.length, 'more item')}: genbatch status ${manifestArg} lists them all`);
   }
   if (s.changed.length) lines.push(`${count(s.changed.length, 'item')} changed after they were submitted and keep their result (--redo-changed resubmits them): ${s.changed.slice(0, 5).join(', ')}${s.changed.length > 5 ? ', …' : ''}`);
+  for (const [fingerprint, r] of Object.entries(s.keysRefused)) {
+    lines.push(paint.yellow(`the key ${fingerprint} was refused during the run (${r.code}: ${r.message})${r.waiting ? `; ${count(r.waiting, 'item')} sent with it wait${r.waiting === 1 ? 's' : ''} for it (${r.waiting === 1 ? 'it' : 'they'} may have been accepted: resent or read with another key, ${r.waiting === 1 ? 'it' : 'they'} could be paid for twice)` : ''}`));
+  }
   for (const [fingerprint, n] of Object.entries(s.keysMissing)) {
     lines.push(`${count(n, 'item')} ${n === 1 ? 'was' : 'were'} sent with the API key whose fingerprint is ${fingerprint}, which this run does not have: ${n === 1 ? 'it waits' : 'they wait'} for a run with that key (resent or read with another key, ${n === 1 ? 'it' : 'they'} could be paid for twice)`);
   }

@@ -1,0 +1,66 @@
+import type { Store } from '../store/index.js';
+import type { RunClock } from './clock.js';
+
+/**
+ * One key's daily credit cap: what its key day has been charged (from the
+ * state, so a restart keeps it), the credits of its submissions still
+ * unanswered (reserved), and a DAILY_CAP_REACHED pause.
+ */
+export class DailyCap {
+  private reserved = 0;
+  /** Credits of items given to this key whose submissions have not reached the gate yet. */
+  private assigned = 0;
+  private pausedUntil = 0;
+  /** Until when this key's submissions wait for the cap, while they do. */
+  waitingUntil: number | undefined;
+
+  constructor(
+    private readonly store: Store,
+    private readonly fingerprint: string,
+    readonly cap: number,
+    private readonly clock: RunClock,
+  ) {}
+
+  /**
+   * 0 when `credits` more fit the key day now; else when they may be sent.
+   * The gate asks without the credits of items given to the key but not yet
+   * at the gate (they queue behind it); the choice of a key asks with them.
+   */
+  blockedUntil(credits: number, now: number, withAssigned = false): number {
+    const day = this.clock.dayOf(now);
+    const over = this.store.accounting.chargedOn(day, this.fingerprint) + this.reserved + (withAssigned ? this.assigned : 0) + credits > this.cap;
+    const until = Math.max(this.pausedUntil, over ? this.clock.dayStart(day + 1) : 0);
+    return until > now ? until : 0;
+  }
+
+  /** True while a submission of `credits` would wait for this key's cap: new items go to another key first. */
+  isWaiting(now: number, credits: number): boolean {
+    return this.blockedUntil(credits, now, true) > 0;
+  }
+
+  /** An item was given to this key: its credits count until its submission reserves them (or it ends without). */
+  assign(credits: number): () => void {
+    this.assigned += credits;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.assigned -= credits;
+    };
+  }
+
+  reserve(credits: number): () => void {
+    this.reserved += credits;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.reserved -= credits;
+    };
+  }
+
+  /** DAILY_CAP_REACHED: the service's cap for this key is lower than ours; none of its submissions until it resets. */
+  pauseFor(ms: number): void {
+    this.pausedUntil = Math.max(this.pausedUntil, this.clock.now() + ms);
+  }
+}

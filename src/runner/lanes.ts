@@ -1,0 +1,159 @@
+import { setMaxListeners } from 'node:events';
+import type { ApiClient } from '../api/index.js';
+import { Bucket } from '../scheduler/bucket.js';
+import type { KeyLimits } from '../scheduler/limits.js';
+import { Slots } from '../scheduler/slots.js';
+import type { AttemptRow, Store } from '../store/index.js';
+import type { RunClock } from './clock.js';
+import { DailyCap } from './daily-cap.js';
+
+export type JobType = 'image' | 'video';
+
+/** One API key as the run gets it. */
+export interface LaneKey {
+  fingerprint: string;
+  client: ApiClient;
+  /** The key's limits: the flags, lowered where the key's `/me` shows lower ones. */
+  limits: KeyLimits;
+  /** The types the key may submit (its scopes); every type when not known. */
+  scopes?: readonly JobType[] | undefined;
+}
+
+/**
+ * One API key of the run with everything that is the key's own: its buckets,
+ * in-flight slots, daily cap and uploads. An attempt belongs to one lane for
+ * good: its resends, polls and uploads never go with another key.
+ */
+export class KeyLane {
+  readonly fingerprint: string;
+  readonly client: ApiClient;
+  readonly limits: KeyLimits;
+  readonly buckets: { submit: Bucket; read: Bucket; upload: Bucket };
+  readonly slots: Record<JobType, Slots>;
+  readonly cap: DailyCap;
+  /** Uploads under way with this key, shared by items with the same input. */
+  readonly uploadsInFlight = new Map<string, Promise<string>>();
+  /** Aborted when the key leaves the run or the run takes no new work: its queued submissions and upload grants are never sent. */
+  readonly noNewWork: AbortSignal;
+  private readonly leaving = new AbortController();
+  private readonly scopes: readonly JobType[] | undefined;
+  /** Why the service refused the key, once it did. */
+  refused: { code: string; message: string } | undefined;
+
+  constructor(key: LaneKey, store: Store, clock: RunClock, runNoNewWork: AbortSignal, listeners: number) {
+    this.fingerprint = key.fingerprint;
+    this.client = key.client;
+    this.limits = key.limits;
+    this.scopes = key.scopes;
+    this.noNewWork = AbortSignal.any([runNoNewWork, this.leaving.signal]);
+    setMaxListeners(listeners, this.noNewWork);
+    const now = clock.now;
+    const recent = store.accounting.submissionsSince(now() - key.limits.submit.windowMs, key.fingerprint);
+    this.buckets = { submit: new Bucket(key.limits.submit, now, recent), read: new Bucket(key.limits.read, now), upload: new Bucket(key.limits.upload, now) };
+    key.client.observeRemaining((kind, remaining) => this.buckets[kind].serviceRemaining(remaining));
+    this.slots = { image: new Slots(key.limits.imagesInFlight), video: new Slots(key.limits.videosInFlight) };
+    this.cap = new DailyCap(store, key.fingerprint, key.limits.dailyCap, clock);
+  }
+
+  get active(): boolean {
+    return this.refused === undefined;
+  }
+
+  serves(type: JobType): boolean {
+    return this.active && (this.scopes === undefined || this.scopes.includes(type));
+  }
+
+  hasRoomFor(type: JobType): boolean {
+    return this.serves(type) && this.slots[type].free;
+  }
+
+  get busy(): number {
+    return this.slots.image.busy + this.slots.video.busy;
+  }
+
+  /**
+   * The service refused the key: it takes no new work. What waits for its
+   * submit or upload bucket is never sent; its paid jobs are left for a run
+   * in which the key works again. False when it had already left.
+   */
+  leave(code: string, message: string): boolean {
+    if (this.refused) return false;
+    this.refused = { code, message };
+    this.leaving.abort(new Error(message));
+    this.buckets.submit.stop();
+    this.buckets.upload.stop();
+    return true;
+  }
+
+  stop(): void {
+    for (const bucket of Object.values(this.buckets)) bucket.stop();
+  }
+}
+
+/** The run's keys. With one key, one lane: the run is what it always was. */
+export class KeyLanes {
+  readonly all: readonly KeyLane[];
+  private readonly byFingerprint: Map<string, KeyLane>;
+
+  constructor(lanes: KeyLane[]) {
+    this.all = lanes;
+    this.byFingerprint = new Map(lanes.map((l) => [l.fingerprint, l]));
+  }
+
+  get(fingerprint: string | null | undefined): KeyLane | undefined {
+    return fingerprint ? this.byFingerprint.get(fingerprint) : undefined;
+  }
+
+  get active(): KeyLane[] {
+    return this.all.filter((l) => l.active);
+  }
+
+  serving(type: JobType): KeyLane[] {
+    return this.all.filter((l) => l.serves(type));
+  }
+
+  withRoomFor(type: JobType): KeyLane[] {
+    return this.all.filter((l) => l.hasRoomFor(type));
+  }
+
+  /**
+   * The lane a new item of `type` costing `credits` goes to: among those with
+   * a free slot, one whose daily cap has room, the one whose submissions would
+   * leave soonest (fewest waiting for the window), then the least busy.
+   * Undefined while every key with a free slot waits for its cap but a busy
+   * one does not: the item waits for that one's slot. When every key waits,
+   * one of them takes it, and the run waits for the cap.
+   */
+  forNew(type: JobType, withRoom: readonly KeyLane[], credits: number, now: number): KeyLane | undefined {
+    const open = withRoom.filter((l) => !l.cap.isWaiting(now, credits));
+    if (open.length > 0) return leastLoaded(open);
+    if (this.serving(type).some((l) => !l.cap.isWaiting(now, credits))) return undefined;
+    return leastLoaded(withRoom);
+  }
+
+  idle(): boolean {
+    return this.all.every((l) => l.busy === 0);
+  }
+
+  stop(): void {
+    for (const lane of this.all) lane.stop();
+  }
+}
+
+function leastLoaded(lanes: readonly KeyLane[]): KeyLane | undefined {
+  let best: KeyLane | undefined;
+  let bestScore = Infinity;
+  for (const lane of lanes) {
+    const score = lane.buckets.submit.waiting * 1e3 + lane.busy;
+    if (score < bestScore) [best, bestScore] = [lane, score];
+  }
+  return best;
+}
+
+/** Why an item waits for a key the service refused: it was sent with it, and may have been accepted then. */
+export function keyRefusedNote(lane: KeyLane, attempt: Pick<AttemptRow, 'n'>): { code: string; message: string } {
+  return {
+    code: 'KEY_REFUSED',
+    message: `attempt ${attempt.n} was sent with the API key whose fingerprint is ${lane.fingerprint}, which the service then refused (${lane.refused?.code ?? 'refused'}); it may have been accepted, so it is neither resent nor read with another key (that could pay twice). Run the same command again once that key works (genbatch reconcile shows what it was charged)`,
+  };
+}
