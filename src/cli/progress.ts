@@ -21,6 +21,8 @@ export interface LiveFacts {
   waitingUntil: number | undefined;
   submissionsPerMinute: number;
   now: number;
+  /** With several keys: the open items each key has (by fingerprint). */
+  keys?: { fingerprint: string; open: number }[] | undefined;
 }
 
 
@@ -45,6 +47,7 @@ export function liveLine(f: LiveFacts, columns = Infinity): string {
   if (failed) parts.push(`failed ${num(failed)}`);
   parts.push(`credits ${num(f.credits.charged - f.credits.refunded)} net`);
   parts.push(`${num(Math.round(f.submissionsPerMinute))}/min`);
+  if (f.keys?.length) parts.push(`keys ${f.keys.map((k) => `${k.fingerprint.slice(0, 6)} ${num(k.open)}`).join(', ')}`);
   const fits = () => parts.join(' · ').length <= columns - 1;
   const keep = Math.min(2, parts.length);
   while (parts.length > keep && !fits()) parts.pop();
@@ -64,7 +67,7 @@ export class Progress {
   private timer: NodeJS.Timeout | undefined;
   private readonly startedAt = Date.now();
   private submittedAt: number[] = [];
-  private eta: { seconds: number | undefined; at: number } = { seconds: undefined, at: 0 };
+  private eta: { seconds: number | undefined; at: number; keys?: LiveFacts['keys'] } = { seconds: undefined, at: 0 };
   private waitingUntil: number | undefined;
 
   private readonly paint: Paint;
@@ -73,6 +76,8 @@ export class Progress {
     private readonly out: NodeJS.WriteStream,
     private readonly store: Store,
     private readonly total: number,
+    /** The run's keys, by fingerprint: with several, the line shows each one's open items. */
+    private readonly keys: readonly string[] = [],
   ) {
     this.paint = paintFor(out);
   }
@@ -114,7 +119,7 @@ export class Progress {
     const now = Date.now();
     this.submittedAt = this.submittedAt.filter((t) => t > now - RATE_WINDOW_MS);
     // The same ETA as `genbatch status`, refreshed every few seconds rather than every frame.
-    if (now - this.eta.at > ETA_REFRESH_MS) this.eta = { seconds: liveEta(this.store, now)?.seconds, at: now };
+    if (now - this.eta.at > ETA_REFRESH_MS) this.eta = { seconds: liveEta(this.store, now)?.seconds, at: now, keys: this.keysFacts() };
     // Over the time the run has had, up to a minute: the first minute's rate is not diluted.
     const span = Math.min(RATE_WINDOW_MS, Math.max(1_000, now - this.startedAt));
     return {
@@ -125,7 +130,14 @@ export class Progress {
       waitingUntil: this.waitingUntil,
       submissionsPerMinute: (this.submittedAt.length * 60_000) / span,
       now,
+      keys: this.eta.keys,
     };
+  }
+
+  private keysFacts(): LiveFacts['keys'] {
+    if (this.keys.length < 2) return undefined;
+    const open = new Map(this.store.items.openByKey().map((r) => [r.key_fp, r.n]));
+    return this.keys.map((fingerprint) => ({ fingerprint, open: open.get(fingerprint) ?? 0 }));
   }
 
   private draw(): void {

@@ -23,7 +23,8 @@ export interface Estimate {
   models: ModelCost[];
   credits: { total: number; unpricedItems: number; complete: boolean };
   balance?: { credits: number; enough: boolean };
-  dailyCap: { credits: number; keyDays: number };
+  /** The cap of every key together, the largest one key's (a job above it can be sent by no key), and the key days the manifest needs. */
+  dailyCap: { credits: number; largestKey: number; keys: number; keyDays: number };
   budget?: { maxCredits: number; within: boolean; itemsWithin: number };
   duration: { seconds: number; limitedBy: Bound };
   /** The highest price of one job: above the daily cap, that job can never be submitted. */
@@ -34,7 +35,10 @@ export interface EstimateInput {
   items: readonly ResolvedItem[];
   catalog: Catalog;
   prices: Manifest['prices'];
+  /** The limits of every key together (one key: its own). */
   limits: KeyLimits;
+  /** Each key's daily cap, with several keys. */
+  keyCaps?: readonly number[];
   balance?: number;
   maxCredits?: number;
 }
@@ -85,7 +89,7 @@ export function estimate(input: EstimateInput): Estimate {
     models: models.sort((a, b) => b.credits - a.credits || a.model.localeCompare(b.model)),
     credits: { total, unpricedItems, complete: unpricedItems === 0 },
     ...(input.balance !== undefined ? { balance: { credits: input.balance, enough: input.balance >= total } } : {}),
-    dailyCap: { credits: input.limits.dailyCap, keyDays: duration.keyDays },
+    dailyCap: { credits: input.limits.dailyCap, largestKey: Math.max(...(input.keyCaps ?? [input.limits.dailyCap])), keys: input.keyCaps?.length ?? 1, keyDays: duration.keyDays },
     ...(input.maxCredits !== undefined ? { budget: { maxCredits: input.maxCredits, within: total <= input.maxCredits, itemsWithin } } : {}),
     duration: { seconds: Math.round(duration.seconds), limitedBy: duration.limitedBy },
     maxJobCredits,
@@ -100,6 +104,6 @@ export function blockers(e: Estimate, spent = 0): { reason: 'balance' | 'budget'
   if (e.budget && spent + e.credits.total > e.budget.maxCredits) {
     out.push({ reason: 'budget', message: `the budget of ${n(e.budget.maxCredits)} credits is short by ${n(spent + e.credits.total - e.budget.maxCredits)}${spent ? ` (${n(spent)} already charged net)` : ''}: raise it (--max-credits or budget.maxCredits), or the run stops at it` });
   }
-  if (e.maxJobCredits > e.dailyCap.credits) out.push({ reason: 'daily-cap', message: `a job of ${n(e.maxJobCredits)} credits is over the daily cap of ${n(e.dailyCap.credits)}: it can never be submitted on this key` });
+  if (e.maxJobCredits > e.dailyCap.largestKey) out.push({ reason: 'daily-cap', message: `a job of ${n(e.maxJobCredits)} credits is over the daily cap of ${n(e.dailyCap.largestKey)}: it can never be submitted on ${e.dailyCap.keys > 1 ? 'any key' : 'this key'}` });
   return out;
 }

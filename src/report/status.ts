@@ -29,6 +29,12 @@ export interface Status {
   };
   /** Only while a run is under way. */
   eta: { seconds: number; at: string; basis: 'observed' | 'limits' } | null;
+  /**
+   * Each API key the state's attempts were sent with, by fingerprint ('' for
+   * attempts from before keys were recorded): its jobs, credits, credits on
+   * the current key day, and the open items that wait for it or run on it.
+   */
+  keys: { fingerprint: string; jobs: number; charged: number; refunded: number; chargedToday: number; open: number }[];
 }
 
 const iso = (ms: number | null | undefined) => (ms ? new Date(ms).toISOString() : null);
@@ -53,7 +59,14 @@ export function collectStatus(store: Store, where: { manifest: string; state: st
     removed: store.items.removed(),
     run: { running, sessions: sessions.length, startedAt: iso(sessions[0]?.started_at), lastActiveAt: iso(last && (running ? now : (last.ended_at ?? last.heartbeat_at))), seconds: Math.round(seconds), waitingUntil: iso(waitingUntil) },
     eta: running && last ? etaOf(store, last, charged, now) : null,
+    keys: keysOf(store, keyDayOf(now, last?.time_scale ?? 1)),
   };
+}
+
+function keysOf(store: Store, today: number): Status['keys'] {
+  const todayBy = new Map(store.accounting.byKeyOn(today).map((r) => [r.key_fp, r.charged]));
+  const openBy = new Map(store.items.openByKey().map((r) => [r.key_fp, r.n]));
+  return store.attempts.byKey().map((k) => ({ fingerprint: k.key_fp, jobs: k.jobs, charged: k.charged, refunded: k.refunded, chargedToday: todayBy.get(k.key_fp) ?? 0, open: openBy.get(k.key_fp) ?? 0 }));
 }
 
 /** Time spent running, over all sessions: a killed one counts to its last heartbeat, a live one (`liveNow`) to now. */

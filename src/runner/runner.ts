@@ -5,6 +5,7 @@ import type { Job } from '../api/index.js';
 import type { Catalog } from '../api/catalog.js';
 import { priceOf } from '../estimate/prices.js';
 import type { ManifestTop, ResolvedItem } from '../manifest/index.js';
+import { combinedLimits } from '../scheduler/limits.js';
 import type { ItemProblem, ItemRow, ItemState, Store } from '../store/index.js';
 import type { ItemSpec } from './bodies.js';
 import { RunClock } from './clock.js';
@@ -98,7 +99,9 @@ export class Runner implements RunContext {
   async run(): Promise<RunSummary> {
     const { store, opts } = this;
     this.runStartedAt = opts.now();
-    const runId = (this.runId = store.runs.begin(this.runStartedAt, { limits: opts.limits, timeScale: opts.timeScale, outDir: opts.outDir }));
+    // The limits the run paces to, all keys together: status's ETA reads them.
+    const limits = combinedLimits(this.lanes.all.map((l) => l.limits));
+    const runId = (this.runId = store.runs.begin(this.runStartedAt, { limits, timeScale: opts.timeScale, outDir: opts.outDir }));
     // A heartbeat, so status can tell a live run from a killed one and when submissions resume.
     const heartbeat = setInterval(() => store.runs.beat(runId, opts.now(), this.waitingUntil), HEARTBEAT_MS);
     heartbeat.unref();

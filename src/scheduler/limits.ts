@@ -44,3 +44,26 @@ export const KEY_DAY_MS = 86_400_000;
 export function keyDayOf(at: number, timeScale: number): number {
   return Math.floor(at / (KEY_DAY_MS / timeScale));
 }
+
+/**
+ * What several keys allow together, as one key's limits: their rates added
+ * (over the first key's window), their in-flight slots and daily caps summed.
+ * The ETA and the estimate of a pool; each key is still paced on its own.
+ */
+export function combinedLimits(each: readonly KeyLimits[]): KeyLimits {
+  const [first, ...rest] = each;
+  if (!first) throw new Error('no limits to combine');
+  const add = (pick: (l: KeyLimits) => Rate): Rate => {
+    const windowMs = pick(first).windowMs;
+    return { count: each.reduce((n, l) => n + (pick(l).count * windowMs) / pick(l).windowMs, 0), windowMs };
+  };
+  if (rest.length === 0) return first;
+  return {
+    submit: add((l) => l.submit),
+    read: add((l) => l.read),
+    upload: add((l) => l.upload),
+    imagesInFlight: each.reduce((n, l) => n + l.imagesInFlight, 0),
+    videosInFlight: each.reduce((n, l) => n + l.videosInFlight, 0),
+    dailyCap: each.reduce((n, l) => n + l.dailyCap, 0),
+  };
+}

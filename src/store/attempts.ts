@@ -47,6 +47,7 @@ export class Attempts {
   private readonly endedBadlyStmt;
   private readonly ofItemStmt;
   private readonly largestStmt;
+  private readonly byKeyStmt;
 
   constructor(db: Db) {
     this.insert = db.prepare('INSERT INTO attempts (item_id, n, idempotency_key, body, status, created_at, key_fp) VALUES (@itemId, @n, @key, @body, \'created\', @now, @keyFp)');
@@ -65,6 +66,9 @@ export class Attempts {
     this.endedBadlyStmt = db.prepare<[string], { n: number }>("SELECT count(*) AS n FROM attempts WHERE item_id = ? AND status IN ('failed', 'expired')");
     this.largestStmt = db.prepare<[], { model: string; credits: number }>('SELECT i.model AS model, max(a.charged) AS credits FROM attempts a JOIN items i ON i.id = a.item_id WHERE a.job_id IS NOT NULL GROUP BY i.model');
     this.ofItemStmt = db.prepare<[string], AttemptRow>('SELECT * FROM attempts WHERE item_id = ? ORDER BY n');
+    this.byKeyStmt = db.prepare<[], { key_fp: string; jobs: number; charged: number; refunded: number }>(
+      "SELECT coalesce(key_fp, '') AS key_fp, count(job_id) AS jobs, sum(charged) AS charged, sum(refunded) AS refunded FROM attempts WHERE sent_at IS NOT NULL GROUP BY 1 ORDER BY 1",
+    );
     // Kept by triggers (migration 7): one row, read on every submission and every frame of the live line.
     this.totalsStmt = db.prepare<[], { charged: number; refunded: number }>('SELECT charged, refunded FROM attempt_totals');
   }
@@ -127,6 +131,11 @@ export class Attempts {
 
   totals(): { charged: number; refunded: number } {
     return this.totalsStmt.get()!;
+  }
+
+  /** What each API key (by fingerprint; '' from before keys were recorded) sent: its jobs and credits. */
+  byKey(): { key_fp: string; jobs: number; charged: number; refunded: number }[] {
+    return this.byKeyStmt.all();
   }
 
   /** Per model, the largest charge of any job: a price bound where the catalog gives none. */

@@ -42,6 +42,12 @@ describe('the live line', () => {
     expect(liveLine(f, 80)).toContain(`waiting for the daily cap until ${localTime(f.waitingUntil!)} (in 3 h 12 min)`);
     expect(liveLine(f, 80)).not.toContain('ETA');
   });
+
+  it('with several keys, ends with each key’s open items by the start of its fingerprint, the first part to give way', () => {
+    const f = facts({ keys: [{ fingerprint: 'c8be2a2dc6a1', open: 10 }, { fingerprint: '7a33a13c3f53', open: 0 }] });
+    expect(liveLine(f)).toMatch(/· 10\/min · keys c8be2a 10, 7a33a1 0$/);
+    expect(liveLine(f, 120)).not.toContain('keys');
+  });
 });
 
 describe('on a terminal', () => {

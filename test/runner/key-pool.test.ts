@@ -58,6 +58,15 @@ describe('a key pool (GENBATCH_API_KEYS)', () => {
     for (const a of readState(ws.statePath).attempts as unknown as { idempotency_key: string; key_fp: string }[]) {
       if (byIdem.has(a.idempotency_key)) expect(fpOf[a.key_fp]).toBe(byIdem.get(a.idempotency_key));
     }
+    // The live line names each key's open items; status and estimate speak of each key.
+    expect(res.stderr).toMatch(/keys [0-9a-f]{6} \d+, [0-9a-f]{6} \d+, [0-9a-f]{6} \d+/);
+    const status = JSON.parse((await runCli(['status', 'm.yaml', '--json'], env, ws.dir)).stdout) as { keys: { fingerprint: string; jobs: number; charged: number; open: number }[] };
+    expect(Object.fromEntries(status.keys.map((k) => [fpOf[k.fingerprint], k.jobs]))).toEqual(by);
+    expect(status.keys.reduce((n, k) => n + k.charged, 0)).toBe(72);
+    expect((await runCli(['status', 'm.yaml'], env, ws.dir)).stdout).toMatch(/key +jobs +credits net +today +open/);
+    const estimate = JSON.parse((await runCli(['estimate', 'm.yaml', '--json'], env, ws.dir)).stdout) as { dailyCap: { credits: number; keys: number; largestKey: number }; keys: { dailyCap: number; submitRate: string }[] };
+    expect(estimate.dailyCap).toMatchObject({ credits: 40_008, keys: 3, largestKey: 20_000 });
+    expect(estimate.keys.map((k) => [k.dailyCap, k.submitRate])).toEqual([[20_000, '10/60s'], [8, '10/60s'], [20_000, '3/60s']]);
     for (const key of Object.values(t.sim.keys)) expectKeyNowhere(ws.dir, key);
   });
 

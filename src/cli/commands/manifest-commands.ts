@@ -5,7 +5,8 @@ import { blockers, estimate, formatDuration, type Estimate } from '../../estimat
 import { openStateReadOnly, statePathFor } from '../state-path.js';
 import { IssueList, type LoadedManifest, type ManifestIssue } from '../../manifest/index.js';
 import { checkAgainstService } from '../../manifest/online.js';
-import { DEFAULT_KEY_LIMITS, formatRate, type KeyLimits, type Rate } from '../../scheduler/limits.js';
+import { combinedLimits, DEFAULT_KEY_LIMITS, formatRate, type KeyLimits, type Rate } from '../../scheduler/limits.js';
+import { setUpPool } from '../../runner/pool.js';
 import { connect, type ConnectionFlags } from '../connection.js';
 import { EXIT, ExitError } from '../exit.js';
 import { table } from '../format.js';
@@ -91,19 +92,24 @@ const NOT_SENT = new Set(['pending', 'queued']);
 export async function estimateCommand(path: string, opts: EstimateFlags, env: NodeJS.ProcessEnv, cwd: string): Promise<{ text: string; exitCode: number }> {
   const loaded = await loadValid(path, cwd);
   const soFar = runSoFar(loaded, opts, cwd);
-  const connection = await connect(opts, env);
+  const connection = await connect(opts, env, undefined, { pool: true });
   try {
-    const me = await connection.client.me();
-    const catalog = await Catalog.fetch(connection.client, loaded.items.map((i) => i.type));
-    const limits: KeyLimits = {
+    const flags: KeyLimits = {
       ...DEFAULT_KEY_LIMITS,
       ...(opts.submitRate ? { submit: opts.submitRate } : {}),
       ...(opts.maxImagesInFlight ? { imagesInFlight: opts.maxImagesInFlight } : {}),
       ...(opts.maxVideosInFlight ? { videosInFlight: opts.maxVideosInFlight } : {}),
-      dailyCap: opts.dailyCap ?? me.dailyCap ?? DEFAULT_KEY_LIMITS.dailyCap,
+      ...(opts.dailyCap ? { dailyCap: opts.dailyCap } : {}),
     };
+    // Each key's own limits and cap (its /me, in the service's time); several keys run side by side.
+    const pool = await setUpPool(connection.keys, flags, 1);
+    if (pool.keys.length === 0) throw new ExitError(EXIT.stopped, `the service refused every key: ${pool.refused.map((r) => `${r.fingerprint} ${r.code}`).join(', ')}`);
+    const me = await pool.keys[0]!.client.me();
+    const catalog = await Catalog.fetch(pool.keys[0]!.client, loaded.items.map((i) => i.type));
+    const limits = combinedLimits(pool.keys.map((k) => k.limits));
+    const keyCaps = pool.keys.map((k) => k.limits.dailyCap);
     const maxCredits = opts.maxCredits ?? loaded.manifest.budget?.maxCredits;
-    const of = (items: LoadedManifest['items']) => estimate({ items, catalog, prices: loaded.manifest.prices, limits, balance: me.credits, ...(maxCredits !== undefined ? { maxCredits } : {}) });
+    const of = (items: LoadedManifest['items']) => estimate({ items, catalog, prices: loaded.manifest.prices, limits, keyCaps, balance: me.credits, ...(maxCredits !== undefined ? { maxCredits } : {}) });
     const result = of(loaded.items);
     const remaining = soFar ? of(loaded.items.filter((i) => NOT_SENT.has(soFar.states.get(i.id) ?? 'pending'))) : undefined;
     // What the rest of the run needs is judged, not what the whole manifest cost from the start.
@@ -112,7 +118,8 @@ export async function estimateCommand(path: string, opts: EstimateFlags, env: No
     const simulated = Boolean(opts.simulate);
     if (opts.json) {
       const rest = remaining ? { remaining: { items: remaining.items, credits: remaining.credits, duration: remaining.duration, alreadyCharged: soFar!.spent } } : {};
-      const text = JSON.stringify({ manifest: loaded.source.file, name: loaded.name, simulated, ...result, ...rest, blockers: problems, limits: { submitRate: formatRate(limits.submit), imagesInFlight: limits.imagesInFlight, videosInFlight: limits.videosInFlight } }, null, 2);
+      const keys = pool.keys.map((k) => ({ fingerprint: k.fingerprint, submitRate: formatRate(k.limits.submit), imagesInFlight: k.limits.imagesInFlight, videosInFlight: k.limits.videosInFlight, dailyCap: k.limits.dailyCap }));
+      const text = JSON.stringify({ manifest: loaded.source.file, name: loaded.name, simulated, ...result, ...rest, blockers: problems, limits: { submitRate: formatRate(limits.submit), imagesInFlight: limits.imagesInFlight, videosInFlight: limits.videosInFlight }, keys, refusedKeys: pool.refused }, null, 2);
       return { text, exitCode };
     }
     return { text: formatEstimate(loaded, result, limits, { simulated, remaining, spent: soFar?.spent ?? 0, problems }), exitCode };
@@ -135,7 +142,8 @@ function formatEstimate(m: LoadedManifest, e: Estimate, limits: KeyLimits, more:
   if (r) lines.push(`remaining: ${n(r.items.total)} of ${n(e.items.total)} items not sent yet, ${r.credits.complete ? '' : 'at least '}${n(r.credits.total)} credits, about ${formatDuration(r.duration.seconds)} (${n(more.spent)} credits already charged net)`);
   const judged = r ?? e;
   if (judged.balance) lines.push(`balance:   ${n(judged.balance.credits)} credits, ${judged.balance.enough ? 'enough' : `short by ${n(judged.credits.total - judged.balance.credits)}`}`);
-  lines.push(`daily cap: ${n(e.dailyCap.credits)} credits per key day: ${e.dailyCap.keyDays} key day${e.dailyCap.keyDays === 1 ? '' : 's'}`);
+  const over = e.dailyCap.keys > 1 ? ` over ${e.dailyCap.keys} keys` : '';
+  lines.push(`daily cap: ${n(e.dailyCap.credits)} credits per key day${over}: ${e.dailyCap.keyDays} key day${e.dailyCap.keyDays === 1 ? '' : 's'}`);
   if (judged.budget) {
     const within = !more.problems.some((p) => p.reason === 'budget');
     lines.push(`budget:    ${n(judged.budget.maxCredits)} credits, ${within ? 'within budget' : `over budget: the run stops after about ${n(judged.budget.itemsWithin)} items`}`);

@@ -116,7 +116,7 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
   const logPath = join(dirname(statePath), `${manifest.name}${flags.simulate ? '.simulated' : ''}.log`);
   mkdirSync(dirname(logPath), { recursive: true });
   const logger = createLogger({ secrets: [...keyTextsIn(env), connection.simulator?.apiKey ?? ''].filter(Boolean), destination: createWriteStream(logPath, { flags: 'a' }) });
-  const progress = new Progress(progressOut, store, itemCount);
+  const progress = new Progress(progressOut, store, itemCount, pool.keys.map((k) => k.fingerprint));
   const notifier = notifierFor(flags, { run: store.meta('run_id') ?? runIdFor(manifest.source.absPath, manifest.name), manifest: manifest.source.absPath, store, logger });
   const runner = new Runner(pool.keys, store, manifest, {
     outDir,

@@ -48,6 +48,10 @@ function statusTable(s: Status, paint: Paint): string {
     lines.push(redRows(table(['item', 'state', 'code', 'message'], shown)));
     if (s.problems.length > PROBLEMS_SHOWN) lines.push(`… and ${s.problems.length - PROBLEMS_SHOWN} more (status --json lists them all)`);
   }
+  // Several keys: what each sent, and spent today (its own daily cap).
+  if (s.keys.length > 1) {
+    lines.push(table(['key', 'jobs', 'credits net', 'today', 'open'], s.keys.map((k) => [k.fingerprint || '(before keys were recorded)', num(k.jobs), num(k.charged - k.refunded), num(k.chargedToday), num(k.open)])));
+  }
   if (run.running) {
     const eta = s.eta ? `; ETA ${formatDuration(s.eta.seconds)} (${when(s.eta.at)}, from ${s.eta.basis === 'observed' ? "this run's pace" : 'the limits'})` : '';
     const wait = run.waitingUntil ? `; submissions wait for the daily cap until ${when(run.waitingUntil)}` : '';
