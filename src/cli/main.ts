@@ -97,6 +97,7 @@ withConnection(program.command('run').argument('<manifest>').description('run, o
   .option('--max-output-mb <n>', 'refuse an output larger than this (default 2048)', positiveInt)
   .option('--sidecars', 'also write a metadata file (<output>.json) next to each output')
   .option('--time-scale <x>', 'divide the key day and the default rate windows by this (rehearsals on a time-scaled simulator; 60 with --simulate)', positiveNumber)
+  .option('--coordinator <url>', 'a postgres:// URL: every genbatch process using it shares each key\'s limits (default GENBATCH_COORDINATOR; none: this process is the key\'s only user)')
   .option('--json', 'at the end, print the run summary as JSON (progress stays on stderr)')
   .action(async (manifest: string, opts) => {
     const { runCommand } = await import('./commands/run.js');

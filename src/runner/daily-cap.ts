@@ -1,5 +1,10 @@
+import type { Coordinator } from '../coordinator/postgres.js';
 import type { Store } from '../store/index.js';
+import { KEY_DAY_MS } from '../scheduler/limits.js';
 import type { RunClock } from './clock.js';
+
+/** No submission leaves this close to the end of a key day (a twentieth of the day at most, in a scaled rehearsal). */
+const DAY_END_GUARD_MS = 2_000;
 
 /**
  * One key's daily credit cap: what its key day has been charged (from the
@@ -16,9 +21,11 @@ export class DailyCap {
 
   constructor(
     private readonly store: Store,
-    private readonly fingerprint: string,
+    readonly fingerprint: string,
     readonly cap: number,
     private readonly clock: RunClock,
+    /** With several processes on the key: the day's credits are reserved there too, before each submission. */
+    readonly shared?: Coordinator | undefined,
   ) {}
 
   /**
@@ -28,9 +35,15 @@ export class DailyCap {
    */
   blockedUntil(credits: number, now: number, withAssigned = false): number {
     const day = this.clock.dayOf(now);
-    const over = this.store.accounting.chargedOn(day, this.fingerprint) + this.reserved + (withAssigned ? this.assigned : 0) + credits > this.cap;
-    const until = Math.max(this.pausedUntil, over ? this.clock.dayStart(day + 1) : 0);
+    const next = this.clock.dayStart(day + 1);
+    const over = this.dayEnding(now) || this.store.accounting.chargedOn(day, this.fingerprint) + this.reserved + (withAssigned ? this.assigned : 0) + credits > this.cap;
+    const until = Math.max(this.pausedUntil, over ? next : 0);
     return until > now ? until : 0;
+  }
+
+  /** A submission sent this close to the day's end may be charged on the next (it arrives later): none is sent then. */
+  dayEnding(now: number): boolean {
+    return this.clock.dayStart(this.clock.dayOf(now) + 1) - now < Math.min(DAY_END_GUARD_MS, this.clock.scaled(KEY_DAY_MS) / 20);
   }
 
   /** True while a submission of `credits` would wait for this key's cap: new items go to another key first. */

@@ -11,6 +11,9 @@ export interface GateLimits {
   maxBlocked: number;
 }
 
+/** Lets reserved credits go once the submission is answered, with what it was charged (nothing, when refused). */
+export type Release = (charged?: number) => void;
+
 /**
  * What a submission must pass before it leaves: the run's budget, its key's
  * daily cap (with the credits of submissions still unanswered reserved), a
@@ -27,6 +30,9 @@ export class Gates {
   private readonly largestCharge = new Map<string, number>();
   private readonly unpricedInFlight = new Set<string>();
   private readonly unpricedNoted = new Set<string>();
+  private coordinatorDown = false;
+  /** Blocked submissions the coordinator counts for the run's keys, by every process (refreshed by the run). */
+  sharedBlocked = 0;
 
   constructor(
     private readonly store: Store,
@@ -66,7 +72,7 @@ export class Gates {
    * one submission at a time until a charge shows its price. `handOver`
    * says whether, rather than wait, the submission may go to another key.
    */
-  async dailyCapGate(cap: DailyCap, price: number | undefined, model: string, handOver?: (credits: number) => boolean, withinBudget = false): Promise<(() => void) | 'hand-over' | undefined> {
+  async dailyCapGate(cap: DailyCap, price: number | undefined, model: string, handOver?: (credits: number) => boolean, withinBudget = false): Promise<Release | 'hand-over' | undefined> {
     const credits = price ?? 0;
     for (;;) {
       // An item given out within the budget still goes when the budget then stops the run (as one reserved does).
@@ -79,13 +85,17 @@ export class Gates {
         continue;
       }
       const now = this.clock.now();
-      const until = cap.blockedUntil(credits, now);
+      let until = cap.blockedUntil(credits, now);
+      // Other processes on the key: the day's room is theirs too, reserved in the coordinator.
+      const shared = until === 0 && cap.shared ? await this.reserveShared(cap, credits, now) : undefined;
+      if (shared === 'unreachable') continue;
+      if (shared === 'full') until = this.clock.dayStart(this.clock.dayOf(now) + 1);
       if (until === 0) {
         if (cap.waitingUntil !== undefined) {
           cap.waitingUntil = undefined;
           this.onWaiting();
         }
-        return this.reserve(credits, cap, price === undefined ? model : undefined);
+        return this.reserve(credits, cap, price === undefined ? model : undefined, typeof shared === 'object' ? shared : undefined);
       }
       // Another key has room now: this submission, never sent, goes to it instead of waiting.
       if (handOver?.(credits)) return 'hand-over';
@@ -94,7 +104,23 @@ export class Gates {
         cap.waitingUntil = until;
         this.onWaiting();
       }
-      await this.control.waitForWake(Math.min(until - now, this.clock.scaled(60_000)));
+      // Another process's reservations may be released before the day ends: asked again sooner then.
+      await this.control.waitForWake(Math.min(until - now, this.clock.scaled(shared === 'full' ? 5_000 : 60_000)));
+    }
+  }
+
+  /** The credits reserved in the coordinator on the key's day (the reservation), or why not. */
+  private async reserveShared(cap: DailyCap, credits: number, now: number): Promise<{ id: string; day: number } | 'full' | 'unreachable'> {
+    const day = this.clock.dayOf(now);
+    try {
+      const id = await cap.shared!.reserveCredits(cap.fingerprint, day, credits, cap.cap);
+      this.coordinatorDown = false;
+      return id ? { id, day } : 'full';
+    } catch (error) {
+      if (!this.coordinatorDown) this.control.emit({ kind: 'notice', message: `${(error as Error).message}; submissions wait until it answers again (nothing paid is lost)` });
+      this.coordinatorDown = true;
+      await this.control.waitForWake(1_000);
+      return 'unreachable';
     }
   }
 
@@ -109,7 +135,7 @@ export class Gates {
     };
   }
 
-  private reserve(credits: number, cap: DailyCap, unpricedModel: string | undefined): () => void {
+  private reserve(credits: number, cap: DailyCap, unpricedModel: string | undefined, shared?: { id: string; day: number }): Release {
     this.reserved += credits;
     const releaseCap = cap.reserve(credits);
     if (unpricedModel !== undefined) {
@@ -120,11 +146,14 @@ export class Gates {
       }
     }
     let released = false;
-    return () => {
+    return (charged = 0) => {
       if (released) return;
       released = true;
       this.reserved -= credits;
       releaseCap();
+      // If the database cannot be told, the reservation's lease runs out; this process's own day count still has the charge.
+      // Counted on the day the answer came (as this process's own day count does).
+      if (shared) cap.shared!.settleCredits(shared.id, cap.fingerprint, this.clock.dayOf(this.clock.now()), charged).catch(() => {});
       if (unpricedModel !== undefined && this.unpricedInFlight.delete(unpricedModel)) this.control.wake();
     };
   }
@@ -135,7 +164,7 @@ export class Gates {
    * (at most 29): the key's count cannot reach the service's threshold of 30.
    */
   breaker(unanswered: number): 'go' | 'wait' | 'stop' {
-    const blocked = this.store.accounting.blockedSince(this.clock.now() - this.clock.scaled(WEEK_MS));
+    const blocked = Math.max(this.sharedBlocked, this.store.accounting.blockedSince(this.clock.now() - this.clock.scaled(WEEK_MS)));
     if (blocked + unanswered < this.limits.maxBlocked) return 'go';
     if (blocked < this.limits.maxBlocked) return 'wait';
     this.control.stop('moderation', `${blocked} submissions were blocked by moderation in the last 7 days; stopping before the service's threshold of 30 costs the key its eligibility. Review the blocked prompts (genbatch status).`);

@@ -3,7 +3,7 @@ import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { fileTypeFromFile } from 'file-type';
 import type { ApiClient } from '../api/index.js';
-import type { Bucket } from '../scheduler/bucket.js';
+import type { Pacer } from '../scheduler/pacer.js';
 import type { Store } from '../store/index.js';
 
 export class InputError extends Error {
@@ -46,7 +46,7 @@ export interface UploadContext {
   client: ApiClient;
   keyFp: string;
   store: Store;
-  bucket: Bucket;
+  bucket: Pacer;
   now: () => number;
   /** Material must stay valid at least this long after it is (re)used. */
   validityMarginMs: number;

@@ -53,8 +53,13 @@ export class JobTask {
   }
 
   async run(): Promise<void> {
+    let releaseSlot: (() => void) | undefined;
     try {
       let attempt = this.item.state === 'pending' ? await this.newAttempt() : this.ctx.store.attempts.latest(this.itemId);
+      if (!attempt) return;
+      // With other processes on the key, one of its shared in-flight slots, from before the submission to the job's end.
+      releaseSlot = await this.lane.holdSharedSlot(this.item.type, this.itemId, attempt.job_id !== null, attempt.job_id !== null ? this.ctx.abort.signal : this.lane.noNewWork);
+      if (!releaseSlot) return;
       while (attempt) {
         const jobId = attempt.job_id ?? (await this.submit(attempt));
         if (!jobId) return;
@@ -63,6 +68,7 @@ export class JobTask {
         attempt = await this.ended(attempt, job);
       }
     } finally {
+      releaseSlot?.();
       this.ctx.wake();
     }
   }
@@ -144,13 +150,20 @@ export class JobTask {
         return undefined;
       }
       if (!release) return undefined;
+      const gateDay = ctx.dayOf(opts.now());
       try {
-        const job: Job | undefined = await lane.buckets.submit.run(async () => {
+        const job: Job | undefined | 'day-ended' = await lane.buckets.submit.run(async () => {
           if (lane.noNewWork.aborted) return undefined; // queued when the run stopped: not sent (a budget stop lets reserved ones go)
+          // It waited for the window past the key day it was let through for: through the gate again, for the new day.
+          if (ctx.dayOf(opts.now()) !== gateDay || lane.cap.dayEnding(opts.now())) return 'day-ended';
           if (!store.life.recordSent(attempt.item_id, attempt.n, opts.now(), lane.fingerprint)) return undefined;
           sent = true;
           return this.item.type === 'image' ? client.submitImage(body, attempt.idempotency_key) : client.submitVideo(body, attempt.idempotency_key);
         }, lane.noNewWork);
+        if (job === 'day-ended') {
+          release();
+          continue;
+        }
         if (!job) {
           release();
           return undefined;
@@ -161,7 +174,7 @@ export class JobTask {
         store.life.recordAccepted(attempt.item_id, attempt.n, job.id, charged, ctx.dayOf(now), now);
         ctx.jobAccepted(attempt.item_id);
         ctx.emit({ kind: 'submitted', itemId: attempt.item_id, attempt: attempt.n, jobId: job.id, credits: charged });
-        release();
+        release(charged);
         return job.id;
       } catch (error) {
         release();
@@ -203,7 +216,10 @@ export class JobTask {
               return next ? this.submit(next) : undefined;
             }
             if (store.life.recordRefused(attempt.item_id, attempt.n, e, reaction.as, opts.now())) this.final(reaction.as, e.code, e.message);
-            if (reaction.as === 'blocked') ctx.wake();
+            if (reaction.as === 'blocked') {
+              ctx.noteBlocked(lane);
+              ctx.wake();
+            }
             return undefined;
           case 'stop-run':
             // This answer says this request made no job; an earlier send of the same attempt may have.

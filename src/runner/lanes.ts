@@ -1,6 +1,10 @@
 import { setMaxListeners } from 'node:events';
 import type { ApiClient } from '../api/index.js';
+import type { Coordinator } from '../coordinator/postgres.js';
+import { SharedBucket } from '../coordinator/shared-bucket.js';
+import { holdSharedSlot } from '../coordinator/shared-slots.js';
 import { Bucket } from '../scheduler/bucket.js';
+import type { Pacer } from '../scheduler/pacer.js';
 import type { KeyLimits } from '../scheduler/limits.js';
 import { Slots } from '../scheduler/slots.js';
 import type { AttemptRow, Store } from '../store/index.js';
@@ -17,6 +21,8 @@ export interface LaneKey {
   limits: KeyLimits;
   /** The types the key may submit (its scopes); every type when not known. */
   scopes?: readonly JobType[] | undefined;
+  /** Shares the key's limits with every process using the same database; without, this process assumes it is the key's only user. */
+  coordinator?: Coordinator | undefined;
 }
 
 /**
@@ -28,7 +34,8 @@ export class KeyLane {
   readonly fingerprint: string;
   readonly client: ApiClient;
   readonly limits: KeyLimits;
-  readonly buckets: { submit: Bucket; read: Bucket; upload: Bucket };
+  readonly buckets: { submit: Pacer; read: Pacer; upload: Pacer };
+  readonly coordinator: Coordinator | undefined;
   readonly slots: Record<JobType, Slots>;
   readonly cap: DailyCap;
   /** Uploads under way with this key, shared by items with the same input. */
@@ -40,19 +47,45 @@ export class KeyLane {
   /** Why the service refused the key, once it did. */
   refused: { code: string; message: string } | undefined;
 
-  constructor(key: LaneKey, store: Store, clock: RunClock, runNoNewWork: AbortSignal, listeners: number) {
+  constructor(
+    key: LaneKey,
+    store: Store,
+    clock: RunClock,
+    runNoNewWork: AbortSignal,
+    listeners: number,
+    /** Says when the coordinator stops (false) or starts again (true) answering. */
+    private readonly onCoordinator: (reachable: boolean, message: string) => void = () => {},
+  ) {
     this.fingerprint = key.fingerprint;
     this.client = key.client;
     this.limits = key.limits;
     this.scopes = key.scopes;
+    this.coordinator = key.coordinator;
     this.noNewWork = AbortSignal.any([runNoNewWork, this.leaving.signal]);
     setMaxListeners(listeners, this.noNewWork);
     const now = clock.now;
-    const recent = store.accounting.submissionsSince(now() - key.limits.submit.windowMs, key.fingerprint);
-    this.buckets = { submit: new Bucket(key.limits.submit, now, recent), read: new Bucket(key.limits.read, now), upload: new Bucket(key.limits.upload, now) };
+    const { coordinator } = key;
+    if (coordinator) {
+      const shared = (kind: 'submit' | 'read' | 'upload') => new SharedBucket(coordinator, key.fingerprint, kind, key.limits[kind], onCoordinator);
+      this.buckets = { submit: shared('submit'), read: shared('read'), upload: shared('upload') };
+    } else {
+      const recent = store.accounting.submissionsSince(now() - key.limits.submit.windowMs, key.fingerprint);
+      this.buckets = { submit: new Bucket(key.limits.submit, now, recent), read: new Bucket(key.limits.read, now), upload: new Bucket(key.limits.upload, now) };
+    }
     key.client.observeRemaining((kind, remaining) => this.buckets[kind].serviceRemaining(remaining));
     this.slots = { image: new Slots(key.limits.imagesInFlight), video: new Slots(key.limits.videosInFlight) };
-    this.cap = new DailyCap(store, key.fingerprint, key.limits.dailyCap, clock);
+    this.cap = new DailyCap(store, key.fingerprint, key.limits.dailyCap, clock, coordinator);
+  }
+
+  /**
+   * With a coordinator, one of the key's in-flight slots shared by every
+   * process, held until the release it gives (the job ended); without, this
+   * process's own slots are the key's. Undefined when the run stops first.
+   */
+  async holdSharedSlot(type: JobType, item: string, jobRunning: boolean, signal: AbortSignal): Promise<(() => void) | undefined> {
+    if (!this.coordinator) return () => {};
+    const cap = type === 'image' ? this.limits.imagesInFlight : this.limits.videosInFlight;
+    return holdSharedSlot(this.coordinator, { keyFp: this.fingerprint, type, cap, item, force: jobRunning }, signal, (message) => this.onCoordinator(false, message));
   }
 
   get active(): boolean {

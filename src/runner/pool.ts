@@ -10,6 +10,8 @@ export interface PoolKeyClient {
 export interface PoolSetup {
   /** The keys the service accepts, each with its own limits. */
   keys: LaneKey[];
+  /** What each of them (in the same order) said of itself: its `/me`. */
+  accounts: Account[];
   /** Keys the service refused at once (401, a 403 code): left out of the run. */
   refused: { fingerprint: string; code: string; message: string }[];
   /** What every accepted key may submit, together. */
@@ -42,7 +44,7 @@ export function keyLimits(flags: KeyLimits, me: Account, timeScale: number): Key
 
 /** Asks each key's `/me`: its scopes and limits; a key the service refuses is left out, with why. */
 export async function setUpPool(clients: readonly PoolKeyClient[], flags: KeyLimits, timeScale: number): Promise<PoolSetup> {
-  const setup: PoolSetup = { keys: [], refused: [], scopes: [] };
+  const setup: PoolSetup = { keys: [], accounts: [], refused: [], scopes: [] };
   for (const { fingerprint, client } of clients) {
     let me: Account;
     try {
@@ -55,6 +57,7 @@ export async function setUpPool(clients: readonly PoolKeyClient[], flags: KeyLim
     }
     const scopes = me.scopes.filter((s): s is 'image' | 'video' => s === 'image' || s === 'video');
     setup.keys.push({ fingerprint, client, limits: keyLimits(flags, me, timeScale), scopes });
+    setup.accounts.push(me);
     for (const scope of me.scopes) if (!setup.scopes.includes(scope)) setup.scopes.push(scope);
   }
   return setup;

@@ -17,7 +17,7 @@ import { DownloadHealth } from './download-health.js';
 import { downloadJob } from './download-task.js';
 import { canaryRecord, chooseCanary, judgeCanary, saveCanary } from './canary.js';
 import { Feeder } from './feeder.js';
-import { Gates } from './gates.js';
+import { Gates, type Release } from './gates.js';
 import { JobTask } from './job-task.js';
 import { KeyLane, KeyLanes, keyRefusedNote, type JobType, type LaneKey } from './lanes.js';
 import { syncItems } from './sync.js';
@@ -85,7 +85,7 @@ export class Runner implements RunContext {
     this.gates = new Gates(store, { maxCredits: opts.maxCredits, maxBlocked: opts.maxBlocked }, this.clock, this.control, () => this.capWaitChanged());
     this.feeder = new Feeder(store, this.clock, this.control);
     this.pollWait = new PollWait(opts.pollWaitSeconds);
-    this.lanes = new KeyLanes(keys.map((k) => new KeyLane(k, store, this.clock, this.control.noNewWork.signal, listeners)));
+    this.lanes = new KeyLanes(keys.map((k) => new KeyLane(k, store, this.clock, this.control.noNewWork.signal, listeners, (reachable, message) => this.coordinatorSaid(reachable, message))));
     this.downloads = new PQueue({ concurrency: opts.downloadConcurrency });
     // A task's own last act cannot wake the feeder: its queue still counts it busy. Woken once the queue has let it go, the run ends at once.
     const wake = () => this.control.wake();
@@ -105,10 +105,12 @@ export class Runner implements RunContext {
     // A heartbeat, so status can tell a live run from a killed one and when submissions resume.
     const heartbeat = setInterval(() => store.runs.beat(runId, opts.now(), this.waitingUntil), HEARTBEAT_MS);
     heartbeat.unref();
+    const shared = this.shareWithCoordinator();
     try {
       return await this.work();
     } finally {
       clearInterval(heartbeat);
+      shared?.stop();
       store.runs.end(runId, opts.now());
     }
   }
@@ -135,6 +137,33 @@ export class Runner implements RunContext {
     await this.drain();
     this.lanes.stop();
     return this.summary();
+  }
+
+  /**
+   * With a coordinator: the leases of this process's slots and reservations
+   * renewed while it runs (a process that dies lets them lapse), and the
+   * blocked submissions of every process on the run's keys, for the breaker.
+   */
+  private shareWithCoordinator(): { stop(): void } | undefined {
+    const coordinator = this.lanes.all.find((l) => l.coordinator)?.coordinator;
+    if (!coordinator) return undefined;
+    const fingerprints = this.lanes.all.map((l) => l.fingerprint);
+    const tick = () => {
+      coordinator.renewLeases().catch(() => {});
+      coordinator.blockedSince(fingerprints, this.clock.scaled(7 * 86_400_000)).then((n) => (this.gates.sharedBlocked = n), () => {});
+    };
+    tick();
+    const timer = setInterval(tick, Math.max(50, coordinator.leaseMs / 3));
+    timer.unref();
+    return { stop: () => clearInterval(timer) };
+  }
+
+  /** The coordinator stopped or started answering again: said once each time, whichever request found out. */
+  private coordinatorUp = true;
+  private coordinatorSaid(reachable: boolean, message: string): void {
+    if (reachable === this.coordinatorUp) return;
+    this.coordinatorUp = reachable;
+    this.control.emit({ kind: 'notice', message });
   }
 
   /** Feeds both types until nothing can become ready, then waits for every task and download. */
@@ -419,7 +448,11 @@ export class Runner implements RunContext {
    * The gate of the item's key; an attempt never sent may be handed over to
    * another key that has room rather than wait for this one's cap.
    */
-  dailyCapGate(lane: KeyLane, item: ItemRow, price: number | undefined, mayHandOver: boolean): Promise<(() => void) | 'hand-over' | undefined> {
+  noteBlocked(lane: KeyLane): void {
+    lane.coordinator?.noteBlock(lane.fingerprint).catch(() => {});
+  }
+
+  dailyCapGate(lane: KeyLane, item: ItemRow, price: number | undefined, mayHandOver: boolean): Promise<Release | 'hand-over' | undefined> {
     // From here its credits count as reserved, no longer as assigned.
     const assigned = this.assigned.get(item.id);
     assigned?.();

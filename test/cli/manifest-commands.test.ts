@@ -94,7 +94,7 @@ describe('genbatch estimate', () => {
     const e = JSON.parse(res.stdout);
     expect(e.simulated).toBe(false);
     expect(e.blockers.map((b: { reason: string }) => b.reason)).toEqual(['budget']);
-    expect(e.dailyCap).toEqual({ credits: 1000, keyDays: 3 });
+    expect(e.dailyCap).toEqual({ credits: 1000, largestKey: 1000, keys: 1, keyDays: 3 });
     expect(e.budget).toEqual({ maxCredits: 100, within: false, itemsWithin: 12 });
     expect(e.limits.submitRate).toBe('5/60s');
     expect(t.sim.service.ledger.of('charge')).toHaveLength(0);

@@ -104,7 +104,8 @@ export async function estimateCommand(path: string, opts: EstimateFlags, env: No
     // Each key's own limits and cap (its /me, in the service's time); several keys run side by side.
     const pool = await setUpPool(connection.keys, flags, 1);
     if (pool.keys.length === 0) throw new ExitError(EXIT.stopped, `the service refused every key: ${pool.refused.map((r) => `${r.fingerprint} ${r.code}`).join(', ')}`);
-    const me = await pool.keys[0]!.client.me();
+    // The balance is the account's, the same for each of its keys.
+    const me = pool.accounts[0]!;
     const catalog = await Catalog.fetch(pool.keys[0]!.client, loaded.items.map((i) => i.type));
     const limits = combinedLimits(pool.keys.map((k) => k.limits));
     const keyCaps = pool.keys.map((k) => k.limits.dailyCap);

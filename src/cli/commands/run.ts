@@ -12,6 +12,7 @@ import type { CanarySize } from '../../runner/canary.js';
 import { Runner, type RunSummary } from '../../runner/index.js';
 import { runIdFor } from '../../runner/keys.js';
 import { setUpPool, type PoolSetup } from '../../runner/pool.js';
+import { Coordinator, describeCoordinator } from '../../coordinator/postgres.js';
 import { planResume } from '../../runner/resume.js';
 import { DEFAULT_KEY_LIMITS, type KeyLimits, type Rate } from '../../scheduler/limits.js';
 import { OPEN_STATES, Store } from '../../store/index.js';
@@ -44,6 +45,7 @@ export interface RunFlags extends ConnectionFlags {
   timeScale?: number;
   maxOutputMb?: number;
   sidecars?: boolean;
+  coordinator?: string;
 }
 
 /** The key's limits with time scaled, then the explicit flags. */
@@ -88,9 +90,12 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
   let catalog: Catalog;
   let store: Store;
   let pool: PoolSetup;
+  let coordinator: Coordinator | undefined;
   try {
     // Each key's view first (scopes, its own limits and cap); a key the service refuses is left out.
     pool = await setUpPool(connection.keys, limitsFrom(flags, timeScale), timeScale);
+    coordinator = await openCoordinator(flags.coordinator ?? env.GENBATCH_COORDINATOR, timeScale);
+    for (const key of pool.keys) key.coordinator = coordinator;
     if (pool.keys.length === 0) throw new ExitError(EXIT.stopped, `the service refused every key of GENBATCH_API_KEYS: ${pool.refused.map((r) => `${r.fingerprint} ${r.code}`).join(', ')}. Nothing was submitted.`);
     // The service's view (models, kinds, modes, allowed values, scopes): a mismatch is exit 2 before anything is sent.
     const types = resumed ? resumed.shapes.map((s) => s.type) : loaded!.items.map((i) => i.type);
@@ -104,6 +109,7 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
     }
     store = Store.open(statePath);
   } catch (error) {
+    await coordinator?.close();
     await connection.close();
     throw error;
   }
@@ -163,10 +169,26 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
     progress.stop();
     logger.info('run ended');
     store.close();
+    await coordinator?.close();
     await connection.close();
   });
   const resumeHint = flags.simulate ? 'A rehearsal starts over each time: nothing of it is resumed.' : 'The state is saved: run the same command to resume; nothing is paid twice.';
   return { interrupt: () => runner.stop('interrupted', `interrupted. ${resumeHint}`), resumeHint, done };
+}
+
+/**
+ * The coordinator named by --coordinator or GENBATCH_COORDINATOR, its schema
+ * migrated; none without one. Its leases last a minute of the service's time
+ * (2 s at the least): a process that dies frees its slots that much later.
+ */
+async function openCoordinator(url: string | undefined, timeScale: number): Promise<Coordinator | undefined> {
+  if (!url) return undefined;
+  if (!/^postgres(ql)?:\/\//i.test(url)) throw usageError(`--coordinator takes a postgres:// URL; got one that is not (${describeCoordinator(url)}).`);
+  try {
+    return await Coordinator.open(url, { leaseMs: Math.max(2_000, 60_000 / timeScale) });
+  } catch (error) {
+    throw new ExitError(EXIT.environment, `${(error as Error).message}\nThe coordinator at ${describeCoordinator(url)} cannot be used; nothing was submitted. Check that it is reachable (or leave out --coordinator to pace this process alone), then run the same command again.`);
+  }
 }
 
 /** A window in the service's own time, as a user gives it (60s, 1m). */

@@ -1,0 +1,151 @@
+import { NotSentError } from '../scheduler/bucket.js';
+import type { Rate } from '../scheduler/limits.js';
+import type { Pacer } from '../scheduler/pacer.js';
+import type { Coordinator, SendKind } from './postgres.js';
+
+interface Waiter {
+  go: (sendId: string) => void;
+  fail: (reason: unknown) => void;
+  signal: AbortSignal | undefined;
+  onAbort: () => void;
+}
+
+/** How long a full window is waited before the database is asked again: other processes' answers free it too. */
+const MAX_ASK_EVERY_MS = 250;
+/** While the database cannot be reached: ask again this often. */
+const UNREACHABLE_RETRY_MS = 1_000;
+
+/**
+ * A key's sliding window of one kind of request, shared by every process
+ * through the coordinator: a request leaves once the database grants it a
+ * place in the window (one statement under a lock), and counts there until
+ * one window after its answer. Queued requests wait in one FIFO behind a
+ * single pump, as in the local Bucket, so a pause holds them all and an
+ * interrupt cancels them unsent. While the database is unreachable, nothing
+ * is sent: requests wait, and `onUnreachable` says so once per outage.
+ */
+export class SharedBucket implements Pacer {
+  private readonly queue: Waiter[] = [];
+  private pumping = false;
+  private stopped = false;
+  private pausedUntil = 0;
+  private wakeSleep: (() => void) | undefined;
+  private down = false;
+
+  constructor(
+    private readonly coordinator: Coordinator,
+    private readonly keyFp: string,
+    private readonly kind: SendKind,
+    private readonly rate: Rate,
+    private readonly onUnreachable: (reachable: boolean, message: string) => void,
+    private readonly random: () => number = Math.random,
+  ) {}
+
+  run<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      if (this.stopped || signal?.aborted) return reject(new NotSentError('not sent: the run is stopping'));
+      const waiter: Waiter = {
+        go: (sendId) => {
+          const answered = () => {
+            this.coordinator.answered(sendId).catch(() => {});
+            this.kick();
+          };
+          fn().then(
+            (value) => (answered(), resolve(value)),
+            (error: unknown) => (answered(), reject(error)),
+          );
+        },
+        fail: reject,
+        signal,
+        onAbort: () => {
+          const i = this.queue.indexOf(waiter);
+          if (i >= 0) this.queue.splice(i, 1);
+          reject(new NotSentError('not sent: the run is stopping'));
+        },
+      };
+      signal?.addEventListener('abort', waiter.onAbort, { once: true });
+      this.queue.push(waiter);
+      void this.pump();
+    });
+  }
+
+  get waiting(): number {
+    return this.queue.length;
+  }
+
+  pauseFor(ms: number): void {
+    if (!(ms > 0)) return;
+    const held = ms + this.random() * ms * 0.1;
+    this.pausedUntil = Math.max(this.pausedUntil, Date.now() + held);
+    // Every process on the key holds too; if the database cannot be told, this one still does.
+    this.coordinator.pause(this.keyFp, this.kind, held).catch(() => {});
+  }
+
+  serviceRemaining(remaining: number): void {
+    if (remaining === 0) this.pauseFor(this.rate.windowMs / this.rate.count);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const waiter of this.queue.splice(0)) {
+      waiter.signal?.removeEventListener('abort', waiter.onAbort);
+      waiter.fail(new NotSentError('not sent: the run is stopping'));
+    }
+    this.kick();
+  }
+
+  private kick(): void {
+    this.wakeSleep?.();
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(done, Math.max(1, ms));
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wakeSleep = done;
+    });
+  }
+
+  private async pump(): Promise<void> {
+    if (this.pumping) return;
+    this.pumping = true;
+    try {
+      while (this.queue.length > 0 && !this.stopped) {
+        const paused = this.pausedUntil - Date.now();
+        if (paused > 0) {
+          await this.sleep(paused);
+          continue;
+        }
+        let permit: Awaited<ReturnType<Coordinator['acquireSend']>>;
+        try {
+          permit = await this.coordinator.acquireSend(this.keyFp, this.kind, this.rate);
+          if (this.down) this.onUnreachable(true, 'the coordinator is reachable again');
+          this.down = false;
+        } catch (error) {
+          if (!this.down) this.onUnreachable(false, `${(error as Error).message}; ${this.kind === 'submit' ? 'submissions' : this.kind === 'read' ? 'reads' : 'upload grants'} wait until it answers again (nothing paid is lost)`);
+          this.down = true;
+          await this.sleep(UNREACHABLE_RETRY_MS);
+          continue;
+        }
+        if ('waitMs' in permit) {
+          await this.sleep(Math.min(permit.waitMs, MAX_ASK_EVERY_MS));
+          continue;
+        }
+        const waiter = this.queue.shift();
+        if (!waiter || this.stopped) {
+          // Cancelled while the place was granted: it goes back unused.
+          this.coordinator.answered(permit.id).catch(() => {});
+          if (waiter) this.queue.unshift(waiter);
+          continue;
+        }
+        waiter.signal?.removeEventListener('abort', waiter.onAbort);
+        waiter.go(permit.id);
+      }
+    } finally {
+      this.pumping = false;
+    }
+  }
+}

@@ -1,0 +1,13 @@
+/** What paces one kind of request of one key: this process's own window (Bucket), or one shared through the coordinator. */
+export interface Pacer {
+  /** Runs `fn` when the window allows; rejects with NotSentError, without calling `fn`, if `signal` aborts or the pacer stops first. */
+  run<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T>;
+  /** How many requests wait for their turn (never sent yet). */
+  readonly waiting: number;
+  /** Holds every queued request for `ms` (a 429's Retry-After), with a little jitter. */
+  pauseFor(ms: number): void;
+  /** What the service's `X-RateLimit-Remaining` said: it only ever slows the pacer. */
+  serviceRemaining(remaining: number): void;
+  /** Rejects every queued request (never sent) and accepts no more. */
+  stop(): void;
+}

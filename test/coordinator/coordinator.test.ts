@@ -1,0 +1,136 @@
+import { once } from 'node:events';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { COORDINATOR_MIGRATIONS } from '../../src/coordinator/migrations.js';
+import { Coordinator } from '../../src/coordinator/postgres.js';
+import type { RunningSimulator } from '../../src/simulator/index.js';
+import { runCli } from '../helpers/cli.js';
+import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { imageManifest, readState, workspace, type RunWorkspace } from '../helpers/run.js';
+import { startTestSim } from '../helpers/sim.js';
+
+let db: TestPostgres;
+beforeAll(async () => {
+  db = await startPostgres();
+}, 60_000);
+afterAll(async () => {
+  await db?.close();
+});
+
+/** Each workspace's manifest has prompts of its own, so each item's charges can be told apart. */
+const manifestOf = (name: string, count: number) => imageManifest(count, (i) => `${name} product ${i}`);
+
+function expectEachPromptChargedOnce(sim: RunningSimulator, count: number): void {
+  const charges = sim.service.ledger.of('charge');
+  expect(charges).toHaveLength(count);
+  expect(new Set(charges.map((c) => c.prompt)).size).toBe(count);
+}
+
+async function query<T extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<T[]> {
+  const client = new pg.Client({ connectionString: db.url });
+  await client.connect();
+  try {
+    return (await client.query<T>(text, values)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+describe('the coordinator (--coordinator postgres://…)', () => {
+  it('creates its schema once, whoever comes first, and opens a migrated database as it is', async () => {
+    const [a, b] = await Promise.all([Coordinator.open(db.url, { leaseMs: 1000 }), Coordinator.open(db.url, { leaseMs: 1000 })]);
+    expect(await a.migrate()).toBe(COORDINATOR_MIGRATIONS.length);
+    await Promise.all([a.close(), b.close()]);
+    expect(await query('SELECT version FROM genbatch_schema')).toEqual([{ version: COORDINATOR_MIGRATIONS.length }]);
+  });
+
+  it('three processes on one key stay within its limits together: every item charged once, not one 429', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const spaces = ['a', 'b', 'c'].map((name) => workspace(t.sim, manifestOf(name, 14)));
+    const runs = await Promise.all(spaces.map((ws) => runCli(ws.args(['--coordinator', db.url]), ws.env, ws.dir)));
+    for (const res of runs) expect(res.code, res.stdout + res.stderr).toBe(0);
+    expectEachPromptChargedOnce(t.sim, 42);
+    // Alone, each process would take the key's 10 submissions a window and its 10 images in flight for itself.
+    expect(t.sim.service.ledger.countStatus(429)).toBe(0);
+    for (const res of runs) expect(res.stdout + res.stderr).not.toContain(db.password);
+    // A clean end lets go of every slot and reservation.
+    expect(await query('SELECT * FROM genbatch_slots')).toEqual([]);
+    expect(await query('SELECT * FROM genbatch_reservations')).toEqual([]);
+  });
+
+  it('the key day’s credits are shared: two processes together stay within the cap the key’s /me shows, day after day', async () => {
+    // A key day lasts 2 s; the key's cap is 8 credits (4 images). Links live a week of service time (14 s here).
+    const t = await startTestSim({ timeScale: 43_200, keys: [{ label: 'main', dailyCap: 8 }], linkTtlSeconds: 7 * 86_400 });
+    const spaces = ['d', 'e'].map((name) => workspace(t.sim, manifestOf(name, 6), {}, 43_200));
+    const runs = await Promise.all(spaces.map((ws) => runCli(ws.args(['--coordinator', db.url]), ws.env, ws.dir)));
+    for (const res of runs) expect(res.code, res.stdout + res.stderr).toBe(0);
+    expectEachPromptChargedOnce(t.sim, 12);
+    expect(t.sim.service.ledger.of('request').filter((r) => r.code === 'DAILY_CAP_REACHED')).toEqual([]);
+    const perDay = new Map<number, number>();
+    for (const c of t.sim.service.ledger.of('charge')) perDay.set(Math.floor(c.at / 2000), (perDay.get(Math.floor(c.at / 2000)) ?? 0) + c.credits);
+    for (const credits of perDay.values()) expect(credits).toBeLessThanOrEqual(8);
+  });
+
+  it('a process killed mid-run frees its in-flight slots once their lease runs out; another then goes on, and a rerun pays nothing twice', async () => {
+    // Jobs run 1 s; a lease lasts 2 s at this scale.
+    const t = await startTestSim({ timeScale: 600, imageSeconds: [600, 600] });
+    const first = workspace(t.sim, manifestOf('k', 10));
+    const killed = first.start(['--coordinator', db.url]);
+    await expect.poll(() => t.sim.service.ledger.of('charge').length, { timeout: 20_000, interval: 10 }).toBe(10);
+    killed.child.kill('SIGKILL');
+    await once(killed.child, 'close');
+    const held = await query<{ lease_until: string }>("SELECT lease_until FROM genbatch_slots WHERE type = 'image'");
+    expect(held).toHaveLength(10);
+    // The first of them to lapse frees the first slot.
+    const firstLapse = Math.min(...held.map((r) => Number(r.lease_until)));
+
+    const second = workspace(t.sim, manifestOf('l', 5));
+    const res = await runCli(second.args(['--coordinator', db.url]), second.env, second.dir);
+    expect(res.code, res.stdout + res.stderr).toBe(0);
+    const posts = t.sim.service.ledger.of('request').filter((r) => r.method === 'POST' && r.path.endsWith('/images'));
+    const secondsFirst = posts.find((p) => t.sim.service.ledger.of('charge').some((c) => c.idempotencyKey === p.idempotencyKey && c.prompt.startsWith('l ')));
+    // Not before the dead process's slots lapsed: the key's 10 images in flight were its, as far as anyone could know.
+    expect(secondsFirst!.at).toBeGreaterThanOrEqual(firstLapse);
+    expect(t.sim.service.ledger.countStatus(429)).toBe(0);
+
+    const rerun = await runCli(first.args(['--coordinator', db.url]), first.env, first.dir);
+    expect(rerun.code, rerun.stdout + rerun.stderr).toBe(0);
+    expect(readState(first.statePath).items.every((i) => i.state === 'done')).toBe(true);
+    expectEachPromptChargedOnce(t.sim, 15);
+  });
+
+  it('a database that goes away mid-run: submissions wait, saying so, and go on when it is back; nothing paid is lost', async () => {
+    const t = await startTestSim({ timeScale: 600, imageSeconds: [300, 300] });
+    const ws: RunWorkspace = workspace(t.sim, manifestOf('m', 20));
+    const run = ws.start(['--coordinator', db.url]);
+    await expect.poll(() => t.sim.service.ledger.of('charge').length, { timeout: 20_000, interval: 10 }).toBeGreaterThanOrEqual(5);
+    await db.stop();
+    await run.waitFor(/the coordinator's database.*wait until it answers again/);
+    const during = t.sim.service.ledger.of('charge').length;
+    await new Promise((r) => setTimeout(r, 500));
+    // Nothing new was submitted while the database could not say whether the key had room.
+    expect(t.sim.service.ledger.of('charge').length).toBeLessThanOrEqual(during + 1);
+    await db.start();
+    const [code] = (await once(run.child, 'exit')) as [number | null];
+    expect(code, run.output()).toBe(0);
+    expect(run.output()).toMatch(/reachable again/);
+    expect(run.output()).not.toContain(db.password);
+    expectEachPromptChargedOnce(t.sim, 20);
+  });
+
+  it('at the real pace, two processes on one key send its first window’s 10 submissions between them, not 10 each', { timeout: 30_000 }, async () => {
+    const t = await startTestSim({ timeScale: 1, imageSeconds: [1, 1] });
+    // 12 items each: neither can finish in the first window.
+    const spaces = ['p', 'q'].map((name) => workspace(t.sim, manifestOf(name, 12), {}, 1));
+    const runs = spaces.map((ws) => ws.start(['--coordinator', db.url]));
+    await expect.poll(() => t.sim.service.ledger.of('charge').length, { timeout: 10_000, interval: 20 }).toBe(10);
+    // A few seconds more at the key's pace (10 a minute): no 11th submission, no 429.
+    await new Promise((r) => setTimeout(r, 3_000));
+    const posts = t.sim.service.ledger.of('request').filter((r) => r.method === 'POST');
+    expect(posts).toHaveLength(10);
+    expect(t.sim.service.ledger.countStatus(429)).toBe(0);
+    const exits = runs.map((run) => once(run.child, 'exit'));
+    for (const run of runs) run.child.kill('SIGINT');
+    expect((await Promise.all(exits)).map(([code]) => code)).toEqual([130, 130]);
+  });
+});
