@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { scrubSecrets } from '../util/secrets.js';
 import { COORDINATOR_MIGRATIONS } from './migrations.js';
+import { safeUrl } from './url.js';
 
 export type SendKind = 'submit' | 'read' | 'upload';
 
@@ -186,18 +187,4 @@ export class Coordinator {
     const message = (error as Error)?.message ?? String(error);
     return new CoordinatorError(`the coordinator's database: ${password ? scrubSecrets(message, [decodeURIComponent(password)]) : message}`);
   }
-}
-
-function safeUrl(url: string): URL | undefined {
-  try {
-    return new URL(url);
-  } catch {
-    return undefined;
-  }
-}
-
-/** The URL as it may be shown: host, port and database, never the user's password. */
-export function describeCoordinator(url: string): string {
-  const u = safeUrl(url);
-  return u ? `${u.protocol}//${u.hostname}${u.port ? `:${u.port}` : ''}${u.pathname}` : '(not a URL)';
 }

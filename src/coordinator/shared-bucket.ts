@@ -10,8 +10,13 @@ interface Waiter {
   onAbort: () => void;
 }
 
-/** How long a full window is waited before the database is asked again: other processes' answers free it too. */
-const MAX_ASK_EVERY_MS = 250;
+/**
+ * How long a full window is waited before the database is asked again, at
+ * most: other processes' answers free it too, and they are not heard here.
+ * A quarter of one request's share of the window, so a place is taken
+ * within a small part of the time it stays free.
+ */
+const askEveryMs = (rate: Rate) => Math.max(5, Math.min(1_000, rate.windowMs / rate.count / 4));
 /** While the database cannot be reached: ask again this often. */
 const UNREACHABLE_RETRY_MS = 1_000;
 
@@ -131,7 +136,7 @@ export class SharedBucket implements Pacer {
           continue;
         }
         if ('waitMs' in permit) {
-          await this.sleep(Math.min(permit.waitMs, MAX_ASK_EVERY_MS));
+          await this.sleep(Math.min(permit.waitMs, askEveryMs(this.rate)));
           continue;
         }
         const waiter = this.queue.shift();

@@ -45,16 +45,18 @@ export function keyLimits(flags: KeyLimits, me: Account, timeScale: number): Key
 /** Asks each key's `/me`: its scopes and limits; a key the service refuses is left out, with why. */
 export async function setUpPool(clients: readonly PoolKeyClient[], flags: KeyLimits, timeScale: number): Promise<PoolSetup> {
   const setup: PoolSetup = { keys: [], accounts: [], refused: [], scopes: [] };
-  for (const { fingerprint, client } of clients) {
-    let me: Account;
-    try {
-      me = await client.me();
-    } catch (error) {
+  // Asked together: a pool starts as soon as one key would.
+  const answers = await Promise.allSettled(clients.map(({ client }) => client.me()));
+  for (const [i, { fingerprint, client }] of clients.entries()) {
+    const answer = answers[i]!;
+    if (answer.status === 'rejected') {
+      const error: unknown = answer.reason;
       const reaction = error instanceof ApiError ? policy('account', error) : undefined;
       if (reaction?.do !== 'stop-run' || reaction.scope !== 'key' || clients.length === 1) throw error;
       setup.refused.push({ fingerprint, code: (error as ApiError).code, message: (error as ApiError).reason });
       continue;
     }
+    const me = answer.value;
     const scopes = me.scopes.filter((s): s is 'image' | 'video' => s === 'image' || s === 'video');
     setup.keys.push({ fingerprint, client, limits: keyLimits(flags, me, timeScale), scopes });
     setup.accounts.push(me);

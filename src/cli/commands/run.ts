@@ -12,7 +12,8 @@ import type { CanarySize } from '../../runner/canary.js';
 import { Runner, type RunSummary } from '../../runner/index.js';
 import { runIdFor } from '../../runner/keys.js';
 import { setUpPool, type PoolSetup } from '../../runner/pool.js';
-import { Coordinator, describeCoordinator } from '../../coordinator/postgres.js';
+import type { Coordinator } from '../../coordinator/postgres.js';
+import { describeCoordinator } from '../../coordinator/url.js';
 import { planResume } from '../../runner/resume.js';
 import { DEFAULT_KEY_LIMITS, type KeyLimits, type Rate } from '../../scheduler/limits.js';
 import { OPEN_STATES, Store } from '../../store/index.js';
@@ -185,6 +186,8 @@ async function openCoordinator(url: string | undefined, timeScale: number): Prom
   if (!url) return undefined;
   if (!/^postgres(ql)?:\/\//i.test(url)) throw usageError(`--coordinator takes a postgres:// URL; got one that is not (${describeCoordinator(url)}).`);
   try {
+    // Loaded only when asked for: pg costs a run without a coordinator nothing at start.
+    const { Coordinator } = await import('../../coordinator/postgres.js');
     return await Coordinator.open(url, { leaseMs: Math.max(2_000, 60_000 / timeScale) });
   } catch (error) {
     throw new ExitError(EXIT.environment, `${(error as Error).message}\nThe coordinator at ${describeCoordinator(url)} cannot be used; nothing was submitted. Check that it is reachable (or leave out --coordinator to pace this process alone), then run the same command again.`);
