@@ -19,7 +19,9 @@ import { canaryRecord, chooseCanary, judgeCanary, saveCanary } from './canary.js
 import { Feeder } from './feeder.js';
 import { Gates, type Release } from './gates.js';
 import { JobTask } from './job-task.js';
-import { KeyLane, KeyLanes, keyRefusedNote, type JobType, type LaneKey } from './lanes.js';
+import { coordinatorNotices, keepCoordinatorLeases } from './coordination.js';
+import { KeyRoster } from './key-roster.js';
+import { KeyLane, KeyLanes, type JobType, type LaneKey } from './lanes.js';
 import { syncItems } from './sync.js';
 
 /** What a run did; the CLI decides the exit code from it. */
@@ -64,8 +66,8 @@ export class Runner implements RunContext {
   private readonly downloadHealth = new DownloadHealth();
   private runId = 0;
   private changed: string[] = [];
-  /** Fingerprints of keys this run lacks → the items that wait for each. */
-  private readonly keysMissing = new Map<string, Set<string>>();
+  /** Which key each item's attempt belongs to, and what becomes of the items of a key that is missing or leaves. */
+  private readonly roster: KeyRoster;
 
   constructor(
     /** The run's API keys (one, or a pool), each with its limits. */
@@ -85,7 +87,9 @@ export class Runner implements RunContext {
     this.gates = new Gates(store, { maxCredits: opts.maxCredits, maxBlocked: opts.maxBlocked }, this.clock, this.control, () => this.capWaitChanged());
     this.feeder = new Feeder(store, this.clock, this.control);
     this.pollWait = new PollWait(opts.pollWaitSeconds);
-    this.lanes = new KeyLanes(keys.map((k) => new KeyLane(k, store, this.clock, this.control.noNewWork.signal, listeners, (reachable, message) => this.coordinatorSaid(reachable, message))));
+    const coordinatorSaid = coordinatorNotices(this.control);
+    this.lanes = new KeyLanes(keys.map((k) => new KeyLane(k, store, this.clock, this.control.noNewWork.signal, listeners, coordinatorSaid)));
+    this.roster = new KeyRoster(this.lanes, store, this.feeder, this.control, opts.now);
     this.downloads = new PQueue({ concurrency: opts.downloadConcurrency });
     // A task's own last act cannot wake the feeder: its queue still counts it busy. Woken once the queue has let it go, the run ends at once.
     const wake = () => this.control.wake();
@@ -105,7 +109,7 @@ export class Runner implements RunContext {
     // A heartbeat, so status can tell a live run from a killed one and when submissions resume.
     const heartbeat = setInterval(() => store.runs.beat(runId, opts.now(), this.waitingUntil), HEARTBEAT_MS);
     heartbeat.unref();
-    const shared = this.shareWithCoordinator();
+    const shared = keepCoordinatorLeases(this.lanes, this.clock, (blocked) => (this.gates.sharedBlocked = blocked));
     try {
       return await this.work();
     } finally {
@@ -137,33 +141,6 @@ export class Runner implements RunContext {
     await this.drain();
     this.lanes.stop();
     return this.summary();
-  }
-
-  /**
-   * With a coordinator: the leases of this process's slots and reservations
-   * renewed while it runs (a process that dies lets them lapse), and the
-   * blocked submissions of every process on the run's keys, for the breaker.
-   */
-  private shareWithCoordinator(): { stop(): void } | undefined {
-    const coordinator = this.lanes.all.find((l) => l.coordinator)?.coordinator;
-    if (!coordinator) return undefined;
-    const fingerprints = this.lanes.all.map((l) => l.fingerprint);
-    const tick = () => {
-      coordinator.renewLeases().catch(() => {});
-      coordinator.blockedSince(fingerprints, this.clock.scaled(7 * 86_400_000)).then((n) => (this.gates.sharedBlocked = n), () => {});
-    };
-    tick();
-    const timer = setInterval(tick, Math.max(50, coordinator.leaseMs / 3));
-    timer.unref();
-    return { stop: () => clearInterval(timer) };
-  }
-
-  /** The coordinator stopped or started answering again: said once each time, whichever request found out. */
-  private coordinatorUp = true;
-  private coordinatorSaid(reachable: boolean, message: string): void {
-    if (reachable === this.coordinatorUp) return;
-    this.coordinatorUp = reachable;
-    this.control.emit({ kind: 'notice', message });
   }
 
   /** Feeds both types until nothing can become ready, then waits for every task and download. */
@@ -226,75 +203,15 @@ export class Runner implements RunContext {
       // A resend deferred to a later time is the feeder's to start when it is due.
       // An item the manifest dropped before its attempt was sent is never sent; one sent may be paid for, so it goes on.
       for (const item of store.items.inState(state)) {
-        const lane = this.laneOf(item);
+        const lane = this.roster.laneOf(item);
         if (lane && item.not_before <= opts.now() && !(item.removed && state === 'queued')) this.startJob(item, lane);
       }
     }
     for (const item of store.items.inState('downloading')) {
-      const lane = this.laneOf(item);
+      const lane = this.roster.laneOf(item);
       const attempt = store.attempts.latest(item.id);
       if (lane && attempt?.job_id) this.startDownload(item.id, attempt.job_id);
     }
-  }
-
-  /**
-   * The lane of an item's attempt: the key it belongs to. An attempt of a key
-   * this run lacks is left for a run with that key (resent with another it
-   * could be charged again, and another key cannot read its job), unless it
-   * was never sent: then another key makes it anew. Attempts from before keys
-   * were recorded go with the first key, as they did then.
-   */
-  private laneOf(item: ItemRow): KeyLane | undefined {
-    const { store, opts } = this;
-    const attempt = store.attempts.latest(item.id);
-    if (!attempt?.key_fp) return this.lanes.all[0];
-    const lane = this.lanes.get(attempt.key_fp);
-    if (lane) return lane;
-    if (item.state === 'queued' && attempt.sent_at === null) {
-      store.life.requeue(item.id, opts.now());
-      return undefined;
-    }
-    const message = `sent with the API key whose fingerprint is ${attempt.key_fp}, which this run does not have: it is neither resent nor read with another key (that could pay twice). Run again with that key in GENBATCH_API_KEY or GENBATCH_API_KEYS`;
-    store.life.heldForKey(item.id, attempt.n, item.state, { code: 'KEY_MISSING', message }, opts.now());
-    // A submitting item held here is maybe_accepted when recover reaches that state: counted once.
-    const waiting = this.keysMissing.get(attempt.key_fp) ?? new Set<string>();
-    this.keysMissing.set(attempt.key_fp, waiting.add(item.id));
-    return undefined;
-  }
-
-  /** The lane that reads a job: its attempt's key, or the first key for an attempt from before keys were recorded. */
-  private laneOfJob(itemId: string): KeyLane | undefined {
-    const fp = this.store.attempts.latest(itemId)?.key_fp;
-    return fp ? this.lanes.get(fp) : this.lanes.all[0];
-  }
-
-  /**
-   * The service refused a key (401, or a 403 code): it leaves the run, and
-   * the other keys go on with what it had not sent. What it sent stays bound
-   * to it, for a run in which it works again; the run stops when no key is left.
-   */
-  keyRefused(lane: KeyLane, error: { code: string; message: string }, hint: string): void {
-    if (!lane.leave(error.code, error.message)) return;
-    const left = this.lanes.active.length;
-    if (this.lanes.all.length > 1) {
-      this.control.emit({ kind: 'notice', message: `the key ${lane.fingerprint} was refused (${error.code}): it leaves the pool${left ? `; ${left} key${left === 1 ? '' : 's'} go on` : ''}. ${hint}` });
-    }
-    for (const item of this.store.items.boundTo(lane.fingerprint)) if (!this.feeder.holds(item.id)) this.settleForLeftKey(item.id, lane);
-    if (left === 0) this.control.stop('refused', `${error.code}: ${error.message}\n${hint}`);
-    this.control.wake();
-  }
-
-  /**
-   * An item whose key left the run, once no task holds it: never sent, another
-   * key makes it anew; sent, it waits for that key (it may have been accepted).
-   */
-  private settleForLeftKey(itemId: string, lane: KeyLane): void {
-    const { store, opts } = this;
-    const item = store.items.get(itemId);
-    const attempt = store.attempts.latest(itemId);
-    if (!item || attempt?.key_fp !== lane.fingerprint) return;
-    if (item.state === 'queued' && attempt.sent_at === null) store.life.requeue(itemId, opts.now());
-    else if (item.state === 'submitting') store.life.heldForKey(itemId, attempt.n, 'submitting', keyRefusedNote(lane, attempt), opts.now());
   }
 
   /** Keeps one type's slots full, on every key with room, with ready items in manifest order, until none can become ready. */
@@ -304,7 +221,7 @@ export class Runner implements RunContext {
       const free = lanes.withRoomFor(type);
       if (free.length === 0) {
         if (lanes.serving(type).length === 0) {
-          this.noKeyLeftFor(type);
+          this.roster.noKeyLeftFor(type);
           break;
         }
         // Every key's slots are taken: a task's end wakes this.
@@ -338,13 +255,6 @@ export class Runner implements RunContext {
     }
   }
 
-  /** No key that may submit this type is left (the others were refused): the run stops if items of it wait. */
-  private noKeyLeftFor(type: JobType): void {
-    if (this.store.items.workByType()[type].pending === 0) return;
-    const refused = this.lanes.all.filter((l) => l.refused).map((l) => `${l.fingerprint}: ${l.refused!.code}`);
-    this.control.stop('refused', `no key of the run may submit ${type}s any more (${refused.join(', ') || 'none has the scope'}); the ${type}s not yet submitted wait. Fix the keys, then run the same command again.`);
-  }
-
   downloadEnded(failure: DownloadFailure | undefined): void {
     const reason = this.downloadHealth.note(failure);
     if (reason) this.control.stop('disk', `outputs cannot be saved: ${reason}. No new submissions; jobs already paid for were polled and recorded. Fix it (free space, permissions, or another --out) and run the same command again: it downloads what was paid for without paying again.`);
@@ -365,13 +275,13 @@ export class Runner implements RunContext {
           this.assigned.get(item.id)?.();
           this.assigned.delete(item.id);
           this.feeder.release(item.id);
-          if (!lane.active) this.settleForLeftKey(item.id, lane);
+          if (!lane.active) this.roster.settleForLeftKey(item.id, lane);
         }),
     );
   }
 
   startDownload(itemId: string, jobId: string, fresh?: Job): void {
-    void this.downloads.add(() => downloadJob(this, this.laneOfJob(itemId), itemId, jobId, fresh).catch((error: unknown) => this.crashed(itemId, error)).finally(() => this.wake()));
+    void this.downloads.add(() => downloadJob(this, this.roster.laneOfJob(itemId), itemId, jobId, fresh).catch((error: unknown) => this.crashed(itemId, error)).finally(() => this.wake()));
   }
 
   /**
@@ -407,9 +317,7 @@ export class Runner implements RunContext {
 
   private summary(): RunSummary {
     const stop = this.control.stopReason;
-    const waitingByKey = new Map(this.store.items.openByKey().map((r) => [r.key_fp, r.n]));
-    const keysRefused = Object.fromEntries(this.lanes.all.filter((l) => l.refused).map((l) => [l.fingerprint, { ...l.refused!, waiting: waitingByKey.get(l.fingerprint) ?? 0 }]));
-    return { counts: this.store.items.counts(), credits: this.store.attempts.totals(), ...(stop ? { stop } : {}), changed: this.changed, failures: this.store.items.failuresByCode(), problems: this.store.items.problems().slice(0, 20), removed: this.store.items.removed(), keysMissing: Object.fromEntries([...this.keysMissing].map(([fp, ids]) => [fp, ids.size])), keysRefused };
+    return { counts: this.store.items.counts(), credits: this.store.attempts.totals(), ...(stop ? { stop } : {}), changed: this.changed, failures: this.store.items.failuresByCode(), problems: this.store.items.problems().slice(0, 20), removed: this.store.items.removed(), ...this.roster.summary() };
   }
 
   // What the tasks share (RunContext), handed on to the parts that own it.
@@ -450,6 +358,10 @@ export class Runner implements RunContext {
    */
   noteBlocked(lane: KeyLane): void {
     lane.coordinator?.noteBlock(lane.fingerprint).catch(() => {});
+  }
+
+  keyRefused(lane: KeyLane, error: { code: string; message: string }, hint: string): void {
+    this.roster.refused(lane, error, hint);
   }
 
   dailyCapGate(lane: KeyLane, item: ItemRow, price: number | undefined, mayHandOver: boolean): Promise<Release | 'hand-over' | undefined> {

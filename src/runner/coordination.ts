@@ -1,0 +1,34 @@
+import type { RunClock } from './clock.js';
+import type { Control } from './control.js';
+import type { KeyLanes } from './lanes.js';
+
+const WEEK_MS = 7 * 86_400_000;
+
+/**
+ * With a coordinator: the leases of this process's slots and reservations
+ * renewed while it runs (a process that dies lets them lapse), and the
+ * blocked submissions of every process on the run's keys, for the breaker.
+ */
+export function keepCoordinatorLeases(lanes: KeyLanes, clock: RunClock, onBlocked: (blocked: number) => void): { stop(): void } | undefined {
+  const coordinator = lanes.all.find((l) => l.coordinator)?.coordinator;
+  if (!coordinator) return undefined;
+  const fingerprints = lanes.all.map((l) => l.fingerprint);
+  const tick = () => {
+    coordinator.renewLeases().catch(() => {});
+    coordinator.blockedSince(fingerprints, clock.scaled(WEEK_MS)).then(onBlocked, () => {});
+  };
+  tick();
+  const timer = setInterval(tick, Math.max(50, coordinator.leaseMs / 3));
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
+}
+
+/** Says when the coordinator stops or starts again answering: once each time, whichever request found out. */
+export function coordinatorNotices(control: Control): (reachable: boolean, message: string) => void {
+  let up = true;
+  return (reachable, message) => {
+    if (reachable === up) return;
+    up = reachable;
+    control.emit({ kind: 'notice', message });
+  };
+}
