@@ -1,14 +1,7 @@
-import { NotSentError } from '../scheduler/bucket.js';
+import { NotSentError, WaitQueue } from '../scheduler/wait-queue.js';
 import type { Rate } from '../scheduler/limits.js';
 import type { Pacer } from '../scheduler/pacer.js';
 import type { Coordinator, SendKind } from './postgres.js';
-
-interface Waiter {
-  go: (sendId: string) => void;
-  fail: (reason: unknown) => void;
-  signal: AbortSignal | undefined;
-  onAbort: () => void;
-}
 
 /**
  * How long a full window is waited before the database is asked again, at
@@ -30,7 +23,7 @@ const UNREACHABLE_RETRY_MS = 1_000;
  * is sent: requests wait, and `onUnreachable` says so once per outage.
  */
 export class SharedBucket implements Pacer {
-  private readonly queue: Waiter[] = [];
+  private readonly queue = new WaitQueue<string>();
   private pumping = false;
   private stopped = false;
   private pausedUntil = 0;
@@ -47,31 +40,13 @@ export class SharedBucket implements Pacer {
   ) {}
 
   run<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      if (this.stopped || signal?.aborted) return reject(new NotSentError('not sent: the run is stopping'));
-      const waiter: Waiter = {
-        go: (sendId) => {
-          const answered = () => {
-            this.coordinator.answered(sendId).catch(() => {});
-            this.kick();
-          };
-          fn().then(
-            (value) => (answered(), resolve(value)),
-            (error: unknown) => (answered(), reject(error)),
-          );
-        },
-        fail: reject,
-        signal,
-        onAbort: () => {
-          const i = this.queue.indexOf(waiter);
-          if (i >= 0) this.queue.splice(i, 1);
-          reject(new NotSentError('not sent: the run is stopping'));
-        },
-      };
-      signal?.addEventListener('abort', waiter.onAbort, { once: true });
-      this.queue.push(waiter);
-      void this.pump();
+    if (this.stopped) return Promise.reject(new NotSentError('not sent: the run is stopping'));
+    const sent = this.queue.enqueue(fn, signal, (sendId) => {
+      this.coordinator.answered(sendId).catch(() => {});
+      this.kick();
     });
+    void this.pump();
+    return sent;
   }
 
   get waiting(): number {
@@ -92,10 +67,7 @@ export class SharedBucket implements Pacer {
 
   stop(): void {
     this.stopped = true;
-    for (const waiter of this.queue.splice(0)) {
-      waiter.signal?.removeEventListener('abort', waiter.onAbort);
-      waiter.fail(new NotSentError('not sent: the run is stopping'));
-    }
+    this.queue.failAll();
     this.kick();
   }
 
@@ -139,15 +111,8 @@ export class SharedBucket implements Pacer {
           await this.sleep(Math.min(permit.waitMs, askEveryMs(this.rate)));
           continue;
         }
-        const waiter = this.queue.shift();
-        if (!waiter || this.stopped) {
-          // Cancelled while the place was granted: it goes back unused.
-          this.coordinator.answered(permit.id).catch(() => {});
-          if (waiter) this.queue.unshift(waiter);
-          continue;
-        }
-        waiter.signal?.removeEventListener('abort', waiter.onAbort);
-        waiter.go(permit.id);
+        // Cancelled while the place was granted: it goes back unused.
+        if (this.stopped || !this.queue.send(permit.id)) this.coordinator.answered(permit.id).catch(() => {});
       }
     } finally {
       this.pumping = false;

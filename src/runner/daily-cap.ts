@@ -1,5 +1,6 @@
 import type { Coordinator } from '../coordinator/postgres.js';
 import type { Store } from '../store/index.js';
+import { releaseOnce } from '../util/once.js';
 import { KEY_DAY_MS } from '../scheduler/limits.js';
 import type { RunClock } from './clock.js';
 
@@ -54,22 +55,12 @@ export class DailyCap {
   /** An item was given to this key: its credits count until its submission reserves them (or it ends without). */
   assign(credits: number): () => void {
     this.assigned += credits;
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      this.assigned -= credits;
-    };
+    return releaseOnce(() => (this.assigned -= credits));
   }
 
   reserve(credits: number): () => void {
     this.reserved += credits;
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      this.reserved -= credits;
-    };
+    return releaseOnce(() => (this.reserved -= credits));
   }
 
   /** DAILY_CAP_REACHED: the service's cap for this key is lower than ours; none of its submissions until it resets. */

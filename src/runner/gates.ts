@@ -3,6 +3,7 @@ import type { Store } from '../store/index.js';
 import type { RunClock } from './clock.js';
 import type { Control } from './control.js';
 import type { DailyCap } from './daily-cap.js';
+import { releaseOnce } from '../util/once.js';
 
 const WEEK_MS = 7 * KEY_DAY_MS;
 
@@ -127,12 +128,7 @@ export class Gates {
   /** An item was given to a key: its credits count against the budget until its submission reserves them. */
   assign(credits: number): () => void {
     this.assigned += credits;
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      this.assigned -= credits;
-    };
+    return releaseOnce(() => (this.assigned -= credits));
   }
 
   private reserve(credits: number, cap: DailyCap, unpricedModel: string | undefined, shared?: { id: string; day: number }): Release {

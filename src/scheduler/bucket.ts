@@ -1,20 +1,11 @@
 import type { Rate } from './limits.js';
+import { NotSentError, WaitQueue } from './wait-queue.js';
 
-/** A request still waiting for its turn when the run stops or is interrupted: it was never sent. */
-export class NotSentError extends Error {
-  override readonly name = 'NotSentError';
-}
+export { NotSentError } from './wait-queue.js';
 
 interface Entry {
   /** When its answer came back; until then the service may count it at any moment. */
   answeredAt: number | undefined;
-}
-
-interface Waiter {
-  go: () => void;
-  fail: (reason: unknown) => void;
-  signal: AbortSignal | undefined;
-  onAbort: () => void;
 }
 
 /**
@@ -33,7 +24,7 @@ interface Waiter {
  */
 export class Bucket {
   private readonly entries: Entry[] = [];
-  private readonly queue: Waiter[] = [];
+  private readonly queue = new WaitQueue<Entry>();
   private pausedUntil = 0;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
@@ -50,39 +41,13 @@ export class Bucket {
 
   /** Runs `fn` when the window allows; rejects with NotSentError, without calling `fn`, if `signal` aborts or the bucket stops first. */
   run<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      if (this.stopped || signal?.aborted) return reject(new NotSentError('not sent: the run is stopping'));
-      const waiter: Waiter = {
-        go: () => {
-          const entry: Entry = { answeredAt: undefined };
-          this.entries.push(entry);
-          const answered = () => {
-            entry.answeredAt = this.now();
-            this.pump();
-          };
-          fn().then(
-            (value) => {
-              answered();
-              resolve(value);
-            },
-            (error: unknown) => {
-              answered();
-              reject(error);
-            },
-          );
-        },
-        fail: reject,
-        signal,
-        onAbort: () => {
-          const i = this.queue.indexOf(waiter);
-          if (i >= 0) this.queue.splice(i, 1);
-          reject(new NotSentError('not sent: the run is stopping'));
-        },
-      };
-      signal?.addEventListener('abort', waiter.onAbort, { once: true });
-      this.queue.push(waiter);
+    if (this.stopped) return Promise.reject(new NotSentError('not sent: the run is stopping'));
+    const sent = this.queue.enqueue(fn, signal, (entry) => {
+      entry.answeredAt = this.now();
       this.pump();
     });
+    this.pump();
+    return sent;
   }
 
   /** How many requests wait for their turn (never sent yet). */
@@ -116,10 +81,7 @@ export class Bucket {
   stop(): void {
     this.stopped = true;
     clearTimeout(this.timer);
-    for (const waiter of this.queue.splice(0)) {
-      waiter.signal?.removeEventListener('abort', waiter.onAbort);
-      waiter.fail(new NotSentError('not sent: the run is stopping'));
-    }
+    this.queue.failAll();
   }
 
   private pump(): void {
@@ -132,9 +94,10 @@ export class Bucket {
         if (wait !== Infinity) this.timer = setTimeout(() => this.pump(), Math.ceil(wait));
         return;
       }
-      const waiter = this.queue.shift()!;
-      waiter.signal?.removeEventListener('abort', waiter.onAbort);
-      waiter.go();
+      // It counts from its send until one window after its answer.
+      const entry: Entry = { answeredAt: undefined };
+      this.entries.push(entry);
+      this.queue.send(entry);
     }
   }
 
