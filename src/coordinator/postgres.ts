@@ -28,6 +28,8 @@ export class Coordinator {
   /** This process, as the holder of its slots and reservations. */
   readonly holder = randomUUID();
   private readonly pool: pg.Pool;
+  /** Releases and settlements under way, which close() waits for. */
+  private readonly pending = new Set<Promise<unknown>>();
 
   private constructor(
     private readonly url: string,
@@ -82,8 +84,8 @@ export class Coordinator {
   }
 
   /** The send's answer came back: it counts one window more. */
-  async answered(id: string): Promise<void> {
-    await this.query('UPDATE genbatch_sends SET answered_at = genbatch_now_ms() WHERE id = $1', [id]);
+  answered(id: string): Promise<void> {
+    return this.track(this.query('UPDATE genbatch_sends SET answered_at = genbatch_now_ms() WHERE id = $1', [id]));
   }
 
   /** Holds every process's sends of `kind` on the key for `ms` (a 429's Retry-After). */
@@ -99,8 +101,9 @@ export class Coordinator {
     return (await this.scalar('SELECT genbatch_acquire_slot($1, $2, $3, $4, $5, $6, $7) AS v', [keyFp, type, cap, this.holder, item, this.leaseMs, force])) === true;
   }
 
-  async releaseSlot(keyFp: string, type: 'image' | 'video', item: string): Promise<void> {
-    await this.query('DELETE FROM genbatch_slots WHERE key_fp = $1 AND type = $2 AND holder = $3 AND item = $4', [keyFp, type, this.holder, item]);
+  /** The job ended: its slot is free for every process. Not awaited by the caller; close() waits for it. */
+  releaseSlot(keyFp: string, type: 'image' | 'video', item: string): Promise<void> {
+    return this.track(this.query('DELETE FROM genbatch_slots WHERE key_fp = $1 AND type = $2 AND holder = $3 AND item = $4', [keyFp, type, this.holder, item]));
   }
 
   /** Credits of a submission, reserved on the key's day within its cap: the reservation; undefined when they do not fit now. */
@@ -110,13 +113,13 @@ export class Coordinator {
   }
 
   /** The submission was answered: its reservation goes, and what was charged counts on the day. */
-  async settleCredits(id: string, keyFp: string, day: number, charged: number): Promise<void> {
-    await this.transaction(async (client) => {
+  settleCredits(id: string, keyFp: string, day: number, charged: number): Promise<void> {
+    return this.track(this.transaction(async (client) => {
       await client.query('DELETE FROM genbatch_reservations WHERE id = $1', [id]);
       if (charged > 0) {
         await client.query('INSERT INTO genbatch_day_credits VALUES ($1, $2, $3) ON CONFLICT (key_fp, day) DO UPDATE SET charged = genbatch_day_credits.charged + excluded.charged', [keyFp, day, charged]);
       }
-    });
+    }));
   }
 
   async noteBlock(keyFp: string): Promise<void> {
@@ -136,11 +139,22 @@ export class Coordinator {
     });
   }
 
-  /** What this process holds is let go (a clean end); then the connections close. */
+  /**
+   * The releases still on their way are waited for, the reservations of
+   * submissions this process no longer waits on are let go, and the
+   * connections close. Slots still held are not: their jobs may still run
+   * (an interrupt stops polling, not the job), so they lapse with their lease.
+   */
   async close(): Promise<void> {
-    await this.query('DELETE FROM genbatch_slots WHERE holder = $1', [this.holder]).catch(() => {});
+    await Promise.allSettled([...this.pending]);
     await this.query('DELETE FROM genbatch_reservations WHERE holder = $1', [this.holder]).catch(() => {});
     await this.pool.end().catch(() => {});
+  }
+
+  private track<T>(promise: Promise<T>): Promise<T> {
+    this.pending.add(promise);
+    void promise.finally(() => this.pending.delete(promise)).catch(() => {});
+    return promise;
   }
 
   private async connect(): Promise<pg.PoolClient> {
