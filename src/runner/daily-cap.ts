@@ -4,8 +4,14 @@ import { releaseOnce } from '../util/once.js';
 import { KEY_DAY_MS } from '../scheduler/limits.js';
 import type { RunClock } from './clock.js';
 
-/** No submission leaves this close to the end of a key day (a twentieth of the day at most, in a scaled rehearsal). */
+/**
+ * No submission leaves this close to the end of a key day: its request's
+ * latency, with room. A scaled rehearsal's day is short, so there the guard
+ * is a thousandth of the day (50 ms at the least): a pause as small, relative
+ * to the day, as the real one.
+ */
 const DAY_END_GUARD_MS = 2_000;
+const SCALED_GUARD_MIN_MS = 50;
 
 /**
  * One key's daily credit cap: what its key day has been charged (from the
@@ -44,7 +50,8 @@ export class DailyCap {
 
   /** A submission sent this close to the day's end may be charged on the next (it arrives later): none is sent then. */
   dayEnding(now: number): boolean {
-    return this.clock.dayStart(this.clock.dayOf(now) + 1) - now < Math.min(DAY_END_GUARD_MS, this.clock.scaled(KEY_DAY_MS) / 20);
+    const guard = Math.min(DAY_END_GUARD_MS, Math.max(SCALED_GUARD_MIN_MS, this.clock.scaled(KEY_DAY_MS) / 1000));
+    return this.clock.dayStart(this.clock.dayOf(now) + 1) - now < guard;
   }
 
   /** True while a submission of `credits` would wait for this key's cap: new items go to another key first. */
