@@ -12,7 +12,7 @@ export interface Connection {
   client: ApiClient;
   /** The fingerprint of `client`'s key: what the state binds attempts to. */
   keyFingerprint: string;
-  /** Every key's client, the first being `client` (several only when the command takes a pool). */
+  /** Every key's client, the first being `client` (a command that needs one key, such as models, uses the first). */
   keys: { fingerprint: string; client: ApiClient }[];
   /** Set when --simulate started an in-process simulator. */
   simulator?: RunningSimulator;
@@ -20,7 +20,7 @@ export interface Connection {
 }
 
 /** Defaults < environment < flags. The key comes from the environment only, never a flag. */
-export async function connect(flags: ConnectionFlags, env: NodeJS.ProcessEnv, simulatorTimeScale = 60, usage: { pool?: boolean } = {}): Promise<Connection> {
+export async function connect(flags: ConnectionFlags, env: NodeJS.ProcessEnv, simulatorTimeScale = 60): Promise<Connection> {
   if (flags.simulate) {
     const simulator = await startSimulator({ timeScale: simulatorTimeScale });
     const client = new ApiClient({ baseUrl: simulator.baseUrl, apiKey: simulator.apiKey });
@@ -42,11 +42,6 @@ export async function connect(flags: ConnectionFlags, env: NodeJS.ProcessEnv, si
   }
   if (!keys) {
     throw usageError('No API key. Set GENBATCH_API_KEY in the environment (it is never taken as a flag), or add --simulate.');
-  }
-  if (keys.length > 1 && !usage.pool) {
-    throw usageError(
-      `GENBATCH_API_KEYS holds ${keys.length} keys, and this version runs with one key at a time: set GENBATCH_API_KEY (or one key in GENBATCH_API_KEYS). 'genbatch me' and 'genbatch reconcile' take the whole pool (keys ${keys.map((k) => k.fingerprint).join(', ')} by fingerprint).`,
-    );
   }
   const clients: Connection['keys'] = [];
   try {

@@ -128,4 +128,25 @@ describe('a key pool (GENBATCH_API_KEYS)', () => {
     expect(none.stderr).toMatch(/refused every key/);
     expect(t.sim.service.ledger.of('charge')).toHaveLength(4);
   });
+
+  it('every command takes the pool: validate --online checks scopes against what the keys may do together, models asks the first key, and run gives each item to a key with its scope', async () => {
+    const t = await startTestSim({ timeScale: 600, keys: [{ label: 'a', scopes: ['image'] }, { label: 'b', scopes: ['video'] }] });
+    const ws = workspace(t.sim, 'version: 1\nitems:\n  - { id: still, model: studio-lite, prompt: a mug }\n  - { id: clip, type: video, model: motion-2, prompt: a spin, duration: 5, resolution: 720p, aspectRatio: "16:9", image: { from: still } }\n');
+    const env = poolEnv(ws.env, t.sim, ['a', 'b']);
+    const online = await runCli(['validate', 'm.yaml', '--online'], env, ws.dir);
+    expect(online.code, online.stdout + online.stderr).toBe(0);
+    // Either key alone lacks a scope the manifest needs.
+    const alone = await runCli(['validate', 'm.yaml', '--online'], poolEnv(ws.env, t.sim, ['a']), ws.dir);
+    expect(alone.code).toBe(2);
+    expect(alone.stdout + alone.stderr).toMatch(/video/);
+    const models = await runCli(['models', '--type', 'image'], env, ws.dir);
+    expect(models.code, models.stderr).toBe(0);
+    expect(models.stdout).toContain('studio-lite');
+    expect(t.sim.service.ledger.of('charge')).toEqual([]);
+    // And the run gives each item to a key that may submit it.
+    const run = await runCli(ws.args(), env, ws.dir);
+    expect(run.code, run.stdout + run.stderr).toBe(0);
+    expect(t.sim.service.ledger.of('charge').map((c) => [c.prompt, c.key])).toEqual([['a mug', 'a'], ['a spin', 'b']]);
+    expect(t.sim.service.ledger.of('request').filter((r) => r.code === 'SCOPE_DENIED')).toEqual([]);
+  });
 });

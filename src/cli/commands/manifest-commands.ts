@@ -27,10 +27,12 @@ export async function validateCommand(path: string, opts: ConnectionFlags & { on
   if (!opts.online) return opts.json ? asJson(undefined) : `${summary(loaded, cwd)}${warned}`;
   const connection = await connect(opts, env);
   try {
-    const me = await connection.client.me();
-    const catalog = await Catalog.fetch(connection.client, loaded.items.map((i) => i.type));
+    // With several keys, what they may submit together: each item goes to a key that has its scope.
+    const pool = await setUpPool(connection.keys, DEFAULT_KEY_LIMITS, 1);
+    if (pool.keys.length === 0) throw new ExitError(EXIT.stopped, `the service refused every key: ${pool.refused.map((r) => `${r.fingerprint} ${r.code}`).join(', ')}`);
+    const catalog = await Catalog.fetch(pool.keys[0]!.client, loaded.items.map((i) => i.type));
     const issues = new IssueList();
-    checkAgainstService(loaded.items, loaded.source, catalog, me.scopes, issues);
+    checkAgainstService(loaded.items, loaded.source, catalog, pool.scopes, issues);
     if (issues.count > 0) throw invalid(loaded.source.file, issues, opts.json);
     return opts.json ? asJson(true) : `${summary(loaded, cwd)}\nonline: every model, kind, mode and allowed value checks out against the service, and the key has the scopes it needs.${warned}`;
   } finally {
@@ -92,7 +94,7 @@ const NOT_SENT = new Set(['pending', 'queued']);
 export async function estimateCommand(path: string, opts: EstimateFlags, env: NodeJS.ProcessEnv, cwd: string): Promise<{ text: string; exitCode: number }> {
   const loaded = await loadValid(path, cwd);
   const soFar = runSoFar(loaded, opts, cwd);
-  const connection = await connect(opts, env, undefined, { pool: true });
+  const connection = await connect(opts, env);
   try {
     const flags: KeyLimits = {
       ...DEFAULT_KEY_LIMITS,

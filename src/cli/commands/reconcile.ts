@@ -29,7 +29,7 @@ export async function reconcileCommand(path: string, opts: ConnectionFlags & { s
   } finally {
     store.close();
   }
-  const connection = await connect(opts, env, undefined, { pool: true });
+  const connection = await connect(opts, env);
   const listings: KeyListing[] = [];
   try {
     for (const { fingerprint, client } of connection.keys) listings.push(await listKeyJobs(client, fingerprint, DEFAULT_KEY_LIMITS.read));

@@ -87,7 +87,7 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
   const statePath = statePathOf(manifest);
   // A fresh in-process simulator knows none of an earlier run's jobs: a rehearsal starts over, and never on a real run's state.
   if (rehearsal) startRehearsalOver(statePath, !flags.state);
-  const connection = await connect(flags, env, timeScale, { pool: true });
+  const connection = await connect(flags, env, timeScale);
   let catalog: Catalog;
   let store: Store;
   let pool: PoolSetup;

@@ -36,7 +36,7 @@ export async function modelsCommand(opts: ModelsOptions, env: NodeJS.ProcessEnv)
 }
 
 export async function meCommand(opts: ConnectionFlags & { json?: boolean }, env: NodeJS.ProcessEnv): Promise<string> {
-  const connection = await connect(opts, env, undefined, { pool: true });
+  const connection = await connect(opts, env);
   try {
     const each: { fingerprint: string; me: Account }[] = [];
     for (const { fingerprint, client } of connection.keys) each.push({ fingerprint, me: await client.me() });
