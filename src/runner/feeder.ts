@@ -1,9 +1,9 @@
 import { UNANSWERED_STATES, type ItemRow, type Store } from '../store/index.js';
+import type { RunClock } from './clock.js';
+import type { Control } from './control.js';
 
 /** An item to start: `key_fp` is set on a resend (its attempt's key, null from before keys were recorded), undefined on a new item. */
 export type NextItem = ItemRow & { key_fp?: string | null };
-import type { RunClock } from './clock.js';
-import type { Control } from './control.js';
 
 /** Ready items asked of SQLite at a time; more pages are read only while this run's own tasks hold them all. */
 const READY_PAGE = 64;

@@ -31,7 +31,6 @@ export class Gates {
   private readonly largestCharge = new Map<string, number>();
   private readonly unpricedInFlight = new Set<string>();
   private readonly unpricedNoted = new Set<string>();
-  private coordinatorDown = false;
   /** Blocked submissions the coordinator counts for the run's keys, by every process (refreshed by the run). */
   sharedBlocked = 0;
 
@@ -42,6 +41,8 @@ export class Gates {
     private readonly control: Control,
     /** Called when a key starts or stops waiting for its daily cap. */
     private readonly onWaiting: () => void,
+    /** Says when the coordinator stops (false) or starts again (true) answering. */
+    private readonly onCoordinator: (reachable: boolean, message: string) => void = () => {},
   ) {
     for (const { model, credits } of store.attempts.largestChargeByModel()) this.largestCharge.set(model, credits);
   }
@@ -115,11 +116,10 @@ export class Gates {
     const day = this.clock.dayOf(now);
     try {
       const id = await cap.shared!.reserveCredits(cap.fingerprint, day, credits, cap.cap);
-      this.coordinatorDown = false;
+      this.onCoordinator(true, 'the coordinator is reachable again');
       return id ? { id, day } : 'full';
     } catch (error) {
-      if (!this.coordinatorDown) this.control.emit({ kind: 'notice', message: `${(error as Error).message}; submissions wait until it answers again (nothing paid is lost)` });
-      this.coordinatorDown = true;
+      this.onCoordinator(false, `${(error as Error).message}; submissions wait until it answers again (nothing paid is lost)`);
       await this.control.waitForWake(1_000);
       return 'unreachable';
     }
@@ -147,8 +147,8 @@ export class Gates {
       released = true;
       this.reserved -= credits;
       releaseCap();
-      // If the database cannot be told, the reservation's lease runs out; this process's own day count still has the charge.
-      // Counted on the day the answer came (as this process's own day count does).
+      // Settled on the day the answer came, as this process's own day count is. If the database cannot be told,
+      // the reservation's lease runs out; this process's own day count still has the charge.
       if (shared) cap.shared!.settleCredits(shared.id, cap.fingerprint, this.clock.dayOf(this.clock.now()), charged).catch(() => {});
       if (unpricedModel !== undefined && this.unpricedInFlight.delete(unpricedModel)) this.control.wake();
     };

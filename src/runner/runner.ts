@@ -84,10 +84,10 @@ export class Runner implements RunContext {
     // Every poll, upload and download in flight listens for the interrupt: one per slot and download, plus the queues'.
     const listeners = keys.reduce((n, k) => n + k.limits.imagesInFlight + k.limits.videosInFlight, 0) + opts.downloadConcurrency + 64;
     this.control = new Control(opts.logger, opts.onEvent, listeners);
-    this.gates = new Gates(store, { maxCredits: opts.maxCredits, maxBlocked: opts.maxBlocked }, this.clock, this.control, () => this.capWaitChanged());
+    const coordinatorSaid = coordinatorNotices(this.control);
+    this.gates = new Gates(store, { maxCredits: opts.maxCredits, maxBlocked: opts.maxBlocked }, this.clock, this.control, () => this.capWaitChanged(), coordinatorSaid);
     this.feeder = new Feeder(store, this.clock, this.control);
     this.pollWait = new PollWait(opts.pollWaitSeconds);
-    const coordinatorSaid = coordinatorNotices(this.control);
     this.lanes = new KeyLanes(keys.map((k) => new KeyLane(k, store, this.clock, this.control.noNewWork.signal, listeners, coordinatorSaid)));
     this.roster = new KeyRoster(this.lanes, store, this.feeder, this.control, opts.now);
     this.downloads = new PQueue({ concurrency: opts.downloadConcurrency });
@@ -352,10 +352,6 @@ export class Runner implements RunContext {
     this.feeder.answered(itemId);
   }
 
-  /**
-   * The gate of the item's key; an attempt never sent may be handed over to
-   * another key that has room rather than wait for this one's cap.
-   */
   noteBlocked(lane: KeyLane): void {
     lane.coordinator?.noteBlock(lane.fingerprint).catch(() => {});
   }
@@ -364,6 +360,10 @@ export class Runner implements RunContext {
     this.roster.refused(lane, error, hint);
   }
 
+  /**
+   * The gate of the item's key; an attempt never sent may be handed over to
+   * another key that has room rather than wait for this one's cap.
+   */
   dailyCapGate(lane: KeyLane, item: ItemRow, price: number | undefined, mayHandOver: boolean): Promise<Release | 'hand-over' | undefined> {
     // From here its credits count as reserved, no longer as assigned.
     const assigned = this.assigned.get(item.id);

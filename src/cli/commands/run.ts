@@ -95,9 +95,9 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
   try {
     // Each key's view first (scopes, its own limits and cap); a key the service refuses is left out.
     pool = await setUpPool(connection.keys, limitsFrom(flags, timeScale), timeScale);
+    if (pool.keys.length === 0) throw new ExitError(EXIT.stopped, `the service refused every key of GENBATCH_API_KEYS: ${pool.refused.map((r) => `${r.fingerprint} ${r.code}`).join(', ')}. Nothing was submitted.`);
     coordinator = await openCoordinator(flags.coordinator ?? env.GENBATCH_COORDINATOR, timeScale);
     for (const key of pool.keys) key.coordinator = coordinator;
-    if (pool.keys.length === 0) throw new ExitError(EXIT.stopped, `the service refused every key of GENBATCH_API_KEYS: ${pool.refused.map((r) => `${r.fingerprint} ${r.code}`).join(', ')}. Nothing was submitted.`);
     // The service's view (models, kinds, modes, allowed values, scopes): a mismatch is exit 2 before anything is sent.
     const types = resumed ? resumed.shapes.map((s) => s.type) : loaded!.items.map((i) => i.type);
     catalog = await Catalog.fetch(pool.keys[0]!.client, new Set(types));
