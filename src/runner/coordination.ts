@@ -9,18 +9,19 @@ const WEEK_MS = 7 * 86_400_000;
  * renewed while it runs (a process that dies lets them lapse), and the
  * blocked submissions of every process on the run's keys, for the breaker.
  */
-export function keepCoordinatorLeases(lanes: KeyLanes, clock: RunClock, onBlocked: (blocked: number) => void): { stop(): void } | undefined {
+export function keepCoordinatorLeases(lanes: KeyLanes, clock: RunClock, onBlocked: (blocked: number) => void): { stop(): void; ready: Promise<void> } | undefined {
   const coordinator = lanes.all.find((l) => l.coordinator)?.coordinator;
   if (!coordinator) return undefined;
   const fingerprints = lanes.all.map((l) => l.fingerprint);
   const tick = () => {
     coordinator.renewLeases().catch(() => {});
-    coordinator.blockedSince(fingerprints, clock.scaled(WEEK_MS)).then(onBlocked, () => {});
+    return coordinator.blockedSince(fingerprints, clock.scaled(WEEK_MS)).then(onBlocked, () => {});
   };
-  tick();
+  // The first count is known before anything is submitted: the breaker must not start from zero.
+  const ready = tick();
   const timer = setInterval(tick, Math.max(50, coordinator.leaseMs / 3));
   timer.unref();
-  return { stop: () => clearInterval(timer) };
+  return { stop: () => clearInterval(timer), ready };
 }
 
 /** Says when the coordinator stops or starts again answering: once each time, whichever request found out. */

@@ -111,6 +111,7 @@ export class Runner implements RunContext {
     heartbeat.unref();
     const shared = keepCoordinatorLeases(this.lanes, this.clock, (blocked) => (this.gates.sharedBlocked = blocked));
     try {
+      await shared?.ready;
       return await this.work();
     } finally {
       clearInterval(heartbeat);

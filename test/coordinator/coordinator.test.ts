@@ -71,6 +71,20 @@ describe('the coordinator (--coordinator postgres://…)', () => {
     for (const credits of perDay.values()) expect(credits).toBeLessThanOrEqual(8);
   });
 
+  it('the moderation breaker counts the blocked submissions of every process on the key', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const blocked = workspace(t.sim, imageManifest(4, (i) => (i < 2 ? `n product ${i} [sim:block]` : `n product ${i}`)));
+    const first = await runCli(blocked.args(['--coordinator', db.url, '--max-blocked', '2']), blocked.env, blocked.dir);
+    expect(first.code, first.stdout + first.stderr).toBe(3);
+    const charged = t.sim.service.ledger.of('charge').length;
+    // Another manifest, another process, clean prompts: the key's 2 blocks in the last 7 days already reach its --max-blocked.
+    const clean = workspace(t.sim, manifestOf('o', 3));
+    const second = await runCli(clean.args(['--coordinator', db.url, '--max-blocked', '2']), clean.env, clean.dir);
+    expect(second.code, second.stdout + second.stderr).toBe(3);
+    expect(second.stdout).toMatch(/2 submissions were blocked by moderation in the last 7 days/);
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(charged);
+  });
+
   it('a process killed mid-run frees its in-flight slots once their lease runs out; another then goes on, and a rerun pays nothing twice', async () => {
     // Jobs run 1 s; a lease lasts 2 s at this scale.
     const t = await startTestSim({ timeScale: 600, imageSeconds: [600, 600] });
