@@ -1,6 +1,6 @@
 import { ApiClient } from '../api/index.js';
 import { KeyPoolError, keyFingerprint, keysFromEnv, type PoolKey } from '../api/key-pool.js';
-import { startSimulator, type RunningSimulator } from '../simulator/index.js';
+import type { RunningSimulator } from '../simulator/index.js';
 import { usageError } from './exit.js';
 
 export interface ConnectionFlags {
@@ -22,6 +22,8 @@ export interface Connection {
 /** Defaults < environment < flags. The key comes from the environment only, never a flag. */
 export async function connect(flags: ConnectionFlags, env: NodeJS.ProcessEnv, simulatorTimeScale = 60): Promise<Connection> {
   if (flags.simulate) {
+    // Only a rehearsal loads the simulator: a run against the service starts without it.
+    const { startSimulator } = await import('../simulator/index.js');
     const simulator = await startSimulator({ timeScale: simulatorTimeScale });
     const client = new ApiClient({ baseUrl: simulator.baseUrl, apiKey: simulator.apiKey });
     const fingerprint = keyFingerprint(simulator.apiKey);

@@ -5,24 +5,29 @@ export function table(headers: string[], rows: (string | number | undefined)[][]
   return cells.map((r) => r.map((c, i) => (c ?? '').padEnd(widths[i]!)).join('  ').trimEnd()).join('\n');
 }
 
+// Formatters made once: toLocaleString builds a new one on every call (a quarter of a millisecond each, on the live line's every update).
+let numbers: Intl.NumberFormat | undefined;
+let times: Intl.DateTimeFormat | undefined;
+let dateTimes: Intl.DateTimeFormat | undefined;
+
 /** A count with its noun, singular or plural, and thousands separators: "1 item", "2,460 items". */
 export function count(n: number, noun: string, plural = `${noun}s`): string {
-  return `${n.toLocaleString('en-US')} ${n === 1 ? noun : plural}`;
+  return `${num(n)} ${n === 1 ? noun : plural}`;
 }
 
 /** One number format everywhere: thousands separators. */
 export function num(n: number): string {
-  return n.toLocaleString('en-US');
+  return (numbers ??= new Intl.NumberFormat('en-US')).format(n);
 }
 
 /** A time of day in the local zone, with the zone named: "14:05 CET". */
 export function localTime(ms: number): string {
-  return new Intl.DateTimeFormat('en-GB', { hour: '2-digit', minute: '2-digit', timeZoneName: 'short' }).format(new Date(ms));
+  return (times ??= new Intl.DateTimeFormat('en-GB', { hour: '2-digit', minute: '2-digit', timeZoneName: 'short' })).format(new Date(ms));
 }
 
 /** A day and time in the local zone, with the zone named: "24 Nov, 00:00 UTC". */
 export function localDateTime(ms: number): string {
-  return new Intl.DateTimeFormat('en-GB', { day: 'numeric', month: 'short', hour: '2-digit', minute: '2-digit', timeZoneName: 'short' }).format(new Date(ms));
+  return (dateTimes ??= new Intl.DateTimeFormat('en-GB', { day: 'numeric', month: 'short', hour: '2-digit', minute: '2-digit', timeZoneName: 'short' })).format(new Date(ms));
 }
 
 export interface Paint {

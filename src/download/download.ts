@@ -4,7 +4,6 @@ import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { Transform, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import mime from 'mime-types';
 import type { ApiClient } from '../api/index.js';
 import { defaultExtension, resolveInside } from '../manifest/index.js';
 
@@ -52,8 +51,11 @@ export function fileSystemError(error: unknown, what: string): DownloadError {
   return new DownloadError(`cannot write ${what}: ${code}`, false, code);
 }
 
-export function extensionFor(contentType: string | null | undefined, type: 'image' | 'video'): string {
-  const ext = contentType ? mime.extension(contentType) : false;
+// Loaded at the first download, not at start: it builds its whole table when imported, before any submission could go.
+let mimeTypes: Promise<typeof import('mime-types')> | undefined;
+
+export async function extensionFor(contentType: string | null | undefined, type: 'image' | 'video'): Promise<string> {
+  const ext = contentType ? (await (mimeTypes ??= import('mime-types'))).extension(contentType) : false;
   if (ext === 'jpeg') return 'jpg';
   return ext && /^[a-z0-9]{1,8}$/.test(ext) ? ext : defaultExtension(type);
 }
@@ -90,7 +92,7 @@ export async function downloadOutput(
     dl.cancel();
     throw new DownloadError(`the output is ${dl.contentLength} bytes, over the limit of ${maxBytes} (--max-output-mb)`, false, 'TOO_LARGE');
   }
-  const relPath = nameFor(extensionFor(contentType, type));
+  const relPath = nameFor(await extensionFor(contentType, type));
   const finalPath = resolveInside(outDir, relPath);
   try {
     await mkdir(dirname(finalPath), { recursive: true });

@@ -1,5 +1,4 @@
 import { access, constants, stat } from 'node:fs/promises';
-import { fileTypeFromFile } from 'file-type';
 import { relative, resolve } from 'node:path';
 import type { IssueList } from './issues.js';
 import { readRows } from './rows.js';
@@ -217,7 +216,8 @@ export class Expander {
     const key = `${expected}\n${abs}`;
     let check = this.mediaChecks.get(key);
     if (!check) {
-      check = fileTypeFromFile(abs).then(
+      // Loaded for the first input file only: a prompt-only catalog starts without it.
+      check = import('file-type').then(({ fileTypeFromFile }) => fileTypeFromFile(abs)).then(
         (type) => {
           const kind = type?.mime.split('/')[0];
           if (kind === expected) return undefined;

@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import { fileTypeFromFile } from 'file-type';
 import type { ApiClient } from '../api/index.js';
 import type { Pacer } from '../scheduler/pacer.js';
 import type { Store } from '../store/index.js';
@@ -35,6 +34,7 @@ export async function fileSha256(path: string): Promise<string> {
 
 /** What the bytes are, not what the name says. */
 export async function detectMedia(path: string): Promise<{ kind: 'image' | 'video'; contentType: string }> {
+  const { fileTypeFromFile } = await import('file-type'); // only a manifest with input files needs it: not loaded at start
   const type = await fileTypeFromFile(path);
   const kind = type?.mime.startsWith('image/') ? 'image' : type?.mime.startsWith('video/') ? 'video' : undefined;
   if (!type || !kind) throw new InputError(`${path} is not an image or a video (its bytes look like ${type?.mime ?? 'nothing known'})`);

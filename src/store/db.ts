@@ -70,10 +70,11 @@ export function openDb(path: string): Db {
     db.pragma('synchronous = FULL');
     db.pragma('journal_size_limit = 8388608');
     db.pragma('foreign_keys = ON');
-    for (let v = version; v < SCHEMA_VERSION; v++) {
+    // Every pending migration in one transaction: one commit (one fsync) instead of one each, and never half an upgrade.
+    if (version < SCHEMA_VERSION) {
       db.transaction(() => {
-        db.exec(MIGRATIONS[v]!);
-        db.pragma(`user_version = ${v + 1}`);
+        for (let v = version; v < SCHEMA_VERSION; v++) db.exec(MIGRATIONS[v]!);
+        db.pragma(`user_version = ${SCHEMA_VERSION}`);
         db.pragma(`application_id = ${APPLICATION_ID}`);
       }).immediate();
     }

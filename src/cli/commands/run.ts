@@ -7,7 +7,6 @@ import type { LoadedManifest, ManifestTop } from '../../manifest/index.js';
 import { IssueList } from '../../manifest/index.js';
 import { checkAgainstService, shapeProblems } from '../../manifest/online.js';
 import { Notifier } from '../../notify/notifier.js';
-import { writeReport } from '../../report/index.js';
 import type { CanarySize } from '../../runner/canary.js';
 import { Runner, type RunSummary } from '../../runner/index.js';
 import { runIdFor } from '../../runner/keys.js';
@@ -154,6 +153,7 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
     let files: string;
     let results: RunResult['results'] = null;
     try {
+      const { writeReport } = await import('../../report/index.js'); // needed at the end only: not loaded before the first submission
       const written = await writeReport(store, outDir, { title: manifest.name, html: true, sidecars: flags.sidecars ?? false, now: Date.now() });
       results = { jsonl: written.jsonl, csv: written.csv, html: written.html ?? null };
       files = `results: ${written.jsonl}, ${written.csv}\ngallery: ${written.html}${written.sidecars !== undefined ? `\nsidecars: ${written.sidecars} next to the outputs` : ''}`;
