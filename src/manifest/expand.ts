@@ -1,10 +1,11 @@
 import { access, constants, stat } from 'node:fs/promises';
 import { relative, resolve } from 'node:path';
 import type { IssueList } from './issues.js';
+import { ItemContext } from './item-context.js';
 import { readRows } from './rows.js';
 import type { FileInputSpec, Manifest, ManifestItem } from './schema.js';
 import { type ManifestSource, fieldPath } from './source.js';
-import { render, templateNames, toText } from './templates.js';
+import { render, templateNames, toText, type TemplateContext } from './templates.js';
 import type { ManifestIssue } from './issues.js';
 import type { InputRef, ResolvedItem } from './types.js';
 
@@ -31,44 +32,59 @@ export class Expander {
     private readonly only?: ReadonlySet<number>,
   ) {}
 
-  async *items(): AsyncGenerator<ResolvedItem> {
+  /**
+   * Every item, expanded, in manifest order. Rows resolve without an await of
+   * their own (a catalog has 100,000): only items with files wait, for the checks.
+   */
+  async all(): Promise<ResolvedItem[]> {
+    const out: ResolvedItem[] = [];
     for (const [index, item] of this.manifest.items.entries()) {
-      if (!this.only || this.only.has(index)) yield* this.expandItem(item, index);
+      if (!this.only || this.only.has(index)) await this.expandItem(item, index, out);
     }
+    return out;
   }
 
-  private async *expandItem(item: ManifestItem, index: number): AsyncGenerator<ResolvedItem> {
+  private async expandItem(item: ManifestItem, index: number, out: ResolvedItem[]): Promise<void> {
     const { matrix, rows, repeat, ...own } = item;
     const merged: Merged = { ...this.manifest.defaults, ...own };
     const combos = matrixCombos(matrix ?? {});
     // Each combination's values as one object, made once: the item's own values, carried to the results.
     const comboValues = combos.map((combo) => (combo.size ? Object.fromEntries(combo) : undefined));
     const vars = new Map(Object.entries(this.manifest.vars ?? {}).map(([k, v]) => [k, toText(v)]));
+    const add = async (ctx: ItemContext, row: { file: string; line: number } | undefined, values: Record<string, string> | undefined) => {
+      const resolved = this.resolve(merged, index, ctx, row, values);
+      const one = resolved instanceof Promise ? await resolved : resolved;
+      if (!one) return;
+      if (!repeat || repeat === 1) out.push(one);
+      else for (let k = 1; k <= repeat; k++) out.push({ ...one, id: `${one.id}#${k}` });
+    };
     if (!rows) {
-      for (const [i, combo] of combos.entries()) yield* this.resolveAll(merged, index, layered(vars, combo), repeat, undefined, comboValues[i]);
+      for (const [i, combo] of combos.entries()) await add(new ItemContext(vars, undefined, combo), undefined, comboValues[i]);
       return;
     }
     const absRows = resolve(this.source.dir, rows);
     const rowsFile = relative(this.cwd, absRows) || rows;
     const problem = await this.checkFile(absRows);
     if (problem) return this.report(['items', index, 'rows'], `cannot read the rows: ${problem}: ${rows} (relative to the manifest)`);
-    for await (const row of readRows(absRows, rowsFile, this.issues)) {
-      for (const [i, combo] of combos.entries()) {
-        // The parser's record itself when there is no matrix: no copy per row.
-        const values = comboValues[i] ? { ...row.fields, ...comboValues[i] } : row.fields;
-        yield* this.resolveAll(merged, index, layered(vars, row.values, combo), repeat, { file: rowsFile, line: row.line }, values);
+    const files = hasFileInputs(merged);
+    for await (const batch of readRows(absRows, rowsFile, this.issues)) {
+      for (const row of batch) {
+        for (const [i, combo] of combos.entries()) {
+          // The parser's record itself when there is no matrix: no copy per row.
+          const values = comboValues[i] ? { ...row.fields, ...comboValues[i] } : row.fields;
+          const ctx = new ItemContext(vars, row.fields, combo);
+          const where = { file: rowsFile, line: row.line };
+          if (files) await add(ctx, where, values);
+          else {
+            // Without files an item resolves at once: no promise per row.
+            const one = this.resolve(merged, index, ctx, where, values) as ResolvedItem | undefined;
+            if (!one) continue;
+            if (!repeat || repeat === 1) out.push(one);
+            else for (let k = 1; k <= repeat; k++) out.push({ ...one, id: `${one.id}#${k}` });
+          }
+        }
       }
     }
-  }
-
-  private async *resolveAll(merged: Merged, index: number, ctx: Combo, repeat: number | undefined, row: { file: string; line: number } | undefined, values: Record<string, string> | undefined): AsyncGenerator<ResolvedItem> {
-    const item = await this.resolve(merged, index, ctx, row, values);
-    if (!item) return;
-    if (!repeat || repeat === 1) {
-      yield item;
-      return;
-    }
-    for (let k = 1; k <= repeat; k++) yield { ...item, id: `${item.id}#${k}` };
   }
 
   /** Where a field was written: on the item, or in `defaults`. */
@@ -83,7 +99,8 @@ export class Expander {
     this.issues.add({ file: this.source.file, ...pos, field: fieldPath(path), message: `${message}${suffix}` });
   }
 
-  private async resolve(merged: Merged, index: number, ctx: Combo, row: { file: string; line: number } | undefined, values: Record<string, string> | undefined): Promise<ResolvedItem | undefined> {
+  /** The item, at once when it names no files; a promise when their checks must be waited for. */
+  private resolve(merged: Merged, index: number, ctx: ItemContext, row: { file: string; line: number } | undefined, values: Record<string, string> | undefined): ResolvedItem | undefined | Promise<ResolvedItem | undefined> {
     let ok = true;
     const fail = (field: string, message: string, at?: number) => {
       ok = false;
@@ -97,17 +114,17 @@ export class Expander {
       return r.value;
     };
     const type = merged.type ?? 'image';
-    const fields = new Map<string, string>([['type', type]]);
     const model = text('model', merged.model);
     const aspectRatio = text('aspectRatio', merged.aspectRatio);
     const resolution = text('resolution', merged.resolution);
     const duration = merged.duration === undefined ? undefined : text('duration', String(merged.duration));
-    for (const [k, v] of [['model', model], ['aspectRatio', aspectRatio], ['resolution', resolution], ['duration', duration]] as const) {
-      if (v !== undefined) fields.set(k, v);
-    }
-    // ctx is this combination's own map (made by layered): the item's fields go into it, not into a copy.
+    // Known now, the item's fields join its context (after they were rendered from it): the id and prompt may name them.
     const withFields = ctx;
-    for (const [k, v] of fields) withFields.set(k, v);
+    withFields.set('type', type);
+    if (model !== undefined) withFields.set('model', model);
+    if (aspectRatio !== undefined) withFields.set('aspectRatio', aspectRatio);
+    if (resolution !== undefined) withFields.set('resolution', resolution);
+    if (duration !== undefined) withFields.set('duration', duration);
     const idRender = render(this.manifest.items[index]!.id, withFields);
     const id = idRender.ok ? idRender.value : undefined;
     if (!idRender.ok) fail('id', idRender.message);
@@ -125,6 +142,42 @@ export class Expander {
     if (aspectRatio !== undefined && !/^\d+:\d+$/.test(aspectRatio)) fail('aspectRatio', `expected <w>:<h> such as "4:5", found ${JSON.stringify(aspectRatio)}`);
     if (duration !== undefined && !(Number(duration) > 0)) fail('duration', `expected a number of seconds, found ${JSON.stringify(duration)}`);
 
+    const finish = (files: FileRefs): ResolvedItem | undefined => {
+      const sourceId = merged.source === undefined ? undefined : text('source', merged.source);
+
+      if (type === 'image') {
+        for (const field of VIDEO_ONLY) if (merged[field] !== undefined) fail(field, `${field} applies to video items; this item is an image (set type: video)`);
+      } else {
+        if (merged.inputs !== undefined) fail('inputs', 'inputs are for image editing; a video takes image, referenceImages, video or source');
+        const given = VIDEO_INPUTS.filter((f) => merged[f] !== undefined);
+        if (given.length === 0) fail('type', 'a video item needs one input: image (image-to-video), referenceImages (reference-to-video), video or source (video-extend / video-edit)');
+        if (given.length > 1) fail(given[1]!, `a video item takes one kind of input, found ${given.join(' and ')}`);
+      }
+      if (!ok || id === undefined || model === undefined || prompt === undefined) {
+        if (id !== undefined) this.invalidIds.add(id);
+        return undefined;
+      }
+      const pos = this.itemPosition(index);
+      // Fields set one by one, in this order (no object spread per field: this runs once per row).
+      const item = { id, type, model, prompt } as ResolvedItem;
+      if (aspectRatio !== undefined) item.aspectRatio = aspectRatio;
+      if (resolution !== undefined) item.resolution = resolution;
+      if (duration !== undefined) item.duration = String(Number(duration));
+      if (files.inputs) item.inputs = files.inputs;
+      if (files.image) item.image = files.image;
+      if (files.referenceImages) item.referenceImages = files.referenceImages;
+      if (files.video) item.video = files.video;
+      if (sourceId !== undefined) item.source = sourceId;
+      if (values) item.values = values;
+      item.where = row ? { file: this.source.file, line: pos.line, column: pos.column, itemIndex: index, row } : { file: this.source.file, line: pos.line, column: pos.column, itemIndex: index };
+      return item;
+    };
+    if (!hasFileInputs(merged)) return finish({});
+    return this.fileRefs(merged, withFields, fail).then(finish);
+  }
+
+  /** The item's file inputs, each checked (it exists, it is readable, its bytes are the media the field takes). */
+  private async fileRefs(merged: Merged, withFields: TemplateContext, fail: (field: string, message: string, at?: number) => void): Promise<FileRefs> {
     const expects = (field: string): 'image' | 'video' => (field === 'video' ? 'video' : 'image');
     const ref = async (field: string, spec: FileInputSpec | undefined, at?: number): Promise<InputRef | undefined> => {
       if (spec === undefined) return undefined;
@@ -141,43 +194,16 @@ export class Expander {
       return { kind: 'file', path: abs, display: path.value };
     };
     const refs = async (field: string, specs: FileInputSpec[] | undefined) =>
-      specs === undefined ? undefined : Promise.all(specs.map((spec, i) => ref(field, spec, i)));
+      specs === undefined ? undefined : ((await Promise.all(specs.map((spec, i) => ref(field, spec, i)))) as InputRef[]);
     const inputs = await refs('inputs', merged.inputs);
     const image = await ref('image', merged.image);
     const referenceImages = await refs('referenceImages', merged.referenceImages);
     const video = await ref('video', merged.video);
-    const sourceId = merged.source === undefined ? undefined : text('source', merged.source);
-
-    if (type === 'image') {
-      for (const field of VIDEO_ONLY) if (merged[field] !== undefined) fail(field, `${field} applies to video items; this item is an image (set type: video)`);
-    } else {
-      if (merged.inputs !== undefined) fail('inputs', 'inputs are for image editing; a video takes image, referenceImages, video or source');
-      const given = VIDEO_INPUTS.filter((f) => merged[f] !== undefined);
-      if (given.length === 0) fail('type', 'a video item needs one input: image (image-to-video), referenceImages (reference-to-video), video or source (video-extend / video-edit)');
-      if (given.length > 1) fail(given[1]!, `a video item takes one kind of input, found ${given.join(' and ')}`);
-    }
-    if (!ok || id === undefined || model === undefined || prompt === undefined) {
-      if (id !== undefined) this.invalidIds.add(id);
-      return undefined;
-    }
-    const pos = this.itemPosition(index);
-    return {
-      id, type, model, prompt,
-      ...(aspectRatio !== undefined ? { aspectRatio } : {}),
-      ...(resolution !== undefined ? { resolution } : {}),
-      ...(duration !== undefined ? { duration: String(Number(duration)) } : {}),
-      ...(inputs ? { inputs: inputs as InputRef[] } : {}),
-      ...(image ? { image } : {}),
-      ...(referenceImages ? { referenceImages: referenceImages as InputRef[] } : {}),
-      ...(video ? { video } : {}),
-      ...(sourceId !== undefined ? { source: sourceId } : {}),
-      ...(values ? { values } : {}),
-      where: { file: this.source.file, ...pos, itemIndex: index, ...(row ? { row } : {}) },
-    };
+    return { inputs, image, referenceImages, video };
   }
 
   /** "{{title}}, studio product photo" with an empty title is paid for as a generic image: worth a warning, not an error. */
-  private noteEmptyValues(merged: Merged, index: number, template: string, ctx: ReadonlyMap<string, string>, row: { file: string; line: number } | undefined): void {
+  private noteEmptyValues(merged: Merged, index: number, template: string, ctx: TemplateContext, row: { file: string; line: number } | undefined): void {
     if (!template.includes('{{')) return;
     for (const name of new Set(templateNames(template))) {
       if (ctx.get(name)?.trim() !== '') continue;
@@ -258,11 +284,16 @@ function checkId(id: string, fail: (message: string) => void): void {
   else if (id.includes('#')) fail(`an id cannot hold # (repeat adds #1, #2, …), found ${JSON.stringify(id)}`);
 }
 
-/** One new map: the first's entries, then each later one's over them. */
-function layered(first: ReadonlyMap<string, string>, ...over: ReadonlyMap<string, string>[]): Combo {
-  const out = new Map(first);
-  for (const m of over) for (const [k, v] of m) out.set(k, v);
-  return out;
+interface FileRefs {
+  inputs?: InputRef[] | undefined;
+  image?: InputRef | undefined;
+  referenceImages?: InputRef[] | undefined;
+  video?: InputRef | undefined;
+}
+
+/** Whether an item names files (or other items' outputs) to check: most catalog rows do not. */
+function hasFileInputs(merged: Merged): boolean {
+  return merged.inputs !== undefined || merged.image !== undefined || merged.referenceImages !== undefined || merged.video !== undefined;
 }
 
 /** Every combination of the matrix values, in key order; one empty combination without a matrix. */

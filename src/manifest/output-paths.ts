@@ -1,5 +1,5 @@
 import { isAbsolute, relative, resolve, sep } from 'node:path';
-import { render, templateNames } from './templates.js';
+import { render, templateNames, type TemplateContext } from './templates.js';
 
 export const DEFAULT_OUTPUT_NAME = '{{id}}-{{n}}.{{ext}}';
 const OUTPUT_NAMES = ['id', 'n', 'ext', 'model', 'type'];
@@ -38,12 +38,12 @@ export interface OutputNameValues {
  * name a file outside the output dir.
  */
 export function outputRelativePath(template: string, v: OutputNameValues): { ok: true; path: string } | { ok: false; message: string } {
-  const ctx = new Map<string, string>(safeVars(v.vars));
-  for (const [k, x] of [['id', safeValue(v.id)], ['n', String(v.n)], ['ext', safeValue(v.ext)], ['model', safeValue(v.model)], ['type', v.type]] as const) ctx.set(k, x);
-  const rendered = render(template, ctx);
+  const rendered = render(template, new OutputNameContext(v, safeVars(v.vars)));
   if (!rendered.ok) return rendered;
-  let path = rendered.value.replace(/\\/g, '/');
+  let path = rendered.value.includes('\\') ? rendered.value.replace(/\\/g, '/') : rendered.value;
   if (v.n > 1 && !usesN(template)) path = path.replace(/(\.[^./]*)?$/, (ext) => `-${v.n}${ext}`);
+  // The common name is one short segment: checked without splitting it (a catalog names 100,000).
+  if (!path.includes('/') && path !== '.' && path !== '..' && path !== '' && path.length <= MAX_SEGMENT_BYTES / 4) return { ok: true, path };
   const segments = path.split('/');
   if (isAbsolute(path) || segments.some((s) => s === '' || s === '.' || s === '..')) {
     return { ok: false, message: `the output name ${JSON.stringify(path)} would leave the output dir` };
@@ -51,6 +51,29 @@ export function outputRelativePath(template: string, v: OutputNameValues): { ok:
   const long = segments.find((s) => Buffer.byteLength(s) > MAX_SEGMENT_BYTES);
   if (long) return { ok: false, message: `the output file name would be ${Buffer.byteLength(long)} bytes long; at most ${MAX_SEGMENT_BYTES} are allowed` };
   return { ok: true, path: segments.join('/') };
+}
+
+/** The names an output name may use, read when the template asks (no map built per output: a catalog names 100,000). */
+class OutputNameContext implements TemplateContext {
+  constructor(
+    private readonly v: OutputNameValues,
+    private readonly vars: ReadonlyMap<string, string>,
+  ) {}
+
+  get(name: string): string | undefined {
+    switch (name) {
+      case 'id': return safeValue(this.v.id);
+      case 'n': return String(this.v.n);
+      case 'ext': return safeValue(this.v.ext);
+      case 'model': return safeValue(this.v.model);
+      case 'type': return this.v.type;
+      default: return this.vars.get(name);
+    }
+  }
+
+  keys(): MapIterator<string> {
+    return new Set([...this.vars.keys(), ...OUTPUT_NAMES]).keys();
+  }
 }
 
 // A catalog names 100,000 outputs with the same vars and template: made safe, and read, once.

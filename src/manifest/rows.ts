@@ -1,18 +1,22 @@
 import { open } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
-import { parse } from 'csv-parse';
+import type { Readable } from 'node:stream';
+import { Parser } from 'csv-parse';
 import type { IssueList } from './issues.js';
 
 export interface Row {
   /** 1-based line in the rows file. */
   line: number;
-  values: Map<string, string>;
-  /** The same columns as one object: the parser's own record, carried to the results as it is. */
+  /** The row's columns: the parser's own record, carried to the results as it is. */
   fields: Record<string, string>;
 }
 
-/** Streams the rows of a CSV (with header) or JSONL file; bad rows become issues, never exceptions. */
-export async function* readRows(absPath: string, file: string, issues: IssueList): AsyncGenerator<Row> {
+/**
+ * Streams the rows of a CSV (with header) or JSONL file, a batch at a time
+ * (a catalog has 100,000 rows: one promise per batch, not per row); bad rows
+ * become issues, never exceptions.
+ */
+export async function* readRows(absPath: string, file: string, issues: IssueList): AsyncGenerator<Row[]> {
   try {
     if (/\.jsonl$|\.ndjson$/i.test(absPath)) yield* readJsonl(absPath, file, issues);
     else yield* readCsv(absPath);
@@ -23,23 +27,68 @@ export async function* readRows(absPath: string, file: string, issues: IssueList
   }
 }
 
+/**
+ * csv-parse's stream with each record tagged with its line as it is parsed.
+ * (Its on_record option would build two info objects per record for that one number.)
+ */
+class LineTaggedParser extends Parser {
+  override push(record: unknown, encoding?: BufferEncoding): boolean {
+    if (record === null) return super.push(null, encoding);
+    return super.push({ line: this.info.lines, fields: record as Record<string, string> } satisfies Row);
+  }
+}
+
 // The file is opened first, so a missing or unreadable file is a plain rejection, not an unhandled stream error.
-async function* readCsv(absPath: string): AsyncGenerator<Row> {
+async function* readCsv(absPath: string): AsyncGenerator<Row[]> {
   const handle = await open(absPath);
-  // Each record becomes its Row in the parser (the line from its context): no per-record info object, no second copy.
   const parser = handle.createReadStream().pipe(
-    parse({
+    new LineTaggedParser({
       columns: (header: string[]) => header.map((h) => h.trim()),
       bom: true,
       skip_empty_lines: true,
       relax_quotes: false,
-      on_record: (record: Record<string, string>, context: { lines: number }): Row => ({ line: context.lines, values: new Map(Object.entries(record)), fields: record }),
     }),
   );
-  yield* parser as AsyncIterable<Row>;
+  yield* batches(parser);
 }
 
-async function* readJsonl(absPath: string, file: string, issues: IssueList): AsyncGenerator<Row> {
+/**
+ * What a readable in object mode holds, a batch each time: it is read until
+ * empty, and only then waited on (read() returning null arms its next
+ * 'readable'). Its error is thrown here; an early return destroys it.
+ */
+async function* batches<T>(stream: Readable): AsyncGenerator<T[]> {
+  let failure: unknown;
+  let ended = false;
+  const onError = (error: unknown) => (failure ??= error);
+  stream.on('error', onError);
+  stream.once('end', () => (ended = true));
+  try {
+    for (;;) {
+      const batch: T[] = [];
+      for (let record: T | null; (record = stream.read() as T | null) !== null; ) batch.push(record);
+      if (batch.length) {
+        yield batch;
+        continue;
+      }
+      if (failure !== undefined) throw failure;
+      if (ended || stream.readableEnded) return;
+      if (stream.destroyed) throw new Error('the rows file closed before its end');
+      await new Promise<void>((resolve) => {
+        const wake = () => {
+          stream.off('readable', wake).off('end', wake).off('close', wake).off('error', wake);
+          resolve();
+        };
+        stream.on('readable', wake).on('end', wake).on('close', wake).on('error', wake);
+      });
+    }
+  } finally {
+    stream.off('error', onError);
+    if (!stream.destroyed && !ended) stream.destroy();
+  }
+}
+
+async function* readJsonl(absPath: string, file: string, issues: IssueList): AsyncGenerator<Row[]> {
   const handle = await open(absPath);
   const lines = createInterface({ input: handle.createReadStream(), crlfDelay: Infinity });
   let line = 0;
@@ -57,14 +106,14 @@ async function* readJsonl(absPath: string, file: string, issues: IssueList): Asy
       issues.add({ file, line, column: 1, field: `row ${line}`, message: `expected a JSON object, found ${Array.isArray(parsed) ? 'an array' : typeof parsed}` });
       continue;
     }
-    const values = new Map<string, string>();
+    const fields: Record<string, string> = {};
     let ok = true;
     for (const [key, value] of Object.entries(parsed)) {
       if (value === null || typeof value === 'object') {
         issues.add({ file, line, column: 1, field: `row ${line}: ${key}`, message: 'expected a string, number or boolean' });
         ok = false;
-      } else values.set(key, String(value));
+      } else fields[key] = String(value);
     }
-    if (ok) yield { line, values, fields: Object.fromEntries(values) };
+    if (ok) yield [{ line, fields }];
   }
 }

@@ -2,7 +2,8 @@
  * `{{name}}` templates. A name must be known: an unknown one is an error, never
  * an empty string (a typo would otherwise produce thousands of wrong prompts).
  */
-export type TemplateContext = ReadonlyMap<string, string>;
+/** What a template reads its names from: a map, or anything that answers the same two questions. */
+export type TemplateContext = Pick<ReadonlyMap<string, string>, 'get' | 'keys'>;
 
 const TEMPLATE = /\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}/g;
 

@@ -32,6 +32,7 @@ export interface ResolvedItem {
 /** The items an item waits for, with the field that names each. */
 export function dependenciesOf(item: Omit<ResolvedItem, 'where'>): { id: string; field: string; needs: 'image' | 'video' }[] {
   const deps: { id: string; field: string; needs: 'image' | 'video' }[] = [];
+  if (!item.inputs && !item.image && !item.referenceImages && !item.video && !item.source) return deps;
   const add = (ref: InputRef | undefined, field: string, needs: 'image' | 'video') => {
     if (ref?.kind === 'item') deps.push({ id: ref.id, field, needs });
   };

@@ -41,9 +41,8 @@ export async function loadManifest(path: string, cwd = process.cwd()): Promise<V
   const read = await readTop(path, cwd);
   if (!read.top) return { issues: read.issues, warnings: [] };
   const { top, issues, only, schemaOk, templateProblem } = read;
-  const items: ResolvedItem[] = [];
   const expander = new Expander(top.source, top.manifest, cwd, issues, only);
-  for await (const item of expander.items()) items.push(item);
+  const items = await expander.all();
   if (!schemaOk) return { issues, warnings: expander.warnings() };
   if (!templateProblem) checkAcrossItems(items, top.source, top.outputName, top.vars, issues, expander.invalidIds);
   if (items.length === 0 && issues.count === 0) issues.add({ file: top.source.file, ...top.source.locate(['items']), field: 'items', message: 'the manifest expands to no items (are the rows files empty?)' });
