@@ -5,7 +5,12 @@ import type { Control } from './control.js';
 /** An item to start: `key_fp` is set on a resend (its attempt's key, null from before keys were recorded), undefined on a new item. */
 export type NextItem = ItemRow & { key_fp?: string | null };
 
-/** Ready items asked of SQLite at a time; more pages are read only while this run's own tasks hold them all. */
+/**
+ * Ready items asked of SQLite at a time: a few first (the first is nearly
+ * always free, and each row costs a whole item, spec and all), then larger
+ * pages only while this run's own tasks hold them all.
+ */
+const FIRST_READY_PAGE = 4;
 const READY_PAGE = 64;
 
 /**
@@ -38,10 +43,10 @@ export class Feeder {
     if (resend) return resend;
     if (this.only) return this.nextOf(this.only, type);
     this.skipDoomed();
-    for (let after = -1; ; ) {
-      const page = this.store.items.ready(type, this.clock.now(), after, READY_PAGE);
+    for (let after = -1, size = FIRST_READY_PAGE; ; size = READY_PAGE) {
+      const page = this.store.items.ready(type, this.clock.now(), after, size);
       const free = page.find((row) => !this.claimed.has(row.id));
-      if (free || page.length < READY_PAGE) return free;
+      if (free || page.length < size) return free;
       after = page.at(-1)!.seq;
     }
   }

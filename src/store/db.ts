@@ -43,6 +43,26 @@ export function openDbReadOnly(path: string): Db | 'older' {
  * Opens (or creates) a state file: WAL, full sync (a committed idempotency key
  * survives a power cut, not only a kill), a bounded WAL, and the schema migrated.
  */
+/**
+ * Runs `fn` with its commits written to the WAL but not flushed to the disk
+ * (synchronous = NORMAL): safe from a crash or a kill, and on a power cut lost
+ * only as a suffix of commits. For what is learnt after a request (a job's id,
+ * its end, a file saved): the next commit that precedes a paid request is
+ * full-synced, which flushes these with it, and a suffix lost before it is
+ * redone by a resume without paying (the same idempotency key, a poll, a
+ * download). Everything else keeps synchronous = FULL.
+ */
+export function withRelaxedSync<T>(db: Db, fn: () => T): T {
+  if (db.inTransaction) return fn();
+  // exec, not a prepared statement: SQLite applies this pragma when it compiles it, so a kept statement would not apply again.
+  db.exec('PRAGMA synchronous = NORMAL');
+  try {
+    return fn();
+  } finally {
+    db.exec('PRAGMA synchronous = FULL');
+  }
+}
+
 export function openDb(path: string): Db {
   try {
     mkdirSync(dirname(path), { recursive: true });

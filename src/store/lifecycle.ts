@@ -1,6 +1,6 @@
 import type { Accounting } from './accounting.js';
 import type { Attempts } from './attempts.js';
-import type { Db } from './db.js';
+import { withRelaxedSync, type Db } from './db.js';
 import type { Outputs, SavedFile } from './outputs.js';
 import { OPEN_STATES, type ItemState } from './states.js';
 
@@ -43,6 +43,11 @@ export class Lifecycle {
     return this.db.transaction(fn).immediate();
   }
 
+  /** A transaction that records what a request's answer said: flushed with the next durable commit (see withRelaxedSync). */
+  private answerTx<T>(fn: () => T): T {
+    return withRelaxedSync(this.db, () => this.tx(fn));
+  }
+
   /**
    * pending → queued: the attempt's key and exact body are committed; only
    * then may the request leave. It belongs to the API key `keyFp` from now on
@@ -75,7 +80,8 @@ export class Lifecycle {
 
   /** submitting → running: the service named the job and what it charged (not_before is cleared with the move). */
   recordAccepted(id: string, n: number, jobId: string, charged: number, day: number, now: number): boolean {
-    return this.tx(() => {
+    // Lost to a power cut, the attempt is still submitting under its key: resent, the service names the same job.
+    return this.answerTx(() => {
       this.attempts.markAccepted(id, n, jobId, charged, now);
       this.accounting.charged(day, charged, this.attempts.keyOf(id, n) ?? '');
       return this.transition(id, ['submitting'], 'running', now);
@@ -133,7 +139,8 @@ export class Lifecycle {
    * caller decides between a new attempt and the end.
    */
   recordEnded(id: string, n: number, end: { jobId: string; status: 'completed' | 'failed' | 'expired'; refunded: number; refundDay: number; error?: { code: string; message?: string } }, now: number): boolean {
-    return this.tx(() => {
+    // Lost to a power cut, the job is still running here: polled again. A new attempt after a failure commits durably first.
+    return this.answerTx(() => {
       this.attempts.markEnded(id, n, end.status, end.refunded, now, end.error);
       if (end.refunded > 0) this.accounting.refunded(end.refundDay, end.refunded, this.attempts.keyOf(id, n) ?? '');
       if (end.status !== 'completed') return true;
@@ -177,7 +184,8 @@ export class Lifecycle {
    * done in the same commit (one fsync fewer per item). True when the item moved.
    */
   outputSaved(id: string, jobId: string, idx: number, file: SavedFile, now: number, last: boolean): boolean {
-    return this.tx(() => {
+    // Lost to a power cut, the output is downloaded again (the file itself was synced before its rename).
+    return this.answerTx(() => {
       this.outputs.markDownloaded(jobId, idx, file, now);
       return last && this.transition(id, ['downloading'], 'done', now);
     });

@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import { withRelaxedSync, type Db } from './db.js';
 
 export interface OutputRow {
   job_id: string;
@@ -34,7 +34,7 @@ export class Outputs {
   private readonly claimStmt;
   private readonly verifiedStmt;
 
-  constructor(db: Db) {
+  constructor(private readonly db: Db) {
     this.claimStmt = db.prepare(
       'INSERT INTO outputs (job_id, idx, item_id, path, link_issued_at) VALUES (@jobId, @idx, @itemId, @path, @now) ON CONFLICT (job_id, idx) DO UPDATE SET path = @path, link_issued_at = @now',
     );
@@ -77,7 +77,8 @@ export class Outputs {
    * link was in hand.
    */
   claimPath(jobId: string, idx: number, itemId: string, path: string, now: number): void {
-    this.claimStmt.run({ jobId, idx, itemId, path, now });
+    // Lost to a power cut with the file's save, the same name is claimed again by the download that redoes it.
+    withRelaxedSync(this.db, () => this.claimStmt.run({ jobId, idx, itemId, path, now }));
   }
 
   ofJob(jobId: string): OutputRow[] {

@@ -111,3 +111,30 @@ describe('the item\'s transitions are guarded by the states they leave', () => {
     expect(state(s)).toBe('queued');
   });
 });
+
+describe('what is flushed to the disk before a request may charge', () => {
+  it('the attempt\'s key and its send commit with synchronous = FULL; what an answer said commits relaxed, and the connection goes back to FULL', () => {
+    const s = fresh();
+    const level = () => s.db.pragma('synchronous', { simple: true }) as number;
+    const seen: Record<string, number> = {};
+    const spy = <K extends 'create' | 'markSent' | 'markAccepted' | 'markEnded'>(name: K) => {
+      const original = s.attempts[name].bind(s.attempts) as (...a: unknown[]) => unknown;
+      (s.attempts as unknown as Record<string, unknown>)[name] = (...a: unknown[]) => {
+        seen[name] = level();
+        return original(...a);
+      };
+    };
+    for (const name of ['create', 'markSent', 'markAccepted', 'markEnded'] as const) spy(name);
+    const FULL = 2;
+    const NORMAL = 1;
+    expect(level()).toBe(FULL);
+    s.life.startAttempt('a', 1, 'k1', '{}', 2, 'fp-a');
+    s.life.recordSent('a', 1, 3, 'fp-a');
+    s.life.recordAccepted('a', 1, 'job_1', 8, 0, 4);
+    expect(level()).toBe(FULL);
+    s.life.recordEnded('a', 1, { jobId: 'job_1', status: 'completed', refunded: 0, refundDay: 0 }, 5);
+    s.outputs.claimPath('job_1', 1, 'a', 'a-1.png', 6);
+    expect(level()).toBe(FULL);
+    expect(seen).toEqual({ create: FULL, markSent: FULL, markAccepted: NORMAL, markEnded: NORMAL });
+  });
+});
