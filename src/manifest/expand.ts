@@ -51,12 +51,14 @@ export class Expander {
     // Each combination's values as one object, made once: the item's own values, carried to the results.
     const comboValues = combos.map((combo) => (combo.size ? Object.fromEntries(combo) : undefined));
     const vars = new Map(Object.entries(this.manifest.vars ?? {}).map(([k, v]) => [k, toText(v)]));
-    const add = async (ctx: ItemContext, row: { file: string; line: number } | undefined, values: Record<string, string> | undefined) => {
-      const resolved = this.resolve(merged, index, ctx, row, values);
-      const one = resolved instanceof Promise ? await resolved : resolved;
+    const keep = (one: ResolvedItem | undefined) => {
       if (!one) return;
       if (!repeat || repeat === 1) out.push(one);
       else for (let k = 1; k <= repeat; k++) out.push({ ...one, id: `${one.id}#${k}` });
+    };
+    const add = async (ctx: ItemContext, row: { file: string; line: number } | undefined, values: Record<string, string> | undefined) => {
+      const resolved = this.resolve(merged, index, ctx, row, values);
+      keep(resolved instanceof Promise ? await resolved : resolved);
     };
     if (!rows) {
       for (const [i, combo] of combos.entries()) await add(new ItemContext(vars, undefined, combo), undefined, comboValues[i]);
@@ -74,14 +76,9 @@ export class Expander {
           const values = comboValues[i] ? { ...row.fields, ...comboValues[i] } : row.fields;
           const ctx = new ItemContext(vars, row.fields, combo);
           const where = { file: rowsFile, line: row.line };
+          // Without files an item resolves at once: no promise per row.
           if (files) await add(ctx, where, values);
-          else {
-            // Without files an item resolves at once: no promise per row.
-            const one = this.resolve(merged, index, ctx, where, values) as ResolvedItem | undefined;
-            if (!one) continue;
-            if (!repeat || repeat === 1) out.push(one);
-            else for (let k = 1; k <= repeat; k++) out.push({ ...one, id: `${one.id}#${k}` });
-          }
+          else keep(this.resolve(merged, index, ctx, where, values) as ResolvedItem | undefined);
         }
       }
     }
