@@ -43,6 +43,8 @@ export interface RunSummary {
 }
 
 const HEARTBEAT_MS = 1_000;
+/** The shortest real time a feed loop waits for a wake it may have missed (see waitForChange). */
+const WAKE_FLOOR_MS = 250;
 
 /**
  * Takes a validated manifest to verified outputs on disk, as fast as the key's
@@ -66,6 +68,8 @@ export class Runner implements RunContext {
   private readonly downloadHealth = new DownloadHealth();
   private runId = 0;
   private changed: string[] = [];
+  /** A feed loop waits for the moderation breaker: an answered submission wakes it. */
+  private breakerHeld = false;
   /** Which key each item's attempt belongs to, and what becomes of the items of a key that is missing or leaves. */
   private readonly roster: KeyRoster;
 
@@ -97,7 +101,8 @@ export class Runner implements RunContext {
       lane.slots.image.onTaskEnd(wake);
       lane.slots.video.onTaskEnd(wake);
     }
-    this.downloads.on('next', wake);
+    // A download frees no slot and never puts an item back: only the queue's end (the run may be over) or an item with dependents (they may be ready) wakes the feeders.
+    this.downloads.on('idle', wake);
   }
 
   async run(): Promise<RunSummary> {
@@ -226,18 +231,27 @@ export class Runner implements RunContext {
           break;
         }
         // Every key's slots are taken: a task's end wakes this.
-        await control.waitForWake(this.clock.scaled(1000));
+        await this.waitForChange();
         continue;
       }
       const breaker = gates.breaker(feeder.unansweredCount);
       if (breaker === 'stop') break;
+      if (breaker === 'wait') {
+        // An answered submission (jobAccepted) or a task's end wakes this.
+        this.breakerHeld = true;
+        await control.waitForWake(this.clock.scaled(1000));
+        this.breakerHeld = false;
+        continue;
+      }
       const first = lanes.all[0]!;
-      const next = breaker === 'go' ? feeder.next(type, (fp) => free.includes(lanes.get(fp ?? first.fingerprint)!)) : undefined;
+      const next = feeder.next(type, (fp) => free.includes(lanes.get(fp ?? first.fingerprint)!));
       if (!next) {
-        // Nothing ready: wait for a task to end, or for the next item that waits for its time (a backoff) to be due.
+        // No item of the type is left to run or to come back (items never change type): this loop is done, whatever the other type still does.
+        if (this.store.items.workByType()[type].open === 0) break;
+        // Nothing ready: wait for a task or download to end, or for the next item that waits for its time (a backoff) to be due.
         const due = feeder.nextDue(type);
-        if (breaker === 'go' && due === undefined && this.idle()) break;
-        await control.waitForWake(Math.max(1, Math.min(this.clock.scaled(1000), due === undefined ? Infinity : due - opts.now())));
+        if (due === undefined && this.idle()) break;
+        await this.waitForChange(due === undefined ? undefined : due - opts.now());
         continue;
       }
       const price = this.price(next);
@@ -249,11 +263,25 @@ export class Runner implements RunContext {
       // A resend goes with its attempt's key; a new item with the key that has the most room.
       const lane = next.key_fp === undefined ? lanes.forNew(type, free, price ?? 0, opts.now()) : lanes.get(next.key_fp ?? first.fingerprint)!;
       if (!lane) {
+        // Every key with a free slot waits for its daily cap: a busy key's task end wakes this, and a new key day is a matter of time.
         await control.waitForWake(this.clock.scaled(1000));
         continue;
       }
       this.startJob(next, lane, price);
     }
+  }
+
+  /**
+   * Until an event that can make an item ready or free a slot (a task's or a
+   * download's end, a key leaving, a stop: each wakes the loops), or until
+   * `dueInMs`. The bound without a due time is a safety net only, and never
+   * under WAKE_FLOOR_MS of real time: a scaled second is under a millisecond
+   * at 3600x, and both loops polling the state that often cost more CPU than
+   * the items themselves.
+   */
+  private waitForChange(dueInMs?: number): Promise<void> {
+    const net = Math.max(this.clock.scaled(1000), WAKE_FLOOR_MS);
+    return this.control.waitForWake(dueInMs === undefined ? net : Math.max(1, Math.min(net, dueInMs)));
   }
 
   downloadEnded(failure: DownloadFailure | undefined): void {
@@ -282,7 +310,13 @@ export class Runner implements RunContext {
   }
 
   startDownload(itemId: string, jobId: string, fresh?: Job): void {
-    void this.downloads.add(() => downloadJob(this, this.roster.laneOfJob(itemId), itemId, jobId, fresh).catch((error: unknown) => this.crashed(itemId, error)).finally(() => this.wake()));
+    void this.downloads.add(() =>
+      downloadJob(this, this.roster.laneOfJob(itemId), itemId, jobId, fresh)
+        .catch((error: unknown) => this.crashed(itemId, error))
+        .finally(() => {
+          if (this.store.items.hasDependents(itemId)) this.wake();
+        }),
+    );
   }
 
   /**
@@ -351,6 +385,7 @@ export class Runner implements RunContext {
 
   jobAccepted(itemId: string): void {
     this.feeder.answered(itemId);
+    if (this.breakerHeld) this.control.wake();
   }
 
   noteBlocked(lane: KeyLane): void {

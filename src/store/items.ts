@@ -107,6 +107,7 @@ export class Items {
   private readonly nextDueStmt;
   private readonly doomedStmt;
   private readonly clearDeps;
+  private readonly hasDependentsStmt;
   private readonly insertDep;
   private readonly failuresStmt;
   private readonly setStateStmt;
@@ -169,6 +170,7 @@ export class Items {
        WHERE di.state IN ${sqlStates(ENDED_WITHOUT_OUTPUT)} AND i.state = 'pending' ORDER BY i.seq`,
     );
     this.clearDeps = db.prepare('DELETE FROM deps');
+    this.hasDependentsStmt = db.prepare<[string], { one: number }>('SELECT 1 AS one FROM deps WHERE dep_id = ? LIMIT 1');
     this.insertDep = db.prepare('INSERT OR IGNORE INTO deps (item_id, dep_id) VALUES (?, ?)');
     this.failuresStmt = db.prepare<[], { code: string; n: number }>(
       `SELECT coalesce(error_code, state) AS code, count(*) AS n FROM items WHERE state IN ${sqlStates(ENDED_WITHOUT_OUTPUT)} OR (state IN ${sqlStates(OPEN_STATES)} AND state <> 'pending' AND error_code IS NOT NULL) GROUP BY 1 ORDER BY 2 DESC`,
@@ -284,7 +286,6 @@ export class Items {
     return this.readyStmt.all(type, now, afterSeq, limit);
   }
 
-  /** Attempts of a type whose deferred resend is due, in manifest order: they go before new items. */
   /** Items waiting to be sent, or resent, whose attempt belongs to the key `keyFp`. */
   boundTo(keyFp: string): ItemRow[] {
     return this.boundToStmt.all(keyFp);
@@ -295,6 +296,7 @@ export class Items {
     return this.openByKeyStmt.all();
   }
 
+  /** Attempts of a type whose deferred resend is due, in manifest order: they go before new items. */
   dueResends(type: 'image' | 'video', now: number, limit: number): (ItemRow & { key_fp: string | null })[] {
     return this.dueResendsStmt.all(type, now, limit);
   }
@@ -302,6 +304,11 @@ export class Items {
   /** When the earliest item of a type that waits for its time (a backoff) is due (maybe already), if any does. */
   nextDue(type: 'image' | 'video'): number | undefined {
     return this.nextDueStmt.get({ type })?.at ?? undefined;
+  }
+
+  /** Whether any item depends on this one (its end may make them ready). */
+  hasDependents(id: string): boolean {
+    return this.hasDependentsStmt.get(id) !== undefined;
   }
 
   /** How many items ended without an output (from the tally): when it has not moved, no item became doomed. */
