@@ -100,5 +100,7 @@ function salvage(data: Record<string, unknown>, badPaths: PropertyKey[][]): { ma
   const items = data.items as Manifest['items'];
   const only = new Set(items.map((_, i) => i).filter((i) => !badItems.has(i)));
   if (badPaths.some((p) => p[0] === 'items' && p.length === 1)) return undefined;
-  return { manifest: { ...(data as Manifest), items }, only };
+  // A top-level value the schema refused (name, output, prices, budget…) is left out, as if unset: its errors are reported already, and its raw value is of no type the rest can read.
+  const manifest = Object.fromEntries(Object.entries(data).filter(([key]) => !badTop.has(key))) as unknown as Manifest;
+  return { manifest: { ...manifest, items }, only };
 }

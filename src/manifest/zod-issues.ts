@@ -59,6 +59,7 @@ export function explainIssue(issue: z.core.$ZodIssue, data: unknown): { path: Pr
     case 'invalid_union': {
       const last = path[path.length - 1];
       const fileLike = ['image', 'video'].includes(String(last)) || typeof last === 'number';
+      if (path[0] === 'prices' && path.length === 2) return [{ path, message: `expected the credits of one job (a number), or for video a table of resolution → duration → credits, found ${found}` }];
       return [{ path, message: fileLike ? `expected a file path or { from: item-id }, found ${found}` : `expected ${found === 'a mapping' ? 'a single value or a table of values' : 'another kind of value'}, found ${found}` }];
     }
     case 'too_small':
