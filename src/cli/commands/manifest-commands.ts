@@ -1,18 +1,21 @@
 import { relative } from 'node:path';
-import { Catalog } from '../../api/catalog.js';
 import { existsSync } from 'node:fs';
 import { blockers, estimate, formatDuration, type Estimate } from '../../estimate/index.js';
 import { openStateReadOnly, statePathFor } from '../state-path.js';
 import { IssueList, type LoadedManifest, type ManifestIssue } from '../../manifest/index.js';
-import { checkAgainstService } from '../../manifest/online.js';
 import { combinedLimits, DEFAULT_KEY_LIMITS, formatRate, type KeyLimits, type Rate } from '../../scheduler/limits.js';
-import { setUpPool } from '../../runner/pool.js';
-import { connect, type ConnectionFlags } from '../connection.js';
+import type { ConnectionFlags } from '../connection.js';
 import { EXIT, ExitError } from '../exit.js';
 import { table } from '../format.js';
 import { issueReport, loadValid, warningReport } from './manifest-load.js';
 
 export { issueReport, loadValid, locate } from './manifest-load.js';
+
+/** What talks to the service, loaded by the commands that do: a plain validate reads files only, without the HTTP client (about 0.1 s to load). */
+async function service() {
+  const [{ connect }, { Catalog }, { setUpPool }, { checkAgainstService }] = await Promise.all([import('../connection.js'), import('../../api/catalog.js'), import('../../runner/pool.js'), import('../../manifest/online.js')]);
+  return { connect, Catalog, setUpPool, checkAgainstService };
+}
 
 function summary(m: LoadedManifest, cwd: string): string {
   const images = m.items.filter((i) => i.type === 'image').length;
@@ -25,6 +28,7 @@ export async function validateCommand(path: string, opts: ConnectionFlags & { on
     JSON.stringify({ manifest: loaded.source.file, name: loaded.name, valid: true, items: itemCounts(loaded), outputDir: loaded.outputDir, online: online ?? null, issues: [], warnings: loaded.warnings }, null, 2);
   const warned = loaded.warnings.length ? `\n${warningReport(loaded.warnings)}` : '';
   if (!opts.online) return opts.json ? asJson(undefined) : `${summary(loaded, cwd)}${warned}`;
+  const { connect, Catalog, setUpPool, checkAgainstService } = await service();
   const connection = await connect(opts, env);
   try {
     // With several keys, what they may submit together: each item goes to a key that has its scope.
@@ -94,6 +98,7 @@ const NOT_SENT = new Set(['pending', 'queued']);
 export async function estimateCommand(path: string, opts: EstimateFlags, env: NodeJS.ProcessEnv, cwd: string): Promise<{ text: string; exitCode: number }> {
   const loaded = await loadValid(path, cwd);
   const soFar = runSoFar(loaded, opts, cwd);
+  const { connect, Catalog, setUpPool } = await service();
   const connection = await connect(opts, env);
   try {
     const flags: KeyLimits = {
