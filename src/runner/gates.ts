@@ -81,7 +81,8 @@ export class Gates {
       const goesAnyway = withinBudget && this.control.stopReason?.kind === 'budget';
       if ((this.control.isStopping() && !goesAnyway) || this.overBudget(credits)) return undefined;
       if (price === undefined && this.unpricedInFlight.has(model)) {
-        await this.control.waitForWake(this.clock.scaled(1000));
+        // Its release wakes this.
+        await this.control.waitForEvent(this.clock.scaled(1000));
         const seen = this.largestCharge.get(model);
         if (seen !== undefined) return this.dailyCapGate(cap, seen, model, handOver, withinBudget);
         continue;
