@@ -10,7 +10,7 @@ import type { ItemProblem, ItemRow, ItemState, Store } from '../store/index.js';
 import type { ItemSpec } from './bodies.js';
 import { RunClock } from './clock.js';
 import { PollWait, type DownloadFailure, type RunContext, type RunEvent, type RunOptions, type StopKind } from './context.js';
-import { Control } from './control.js';
+import { Control, eventWaitBound } from './control.js';
 import { claimOutputDir, probeOutputDir } from '../download/output-dir.js';
 import { checkOutput } from '../download/verify.js';
 import { DownloadHealth } from './download-health.js';
@@ -43,8 +43,6 @@ export interface RunSummary {
 }
 
 const HEARTBEAT_MS = 1_000;
-/** The shortest real time a feed loop waits for a wake it may have missed (see waitForChange). */
-const WAKE_FLOOR_MS = 250;
 
 /**
  * Takes a validated manifest to verified outputs on disk, as fast as the key's
@@ -239,19 +237,23 @@ export class Runner implements RunContext {
       if (breaker === 'wait') {
         // An answered submission (jobAccepted) or a task's end wakes this.
         this.breakerHeld = true;
-        await control.waitForWake(this.clock.scaled(1000));
+        await control.waitForEvent(this.clock.scaled(1000));
         this.breakerHeld = false;
         continue;
       }
       const first = lanes.all[0]!;
+      const lookedAt = opts.now();
       const next = feeder.next(type, (fp) => free.includes(lanes.get(fp ?? first.fingerprint)!));
       if (!next) {
         // No item of the type is left to run or to come back (items never change type): this loop is done, whatever the other type still does.
         if (this.store.items.workByType()[type].open === 0) break;
         // Nothing ready: wait for a task or download to end, or for the next item that waits for its time (a backoff) to be due.
+        // An item due by the time the feeder looked, yet not handed out, is held by a task or waits for its key's slot or a dependency: only an event changes that, never
+        // the clock (waiting 1 ms at a time for it spun a core while a resend waited for its window). One that came due since is looked for again at once.
         const due = feeder.nextDue(type);
-        if (due === undefined && this.idle()) break;
-        await this.waitForChange(due === undefined ? undefined : due - opts.now());
+        const dueLater = due !== undefined && due > lookedAt;
+        if (!dueLater && this.idle()) break;
+        await this.waitForChange(dueLater ? due - opts.now() : undefined);
         continue;
       }
       const price = this.price(next);
@@ -271,17 +273,10 @@ export class Runner implements RunContext {
     }
   }
 
-  /**
-   * Until an event that can make an item ready or free a slot (a task's or a
-   * download's end, a key leaving, a stop: each wakes the loops), or until
-   * `dueInMs`. The bound without a due time is a safety net only, and never
-   * under WAKE_FLOOR_MS of real time: a scaled second is under a millisecond
-   * at 3600x, and both loops polling the state that often cost more CPU than
-   * the items themselves.
-   */
+  /** Until an event that can make an item ready or free a slot (a task's or a download's end, a key leaving, a stop: each wakes the loops), or until `dueInMs`. */
   private waitForChange(dueInMs?: number): Promise<void> {
-    const net = Math.max(this.clock.scaled(1000), WAKE_FLOOR_MS);
-    return this.control.waitForWake(dueInMs === undefined ? net : Math.max(1, Math.min(net, dueInMs)));
+    const bound = eventWaitBound(this.clock.scaled(1000));
+    return this.control.waitForWake(dueInMs === undefined ? bound : Math.min(dueInMs, bound));
   }
 
   downloadEnded(failure: DownloadFailure | undefined): void {
