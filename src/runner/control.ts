@@ -5,11 +5,6 @@ import type { RunEvent, StopKind } from './context.js';
 /** The shortest real time a wait for an event lasts before looking again anyway (see waitForEvent). */
 const WAKE_FLOOR_MS = 250;
 
-/** How long a wait for an event lasts at most, for a scaled second of `scaledSecond` ms. */
-export function eventWaitBound(scaledSecond: number): number {
-  return Math.max(scaledSecond, WAKE_FLOOR_MS);
-}
-
 /** The run's control: its events, the stop (and the interrupt it aborts), and the wake-up its loops wait on. */
 export class Control {
   /** Aborts everything that waits (polls, downloads, queued requests): an interrupt or a refused key. */
@@ -64,13 +59,14 @@ export class Control {
   }
 
   /**
-   * Until an event this wait is for wakes it. `scaledSecond` bounds it only in
-   * case a wake was missed, and never under WAKE_FLOOR_MS of real time: a
-   * scaled second is under a millisecond at 3600x, and waits that short turn
-   * into polling that costs more CPU than the work.
+   * Until an event this wait is for wakes it, or until `dueInMs` (something
+   * due by then). `scaledSecond` bounds it only in case a wake was missed, and
+   * never under WAKE_FLOOR_MS of real time: a scaled second is under a
+   * millisecond at 3600x, and waits that short turn into polling that costs
+   * more CPU than the work.
    */
-  waitForEvent(scaledSecond: number): Promise<void> {
-    return this.waitForWake(eventWaitBound(scaledSecond));
+  waitForEvent(scaledSecond: number, dueInMs = Infinity): Promise<void> {
+    return this.waitForWake(Math.min(dueInMs, Math.max(scaledSecond, WAKE_FLOOR_MS)));
   }
 
   /** Until something changes (wake) or `ms` have passed; the timer goes with the wait, so an ended run leaves none behind to hold the process. */

@@ -10,7 +10,7 @@ import type { ItemProblem, ItemRow, ItemState, Store } from '../store/index.js';
 import type { ItemSpec } from './bodies.js';
 import { RunClock } from './clock.js';
 import { PollWait, type DownloadFailure, type RunContext, type RunEvent, type RunOptions, type StopKind } from './context.js';
-import { Control, eventWaitBound } from './control.js';
+import { Control } from './control.js';
 import { claimOutputDir, probeOutputDir } from '../download/output-dir.js';
 import { checkOutput } from '../download/verify.js';
 import { DownloadHealth } from './download-health.js';
@@ -66,8 +66,8 @@ export class Runner implements RunContext {
   private readonly downloadHealth = new DownloadHealth();
   private runId = 0;
   private changed: string[] = [];
-  /** A feed loop waits for the moderation breaker: an answered submission wakes it. */
-  private breakerHeld = false;
+  /** Feed loops waiting for the moderation breaker: an answered submission wakes them. */
+  private breakerWaits = 0;
   /** Which key each item's attempt belongs to, and what becomes of the items of a key that is missing or leaves. */
   private readonly roster: KeyRoster;
 
@@ -228,17 +228,17 @@ export class Runner implements RunContext {
           this.roster.noKeyLeftFor(type);
           break;
         }
-        // Every key's slots are taken: a task's end wakes this.
-        await this.waitForChange();
+        // Every key's slots are taken: a task's end (or a key leaving, a stop) wakes this.
+        await control.waitForEvent(this.clock.scaled(1000));
         continue;
       }
       const breaker = gates.breaker(feeder.unansweredCount);
       if (breaker === 'stop') break;
       if (breaker === 'wait') {
         // An answered submission (jobAccepted) or a task's end wakes this.
-        this.breakerHeld = true;
+        this.breakerWaits++;
         await control.waitForEvent(this.clock.scaled(1000));
-        this.breakerHeld = false;
+        this.breakerWaits--;
         continue;
       }
       const first = lanes.all[0]!;
@@ -253,7 +253,7 @@ export class Runner implements RunContext {
         const due = feeder.nextDue(type);
         const dueLater = due !== undefined && due > lookedAt;
         if (!dueLater && this.idle()) break;
-        await this.waitForChange(dueLater ? due - opts.now() : undefined);
+        await control.waitForEvent(this.clock.scaled(1000), dueLater ? due - opts.now() : undefined);
         continue;
       }
       const price = this.price(next);
@@ -271,12 +271,6 @@ export class Runner implements RunContext {
       }
       this.startJob(next, lane, price);
     }
-  }
-
-  /** Until an event that can make an item ready or free a slot (a task's or a download's end, a key leaving, a stop: each wakes the loops), or until `dueInMs`. */
-  private waitForChange(dueInMs?: number): Promise<void> {
-    const bound = eventWaitBound(this.clock.scaled(1000));
-    return this.control.waitForWake(dueInMs === undefined ? bound : Math.min(dueInMs, bound));
   }
 
   downloadEnded(failure: DownloadFailure | undefined): void {
@@ -380,7 +374,7 @@ export class Runner implements RunContext {
 
   jobAccepted(itemId: string): void {
     this.feeder.answered(itemId);
-    if (this.breakerHeld) this.control.wake();
+    if (this.breakerWaits > 0) this.control.wake();
   }
 
   noteBlocked(lane: KeyLane): void {
