@@ -1,8 +1,9 @@
 import type { Readable } from 'node:stream';
-import { Agent, request, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import type { z } from 'zod';
 import type { Logger } from '../log/logger.js';
 import { scrubSecrets } from '../util/secrets.js';
+import { Agent, request } from './http.js';
 import { ResponseShapeError, StorageError, TransportError, apiErrorFrom } from './errors.js';
 import { jobEnvelope, jobsPage, meEnvelope, modelList, uploadGrantEnvelope } from './schemas.js';
 import type { Account, ImageSubmission, Job, JobsPage, MediaType, Model, UploadGrant, UploadGrantRequest, VideoSubmission } from './types.js';
@@ -220,7 +221,7 @@ export class ApiClient {
 
   private async send(url: string, method: string, where: string, opts: Omit<Dispatcher.RequestOptions, 'origin' | 'path' | 'method' | 'signal'> & { signal?: AbortSignal }): Promise<Dispatcher.ResponseData> {
     try {
-      return await request(url, { ...opts, method: method as Dispatcher.HttpMethod, dispatcher: this.dispatcher });
+      return await request(this.dispatcher, url, { ...opts, method: method as Dispatcher.HttpMethod });
     } catch (error) {
       if (opts.signal?.aborted) throw error;
       const code = (error as { code?: unknown }).code;

@@ -1,7 +1,6 @@
 import { open } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
-import { Parser } from 'csv-parse';
 import type { IssueList } from './issues.js';
 
 export interface Row {
@@ -27,20 +26,10 @@ export async function* readRows(absPath: string, file: string, issues: IssueList
   }
 }
 
-/**
- * csv-parse's stream with each record tagged with its line as it is parsed.
- * (Its on_record option would build two info objects per record for that one number.)
- */
-class LineTaggedParser extends Parser {
-  override push(record: unknown, encoding?: BufferEncoding): boolean {
-    if (record === null) return super.push(null, encoding);
-    return super.push({ line: this.info.lines, fields: record as Record<string, string> } satisfies Row);
-  }
-}
-
 // The file is opened first, so a missing or unreadable file is a plain rejection, not an unhandled stream error.
 async function* readCsv(absPath: string): AsyncGenerator<Row[]> {
   const handle = await open(absPath);
+  const { LineTaggedParser } = await import('./csv-parser.js'); // only a manifest with CSV rows needs csv-parse: not loaded at start
   const parser = handle.createReadStream().pipe(
     new LineTaggedParser({
       columns: (header: string[]) => header.map((h) => h.trim()),

@@ -1,0 +1,21 @@
+import { createRequire } from 'node:module';
+import type { Dispatcher, Agent as UndiciAgent } from 'undici';
+
+// undici's index also loads its web layer (fetch, WebSocket, cookies, caches, mocks)
+// and, through it, Node's own bundled undici: about 80 ms of every start, before the
+// first submission. The client needs the agent and `request` only, which undici
+// keeps in these files (the package has no export map; the lock pins the version).
+const require = createRequire(import.meta.url);
+
+export const Agent = require('undici/lib/dispatcher/agent.js') as typeof UndiciAgent;
+export type Agent = UndiciAgent;
+
+const requestOn = require('undici/lib/api/api-request.js') as (this: Dispatcher, options: Dispatcher.RequestOptions) => Promise<Dispatcher.ResponseData>;
+
+export type RequestOptions = Omit<Dispatcher.RequestOptions, 'origin' | 'path'>;
+
+/** undici's `request(url, { dispatcher })`, without its index. */
+export function request(dispatcher: Dispatcher, url: string, options: RequestOptions): Promise<Dispatcher.ResponseData> {
+  const target = new URL(url);
+  return requestOn.call(dispatcher, { ...options, origin: target.origin, path: `${target.pathname}${target.search}` });
+}
