@@ -83,6 +83,13 @@ export class Coordinator {
     return value > 0 ? { id: String(value) } : { waitMs: -value };
   }
 
+  /** How many sends of `kind` count in the key's window now (as `genbatch_acquire_send` counts them). */
+  async sendsInWindow(keyFp: string, kind: SendKind, windowMs: number): Promise<number> {
+    return Number(
+      await this.scalar('SELECT count(*) AS v FROM genbatch_sends WHERE key_fp = $1 AND kind = $2 AND coalesce(answered_at, sent_at + $3) + $4 >= genbatch_now_ms()', [keyFp, kind, STALE_SEND_MS, Math.ceil(windowMs)]),
+    );
+  }
+
   /** The send's answer came back: it counts one window more. */
   answered(id: string): Promise<void> {
     return this.track(this.query('UPDATE genbatch_sends SET answered_at = genbatch_now_ms() WHERE id = $1', [id]));

@@ -54,15 +54,25 @@ export class SharedBucket implements Pacer {
   }
 
   pauseFor(ms: number): void {
-    if (!(ms > 0)) return;
+    void this.hold(ms);
+  }
+
+  private hold(ms: number): Promise<void> {
+    if (!(ms > 0)) return Promise.resolve();
     const held = ms + this.random() * ms * 0.1;
     this.pausedUntil = Math.max(this.pausedUntil, Date.now() + held);
     // Every process on the key holds too; if the database cannot be told, this one still does.
-    this.coordinator.pause(this.keyFp, this.kind, held).catch(() => {});
+    return this.coordinator.pause(this.keyFp, this.kind, held).catch(() => {});
   }
 
-  serviceRemaining(remaining: number): void {
-    if (remaining === 0) this.pauseFor(this.rate.windowMs / this.rate.count);
+  /** As the local Bucket: a 0 the shared window accounts for adds no wait; with room in it, the key is used outside the coordinator, and every process holds a share. */
+  async serviceRemaining(remaining: number): Promise<void> {
+    if (remaining !== 0) return;
+    const full = await this.coordinator.sendsInWindow(this.keyFp, this.kind, this.rate.windowMs).then(
+      (n) => n >= this.rate.count,
+      () => false,
+    );
+    if (!full) await this.hold(this.rate.windowMs / this.rate.count);
   }
 
   stop(): void {

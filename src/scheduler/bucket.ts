@@ -69,12 +69,15 @@ export class Bucket {
 
   /**
    * What the service's `X-RateLimit-Remaining` said. It only ever slows the
-   * bucket, never speeds it past its own window: at 0 (the key is used
-   * elsewhere too, or its limit is lower than ours) the queue holds for one
-   * request's share of the window, and goes on from there.
+   * bucket, never speeds it past its own window. A 0 while this window is
+   * full is what the window already holds to: the next request waits for the
+   * oldest to leave it, and a share more would cost every full window (6 s a
+   * minute at the real pace). A 0 while this window has room says the key is
+   * used elsewhere too, or its limit is lower than ours: the queue holds for
+   * one request's share of the window, and goes on from there.
    */
   serviceRemaining(remaining: number): void {
-    if (remaining === 0) this.pauseFor(this.rate.windowMs / this.rate.count);
+    if (remaining === 0 && this.counted(this.now()) < this.rate.count) this.pauseFor(this.rate.windowMs / this.rate.count);
   }
 
   /** Rejects every queued request (never sent) and accepts no more. */
@@ -101,17 +104,21 @@ export class Bucket {
     }
   }
 
+  /** How many requests count in the window at `now`: requests answered more than a window ago no longer do. */
+  private counted(now: number): number {
+    for (let i = 0; i < this.entries.length; ) {
+      const at = this.entries[i]!.answeredAt;
+      if (at !== undefined && at + this.rate.windowMs < now) this.entries.splice(i, 1);
+      else i++;
+    }
+    return this.entries.length;
+  }
+
   /** How long the head of the queue must wait: 0 when it may go now. */
   private waitMs(now: number): number {
     if (now < this.pausedUntil) return this.pausedUntil - now;
     const { count, windowMs } = this.rate;
-    // Requests answered more than a window ago no longer count (the oldest are first).
-    for (let i = 0; i < this.entries.length; ) {
-      const at = this.entries[i]!.answeredAt;
-      if (at !== undefined && at + windowMs < now) this.entries.splice(i, 1);
-      else i++;
-    }
-    if (this.entries.length < count) return 0;
+    if (this.counted(now) < count) return 0;
     let soonest = Infinity;
     for (const e of this.entries) if (e.answeredAt !== undefined) soonest = Math.min(soonest, e.answeredAt + windowMs + 1 - now);
     return Math.max(1, soonest);

@@ -3,6 +3,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COORDINATOR_MIGRATIONS } from '../../src/coordinator/migrations.js';
 import { Coordinator } from '../../src/coordinator/postgres.js';
+import { SharedBucket } from '../../src/coordinator/shared-bucket.js';
 import type { RunningSimulator } from '../../src/simulator/index.js';
 import { runCli } from '../helpers/cli.js';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
@@ -42,6 +43,29 @@ describe('the coordinator (--coordinator postgres://…)', () => {
     expect(await a.migrate()).toBe(COORDINATOR_MIGRATIONS.length);
     await Promise.all([a.close(), b.close()]);
     expect(await query('SELECT version FROM genbatch_schema')).toEqual([{ version: COORDINATOR_MIGRATIONS.length }]);
+  });
+
+  it('X-RateLimit-Remaining 0 holds every process on the key only when the shared window has room: a full window holds them already', async () => {
+    const coordinator = await Coordinator.open(db.url, { leaseMs: 1000 });
+    await coordinator.migrate();
+    const rate = { count: 2, windowMs: 60_000 };
+    const bucketOf = (fp: string) => new SharedBucket(coordinator, fp, 'submit', rate, () => {}, () => 0);
+    const pauses = (fp: string) => query('SELECT until_ms FROM genbatch_pauses WHERE key_fp = $1', [fp]);
+    try {
+      // Two sends fill the window: the 0 that answers the second one is the window's own.
+      const full = bucketOf('remaining-full');
+      await full.run(async () => 1);
+      await full.run(async () => 2);
+      await full.serviceRemaining(0);
+      expect(await pauses('remaining-full')).toEqual([]);
+      // One send, and the service has nothing left: the key is used outside the coordinator.
+      const room = bucketOf('remaining-room');
+      await room.run(async () => 1);
+      await room.serviceRemaining(0);
+      expect(await pauses('remaining-room')).toHaveLength(1);
+    } finally {
+      await coordinator.close();
+    }
   });
 
   it('three processes on one key stay within its limits together: every item charged once, not one 429', async () => {

@@ -98,18 +98,41 @@ describe('the sliding-window bucket', () => {
     r.answer();
   });
 
-  it('X-RateLimit-Remaining 0 holds the queue for a request\'s share of the window; a higher count never speeds it past its window', async () => {
-    const bucket = new Bucket({ count: 2, windowMs: 1000 }, () => Date.now(), [], () => 0);
+  it('X-RateLimit-Remaining 0 while this window has room (the key is used elsewhere too) holds the queue for a request\'s share of the window', async () => {
+    const bucket = new Bucket({ count: 3, windowMs: 900 }, () => Date.now(), [], () => 0);
     // The service says more is left than the window allows: the window still rules.
     bucket.serviceRemaining(50);
+    const reqs = Array.from({ length: 4 }, () => request());
+    reqs.forEach((r) => void bucket.run(r.fn));
+    expect(reqs.map((r) => r.fn.mock.calls.length)).toEqual([1, 1, 1, 0]);
+    reqs.slice(0, 3).forEach((r) => r.answer());
+    await vi.advanceTimersByTimeAsync(1000);
+    // The window is empty again; the first request goes, and the service counts others we do not know of: nothing left.
+    expect(reqs[3]!.fn).toHaveBeenCalled();
+    bucket.serviceRemaining(0);
+    reqs[3]!.answer();
+    const next = request();
+    void bucket.run(next.fn);
+    // Two places are free by our own count, but the service has none: the share (300 ms) is waited.
+    await vi.advanceTimersByTimeAsync(299);
+    expect(next.fn).not.toHaveBeenCalled();
+    await vi.advanceTimersByTimeAsync(2);
+    expect(next.fn).toHaveBeenCalled();
+    next.answer();
+  });
+
+  it('X-RateLimit-Remaining 0 that this window already accounts for adds no wait: the next request goes as soon as the window lets it', async () => {
+    const bucket = new Bucket({ count: 2, windowMs: 1000 }, () => Date.now(), [], () => 0);
     const reqs = Array.from({ length: 3 }, () => request());
     reqs.forEach((r) => void bucket.run(r.fn));
-    expect(reqs.map((r) => r.fn.mock.calls.length)).toEqual([1, 1, 0]);
-    reqs.slice(0, 2).forEach((r) => r.answer());
-    // The key is used elsewhere too: nothing left. The third waits for its window and for the share (500 ms) from now.
-    await vi.advanceTimersByTimeAsync(900);
+    await vi.advanceTimersByTimeAsync(10);
+    reqs[0]!.answer();
+    await vi.advanceTimersByTimeAsync(790);
+    // The second request, answered at 800 ms, fills the service's window as it fills ours: 0 left, which the window already holds to.
     bucket.serviceRemaining(0);
-    await vi.advanceTimersByTimeAsync(499);
+    reqs[1]!.answer();
+    // The first answer (at 10 ms) leaves the window at 1011 ms: the third goes then, not a share (500 ms) after the second answer.
+    await vi.advanceTimersByTimeAsync(210);
     expect(reqs[2]!.fn).not.toHaveBeenCalled();
     await vi.advanceTimersByTimeAsync(2);
     expect(reqs[2]!.fn).toHaveBeenCalled();
