@@ -51,11 +51,27 @@ export function fileSystemError(error: unknown, what: string): DownloadError {
   return new DownloadError(`cannot write ${what}: ${code}`, false, code);
 }
 
-// Loaded at the first download, not at start: it builds its whole table when imported, before any submission could go.
+/**
+ * The media types a generation service answers with, as mime-types names
+ * them (a test holds the two together). mime-types builds its whole table
+ * when imported, 40-60 ms that would stall the run at its first download;
+ * it is asked only for a type not listed here.
+ */
+export const COMMON_EXTENSIONS: Readonly<Record<string, string>> = {
+  'image/png': 'png',
+  'image/jpeg': 'jpg',
+  'image/webp': 'webp',
+  'image/gif': 'gif',
+  'image/avif': 'avif',
+  'video/mp4': 'mp4',
+  'video/webm': 'webm',
+};
+
 let mimeTypes: Promise<typeof import('mime-types')> | undefined;
 
 export async function extensionFor(contentType: string | null | undefined, type: 'image' | 'video'): Promise<string> {
-  const ext = contentType ? (await (mimeTypes ??= import('mime-types'))).extension(contentType) : false;
+  const essence = contentType?.split(';', 1)[0]!.trim().toLowerCase();
+  const ext = !essence ? false : (COMMON_EXTENSIONS[essence] ?? (await (mimeTypes ??= import('mime-types'))).extension(essence));
   if (ext === 'jpeg') return 'jpg';
   return ext && /^[a-z0-9]{1,8}$/.test(ext) ? ext : defaultExtension(type);
 }

@@ -1,5 +1,4 @@
 import { readFile, stat } from 'node:fs/promises';
-import { lookup } from 'mime-types';
 import type { ItemSpec } from '../runner/bodies.js';
 import { escapeHtml, relativeUrl } from './html.js';
 import type { ResultRow } from './results.js';
@@ -51,7 +50,8 @@ export async function postersFor(rows: readonly ResultRow[], items: PosterSource
 async function inline(path: string): Promise<string | undefined> {
   try {
     if ((await stat(path)).size > MAX_INLINE_POSTER_BYTES) return undefined;
-    const type = lookup(path);
+    // Only a video started from a local file needs mime-types: not loaded for every report (it builds its whole table when imported).
+    const type = (await import('mime-types')).lookup(path);
     if (!type || !type.startsWith('image/')) return undefined;
     return `data:${type};base64,${(await readFile(path)).toString('base64')}`;
   } catch {
