@@ -7,9 +7,10 @@ export class Catalog {
 
   static async fetch(client: ApiClient, types: Iterable<MediaType>): Promise<Catalog> {
     const models = new Map<string, Model>();
-    for (const type of new Set(types)) {
-      for (const model of await client.listModels(type)) models.set(`${type}:${model.id}`, model);
-    }
+    // Asked together: one round trip, not one per type.
+    const kinds = [...new Set(types)];
+    const lists = await Promise.all(kinds.map((type) => client.listModels(type)));
+    for (const [i, type] of kinds.entries()) for (const model of lists[i]!) models.set(`${type}:${model.id}`, model);
     return new Catalog(models);
   }
 

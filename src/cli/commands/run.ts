@@ -91,6 +91,10 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
   let store: Store;
   let pool: PoolSetup;
   let coordinator: Coordinator | undefined;
+  const types = new Set(resumed ? resumed.shapes.map((s) => s.type) : loaded!.items.map((i) => i.type));
+  // The catalog is asked of the first key while each key's /me is: one round trip before the first submission, not two.
+  const firstKey = connection.keys[0]!;
+  const earlyCatalog = Catalog.fetch(firstKey.client, types).catch(() => undefined);
   try {
     // Each key's view first (scopes, its own limits and cap); a key the service refuses is left out.
     pool = await setUpPool(connection.keys, limitsFrom(flags, timeScale), timeScale);
@@ -98,8 +102,9 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
     coordinator = await openCoordinator(flags.coordinator ?? env.GENBATCH_COORDINATOR, timeScale);
     for (const key of pool.keys) key.coordinator = coordinator;
     // The service's view (models, kinds, modes, allowed values, scopes): a mismatch is exit 2 before anything is sent.
-    const types = resumed ? resumed.shapes.map((s) => s.type) : loaded!.items.map((i) => i.type);
-    catalog = await Catalog.fetch(pool.keys[0]!.client, new Set(types));
+    // Asked again of the pool's first key if the first key was refused or the early answer failed, as it was asked before.
+    const early = pool.keys[0]!.fingerprint === firstKey.fingerprint ? await earlyCatalog : undefined;
+    catalog = early ?? (await Catalog.fetch(pool.keys[0]!.client, types));
     // The state's item shapes pass as they did, or the whole manifest is loaded to say where each problem is.
     if (resumed && shapeProblems(resumed.shapes, resumed.top.source, catalog, pool.scopes) > 0) loaded = await loadValid(path, cwd);
     if (loaded) {

@@ -1,0 +1,16 @@
+import { describe, expect, it } from 'vitest';
+import { idempotencyKey, runIdFor } from '../../src/runner/keys.js';
+
+describe('idempotency keys', () => {
+  it('are the same from one genbatch version to the next: a lost state file still resends the key an earlier version sent', () => {
+    // Values an earlier version derived (name-based UUIDs in genbatch's namespace): a change here would pay twice for work already sent.
+    expect(runIdFor('/work/m.yaml', 'm')).toBe('e695c4d3-9c9a-5670-8677-ff946d583385');
+    expect(idempotencyKey('r', 'i', 'h', 1)).toBe('3b8cc6aa-9d57-5e2d-a8fd-9628a61673a8');
+  });
+
+  it('differ by run, item, content and attempt', () => {
+    const keys = [idempotencyKey('r', 'i', 'h', 1), idempotencyKey('s', 'i', 'h', 1), idempotencyKey('r', 'j', 'h', 1), idempotencyKey('r', 'i', 'g', 1), idempotencyKey('r', 'i', 'h', 2)];
+    expect(new Set(keys).size).toBe(keys.length);
+    for (const key of keys) expect(key).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  });
+});
