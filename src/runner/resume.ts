@@ -36,7 +36,7 @@ export async function planResume(path: string, cwd: string, statePathOf: (top: M
   try {
     const synced = syncedSources(store);
     if (!synced || synced.fingerprint !== fingerprint || !(await inputsUnchanged(synced.inputs))) return { fingerprint };
-    return { resume: { top, synced, shapes: store.items.shapes() }, fingerprint };
+    return { resume: { top, synced, shapes: synced.shapes ?? store.items.shapes() }, fingerprint };
   } finally {
     store.close();
   }

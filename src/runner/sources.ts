@@ -3,6 +3,7 @@ import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { ManifestTop } from '../manifest/index.js';
+import type { ItemShape } from '../store/index.js';
 import { GENBATCH_VERSION } from '../util/version.js';
 
 /**
@@ -18,6 +19,8 @@ export interface SyncedSources {
   inputs: [string, number, number][];
   /** How many items the manifest had. */
   items: number;
+  /** The items' shapes, counted as they were written (absent in a state synced by an earlier version). */
+  shapes?: ItemShape[];
 }
 
 /** The fingerprint of the manifest and its rows files; undefined when one cannot be read. */

@@ -1,5 +1,5 @@
 import { dependenciesOf, type InputRef, type ManifestTop, type ResolvedItem } from '../manifest/index.js';
-import type { ItemSync, Store } from '../store/index.js';
+import type { ItemShape, ItemSync, Store } from '../store/index.js';
 import type { RunOptions } from './context.js';
 import { fileSha256 } from './inputs.js';
 import { contentHashOf, runIdFor } from './keys.js';
@@ -27,8 +27,10 @@ export async function syncItems(store: Store, manifest: ManifestTop, items: read
   for (const item of items) {
     for (const path of filePaths(item)) if (!fileHashes.has(path)) fileHashes.set(path, await fileSha256(path));
   }
+  const shapes = new ShapeTally();
   function* rows(): Generator<ItemSync> {
     for (const [seq, item] of items.entries()) {
+      shapes.add(item);
       const { where: _where, ...spec } = item;
       // The row's values ride along for the results but are not content: the keys of earlier runs stay as they were.
       const { values: _values, ...content } = spec;
@@ -42,7 +44,7 @@ export async function syncItems(store: Store, manifest: ManifestTop, items: read
   // Cleared first: a sync cut off half-way must never pass for the one the fingerprint names.
   store.deleteMeta(SYNCED_SOURCES);
   const result = store.items.sync(rows(), opts.now(), opts.redoChanged);
-  if (fingerprint !== undefined) store.setMeta(SYNCED_SOURCES, JSON.stringify({ fingerprint, inputs, items: items.length } satisfies SyncedSources));
+  if (fingerprint !== undefined) store.setMeta(SYNCED_SOURCES, JSON.stringify({ fingerprint, inputs, items: items.length, shapes: shapes.all() } satisfies SyncedSources));
   return result;
 }
 
@@ -50,6 +52,28 @@ export async function syncItems(store: Store, manifest: ManifestTop, items: read
 export function syncedSources(store: Store): SyncedSources | undefined {
   const text = store.meta(SYNCED_SOURCES);
   return text === undefined ? undefined : (JSON.parse(text) as SyncedSources);
+}
+
+/**
+ * The items' shapes as `Items.shapes()` reads them from the state, counted while
+ * the items are written: a resume then checks them against the service without
+ * reading every item's JSON (0.3 s at 100,000 items).
+ */
+export class ShapeTally {
+  private readonly byKey = new Map<string, ItemShape>();
+
+  add(item: ResolvedItem): void {
+    const given: ItemShape['given'] = item.image !== undefined ? 'image' : item.referenceImages !== undefined ? 'referenceImages' : item.video !== undefined ? 'video' : item.source !== undefined ? 'source' : null;
+    const shape = { type: item.type, model: item.model, aspectRatio: item.aspectRatio ?? null, resolution: item.resolution ?? null, duration: item.duration ?? null, edits: item.inputs !== undefined ? 1 : 0, given };
+    const key = JSON.stringify(shape);
+    const seen = this.byKey.get(key);
+    if (seen) seen.n++;
+    else this.byKey.set(key, { ...shape, n: 1 });
+  }
+
+  all(): ItemShape[] {
+    return [...this.byKey.values()];
+  }
 }
 
 /** The item's local file inputs, in the order its fields name them. */

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { Progress, liveLine, type LiveFacts } from '../../src/cli/progress.js';
-import { localTime } from '../../src/cli/format.js';
+import { localTime, num } from '../../src/cli/format.js';
 import { ITEM_STATES, Store, type ItemState } from '../../src/store/index.js';
 import { imageManifest, workspace } from '../helpers/run.js';
 import { CLI, cleanEnv } from '../helpers/cli.js';
@@ -21,6 +21,13 @@ const facts = (over: Partial<LiveFacts> = {}): LiveFacts => ({
   submissionsPerMinute: 9.6,
   now: Date.parse('2026-11-23T10:00:00Z'),
   ...over,
+});
+
+describe('numbers', () => {
+  it('have thousands separators as en-US writes them, whole or not', () => {
+    const intl = new Intl.NumberFormat('en-US');
+    for (const n of [0, 7, -7, 999, 1000, -1000, 12_345, 100_000, 999_999, 1_000_000, -20_000_000, Number.MAX_SAFE_INTEGER, 2.5, 1234.5678, -0.25]) expect(num(n)).toBe(intl.format(n));
+  });
 });
 
 describe('the live line', () => {
@@ -80,7 +87,8 @@ describe('off a terminal', () => {
     expect(res.code, res.stdout).toBe(0);
     const progress = res.stderr.split('\n').filter(Boolean);
     expect(progress.length).toBeLessThanOrEqual(4);
-    expect(progress[0]).toMatch(/^\d\d:\d\d \S+ started: 0% done 0\/30 · running 0/);
+    // Said at the run's first event, once the first submissions are on their way.
+    expect(progress[0]).toMatch(/^\d\d:\d\d \S+ started: 0% done 0\/30 · (ETA [^·]+ · )?running \d+/);
     expect(progress.at(-1)).toMatch(/ended: 100% done 30\/30 · running 0 · credits \d+ net/);
     expect(res.stderr).not.toMatch(/item-\d+/);
   });
