@@ -27,5 +27,6 @@ export function sha256(text: string | Buffer): string {
 }
 
 export function contentHashOf(spec: unknown, fileHashes: Record<string, string>): string {
-  return sha256(canonicalJson({ spec, files: fileHashes }));
+  // As canonicalJson({ spec, files }) wrote it, with local paths left out of the spec (they differ between machines).
+  return sha256(`{"files":${canonicalJson(fileHashes)},"spec":${canonicalJson(spec, 'path')}}`);
 }

@@ -36,9 +36,8 @@ export async function syncItems(store: Store, manifest: ManifestTop, items: read
       const { values: _values, ...content } = spec;
       const files: Record<string, string> = {};
       for (const ref of fileRefs(item)) files[ref.display] = fileHashes.get(ref.path)!;
-      const portable = JSON.parse(JSON.stringify(content, (k, v) => (k === 'path' ? undefined : v)));
       const dependsOn = [...new Set(dependenciesOf(item).map((d) => d.id))];
-      yield { id: item.id, seq, type: item.type, model: item.model, contentHash: contentHashOf(portable, files), spec: JSON.stringify(spec), dependsOn };
+      yield { id: item.id, seq, type: item.type, model: item.model, contentHash: contentHashOf(content, files), spec: JSON.stringify(spec), dependsOn };
     }
   }
   // Cleared first: a sync cut off half-way must never pass for the one the fingerprint names.
@@ -64,11 +63,12 @@ export class ShapeTally {
 
   add(item: ResolvedItem): void {
     const given: ItemShape['given'] = item.image !== undefined ? 'image' : item.referenceImages !== undefined ? 'referenceImages' : item.video !== undefined ? 'video' : item.source !== undefined ? 'source' : null;
-    const shape = { type: item.type, model: item.model, aspectRatio: item.aspectRatio ?? null, resolution: item.resolution ?? null, duration: item.duration ?? null, edits: item.inputs !== undefined ? 1 : 0, given };
-    const key = JSON.stringify(shape);
+    const edits = item.inputs !== undefined ? 1 : 0;
+    // A string key, not the shape's JSON: this runs for every item of the catalog.
+    const key = `${item.type}\u0000${item.model}\u0000${item.aspectRatio}\u0000${item.resolution}\u0000${item.duration}\u0000${edits}\u0000${given}`;
     const seen = this.byKey.get(key);
     if (seen) seen.n++;
-    else this.byKey.set(key, { ...shape, n: 1 });
+    else this.byKey.set(key, { type: item.type, model: item.model, aspectRatio: item.aspectRatio ?? null, resolution: item.resolution ?? null, duration: item.duration ?? null, edits, given, n: 1 });
   }
 
   all(): ItemShape[] {

@@ -130,7 +130,8 @@ export class Items {
   constructor(private readonly db: Db) {
     this.byId = db.prepare<[string], ItemRow>('SELECT * FROM items WHERE id = ?');
     // No trigger counts an inserted item (migration 11): sync adds what it inserted to the tally, once per type.
-    this.insert = db.prepare('INSERT INTO items (id, seq, type, model, content_hash, spec, state, updated_at) VALUES (@id, @seq, @type, @model, @contentHash, @spec, \'pending\', @now)');
+    // Positional: binding by name cost a third of the time to insert a 100,000-row catalog.
+    this.insert = db.prepare<[string, number, string, string, string, string, number]>("INSERT INTO items (id, seq, type, model, content_hash, spec, state, updated_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)");
     this.anyStmt = db.prepare('SELECT 1 FROM items LIMIT 1');
     this.canaryStmt = db.prepare<[], { id: string; type: 'image' | 'video'; model: string }>(
       "SELECT id, type, model FROM items i WHERE state = 'pending' AND removed = 0 AND NOT EXISTS (SELECT 1 FROM deps d WHERE d.item_id = i.id) ORDER BY seq",
@@ -242,7 +243,7 @@ export class Items {
         for (const dep of item.dependsOn) this.insertDep.run(item.id, dep);
         const row = first ? undefined : this.byId.get(item.id);
         if (!row) {
-          this.insert.run({ id: item.id, seq: item.seq, type: item.type, model: item.model, contentHash: item.contentHash, spec: item.spec, now });
+          this.insert.run(item.id, item.seq, item.type, item.model, item.contentHash, item.spec, now);
           addedByType[item.type]++;
         } else if (row.content_hash === item.contentHash) {
           if (row.changed) this.markChanged.run({ id: item.id, seq: item.seq, changed: 0, now });
