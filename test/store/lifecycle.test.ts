@@ -113,7 +113,7 @@ describe('the item\'s transitions are guarded by the states they leave', () => {
 });
 
 describe('what is flushed to the disk before a request may charge', () => {
-  it('the attempt\'s key and its send commit with synchronous = FULL; what an answer said commits relaxed, and the connection goes back to FULL', () => {
+  it('the send commits with synchronous = FULL, flushing the attempt\'s key committed before it; what an answer said commits relaxed, and the connection goes back to FULL', () => {
     const s = fresh();
     const level = () => s.db.pragma('synchronous', { simple: true }) as number;
     const seen: Record<string, number> = {};
@@ -129,12 +129,14 @@ describe('what is flushed to the disk before a request may charge', () => {
     const NORMAL = 1;
     expect(level()).toBe(FULL);
     s.life.startAttempt('a', 1, 'k1', '{}', 2, 'fp-a');
+    expect(level()).toBe(FULL);
     s.life.recordSent('a', 1, 3, 'fp-a');
     s.life.recordAccepted('a', 1, 'job_1', 8, 0, 4);
     expect(level()).toBe(FULL);
     s.life.recordEnded('a', 1, { jobId: 'job_1', status: 'completed', refunded: 0, refundDay: 0 }, 5);
     s.outputs.claimPath('job_1', 1, 'a', 'a-1.png', 6);
     expect(level()).toBe(FULL);
-    expect(seen).toEqual({ create: FULL, markSent: FULL, markAccepted: NORMAL, markEnded: NORMAL });
+    // WAL is flushed in order: the send's fsync carries the key's commit with it, before the request may leave.
+    expect(seen).toEqual({ create: NORMAL, markSent: FULL, markAccepted: NORMAL, markEnded: NORMAL });
   });
 });
