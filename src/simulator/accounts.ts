@@ -81,9 +81,14 @@ export class Accounts {
     throw new Error(`no simulator key labelled ${label}`);
   }
 
-  authenticate(authorization: string | undefined): SimKey | undefined {
+  /** The account's key a request presents, revoked or not: the ledger names the sender even of a refused request. */
+  presented(authorization: string | undefined): SimKey | undefined {
     const match = /^Bearer\s+(\S+)$/i.exec(authorization ?? '');
-    const key = match ? this.keys.get(match[1]!) : undefined;
+    return match ? this.keys.get(match[1]!) : undefined;
+  }
+
+  authenticate(authorization: string | undefined): SimKey | undefined {
+    const key = this.presented(authorization);
     return key && !key.revoked ? key : undefined;
   }
 

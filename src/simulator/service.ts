@@ -77,13 +77,13 @@ export class Service {
       const idem = req.headers['idempotency-key'];
       const out: SimResponse = injected === 'reset' ? { status: 0, headers: {}, body: null, drop: true } : injected;
       const code = (out.body as { error?: { code?: string } } | null)?.error?.code;
-      this.ledger.record({ kind: 'request', at: this.now(), key: null, method: req.method, path: req.path, status: out.drop ? 0 : out.status, injected: true, ...(code ? { code } : {}), ...(typeof idem === 'string' ? { idempotencyKey: idem } : {}) });
+      this.ledger.record({ kind: 'request', at: this.now(), key: this.accounts.presented(req.headers.authorization)?.label ?? null, method: req.method, path: req.path, status: out.drop ? 0 : out.status, injected: true, ...(code ? { code } : {}), ...(typeof idem === 'string' ? { idempotencyKey: idem } : {}) });
       return out;
     }
     try {
+      keyLabel = this.accounts.presented(req.headers.authorization)?.label ?? null;
       const key = this.accounts.authenticate(req.headers.authorization);
       if (!key) throw new SimError(401, 'UNAUTHENTICATED', 'The API key is missing, invalid, revoked or expired.');
-      keyLabel = key.label;
       this.checkAccount(key);
       const candidates = this.routes.filter((r) => r.pattern.test(req.path));
       const route = candidates.find((r) => r.method === req.method);

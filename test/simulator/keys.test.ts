@@ -57,6 +57,18 @@ describe('an account with several keys', () => {
     expect((await edit(a)).status).toBe(202);
   });
 
+  it('names the key a request came with in its ledger even when it refuses that key, so a test can tell which key sent what', async () => {
+    const t = await startTestSim({ keys: [{ label: 'a' }, { label: 'b' }] });
+    const idem = newKey();
+    expect((await t.raw('POST', '/images', { key: t.sim.keys.a!, body: imageBody(), headers: { 'idempotency-key': idem } })).status).toBe(202);
+    t.sim.service.accounts.byLabel('a').revoked = true;
+    expect((await t.raw('POST', '/images', { key: t.sim.keys.a!, body: imageBody(), headers: { 'idempotency-key': idem } })).status).toBe(401);
+    expect((await t.raw('GET', '/me', { key: 'sk_test_not_a_key_of_this_account' })).status).toBe(401);
+    const requests = t.sim.service.ledger.of('request');
+    expect(requests.filter((r) => r.idempotencyKey === idem).map((r) => [r.key, r.status])).toEqual([['a', 202], ['a', 401]]);
+    expect(requests.at(-1)).toMatchObject({ key: null, status: 401 });
+  });
+
   it('genbatch simulate --keys N serves N keys of one account', () => {
     expect(simulatorOptions({ keys: 3, dailyCap: 700 }).keys).toEqual([
       { label: 'main', dailyCap: 700 },
