@@ -1,218 +1,33 @@
 #!/usr/bin/env node
-import { Command, Option } from 'commander';
-// Each command's code is loaded when it runs: `status` need not load the HTTP client, the simulator or the runner.
-const manifestCommands = () => import('./commands/manifest-commands.js');
-const stateCommands = () => import('./commands/state-commands.js');
-const serviceInfo = () => import('./commands/service-info.js');
-import { EXIT, ExitError, describeFailure, exitCodeOf } from './exit.js';
-import { GENBATCH_VERSION } from '../util/version.js';
-import { canarySize, keyCount, maxBlocked, mediaType, nonNegativeInt, nonNegativeNumber, pollWait, port, positiveInt, positiveNumber, probability, range, rate } from './parse.js';
+// The bin: the command line runs against this process's streams, environment and signals.
+import { EXIT } from './exit.js';
+import { main } from './program.js';
 
-const env = process.env;
-// --no-color anywhere on the line means NO_COLOR (no-color.org), so every stream and command honours it alike.
-if (process.argv.includes('--no-color')) env.NO_COLOR = '1';
-
-function withConnection(cmd: Command): Command {
-  return cmd
-    .addOption(new Option('--base-url <url>', 'the service base URL, ending in /v1').env('GENBATCH_BASE_URL'))
-    .option('--simulate', 'use an in-process simulator instead of the service (no key, no credits)');
-}
-
-function print(text: string): void {
-  process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
-}
-
-const HELP_AFTER = `
-Environment:
-  GENBATCH_API_KEY    the API key (never a flag, never logged or stored)
-  GENBATCH_BASE_URL   the service's base URL, ending in /v1 (or --base-url)
-  --simulate          on any command that talks to the service: an in-process simulator, no key, no credits
-
-Examples:
-  genbatch validate catalog.yaml --online
-  genbatch estimate catalog.yaml
-  genbatch run catalog.yaml --simulate      a rehearsal: outputs go to <out dir>.simulated
-  genbatch run catalog.yaml                 run, or resume after a stop or a crash: nothing is paid twice
-  genbatch status catalog.yaml
-  genbatch retry catalog.yaml --code GENERATION_FAILED
-
-Exit codes:
-  0 every item done   1 some items failed   2 usage or invalid manifest   3 stopped early (budget, credits, key)
-  4 the environment (service unreachable, state held, output dir, disk)   130 interrupted`;
-
-// The key is read from the environment only: a flag would leave it in shell history and the process list.
-if (process.argv.some((a) => a === '--api-key' || a.startsWith('--api-key='))) {
-  process.stderr.write('genbatch: the API key is never taken as a flag (it would show in the shell history and the process list): set GENBATCH_API_KEY in the environment instead.\n');
-  process.exit(EXIT.usage);
-}
-
-const program = new Command()
-  .name('genbatch')
-  .description('Batch runner for the image and video generation API.')
-  .version(GENBATCH_VERSION, '-V, --version', 'print the version')
-  .option('--no-color', 'no colour (also NO_COLOR=1); colour is only ever used on a terminal')
-  .addHelpText('after', HELP_AFTER)
-  .showHelpAfterError('(add --help for usage)')
-  .exitOverride();
-
-withConnection(program.command('validate').argument('<manifest>').description('check a manifest; --online also checks it against the service'))
-  .option('--online', 'also check models, kinds, modes, allowed values and key scopes against the service')
-  .option('--json', 'print the result (or every issue) as JSON')
-  .action(async (manifest: string, opts) => print(await (await manifestCommands()).validateCommand(manifest, opts, env, process.cwd())));
-
-withConnection(program.command('estimate').argument('<manifest>').description('dry run: credits per model and in total, key days, budget and time; submits nothing'))
-  .option('--json', 'print the figures as JSON')
-  .option('--state <path>', "a run's state file: the estimate then also says what remains to spend (default: the manifest's own, when it has run)")
-  .option('--submit-rate <N/W>', 'submissions per window, e.g. 10/60s', rate)
-  .option('--max-images-in-flight <n>', 'image jobs in flight', positiveInt)
-  .option('--max-videos-in-flight <n>', 'video jobs in flight', positiveInt)
-  .option('--daily-cap <credits>', "the key's daily cap (default: what /me says, else 20000)", positiveInt)
-  .option('--max-credits <credits>', 'budget for the run (default: budget.maxCredits)', positiveInt)
-  .action(async (manifest: string, opts) => {
-    // Exit 3 when the balance, the budget or the daily cap make the run impossible as planned; the figures print all the same.
-    const { text, exitCode } = await (await manifestCommands()).estimateCommand(manifest, opts, env, process.cwd());
-    print(text);
-    process.exitCode = exitCode;
-  });
-
-withConnection(program.command('run').argument('<manifest>').description('run, or resume, a manifest'))
-  .option('--state <path>', 'the SQLite state file (default .genbatch/<name>.sqlite beside the manifest)')
-  .option('--out <dir>', "where outputs go (default the manifest's output.dir, else out/<name> beside it)")
-  .option('--submit-rate <N/W>', 'submissions per window (default 10/60s)', rate)
-  .option('--read-rate <N/W>', 'reads per window (default 120/60s)', rate)
-  .option('--upload-rate <N/W>', 'upload grants per window (default 30/60s)', rate)
-  .option('--max-images-in-flight <n>', 'default 10', positiveInt)
-  .option('--max-videos-in-flight <n>', 'default 5', positiveInt)
-  .option('--daily-cap <credits>', "the key's daily cap (default 20000)", positiveInt)
-  .option('--max-credits <credits>', 'budget for this run, net of refunds (default budget.maxCredits)', positiveInt)
-  .option('--poll-wait <s>', 'long-poll seconds (1 to 30, default 30)', pollWait)
-  .option('--max-retries <n>', 'new attempts after a job fails or expires (default 2)', nonNegativeInt)
-  .option('--max-blocked <n>', 'stop at this many blocked submissions in 7 days (default 20, at most 29)', maxBlocked)
-  .option('--canary <n|p%>', 'run this many items first (a count, or a percentage such as 1%), spread over the models, and go on only if they pass', canarySize)
-  .option('--notify <url>', 'POST a small JSON event to this webhook when the run ends, stops early, waits for the daily cap, or stalls')
-  .option('--notify-command <cmd>', 'run this command with the event as JSON on stdin, instead of a webhook')
-  .option('--stall-minutes <m>', 'with --notify: minutes without progress that make a "stalled" event (default 30)', positiveNumber)
-  .option('--canary-max-failures <n>', 'canary items that may fail or be blocked and the run still go on (default 0)', nonNegativeInt)
-  .option('--redo-changed', 'resubmit items whose content changed after they were submitted')
-  .option('--max-output-mb <n>', 'refuse an output larger than this (default 2048)', positiveInt)
-  .option('--sidecars', 'also write a metadata file (<output>.json) next to each output')
-  .option('--time-scale <x>', 'divide the key day and the default rate windows by this (rehearsals on a time-scaled simulator; 60 with --simulate)', positiveNumber)
-  .option('--coordinator <url>', 'a postgres:// URL: every genbatch process using it shares each key\'s limits (default GENBATCH_COORDINATOR; none: this process is the key\'s only user)')
-  .option('--json', 'at the end, print the run summary as JSON (progress stays on stderr)')
-  .action(async (manifest: string, opts) => {
-    const { runCommand } = await import('./commands/run.js');
-    const handle = await runCommand(manifest, opts, env, process.cwd(), process.stderr);
+process.exitCode = await main(process.argv, {
+  env: process.env,
+  cwd: process.cwd(),
+  stdout: process.stdout,
+  stderr: process.stderr,
+  onSignals: (interrupt, resumeHint) => {
     let signals = 0;
     const onSignal = () => {
       if (++signals > 1) {
-        process.stderr.write(`\nexiting now. ${handle.resumeHint}\n`);
+        process.stderr.write(`\nexiting now. ${resumeHint()}\n`);
         process.exit(EXIT.interrupted);
       }
       process.stderr.write('\nstopping: nothing new is sent; requests already on the wire record their answer, then the report is written. Press Ctrl-C again to exit now.\n');
-      handle.interrupt();
+      interrupt();
     };
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
-    const { summary, report, json } = await handle.done;
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-    print(opts.json ? JSON.stringify(json, null, 2) : report);
-    process.exitCode = exitCodeOf(summary);
-  });
-
-program
-  .command('status')
-  .argument('<manifest>')
-  .description('progress, credits and failures, from the state file alone')
-  .option('--state <path>', 'the SQLite state file')
-  .option('--simulate', "the rehearsal's state (run --simulate), not the real run's")
-  .option('--json', 'print as JSON')
-  .action(async (manifest: string, opts) => print(await (await stateCommands()).statusCommand(manifest, opts, process.cwd())));
-
-withConnection(program.command('reconcile').argument('<manifest>').description("compare the state with the service's job list for every key: paid jobs the state does not know, accepted jobs the service lost, credits on both sides; sends nothing, changes nothing"))
-  .option('--state <path>', 'the SQLite state file')
-  .option('--json', 'print as JSON')
-  .action(async (manifest: string, opts) => {
-    const { reconcileCommand } = await import('./commands/reconcile.js');
-    const { text, exitCode } = await reconcileCommand(manifest, opts, env, process.cwd());
-    print(text);
-    process.exitCode = exitCode;
-  });
-
-program
-  .command('report')
-  .argument('<manifest>')
-  .description('write results.jsonl and results.csv (one row per item), and with --html the index.html gallery, into the output dir, from the state file alone')
-  .option('--state <path>', 'the SQLite state file')
-  .option('--simulate', "the rehearsal's state (run --simulate), not the real run's")
-  .option('--out <dir>', 'the output dir the run wrote to (default: the one it recorded)')
-  .option('--html', 'also write index.html, a gallery of the outputs that opens from the file system')
-  .option('--sidecars', 'also write a metadata file (<output>.json) next to each output')
-  .option('--json', 'print the files written as JSON')
-  .action(async (manifest: string, opts) => print(await (await stateCommands()).reportCommand(manifest, opts, process.cwd())));
-
-program
-  .command('retry')
-  .argument('<manifest>')
-  .description('put failed items back with new attempts')
-  .option('--state <path>', 'the SQLite state file')
-  .option('--simulate', "the rehearsal's state (run --simulate), not the real run's")
-  .option('--code <code...>', 'only items that failed with these codes')
-  .option('--id <id...>', 'only these items (also puts back an item stopped on a key conflict: it is paid again)')
-  .option('--json', 'print what was put back as JSON')
-  .action(async (manifest: string, opts) => print(await (await stateCommands()).retryCommand(manifest, opts, process.cwd())));
-
-withConnection(program.command('models').description('list the models the key may use'))
-  .option('--type <type>', 'image or video', mediaType)
-  .option('--json', 'print the catalog entries as JSON')
-  .action(async (opts) => print(await (await serviceInfo()).modelsCommand(opts, env)));
-
-withConnection(program.command('me').description('show credits, scopes and limits of the key'))
-  .option('--json', 'print the response as JSON')
-  .action(async (opts) => print(await (await serviceInfo()).meCommand(opts, env)));
-
-program
-  .command('simulate')
-  .description('start the embedded service simulator on loopback')
-  .option('--port <n>', 'port (0 picks a free one)', port, 0)
-  .option('--host <address>', 'loopback address to listen on', '127.0.0.1')
-  .option('--time-scale <x>', 'divide every service duration by this', positiveNumber)
-  .option('--seed <n>', 'seed for the simulated randomness', nonNegativeNumber)
-  .option('--credits <n>', 'starting balance', nonNegativeNumber)
-  .option('--daily-cap <credits>', "each key's daily credit cap", nonNegativeNumber)
-  .option('--keys <n>', 'keys of the one simulated account (1 to 5): one balance, each key its own limits and daily cap', keyCount)
-  .option('--failure-rate <p>', 'share of jobs that end FAILED', probability)
-  .option('--expiry-rate <p>', 'share of jobs that end EXPIRED', probability)
-  .option('--moderation-rate <p>', 'share of submissions blocked by moderation', probability)
-  .option('--unavailable-rate <p>', 'share of submissions answered 503', probability)
-  .option('--drop-rate <p>', 'share of created jobs whose response is dropped', probability)
-  .option('--latency <ms>', 'added latency per request, N or MIN-MAX milliseconds', range)
-  .option('--image-seconds <s>', 'image job run time, N or MIN-MAX service seconds', range)
-  .option('--video-seconds <s>', 'video job run time, N or MIN-MAX service seconds', range)
-  .option('--link-ttl <s>', 'output link lifetime in service seconds', positiveNumber)
-  .option('--upload-ttl <s>', 'uploaded material lifetime in service seconds', positiveNumber)
-  .action(async (opts) => {
-    const { simulateCommand } = await import('./commands/simulate.js');
-    const { simulator, banner } = await simulateCommand(opts);
-    print(banner);
-    await new Promise<void>((resolve) => {
+    return () => {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    };
+  },
+  untilStopped: () =>
+    new Promise<void>((resolve) => {
       process.once('SIGINT', resolve);
       process.once('SIGTERM', resolve);
-    });
-    await simulator.close();
-  });
-
-try {
-  await program.parseAsync(process.argv);
-} catch (error) {
-  const code = (error as { code?: string }).code;
-  if (typeof code === 'string' && code.startsWith('commander.')) {
-    const exitCode = (error as { exitCode?: number }).exitCode ?? EXIT.usage;
-    process.exitCode = code === 'commander.helpDisplayed' || code === 'commander.version' ? EXIT.ok : exitCode === 0 ? 0 : EXIT.usage;
-  } else {
-    const failure = describeFailure(error);
-    if (error instanceof ExitError && error.stdout !== undefined) process.stdout.write(`${error.stdout}\n`);
-    process.stderr.write(`genbatch: ${failure.message}\n`);
-    process.exitCode = failure.exitCode;
-  }
-}
+    }),
+});

@@ -80,8 +80,9 @@ export class Progress {
     private readonly total: number,
     /** The run's keys, by fingerprint: with several, the line shows each one's open items. */
     private readonly keys: readonly string[] = [],
+    env: NodeJS.ProcessEnv = process.env,
   ) {
-    this.paint = paintFor(out);
+    this.paint = paintFor(out, env);
   }
 
   start(): void {

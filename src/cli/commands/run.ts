@@ -72,7 +72,7 @@ export interface RunHandle {
   done: Promise<{ summary: RunSummary; report: string; json: RunResult }>;
 }
 
-export async function runCommand(path: string, flags: RunFlags, env: NodeJS.ProcessEnv, cwd: string, progressOut: NodeJS.WriteStream): Promise<RunHandle> {
+export async function runCommand(path: string, flags: RunFlags, env: NodeJS.ProcessEnv, cwd: string, progressOut: NodeJS.WriteStream, reportOut: { isTTY?: boolean } = process.stdout): Promise<RunHandle> {
   const rehearsal = flags.simulate ?? false;
   checkNotifyFlags(flags);
   const statePathOf = (top: ManifestTop) => statePathFor(top, flags.state, cwd, rehearsal && !flags.state);
@@ -126,8 +126,9 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
   const outDir = `${flags.out ? resolve(cwd, flags.out) : manifest.outputDir}${flags.simulate ? '.simulated' : ''}`;
   const logPath = join(dirname(statePath), `${manifest.name}${flags.simulate ? '.simulated' : ''}.log`);
   mkdirSync(dirname(logPath), { recursive: true });
-  const logger = createLogger({ secrets: [...keyTextsIn(env), connection.simulator?.apiKey ?? ''].filter(Boolean), destination: createWriteStream(logPath, { flags: 'a' }) });
-  const progress = new Progress(progressOut, store, itemCount, pool.keys.map((k) => k.fingerprint));
+  const logFile = createWriteStream(logPath, { flags: 'a' });
+  const logger = createLogger({ secrets: [...keyTextsIn(env), connection.simulator?.apiKey ?? ''].filter(Boolean), destination: logFile });
+  const progress = new Progress(progressOut, store, itemCount, pool.keys.map((k) => k.fingerprint), env);
   const notifier = notifierFor(flags, { run: store.meta('run_id') ?? runIdFor(manifest.source.absPath, manifest.name), manifest: manifest.source.absPath, store, logger });
   const runner = new Runner(pool.keys, store, manifest, {
     outDir,
@@ -169,11 +170,13 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
     }
     const json: RunResult = { manifest: manifest.source.file, state: statePath, outDir, log: logPath, rehearsal, ...summary, results };
     await notifier?.ended(summary.stop?.message ?? `finished: ${summary.counts.done} of ${Object.values(summary.counts).reduce((a, b) => a + b, 0)} items done`);
-    return { summary, report: `${report(summary, outDir, cwd, logPath, path, paintFor(process.stdout, env))}\n${files}`, json };
+    return { summary, report: `${report(summary, outDir, cwd, logPath, path, paintFor(reportOut, env))}\n${files}`, json };
   }).finally(async () => {
     notifier?.stop();
     progress.stop();
     logger.info('run ended');
+    // Its last line is on disk and its file closed when the command returns (a command run in a longer-lived process leaves no descriptor open).
+    await new Promise((resolve) => logFile.end(resolve));
     store.close();
     await coordinator?.close();
     await connection.close();
