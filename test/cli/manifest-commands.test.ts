@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { cleanEnv, runCli } from '../helpers/cli.js';
+import { cleanEnv, runCli, runCliInProcess } from '../helpers/cli.js';
 import { startTestSim } from '../helpers/sim.js';
 import { makePng } from '../../src/simulator/media.js';
 
@@ -15,7 +15,7 @@ describe('genbatch validate', () => {
     const offline = await runCli(['validate', manifest], cleanEnv(), root);
     expect(offline.code).toBe(0);
     expect(offline.stdout).toMatch(/valid: \d+ items/);
-    const online = await runCli(['validate', manifest, '--online', '--simulate'], cleanEnv(), root);
+    const online = await runCliInProcess(['validate', manifest, '--online', '--simulate'], cleanEnv(), root);
     expect(online.code).toBe(0);
     expect(online.stdout).toContain('online:');
   });
@@ -36,7 +36,7 @@ items:
   - { id: f, type: video, model: motion-2, prompt: p, duration: 7, image: in.png }
 `,
     );
-    const res = await runCli(['validate', 'm.yaml', '--online'], cleanEnv({ GENBATCH_BASE_URL: t.sim.baseUrl, GENBATCH_API_KEY: t.sim.apiKey }), dir);
+    const res = await runCliInProcess(['validate', 'm.yaml', '--online'], cleanEnv({ GENBATCH_BASE_URL: t.sim.baseUrl, GENBATCH_API_KEY: t.sim.apiKey }), dir);
     expect(res.code).toBe(2);
     const lines = res.stderr.split('\n');
     const expected = [
@@ -58,10 +58,10 @@ describe('validate warnings', () => {
     const dir = mkdtempSync(join(tmpdir(), 'genbatch-warn-'));
     writeFileSync(join(dir, 'm.yaml'), 'version: 1\ndefaults: { model: studio-lite }\nitems:\n  - rows: p.csv\n    id: "{{sku}}"\n    prompt: "{{title}}, studio product photo"\n');
     writeFileSync(join(dir, 'p.csv'), 'sku,title\na,Red mug\nb,\nc,Blue mug\nd,\ne,  \nf,\n');
-    const res = await runCli(['validate', 'm.yaml'], cleanEnv(), dir);
+    const res = await runCliInProcess(['validate', 'm.yaml'], cleanEnv(), dir);
     expect(res.code).toBe(0);
     expect(res.stdout).toContain('warning: m.yaml:6:5: items[0].prompt: {{title}} is empty in 4 items (first at p.csv:3, p.csv:5, p.csv:6): the prompt is sent without it');
-    const json = JSON.parse((await runCli(['validate', 'm.yaml', '--json'], cleanEnv(), dir)).stdout);
+    const json = JSON.parse((await runCliInProcess(['validate', 'm.yaml', '--json'], cleanEnv(), dir)).stdout);
     expect(json.valid).toBe(true);
     expect(json.warnings).toHaveLength(1);
     expect(json.warnings[0]).toMatchObject({ line: 6, field: 'items[0].prompt' });
@@ -70,9 +70,9 @@ describe('validate warnings', () => {
 
 describe('genbatch estimate', () => {
   it('prints credits per model, the total, key days and an ETA; --json has the same figures', async () => {
-    const table = await runCli(['estimate', 'manifests/catalog.yaml', '--simulate'], cleanEnv(), root);
+    const table = await runCliInProcess(['estimate', 'manifests/catalog.yaml', '--simulate'], cleanEnv(), root);
     expect(table.code).toBe(0);
-    const json = await runCli(['estimate', 'manifests/catalog.yaml', '--simulate', '--json'], cleanEnv(), root);
+    const json = await runCliInProcess(['estimate', 'manifests/catalog.yaml', '--simulate', '--json'], cleanEnv(), root);
     expect(json.code).toBe(0);
     const e = JSON.parse(json.stdout);
     expect(e.items).toEqual({ total: 321, image: 321, video: 0 });
@@ -88,7 +88,7 @@ describe('genbatch estimate', () => {
   it('obeys the limit flags, and submits nothing', async () => {
     const t = await startTestSim();
     const env = cleanEnv({ GENBATCH_BASE_URL: t.sim.baseUrl, GENBATCH_API_KEY: t.sim.apiKey });
-    const res = await runCli(['estimate', 'manifests/catalog.yaml', '--json', '--daily-cap', '1000', '--submit-rate', '5/1m', '--max-credits', '100'], env, root);
+    const res = await runCliInProcess(['estimate', 'manifests/catalog.yaml', '--json', '--daily-cap', '1000', '--submit-rate', '5/1m', '--max-credits', '100'], env, root);
     // A budget of 100 for 2,460 credits makes the run impossible as planned: exit 3, with the figures all the same.
     expect(res.code).toBe(3);
     const e = JSON.parse(res.stdout);
@@ -102,22 +102,22 @@ describe('genbatch estimate', () => {
   });
 
   it('labels a rehearsal\'s figures as simulated', async () => {
-    const table = await runCli(['estimate', 'manifests/demo.yaml', '--simulate'], cleanEnv(), root);
+    const table = await runCliInProcess(['estimate', 'manifests/demo.yaml', '--simulate'], cleanEnv(), root);
     expect(table.code).toBe(0);
     expect(table.stdout).toMatch(/^simulated: the balance, daily cap and catalog below are the embedded simulator's, not your key's$/m);
-    const json = JSON.parse((await runCli(['estimate', 'manifests/demo.yaml', '--simulate', '--json'], cleanEnv(), root)).stdout);
+    const json = JSON.parse((await runCliInProcess(['estimate', 'manifests/demo.yaml', '--simulate', '--json'], cleanEnv(), root)).stdout);
     expect(json.simulated).toBe(true);
   });
 
   it('exits 3 and says why when the balance or the daily cap make the run impossible', async () => {
     const t = await startTestSim({ credits: 10 });
     const env = cleanEnv({ GENBATCH_BASE_URL: t.sim.baseUrl, GENBATCH_API_KEY: t.sim.apiKey });
-    const short = await runCli(['estimate', 'manifests/demo.yaml'], env, root);
+    const short = await runCliInProcess(['estimate', 'manifests/demo.yaml'], env, root);
     expect(short.code).toBe(3);
     expect(short.stdout).toMatch(/cannot run as planned \(balance\): the balance \(10 credits\) is short by 48/);
     const rich = await startTestSim();
     const richEnv = cleanEnv({ GENBATCH_BASE_URL: rich.sim.baseUrl, GENBATCH_API_KEY: rich.sim.apiKey });
-    const capped = await runCli(['estimate', 'manifests/demo.yaml', '--daily-cap', '5'], richEnv, root);
+    const capped = await runCliInProcess(['estimate', 'manifests/demo.yaml', '--daily-cap', '5'], richEnv, root);
     expect(capped.code).toBe(3);
     expect(capped.stdout).toMatch(/cannot run as planned \(daily-cap\): a job of 8 credits is over the daily cap of 5/);
     expect(t.sim.service.ledger.of('charge')).toHaveLength(0);
@@ -130,25 +130,25 @@ describe('genbatch estimate', () => {
     const items = Array.from({ length: 6 }, (_, i) => `  - { id: mug-${i}, prompt: "mug ${i}" }`).join('\n');
     writeFileSync(join(dir, 'm.yaml'), `version: 1\ndefaults: { model: studio-lite }\nitems:\n${items}\n`);
     // studio-lite costs 2: a budget of 4 lets 2 items through, then the run stops (exit 3).
-    const run = await runCli(['run', 'm.yaml', '--time-scale', '600', '--max-credits', '4'], env, dir);
+    const run = await runCliInProcess(['run', 'm.yaml', '--time-scale', '600', '--max-credits', '4'], env, dir);
     expect(run.code, run.stdout + run.stderr).toBe(3);
     const charged = t.sim.service.ledger.of('charge').length;
-    const e = JSON.parse((await runCli(['estimate', 'm.yaml', '--json'], env, dir)).stdout);
+    const e = JSON.parse((await runCliInProcess(['estimate', 'm.yaml', '--json'], env, dir)).stdout);
     expect(e.credits.total).toBe(12);
     expect(e.remaining.items.total).toBe(6 - charged);
     expect(e.remaining.credits.total).toBe(2 * (6 - charged));
     expect(e.remaining.alreadyCharged).toBe(2 * charged);
-    const table = await runCli(['estimate', 'm.yaml'], env, dir);
+    const table = await runCliInProcess(['estimate', 'm.yaml'], env, dir);
     expect(table.code).toBe(0);
     expect(table.stdout).toContain(`remaining: ${6 - charged} of 6 items not sent yet, ${2 * (6 - charged)} credits`);
     // The manifest's own budget of 4 is spent: with it the rest cannot run.
-    const budget = await runCli(['estimate', 'm.yaml', '--max-credits', '4'], env, dir);
+    const budget = await runCliInProcess(['estimate', 'm.yaml', '--max-credits', '4'], env, dir);
     expect(budget.code).toBe(3);
     expect(budget.stdout).toContain(`cannot run as planned (budget): the budget of 4 credits is short by 8 (${2 * charged} already charged net)`);
   });
 
   it('an invalid manifest is exit 2 before any request', async () => {
-    const res = await runCli(['estimate', 'test/fixtures/bad/12-duplicate-ids-after-matrix.yaml', '--simulate'], cleanEnv(), root);
+    const res = await runCliInProcess(['estimate', 'test/fixtures/bad/12-duplicate-ids-after-matrix.yaml', '--simulate'], cleanEnv(), root);
     expect(res.code).toBe(2);
     expect(res.stderr).toContain('duplicate id "mug"');
   });

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { ApiClient } from '../../src/api/index.js';
-import { cleanEnv, runCli, startCli } from '../helpers/cli.js';
+import { cleanEnv, runCli, startCli, runCliInProcess } from '../helpers/cli.js';
 import { startTestSim } from '../helpers/sim.js';
 
 describe('genbatch simulate', () => {
@@ -52,7 +52,7 @@ describe('genbatch models and me', () => {
     const t = await startTestSim({ credits: 123_456 });
     const env = cleanEnv({ GENBATCH_BASE_URL: t.sim.baseUrl, GENBATCH_API_KEY: t.sim.apiKey });
     await t.client.submitImage({ prompt: 'a mug', model: 'studio-xl' }, randomUUID());
-    const res = await runCli(['me'], env);
+    const res = await runCliInProcess(['me'], env);
     expect(res.code).toBe(0);
     const [header, row] = res.stdout.split('\n');
     expect(header).toMatch(/credits\s+subscription credits\s+scopes\s+daily cap\s+used today\s+resets/);
@@ -60,10 +60,10 @@ describe('genbatch models and me', () => {
   });
 
   it('says how to set the base URL and the key when they are missing', async () => {
-    const noUrl = await runCli(['me']);
+    const noUrl = await runCliInProcess(['me']);
     expect(noUrl.code).toBe(2);
     expect(noUrl.stderr).toContain('GENBATCH_BASE_URL');
-    const noKey = await runCli(['me', '--base-url', 'http://127.0.0.1:9/v1']);
+    const noKey = await runCliInProcess(['me', '--base-url', 'http://127.0.0.1:9/v1']);
     expect(noKey.code).toBe(2);
     expect(noKey.stderr).toContain('GENBATCH_API_KEY');
   });
@@ -71,7 +71,7 @@ describe('genbatch models and me', () => {
   it('a rejected key stops with exit 3, what to do, and never the key', async () => {
     const t = await startTestSim();
     const key = 'gbk_RevokedButStillSecret0000000';
-    const res = await runCli(['me'], cleanEnv({ GENBATCH_BASE_URL: t.sim.baseUrl, GENBATCH_API_KEY: key }));
+    const res = await runCliInProcess(['me'], cleanEnv({ GENBATCH_BASE_URL: t.sim.baseUrl, GENBATCH_API_KEY: key }));
     expect(res.code).toBe(3);
     expect(res.stderr).toContain('UNAUTHENTICATED');
     expect(res.stderr).toContain('GENBATCH_API_KEY');
@@ -80,13 +80,13 @@ describe('genbatch models and me', () => {
 
   it('me reads the key from the environment', async () => {
     const t = await startTestSim({ credits: 1234 });
-    const res = await runCli(['me', '--json'], cleanEnv({ GENBATCH_BASE_URL: t.sim.baseUrl, GENBATCH_API_KEY: t.sim.apiKey }));
+    const res = await runCliInProcess(['me', '--json'], cleanEnv({ GENBATCH_BASE_URL: t.sim.baseUrl, GENBATCH_API_KEY: t.sim.apiKey }));
     expect(res.code).toBe(0);
     expect(JSON.parse(res.stdout)).toMatchObject({ credits: 1234, scopes: ['image', 'video'] });
   });
 
   it('a bad flag is a usage error', async () => {
-    const res = await runCli(['models', '--type', 'audio', '--simulate']);
+    const res = await runCliInProcess(['models', '--type', 'audio', '--simulate']);
     expect(res.code).toBe(2);
     expect(res.stderr).toMatch(/expected image or video/);
   });

@@ -5,7 +5,7 @@ import { COORDINATOR_MIGRATIONS } from '../../src/coordinator/migrations.js';
 import { Coordinator } from '../../src/coordinator/postgres.js';
 import { SharedBucket } from '../../src/coordinator/shared-bucket.js';
 import type { RunningSimulator } from '../../src/simulator/index.js';
-import { runCli } from '../helpers/cli.js';
+import { runCli, runCliInProcess } from '../helpers/cli.js';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { imageManifest, readState, workspace, type RunWorkspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
@@ -98,12 +98,12 @@ describe('the coordinator (--coordinator postgres://…)', () => {
   it('the moderation breaker counts the blocked submissions of every process on the key', async () => {
     const t = await startTestSim({ timeScale: 600 });
     const blocked = workspace(t.sim, imageManifest(4, (i) => (i < 2 ? `n product ${i} [sim:block]` : `n product ${i}`)));
-    const first = await runCli(blocked.args(['--coordinator', db.url, '--max-blocked', '2']), blocked.env, blocked.dir);
+    const first = await runCliInProcess(blocked.args(['--coordinator', db.url, '--max-blocked', '2']), blocked.env, blocked.dir);
     expect(first.code, first.stdout + first.stderr).toBe(3);
     const charged = t.sim.service.ledger.of('charge').length;
     // Another manifest, another process, clean prompts: the key's 2 blocks in the last 7 days already reach its --max-blocked.
     const clean = workspace(t.sim, manifestOf('o', 3));
-    const second = await runCli(clean.args(['--coordinator', db.url, '--max-blocked', '2']), clean.env, clean.dir);
+    const second = await runCliInProcess(clean.args(['--coordinator', db.url, '--max-blocked', '2']), clean.env, clean.dir);
     expect(second.code, second.stdout + second.stderr).toBe(3);
     expect(second.stdout).toMatch(/2 submissions were blocked by moderation in the last 7 days/);
     expect(t.sim.service.ledger.of('charge')).toHaveLength(charged);
@@ -123,7 +123,7 @@ describe('the coordinator (--coordinator postgres://…)', () => {
     const firstLapse = Math.min(...held.map((r) => Number(r.lease_until)));
 
     const second = workspace(t.sim, manifestOf('l', 5));
-    const res = await runCli(second.args(['--coordinator', db.url]), second.env, second.dir);
+    const res = await runCliInProcess(second.args(['--coordinator', db.url]), second.env, second.dir);
     expect(res.code, res.stdout + res.stderr).toBe(0);
     const posts = t.sim.service.ledger.of('request').filter((r) => r.method === 'POST' && r.path.endsWith('/images'));
     const secondsFirst = posts.find((p) => t.sim.service.ledger.of('charge').some((c) => c.idempotencyKey === p.idempotencyKey && c.prompt.startsWith('l ')));
@@ -131,7 +131,7 @@ describe('the coordinator (--coordinator postgres://…)', () => {
     expect(secondsFirst!.at).toBeGreaterThanOrEqual(firstLapse);
     expect(t.sim.service.ledger.countStatus(429)).toBe(0);
 
-    const rerun = await runCli(first.args(['--coordinator', db.url]), first.env, first.dir);
+    const rerun = await runCliInProcess(first.args(['--coordinator', db.url]), first.env, first.dir);
     expect(rerun.code, rerun.stdout + rerun.stderr).toBe(0);
     expect(readState(first.statePath).items.every((i) => i.state === 'done')).toBe(true);
     expectEachPromptChargedOnce(t.sim, 15);

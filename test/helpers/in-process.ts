@@ -1,13 +1,10 @@
-import { PassThrough, type Writable } from 'node:stream';
+import type { Writable } from 'node:stream';
 import type { ApiClient } from '../../src/api/index.js';
 import { Catalog } from '../../src/api/catalog.js';
 import { loadManifest } from '../../src/manifest/index.js';
 import { Runner, type RunSummary } from '../../src/runner/index.js';
 import { DEFAULT_KEY_LIMITS } from '../../src/scheduler/limits.js';
 import { Store } from '../../src/store/index.js';
-import { runCommand, type RunFlags } from '../../src/cli/commands/run.js';
-import { describeFailure, exitCodeOf } from '../../src/cli/exit.js';
-import type { CliResult } from './cli.js';
 import type { RunWorkspace } from './run.js';
 import type { TestSim } from './sim.js';
 
@@ -26,25 +23,5 @@ export async function runInProcess(t: TestSim, ws: RunWorkspace, inject: { clien
     return await new Runner(keys, store, loaded!, options, catalog, { items: loaded!.items }).run();
   } finally {
     store.close();
-  }
-}
-
-/**
- * `genbatch run m.yaml --time-scale <scale>` in this process: the command the
- * CLI runs and the exit code it would give, without a Node start-up per run
- * (about 0.8 CPU-s). For tables of runner behaviours; the CLI's own parsing,
- * printing and exit are tested through the built CLI elsewhere.
- */
-export async function runCommandInProcess(ws: RunWorkspace, flags: Partial<RunFlags> = {}, timeScale = 600): Promise<CliResult> {
-  const progress = new PassThrough();
-  let stderr = '';
-  progress.on('data', (d) => (stderr += d));
-  try {
-    const handle = await runCommand('m.yaml', { timeScale, ...flags }, ws.env, ws.dir, progress as unknown as NodeJS.WriteStream);
-    const { summary, report } = await handle.done;
-    return { code: exitCodeOf(summary), stdout: `${report}\n`, stderr };
-  } catch (error) {
-    const { exitCode, message } = describeFailure(error);
-    return { code: exitCode, stdout: '', stderr: `${stderr}genbatch: ${message}\n` };
   }
 }

@@ -9,7 +9,7 @@ import { expect } from 'vitest';
 import { makeMp4, makePng } from '../../src/simulator/media.js';
 import type { RunningSimulator } from '../../src/simulator/index.js';
 import type { LedgerEvent } from '../../src/simulator/ledger.js';
-import { CLI, cleanEnv, runCli, startCli, type CliResult, type StartedCli } from './cli.js';
+import { CLI, cleanEnv, runCli, runCliInProcess, startCli, type CliResult, type StartedCli } from './cli.js';
 import { recordChildWarnings } from './warnings.js';
 
 export const TIME_SCALE = 600;
@@ -18,6 +18,7 @@ export interface RunWorkspace {
   dir: string;
   statePath: string;
   outDir: string;
+  /** `genbatch run` by the CLI's main in this process (see runCliInProcess). */
   run(extra?: string[]): Promise<CliResult>;
   /** The same run, left going (killed when the test ends). */
   start(extra?: string[]): StartedCli;
@@ -25,14 +26,14 @@ export interface RunWorkspace {
   env: NodeJS.ProcessEnv;
 }
 
-/** A manifest in a temp dir, run by the built CLI against a test simulator with the same time scale. */
+/** A manifest in a temp dir against a test simulator with the same time scale: `run` by the CLI's main in this process, `start` by the built CLI. */
 export function workspace(sim: RunningSimulator, manifest: string, files: Record<string, string | Buffer> = {}, timeScale = TIME_SCALE): RunWorkspace {
   const dir = mkdtempSync(join(tmpdir(), 'genbatch-run-'));
   writeFileSync(join(dir, 'm.yaml'), manifest);
   for (const [name, body] of Object.entries(files)) writeFileSync(join(dir, name), body);
   const env = cleanEnv({ GENBATCH_BASE_URL: sim.baseUrl, GENBATCH_API_KEY: sim.apiKey });
   const args = (extra: string[] = []) => ['run', 'm.yaml', '--time-scale', String(timeScale), ...extra];
-  return { dir, statePath: join(dir, '.genbatch', 'm.sqlite'), outDir: join(dir, 'out', 'm'), env, args, run: (extra = []) => runCli(args(extra), env, dir), start: (extra = []) => startCli(args(extra), env, dir) };
+  return { dir, statePath: join(dir, '.genbatch', 'm.sqlite'), outDir: join(dir, 'out', 'm'), env, args, run: (extra = []) => runCliInProcess(args(extra), env, dir), start: (extra = []) => startCli(args(extra), env, dir) };
 }
 
 export function imageManifest(count: number, prompt = (i: number) => `product ${i}`, extra = ''): string {

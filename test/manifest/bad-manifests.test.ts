@@ -2,7 +2,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { formatIssue, loadManifest } from '../../src/manifest/index.js';
-import { runCli } from '../helpers/cli.js';
+import { runCliInProcess } from '../helpers/cli.js';
 
 const dir = fileURLToPath(new URL('../fixtures/bad/', import.meta.url));
 const fixtures = readdirSync(dir).filter((f) => f.endsWith('.yaml')).sort();
@@ -35,7 +35,7 @@ describe('the bad-manifest corpus', () => {
   });
 
   it('genbatch validate exits 2 on each, printing all its errors', async () => {
-    const results = await Promise.all(fixtures.map(async (file) => [file, await runCli(['validate', file], undefined, dir)] as const));
+    const results = await Promise.all(fixtures.map(async (file) => [file, await runCliInProcess(['validate', file], undefined, dir)] as const));
     for (const [file, res] of results) {
       expect(res.code, file).toBe(2);
       for (const line of expected.get(file)!.lines) expect(res.stderr, file).toContain(line);

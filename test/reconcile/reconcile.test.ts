@@ -1,6 +1,6 @@
 import { rmSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/cli.js';
+import { runCliInProcess } from '../helpers/cli.js';
 import { readState, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 
@@ -13,7 +13,7 @@ describe('reconcile: the state against the service’s job list', () => {
     const ws = workspace(t.sim, manifest(['a mug', 'a bowl', 'a vase', 'a cup', 'a jug']));
     expect((await ws.run()).code).toBe(0);
     const posts = t.sim.service.ledger.of('request').filter((r) => r.method === 'POST').length;
-    const r = await runCli(['reconcile', 'm.yaml', '--json'], ws.env, ws.dir);
+    const r = await runCliInProcess(['reconcile', 'm.yaml', '--json'], ws.env, ws.dir);
     expect(r.code).toBe(0);
     const report = JSON.parse(r.stdout);
     expect(report.keys).toEqual([expect.objectContaining({ jobs: 8, pages: 4, complete: true })]);
@@ -21,7 +21,7 @@ describe('reconcile: the state against the service’s job list', () => {
     expect(report.credits).toMatchObject({ service: { charged: 10, net: 10 }, state: { charged: 10, net: 10 }, difference: 0 });
     expect(report.otherOrigins).toEqual([expect.objectContaining({ jobs: 3 })]);
     expect(t.sim.service.ledger.of('request').filter((r) => r.method === 'POST')).toHaveLength(posts);
-    const text = await runCli(['reconcile', 'm.yaml'], ws.env, ws.dir);
+    const text = await runCliInProcess(['reconcile', 'm.yaml'], ws.env, ws.dir);
     expect(text.stdout).toMatch(/no differences/);
     expect(text.stdout).toMatch(/3 jobs from origin "\w+" \(not the API\) counted apart/);
   });
@@ -42,7 +42,7 @@ describe('reconcile: the state against the service’s job list', () => {
     expect((await ws.run(['--max-credits', '2'])).code).toBe(3);
     expect(t.sim.service.ledger.of('charge')).toHaveLength(4); // the one resubmitted found its job by its key
 
-    const r = await runCli(['reconcile', 'm.yaml', '--json'], ws.env, ws.dir);
+    const r = await runCliInProcess(['reconcile', 'm.yaml', '--json'], ws.env, ws.dir);
     expect(r.code).toBe(1);
     const report = JSON.parse(r.stdout);
     const known = readState(ws.statePath).attempts.flatMap((a) => (a.job_id ? [a.job_id] : []));

@@ -4,9 +4,7 @@ import type { SimResponse } from '../../src/simulator/types.js';
 import type { StorageFault } from '../../src/simulator/types.js';
 import type { LedgerEvent, StartOptions } from '../../src/simulator/index.js';
 import { expectNoDoubleChargeAndVerifiedOutputs, imageManifest, readState, workspace, type RunWorkspace } from '../helpers/run.js';
-import { runCommandInProcess } from '../helpers/in-process.js';
 import { startTestSim, type TestSim } from '../helpers/sim.js';
-import type { RunFlags } from '../../src/cli/commands/run.js';
 
 type Request = Extract<LedgerEvent, { kind: 'request' }>;
 
@@ -18,7 +16,7 @@ interface Row {
   behaviour: 'resend same key' | 'new attempt' | 'wait and resend' | 'mark item' | 'stop the item, pay nothing more' | 'stop run' | 'refresh link';
   sim?: StartOptions;
   prompt?: string;
-  flags?: Partial<RunFlags>;
+  args?: string[];
   /** Answers for the first POST /images, in order (then the service answers). */
   posts?: (SimResponse | 'reset')[];
   /** What the client receives instead of the service's answer to the first POSTs /images (the job was created). */
@@ -127,7 +125,7 @@ const rows: Row[] = [
     },
   },
   ...(['FAILED', 'EXPIRED'] as const).map((end): Row => ({
-    name: `job ends ${end}`, behaviour: 'new attempt', prompt: `x [sim:${end === 'FAILED' ? 'fail' : 'expire'}]`, flags: { maxRetries: 1 }, exit: 1,
+    name: `job ends ${end}`, behaviour: 'new attempt', prompt: `x [sim:${end === 'FAILED' ? 'fail' : 'expire'}]`, args: ['--max-retries', '1'], exit: 1,
     check: (t, ws, posts) => {
       expect(statuses(posts)).toEqual([202, 202]);
       expect(new Set(posts.map((p) => p.idempotencyKey)).size).toBe(2);
@@ -163,7 +161,7 @@ describe('the fault matrix: each fault, the runner’s behaviour, and the ledger
     const downloads = [...(row.downloads ?? [])];
     t.sim.storage.inject = (_path, seen) => downloads[seen];
     const ws = workspace(t.sim, imageManifest(1, () => row.prompt ?? 'a mug'));
-    const res = await runCommandInProcess(ws, row.flags);
+    const res = await ws.run(row.args);
     expect(res.code, res.stdout + res.stderr).toBe(row.exit);
     expect(res.stdout + res.stderr).not.toContain(t.sim.apiKey);
     const seenPosts = t.sim.service.ledger.of('request').filter((r) => r.method === 'POST' && r.path === '/images');
@@ -173,7 +171,7 @@ describe('the fault matrix: each fault, the runner’s behaviour, and the ledger
     if (row.exit === 3) {
       // Mended: the same command finishes, with one charge.
       t.sim.service.inject = undefined;
-      expect((await runCommandInProcess(ws)).code).toBe(0);
+      expect((await ws.run()).code).toBe(0);
       expect(charges(t)).toBe(1);
       expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
     }

@@ -2,7 +2,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { SimResponse } from '../../src/simulator/types.js';
-import { runCli } from '../helpers/cli.js';
+import { runCliInProcess } from '../helpers/cli.js';
 import { MUG } from '../helpers/manifests.js';
 import { expectNoDoubleChargeAndVerifiedOutputs, imageManifest, readState, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
@@ -26,7 +26,7 @@ describe('a paid job is never paid twice and never abandoned', () => {
     expect(state.attempts.map((a) => [a.status, a.job_id])).toEqual([['sent', null]]);
 
     // retry has nothing to put back: the attempt may have been accepted.
-    const retry = await runCli(['retry', 'm.yaml'], ws.env, ws.dir);
+    const retry = await runCliInProcess(['retry', 'm.yaml'], ws.env, ws.dir);
     expect(retry.stdout).toMatch(/^0 items put back/);
     t.sim.service.tamper = undefined;
     const again = await ws.run();
@@ -121,14 +121,14 @@ describe('a lost state file', () => {
     expect(again.stdout + again.stderr).toContain('genbatch retry <manifest> --id edit');
 
     // retry leaves it alone unless it is named: then it is the user's choice to pay again.
-    const plainRetry = await runCli(['retry', 'm.yaml'], ws.env, ws.dir);
+    const plainRetry = await runCliInProcess(['retry', 'm.yaml'], ws.env, ws.dir);
     expect(plainRetry.stdout).toMatch(/^0 items put back[\s\S]*key conflict[\s\S]*edit/);
     expect((await ws.run()).code).toBe(1);
     expect(charges(t)).toHaveLength(2);
-    const named = await runCli(['retry', 'm.yaml', '--id', 'edit'], ws.env, ws.dir);
+    const named = await runCliInProcess(['retry', 'm.yaml', '--id', 'edit'], ws.env, ws.dir);
     expect(named.stdout).toMatch(/^1 item put back/);
     expect((await ws.run()).code).toBe(0);
     expect(charges(t)).toHaveLength(3);
-    expect((await runCli(['retry', 'm.yaml', '--id', 'nope'], ws.env, ws.dir)).code).toBe(2);
+    expect((await runCliInProcess(['retry', 'm.yaml', '--id', 'nope'], ws.env, ws.dir)).code).toBe(2);
   });
 });

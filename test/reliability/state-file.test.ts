@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { APPLICATION_ID, SCHEMA_VERSION } from '../../src/store/migrations.js';
 import { imageManifest, readState, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
-import { runCli } from '../helpers/cli.js';
+import { runCliInProcess } from '../helpers/cli.js';
 
 async function setup() {
   const t = await startTestSim({ timeScale: 600 });
@@ -118,7 +118,7 @@ describe('reading a live run\'s state', () => {
     const digest = () => files.map((f) => (existsSync(f) ? createHash('sha256').update(readFileSync(f)).digest('hex') : 'absent'));
     const before = digest();
     expect(before[1]).not.toBe('absent');
-    const status = await runCli(['status', 'm.yaml', '--json'], ws.env, ws.dir);
+    const status = await runCliInProcess(['status', 'm.yaml', '--json'], ws.env, ws.dir);
     expect(status.code, status.stderr).toBe(0);
     expect(JSON.parse(status.stdout).run.running).toBe(true);
     expect(digest()).toEqual(before);

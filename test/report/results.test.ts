@@ -3,7 +3,7 @@ import { mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/cli.js';
+import { runCliInProcess } from '../helpers/cli.js';
 import { readState, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 
@@ -30,7 +30,7 @@ describe('results export', () => {
     ]);
     rmSync(join(ws.outDir, 'results.jsonl'));
     const requests = t.sim.service.ledger.of('request').length;
-    const report = await runCli(['report', 'm.yaml'], ws.env, ws.dir);
+    const report = await runCliInProcess(['report', 'm.yaml'], ws.env, ws.dir);
     expect(report.code).toBe(0);
     expect(report.stdout).toMatch(/^2 items written to/);
     expect(readFileSync(join(ws.outDir, 'results.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l))).toEqual(rows);
@@ -55,7 +55,7 @@ describe('metadata sidecars', () => {
       expect(sidecar.file.sha256).toBe(createHash('sha256').update(readFileSync(join(ws.outDir, file.path))).digest('hex'));
     }
     rmSync(join(ws.outDir, 'a-1.png.json'));
-    const report = await runCli(['report', 'm.yaml', '--sidecars'], ws.env, ws.dir);
+    const report = await runCliInProcess(['report', 'm.yaml', '--sidecars'], ws.env, ws.dir);
     expect(report.stdout).toMatch(/sidecars: 2 next to the outputs/);
     expect(JSON.parse(readFileSync(join(ws.outDir, 'a-1.png.json'), 'utf8'))).toEqual({ ...rows[0], file: rows[0].files[0] });
   });
@@ -65,7 +65,7 @@ describe('metadata sidecars', () => {
     const ws = workspace(t.sim, 'version: 1\ndefaults: { model: studio-lite }\nitems:\n  - { id: a, prompt: "first" }\n');
     expect((await ws.run(['--out', 'elsewhere'])).code).toBe(0);
     rmSync(join(ws.dir, 'elsewhere', 'index.html'));
-    const report = await runCli(['report', 'm.yaml', '--html'], ws.env, ws.dir);
+    const report = await runCliInProcess(['report', 'm.yaml', '--html'], ws.env, ws.dir);
     expect(report.stdout).toContain(`gallery: ${join(ws.dir, 'elsewhere', 'index.html')}`);
     expect(readFileSync(join(ws.dir, 'elsewhere', 'index.html'), 'utf8')).toContain('"files":["a-1.png"]');
   });
@@ -83,7 +83,7 @@ describe('a report that cannot be written', () => {
     expect(res.stdout).toMatch(/the results could not be written \(.*index\.html.*\); genbatch report writes them from the state once that is fixed/);
     expect(readdirSync(ws.outDir).filter((f) => f.endsWith('.tmp'))).toEqual([]);
     rmSync(join(ws.outDir, 'index.html'), { recursive: true });
-    expect((await runCli(['report', 'm.yaml', '--html'], ws.env, ws.dir)).code).toBe(0);
+    expect((await runCliInProcess(['report', 'm.yaml', '--html'], ws.env, ws.dir)).code).toBe(0);
     expect(readFileSync(join(ws.outDir, 'index.html'), 'utf8')).toContain('"id":"a"');
   });
 });

@@ -2,12 +2,12 @@ import { once } from 'node:events';
 import { appendFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/cli.js';
+import { runCliInProcess } from '../helpers/cli.js';
 import { imageManifest, readState, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 
 const json = async (args: string[], env: NodeJS.ProcessEnv, cwd: string) => {
-  const res = await runCli(args, env, cwd);
+  const res = await runCliInProcess(args, env, cwd);
   expect(res.code, res.stderr).toBe(0);
   return JSON.parse(res.stdout);
 };
@@ -29,7 +29,7 @@ describe('genbatch status while a run is live, after it is killed, and after it 
     expect(live.eta.seconds).toBeGreaterThanOrEqual(1);
     expect(live.eta.seconds).toBeLessThan(30);
     expect(Date.parse(live.eta.at)).toBeGreaterThan(Date.now() - 5_000);
-    const table = await runCli(['status', 'm.yaml'], ws.env, ws.dir);
+    const table = await runCliInProcess(['status', 'm.yaml'], ws.env, ws.dir);
     expect(table.stdout).toMatch(/running: \d+ in flight; ETA .* from this run's pace/);
 
     run.child.kill('SIGKILL');
@@ -38,7 +38,7 @@ describe('genbatch status while a run is live, after it is killed, and after it 
     expect(killed.run).toMatchObject({ running: false, sessions: 1 });
     expect(killed.eta).toBeNull();
     expect(killed.items.done).toBeLessThan(12);
-    expect((await runCli(['status', 'm.yaml'], ws.env, ws.dir)).stdout).toMatch(/not running; last active/);
+    expect((await runCliInProcess(['status', 'm.yaml'], ws.env, ws.dir)).stdout).toMatch(/not running; last active/);
 
     // Jobs back to their usual pace, and those submitted meanwhile end now.
     t.sim.service.opts.imageMs = [0, 0];
@@ -75,14 +75,14 @@ describe('genbatch status while a run is live, after it is killed, and after it 
     expect((await ws.run()).code).toBe(0);
     // An item with no prompt and a field the schema does not know: validate refuses it, the state is still the state.
     appendFileSync(join(ws.dir, 'm.yaml'), '  - { id: broken, colour: blue }\n');
-    expect((await runCli(['validate', 'm.yaml'], ws.env, ws.dir)).code).toBe(2);
+    expect((await runCliInProcess(['validate', 'm.yaml'], ws.env, ws.dir)).code).toBe(2);
     const status = await json(['status', 'm.yaml', '--json'], ws.env, ws.dir);
     expect(status).toMatchObject({ items: { total: 2, done: 2 } });
-    expect((await runCli(['report', 'm.yaml'], ws.env, ws.dir)).code).toBe(0);
-    expect((await runCli(['retry', 'm.yaml'], ws.env, ws.dir)).stdout).toMatch(/^0 items put back/);
+    expect((await runCliInProcess(['report', 'm.yaml'], ws.env, ws.dir)).code).toBe(0);
+    expect((await runCliInProcess(['retry', 'm.yaml'], ws.env, ws.dir)).stdout).toMatch(/^0 items put back/);
     // A file that is not YAML at all is still a clear usage error.
     writeFileSync(join(ws.dir, 'm.yaml'), 'version: [1\n');
-    const broken = await runCli(['status', 'm.yaml'], ws.env, ws.dir);
+    const broken = await runCliInProcess(['status', 'm.yaml'], ws.env, ws.dir);
     expect(broken.code).toBe(2);
     expect(broken.stderr).toMatch(/m\.yaml:\d+:\d+/);
   });

@@ -3,7 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/cli.js';
+import { runCliInProcess } from '../helpers/cli.js';
 import { expectNoDoubleChargeAndVerifiedOutputs, imageManifest, readState, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 
@@ -60,7 +60,7 @@ describe('exit 4: the environment, found before paying where it can be', () => {
     const t = await startTestSim({ timeScale: 600 });
     const ws = workspace(t.sim, imageManifest(1));
     const base = t.sim.baseUrl.replace(/\/v1$/, '');
-    const res = await runCli(['run', 'm.yaml'], { ...ws.env, GENBATCH_BASE_URL: base }, ws.dir);
+    const res = await runCliInProcess(['run', 'm.yaml'], { ...ws.env, GENBATCH_BASE_URL: base }, ws.dir);
     expect(res.code).toBe(2);
     expect(res.stderr).toContain(`does not end in /v1`);
     expect(res.stderr).toContain(`Did you mean ${base}/v1 ?`);

@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { keyFingerprint } from '../../src/api/key-pool.js';
-import { runCli, startCli } from '../helpers/cli.js';
+import { startCli, runCliInProcess } from '../helpers/cli.js';
 import { expectKeyNowhere, imageManifest, readState, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 
@@ -21,7 +21,7 @@ describe('an attempt belongs to the key it was sent with', () => {
     await once(first.child, 'close');
     const paidWithA = t.sim.service.ledger.of('charge').filter((c) => c.key === 'a').length;
 
-    const second = await runCli(ws.args(), envB, ws.dir);
+    const second = await runCliInProcess(ws.args(), envB, ws.dir);
     expect(second.code).not.toBe(0);
     // Held: every item whose request had left with key a, paid for or not yet answered.
     const held = readState(ws.statePath).items.filter((i) => i.error_code === 'KEY_MISSING').length;
@@ -32,7 +32,7 @@ describe('an attempt belongs to the key it was sent with', () => {
     const bReadA = t.sim.service.ledger.of('request').filter((r) => r.key === 'b' && r.status === 404);
     expect(bReadA).toEqual([]);
 
-    const third = await runCli(ws.args(), envA, ws.dir);
+    const third = await runCliInProcess(ws.args(), envA, ws.dir);
     expect(third.code).toBe(0);
     expect(readState(ws.statePath).items.every((i) => i.state === 'done')).toBe(true);
     expect(t.sim.service.ledger.of('charge')).toHaveLength(6);
@@ -44,7 +44,7 @@ describe('an attempt belongs to the key it was sent with', () => {
     const t = await startTestSim({ keys: [{ label: 'a', dailyCap: 500 }, { label: 'b', dailyCap: 300 }] });
     const ws = workspace(t.sim, imageManifest(1));
     const env = { ...ws.env, GENBATCH_API_KEY: '', GENBATCH_API_KEYS: `${t.sim.keys.a},\n${t.sim.keys.b}` };
-    const me = await runCli(['me', '--json'], env, ws.dir);
+    const me = await runCliInProcess(['me', '--json'], env, ws.dir);
     expect(me.code).toBe(0);
     const each = JSON.parse(me.stdout) as { fingerprint: string; limits: { dailyCredits: number } }[];
     expect(each.map((k) => [k.fingerprint, k.limits.dailyCredits])).toEqual([

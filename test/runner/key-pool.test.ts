@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { keyFingerprint } from '../../src/api/key-pool.js';
 import type { RunningSimulator } from '../../src/simulator/index.js';
-import { runCli } from '../helpers/cli.js';
+import { runCli, runCliInProcess } from '../helpers/cli.js';
 import { expectKeyNowhere, imageManifest, readState, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 
@@ -36,7 +36,7 @@ describe('a key pool (GENBATCH_API_KEYS)', () => {
     });
     const ws = workspace(t.sim, imageManifest(36));
     const env = poolEnv(ws.env, t.sim, ['a', 'b', 'c']);
-    const res = await runCli(ws.args(), env, ws.dir);
+    const res = await runCliInProcess(ws.args(), env, ws.dir);
     expect(res.code, res.stdout + res.stderr).toBe(0);
     expect(res.stderr).toMatch(/3 keys: /);
     expect(readState(ws.statePath).items.every((i) => i.state === 'done')).toBe(true);
@@ -60,11 +60,11 @@ describe('a key pool (GENBATCH_API_KEYS)', () => {
     }
     // The live line names each key's open items; status and estimate speak of each key.
     expect(res.stderr).toMatch(/keys [0-9a-f]{6} \d+, [0-9a-f]{6} \d+, [0-9a-f]{6} \d+/);
-    const status = JSON.parse((await runCli(['status', 'm.yaml', '--json'], env, ws.dir)).stdout) as { keys: { fingerprint: string; jobs: number; charged: number; open: number }[] };
+    const status = JSON.parse((await runCliInProcess(['status', 'm.yaml', '--json'], env, ws.dir)).stdout) as { keys: { fingerprint: string; jobs: number; charged: number; open: number }[] };
     expect(Object.fromEntries(status.keys.map((k) => [fpOf[k.fingerprint], k.jobs]))).toEqual(by);
     expect(status.keys.reduce((n, k) => n + k.charged, 0)).toBe(72);
-    expect((await runCli(['status', 'm.yaml'], env, ws.dir)).stdout).toMatch(/key +jobs +credits net +today +open/);
-    const estimate = JSON.parse((await runCli(['estimate', 'm.yaml', '--json'], env, ws.dir)).stdout) as { dailyCap: { credits: number; keys: number; largestKey: number }; keys: { dailyCap: number; submitRate: string }[] };
+    expect((await runCliInProcess(['status', 'm.yaml'], env, ws.dir)).stdout).toMatch(/key +jobs +credits net +today +open/);
+    const estimate = JSON.parse((await runCliInProcess(['estimate', 'm.yaml', '--json'], env, ws.dir)).stdout) as { dailyCap: { credits: number; keys: number; largestKey: number }; keys: { dailyCap: number; submitRate: string }[] };
     expect(estimate.dailyCap).toMatchObject({ credits: 40_008, keys: 3, largestKey: 20_000 });
     expect(estimate.keys.map((k) => [k.dailyCap, k.submitRate])).toEqual([[20_000, '10/60s'], [8, '10/60s'], [20_000, '3/60s']]);
     for (const key of Object.values(t.sim.keys)) expectKeyNowhere(ws.dir, key);
@@ -83,7 +83,7 @@ describe('a key pool (GENBATCH_API_KEYS)', () => {
         t.sim.service.accounts.byLabel(event.key).revoked = true;
       }
     });
-    const first = await runCli(ws.args(), env, ws.dir);
+    const first = await runCliInProcess(ws.args(), env, ws.dir);
     unwatch();
     const fp = keyFingerprint(t.sim.keys[revoked!]!);
     const other = revoked === 'a' ? 'b' : 'a';
@@ -103,7 +103,7 @@ describe('a key pool (GENBATCH_API_KEYS)', () => {
 
     // Once the key works again, the same command finishes what it had: not one item is paid for twice.
     t.sim.service.accounts.byLabel(revoked!).revoked = false;
-    const second = await runCli(ws.args(), env, ws.dir);
+    const second = await runCliInProcess(ws.args(), env, ws.dir);
     expect(second.code, second.stdout + second.stderr).toBe(0);
     expect(readState(ws.statePath).items.every((i) => i.state === 'done')).toBe(true);
     const charges = t.sim.service.ledger.of('charge');
@@ -133,18 +133,18 @@ describe('a key pool (GENBATCH_API_KEYS)', () => {
     const t = await startTestSim({ timeScale: 600, keys: [{ label: 'a', scopes: ['image'] }, { label: 'b', scopes: ['video'] }] });
     const ws = workspace(t.sim, 'version: 1\nitems:\n  - { id: still, model: studio-lite, prompt: a mug }\n  - { id: clip, type: video, model: motion-2, prompt: a spin, duration: 5, resolution: 720p, aspectRatio: "16:9", image: { from: still } }\n');
     const env = poolEnv(ws.env, t.sim, ['a', 'b']);
-    const online = await runCli(['validate', 'm.yaml', '--online'], env, ws.dir);
+    const online = await runCliInProcess(['validate', 'm.yaml', '--online'], env, ws.dir);
     expect(online.code, online.stdout + online.stderr).toBe(0);
     // Either key alone lacks a scope the manifest needs.
-    const alone = await runCli(['validate', 'm.yaml', '--online'], poolEnv(ws.env, t.sim, ['a']), ws.dir);
+    const alone = await runCliInProcess(['validate', 'm.yaml', '--online'], poolEnv(ws.env, t.sim, ['a']), ws.dir);
     expect(alone.code).toBe(2);
     expect(alone.stdout + alone.stderr).toMatch(/video/);
-    const models = await runCli(['models', '--type', 'image'], env, ws.dir);
+    const models = await runCliInProcess(['models', '--type', 'image'], env, ws.dir);
     expect(models.code, models.stderr).toBe(0);
     expect(models.stdout).toContain('studio-lite');
     expect(t.sim.service.ledger.of('charge')).toEqual([]);
     // And the run gives each item to a key that may submit it.
-    const run = await runCli(ws.args(), env, ws.dir);
+    const run = await runCliInProcess(ws.args(), env, ws.dir);
     expect(run.code, run.stdout + run.stderr).toBe(0);
     expect(t.sim.service.ledger.of('charge').map((c) => [c.prompt, c.key])).toEqual([['a mug', 'a'], ['a spin', 'b']]);
     expect(t.sim.service.ledger.of('request').filter((r) => r.code === 'SCOPE_DENIED')).toEqual([]);

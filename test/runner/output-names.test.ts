@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/cli.js';
+import { runCliInProcess } from '../helpers/cli.js';
 import { expectNoDoubleChargeAndVerifiedOutputs, readState, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 
@@ -9,7 +9,7 @@ describe('output names: no output ever overwrites another item\'s', () => {
   it('validate catches a later output of one item named like another item\'s first (no {{n}} in output.name)', async () => {
     const t = await startTestSim({ timeScale: 600 });
     const ws = workspace(t.sim, 'version: 1\noutput: { name: "{{id}}.{{ext}}" }\nitems:\n  - { id: a, model: studio-lite, prompt: p }\n  - { id: a-2, model: studio-lite, prompt: q }\n');
-    const res = await runCli(['validate', 'm.yaml'], ws.env, ws.dir);
+    const res = await runCliInProcess(['validate', 'm.yaml'], ws.env, ws.dir);
     expect(res.code).toBe(2);
     expect(res.stdout + res.stderr).toContain('items "a" (its output 2) and "a-2" would write the same file a-2.png; put {{n}} in output.name');
   });

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/cli.js';
+import { runCliInProcess } from '../helpers/cli.js';
 import { imageManifest, readState, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 
@@ -29,7 +29,7 @@ describe('a rehearsal never touches a real run', () => {
     const state = readState(ws.statePath);
     const stateBytes = sha(ws.statePath);
 
-    const rehearsal = await runCli(['run', 'm.yaml', '--simulate', '--time-scale', '600'], ws.env, ws.dir);
+    const rehearsal = await runCliInProcess(['run', 'm.yaml', '--simulate', '--time-scale', '600'], ws.env, ws.dir);
     expect(rehearsal.code, rehearsal.stdout + rehearsal.stderr).toBe(0);
     expect(rehearsal.stderr).toMatch(/rehearsal .* starts over each time; outputs go to .*out\/m\.simulated, the state to .*m\.simulated\.sqlite/);
     expect(existsSync(join(ws.dir, 'out', 'm.simulated', 'item-0-1.png'))).toBe(true);
@@ -38,7 +38,7 @@ describe('a rehearsal never touches a real run', () => {
     expect(readState(ws.statePath)).toEqual(state);
 
     // Pointed at the real state, a rehearsal refuses it.
-    const pointed = await runCli(['run', 'm.yaml', '--simulate', '--time-scale', '600', '--state', ws.statePath], ws.env, ws.dir);
+    const pointed = await runCliInProcess(['run', 'm.yaml', '--simulate', '--time-scale', '600', '--state', ws.statePath], ws.env, ws.dir);
     expect(pointed.code).toBe(2);
     expect(pointed.stderr).toMatch(/is the state of a real run; a rehearsal \(--simulate\) never touches it/);
     expect(sha(ws.statePath)).toBe(stateBytes);
@@ -52,17 +52,17 @@ describe('a rehearsal never touches a real run', () => {
 
   it('status, retry and report look at the rehearsal only with --simulate, and say where the other state is', async () => {
     const ws = workspace({ baseUrl: 'http://127.0.0.1:1/v1', apiKey: 'unused' } as never, imageManifest(2, (i) => (i === 0 ? 'doomed [sim:fail]' : 'fine')));
-    const rehearsal = await runCli(['run', 'm.yaml', '--simulate', '--time-scale', '600', '--max-retries', '0'], ws.env, ws.dir);
+    const rehearsal = await runCliInProcess(['run', 'm.yaml', '--simulate', '--time-scale', '600', '--max-retries', '0'], ws.env, ws.dir);
     expect(rehearsal.code).toBe(1);
     expect(rehearsal.stdout).not.toMatch(/resume/);
-    const status = await runCli(['status', 'm.yaml', '--json'], ws.env, ws.dir);
+    const status = await runCliInProcess(['status', 'm.yaml', '--json'], ws.env, ws.dir);
     expect(status.code).toBe(2);
     expect(status.stderr).toMatch(/a rehearsal's state is at .*m\.simulated\.sqlite: add --simulate/);
-    const simulated = await runCli(['status', 'm.yaml', '--json', '--simulate'], ws.env, ws.dir);
+    const simulated = await runCliInProcess(['status', 'm.yaml', '--json', '--simulate'], ws.env, ws.dir);
     expect(JSON.parse(simulated.stdout)).toMatchObject({ items: { total: 2, done: 1, failed: 1 } });
-    const retry = await runCli(['retry', 'm.yaml', '--simulate'], ws.env, ws.dir);
+    const retry = await runCliInProcess(['retry', 'm.yaml', '--simulate'], ws.env, ws.dir);
     expect(retry.stdout).toMatch(/^1 item put back/);
-    const report = await runCli(['report', 'm.yaml', '--simulate'], ws.env, ws.dir);
+    const report = await runCliInProcess(['report', 'm.yaml', '--simulate'], ws.env, ws.dir);
     expect(report.code, report.stderr).toBe(0);
     expect(report.stdout).toContain(join('out', 'm.simulated', 'results.jsonl'));
   });
@@ -74,13 +74,13 @@ describe('a rehearsal never touches a real run', () => {
     const outputs = snapshot(join(ws.dir, 'shared'));
     writeFileSync(join(ws.dir, 'other.yaml'), imageManifest(2));
     const before = posts(t);
-    const other = await runCli(['run', 'other.yaml', '--time-scale', '600', '--out', 'shared'], ws.env, ws.dir);
+    const other = await runCliInProcess(['run', 'other.yaml', '--time-scale', '600', '--out', 'shared'], ws.env, ws.dir);
     expect(other.code).toBe(2);
     expect(other.stderr).toMatch(/shared holds the outputs of the run whose state is .*m\.sqlite; this run .*would overwrite them, so nothing was submitted\. Pass another --out/);
     expect(posts(t)).toBe(before);
     expect(snapshot(join(ws.dir, 'shared'))).toEqual(outputs);
     // Another state file of the same manifest, while the first still exists: refused too.
-    const second = await runCli(['run', 'm.yaml', '--time-scale', '600', '--out', 'shared', '--state', 'second.sqlite'], ws.env, ws.dir);
+    const second = await runCliInProcess(['run', 'm.yaml', '--time-scale', '600', '--out', 'shared', '--state', 'second.sqlite'], ws.env, ws.dir);
     expect(second.code).toBe(2);
     expect(posts(t)).toBe(before);
   });

@@ -5,7 +5,7 @@ import { IMAGE_MODELS } from '../../src/simulator/catalog.js';
 import { makePng } from '../../src/simulator/media.js';
 import { expectNoDoubleChargeAndVerifiedOutputs, readState, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
-import { runCli } from '../helpers/cli.js';
+import { runCliInProcess } from '../helpers/cli.js';
 
 const MANIFEST = `version: 1
 defaults: { model: studio-lite }
@@ -89,7 +89,7 @@ describe('items removed from the manifest', () => {
     // c was never sent: 2 charges in all, for a and b.
     expect(t.sim.service.ledger.of('charge')).toHaveLength(2);
     expect(readState(ws.statePath).attempts.map((x) => x.item_id).sort()).toEqual(['a', 'b']);
-    const status = JSON.parse((await runCli(['status', 'm.yaml', '--json'], ws.env, ws.dir)).stdout) as { items: Record<string, number>; removed: number };
+    const status = JSON.parse((await runCliInProcess(['status', 'm.yaml', '--json'], ws.env, ws.dir)).stdout) as { items: Record<string, number>; removed: number };
     expect(status.items).toMatchObject({ total: 2, done: 2, pending: 0 });
     expect(status.removed).toBe(1);
     // Put back, the item runs again: it is counted and sent.

@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { expectNoDoubleChargeAndVerifiedOutputs, imageManifest, readState, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
-import { runCli } from '../helpers/cli.js';
+import { runCli, runCliInProcess } from '../helpers/cli.js';
 
 const scaled = { timeScale: 600 };
 
@@ -80,7 +80,7 @@ describe('genbatch run against the simulator', () => {
     expect(res.code).toBe(1);
     const items = readState(ws.statePath).items;
     expect(items).toMatchObject([{ id: 'bad', state: 'rejected', error_code: 'VALIDATION_ERROR' }, { id: 'good', state: 'done' }]);
-    const status = await runCli(['status', 'm.yaml', '--json'], ws.env, ws.dir);
+    const status = await runCliInProcess(['status', 'm.yaml', '--json'], ws.env, ws.dir);
     expect(JSON.parse(status.stdout)).toMatchObject({ items: { total: 2, done: 1, rejected: 1 }, failures: { VALIDATION_ERROR: 1 } });
   });
 
@@ -123,7 +123,7 @@ describe('genbatch run against the simulator', () => {
     const unwatch = t.sim.service.ledger.watch((event) => {
       if (event.kind === 'charge' && t.sim.service.ledger.of('charge').length === 3) t.sim.service.accounts.byLabel('main').revoked = true;
     });
-    const res = await runCli(ws.args(['--submit-rate', '4/1s']), ws.env, ws.dir);
+    const res = await runCliInProcess(ws.args(['--submit-rate', '4/1s']), ws.env, ws.dir);
     unwatch();
     expect(res.code).toBe(3);
     expect(res.stdout).toMatch(/UNAUTHENTICATED[\s\S]*GENBATCH_API_KEY/);
@@ -200,10 +200,10 @@ describe('genbatch retry and status', () => {
     expect((await ws.run(['--max-retries', '0'])).code).toBe(1);
     expect(t.sim.service.ledger.of('charge')).toHaveLength(2);
     // A code no item stopped with is a usage error that names the codes there are.
-    const nothing = await runCli(['retry', 'm.yaml', '--code', 'SOMETHING_ELSE'], ws.env, ws.dir);
+    const nothing = await runCliInProcess(['retry', 'm.yaml', '--code', 'SOMETHING_ELSE'], ws.env, ws.dir);
     expect(nothing.code).toBe(2);
     expect(nothing.stderr).toMatch(/no item stopped with SOMETHING_ELSE; the codes there are: GENERATION_FAILED/);
-    const retried = await runCli(['retry', 'm.yaml', '--code', 'GENERATION_FAILED'], ws.env, ws.dir);
+    const retried = await runCliInProcess(['retry', 'm.yaml', '--code', 'GENERATION_FAILED'], ws.env, ws.dir);
     expect(retried.code).toBe(0);
     expect(retried.stdout).toMatch(/^1 item put back/);
     expect(readState(ws.statePath).items[0]!.state).toBe('pending');
@@ -216,12 +216,12 @@ describe('genbatch retry and status', () => {
   it('status reads the state file alone and says so when there is none', async () => {
     const t = await startTestSim(scaled);
     const ws = workspace(t.sim, imageManifest(3));
-    const before = await runCli(['status', 'm.yaml'], ws.env, ws.dir);
+    const before = await runCliInProcess(['status', 'm.yaml'], ws.env, ws.dir);
     expect(before.code).toBe(2);
     expect(before.stderr).toMatch(/no state file/);
     await ws.run();
     const requests = t.sim.service.ledger.of('request').length;
-    const table = await runCli(['status', 'm.yaml'], ws.env, ws.dir);
+    const table = await runCliInProcess(['status', 'm.yaml'], ws.env, ws.dir);
     expect(table.code).toBe(0);
     expect(table.stdout).toMatch(/done\s+3/);
     expect(table.stdout).toMatch(/credits: 6 charged, 0 refunded, 6 net/);
@@ -236,7 +236,7 @@ describe('genbatch retry and status', () => {
     expect(res.code).toBe(1);
     expect(res.stdout).toContain('to submit the 1 failed or skipped item again (new attempts, paid again): genbatch retry m.yaml');
     expect(res.stdout).toContain('1 blocked item (moderation) is never resent unchanged');
-    const status = await runCli(['status', 'm.yaml', '--json'], ws.env, ws.dir);
+    const status = await runCliInProcess(['status', 'm.yaml', '--json'], ws.env, ws.dir);
     const problems = (JSON.parse(status.stdout) as { problems: { id: string; state: string; code: string; message: string }[] }).problems;
     expect(problems.map((p) => [p.id, p.state, p.code])).toEqual([
       ['item-0', 'failed', 'GENERATION_FAILED'],
@@ -245,7 +245,7 @@ describe('genbatch retry and status', () => {
     // One message per error: the code is said once, beside it, not again inside it.
     for (const p of problems) expect(p.message).not.toContain(p.code);
     expect(problems[1]!.message).not.toMatch(/POST \/v1/);
-    const table = await runCli(['status', 'm.yaml'], ws.env, ws.dir);
+    const table = await runCliInProcess(['status', 'm.yaml'], ws.env, ws.dir);
     expect(table.stdout).toMatch(/item-0\s+failed\s+GENERATION_FAILED/);
     expect(table.stdout).toMatch(/item-2\s+blocked\s+CONTENT_VIOLATION/);
   });
