@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { Progress, liveLine, type LiveFacts } from '../../src/cli/progress.js';
-import { localTime, num } from '../../src/cli/format.js';
+import { localDateTime, localTime, num } from '../../src/cli/format.js';
 import { ITEM_STATES, Store, type ItemState } from '../../src/store/index.js';
 import { imageManifest, workspace } from '../helpers/run.js';
 import { CLI, cleanEnv } from '../helpers/cli.js';
@@ -27,6 +27,33 @@ describe('numbers', () => {
   it('have thousands separators as en-US writes them, whole or not', () => {
     const intl = new Intl.NumberFormat('en-US');
     for (const n of [0, 7, -7, 999, 1000, -1000, 12_345, 100_000, 999_999, 1_000_000, -20_000_000, Number.MAX_SAFE_INTEGER, 2.5, 1234.5678, -0.25]) expect(num(n)).toBe(intl.format(n));
+  });
+});
+
+describe('times of day', () => {
+  it('are the local hour and minute with the zone as its offset from UTC, in any zone, and dates as en-GB writes them', () => {
+    const zone = process.env.TZ;
+    try {
+      const at = Date.UTC(2026, 10, 24, 0, 7);
+      for (const [tz, time, dateTime] of [
+        ['UTC', '00:07 UTC', '24 Nov, 00:07 UTC'],
+        ['Europe/Paris', '01:07 UTC+1', '24 Nov, 01:07 UTC+1'],
+        ['Asia/Kolkata', '05:37 UTC+5:30', '24 Nov, 05:37 UTC+5:30'],
+        ['America/St_Johns', '20:37 UTC-3:30', '23 Nov, 20:37 UTC-3:30'],
+      ] as const) {
+        process.env.TZ = tz;
+        expect(localTime(at)).toBe(time);
+        expect(localDateTime(at)).toBe(dateTime);
+        // The hour and minute agree with Intl's for the zone.
+        const intl = new Intl.DateTimeFormat('en-GB', { hour: '2-digit', minute: '2-digit', timeZone: tz }).format(at);
+        expect(localTime(at).startsWith(intl)).toBe(true);
+      }
+      process.env.TZ = 'Europe/Paris';
+      expect(localTime(Date.UTC(2026, 6, 1, 12, 0))).toBe('14:00 UTC+2'); // summer time
+    } finally {
+      if (zone === undefined) delete process.env.TZ;
+      else process.env.TZ = zone;
+    }
   });
 });
 
