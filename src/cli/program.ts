@@ -206,7 +206,6 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       await simulator.close();
     });
 
-
   try {
     await program.parseAsync([...argv]);
     return exitCode;

@@ -88,8 +88,8 @@ export class Progress {
   start(): void {
     if (this.out.isTTY) this.timer = setInterval(() => this.draw(), FRAME_MS);
     else {
-      // Said at the run's first event (a second at the latest), not before its first submission: the clock's
-      // zone name and the counts cost that submission 25-40 ms (more at 100,000 items).
+      // Said at the run's first event (a second at the latest), not before its first submission: its counts
+      // and ETA read the state (tens of milliseconds at 100,000 items).
       this.startedLine = setTimeout(() => this.sayStarted(), STARTED_LINE_LATEST_MS);
       this.startedLine.unref();
       this.timer = setInterval(() => this.say(), SUMMARY_EVERY_MS);

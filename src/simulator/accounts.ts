@@ -81,15 +81,10 @@ export class Accounts {
     throw new Error(`no simulator key labelled ${label}`);
   }
 
-  /** The account's key a request presents, revoked or not: the ledger names the sender even of a refused request. */
+  /** The account's key a request presents, revoked or not: the service refuses a revoked one, its ledger still names it. */
   presented(authorization: string | undefined): SimKey | undefined {
     const match = /^Bearer\s+(\S+)$/i.exec(authorization ?? '');
     return match ? this.keys.get(match[1]!) : undefined;
-  }
-
-  authenticate(authorization: string | undefined): SimKey | undefined {
-    const key = this.presented(authorization);
-    return key && !key.revoked ? key : undefined;
   }
 
   balance(account: SimAccount): number {

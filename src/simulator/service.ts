@@ -67,7 +67,9 @@ export class Service {
   }
 
   async handle(req: SimRequest): Promise<SimResponse> {
-    let keyLabel: string | null = null;
+    // The ledger names the key a request presented, even one it refuses (revoked): tests tell which key sent what.
+    const presented = this.accounts.presented(req.headers.authorization);
+    const keyLabel = presented?.label ?? null;
     let response: SimResponse;
     const route = `${req.method} ${req.path}`;
     const seen = this.seenByRoute.get(route) ?? 0;
@@ -77,12 +79,11 @@ export class Service {
       const idem = req.headers['idempotency-key'];
       const out: SimResponse = injected === 'reset' ? { status: 0, headers: {}, body: null, drop: true } : injected;
       const code = (out.body as { error?: { code?: string } } | null)?.error?.code;
-      this.ledger.record({ kind: 'request', at: this.now(), key: this.accounts.presented(req.headers.authorization)?.label ?? null, method: req.method, path: req.path, status: out.drop ? 0 : out.status, injected: true, ...(code ? { code } : {}), ...(typeof idem === 'string' ? { idempotencyKey: idem } : {}) });
+      this.ledger.record({ kind: 'request', at: this.now(), key: keyLabel, method: req.method, path: req.path, status: out.drop ? 0 : out.status, injected: true, ...(code ? { code } : {}), ...(typeof idem === 'string' ? { idempotencyKey: idem } : {}) });
       return out;
     }
     try {
-      keyLabel = this.accounts.presented(req.headers.authorization)?.label ?? null;
-      const key = this.accounts.authenticate(req.headers.authorization);
+      const key = presented && !presented.revoked ? presented : undefined;
       if (!key) throw new SimError(401, 'UNAUTHENTICATED', 'The API key is missing, invalid, revoked or expired.');
       this.checkAccount(key);
       const candidates = this.routes.filter((r) => r.pattern.test(req.path));

@@ -72,7 +72,7 @@ export interface RunHandle {
   done: Promise<{ summary: RunSummary; report: string; json: RunResult }>;
 }
 
-export async function runCommand(path: string, flags: RunFlags, env: NodeJS.ProcessEnv, cwd: string, progressOut: NodeJS.WriteStream, reportOut: { isTTY?: boolean } = process.stdout): Promise<RunHandle> {
+export async function runCommand(path: string, flags: RunFlags, env: NodeJS.ProcessEnv, cwd: string, progressOut: NodeJS.WriteStream, reportOut: { isTTY?: boolean }): Promise<RunHandle> {
   const rehearsal = flags.simulate ?? false;
   checkNotifyFlags(flags);
   const statePathOf = (top: ManifestTop) => statePathFor(top, flags.state, cwd, rehearsal && !flags.state);

@@ -23,7 +23,7 @@ const PROBLEMS_SHOWN = 20;
 const clip = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
 
 /** Progress from the state file alone: no network. */
-export async function statusCommand(path: string, opts: StateFlags & { json?: boolean }, cwd: string, out: { isTTY?: boolean } = process.stdout, env: NodeJS.ProcessEnv = process.env): Promise<string> {
+export async function statusCommand(path: string, opts: StateFlags & { json?: boolean }, cwd: string, out: { isTTY?: boolean }, env: NodeJS.ProcessEnv): Promise<string> {
   const manifest = await locate(path, cwd);
   const statePath = existingStatePathFor(manifest, opts, cwd);
   const store = openStateReadOnly(statePath);
