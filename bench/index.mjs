@@ -5,8 +5,9 @@ import { reportBench } from './report.mjs';
 import { runnerBench } from './runner.mjs';
 import { scaleBench } from './scale.mjs';
 import { keysBench } from './keys.mjs';
+import { pauseBench } from './pause.mjs';
 
-const parts = { manifest: manifestBench, runner: runnerBench, scale: scaleBench, report: reportBench, lifecycle: lifecycleBench, keys: keysBench };
+const parts = { manifest: manifestBench, runner: runnerBench, pause: pauseBench, scale: scaleBench, report: reportBench, lifecycle: lifecycleBench, keys: keysBench };
 const wanted = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(parts);
 let ok = true;
 for (const name of wanted) {
