@@ -36,9 +36,11 @@ export interface ValidationResult {
 /**
  * Parse with zod → expand (defaults, matrix, rows, repeat, templates) → rules
  * across items. Every problem is collected with its location; nothing is printed.
+ * `readAlready`, when given, is this manifest's top level as `loadManifestTop` read
+ * it without a problem: its text is not read and parsed a second time.
  */
-export async function loadManifest(path: string, cwd = process.cwd()): Promise<ValidationResult> {
-  const read = await readTop(path, cwd);
+export async function loadManifest(path: string, cwd = process.cwd(), readAlready?: ManifestTop): Promise<ValidationResult> {
+  const read: TopRead = readAlready ? { issues: new IssueList(), top: readAlready, schemaOk: true } : await readTop(path, cwd);
   if (!read.top) return { issues: read.issues, warnings: [] };
   const { top, issues, only, schemaOk, templateProblem } = read;
   const expander = new Expander(top.source, top.manifest, cwd, issues, only);
@@ -59,7 +61,15 @@ export async function loadManifestTop(path: string, cwd = process.cwd()): Promis
   return read.top && read.schemaOk && !read.templateProblem && read.issues.count === 0 ? read.top : undefined;
 }
 
-async function readTop(path: string, cwd: string): Promise<{ issues: IssueList; top?: ManifestTop; only?: Set<number>; schemaOk?: boolean; templateProblem?: string }> {
+interface TopRead {
+  issues: IssueList;
+  top?: ManifestTop;
+  only?: Set<number>;
+  schemaOk?: boolean;
+  templateProblem?: string;
+}
+
+async function readTop(path: string, cwd: string): Promise<TopRead> {
   const issues = new IssueList();
   const source = await ManifestSource.read(path, cwd, issues);
   if (!source) return { issues };

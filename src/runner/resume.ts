@@ -18,24 +18,25 @@ export interface StateResume {
  * expand and check 100,000 rows again. `resume` is undefined on any doubt;
  * the caller then loads and validates the whole manifest, and records
  * `fingerprint` with the items it writes. The fingerprint is taken before
- * that load, so a file edited meanwhile is never taken for the bytes loaded.
+ * that load, so a file edited meanwhile is never taken for the bytes loaded;
+ * `top` is returned for that load, which then expands the very text hashed.
  */
-export async function planResume(path: string, cwd: string, statePathOf: (top: ManifestTop) => string, fromState: boolean): Promise<{ resume?: StateResume; fingerprint?: string }> {
+export async function planResume(path: string, cwd: string, statePathOf: (top: ManifestTop) => string, fromState: boolean): Promise<{ resume?: StateResume; fingerprint?: string; top?: ManifestTop }> {
   const top = await loadManifestTop(path, cwd);
   if (!top) return {};
   const fingerprint = await sourcesFingerprint(top);
-  if (fingerprint === undefined) return {};
+  if (fingerprint === undefined) return { top };
   const statePath = statePathOf(top);
-  if (!fromState || !existsSync(statePath)) return { fingerprint };
+  if (!fromState || !existsSync(statePath)) return { fingerprint, top };
   let store: Store;
   try {
     store = Store.openReadOnly(statePath);
   } catch {
-    return { fingerprint }; // the full path reports what is wrong with it
+    return { fingerprint, top }; // the full path reports what is wrong with it
   }
   try {
     const synced = syncedSources(store);
-    if (!synced || synced.fingerprint !== fingerprint || !(await inputsUnchanged(synced.inputs))) return { fingerprint };
+    if (!synced || synced.fingerprint !== fingerprint || !(await inputsUnchanged(synced.inputs))) return { fingerprint, top };
     return { resume: { top, synced, shapes: synced.shapes ?? store.items.shapes() }, fingerprint };
   } finally {
     store.close();

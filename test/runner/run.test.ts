@@ -116,6 +116,20 @@ describe('genbatch run against the simulator', () => {
     expect(res.stdout + res.stderr).not.toContain('gbk_ThisKeyIsWrongButSecret000');
   });
 
+
+  it('an invalid manifest is exit 2 with its own problems, whatever the service says of the key meanwhile; nothing is submitted', async () => {
+    // Each key's /me leaves while the manifest is read: its answer must neither win over the manifest's problems nor go unhandled.
+    const t = await startTestSim(scaled);
+    const ws = workspace(t.sim, `${imageManifest(2)}  - { id: item-0, prompt: "again" }\n`);
+    const refused = await runCliInProcess(ws.args(), { ...ws.env, GENBATCH_API_KEY: 'gbk_ThisKeyIsWrongButSecret000' }, ws.dir);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('duplicate id "item-0"');
+    expect(refused.stderr).not.toContain('UNAUTHENTICATED');
+    const unreachable = await runCliInProcess(ws.args(), { ...ws.env, GENBATCH_BASE_URL: 'http://127.0.0.1:9/v1' }, ws.dir);
+    expect(unreachable.code).toBe(2);
+    expect(unreachable.stderr).toContain('duplicate id "item-0"');
+    expect(t.sim.service.ledger.of('request').filter((r) => r.method === 'POST')).toEqual([]);
+  });
   it('a key revoked mid-run (401) stops the run with exit 3 and what to do; state is kept', async () => {
     const t = await startTestSim({ timeScale: 60 });
     const ws = workspace(t.sim, imageManifest(20), {}, 60);

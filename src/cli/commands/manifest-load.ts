@@ -1,7 +1,7 @@
 // Light on purpose: the commands that only read a state (status, report, retry) load the manifest's top level, not its validator.
 import { formatIssue, type IssueList, type ManifestIssue } from '../../manifest/issues.js';
 import { locateManifest, type ManifestLocation } from '../../manifest/locate.js';
-import type { LoadedManifest } from '../../manifest/validate.js';
+import type { LoadedManifest, ManifestTop } from '../../manifest/validate.js';
 import { EXIT, ExitError } from '../exit.js';
 
 const MAX_PRINTED = 50;
@@ -20,10 +20,10 @@ export async function locate(path: string, cwd: string): Promise<ManifestLocatio
   return location;
 }
 
-/** Loads and validates offline; any problem is exit 2 with every issue located. Warnings come with the manifest. */
-export async function loadValid(path: string, cwd: string): Promise<LoadedManifest & { warnings: ManifestIssue[] }> {
+/** Loads and validates offline; any problem is exit 2 with every issue located. Warnings come with the manifest. `top`: its top level, already read. */
+export async function loadValid(path: string, cwd: string, top?: ManifestTop): Promise<LoadedManifest & { warnings: ManifestIssue[] }> {
   const { loadManifest } = await import('../../manifest/validate.js');
-  const { loaded, issues, warnings } = await loadManifest(path, cwd);
+  const { loaded, issues, warnings } = await loadManifest(path, cwd, top);
   if (!loaded || issues.count > 0) throw new ExitError(EXIT.usage, issueReport(issues));
   return { ...loaded, warnings };
 }

@@ -16,7 +16,7 @@ import { describeCoordinator } from '../../coordinator/url.js';
 import { planResume } from '../../runner/resume.js';
 import { DEFAULT_KEY_LIMITS, type KeyLimits, type Rate } from '../../scheduler/limits.js';
 import { OPEN_STATES, Store } from '../../store/index.js';
-import { connect, type ConnectionFlags } from '../connection.js';
+import { connect, type Connection, type ConnectionFlags } from '../connection.js';
 import { EXIT, ExitError, usageError } from '../exit.js';
 import { count, num, paintFor, type Paint } from '../format.js';
 import { Progress } from '../progress.js';
@@ -77,27 +77,36 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
   checkNotifyFlags(flags);
   const statePathOf = (top: ManifestTop) => statePathFor(top, flags.state, cwd, rehearsal && !flags.state);
   // A resume whose sources are unchanged takes its items from the state (a rehearsal starts over, --redo-changed looks at each item).
-  const plan = rehearsal ? {} : await planResume(path, cwd, statePathOf, !flags.redoChanged);
+  const timeScale = flags.timeScale ?? (rehearsal ? 60 : 1);
+  // Each key's /me is on its way while the manifest is read and checked: a round trip less before the first submission.
+  const keys = askKeys(flags, env, timeScale);
+  let plan: Awaited<ReturnType<typeof planResume>>;
+  let loaded: Awaited<ReturnType<typeof loadValid>> | undefined;
+  try {
+    plan = rehearsal ? {} : await planResume(path, cwd, statePathOf, !flags.redoChanged);
+    loaded = plan.resume ? undefined : await loadValid(path, cwd, plan.top);
+  } catch (error) {
+    // The manifest's problem is what the user hears about, not the service's answer.
+    await keys.discard();
+    throw error;
+  }
   const resumed = plan.resume;
-  let loaded = resumed ? undefined : await loadValid(path, cwd);
   // The top level only: the items live in the state once synced, not in memory for the whole run.
   const manifest: ManifestTop = resumed?.top ?? topOf(loaded!);
-  const timeScale = flags.timeScale ?? (rehearsal ? 60 : 1);
   const statePath = statePathOf(manifest);
   // A fresh in-process simulator knows none of an earlier run's jobs: a rehearsal starts over, and never on a real run's state.
   if (rehearsal) startRehearsalOver(statePath, !flags.state);
-  const connection = await connect(flags, env, timeScale);
+  const connection = await keys.connecting;
   let catalog: Catalog;
   let store: Store;
   let pool: PoolSetup;
   let coordinator: Coordinator | undefined;
   const types = new Set(resumed ? resumed.shapes.map((s) => s.type) : loaded!.items.map((i) => i.type));
-  // The catalog is asked of the first key while each key's /me is: one round trip before the first submission, not two.
+  // The catalog is asked of the first key while the keys' /me answers may still be on their way.
   const firstKey = connection.keys[0]!;
   const earlyCatalog = Catalog.fetch(firstKey.client, types).catch(() => undefined);
   try {
-    // Each key's view first (scopes, its own limits and cap); a key the service refuses is left out.
-    pool = await setUpPool(connection.keys, limitsFrom(flags, timeScale), timeScale);
+    pool = await keys.pool;
     if (pool.keys.length === 0) throw new ExitError(EXIT.stopped, `the service refused every key of GENBATCH_API_KEYS: ${pool.refused.map((r) => `${r.fingerprint} ${r.code}`).join(', ')}. Nothing was submitted.`);
     coordinator = await openCoordinator(flags.coordinator ?? env.GENBATCH_COORDINATOR, timeScale);
     for (const key of pool.keys) key.coordinator = coordinator;
@@ -183,6 +192,22 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
   });
   const resumeHint = flags.simulate ? 'A rehearsal starts over each time: nothing of it is resumed.' : 'The state is saved: run the same command to resume; nothing is paid twice.';
   return { interrupt: () => runner.stop('interrupted', `interrupted. ${resumeHint}`), resumeHint, done };
+}
+
+/** The connection, then each key's view (scopes, its own limits and cap; a key the service refuses is left out); nothing awaited until the caller wants them. */
+function askKeys(flags: RunFlags, env: NodeJS.ProcessEnv, timeScale: number): { connecting: Promise<Connection>; pool: Promise<PoolSetup>; discard: () => Promise<void> } {
+  const connecting = connect(flags, env, timeScale);
+  const pool = connecting.then((connection) => setUpPool(connection.keys, limitsFrom(flags, timeScale), timeScale));
+  // Awaited later, or never when the manifest fails first: a failure meanwhile is no unhandled rejection.
+  pool.catch(() => {});
+  return {
+    connecting,
+    pool,
+    discard: async () => {
+      await pool.catch(() => {});
+      await (await connecting.catch(() => undefined))?.close();
+    },
+  };
 }
 
 /**
