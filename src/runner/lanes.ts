@@ -151,17 +151,17 @@ export class KeyLanes {
 
   /**
    * The lane a new item of `type` costing `credits` goes to: among those with
-   * a free slot, one whose daily cap has room, the one whose submissions would
-   * leave soonest (fewest waiting for the window), then the least busy.
+   * a free slot, one whose daily cap has room, the one whose submission would
+   * leave soonest (by its window, not by how many wait for it), then the least busy.
    * Undefined while every key with a free slot waits for its cap but a busy
    * one does not: the item waits for that one's slot. When every key waits,
    * one of them takes it, and the run waits for the cap.
    */
   forNew(type: JobType, withRoom: readonly KeyLane[], credits: number, now: number): KeyLane | undefined {
     const open = withRoom.filter((l) => !l.cap.isWaiting(now, credits));
-    if (open.length > 0) return leastLoaded(open);
+    if (open.length > 0) return leastLoaded(open, now);
     if (this.serving(type).some((l) => !l.cap.isWaiting(now, credits))) return undefined;
-    return leastLoaded(withRoom);
+    return leastLoaded(withRoom, now);
   }
 
   idle(): boolean {
@@ -173,12 +173,15 @@ export class KeyLanes {
   }
 }
 
-function leastLoaded(lanes: readonly KeyLane[]): KeyLane | undefined {
+/** The lane whose submission would leave first (by its window where this process knows it, else by how many wait for it), then the least busy. */
+function leastLoaded(lanes: readonly KeyLane[], now: number): KeyLane | undefined {
   let best: KeyLane | undefined;
-  let bestScore = Infinity;
+  let bestLeaves = Infinity;
+  let bestBusy = Infinity;
   for (const lane of lanes) {
-    const score = lane.buckets.submit.waiting * 1e3 + lane.busy;
-    if (score < bestScore) [best, bestScore] = [lane, score];
+    const submit = lane.buckets.submit;
+    const leaves = submit.leavesAt ? submit.leavesAt(now) : now + submit.waiting * lane.limits.submit.windowMs;
+    if (leaves < bestLeaves || (leaves === bestLeaves && lane.busy < bestBusy)) [best, bestLeaves, bestBusy] = [lane, leaves, lane.busy];
   }
   return best;
 }

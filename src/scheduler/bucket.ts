@@ -56,6 +56,21 @@ export class Bucket {
   }
 
   /**
+   * When a request queued now would leave: at once while the window has room
+   * for it behind those already queued, else when the request whose place it
+   * takes leaves the window (one not answered yet counts as answered now).
+   */
+  leavesAt(now: number): number {
+    const start = Math.max(now, this.pausedUntil);
+    const place = this.counted(now) + this.queue.length - this.rate.count;
+    if (place < 0) return start;
+    const frees = this.entries.map((e) => (e.answeredAt ?? now) + this.rate.windowMs + 1).sort((a, b) => a - b);
+    // Beyond the requests in the window, the queued ones' own places: a window later each.
+    const at = place < frees.length ? frees[place]! : (frees.at(-1) ?? now) + this.rate.windowMs * Math.ceil((place - frees.length + 1) / this.rate.count);
+    return Math.max(start, at);
+  }
+
+  /**
    * Holds every queued request for `ms` (a 429's Retry-After), plus up to 10%
    * jitter so that several processes sharing a key do not all return at once.
    */

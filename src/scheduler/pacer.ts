@@ -4,6 +4,8 @@ export interface Pacer {
   run<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T>;
   /** How many requests wait for their turn (never sent yet). */
   readonly waiting: number;
+  /** When a request queued now would leave, as far as this process can tell; absent where it cannot (a window shared with other processes). */
+  leavesAt?(now: number): number;
   /** Holds every queued request for `ms` (a 429's Retry-After), with a little jitter. */
   pauseFor(ms: number): void;
   /** What the service's `X-RateLimit-Remaining` said: it only ever slows the pacer. */

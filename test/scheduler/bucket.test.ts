@@ -31,6 +31,37 @@ describe('the sliding-window bucket', () => {
     await Promise.all(done);
   });
 
+  it('says when a request queued now would leave, and it leaves then', async () => {
+    const t0 = Date.now();
+    const bucket = new Bucket({ count: 3, windowMs: 1000 }, () => Date.now());
+    expect(bucket.leavesAt(t0)).toBe(t0);
+    const sent = Array.from({ length: 3 }, () => request());
+    const done = sent.map((r) => bucket.run(r.fn));
+    // Full, and not answered yet: each counts as answered now.
+    expect(bucket.leavesAt(t0)).toBe(t0 + 1001);
+    for (const [i, r] of sent.entries()) {
+      await vi.advanceTimersByTimeAsync(10);
+      expect(Date.now()).toBe(t0 + 10 * (i + 1));
+      r.answer();
+    }
+    await vi.advanceTimersByTimeAsync(0);
+    const now = Date.now();
+    // The first answer (at +10) leaves the window first; a request already queued takes that place, the next one the second's (+20).
+    expect(bucket.leavesAt(now)).toBe(t0 + 10 + 1001);
+    const queued = request();
+    const queuedDone = bucket.run(queued.fn);
+    expect(bucket.leavesAt(now)).toBe(t0 + 20 + 1001);
+    await vi.advanceTimersByTimeAsync(t0 + 10 + 1001 - now - 1);
+    expect(queued.fn).not.toHaveBeenCalled();
+    await vi.advanceTimersByTimeAsync(1);
+    expect(queued.fn).toHaveBeenCalled();
+    queued.answer();
+    // A pause moves it to the pause's end at the earliest.
+    bucket.pauseFor(5000);
+    expect(bucket.leavesAt(Date.now())).toBeGreaterThanOrEqual(Date.now() + 5000);
+    await Promise.all([...done, queuedDone]);
+  });
+
   it('a request not answered yet holds its slot for as long as it takes', async () => {
     const bucket = new Bucket({ count: 1, windowMs: 1000 }, () => Date.now());
     const slow = request();
