@@ -82,20 +82,22 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
   const keys = askKeys(flags, env, timeScale);
   let plan: Awaited<ReturnType<typeof planResume>>;
   let loaded: Awaited<ReturnType<typeof loadValid>> | undefined;
+  let manifest: ManifestTop;
+  let statePath: string;
   try {
     plan = rehearsal ? {} : await planResume(path, cwd, statePathOf, !flags.redoChanged);
     loaded = plan.resume ? undefined : await loadValid(path, cwd, plan.top);
+    // The top level only: the items live in the state once synced, not in memory for the whole run.
+    manifest = plan.resume?.top ?? topOf(loaded!);
+    statePath = statePathOf(manifest);
+    // A fresh in-process simulator knows none of an earlier run's jobs: a rehearsal starts over, and never on a real run's state.
+    if (rehearsal) startRehearsalOver(statePath, !flags.state);
   } catch (error) {
     // The manifest's problem is what the user hears about, not the service's answer.
     await keys.discard();
     throw error;
   }
   const resumed = plan.resume;
-  // The top level only: the items live in the state once synced, not in memory for the whole run.
-  const manifest: ManifestTop = resumed?.top ?? topOf(loaded!);
-  const statePath = statePathOf(manifest);
-  // A fresh in-process simulator knows none of an earlier run's jobs: a rehearsal starts over, and never on a real run's state.
-  if (rehearsal) startRehearsalOver(statePath, !flags.state);
   const connection = await keys.connecting;
   let catalog: Catalog;
   let store: Store;
