@@ -76,7 +76,6 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
   const rehearsal = flags.simulate ?? false;
   checkNotifyFlags(flags);
   const statePathOf = (top: ManifestTop) => statePathFor(top, flags.state, cwd, rehearsal && !flags.state);
-  // A resume whose sources are unchanged takes its items from the state (a rehearsal starts over, --redo-changed looks at each item).
   const timeScale = flags.timeScale ?? (rehearsal ? 60 : 1);
   // Each key's /me is on its way while the manifest is read and checked: a round trip less before the first submission.
   const keys = askKeys(flags, env, timeScale);
@@ -85,6 +84,7 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
   let manifest: ManifestTop;
   let statePath: string;
   try {
+    // A resume whose sources are unchanged takes its items from the state (a rehearsal starts over, --redo-changed looks at each item).
     plan = rehearsal ? {} : await planResume(path, cwd, statePathOf, !flags.redoChanged);
     loaded = plan.resume ? undefined : await loadValid(path, cwd, plan.top);
     // The top level only: the items live in the state once synced, not in memory for the whole run.
