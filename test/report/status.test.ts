@@ -54,9 +54,11 @@ describe('genbatch status while a run is live, after it is killed, and after it 
   });
 
   it('while submissions wait for the daily cap, says until when, and the ETA is no earlier', async () => {
-    const t = await startTestSim({ timeScale: 600 });
-    const ws = workspace(t.sim, imageManifest(3));
-    // A cap of 2 credits: one studio-lite image a key day (144 s at 600x).
+    // At the real pace: the wait lasts until the key day ends at midnight UTC. (At 600x a key day is 144 s, and a run that
+    // started within a second of its end saw the wait over before status looked.)
+    const t = await startTestSim({ timeScale: 1, imageSeconds: [1, 1] });
+    const ws = workspace(t.sim, imageManifest(3), {}, 1);
+    // A cap of 2 credits: one studio-lite image a key day.
     const run = ws.start(['--daily-cap', '2']);
     await run.waitFor(/waiting for the daily credit cap until/);
     const waiting = await json(['status', 'm.yaml', '--json'], ws.env, ws.dir);
