@@ -3,9 +3,55 @@ import { NotSentError, WaitQueue } from './wait-queue.js';
 
 export { NotSentError } from './wait-queue.js';
 
-interface Entry {
-  /** When its answer came back; until then the service may count it at any moment. */
-  answeredAt: number | undefined;
+/** A sent request's place in the window: it leaves the window one window after its answer (once). */
+interface Permit {
+  answered: boolean;
+}
+
+/**
+ * The requests that count in the window: those not answered yet, and the
+ * answers of the last window in the order they came (a queue, so a window of
+ * 100,000 costs no more per request than one of 10).
+ */
+class SendWindow {
+  private unanswered = 0;
+  private readonly answers: number[] = [];
+  private head = 0;
+
+  constructor(private readonly windowMs: number) {}
+
+  sent(): void {
+    this.unanswered++;
+  }
+
+  answered(at: number): void {
+    this.unanswered--;
+    // In order even if the clock steps back: the window only ever looks at its oldest answer.
+    this.answers.push(Math.max(at, this.answers.at(-1) ?? at));
+  }
+
+  /** An earlier process's send, read back after a restart: counted as answered then. */
+  recent(at: number): void {
+    this.answers.push(Math.max(at, this.answers.at(-1) ?? at));
+  }
+
+  /** How many count at `now`: answers more than a window old no longer do. */
+  count(now: number): number {
+    while (this.head < this.answers.length && this.answers[this.head]! + this.windowMs < now) this.head++;
+    if (this.head > 1024 && this.head * 2 > this.answers.length) this.answers.splice(0, this.head), (this.head = 0);
+    return this.unanswered + this.answers.length - this.head;
+  }
+
+  /** When the `place`-th request counted now leaves the window (one not answered yet counts as answered now); `count` first. */
+  freedAt(place: number, now: number): number {
+    const answered = this.answers.length - this.head;
+    return (place < answered ? this.answers[this.head + place]! : now) + this.windowMs + 1;
+  }
+
+  /** When the oldest answer leaves the window; Infinity when none is answered (an answer frees a place). */
+  soonestFree(): number {
+    return this.head < this.answers.length ? this.answers[this.head]! + this.windowMs + 1 : Infinity;
+  }
 }
 
 /**
@@ -23,8 +69,8 @@ interface Entry {
  * cancelled (an interrupt) before anything is sent.
  */
 export class Bucket {
-  private readonly entries: Entry[] = [];
-  private readonly queue = new WaitQueue<Entry>();
+  private readonly window: SendWindow;
+  private readonly queue = new WaitQueue<Permit>();
   private pausedUntil = 0;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
@@ -36,14 +82,17 @@ export class Bucket {
     recentSends: readonly number[] = [],
     private readonly random: () => number = Math.random,
   ) {
-    for (const at of recentSends.slice(-rate.count)) this.entries.push({ answeredAt: at });
+    this.window = new SendWindow(rate.windowMs);
+    for (const at of [...recentSends].sort((a, b) => a - b).slice(-rate.count)) this.window.recent(at);
   }
 
   /** Runs `fn` when the window allows; rejects with NotSentError, without calling `fn`, if `signal` aborts or the bucket stops first. */
   run<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
     if (this.stopped) return Promise.reject(new NotSentError('not sent: the run is stopping'));
-    const sent = this.queue.enqueue(fn, signal, (entry) => {
-      entry.answeredAt = this.now();
+    const sent = this.queue.enqueue(fn, signal, (permit) => {
+      if (permit.answered) return;
+      permit.answered = true;
+      this.window.answered(this.now());
       this.pump();
     });
     this.pump();
@@ -62,11 +111,11 @@ export class Bucket {
    */
   leavesAt(now: number): number {
     const start = Math.max(now, this.pausedUntil);
-    const place = this.counted(now) + this.queue.length - this.rate.count;
+    const counted = this.window.count(now);
+    const place = counted + this.queue.length - this.rate.count;
     if (place < 0) return start;
-    const frees = this.entries.map((e) => (e.answeredAt ?? now) + this.rate.windowMs + 1).sort((a, b) => a - b);
     // Beyond the requests in the window, the queued ones' own places: a window later each.
-    const at = place < frees.length ? frees[place]! : (frees.at(-1) ?? now) + this.rate.windowMs * Math.ceil((place - frees.length + 1) / this.rate.count);
+    const at = place < counted ? this.window.freedAt(place, now) : (counted > 0 ? this.window.freedAt(counted - 1, now) : now) + this.rate.windowMs * Math.ceil((place - counted + 1) / this.rate.count);
     return Math.max(start, at);
   }
 
@@ -92,7 +141,7 @@ export class Bucket {
    * one request's share of the window, and goes on from there.
    */
   serviceRemaining(remaining: number): void {
-    if (remaining === 0 && this.counted(this.now()) < this.rate.count) this.pauseFor(this.rate.windowMs / this.rate.count);
+    if (remaining === 0 && this.window.count(this.now()) < this.rate.count) this.pauseFor(this.rate.windowMs / this.rate.count);
   }
 
   /** Rejects every queued request (never sent) and accepts no more. */
@@ -113,29 +162,15 @@ export class Bucket {
         return;
       }
       // It counts from its send until one window after its answer.
-      const entry: Entry = { answeredAt: undefined };
-      this.entries.push(entry);
-      this.queue.send(entry);
+      this.window.sent();
+      this.queue.send({ answered: false });
     }
-  }
-
-  /** How many requests count in the window at `now`: requests answered more than a window ago no longer do. */
-  private counted(now: number): number {
-    for (let i = 0; i < this.entries.length; ) {
-      const at = this.entries[i]!.answeredAt;
-      if (at !== undefined && at + this.rate.windowMs < now) this.entries.splice(i, 1);
-      else i++;
-    }
-    return this.entries.length;
   }
 
   /** How long the head of the queue must wait: 0 when it may go now. */
   private waitMs(now: number): number {
     if (now < this.pausedUntil) return this.pausedUntil - now;
-    const { count, windowMs } = this.rate;
-    if (this.counted(now) < count) return 0;
-    let soonest = Infinity;
-    for (const e of this.entries) if (e.answeredAt !== undefined) soonest = Math.min(soonest, e.answeredAt + windowMs + 1 - now);
-    return Math.max(1, soonest);
+    if (this.window.count(now) < this.rate.count) return 0;
+    return Math.max(1, this.window.soonestFree() - now);
   }
 }

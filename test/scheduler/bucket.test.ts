@@ -31,6 +31,26 @@ describe('the sliding-window bucket', () => {
     await Promise.all(done);
   });
 
+  it('a window of thousands keeps its count over many windows: never more than its count within a window of an answer', async () => {
+    const count = 1200;
+    const bucket = new Bucket({ count, windowMs: 1000 }, () => Date.now());
+    const sentAt: number[] = [];
+    const answeredAt: number[] = [];
+    const done = Array.from({ length: 4_000 }, () =>
+      bucket.run(async () => {
+        sentAt.push(Date.now());
+        await new Promise((r) => setTimeout(r, 5));
+        answeredAt.push(Date.now());
+      }),
+    );
+    await vi.advanceTimersByTimeAsync(5_000);
+    await Promise.all(done);
+    expect(sentAt).toHaveLength(4_000);
+    // The (i + count)-th send leaves only once the i-th answer is a window old; and as soon as it is.
+    for (let i = 0; i + count < sentAt.length; i++) expect(sentAt[i + count]! - answeredAt[i]!).toBeGreaterThan(1000);
+    expect(sentAt.at(-1)! - sentAt[0]!).toBeLessThan(3 * 1006 + 10);
+  });
+
   it('says when a request queued now would leave, and it leaves then', async () => {
     const t0 = Date.now();
     const bucket = new Bucket({ count: 3, windowMs: 1000 }, () => Date.now());
