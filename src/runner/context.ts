@@ -3,6 +3,7 @@ import type { Logger } from '../log/logger.js';
 import type { KeyLimits } from '../scheduler/limits.js';
 import type { ItemRow, Store } from '../store/index.js';
 import type { ItemSpec } from './bodies.js';
+import type { FirstPoll } from './first-poll.js';
 import type { KeyLane } from './lanes.js';
 
 export interface RunOptions {
@@ -94,6 +95,8 @@ export interface RunContext {
   dayOf(at: number): number;
   /** The long poll's wait, lowered for the whole run when the service refuses it. */
   readonly pollWait: PollWait;
+  /** When a new job's first poll leaves: learnt from the model's shortest job so far. */
+  readonly firstPoll: FirstPoll;
 }
 
 /** The `wait` of a long poll, which the service may cap lower than asked (a 400 on the field `wait`). */

@@ -35,6 +35,8 @@ export class JobTask {
   ) {}
 
   private reuploaded = false;
+  /** When this task's own submission was accepted: its job's first poll waits from then (a resumed job is polled at once). */
+  private acceptedAt: number | undefined;
 
   /**
    * After a 400 on an upload-key field, forgets the body's uploads so the next
@@ -172,6 +174,7 @@ export class JobTask {
         if (job.charged !== undefined) ctx.noteCharge(item.model, job.charged);
         const now = opts.now();
         store.life.recordAccepted(attempt.item_id, attempt.n, job.id, charged, ctx.dayOf(now), now);
+        this.acceptedAt = now;
         ctx.jobAccepted(attempt.item_id);
         ctx.emit({ kind: 'submitted', itemId: attempt.item_id, attempt: attempt.n, jobId: job.id, credits: charged });
         release(charged);
@@ -263,11 +266,19 @@ export class JobTask {
     const { ctx } = this;
     const { client } = this.lane;
     let failures = 0;
+    const acceptedAt = this.acceptedAt;
+    this.acceptedAt = undefined;
+    if (acceptedAt !== undefined) {
+      const model = this.item.model;
+      const waitMs = ctx.firstPoll.firstAt(model, acceptedAt) - ctx.opts.now();
+      if (waitMs > 0) await sleep(waitMs, ctx.abort.signal).catch(() => {});
+    }
     for (;;) {
       if (ctx.abort.signal.aborted) return undefined;
       try {
         const job = await this.lane.buckets.read.run(() => client.getJob(jobId, ctx.pollWait.seconds, ctx.abort.signal), ctx.abort.signal);
         failures = 0;
+        if (job.status === 'COMPLETED' && acceptedAt !== undefined) ctx.firstPoll.ended(this.item.model, acceptedAt, ctx.opts.now());
         if (isTerminalStatus(job.status)) return job;
       } catch (error) {
         if (ctx.abort.signal.aborted) return undefined;

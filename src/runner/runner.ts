@@ -10,6 +10,7 @@ import type { ItemProblem, ItemRow, ItemState, Store } from '../store/index.js';
 import type { ItemSpec } from './bodies.js';
 import { RunClock } from './clock.js';
 import { PollWait, type DownloadFailure, type RunContext, type RunEvent, type RunOptions, type StopKind } from './context.js';
+import { FirstPoll } from './first-poll.js';
 import { Control } from './control.js';
 import { claimOutputDir, probeOutputDir } from '../download/output-dir.js';
 import { checkOutput } from '../download/verify.js';
@@ -52,6 +53,7 @@ const HEARTBEAT_MS = 1_000;
 export class Runner implements RunContext {
   readonly uploadFailures = new Map<string, number>();
   readonly pollWait: PollWait;
+  readonly firstPoll: FirstPoll;
   readonly lanes: KeyLanes;
   runStartedAt = 0;
   private readonly clock: RunClock;
@@ -90,6 +92,7 @@ export class Runner implements RunContext {
     this.gates = new Gates(store, { maxCredits: opts.maxCredits, maxBlocked: opts.maxBlocked }, this.clock, this.control, () => this.capWaitChanged(), coordinatorSaid);
     this.feeder = new Feeder(store, this.clock, this.control);
     this.pollWait = new PollWait(opts.pollWaitSeconds);
+    this.firstPoll = new FirstPoll(() => this.clock.scaled(this.pollWait.seconds * 1000));
     this.lanes = new KeyLanes(keys.map((k) => new KeyLane(k, store, this.clock, this.control.noNewWork.signal, listeners, coordinatorSaid)));
     this.roster = new KeyRoster(this.lanes, store, this.feeder, this.control, opts.now);
     this.downloads = new PQueue({ concurrency: opts.downloadConcurrency });
