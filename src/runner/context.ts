@@ -4,6 +4,7 @@ import type { KeyLimits } from '../scheduler/limits.js';
 import type { ItemRow, Store } from '../store/index.js';
 import type { ItemSpec } from './bodies.js';
 import type { FirstPoll } from './first-poll.js';
+import type { SendBatch } from './send-batch.js';
 import type { KeyLane } from './lanes.js';
 
 export interface RunOptions {
@@ -95,6 +96,8 @@ export interface RunContext {
   dayOf(at: number): number;
   /** The long poll's wait, lowered for the whole run when the service refuses it. */
   readonly pollWait: PollWait;
+  /** Where a submission's record is committed before it leaves, with the others of its turn. */
+  readonly sends: SendBatch;
   /** When a new job's first poll leaves: learnt from the model's shortest job so far. */
   readonly firstPoll: FirstPoll;
 }

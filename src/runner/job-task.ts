@@ -158,7 +158,8 @@ export class JobTask {
           if (lane.noNewWork.aborted) return undefined; // queued when the run stopped: not sent (a budget stop lets reserved ones go)
           // It waited for the window past the key day it was let through for: through the gate again, for the new day.
           if (ctx.dayOf(opts.now()) !== gateDay || lane.cap.dayEnding(opts.now())) return 'day-ended';
-          if (!store.life.recordSent(attempt.item_id, attempt.n, opts.now(), lane.fingerprint)) return undefined;
+          // Committed (with the others leaving in this turn) before it leaves; once committed it leaves, interrupt or not, as if on the wire.
+          if (!(await ctx.sends.record({ id: attempt.item_id, n: attempt.n, now: opts.now(), keyFp: lane.fingerprint }))) return undefined;
           sent = true;
           return this.item.type === 'image' ? client.submitImage(body, attempt.idempotency_key) : client.submitVideo(body, attempt.idempotency_key);
         }, lane.noNewWork);

@@ -11,6 +11,7 @@ import type { ItemSpec } from './bodies.js';
 import { RunClock } from './clock.js';
 import { PollWait, type DownloadFailure, type RunContext, type RunEvent, type RunOptions, type StopKind } from './context.js';
 import { FirstPoll } from './first-poll.js';
+import { SendBatch } from './send-batch.js';
 import { Control } from './control.js';
 import { claimOutputDir, probeOutputDir } from '../download/output-dir.js';
 import { checkOutput } from '../download/verify.js';
@@ -54,6 +55,7 @@ export class Runner implements RunContext {
   readonly uploadFailures = new Map<string, number>();
   readonly pollWait: PollWait;
   readonly firstPoll: FirstPoll;
+  readonly sends: SendBatch;
   readonly lanes: KeyLanes;
   runStartedAt = 0;
   private readonly clock: RunClock;
@@ -93,6 +95,7 @@ export class Runner implements RunContext {
     this.feeder = new Feeder(store, this.clock, this.control);
     this.pollWait = new PollWait(opts.pollWaitSeconds);
     this.firstPoll = new FirstPoll(() => this.clock.scaled(this.pollWait.seconds * 1000));
+    this.sends = new SendBatch(store);
     this.lanes = new KeyLanes(keys.map((k) => new KeyLane(k, store, this.clock, this.control.noNewWork.signal, listeners, coordinatorSaid)));
     this.roster = new KeyRoster(this.lanes, store, this.feeder, this.control, opts.now);
     this.downloads = new PQueue({ concurrency: opts.downloadConcurrency });

@@ -13,7 +13,7 @@ import { Uploads } from './uploads.js';
 export { StateFileError } from './db.js';
 export type { ItemEcho, ItemFacts, ItemProblem, ItemRow, ItemShape, ItemSync } from './items.js';
 export { ENDED_WITHOUT_OUTPUT, FINAL_STATES, ITEM_STATES, OPEN_STATES, UNANSWERED_STATES, type ItemState } from './states.js';
-export type { ErrorNote } from './lifecycle.js';
+export type { ErrorNote, SentRecord } from './lifecycle.js';
 export type { AttemptForReconcile, AttemptRow } from './attempts.js';
 export type { OutputRow } from './outputs.js';
 export type { UploadRow } from './uploads.js';

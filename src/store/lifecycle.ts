@@ -4,6 +4,14 @@ import { withRelaxedSync, type Db } from './db.js';
 import type { Outputs, SavedFile } from './outputs.js';
 import { OPEN_STATES, type ItemState } from './states.js';
 
+/** An attempt about to leave with the key `keyFp`. */
+export interface SentRecord {
+  id: string;
+  n: number;
+  now: number;
+  keyFp: string;
+}
+
 export interface ErrorNote {
   code: string;
   message: string;
@@ -71,15 +79,26 @@ export class Lifecycle {
    * the item has moved on meanwhile: then nothing may be sent.
    */
   recordSent(id: string, n: number, now: number, keyFp: string): boolean {
-    return this.tx(() => {
-      // An attempt sent with another key is never resent with this one: that key's idempotency may not reach the job.
-      const boundTo = this.attempts.keyOf(id, n);
-      if (boundTo !== null && boundTo !== keyFp) return false;
-      if (!this.transition(id, ['queued', 'submitting', 'maybe_accepted'], 'submitting', now)) return false;
-      this.accounting.submissionSent(now, keyFp);
-      this.attempts.markSent(id, n, now, keyFp);
-      return true;
-    });
+    return this.tx(() => this.sent({ id, n, now, keyFp }));
+  }
+
+  /**
+   * recordSent for several attempts about to leave together, in one
+   * transaction: one fsync for a burst of submissions instead of one each.
+   * Each is guarded as it would be alone; whether each may leave, in order.
+   */
+  recordSentAll(sends: readonly SentRecord[]): boolean[] {
+    return this.tx(() => sends.map((send) => this.sent(send)));
+  }
+
+  private sent({ id, n, now, keyFp }: SentRecord): boolean {
+    // An attempt sent with another key is never resent with this one: that key's idempotency may not reach the job.
+    const boundTo = this.attempts.keyOf(id, n);
+    if (boundTo !== null && boundTo !== keyFp) return false;
+    if (!this.transition(id, ['queued', 'submitting', 'maybe_accepted'], 'submitting', now)) return false;
+    this.accounting.submissionSent(now, keyFp);
+    this.attempts.markSent(id, n, now, keyFp);
+    return true;
   }
 
   /** submitting → running: the service named the job and what it charged (not_before is cleared with the move). */
