@@ -54,13 +54,20 @@ export class JobTask {
     return this.ctx.store.items.get(this.itemId)!;
   }
 
+  private shapeRead: Pick<ItemRow, 'type' | 'model'> | undefined;
+
+  /** The item's type and model: fixed for the task's life, so read once (its state is read afresh each time). */
+  private get shape(): Pick<ItemRow, 'type' | 'model'> {
+    return (this.shapeRead ??= (({ type, model }) => ({ type, model }))(this.item));
+  }
+
   async run(): Promise<void> {
     let releaseSlot: (() => void) | undefined;
     try {
       let attempt = this.item.state === 'pending' ? await this.newAttempt() : this.ctx.store.attempts.latest(this.itemId);
       if (!attempt) return;
       // With other processes on the key, one of its shared in-flight slots, from before the submission to the job's end.
-      releaseSlot = await this.lane.holdSharedSlot(this.item.type, this.itemId, attempt.job_id !== null, attempt.job_id !== null ? this.ctx.abort.signal : this.lane.noNewWork);
+      releaseSlot = await this.lane.holdSharedSlot(this.shape.type, this.itemId, attempt.job_id !== null, attempt.job_id !== null ? this.ctx.abort.signal : this.lane.noNewWork);
       if (!releaseSlot) return;
       while (attempt) {
         const jobId = attempt.job_id ?? (await this.submit(attempt));
@@ -161,7 +168,7 @@ export class JobTask {
           // Committed (with the others leaving in this turn) before it leaves; once committed it leaves, interrupt or not, as if on the wire.
           if (!(await ctx.sends.record({ id: attempt.item_id, n: attempt.n, now: opts.now(), keyFp: lane.fingerprint }))) return undefined;
           sent = true;
-          return this.item.type === 'image' ? client.submitImage(body, attempt.idempotency_key) : client.submitVideo(body, attempt.idempotency_key);
+          return this.shape.type === 'image' ? client.submitImage(body, attempt.idempotency_key) : client.submitVideo(body, attempt.idempotency_key);
         }, lane.noNewWork);
         if (job === 'day-ended') {
           release();
@@ -270,7 +277,7 @@ export class JobTask {
     const acceptedAt = this.acceptedAt;
     this.acceptedAt = undefined;
     if (acceptedAt !== undefined) {
-      const model = this.item.model;
+      const model = this.shape.model;
       const waitMs = ctx.firstPoll.firstAt(model, acceptedAt) - ctx.opts.now();
       if (waitMs > 0) await sleep(waitMs, ctx.abort.signal).catch(() => {});
     }
@@ -279,7 +286,7 @@ export class JobTask {
       try {
         const job = await this.lane.buckets.read.run(() => client.getJob(jobId, ctx.pollWait.seconds, ctx.abort.signal), ctx.abort.signal);
         failures = 0;
-        if (job.status === 'COMPLETED' && acceptedAt !== undefined) ctx.firstPoll.ended(this.item.model, acceptedAt, ctx.opts.now());
+        if (job.status === 'COMPLETED' && acceptedAt !== undefined) ctx.firstPoll.ended(this.shape.model, acceptedAt, ctx.opts.now());
         if (isTerminalStatus(job.status)) return job;
       } catch (error) {
         if (ctx.abort.signal.aborted) return undefined;
