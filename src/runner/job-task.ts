@@ -58,7 +58,11 @@ export class JobTask {
 
   /** The item's type and model: fixed for the task's life, so read once (its state is read afresh each time). */
   private get shape(): Pick<ItemRow, 'type' | 'model'> {
-    return (this.shapeRead ??= (({ type, model }) => ({ type, model }))(this.item));
+    if (!this.shapeRead) {
+      const { type, model } = this.item;
+      this.shapeRead = { type, model };
+    }
+    return this.shapeRead;
   }
 
   async run(): Promise<void> {
@@ -277,8 +281,8 @@ export class JobTask {
     const acceptedAt = this.acceptedAt;
     this.acceptedAt = undefined;
     if (acceptedAt !== undefined) {
-      const model = this.shape.model;
-      const waitMs = ctx.firstPoll.firstAt(model, acceptedAt) - ctx.opts.now();
+      const waitMs = ctx.firstPoll.firstAt(this.shape.model, acceptedAt) - ctx.opts.now();
+      // An interrupt ends the wait; the loop below then returns.
       if (waitMs > 0) await sleep(waitMs, ctx.abort.signal).catch(() => {});
     }
     for (;;) {

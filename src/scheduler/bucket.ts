@@ -3,11 +3,6 @@ import { NotSentError, WaitQueue } from './wait-queue.js';
 
 export { NotSentError } from './wait-queue.js';
 
-/** A sent request's place in the window: it leaves the window one window after its answer (once). */
-interface Permit {
-  answered: boolean;
-}
-
 /**
  * The requests that count in the window: those not answered yet, and the
  * answers of the last window in the order they came (a queue, so a window of
@@ -26,12 +21,12 @@ class SendWindow {
 
   answered(at: number): void {
     this.unanswered--;
-    // In order even if the clock steps back: the window only ever looks at its oldest answer.
-    this.answers.push(Math.max(at, this.answers.at(-1) ?? at));
+    this.recent(at);
   }
 
-  /** An earlier process's send, read back after a restart: counted as answered then. */
+  /** An answer at `at`, or an earlier process's send read back after a restart (counted as answered then). */
   recent(at: number): void {
+    // In order even if the clock steps back: the window only ever looks at its oldest answer.
     this.answers.push(Math.max(at, this.answers.at(-1) ?? at));
   }
 
@@ -70,7 +65,8 @@ class SendWindow {
  */
 export class Bucket {
   private readonly window: SendWindow;
-  private readonly queue = new WaitQueue<Permit>();
+  // No permit to carry: a request's place in the window is counted by the window itself.
+  private readonly queue = new WaitQueue<undefined>();
   private pausedUntil = 0;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
@@ -89,9 +85,8 @@ export class Bucket {
   /** Runs `fn` when the window allows; rejects with NotSentError, without calling `fn`, if `signal` aborts or the bucket stops first. */
   run<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
     if (this.stopped) return Promise.reject(new NotSentError('not sent: the run is stopping'));
-    const sent = this.queue.enqueue(fn, signal, (permit) => {
-      if (permit.answered) return;
-      permit.answered = true;
+    // Called once per request, when it settles either way: it counts until a window after that.
+    const sent = this.queue.enqueue(fn, signal, () => {
       this.window.answered(this.now());
       this.pump();
     });
@@ -163,7 +158,7 @@ export class Bucket {
       }
       // It counts from its send until one window after its answer.
       this.window.sent();
-      this.queue.send({ answered: false });
+      this.queue.send(undefined);
     }
   }
 
