@@ -164,14 +164,17 @@ export class JobTask {
       }
       if (!release) return undefined;
       const gateDay = ctx.dayOf(opts.now());
+      // It waited (for the window, or for its record's commit) past the key day it was let through for: through the gate again, for the new day.
+      const dayTurned = () => ctx.dayOf(opts.now()) !== gateDay || lane.cap.dayEnding(opts.now());
       try {
         const job: Job | undefined | 'day-ended' = await lane.buckets.submit.run(async () => {
           if (lane.noNewWork.aborted) return undefined; // queued when the run stopped: not sent (a budget stop lets reserved ones go)
-          // It waited for the window past the key day it was let through for: through the gate again, for the new day.
-          if (ctx.dayOf(opts.now()) !== gateDay || lane.cap.dayEnding(opts.now())) return 'day-ended';
+          if (dayTurned()) return 'day-ended';
           // Committed (with the others leaving in this turn) before it leaves; once committed it leaves, interrupt or not, as if on the wire.
           if (!(await ctx.sends.record({ id: attempt.item_id, n: attempt.n, now: opts.now(), keyFp: lane.fingerprint }))) return undefined;
           sent = true;
+          // The commit was a turn of the event loop later: the day is asked again right before the request leaves (recorded, it is resent with its key).
+          if (dayTurned()) return 'day-ended';
           return this.shape.type === 'image' ? client.submitImage(body, attempt.idempotency_key) : client.submitVideo(body, attempt.idempotency_key);
         }, lane.noNewWork);
         if (job === 'day-ended') {
