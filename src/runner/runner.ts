@@ -1,4 +1,5 @@
 import { readdir, rm } from 'node:fs/promises';
+import { setImmediate as yieldToEvents } from 'node:timers/promises';
 import { join } from 'node:path';
 import PQueue from 'p-queue';
 import type { Job } from '../api/index.js';
@@ -24,7 +25,7 @@ import { JobTask } from './job-task.js';
 import { coordinatorNotices, keepCoordinatorLeases } from './coordination.js';
 import { KeyRoster } from './key-roster.js';
 import { KeyLane, KeyLanes, type JobType, type LaneKey } from './lanes.js';
-import { syncItems } from './sync.js';
+import { syncFreshInSteps, syncItems, type SyncSteps } from './sync.js';
 
 /** What a run did; the CLI decides the exit code from it. */
 export interface RunSummary {
@@ -45,6 +46,8 @@ export interface RunSummary {
 }
 
 const HEARTBEAT_MS = 1_000;
+/** How long a step of a first sync holds the event loop: submissions and answers wait no longer than that. */
+const SYNC_STEP_MS = 5;
 
 /**
  * Takes a validated manifest to verified outputs on disk, as fast as the key's
@@ -70,6 +73,9 @@ export class Runner implements RunContext {
   private readonly downloadHealth = new DownloadHealth();
   private runId = 0;
   private changed: string[] = [];
+  /** The rest of a first sync, while it is being written. */
+  private syncing: Promise<void> | undefined;
+  private syncFailure: Error | undefined;
   /** Feed loops waiting for the moderation breaker: an answered submission wakes them. */
   private breakerWaits = 0;
   /** Which key each item's attempt belongs to, and what becomes of the items of a key that is missing or leaves. */
@@ -130,15 +136,21 @@ export class Runner implements RunContext {
   }
 
   private async work(): Promise<RunSummary> {
+    let rest: SyncSteps | undefined;
     if (this.toSync) {
-      await syncItems(this.store, this.manifest, this.toSync.items, this.opts, this.toSync.fingerprint);
-      // From here on the state has them: 100,000 item objects need not stay in memory for the whole run.
+      const { items, fingerprint } = this.toSync;
+      // From here on the state has them (or the steps do): 100,000 item objects need not stay in memory for the whole run.
       this.toSync = undefined;
+      // A canary is chosen from every item: its run waits for all of them to be written.
+      const steps = this.opts.canary ? undefined : await syncFreshInSteps(this.store, this.manifest, items, this.opts, fingerprint);
+      if (!steps) await syncItems(this.store, this.manifest, items, this.opts, fingerprint);
+      else if (!steps.step(this.opts.syncStepMs ?? SYNC_STEP_MS)) rest = steps;
     }
     this.changed = this.store.items.changedIds();
     // Before anything is paid for: a dir that cannot take outputs stops the run here.
     const unwritable = await probeOutputDir(this.opts.outDir);
     if (unwritable) {
+      rest?.step(Infinity); // every item in the state, for the summary and the next run
       this.control.stop('disk', `${unwritable.message}. Nothing was submitted. Fix it (or pass --out DIR) and run the same command again: what was already paid for is downloaded then, without paying again.`);
       return this.summary();
     }
@@ -148,9 +160,31 @@ export class Runner implements RunContext {
       this.lanes.stop();
       return this.summary();
     }
+    // Begun once the first submission is on its way: a step between each of the checks above would hold it back.
+    if (rest) this.syncing = this.syncRest(rest);
     await this.drain();
     this.lanes.stop();
+    await this.syncing;
+    if (this.syncFailure) throw this.syncFailure;
     return this.summary();
+  }
+
+  /** The rest of a first sync, a step at a time between the run's own work; each step may make items ready. */
+  private async syncRest(steps: SyncSteps): Promise<void> {
+    try {
+      for (let done = false; !done; ) {
+        // Written to the end even when the run stops: its summary, and the next run, count every item.
+        await yieldToEvents();
+        done = steps.step(this.opts.syncStepMs ?? SYNC_STEP_MS);
+        this.control.wake();
+      }
+    } catch (error) {
+      this.syncFailure = error as Error;
+      this.control.stop('disk', `the manifest's items could not be written to the state (${(error as Error).message}): no new submissions. Fix it and run the same command again: nothing paid is lost.`);
+    } finally {
+      this.syncing = undefined;
+      this.control.wake();
+    }
   }
 
   /** Feeds both types until nothing can become ready, then waits for every task and download. */
@@ -252,7 +286,8 @@ export class Runner implements RunContext {
       const next = feeder.next(type, (fp) => free.includes(lanes.get(fp ?? first.fingerprint)!));
       if (!next) {
         // No item of the type is left to run or to come back (items never change type): this loop is done, whatever the other type still does.
-        if (this.store.items.workByType()[type].open === 0) break;
+        // While a first sync is still writing items, more may come.
+        if (!this.syncing && this.store.items.workByType()[type].open === 0) break;
         // Nothing ready: wait for a task or download to end, or for the next item that waits for its time (a backoff) to be due.
         // An item due by the time the feeder looked, yet not handed out, is held by a task or waits for its key's slot or a dependency: only an event changes that, never
         // the clock (waiting 1 ms at a time for it spun a core while a resend waited for its window). One that came due since is looked for again at once.
@@ -331,7 +366,7 @@ export class Runner implements RunContext {
   }
 
   private idle(): boolean {
-    return this.lanes.idle() && this.downloads.size === 0 && this.downloads.pending === 0 && this.feeder.held === 0;
+    return !this.syncing && this.lanes.idle() && this.downloads.size === 0 && this.downloads.pending === 0 && this.feeder.held === 0;
   }
 
   /** A key started or stopped waiting for its daily cap: the run waits, and says so, when every key does. */

@@ -14,6 +14,52 @@ const SYNCED_SOURCES = 'synced_sources';
  * records what the items were written from, for a resume to skip this.
  */
 export async function syncItems(store: Store, manifest: ManifestTop, items: readonly ResolvedItem[], opts: RunOptions, fingerprint?: string): Promise<{ added: number; changed: string[] }> {
+  const sync = await prepareSync(store, manifest, items, opts, fingerprint);
+  const result = store.items.sync(sync.rows, opts.now(), opts.redoChanged);
+  sync.finish();
+  return result;
+}
+
+/** A first sync written a step at a time: `step` writes items for about `budgetMs` and says whether every item is in. */
+export interface SyncSteps {
+  step(budgetMs: number): boolean;
+}
+
+/**
+ * The first sync of a state that holds no item yet, in steps: it only
+ * inserts, so the run can start on the first items while the rest are
+ * written between its own work (a 100,000-row catalog takes a second to
+ * write). The sources' fingerprint is recorded after the last step only: a
+ * run cut off before that syncs again when it resumes, as after any sync
+ * cut off half-way. Undefined when the state already holds items.
+ */
+export async function syncFreshInSteps(store: Store, manifest: ManifestTop, items: readonly ResolvedItem[], opts: RunOptions, fingerprint?: string): Promise<SyncSteps | undefined> {
+  if (!store.items.isEmpty()) return undefined;
+  const sync = await prepareSync(store, manifest, items, opts, fingerprint);
+  let done = false;
+  return {
+    step(budgetMs) {
+      if (done) return true;
+      const deadline = performance.now() + budgetMs;
+      done = store.items.insertNew(rowsUntil(sync.rows, deadline), opts.now());
+      if (done) sync.finish();
+      return done;
+    },
+  };
+}
+
+/** Rows from `rows` until the deadline has passed (looked at every few rows); `return`s true once `rows` has none left. */
+function* rowsUntil(rows: Iterator<ItemSync>, deadline: number): Generator<ItemSync, boolean> {
+  for (let n = 1; ; n++) {
+    const next = rows.next();
+    if (next.done) return true;
+    yield next.value;
+    if (n % 64 === 0 && performance.now() >= deadline) return false;
+  }
+}
+
+/** The state's run meta, the items' rows (made one at a time), and what to record once they are all written. */
+async function prepareSync(store: Store, manifest: ManifestTop, items: readonly ResolvedItem[], opts: RunOptions, fingerprint: string | undefined): Promise<{ rows: Generator<ItemSync>; finish: () => void }> {
   if (!store.meta('run_id')) {
     store.setMeta('run_id', runIdFor(manifest.source.absPath, manifest.name));
     store.setMeta('manifest', manifest.source.absPath);
@@ -22,11 +68,11 @@ export async function syncItems(store: Store, manifest: ManifestTop, items: read
   }
   // Input files are hashed first (the only async part), so the rows can be made one at a time inside the
   // transaction: a 100,000-row catalog never holds all its rows and their JSON at once.
+  const paths = new Set<string>();
+  for (const item of items) if (namesFiles(item)) for (const path of filePaths(item)) paths.add(path);
+  const inputs = fingerprint === undefined ? [] : await snapshotInputs(paths);
   const fileHashes = new Map<string, string>();
-  const inputs = fingerprint === undefined ? [] : await snapshotInputs(new Set(items.flatMap(filePaths)));
-  for (const item of items) {
-    for (const path of filePaths(item)) if (!fileHashes.has(path)) fileHashes.set(path, await fileSha256(path));
-  }
+  for (const path of paths) fileHashes.set(path, await fileSha256(path));
   const shapes = new ShapeTally();
   function* rows(): Generator<ItemSync> {
     for (const [seq, item] of items.entries()) {
@@ -42,9 +88,12 @@ export async function syncItems(store: Store, manifest: ManifestTop, items: read
   }
   // Cleared first: a sync cut off half-way must never pass for the one the fingerprint names.
   store.deleteMeta(SYNCED_SOURCES);
-  const result = store.items.sync(rows(), opts.now(), opts.redoChanged);
-  if (fingerprint !== undefined) store.setMeta(SYNCED_SOURCES, JSON.stringify({ fingerprint, inputs, items: items.length, shapes: shapes.all() } satisfies SyncedSources));
-  return result;
+  return {
+    rows: rows(),
+    finish: () => {
+      if (fingerprint !== undefined) store.setMeta(SYNCED_SOURCES, JSON.stringify({ fingerprint, inputs, items: items.length, shapes: shapes.all() } satisfies SyncedSources));
+    },
+  };
 }
 
 /** What the state's items were last written from, if a sync recorded it. */
@@ -80,5 +129,8 @@ export class ShapeTally {
 function fileRefs(item: ResolvedItem): Extract<InputRef, { kind: 'file' }>[] {
   return [...(item.inputs ?? []), item.image, ...(item.referenceImages ?? []), item.video].filter((ref): ref is Extract<InputRef, { kind: 'file' }> => ref?.kind === 'file');
 }
+
+/** Whether the item may name a file: most catalog rows do not, and are passed over without an array each. */
+const namesFiles = (item: ResolvedItem) => item.inputs !== undefined || item.image !== undefined || item.referenceImages !== undefined || item.video !== undefined;
 
 const filePaths = (item: ResolvedItem) => fileRefs(item).map((ref) => ref.path);

@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import { withRelaxedSync, type Db } from './db.js';
 
 import { ENDED_WITHOUT_OUTPUT, FINAL_STATES, ITEM_STATES, OPEN_STATES, sqlStates, type ItemState } from './states.js';
 
@@ -265,6 +265,34 @@ export class Items {
       this.db.exec('DELETE FROM synced_ids');
     }).immediate();
     return { added: addedByType.image + addedByType.video, changed };
+  }
+
+  /** Whether the state holds no item yet (a first sync only inserts). */
+  isEmpty(): boolean {
+    return this.anyStmt.get() === undefined;
+  }
+
+  /**
+   * A step of a first sync: inserts the items `rows` yields, with their
+   * dependencies, in one transaction; true when `rows` ended with every item
+   * given. Committed without a flush of its own: the items can be written
+   * again from the manifest, and the next paid request's commit flushes them.
+   */
+  insertNew(rows: Iterator<ItemSync, boolean>, now: number): boolean {
+    return withRelaxedSync(this.db, () =>
+      this.db.transaction(() => {
+        const addedByType = { image: 0, video: 0 };
+        let next = rows.next();
+        for (; !next.done; next = rows.next()) {
+          const item = next.value;
+          for (const dep of item.dependsOn) this.insertDep.run(item.id, dep);
+          this.insert.run(item.id, item.seq, item.type, item.model, item.contentHash, item.spec, now);
+          addedByType[item.type]++;
+        }
+        for (const [type, n] of Object.entries(addedByType)) if (n > 0) this.tallyAdded.run({ type, n });
+        return next.value;
+      }).immediate(),
+    );
   }
 
   /** Every item's state, by id. */

@@ -1,0 +1,101 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it, vi } from 'vitest';
+import { Catalog } from '../../src/api/catalog.js';
+import { loadManifest } from '../../src/manifest/index.js';
+import { Runner } from '../../src/runner/index.js';
+import { syncedSources, syncFreshInSteps, syncItems } from '../../src/runner/sync.js';
+import { DEFAULT_KEY_LIMITS } from '../../src/scheduler/limits.js';
+import { Store } from '../../src/store/index.js';
+import { expectNoDoubleChargeAndVerifiedOutputs, workspace } from '../helpers/run.js';
+import { startTestSim } from '../helpers/sim.js';
+
+// A first run of a large catalog starts on its first items while the rest are written into the state.
+
+const images = (n: number) => Array.from({ length: n }, (_, i) => `  - { id: img-${i}, model: studio-lite, prompt: "product ${i}" }`).join('\n');
+
+async function loaded(manifest: string) {
+  const dir = mkdtempSync(join(tmpdir(), 'genbatch-first-sync-'));
+  writeFileSync(join(dir, 'm.yaml'), manifest);
+  const { loaded } = await loadManifest('m.yaml', dir);
+  return { dir, top: loaded! };
+}
+
+describe('the first sync of a state, in steps', () => {
+  const opts = { now: Date.now, redoChanged: false } as Parameters<typeof syncItems>[3];
+
+  it('writes a few rows per step, in manifest order, and records the sources only after the last', async () => {
+    const { dir, top } = await loaded(`version: 1\nitems:\n${images(200)}\n`);
+    const store = Store.open(join(dir, 's.sqlite'));
+    try {
+      const steps = (await syncFreshInSteps(store, top, top.items, opts, 'fp'))!;
+      const written: number[] = [];
+      const count = () => Object.values(store.items.counts()).reduce((a, b) => a + b, 0);
+      for (let done = false; !done; ) {
+        done = steps.step(0); // a spent budget: the fewest rows a step writes
+        written.push(count());
+        if (!done) expect(syncedSources(store)).toBeUndefined();
+      }
+      expect(written).toEqual([64, 128, 192, 200]);
+      expect(syncedSources(store)).toMatchObject({ fingerprint: 'fp', items: 200 });
+      expect(store.items.ready('image', Date.now(), -1, 3).map((r) => r.id)).toEqual(['img-0', 'img-1', 'img-2']);
+      // A state that holds items is synced the usual way, comparing each one.
+      expect(await syncFreshInSteps(store, top, top.items, opts, 'fp')).toBeUndefined();
+    } finally {
+      store.close();
+    }
+  });
+
+  it('cut off half-way, is completed by the next sync: every item once, the sources recorded', async () => {
+    const { dir, top } = await loaded(`version: 1\nitems:\n${images(150)}\n`);
+    const path = join(dir, 's.sqlite');
+    let store = Store.open(path);
+    expect((await syncFreshInSteps(store, top, top.items, opts, 'fp'))!.step(0)).toBe(false);
+    store.close();
+    store = Store.open(path);
+    try {
+      expect(syncedSources(store)).toBeUndefined();
+      const { added } = await syncItems(store, top, top.items, opts, 'fp');
+      expect(added).toBe(86);
+      expect(store.items.counts().pending).toBe(150);
+      expect(syncedSources(store)).toMatchObject({ fingerprint: 'fp', items: 150 });
+    } finally {
+      store.close();
+    }
+  });
+
+  it('a run on the first rows goes on as the rest come in: an item that waits for a later one, and a type the first rows lack, both run', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    // The first item edits the last image (its input is not among the first step's rows), and the only video comes last.
+    const edit = '  - { id: edit, model: studio-edit, prompt: "edit of the last", inputs: [{ from: img-149 }] }';
+    const clip = '  - { id: clip, type: video, model: motion-2, prompt: a spin, duration: 5, resolution: 720p, aspectRatio: "16:9", image: { from: img-0 } }';
+    const manifest = `version: 1\nitems:\n${edit}\n${images(150)}\n${clip}\n`;
+    const ws = workspace(t.sim, manifest);
+    const { top } = await loadManifestIn(ws.dir);
+    const store = Store.open(ws.statePath);
+    const insertNew = store.items.insertNew.bind(store.items);
+    const submissions = () => t.sim.service.ledger.of('request').filter((r) => r.method === 'POST').length;
+    let steps = 0;
+    // The steps after the first wait (write nothing) until the run has submitted: its feed loops meet a state still being written.
+    vi.spyOn(store.items, 'insertNew').mockImplementation((rows, now) => (++steps > 1 && submissions() < 5 ? false : insertNew(rows, now)));
+    try {
+      const limits = { ...DEFAULT_KEY_LIMITS, submit: { count: 10, windowMs: 100 }, read: { count: 120, windowMs: 100 }, upload: { count: 30, windowMs: 100 } };
+      const catalog = await Catalog.fetch(t.client, ['image', 'video']);
+      const options = { outDir: ws.outDir, limits, pollWaitSeconds: 30, maxRetries: 2, maxBlocked: 20, redoChanged: false, timeScale: 600, downloadConcurrency: 4, now: Date.now, syncStepMs: 0 };
+      const summary = await new Runner([{ fingerprint: 'fp-test', client: t.client, limits }], store, top, options, catalog, { items: top.items, fingerprint: 'sources' }).run();
+      expect(steps).toBeGreaterThan(3);
+      expect(summary.counts.done).toBe(152);
+      expect(syncedSources(store)).toMatchObject({ fingerprint: 'sources', items: 152 });
+    } finally {
+      store.close();
+    }
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(152);
+    expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
+  });
+});
+
+async function loadManifestIn(dir: string) {
+  const { loaded } = await loadManifest('m.yaml', dir);
+  return { top: loaded! };
+}
