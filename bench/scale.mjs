@@ -2,6 +2,8 @@
 // while running, status --json and validate; then 20,000 images with the limits raised far above a
 // key's: CPU per item, and the submission rate late in the run against early (no slowdown as the
 // state fills). Each figure: min / median of 3 runs.
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { startSimulator } from '../dist/simulator/index.js';
 import { fmt, measureCli, minMedian, writeCatalog } from './measure.mjs';
 
@@ -48,17 +50,18 @@ export async function scaleBench() {
   try {
     const env = { GENBATCH_BASE_URL: sim.baseUrl, GENBATCH_API_KEY: sim.apiKey };
     const args = ['--time-scale', '600', '--daily-cap', '1000000000'];
-    const starts = [];
+    const firstStarts = [];
+    const restarts = [];
     const rss = [];
-    for (let i = 0; i <= RUNS; i++) {
+    // A first start has no state (it validates every row and writes every item); a restart resumes the state the last run left.
+    for (let i = 0; i < RUNS * 2; i++) {
+      if (i < RUNS) rmSync(join(dir, '.genbatch'), { recursive: true, force: true });
       const r = await runUntil(sim, dir, args, 100, env);
-      starts.push(r.firstSubmissionSeconds ?? Infinity);
+      (i < RUNS ? firstStarts : restarts).push(r.firstSubmissionSeconds ?? Infinity);
       rss.push(r.peakRssMb);
     }
-    // The first run starts from no state (it validates and writes every item); the others resume it.
-    console.log(`scale first start to the first submission: ${fmt(starts[0])} s (goal <= ${GOAL.firstSubmissionSeconds} s): ${starts[0] <= GOAL.firstSubmissionSeconds ? 'met' : 'MISSED'}`);
-    ok &&= starts[0] <= GOAL.firstSubmissionSeconds;
-    report(`restart to the first submission, ${ROWS.toLocaleString('en-US')} rows`, starts.slice(1), GOAL.firstSubmissionSeconds, ' s');
+    report(`first start to the first submission, ${ROWS.toLocaleString('en-US')} rows`, firstStarts, GOAL.firstSubmissionSeconds, ' s');
+    report(`restart to the first submission, ${ROWS.toLocaleString('en-US')} rows`, restarts, GOAL.firstSubmissionSeconds, ' s');
     report('peak RSS while running', rss, GOAL.rssMb, ' MB', 0);
     const status = [];
     for (let i = 0; i < RUNS; i++) {

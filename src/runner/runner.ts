@@ -73,7 +73,8 @@ export class Runner implements RunContext {
   private readonly downloadHealth = new DownloadHealth();
   private runId = 0;
   private changed: string[] = [];
-  /** The rest of a first sync, while it is being written. */
+  /** The rest of a first sync: to write, then being written. */
+  private unsynced: SyncSteps | undefined;
   private syncing: Promise<void> | undefined;
   private syncFailure: Error | undefined;
   /** Feed loops waiting for the moderation breaker: an answered submission wakes them. */
@@ -136,21 +137,12 @@ export class Runner implements RunContext {
   }
 
   private async work(): Promise<RunSummary> {
-    let rest: SyncSteps | undefined;
-    if (this.toSync) {
-      const { items, fingerprint } = this.toSync;
-      // From here on the state has them (or the steps do): 100,000 item objects need not stay in memory for the whole run.
-      this.toSync = undefined;
-      // A canary is chosen from every item: its run waits for all of them to be written.
-      const steps = this.opts.canary ? undefined : await syncFreshInSteps(this.store, this.manifest, items, this.opts, fingerprint);
-      if (!steps) await syncItems(this.store, this.manifest, items, this.opts, fingerprint);
-      else if (!steps.step(this.opts.syncStepMs ?? SYNC_STEP_MS)) rest = steps;
-    }
+    await this.syncFirstItems();
     this.changed = this.store.items.changedIds();
     // Before anything is paid for: a dir that cannot take outputs stops the run here.
     const unwritable = await probeOutputDir(this.opts.outDir);
     if (unwritable) {
-      rest?.step(Infinity); // every item in the state, for the summary and the next run
+      this.unsynced?.step(Infinity); // every item in the state, for the summary and the next run
       this.control.stop('disk', `${unwritable.message}. Nothing was submitted. Fix it (or pass --out DIR) and run the same command again: what was already paid for is downloaded then, without paying again.`);
       return this.summary();
     }
@@ -161,7 +153,7 @@ export class Runner implements RunContext {
       return this.summary();
     }
     // Begun once the first submission is on its way: a step between each of the checks above would hold it back.
-    if (rest) this.syncing = this.syncRest(rest);
+    if (this.unsynced) this.syncing = this.syncRest();
     await this.drain();
     this.lanes.stop();
     await this.syncing;
@@ -169,8 +161,26 @@ export class Runner implements RunContext {
     return this.summary();
   }
 
+  /**
+   * Writes the manifest's items into the state: all of them, or on a first
+   * sync the first step's, the rest left to `syncRest`. Neither this frame nor
+   * `work`'s holds the items: 100,000 item objects need not stay in memory
+   * for the whole run.
+   */
+  private async syncFirstItems(): Promise<void> {
+    if (!this.toSync) return;
+    const { items, fingerprint } = this.toSync;
+    this.toSync = undefined;
+    // A canary is chosen from every item: its run waits for all of them to be written.
+    const steps = this.opts.canary ? undefined : await syncFreshInSteps(this.store, this.manifest, items, this.opts, fingerprint);
+    if (!steps) await syncItems(this.store, this.manifest, items, this.opts, fingerprint);
+    else if (!steps.step(this.opts.syncStepMs ?? SYNC_STEP_MS)) this.unsynced = steps;
+  }
+
   /** The rest of a first sync, a step at a time between the run's own work; each step may make items ready. */
-  private async syncRest(steps: SyncSteps): Promise<void> {
+  private async syncRest(): Promise<void> {
+    const steps = this.unsynced!;
+    this.unsynced = undefined;
     try {
       for (let done = false; !done; ) {
         // Written to the end even when the run stops: its summary, and the next run, count every item.
