@@ -23,8 +23,15 @@ export interface ResultRow {
   values: Record<string, string>;
 }
 
-/** How many items a page of the report holds: memory stays flat whatever the state's size. */
-const PAGE_SIZE = 1000;
+/**
+ * How many items a page of the report holds: memory stays flat whatever the
+ * state's size. Small enough that a page is garbage before the young
+ * generation is collected: pages of 1,000 lived across the writes' awaits, were
+ * promoted, and after a first start's validation (which leaves the old
+ * generation's limit high) the report of 100,000 items peaked at 290 MB
+ * (206 MB with 200, and 20% faster).
+ */
+const PAGE_SIZE = 200;
 
 /**
  * The result rows a page at a time, in manifest order. Each page is its own
