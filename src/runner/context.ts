@@ -31,7 +31,7 @@ export interface RunOptions {
   maxOutputBytes?: number;
   /** Opens an output's temporary file (injectable: tests make the disk full). */
   openOutput?: (path: string) => import('node:stream').Writable;
-  /** How long a step of a first sync may hold the event loop (10 ms; tests make every step a few rows). */
+  /** How long a step of a first sync may hold the event loop (5 ms; tests make every step a few rows). */
   syncStepMs?: number;
   now: () => number;
   logger?: Logger;

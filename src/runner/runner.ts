@@ -77,6 +77,9 @@ export class Runner implements RunContext {
   private unsynced: SyncSteps | undefined;
   private syncing: Promise<void> | undefined;
   private syncFailure: Error | undefined;
+  private get syncStepMs(): number {
+    return this.opts.syncStepMs ?? SYNC_STEP_MS;
+  }
   /** Feed loops waiting for the moderation breaker: an answered submission wakes them. */
   private breakerWaits = 0;
   /** Which key each item's attempt belongs to, and what becomes of the items of a key that is missing or leaves. */
@@ -174,7 +177,7 @@ export class Runner implements RunContext {
     // A canary is chosen from every item: its run waits for all of them to be written.
     const steps = this.opts.canary ? undefined : await syncFreshInSteps(this.store, this.manifest, items, this.opts, fingerprint);
     if (!steps) await syncItems(this.store, this.manifest, items, this.opts, fingerprint);
-    else if (!steps.step(this.opts.syncStepMs ?? SYNC_STEP_MS)) this.unsynced = steps;
+    else if (!steps.step(this.syncStepMs)) this.unsynced = steps;
   }
 
   /** The rest of a first sync, a step at a time between the run's own work; each step may make items ready. */
@@ -185,7 +188,7 @@ export class Runner implements RunContext {
       for (let done = false; !done; ) {
         // Written to the end even when the run stops: its summary, and the next run, count every item.
         await yieldToEvents();
-        done = steps.step(this.opts.syncStepMs ?? SYNC_STEP_MS);
+        done = steps.step(this.syncStepMs);
         this.control.wake();
       }
     } catch (error) {

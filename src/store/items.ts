@@ -240,11 +240,10 @@ export class Items {
       const first = this.anyStmt.get() === undefined;
       for (const item of items) {
         if (!first) noteSynced.run(item.id);
-        for (const dep of item.dependsOn) this.insertDep.run(item.id, dep);
+        this.insertDeps(item);
         const row = first ? undefined : this.byId.get(item.id);
         if (!row) {
-          this.insert.run(item.id, item.seq, item.type, item.model, item.contentHash, item.spec, now);
-          addedByType[item.type]++;
+          this.insertItem(item, now, addedByType);
         } else if (row.content_hash === item.contentHash) {
           if (row.changed) this.markChanged.run({ id: item.id, seq: item.seq, changed: 0, now });
         } else if (row.attempt === 0) {
@@ -257,7 +256,7 @@ export class Items {
           changed.push(item.id);
         }
       }
-      for (const [type, n] of Object.entries(addedByType)) if (n > 0) this.tallyAdded.run({ type, n });
+      this.tallyInserted(addedByType);
       if (first) return;
       // Only rows whose flag changes are written.
       this.db.exec('UPDATE items SET removed = 1 WHERE removed = 0 AND id NOT IN (SELECT id FROM synced_ids)');
@@ -284,15 +283,28 @@ export class Items {
         const addedByType = { image: 0, video: 0 };
         let next = rows.next();
         for (; !next.done; next = rows.next()) {
-          const item = next.value;
-          for (const dep of item.dependsOn) this.insertDep.run(item.id, dep);
-          this.insert.run(item.id, item.seq, item.type, item.model, item.contentHash, item.spec, now);
-          addedByType[item.type]++;
+          this.insertDeps(next.value);
+          this.insertItem(next.value, now, addedByType);
         }
-        for (const [type, n] of Object.entries(addedByType)) if (n > 0) this.tallyAdded.run({ type, n });
+        this.tallyInserted(addedByType);
         return next.value;
       }).immediate(),
     );
+  }
+
+  private insertDeps(item: ItemSync): void {
+    for (const dep of item.dependsOn) this.insertDep.run(item.id, dep);
+  }
+
+  /** A new item, counted by type for the tally. */
+  private insertItem(item: ItemSync, now: number, addedByType: Record<'image' | 'video', number>): void {
+    this.insert.run(item.id, item.seq, item.type, item.model, item.contentHash, item.spec, now);
+    addedByType[item.type]++;
+  }
+
+  /** No trigger counts an inserted item (migration 11): the tally gets what was inserted, once per type. */
+  private tallyInserted(addedByType: Record<'image' | 'video', number>): void {
+    for (const [type, n] of Object.entries(addedByType)) if (n > 0) this.tallyAdded.run({ type, n });
   }
 
   /** Every item's state, by id. */
