@@ -121,4 +121,24 @@ export const COORDINATOR_MIGRATIONS: readonly string[] = [
     RETURN new_id;
   END $$;
   `,
+  /* 2 */ `
+  -- A submission still unanswered when its key day ends may be charged on the next (it reaches the service
+  -- later): reservations of earlier days count on this one until they are settled, as a process's own
+  -- unanswered submissions count on every day in its own gate.
+  CREATE OR REPLACE FUNCTION genbatch_reserve_credits(p_key text, p_day bigint, p_credits bigint, p_cap bigint, p_holder text, p_lease_ms bigint)
+  RETURNS bigint LANGUAGE plpgsql AS $$
+  DECLARE
+    now_ms bigint := genbatch_now_ms();
+    used bigint;
+    new_id bigint;
+  BEGIN
+    PERFORM pg_advisory_xact_lock(hashtext('genbatch/' || p_key || '/credits'));
+    DELETE FROM genbatch_reservations WHERE key_fp = p_key AND lease_until < now_ms;
+    SELECT coalesce((SELECT charged FROM genbatch_day_credits WHERE key_fp = p_key AND day = p_day), 0)
+         + coalesce((SELECT sum(credits) FROM genbatch_reservations WHERE key_fp = p_key AND day <= p_day), 0) INTO used;
+    IF used + p_credits > p_cap THEN RETURN 0; END IF;
+    INSERT INTO genbatch_reservations (key_fp, day, credits, holder, lease_until) VALUES (p_key, p_day, p_credits, p_holder, now_ms + p_lease_ms) RETURNING id INTO new_id;
+    RETURN new_id;
+  END $$;
+  `,
 ];

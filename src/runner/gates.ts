@@ -92,6 +92,12 @@ export class Gates {
       // Other processes on the key: the day's room is theirs too, reserved in the coordinator.
       const shared = until === 0 && cap.shared ? await this.reserveShared(cap, credits, now) : undefined;
       if (shared === 'unreachable') continue;
+      const later = this.clock.now();
+      if (typeof shared === 'object' && (this.clock.dayOf(later) !== shared.day || cap.blockedUntil(credits, later) > 0)) {
+        // The day ended (or its last moments came) while the database answered: the room reserved was the old day's; asked again.
+        cap.shared!.settleCredits(shared.id, cap.fingerprint, shared.day, 0).catch(() => {});
+        continue;
+      }
       if (shared === 'full') until = this.clock.dayStart(this.clock.dayOf(now) + 1);
       if (until === 0) {
         if (cap.waitingUntil !== undefined) {

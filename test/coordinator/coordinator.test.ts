@@ -68,6 +68,26 @@ describe('the coordinator (--coordinator postgres://…)', () => {
     }
   });
 
+  it('a submission still unanswered when its key day ends counts on the next day too (it may be charged there), until it is answered', async () => {
+    const coordinator = await Coordinator.open(db.url, { leaseMs: 60_000 });
+    await coordinator.migrate();
+    const fp = 'carried-over';
+    try {
+      const late = await coordinator.reserveCredits(fp, 5, 2, 8);
+      expect(late).toBeDefined();
+      // Day 6 begins with day 5's submission on the wire: 6 of its 8 credits are free, not 8.
+      expect(await coordinator.reserveCredits(fp, 6, 8, 8)).toBeUndefined();
+      expect(await coordinator.reserveCredits(fp, 6, 6, 8)).toBeDefined();
+      // Answered on day 6: its charge stays on day 6, and the day is full.
+      await coordinator.settleCredits(late!, fp, 6, 2);
+      expect(await coordinator.reserveCredits(fp, 6, 1, 8)).toBeUndefined();
+      // Another key's day 6 is its own.
+      expect(await coordinator.reserveCredits('another-key', 6, 8, 8)).toBeDefined();
+    } finally {
+      await coordinator.close();
+    }
+  });
+
   it('three processes on one key stay within its limits together: every item charged once, not one 429', async () => {
     const t = await startTestSim({ timeScale: 600 });
     const spaces = ['a', 'b', 'c'].map((name) => workspace(t.sim, manifestOf(name, 14)));

@@ -2,8 +2,11 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { Coordinator } from '../../src/coordinator/postgres.js';
 import { RunClock } from '../../src/runner/clock.js';
+import { Control } from '../../src/runner/control.js';
 import { DailyCap } from '../../src/runner/daily-cap.js';
+import { Gates } from '../../src/runner/gates.js';
 import { Store } from '../../src/store/index.js';
 
 const DAY = 86_400_000;
@@ -55,5 +58,33 @@ describe("a key's daily cap", () => {
     const at43200 = 86_400_000 / 43_200;
     now.t = 10 * at43200 - 49;
     expect(capAt(now, 10, 43_200).dayEnding(now.t)).toBe(true);
+  });
+
+  it('with other processes on the key: a day that ends while the database reserves gives that room back and reserves on the new day', async () => {
+    const now = { t: 101 * DAY - 60_000 };
+    const reserved: { day: number; id: string }[] = [];
+    const settled: { id: string; day: number; charged: number }[] = [];
+    // The database answers slowly: the key day ends during the first reservation.
+    const shared = {
+      async reserveCredits(_fp: string, day: number) {
+        const id = `r${reserved.length}`;
+        reserved.push({ day, id });
+        if (reserved.length === 1) now.t = 101 * DAY + 10;
+        return id;
+      },
+      async settleCredits(id: string, _fp: string, day: number, charged: number) {
+        settled.push({ id, day, charged });
+      },
+    } as unknown as Coordinator;
+    const clock = new RunClock(() => now.t, 1);
+    const state = Store.open(join(mkdtempSync(join(tmpdir(), 'genbatch-cap-')), 's.sqlite'));
+    stores.push(state);
+    const cap = new DailyCap(state, 'fp-a', 10, clock, shared);
+    const gates = new Gates(state, { maxBlocked: 29 }, clock, new Control(undefined, undefined, 10), () => {});
+    const release = await gates.dailyCapGate(cap, 2, 'studio-xl');
+    expect(typeof release).toBe('function');
+    expect(reserved).toEqual([{ day: 100, id: 'r0' }, { day: 101, id: 'r1' }]);
+    // The old day's reservation went back unused; the one the submission holds is the new day's.
+    expect(settled).toEqual([{ id: 'r0', day: 100, charged: 0 }]);
   });
 });
