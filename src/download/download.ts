@@ -1,9 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
-import { mkdir, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, open, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { Transform, type Writable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import type { ApiClient } from '../api/index.js';
 import { defaultExtension, resolveInside } from '../manifest/index.js';
 
@@ -76,10 +73,67 @@ export async function extensionFor(contentType: string | null | undefined, type:
   return ext && /^[a-z0-9]{1,8}$/.test(ext) ? ext : defaultExtension(type);
 }
 
+/** Where an output's bytes go before its rename: a new file (injectable, so that tests can make the disk full). */
+export interface OutputFile {
+  /** Appends every byte of `chunks`. */
+  write(chunks: readonly Buffer[]): Promise<void>;
+  /** Flushes the file to the disk and closes it: its modification time (ms). */
+  finish(): Promise<number>;
+  /** Closes it, unfinished (the caller removes it). */
+  close(): Promise<void>;
+}
+
+/** A new file at `path` (never an existing one: a temporary name of ours). */
+export async function openOutputFile(path: string): Promise<OutputFile> {
+  const handle = await open(path, 'wx');
+  return {
+    async write(chunks) {
+      const buffer = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+      for (let at = 0; at < buffer.length; ) at += (await handle.write(buffer, at, buffer.length - at)).bytesWritten;
+    },
+    async finish() {
+      await handle.sync();
+      const { mtimeMs } = await handle.stat();
+      await handle.close();
+      return mtimeMs;
+    },
+    close: () => handle.close(),
+  };
+}
+
+/** Bytes gathered before a write: one write for an image, a few hundred for a video. */
+const WRITE_BYTES = 1024 * 1024;
+
 /**
- * Streams one output to a temporary file beside its final name, checks its
- * size against Content-Length, hashes it, syncs it, and renames it into place:
- * a file under its final name is always whole.
+ * Directories outputs were saved in: a catalog's 100,000 outputs would
+ * otherwise cost as many mkdir calls. One removed since is made again when a
+ * file cannot be opened in it (ENOENT).
+ */
+const madeDirs = new Set<string>();
+const MADE_DIRS_KEPT = 10_000;
+
+async function makeDir(dir: string): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  if (madeDirs.size >= MADE_DIRS_KEPT) madeDirs.clear();
+  madeDirs.add(dir);
+}
+
+async function openInDir(dir: string, path: string, openFile: (path: string) => Promise<OutputFile>): Promise<OutputFile> {
+  try {
+    return await openFile(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    madeDirs.delete(dir);
+    await makeDir(dir);
+    return openFile(path);
+  }
+}
+
+/**
+ * Reads one output into a temporary file beside its final name, hashing it
+ * and counting its bytes on the way, checks its size against Content-Length,
+ * syncs it, and renames it into place: a file under its final name is always
+ * whole.
  */
 export async function downloadOutput(
   client: ApiClient,
@@ -91,7 +145,7 @@ export async function downloadOutput(
   /** A bigger (or endless) body is cut off: it would only fill the disk. */
   maxBytes = 2 * 1024 ** 3,
   /** Opens the temporary file; injectable so tests can make the disk full. */
-  openFile: (path: string) => Writable = (path) => createWriteStream(path, { flush: true }),
+  openFile: (path: string) => Promise<OutputFile> = openOutputFile,
 ): Promise<DownloadedFile> {
   let dl;
   try {
@@ -110,53 +164,52 @@ export async function downloadOutput(
   }
   const relPath = nameFor(await extensionFor(contentType, type));
   const finalPath = resolveInside(outDir, relPath);
+  const dir = dirname(finalPath);
   try {
-    await mkdir(dirname(finalPath), { recursive: true });
+    if (!madeDirs.has(dir)) await makeDir(dir);
   } catch (error) {
     dl.cancel();
     throw fileSystemError(error, dirname(relPath) === '.' ? 'the output dir' : dirname(relPath));
   }
-  const tmpPath = join(dirname(finalPath), `.${basename(finalPath)}.${randomBytes(4).toString('hex')}.part`);
+  const tmpPath = join(dir, `.${basename(finalPath)}.${randomBytes(4).toString('hex')}.part`);
   const hash = createHash('sha256');
   let bytes = 0;
   let mtimeMs = 0;
-  const meter = new Transform({
-    transform(chunk: Buffer, _enc, done) {
+  let file: OutputFile | undefined;
+  try {
+    file = await openInDir(dir, tmpPath, openFile);
+    let gathered: Buffer[] = [];
+    let gatheredBytes = 0;
+    for await (const chunk of dl.body as AsyncIterable<Buffer>) {
+      signal?.throwIfAborted();
       hash.update(chunk);
       bytes += chunk.length;
-      if (bytes > maxBytes) return done(new DownloadError(`the output is over the limit of ${maxBytes} bytes (--max-output-mb); stopped reading it`, false, 'TOO_LARGE'));
-      done(null, chunk);
-    },
-  });
-  try {
-    // flush: the bytes are synced to disk before the stream closes, so the rename publishes a whole file.
-    const file = openFile(tmpPath);
-    if (signal) await pipeline(dl.body, meter, file, { signal });
-    else await pipeline(dl.body, meter, file);
+      if (bytes > maxBytes) throw new DownloadError(`the output is over the limit of ${maxBytes} bytes (--max-output-mb); stopped reading it`, false, 'TOO_LARGE');
+      gathered.push(chunk);
+      gatheredBytes += chunk.length;
+      if (gatheredBytes >= WRITE_BYTES) {
+        await file.write(gathered);
+        gathered = [];
+        gatheredBytes = 0;
+      }
+    }
+    if (gatheredBytes > 0) await file.write(gathered);
     if (dl.contentLength !== undefined && bytes !== dl.contentLength) {
       throw new DownloadError(`the download was cut short: ${bytes} of ${dl.contentLength} bytes`, true, 'CUT_SHORT');
     }
     if (bytes === 0) throw new DownloadError('the output is empty', true, 'EMPTY');
+    // Synced before the rename, so the rename publishes a whole file.
+    mtimeMs = Math.trunc(await file.finish());
+    file = undefined;
     await rename(tmpPath, finalPath);
-    mtimeMs = Math.trunc((await stat(finalPath)).mtimeMs);
   } catch (error) {
     dl.cancel();
+    await file?.close().catch(() => {});
     await rm(tmpPath, { force: true });
     if (error instanceof DownloadError) throw error;
-    if (meterError(error)) throw meterError(error)!;
     const code = (error as NodeJS.ErrnoException).code;
     if (code && DISK_CODES.has(code)) throw fileSystemError(error, relPath);
     throw new DownloadError(`the download failed: ${(error as Error).message}`, true, code ?? 'LINK_FAILED');
   }
   return { path: relPath, bytes, sha256: hash.digest('hex'), contentType, mtimeMs };
-}
-
-/** pipeline wraps a transform's own error; find ours. */
-function meterError(error: unknown): DownloadError | undefined {
-  let e: unknown = error;
-  for (let i = 0; i < 3 && e; i++) {
-    if (e instanceof DownloadError) return e;
-    e = (e as { cause?: unknown }).cause;
-  }
-  return undefined;
 }

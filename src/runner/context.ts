@@ -30,7 +30,7 @@ export interface RunOptions {
   /** Outputs larger than this are refused (an endless body would fill the disk). */
   maxOutputBytes?: number;
   /** Opens an output's temporary file (injectable: tests make the disk full). */
-  openOutput?: (path: string) => import('node:stream').Writable;
+  openOutput?: (path: string) => Promise<import('../download/download.js').OutputFile>;
   /** How long a step of a first sync may hold the event loop (5 ms; tests make every step a few rows). */
   syncStepMs?: number;
   now: () => number;

@@ -1,6 +1,6 @@
-import type { Writable } from 'node:stream';
 import type { ApiClient } from '../../src/api/index.js';
 import { Catalog } from '../../src/api/catalog.js';
+import type { OutputFile } from '../../src/download/download.js';
 import { loadManifest } from '../../src/manifest/index.js';
 import { Runner, type RunSummary } from '../../src/runner/index.js';
 import { DEFAULT_KEY_LIMITS } from '../../src/scheduler/limits.js';
@@ -12,7 +12,7 @@ import type { TestSim } from './sim.js';
  * The workspace's manifest run by the Runner in this process (at 600x), for
  * what the CLI cannot inject: another client, a file that fails as a full disk does.
  */
-export async function runInProcess(t: TestSim, ws: RunWorkspace, inject: { client?: ApiClient; openOutput?: (path: string) => Writable } = {}): Promise<RunSummary> {
+export async function runInProcess(t: TestSim, ws: RunWorkspace, inject: { client?: ApiClient; openOutput?: (path: string) => Promise<OutputFile> } = {}): Promise<RunSummary> {
   const { loaded } = await loadManifest('m.yaml', ws.dir);
   const store = Store.open(ws.statePath);
   try {

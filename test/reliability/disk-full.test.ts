@@ -1,21 +1,23 @@
 import { existsSync, readdirSync } from 'node:fs';
-import { Writable } from 'node:stream';
 import { exitCodeOf } from '../../src/cli/exit.js';
+import { openOutputFile, type OutputFile } from '../../src/download/download.js';
 import { describe, expect, it } from 'vitest';
 import { expectNoDoubleChargeAndVerifiedOutputs, imageManifest, readState, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 import { runInProcess } from '../helpers/in-process.js';
 
-/** A file that takes a few bytes, then fails as a full disk does. */
-function fullDisk(): Writable {
+/** A real file that takes a few bytes, then fails as a full disk does. */
+async function fullDisk(path: string): Promise<OutputFile> {
+  const file = await openOutputFile(path);
   let written = 0;
-  return new Writable({
-    write(chunk: Buffer, _enc, done) {
-      written += chunk.length;
-      if (written > 100) return done(Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' }));
-      done();
+  return {
+    ...file,
+    async write(chunks) {
+      written += chunks.reduce((n, c) => n + c.length, 0);
+      if (written > 100) throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+      await file.write(chunks);
     },
-  });
+  };
 }
 
 
