@@ -11,6 +11,12 @@ export class Accounting {
   private readonly byKeyStmt;
   private readonly addBlock;
   private readonly blocksSince;
+  /**
+   * Times of the blocks after `since`, read once: the breaker asks before
+   * every submission (several times per item), and blocks are few and only
+   * ever added here.
+   */
+  private recentBlocks: { since: number; times: number[] } | undefined;
 
   constructor(db: Db) {
     this.addSubmission = db.prepare('INSERT INTO submissions (at, key_fp) VALUES (?, ?)');
@@ -22,7 +28,7 @@ export class Accounting {
     this.dayStmt = db.prepare<[number], { charged: number | null }>('SELECT sum(charged) AS charged FROM key_day_credits WHERE day = ?');
     this.byKeyStmt = db.prepare<[number], { key_fp: string; charged: number; refunded: number }>('SELECT key_fp, charged, refunded FROM key_day_credits WHERE day = ? ORDER BY key_fp');
     this.addBlock = db.prepare('INSERT INTO blocks (at, item_id) VALUES (?, ?)');
-    this.blocksSince = db.prepare<[number], { n: number }>('SELECT count(*) AS n FROM blocks WHERE at > ?');
+    this.blocksSince = db.prepare<[number], { at: number }>('SELECT at FROM blocks WHERE at > ? ORDER BY at');
   }
 
   submissionSent(at: number, keyFp: string): void {
@@ -57,10 +63,16 @@ export class Accounting {
   }
 
   blocked(at: number, itemId: string): void {
+    this.recentBlocks = undefined;
     this.addBlock.run(at, itemId);
   }
 
+  /** Blocked submissions after `since`. */
   blockedSince(since: number): number {
-    return this.blocksSince.get(since)!.n;
+    if (!this.recentBlocks || since < this.recentBlocks.since) this.recentBlocks = { since, times: this.blocksSince.all(since).map((r) => r.at) };
+    const { times } = this.recentBlocks;
+    let older = 0;
+    while (older < times.length && times[older]! <= since) older++;
+    return times.length - older;
   }
 }
