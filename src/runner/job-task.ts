@@ -28,11 +28,16 @@ function errorOf(error: unknown): { code: string; message: string } {
  * before the act it enables; every request goes with the lane's key.
  */
 export class JobTask {
+  private readonly itemId: string;
+
   constructor(
     private readonly ctx: RunContext,
     private readonly lane: KeyLane,
-    private readonly itemId: string,
-  ) {}
+    /** The item as it was handed out: its type, model and spec are fixed for the task's life (its state and attempt are read afresh). */
+    private readonly fixed: ItemRow,
+  ) {
+    this.itemId = fixed.id;
+  }
 
   private reuploaded = false;
   /** When this task's own submission was accepted: its job's first poll waits from then (a resumed job is polled at once). */
@@ -54,15 +59,8 @@ export class JobTask {
     return this.ctx.store.items.get(this.itemId)!;
   }
 
-  private shapeRead: Pick<ItemRow, 'type' | 'model'> | undefined;
-
-  /** The item's type and model: fixed for the task's life, so read once (its state is read afresh each time). */
   private get shape(): Pick<ItemRow, 'type' | 'model'> {
-    if (!this.shapeRead) {
-      const { type, model } = this.item;
-      this.shapeRead = { type, model };
-    }
-    return this.shapeRead;
+    return this.fixed;
   }
 
   async run(): Promise<void> {
@@ -148,7 +146,7 @@ export class JobTask {
     const { store, opts } = ctx;
     const { client } = lane;
     const body = JSON.parse(attempt.body) as ImageSubmission & VideoSubmission;
-    const item = this.item;
+    const item = this.fixed;
     const price = ctx.price(item);
     // Sent before this run, or resent in it after an answer that left its fate open: a job may exist under its key.
     const mayBeAccepted = attempt.sent_at !== null && (attempt.sent_at < ctx.runStartedAt || attempt.resends > 0);

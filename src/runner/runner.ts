@@ -340,7 +340,7 @@ export class Runner implements RunContext {
       this.assigned.set(item.id, () => (cap(), budget()));
     }
     void lane.slots[item.type].start(() =>
-      new JobTask(this, lane, item.id)
+      new JobTask(this, lane, item)
         .run()
         .catch((error: unknown) => this.crashed(item.id, error))
         .finally(() => {
