@@ -59,7 +59,9 @@ export class Attempts {
       'SELECT item_id, n, status, job_id, charged, refunded, key_fp FROM attempts WHERE sent_at IS NOT NULL ORDER BY item_id, n',
     );
     this.keyOfStmt = db.prepare<[string, number], string | null>('SELECT key_fp FROM attempts WHERE item_id = ? AND n = ?').pluck();
-    this.acceptedStmt = db.prepare("UPDATE attempts SET status = 'accepted', job_id = @jobId, charged = @charged, accepted_at = @now WHERE item_id = @itemId AND n = @n");
+    this.acceptedStmt = db.prepare<{ itemId: string; n: number; jobId: string; charged: number; now: number }, { key_fp: string | null }>(
+      "UPDATE attempts SET status = 'accepted', job_id = @jobId, charged = @charged, accepted_at = @now WHERE item_id = @itemId AND n = @n RETURNING key_fp",
+    );
     this.endedStmt = db.prepare('UPDATE attempts SET status = @status, refunded = @refunded, error_code = @code, error_message = @message, ended_at = @now WHERE item_id = @itemId AND n = @n');
     this.refusedStmt = db.prepare("UPDATE attempts SET status = 'refused', error_code = @code, error_message = @message, ended_at = @now WHERE item_id = @itemId AND n = @n");
     this.conflictStmt = db.prepare("UPDATE attempts SET status = 'conflict', error_code = @code, error_message = @message, ended_at = @now WHERE item_id = @itemId AND n = @n AND job_id IS NULL");
@@ -102,8 +104,9 @@ export class Attempts {
     this.resendsStmt.run({ itemId, n, reset: reset ? 1 : 0 });
   }
 
-  markAccepted(itemId: string, n: number, jobId: string, charged: number, now: number): void {
-    this.acceptedStmt.run({ itemId, n, jobId, charged, now });
+  /** The attempt's key's fingerprint ('' from before keys were recorded). */
+  markAccepted(itemId: string, n: number, jobId: string, charged: number, now: number): string {
+    return this.acceptedStmt.get({ itemId, n, jobId, charged, now })?.key_fp ?? '';
   }
 
   markEnded(itemId: string, n: number, status: 'completed' | 'failed' | 'expired', refunded: number, now: number, error?: { code: string; message?: string }): void {

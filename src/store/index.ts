@@ -31,6 +31,8 @@ export class Store {
   /** The item's named, guarded transitions: the only way the runner changes an item's state. */
   readonly life: Lifecycle;
   private checkpointTimer: NodeJS.Timeout | undefined;
+  /** Prepared once: a job task reads the run's id for each attempt's key. */
+  private readonly metaStmt;
 
   private constructor(
     readonly db: Db,
@@ -44,6 +46,7 @@ export class Store {
     this.uploads = new Uploads(db);
     this.runs = new Runs(db);
     this.life = new Lifecycle(db, this.attempts, this.accounting, this.outputs);
+    this.metaStmt = db.prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?');
   }
 
   /** Opens for writing: takes the lock first, so a second process is refused before touching anything. */
@@ -87,7 +90,7 @@ export class Store {
   }
 
   meta(key: string): string | undefined {
-    return (this.db.prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?').get(key))?.value;
+    return this.metaStmt.get(key)?.value;
   }
 
   setMeta(key: string, value: string): void {

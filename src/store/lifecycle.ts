@@ -105,8 +105,8 @@ export class Lifecycle {
   recordAccepted(id: string, n: number, jobId: string, charged: number, day: number, now: number): boolean {
     // Lost to a power cut, the attempt is still submitting under its key: resent, the service names the same job.
     return this.answerTx(() => {
-      this.attempts.markAccepted(id, n, jobId, charged, now);
-      this.accounting.charged(day, charged, this.attempts.keyOf(id, n) ?? '');
+      const keyFp = this.attempts.markAccepted(id, n, jobId, charged, now);
+      this.accounting.charged(day, charged, keyFp);
       return this.transition(id, ['submitting'], 'running', now);
     });
   }
