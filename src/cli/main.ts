@@ -1,7 +1,14 @@
 #!/usr/bin/env node
 // The bin: the command line runs against this process's streams, environment and signals.
+import { setFlagsFromString } from 'node:v8';
 import { EXIT } from './exit.js';
 import { main } from './program.js';
+
+// V8 may decide, from objects that lived long (a catalog's 100,000 validated items), to allocate
+// later objects of the same code straight into the old generation: the report's short-lived pages
+// then piled up there until a full collection, and a first start's peak RSS was 206 MB or 257-300 MB
+// from one run to the next. Without that pretenuring it stays at 204-210 MB; validation is as fast.
+setFlagsFromString('--no-allocation-site-pretenuring');
 
 process.exitCode = await main(process.argv, {
   env: process.env,
