@@ -92,8 +92,7 @@ export class Gates {
       // Other processes on the key: the day's room is theirs too, reserved in the coordinator.
       const shared = until === 0 && cap.shared ? await this.reserveShared(cap, credits, now) : undefined;
       if (shared === 'unreachable') continue;
-      const later = this.clock.now();
-      if (typeof shared === 'object' && (this.clock.dayOf(later) !== shared.day || cap.blockedUntil(credits, later) > 0)) {
+      if (typeof shared === 'object' && this.dayTurnedSince(cap, shared.day, credits)) {
         // The day ended (or its last moments came) while the database answered: the room reserved was the old day's; asked again.
         cap.shared!.settleCredits(shared.id, cap.fingerprint, shared.day, 0).catch(() => {});
         continue;
@@ -116,6 +115,12 @@ export class Gates {
       // Another process's reservations may be released before the day ends: asked again sooner then.
       await this.control.waitForWake(Math.min(until - now, this.clock.scaled(shared === 'full' ? 5_000 : 60_000)));
     }
+  }
+
+  /** True when `day` is over, or in its last moments, now: what was reserved on it no longer holds for a submission sent now. */
+  private dayTurnedSince(cap: DailyCap, day: number, credits: number): boolean {
+    const now = this.clock.now();
+    return this.clock.dayOf(now) !== day || cap.blockedUntil(credits, now) > 0;
   }
 
   /** The credits reserved in the coordinator on the key's day (the reservation), or why not. */

@@ -59,17 +59,13 @@ export class JobTask {
     return this.ctx.store.items.get(this.itemId)!;
   }
 
-  private get shape(): Pick<ItemRow, 'type' | 'model'> {
-    return this.fixed;
-  }
-
   async run(): Promise<void> {
     let releaseSlot: (() => void) | undefined;
     try {
       let attempt = this.item.state === 'pending' ? await this.newAttempt() : this.ctx.store.attempts.latest(this.itemId);
       if (!attempt) return;
       // With other processes on the key, one of its shared in-flight slots, from before the submission to the job's end.
-      releaseSlot = await this.lane.holdSharedSlot(this.shape.type, this.itemId, attempt.job_id !== null, attempt.job_id !== null ? this.ctx.abort.signal : this.lane.noNewWork);
+      releaseSlot = await this.lane.holdSharedSlot(this.fixed.type, this.itemId, attempt.job_id !== null, attempt.job_id !== null ? this.ctx.abort.signal : this.lane.noNewWork);
       if (!releaseSlot) return;
       while (attempt) {
         const jobId = attempt.job_id ?? (await this.submit(attempt));
@@ -173,7 +169,7 @@ export class JobTask {
           sent = true;
           // The commit was a turn of the event loop later: the day is asked again right before the request leaves (recorded, it is resent with its key).
           if (dayTurned()) return 'day-ended';
-          return this.shape.type === 'image' ? client.submitImage(body, attempt.idempotency_key) : client.submitVideo(body, attempt.idempotency_key);
+          return this.fixed.type === 'image' ? client.submitImage(body, attempt.idempotency_key) : client.submitVideo(body, attempt.idempotency_key);
         }, lane.noNewWork);
         if (job === 'day-ended') {
           release();
@@ -282,7 +278,7 @@ export class JobTask {
     const acceptedAt = this.acceptedAt;
     this.acceptedAt = undefined;
     if (acceptedAt !== undefined) {
-      const waitMs = ctx.firstPoll.firstAt(this.shape.model, acceptedAt) - ctx.opts.now();
+      const waitMs = ctx.firstPoll.firstAt(this.fixed.model, acceptedAt) - ctx.opts.now();
       // An interrupt ends the wait; the loop below then returns.
       if (waitMs > 0) await sleep(waitMs, ctx.abort.signal).catch(() => {});
     }
@@ -291,7 +287,7 @@ export class JobTask {
       try {
         const job = await this.lane.buckets.read.run(() => client.getJob(jobId, ctx.pollWait.seconds, ctx.abort.signal), ctx.abort.signal);
         failures = 0;
-        if (job.status === 'COMPLETED' && acceptedAt !== undefined) ctx.firstPoll.ended(this.shape.model, acceptedAt, ctx.opts.now());
+        if (job.status === 'COMPLETED' && acceptedAt !== undefined) ctx.firstPoll.ended(this.fixed.model, acceptedAt, ctx.opts.now());
         if (isTerminalStatus(job.status)) return job;
       } catch (error) {
         if (ctx.abort.signal.aborted) return undefined;
