@@ -2,6 +2,7 @@ import { open } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import type { IssueList } from './issues.js';
+import { PlainCsvReader } from './plain-csv.js';
 
 export interface Row {
   /** 1-based line in the rows file. */
@@ -29,8 +30,40 @@ export async function* readRows(absPath: string, file: string, issues: IssueList
 // The file is opened first, so a missing or unreadable file is a plain rejection, not an unhandled stream error.
 async function* readCsv(absPath: string): AsyncGenerator<Row[]> {
   const handle = await open(absPath);
-  const { LineTaggedParser } = await import('./csv-parser.js'); // only a manifest with CSV rows needs csv-parse: not loaded at start
-  const parser = handle.createReadStream().pipe(
+  const reader = new PlainCsvReader();
+  let given = 0;
+  for await (const chunk of handle.createReadStream({ encoding: 'utf8', highWaterMark: 1 << 20 }) as AsyncIterable<string>) {
+    const rows = reader.push(chunk);
+    if (!rows) break;
+    given += rows.length;
+    if (rows.length) yield rows;
+  }
+  const last = reader.end();
+  if (last) {
+    if (last.length) yield last;
+    return;
+  }
+  // csv-parse reads the file from its start; the rows the fast reader gave are the same ones, and are not given twice.
+  yield* skipRows(readCsvWithCsvParse(absPath), given);
+}
+
+async function* skipRows(batches: AsyncGenerator<Row[]>, count: number): AsyncGenerator<Row[]> {
+  let skipped = 0;
+  for await (const batch of batches) {
+    if (skipped >= count) yield batch;
+    else if (skipped + batch.length <= count) skipped += batch.length;
+    else {
+      yield batch.slice(count - skipped);
+      skipped = count;
+    }
+  }
+}
+
+export async function* readCsvWithCsvParse(absPath: string): AsyncGenerator<Row[]> {
+  const handle = await open(absPath);
+  const { LineTaggedParser } = await import('./csv-parser.js'); // only a file the fast reader leaves needs csv-parse: not loaded at start
+  const file = handle.createReadStream();
+  const parser = file.pipe(
     new LineTaggedParser({
       columns: (header: string[]) => header.map((h) => h.trim()),
       bom: true,
@@ -38,6 +71,8 @@ async function* readCsv(absPath: string): AsyncGenerator<Row[]> {
       relax_quotes: false,
     }),
   );
+  // pipe() leaves the file open when the parser stops on an error: close it with the parser.
+  parser.once('close', () => file.destroy());
   yield* batches(parser);
 }
 
