@@ -71,10 +71,10 @@ export class Expander {
     const files = hasFileInputs(merged);
     for await (const batch of readRows(absRows, rowsFile, this.issues)) {
       for (const row of batch) {
-        for (const [i, combo] of combos.entries()) {
+        for (let i = 0; i < combos.length; i++) {
           // The parser's record itself when there is no matrix: no copy per row.
           const values = comboValues[i] ? { ...row.fields, ...comboValues[i] } : row.fields;
-          const ctx = new ItemContext(vars, row.fields, combo);
+          const ctx = new ItemContext(vars, row.fields, combos[i]!);
           const where = { file: rowsFile, line: row.line };
           // Without files an item resolves at once: no promise per row.
           if (files) await add(ctx, where, values);

@@ -48,9 +48,10 @@ export function checkAcrossItems(items: readonly ResolvedItem[], source: Manifes
 
   // Without {{n}} a job's later outputs get a -n suffix, which can meet another item's name: check the first few.
   const outputsChecked = templateNames(outputName).includes('n') ? 1 : OUTPUTS_CHECKED;
-  const files = new Map<string, { id: string; n: number }>();
+  // Which item and output took each file, as one number (item index × outputs checked + n - 1): no object per item.
+  const files = new Map<string, number>();
   const named = (id: string, n: number) => `${JSON.stringify(id)}${n > 1 ? ` (its output ${n})` : ''}`;
-  for (const item of items) {
+  for (const [index, item] of items.entries()) {
     // Located only when there is something to say: finding a node in a big YAML file is the costly part.
     const loc = () => at(item, 'id');
     for (let n = 1; n <= outputsChecked; n++) {
@@ -61,14 +62,15 @@ export function checkAcrossItems(items: readonly ResolvedItem[], source: Manifes
         break;
       }
       const key = out.path.toLowerCase(); // case-insensitive file systems would merge these
-      const other = files.get(key);
+      const taken = files.get(key);
+      const other = taken === undefined ? undefined : { id: items[Math.floor(taken / outputsChecked)]!.id, n: (taken % outputsChecked) + 1 };
       if (other !== undefined && other.id !== item.id) {
         const hint = outputsChecked > 1 ? '; put {{n}} in output.name (as in the default "{{id}}-{{n}}.{{ext}}")' : '';
         const l = loc();
         issues.add({ ...l, message: `items ${named(other.id, other.n)} and ${named(item.id, n)} would write the same file ${out.path}${hint}${l.row}` });
         break;
       }
-      files.set(key, { id: item.id, n });
+      files.set(key, index * outputsChecked + n - 1);
     }
   }
 }
