@@ -10,7 +10,7 @@ import { startSimulator } from '../dist/simulator/index.js';
 import { fmt, measureCli, minMedian } from './measure.mjs';
 
 const WINDOW_S = 60;
-const CLI = new URL('../dist/cli/main.js', import.meta.url).pathname;
+const CLI = new URL('../dist/bin/genbatch.js', import.meta.url).pathname;
 
 function spawnCli(args, { cwd, env, during }) {
   return new Promise((resolve) => {

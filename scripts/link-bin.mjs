@@ -5,7 +5,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const target = join(root, 'dist', 'cli', 'main.js');
+const target = join(root, 'dist', 'bin', 'genbatch.js');
 const binDir = join(root, 'node_modules', '.bin');
 const link = join(binDir, 'genbatch');
 

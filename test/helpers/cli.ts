@@ -6,7 +6,7 @@ import { main } from '../../src/cli/program.js';
 import { recordChildWarnings } from './warnings.js';
 
 /** The built CLI, as users run it (`npm test` builds first). */
-export const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
+export const CLI = fileURLToPath(new URL('../../dist/bin/genbatch.js', import.meta.url));
 
 export interface CliResult {
   code: number | null;
