@@ -18,7 +18,7 @@ export class PlainCsvReader {
   private crlf: boolean | undefined;
   private started = false;
   /** Set once the file holds something this reader does not read as csv-parse would. */
-  stopped = false;
+  private stopped = false;
 
   /** The rows completed by this chunk, or undefined once the file needs csv-parse. */
   push(chunk: string): Row[] | undefined {

@@ -51,7 +51,8 @@ export function checkAcrossItems(items: readonly ResolvedItem[], source: Manifes
   // Which item and output took each file, as one number (item index × outputs checked + n - 1): no object per item.
   const files = new Map<string, number>();
   const named = (id: string, n: number) => `${JSON.stringify(id)}${n > 1 ? ` (its output ${n})` : ''}`;
-  for (const [index, item] of items.entries()) {
+  for (let index = 0; index < items.length; index++) {
+    const item = items[index]!;
     // Located only when there is something to say: finding a node in a big YAML file is the costly part.
     const loc = () => at(item, 'id');
     for (let n = 1; n <= outputsChecked; n++) {
