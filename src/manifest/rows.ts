@@ -1,6 +1,7 @@
-import { open } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
+import { StringDecoder } from 'node:string_decoder';
 import type { IssueList } from './issues.js';
 import { PlainCsvReader } from './plain-csv.js';
 
@@ -12,14 +13,44 @@ export interface Row {
 }
 
 /**
- * Streams the rows of a CSV (with header) or JSONL file, a batch at a time
- * (a catalog has 100,000 rows: one promise per batch, not per row); bad rows
- * become issues, never exceptions.
+ * The rows files' bytes, each read once and kept: a run expands its rows a
+ * second time as it writes them into the state (it does not hold 100,000
+ * items meanwhile), and that second expansion must read the very bytes the
+ * first one checked, whatever happened to the file in between.
  */
-export async function* readRows(absPath: string, file: string, issues: IssueList): AsyncGenerator<Row[]> {
+export class RowsFiles {
+  private readonly bytes = new Map<string, Promise<Buffer>>();
+
+  /** `read`: files already read (for the sources' fingerprint), taken as they are. */
+  constructor(read?: ReadonlyMap<string, Buffer>) {
+    for (const [path, bytes] of read ?? []) this.bytes.set(path, Promise.resolve(bytes));
+  }
+
+  read(absPath: string): Promise<Buffer> {
+    let bytes = this.bytes.get(absPath);
+    if (!bytes) {
+      bytes = readFile(absPath);
+      // Kept even when it fails: the second expansion meets the same failure (and none follows a failed check).
+      bytes.catch(() => {});
+      this.bytes.set(absPath, bytes);
+    }
+    return bytes;
+  }
+}
+
+/** How much of a rows file is decoded and parsed at a time. */
+const CHUNK_BYTES = 256 * 1024;
+
+/**
+ * The rows of a CSV (with header) or JSONL file, a batch at a time (a catalog
+ * has 100,000 rows: one promise per batch, not per row); bad rows become
+ * issues, never exceptions.
+ */
+export async function* readRows(absPath: string, file: string, issues: IssueList, files: RowsFiles = new RowsFiles()): AsyncGenerator<Row[]> {
   try {
-    if (/\.jsonl$|\.ndjson$/i.test(absPath)) yield* readJsonl(absPath, file, issues);
-    else yield* readCsv(absPath);
+    const bytes = await files.read(absPath);
+    if (/\.jsonl$|\.ndjson$/i.test(absPath)) yield* readJsonl(bytes, file, issues);
+    else yield* readCsv(bytes);
   } catch (error) {
     const e = error as NodeJS.ErrnoException & { lines?: number };
     const reason = e.code === 'ENOENT' ? 'no such file' : e.code === 'EACCES' ? 'not readable' : e.message;
@@ -27,12 +58,18 @@ export async function* readRows(absPath: string, file: string, issues: IssueList
   }
 }
 
-// The file is opened first, so a missing or unreadable file is a plain rejection, not an unhandled stream error.
-async function* readCsv(absPath: string): AsyncGenerator<Row[]> {
-  const handle = await open(absPath);
+/** The bytes as text, a chunk at a time (a character split between chunks is whole in the next). */
+function* decodedChunks(bytes: Buffer): Generator<string> {
+  const decoder = new StringDecoder('utf8');
+  for (let at = 0; at < bytes.length; at += CHUNK_BYTES) yield decoder.write(bytes.subarray(at, at + CHUNK_BYTES));
+  const rest = decoder.end();
+  if (rest) yield rest;
+}
+
+async function* readCsv(bytes: Buffer): AsyncGenerator<Row[]> {
   const reader = new PlainCsvReader();
   let given = 0;
-  for await (const chunk of handle.createReadStream({ encoding: 'utf8', highWaterMark: 1 << 20 }) as AsyncIterable<string>) {
+  for (const chunk of decodedChunks(bytes)) {
     const rows = reader.push(chunk);
     if (!rows) break;
     given += rows.length;
@@ -44,7 +81,7 @@ async function* readCsv(absPath: string): AsyncGenerator<Row[]> {
     return;
   }
   // csv-parse reads the file from its start; the rows the fast reader gave are the same ones, and are not given twice.
-  yield* skipRows(readCsvWithCsvParse(absPath), given);
+  yield* skipRows(readCsvWithCsvParse(bytes), given);
 }
 
 async function* skipRows(batches: AsyncGenerator<Row[]>, count: number): AsyncGenerator<Row[]> {
@@ -59,10 +96,14 @@ async function* skipRows(batches: AsyncGenerator<Row[]>, count: number): AsyncGe
   }
 }
 
-export async function* readCsvWithCsvParse(absPath: string): AsyncGenerator<Row[]> {
-  const handle = await open(absPath);
+/** The bytes a slice at a time, for a stream that parses them as it goes. */
+function* slices(bytes: Buffer): Generator<Buffer> {
+  for (let at = 0; at < bytes.length; at += CHUNK_BYTES) yield bytes.subarray(at, at + CHUNK_BYTES);
+}
+
+export async function* readCsvWithCsvParse(bytes: Buffer): AsyncGenerator<Row[]> {
   const { LineTaggedParser } = await import('./csv-parser.js'); // only a file the fast reader leaves needs csv-parse: not loaded at start
-  const file = handle.createReadStream();
+  const file = Readable.from(slices(bytes), { objectMode: false });
   const parser = file.pipe(
     new LineTaggedParser({
       columns: (header: string[]) => header.map((h) => h.trim()),
@@ -71,7 +112,7 @@ export async function* readCsvWithCsvParse(absPath: string): AsyncGenerator<Row[
       relax_quotes: false,
     }),
   );
-  // pipe() leaves the file open when the parser stops on an error: close it with the parser.
+  // pipe() leaves its source running when the parser stops on an error: end it with the parser.
   parser.once('close', () => file.destroy());
   yield* batches(parser);
 }
@@ -112,9 +153,8 @@ async function* batches<T>(stream: Readable): AsyncGenerator<T[]> {
   }
 }
 
-async function* readJsonl(absPath: string, file: string, issues: IssueList): AsyncGenerator<Row[]> {
-  const handle = await open(absPath);
-  const lines = createInterface({ input: handle.createReadStream(), crlfDelay: Infinity });
+async function* readJsonl(bytes: Buffer, file: string, issues: IssueList): AsyncGenerator<Row[]> {
+  const lines = createInterface({ input: Readable.from(slices(bytes), { objectMode: false }), crlfDelay: Infinity });
   let line = 0;
   for await (const text of lines) {
     line++;
