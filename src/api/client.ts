@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
-import type { z } from 'zod';
+import type * as z from 'zod';
 import type { Logger } from '../log/logger.js';
 import { scrubSecrets } from '../util/secrets.js';
 import { Agent, request } from './http.js';

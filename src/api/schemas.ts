@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import type { Account, Job, JobsPage, MediaType, Model, UploadGrant } from './types.js';
 
 /**

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { manifestSchema } from './schema.js';
 
 /** The manifest's JSON Schema, generated from the zod schema so the two cannot drift. */

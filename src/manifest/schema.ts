@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /**
  * The manifest, as users write it (product.md). Objects are strict: a

@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import type * as z from 'zod';
 import { defaultsSchema, itemSchema, manifestSchema } from './schema.js';
 
 /** Field names allowed at a path, for "did you mean" on unknown fields. */
