@@ -2,7 +2,7 @@ import { access, constants, stat } from 'node:fs/promises';
 import { relative, resolve } from 'node:path';
 import type { IssueList } from './issues.js';
 import { ItemContext } from './item-context.js';
-import { readRows } from './rows.js';
+import { readRows, RowsFiles } from './rows.js';
 import type { FileInputSpec, Manifest, ManifestItem } from './schema.js';
 import { type ManifestSource, fieldPath } from './source.js';
 import { render, templateNames, toText, type TemplateContext } from './templates.js';
@@ -14,10 +14,21 @@ type Combo = Map<string, string>;
 
 const VIDEO_ONLY = ['duration', 'image', 'referenceImages', 'video', 'source'] as const;
 const VIDEO_INPUTS = ['image', 'referenceImages', 'video', 'source'] as const;
+/** Items per batch the expansion gives: small enough for a 5 ms step of the run to take one. */
+const BATCH_ITEMS = 256;
 
 /** Expands every item of a parsed manifest, reporting each problem where it was written. */
+/**
+ * What an expansion reads from disk, kept: rows files' bytes, and the checks
+ * of input files. Expanding again with the same reads gives the same items.
+ */
+export class ExpansionReads {
+  readonly fileChecks = new Map<string, Promise<string | undefined>>();
+  readonly mediaChecks = new Map<string, Promise<string | undefined>>();
+  constructor(readonly rowsFiles = new RowsFiles()) {}
+}
+
 export class Expander {
-  private readonly fileChecks = new Map<string, Promise<string | undefined>>();
   /** Ids of items that had errors of their own: references to them are not reported again. */
   readonly invalidIds = new Set<string>();
   /** Template values that were empty in a prompt that is not: counted per item and name, with the first places. */
@@ -30,27 +41,42 @@ export class Expander {
     private readonly issues: IssueList,
     /** Which items to expand, by index: all of them unless some failed the schema. */
     private readonly only?: ReadonlySet<number>,
+    /** What was read from disk: kept, so that expanding again reads what was checked. */
+    private readonly reads = new ExpansionReads(),
   ) {}
 
+  /** An expander of the same manifest that reads what this one read, reporting to `issues`. */
+  again(issues: IssueList): Expander {
+    return new Expander(this.source, this.manifest, this.cwd, issues, this.only, this.reads);
+  }
+
   /**
-   * Every item, expanded, in manifest order. Rows resolve without an await of
-   * their own (a catalog has 100,000): only items with files wait, for the checks.
+   * Every item, expanded, in manifest order, a batch at a time: a caller
+   * that checks or writes them as they come never holds 100,000 at once.
+   * Rows resolve without an await of their own: only items with files wait,
+   * for the checks.
    */
+  async *batches(): AsyncGenerator<ResolvedItem[]> {
+    for (const [index, item] of this.manifest.items.entries()) {
+      if (!this.only || this.only.has(index)) yield* this.expandItem(item, index);
+    }
+  }
+
+  /** Every item, expanded, in manifest order. */
   async all(): Promise<ResolvedItem[]> {
     const out: ResolvedItem[] = [];
-    for (const [index, item] of this.manifest.items.entries()) {
-      if (!this.only || this.only.has(index)) await this.expandItem(item, index, out);
-    }
+    for await (const batch of this.batches()) for (const item of batch) out.push(item);
     return out;
   }
 
-  private async expandItem(item: ManifestItem, index: number, out: ResolvedItem[]): Promise<void> {
+  private async *expandItem(item: ManifestItem, index: number): AsyncGenerator<ResolvedItem[]> {
     const { matrix, rows, repeat, ...own } = item;
     const merged: Merged = { ...this.manifest.defaults, ...own };
     const combos = matrixCombos(matrix ?? {});
     // Each combination's values as one object, made once: the item's own values, carried to the results.
     const comboValues = combos.map((combo) => (combo.size ? Object.fromEntries(combo) : undefined));
     const vars = new Map(Object.entries(this.manifest.vars ?? {}).map(([k, v]) => [k, toText(v)]));
+    let out: ResolvedItem[] = [];
     const keep = (one: ResolvedItem | undefined) => {
       if (!one) return;
       if (!repeat || repeat === 1) out.push(one);
@@ -61,7 +87,14 @@ export class Expander {
       keep(resolved instanceof Promise ? await resolved : resolved);
     };
     if (!rows) {
-      for (const [i, combo] of combos.entries()) await add(new ItemContext(vars, undefined, combo), undefined, comboValues[i]);
+      for (const [i, combo] of combos.entries()) {
+        await add(new ItemContext(vars, undefined, combo), undefined, comboValues[i]);
+        if (out.length >= BATCH_ITEMS) {
+          yield out;
+          out = [];
+        }
+      }
+      if (out.length) yield out;
       return;
     }
     const absRows = resolve(this.source.dir, rows);
@@ -69,7 +102,7 @@ export class Expander {
     const problem = await this.checkFile(absRows);
     if (problem) return this.report(['items', index, 'rows'], `cannot read the rows: ${problem}: ${rows} (relative to the manifest)`);
     const files = hasFileInputs(merged);
-    for await (const batch of readRows(absRows, rowsFile, this.issues)) {
+    for await (const batch of readRows(absRows, rowsFile, this.issues, this.reads.rowsFiles)) {
       for (const row of batch) {
         for (let i = 0; i < combos.length; i++) {
           // The parser's record itself when there is no matrix: no copy per row.
@@ -80,8 +113,13 @@ export class Expander {
           if (files) await add(ctx, where, values);
           else keep(this.resolve(merged, index, ctx, where, values) as ResolvedItem | undefined);
         }
+        if (out.length >= BATCH_ITEMS) {
+          yield out;
+          out = [];
+        }
       }
     }
+    if (out.length) yield out;
   }
 
   /** Where a field was written: on the item, or in `defaults`. */
@@ -202,7 +240,7 @@ export class Expander {
   /** "{{title}}, studio product photo" with an empty title is paid for as a generic image: worth a warning, not an error. */
   private noteEmptyValues(merged: Merged, index: number, template: string, ctx: TemplateContext, row: { file: string; line: number } | undefined): void {
     if (!template.includes('{{')) return;
-    for (const name of new Set(templateNames(template))) {
+    for (const name of uniqueTemplateNames(template)) {
       if (ctx.get(name)?.trim() !== '') continue;
       const key = `${index}\n${name}`;
       let seen = this.emptyValues.get(key);
@@ -232,12 +270,10 @@ export class Expander {
     return pos;
   }
 
-  private readonly mediaChecks = new Map<string, Promise<string | undefined>>();
-
   /** The file's bytes must be the kind of media the field takes (a renamed video is not an image). */
   private checkMedia(abs: string, expected: 'image' | 'video'): Promise<string | undefined> {
     const key = `${expected}\n${abs}`;
-    let check = this.mediaChecks.get(key);
+    let check = this.reads.mediaChecks.get(key);
     if (!check) {
       // Loaded for the first input file only: a prompt-only catalog starts without it.
       check = import('file-type').then(({ fileTypeFromFile }) => fileTypeFromFile(abs)).then(
@@ -248,13 +284,13 @@ export class Expander {
         },
         () => 'cannot read the file',
       );
-      this.mediaChecks.set(key, check);
+      this.reads.mediaChecks.set(key, check);
     }
     return check;
   }
 
   private checkFile(abs: string): Promise<string | undefined> {
-    let check = this.fileChecks.get(abs);
+    let check = this.reads.fileChecks.get(abs);
     if (!check) {
       check = (async () => {
         try {
@@ -266,10 +302,21 @@ export class Expander {
           return code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'not readable' : `cannot read (${code})`;
         }
       })();
-      this.fileChecks.set(abs, check);
+      this.reads.fileChecks.set(abs, check);
     }
     return check;
   }
+}
+
+/** Each name a template uses, once (asked for every row: kept per template). */
+const namesOnce = new Map<string, string[]>();
+function uniqueTemplateNames(template: string): string[] {
+  let names = namesOnce.get(template);
+  if (!names) {
+    if (namesOnce.size > 1_000) namesOnce.clear();
+    namesOnce.set(template, (names = [...new Set(templateNames(template))]));
+  }
+  return names;
 }
 
 const MAX_ID_LENGTH = 200;

@@ -1,6 +1,7 @@
-export { loadManifest, loadManifestTop, type LoadedManifest, type ManifestTop, type ValidationResult } from './validate.js';
+export { checkManifest, loadManifest, loadManifestTop, type CheckedManifest, type CheckResult, type LoadedManifest, type ManifestTop, type ValidationResult } from './validate.js';
 export { locateManifest, type ManifestLocation } from './locate.js';
 export { formatIssue, IssueList, type ManifestIssue } from './issues.js';
-export { dependenciesOf, type InputRef, type ResolvedItem } from './types.js';
+export { dependenciesOf, fileInputsOf, type InputRef, type ResolvedItem } from './types.js';
+export { ShapeTally } from './shapes.js';
 export { outputRelativePath, resolveInside, defaultExtension, DEFAULT_OUTPUT_NAME } from './output-paths.js';
 export { manifestSchema, type Manifest } from './schema.js';

@@ -3,7 +3,7 @@ import { render, templateNames, type TemplateContext } from './templates.js';
 
 export const DEFAULT_OUTPUT_NAME = '{{id}}-{{n}}.{{ext}}';
 const OUTPUT_NAMES = ['id', 'n', 'ext', 'model', 'type'];
-const MAX_SEGMENT_BYTES = 255;
+export const MAX_SEGMENT_BYTES = 255;
 
 /** What `output.name` may use: the output's own facts and the manifest's vars. */
 export function outputTemplateProblem(template: string, varNames: readonly string[]): string | undefined {
@@ -16,10 +16,15 @@ export function outputTemplateProblem(template: string, varNames: readonly strin
   return undefined;
 }
 
+// eslint-disable-next-line no-control-regex
+const UNSAFE_IN_NAME = /[\\/\u0000-\u001f\u007f]/;
+// eslint-disable-next-line no-control-regex
+const UNSAFE_IN_NAME_ALL = /[\\/\u0000-\u001f\u007f]/g;
+
 /** A value made harmless inside a file name: no separators, NUL or control characters, and never `.` or `..`. */
-function safeValue(value: string): string {
-  // eslint-disable-next-line no-control-regex
-  const cleaned = value.replace(/[\\/\u0000-\u001f\u007f]/g, '_');
+export function safeFileValue(value: string): string {
+  // Tested first: most values are safe as they are, and are not copied.
+  const cleaned = UNSAFE_IN_NAME.test(value) ? value.replace(UNSAFE_IN_NAME_ALL, '_') : value;
   return cleaned === '.' || cleaned === '..' ? cleaned.replace(/\./g, '_') : cleaned;
 }
 
@@ -62,10 +67,10 @@ class OutputNameContext implements TemplateContext {
 
   get(name: string): string | undefined {
     switch (name) {
-      case 'id': return safeValue(this.v.id);
+      case 'id': return safeFileValue(this.v.id);
       case 'n': return String(this.v.n);
-      case 'ext': return safeValue(this.v.ext);
-      case 'model': return safeValue(this.v.model);
+      case 'ext': return safeFileValue(this.v.ext);
+      case 'model': return safeFileValue(this.v.model);
       case 'type': return this.v.type;
       default: return this.vars.get(name);
     }
@@ -80,7 +85,7 @@ class OutputNameContext implements TemplateContext {
 const safeVarsCache = new WeakMap<ReadonlyMap<string, string>, ReadonlyMap<string, string>>();
 function safeVars(vars: ReadonlyMap<string, string>): ReadonlyMap<string, string> {
   let safe = safeVarsCache.get(vars);
-  if (!safe) safeVarsCache.set(vars, (safe = new Map([...vars].map(([k, x]) => [k, safeValue(x)] as const))));
+  if (!safe) safeVarsCache.set(vars, (safe = new Map([...vars].map(([k, x]) => [k, safeFileValue(x)] as const))));
   return safe;
 }
 const usesNCache = new Map<string, boolean>();

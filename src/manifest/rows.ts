@@ -1,7 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
-import { StringDecoder } from 'node:string_decoder';
 import type { IssueList } from './issues.js';
 import { PlainCsvReader } from './plain-csv.js';
 
@@ -58,13 +57,20 @@ export async function* readRows(absPath: string, file: string, issues: IssueList
   }
 }
 
-/** The bytes as text, a chunk at a time (a character split between chunks is whole in the next). */
+/** The bytes as text, a chunk of whole lines at a time (a newline byte is never inside a UTF-8 character). */
 function* decodedChunks(bytes: Buffer): Generator<string> {
-  const decoder = new StringDecoder('utf8');
-  for (let at = 0; at < bytes.length; at += CHUNK_BYTES) yield decoder.write(bytes.subarray(at, at + CHUNK_BYTES));
-  const rest = decoder.end();
-  if (rest) yield rest;
+  for (let at = 0; at < bytes.length; ) {
+    let end = Math.min(at + CHUNK_BYTES, bytes.length);
+    if (end < bytes.length) {
+      const newline = bytes.lastIndexOf(NEWLINE, end - 1);
+      end = newline >= at ? newline + 1 : bytes.indexOf(NEWLINE, end) + 1 || bytes.length;
+    }
+    yield bytes.toString('utf8', at, end);
+    at = end;
+  }
 }
+
+const NEWLINE = 0x0a;
 
 async function* readCsv(bytes: Buffer): AsyncGenerator<Row[]> {
   const reader = new PlainCsvReader();

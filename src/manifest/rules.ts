@@ -1,80 +1,187 @@
 import { templateNames } from './templates.js';
 import type { IssueList } from './issues.js';
-import { outputRelativePath, defaultExtension } from './output-paths.js';
+import { DEFAULT_OUTPUT_NAME, MAX_SEGMENT_BYTES, outputRelativePath, defaultExtension, safeFileValue } from './output-paths.js';
 import { type ManifestSource, fieldPath } from './source.js';
-import { dependenciesOf, type ResolvedItem } from './types.js';
+import { dependenciesOf, type ItemOrigin, type ResolvedItem } from './types.js';
 
 /** Rules across items: unique ids, references that exist and fit, no cycles, distinct output files. */
 export function checkAcrossItems(items: readonly ResolvedItem[], source: ManifestSource, outputName: string, vars: ReadonlyMap<string, string>, issues: IssueList, invalidIds: ReadonlySet<string> = new Set()): void {
-  const byId = new Map<string, ResolvedItem>();
-  const at = (item: ResolvedItem, field: string) => {
-    const root = field.replace(/\[\d+\]$/, '');
-    const index = /\[(\d+)\]$/.exec(field)?.[1];
-    const path = ['items', item.where.itemIndex, root, ...(index !== undefined ? [Number(index)] : [])];
-    const pos = source.locate(path);
-    const row = item.where.row ? ` (row at ${item.where.row.file}:${item.where.row.line})` : '';
-    return { file: source.file, ...pos, field: fieldPath(path), row };
-  };
-  const where = (item: ResolvedItem) => `${item.where.row ? `${item.where.row.file}:${item.where.row.line}` : `${item.where.file}:${item.where.line}`}`;
+  const across = new AcrossItems(source, outputName, vars, issues);
+  for (const item of items) across.add(item);
+  across.finish(invalidIds);
+}
 
-  for (const item of items) {
-    const first = byId.get(item.id);
-    if (first) {
-      const loc = at(item, 'id');
-      issues.add({ ...loc, message: `duplicate id ${JSON.stringify(item.id)}: ids must be unique after expansion (first at ${where(first)})${loc.row}` });
-    } else byId.set(item.id, item);
+type Dependency = ReturnType<typeof dependenciesOf>[number];
+
+/**
+ * The rules across items, checked as the items come, in manifest order:
+ * duplicate ids and output files at once, references and cycles at the end.
+ * Of each item it keeps what a later message may name (its id, type and
+ * where it was written, as numbers), not the item: a 100,000-row catalog is
+ * checked without holding its items.
+ */
+export class AcrossItems {
+  /** Each id's first item (any output name but the default). */
+  private readonly seqById = new Map<string, number>();
+  /**
+   * With the default output name an item's first file is `<id>-1.<ext>`, made
+   * safe and compared in lower case: two items' files meet exactly when their
+   * ids, so folded, and their types do. One map keyed by the folded id then
+   * finds both duplicate ids and shared files (half the work of two, on
+   * 100,000 items); the rare ids that fold alike are listed in `clashes`.
+   */
+  private readonly byFoldedId: Map<string, number> | undefined;
+  private readonly clashes = new Map<string, number[]>();
+  /** By the order items came in: each one's id, type (0 image, 1 video), manifest item and row line (0 for none). */
+  private readonly ids: string[] = [];
+  private readonly videos: number[] = [];
+  private readonly itemIndexes: number[] = [];
+  private readonly rowLines: number[] = [];
+  /** Per manifest item: its line, and its rows file when it has one. */
+  private readonly itemPlaces = new Map<number, { line: number; rowsFile: string | undefined }>();
+  /** The items that name other items, with their references: checked once every id is known. */
+  private readonly dependents: { id: string; where: ItemOrigin; deps: Dependency[] }[] = [];
+  /** Which item and output took each file, as one number (item seq × outputs checked + n - 1). */
+  private readonly files = new Map<string, number>();
+  private readonly outputsChecked: number;
+
+  constructor(
+    private readonly source: ManifestSource,
+    private readonly outputName: string,
+    private readonly vars: ReadonlyMap<string, string>,
+    private readonly issues: IssueList,
+  ) {
+    // Without {{n}} a job's later outputs get a -n suffix, which can meet another item's name: check the first few.
+    this.outputsChecked = templateNames(outputName).includes('n') ? 1 : OUTPUTS_CHECKED;
+    if (outputName === DEFAULT_OUTPUT_NAME) this.byFoldedId = new Map();
   }
 
-  const graph = new Map<string, string[]>();
-  for (const item of items) {
+  add(item: ResolvedItem): void {
+    const seq = this.ids.length;
+    const { where } = item;
+    this.ids.push(item.id);
+    this.videos.push(item.type === 'video' ? 1 : 0);
+    this.itemIndexes.push(where.itemIndex);
+    this.rowLines.push(where.row?.line ?? 0);
+    if (!this.itemPlaces.has(where.itemIndex)) this.itemPlaces.set(where.itemIndex, { line: where.line, rowsFile: where.row?.file });
+
+    if (this.byFoldedId) this.addByFoldedId(item, seq, this.byFoldedId);
+    else {
+      const first = this.seqById.get(item.id);
+      if (first !== undefined) this.duplicate(item, first);
+      else this.seqById.set(item.id, seq);
+      this.checkOutputFiles(item, seq);
+    }
     const deps = dependenciesOf(item);
-    if (deps.length) graph.set(item.id, deps.map((d) => d.id));
-    for (const dep of deps) {
-      const target = byId.get(dep.id);
-      if (target && target.type === dep.needs && dep.id !== item.id) continue;
-      const loc = at(item, dep.field);
-      if (!target) {
-        if (!invalidIds.has(dep.id)) issues.add({ ...loc, message: `no item has the id ${JSON.stringify(dep.id)}${loc.row}` });
+    if (deps.length) this.dependents.push({ id: item.id, where, deps });
+  }
+
+  private addByFoldedId(item: ResolvedItem, seq: number, byFoldedId: Map<string, number>): void {
+    const key = foldedId(item.id);
+    const first = byFoldedId.get(key);
+    // Only a long id can make a file name too long (at most 3 bytes a character).
+    if (item.id.length > MAX_SEGMENT_BYTES / 3 - 8) this.checkOutputFiles(item, seq, false);
+    if (first === undefined) {
+      byFoldedId.set(key, seq);
+      return;
+    }
+    let alike = this.clashes.get(key);
+    if (!alike) this.clashes.set(key, (alike = []));
+    const earlier = [first, ...alike];
+    const same = earlier.find((j) => this.ids[j] === item.id);
+    const video = item.type === 'video' ? 1 : 0;
+    const sharing = earlier.find((j) => this.videos[j] === video);
+    if (same !== undefined) this.duplicate(item, same);
+    else if (sharing !== undefined) {
+      const out = outputRelativePath(this.outputName, { id: item.id, n: 1, ext: defaultExtension(item.type), model: item.model, type: item.type, vars: this.vars });
+      const l = this.at(item.where, 'id');
+      if (out.ok) this.issues.add({ ...l, message: `items ${JSON.stringify(this.ids[sharing])} and ${JSON.stringify(item.id)} would write the same file ${out.path}${l.row}` });
+    }
+    alike.push(seq);
+  }
+
+  private duplicate(item: ResolvedItem, first: number): void {
+    const loc = this.at(item.where, 'id');
+    this.issues.add({ ...loc, message: `duplicate id ${JSON.stringify(item.id)}: ids must be unique after expansion (first at ${this.placeOf(first)})${loc.row}` });
+  }
+
+  /** The first item with this exact id. */
+  private seqOf(id: string): number | undefined {
+    if (!this.byFoldedId) return this.seqById.get(id);
+    const key = foldedId(id);
+    const first = this.byFoldedId.get(key);
+    if (first === undefined) return undefined;
+    return [first, ...(this.clashes.get(key) ?? [])].find((j) => this.ids[j] === id);
+  }
+
+  /** What can only be judged once every item is in: references and cycles. `invalidIds`: items whose own errors were reported. */
+  finish(invalidIds: ReadonlySet<string>): void {
+    for (const { id, where, deps } of this.dependents) {
+      for (const dep of deps) {
+        const target = this.seqOf(dep.id);
+        const targetType = target === undefined ? undefined : this.videos[target] ? 'video' : 'image';
+        if (targetType === dep.needs && dep.id !== id) continue;
+        const loc = this.at(where, dep.field);
+        if (targetType === undefined) {
+          if (!invalidIds.has(dep.id)) this.issues.add({ ...loc, message: `no item has the id ${JSON.stringify(dep.id)}${loc.row}` });
+        } else if (targetType !== dep.needs) this.issues.add({ ...loc, message: `expected ${dep.needs === 'image' ? 'an image' : 'a video'} item, found ${JSON.stringify(dep.id)}, ${targetType === 'image' ? 'an image' : 'a video'} item${loc.row}` });
+        else this.issues.add({ ...loc, message: `an item cannot take its own output${loc.row}` });
       }
-      else if (target.type !== dep.needs) issues.add({ ...loc, message: `expected ${dep.needs === 'image' ? 'an image' : 'a video'} item, found ${JSON.stringify(dep.id)}, ${target.type === 'image' ? 'an image' : 'a video'} item${loc.row}` });
-      else if (dep.id === item.id) issues.add({ ...loc, message: `an item cannot take its own output${loc.row}` });
+    }
+    const graph = new Map(this.dependents.map(({ id, deps }) => [id, deps.map((d) => d.id)]));
+    const whereOf = new Map<string, ItemOrigin>();
+    for (const { id, where } of this.dependents) if (!whereOf.has(id)) whereOf.set(id, where);
+    for (const cycle of findCycles(graph)) {
+      const loc = this.at(whereOf.get(cycle[0]!)!, 'id');
+      this.issues.add({ ...loc, message: `a dependency cycle: ${[...cycle, cycle[0]].join(' → ')}` });
     }
   }
-  for (const cycle of findCycles(graph)) {
-    const item = byId.get(cycle[0]!)!;
-    const loc = at(item, 'id');
-    issues.add({ ...loc, message: `a dependency cycle: ${[...cycle, cycle[0]].join(' → ')}` });
-  }
 
-  // Without {{n}} a job's later outputs get a -n suffix, which can meet another item's name: check the first few.
-  const outputsChecked = templateNames(outputName).includes('n') ? 1 : OUTPUTS_CHECKED;
-  // Which item and output took each file, as one number (item index × outputs checked + n - 1): no object per item.
-  const files = new Map<string, number>();
-  const named = (id: string, n: number) => `${JSON.stringify(id)}${n > 1 ? ` (its output ${n})` : ''}`;
-  for (let index = 0; index < items.length; index++) {
-    const item = items[index]!;
-    // Located only when there is something to say: finding a node in a big YAML file is the costly part.
-    const loc = () => at(item, 'id');
+  /** The item's first outputs' names: valid, and no other item's (`shared` false: valid only). */
+  private checkOutputFiles(item: ResolvedItem, seq: number, shared = true): void {
+    const { outputsChecked } = this;
+    const named = (id: string, n: number) => `${JSON.stringify(id)}${n > 1 ? ` (its output ${n})` : ''}`;
     for (let n = 1; n <= outputsChecked; n++) {
-      const out = outputRelativePath(outputName, { id: item.id, n, ext: defaultExtension(item.type), model: item.model, type: item.type, vars });
+      const out = outputRelativePath(this.outputName, { id: item.id, n, ext: defaultExtension(item.type), model: item.model, type: item.type, vars: this.vars });
       if (!out.ok) {
-        const l = loc();
-        issues.add({ ...l, message: `${out.message}${l.row}` });
-        break;
+        const l = this.at(item.where, 'id');
+        this.issues.add({ ...l, message: `${out.message}${l.row}` });
+        return;
       }
+      if (!shared) continue;
       const key = out.path.toLowerCase(); // case-insensitive file systems would merge these
-      const taken = files.get(key);
-      const other = taken === undefined ? undefined : { id: items[Math.floor(taken / outputsChecked)]!.id, n: (taken % outputsChecked) + 1 };
+      const taken = this.files.get(key);
+      const other = taken === undefined ? undefined : { id: this.ids[Math.floor(taken / outputsChecked)]!, n: (taken % outputsChecked) + 1 };
       if (other !== undefined && other.id !== item.id) {
         const hint = outputsChecked > 1 ? '; put {{n}} in output.name (as in the default "{{id}}-{{n}}.{{ext}}")' : '';
-        const l = loc();
-        issues.add({ ...l, message: `items ${named(other.id, other.n)} and ${named(item.id, n)} would write the same file ${out.path}${hint}${l.row}` });
-        break;
+        const l = this.at(item.where, 'id');
+        this.issues.add({ ...l, message: `items ${named(other.id, other.n)} and ${named(item.id, n)} would write the same file ${out.path}${hint}${l.row}` });
+        return;
       }
-      files.set(key, index * outputsChecked + n - 1);
+      this.files.set(key, seq * outputsChecked + n - 1);
     }
   }
+
+  /** Where a field of an item is written, for an issue. Located only when there is something to say: finding a node in a big YAML file is the costly part. */
+  private at(where: ItemOrigin, field: string) {
+    const root = field.replace(/\[\d+\]$/, '');
+    const index = /\[(\d+)\]$/.exec(field)?.[1];
+    const path = ['items', where.itemIndex, root, ...(index !== undefined ? [Number(index)] : [])];
+    const pos = this.source.locate(path);
+    const row = where.row ? ` (row at ${where.row.file}:${where.row.line})` : '';
+    return { file: this.source.file, ...pos, field: fieldPath(path), row };
+  }
+
+  /** Where the item that came `seq`th was written: its row, else its place in the manifest. */
+  private placeOf(seq: number): string {
+    const place = this.itemPlaces.get(this.itemIndexes[seq]!)!;
+    const line = this.rowLines[seq]!;
+    return place.rowsFile !== undefined && line > 0 ? `${place.rowsFile}:${line}` : `${this.source.file}:${place.line}`;
+  }
 }
+
+/** An id as the default output name puts it in a file name, in lower case. */
+const foldedId = (id: string) => safeFileValue(id).toLowerCase();
 
 /** Outputs per job whose names are checked for collisions when output.name has no {{n}}. */
 const OUTPUTS_CHECKED = 4;

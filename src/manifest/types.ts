@@ -43,3 +43,12 @@ export function dependenciesOf(item: Omit<ResolvedItem, 'where'>): { id: string;
   if (item.source) deps.push({ id: item.source, field: 'source', needs: 'video' });
   return deps;
 }
+
+/** The item's local file inputs, in the order its fields name them (most catalog rows have none, and are passed over without an array). */
+export function fileInputsOf(item: Omit<ResolvedItem, 'where'>): readonly FileInput[] {
+  if (item.inputs === undefined && item.image === undefined && item.referenceImages === undefined && item.video === undefined) return NO_FILES;
+  return [...(item.inputs ?? []), item.image, ...(item.referenceImages ?? []), item.video].filter((ref): ref is FileInput => ref?.kind === 'file');
+}
+
+type FileInput = Extract<InputRef, { kind: 'file' }>;
+const NO_FILES: readonly FileInput[] = Object.freeze([]);

@@ -16,27 +16,28 @@ export interface StateResume {
  * were when the state's items were last written from them, the state already
  * holds every item as the manifest would expand now: a resume need not
  * expand and check 100,000 rows again. `resume` is undefined on any doubt;
- * the caller then loads and validates the whole manifest, and records
- * `fingerprint` with the items it writes. The fingerprint is taken before
- * that load, so a file edited meanwhile is never taken for the bytes loaded;
- * `top` is returned for that load, which then expands the very text hashed.
+ * the caller then checks the whole manifest, and records `fingerprint` with
+ * the items it writes. `top` and `rowsRead` (the rows files' bytes) are
+ * returned for that check, which then expands the very text and bytes hashed:
+ * a file edited meanwhile is never taken for the bytes checked.
  */
-export async function planResume(path: string, cwd: string, statePathOf: (top: ManifestTop) => string, fromState: boolean): Promise<{ resume?: StateResume; fingerprint?: string; top?: ManifestTop }> {
+export async function planResume(path: string, cwd: string, statePathOf: (top: ManifestTop) => string, fromState: boolean): Promise<{ resume?: StateResume; fingerprint?: string; top?: ManifestTop; rowsRead?: ReadonlyMap<string, Buffer> }> {
   const top = await loadManifestTop(path, cwd);
   if (!top) return {};
-  const fingerprint = await sourcesFingerprint(top);
-  if (fingerprint === undefined) return { top };
+  const sources = await sourcesFingerprint(top);
+  if (sources === undefined) return { top };
+  const { fingerprint, rows: rowsRead } = sources;
   const statePath = statePathOf(top);
-  if (!fromState || !existsSync(statePath)) return { fingerprint, top };
+  if (!fromState || !existsSync(statePath)) return { fingerprint, top, rowsRead };
   let store: Store;
   try {
     store = Store.openReadOnly(statePath);
   } catch {
-    return { fingerprint, top }; // the full path reports what is wrong with it
+    return { fingerprint, top, rowsRead }; // the full path reports what is wrong with it
   }
   try {
     const synced = syncedSources(store);
-    if (!synced || synced.fingerprint !== fingerprint || !(await inputsUnchanged(synced.inputs))) return { fingerprint, top };
+    if (!synced || synced.fingerprint !== fingerprint || !(await inputsUnchanged(synced.inputs))) return { fingerprint, top, rowsRead };
     return { resume: { top, synced, shapes: synced.shapes ?? store.items.shapes() }, fingerprint };
   } finally {
     store.close();

@@ -25,7 +25,7 @@ import { JobTask } from './job-task.js';
 import { coordinatorNotices, keepCoordinatorLeases } from './coordination.js';
 import { KeyRoster } from './key-roster.js';
 import { KeyLane, KeyLanes, type JobType, type LaneKey } from './lanes.js';
-import { syncFreshInSteps, syncItems, type SyncSteps } from './sync.js';
+import { syncFreshInSteps, syncItems, type ItemsToSync, type SyncSteps } from './sync.js';
 
 /** What a run did; the CLI decides the exit code from it. */
 export interface RunSummary {
@@ -93,7 +93,7 @@ export class Runner implements RunContext {
     readonly opts: RunOptions,
     private readonly catalog: Catalog | undefined,
     /** The manifest's items to write into the state first; none when the state holds them as they are (a resume). */
-    private toSync?: { items: readonly ResolvedItem[]; fingerprint?: string | undefined },
+    private toSync?: { items: ItemsToSync | readonly ResolvedItem[]; fingerprint?: string | undefined },
   ) {
     if (keys.length === 0) throw new Error('a run needs at least one API key');
     this.clock = new RunClock(opts.now, opts.timeScale);
@@ -145,7 +145,7 @@ export class Runner implements RunContext {
     // Before anything is paid for: a dir that cannot take outputs stops the run here.
     const unwritable = await probeOutputDir(this.opts.outDir);
     if (unwritable) {
-      this.unsynced?.step(Infinity); // every item in the state, for the summary and the next run
+      await this.unsynced?.step(Infinity); // every item in the state, for the summary and the next run
       this.control.stop('disk', `${unwritable.message}. Nothing was submitted. Fix it (or pass --out DIR) and run the same command again: what was already paid for is downloaded then, without paying again.`);
       return this.summary();
     }
@@ -177,7 +177,7 @@ export class Runner implements RunContext {
     // A canary is chosen from every item: its run waits for all of them to be written.
     const steps = this.opts.canary ? undefined : await syncFreshInSteps(this.store, this.manifest, items, this.opts, fingerprint);
     if (!steps) await syncItems(this.store, this.manifest, items, this.opts, fingerprint);
-    else if (!steps.step(this.syncStepMs)) this.unsynced = steps;
+    else if (!(await steps.step(this.syncStepMs))) this.unsynced = steps;
   }
 
   /** The rest of a first sync, a step at a time between the run's own work; each step may make items ready. */
@@ -188,7 +188,7 @@ export class Runner implements RunContext {
       for (let done = false; !done; ) {
         // Written to the end even when the run stops: its summary, and the next run, count every item.
         await yieldToEvents();
-        done = steps.step(this.syncStepMs);
+        done = await steps.step(this.syncStepMs);
         this.control.wake();
       }
     } catch (error) {

@@ -272,22 +272,20 @@ export class Items {
   }
 
   /**
-   * A step of a first sync: inserts the items `rows` yields, with their
-   * dependencies, in one transaction; true when `rows` ended with every item
-   * given. Committed without a flush of its own: the items can be written
-   * again from the manifest, and the next paid request's commit flushes them.
+   * A step of a first sync: inserts the items, with their dependencies, in
+   * one transaction. Committed without a flush of its own: the items can be
+   * written again from the manifest, and the next paid request's commit
+   * flushes them.
    */
-  insertNew(rows: Iterator<ItemSync, boolean>, now: number): boolean {
-    return withRelaxedSync(this.db, () =>
+  insertNew(items: Iterable<ItemSync>, now: number): void {
+    withRelaxedSync(this.db, () =>
       this.db.transaction(() => {
         const addedByType = { image: 0, video: 0 };
-        let next = rows.next();
-        for (; !next.done; next = rows.next()) {
-          this.insertDeps(next.value);
-          this.insertItem(next.value, now, addedByType);
+        for (const item of items) {
+          this.insertDeps(item);
+          this.insertItem(item, now, addedByType);
         }
         this.tallyInserted(addedByType);
-        return next.value;
       }).immediate(),
     );
   }

@@ -5,7 +5,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { Catalog } from '../../src/api/catalog.js';
 import { loadManifest } from '../../src/manifest/index.js';
 import { Runner } from '../../src/runner/index.js';
-import { syncedSources, syncFreshInSteps, syncItems } from '../../src/runner/sync.js';
+import { itemsInMemory, syncedSources, syncFreshInSteps, syncItems, type ItemsToSync } from '../../src/runner/sync.js';
 import { DEFAULT_KEY_LIMITS } from '../../src/scheduler/limits.js';
 import { Store } from '../../src/store/index.js';
 import { expectNoDoubleChargeAndVerifiedOutputs, workspace } from '../helpers/run.js';
@@ -26,19 +26,19 @@ describe('the first sync of a state, in steps', () => {
   const opts = { now: Date.now, redoChanged: false } as Parameters<typeof syncItems>[3];
 
   it('writes a few rows per step, in manifest order, and records the sources only after the last', async () => {
-    const { dir, top } = await loaded(`version: 1\nitems:\n${images(200)}\n`);
+    const { dir, top } = await loaded(`version: 1\nitems:\n${images(600)}\n`);
     const store = Store.open(join(dir, 's.sqlite'));
     try {
       const steps = (await syncFreshInSteps(store, top, top.items, opts, 'fp'))!;
       const written: number[] = [];
       const count = () => Object.values(store.items.counts()).reduce((a, b) => a + b, 0);
       for (let done = false; !done; ) {
-        done = steps.step(0); // a spent budget: the fewest rows a step writes
+        done = await steps.step(0); // a spent budget: the fewest rows a step writes (a batch)
         written.push(count());
         if (!done) expect(syncedSources(store)).toBeUndefined();
       }
-      expect(written).toEqual([64, 128, 192, 200]);
-      expect(syncedSources(store)).toMatchObject({ fingerprint: 'fp', items: 200 });
+      expect(written).toEqual([256, 512, 600, 600]);
+      expect(syncedSources(store)).toMatchObject({ fingerprint: 'fp', items: 600 });
       expect(store.items.ready('image', Date.now(), -1, 3).map((r) => r.id)).toEqual(['img-0', 'img-1', 'img-2']);
       // A state that holds items is synced the usual way, comparing each one.
       expect(await syncFreshInSteps(store, top, top.items, opts, 'fp')).toBeUndefined();
@@ -48,18 +48,18 @@ describe('the first sync of a state, in steps', () => {
   });
 
   it('cut off half-way, is completed by the next sync: every item once, the sources recorded', async () => {
-    const { dir, top } = await loaded(`version: 1\nitems:\n${images(150)}\n`);
+    const { dir, top } = await loaded(`version: 1\nitems:\n${images(300)}\n`);
     const path = join(dir, 's.sqlite');
     let store = Store.open(path);
-    expect((await syncFreshInSteps(store, top, top.items, opts, 'fp'))!.step(0)).toBe(false);
+    expect(await (await syncFreshInSteps(store, top, top.items, opts, 'fp'))!.step(0)).toBe(false);
     store.close();
     store = Store.open(path);
     try {
       expect(syncedSources(store)).toBeUndefined();
       const { added } = await syncItems(store, top, top.items, opts, 'fp');
-      expect(added).toBe(86);
-      expect(store.items.counts().pending).toBe(150);
-      expect(syncedSources(store)).toMatchObject({ fingerprint: 'fp', items: 150 });
+      expect(added).toBe(44);
+      expect(store.items.counts().pending).toBe(300);
+      expect(syncedSources(store)).toMatchObject({ fingerprint: 'fp', items: 300 });
     } finally {
       store.close();
     }
@@ -74,17 +74,24 @@ describe('the first sync of a state, in steps', () => {
     const ws = workspace(t.sim, manifest);
     const { top } = await loadManifestIn(ws.dir);
     const store = Store.open(ws.statePath);
-    const insertNew = store.items.insertNew.bind(store.items);
     const submissions = () => t.sim.service.ledger.of('request').filter((r) => r.method === 'POST').length;
-    let steps = 0;
-    // The steps after the first wait (write nothing) until the run has submitted: its feed loops meet a state still being written.
-    vi.spyOn(store.items, 'insertNew').mockImplementation((rows, now) => (++steps > 1 && submissions() < 5 ? false : insertNew(rows, now)));
+    let batches = 0;
+    // Batches of 20, and those after the first wait until the run has submitted: its feed loops meet a state still being written.
+    const items: ItemsToSync = {
+      ...itemsInMemory(top.items),
+      async *batches() {
+        for (let at = 0; at < top.items.length; at += 20) {
+          if (++batches > 1) await vi.waitFor(() => expect(submissions()).toBeGreaterThanOrEqual(5), { timeout: 10_000, interval: 5 });
+          yield top.items.slice(at, at + 20);
+        }
+      },
+    };
     try {
       const limits = { ...DEFAULT_KEY_LIMITS, submit: { count: 10, windowMs: 100 }, read: { count: 120, windowMs: 100 }, upload: { count: 30, windowMs: 100 } };
       const catalog = await Catalog.fetch(t.client, ['image', 'video']);
       const options = { outDir: ws.outDir, limits, pollWaitSeconds: 30, maxRetries: 2, maxBlocked: 20, redoChanged: false, timeScale: 600, downloadConcurrency: 4, now: Date.now, syncStepMs: 0 };
-      const summary = await new Runner([{ fingerprint: 'fp-test', client: t.client, limits }], store, top, options, catalog, { items: top.items, fingerprint: 'sources' }).run();
-      expect(steps).toBeGreaterThan(3);
+      const summary = await new Runner([{ fingerprint: 'fp-test', client: t.client, limits }], store, top, options, catalog, { items, fingerprint: 'sources' }).run();
+      expect(batches).toBe(8);
       expect(summary.counts.done).toBe(152);
       expect(syncedSources(store)).toMatchObject({ fingerprint: 'sources', items: 152 });
     } finally {

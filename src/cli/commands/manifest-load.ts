@@ -1,7 +1,7 @@
 // Light on purpose: the commands that only read a state (status, report, retry) load the manifest's top level, not its validator.
 import { formatIssue, type IssueList, type ManifestIssue } from '../../manifest/issues.js';
 import { locateManifest, type ManifestLocation } from '../../manifest/locate.js';
-import type { LoadedManifest, ManifestTop } from '../../manifest/validate.js';
+import type { CheckedManifest, LoadedManifest, ManifestTop } from '../../manifest/validate.js';
 import { EXIT, ExitError } from '../exit.js';
 
 const MAX_PRINTED = 50;
@@ -26,6 +26,14 @@ export async function loadValid(path: string, cwd: string, top?: ManifestTop): P
   const { loaded, issues, warnings } = await loadManifest(path, cwd, top);
   if (!loaded || issues.count > 0) throw new ExitError(EXIT.usage, issueReport(issues));
   return { ...loaded, warnings };
+}
+
+/** Checks offline as `loadValid` does, without holding the items (a run expands them again as it writes them); any problem is exit 2. */
+export async function checkValid(path: string, cwd: string, top?: ManifestTop, rowsRead?: ReadonlyMap<string, Buffer>): Promise<CheckedManifest & { warnings: ManifestIssue[] }> {
+  const { checkManifest } = await import('../../manifest/validate.js');
+  const { checked, issues, warnings } = await checkManifest(path, cwd, top, rowsRead);
+  if (!checked || issues.count > 0) throw new ExitError(EXIT.usage, issueReport(issues));
+  return Object.assign(checked, { warnings });
 }
 
 /** Warnings as lines: "warning: file:line:column: field: message". */

@@ -3,7 +3,7 @@ import { dirname, join, resolve } from 'node:path';
 import { Catalog } from '../../api/catalog.js';
 import { keyTextsIn } from '../../api/key-pool.js';
 import { createLogger, type Logger } from '../../log/logger.js';
-import type { LoadedManifest, ManifestTop } from '../../manifest/index.js';
+import type { ManifestTop } from '../../manifest/index.js';
 import { IssueList } from '../../manifest/index.js';
 import { checkAgainstService, shapeProblems } from '../../manifest/online.js';
 import { Notifier } from '../../notify/notifier.js';
@@ -21,7 +21,7 @@ import { EXIT, ExitError, usageError } from '../exit.js';
 import { count, num, paintFor, type Paint } from '../format.js';
 import { Progress } from '../progress.js';
 import { openStateReadOnly, statePathFor } from '../state-path.js';
-import { issueReport, loadValid, warningReport } from './manifest-load.js';
+import { checkValid, issueReport, loadValid, warningReport } from './manifest-load.js';
 
 export interface RunFlags extends ConnectionFlags {
   state?: string;
@@ -80,15 +80,16 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
   // Each key's /me is on its way while the manifest is read and checked: a round trip less before the first submission.
   const keys = askKeys(flags, env, timeScale);
   let plan: Awaited<ReturnType<typeof planResume>>;
-  let loaded: Awaited<ReturnType<typeof loadValid>> | undefined;
+  let checked: Awaited<ReturnType<typeof checkValid>> | undefined;
   let manifest: ManifestTop;
   let statePath: string;
   try {
     // A resume whose sources are unchanged takes its items from the state (a rehearsal starts over, --redo-changed looks at each item).
     plan = rehearsal ? {} : await planResume(path, cwd, statePathOf, !flags.redoChanged);
-    loaded = plan.resume ? undefined : await loadValid(path, cwd, plan.top);
+    // Checked without holding the items: the run expands them again as it writes them into the state.
+    checked = plan.resume ? undefined : await checkValid(path, cwd, plan.top, plan.rowsRead);
     // The top level only: the items live in the state once synced, not in memory for the whole run.
-    manifest = plan.resume?.top ?? topOf(loaded!);
+    manifest = plan.resume?.top ?? topOf(checked!);
     statePath = statePathOf(manifest);
     // A fresh in-process simulator knows none of an earlier run's jobs: a rehearsal starts over, and never on a real run's state.
     if (rehearsal) startRehearsalOver(statePath, !flags.state);
@@ -103,7 +104,8 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
   let store: Store;
   let pool: PoolSetup;
   let coordinator: Coordinator | undefined;
-  const types = new Set(resumed ? resumed.shapes.map((s) => s.type) : loaded!.items.map((i) => i.type));
+  const shapes = resumed ? resumed.shapes : checked!.shapes;
+  const types = new Set(shapes.map((s) => s.type));
   // The catalog is asked of the first key while the keys' /me answers may still be on their way.
   const firstKey = connection.keys[0]!;
   const earlyCatalog = Catalog.fetch(firstKey.client, types).catch(() => undefined);
@@ -116,12 +118,14 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
     // Asked again of the pool's first key if the first key was refused or the early answer failed, as it was asked before.
     const early = pool.keys[0]!.fingerprint === firstKey.fingerprint ? await earlyCatalog : undefined;
     catalog = early ?? (await Catalog.fetch(pool.keys[0]!.client, types));
-    // The state's item shapes pass as they did, or the whole manifest is loaded to say where each problem is.
-    if (resumed && shapeProblems(resumed.shapes, resumed.top.source, catalog, pool.scopes) > 0) loaded = await loadValid(path, cwd);
-    if (loaded) {
+    // The items' shapes (the checked manifest's, or the state's) pass, or the whole manifest is loaded to say where each problem is.
+    if (shapeProblems(shapes, manifest.source, catalog, pool.scopes) > 0) {
+      const loaded = await loadValid(path, cwd);
       const issues = new IssueList();
       checkAgainstService(loaded.items, loaded.source, catalog, pool.scopes, issues);
       if (issues.count > 0) throw new ExitError(EXIT.usage, issueReport(issues));
+      // Its items no longer are what was checked: nothing is sent on a guess.
+      throw new ExitError(EXIT.usage, `${path} or its files changed while they were checked; nothing was submitted. Run the same command again.`);
     }
     store = Store.open(statePath);
   } catch (error) {
@@ -129,10 +133,10 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
     await connection.close();
     throw error;
   }
-  const toSync = loaded ? { items: loaded.items, fingerprint: plan.fingerprint } : undefined;
-  const warnings = loaded?.warnings ?? [];
-  const itemCount = loaded ? loaded.items.length : resumed!.synced.items;
-  loaded = undefined;
+  const toSync = checked ? { items: checked, fingerprint: plan.fingerprint } : undefined;
+  const warnings = checked?.warnings ?? [];
+  const itemCount = checked ? checked.count : resumed!.synced.items;
+  checked = undefined; // the runner holds what it needs until its items are written
   // A rehearsal never writes where a real run's outputs are.
   const outDir = `${flags.out ? resolve(cwd, flags.out) : manifest.outputDir}${flags.simulate ? '.simulated' : ''}`;
   const logPath = join(dirname(statePath), `${manifest.name}${flags.simulate ? '.simulated' : ''}.log`);
@@ -253,8 +257,8 @@ function notifierFor(flags: RunFlags, ctx: { run: string; manifest: string; stor
   });
 }
 
-function topOf({ items: _items, ...top }: LoadedManifest): ManifestTop {
-  return top;
+function topOf({ source, manifest, name, outputDir, outputName, vars }: ManifestTop): ManifestTop {
+  return { source, manifest, name, outputDir, outputName, vars };
 }
 
 /** Problem items the end of a run names with their message; status lists them all. */

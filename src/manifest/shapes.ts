@@ -1,0 +1,33 @@
+import type { ItemShape } from '../store/index.js';
+import type { ResolvedItem } from './types.js';
+
+/**
+ * The items' shapes as `Items.shapes()` reads them from the state, counted as
+ * the items come: the service's catalog judges a manifest by these, and a
+ * resume checks them without reading every item's JSON (0.3 s at 100,000).
+ */
+export class ShapeTally {
+  private readonly byKey = new Map<string, ItemShape>();
+  private last: ItemShape | undefined;
+
+  add(item: ResolvedItem): void {
+    const given: ItemShape['given'] = item.image !== undefined ? 'image' : item.referenceImages !== undefined ? 'referenceImages' : item.video !== undefined ? 'video' : item.source !== undefined ? 'source' : null;
+    const edits = item.inputs !== undefined ? 1 : 0;
+    // A catalog's rows mostly share the last row's shape: compared field by field, with no key made.
+    const last = this.last;
+    if (last && last.type === item.type && last.model === item.model && last.aspectRatio === (item.aspectRatio ?? null) && last.resolution === (item.resolution ?? null) && last.duration === (item.duration ?? null) && last.edits === edits && last.given === given) {
+      last.n++;
+      return;
+    }
+    // A string key, not the shape's JSON.
+    const key = `${item.type}\u0000${item.model}\u0000${item.aspectRatio}\u0000${item.resolution}\u0000${item.duration}\u0000${edits}\u0000${given}`;
+    let seen = this.byKey.get(key);
+    if (seen) seen.n++;
+    else this.byKey.set(key, (seen = { type: item.type, model: item.model, aspectRatio: item.aspectRatio ?? null, resolution: item.resolution ?? null, duration: item.duration ?? null, edits, given, n: 1 }));
+    this.last = seen;
+  }
+
+  all(): ItemShape[] {
+    return [...this.byKey.values()];
+  }
+}
