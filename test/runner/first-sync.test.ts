@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { Catalog } from '../../src/api/catalog.js';
-import { loadManifest } from '../../src/manifest/index.js';
+import { checkManifest, loadManifest } from '../../src/manifest/index.js';
 import { Runner } from '../../src/runner/index.js';
 import { itemsInMemory, syncedSources, syncFreshInSteps, syncItems, type ItemsToSync } from '../../src/runner/sync.js';
 import { DEFAULT_KEY_LIMITS } from '../../src/scheduler/limits.js';
@@ -63,6 +63,36 @@ describe('the first sync of a state, in steps', () => {
     } finally {
       store.close();
     }
+  });
+
+  it('writes the very items the check read, in steps, even when the rows file changes after the check', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'genbatch-first-sync-'));
+    const rows = (n: number, title: string) => `sku,title\n${Array.from({ length: n }, (_, i) => `S-${i},${title} ${i}`).join('\n')}\n`;
+    writeFileSync(join(dir, 'm.yaml'), 'version: 1\ndefaults: { model: studio-lite }\nitems:\n  - rows: p.csv\n    id: "{{sku}}"\n    prompt: "{{title}}"\n');
+    writeFileSync(join(dir, 'p.csv'), rows(700, 'Mug'));
+    const { loaded: expected } = await loadManifest('m.yaml', dir);
+    const { checked, issues } = await checkManifest('m.yaml', dir);
+    expect(issues.count).toBe(0);
+    expect(checked).toMatchObject({ count: 700, shapes: [{ type: 'image', model: 'studio-lite', n: 700 }] });
+    // Edited once checked: the run must not write rows nobody checked.
+    writeFileSync(join(dir, 'p.csv'), rows(5, 'Bowl'));
+    const written = async (name: string, items: Parameters<typeof syncItems>[2]) => {
+      const store = Store.open(join(dir, name));
+      try {
+        const steps = (await syncFreshInSteps(store, checked!, items, opts, 'fp'))!;
+        let n = 0;
+        while (!(await steps.step(0))) n++;
+        return { steps: n, items: store.items.all().map((r) => [r.id, r.seq, r.content_hash, r.spec]), synced: syncedSources(store) };
+      } finally {
+        store.close();
+      }
+    };
+    const fromCheck = await written('checked.sqlite', checked!);
+    const fromLoad = await written('loaded.sqlite', expected!.items);
+    expect(fromCheck.steps).toBe(3);
+    expect(fromCheck.items).toHaveLength(700);
+    expect(fromCheck.items).toEqual(fromLoad.items);
+    expect(fromCheck.synced).toEqual(fromLoad.synced);
   });
 
   it('a run on the first rows goes on as the rest come in: an item that waits for a later one, and a type the first rows lack, both run', async () => {
