@@ -1,16 +1,14 @@
-import { createRequire } from 'node:module';
 import type { Dispatcher, Agent as UndiciAgent } from 'undici';
-
 // undici's index also loads its web layer (fetch, WebSocket, cookies, caches, mocks)
 // and, through it, Node's own bundled undici: about 80 ms of every start, before the
 // first submission. The client needs the agent and `request` only, which undici
 // keeps in these files (the package has no export map; the lock pins the version).
-const require = createRequire(import.meta.url);
+// Imported, not required, so that the bin's bundle holds them (undici-parts.d.ts types them).
+import UndiciAgentClass from 'undici/lib/dispatcher/agent.js';
+import requestOn from 'undici/lib/api/api-request.js';
 
-export const Agent = require('undici/lib/dispatcher/agent.js') as typeof UndiciAgent;
+export const Agent = UndiciAgentClass;
 export type Agent = UndiciAgent;
-
-const requestOn = require('undici/lib/api/api-request.js') as (this: Dispatcher, options: Dispatcher.RequestOptions) => Promise<Dispatcher.ResponseData>;
 
 export type RequestOptions = Omit<Dispatcher.RequestOptions, 'origin' | 'path'>;
 
