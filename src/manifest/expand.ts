@@ -143,6 +143,8 @@ export class Expander {
     };
     const text = (field: string, value: string | undefined): string | undefined => {
       if (value === undefined) return undefined;
+      // Most fields are the same text on every row: no render, and no result object, for them.
+      if (!value.includes('{{') && value.trim() !== '') return value;
       const r = render(value, ctx);
       if (!r.ok) return void fail(field, r.message);
       if (r.value.trim() === '') return void fail(field, `expected a non-empty value, found ${JSON.stringify(r.value)} after templates`);

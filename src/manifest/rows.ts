@@ -39,6 +39,7 @@ export class RowsFiles {
 
 /** How much of a rows file is decoded and parsed at a time. */
 const CHUNK_BYTES = 256 * 1024;
+const FIRST_CHUNK_BYTES = 16 * 1024;
 
 /**
  * The rows of a CSV (with header) or JSONL file, a batch at a time (a catalog
@@ -59,8 +60,9 @@ export async function* readRows(absPath: string, file: string, issues: IssueList
 
 /** The bytes as text, a chunk of whole lines at a time (a newline byte is never inside a UTF-8 character). */
 function* decodedChunks(bytes: Buffer): Generator<string> {
-  for (let at = 0; at < bytes.length; ) {
-    let end = Math.min(at + CHUNK_BYTES, bytes.length);
+  // A small first chunk: a run writes the first rows into its state, and sends the first of them, before the rest are parsed.
+  for (let at = 0, size = FIRST_CHUNK_BYTES; at < bytes.length; size = CHUNK_BYTES) {
+    let end = Math.min(at + size, bytes.length);
     if (end < bytes.length) {
       const newline = bytes.lastIndexOf(NEWLINE, end - 1);
       end = newline >= at ? newline + 1 : bytes.indexOf(NEWLINE, end) + 1 || bytes.length;

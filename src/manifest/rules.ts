@@ -33,12 +33,13 @@ export class AcrossItems {
   private readonly byFoldedId: Map<string, number> | undefined;
   private readonly clashes = new Map<string, number[]>();
   /** By the order items came in: each one's id, type (0 image, 1 video), manifest item and row line (0 for none). */
-  private readonly ids: string[] = [];
+  readonly ids: string[] = [];
   private readonly videos: number[] = [];
   private readonly itemIndexes: number[] = [];
   private readonly rowLines: number[] = [];
   /** Per manifest item: its line, and its rows file when it has one. */
   private readonly itemPlaces = new Map<number, { line: number; rowsFile: string | undefined }>();
+  private lastItemIndex = -1;
   /** The items that name other items, with their references: checked once every id is known. */
   private readonly dependents: { id: string; where: ItemOrigin; deps: Dependency[] }[] = [];
   /** Which item and output took each file, as one number (item seq × outputs checked + n - 1). */
@@ -63,7 +64,9 @@ export class AcrossItems {
     this.videos.push(item.type === 'video' ? 1 : 0);
     this.itemIndexes.push(where.itemIndex);
     this.rowLines.push(where.row?.line ?? 0);
-    if (!this.itemPlaces.has(where.itemIndex)) this.itemPlaces.set(where.itemIndex, { line: where.line, rowsFile: where.row?.file });
+    // Asked when the manifest item changes, not for each of its rows.
+    if (where.itemIndex !== this.lastItemIndex && !this.itemPlaces.has(where.itemIndex)) this.itemPlaces.set(where.itemIndex, { line: where.line, rowsFile: where.row?.file });
+    this.lastItemIndex = where.itemIndex;
 
     if (this.byFoldedId) this.addByFoldedId(item, seq, this.byFoldedId);
     else {

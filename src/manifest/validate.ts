@@ -80,14 +80,12 @@ export interface CheckResult {
 export async function checkManifest(path: string, cwd = process.cwd(), readAlready?: ManifestTop, rowsRead?: ReadonlyMap<string, Buffer>): Promise<CheckResult> {
   const shapes = new ShapeTally();
   const inputFiles = new Set<string>();
-  const ids: string[] = [];
   const pass = await checkItems(path, cwd, readAlready, rowsRead, (item) => {
-    ids.push(item.id);
     shapes.add(item);
     for (const ref of fileInputsOf(item)) inputFiles.add(ref.path);
   });
-  if (!pass.top || !pass.expander) return { issues: pass.issues, warnings: pass.warnings };
-  const expander = pass.expander;
+  if (!pass.top || !pass.expander || !pass.ids) return { issues: pass.issues, warnings: pass.warnings };
+  const { expander, ids } = pass;
   async function* batches(): AsyncGenerator<ResolvedItem[]> {
     const issues = new IssueList();
     let seq = 0;
@@ -103,7 +101,7 @@ export async function checkManifest(path: string, cwd = process.cwd(), readAlrea
 }
 
 /** One pass over the items: each is checked across the others and given to `take` as it comes. `top` and `expander` are absent when the items could not all be checked. */
-async function checkItems(path: string, cwd: string, readAlready: ManifestTop | undefined, rowsRead: ReadonlyMap<string, Buffer> | undefined, take: (item: ResolvedItem) => void): Promise<{ top?: ManifestTop; expander?: Expander; issues: IssueList; warnings: ManifestIssue[] }> {
+async function checkItems(path: string, cwd: string, readAlready: ManifestTop | undefined, rowsRead: ReadonlyMap<string, Buffer> | undefined, take: (item: ResolvedItem) => void): Promise<{ top?: ManifestTop; expander?: Expander; ids?: readonly string[]; issues: IssueList; warnings: ManifestIssue[] }> {
   const read: TopRead = readAlready ? { issues: new IssueList(), top: readAlready, schemaOk: true } : await readTop(path, cwd);
   if (!read.top) return { issues: read.issues, warnings: [] };
   const { top, issues, only, schemaOk, templateProblem } = read;
@@ -121,7 +119,7 @@ async function checkItems(path: string, cwd: string, readAlready: ManifestTop | 
   across?.finish(expander.invalidIds);
   if (!schemaOk) return { issues, warnings: expander.warnings() };
   if (count === 0 && issues.count === 0) issues.add({ file: top.source.file, ...top.source.locate(['items']), field: 'items', message: 'the manifest expands to no items (are the rows files empty?)' });
-  return { top, expander, issues, warnings: expander.warnings() };
+  return { top, expander, ...(across ? { ids: across.ids } : {}), issues, warnings: expander.warnings() };
 }
 
 /**

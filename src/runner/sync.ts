@@ -111,19 +111,21 @@ export async function syncFreshInSteps(store: Store, manifest: ManifestTop, item
 
 /** The state's run meta, how to make an item's row, and what to record once they are all written. */
 async function prepareSync(store: Store, manifest: ManifestTop, source: ItemsToSync, opts: RunOptions, fingerprint: string | undefined): Promise<{ row: (item: ResolvedItem, seq: number) => ItemSync; finish: () => void }> {
-  if (!store.meta('run_id')) {
-    store.setMeta('run_id', runIdFor(manifest.source.absPath, manifest.name));
-    store.setMeta('manifest', manifest.source.absPath);
-    store.setMeta('created_at', new Date(opts.now()).toISOString());
-    if (opts.rehearsal) store.setMeta('rehearsal', '1');
-  }
   // Input files are hashed first (the only async part), so the rows can be made one at a time as they are written:
   // a 100,000-row catalog never holds all its rows and their JSON at once.
   const inputs = fingerprint === undefined ? [] : await snapshotInputs(source.inputFiles);
   const fileHashes = new Map<string, string>();
   for (const path of source.inputFiles) fileHashes.set(path, await fileSha256(path));
-  // Cleared first: a sync cut off half-way must never pass for the one the fingerprint names.
-  store.deleteMeta(SYNCED_SOURCES);
+  // One commit, one flush, for the run's meta. The sources are cleared first: a sync cut off half-way must never pass for the one the fingerprint names.
+  store.tx(() => {
+    if (!store.meta('run_id')) {
+      store.setMeta('run_id', runIdFor(manifest.source.absPath, manifest.name));
+      store.setMeta('manifest', manifest.source.absPath);
+      store.setMeta('created_at', new Date(opts.now()).toISOString());
+      if (opts.rehearsal) store.setMeta('rehearsal', '1');
+    }
+    store.deleteMeta(SYNCED_SOURCES);
+  });
   return {
     row(item, seq) {
       const { where: _where, ...spec } = item;
