@@ -40,6 +40,8 @@ export function itemsInMemory(items: readonly ResolvedItem[]): ItemsToSync {
 }
 
 const IN_MEMORY_BATCH = 256;
+/** The fewest rows a step of a first sync writes (unless the items end first): more than a first window's submissions. */
+const STEP_ROWS = 64;
 
 const toSource = (items: ItemsToSync | readonly ResolvedItem[]): ItemsToSync => (isList(items) ? itemsInMemory(items) : items);
 const isList = (items: ItemsToSync | readonly ResolvedItem[]): items is readonly ResolvedItem[] => Array.isArray(items);
@@ -95,13 +97,19 @@ export async function syncFreshInSteps(store: Store, manifest: ManifestTop, item
     async step(budgetMs) {
       const deadline = performance.now() + budgetMs;
       while (!done) {
-        const next = await batches.next();
-        if (next.done) {
-          done = true;
-          sync.finish();
-          break;
+        // At least STEP_ROWS a transaction: a manifest of single items gives its items one at a time, and a first
+        // step cut after a few of them would hold the rest of the first window back to later steps.
+        const rows: ItemSync[] = [];
+        while (rows.length < STEP_ROWS) {
+          const next = await batches.next();
+          if (next.done) {
+            done = true;
+            break;
+          }
+          for (const item of next.value) rows.push(sync.row(item, seq++));
         }
-        store.items.insertNew(next.value.map((item) => sync.row(item, seq++)), opts.now());
+        if (rows.length) store.items.insertNew(rows, opts.now());
+        if (done) sync.finish();
         if (performance.now() >= deadline) break;
       }
       return done;

@@ -25,7 +25,7 @@ async function loaded(manifest: string) {
 describe('the first sync of a state, in steps', () => {
   const opts = { now: Date.now, redoChanged: false } as Parameters<typeof syncItems>[3];
 
-  it('writes a few rows per step, in manifest order, and records the sources only after the last', async () => {
+  it('writes a few hundred rows per step, in manifest order, and records the sources only after the last', async () => {
     const { dir, top } = await loaded(`version: 1\nitems:\n${images(600)}\n`);
     const store = Store.open(join(dir, 's.sqlite'));
     try {
@@ -42,6 +42,20 @@ describe('the first sync of a state, in steps', () => {
       expect(store.items.ready('image', Date.now(), -1, 3).map((r) => r.id)).toEqual(['img-0', 'img-1', 'img-2']);
       // A state that holds items is synced the usual way, comparing each one.
       expect(await syncFreshInSteps(store, top, top.items, opts, 'fp')).toBeUndefined();
+    } finally {
+      store.close();
+    }
+  });
+
+  it('writes a first window whole in its first step, even from a manifest of single items and with its time spent', async () => {
+    // A checked manifest expands each single item as a batch of its own: a step cut after the first few would hold back the rest of the first window.
+    const { dir, top } = await loaded(`version: 1\nitems:\n${images(12)}\n`);
+    const { checked } = await checkManifest('m.yaml', dir);
+    const store = Store.open(join(dir, 'single.sqlite'));
+    try {
+      const steps = (await syncFreshInSteps(store, top, checked!, opts, 'fp'))!;
+      expect(await steps.step(0)).toBe(true);
+      expect(store.items.counts().pending).toBe(12);
     } finally {
       store.close();
     }
@@ -106,12 +120,13 @@ describe('the first sync of a state, in steps', () => {
     const store = Store.open(ws.statePath);
     const submissions = () => t.sim.service.ledger.of('request').filter((r) => r.method === 'POST').length;
     let batches = 0;
-    // Batches of 20, and those after the first wait until the run has submitted: its feed loops meet a state still being written.
+    // Batches of 20; the first step takes four (a step writes at least 64 rows), and those after wait until the run
+    // has submitted: its feed loops meet a state still being written.
     const items: ItemsToSync = {
       ...itemsInMemory(top.items),
       async *batches() {
         for (let at = 0; at < top.items.length; at += 20) {
-          if (++batches > 1) await vi.waitFor(() => expect(submissions()).toBeGreaterThanOrEqual(5), { timeout: 10_000, interval: 5 });
+          if (++batches > 4) await vi.waitFor(() => expect(submissions()).toBeGreaterThanOrEqual(5), { timeout: 10_000, interval: 5 });
           yield top.items.slice(at, at + 20);
         }
       },
