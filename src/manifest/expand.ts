@@ -5,7 +5,7 @@ import { ItemContext } from './item-context.js';
 import { readRows, RowsFiles } from './rows.js';
 import type { FileInputSpec, Manifest, ManifestItem } from './schema.js';
 import { type ManifestSource, fieldPath } from './source.js';
-import { render, templateNames, toText, type TemplateContext } from './templates.js';
+import { render, toText, uniqueTemplateNames, type TemplateContext } from './templates.js';
 import type { ManifestIssue } from './issues.js';
 import type { InputRef, ResolvedItem } from './types.js';
 
@@ -17,7 +17,6 @@ const VIDEO_INPUTS = ['image', 'referenceImages', 'video', 'source'] as const;
 /** Items per batch the expansion gives: small enough for a 5 ms step of the run to take one. */
 const BATCH_ITEMS = 256;
 
-/** Expands every item of a parsed manifest, reporting each problem where it was written. */
 /**
  * What an expansion reads from disk, kept: rows files' bytes, and the checks
  * of input files. Expanding again with the same reads gives the same items.
@@ -28,6 +27,7 @@ export class ExpansionReads {
   constructor(readonly rowsFiles = new RowsFiles()) {}
 }
 
+/** Expands every item of a parsed manifest, reporting each problem where it was written. */
 export class Expander {
   /** Ids of items that had errors of their own: references to them are not reported again. */
   readonly invalidIds = new Set<string>();
@@ -60,13 +60,6 @@ export class Expander {
     for (const [index, item] of this.manifest.items.entries()) {
       if (!this.only || this.only.has(index)) yield* this.expandItem(item, index);
     }
-  }
-
-  /** Every item, expanded, in manifest order. */
-  async all(): Promise<ResolvedItem[]> {
-    const out: ResolvedItem[] = [];
-    for await (const batch of this.batches()) for (const item of batch) out.push(item);
-    return out;
   }
 
   private async *expandItem(item: ManifestItem, index: number): AsyncGenerator<ResolvedItem[]> {
@@ -308,17 +301,6 @@ export class Expander {
     }
     return check;
   }
-}
-
-/** Each name a template uses, once (asked for every row: kept per template). */
-const namesOnce = new Map<string, string[]>();
-function uniqueTemplateNames(template: string): string[] {
-  let names = namesOnce.get(template);
-  if (!names) {
-    if (namesOnce.size > 1_000) namesOnce.clear();
-    namesOnce.set(template, (names = [...new Set(templateNames(template))]));
-  }
-  return names;
 }
 
 const MAX_ID_LENGTH = 200;

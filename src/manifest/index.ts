@@ -2,6 +2,6 @@ export { checkManifest, loadManifest, loadManifestTop, type CheckedManifest, typ
 export { locateManifest, type ManifestLocation } from './locate.js';
 export { formatIssue, IssueList, type ManifestIssue } from './issues.js';
 export { dependenciesOf, fileInputsOf, type InputRef, type ResolvedItem } from './types.js';
-export { ShapeTally } from './shapes.js';
+export { ItemsTally } from './shapes.js';
 export { outputRelativePath, resolveInside, defaultExtension, DEFAULT_OUTPUT_NAME } from './output-paths.js';
 export { manifestSchema, type Manifest } from './schema.js';

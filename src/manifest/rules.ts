@@ -4,17 +4,11 @@ import { DEFAULT_OUTPUT_NAME, MAX_SEGMENT_BYTES, outputRelativePath, defaultExte
 import { type ManifestSource, fieldPath } from './source.js';
 import { dependenciesOf, type ItemOrigin, type ResolvedItem } from './types.js';
 
-/** Rules across items: unique ids, references that exist and fit, no cycles, distinct output files. */
-export function checkAcrossItems(items: readonly ResolvedItem[], source: ManifestSource, outputName: string, vars: ReadonlyMap<string, string>, issues: IssueList, invalidIds: ReadonlySet<string> = new Set()): void {
-  const across = new AcrossItems(source, outputName, vars, issues);
-  for (const item of items) across.add(item);
-  across.finish(invalidIds);
-}
-
 type Dependency = ReturnType<typeof dependenciesOf>[number];
 
 /**
- * The rules across items, checked as the items come, in manifest order:
+ * The rules across items (unique ids, references that exist and fit, no
+ * cycles, distinct output files), checked as the items come, in manifest order:
  * duplicate ids and output files at once, references and cycles at the end.
  * Of each item it keeps what a later message may name (its id, type and
  * where it was written, as numbers), not the item: a 100,000-row catalog is

@@ -1,5 +1,5 @@
 import type { ItemShape } from '../store/index.js';
-import type { ResolvedItem } from './types.js';
+import { fileInputsOf, type ResolvedItem } from './types.js';
 
 /**
  * The items' shapes as `Items.shapes()` reads them from the state, counted as
@@ -29,5 +29,20 @@ export class ShapeTally {
 
   all(): ItemShape[] {
     return [...this.byKey.values()];
+  }
+}
+
+/** What a run needs of its items before it writes them: their shapes and the local files they take as inputs. */
+export class ItemsTally {
+  private readonly tally = new ShapeTally();
+  readonly inputFiles = new Set<string>();
+
+  add(item: ResolvedItem): void {
+    this.tally.add(item);
+    for (const ref of fileInputsOf(item)) this.inputFiles.add(ref.path);
+  }
+
+  shapes(): ItemShape[] {
+    return this.tally.all();
   }
 }

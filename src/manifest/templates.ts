@@ -14,18 +14,25 @@ export function hasTemplate(text: string): boolean {
 }
 
 /** A template split once into its literal text and the names between (odd places): rows render it 100,000 times. */
-const compiled = new Map<string, string[]>();
-
-function compile(text: string): string[] {
-  let parts = compiled.get(text);
-  if (!parts) {
-    // split() with a capturing group keeps the names at the odd indexes.
-    parts = text.split(TEMPLATE);
-    if (compiled.size > 10_000) compiled.clear();
-    compiled.set(text, parts);
-  }
-  return parts;
+interface Compiled {
+  parts: string[];
+  /** Each name once, made when first asked for. */
+  unique?: string[];
 }
+const compiled = new Map<string, Compiled>();
+
+function compiledOf(text: string): Compiled {
+  let entry = compiled.get(text);
+  if (!entry) {
+    // split() with a capturing group keeps the names at the odd indexes.
+    entry = { parts: text.split(TEMPLATE) };
+    if (compiled.size > 10_000) compiled.clear();
+    compiled.set(text, entry);
+  }
+  return entry;
+}
+
+const compile = (text: string): string[] => compiledOf(text).parts;
 
 export function render(text: string, context: TemplateContext): Rendered {
   if (!text.includes('{{')) return { ok: true, value: text };
@@ -50,6 +57,12 @@ export function render(text: string, context: TemplateContext): Rendered {
 /** The names a template uses (from its split form, kept once per template). */
 export function templateNames(text: string): string[] {
   return compile(text).filter((_, i) => i % 2 === 1);
+}
+
+/** Each name a template uses, once (asked for every row of a catalog: kept with the template). */
+export function uniqueTemplateNames(text: string): readonly string[] {
+  const entry = compiledOf(text);
+  return (entry.unique ??= [...new Set(templateNames(text))]);
 }
 
 export function toText(value: string | number | boolean): string {

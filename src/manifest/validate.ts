@@ -5,11 +5,11 @@ import { formatIssue, IssueList, type ManifestIssue } from './issues.js';
 import { DEFAULT_OUTPUT_NAME, outputTemplateProblem } from './output-paths.js';
 import { RowsFiles } from './rows.js';
 import { AcrossItems } from './rules.js';
-import { ShapeTally } from './shapes.js';
+import { ItemsTally } from './shapes.js';
 import { manifestSchema, type Manifest } from './schema.js';
 import { ManifestSource, fieldPath } from './source.js';
 import { toText } from './templates.js';
-import { fileInputsOf, type ResolvedItem } from './types.js';
+import type { ResolvedItem } from './types.js';
 import { explainIssue } from './zod-issues.js';
 
 /** A manifest's top level, parsed and checked: everything but its items. */
@@ -78,12 +78,8 @@ export interface CheckResult {
  * absolute path, expanded as they are.
  */
 export async function checkManifest(path: string, cwd = process.cwd(), readAlready?: ManifestTop, rowsRead?: ReadonlyMap<string, Buffer>): Promise<CheckResult> {
-  const shapes = new ShapeTally();
-  const inputFiles = new Set<string>();
-  const pass = await checkItems(path, cwd, readAlready, rowsRead, (item) => {
-    shapes.add(item);
-    for (const ref of fileInputsOf(item)) inputFiles.add(ref.path);
-  });
+  const tally = new ItemsTally();
+  const pass = await checkItems(path, cwd, readAlready, rowsRead, (item) => tally.add(item));
   if (!pass.top || !pass.expander || !pass.ids) return { issues: pass.issues, warnings: pass.warnings };
   const { expander, ids } = pass;
   async function* batches(): AsyncGenerator<ResolvedItem[]> {
@@ -97,7 +93,7 @@ export async function checkManifest(path: string, cwd = process.cwd(), readAlrea
     }
     if (seq !== ids.length) throw new Error(`the manifest expanded to ${seq} items the second time, ${ids.length} the first`);
   }
-  return { checked: { ...pass.top, count: ids.length, shapes: shapes.all(), inputFiles, batches }, issues: pass.issues, warnings: pass.warnings };
+  return { checked: { ...pass.top, count: ids.length, shapes: tally.shapes(), inputFiles: tally.inputFiles, batches }, issues: pass.issues, warnings: pass.warnings };
 }
 
 /** One pass over the items: each is checked across the others and given to `take` as it comes. `top` and `expander` are absent when the items could not all be checked. */

@@ -1,4 +1,4 @@
-import { dependenciesOf, fileInputsOf, ShapeTally, type ManifestTop, type ResolvedItem } from '../manifest/index.js';
+import { dependenciesOf, fileInputsOf, ItemsTally, type ManifestTop, type ResolvedItem } from '../manifest/index.js';
 import type { ItemShape, ItemSync, Store } from '../store/index.js';
 import type { RunOptions } from './context.js';
 import { fileSha256 } from './inputs.js';
@@ -23,16 +23,12 @@ export interface ItemsToSync {
 
 /** Items already in memory (a loaded manifest's), as a sync takes them. */
 export function itemsInMemory(items: readonly ResolvedItem[]): ItemsToSync {
-  const shapes = new ShapeTally();
-  const inputFiles = new Set<string>();
-  for (const item of items) {
-    shapes.add(item);
-    for (const ref of fileInputsOf(item)) inputFiles.add(ref.path);
-  }
+  const tally = new ItemsTally();
+  for (const item of items) tally.add(item);
   return {
     count: items.length,
-    shapes: shapes.all(),
-    inputFiles,
+    shapes: tally.shapes(),
+    inputFiles: tally.inputFiles,
     async *batches() {
       for (let at = 0; at < items.length; at += IN_MEMORY_BATCH) yield items.slice(at, at + IN_MEMORY_BATCH);
     },
@@ -81,8 +77,8 @@ export interface SyncSteps {
  * The first sync of a state that holds no item yet, in steps: it only
  * inserts, so the run can start on the first items while the rest are
  * written between its own work (a 100,000-row catalog takes a second to
- * write). Each step takes the next batches of items, a transaction each,
- * until its time is up. The sources' fingerprint is recorded after the last
+ * write). Each step writes the next items, at least STEP_ROWS a
+ * transaction, until its time is up. The sources' fingerprint is recorded after the last
  * step only: a run cut off before that syncs again when it resumes, as after
  * any sync cut off half-way. Undefined when the state already holds items.
  */
