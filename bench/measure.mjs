@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,12 +26,21 @@ export function measureCli(args, { cwd = root, env = {}, during } = {}) {
     child.on('close', (code) => {
       const wallSeconds = Number(process.hrtime.bigint() - started) / 1e9;
       const usage = JSON.parse(readFileSync(rssFile, 'utf8'));
-      resolve({ code, stdout, stderr, wallSeconds, peakRssMb: usage.maxRss / 1024 / 1024, cpuSeconds: usage.cpuSeconds });
+      resolve({ code, stdout, stderr, wallSeconds, closedAt: Date.now(), peakRssMb: usage.maxRss / 1024 / 1024, cpuSeconds: usage.cpuSeconds });
     });
   });
 }
 
 export const fmt = (n, digits = 2) => n.toFixed(digits);
+
+/** When the newest file under `dir` was last written (epoch ms): a run's report is the last thing it writes. */
+export function newestWrite(dir) {
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (entry.isFile()) newest = Math.max(newest, statSync(join(entry.parentPath ?? entry.path, entry.name)).mtimeMs);
+  }
+  return newest;
+}
 
 /** "min a / median b" of three or more figures. */
 export function minMedian(values, digits = 2, unit = '') {
