@@ -7,8 +7,24 @@ import { Storage } from './storage.js';
 export interface StartOptions extends SimulatorOptions {
   /** 0 picks a free port. */
   port?: number;
+  /**
+   * Outages at set points, for rehearsing a service that goes away: at the
+   * `atCharge`-th charge (its answer is lost with the connection) the service
+   * goes off the network for `seconds` of real time, then comes back on the
+   * same port with all its state.
+   */
+  outages?: readonly ScheduledOutage[];
   /** Loopback only: the simulator is never reachable from another machine. */
   host?: string;
+}
+
+/** How the service is unreachable: `refuse` closes the port (ECONNREFUSED); `reset` accepts each connection and resets it (ECONNRESET). */
+export type OutageMode = 'refuse' | 'reset';
+
+export interface ScheduledOutage {
+  atCharge: number;
+  seconds: number;
+  mode?: OutageMode;
 }
 
 export interface RunningSimulator {
@@ -20,6 +36,16 @@ export interface RunningSimulator {
   keys: Record<string, string>;
   service: Service;
   storage: Storage;
+  /**
+   * Takes the service off the network at once: every open connection is cut
+   * (an answer being written is lost) and new ones are refused or reset. Its
+   * state (jobs, charges, keys) lives on.
+   */
+  outage(mode?: OutageMode): Promise<void>;
+  /** Back on the same port after an outage. */
+  restore(): Promise<void>;
+  /** Whether an outage is on. */
+  readonly down: boolean;
   close(): Promise<void>;
 }
 
@@ -53,6 +79,9 @@ export async function startSimulator(options: StartOptions = {}): Promise<Runnin
   const service = new Service(opts, () => `${origin}/storage`);
   const storage = new Storage(service);
   const sockets = new Set<Socket>();
+  let down: OutageMode | undefined;
+  let listening = false;
+  let closed = false;
 
   const server: Server = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
@@ -121,7 +150,7 @@ export async function startSimulator(options: StartOptions = {}): Promise<Runnin
       }
     }
     const out = await service.handle({ method, path: url.pathname.slice(3), query: url.searchParams, headers: req.headers, body, ...(bodyError ? { bodyError } : {}) });
-    if (out.drop) {
+    if (out.drop || down) {
       req.socket.destroy();
       return;
     }
@@ -129,16 +158,46 @@ export async function startSimulator(options: StartOptions = {}): Promise<Runnin
   }
 
   server.on('connection', (socket) => {
+    if (down) return void socket.resetAndDestroy();
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, host, () => resolve());
-  });
+  const listen = (port: number) =>
+    new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, () => {
+        server.off('error', reject);
+        listening = true;
+        resolve();
+      });
+    });
+  await listen(options.port ?? 0);
   const address = server.address() as AddressInfo;
   origin = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
   const keys = Object.fromEntries([...service.accounts.keys.values()].map((k) => [k.label, k.token]));
+
+  const stopListening = () =>
+    new Promise<void>((resolve) => {
+      if (!listening) return resolve();
+      listening = false;
+      server.close(() => resolve());
+    });
+  const cutAll = () => {
+    for (const socket of sockets) socket.resetAndDestroy();
+    sockets.clear();
+  };
+  const outage = async (mode: OutageMode = 'refuse') => {
+    down = mode;
+    cutAll();
+    if (mode === 'refuse') await stopListening();
+    else if (!listening && !closed) await listen(address.port);
+  };
+  const restore = async () => {
+    if (!down) return;
+    down = undefined;
+    if (!listening && !closed) await listen(address.port);
+  };
+  const unwatch = scheduleOutages(service, options.outages ?? [], outage, restore);
 
   return {
     storage,
@@ -146,11 +205,42 @@ export async function startSimulator(options: StartOptions = {}): Promise<Runnin
     apiKey: [...service.accounts.keys.values()][0]!.token,
     keys,
     service,
+    outage,
+    restore,
+    get down() {
+      return down !== undefined;
+    },
     async close() {
+      closed = true;
+      unwatch();
       service.close();
       for (const socket of sockets) socket.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await stopListening();
     },
+  };
+}
+
+/** Starts each outage as its charge is recorded (before the answer leaves, so the answer is lost), and ends it after its time. */
+function scheduleOutages(service: Service, outages: readonly ScheduledOutage[], outage: (mode: OutageMode) => Promise<void>, restore: () => Promise<void>): () => void {
+  if (outages.length === 0) return () => {};
+  const timers = new Set<NodeJS.Timeout>();
+  let charges = 0;
+  const unwatch = service.ledger.watch((event) => {
+    if (event.kind !== 'charge') return;
+    charges++;
+    for (const o of outages) {
+      if (o.atCharge !== charges) continue;
+      void outage(o.mode ?? 'refuse');
+      const timer = setTimeout(() => {
+        timers.delete(timer);
+        void restore();
+      }, o.seconds * 1000);
+      timers.add(timer);
+    }
+  });
+  return () => {
+    unwatch();
+    for (const t of timers) clearTimeout(t);
   };
 }
 
