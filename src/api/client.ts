@@ -50,6 +50,7 @@ export class ApiClient {
   private readonly timeoutMs: number;
   private readonly now: () => number;
   private remainingObserver: ((kind: LimitKind, remaining: number) => void) | undefined;
+  private answerObserver: (() => void) | undefined;
 
   constructor(private readonly options: ClientOptions) {
     if (!/^https?:\/\//i.test(options.baseUrl)) throw new Error(`The base URL must be http(s); got ${JSON.stringify(options.baseUrl)}.`);
@@ -65,8 +66,13 @@ export class ApiClient {
     this.remainingObserver = observer;
   }
 
-  me(): Promise<Account> {
-    return this.call('GET', '/me', meEnvelope);
+  /** Tells `observer` each time the service answers a request, whatever the answer: it is reachable. */
+  observeAnswers(observer: (() => void) | undefined): void {
+    this.answerObserver = observer;
+  }
+
+  me(signal?: AbortSignal): Promise<Account> {
+    return this.call('GET', '/me', meEnvelope, signal ? { signal } : {});
   }
 
   listModels(type: MediaType): Promise<Model[]> {
@@ -195,8 +201,13 @@ export class ApiClient {
       bodyTimeout: timeout,
       ...(opts.signal ? { signal: opts.signal } : {}),
     });
+    this.answerObserver?.();
     // The body is always read, also for 429/503: an unread body pins the connection.
-    const text = await res.body.text();
+    // Cut off mid-body, the answer was not had: a submission may have been accepted all the same.
+    const text = await res.body.text().catch((error: unknown) => {
+      if (opts.signal?.aborted) throw error;
+      throw transportError(error, method, logPath, this.secrets());
+    });
     this.options.logger?.debug({ method, path: logPath, status: res.statusCode, ms: this.now() - started }, 'api request');
     const remaining = Number(header(res.headers, 'x-ratelimit-remaining') ?? NaN);
     if (Number.isInteger(remaining) && remaining >= 0) this.remainingObserver?.(limitOf(method, path), remaining);
@@ -224,11 +235,15 @@ export class ApiClient {
       return await request(this.dispatcher, url, { ...opts, method: method as Dispatcher.HttpMethod });
     } catch (error) {
       if (opts.signal?.aborted) throw error;
-      const code = (error as { code?: unknown }).code;
-      const reason = scrubSecrets(error instanceof Error ? error.message : String(error), this.secrets());
-      throw new TransportError(typeof code === 'string' ? code : 'NETWORK_ERROR', `${method} ${where}: no answer (${typeof code === 'string' ? code : 'network error'}: ${reason})`, method, where);
+      throw transportError(error, method, where, this.secrets());
     }
   }
+}
+
+function transportError(error: unknown, method: string, where: string, secrets: string[]): TransportError {
+  const code = (error as { code?: unknown }).code;
+  const reason = scrubSecrets(error instanceof Error ? error.message : String(error), secrets);
+  return new TransportError(typeof code === 'string' ? code : 'NETWORK_ERROR', `${method} ${where}: no answer (${typeof code === 'string' ? code : 'network error'}: ${reason})`, method, where);
 }
 
 function header(headers: Record<string, string | string[] | undefined>, name: string): string | undefined {

@@ -49,7 +49,7 @@ export function exitCodeOf(summary: RunSummary): number {
   const open = OPEN_STATES.reduce((n, s) => n + counts[s], 0);
   const total = Object.values(counts).reduce((a, b) => a + b, 0);
   if (stop?.kind === 'interrupted') return EXIT.interrupted;
-  if (stop?.kind === 'disk') return EXIT.environment;
+  if (stop?.kind === 'disk' || stop?.kind === 'unreachable') return EXIT.environment;
   if (stop && open > 0) return EXIT.stopped;
   return counts.done === total ? EXIT.ok : EXIT.incomplete;
 }

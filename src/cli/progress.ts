@@ -14,6 +14,8 @@ const RATE_WINDOW_MS = 60_000;
 /** What the live line says, gathered once per frame. */
 export interface LiveFacts {
   counts: Record<ItemState, number>;
+  /** Of the submitting items, those waiting for their time to be resent: not in flight. */
+  resendLater?: number;
   total: number;
   credits: { charged: number; refunded: number };
   /** Seconds to go, when known. */
@@ -41,7 +43,10 @@ export function liveLine(f: LiveFacts, columns = Infinity): string {
   if (f.waitingUntil !== undefined && f.waitingUntil > f.now) {
     parts.push(`waiting for the daily cap until ${localTime(f.waitingUntil)} (in ${formatDuration((f.waitingUntil - f.now) / 1000)})`);
   } else if (f.etaSeconds !== undefined && finished < f.total) parts.push(`ETA ${formatDuration(f.etaSeconds)}`);
-  parts.push(`running ${num(c.submitting + c.running)}`);
+  // In flight: what holds a slot. A resend waiting for its time holds none, and is said apart.
+  const later = f.resendLater ?? 0;
+  parts.push(`running ${num(c.submitting - later + c.running)}`);
+  if (later) parts.push(`resend later ${num(later)}`);
   if (c.queued) parts.push(`queued ${num(c.queued)}`);
   if (c.downloading) parts.push(`downloading ${num(c.downloading)}`);
   if (c.maybe_accepted) parts.push(`maybe accepted ${num(c.maybe_accepted)}`);
@@ -118,6 +123,7 @@ export class Progress {
       this.say(`waiting for ${event.reason} until ${localTime(event.untilMs)}`);
     } else if (event.kind === 'stopping') this.say(`stopping: ${event.reason}`);
     else if (event.kind === 'notice') this.say(`note: ${event.message}`);
+    else if (event.kind === 'stall') this.say(`note: nothing moved for ${Math.round(event.quietMs / 1000)} s (a bug: please report it with the log); waiting: ${event.waiting.map((w) => `${w.state} ${w.items} for ${w.for}`).join('; ')}`);
   };
 
   /** Off a terminal, a line; on one, the message above the live line. */
@@ -138,6 +144,7 @@ export class Progress {
     const span = Math.min(RATE_WINDOW_MS, Math.max(1_000, now - this.startedAt));
     return {
       counts: this.store.items.counts(),
+      resendLater: this.store.items.deferredResends(),
       total: this.total,
       credits: this.store.attempts.totals(),
       etaSeconds: this.eta.seconds,

@@ -1,5 +1,6 @@
 import { estimateEta } from '../estimate/eta.js';
 import { keyDayOf, type KeyLimits } from '../scheduler/limits.js';
+import { waitingFor, type Waiting } from './waiting.js';
 import { lockHolder, type ItemProblem, type ItemState, type RunRow, type Store } from '../store/index.js';
 
 /** `genbatch status --json`: a stable shape (documented in the README); fields are only ever added. */
@@ -26,7 +27,11 @@ export interface Status {
     seconds: number;
     /** While submissions wait for the daily cap: when they resume. */
     waitingUntil: string | null;
+    /** While the service answers nothing: since when (the run probes it, and exits 4 after --unreachable-minutes). */
+    unreachableSince: string | null;
   };
+  /** What the open items of each state wait for (a reason, and a time where it is a matter of time): why a run is quiet. */
+  waiting: Waiting[];
   /** Only while a run is under way. */
   eta: { seconds: number; at: string; basis: 'observed' | 'limits' } | null;
   /**
@@ -48,6 +53,7 @@ export function collectStatus(store: Store, where: { manifest: string; state: st
   const running = Boolean(last && last.ended_at === null && lockHolder(where.state)?.alive);
   const seconds = runSeconds(sessions, running ? now : undefined);
   const waitingUntil = running && last?.waiting_until && last.waiting_until > now ? last.waiting_until : null;
+  const unreachableSince = running ? (last?.unreachable_since ?? null) : null;
   return {
     manifest: where.manifest,
     state: where.state,
@@ -55,9 +61,11 @@ export function collectStatus(store: Store, where: { manifest: string; state: st
     credits: { charged, refunded, net: charged - refunded },
     failures: store.items.failuresByCode(),
     problems: store.items.problems(),
-    inFlight: counts.submitting + counts.running,
+    // A resend waiting for its time holds no slot: it is not in flight.
+    inFlight: counts.submitting - store.items.deferredResends() + counts.running,
     removed: store.items.removed(),
-    run: { running, sessions: sessions.length, startedAt: iso(sessions[0]?.started_at), lastActiveAt: iso(last && (running ? now : (last.ended_at ?? last.heartbeat_at))), seconds: Math.round(seconds), waitingUntil: iso(waitingUntil) },
+    run: { running, sessions: sessions.length, startedAt: iso(sessions[0]?.started_at), lastActiveAt: iso(last && (running ? now : (last.ended_at ?? last.heartbeat_at))), seconds: Math.round(seconds), waitingUntil: iso(waitingUntil), unreachableSince: iso(unreachableSince) },
+    waiting: waitingFor(store, now, { running, waitingUntil, unreachableSince }),
     eta: running && last ? etaOf(store, last, charged, now) : null,
     keys: keysOf(store, keyDayOf(now, last?.time_scale ?? 1)),
   };

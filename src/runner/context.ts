@@ -24,6 +24,10 @@ export interface RunOptions {
   /** Stop before this many blocked submissions in the trailing 7 days (the service's threshold is 30). */
   maxBlocked: number;
   redoChanged: boolean;
+  /** How long nothing may be sent, answered or said before the watchdog looks (default: 2 minutes of the service's time, 2 s at the least). */
+  quietMs?: number;
+  /** With nothing answering for this long (real milliseconds), the run stops (exit 4); 30 minutes by default. */
+  unreachableMs?: number;
   /** Divides the key day, the 7-day window and back-off delays: for rehearsals on a time-scaled simulator. */
   timeScale: number;
   downloadConcurrency: number;
@@ -45,7 +49,9 @@ export type RunEvent =
   | { kind: 'retrying'; itemId: string; attempt: number; reason: string }
   | { kind: 'waiting'; reason: string; untilMs: number }
   | { kind: 'stopping'; reason: string }
-  | { kind: 'notice'; message: string };
+  | { kind: 'notice'; message: string }
+  /** Nothing was sent, answered or said for `quietMs` though work is open, and no known wait explains it: a bug, said with what each state waits for. */
+  | { kind: 'stall'; quietMs: number; waiting: import('../report/waiting.js').Waiting[] };
 
 /** How an item's download gave up. */
 export interface DownloadFailure {
@@ -57,7 +63,7 @@ export interface DownloadFailure {
   itemOnly: boolean;
 }
 
-export type StopKind = 'interrupted' | 'budget' | 'moderation' | 'refused' | 'disk' | 'canary';
+export type StopKind = 'interrupted' | 'budget' | 'moderation' | 'refused' | 'disk' | 'canary' | 'unreachable';
 
 /** What the tasks of a run share. */
 export interface RunContext {
@@ -72,6 +78,8 @@ export interface RunContext {
   abort: AbortController;
   /** Aborted when the run takes no new work: what waits to be submitted or uploaded is cancelled, never sent. */
   noNewWork: AbortSignal;
+  /** Whether the service answers at all: requests wait for it while it does not, and a request that got no answer asks it what that was. */
+  readonly reachability: import('./reachability.js').Reachability;
   /** A download succeeded (undefined) or gave up: a full or unwritable disk, or the same failure again and again, stops the run. */
   downloadEnded(failure: DownloadFailure | undefined): void;
   spec(item: ItemRow): ItemSpec;
@@ -93,6 +101,8 @@ export interface RunContext {
   jobAccepted(itemId: string): void;
   startDownload(itemId: string, jobId: string, fresh?: import('../api/index.js').Job): void;
   scaled(ms: number): number;
+  /** A wait that has its time (a first poll's, a backoff's): the watchdog counts it as a reason for quiet. */
+  timed<T>(wait: Promise<T>): Promise<T>;
   /** Failed uploads per item in this run: each failure defers the item, the fifth ends it. */
   readonly uploadFailures: Map<string, number>;
   dayOf(at: number): number;

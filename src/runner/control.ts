@@ -43,7 +43,8 @@ export class Control {
     this.stopped = { kind, message };
     this.emit({ kind: 'stopping', reason: message });
     if (kind !== 'budget') this.noNewWork.abort(new Error(message));
-    if (kind === 'interrupted' || kind === 'refused') this.abort.abort(new Error(message));
+    // Nothing answers a poll when the service is unreachable: paid jobs wait in the state for the next run.
+    if (kind === 'interrupted' || kind === 'refused' || kind === 'unreachable') this.abort.abort(new Error(message));
     this.wake();
   }
 

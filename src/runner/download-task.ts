@@ -28,11 +28,20 @@ export async function downloadJob(ctx: RunContext, lane: KeyLane | undefined, it
         lastCode = 'KEY_REFUSED';
         break;
       }
+      let sentAt = opts.now();
       try {
         const { client } = lane;
-        job = await lane.buckets.read.run(() => client.getJob(jobId, 0, ctx.abort.signal), ctx.abort.signal);
+        if (!(await ctx.reachability.ready(ctx.abort.signal))) return;
+        job = await lane.buckets.read.run(() => ((sentAt = opts.now()), client.getJob(jobId, 0, ctx.abort.signal)), ctx.abort.signal);
       } catch (error) {
         if (ctx.abort.signal.aborted) return;
+        // An outage is waited out: it costs the download none of its refreshes.
+        const noAnswer = await ctx.reachability.noAnswer(sentAt, error, ctx.abort.signal);
+        if (noAnswer === 'stopped') return;
+        if (noAnswer === 'outage') {
+          refresh--;
+          continue;
+        }
         const reaction = policy('read-job', error);
         lastError = (error as Error).message;
         lastCode = (error as { code?: string }).code ?? lastCode;

@@ -39,8 +39,16 @@ export class Feeder {
    * skipped first.
    */
   next(type: 'image' | 'video', keyHasRoom: (keyFp: string | null) => boolean): NextItem | undefined {
-    const resend = this.store.items.dueResends(type, this.clock.now(), READY_PAGE).find((row) => !this.claimed.has(row.id) && keyHasRoom(row.key_fp));
-    if (resend) return resend;
+    return this.nextResend(type, keyHasRoom) ?? this.nextNew(type);
+  }
+
+  /** A deferred resend that is due (it may already be paid for) whose key has room. */
+  nextResend(type: 'image' | 'video', keyHasRoom: (keyFp: string | null) => boolean): NextItem | undefined {
+    return this.store.items.dueResends(type, this.clock.now(), READY_PAGE).find((row) => !this.claimed.has(row.id) && keyHasRoom(row.key_fp));
+  }
+
+  /** A ready pending item, in manifest order; dependents of items that ended without an output are skipped first. */
+  nextNew(type: 'image' | 'video'): NextItem | undefined {
     if (this.only) return this.nextOf(this.only, type);
     this.skipDoomed();
     for (let after = -1, size = FIRST_READY_PAGE; ; size = READY_PAGE) {
@@ -113,11 +121,23 @@ export class Feeder {
     return this.claimed.has(id);
   }
 
+  /** The items this run's tasks hold, in the order they were handed out. */
+  heldIds(): string[] {
+    return [...this.claimed];
+  }
+
   get held(): number {
     return this.claimed.size;
   }
 
   get unansweredCount(): number {
     return this.unanswered.size;
+  }
+
+  /** Unanswered submissions this run can still see answered: held by a task, or a resend waiting for its time. Held "maybe accepted" ones wait for a later run. */
+  get answerableCount(): number {
+    let n = 0;
+    for (const id of this.unanswered) if (this.claimed.has(id) || this.store.items.get(id)?.state === 'submitting') n++;
+    return n;
   }
 }

@@ -171,6 +171,16 @@ export class Gates {
    * possibly blocked, so blocked plus unanswered never passes --max-blocked
    * (at most 29): the key's count cannot reach the service's threshold of 30.
    */
+  /**
+   * The breaker waits for answers this run will never see (submissions held
+   * "maybe accepted" for a later run count as possibly blocked): the run
+   * stops rather than wait for nothing.
+   */
+  breakerHeld(unanswered: number): void {
+    const blocked = Math.max(this.sharedBlocked, this.store.accounting.blockedSince(this.clock.now() - this.clock.scaled(WEEK_MS)));
+    this.control.stop('moderation', `${blocked} submissions were blocked by moderation in the last 7 days and ${unanswered} more have no answer yet (each may have been blocked); another would risk the service's threshold of 30. Run the same command again: it resends those with their keys, and goes on once they are answered.`);
+  }
+
   breaker(unanswered: number): 'go' | 'wait' | 'stop' {
     const blocked = Math.max(this.sharedBlocked, this.store.accounting.blockedSince(this.clock.now() - this.clock.scaled(WEEK_MS)));
     if (blocked + unanswered < this.limits.maxBlocked) return 'go';

@@ -1,4 +1,4 @@
-import { ApiError, backoffMs, isTerminalStatus, policy, type Job } from '../api/index.js';
+import { ApiError, ResponseShapeError, TransportError, backoffMs, isTerminalStatus, policy, type Job } from '../api/index.js';
 import type { ImageSubmission, VideoSubmission } from '../api/index.js';
 import { sleep } from '../util/clock.js';
 import type { AttemptRow, ItemRow } from '../store/index.js';
@@ -95,13 +95,18 @@ export class JobTask {
     const item = this.item;
     let body: ImageSubmission | VideoSubmission;
     for (;;) {
+      const startedAt = opts.now();
       try {
         const { lane } = this;
+        if (!(await this.ctx.reachability.ready(lane.noNewWork))) return this.requeue();
         body = await buildBody(this.ctx.spec(item), { client: lane.client, keyFp: lane.fingerprint, store, bucket: lane.buckets.upload, now: opts.now, validityMarginMs: this.ctx.scaled(10 * 60_000), inFlight: lane.uploadsInFlight, outDir: opts.outDir, signal: lane.noNewWork });
         break;
       } catch (error) {
         if (error instanceof NotSentError) return this.requeue();
         if (error instanceof InputError) return this.finish('failed', 'INPUT_ERROR', error.message);
+        const noAnswer = await this.ctx.reachability.noAnswer(startedAt, error, this.lane.noNewWork);
+        if (noAnswer === 'stopped') return this.requeue();
+        if (noAnswer === 'outage') continue;
         const reaction = policy('upload', error);
         if (reaction.do === 'stop-run') {
           // Nothing of the item was sent: it stays pending, for another key or a later run.
@@ -145,11 +150,14 @@ export class JobTask {
     const item = this.fixed;
     const price = ctx.price(item);
     // Sent before this run, or resent in it after an answer that left its fate open: a job may exist under its key.
-    const mayBeAccepted = attempt.sent_at !== null && (attempt.sent_at < ctx.runStartedAt || attempt.resends > 0);
+    let mayBeAccepted = attempt.sent_at !== null && (attempt.sent_at < ctx.runStartedAt || attempt.resends > 0);
     let sent = attempt.sent_at !== null;
+    let sentAt = 0;
     for (;;) {
       // The attempt stays committed: a resumed run resends the same key. (A budget stop lets the gate decide: what it gave out within the budget goes.)
       if (lane.noNewWork.aborted) return undefined;
+      // While nothing answers, the submission waits with its slot (it may be a job in flight already) for the service's return.
+      if (!(await ctx.reachability.ready(lane.noNewWork))) return undefined;
       const release = await ctx.dailyCapGate(lane, item, price, !sent);
       if (release === 'hand-over') {
         // Never sent, and this key waits for its cap while another has room: the item goes back for that one.
@@ -169,6 +177,7 @@ export class JobTask {
           sent = true;
           // The commit was a turn of the event loop later: the day is asked again right before the request leaves (recorded, it is resent with its key).
           if (dayTurned()) return 'day-ended';
+          sentAt = opts.now();
           return this.fixed.type === 'image' ? client.submitImage(body, attempt.idempotency_key) : client.submitVideo(body, attempt.idempotency_key);
         }, lane.noNewWork);
         if (job === 'day-ended') {
@@ -192,8 +201,16 @@ export class JobTask {
         release();
         // Still waiting for its turn when the run stopped: never sent; the committed attempt is resent by a later run.
         if (error instanceof NotSentError) return undefined;
-        const reaction = policy('submit', error);
         const e = errorOf(error);
+        if (error instanceof TransportError || error instanceof ResponseShapeError) mayBeAccepted = true;
+        // No answer at all: an outage is waited out with the slot held and resent at once with the same key, counting nothing against it.
+        const noAnswer = await ctx.reachability.noAnswer(sentAt, error, lane.noNewWork);
+        if (noAnswer === 'stopped') return undefined;
+        if (noAnswer === 'outage') {
+          opts.logger?.warn({ item: attempt.item_id, attempt: attempt.n, code: e.code }, 'no answer during an outage: resent with the same key once the service answers');
+          continue;
+        }
+        const reaction = policy('submit', error);
         const retryAfter = (error as { retryAfterMs?: number }).retryAfterMs;
         opts.logger?.warn({ item: attempt.item_id, attempt: attempt.n, code: e.code, reaction: reaction.do }, 'submission refused');
         switch (reaction.do) {
@@ -280,17 +297,23 @@ export class JobTask {
     if (acceptedAt !== undefined) {
       const waitMs = ctx.firstPoll.firstAt(this.fixed.model, acceptedAt) - ctx.opts.now();
       // An interrupt ends the wait; the loop below then returns.
-      if (waitMs > 0) await sleep(waitMs, ctx.abort.signal).catch(() => {});
+      if (waitMs > 0) await ctx.timed(sleep(waitMs, ctx.abort.signal).catch(() => {}));
     }
     for (;;) {
       if (ctx.abort.signal.aborted) return undefined;
+      let sentAt = ctx.opts.now();
       try {
-        const job = await this.lane.buckets.read.run(() => client.getJob(jobId, ctx.pollWait.seconds, ctx.abort.signal), ctx.abort.signal);
+        if (!(await ctx.reachability.ready(ctx.abort.signal))) return undefined;
+        const job = await this.lane.buckets.read.run(() => ((sentAt = ctx.opts.now()), client.getJob(jobId, ctx.pollWait.seconds, ctx.abort.signal)), ctx.abort.signal);
         failures = 0;
         if (job.status === 'COMPLETED' && acceptedAt !== undefined) ctx.firstPoll.ended(this.fixed.model, acceptedAt, ctx.opts.now());
         if (isTerminalStatus(job.status)) return job;
       } catch (error) {
         if (ctx.abort.signal.aborted) return undefined;
+        // Nothing answered anything: asked again once the service is back, and the failure is not the job's.
+        const noAnswer = await ctx.reachability.noAnswer(sentAt, error, ctx.abort.signal);
+        if (noAnswer === 'stopped') return undefined;
+        if (noAnswer === 'outage') continue;
         const reaction = policy('read-job', error);
         const e = errorOf(error);
         ctx.opts.logger?.warn({ item: this.itemId, job: jobId, code: e.code, reaction: reaction.do }, 'poll failed');
@@ -310,7 +333,7 @@ export class JobTask {
           default:
             if (failures >= READ_RETRIES) return this.keepJob(jobId, e);
         }
-        await sleep(ctx.scaled(backoffMs(failures++)));
+        await ctx.timed(sleep(ctx.scaled(backoffMs(failures++))));
       }
     }
   }

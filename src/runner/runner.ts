@@ -19,12 +19,15 @@ import { checkOutput } from '../download/verify.js';
 import { DownloadHealth } from './download-health.js';
 import { downloadJob } from './download-task.js';
 import { canaryRecord, chooseCanary, judgeCanary, saveCanary } from './canary.js';
-import { Feeder } from './feeder.js';
+import { Feeder, type NextItem } from './feeder.js';
 import { Gates, type Release } from './gates.js';
 import { JobTask } from './job-task.js';
 import { coordinatorNotices, keepCoordinatorLeases } from './coordination.js';
 import { KeyRoster } from './key-roster.js';
 import { KeyLane, KeyLanes, type JobType, type LaneKey } from './lanes.js';
+import { Reachability } from './reachability.js';
+import { Watchdog } from './watchdog.js';
+import { waitingFor } from '../report/waiting.js';
 import { syncFreshInSteps, syncItems, type ItemsToSync, type SyncSteps } from './sync.js';
 
 /** What a run did; the CLI decides the exit code from it. */
@@ -46,6 +49,10 @@ export interface RunSummary {
 }
 
 const HEARTBEAT_MS = 1_000;
+const UNREACHABLE_MS = 30 * 60_000;
+/** Two minutes of the service's time (two seconds at the least) with nothing sent, answered or said: the watchdog looks. */
+const QUIET_MS = 120_000;
+const QUIET_FLOOR_MS = 2_000;
 /** How long a step of a first sync holds the event loop: submissions and answers wait no longer than that. */
 const SYNC_STEP_MS = 5;
 
@@ -60,7 +67,11 @@ export class Runner implements RunContext {
   readonly firstPoll: FirstPoll;
   readonly sends: SendBatch;
   readonly lanes: KeyLanes;
+  readonly reachability: Reachability;
   runStartedAt = 0;
+  private readonly watchdog: Watchdog;
+  /** Waits that have their time (first polls, backoffs) under way now. */
+  private timedWaits = 0;
   private readonly clock: RunClock;
   private readonly control: Control;
   private readonly gates: Gates;
@@ -99,7 +110,17 @@ export class Runner implements RunContext {
     this.clock = new RunClock(opts.now, opts.timeScale);
     // Every poll, upload and download in flight listens for the interrupt: one per slot and download, plus the queues'.
     const listeners = keys.reduce((n, k) => n + k.limits.imagesInFlight + k.limits.videosInFlight, 0) + opts.downloadConcurrency + 64;
-    this.control = new Control(opts.logger, opts.onEvent, listeners);
+    this.watchdog = new Watchdog({
+      now: opts.now,
+      quietMs: opts.quietMs ?? Math.max(QUIET_FLOOR_MS, this.clock.scaled(QUIET_MS)),
+      hasWork: () => {
+        const work = this.store.items.workByType();
+        return work.image.open + work.video.open > 0;
+      },
+      explained: () => this.quietExplained(),
+      onQuiet: (quietMs, stalled) => this.quiet(quietMs, stalled),
+    });
+    this.control = new Control(opts.logger, (event) => (this.watchdog.activity(), opts.onEvent?.(event)), listeners);
     const coordinatorSaid = coordinatorNotices(this.control);
     this.gates = new Gates(store, { maxCredits: opts.maxCredits, maxBlocked: opts.maxBlocked }, this.clock, this.control, () => this.capWaitChanged(), coordinatorSaid);
     this.feeder = new Feeder(store, this.clock, this.control);
@@ -108,6 +129,7 @@ export class Runner implements RunContext {
     this.sends = new SendBatch(store);
     this.lanes = new KeyLanes(keys.map((k) => new KeyLane(k, store, this.clock, this.control.noNewWork.signal, listeners, coordinatorSaid)));
     this.roster = new KeyRoster(this.lanes, store, this.feeder, this.control, opts.now);
+    this.reachability = this.watchReachability();
     this.downloads = new PQueue({ concurrency: opts.downloadConcurrency });
     // A task's own last act cannot wake the feeder: its queue still counts it busy. Woken once the queue has let it go, the run ends at once.
     const wake = () => this.control.wake();
@@ -119,6 +141,35 @@ export class Runner implements RunContext {
     this.downloads.on('idle', wake);
   }
 
+  /** One watch of the service for every key: any answer says it is there; while nothing answers, one probe asks (a read, paced as reads are). */
+  private watchReachability(): Reachability {
+    const { opts, control } = this;
+    const time = (at: number) => new Date(at).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC');
+    const reachability = new Reachability({
+      now: opts.now,
+      probe: (signal) => {
+        const lane = this.lanes.active[0] ?? this.lanes.all[0]!;
+        return lane.buckets.read.run(() => (this.watchdog.activity(), lane.client.me(signal)), signal);
+      },
+      // A second of the service's time, between 0.1 and 1 s of real time: back within a second of its return.
+      probeEveryMs: Math.min(1_000, Math.max(100, this.clock.scaled(1_000))),
+      giveUpAfterMs: opts.unreachableMs ?? UNREACHABLE_MS,
+      signal: control.abort.signal,
+      onDown: (since, reason) => {
+        opts.logger?.warn({ since, reason }, 'service unreachable');
+        control.emit({ kind: 'notice', message: `the service is unreachable (${reason}); submissions pause, and it is asked again every ${Math.round(Math.min(1_000, Math.max(100, this.clock.scaled(1_000))))} ms. Nothing paid is lost.` });
+      },
+      onUp: (since) => {
+        control.emit({ kind: 'notice', message: `the service answers again, after ${((opts.now() - since) / 1000).toFixed(1)} s unreachable; submissions go on` });
+        control.wake();
+      },
+      onGiveUp: (since, reason) =>
+        control.stop('unreachable', `the service has answered nothing since ${time(since)} (${((opts.now() - since) / 60_000).toFixed(1)} minutes; last: ${reason}). Nothing paid is lost: run the same command again once it is reachable, and it resends what may have been accepted with the same keys and downloads what was paid for.`),
+    });
+    for (const lane of this.lanes.all) lane.client.observeAnswers(() => (reachability.answered(), this.watchdog.activity()));
+    return reachability;
+  }
+
   async run(): Promise<RunSummary> {
     const { store, opts } = this;
     this.runStartedAt = opts.now();
@@ -126,14 +177,16 @@ export class Runner implements RunContext {
     const limits = combinedLimits(this.lanes.all.map((l) => l.limits));
     const runId = (this.runId = store.runs.begin(this.runStartedAt, { limits, timeScale: opts.timeScale, outDir: opts.outDir }));
     // A heartbeat, so status can tell a live run from a killed one and when submissions resume.
-    const heartbeat = setInterval(() => store.runs.beat(runId, opts.now(), this.waitingUntil), HEARTBEAT_MS);
+    const heartbeat = setInterval(() => store.runs.beat(runId, opts.now(), this.waitingUntil, this.reachability.unreachableSince), HEARTBEAT_MS);
     heartbeat.unref();
+    this.watchdog.start();
     const shared = keepCoordinatorLeases(this.lanes, this.clock, (blocked) => (this.gates.sharedBlocked = blocked));
     try {
       await shared?.ready;
       return await this.work();
     } finally {
       clearInterval(heartbeat);
+      this.watchdog.stop();
       shared?.stop();
       store.runs.end(runId, opts.now());
     }
@@ -285,18 +338,31 @@ export class Runner implements RunContext {
         await control.waitForEvent(this.clock.scaled(1000));
         continue;
       }
-      const breaker = gates.breaker(feeder.unansweredCount);
-      if (breaker === 'stop') break;
-      if (breaker === 'wait') {
-        // An answered submission (jobAccepted) or a task's end wakes this.
-        this.breakerWaits++;
+      if (this.reachability.isDown) {
+        // Nothing answers: nothing new is started (its answer is what wakes this).
         await control.waitForEvent(this.clock.scaled(1000));
-        this.breakerWaits--;
         continue;
       }
       const first = lanes.all[0]!;
       const lookedAt = opts.now();
-      const next = feeder.next(type, (fp) => free.includes(lanes.get(fp ?? first.fingerprint)!));
+      // A due resend first: it is already counted as unanswered, and only its answer can let the breaker go on.
+      let next: NextItem | undefined = feeder.nextResend(type, (fp) => free.includes(lanes.get(fp ?? first.fingerprint)!));
+      if (!next) {
+        const breaker = gates.breaker(feeder.unansweredCount);
+        if (breaker === 'stop') break;
+        if (breaker === 'wait') {
+          if (feeder.answerableCount === 0 && feeder.nextDue(type) === undefined) {
+            gates.breakerHeld(feeder.unansweredCount);
+            break;
+          }
+          // An answered submission (jobAccepted) or a task's end wakes this.
+          this.breakerWaits++;
+          await control.waitForEvent(this.clock.scaled(1000));
+          this.breakerWaits--;
+          continue;
+        }
+        next = feeder.nextNew(type);
+      }
       if (!next) {
         // No item of the type is left to run or to come back (items never change type): this loop is done, whatever the other type still does.
         // While a first sync is still writing items, more may come.
@@ -376,6 +442,32 @@ export class Runner implements RunContext {
     } catch (secondary) {
       this.opts.logger?.error({ item: itemId, err: secondary }, 'could not record an unexpected error');
     }
+  }
+
+  /** A quiet run is fine while a known wait has its time: the daily cap, an outage's probe, a backoff, a first poll, a download, the first sync. */
+  private quietExplained(): boolean {
+    const now = this.opts.now();
+    if (this.waitingUntil !== undefined || this.reachability.isDown || this.breakerWaits > 0 || this.syncing) return true;
+    if (this.timedWaits > 0 || this.downloads.pending > 0) return true;
+    return (['image', 'video'] as const).some((type) => (this.feeder.nextDue(type) ?? 0) > now);
+  }
+
+  /** Nothing moved for a while: what each state waits for is logged, the scheduler woken; a stall no wait explains is said as the bug it is. */
+  private quiet(quietMs: number, stalled: boolean): void {
+    const now = this.opts.now();
+    const waiting = waitingFor(this.store, now, { running: true, waitingUntil: this.waitingUntil, unreachableSince: this.reachability.unreachableSince });
+    const held = this.feeder.heldIds().slice(0, 20).map((id) => {
+      const item = this.store.items.get(id);
+      return item ? { id, state: item.state, attempt: item.attempt, notBefore: item.not_before || null } : { id };
+    });
+    this.opts.logger?.[stalled ? 'warn' : 'info']({ quietMs, waiting, held }, stalled ? 'stall: nothing moved and no known wait explains it' : 'quiet: waiting');
+    if (stalled) this.control.emit({ kind: 'stall', quietMs, waiting });
+    this.control.wake();
+  }
+
+  timed<T>(wait: Promise<T>): Promise<T> {
+    this.timedWaits++;
+    return wait.finally(() => this.timedWaits--);
   }
 
   private idle(): boolean {

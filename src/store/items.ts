@@ -115,6 +115,8 @@ export class Items {
   private readonly latestAttemptStmt;
   private readonly inStatesStmt;
   private readonly countsStmt;
+  private readonly deferredStmt;
+  private readonly waitsStmt;
   private readonly removedCountsStmt;
   private readonly problemsStmt;
   private readonly endedWithoutOutputStmt;
@@ -213,6 +215,11 @@ export class Items {
     this.problemsStmt = db.prepare<[], ItemProblem>(
       `SELECT id, state, coalesce(error_code, state) AS code, coalesce(error_message, '') AS message FROM items WHERE state IN ${sqlStates(ENDED_WITHOUT_OUTPUT)} OR (state IN ${sqlStates(OPEN_STATES)} AND state <> 'pending' AND error_code IS NOT NULL) ORDER BY seq`,
     );
+    this.waitsStmt = db.prepare<[{ now: number }], { state: ItemState; n: number; later: number; next_at: number | null }>(
+      `SELECT state, count(*) AS n, sum(not_before > @now) AS later, min(CASE WHEN not_before > @now THEN not_before END) AS next_at
+       FROM items WHERE state IN ${sqlStates(OPEN_STATES)} AND removed = 0 GROUP BY state`,
+    );
+    this.deferredStmt = db.prepare<[], { n: number }>("SELECT count(*) AS n FROM items WHERE state = 'submitting' AND not_before > 0");
     this.countsStmt = db.prepare<[], { state: ItemState; n: number }>('SELECT state, sum(n) AS n FROM item_tally GROUP BY state');
     // Through items_removed: nothing to read when the manifest removed nothing.
     this.removedCountsStmt = db.prepare<[], { state: ItemState; n: number }>('SELECT state, count(*) AS n FROM items WHERE removed = 1 GROUP BY state');
@@ -409,6 +416,20 @@ export class Items {
     for (const { state, n } of this.countsStmt.all()) out[state] = n;
     for (const { state, n } of this.removedCountsStmt.all()) out[state] -= n;
     return out;
+  }
+
+  /**
+   * Open items by state: how many, how many wait for a time (a backoff, a
+   * resend), and the earliest such time; what `status` and the run's
+   * watchdog say each state waits for.
+   */
+  waitsByState(now: number): { state: ItemState; n: number; later: number; next_at: number | null }[] {
+    return this.waitsStmt.all({ now });
+  }
+
+  /** Submissions waiting for their time to be resent (a backoff, a 503): sent, unanswered, and holding no in-flight slot. */
+  deferredResends(): number {
+    return this.deferredStmt.get()!.n;
   }
 
   /** How many items the manifest no longer has. */

@@ -220,6 +220,11 @@ export const MIGRATIONS: readonly string[] = [
   -- 100,000 rows of a big catalog to find none.
   CREATE INDEX items_changed ON items (seq) WHERE changed = 1;
   `,
+  // 15
+  `
+  -- Since when the service has answered nothing, while a run waits for it: status says why a run is quiet.
+  ALTER TABLE runs ADD COLUMN unreachable_since INTEGER;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

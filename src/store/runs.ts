@@ -9,6 +9,7 @@ export interface RunRow {
   time_scale: number;
   out_dir: string;
   waiting_until: number | null;
+  unreachable_since: number | null;
 }
 
 /** Run sessions: one row per `genbatch run` of this state file, kept alive by a heartbeat. */
@@ -20,8 +21,8 @@ export class Runs {
 
   constructor(db: Db) {
     this.insert = db.prepare('INSERT INTO runs (started_at, heartbeat_at, limits, time_scale, out_dir) VALUES (@now, @now, @limits, @timeScale, @outDir)');
-    this.beatStmt = db.prepare('UPDATE runs SET heartbeat_at = @now, waiting_until = @waitingUntil WHERE id = @id');
-    this.endStmt = db.prepare('UPDATE runs SET heartbeat_at = @now, ended_at = @now, waiting_until = NULL WHERE id = @id');
+    this.beatStmt = db.prepare('UPDATE runs SET heartbeat_at = @now, waiting_until = @waitingUntil, unreachable_since = @unreachableSince WHERE id = @id');
+    this.endStmt = db.prepare('UPDATE runs SET heartbeat_at = @now, ended_at = @now, waiting_until = NULL, unreachable_since = NULL WHERE id = @id');
     this.allStmt = db.prepare<[], RunRow>('SELECT * FROM runs ORDER BY id');
   }
 
@@ -29,8 +30,9 @@ export class Runs {
     return Number(this.insert.run({ now, limits: JSON.stringify(run.limits), timeScale: run.timeScale, outDir: run.outDir }).lastInsertRowid);
   }
 
-  beat(id: number, now: number, waitingUntil: number | undefined): void {
-    this.beatStmt.run({ id, now, waitingUntil: waitingUntil && waitingUntil > now ? waitingUntil : null });
+  /** The run is alive; while it waits for the daily cap, until when; while the service answers nothing, since when. */
+  beat(id: number, now: number, waitingUntil: number | undefined, unreachableSince?: number): void {
+    this.beatStmt.run({ id, now, waitingUntil: waitingUntil && waitingUntil > now ? waitingUntil : null, unreachableSince: unreachableSince ?? null });
   }
 
   end(id: number, now: number): void {

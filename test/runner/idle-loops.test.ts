@@ -33,6 +33,7 @@ describe('a waiting run does not poll', () => {
     const job = { id: 'job_1', status: 'COMPLETED', outputs: [{ url: 'https://storage.test/1.png', downloadUrl: 'https://storage.test/1.png?sig=1' }], refunded: 0, charged: 2, raw: {} } as unknown as Job;
     const client = {
       observeRemaining() {},
+      observeAnswers() {},
       async submitImage(): Promise<Job> {
         // The first answer defers the resend (no job was made); the resend then waits for the key's window.
         if (++posts === 1) throw new ApiError(503, 'UPSTREAM_UNAVAILABLE', 'busy', {}, 1, undefined, 'POST', '/images');

@@ -41,6 +41,7 @@ export interface RunFlags extends ConnectionFlags {
   notify?: string;
   notifyCommand?: string;
   stallMinutes?: number;
+  unreachableMinutes?: number;
   redoChanged?: boolean;
   timeScale?: number;
   maxOutputMb?: number;
@@ -156,6 +157,7 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
     ...(flags.canary ? { canary: { size: flags.canary, maxFailures: flags.canaryMaxFailures ?? 0 } } : {}),
     redoChanged: flags.redoChanged ?? false,
     timeScale,
+    unreachableMs: (flags.unreachableMinutes ?? 30) * 60_000,
     downloadConcurrency: 4,
     maxOutputBytes: (flags.maxOutputMb ?? 2048) * 1024 * 1024,
     now: Date.now,

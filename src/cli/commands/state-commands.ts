@@ -55,10 +55,12 @@ function statusTable(s: Status, paint: Paint): string {
   if (run.running) {
     const eta = s.eta ? `; ETA ${formatDuration(s.eta.seconds)} (${when(s.eta.at)}, from ${s.eta.basis === 'observed' ? "this run's pace" : 'the limits'})` : '';
     const wait = run.waitingUntil ? `; submissions wait for the daily cap until ${when(run.waitingUntil)}` : '';
-    lines.push(`running: ${s.inFlight} in flight${wait}${eta}`);
+    const unreachable = run.unreachableSince ? `; the service has answered nothing since ${when(run.unreachableSince)} (submissions pause; it is probed)` : '';
+    lines.push(`running: ${s.inFlight} in flight${wait}${unreachable}${eta}`);
   } else if (run.sessions > 0) {
     lines.push(`not running; last active ${when(run.lastActiveAt)}`);
   }
+  if (s.waiting.length) lines.push(table(['state', 'items', 'waiting for'], s.waiting.map((w) => [w.state, num(w.items), `${w.for}${w.until ? ` (${when(w.until)})` : ''}`])));
   if (run.sessions > 0) lines.push(`run time: ${formatDuration(run.seconds)} over ${count(run.sessions, 'session')} since ${when(run.startedAt)}`);
   return lines.join('\n');
 }

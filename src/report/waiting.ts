@@ -1,0 +1,59 @@
+import type { ItemState, Store } from '../store/index.js';
+
+/** What the items of one state wait for: `status --json` and the run's watchdog say it alike. */
+export interface Waiting {
+  state: ItemState;
+  items: number;
+  for: string;
+  /** When the earliest of them acts (a backoff's end, a resend's time, the daily cap's reset). */
+  until?: string;
+}
+
+/** What the run as a whole waits for, where a run holds the state. */
+export interface RunWaits {
+  running: boolean;
+  /** Submissions wait for the daily cap until then. */
+  waitingUntil?: number | null | undefined;
+  /** The service has answered nothing since then. */
+  unreachableSince?: number | null | undefined;
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** Why each open item is not done yet, by state: every wait has a reason and, where it is a matter of time, a time. */
+export function waitingFor(store: Store, now: number, run: RunWaits): Waiting[] {
+  const out: Waiting[] = [];
+  const unreachable = run.running && run.unreachableSince ? `the service, which has answered nothing since ${iso(run.unreachableSince)} (probed; the run exits 4 if that lasts past --unreachable-minutes)` : undefined;
+  const cap = run.running && run.waitingUntil && run.waitingUntil > now ? run.waitingUntil : undefined;
+  const add = (state: ItemState, items: number, what: string, until?: number | null) => {
+    if (items > 0) out.push({ state, items, for: what, ...(until ? { until: iso(until) } : {}) });
+  };
+  for (const { state, n, later, next_at } of store.items.waitsByState(now)) {
+    const now_ = n - later;
+    switch (state) {
+      case 'pending':
+        add(state, later, 'the end of a backoff (then a submission)', next_at);
+        add(state, now_, unreachable ?? (cap ? 'the daily credit cap to reset' : run.running ? 'a free in-flight slot and a turn in the submission rate' : 'a run (genbatch run)'), cap);
+        break;
+      case 'queued':
+        add(state, n, run.running ? (unreachable ?? 'its turn in the submission rate (never sent yet)') : 'a run (never sent yet)');
+        break;
+      case 'submitting':
+        add(state, later, 'its time to be resent with the same key (a backoff, or a 503)', next_at);
+        add(state, now_, run.running ? (unreachable ? `${unreachable}, to resend it with the same key` : 'the answer to its submission') : 'a run, which resends it with the same key');
+        break;
+      case 'maybe_accepted':
+        add(state, n, 'a later run, which resends it with the same key (it may have been accepted, and is never paid twice)');
+        break;
+      case 'running':
+        add(state, n, run.running ? (unreachable ? `${unreachable}, to poll its job` : 'its job to end (long-polled)') : 'a run, which polls its job (paid for)');
+        break;
+      case 'downloading':
+        add(state, n, run.running ? 'its download' : 'a run, which downloads it (paid for)');
+        break;
+      default:
+        break;
+    }
+  }
+  return out;
+}

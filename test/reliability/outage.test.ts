@@ -1,0 +1,159 @@
+import Database from 'better-sqlite3';
+import { Agent } from 'undici';
+import { describe, expect, it } from 'vitest';
+import { ApiClient } from '../../src/api/index.js';
+import type { LedgerEvent } from '../../src/simulator/index.js';
+import { expectNoDoubleChargeAndVerifiedOutputs, imageManifest, readState, workspace } from '../helpers/run.js';
+import { runInProcess } from '../helpers/in-process.js';
+import { startTestSim, type TestSim } from '../helpers/sim.js';
+
+type Request = Extract<LedgerEvent, { kind: 'request' }>;
+
+const posts = (t: TestSim, since = 0) => t.sim.service.ledger.of('request').filter((r): r is Request => r.method === 'POST' && r.path === '/images' && r.at >= since);
+
+/** When the outage that starts at charge `atCharge` ends: the first request the service sees after it. */
+function watchOutage(t: TestSim): { backAt: () => number | undefined } {
+  let backAt: number | undefined;
+  let wasDown = false;
+  const unwatch = t.sim.service.ledger.watch(() => {
+    if (t.sim.down) wasDown = true;
+    else if (wasDown && backAt === undefined) backAt = Date.now();
+  });
+  // The service records nothing while it is down; the poll below notices the moment it is back.
+  const timer = setInterval(() => {
+    if (t.sim.down) wasDown = true;
+    else if (wasDown && backAt === undefined) backAt = Date.now();
+  }, 10);
+  return {
+    backAt: () => {
+      unwatch();
+      clearInterval(timer);
+      return backAt;
+    },
+  };
+}
+
+describe('the service goes away mid-run and comes back on the same port', () => {
+  // Issue 33's measurement: the answer of the 10th charge is lost as the service dies, every connection is refused
+  // for 20 real seconds, then the service listens again with all its state. The run stalled forever.
+  it('refused for 20 s after a lost answer: the lost key is resent, submissions resume at once, nothing is paid twice', { timeout: 90_000 }, async () => {
+    const t = await startTestSim({ timeScale: 60, outages: [{ atCharge: 10, seconds: 20, mode: 'refuse' }] });
+    const ws = workspace(t.sim, imageManifest(40), {}, 60);
+    const outage = watchOutage(t);
+    const inFlight = watchInFlight(ws.statePath);
+    const run = await ws.run();
+    const backAt = outage.backAt();
+    // The in-flight count never passed its cap, in the state nor on the live line.
+    expect(inFlight.max()).toBeLessThanOrEqual(10);
+    for (const m of run.stderr.matchAll(/running (\d+)/g)) expect(Number(m[1])).toBeLessThanOrEqual(10);
+    expect(run.code, run.stderr).toBe(0);
+    expect(backAt).toBeDefined();
+    const charges = t.sim.service.ledger.of('charge');
+    expect(charges).toHaveLength(40);
+    // The 10th charge's answer was lost: its key went again (a replay of the same job), never a new key.
+    const lost = charges[9]!;
+    expect(t.sim.service.ledger.of('replay').some((r) => r.idempotencyKey === lost.idempotencyKey)).toBe(true);
+    const after = posts(t, backAt!);
+    expect(after.length).toBeGreaterThan(0);
+    // The first resend and the first new submission leave within 2 s of the service's return.
+    expect(after[0]!.at - backAt!).toBeLessThan(2_000);
+    const firstNew = after.find((p) => p.idempotencyKey !== lost.idempotencyKey && !charges.slice(0, 10).some((c) => c.idempotencyKey === p.idempotencyKey))!;
+    expect(firstNew.at - backAt!).toBeLessThan(2_000);
+    // Never over the in-flight cap: the service would have answered CONCURRENCY_LIMIT.
+    expect(t.sim.service.ledger.countStatus(429)).toBe(0);
+    expect(readState(ws.statePath).items.every((i) => i.state === 'done')).toBe(true);
+    expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
+    // The outage was said once, with when it began, and its end too.
+    expect(run.stderr).toMatch(/service is unreachable/i);
+  });
+});
+
+/** Jobs the state holds in flight (a submission awaiting its answer, or a job being polled): never more than the cap. */
+function watchInFlight(statePath: string): { max: () => number } {
+  let max = 0;
+  let db: Database.Database | undefined;
+  const timer = setInterval(() => {
+    try {
+      db ??= new Database(statePath, { readonly: true, fileMustExist: true });
+      const { n } = db.prepare("SELECT count(*) AS n FROM items WHERE (state = 'submitting' AND not_before = 0) OR state = 'running'").get() as { n: number };
+      max = Math.max(max, n);
+    } catch {
+      // Not written yet.
+    }
+  }, 20);
+  return {
+    max: () => {
+      clearInterval(timer);
+      db?.close();
+      return max;
+    },
+  };
+}
+
+describe('outages of every kind are ridden out', () => {
+  it('connections reset for 3 s: the run waits, then finishes with one charge per item and never over the in-flight cap', { timeout: 60_000 }, async () => {
+    const t = await startTestSim({ timeScale: 60, outages: [{ atCharge: 6, seconds: 3, mode: 'reset' }] });
+    const ws = workspace(t.sim, imageManifest(24), {}, 60);
+    const inFlight = watchInFlight(ws.statePath);
+    const run = await ws.run();
+    expect(inFlight.max()).toBeLessThanOrEqual(10);
+    expect(run.code, run.stderr).toBe(0);
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(24);
+    expect(t.sim.service.ledger.countStatus(429)).toBe(0);
+    // Every live line's "running" is within the cap too.
+    for (const m of run.stderr.matchAll(/running (\d+)/g)) expect(Number(m[1])).toBeLessThanOrEqual(10);
+    expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
+  });
+
+  it('no DNS for 2 s: names that do not resolve are an outage too', { timeout: 60_000 }, async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(t.sim, imageManifest(16));
+    let failing = false;
+    let unresolved = 0;
+    const lookup = (host: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
+      if (failing && ++unresolved) return callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' }));
+      return options.all ? callback(null, [{ address: '127.0.0.1', family: 4 }]) : callback(null, '127.0.0.1', 4);
+    };
+    // Every request on a connection of its own, so every request looks its host up.
+    const agent = new Agent({ connect: { lookup: lookup as never } });
+    const dispatcher = agent.compose((dispatch) => (options, handler) => dispatch({ ...options, reset: true }, handler));
+    const client = new ApiClient({ baseUrl: t.sim.baseUrl.replace('127.0.0.1', 'genbatch-sim.test'), apiKey: t.sim.apiKey, dispatcher });
+    const unwatch = t.sim.service.ledger.watch((e) => {
+      if (e.kind === 'charge' && t.sim.service.ledger.of('charge').length === 4 && !failing) {
+        failing = true;
+        setTimeout(() => (failing = false), 2_000);
+      }
+    });
+    const summary = await runInProcess(t, ws, { client });
+    unwatch();
+    await agent.close();
+    expect(unresolved).toBeGreaterThan(0);
+    expect(summary.counts.done).toBe(16);
+    expect(summary.stop).toBeUndefined();
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(16);
+    expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
+  });
+
+  it('unreachable past --unreachable-minutes: exit 4 saying since when, nothing lost; the same command then finishes without paying twice', { timeout: 60_000 }, async () => {
+    const t = await startTestSim({ timeScale: 60 });
+    const ws = workspace(t.sim, imageManifest(12), {}, 60);
+    // The service dies as it charges the 5th job (its answer is lost) and stays away.
+    const unwatch = t.sim.service.ledger.watch((e) => {
+      if (e.kind === 'charge' && t.sim.service.ledger.of('charge').length === 5) void t.sim.outage('refuse');
+    });
+    const first = await ws.run(['--unreachable-minutes', '0.05']);
+    unwatch();
+    expect(first.code, first.stderr).toBe(4);
+    expect(first.stderr).toMatch(/answered nothing since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC/);
+    expect(first.stderr).toMatch(/Nothing paid is lost/);
+    const charged = t.sim.service.ledger.of('charge').length;
+    expect(charged).toBe(5);
+    await t.sim.restore();
+    const second = await ws.run();
+    expect(second.code, second.stderr).toBe(0);
+    const charges = t.sim.service.ledger.of('charge');
+    expect(charges).toHaveLength(12);
+    expect(new Set(charges.map((c) => c.idempotencyKey)).size).toBe(12);
+    expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
+  });
+});
