@@ -1,9 +1,10 @@
 import Database from 'better-sqlite3';
 import { Agent } from 'undici';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ApiClient } from '../../src/api/index.js';
 import type { LedgerEvent } from '../../src/simulator/index.js';
 import { expectNoDoubleChargeAndVerifiedOutputs, imageManifest, readState, workspace } from '../helpers/run.js';
+import { runCliInProcess } from '../helpers/cli.js';
 import { runInProcess } from '../helpers/in-process.js';
 import { startTestSim, type TestSim } from '../helpers/sim.js';
 
@@ -65,6 +66,8 @@ describe('the service goes away mid-run and comes back on the same port', () => 
     expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
     // The outage was said once, with when it began, and its end too.
     expect(run.stderr).toMatch(/service is unreachable/i);
+    // Waiting for the service is a known wait, never a stall.
+    expect(run.stderr).not.toMatch(/nothing moved/);
   });
 });
 
@@ -141,7 +144,18 @@ describe('outages of every kind are ridden out', () => {
     const unwatch = t.sim.service.ledger.watch((e) => {
       if (e.kind === 'charge' && t.sim.service.ledger.of('charge').length === 5) void t.sim.outage('refuse');
     });
-    const first = await ws.run(['--unreachable-minutes', '0.05']);
+    const running = ws.run(['--unreachable-minutes', '0.05']);
+    // Meanwhile status says why the run is quiet: since when nothing answers, and what each state waits for.
+    let status: any;
+    await vi.waitFor(async () => {
+      const out = await runCliInProcess(['status', 'm.yaml', '--json'], ws.env, ws.dir);
+      status = JSON.parse(out.stdout);
+      expect(status.run.unreachableSince).not.toBeNull();
+    }, { timeout: 10_000, interval: 100 });
+    expect(status.run.running).toBe(true);
+    expect(status.waiting.length).toBeGreaterThan(0);
+    for (const w of status.waiting) expect(w.for).toMatch(/the service, which has answered nothing since|backoff|its time to be resent/);
+    const first = await running;
     unwatch();
     expect(first.code, first.stderr).toBe(4);
     expect(first.stderr).toMatch(/answered nothing since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC/);
