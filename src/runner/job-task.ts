@@ -221,7 +221,7 @@ export class JobTask {
             else return this.deferResend(attempt, retryAfter ?? ctx.scaled(5000));
             continue;
           case 'resend-later':
-            if (attempt.resends < reaction.maxResends) return this.deferResend(attempt, retryAfter ?? ctx.scaled(10_000));
+            if (attempt.unavailable_resends < reaction.maxResends) return this.deferResend(attempt, retryAfter ?? ctx.scaled(10_000), 'unavailable');
             if (store.life.recordRefused(attempt.item_id, attempt.n, e, 'failed', opts.now())) this.final('failed', e.code, e.message);
             return undefined;
           case 'resend-with-backoff':
@@ -278,8 +278,8 @@ export class JobTask {
   }
 
   /** The same key goes again after `delayMs`, sent by whichever task the feeder gives it to then: no slot is held meanwhile. */
-  private deferResend(attempt: AttemptRow, delayMs: number): undefined {
-    this.ctx.store.life.deferResend(this.itemId, attempt.n, this.ctx.opts.now() + delayMs, this.ctx.opts.now());
+  private deferResend(attempt: AttemptRow, delayMs: number, after: 'no-answer' | 'unavailable' = 'no-answer'): undefined {
+    this.ctx.store.life.deferResend(this.itemId, attempt.n, this.ctx.opts.now() + delayMs, this.ctx.opts.now(), after);
     return undefined;
   }
 

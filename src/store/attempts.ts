@@ -24,6 +24,8 @@ export interface AttemptRow {
   ended_at: number | null;
   /** Times this attempt was resent (same key) after an answer that left its fate open, since it was last held for a later run. */
   resends: number;
+  /** Times it was resent after a 503 (the spec's "retry once later"), counted apart from `resends`. */
+  unavailable_resends: number;
   /** The fingerprint of the API key it belongs to: the one its body was built for, and sent with (null: from before keys were recorded). */
   key_fp: string | null;
 }
@@ -39,6 +41,7 @@ export class Attempts {
   private readonly keyOfStmt;
   private readonly reconcileStmt;
   private readonly resendsStmt;
+  private readonly unavailableStmt;
   private readonly acceptedStmt;
   private readonly endedStmt;
   private readonly refusedStmt;
@@ -53,6 +56,7 @@ export class Attempts {
     this.insert = db.prepare('INSERT INTO attempts (item_id, n, idempotency_key, body, status, created_at, key_fp) VALUES (@itemId, @n, @key, @body, \'created\', @now, @keyFp)');
     this.latestStmt = db.prepare<[string], AttemptRow>('SELECT * FROM attempts WHERE item_id = ? ORDER BY n DESC LIMIT 1');
     this.resendsStmt = db.prepare("UPDATE attempts SET resends = CASE WHEN @reset THEN 0 ELSE resends + 1 END WHERE item_id = @itemId AND n = @n AND job_id IS NULL");
+    this.unavailableStmt = db.prepare('UPDATE attempts SET unavailable_resends = unavailable_resends + 1 WHERE item_id = @itemId AND n = @n AND job_id IS NULL');
     this.sentStmt = db.prepare("UPDATE attempts SET status = CASE WHEN status = 'created' THEN 'sent' ELSE status END, sent_at = coalesce(sent_at, @now), key_fp = coalesce(key_fp, @keyFp) WHERE item_id = @itemId AND n = @n");
     // Only attempts that may have reached the service: sent, whatever came back.
     this.reconcileStmt = db.prepare<[], AttemptForReconcile>(
@@ -102,6 +106,11 @@ export class Attempts {
   /** One more resend of the attempt's key is due later; `reset` starts the count again (the attempt is held for a later run). */
   countResend(itemId: string, n: number, reset = false): void {
     this.resendsStmt.run({ itemId, n, reset: reset ? 1 : 0 });
+  }
+
+  /** One more resend after a 503. */
+  countUnavailable(itemId: string, n: number): void {
+    this.unavailableStmt.run({ itemId, n });
   }
 
   /** The attempt's key's fingerprint ('' from before keys were recorded). */

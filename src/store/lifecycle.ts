@@ -117,9 +117,11 @@ export class Lifecycle {
    * `notBefore` on, by whichever task picks it up then. No in-flight slot is
    * held while it waits.
    */
-  deferResend(id: string, n: number, notBefore: number, now: number): boolean {
+  deferResend(id: string, n: number, notBefore: number, now: number, after: 'no-answer' | 'unavailable' = 'no-answer'): boolean {
     return this.tx(() => {
-      this.attempts.countResend(id, n);
+      // A 503 said no job was made: its one retry is counted apart from the resends of an answer that left the fate open.
+      if (after === 'unavailable') this.attempts.countUnavailable(id, n);
+      else this.attempts.countResend(id, n);
       return this.transition(id, ['submitting'], 'submitting', now, undefined, Math.max(1, notBefore));
     });
   }

@@ -67,6 +67,15 @@ const rows: Row[] = [
     },
   },
   {
+    // The one retry a 503 gets is its own: resends after network errors do not use it up.
+    name: 'resets, then a 503: the 503 is still retried once', behaviour: 'resend same key', posts: ['reset', 'reset', error(503, 'UPSTREAM_UNAVAILABLE')], exit: 0,
+    check: (t, _ws, posts) => {
+      expect(statuses(posts)).toEqual([0, 0, 503, 202]);
+      sameKey(posts);
+      expect(charges(t)).toBe(1);
+    },
+  },
+  {
     name: 'VALIDATION_ERROR', behaviour: 'mark item', posts: [{ status: 400, headers: {}, body: { error: { code: 'VALIDATION_ERROR', message: 'bad', details: { field: 'prompt' } } } }], exit: 1,
     check: (t, ws, posts) => {
       expect(statuses(posts)).toEqual([400]);
