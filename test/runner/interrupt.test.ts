@@ -99,3 +99,25 @@ describe('an interrupt at the real pace', () => {
 async function waitUntil(check: () => boolean): Promise<void> {
   while (!check()) await new Promise((r) => setTimeout(r, 10));
 }
+
+describe('signals from the first instant', () => {
+  it('a SIGTERM while the run is still starting (asking the service about its key) exits 130 and sends nothing', async () => {
+    const t = await startTestSim({ timeScale: 60 });
+    const ws = workspace(t.sim, imageManifest(5), {}, 60);
+    let run: ReturnType<typeof ws.start> | undefined;
+    // Sent the moment the service sees the key's /me: long before the first submission, while the manifest is read.
+    t.sim.service.inject = (req) => {
+      if (req.path === '/me') run?.child.kill('SIGTERM');
+      return undefined;
+    };
+    run = ws.start();
+    const [code, signal] = (await once(run.child, 'exit')) as [number | null, string | null];
+    t.sim.service.inject = undefined;
+    expect(signal).toBeNull();
+    expect(code, run.output()).toBe(130);
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(0);
+    // The same command then runs it all.
+    expect((await ws.run()).code).toBe(0);
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(5);
+  });
+});
