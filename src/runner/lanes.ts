@@ -69,7 +69,7 @@ export class KeyLane {
       const shared = (kind: 'submit' | 'read' | 'upload') => new SharedBucket(coordinator, key.fingerprint, kind, key.limits[kind], onCoordinator);
       this.buckets = { submit: shared('submit'), read: shared('read'), upload: shared('upload') };
     } else {
-      const recent = store.accounting.submissionsSince(now() - key.limits.submit.windowMs, key.fingerprint);
+      const recent = recentSubmissions(store, key.fingerprint, key.limits.submit, now());
       this.buckets = { submit: new Bucket(key.limits.submit, now, recent), read: new Bucket(key.limits.read, now), upload: new Bucket(key.limits.upload, now) };
     }
     key.client.observeRemaining((kind, remaining) => this.buckets[kind].serviceRemaining(remaining));
@@ -121,6 +121,20 @@ export class KeyLane {
   stop(): void {
     for (const bucket of Object.values(this.buckets)) bucket.stop();
   }
+}
+
+/**
+ * The key's submissions of the last window, read back after a restart, as
+ * the window must count them. A send's time is taken before its record is
+ * committed, and the service counts the request when it arrives: a few
+ * milliseconds later, and later still for one a killed run never saw
+ * answered. Counted as answered a share of the window (two seconds at most)
+ * after it was sent, they leave the window after the service's count does,
+ * never before: a restarted run sends into no 429.
+ */
+function recentSubmissions(store: Store, keyFp: string, rate: { count: number; windowMs: number }, now: number): number[] {
+  const margin = Math.min(2_000, rate.windowMs / rate.count);
+  return store.accounting.submissionsSince(now - rate.windowMs - margin, keyFp).map((at) => at + margin);
 }
 
 /** The run's keys. With one key, one lane: the run is what it always was. */

@@ -22,6 +22,40 @@ describe('killed at any instant, resumed with the same command', () => {
     expect(new Set(prompts).size).toBe(16);
     expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
     expect(readdirSync(ws.outDir).filter((f) => f.endsWith('.part'))).toEqual([]);
+    // Each restart rebuilds the submission window from the state, the sends a killed run never saw answered too.
+    expect(t.sim.service.ledger.countStatus(429)).toBe(0);
+  });
+
+  it('at the real pace: killed as its window fills, the restart waits for the window and sees no 429', { timeout: 60_000 }, async () => {
+    // A key of 3 submissions per 2 real seconds, the runner told the same: each restart comes back within the window.
+    const t = await startTestSim({ timeScale: 1, imageSeconds: [1, 1], limits: { submissionsPerWindow: 3, windowSeconds: 2 } });
+    const ws = workspace(t.sim, imageManifest(8), {}, 1);
+    const args = ['--submit-rate', '3/2s'];
+    for (let life = 0; life < 2; life++) {
+      const child = spawn(process.execPath, [CLI, ...ws.args(args)], { cwd: ws.dir, env: ws.env, stdio: 'ignore' });
+      const exited = once(child, 'exit');
+      const target = (life + 1) * 3;
+      const unwatch = t.sim.service.ledger.watch((e) => {
+        if (e.kind === 'charge' && t.sim.service.ledger.of('charge').length === target) child.kill('SIGKILL');
+      });
+      await exited;
+      unwatch();
+    }
+    const final = await ws.run(args);
+    expect(final.code, final.stderr).toBe(0);
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(8);
+    expect(t.sim.service.ledger.countStatus(429)).toBe(0);
+    expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
+  });
+
+  it('40 images, 5 SIGKILLs: the rebuilt windows see no 429', { timeout: 120_000 }, async () => {
+    const t = await startTestSim({ timeScale: 60, seed: 5 });
+    const ws = workspace(t.sim, imageManifest(40), {}, 60);
+    const { final } = await killLoop(t.sim, ws, 5);
+    expect(final.code, final.stdout + final.stderr).toBe(0);
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(40);
+    expect(t.sim.service.ledger.countStatus(429)).toBe(0);
+    expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
   });
 
   it('SIGINT stops submitting, saves state and exits 130; the same command finishes without double charges', { timeout: 60_000 }, async () => {
