@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -25,7 +25,8 @@ export function measureCli(args, { cwd = root, env = {}, during } = {}) {
     during?.(child, Date.now());
     child.on('close', (code) => {
       const wallSeconds = Number(process.hrtime.bigint() - started) / 1e9;
-      const usage = JSON.parse(readFileSync(rssFile, 'utf8'));
+      // A process killed by SIGKILL writes no usage.
+      const usage = existsSync(rssFile) ? JSON.parse(readFileSync(rssFile, 'utf8')) : { maxRss: NaN, cpuSeconds: NaN };
       resolve({ code, stdout, stderr, wallSeconds, closedAt: Date.now(), peakRssMb: usage.maxRss / 1024 / 1024, cpuSeconds: usage.cpuSeconds });
     });
   });

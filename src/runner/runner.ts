@@ -88,6 +88,10 @@ export class Runner implements RunContext {
   private unsynced: SyncSteps | undefined;
   private syncing: Promise<void> | undefined;
   private syncFailure: Error | undefined;
+  /** The done items' outputs being checked on disk, alongside the run; the items to download again once checked. */
+  private verifying: Promise<void> | undefined;
+  private readonly redownloading = new Set<string>();
+  private readonly pendingRedownloads: [string, string][] = [];
   private get syncStepMs(): number {
     return this.opts.syncStepMs ?? SYNC_STEP_MS;
   }
@@ -256,6 +260,8 @@ export class Runner implements RunContext {
   /** Feeds both types until nothing can become ready, then waits for every task and download. */
   private async drain(): Promise<void> {
     await Promise.all([this.feed('image'), this.feed('video')]);
+    // Outputs found gone from disk join the downloads: the feed loops may have ended before the check did.
+    await this.verifying;
     await Promise.all(this.lanes.all.flatMap((lane) => [lane.slots.image.onIdle(), lane.slots.video.onIdle()]));
     await this.downloads.onIdle();
   }
@@ -292,23 +298,16 @@ export class Runner implements RunContext {
     return false;
   }
 
-  /** Picks up where a killed run left off: resend, poll, download; re-download outputs gone from disk. */
+  /**
+   * Picks up where a killed run left off: resend, poll, download. What it
+   * costs before the first submission is bounded by the in-flight work, not
+   * by what already ran: downloads are queued from one query, and the done
+   * items' outputs are checked on disk (re-downloaded when gone) alongside
+   * the run, not before it.
+   */
   private async recover(): Promise<void> {
     const { store, opts } = this;
     await removePartials(opts.outDir);
-    for (const item of store.items.inState('done')) {
-      // Only the latest job's outputs are the item's: rows an older state kept of a replaced job are passed over.
-      const jobId = store.attempts.latest(item.id)?.job_id;
-      for (const out of jobId ? store.outputs.ofJob(jobId) : []) {
-        const check = out.path && out.bytes !== null && out.sha256 ? await checkOutput(opts.outDir, { path: out.path, bytes: out.bytes, sha256: out.sha256, mtime_ms: out.mtime_ms }) : { verdict: 'missing' as const };
-        if (check.verdict === 'same-bytes') store.outputs.stillVerified(out.job_id, out.idx, check.mtimeMs);
-        else if (check.verdict !== 'unchanged') {
-          // Gone or not what was paid for: downloaded again from a fresh link (or reported when none can be had).
-          opts.logger?.warn({ item: item.id, output: out.path, verdict: check.verdict }, 'output not as verified');
-          store.life.outputMissing(item.id, out.job_id, out.idx, opts.now());
-        }
-      }
-    }
     for (const state of ['queued', 'submitting', 'maybe_accepted', 'running'] as const) {
       // A resend deferred to a later time is the feeder's to start when it is due.
       // An item the manifest dropped before its attempt was sent is never sent; one sent may be paid for, so it goes on.
@@ -317,11 +316,36 @@ export class Runner implements RunContext {
         if (lane && item.not_before <= opts.now() && !(item.removed && state === 'queued')) this.startJob(item, lane);
       }
     }
-    for (const item of store.items.inState('downloading')) {
-      const lane = this.roster.laneOf(item);
-      const attempt = store.attempts.latest(item.id);
-      if (lane && attempt?.job_id) this.startDownload(item.id, attempt.job_id);
+    for (const { id, job_id, key_fp } of store.items.downloadsToResume()) {
+      // A key this run lacks: the roster holds the item for a run with it, and says so.
+      const lane = key_fp ? this.lanes.get(key_fp) : this.lanes.all[0];
+      if (lane || this.roster.laneOf(store.items.get(id)!)) this.startDownload(id, job_id);
     }
+    this.verifying = this.verifyDone().finally(() => {
+      this.verifying = undefined;
+      this.control.wake();
+    });
+  }
+
+  /** Done items' outputs as they are on disk: one gone, or not what was paid for, is downloaded again from a fresh link (or reported when none can be had). */
+  private async verifyDone(): Promise<void> {
+    const { store, opts } = this;
+    // Only the latest job's outputs are the item's: rows an older state kept of a replaced job are passed over.
+    for (const out of store.items.doneOutputs()) {
+      if (this.control.abort.signal.aborted) return;
+      const check = out.path && out.bytes !== null && out.sha256 ? await checkOutput(opts.outDir, { path: out.path, bytes: out.bytes, sha256: out.sha256, mtime_ms: out.mtime_ms }) : { verdict: 'missing' as const };
+      if (check.verdict === 'same-bytes') store.outputs.stillVerified(out.job_id, out.idx, check.mtimeMs);
+      else if (check.verdict !== 'unchanged') {
+        opts.logger?.warn({ item: out.item_id, output: out.path, verdict: check.verdict }, 'output not as verified');
+        // Its first missing output moves the item back to downloading, and one download fetches every output it lacks.
+        if (store.life.outputMissing(out.item_id, out.job_id, out.idx, opts.now()) && store.items.get(out.item_id)?.state === 'downloading' && !this.redownloading.has(out.item_id)) {
+          this.redownloading.add(out.item_id);
+          this.pendingRedownloads.push([out.item_id, out.job_id]);
+        }
+      }
+    }
+    // Started once every output of the item is marked: a download started at its first missing one would not fetch the others.
+    for (const [itemId, jobId] of this.pendingRedownloads.splice(0)) this.startDownload(itemId, jobId);
   }
 
   /** Keeps one type's slots full, on every key with room, with ready items in manifest order, until none can become ready. */
@@ -471,7 +495,7 @@ export class Runner implements RunContext {
   }
 
   private idle(): boolean {
-    return !this.syncing && this.lanes.idle() && this.downloads.size === 0 && this.downloads.pending === 0 && this.feeder.held === 0;
+    return !this.syncing && !this.verifying && this.lanes.idle() && this.downloads.size === 0 && this.downloads.pending === 0 && this.feeder.held === 0;
   }
 
   /** A key started or stopped waiting for its daily cap: the run waits, and says so, when every key does. */

@@ -116,6 +116,8 @@ export class Items {
   private readonly inStatesStmt;
   private readonly countsStmt;
   private readonly deferredStmt;
+  private readonly downloadsStmt;
+  private readonly doneOutputsStmt;
   private readonly waitsStmt;
   private readonly removedCountsStmt;
   private readonly problemsStmt;
@@ -218,6 +220,14 @@ export class Items {
     this.waitsStmt = db.prepare<[{ now: number }], { state: ItemState; n: number; later: number; next_at: number | null }>(
       `SELECT state, count(*) AS n, sum(not_before > @now) AS later, min(CASE WHEN not_before > @now THEN not_before END) AS next_at
        FROM items WHERE state IN ${sqlStates(OPEN_STATES)} AND removed = 0 GROUP BY state`,
+    );
+    this.downloadsStmt = db.prepare<[], { id: string; job_id: string; key_fp: string | null }>(
+      `SELECT i.id AS id, a.job_id AS job_id, a.key_fp AS key_fp FROM items i JOIN attempts a ON a.item_id = i.id AND a.n = i.attempt
+       WHERE i.state = 'downloading' AND a.job_id IS NOT NULL ORDER BY i.seq`,
+    );
+    this.doneOutputsStmt = db.prepare<[], import('./outputs.js').OutputRow>(
+      `SELECT o.* FROM items i JOIN attempts a ON a.item_id = i.id AND a.n = i.attempt JOIN outputs o ON o.job_id = a.job_id
+       WHERE i.state = 'done' ORDER BY i.seq, o.idx`,
     );
     this.deferredStmt = db.prepare<[], { n: number }>("SELECT count(*) AS n FROM items WHERE state = 'submitting' AND not_before > 0");
     this.countsStmt = db.prepare<[], { state: ItemState; n: number }>('SELECT state, sum(n) AS n FROM item_tally GROUP BY state');
@@ -425,6 +435,16 @@ export class Items {
    */
   waitsByState(now: number): { state: ItemState; n: number; later: number; next_at: number | null }[] {
     return this.waitsStmt.all({ now });
+  }
+
+  /** Items whose job completed and whose outputs are not all on disk: each with its job and the key of its attempt (one query, not two per item). */
+  downloadsToResume(): { id: string; job_id: string; key_fp: string | null }[] {
+    return this.downloadsStmt.all();
+  }
+
+  /** The outputs of every done item's job (the latest attempt's), to check on disk. */
+  doneOutputs(): import('./outputs.js').OutputRow[] {
+    return this.doneOutputsStmt.all();
   }
 
   /** Submissions waiting for their time to be resent (a backoff, a 503): sent, unanswered, and holding no in-flight slot. */
