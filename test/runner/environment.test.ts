@@ -51,9 +51,28 @@ describe('exit 4: the environment, found before paying where it can be', () => {
     server.close();
     await once(server, 'close');
     const ws = workspace({ baseUrl: `http://127.0.0.1:${port}/v1`, apiKey: 'gb_test_unreachable' } as never, imageManifest(1));
-    const res = await ws.run();
+    const res = await ws.run(['--unreachable-minutes', '0.01']);
     expect(res.code, res.stderr).toBe(4);
+    expect(res.stderr).toMatch(/waiting for it, up to 0\.01 minutes/);
     expect(res.stderr).toMatch(/reachable/);
+  });
+
+  it('a service that is not there yet at the start is waited for: the run starts once it answers', async () => {
+    const server = createServer().listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const { port } = server.address() as AddressInfo;
+    server.close();
+    await once(server, 'close');
+    const key = 'gbk_testwaitedfor0000000000000000000';
+    const ws = workspace({ baseUrl: `http://127.0.0.1:${port}/v1`, apiKey: key } as never, imageManifest(3));
+    const running = ws.run();
+    // Up a moment later, on the port the run was given.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const t = await startTestSim({ port, timeScale: 600, keys: [{ label: 'main', key }] });
+    const res = await running;
+    expect(res.code, res.stderr).toBe(0);
+    expect(res.stderr).toMatch(/the service is unreachable .*waiting for it/);
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(3);
   });
 
   it('a base URL without /v1 is a usage error with the likely fix, before any request', async () => {

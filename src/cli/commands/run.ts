@@ -1,6 +1,7 @@
 import { createWriteStream, existsSync, mkdirSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { Catalog } from '../../api/catalog.js';
+import { untilAnswered, type UntilAnsweredOptions } from '../../api/until-answered.js';
 import { keyTextsIn } from '../../api/key-pool.js';
 import { createLogger, type Logger } from '../../log/logger.js';
 import type { ManifestTop } from '../../manifest/index.js';
@@ -79,7 +80,10 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
   const statePathOf = (top: ManifestTop) => statePathFor(top, flags.state, cwd, rehearsal && !flags.state);
   const timeScale = flags.timeScale ?? (rehearsal ? 60 : 1);
   // Each key's /me is on its way while the manifest is read and checked: a round trip less before the first submission.
-  const keys = askKeys(flags, env, timeScale);
+  // A service that answers nothing yet is waited for, as a run waits for it (--unreachable-minutes).
+  const waitForService = { unreachableMs: (flags.unreachableMinutes ?? 30) * 60_000, everyMs: Math.min(1_000, Math.max(100, 1_000 / timeScale)) };
+  const waitSaid = (reason: string) => progressOut.write(`the service is unreachable (${reason}); waiting for it, up to ${num(flags.unreachableMinutes ?? 30)} minutes (Ctrl-C stops; nothing was sent)\n`);
+  const keys = askKeys(flags, env, timeScale, { ...waitForService, onWait: waitSaid });
   let plan: Awaited<ReturnType<typeof planResume>>;
   let checked: Awaited<ReturnType<typeof checkValid>> | undefined;
   let manifest: ManifestTop;
@@ -118,7 +122,7 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
     // The service's view (models, kinds, modes, allowed values, scopes): a mismatch is exit 2 before anything is sent.
     // Asked again of the pool's first key if the first key was refused or the early answer failed, as it was asked before.
     const early = pool.keys[0]!.fingerprint === firstKey.fingerprint ? await earlyCatalog : undefined;
-    catalog = early ?? (await Catalog.fetch(pool.keys[0]!.client, types));
+    catalog = early ?? (await untilAnswered(() => Catalog.fetch(pool.keys[0]!.client, types), { ...waitForService, onWait: waitSaid }));
     // The items' shapes (the checked manifest's, or the state's) pass, or the whole manifest is loaded to say where each problem is.
     if (shapeProblems(shapes, manifest.source, catalog, pool.scopes) > 0) {
       const loaded = await loadValid(path, cwd);
@@ -203,15 +207,18 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
 }
 
 /** The connection, then each key's view (scopes, its own limits and cap; a key the service refuses is left out); nothing awaited until the caller wants them. */
-function askKeys(flags: RunFlags, env: NodeJS.ProcessEnv, timeScale: number): { connecting: Promise<Connection>; pool: Promise<PoolSetup>; discard: () => Promise<void> } {
+function askKeys(flags: RunFlags, env: NodeJS.ProcessEnv, timeScale: number, wait: UntilAnsweredOptions): { connecting: Promise<Connection>; pool: Promise<PoolSetup>; discard: () => Promise<void> } {
   const connecting = connect(flags, env, timeScale);
-  const pool = connecting.then((connection) => setUpPool(connection.keys, limitsFrom(flags, timeScale), timeScale));
+  // Discarded (the manifest failed first): a wait for the service ends at once.
+  const discarded = new AbortController();
+  const pool = connecting.then((connection) => untilAnswered(() => setUpPool(connection.keys, limitsFrom(flags, timeScale), timeScale), { ...wait, signal: discarded.signal }));
   // Awaited later, or never when the manifest fails first: a failure meanwhile is no unhandled rejection.
   pool.catch(() => {});
   return {
     connecting,
     pool,
     discard: async () => {
+      discarded.abort();
       await pool.catch(() => {});
       await (await connecting.catch(() => undefined))?.close();
     },
