@@ -128,12 +128,13 @@ export class KeyLane {
  * the window must count them. A send's time is taken before its record is
  * committed, and the service counts the request when it arrives: a few
  * milliseconds later, and later still for one a killed run never saw
- * answered. Counted as answered a share of the window (two seconds at most)
- * after it was sent, they leave the window after the service's count does,
- * never before: a restarted run sends into no 429.
+ * answered. Counted as answered a share of the window after it was sent
+ * (100 ms of real time at the least, however scaled the window: a loaded
+ * machine's commit and send take that long; 2 s at the most), they leave
+ * the window after the service's count does: a restart sends into no 429.
  */
 function recentSubmissions(store: Store, keyFp: string, rate: { count: number; windowMs: number }, now: number): number[] {
-  const margin = Math.min(2_000, rate.windowMs / rate.count);
+  const margin = Math.min(2_000, Math.max(100, rate.windowMs / rate.count));
   return store.accounting.submissionsSince(now - rate.windowMs - margin, keyFp).map((at) => at + margin);
 }
 

@@ -1,0 +1,13 @@
+// Types of chaos.mjs for the suite, which runs a few of its seeds.
+export interface ChaosResult {
+  seed: number;
+  plan: unknown;
+  faults: Record<string, number>;
+  violations: string[];
+  /** The longest time, in ms, from a run's last fault to its end. */
+  recovery: number;
+  lives: { signal?: string; code: number | null; killed: boolean; ms: number }[];
+}
+export function planFor(seed: number, canMount: boolean): { outages: { mode: string }[]; signals: { signal: string }[]; storm?: unknown; serverErrors: number; dropRate: number; cutDownloads: number; expiredLinks: number; failureRate: number; unavailableRate: number; unreachableMinutes?: number };
+export function chaosRun(seed: number, opts?: { canMount?: boolean; say?: (line: string) => void }): Promise<ChaosResult>;
+export function chaosBench(): Promise<boolean>;
