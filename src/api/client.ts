@@ -95,7 +95,7 @@ export class ApiClient {
   getJob(id: string, waitSeconds = 0, signal?: AbortSignal): Promise<Job> {
     const query = waitSeconds > 0 ? `?wait=${waitSeconds}` : '';
     return this.call('GET', `/jobs/${encodeURIComponent(id)}${query}`, jobEnvelope, {
-      timeoutMs: this.timeoutMs + waitSeconds * 1000 + LONG_POLL_MARGIN_MS,
+      timeoutMs: this.timeoutMs + waitSeconds * 1000 + Math.min(LONG_POLL_MARGIN_MS, this.timeoutMs),
       ...(signal ? { signal } : {}),
     });
   }

@@ -18,8 +18,12 @@ export interface StartOptions extends SimulatorOptions {
   host?: string;
 }
 
-/** How the service is unreachable: `refuse` closes the port (ECONNREFUSED); `reset` accepts each connection and resets it (ECONNRESET). */
-export type OutageMode = 'refuse' | 'reset';
+/**
+ * How the service is unreachable: `refuse` closes the port (ECONNREFUSED);
+ * `reset` accepts each connection and resets it (ECONNRESET); `hang` accepts
+ * each connection and never reads from it (the client's timeout).
+ */
+export type OutageMode = 'refuse' | 'reset' | 'hang';
 
 export interface ScheduledOutage {
   atCharge: number;
@@ -158,7 +162,8 @@ export async function startSimulator(options: StartOptions = {}): Promise<Runnin
   }
 
   server.on('connection', (socket) => {
-    if (down) return void socket.resetAndDestroy();
+    if (down === 'reset') return void socket.resetAndDestroy();
+    if (down === 'hang') socket.pause();
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
   });
@@ -194,6 +199,8 @@ export async function startSimulator(options: StartOptions = {}): Promise<Runnin
   };
   const restore = async () => {
     if (!down) return;
+    // Connections a hang left waiting get no answer now either.
+    if (down === 'hang') cutAll();
     down = undefined;
     if (!listening && !closed) await listen(address.port);
   };

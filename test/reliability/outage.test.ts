@@ -137,6 +137,42 @@ describe('outages of every kind are ridden out', () => {
     expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
   });
 
+  it('a service that accepts connections and never answers (timeouts) is an outage too', { timeout: 60_000 }, async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(t.sim, imageManifest(12));
+    const client = new ApiClient({ baseUrl: t.sim.baseUrl, apiKey: t.sim.apiKey, timeoutMs: 300 });
+    const unwatch = t.sim.service.ledger.watch((e) => {
+      if (e.kind === 'charge' && t.sim.service.ledger.of('charge').length === 4) {
+        void t.sim.outage('hang');
+        setTimeout(() => void t.sim.restore(), 1_500);
+      }
+    });
+    const summary = await runInProcess(t, ws, { client, options: { pollWaitSeconds: 1 } });
+    unwatch();
+    await client.close();
+    expect(summary.stop).toBeUndefined();
+    expect(summary.counts.done).toBe(12);
+    const charges = t.sim.service.ledger.of('charge');
+    expect(charges).toHaveLength(12);
+    expect(new Set(charges.map((c) => c.idempotencyKey)).size).toBe(12);
+    expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
+  });
+
+  it('at the real pace: refused for 2 s, the run is back to submitting within 2 s of the return', { timeout: 60_000 }, async () => {
+    const t = await startTestSim({ timeScale: 1, imageSeconds: [1, 1], outages: [{ atCharge: 3, seconds: 2, mode: 'refuse' }] });
+    const ws = workspace(t.sim, imageManifest(6), {}, 1);
+    const outage = watchOutage(t);
+    const run = await ws.run(['--submit-rate', '10/2s']);
+    const backAt = outage.backAt();
+    expect(run.code, run.stderr).toBe(0);
+    const after = posts(t, backAt!);
+    expect(after.length).toBeGreaterThan(0);
+    expect(after[0]!.at - backAt!).toBeLessThan(2_000);
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(6);
+    expect(t.sim.service.ledger.countStatus(429)).toBe(0);
+    expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
+  });
+
   it('unreachable past --unreachable-minutes: exit 4 saying since when, nothing lost; the same command then finishes without paying twice', { timeout: 60_000 }, async () => {
     const t = await startTestSim({ timeScale: 60 });
     const ws = workspace(t.sim, imageManifest(12), {}, 60);
