@@ -32,17 +32,7 @@ export class Feeder {
     private readonly control: Control,
   ) {}
 
-  /**
-   * The next item of a type to give a slot: a deferred resend that is due
-   * (it may already be paid for) whose key has room (`keyHasRoom`), else a
-   * ready pending item; dependents of items that ended without an output are
-   * skipped first.
-   */
-  next(type: 'image' | 'video', keyHasRoom: (keyFp: string | null) => boolean): NextItem | undefined {
-    return this.nextResend(type, keyHasRoom) ?? this.nextNew(type);
-  }
-
-  /** A deferred resend that is due (it may already be paid for) whose key has room. */
+  /** A deferred resend that is due (it may already be paid for) whose key has room (`keyHasRoom`): handed out before any new item. */
   nextResend(type: 'image' | 'video', keyHasRoom: (keyFp: string | null) => boolean): NextItem | undefined {
     return this.store.items.dueResends(type, this.clock.now(), READY_PAGE).find((row) => !this.claimed.has(row.id) && keyHasRoom(row.key_fp));
   }

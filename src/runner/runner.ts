@@ -88,10 +88,8 @@ export class Runner implements RunContext {
   private unsynced: SyncSteps | undefined;
   private syncing: Promise<void> | undefined;
   private syncFailure: Error | undefined;
-  /** The done items' outputs being checked on disk, alongside the run; the items to download again once checked. */
+  /** The done items' outputs being checked on disk, alongside the run. */
   private verifying: Promise<void> | undefined;
-  private readonly redownloading = new Set<string>();
-  private readonly pendingRedownloads: [string, string][] = [];
   private get syncStepMs(): number {
     return this.opts.syncStepMs ?? SYNC_STEP_MS;
   }
@@ -149,19 +147,20 @@ export class Runner implements RunContext {
   private watchReachability(): Reachability {
     const { opts, control } = this;
     const time = (at: number) => new Date(at).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC');
+    // A second of the service's time, between 0.1 and 1 s of real time: back within a second of its return.
+    const probeEveryMs = Math.min(1_000, Math.max(100, this.clock.scaled(1_000)));
     const reachability = new Reachability({
       now: opts.now,
       probe: (signal) => {
         const lane = this.lanes.active[0] ?? this.lanes.all[0]!;
         return lane.buckets.read.run(() => (this.watchdog.activity(), lane.client.me(signal)), signal);
       },
-      // A second of the service's time, between 0.1 and 1 s of real time: back within a second of its return.
-      probeEveryMs: Math.min(1_000, Math.max(100, this.clock.scaled(1_000))),
+      probeEveryMs,
       giveUpAfterMs: opts.unreachableMs ?? UNREACHABLE_MS,
       signal: control.abort.signal,
       onDown: (since, reason) => {
         opts.logger?.warn({ since, reason }, 'service unreachable');
-        control.emit({ kind: 'notice', message: `the service is unreachable (${reason}); submissions pause, and it is asked again every ${Math.round(Math.min(1_000, Math.max(100, this.clock.scaled(1_000))))} ms. Nothing paid is lost.` });
+        control.emit({ kind: 'notice', message: `the service is unreachable (${reason}); submissions pause, and it is asked again every ${Math.round(probeEveryMs)} ms. Nothing paid is lost.` });
       },
       onUp: (since) => {
         control.emit({ kind: 'notice', message: `the service answers again, after ${((opts.now() - since) / 1000).toFixed(1)} s unreachable; submissions go on` });
@@ -330,6 +329,8 @@ export class Runner implements RunContext {
   /** Done items' outputs as they are on disk: one gone, or not what was paid for, is downloaded again from a fresh link (or reported when none can be had). */
   private async verifyDone(): Promise<void> {
     const { store, opts } = this;
+    // Started once every output of the item is marked: a download started at its first missing one would not fetch the others.
+    const again = new Map<string, string>();
     // Only the latest job's outputs are the item's: rows an older state kept of a replaced job are passed over.
     for (const out of store.items.doneOutputs()) {
       if (this.control.abort.signal.aborted) return;
@@ -337,15 +338,11 @@ export class Runner implements RunContext {
       if (check.verdict === 'same-bytes') store.outputs.stillVerified(out.job_id, out.idx, check.mtimeMs);
       else if (check.verdict !== 'unchanged') {
         opts.logger?.warn({ item: out.item_id, output: out.path, verdict: check.verdict }, 'output not as verified');
-        // Its first missing output moves the item back to downloading, and one download fetches every output it lacks.
-        if (store.life.outputMissing(out.item_id, out.job_id, out.idx, opts.now()) && store.items.get(out.item_id)?.state === 'downloading' && !this.redownloading.has(out.item_id)) {
-          this.redownloading.add(out.item_id);
-          this.pendingRedownloads.push([out.item_id, out.job_id]);
-        }
+        // Back to downloading: one download fetches every output the item lacks.
+        if (store.life.outputMissing(out.item_id, out.job_id, out.idx, opts.now())) again.set(out.item_id, out.job_id);
       }
     }
-    // Started once every output of the item is marked: a download started at its first missing one would not fetch the others.
-    for (const [itemId, jobId] of this.pendingRedownloads.splice(0)) this.startDownload(itemId, jobId);
+    for (const [itemId, jobId] of again) this.startDownload(itemId, jobId);
   }
 
   /** Keeps one type's slots full, on every key with room, with ready items in manifest order, until none can become ready. */
