@@ -253,8 +253,12 @@ async function childLife(service, dir, env, args, { signal, afterWork, delayMs }
   const send = () => {
     if (child.exitCode === null && child.signalCode === null) signaled = child.kill(signal);
   };
+  // Counted from this life's own start-up request on: a request of the life before, handled late, is not this one's
+  // (and a signal before Node has run a line of the bin kills any process, whatever it does).
+  let started = false;
   const unwatch = service.ledger.watch((e) => {
-    if (!isWork(e) || ++seen !== afterWork) return;
+    if (e.kind === 'request' && e.path === '/me') started = true;
+    if (!started || !isWork(e) || ++seen !== afterWork) return;
     if (delayMs === 0) send();
     else setTimeout(send, delayMs);
   });
