@@ -55,6 +55,17 @@ export function range(value: string): [number, number] {
   return [a, b];
 }
 
+/** "CHARGE:SECONDS[:MODE]", repeatable: an outage of the simulator at its CHARGE-th charge (whose answer is lost), for SECONDS of real time. */
+export function outage(value: string, earlier: { atCharge: number; seconds: number; mode: 'refuse' | 'reset' | 'hang' }[] = []): { atCharge: number; seconds: number; mode: 'refuse' | 'reset' | 'hang' }[] {
+  const [charge, seconds, mode = 'refuse', ...rest] = value.split(':');
+  const atCharge = Number(charge);
+  const length = Number(seconds);
+  if (rest.length || !Number.isInteger(atCharge) || atCharge < 1 || !(length > 0) || !['refuse', 'reset', 'hang'].includes(mode)) {
+    throw new InvalidArgumentError(`expected CHARGE:SECONDS[:refuse|reset|hang] (e.g. 10:20 or 5:3:reset), got "${value}"`);
+  }
+  return [...earlier, { atCharge, seconds: length, mode: mode as 'refuse' | 'reset' | 'hang' }];
+}
+
 export function mediaType(value: string): 'image' | 'video' {
   if (value !== 'image' && value !== 'video') throw new InvalidArgumentError(`expected image or video, got "${value}"`);
   return value;

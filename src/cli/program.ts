@@ -6,7 +6,7 @@ const stateCommands = () => import('./commands/state-commands.js');
 const serviceInfo = () => import('./commands/service-info.js');
 import { EXIT, ExitError, describeFailure, exitCodeOf } from './exit.js';
 import { GENBATCH_VERSION } from '../util/version.js';
-import { canarySize, keyCount, maxBlocked, mediaType, nonNegativeInt, nonNegativeNumber, pollWait, port, positiveInt, positiveNumber, probability, range, rate } from './parse.js';
+import { canarySize, keyCount, maxBlocked, mediaType, nonNegativeInt, nonNegativeNumber, outage, pollWait, port, positiveInt, positiveNumber, probability, range, rate } from './parse.js';
 
 /** What a command line runs against: the process's own for the bin, streams and an environment of their own in the tests. */
 export interface CliIo {
@@ -199,6 +199,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     .option('--video-seconds <s>', 'video job run time, N or MIN-MAX service seconds', range)
     .option('--link-ttl <s>', 'output link lifetime in service seconds', positiveNumber)
     .option('--upload-ttl <s>', 'uploaded material lifetime in service seconds', positiveNumber)
+    .option('--outage <charge:seconds[:mode]>', 'go off the network at that charge (its answer is lost) for that many real seconds: refuse (default), reset or hang; repeatable', outage)
     .action(async (opts) => {
       const { simulateCommand } = await import('./commands/simulate.js');
       const { simulator, banner } = await simulateCommand(opts);

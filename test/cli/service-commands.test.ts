@@ -3,6 +3,8 @@ import { execFile } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { outage } from '../../src/cli/parse.js';
+import { simulatorOptions } from '../../src/cli/commands/simulate.js';
 import { describe, expect, it } from 'vitest';
 import { ApiClient } from '../../src/api/index.js';
 import { cleanEnv, runCli, startCli, runCliInProcess } from '../helpers/cli.js';
@@ -89,5 +91,16 @@ describe('genbatch models and me', () => {
     const res = await runCliInProcess(['models', '--type', 'audio', '--simulate']);
     expect(res.code).toBe(2);
     expect(res.stderr).toMatch(/expected image or video/);
+  });
+});
+
+describe('simulate --outage', () => {
+  it('takes CHARGE:SECONDS[:MODE], repeatable, into the simulator options; refuses anything else with what it expects', () => {
+    const outages = outage('10:20', outage('3:1.5:reset'));
+    expect(simulatorOptions({ outage: outages }).outages).toEqual([
+      { atCharge: 3, seconds: 1.5, mode: 'reset' },
+      { atCharge: 10, seconds: 20, mode: 'refuse' },
+    ]);
+    for (const bad of ['10', '0:5', '3:-1', '3:2:later', '3:2:reset:x']) expect(() => outage(bad)).toThrow(/CHARGE:SECONDS\[:refuse\|reset\|hang\]/);
   });
 });

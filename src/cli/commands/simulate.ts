@@ -19,6 +19,7 @@ export interface SimulateFlags {
   videoSeconds?: [number, number];
   linkTtl?: number;
   uploadTtl?: number;
+  outage?: StartOptions['outages'];
 }
 
 export function simulatorOptions(f: SimulateFlags): StartOptions {
@@ -29,7 +30,7 @@ export function simulatorOptions(f: SimulateFlags): StartOptions {
     ['port', f.port], ['host', f.host], ['timeScale', f.timeScale], ['seed', f.seed], ['credits', f.credits],
     ['failureRate', f.failureRate], ['expiryRate', f.expiryRate], ['moderationRate', f.moderationRate],
     ['unavailableRate', f.unavailableRate], ['dropRate', f.dropRate], ['latencyMs', f.latency],
-    ['imageSeconds', f.imageSeconds], ['videoSeconds', f.videoSeconds], ['linkTtlSeconds', f.linkTtl], ['uploadTtlSeconds', f.uploadTtl],
+    ['imageSeconds', f.imageSeconds], ['videoSeconds', f.videoSeconds], ['linkTtlSeconds', f.linkTtl], ['uploadTtlSeconds', f.uploadTtl], ['outages', f.outage],
   ];
   for (const [name, value] of copy) if (value !== undefined) (opts as Record<string, unknown>)[name] = value;
   return opts;
