@@ -44,12 +44,7 @@ describe('exit 4: the environment, found before paying where it can be', () => {
   });
 
   it('an unreachable service is exit 4 with what to check', async () => {
-    // A loopback port that was just free: nothing listens there.
-    const server = createServer().listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    const { port } = server.address() as AddressInfo;
-    server.close();
-    await once(server, 'close');
+    const port = await freePort();
     const ws = workspace({ baseUrl: `http://127.0.0.1:${port}/v1`, apiKey: 'gb_test_unreachable' } as never, imageManifest(1));
     const res = await ws.run(['--unreachable-minutes', '0.01']);
     expect(res.code, res.stderr).toBe(4);
@@ -58,11 +53,7 @@ describe('exit 4: the environment, found before paying where it can be', () => {
   });
 
   it('a service that is not there yet at the start is waited for: the run starts once it answers', async () => {
-    const server = createServer().listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    const { port } = server.address() as AddressInfo;
-    server.close();
-    await once(server, 'close');
+    const port = await freePort();
     const key = 'gbk_testwaitedfor0000000000000000000';
     const ws = workspace({ baseUrl: `http://127.0.0.1:${port}/v1`, apiKey: key } as never, imageManifest(3));
     const running = ws.run();
@@ -86,3 +77,13 @@ describe('exit 4: the environment, found before paying where it can be', () => {
     expect(t.sim.service.ledger.of('request')).toEqual([]);
   });
 });
+
+/** A loopback port that was just free: nothing listens there. */
+async function freePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  server.close();
+  await once(server, 'close');
+  return port;
+}
