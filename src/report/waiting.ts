@@ -23,7 +23,8 @@ const iso = (ms: number) => new Date(ms).toISOString();
 /** Why each open item is not done yet, by state: every wait has a reason and, where it is a matter of time, a time. */
 export function waitingFor(store: Store, now: number, run: RunWaits): Waiting[] {
   const out: Waiting[] = [];
-  const unreachable = run.running && run.unreachableSince ? `the service, which has answered nothing since ${iso(run.unreachableSince)} (probed; the run exits 4 if that lasts past --unreachable-minutes)` : undefined;
+  // Since when is run.unreachableSince's to say.
+  const unreachable = run.running && run.unreachableSince ? 'the service to answer again (it is probed; the run exits 4 past --unreachable-minutes)' : undefined;
   const cap = run.running && run.waitingUntil && run.waitingUntil > now ? run.waitingUntil : undefined;
   const add = (state: ItemState, items: number, what: string, until?: number | null) => {
     if (items > 0) out.push({ state, items, for: what, ...(until ? { until: iso(until) } : {}) });

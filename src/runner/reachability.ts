@@ -75,12 +75,11 @@ export class Reachability {
   /**
    * A request sent at `sentAt` got no answer: was that an outage (then this
    * waits until the service answers again) or the request's own failure?
-   * The first probe decides when nothing else has answered since.
+   * A probe decides: one in flight at a time, whoever asks.
    */
   async noAnswer(sentAt: number, error: unknown, signal: AbortSignal): Promise<NoAnswer> {
     if (!(error instanceof TransportError)) return 'own';
-    // Answered since it was sent: no probe needed to say which it was.
-    if (this.downSince === undefined && this.lastAnswerAt > sentAt) return this.lastDownAt >= sentAt ? 'outage' : 'own';
+    // Even with answers since it was sent, the outage may have begun after them: the probe (one for every caller) says.
     this.reason = error.message;
     if (!(await this.untilUp(signal))) return 'stopped';
     return this.lastDownAt >= sentAt ? 'outage' : 'own';

@@ -190,7 +190,7 @@ describe('outages of every kind are ridden out', () => {
     }, { timeout: 10_000, interval: 100 });
     expect(status.run.running).toBe(true);
     expect(status.waiting.length).toBeGreaterThan(0);
-    for (const w of status.waiting) expect(w.for).toMatch(/the service, which has answered nothing since|backoff|its time to be resent/);
+    for (const w of status.waiting) expect(w.for).toMatch(/the service to answer again|backoff|its time to be resent/);
     const first = await running;
     unwatch();
     expect(first.code, first.stderr).toBe(4);
