@@ -66,6 +66,43 @@ export function outage(value: string, earlier: { atCharge: number; seconds: numb
   return [...earlier, { atCharge, seconds: length, mode: mode as 'refuse' | 'reset' | 'hang' }];
 }
 
+/** A real key's daily cap: the spec's default of 20,000 is its most; it "can be set lower". */
+export function keyDailyCap(value: string): number {
+  const n = positiveInt(value);
+  if (n > 20_000) throw new InvalidArgumentError(`a key's daily cap is at most 20,000 credits (the spec's default, which can only be set lower); got ${value}`);
+  return n;
+}
+
+type Scopes = ('image' | 'video')[];
+
+/** "image", "video" or "image,video": one key's scopes; repeatable, one per key in order (one given alone is every key's). */
+export function scopes(value: string, earlier: Scopes[] = []): Scopes[] {
+  const list = value.split(',').map((s) => s.trim());
+  if (list.length === 0 || list.some((s) => s !== 'image' && s !== 'video') || new Set(list).size !== list.length) {
+    throw new InvalidArgumentError(`expected image, video or image,video; got "${value}"`);
+  }
+  return [...earlier, list as Scopes];
+}
+
+/** "REQUESTS" or "REQUESTS:KEY" (KEY from 1): the operator revokes that key (the first by default) after that many requests; repeatable. */
+export function revokeAfter(value: string, earlier: { requests: number; key: number }[] = []): { requests: number; key: number }[] {
+  const [requests, key = '1', ...rest] = value.split(':');
+  const n = Number(requests);
+  const k = Number(key);
+  if (rest.length || !Number.isInteger(n) || n < 0 || !Number.isInteger(k) || k < 1 || k > 5) throw new InvalidArgumentError(`expected REQUESTS or REQUESTS:KEY (KEY 1 to 5), e.g. 20 or 20:2; got "${value}"`);
+  return [...earlier, { requests: n, key: k }];
+}
+
+export function accountState(value: string): 'ok' | 'not-eligible' | 'api-disabled' | 'suspended' {
+  if (!['ok', 'not-eligible', 'api-disabled', 'suspended'].includes(value)) throw new InvalidArgumentError(`expected ok, not-eligible, api-disabled or suspended; got "${value}"`);
+  return value as 'ok' | 'not-eligible' | 'api-disabled' | 'suspended';
+}
+
+export function jobVisibility(value: string): 'account' | 'key' {
+  if (value !== 'account' && value !== 'key') throw new InvalidArgumentError(`expected account or key; got "${value}"`);
+  return value;
+}
+
 export function mediaType(value: string): 'image' | 'video' {
   if (value !== 'image' && value !== 'video') throw new InvalidArgumentError(`expected image or video, got "${value}"`);
   return value;

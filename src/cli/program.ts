@@ -6,7 +6,7 @@ const stateCommands = () => import('./commands/state-commands.js');
 const serviceInfo = () => import('./commands/service-info.js');
 import { EXIT, ExitError, describeFailure, exitCodeOf } from './exit.js';
 import { GENBATCH_VERSION } from '../util/version.js';
-import { canarySize, keyCount, maxBlocked, mediaType, nonNegativeInt, nonNegativeNumber, outage, pollWait, port, positiveInt, positiveNumber, probability, range, rate } from './parse.js';
+import { accountState, canarySize, jobVisibility, keyCount, keyDailyCap, revokeAfter, scopes, maxBlocked, mediaType, nonNegativeInt, nonNegativeNumber, outage, pollWait, port, positiveInt, positiveNumber, probability, range, rate } from './parse.js';
 
 /** What a command line runs against: the process's own for the bin, streams and an environment of their own in the tests. */
 export interface CliIo {
@@ -187,8 +187,15 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     .option('--time-scale <x>', 'divide every service duration by this', positiveNumber)
     .option('--seed <n>', 'seed for the simulated randomness', nonNegativeNumber)
     .option('--credits <n>', 'starting balance', nonNegativeNumber)
-    .option('--daily-cap <credits>', "each key's daily credit cap", nonNegativeNumber)
+    .option('--daily-cap <credits>', "each key's daily credit cap (at most 20,000, the spec's default)", keyDailyCap)
     .option('--keys <n>', 'keys of the one simulated account (1 to 5): one balance, each key its own limits and daily cap', keyCount)
+    .option('--scopes <list>', "a key's scopes: image, video or image,video; repeat for each key in order (one alone is every key's)", scopes)
+    .option('--revoke-after <requests[:key]>', 'the operator revokes a key (the first by default) after that many requests: 401 from then on; repeatable', revokeAfter)
+    .option('--account-state <state>', "the account's standing: ok, not-eligible, api-disabled or suspended (every request is refused with the spec's 403 code)", accountState)
+    .option('--job-visibility <reading>', "which jobs a key lists and reads, where the spec is silent: account (every job of the account, the default) or key (its own and the web application's)", jobVisibility)
+    .option('--max-prompt-length <n>', 'longest prompt accepted (a simulator choice; default 4000)', positiveInt)
+    .option('--max-image-upload-mb <n>', 'largest image upload (a simulator choice; default 20)', positiveNumber)
+    .option('--max-video-upload-mb <n>', 'largest video upload (a simulator choice; default 200)', positiveNumber)
     .option('--failure-rate <p>', 'share of jobs that end FAILED', probability)
     .option('--expiry-rate <p>', 'share of jobs that end EXPIRED', probability)
     .option('--moderation-rate <p>', 'share of submissions blocked by moderation', probability)

@@ -25,6 +25,10 @@ export interface SimKey {
   /** The simulator's limits with this key's own in place. */
   limits: SimLimits;
   revoked: boolean;
+  /** Requests after which the operator revokes the key (none: never). */
+  revokeAfterRequests: number | undefined;
+  /** Requests the key has made (refused ones too). */
+  requests: number;
   createdAt: number;
   /** Gross credits charged per key day (day index → credits). */
   chargedByDay: Map<number, number>;
@@ -49,9 +53,9 @@ export class Accounts {
         id: accountId,
         purchasedCredits: this.opts.credits,
         subscriptionCredits: this.opts.subscriptionCredits,
-        suspended: false,
-        apiDisabled: false,
-        eligible: true,
+        suspended: this.opts.accountState === 'suspended',
+        apiDisabled: this.opts.accountState === 'api-disabled',
+        eligible: this.opts.accountState !== 'not-eligible',
         blockedAt: [],
       };
       this.accounts.set(accountId, account);
@@ -66,6 +70,8 @@ export class Accounts {
       dailyCap: k.dailyCap ?? 20_000,
       limits,
       revoked: false,
+      revokeAfterRequests: k.revokeAfterRequests,
+      requests: 0,
       createdAt: this.opts.clock.now(),
       chargedByDay: new Map(),
       submissions: new SlidingWindow(limits.submissionsPerWindow, windowMs),
@@ -85,6 +91,12 @@ export class Accounts {
   presented(authorization: string | undefined): SimKey | undefined {
     const match = /^Bearer\s+(\S+)$/i.exec(authorization ?? '');
     return match ? this.keys.get(match[1]!) : undefined;
+  }
+
+  /** One more request with `key`: past its revokeAfterRequests, the operator revokes it. */
+  countRequest(key: SimKey): void {
+    key.requests++;
+    if (key.revokeAfterRequests !== undefined && key.requests > key.revokeAfterRequests) key.revoked = true;
   }
 
   balance(account: SimAccount): number {

@@ -1,5 +1,6 @@
 import type { Accounts, SimAccount, SimKey } from './accounts.js';
 import type { Ledger } from './ledger.js';
+import type { JobVisibility } from './options.js';
 import type { Presigner } from './presign.js';
 
 export type JobStatus = 'PROCESSING' | 'COMPLETED' | 'FAILED' | 'EXPIRED';
@@ -84,10 +85,14 @@ export class Jobs {
 
   /** The account's jobs, newest first. */
   /** A key's page of the job list: its own jobs and the account's web-application jobs (another key's are not listed). */
-  list(key: SimKey, type: string | undefined, beforeSeq: number, limit: number): SimJob[] {
+  /** Whether `key` sees the job: any job of its account, or (the strict reading) those it made and the web application's. */
+  visibleTo(job: SimJob, key: SimKey, visibility: JobVisibility): boolean {
+    return job.account === key.account && (visibility === 'account' || job.keyLabel === key.label || job.keyLabel === null);
+  }
+
+  list(key: SimKey, visibility: JobVisibility, type: string | undefined, beforeSeq: number, limit: number): SimJob[] {
     const out: SimJob[] = [];
-    const mine = (j: SimJob) => j.account === key.account && (j.keyLabel === key.label || j.keyLabel === null);
-    const all = [...this.byId.values()].filter((j) => mine(j) && (!type || j.type === type) && j.seq < beforeSeq);
+    const all = [...this.byId.values()].filter((j) => this.visibleTo(j, key, visibility) && (!type || j.type === type) && j.seq < beforeSeq);
     all.sort((a, b) => b.seq - a.seq);
     for (const job of all) {
       if (out.length >= limit) break;

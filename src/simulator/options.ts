@@ -14,7 +14,20 @@ export interface SimKeyOptions {
   account?: string;
   /** This key's own limits where they are lower (or higher) than the simulator's. */
   limits?: Partial<Pick<SimLimits, KeyLimitName>>;
+  /** The operator revokes the key once it has made this many requests: each one after gets 401 UNAUTHENTICATED. */
+  revokeAfterRequests?: number;
 }
+
+/** The account's standing, for rehearsing the spec's 403 codes: every request of its keys is refused with that code. */
+export type AccountState = 'ok' | 'not-eligible' | 'api-disabled' | 'suspended';
+
+/**
+ * Which jobs a key sees, where the spec is silent: `account` (the spec's
+ * account-level wording: every job of the account, web ones too, listed and
+ * read by any of its keys) or `key` (the strictest reading: a key lists and
+ * reads the jobs it made, and the web application's).
+ */
+export type JobVisibility = 'account' | 'key';
 
 /** The limits that belong to a key: each key of an account may have its own. */
 export type KeyLimitName = 'submissionsPerWindow' | 'readsPerWindow' | 'uploadGrantsPerWindow' | 'imagesInFlight' | 'videosInFlight';
@@ -31,8 +44,10 @@ export interface SimulatorOptions {
   failureRate?: number;
   /** Probability that an accepted job ends EXPIRED (refunded). */
   expiryRate?: number;
-  /** Probability that a submission is blocked by moderation (422, no charge). */
+  /** Share of prompts moderation blocks (422, no charge). Decided per prompt, as the real service judges the prompt: the same prompt is blocked every time. */
   moderationRate?: number;
+  accountState?: AccountState;
+  jobVisibility?: JobVisibility;
   /** Probability that a submission gets a 503 (no charge). */
   unavailableRate?: number;
   /** Probability that the response to a newly created (and charged) job is dropped. */
@@ -107,6 +122,8 @@ export interface ResolvedOptions {
   failureRate: number;
   expiryRate: number;
   moderationRate: number;
+  accountState: AccountState;
+  jobVisibility: JobVisibility;
   unavailableRate: number;
   dropRate: number;
   latencyMs: [number, number];
@@ -141,6 +158,8 @@ export function resolveOptions(options: SimulatorOptions): ResolvedOptions {
     failureRate: options.failureRate ?? 0,
     expiryRate: options.expiryRate ?? 0,
     moderationRate: options.moderationRate ?? 0,
+    accountState: options.accountState ?? 'ok',
+    jobVisibility: options.jobVisibility ?? 'account',
     unavailableRate: options.unavailableRate ?? 0,
     dropRate: options.dropRate ?? 0,
     latencyMs: options.latencyMs ?? [0, 0],

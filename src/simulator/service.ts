@@ -83,6 +83,7 @@ export class Service {
       return out;
     }
     try {
+      if (presented) this.accounts.countRequest(presented);
       const key = presented && !presented.revoked ? presented : undefined;
       if (!key) throw new SimError(401, 'UNAUTHENTICATED', 'The API key is missing, invalid, revoked or expired.');
       this.checkAccount(key);
@@ -155,7 +156,13 @@ export class Service {
         videosInFlight: l.videosInFlight,
       },
       subscription: { plan: 'simulated', active: key.account.subscriptionCredits > 0 },
-      key: { prefix: key.token.slice(0, 8), label: key.label, createdAt: new Date(key.createdAt).toISOString() },
+      // The part before the underscore: nothing of the key's secret.
+      key: { prefix: key.token.slice(0, key.token.indexOf('_') + 1), label: key.label, createdAt: new Date(key.createdAt).toISOString() },
+      'x-simulator': {
+        timeScale: this.opts.timeScale,
+        units: `durations (windowSeconds, the key day) are in the service's time; at time scale ${this.opts.timeScale} a service second lasts ${1 / this.opts.timeScale} real seconds`,
+        note: "this field is the simulator's own; the spec does not show /me's field names beyond credits, subscriptionCredits and scopes",
+      },
     };
   }
 
@@ -200,8 +207,8 @@ export class Service {
       throw invalid('wait', `wait must be a number of seconds from 0 to ${max}; got ${JSON.stringify(raw)}.`);
     }
     const job = this.jobs.byId.get(id);
-    // Where the spec is silent the strictest reading: a job is read with the key that made it, never another key of the account.
-    if (!job || job.account !== key.account || job.keyLabel !== key.label) throw new SimError(404, 'NOT_FOUND', `No job ${id}.`);
+    // What a key may read is what it may list (jobVisibility): the two never disagree.
+    if (!job || !this.jobs.visibleTo(job, key, this.opts.jobVisibility)) throw new SimError(404, 'NOT_FOUND', `No job ${id}.`);
     if (job.status === 'PROCESSING' && wait > 0) {
       // Timers may fire a little before the clock reaches the deadline: hold until it really has.
       const until = Math.min(this.now() + (wait * 1000) / this.opts.timeScale, job.endsAt);
@@ -225,7 +232,7 @@ export class Service {
       throw invalid('limit', `limit must be an integer from 1 to ${l.maxListLimit}; got ${JSON.stringify(rawLimit)}.`);
     }
     const before = decodeCursor(req.query.get('cursor'));
-    const page = this.jobs.list(key, type, before, limit + 1);
+    const page = this.jobs.list(key, this.opts.jobVisibility, type, before, limit + 1);
     const jobs = page.slice(0, limit);
     const more = page.length > limit;
     return { jobs: jobs.map((j) => this.renderJob(j)), nextCursor: more ? encodeCursor(jobs[jobs.length - 1]!.seq) : null };

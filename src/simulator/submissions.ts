@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { SimKey } from './accounts.js';
 import { IdempotencyKeys, UUID_PATTERN } from './idempotency.js';
 import type { JobEnd } from './jobs.js';
@@ -82,7 +82,7 @@ export class Submissions {
     if (balance < sub.price) {
       throw new SimError(402, 'CREDITS_EXHAUSTED', `Not enough credits: ${sub.price} needed, ${balance} available.`, { required: sub.price });
     }
-    if (sub.prompt.includes(MARKERS.block) || random.chance(opts.moderationRate)) {
+    if (sub.prompt.includes(MARKERS.block) || moderates(opts.seed, sub.prompt, opts.moderationRate)) {
       key.account.blockedAt.push(now);
       throw new SimError(422, 'CONTENT_VIOLATION', 'The prompt was blocked by moderation. Nothing was charged.');
     }
@@ -129,4 +129,16 @@ export class Submissions {
     if (random.chance(opts.expiryRate)) return 'EXPIRED';
     return 'COMPLETED';
   }
+}
+
+/**
+ * Moderation judges the prompt, not the attempt: whether a prompt is blocked
+ * is a fixed function of the seed and the prompt, so the same prompt is
+ * blocked every time it is sent (as the spec's "must not be retried
+ * unchanged" says), and `rate` of all prompts are.
+ */
+export function moderates(seed: number, prompt: string, rate: number): boolean {
+  if (!(rate > 0)) return false;
+  const digest = createHash('sha256').update(`${seed}\n${prompt}`).digest();
+  return digest.readUInt32BE(0) / 4294967296 < rate;
 }

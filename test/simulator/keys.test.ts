@@ -27,8 +27,8 @@ describe('an account with several keys', () => {
     expect(second.json.error.code).toBe('CONCURRENCY_LIMIT');
   });
 
-  it('reads the strictest way where the spec is silent: a job, its listing and an upload belong to the key that made them, and an idempotency key is scoped to its API key', async () => {
-    const t = await startTestSim({ keys: [{ label: 'a' }, { label: 'b' }] });
+  it('with --job-visibility key, reads the strictest way where the spec is silent: a job, its listing and an upload belong to the key that made them, and an idempotency key is scoped to its API key', async () => {
+    const t = await startTestSim({ keys: [{ label: 'a' }, { label: 'b' }], jobVisibility: 'key' });
     const a = t.sim.keys.a!;
     const b = t.sim.keys.b!;
     const idem = newKey();

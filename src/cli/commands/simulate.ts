@@ -1,4 +1,5 @@
 import { startSimulator, type RunningSimulator, type StartOptions } from '../../simulator/index.js';
+import { usageError } from '../exit.js';
 
 export interface SimulateFlags {
   port?: number;
@@ -20,17 +21,44 @@ export interface SimulateFlags {
   linkTtl?: number;
   uploadTtl?: number;
   outage?: StartOptions['outages'];
+  scopes?: ('image' | 'video')[][];
+  revokeAfter?: { requests: number; key: number }[];
+  accountState?: StartOptions['accountState'];
+  jobVisibility?: StartOptions['jobVisibility'];
+  maxPromptLength?: number;
+  maxImageUploadMb?: number;
+  maxVideoUploadMb?: number;
 }
 
 export function simulatorOptions(f: SimulateFlags): StartOptions {
+  const count = f.keys ?? 1;
+  if ((f.scopes?.length ?? 0) > 1 && f.scopes!.length !== count) throw usageError(`--scopes was given ${f.scopes!.length} times for ${count} key${count === 1 ? '' : 's'}: give it once (every key's) or once per key`);
+  const beyond = f.revokeAfter?.find((r) => r.key > count);
+  if (beyond) throw usageError(`--revoke-after names key ${beyond.key}, and the simulator has ${count}`);
   const opts: StartOptions = {
-    keys: Array.from({ length: f.keys ?? 1 }, (_, i) => ({ label: i === 0 ? 'main' : `key${i + 1}`, ...(f.dailyCap !== undefined ? { dailyCap: f.dailyCap } : {}) })),
+    keys: Array.from({ length: count }, (_, i) => {
+      const keyScopes = f.scopes?.length === 1 ? f.scopes[0] : f.scopes?.[i];
+      const revoke = f.revokeAfter?.filter((r) => r.key === i + 1).at(-1);
+      return {
+        label: i === 0 ? 'main' : `key${i + 1}`,
+        ...(f.dailyCap !== undefined ? { dailyCap: f.dailyCap } : {}),
+        ...(keyScopes ? { scopes: keyScopes } : {}),
+        ...(revoke ? { revokeAfterRequests: revoke.requests } : {}),
+      };
+    }),
   };
+  const limits = {
+    ...(f.maxPromptLength !== undefined ? { maxPromptLength: f.maxPromptLength } : {}),
+    ...(f.maxImageUploadMb !== undefined ? { maxImageUploadBytes: Math.round(f.maxImageUploadMb * 1024 * 1024) } : {}),
+    ...(f.maxVideoUploadMb !== undefined ? { maxVideoUploadBytes: Math.round(f.maxVideoUploadMb * 1024 * 1024) } : {}),
+  };
+  if (Object.keys(limits).length) opts.limits = limits;
   const copy: [keyof StartOptions, unknown][] = [
     ['port', f.port], ['host', f.host], ['timeScale', f.timeScale], ['seed', f.seed], ['credits', f.credits],
     ['failureRate', f.failureRate], ['expiryRate', f.expiryRate], ['moderationRate', f.moderationRate],
     ['unavailableRate', f.unavailableRate], ['dropRate', f.dropRate], ['latencyMs', f.latency],
     ['imageSeconds', f.imageSeconds], ['videoSeconds', f.videoSeconds], ['linkTtlSeconds', f.linkTtl], ['uploadTtlSeconds', f.uploadTtl], ['outages', f.outage],
+    ['accountState', f.accountState], ['jobVisibility', f.jobVisibility],
   ];
   for (const [name, value] of copy) if (value !== undefined) (opts as Record<string, unknown>)[name] = value;
   return opts;
