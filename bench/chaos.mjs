@@ -345,6 +345,9 @@ async function worker(from, to, canMount) {
     process.stdout.write(`${JSON.stringify({ seed: result.seed, faults: result.faults, violations: result.violations, recovery: result.recovery, lives: result.lives.length })}\n`);
     if (result.fatal) process.exit(3);
   }
+  // Every run has ended: anything still holding this process open is a leak worth naming.
+  console.error(`chaos worker ${from}-${to}: resources after its runs: ${process.getActiveResourcesInfo().join(', ')}`);
+  setTimeout(() => console.error(`chaos worker ${from}-${to}: still alive after its runs: ${process.getActiveResourcesInfo().join(', ')}`), 3_000).unref();
 }
 
 export async function chaosBench() {

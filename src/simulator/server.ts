@@ -191,18 +191,26 @@ export async function startSimulator(options: StartOptions = {}): Promise<Runnin
     for (const socket of sockets) socket.resetAndDestroy();
     sockets.clear();
   };
-  const outage = async (mode: OutageMode = 'refuse') => {
+  // Listening starts and stops one after the other: a close while an outage's end is reopening the port waits for it, then closes it.
+  let transitions = Promise.resolve();
+  const serially = (change: () => Promise<void>) => (transitions = transitions.then(change, change));
+  const outage = (mode: OutageMode = 'refuse') => {
+    // Cut at once (the answer being written is lost); the port's state follows in turn.
     down = mode;
     cutAll();
-    if (mode === 'refuse') await stopListening();
-    else if (!listening && !closed) await listen(address.port);
+    return serially(async () => {
+      if (down === 'refuse') await stopListening();
+      else if (down && !listening && !closed) await listen(address.port);
+    });
   };
-  const restore = async () => {
-    if (!down) return;
+  const restore = () => {
+    if (!down) return transitions;
     // Connections a hang left waiting get no answer now either.
     if (down === 'hang') cutAll();
     down = undefined;
-    if (!listening && !closed) await listen(address.port);
+    return serially(async () => {
+      if (!down && !listening && !closed) await listen(address.port);
+    });
   };
   const unwatch = scheduleOutages(service, options.outages ?? [], outage, restore);
 
@@ -222,7 +230,7 @@ export async function startSimulator(options: StartOptions = {}): Promise<Runnin
       unwatch();
       service.close();
       for (const socket of sockets) socket.destroy();
-      await stopListening();
+      await serially(stopListening);
     },
   };
 }
