@@ -137,6 +137,24 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     .option('--json', 'print as JSON')
     .action(async (manifest: string, opts) => print(await (await stateCommands()).statusCommand(manifest, opts, io.cwd, io.stdout, env)));
 
+  for (const [command, description] of [
+    ['pause', 'the running run of this state sends nothing new (jobs in flight are still polled and downloaded); with no run, recorded: a run started on it starts paused'],
+    ['resume', 'a paused run (or state) goes on'],
+    ['drain', 'the running run sends nothing new, finishes and downloads what is in flight, and exits 3'],
+  ] as const) {
+    program
+      .command(command)
+      .argument('<manifest>')
+      .description(description)
+      .option('--state <path>', 'the SQLite state file')
+      .option('--simulate', "the rehearsal's state (run --simulate), not the real run's")
+      .option('--json', 'print as JSON')
+      .action(async (manifest: string, opts) => {
+        const { controlCommand } = await import('./commands/control-commands.js');
+        print(await controlCommand(command, manifest, opts, io.cwd));
+      });
+  }
+
   withConnection(program.command('reconcile').argument('<manifest>').description("compare the state with the service's job list for every key: paid jobs the state does not know, accepted jobs the service lost, credits on both sides; sends nothing, changes nothing"))
     .option('--state <path>', 'the SQLite state file')
     .option('--json', 'print as JSON')

@@ -22,6 +22,8 @@ export interface LiveFacts {
   etaSeconds: number | undefined;
   /** Submissions wait for the daily cap until then. */
   waitingUntil: number | undefined;
+  /** Paused from another shell since then. */
+  pausedSince?: number | undefined;
   submissionsPerMinute: number;
   now: number;
   /** With several keys: the open items each key has (by fingerprint). */
@@ -40,7 +42,8 @@ export function liveLine(f: LiveFacts, columns = Infinity): string {
   const finished = c.done + failed;
   const pct = f.total ? Math.floor((finished / f.total) * 100) : 100;
   const parts = [`${pct}% done ${num(c.done)}/${num(f.total)}`];
-  if (f.waitingUntil !== undefined && f.waitingUntil > f.now) {
+  if (f.pausedSince !== undefined) parts.push(`paused since ${localTime(f.pausedSince)}`);
+  else if (f.waitingUntil !== undefined && f.waitingUntil > f.now) {
     parts.push(`waiting for the daily cap until ${localTime(f.waitingUntil)} (in ${formatDuration((f.waitingUntil - f.now) / 1000)})`);
   } else if (f.etaSeconds !== undefined && finished < f.total) parts.push(`ETA ${formatDuration(f.etaSeconds)}`);
   // In flight: what holds a slot. A resend waiting for its time holds none, and is said apart.
@@ -76,6 +79,7 @@ export class Progress {
   private submittedAt: number[] = [];
   private eta: { seconds: number | undefined; at: number; keys?: LiveFacts['keys'] } = { seconds: undefined, at: 0 };
   private waitingUntil: number | undefined;
+  private pausedSince: number | undefined;
 
   private readonly paint: Paint;
 
@@ -123,6 +127,13 @@ export class Progress {
       this.say(`waiting for ${event.reason} until ${localTime(event.untilMs)}`);
     } else if (event.kind === 'stopping') this.say(`stopping: ${event.reason}`);
     else if (event.kind === 'notice') this.say(`note: ${event.message}`);
+    else if (event.kind === 'paused') {
+      this.pausedSince = event.since;
+      this.say(`paused since ${localTime(event.since)}: nothing new is sent; jobs in flight are polled and downloaded (genbatch resume goes on)`);
+    } else if (event.kind === 'resumed') {
+      this.pausedSince = undefined;
+      this.say('resumed');
+    }
     else if (event.kind === 'stall') this.say(`note: nothing moved for ${Math.round(event.quietMs / 1000)} s (a bug: please report it with the log); waiting: ${event.waiting.map((w) => `${w.state} ${w.items} for ${w.for}`).join('; ')}`);
   };
 
@@ -149,6 +160,7 @@ export class Progress {
       credits: this.store.attempts.totals(),
       etaSeconds: this.eta.seconds,
       waitingUntil: this.waitingUntil,
+      pausedSince: this.pausedSince,
       submissionsPerMinute: (this.submittedAt.length * 60_000) / span,
       now,
       keys: this.eta.keys,

@@ -29,6 +29,8 @@ export interface Status {
     waitingUntil: string | null;
     /** While the service answers nothing: since when (the run probes it, and exits 4 after --unreachable-minutes). */
     unreachableSince: string | null;
+    /** Paused (genbatch pause) since then, a run holding the state or not: nothing new is sent until genbatch resume. */
+    pausedSince: string | null;
   };
   /** What the open items of each state wait for (a reason, and a time where it is a matter of time): why a run is quiet. */
   waiting: Waiting[];
@@ -54,6 +56,8 @@ export function collectStatus(store: Store, where: { manifest: string; state: st
   const seconds = runSeconds(sessions, running ? now : undefined);
   const waitingUntil = running && last?.waiting_until && last.waiting_until > now ? last.waiting_until : null;
   const unreachableSince = running ? (last?.unreachable_since ?? null) : null;
+  const asked = store.control.request();
+  const pausedSince = asked?.mode === 'paused' ? asked.since : null;
   return {
     manifest: where.manifest,
     state: where.state,
@@ -64,8 +68,8 @@ export function collectStatus(store: Store, where: { manifest: string; state: st
     // A resend waiting for its time holds no slot: it is not in flight.
     inFlight: counts.submitting - store.items.deferredResends() + counts.running,
     removed: store.items.removed(),
-    run: { running, sessions: sessions.length, startedAt: iso(sessions[0]?.started_at), lastActiveAt: iso(last && (running ? now : (last.ended_at ?? last.heartbeat_at))), seconds: Math.round(seconds), waitingUntil: iso(waitingUntil), unreachableSince: iso(unreachableSince) },
-    waiting: waitingFor(store, now, { running, waitingUntil, unreachableSince }),
+    run: { running, sessions: sessions.length, startedAt: iso(sessions[0]?.started_at), lastActiveAt: iso(last && (running ? now : (last.ended_at ?? last.heartbeat_at))), seconds: Math.round(seconds), waitingUntil: iso(waitingUntil), unreachableSince: iso(unreachableSince), pausedSince: iso(pausedSince) },
+    waiting: waitingFor(store, now, { running, waitingUntil, unreachableSince, pausedSince }),
     eta: running && last ? etaOf(store, last, charged, now) : null,
     keys: keysOf(store, keyDayOf(now, last?.time_scale ?? 1)),
   };

@@ -16,6 +16,8 @@ export interface RunWaits {
   waitingUntil?: number | null | undefined;
   /** The service has answered nothing since then. */
   unreachableSince?: number | null | undefined;
+  /** Paused from another shell since then (a run holding the state or not). */
+  pausedSince?: number | null | undefined;
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -26,6 +28,7 @@ export function waitingFor(store: Store, now: number, run: RunWaits): Waiting[] 
   // Since when is run.unreachableSince's to say.
   const unreachable = run.running && run.unreachableSince ? 'the service to answer again (it is probed; the run exits 4 past --unreachable-minutes)' : undefined;
   const cap = run.running && run.waitingUntil && run.waitingUntil > now ? run.waitingUntil : undefined;
+  const paused = run.pausedSince ? `genbatch resume (paused since ${iso(run.pausedSince)}: nothing new is sent)` : undefined;
   const add = (state: ItemState, items: number, what: string, until?: number | null) => {
     if (items > 0) out.push({ state, items, for: what, ...(until ? { until: iso(until) } : {}) });
   };
@@ -34,7 +37,7 @@ export function waitingFor(store: Store, now: number, run: RunWaits): Waiting[] 
     switch (state) {
       case 'pending':
         add(state, later, 'the end of a backoff (then a submission)', next_at);
-        add(state, now_, unreachable ?? (cap ? 'the daily credit cap to reset' : run.running ? 'a free in-flight slot and a turn in the submission rate' : 'a run (genbatch run)'), cap);
+        add(state, now_, paused ?? unreachable ?? (cap ? 'the daily credit cap to reset' : run.running ? 'a free in-flight slot and a turn in the submission rate' : 'a run (genbatch run)'), cap);
         break;
       case 'queued':
         add(state, n, run.running ? (unreachable ?? 'its turn in the submission rate (never sent yet)') : 'a run (never sent yet)');

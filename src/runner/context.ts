@@ -50,6 +50,9 @@ export type RunEvent =
   | { kind: 'waiting'; reason: string; untilMs: number }
   | { kind: 'stopping'; reason: string }
   | { kind: 'notice'; message: string }
+  /** Another shell paused the run (`genbatch pause`): no new submissions since then; or resumed it. */
+  | { kind: 'paused'; since: number }
+  | { kind: 'resumed' }
   /** Nothing was sent, answered or said for `quietMs` though work is open, and no known wait explains it: a bug, said with what each state waits for. */
   | { kind: 'stall'; quietMs: number; waiting: import('../report/waiting.js').Waiting[] };
 
@@ -63,7 +66,7 @@ export interface DownloadFailure {
   itemOnly: boolean;
 }
 
-export type StopKind = 'interrupted' | 'budget' | 'moderation' | 'refused' | 'disk' | 'canary' | 'unreachable';
+export type StopKind = 'interrupted' | 'budget' | 'moderation' | 'refused' | 'disk' | 'canary' | 'unreachable' | 'drained';
 
 /** What the tasks of a run share. */
 export interface RunContext {
@@ -80,6 +83,8 @@ export interface RunContext {
   noNewWork: AbortSignal;
   /** Whether the service answers at all: requests wait for it while it does not, and a request that got no answer asks it what that was. */
   readonly reachability: import('./reachability.js').Reachability;
+  /** Open unless another shell paused the run: every submission passes it before it leaves. */
+  readonly pauseGate: import('./pause-gate.js').PauseGate;
   /** A download succeeded (undefined) or gave up: a full or unwritable disk, or the same failure again and again, stops the run. */
   downloadEnded(failure: DownloadFailure | undefined): void;
   spec(item: ItemRow): ItemSpec;

@@ -158,6 +158,8 @@ export class JobTask {
       if (lane.noNewWork.aborted) return undefined;
       // While nothing answers, the submission waits with its slot (it may be a job in flight already) for the service's return.
       if (!(await ctx.reachability.ready(lane.noNewWork))) return undefined;
+      // Paused from another shell: nothing is sent, resends included (a paused run spends nothing new).
+      if (!(await ctx.pauseGate.wait(lane.noNewWork))) return undefined;
       const release = await ctx.dailyCapGate(lane, item, price, !sent);
       if (release === 'hand-over') {
         // Never sent, and this key waits for its cap while another has room: the item goes back for that one.
@@ -169,9 +171,11 @@ export class JobTask {
       // It waited (for the window, or for its record's commit) past the key day it was let through for: through the gate again, for the new day.
       const dayTurned = () => ctx.dayOf(opts.now()) !== gateDay || lane.cap.dayEnding(opts.now());
       try {
-        const job: Job | undefined | 'day-ended' = await lane.buckets.submit.run(async () => {
+        const job: Job | undefined | 'day-ended' | 'paused' = await lane.buckets.submit.run(async () => {
           if (lane.noNewWork.aborted) return undefined; // queued when the run stopped: not sent (a budget stop lets reserved ones go)
           if (dayTurned()) return 'day-ended';
+          // Paused while it waited for its turn: not sent; it waits for resume.
+          if (ctx.pauseGate.isPaused) return 'paused';
           // Committed (with the others leaving in this turn) before it leaves; once committed it leaves, interrupt or not, as if on the wire.
           if (!(await ctx.sends.record({ id: attempt.item_id, n: attempt.n, now: opts.now(), keyFp: lane.fingerprint }))) return undefined;
           sent = true;
@@ -180,7 +184,7 @@ export class JobTask {
           sentAt = opts.now();
           return this.fixed.type === 'image' ? client.submitImage(body, attempt.idempotency_key) : client.submitVideo(body, attempt.idempotency_key);
         }, lane.noNewWork);
-        if (job === 'day-ended') {
+        if (job === 'day-ended' || job === 'paused') {
           release();
           continue;
         }

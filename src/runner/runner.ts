@@ -27,6 +27,8 @@ import { KeyRoster } from './key-roster.js';
 import { KeyLane, KeyLanes, type JobType, type LaneKey } from './lanes.js';
 import { Reachability } from './reachability.js';
 import { Watchdog } from './watchdog.js';
+import { PauseGate } from './pause-gate.js';
+import { watchRunControl } from './control-watch.js';
 import { waitingFor } from '../report/waiting.js';
 import { syncFreshInSteps, syncItems, type ItemsToSync, type SyncSteps } from './sync.js';
 
@@ -68,6 +70,7 @@ export class Runner implements RunContext {
   readonly sends: SendBatch;
   readonly lanes: KeyLanes;
   readonly reachability: Reachability;
+  readonly pauseGate = new PauseGate();
   runStartedAt = 0;
   private readonly watchdog: Watchdog;
   /** Waits that have their time (first polls, backoffs) under way now. */
@@ -183,6 +186,7 @@ export class Runner implements RunContext {
     const heartbeat = setInterval(() => store.runs.beat(runId, opts.now(), this.waitingUntil, this.reachability.unreachableSince), HEARTBEAT_MS);
     heartbeat.unref();
     this.watchdog.start();
+    const stopWatchingControl = watchRunControl({ store, gate: this.pauseGate, control: this.control, now: opts.now, inFlight: () => this.lanes.all.reduce((n, l) => n + l.busy, 0) });
     const shared = keepCoordinatorLeases(this.lanes, this.clock, (blocked) => (this.gates.sharedBlocked = blocked));
     try {
       await shared?.ready;
@@ -190,6 +194,7 @@ export class Runner implements RunContext {
     } finally {
       clearInterval(heartbeat);
       this.watchdog.stop();
+      stopWatchingControl();
       shared?.stop();
       store.runs.end(runId, opts.now());
     }
@@ -359,8 +364,8 @@ export class Runner implements RunContext {
         await control.waitForEvent(this.clock.scaled(1000));
         continue;
       }
-      if (this.reachability.isDown) {
-        // Nothing answers: nothing new is started (its answer is what wakes this).
+      if (this.reachability.isDown || this.pauseGate.isPaused) {
+        // Nothing answers, or another shell paused the run: nothing new is started (an answer, or resume, wakes this).
         await control.waitForEvent(this.clock.scaled(1000));
         continue;
       }
@@ -468,7 +473,7 @@ export class Runner implements RunContext {
   /** A quiet run is fine while a known wait has its time: the daily cap, an outage's probe, a backoff, a first poll, a download, the first sync. */
   private quietExplained(): boolean {
     const now = this.opts.now();
-    if (this.waitingUntil !== undefined || this.reachability.isDown || this.breakerWaits > 0 || this.syncing) return true;
+    if (this.waitingUntil !== undefined || this.reachability.isDown || this.pauseGate.isPaused || this.breakerWaits > 0 || this.syncing) return true;
     if (this.timedWaits > 0 || this.downloads.pending > 0) return true;
     return (['image', 'video'] as const).some((type) => (this.feeder.nextDue(type) ?? 0) > now);
   }
@@ -507,8 +512,12 @@ export class Runner implements RunContext {
   }
 
   private summary(): RunSummary {
-    const stop = this.control.stopReason;
-    return { counts: this.store.items.counts(), credits: this.store.attempts.totals(), ...(stop ? { stop } : {}), changed: this.changed, failures: this.store.items.failuresByCode(), problems: this.store.items.problems().slice(0, 20), removed: this.store.items.removed(), ...this.roster.summary() };
+    const stopped = this.control.stopReason;
+    const counts = this.store.items.counts();
+    // A drain says, at its end, what it left unsent.
+    const notSent = counts.pending + counts.queued;
+    const stop = stopped?.kind === 'drained' ? { ...stopped, message: `drained: the jobs in flight were finished and downloaded; ${notSent} item${notSent === 1 ? ' was' : 's were'} not sent${notSent ? ' (run the same command to send them)' : ''}` } : stopped;
+    return { counts, credits: this.store.attempts.totals(), ...(stop ? { stop } : {}), changed: this.changed, failures: this.store.items.failuresByCode(), problems: this.store.items.problems().slice(0, 20), removed: this.store.items.removed(), ...this.roster.summary() };
   }
 
   // What the tasks share (RunContext), handed on to the parts that own it.

@@ -14,6 +14,24 @@ export class StateFileError extends Error {
  * writing it: nothing is written, migrated or checkpointed. A file of an older
  * schema is opened by openDb instead (migrated) when no run holds it.
  */
+/** Opens a state a live run holds, to write its control row alone: the run keeps the file's schema, which must be this genbatch's. */
+export function openDbReadWriteUnlocked(path: string): Db {
+  let db: Db;
+  try {
+    db = new Database(path, { fileMustExist: true });
+    db.pragma('busy_timeout = 5000');
+  } catch (error) {
+    throw new StateFileError(`cannot open the state file ${path}: ${(error as Error).message}`);
+  }
+  const appId = db.pragma('application_id', { simple: true }) as number;
+  const version = db.pragma('user_version', { simple: true }) as number;
+  if (appId !== APPLICATION_ID || version !== SCHEMA_VERSION) {
+    db.close();
+    throw new StateFileError(appId !== APPLICATION_ID ? `${path} is not a genbatch state file (it is another SQLite database). Pass another --state path.` : `${path} is held by a run of another genbatch version (state schema ${version}; this one knows ${SCHEMA_VERSION}): use that version's command.`);
+  }
+  return db;
+}
+
 export function openDbReadOnly(path: string): Db | 'older' {
   let db: Db;
   try {

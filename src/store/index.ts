@@ -2,10 +2,11 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Accounting } from './accounting.js';
 import { Attempts } from './attempts.js';
-import { openDb, openDbReadOnly, StateFileError, type Db } from './db.js';
+import { openDb, openDbReadOnly, openDbReadWriteUnlocked, StateFileError, type Db } from './db.js';
 import { Items } from './items.js';
 import { Lifecycle } from './lifecycle.js';
 import { acquireLock, lockHolder } from './lock.js';
+import { RunControl } from './control.js';
 import { Outputs } from './outputs.js';
 import { Runs } from './runs.js';
 import { Uploads } from './uploads.js';
@@ -18,6 +19,7 @@ export type { AttemptForReconcile, AttemptRow } from './attempts.js';
 export type { OutputRow } from './outputs.js';
 export type { UploadRow } from './uploads.js';
 export type { RunRow } from './runs.js';
+export type { ControlAnswer, ControlMode, ControlRequest } from './control.js';
 export { lockHolder } from './lock.js';
 
 /** The run's durable state: one SQLite file, one writer process. */
@@ -28,6 +30,8 @@ export class Store {
   readonly accounting: Accounting;
   readonly uploads: Uploads;
   readonly runs: Runs;
+  /** What pause, resume and drain ask of the run, and what it answered. */
+  readonly control: RunControl;
   /** The item's named, guarded transitions: the only way the runner changes an item's state. */
   readonly life: Lifecycle;
   private checkpointTimer: NodeJS.Timeout | undefined;
@@ -45,6 +49,7 @@ export class Store {
     this.accounting = new Accounting(db);
     this.uploads = new Uploads(db);
     this.runs = new Runs(db);
+    this.control = new RunControl(db);
     this.life = new Lifecycle(db, this.attempts, this.accounting, this.outputs);
     this.metaStmt = db.prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?');
   }
@@ -82,6 +87,20 @@ export class Store {
     const migrated = openDbReadOnly(path);
     if (migrated === 'older') throw new StateFileError(`cannot migrate the state file ${path}`);
     return new Store(migrated, () => {}, true);
+  }
+
+  /**
+   * Opens to ask the run something (pause, resume, drain): while a run holds
+   * the lock, without it (its schema is current: the run migrated it), and
+   * only the control row is written; otherwise with the lock, as a run would.
+   */
+  static openForControl(path: string): { store: Store; runPid: number | undefined } {
+    const holder = lockHolder(path);
+    if (holder?.alive) {
+      const db = openDbReadWriteUnlocked(path);
+      return { store: new Store(db, () => {}, true), runPid: holder.pid };
+    }
+    return { store: Store.open(path), runPid: undefined };
   }
 
   /** Runs `fn` in one short IMMEDIATE transaction. */

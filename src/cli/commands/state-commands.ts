@@ -56,7 +56,10 @@ function statusTable(s: Status, paint: Paint): string {
     const eta = s.eta ? `; ETA ${formatDuration(s.eta.seconds)} (${when(s.eta.at)}, from ${s.eta.basis === 'observed' ? "this run's pace" : 'the limits'})` : '';
     const wait = run.waitingUntil ? `; submissions wait for the daily cap until ${when(run.waitingUntil)}` : '';
     const unreachable = run.unreachableSince ? `; the service has answered nothing since ${when(run.unreachableSince)} (submissions pause; it is probed)` : '';
-    lines.push(`running: ${s.inFlight} in flight${wait}${unreachable}${eta}`);
+    const paused = run.pausedSince ? `; paused since ${when(run.pausedSince)} (nothing new is sent; genbatch resume goes on)` : '';
+    lines.push(`running: ${s.inFlight} in flight${paused}${wait}${unreachable}${eta}`);
+  } else if (run.pausedSince) {
+    lines.push(`paused since ${when(run.pausedSince)}: a run started on this state starts paused (genbatch resume goes on)`);
   } else if (run.sessions > 0) {
     lines.push(`not running; last active ${when(run.lastActiveAt)}`);
   }

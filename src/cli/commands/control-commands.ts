@@ -1,0 +1,94 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Store, type ControlAnswer, type ControlMode } from '../../store/index.js';
+import { EXIT, ExitError } from '../exit.js';
+import { localDateTime, num } from '../format.js';
+import { existingStatePathFor } from '../state-path.js';
+import { locate } from './manifest-load.js';
+
+export type ControlCommand = 'pause' | 'resume' | 'drain';
+
+/** How long a command waits for the run to say it acted: it looks every quarter second. */
+const ANSWER_WAIT_MS = 3_000;
+
+interface ControlFlags {
+  state?: string;
+  simulate?: boolean;
+  json?: boolean;
+}
+
+/** What `pause`, `resume` and `drain` print with --json. */
+export interface ControlResult {
+  command: ControlCommand;
+  state: string;
+  /** The pid of the run that holds the state, if one does. */
+  run: number | null;
+  /** Whether the request is now in the state (a drain with no run records nothing). */
+  recorded: boolean;
+  /** What the run answered, once it had acted. */
+  answer: ControlAnswer | null;
+  message: string;
+}
+
+const asks: Record<ControlCommand, ControlMode | undefined> = { pause: 'paused', resume: undefined, drain: 'draining' };
+
+/**
+ * Asks the running `run` of the state, through the state file (no signal, no
+ * socket), to pause, resume or drain, and says what it did; with no run, a
+ * pause or resume is recorded for the next one, and a drain has nothing to do.
+ */
+export async function controlCommand(command: ControlCommand, path: string, flags: ControlFlags, cwd: string): Promise<string> {
+  const manifest = await locate(path, cwd);
+  const statePath = existingStatePathFor(manifest, flags, cwd);
+  let opened: ReturnType<typeof Store.openForControl>;
+  try {
+    opened = Store.openForControl(statePath);
+  } catch (error) {
+    throw new ExitError(EXIT.environment, (error as Error).message);
+  }
+  const { store, runPid } = opened;
+  try {
+    const result = await act(command, store, runPid, path);
+    const full: ControlResult = { command, state: statePath, run: runPid ?? null, ...result };
+    return flags.json ? JSON.stringify(full, null, 2) : full.message;
+  } finally {
+    store.close();
+  }
+}
+
+async function act(command: ControlCommand, store: Store, runPid: number | undefined, manifestArg: string): Promise<Omit<ControlResult, 'command' | 'state' | 'run'>> {
+  const before = store.control.request();
+  const mode = asks[command];
+  if (command === 'drain' && runPid === undefined) return { recorded: false, answer: null, message: 'no run holds this state: nothing to drain' };
+  if (command === 'resume' && before?.mode !== 'paused') {
+    return { recorded: false, answer: null, message: runPid === undefined ? 'not paused: no run holds this state, and a run started on it goes on' : `the run (pid ${runPid}) is not paused` };
+  }
+  if (command === 'pause' && before?.mode === 'paused') {
+    return { recorded: true, answer: store.control.answer() ?? null, message: `already paused since ${localDateTime(before.since)}${runPid === undefined ? ' (no run holds this state)' : ` (the run, pid ${runPid}, sends nothing new)`}` };
+  }
+  const askedAt = Date.now();
+  store.control.ask(mode, askedAt);
+  if (runPid === undefined) {
+    const message = command === 'pause' ? `paused: no run holds this state; recorded, so a run started on it starts paused (genbatch resume ${manifestArg} goes on)` : 'resumed: no run holds this state; a run started on it goes on';
+    return { recorded: true, answer: null, message };
+  }
+  const answer = await answerOf(store, askedAt, mode ?? 'running');
+  if (!answer) return { recorded: true, answer: null, message: `${command === 'pause' ? 'paused' : command === 'resume' ? 'resumed' : 'draining'}: recorded; the run (pid ${runPid}) has not said so within ${ANSWER_WAIT_MS / 1000} s (it looks every quarter second)` };
+  const inFlight = `${num(answer.inFlight)} job${answer.inFlight === 1 ? '' : 's'} in flight`;
+  const notSent = `${num(answer.notSent)} item${answer.notSent === 1 ? '' : 's'} not sent`;
+  const message =
+    command === 'pause'
+      ? `paused: the run (pid ${runPid}) sends nothing new since ${localDateTime(answer.at)}; ${inFlight} ${answer.inFlight === 1 ? 'is' : 'are'} still polled and downloaded; ${notSent} wait (genbatch resume ${manifestArg} goes on)`
+      : command === 'resume'
+        ? `resumed: the run (pid ${runPid}) sends again (${notSent} yet)`
+        : `draining: the run (pid ${runPid}) sends nothing new; it finishes the ${inFlight}, downloads them, and exits 3 (${notSent})`;
+  return { recorded: true, answer, message };
+}
+
+/** The run's answer to the request made at `askedAt`, once it has acted (within a few seconds), else undefined. */
+async function answerOf(store: Store, askedAt: number, mode: ControlAnswer['mode']): Promise<ControlAnswer | undefined> {
+  for (const deadline = Date.now() + ANSWER_WAIT_MS; Date.now() < deadline; await sleep(50)) {
+    const answer = store.control.answer();
+    if (answer && answer.mode === mode && answer.at >= askedAt) return answer;
+  }
+  return undefined;
+}
