@@ -25,7 +25,8 @@ import { JobTask } from './job-task.js';
 import { coordinatorNotices, keepCoordinatorLeases } from './coordination.js';
 import { KeyRoster } from './key-roster.js';
 import { KeyLane, KeyLanes, type JobType, type LaneKey } from './lanes.js';
-import { Reachability } from './reachability.js';
+import type { Reachability } from './reachability.js';
+import { watchService } from './service-watch.js';
 import { Watchdog } from './watchdog.js';
 import { PauseGate } from './pause-gate.js';
 import { watchRunControl } from './control-watch.js';
@@ -51,7 +52,6 @@ export interface RunSummary {
 }
 
 const HEARTBEAT_MS = 1_000;
-const UNREACHABLE_MS = 30 * 60_000;
 /** Two minutes of the service's time (two seconds at the least) with nothing sent, answered or said: the watchdog looks. */
 const QUIET_MS = 120_000;
 const QUIET_FLOOR_MS = 2_000;
@@ -75,6 +75,8 @@ export class Runner implements RunContext {
   private readonly watchdog: Watchdog;
   /** Waits that have their time (first polls, backoffs) under way now. */
   private timedWaits = 0;
+  /** The coordinator's database answers nothing: submissions wait for it (a known wait). */
+  private coordinatorDown = false;
   private readonly clock: RunClock;
   private readonly control: Control;
   private readonly gates: Gates;
@@ -126,7 +128,11 @@ export class Runner implements RunContext {
       onQuiet: (quietMs, stalled) => this.quiet(quietMs, stalled),
     });
     this.control = new Control(opts.logger, (event) => (this.watchdog.activity(), opts.onEvent?.(event)), listeners);
-    const coordinatorSaid = coordinatorNotices(this.control);
+    const noticed = coordinatorNotices(this.control);
+    const coordinatorSaid = (reachable: boolean, message: string) => {
+      this.coordinatorDown = !reachable;
+      noticed(reachable, message);
+    };
     this.gates = new Gates(store, { maxCredits: opts.maxCredits, maxBlocked: opts.maxBlocked }, this.clock, this.control, () => this.capWaitChanged(), coordinatorSaid);
     this.feeder = new Feeder(store, this.clock, this.control);
     this.pollWait = new PollWait(opts.pollWaitSeconds);
@@ -134,7 +140,7 @@ export class Runner implements RunContext {
     this.sends = new SendBatch(store);
     this.lanes = new KeyLanes(keys.map((k) => new KeyLane(k, store, this.clock, this.control.noNewWork.signal, listeners, coordinatorSaid)));
     this.roster = new KeyRoster(this.lanes, store, this.feeder, this.control, opts.now);
-    this.reachability = this.watchReachability();
+    this.reachability = watchService({ lanes: this.lanes, clock: this.clock, control: this.control, now: opts.now, unreachableMs: opts.unreachableMs, logger: opts.logger, onActivity: () => this.watchdog.activity() });
     this.downloads = new PQueue({ concurrency: opts.downloadConcurrency });
     // A task's own last act cannot wake the feeder: its queue still counts it busy. Woken once the queue has let it go, the run ends at once.
     const wake = () => this.control.wake();
@@ -144,36 +150,6 @@ export class Runner implements RunContext {
     }
     // A download frees no slot and never puts an item back: only the queue's end (the run may be over) or an item with dependents (they may be ready) wakes the feeders.
     this.downloads.on('idle', wake);
-  }
-
-  /** One watch of the service for every key: any answer says it is there; while nothing answers, one probe asks (a read, paced as reads are). */
-  private watchReachability(): Reachability {
-    const { opts, control } = this;
-    const time = (at: number) => new Date(at).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC');
-    // A second of the service's time, between 0.1 and 1 s of real time: back within a second of its return.
-    const probeEveryMs = Math.min(1_000, Math.max(100, this.clock.scaled(1_000)));
-    const reachability = new Reachability({
-      now: opts.now,
-      probe: (signal) => {
-        const lane = this.lanes.active[0] ?? this.lanes.all[0]!;
-        return lane.buckets.read.run(() => (this.watchdog.activity(), lane.client.me(signal)), signal);
-      },
-      probeEveryMs,
-      giveUpAfterMs: opts.unreachableMs ?? UNREACHABLE_MS,
-      signal: control.abort.signal,
-      onDown: (since, reason) => {
-        opts.logger?.warn({ since, reason }, 'service unreachable');
-        control.emit({ kind: 'notice', message: `the service is unreachable (${reason}); submissions pause, and it is asked again every ${Math.round(probeEveryMs)} ms. Nothing paid is lost.` });
-      },
-      onUp: (since) => {
-        control.emit({ kind: 'notice', message: `the service answers again, after ${((opts.now() - since) / 1000).toFixed(1)} s unreachable; submissions go on` });
-        control.wake();
-      },
-      onGiveUp: (since, reason) =>
-        control.stop('unreachable', `the service has answered nothing since ${time(since)} (${((opts.now() - since) / 60_000).toFixed(1)} minutes; last: ${reason}). Nothing paid is lost: run the same command again once it is reachable, and it resends what may have been accepted with the same keys and downloads what was paid for.`),
-    });
-    for (const lane of this.lanes.all) lane.client.observeAnswers(() => (reachability.answered(), this.watchdog.activity()));
-    return reachability;
   }
 
   async run(): Promise<RunSummary> {
@@ -470,10 +446,10 @@ export class Runner implements RunContext {
     }
   }
 
-  /** A quiet run is fine while a known wait has its time: the daily cap, an outage's probe, a backoff, a first poll, a download, the first sync. */
+  /** A quiet run is fine while a known wait has its time: the daily cap, an outage's probe, the coordinator's return, a pause, a backoff, a first poll, a download, the first sync. */
   private quietExplained(): boolean {
     const now = this.opts.now();
-    if (this.waitingUntil !== undefined || this.reachability.isDown || this.pauseGate.isPaused || this.breakerWaits > 0 || this.syncing) return true;
+    if (this.waitingUntil !== undefined || this.reachability.isDown || this.coordinatorDown || this.pauseGate.isPaused || this.breakerWaits > 0 || this.syncing) return true;
     if (this.timedWaits > 0 || this.downloads.pending > 0) return true;
     return (['image', 'video'] as const).some((type) => (this.feeder.nextDue(type) ?? 0) > now);
   }
