@@ -50,6 +50,7 @@ export function exitCodeOf(summary: RunSummary): number {
   const total = Object.values(counts).reduce((a, b) => a + b, 0);
   if (stop?.kind === 'interrupted') return EXIT.interrupted;
   if (stop?.kind === 'disk' || stop?.kind === 'unreachable') return EXIT.environment;
+  if (stop?.kind === 'nothing-selected') return EXIT.usage;
   if (stop && open > 0) return EXIT.stopped;
   return counts.done === total ? EXIT.ok : EXIT.incomplete;
 }

@@ -148,6 +148,7 @@ export class Expander {
     const aspectRatio = text('aspectRatio', merged.aspectRatio);
     const resolution = text('resolution', merged.resolution);
     const duration = merged.duration === undefined ? undefined : text('duration', String(merged.duration));
+    const priority = merged.priority === undefined ? undefined : text('priority', String(merged.priority));
     // Known now, the item's fields join its context (after they were rendered from it): the id and prompt may name them.
     const withFields = ctx;
     withFields.set('type', type);
@@ -171,6 +172,7 @@ export class Expander {
     if (merged.prompt === undefined) fail('prompt', 'missing: set prompt on the item or in defaults');
     if (aspectRatio !== undefined && !/^\d+:\d+$/.test(aspectRatio)) fail('aspectRatio', `expected <w>:<h> such as "4:5", found ${JSON.stringify(aspectRatio)}`);
     if (duration !== undefined && !(Number(duration) > 0)) fail('duration', `expected a number of seconds, found ${JSON.stringify(duration)}`);
+    if (priority !== undefined && !Number.isFinite(Number(priority))) fail('priority', `expected a number (higher goes first), found ${JSON.stringify(priority)}`);
 
     const finish = (files: FileRefs): ResolvedItem | undefined => {
       const sourceId = merged.source === undefined ? undefined : text('source', merged.source);
@@ -198,6 +200,7 @@ export class Expander {
       if (files.referenceImages) item.referenceImages = files.referenceImages;
       if (files.video) item.video = files.video;
       if (sourceId !== undefined) item.source = sourceId;
+      if (priority !== undefined && Number(priority) !== 0) item.priority = Number(priority);
       if (values) item.values = values;
       item.where = row ? { file: this.source.file, line: pos.line, column: pos.column, itemIndex: index, row } : { file: this.source.file, line: pos.line, column: pos.column, itemIndex: index };
       return item;

@@ -17,6 +17,8 @@ export interface RunOptions {
   pollWaitSeconds: number;
   /** New attempts after a job ends FAILED or EXPIRED. */
   maxRetries: number;
+  /** Run only the items whose id is one of these or matches one of these globs (and what they wait for); a later plain run does the rest. */
+  only?: readonly string[];
   /** Run this many items first and go on only if they pass. */
   canary?: { size: import('./canary.js').CanarySize; maxFailures: number };
   /** Budget for the run, net of refunds. */
@@ -66,7 +68,7 @@ export interface DownloadFailure {
   itemOnly: boolean;
 }
 
-export type StopKind = 'interrupted' | 'budget' | 'moderation' | 'refused' | 'disk' | 'canary' | 'unreachable' | 'drained';
+export type StopKind = 'interrupted' | 'budget' | 'moderation' | 'refused' | 'disk' | 'canary' | 'unreachable' | 'drained' | 'nothing-selected';
 
 /** What the tasks of a run share. */
 export interface RunContext {

@@ -41,11 +41,11 @@ export class Feeder {
   nextNew(type: 'image' | 'video'): NextItem | undefined {
     if (this.only) return this.nextOf(this.only, type);
     this.skipDoomed();
-    for (let after = -1, size = FIRST_READY_PAGE; ; size = READY_PAGE) {
+    for (let after: ItemRow | undefined, size = FIRST_READY_PAGE; ; size = READY_PAGE) {
       const page = this.store.items.ready(type, this.clock.now(), after, size);
       const free = page.find((row) => !this.claimed.has(row.id));
       if (free || page.length < size) return free;
-      after = page.at(-1)!.seq;
+      after = page.at(-1)!;
     }
   }
 

@@ -45,6 +45,8 @@ export interface RunSummary {
   problems: ItemProblem[];
   /** Items the state has that the manifest no longer has: not run, not counted. */
   removed: number;
+  /** With --only: the items not selected, left for a later run (`counts` are the selected ones'). */
+  notSelected?: number;
   /** Items whose attempt was sent with a key this run lacks (by fingerprint): they wait for a run with it. */
   keysMissing: Record<string, number>;
   /** Keys the service refused during the run (by fingerprint), and how many items wait for each. */
@@ -186,6 +188,10 @@ export class Runner implements RunContext {
       this.control.stop('disk', `${unwritable.message}. Nothing was submitted. Fix it (or pass --out DIR) and run the same command again: what was already paid for is downloaded then, without paying again.`);
       return this.summary();
     }
+    if (this.opts.only && this.store.items.select(selects(this.opts.only)).length === 0) {
+      this.control.stop('nothing-selected', `--only ${this.opts.only.join(' --only ')} matches no item of the manifest: nothing was submitted`);
+      return this.summary();
+    }
     await claimOutputDir(this.opts.outDir, { state: this.store.db.name, runId: this.store.meta('run_id')!, rehearsal: this.opts.rehearsal ?? false });
     await this.recover();
     if (this.opts.canary && !(await this.canary(this.opts.canary))) {
@@ -211,8 +217,8 @@ export class Runner implements RunContext {
     if (!this.toSync) return;
     const { items, fingerprint } = this.toSync;
     this.toSync = undefined;
-    // A canary is chosen from every item: its run waits for all of them to be written.
-    const steps = this.opts.canary ? undefined : await syncFreshInSteps(this.store, this.manifest, items, this.opts, fingerprint);
+    // A canary is chosen from every item, and --only selects among them: such a run waits for all of them to be written.
+    const steps = this.opts.canary || this.opts.only ? undefined : await syncFreshInSteps(this.store, this.manifest, items, this.opts, fingerprint);
     if (!steps) await syncItems(this.store, this.manifest, items, this.opts, fingerprint);
     else if (!(await steps.step(this.syncStepMs))) this.unsynced = steps;
   }
@@ -489,11 +495,14 @@ export class Runner implements RunContext {
 
   private summary(): RunSummary {
     const stopped = this.control.stopReason;
-    const counts = this.store.items.counts();
+    // With --only, the run is judged by what it was asked to do.
+    const all = this.store.items.counts();
+    const counts = this.store.items.selectedCounts() ?? all;
+    const notSelected = Object.values(all).reduce((a, b) => a + b, 0) - Object.values(counts).reduce((a, b) => a + b, 0);
     // A drain says, at its end, what it left unsent.
     const notSent = counts.pending + counts.queued;
     const stop = stopped?.kind === 'drained' ? { ...stopped, message: `drained: the jobs in flight were finished and downloaded; ${notSent} item${notSent === 1 ? ' was' : 's were'} not sent${notSent ? ' (run the same command to send them)' : ''}` } : stopped;
-    return { counts, credits: this.store.attempts.totals(), ...(stop ? { stop } : {}), changed: this.changed, failures: this.store.items.failuresByCode(), problems: this.store.items.problems().slice(0, 20), removed: this.store.items.removed(), ...this.roster.summary() };
+    return { counts, ...(this.opts.only ? { notSelected } : {}), credits: this.store.attempts.totals(), ...(stop ? { stop } : {}), changed: this.changed, failures: this.store.items.failuresByCode(), problems: this.store.items.problems().slice(0, 20), removed: this.store.items.removed(), ...this.roster.summary() };
   }
 
   // What the tasks share (RunContext), handed on to the parts that own it.
@@ -581,4 +590,14 @@ async function removePartials(dir: string): Promise<void> {
   for (const e of entries) {
     if (e.isFile() && /^\..+\.[0-9a-f]{8}\.part$/.test(e.name)) await rm(join(e.parentPath ?? dir, e.name), { force: true });
   }
+}
+
+/**
+ * Whether an id is chosen by `--only`: one of the ids, or matched by one of
+ * the globs (`*` any run of characters, `?` one character).
+ */
+export function selects(selectors: readonly string[]): (id: string) => boolean {
+  const exact = new Set(selectors.filter((s) => !/[*?]/.test(s)));
+  const globs = selectors.filter((s) => /[*?]/.test(s)).map((s) => new RegExp(`^${s.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`, 's'));
+  return (id) => exact.has(id) || globs.some((g) => g.test(id));
 }

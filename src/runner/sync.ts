@@ -132,13 +132,14 @@ async function prepareSync(store: Store, manifest: ManifestTop, source: ItemsToS
   });
   return {
     row(item, seq) {
-      const { where: _where, ...spec } = item;
+      // The priority orders the work; it is neither the request nor content.
+      const { where: _where, priority, ...spec } = item;
       // The row's values ride along for the results but are not content: the keys of earlier runs stay as they were.
       const { values: _values, ...content } = spec;
       const files: Record<string, string> = {};
       for (const ref of fileInputsOf(item)) files[ref.display] = fileHashes.get(ref.path)!;
       const dependsOn = [...new Set(dependenciesOf(item).map((d) => d.id))];
-      return { id: item.id, seq, type: item.type, model: item.model, contentHash: contentHashOf(content, files), spec: JSON.stringify(spec), dependsOn };
+      return { id: item.id, seq, type: item.type, model: item.model, contentHash: contentHashOf(content, files), spec: JSON.stringify(spec), dependsOn, priority: priority ?? 0 };
     },
     finish: () => {
       if (fingerprint !== undefined) store.setMeta(SYNCED_SOURCES, JSON.stringify({ fingerprint, inputs, items: source.count, shapes: [...source.shapes] } satisfies SyncedSources));

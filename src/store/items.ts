@@ -18,6 +18,8 @@ export interface ItemRow {
   error_message: string | null;
   not_before: number;
   updated_at: number;
+  /** Ready items go higher first (0 unless the manifest says). */
+  priority: number;
 }
 
 /** An item that ended without an output, or waits for a later run with an error noted. */
@@ -69,6 +71,8 @@ export interface ItemSync {
   spec: string;
   /** The ids of the items it waits for (their outputs or jobs are its inputs). */
   dependsOn: readonly string[];
+  /** Ready items go higher first, then by seq (0 when not given). */
+  priority?: number;
 }
 
 /** What the catalog judges of an item, without its prompt or id. */
@@ -94,6 +98,10 @@ export interface DoomedItem {
 export class Items {
   private readonly byId;
   private readonly insert;
+  private readonly setPriority;
+  /** The ready query of a run --only, and its counts: set by `select`. */
+  private readySelected: typeof this.readyStmt | undefined;
+  private selectedCountsStmt: import('better-sqlite3').Statement<[], { state: ItemState; n: number }> | undefined;
   private readonly tallyAdded;
   private readonly anyStmt;
   private readonly echoesStmt;
@@ -135,7 +143,8 @@ export class Items {
     this.byId = db.prepare<[string], ItemRow>('SELECT * FROM items WHERE id = ?');
     // No trigger counts an inserted item (migration 11): sync adds what it inserted to the tally, once per type.
     // Positional: binding by name cost a third of the time to insert a 100,000-row catalog.
-    this.insert = db.prepare<[string, number, string, string, string, string, number]>("INSERT INTO items (id, seq, type, model, content_hash, spec, state, updated_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)");
+    this.insert = db.prepare<[string, number, string, string, string, string, number, number]>("INSERT INTO items (id, seq, type, model, content_hash, spec, priority, state, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?)");
+    this.setPriority = db.prepare('UPDATE items SET priority = @priority WHERE id = @id');
     this.anyStmt = db.prepare('SELECT 1 FROM items LIMIT 1');
     this.canaryStmt = db.prepare<[], { id: string; type: 'image' | 'video'; model: string }>(
       "SELECT id, type, model FROM items i WHERE state = 'pending' AND removed = 0 AND NOT EXISTS (SELECT 1 FROM deps d WHERE d.item_id = i.id) ORDER BY seq",
@@ -144,11 +153,13 @@ export class Items {
     this.tallyAdded = db.prepare("INSERT INTO item_tally VALUES (@type, 'pending', 0, @n) ON CONFLICT DO UPDATE SET n = n + @n");
     this.updateUnsent = db.prepare('UPDATE items SET seq = @seq, type = @type, model = @model, content_hash = @contentHash, spec = @spec, changed = 0, updated_at = @now WHERE id = @id');
     this.markChanged = db.prepare('UPDATE items SET seq = @seq, changed = @changed, updated_at = @now WHERE id = @id');
-    // Ready: pending, due, and every dependency done. Keyset-paged by seq, so items a run holds are passed over.
-    this.readyStmt = db.prepare<[string, number, number, number], ItemRow>(
-      `SELECT * FROM items i WHERE state = 'pending' AND type = ? AND not_before <= ? AND seq > ? AND removed = 0
+    // Ready: pending, due, and every dependency done; higher priority first, then in manifest order. Keyset-paged by
+    // (priority, seq), so items a run holds are passed over.
+    this.readyStmt = db.prepare<[{ type: string; now: number; priority: number; seq: number; limit: number }], ItemRow>(
+      `SELECT * FROM items i WHERE state = 'pending' AND type = @type AND not_before <= @now AND removed = 0
+         AND (priority < @priority OR (priority = @priority AND seq > @seq))
          AND NOT EXISTS (SELECT 1 FROM deps d LEFT JOIN items di ON di.id = d.dep_id WHERE d.item_id = i.id AND (di.state IS NULL OR di.state <> 'done'))
-       ORDER BY seq LIMIT ?`,
+       ORDER BY priority DESC, seq LIMIT @limit`,
     );
     // Deferred resends: submitting with a time set (a held "maybe accepted" attempt has none: it waits for a later run).
     // With the key of the attempt (its resends go with that key alone).
@@ -259,6 +270,8 @@ export class Items {
         if (!first) noteSynced.run(item.id);
         this.insertDeps(item);
         const row = first ? undefined : this.byId.get(item.id);
+        // The order of the work may change at any time: it is not content.
+        if (row && row.priority !== (item.priority ?? 0)) this.setPriority.run({ id: item.id, priority: item.priority ?? 0 });
         if (!row) {
           this.insertItem(item, now, addedByType);
         } else if (row.content_hash === item.contentHash) {
@@ -313,7 +326,7 @@ export class Items {
 
   /** A new item, counted by type for the tally. */
   private insertItem(item: ItemSync, now: number, addedByType: Record<'image' | 'video', number>): void {
-    this.insert.run(item.id, item.seq, item.type, item.model, item.contentHash, item.spec, now);
+    this.insert.run(item.id, item.seq, item.type, item.model, item.contentHash, item.spec, item.priority ?? 0, now);
     addedByType[item.type]++;
   }
 
@@ -338,8 +351,38 @@ export class Items {
   }
 
   /** Pending items of a type that are due and whose dependencies are all done, in manifest order after `afterSeq`. */
-  ready(type: 'image' | 'video', now: number, afterSeq: number, limit: number): ItemRow[] {
-    return this.readyStmt.all(type, now, afterSeq, limit);
+  /** Ready items of a type, highest priority first, then in manifest order, after the item at (`after.priority`, `after.seq`) in that order. */
+  ready(type: 'image' | 'video', now: number, after: { priority: number; seq: number } | undefined, limit: number): ItemRow[] {
+    return (this.readySelected ?? this.readyStmt).all({ type, now, priority: after?.priority ?? Number.MAX_SAFE_INTEGER, seq: after?.seq ?? -1, limit });
+  }
+
+  /**
+   * From now on `ready` hands out only the items whose id `chosen` accepts,
+   * and the items they wait for (they cannot run without them), as `run
+   * --only` asks; returns the ids selected. Kept in a temporary table: a
+   * selection of any size costs the ready query one lookup.
+   */
+  select(chosen: (id: string) => boolean): string[] {
+    const ids = (this.db.prepare('SELECT id FROM items WHERE removed = 0 ORDER BY seq').pluck().all() as string[]).filter(chosen);
+    this.db.exec('CREATE TEMP TABLE IF NOT EXISTS selected_ids (id TEXT PRIMARY KEY)');
+    const add = this.db.prepare('INSERT OR IGNORE INTO selected_ids (id) VALUES (?)');
+    this.db.transaction(() => {
+      this.db.exec('DELETE FROM selected_ids');
+      for (const id of ids) add.run(id);
+      // What the chosen items wait for, and what that waits for in turn.
+      this.db.exec('WITH RECURSIVE need(id) AS (SELECT id FROM selected_ids UNION SELECT d.dep_id FROM deps d JOIN need ON need.id = d.item_id) INSERT OR IGNORE INTO selected_ids SELECT id FROM need');
+    })();
+    this.readySelected = this.db.prepare(this.readyStmt.source.replace('AND removed = 0', 'AND removed = 0 AND id IN (SELECT id FROM selected_ids)'));
+    this.selectedCountsStmt = this.db.prepare<[], { state: ItemState; n: number }>('SELECT state, count(*) AS n FROM items WHERE id IN (SELECT id FROM selected_ids) GROUP BY state');
+    return this.db.prepare('SELECT id FROM selected_ids').pluck().all() as string[];
+  }
+
+  /** The selected items by state (see `select`), or undefined when the run works on every item. */
+  selectedCounts(): Record<ItemState, number> | undefined {
+    if (!this.selectedCountsStmt) return undefined;
+    const out = Object.fromEntries(ITEM_STATES.map((s) => [s, 0])) as Record<ItemState, number>;
+    for (const { state, n } of this.selectedCountsStmt.all()) out[state] = n;
+    return out;
   }
 
   /** Items waiting to be sent, or resent, whose attempt belongs to the key `keyFp`. */

@@ -227,6 +227,12 @@ export const MIGRATIONS: readonly string[] = [
   -- The one retry a 503 allows, counted apart from the resends after no answer (which must not use it up).
   ALTER TABLE attempts ADD COLUMN unavailable_resends INTEGER NOT NULL DEFAULT 0;
   `,
+  // 16
+  `
+  -- Ready items go higher priority first, then in manifest order: the feeder reads them in this index's order.
+  ALTER TABLE items ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
+  CREATE INDEX items_ready ON items (state, type, priority DESC, seq);
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -39,7 +39,7 @@ describe('the first sync of a state, in steps', () => {
       }
       expect(written).toEqual([256, 512, 600, 600]);
       expect(syncedSources(store)).toMatchObject({ fingerprint: 'fp', items: 600 });
-      expect(store.items.ready('image', Date.now(), -1, 3).map((r) => r.id)).toEqual(['img-0', 'img-1', 'img-2']);
+      expect(store.items.ready('image', Date.now(), undefined, 3).map((r) => r.id)).toEqual(['img-0', 'img-1', 'img-2']);
       // A state that holds items is synced the usual way, comparing each one.
       expect(await syncFreshInSteps(store, top, top.items, opts, 'fp')).toBeUndefined();
     } finally {

@@ -43,6 +43,7 @@ export interface RunFlags extends ConnectionFlags {
   notifyCommand?: string;
   stallMinutes?: number;
   unreachableMinutes?: number;
+  only?: string[];
   redoChanged?: boolean;
   timeScale?: number;
   maxOutputMb?: number;
@@ -77,6 +78,7 @@ export interface RunHandle {
 export async function runCommand(path: string, flags: RunFlags, env: NodeJS.ProcessEnv, cwd: string, progressOut: NodeJS.WriteStream, reportOut: { isTTY?: boolean }): Promise<RunHandle> {
   const rehearsal = flags.simulate ?? false;
   checkNotifyFlags(flags);
+  checkOnlyFlags(flags);
   const statePathOf = (top: ManifestTop) => statePathFor(top, flags.state, cwd, rehearsal && !flags.state);
   const timeScale = flags.timeScale ?? (rehearsal ? 60 : 1);
   // Each key's /me is on its way while the manifest is read and checked: a round trip less before the first submission.
@@ -162,6 +164,7 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
     redoChanged: flags.redoChanged ?? false,
     timeScale,
     unreachableMs: (flags.unreachableMinutes ?? 30) * 60_000,
+    ...(flags.only ? { only: flags.only } : {}),
     downloadConcurrency: 4,
     maxOutputBytes: (flags.maxOutputMb ?? 2048) * 1024 * 1024,
     now: Date.now,
@@ -247,6 +250,13 @@ function formatWindow(ms: number): string {
   return ms % 60_000 === 0 ? `${ms / 60_000}m` : `${Math.round(ms / 100) / 10}s`;
 }
 
+function checkOnlyFlags(flags: RunFlags): void {
+  if (!flags.only) return;
+  if (flags.canary) throw usageError('--only and --canary each choose what runs first: give one of them.');
+  const tagged = flags.only.find((s) => s.startsWith('tag:'));
+  if (tagged) throw usageError(`--only ${tagged}: selecting by tag is not available yet (items have no tags); give ids or globs.`);
+}
+
 function checkNotifyFlags(flags: RunFlags): void {
   if (flags.notify && flags.notifyCommand) throw usageError('--notify and --notify-command each say where events go: give one of them.');
   if (flags.notify && !/^https?:\/\/[^/]/i.test(flags.notify)) throw usageError(`--notify takes an http(s) URL; got one that is not (it is not shown: it may hold a secret).`);
@@ -300,6 +310,7 @@ function report(s: RunSummary, outDir: string, cwd: string, logPath: string, man
   for (const [fingerprint, n] of Object.entries(s.keysMissing)) {
     lines.push(`${count(n, 'item')} ${n === 1 ? 'was' : 'were'} sent with the API key whose fingerprint is ${fingerprint}, which this run does not have: ${n === 1 ? 'it waits' : 'they wait'} for a run with that key (resent or read with another key, ${n === 1 ? 'it' : 'they'} could be paid for twice)`);
   }
+  if (s.notSelected) lines.push(`${count(s.notSelected, 'item')} not selected by --only ${s.notSelected === 1 ? 'waits' : 'wait'} for a later run (the same command without --only runs ${s.notSelected === 1 ? 'it' : 'them'})`);
   if (s.removed) lines.push(`${count(s.removed, 'item')} of an earlier version of the manifest ${s.removed === 1 ? 'is' : 'are'} no longer in it: not run and not counted here; what ${s.removed === 1 ? 'it' : 'they'} already had stays in the state and the output dir`);
   if (s.stop) lines.push(paint.yellow(`stopped: ${s.stop.message}`));
   // What can be done about what failed, in the user's own words.
