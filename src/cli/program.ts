@@ -110,7 +110,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     .option('--canary <n|p%>', 'run this many items first (a count, or a percentage such as 1%), spread over the models, and go on only if they pass', canarySize)
     .option('--notify <url>', 'POST a small JSON event to this webhook when the run ends, stops early, waits for the daily cap, or stalls')
     .option('--notify-command <cmd>', 'run this command with the event as JSON on stdin, instead of a webhook')
-    .option('--only <selector>', 'run just these items now (an id, or a glob such as "sku-1*"; repeatable), and what they wait for; a later plain run does the rest', (value: string, earlier: string[] = []) => [...earlier, value])
+    .option('--only <selector>', 'run just these items now (an id, a glob such as "sku-1*", or tag:NAME; repeatable), and what they wait for; a later plain run does the rest', (value: string, earlier: string[] = []) => [...earlier, value])
     .option('--unreachable-minutes <m>', 'exit 4 after the service has answered nothing for this long (decimals allowed; default 30); a shorter outage is waited out', positiveNumber)
     .option('--stall-minutes <m>', 'with --notify: minutes without progress that make a "stalled" event (default 30)', positiveNumber)
     .option('--canary-max-failures <n>', 'canary items that may fail or be blocked and the run still go on (default 0)', nonNegativeInt)

@@ -149,6 +149,13 @@ export class Expander {
     const resolution = text('resolution', merged.resolution);
     const duration = merged.duration === undefined ? undefined : text('duration', String(merged.duration));
     const priority = merged.priority === undefined ? undefined : text('priority', String(merged.priority));
+    // Each entry rendered; a value with commas (a rows column "brand-a,summer") gives several tags; an empty one none.
+    const tagText = (t: string, at: number) => {
+      if (!t.includes('{{')) return t;
+      const r = render(t, ctx);
+      return r.ok ? r.value : (fail('tags', r.message, at), '');
+    };
+    const tags = merged.tags === undefined ? undefined : [...new Set(merged.tags.flatMap((t, i) => tagText(t, i).split(',').map((x) => x.trim()).filter(Boolean)))];
     // Known now, the item's fields join its context (after they were rendered from it): the id and prompt may name them.
     const withFields = ctx;
     withFields.set('type', type);
@@ -201,6 +208,7 @@ export class Expander {
       if (files.video) item.video = files.video;
       if (sourceId !== undefined) item.source = sourceId;
       if (priority !== undefined && Number(priority) !== 0) item.priority = Number(priority);
+      if (tags?.length) item.tags = tags;
       if (values) item.values = values;
       item.where = row ? { file: this.source.file, line: pos.line, column: pos.column, itemIndex: index, row } : { file: this.source.file, line: pos.line, column: pos.column, itemIndex: index };
       return item;

@@ -24,6 +24,7 @@ const itemFields = {
   referenceImages: z.array(fileInput).min(1).optional().describe('reference images (reference-to-video)'),
   video: fileInput.optional().describe('source video (video-extend, video-edit)'),
   source: z.string().min(1).optional().describe('an earlier video item, sent as sourceJobId (video-extend, video-edit)'),
+  tags: z.array(z.string().min(1)).min(1).optional().describe('labels: status and the results show items and credits per tag, and run --only tag:NAME selects by them; templates allowed, and a value with commas gives several'),
   priority: z.union([z.number(), z.string().min(1)]).optional().describe('orders ready items: higher first, then manifest order (default 0; templates allowed, so a rows column can give it)'),
 };
 

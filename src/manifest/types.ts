@@ -24,6 +24,8 @@ export interface ResolvedItem {
   referenceImages?: InputRef[];
   video?: InputRef;
   source?: string;
+  /** Labels: status and the results count items and credits per tag. Not content: changing them changes no key. */
+  tags?: string[];
   /** Ready items go higher first, then in manifest order (0 when not given). Not content: changing it changes no key. */
   priority?: number;
   /** The item's own template values: its row's columns and its matrix values (not the manifest's vars). Carried to the results; not part of its content hash. */

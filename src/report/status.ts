@@ -32,6 +32,8 @@ export interface Status {
     /** Paused (genbatch pause) since then, a run holding the state or not: nothing new is sent until genbatch resume. */
     pausedSince: string | null;
   };
+  /** Items and credits per tag (only the items that have tags). */
+  tags: { tag: string; items: number; done: number; charged: number; refunded: number; net: number }[];
   /** What the open items of each state wait for (a reason, and a time where it is a matter of time): why a run is quiet. */
   waiting: Waiting[];
   /** Only while a run is under way. */
@@ -70,6 +72,7 @@ export function collectStatus(store: Store, where: { manifest: string; state: st
     removed: store.items.removed(),
     run: { running, sessions: sessions.length, startedAt: iso(sessions[0]?.started_at), lastActiveAt: iso(last && (running ? now : (last.ended_at ?? last.heartbeat_at))), seconds: Math.round(seconds), waitingUntil: iso(waitingUntil), unreachableSince: iso(unreachableSince), pausedSince: iso(pausedSince) },
     waiting: waitingFor(store, now, { running, waitingUntil, unreachableSince, pausedSince }),
+    tags: store.items.byTag().map((t) => ({ ...t, net: t.charged - t.refunded })),
     eta: running && last ? etaOf(store, last, charged, now) : null,
     keys: keysOf(store, keyDayOf(now, last?.time_scale ?? 1)),
   };

@@ -596,8 +596,10 @@ async function removePartials(dir: string): Promise<void> {
  * Whether an id is chosen by `--only`: one of the ids, or matched by one of
  * the globs (`*` any run of characters, `?` one character).
  */
-export function selects(selectors: readonly string[]): (id: string) => boolean {
-  const exact = new Set(selectors.filter((s) => !/[*?]/.test(s)));
-  const globs = selectors.filter((s) => /[*?]/.test(s)).map((s) => new RegExp(`^${s.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`, 's'));
-  return (id) => exact.has(id) || globs.some((g) => g.test(id));
+export function selects(selectors: readonly string[]): (id: string, tags: readonly string[]) => boolean {
+  const tagged = new Set(selectors.filter((s) => s.startsWith('tag:')).map((s) => s.slice(4)));
+  const ids = selectors.filter((s) => !s.startsWith('tag:'));
+  const exact = new Set(ids.filter((s) => !/[*?]/.test(s)));
+  const globs = ids.filter((s) => /[*?]/.test(s)).map((s) => new RegExp(`^${s.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`, 's'));
+  return (id, tags) => exact.has(id) || globs.some((g) => g.test(id)) || tags.some((t) => tagged.has(t));
 }

@@ -37,6 +37,7 @@ export type ItemFacts = Pick<ItemRow, 'id' | 'state' | 'type' | 'model' | 'error
   row: number;
   prompt: string;
   values_json: string | null;
+  tags_json: string | null;
   aspect_ratio: string | null;
   resolution: string | null;
   duration: string | null;
@@ -99,6 +100,7 @@ export class Items {
   private readonly byId;
   private readonly insert;
   private readonly setPriority;
+  private readonly setSpec;
   /** The ready query of a run --only, and its counts: set by `select`. */
   private readySelected: typeof this.readyStmt | undefined;
   private selectedCountsStmt: import('better-sqlite3').Statement<[], { state: ItemState; n: number }> | undefined;
@@ -145,6 +147,7 @@ export class Items {
     // Positional: binding by name cost a third of the time to insert a 100,000-row catalog.
     this.insert = db.prepare<[string, number, string, string, string, string, number, number]>("INSERT INTO items (id, seq, type, model, content_hash, spec, priority, state, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?)");
     this.setPriority = db.prepare('UPDATE items SET priority = @priority WHERE id = @id');
+    this.setSpec = db.prepare('UPDATE items SET spec = @spec WHERE id = @id');
     this.anyStmt = db.prepare('SELECT 1 FROM items LIMIT 1');
     this.canaryStmt = db.prepare<[], { id: string; type: 'image' | 'video'; model: string }>(
       "SELECT id, type, model FROM items i WHERE state = 'pending' AND removed = 0 AND NOT EXISTS (SELECT 1 FROM deps d WHERE d.item_id = i.id) ORDER BY seq",
@@ -202,7 +205,7 @@ export class Items {
       `SELECT type, sum(CASE WHEN state IN ${sqlStates(OPEN_STATES)} THEN n ELSE 0 END) AS open, sum(CASE WHEN state = 'pending' THEN n ELSE 0 END) AS pending, sum(attempted * n) AS submitted FROM item_tally GROUP BY type`,
     );
     this.reportStmt = db.prepare<[number, number, number], ItemFacts>(
-      `SELECT i.seq, i.rowid AS row, i.id, i.state, i.type, i.model, i.spec ->> '$.prompt' AS prompt, i.spec -> '$.values' AS values_json,
+      `SELECT i.seq, i.rowid AS row, i.id, i.state, i.type, i.model, i.spec ->> '$.prompt' AS prompt, i.spec -> '$.values' AS values_json, i.spec -> '$.tags' AS tags_json,
          i.spec ->> '$.aspectRatio' AS aspect_ratio, i.spec ->> '$.resolution' AS resolution, i.spec ->> '$.duration' AS duration, i.error_code, i.error_message,
          (SELECT json_group_array(job_id) FROM (SELECT job_id FROM attempts WHERE item_id = i.id AND job_id IS NOT NULL ORDER BY n)) AS job_ids,
          (SELECT coalesce(sum(charged), 0) FROM attempts WHERE item_id = i.id) AS charged,
@@ -272,6 +275,8 @@ export class Items {
         const row = first ? undefined : this.byId.get(item.id);
         // The order of the work may change at any time: it is not content.
         if (row && row.priority !== (item.priority ?? 0)) this.setPriority.run({ id: item.id, priority: item.priority ?? 0 });
+        // Same content, other tags or row values: they ride in the spec, which is brought up to date (the request is unchanged).
+        if (row && row.content_hash === item.contentHash && row.spec !== item.spec) this.setSpec.run({ id: item.id, spec: item.spec });
         if (!row) {
           this.insertItem(item, now, addedByType);
         } else if (row.content_hash === item.contentHash) {
@@ -362,8 +367,9 @@ export class Items {
    * --only` asks; returns the ids selected. Kept in a temporary table: a
    * selection of any size costs the ready query one lookup.
    */
-  select(chosen: (id: string) => boolean): string[] {
-    const ids = (this.db.prepare('SELECT id FROM items WHERE removed = 0 ORDER BY seq').pluck().all() as string[]).filter(chosen);
+  select(chosen: (id: string, tags: readonly string[]) => boolean): string[] {
+    const rows = this.db.prepare("SELECT id, spec -> '$.tags' AS tags FROM items WHERE removed = 0 ORDER BY seq").all() as { id: string; tags: string | null }[];
+    const ids = rows.filter((r) => chosen(r.id, r.tags ? (JSON.parse(r.tags) as string[]) : [])).map((r) => r.id);
     this.db.exec('CREATE TEMP TABLE IF NOT EXISTS selected_ids (id TEXT PRIMARY KEY)');
     const add = this.db.prepare('INSERT OR IGNORE INTO selected_ids (id) VALUES (?)');
     this.db.transaction(() => {
@@ -375,6 +381,18 @@ export class Items {
     this.readySelected = this.db.prepare(this.readyStmt.source.replace('AND removed = 0', 'AND removed = 0 AND id IN (SELECT id FROM selected_ids)'));
     this.selectedCountsStmt = this.db.prepare<[], { state: ItemState; n: number }>('SELECT state, count(*) AS n FROM items WHERE id IN (SELECT id FROM selected_ids) GROUP BY state');
     return this.db.prepare('SELECT id FROM selected_ids').pluck().all() as string[];
+  }
+
+  /** Items and credits per tag, for the items of the manifest that have tags (through items_tagged: nothing is read when none has). */
+  byTag(): { tag: string; items: number; done: number; charged: number; refunded: number }[] {
+    return this.db
+      .prepare(
+        `SELECT j.value AS tag, count(*) AS items, sum(i.state = 'done') AS done,
+           sum((SELECT coalesce(sum(charged), 0) FROM attempts a WHERE a.item_id = i.id)) AS charged,
+           sum((SELECT coalesce(sum(refunded), 0) FROM attempts a WHERE a.item_id = i.id)) AS refunded
+         FROM items i, json_each(i.spec, '$.tags') j WHERE i.spec -> '$.tags' IS NOT NULL AND i.removed = 0 GROUP BY j.value ORDER BY j.value`,
+      )
+      .all() as { tag: string; items: number; done: number; charged: number; refunded: number }[];
   }
 
   /** The selected items by state (see `select`), or undefined when the run works on every item. */

@@ -253,8 +253,8 @@ function formatWindow(ms: number): string {
 function checkOnlyFlags(flags: RunFlags): void {
   if (!flags.only) return;
   if (flags.canary) throw usageError('--only and --canary each choose what runs first: give one of them.');
-  const tagged = flags.only.find((s) => s.startsWith('tag:'));
-  if (tagged) throw usageError(`--only ${tagged}: selecting by tag is not available yet (items have no tags); give ids or globs.`);
+  const empty = flags.only.find((s) => s === 'tag:' || s === '');
+  if (empty !== undefined) throw usageError(`--only "${empty}": give an id, a glob, or tag:NAME.`);
 }
 
 function checkNotifyFlags(flags: RunFlags): void {

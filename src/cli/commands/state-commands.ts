@@ -63,6 +63,7 @@ function statusTable(s: Status, paint: Paint): string {
   } else if (run.sessions > 0) {
     lines.push(`not running; last active ${when(run.lastActiveAt)}`);
   }
+  if (s.tags.length) lines.push(table(['tag', 'items', 'done', 'credits net'], s.tags.map((t) => [t.tag, num(t.items), num(t.done), num(t.net)])));
   if (s.waiting.length) lines.push(table(['state', 'items', 'waiting for'], s.waiting.map((w) => [w.state, num(w.items), `${w.for}${w.until ? ` (${when(w.until)})` : ''}`])));
   if (run.sessions > 0) lines.push(`run time: ${formatDuration(run.seconds)} over ${count(run.sessions, 'session')} since ${when(run.startedAt)}`);
   return lines.join('\n');
