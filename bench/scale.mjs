@@ -130,7 +130,7 @@ export async function restartAfterKill(dir) {
 }
 
 /** 20,000 images at limits far above a key's: the runner's own cost per item, and whether it slows as the state fills. */
-async function manyImages() {
+export async function manyImages() {
   const N = 20_000;
   const dir = await writeCatalog(N);
   const limits = { submissionsPerWindow: 100_000, readsPerWindow: 1_000_000, imagesInFlight: 200 };

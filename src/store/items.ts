@@ -20,6 +20,8 @@ export interface ItemRow {
   updated_at: number;
   /** Ready items go higher first (0 unless the manifest says). */
   priority: number;
+  /** -priority: the ready order is (rank, seq). */
+  rank: number;
 }
 
 /** An item that ended without an output, or waits for a later run with an error noted. */
@@ -145,8 +147,8 @@ export class Items {
     this.byId = db.prepare<[string], ItemRow>('SELECT * FROM items WHERE id = ?');
     // No trigger counts an inserted item (migration 11): sync adds what it inserted to the tally, once per type.
     // Positional: binding by name cost a third of the time to insert a 100,000-row catalog.
-    this.insert = db.prepare<[string, number, string, string, string, string, number, number]>("INSERT INTO items (id, seq, type, model, content_hash, spec, priority, state, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?)");
-    this.setPriority = db.prepare('UPDATE items SET priority = @priority WHERE id = @id');
+    this.insert = db.prepare<[string, number, string, string, string, string, number, number, number]>("INSERT INTO items (id, seq, type, model, content_hash, spec, priority, rank, state, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?)");
+    this.setPriority = db.prepare('UPDATE items SET priority = @priority, rank = -@priority WHERE id = @id');
     this.setSpec = db.prepare('UPDATE items SET spec = @spec WHERE id = @id');
     this.anyStmt = db.prepare('SELECT 1 FROM items LIMIT 1');
     this.canaryStmt = db.prepare<[], { id: string; type: 'image' | 'video'; model: string }>(
@@ -157,12 +159,11 @@ export class Items {
     this.updateUnsent = db.prepare('UPDATE items SET seq = @seq, type = @type, model = @model, content_hash = @contentHash, spec = @spec, changed = 0, updated_at = @now WHERE id = @id');
     this.markChanged = db.prepare('UPDATE items SET seq = @seq, changed = @changed, updated_at = @now WHERE id = @id');
     // Ready: pending, due, and every dependency done; higher priority first, then in manifest order. Keyset-paged by
-    // (priority, seq), so items a run holds are passed over.
-    this.readyStmt = db.prepare<[{ type: string; now: number; priority: number; seq: number; limit: number }], ItemRow>(
-      `SELECT * FROM items i WHERE state = 'pending' AND type = @type AND not_before <= @now AND removed = 0
-         AND (priority < @priority OR (priority = @priority AND seq > @seq))
+    // (rank, seq), rank being -priority: one seek in items_ready past the items a run holds.
+    this.readyStmt = db.prepare<[{ type: string; now: number; rank: number; seq: number; limit: number }], ItemRow>(
+      `SELECT * FROM items i WHERE state = 'pending' AND type = @type AND (rank, seq) > (@rank, @seq) AND not_before <= @now AND removed = 0
          AND NOT EXISTS (SELECT 1 FROM deps d LEFT JOIN items di ON di.id = d.dep_id WHERE d.item_id = i.id AND (di.state IS NULL OR di.state <> 'done'))
-       ORDER BY priority DESC, seq LIMIT @limit`,
+       ORDER BY rank, seq LIMIT @limit`,
     );
     // Deferred resends: submitting with a time set (a held "maybe accepted" attempt has none: it waits for a later run).
     // With the key of the attempt (its resends go with that key alone).
@@ -331,7 +332,7 @@ export class Items {
 
   /** A new item, counted by type for the tally. */
   private insertItem(item: ItemSync, now: number, addedByType: Record<'image' | 'video', number>): void {
-    this.insert.run(item.id, item.seq, item.type, item.model, item.contentHash, item.spec, item.priority ?? 0, now);
+    this.insert.run(item.id, item.seq, item.type, item.model, item.contentHash, item.spec, item.priority ?? 0, -(item.priority ?? 0), now);
     addedByType[item.type]++;
   }
 
@@ -356,9 +357,9 @@ export class Items {
   }
 
   /** Pending items of a type that are due and whose dependencies are all done, in manifest order after `afterSeq`. */
-  /** Ready items of a type, highest priority first, then in manifest order, after the item at (`after.priority`, `after.seq`) in that order. */
-  ready(type: 'image' | 'video', now: number, after: { priority: number; seq: number } | undefined, limit: number): ItemRow[] {
-    return (this.readySelected ?? this.readyStmt).all({ type, now, priority: after?.priority ?? Number.MAX_SAFE_INTEGER, seq: after?.seq ?? -1, limit });
+  /** Ready items of a type, highest priority first, then in manifest order, after the item `after` in that order. */
+  ready(type: 'image' | 'video', now: number, after: { rank: number; seq: number } | undefined, limit: number): ItemRow[] {
+    return (this.readySelected ?? this.readyStmt).all({ type, now, rank: after?.rank ?? Number.MIN_SAFE_INTEGER, seq: after?.seq ?? -1, limit });
   }
 
   /**
