@@ -8,6 +8,23 @@ export interface ChaosResult {
   recovery: number;
   lives: { signal?: string; code: number | null; killed: boolean; ms: number }[];
 }
-export function planFor(seed: number, canMount: boolean): { outages: { mode: string }[]; signals: { signal: string }[]; storm?: unknown; serverErrors: number; dropRate: number; cutDownloads: number; expiredLinks: number; failureRate: number; unavailableRate: number; unreachableMinutes?: number };
-export function chaosRun(seed: number, opts?: { canMount?: boolean; say?: (line: string) => void }): Promise<ChaosResult>;
+export function planFor(
+  seed: number,
+  canMount: boolean,
+): {
+  outages: { mode: string }[];
+  signals: { signal: string }[];
+  storm?: unknown;
+  serverErrors: number;
+  dropRate: number;
+  cutDownloads: number;
+  expiredLinks: number;
+  failureRate: number;
+  unavailableRate: number;
+  unreachableMinutes?: number;
+};
+export function chaosRun(
+  seed: number,
+  opts?: { canMount?: boolean; say?: (line: string) => void },
+): Promise<ChaosResult>;
 export function chaosBench(): Promise<boolean>;

@@ -60,11 +60,35 @@ export function planFor(seed, canMount) {
     /** An outage longer than this makes the run exit 4; the next life goes on. */
     unreachableMinutes: undefined,
   };
-  for (let i = 0, n = int(0, 2); i < n; i++) plan.outages.push({ atCharge: int(1, items), ms: Math.round(between(150, 2500)), mode: r() < 0.5 ? 'refuse' : 'reset' });
+  for (let i = 0, n = int(0, 2); i < n; i++)
+    plan.outages.push({
+      atCharge: int(1, items),
+      ms: Math.round(between(150, 2500)),
+      mode: r() < 0.5 ? 'refuse' : 'reset',
+    });
   if (plan.outages.length && r() < 0.15) plan.unreachableMinutes = 0.02;
-  for (let i = 0, n = int(0, 2); i < n; i++) plan.signals.push({ signal: r() < 0.6 ? 'SIGKILL' : 'SIGTERM', afterWork: int(1, 3 * items), delayMs: r() < 0.5 ? 0 : Math.round(between(0, 80)) });
+  for (let i = 0, n = int(0, 2); i < n; i++)
+    plan.signals.push({
+      signal: r() < 0.6 ? 'SIGKILL' : 'SIGTERM',
+      afterWork: int(1, 3 * items),
+      delayMs: r() < 0.5 ? 0 : Math.round(between(0, 80)),
+    });
   // Every run gets two faults at least.
-  if (plan.outages.length + plan.signals.length + [plan.dropRate, plan.failureRate, plan.unavailableRate, plan.serverErrors, plan.storm, plan.cutDownloads, plan.expiredLinks, plan.diskFull].filter(Boolean).length < 2) {
+  if (
+    plan.outages.length +
+      plan.signals.length +
+      [
+        plan.dropRate,
+        plan.failureRate,
+        plan.unavailableRate,
+        plan.serverErrors,
+        plan.storm,
+        plan.cutDownloads,
+        plan.expiredLinks,
+        plan.diskFull,
+      ].filter(Boolean).length <
+    2
+  ) {
     plan.outages.push({ atCharge: int(1, items), ms: Math.round(between(150, 1500)), mode: 'refuse' });
     plan.signals.push({ signal: 'SIGKILL', afterWork: int(1, 2 * items), delayMs: 0 });
   }
@@ -73,7 +97,10 @@ export function planFor(seed, canMount) {
 
 function manifestFor(plan) {
   const lines = [];
-  for (let i = 0; i < plan.items; i++) lines.push(`  - { id: item-${i}, prompt: "chaos product ${i}${i < plan.expiredLinks ? ' [sim:expired-link]' : ''}" }`);
+  for (let i = 0; i < plan.items; i++)
+    lines.push(
+      `  - { id: item-${i}, prompt: "chaos product ${i}${i < plan.expiredLinks ? ' [sim:expired-link]' : ''}" }`,
+    );
   return `version: 1\ndefaults: { model: studio-lite }\nitems:\n${lines.join('\n')}\n`;
 }
 
@@ -92,7 +119,10 @@ function tmpfsAvailable() {
 }
 
 /** The work a run does (not its start-up's /me and /models). */
-const isWork = (e) => (e.kind === 'request' ? !/^\/(me|models)\b/.test(e.path) : e.kind === 'upload-put' || e.kind === 'download' || e.kind === 'charge');
+const isWork = (e) =>
+  e.kind === 'request'
+    ? !/^\/(me|models)\b/.test(e.path)
+    : e.kind === 'upload-put' || e.kind === 'download' || e.kind === 'charge';
 
 /** One seed's whole run: the faulty lives, then the same command until it ends; returns its figures and violations. */
 export async function chaosRun(seed, { canMount = false, say = () => {} } = {}) {
@@ -104,7 +134,14 @@ export async function chaosRun(seed, { canMount = false, say = () => {} } = {}) 
   let lastFaultAt = 0;
   const faultNow = () => (lastFaultAt = Date.now());
 
-  const sim = await startSimulator({ port: 0, timeScale: TIME_SCALE, seed, dropRate: plan.dropRate, failureRate: plan.failureRate, unavailableRate: plan.unavailableRate });
+  const sim = await startSimulator({
+    port: 0,
+    timeScale: TIME_SCALE,
+    seed,
+    dropRate: plan.dropRate,
+    failureRate: plan.failureRate,
+    unavailableRate: plan.unavailableRate,
+  });
   const { service } = sim;
   const dir = mkdtempSync(join(tmpdir(), 'genbatch-chaos-'));
   const outRoot = join(dir, 'out');
@@ -126,9 +163,9 @@ export async function chaosRun(seed, { canMount = false, say = () => {} } = {}) 
     let charges = 0;
     let storm = 0;
     const unwatch = service.ledger.watch((e) => {
-      if (e.kind === 'dropped-response') (count('answer lost after the charge'), faultNow());
-      if (e.kind === 'refund' && e.status === 'FAILED') (count('job failed'), faultNow());
-      if (e.kind === 'request' && e.code === 'UPSTREAM_UNAVAILABLE' && !e.injected) (count('503'), faultNow());
+      if (e.kind === 'dropped-response') count('answer lost after the charge'), faultNow();
+      if (e.kind === 'refund' && e.status === 'FAILED') count('job failed'), faultNow();
+      if (e.kind === 'request' && e.code === 'UPSTREAM_UNAVAILABLE' && !e.injected) count('503'), faultNow();
       if (e.kind !== 'charge') return;
       charges++;
       for (const o of plan.outages) {
@@ -151,7 +188,11 @@ export async function chaosRun(seed, { canMount = false, say = () => {} } = {}) 
     service.inject = (req) => {
       if (req.method === 'POST' && req.path === '/images' && storm > 0) {
         storm--;
-        return { status: 429, headers: { 'Retry-After': '0.2', 'X-RateLimit-Remaining': '0' }, body: { error: { code: 'RATE_LIMITED', message: 'injected storm' } } };
+        return {
+          status: 429,
+          headers: { 'Retry-After': '0.2', 'X-RateLimit-Remaining': '0' },
+          body: { error: { code: 'RATE_LIMITED', message: 'injected storm' } },
+        };
       }
       if (plan.serverErrors && random() < plan.serverErrors && (req.method === 'POST' || /^\/jobs\//.test(req.path))) {
         count('5xx');
@@ -172,7 +213,13 @@ export async function chaosRun(seed, { canMount = false, say = () => {} } = {}) 
     for (let i = 0; i < plan.expiredLinks; i++) count('expired link');
 
     const env = { ...cleanEnv(), GENBATCH_BASE_URL: sim.baseUrl, GENBATCH_API_KEY: sim.apiKey };
-    const args = ['run', 'm.yaml', '--time-scale', String(TIME_SCALE), ...(plan.unreachableMinutes ? ['--unreachable-minutes', String(plan.unreachableMinutes)] : [])];
+    const args = [
+      'run',
+      'm.yaml',
+      '--time-scale',
+      String(TIME_SCALE),
+      ...(plan.unreachableMinutes ? ['--unreachable-minutes', String(plan.unreachableMinutes)] : []),
+    ];
     let recovery = 0;
     const lives = [];
     const lifeOf = async (signal) => {
@@ -187,9 +234,12 @@ export async function chaosRun(seed, { canMount = false, say = () => {} } = {}) 
       if (res.by === 'SIGTERM') violate('SIGTERM killed the process instead of its exiting 130');
       if (!res.killed && !EXITS.has(res.code)) violate(`exit ${res.code}: ${res.stderr.slice(-400)}`);
       if (!res.killed) recovery = Math.max(recovery, endedAt - Math.max(startedAt, lastFaultAt));
-      if (!res.killed && endedAt - Math.max(startedAt, lastFaultAt) > RECOVERY_BOUND_MS) violate(`a life ended ${((endedAt - lastFaultAt) / 1000).toFixed(1)} s after the last fault`);
+      if (!res.killed && endedAt - Math.max(startedAt, lastFaultAt) > RECOVERY_BOUND_MS)
+        violate(`a life ended ${((endedAt - lastFaultAt) / 1000).toFixed(1)} s after the last fault`);
       lives.push({ signal: signal?.signal, code: res.code, killed: res.killed, ms: endedAt - startedAt });
-      say(`life ${lives.length}: ${signal ? `${signal.signal} after ${signal.afterWork} work events` : 'in process'} -> ${res.killed ? 'killed' : `exit ${res.code}`} in ${endedAt - startedAt} ms${res.code ? `\n${res.stderr.trim().split('\n').slice(-8).join('\n')}` : ''}`);
+      say(
+        `life ${lives.length}: ${signal ? `${signal.signal} after ${signal.afterWork} work events` : 'in process'} -> ${res.killed ? 'killed' : `exit ${res.code}`} in ${endedAt - startedAt} ms${res.code ? `\n${res.stderr.trim().split('\n').slice(-8).join('\n')}` : ''}`,
+      );
       return res;
     };
     // The chaos: each planned signal gets a life of its own, then lives without until one ends on its own.
@@ -207,7 +257,8 @@ export async function chaosRun(seed, { canMount = false, say = () => {} } = {}) 
     if (mounted) execFileSync('mount', ['-o', 'remount,size=4m', outRoot], { stdio: 'ignore' });
     // Exit 1 may leave work for a later run (a download that kept failing, a job unreadable for a while): the same command takes it up.
     for (let i = 0; i < 3 && (![0, 1].includes(last.code) || openItems(dir) > 0); i++) last = await lifeOf(undefined);
-    if (![0, 1].includes(last.code)) violate(`the mended run still ends with exit ${last.code}: ${last.stderr.slice(-400)}`);
+    if (![0, 1].includes(last.code))
+      violate(`the mended run still ends with exit ${last.code}: ${last.stderr.slice(-400)}`);
     violations.push(...checkLedger(service, dir, plan));
     return { seed, plan, faults, violations, recovery, lives };
   } finally {
@@ -237,7 +288,16 @@ async function inProcessLife(dir, env, args) {
   const err = capture();
   let timer;
   const hung = new Promise((resolve) => (timer = setTimeout(() => resolve('hung'), LIFE_LIMIT_MS)));
-  const code = await Promise.race([main([process.execPath, CLI, ...args], { env, cwd: dir, stdout: out.stream, stderr: err.stream, untilStopped: () => Promise.reject(new Error('not here')) }), hung]);
+  const code = await Promise.race([
+    main([process.execPath, CLI, ...args], {
+      env,
+      cwd: dir,
+      stdout: out.stream,
+      stderr: err.stream,
+      untilStopped: () => Promise.reject(new Error('not here')),
+    }),
+    hung,
+  ]);
   clearTimeout(timer);
   if (code === 'hung') return { hung: true };
   return { code, stderr: err.text.value, killed: false };
@@ -275,7 +335,11 @@ async function childLife(service, dir, env, args, { signal, afterWork, delayMs }
 function openItems(dir) {
   const db = new Database(join(dir, '.genbatch', 'm.sqlite'), { readonly: true });
   try {
-    return db.prepare("SELECT count(*) AS n FROM items WHERE state IN ('pending', 'queued', 'submitting', 'maybe_accepted', 'running', 'downloading')").get().n;
+    return db
+      .prepare(
+        "SELECT count(*) AS n FROM items WHERE state IN ('pending', 'queued', 'submitting', 'maybe_accepted', 'running', 'downloading')",
+      )
+      .get().n;
   } finally {
     db.close();
   }
@@ -294,7 +358,8 @@ function checkLedger(service, dir, plan) {
     for (const c of charges) byKey.set(c.idempotencyKey, (byKey.get(c.idempotencyKey) ?? 0) + 1);
     for (const [key, n] of byKey) if (n > 1) violations.push(`idempotency key ${key} charged ${n} times`);
     const jobOf = new Map(attempts.filter((a) => a.job_id).map((a) => [a.job_id, a]));
-    for (const c of charges) if (!jobOf.has(c.jobId)) violations.push(`charged job ${c.jobId} is unknown to the state (paid for, lost)`);
+    for (const c of charges)
+      if (!jobOf.has(c.jobId)) violations.push(`charged job ${c.jobId} is unknown to the state (paid for, lost)`);
     // Each item: one charge, plus one per job that ended FAILED or EXPIRED (refunded).
     const refunded = new Set(service.ledger.of('refund').map((r) => r.jobId));
     const perItem = new Map();
@@ -310,11 +375,15 @@ function checkLedger(service, dir, plan) {
       const kept = e.charged - e.refunded;
       if (kept > 1) violations.push(`${item.id} paid for ${kept} jobs that did not fail`);
       if (item.state === 'done' && kept !== 1) violations.push(`${item.id} is done with ${kept} jobs kept`);
-      if (!['done', 'failed', 'rejected', 'blocked', 'skipped'].includes(item.state)) violations.push(`${item.id} ended ${item.state}, not final`);
-      if (item.state !== 'done' && kept > 0) violations.push(`${item.id} ended ${item.state} with a paid job not failed (lost)`);
+      if (!['done', 'failed', 'rejected', 'blocked', 'skipped'].includes(item.state))
+        violations.push(`${item.id} ended ${item.state}, not final`);
+      if (item.state !== 'done' && kept > 0)
+        violations.push(`${item.id} ended ${item.state} with a paid job not failed (lost)`);
     }
     // Never over a limit: every 429 the service gave of its own (not injected) is one the pacing should have prevented.
-    for (const e of service.ledger.of('request')) if (e.status === 429 && !e.injected) violations.push(`a 429 ${e.code} the pacing should have prevented (${e.method} ${e.path})`);
+    for (const e of service.ledger.of('request'))
+      if (e.status === 429 && !e.injected)
+        violations.push(`a 429 ${e.code} the pacing should have prevented (${e.method} ${e.path})`);
     // Every completed output on disk once, verified; no partial file left.
     const outDir = join(dir, 'out', 'm');
     const paths = new Set();
@@ -329,13 +398,17 @@ function checkLedger(service, dir, plan) {
       const bytes = readFileSync(file);
       const job = service.jobs.byId.get(o.job_id);
       const served = job?.type === 'video' ? makeMp4(`${o.job_id}/${o.idx}`) : makePng(`${o.job_id}/${o.idx}`);
-      if (!bytes.equals(served) || createHash('sha256').update(bytes).digest('hex') !== o.sha256) violations.push(`${o.path} is not the bytes of ${o.job_id}`);
+      if (!bytes.equals(served) || createHash('sha256').update(bytes).digest('hex') !== o.sha256)
+        violations.push(`${o.path} is not the bytes of ${o.job_id}`);
     }
     for (const item of items.filter((i) => i.state === 'done')) {
       const a = attempts.filter((x) => x.item_id === item.id && x.job_id).sort((x, y) => y.n - x.n)[0];
-      if (!a || !outputs.some((o) => o.job_id === a.job_id)) violations.push(`${item.id} is done without a verified output`);
+      if (!a || !outputs.some((o) => o.job_id === a.job_id))
+        violations.push(`${item.id} is done without a verified output`);
     }
-    const partials = existsSync(outDir) ? readdirSync(outDir, { recursive: true }).filter((f) => String(f).endsWith('.part')) : [];
+    const partials = existsSync(outDir)
+      ? readdirSync(outDir, { recursive: true }).filter((f) => String(f).endsWith('.part'))
+      : [];
     if (partials.length) violations.push(`partial files left: ${partials.join(', ')}`);
     void plan;
   } finally {
@@ -351,14 +424,29 @@ async function worker(from, to, canMount) {
     try {
       result = await chaosRun(seed, { canMount });
     } catch (error) {
-      result = { seed, faults: {}, violations: [`the run threw: ${error.stack ?? error}`], recovery: 0, lives: [], fatal: Boolean(error.fatal) };
+      result = {
+        seed,
+        faults: {},
+        violations: [`the run threw: ${error.stack ?? error}`],
+        recovery: 0,
+        lives: [],
+        fatal: Boolean(error.fatal),
+      };
     }
-    process.stdout.write(`${JSON.stringify({ seed: result.seed, faults: result.faults, violations: result.violations, recovery: result.recovery, lives: result.lives.length })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ seed: result.seed, faults: result.faults, violations: result.violations, recovery: result.recovery, lives: result.lives.length })}\n`,
+    );
     if (result.fatal) process.exit(3);
   }
   // Every run has ended: anything still holding this process open is a leak worth naming.
   console.error(`chaos worker ${from}-${to}: resources after its runs: ${process.getActiveResourcesInfo().join(', ')}`);
-  setTimeout(() => console.error(`chaos worker ${from}-${to}: still alive after its runs: ${process.getActiveResourcesInfo().join(', ')}`), 3_000).unref();
+  setTimeout(
+    () =>
+      console.error(
+        `chaos worker ${from}-${to}: still alive after its runs: ${process.getActiveResourcesInfo().join(', ')}`,
+      ),
+    3_000,
+  ).unref();
 }
 
 export async function chaosBench() {
@@ -379,7 +467,11 @@ export async function chaosBench() {
     Array.from({ length: workers }, (_, w) => {
       const from = 1 + w * per;
       const to = Math.min(runs, (w + 1) * per);
-      const child = spawn(process.execPath, [fileURLToPath(import.meta.url), '--worker', String(from), String(to), canMount ? '1' : '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+      const child = spawn(
+        process.execPath,
+        [fileURLToPath(import.meta.url), '--worker', String(from), String(to), canMount ? '1' : '0'],
+        { stdio: ['ignore', 'pipe', 'inherit'] },
+      );
       let buffer = '';
       child.stdout.on('data', (d) => {
         buffer += d;
@@ -388,8 +480,12 @@ export async function chaosBench() {
           buffer = buffer.slice(nl + 1);
           const r = JSON.parse(line);
           results.push(r);
-          if (r.violations.length) console.log(`chaos seed ${r.seed}: ${r.violations.length} violation(s): ${r.violations.slice(0, 3).join('; ')}\n  replay: CHAOS_SEED=${r.seed} npm run bench chaos`);
-          if (results.length % 100 === 0) console.log(`chaos: ${results.length} of ${runs} runs (${Math.round((Date.now() - started) / 1000)} s)`);
+          if (r.violations.length)
+            console.log(
+              `chaos seed ${r.seed}: ${r.violations.length} violation(s): ${r.violations.slice(0, 3).join('; ')}\n  replay: CHAOS_SEED=${r.seed} npm run bench chaos`,
+            );
+          if (results.length % 100 === 0)
+            console.log(`chaos: ${results.length} of ${runs} runs (${Math.round((Date.now() - started) / 1000)} s)`);
         }
       });
       return once(child, 'close');
@@ -402,10 +498,18 @@ export async function chaosBench() {
   const slowest = results.reduce((m, r) => Math.max(m, r.recovery), 0);
   const lives = results.reduce((n, r) => n + r.lives, 0);
   const pass = results.length >= GOAL.runs && total >= GOAL.faults && violations === 0;
-  console.log(`chaos: ${results.length} seeded runs (${lives} lives of the CLI), ${total} injected faults, ${violations} invariant violations, slowest end after the last fault ${fmt(slowest / 1000)} s, ${Math.round((Date.now() - started) / 1000)} s in all${canMount ? '' : ' (no tmpfs here: no full-disk faults)'}`);
-  console.log(`chaos faults by kind: ${Object.entries(faults).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+  console.log(
+    `chaos: ${results.length} seeded runs (${lives} lives of the CLI), ${total} injected faults, ${violations} invariant violations, slowest end after the last fault ${fmt(slowest / 1000)} s, ${Math.round((Date.now() - started) / 1000)} s in all${canMount ? '' : ' (no tmpfs here: no full-disk faults)'}`,
+  );
+  console.log(
+    `chaos faults by kind: ${Object.entries(faults)
+      .sort((a, b) => b[1] - a[1])
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')}`,
+  );
   console.log(`chaos goal: >= ${GOAL.runs} runs, >= ${GOAL.faults} faults, 0 violations: ${pass ? 'met' : 'MISSED'}`);
   return pass;
 }
 
-if (process.argv[2] === '--worker') await worker(Number(process.argv[3]), Number(process.argv[4]), process.argv[5] === '1');
+if (process.argv[2] === '--worker')
+  await worker(Number(process.argv[3]), Number(process.argv[4]), process.argv[5] === '1');

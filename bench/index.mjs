@@ -8,7 +8,16 @@ import { keysBench } from './keys.mjs';
 import { pauseBench } from './pause.mjs';
 import { chaosBench } from './chaos.mjs';
 
-const parts = { manifest: manifestBench, runner: runnerBench, pause: pauseBench, scale: scaleBench, report: reportBench, lifecycle: lifecycleBench, keys: keysBench, chaos: chaosBench };
+const parts = {
+  manifest: manifestBench,
+  runner: runnerBench,
+  pause: pauseBench,
+  scale: scaleBench,
+  report: reportBench,
+  lifecycle: lifecycleBench,
+  keys: keysBench,
+  chaos: chaosBench,
+};
 const wanted = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(parts);
 let ok = true;
 for (const name of wanted) {

@@ -8,14 +8,26 @@ const SEED = Number(process.env.GENBATCH_LIFECYCLE_SEED ?? Date.now() % 1_000_00
 
 export async function lifecycleBench() {
   const started = Date.now();
-  const res = spawnSync(process.execPath, ['node_modules/vitest/vitest.mjs', 'run', 'test/reliability/lifecycle.property.test.ts'], {
-    env: { ...process.env, GENBATCH_LIFECYCLE_RUNS: String(RUNS), GENBATCH_LIFECYCLE_SEED: String(SEED) },
-    encoding: 'utf8',
-    timeout: 3_600_000,
-  });
+  const res = spawnSync(
+    process.execPath,
+    ['node_modules/vitest/vitest.mjs', 'run', 'test/reliability/lifecycle.property.test.ts'],
+    {
+      env: { ...process.env, GENBATCH_LIFECYCLE_RUNS: String(RUNS), GENBATCH_LIFECYCLE_SEED: String(SEED) },
+      encoding: 'utf8',
+      timeout: 3_600_000,
+    },
+  );
   const pass = res.status === 0;
   const seconds = (Date.now() - started) / 1000;
-  console.log(`lifecycle  ${RUNS.toLocaleString('en-US')} sequences (seed ${SEED}): ${pass ? 'all held' : 'FAILED'} in ${seconds.toFixed(1)} s`);
-  if (!pass) console.log((res.stdout + res.stderr).split('\n').filter((l) => /Counterexample|Caused by|seed|Error/.test(l)).join('\n'));
+  console.log(
+    `lifecycle  ${RUNS.toLocaleString('en-US')} sequences (seed ${SEED}): ${pass ? 'all held' : 'FAILED'} in ${seconds.toFixed(1)} s`,
+  );
+  if (!pass)
+    console.log(
+      (res.stdout + res.stderr)
+        .split('\n')
+        .filter((l) => /Counterexample|Caused by|seed|Error/.test(l))
+        .join('\n'),
+    );
   return pass;
 }

@@ -14,12 +14,17 @@ export async function manifestBench() {
     const r = await measureCli(args, { cwd: dir });
     // estimate exits 3, every figure printed, when the balance, budget or cap make the run impossible as planned:
     // 800,000 credits against the simulated account's 100,000 is such a case, and still a measured estimate.
-    if (r.code !== 0 && !(label === 'estimate' && r.code === 3)) throw new Error(`${label} exited ${r.code}: ${r.stderr}`);
+    if (r.code !== 0 && !(label === 'estimate' && r.code === 3))
+      throw new Error(`${label} exited ${r.code}: ${r.stderr}`);
     const pass = r.wallSeconds < GOAL.seconds && r.peakRssMb < GOAL.rssMb;
     results.push({ label, ...r, pass });
-    console.log(`manifest ${label.padEnd(8)} ${ROWS.toLocaleString('en-US')} items: wall ${fmt(r.wallSeconds)} s, peak RSS ${fmt(r.peakRssMb, 0)} MB (goal < ${GOAL.seconds} s, < ${GOAL.rssMb} MB): ${pass ? 'met' : 'MISSED'}`);
+    console.log(
+      `manifest ${label.padEnd(8)} ${ROWS.toLocaleString('en-US')} items: wall ${fmt(r.wallSeconds)} s, peak RSS ${fmt(r.peakRssMb, 0)} MB (goal < ${GOAL.seconds} s, < ${GOAL.rssMb} MB): ${pass ? 'met' : 'MISSED'}`,
+    );
   }
   const estimate = JSON.parse(results[1].stdout);
-  console.log(`manifest estimate figures: ${estimate.items.total} items, ${estimate.credits.total} credits, ${estimate.dailyCap.keyDays} key days, ETA ${fmt(estimate.duration.seconds / 3600, 1)} h (${estimate.duration.limitedBy}); exit ${results[1].code}${results[1].code === 3 ? ' (the simulated balance of 100,000 cannot pay for it, as estimate says)' : ''}`);
+  console.log(
+    `manifest estimate figures: ${estimate.items.total} items, ${estimate.credits.total} credits, ${estimate.dailyCap.keyDays} key days, ETA ${fmt(estimate.duration.seconds / 3600, 1)} h (${estimate.duration.limitedBy}); exit ${results[1].code}${results[1].code === 3 ? ' (the simulated balance of 100,000 cannot pay for it, as estimate says)' : ''}`,
+  );
   return results.every((r) => r.pass);
 }

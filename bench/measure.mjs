@@ -16,7 +16,11 @@ export function measureCli(args, { cwd = root, env = {}, during } = {}) {
   const rssFile = join(mkdtempSync(join(tmpdir(), 'genbatch-bench-')), 'rss');
   const started = process.hrtime.bigint();
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', probe, cli, ...args], { cwd, env: { ...process.env, ...env, BENCH_RSS_FILE: rssFile }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', probe, cli, ...args], {
+      cwd,
+      env: { ...process.env, ...env, BENCH_RSS_FILE: rssFile },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -27,7 +31,15 @@ export function measureCli(args, { cwd = root, env = {}, during } = {}) {
       const wallSeconds = Number(process.hrtime.bigint() - started) / 1e9;
       // A process killed by SIGKILL writes no usage.
       const usage = existsSync(rssFile) ? JSON.parse(readFileSync(rssFile, 'utf8')) : { maxRss: NaN, cpuSeconds: NaN };
-      resolve({ code, stdout, stderr, wallSeconds, closedAt: Date.now(), peakRssMb: usage.maxRss / 1024 / 1024, cpuSeconds: usage.cpuSeconds });
+      resolve({
+        code,
+        stdout,
+        stderr,
+        wallSeconds,
+        closedAt: Date.now(),
+        peakRssMb: usage.maxRss / 1024 / 1024,
+        cpuSeconds: usage.cpuSeconds,
+      });
     });
   });
 }
@@ -58,7 +70,8 @@ export async function writeCatalog(rows, name = 'big', topLevel = '') {
   csv.write('sku,title,color\n');
   const colors = ['sage green', 'terracotta', 'ink blue', 'oat white'];
   for (let i = 0; i < rows; i++) {
-    if (!csv.write(`SKU-${String(i).padStart(6, '0')},"Ceramic item ${i}, hand glazed",${colors[i % colors.length]}\n`)) await once(csv, 'drain');
+    if (!csv.write(`SKU-${String(i).padStart(6, '0')},"Ceramic item ${i}, hand glazed",${colors[i % colors.length]}\n`))
+      await once(csv, 'drain');
   }
   csv.end();
   await once(csv, 'finish');

@@ -31,7 +31,12 @@ export async function pauseBench() {
 }
 
 async function runOnce(seed) {
-  const sim = await startSimulator({ timeScale: TIME_SCALE, seed: 11 + seed, limits: { submissionsPerWindow: 5 }, meShowsLimits: false });
+  const sim = await startSimulator({
+    timeScale: TIME_SCALE,
+    seed: 11 + seed,
+    limits: { submissionsPerWindow: 5 },
+    meShowsLimits: false,
+  });
   try {
     const refusals = [];
     sim.service.tamper = (req, res) => {
@@ -45,7 +50,10 @@ async function runOnce(seed) {
     const items = Array.from({ length: JOBS }, (_, i) => `  - { id: p${i}, prompt: "product ${i}" }`).join('\n');
     writeFileSync(join(dir, 'm.yaml'), `version: 1\ndefaults: { model: studio-lite }\nitems:\n${items}\n`);
     const env = { GENBATCH_BASE_URL: sim.baseUrl, GENBATCH_API_KEY: sim.apiKey };
-    const r = await measureCli(['run', 'm.yaml', '--time-scale', String(TIME_SCALE), '--submit-rate', `10/${60 / TIME_SCALE}s`], { cwd: dir, env });
+    const r = await measureCli(
+      ['run', 'm.yaml', '--time-scale', String(TIME_SCALE), '--submit-rate', `10/${60 / TIME_SCALE}s`],
+      { cwd: dir, env },
+    );
     const posts = sim.service.ledger.of('request').filter((q) => q.method === 'POST' && q.path === '/images');
     const sentInside = posts.filter((p) => refusals.some((x) => p.at > x.at + ON_THE_WIRE_MS && p.at < x.until)).length;
     const charges = sim.service.ledger.of('charge');

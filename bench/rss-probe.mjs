@@ -5,6 +5,9 @@ const out = process.env.BENCH_RSS_FILE;
 if (out) {
   process.on('exit', () => {
     const u = process.resourceUsage();
-    writeFileSync(out, JSON.stringify({ maxRss: u.maxRSS * 1024, cpuSeconds: (u.userCPUTime + u.systemCPUTime) / 1e6 }));
+    writeFileSync(
+      out,
+      JSON.stringify({ maxRss: u.maxRSS * 1024, cpuSeconds: (u.userCPUTime + u.systemCPUTime) / 1e6 }),
+    );
   });
 }

@@ -40,14 +40,22 @@ export async function runnerBench() {
     for (let i = 0; i < c.runs; i++) {
       const r = await runOnce(c.jobs, c.timeScale, i);
       ratios.push(r.ratio);
-      const pass = r.ratio <= c.ratio && r.tooMany === 0 && r.readsPerJob <= GOAL.readsPerJob && r.charges === c.jobs && r.exitMs <= GOAL.exitMs;
+      const pass =
+        r.ratio <= c.ratio &&
+        r.tooMany === 0 &&
+        r.readsPerJob <= GOAL.readsPerJob &&
+        r.charges === c.jobs &&
+        r.exitMs <= GOAL.exitMs;
       ok &&= pass;
       console.log(
         `runner ${c.jobs} image jobs (time scale ${c.timeScale}x): wall ${fmt(r.wallSeconds)} s, ideal makespan ${fmt(r.idealSeconds)} s, ratio ${fmt(r.ratio, 3)} (goal <= ${c.ratio}); ` +
           `429s ${r.tooMany}; reads/job ${fmt(r.readsPerJob)} (goal <= ${GOAL.readsPerJob}); charges ${r.charges}; exit ${fmt(r.exitMs, 0)} ms after the report was written (goal <= ${GOAL.exitMs}); CPU ${fmt(r.cpuSeconds)} s; peak RSS ${fmt(r.peakRssMb, 0)} MB: ${pass ? 'met' : 'MISSED'}`,
       );
     }
-    if (c.runs > 1) console.log(`runner ${c.jobs} image jobs at ${c.timeScale}x, makespan ratio over ${c.runs} runs: ${minMedian(ratios, 3)}`);
+    if (c.runs > 1)
+      console.log(
+        `runner ${c.jobs} image jobs at ${c.timeScale}x, makespan ratio over ${c.runs} runs: ${minMedian(ratios, 3)}`,
+      );
   }
   return ok;
 }
@@ -68,7 +76,15 @@ async function runOnce(jobs, timeScale, seed) {
     const reads = ledger.of('request').filter((q) => q.method === 'GET').length;
     // The report (results.jsonl, results.csv, index.html) is written into the output folder after every output.
     const exitMs = r.closedAt - newestWrite(join(dir, 'out'));
-    return { ...r, idealSeconds, ratio: r.wallSeconds / idealSeconds, readsPerJob: reads / jobs, tooMany: ledger.countStatus(429), charges: charges.length, exitMs };
+    return {
+      ...r,
+      idealSeconds,
+      ratio: r.wallSeconds / idealSeconds,
+      readsPerJob: reads / jobs,
+      tooMany: ledger.countStatus(429),
+      charges: charges.length,
+      exitMs,
+    };
   } finally {
     await sim.close();
   }

@@ -40,14 +40,22 @@ export async function scaleBench() {
   const report = (label, values, goal, unit, digits = 2) => {
     const pass = [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] <= goal;
     ok &&= pass;
-    console.log(`scale ${label}: ${minMedian(values, digits, unit)} (goal <= ${goal}${unit}): ${pass ? 'met' : 'MISSED'}`);
+    console.log(
+      `scale ${label}: ${minMedian(values, digits, unit)} (goal <= ${goal}${unit}): ${pass ? 'met' : 'MISSED'}`,
+    );
   };
 
   const validate = [];
   for (let i = 0; i < RUNS; i++) validate.push((await measureCli(['validate', 'big.yaml'], { cwd: dir })).wallSeconds);
   report(`validate of ${ROWS.toLocaleString('en-US')} rows`, validate, GOAL.validateSeconds, ' s');
 
-  const sim = await startSimulator({ timeScale: 600, seed: 5, credits: 1e9, keys: [{ label: 'main', dailyCap: 1e9 }], linkTtlSeconds: 7 * 86400 });
+  const sim = await startSimulator({
+    timeScale: 600,
+    seed: 5,
+    credits: 1e9,
+    keys: [{ label: 'main', dailyCap: 1e9 }],
+    linkTtlSeconds: 7 * 86400,
+  });
   try {
     const env = { GENBATCH_BASE_URL: sim.baseUrl, GENBATCH_API_KEY: sim.apiKey };
     const args = ['--time-scale', '600', '--daily-cap', '1000000000'];
@@ -61,8 +69,18 @@ export async function scaleBench() {
       (i < RUNS ? firstStarts : restarts).push(r.firstSubmissionSeconds ?? Infinity);
       (i < RUNS ? rss.first : rss.restart).push(r.peakRssMb);
     }
-    report(`first start to the first submission, ${ROWS.toLocaleString('en-US')} rows`, firstStarts, GOAL.firstSubmissionSeconds, ' s');
-    report(`restart to the first submission, ${ROWS.toLocaleString('en-US')} rows`, restarts, GOAL.firstSubmissionSeconds, ' s');
+    report(
+      `first start to the first submission, ${ROWS.toLocaleString('en-US')} rows`,
+      firstStarts,
+      GOAL.firstSubmissionSeconds,
+      ' s',
+    );
+    report(
+      `restart to the first submission, ${ROWS.toLocaleString('en-US')} rows`,
+      restarts,
+      GOAL.firstSubmissionSeconds,
+      ' s',
+    );
     // Each run ends (interrupted) by writing the report of all 100,000 items.
     report('peak RSS while running, first starts', rss.first, GOAL.rssMb, ' MB', 0);
     report('peak RSS while running, restarts', rss.restart, GOAL.rssMb, ' MB', 0);
@@ -91,10 +109,29 @@ export async function restartAfterKill(dir) {
   const rss = [];
   for (let i = 0; i < RUNS; i++) {
     rmSync(join(dir, '.genbatch'), { recursive: true, force: true });
-    const sim = await startSimulator({ timeScale: 3600, seed: 11 + i, credits: 1e9, keys: [{ label: 'main', dailyCap: 1e9 }], imageSeconds: [1, 2], linkTtlSeconds: 7 * 86400, limits });
+    const sim = await startSimulator({
+      timeScale: 3600,
+      seed: 11 + i,
+      credits: 1e9,
+      keys: [{ label: 'main', dailyCap: 1e9 }],
+      imageSeconds: [1, 2],
+      linkTtlSeconds: 7 * 86400,
+      limits,
+    });
     try {
       const env = { GENBATCH_BASE_URL: sim.baseUrl, GENBATCH_API_KEY: sim.apiKey };
-      const args = ['--time-scale', '3600', '--daily-cap', '1000000000', '--submit-rate', '100000/60s', '--read-rate', '1000000/60s', '--max-images-in-flight', '200'];
+      const args = [
+        '--time-scale',
+        '3600',
+        '--daily-cap',
+        '1000000000',
+        '--submit-rate',
+        '100000/60s',
+        '--read-rate',
+        '1000000/60s',
+        '--max-images-in-flight',
+        '200',
+      ];
       const posts = () => sim.service.ledger.of('charge').length;
       await measureCli(['run', 'big.yaml', ...args], {
         cwd: dir,
@@ -107,11 +144,21 @@ export async function restartAfterKill(dir) {
         },
       });
       // The first submission of an item not sent before the kill (a resend of one that was is no progress of its own).
-      const seenKeys = new Set(sim.service.ledger.of('request').filter((q) => q.method === 'POST').map((q) => q.idempotencyKey));
+      const seenKeys = new Set(
+        sim.service.ledger
+          .of('request')
+          .filter((q) => q.method === 'POST')
+          .map((q) => q.idempotencyKey),
+      );
       let firstNew;
       const r = await runUntil(sim, dir, args, 100, env, (startedAt) => {
         const unwatch = sim.service.ledger.watch((e) => {
-          if (firstNew === undefined && e.kind === 'request' && e.method === 'POST' && !seenKeys.has(e.idempotencyKey)) {
+          if (
+            firstNew === undefined &&
+            e.kind === 'request' &&
+            e.method === 'POST' &&
+            !seenKeys.has(e.idempotencyKey)
+          ) {
             firstNew = (Date.now() - startedAt) / 1000;
             unwatch();
           }
@@ -125,7 +172,9 @@ export async function restartAfterKill(dir) {
   }
   const median = [...restarts].sort((a, b) => a - b)[Math.floor(restarts.length / 2)];
   const pass = median <= GOAL.firstSubmissionSeconds;
-  console.log(`scale restart after a SIGKILL at ${KILL_AFTER.toLocaleString('en-US')} submissions (200 in flight), to the first submission: ${minMedian(restarts, 2, ' s')} (goal <= ${GOAL.firstSubmissionSeconds} s), peak RSS ${minMedian(rss, 0, ' MB')}: ${pass ? 'met' : 'MISSED'}`);
+  console.log(
+    `scale restart after a SIGKILL at ${KILL_AFTER.toLocaleString('en-US')} submissions (200 in flight), to the first submission: ${minMedian(restarts, 2, ' s')} (goal <= ${GOAL.firstSubmissionSeconds} s), peak RSS ${minMedian(rss, 0, ' MB')}: ${pass ? 'met' : 'MISSED'}`,
+  );
   return pass;
 }
 
@@ -135,12 +184,39 @@ export async function manyImages() {
   const dir = await writeCatalog(N);
   const limits = { submissionsPerWindow: 100_000, readsPerWindow: 1_000_000, imagesInFlight: 200 };
   // Links live a week of service time: the usual 15 minutes are 250 ms at 3600x, shorter than a busy download queue.
-  const sim = await startSimulator({ timeScale: 3600, seed: 9, credits: 1e9, keys: [{ label: 'main', dailyCap: 1e9 }], imageSeconds: [1, 2], linkTtlSeconds: 7 * 86400, limits });
+  const sim = await startSimulator({
+    timeScale: 3600,
+    seed: 9,
+    credits: 1e9,
+    keys: [{ label: 'main', dailyCap: 1e9 }],
+    imageSeconds: [1, 2],
+    linkTtlSeconds: 7 * 86400,
+    limits,
+  });
   try {
     const env = { GENBATCH_BASE_URL: sim.baseUrl, GENBATCH_API_KEY: sim.apiKey };
-    const r = await measureCli(['run', 'big.yaml', '--time-scale', '3600', '--daily-cap', '1000000000', '--submit-rate', '100000/60s', '--read-rate', '1000000/60s', '--max-images-in-flight', '200'], { cwd: dir, env });
+    const r = await measureCli(
+      [
+        'run',
+        'big.yaml',
+        '--time-scale',
+        '3600',
+        '--daily-cap',
+        '1000000000',
+        '--submit-rate',
+        '100000/60s',
+        '--read-rate',
+        '1000000/60s',
+        '--max-images-in-flight',
+        '200',
+      ],
+      { cwd: dir, env },
+    );
     if (r.code !== 0) throw new Error(`run exited ${r.code}: ${r.stdout}${r.stderr}`);
-    const posts = sim.service.ledger.of('request').filter((q) => q.method === 'POST').map((q) => q.at);
+    const posts = sim.service.ledger
+      .of('request')
+      .filter((q) => q.method === 'POST')
+      .map((q) => q.at);
     const quarter = Math.floor(posts.length / 4);
     const rate = (from, to) => (to - from) / ((posts[to - 1] - posts[from]) / 1000);
     const early = rate(0, quarter);

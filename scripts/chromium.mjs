@@ -10,7 +10,15 @@ import Sparticuz from '@sparticuz/chromium';
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
 /** As root there is no sandbox; and this machine's network is closed, so nothing may phone home. */
-export const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+export const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 let installing;
 
@@ -29,10 +37,15 @@ export async function chromiumLaunchOptions() {
 async function locate() {
   const chosen = process.env.GENBATCH_CHROMIUM;
   if (chosen) {
-    if (!existsSync(chosen)) throw new Error(`GENBATCH_CHROMIUM names ${chosen}, and there is no file there. Unset it to use the Chromium that npm install brought (@sparticuz/chromium).`);
+    if (!existsSync(chosen))
+      throw new Error(
+        `GENBATCH_CHROMIUM names ${chosen}, and there is no file there. Unset it to use the Chromium that npm install brought (@sparticuz/chromium).`,
+      );
     return { executablePath: chosen, env: {} };
   }
-  const { version } = JSON.parse(readFileSync(join(ROOT, 'node_modules', '@sparticuz', 'chromium', 'package.json'), 'utf8'));
+  const { version } = JSON.parse(
+    readFileSync(join(ROOT, 'node_modules', '@sparticuz', 'chromium', 'package.json'), 'utf8'),
+  );
   const dir = join(ROOT, 'node_modules', '.cache', `genbatch-chromium-${version}`);
   if (!existsSync(join(dir, 'chromium'))) await unpackInto(dir);
   // The package's own fonts.conf names Lambda's paths; this one names the unpacked fonts and the system's.
@@ -59,7 +72,8 @@ async function unpackInto(dir) {
   process.env.TMPDIR = staging;
   try {
     const unpacked = await Sparticuz.executablePath();
-    if (unpacked !== join(staging, 'chromium')) throw new Error(`@sparticuz/chromium unpacked to ${unpacked}, not into ${staging}`);
+    if (unpacked !== join(staging, 'chromium'))
+      throw new Error(`@sparticuz/chromium unpacked to ${unpacked}, not into ${staging}`);
   } finally {
     if (tmpdirBefore === undefined) delete process.env.TMPDIR;
     else process.env.TMPDIR = tmpdirBefore;

@@ -6,7 +6,17 @@ import { scrubSecrets } from '../util/secrets.js';
 import { Agent, request } from './http.js';
 import { ResponseShapeError, StorageError, TransportError, apiErrorFrom } from './errors.js';
 import { jobEnvelope, jobsPage, meEnvelope, modelList, uploadGrantEnvelope } from './schemas.js';
-import type { Account, ImageSubmission, Job, JobsPage, MediaType, Model, UploadGrant, UploadGrantRequest, VideoSubmission } from './types.js';
+import type {
+  Account,
+  ImageSubmission,
+  Job,
+  JobsPage,
+  MediaType,
+  Model,
+  UploadGrant,
+  UploadGrantRequest,
+  VideoSubmission,
+} from './types.js';
 
 export interface ClientOptions {
   /** The service's base URL, ending with its version segment (`…/v1`). */
@@ -39,7 +49,12 @@ function limitOf(method: string, path: string): LimitKind {
 }
 
 export function createDispatcher(): Agent {
-  return new Agent({ keepAliveTimeout: 10_000, keepAliveMaxTimeout: 60_000, connections: 32, connect: { timeout: 10_000 } });
+  return new Agent({
+    keepAliveTimeout: 10_000,
+    keepAliveMaxTimeout: 60_000,
+    connections: 32,
+    connect: { timeout: 10_000 },
+  });
 }
 
 /** The one HTTP client of the service and its object storage. */
@@ -53,7 +68,8 @@ export class ApiClient {
   private answerObserver: (() => void) | undefined;
 
   constructor(private readonly options: ClientOptions) {
-    if (!/^https?:\/\//i.test(options.baseUrl)) throw new Error(`The base URL must be http(s); got ${JSON.stringify(options.baseUrl)}.`);
+    if (!/^https?:\/\//i.test(options.baseUrl))
+      throw new Error(`The base URL must be http(s); got ${JSON.stringify(options.baseUrl)}.`);
     this.base = new URL(options.baseUrl.replace(/\/+$/, ''));
     this.dispatcher = options.dispatcher ?? createDispatcher();
     this.ownsDispatcher = !options.dispatcher;
@@ -116,16 +132,29 @@ export class ApiClient {
    * token goes as `cursor`.
    */
   listJobsAfter(cursor: string, params: { type?: MediaType; limit?: number } = {}): Promise<JobsPage> {
-    const link = /^https?:\/\//i.test(cursor) ? new URL(cursor) : cursor.startsWith('/') ? new URL(cursor, this.base.origin) : undefined;
+    const link = /^https?:\/\//i.test(cursor)
+      ? new URL(cursor)
+      : cursor.startsWith('/')
+        ? new URL(cursor, this.base.origin)
+        : undefined;
     if (link) {
-      if (link.origin !== this.base.origin) throw new ResponseShapeError(`the job list's nextCursor points to another host (${link.origin}); it is not followed`, 'GET', '/jobs');
-      const path = link.pathname.startsWith(this.base.pathname) ? link.pathname.slice(this.base.pathname.length) : link.pathname;
+      if (link.origin !== this.base.origin)
+        throw new ResponseShapeError(
+          `the job list's nextCursor points to another host (${link.origin}); it is not followed`,
+          'GET',
+          '/jobs',
+        );
+      const path = link.pathname.startsWith(this.base.pathname)
+        ? link.pathname.slice(this.base.pathname.length)
+        : link.pathname;
       return this.call('GET', `${path.startsWith('/') ? path : `/${path}`}${link.search}`, jobsPage);
     }
     const query = new URLSearchParams();
     if (params.type) query.set('type', params.type);
     if (params.limit !== undefined) query.set('limit', String(params.limit));
-    const fragment = /^[A-Za-z_][\w.-]*=/.test(cursor) ? cursor.replace(/^\?/, '') : `cursor=${encodeURIComponent(cursor)}`;
+    const fragment = /^[A-Za-z_][\w.-]*=/.test(cursor)
+      ? cursor.replace(/^\?/, '')
+      : `cursor=${encodeURIComponent(cursor)}`;
     const qs = query.toString();
     return this.call('GET', `/jobs?${qs ? `${qs}&` : ''}${fragment}`, jobsPage);
   }
@@ -148,12 +177,14 @@ export class ApiClient {
       headersTimeout: this.timeoutMs * 4,
     });
     const text = await res.body.text();
-    if (res.statusCode < 200 || res.statusCode >= 300) throw storageError(res.statusCode, text, `PUT ${where}`, 'upload', this.secrets());
+    if (res.statusCode < 200 || res.statusCode >= 300)
+      throw storageError(res.statusCode, text, `PUT ${where}`, 'upload', this.secrets());
   }
 
   /** Opens an output link; the caller must consume or destroy the body. */
   async download(url: string, signal?: AbortSignal): Promise<Download> {
-    if (!/^https?:\/\//i.test(url)) throw new StorageError(0, undefined, 'An output link is not an http(s) URL.', 'download');
+    if (!/^https?:\/\//i.test(url))
+      throw new StorageError(0, undefined, 'An output link is not an http(s) URL.', 'download');
     const where = describeStorageUrl(url);
     const res = await this.send(url, 'GET', where, { ...(signal ? { signal } : {}) });
     if (res.statusCode < 200 || res.statusCode >= 300) {
@@ -168,7 +199,9 @@ export class ApiClient {
         res.body.on('error', () => {});
         res.body.destroy();
       },
-      ...(Number.isFinite(length) && header(res.headers, 'content-length') !== undefined ? { contentLength: length } : {}),
+      ...(Number.isFinite(length) && header(res.headers, 'content-length') !== undefined
+        ? { contentLength: length }
+        : {}),
       ...(contentType ? { contentType } : {}),
     };
   }
@@ -189,7 +222,10 @@ export class ApiClient {
   ): Promise<z.output<S>> {
     const url = `${this.base.href}${path}`;
     const logPath = `${this.base.pathname}${path}`;
-    const headers: Record<string, string> = { authorization: `Bearer ${this.options.apiKey}`, accept: 'application/json' };
+    const headers: Record<string, string> = {
+      authorization: `Bearer ${this.options.apiKey}`,
+      accept: 'application/json',
+    };
     if (opts.body !== undefined) headers['content-type'] = 'application/json';
     if (opts.idempotencyKey) headers['idempotency-key'] = opts.idempotencyKey;
     const timeout = opts.timeoutMs ?? this.timeoutMs;
@@ -208,11 +244,22 @@ export class ApiClient {
       if (opts.signal?.aborted) throw error;
       throw transportError(error, method, logPath, this.secrets());
     });
-    this.options.logger?.debug({ method, path: logPath, status: res.statusCode, ms: this.now() - started }, 'api request');
+    this.options.logger?.debug(
+      { method, path: logPath, status: res.statusCode, ms: this.now() - started },
+      'api request',
+    );
     const remaining = Number(header(res.headers, 'x-ratelimit-remaining') ?? NaN);
     if (Number.isInteger(remaining) && remaining >= 0) this.remainingObserver?.(limitOf(method, path), remaining);
     if (res.statusCode < 200 || res.statusCode >= 300) {
-      throw apiErrorFrom({ status: res.statusCode, headers: res.headers, bodyText: text, method, path: logPath, secrets: this.secrets(), now: this.now() });
+      throw apiErrorFrom({
+        status: res.statusCode,
+        headers: res.headers,
+        bodyText: text,
+        method,
+        path: logPath,
+        secrets: this.secrets(),
+        now: this.now(),
+      });
     }
     let json: unknown;
     try {
@@ -224,13 +271,21 @@ export class ApiClient {
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
       const where = issue?.path.length ? ` at ${issue.path.join('.')}` : '';
-      const message = scrubSecrets(`${method} ${logPath}: unexpected answer${where}: ${issue?.message ?? 'invalid'}`, this.secrets());
+      const message = scrubSecrets(
+        `${method} ${logPath}: unexpected answer${where}: ${issue?.message ?? 'invalid'}`,
+        this.secrets(),
+      );
       throw new ResponseShapeError(message, method, logPath);
     }
     return parsed.data;
   }
 
-  private async send(url: string, method: string, where: string, opts: Omit<Dispatcher.RequestOptions, 'origin' | 'path' | 'method' | 'signal'> & { signal?: AbortSignal }): Promise<Dispatcher.ResponseData> {
+  private async send(
+    url: string,
+    method: string,
+    where: string,
+    opts: Omit<Dispatcher.RequestOptions, 'origin' | 'path' | 'method' | 'signal'> & { signal?: AbortSignal },
+  ): Promise<Dispatcher.ResponseData> {
     try {
       return await request(this.dispatcher, url, { ...opts, method: method as Dispatcher.HttpMethod });
     } catch (error) {
@@ -243,7 +298,12 @@ export class ApiClient {
 function transportError(error: unknown, method: string, where: string, secrets: string[]): TransportError {
   const code = (error as { code?: unknown }).code;
   const reason = scrubSecrets(error instanceof Error ? error.message : String(error), secrets);
-  return new TransportError(typeof code === 'string' ? code : 'NETWORK_ERROR', `${method} ${where}: no answer (${typeof code === 'string' ? code : 'network error'}: ${reason})`, method, where);
+  return new TransportError(
+    typeof code === 'string' ? code : 'NETWORK_ERROR',
+    `${method} ${where}: no answer (${typeof code === 'string' ? code : 'network error'}: ${reason})`,
+    method,
+    where,
+  );
 }
 
 function header(headers: Record<string, string | string[] | undefined>, name: string): string | undefined {
@@ -261,9 +321,22 @@ function describeStorageUrl(url: string): string {
   }
 }
 
-function storageError(status: number, body: string, what: string, operation: 'upload' | 'download', secrets: string[]): StorageError {
+function storageError(
+  status: number,
+  body: string,
+  what: string,
+  operation: 'upload' | 'download',
+  secrets: string[],
+): StorageError {
   const code = /<Code>([^<]{1,100})<\/Code>/.exec(body)?.[1];
   const message = /<Message>([^<]{1,300})<\/Message>/.exec(body)?.[1] ?? body.trim().slice(0, 200);
-  return new StorageError(status, code, scrubSecrets(`${what}: storage answered HTTP ${status}${code ? ` ${code}` : ''}${message ? `: ${message}` : ''}`, secrets), operation);
+  return new StorageError(
+    status,
+    code,
+    scrubSecrets(
+      `${what}: storage answered HTTP ${status}${code ? ` ${code}` : ''}${message ? `: ${message}` : ''}`,
+      secrets,
+    ),
+    operation,
+  );
 }
-

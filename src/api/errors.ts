@@ -108,7 +108,8 @@ export function apiErrorFrom(res: ErrorResponse): ApiError {
     const err = parsed?.error;
     if (err && typeof err.code === 'string') code = err.code;
     if (err && typeof err.message === 'string') message = err.message;
-    if (err?.details && typeof err.details === 'object' && !Array.isArray(err.details)) details = err.details as ErrorDetails;
+    if (err?.details && typeof err.details === 'object' && !Array.isArray(err.details))
+      details = err.details as ErrorDetails;
   } catch {
     if (res.bodyText.trim()) message += `: ${res.bodyText.trim().slice(0, 200)}`;
   }

@@ -13,7 +13,11 @@ export type Agent = UndiciAgent;
 export type RequestOptions = Omit<Dispatcher.RequestOptions, 'origin' | 'path'>;
 
 /** undici's `request(url, { dispatcher })`, without its index. */
-export function request(dispatcher: Dispatcher, url: string, options: RequestOptions): Promise<Dispatcher.ResponseData> {
+export function request(
+  dispatcher: Dispatcher,
+  url: string,
+  options: RequestOptions,
+): Promise<Dispatcher.ResponseData> {
   const target = new URL(url);
   return requestOn.call(dispatcher, { ...options, origin: target.origin, path: `${target.pathname}${target.search}` });
 }

@@ -1,4 +1,13 @@
 export { ApiClient, createDispatcher, type ClientOptions, type Download } from './client.js';
 export { ApiError, ResponseShapeError, StorageError, TransportError, parseRetryAfter } from './errors.js';
-export { ERROR_TABLE, JOB_END_TABLE, backoffMs, isTerminalStatus, policy, reactionTo, type Operation, type Reaction } from './policy.js';
+export {
+  ERROR_TABLE,
+  JOB_END_TABLE,
+  backoffMs,
+  isTerminalStatus,
+  policy,
+  reactionTo,
+  type Operation,
+  type Reaction,
+} from './policy.js';
 export type * from './types.js';

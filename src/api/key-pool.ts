@@ -27,7 +27,9 @@ const SEPARATOR = /[,\n\r]+/;
 
 /** Every key text the environment holds, checked or not: what a log scrubs, whatever else goes wrong. */
 export function keyTextsIn(env: NodeJS.ProcessEnv): string[] {
-  return [env.GENBATCH_API_KEY ?? '', ...(env.GENBATCH_API_KEYS ?? '').split(SEPARATOR)].map((k) => k.trim()).filter(Boolean);
+  return [env.GENBATCH_API_KEY ?? '', ...(env.GENBATCH_API_KEYS ?? '').split(SEPARATOR)]
+    .map((k) => k.trim())
+    .filter(Boolean);
 }
 
 /**
@@ -38,7 +40,10 @@ export function keysFromEnv(env: NodeJS.ProcessEnv): PoolKey[] | undefined {
   const pool = env.GENBATCH_API_KEYS;
   const single = env.GENBATCH_API_KEY;
   if (pool !== undefined && pool.trim() !== '') {
-    if (single) throw new KeyPoolError('Both GENBATCH_API_KEY and GENBATCH_API_KEYS are set: set one (GENBATCH_API_KEYS may hold a single key).');
+    if (single)
+      throw new KeyPoolError(
+        'Both GENBATCH_API_KEY and GENBATCH_API_KEYS are set: set one (GENBATCH_API_KEYS may hold a single key).',
+      );
     return parseKeyPool(pool);
   }
   if (!single) return undefined;
@@ -47,13 +52,18 @@ export function keysFromEnv(env: NodeJS.ProcessEnv): PoolKey[] | undefined {
 }
 
 export function parseKeyPool(text: string): PoolKey[] {
-  const parts = text.split(SEPARATOR).map((k) => k.trim()).filter((k) => k !== '');
-  if (parts.length > MAX_KEYS) throw new KeyPoolError(`GENBATCH_API_KEYS holds ${parts.length} keys; an account has at most ${MAX_KEYS}.`);
+  const parts = text
+    .split(SEPARATOR)
+    .map((k) => k.trim())
+    .filter((k) => k !== '');
+  if (parts.length > MAX_KEYS)
+    throw new KeyPoolError(`GENBATCH_API_KEYS holds ${parts.length} keys; an account has at most ${MAX_KEYS}.`);
   const keys = parts.map((key, i) => checked(key, `key ${i + 1} of ${parts.length} in GENBATCH_API_KEYS`));
   const seen = new Map<string, number>();
   for (const [i, k] of keys.entries()) {
     const first = seen.get(k.fingerprint);
-    if (first !== undefined) throw new KeyPoolError(`GENBATCH_API_KEYS: key ${i + 1} is the same as key ${first + 1}; list each key once.`);
+    if (first !== undefined)
+      throw new KeyPoolError(`GENBATCH_API_KEYS: key ${i + 1} is the same as key ${first + 1}; list each key once.`);
     seen.set(k.fingerprint, i);
   }
   return keys;
@@ -61,7 +71,9 @@ export function parseKeyPool(text: string): PoolKey[] {
 
 function checked(key: string, where: string): PoolKey {
   if (!KEY_SHAPE.test(key)) {
-    throw new KeyPoolError(`${where} is not an API key: one is a short prefix, an underscore and the secret, with no spaces or quotes (its text is not shown here).`);
+    throw new KeyPoolError(
+      `${where} is not an API key: one is a short prefix, an underscore and the secret, with no spaces or quotes (its text is not shown here).`,
+    );
   }
   return { key, fingerprint: keyFingerprint(key) };
 }

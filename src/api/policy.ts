@@ -44,10 +44,13 @@ export type Reaction =
 export type Operation = 'submit' | 'read-job' | 'upload' | 'account';
 
 const KEY_HINTS: Readonly<Record<string, string>> = {
-  UNAUTHENTICATED: 'The API key was rejected (invalid, revoked or expired). Create a key in the account settings and set GENBATCH_API_KEY.',
+  UNAUTHENTICATED:
+    'The API key was rejected (invalid, revoked or expired). Create a key in the account settings and set GENBATCH_API_KEY.',
   CREDITS_EXHAUSTED: 'The account has too few credits. Top up, then run the same command again to resume.',
-  SCOPE_DENIED: 'The key lacks a scope this manifest needs (image or video). Create a key with that scope and set GENBATCH_API_KEY.',
-  API_NOT_ELIGIBLE: 'The account does not meet the API eligibility conditions (verified e-mail, 7 days old, 2,500 purchased credits, fewer than 30 blocked submissions in 7 days).',
+  SCOPE_DENIED:
+    'The key lacks a scope this manifest needs (image or video). Create a key with that scope and set GENBATCH_API_KEY.',
+  API_NOT_ELIGIBLE:
+    'The account does not meet the API eligibility conditions (verified e-mail, 7 days old, 2,500 purchased credits, fewer than 30 blocked submissions in 7 days).',
   API_DISABLED: 'The API is not open. Retrying will not help; try again when the service opens it.',
   ACCOUNT_SUSPENDED: 'The account is deactivated. Contact support.',
 };
@@ -55,7 +58,12 @@ const KEY_HINTS: Readonly<Record<string, string>> = {
 export const ERROR_TABLE: Readonly<Record<string, Reaction>> = {
   VALIDATION_ERROR: { do: 'mark-item', as: 'rejected' },
   // The balance is the account's, shared by its keys; every other refusal is of the key that was sent.
-  ...Object.fromEntries(Object.entries(KEY_HINTS).map(([code, hint]) => [code, { do: 'stop-run', hint, scope: code === 'CREDITS_EXHAUSTED' ? 'account' : 'key' } as const])),
+  ...Object.fromEntries(
+    Object.entries(KEY_HINTS).map(([code, hint]) => [
+      code,
+      { do: 'stop-run', hint, scope: code === 'CREDITS_EXHAUSTED' ? 'account' : 'key' } as const,
+    ]),
+  ),
   IDEMPOTENCY_IN_FLIGHT: { do: 'query-later' },
   CONTENT_VIOLATION: { do: 'mark-item', as: 'blocked' },
   RATE_LIMITED: { do: 'wait-and-resend', bucket: 'rate' },
@@ -88,7 +96,11 @@ export function reactionTo(error: unknown): Reaction {
     if (error.code.startsWith('IDEMPOTENCY_')) return { do: 'key-conflict' };
     if (error.status === 429) return { do: 'wait-and-resend', bucket: 'rate' };
     if (error.status === 401 || error.status === 402 || error.status === 403) {
-      return { do: 'stop-run', hint: `The service refused the key (HTTP ${error.status} ${error.code}). Check the key and the account.`, scope: error.status === 402 ? 'account' : 'key' };
+      return {
+        do: 'stop-run',
+        hint: `The service refused the key (HTTP ${error.status} ${error.code}). Check the key and the account.`,
+        scope: error.status === 402 ? 'account' : 'key',
+      };
     }
     if (error.status >= 500) return { do: 'resend-with-backoff', maxResends: NETWORK_RESENDS };
     return { do: 'mark-item', as: 'failed' };
@@ -106,7 +118,8 @@ export function policy(operation: Operation, error: unknown): Reaction {
   }
   if (operation === 'read-job') {
     if (error instanceof ApiError) {
-      if (error.status === 400 && error.details.field === 'wait') return { do: 'adapt-wait', maxSeconds: maxOf(error.details) };
+      if (error.status === 400 && error.details.field === 'wait')
+        return { do: 'adapt-wait', maxSeconds: maxOf(error.details) };
       if (error.status === 429) return reactionTo(error);
       // Only 401 and the spec's key and account codes concern the key; any other refusal concerns this one job.
       if (error.status === 401 || KEY_HINTS[error.code]) return reactionTo(error);

@@ -13,7 +13,9 @@ const jobSchema = z.looseObject({
   outputs: z
     .array(z.looseObject({ url: httpUrl.optional(), downloadUrl: httpUrl, contentType: z.string().optional() }))
     .nullish(),
-  credits: z.looseObject({ refunded: z.number().nonnegative().optional(), charged: z.number().nonnegative().optional() }).nullish(),
+  credits: z
+    .looseObject({ refunded: z.number().nonnegative().optional(), charged: z.number().nonnegative().optional() })
+    .nullish(),
   error: z.looseObject({ code: z.string(), message: z.string().optional() }).nullish(),
   origin: z.string().nullish(),
 });
@@ -29,7 +31,9 @@ function toJob(raw: z.infer<typeof jobSchema>): Job {
     })),
     refunded: raw.credits?.refunded ?? 0,
     ...(raw.credits?.charged !== undefined ? { charged: raw.credits.charged } : {}),
-    ...(raw.error ? { error: { code: raw.error.code, ...(raw.error.message ? { message: raw.error.message } : {}) } } : {}),
+    ...(raw.error
+      ? { error: { code: raw.error.code, ...(raw.error.message ? { message: raw.error.message } : {}) } }
+      : {}),
     ...(raw.origin ? { origin: raw.origin } : {}),
     raw: raw as Record<string, unknown>,
   };
@@ -75,16 +79,30 @@ function toModel(raw: z.infer<typeof modelSchema>, type: MediaType): Model {
 export function modelList(type: MediaType) {
   const list = z.array(modelSchema);
   return z
-    .union([list, z.looseObject({ models: list }).transform((r) => r.models), z.looseObject({ data: list }).transform((r) => r.data), z.looseObject({ items: list }).transform((r) => r.items)])
+    .union([
+      list,
+      z.looseObject({ models: list }).transform((r) => r.models),
+      z.looseObject({ data: list }).transform((r) => r.data),
+      z.looseObject({ items: list }).transform((r) => r.items),
+    ])
     .transform((models) => models.map((m) => toModel(m, type)));
 }
 
-const DAILY_CAP_NAMES = ['dailyCap', 'dailyCredits', 'dailyCreditCap', 'dailyCreditLimit', 'creditsPerDay', 'daily_cap'];
+const DAILY_CAP_NAMES = [
+  'dailyCap',
+  'dailyCredits',
+  'dailyCreditCap',
+  'dailyCreditLimit',
+  'creditsPerDay',
+  'daily_cap',
+];
 
 /** Where the key's limits may sit in `/me` (the spec does not show their names). */
 function limitPlaces(raw: Record<string, unknown>): Record<string, unknown>[] {
   const key = raw.key as Record<string, unknown> | undefined;
-  return [raw, raw.limits, key, key?.limits].filter((p): p is Record<string, unknown> => Boolean(p) && typeof p === 'object');
+  return [raw, raw.limits, key, key?.limits].filter(
+    (p): p is Record<string, unknown> => Boolean(p) && typeof p === 'object',
+  );
 }
 
 function findDailyCap(raw: Record<string, unknown>): number | undefined {
@@ -92,13 +110,21 @@ function findDailyCap(raw: Record<string, unknown>): number | undefined {
     for (const name of DAILY_CAP_NAMES) {
       const value = place[name];
       if (typeof value === 'number') return value;
-      if (value && typeof value === 'object' && typeof (value as { limit?: unknown }).limit === 'number') return (value as { limit: number }).limit;
+      if (value && typeof value === 'object' && typeof (value as { limit?: unknown }).limit === 'number')
+        return (value as { limit: number }).limit;
     }
   }
   return undefined;
 }
 
-const USED_TODAY_NAMES = ['dailyCreditsUsed', 'usedToday', 'creditsUsedToday', 'dailyUsed', 'dailyCapUsed', 'daily_credits_used'];
+const USED_TODAY_NAMES = [
+  'dailyCreditsUsed',
+  'usedToday',
+  'creditsUsedToday',
+  'dailyUsed',
+  'dailyCapUsed',
+  'daily_credits_used',
+];
 const RESET_NAMES = ['dailyResetAt', 'resetAt', 'dailyCapResetAt', 'resetsAt', 'daily_reset_at'];
 
 /** Credits charged today and when the day's cap resets, where `/me` names them in a way we recognise. */
@@ -108,12 +134,23 @@ function findDailyUsage(raw: Record<string, unknown>): { usedToday?: number; res
     // A number under a usage name, or `used` inside the cap's own object ({ limit, used, resetAt }).
     for (const name of [...USED_TODAY_NAMES, ...DAILY_CAP_NAMES]) {
       const value = place[name];
-      if (out.usedToday === undefined && typeof value === 'number' && USED_TODAY_NAMES.includes(name)) out.usedToday = value;
-      if (out.usedToday === undefined && value && typeof value === 'object' && typeof (value as { used?: unknown }).used === 'number') out.usedToday = (value as { used: number }).used;
+      if (out.usedToday === undefined && typeof value === 'number' && USED_TODAY_NAMES.includes(name))
+        out.usedToday = value;
+      if (
+        out.usedToday === undefined &&
+        value &&
+        typeof value === 'object' &&
+        typeof (value as { used?: unknown }).used === 'number'
+      )
+        out.usedToday = (value as { used: number }).used;
     }
     for (const name of [...DAILY_CAP_NAMES, ...RESET_NAMES]) {
       const value = place[name];
-      const at = RESET_NAMES.includes(name) ? value : value && typeof value === 'object' ? (value as { resetAt?: unknown }).resetAt : undefined;
+      const at = RESET_NAMES.includes(name)
+        ? value
+        : value && typeof value === 'object'
+          ? (value as { resetAt?: unknown }).resetAt
+          : undefined;
       const ms = typeof at === 'number' ? (at < 1e12 ? at * 1000 : at) : typeof at === 'string' ? Date.parse(at) : NaN;
       if (out.resetAt === undefined && Number.isFinite(ms)) out.resetAt = ms;
     }
@@ -125,7 +162,14 @@ function findDailyUsage(raw: Record<string, unknown>): { usedToday?: number; res
 const RATE_NAMES = {
   submit: ['submissionsPerWindow', 'submissionsPerMinute', 'submitPerMinute', 'submissions_per_minute', 'submissions'],
   read: ['readsPerWindow', 'readsPerMinute', 'reads_per_minute', 'reads'],
-  upload: ['uploadGrantsPerWindow', 'uploadGrantsPerMinute', 'uploadsPerMinute', 'upload_grants_per_minute', 'uploadGrants', 'uploads'],
+  upload: [
+    'uploadGrantsPerWindow',
+    'uploadGrantsPerMinute',
+    'uploadsPerMinute',
+    'upload_grants_per_minute',
+    'uploadGrants',
+    'uploads',
+  ],
 } as const;
 const IN_FLIGHT_NAMES = {
   image: ['imagesInFlight', 'imageJobsInFlight', 'maxImagesInFlight', 'images_in_flight', 'imageConcurrency'],
@@ -142,13 +186,21 @@ function numberOrLimit(value: unknown): number | undefined {
 function findKeyLimits(raw: Record<string, unknown>): NonNullable<Account['limits']> {
   const out: NonNullable<Account['limits']> = {};
   for (const place of limitPlaces(raw)) {
-    const window = typeof place.windowSeconds === 'number' && place.windowSeconds > 0 ? place.windowSeconds * 1000 : 60_000;
+    const window =
+      typeof place.windowSeconds === 'number' && place.windowSeconds > 0 ? place.windowSeconds * 1000 : 60_000;
     for (const [kind, names] of Object.entries(RATE_NAMES) as [keyof typeof RATE_NAMES, readonly string[]][]) {
       for (const name of names) {
         const count = numberOrLimit(place[name]);
         if (out[kind] || count === undefined) continue;
-        const own = place[name] && typeof place[name] === 'object' ? (place[name] as { windowSeconds?: unknown }).windowSeconds : undefined;
-        out[kind] = { count, windowMs: typeof own === 'number' && own > 0 ? own * 1000 : /PerMinute|per_minute/.test(name) ? 60_000 : window };
+        const own =
+          place[name] && typeof place[name] === 'object'
+            ? (place[name] as { windowSeconds?: unknown }).windowSeconds
+            : undefined;
+        out[kind] = {
+          count,
+          windowMs:
+            typeof own === 'number' && own > 0 ? own * 1000 : /PerMinute|per_minute/.test(name) ? 60_000 : window,
+        };
       }
     }
     for (const [type, names] of Object.entries(IN_FLIGHT_NAMES) as ['image' | 'video', readonly string[]][]) {
@@ -168,7 +220,12 @@ const meSchema = z.looseObject({
 });
 
 export const meEnvelope = z
-  .union([meSchema, z.looseObject({ me: meSchema }).transform((r) => r.me), z.looseObject({ data: meSchema }).transform((r) => r.data), z.looseObject({ account: meSchema }).transform((r) => r.account)])
+  .union([
+    meSchema,
+    z.looseObject({ me: meSchema }).transform((r) => r.me),
+    z.looseObject({ data: meSchema }).transform((r) => r.data),
+    z.looseObject({ account: meSchema }).transform((r) => r.account),
+  ])
   .transform((raw): Account => {
     const dailyCap = findDailyCap(raw as Record<string, unknown>);
     const usage = findDailyUsage(raw as Record<string, unknown>);
@@ -198,7 +255,9 @@ const grantSchema = z.looseObject({ uploadUrl: httpUrl, key: z.string().min(1), 
 
 export const uploadGrantEnvelope = z
   .union([grantSchema, z.looseObject({ upload: grantSchema }).transform((r) => r.upload)])
-  .transform((g): UploadGrant => ({ uploadUrl: g.uploadUrl, key: g.key, ...(g.expiresAt ? { expiresAt: g.expiresAt } : {}) }));
+  .transform(
+    (g): UploadGrant => ({ uploadUrl: g.uploadUrl, key: g.key, ...(g.expiresAt ? { expiresAt: g.expiresAt } : {}) }),
+  );
 
 const jobArray = z.array(jobSchema);
 
@@ -210,9 +269,10 @@ export const jobsPage = z
     nextCursor: z.string().nullish(),
     next_cursor: z.string().nullish(),
   })
-  .refine((p) => Boolean(p.jobs ?? p.data ?? p.items), { message: 'a job list page needs its jobs (as jobs, data or items)' })
+  .refine((p) => Boolean(p.jobs ?? p.data ?? p.items), {
+    message: 'a job list page needs its jobs (as jobs, data or items)',
+  })
   .transform((p): JobsPage => {
     const cursor = p.nextCursor ?? p.next_cursor;
     return { jobs: (p.jobs ?? p.data ?? p.items)!.map(toJob), ...(cursor ? { nextCursor: cursor } : {}) };
   });
-

@@ -20,18 +20,33 @@ export interface Connection {
 }
 
 /** Defaults < environment < flags. The key comes from the environment only, never a flag. */
-export async function connect(flags: ConnectionFlags, env: NodeJS.ProcessEnv, simulatorTimeScale = 60): Promise<Connection> {
+export async function connect(
+  flags: ConnectionFlags,
+  env: NodeJS.ProcessEnv,
+  simulatorTimeScale = 60,
+): Promise<Connection> {
   if (flags.simulate) {
     // Only a rehearsal loads the simulator: a run against the service starts without it.
     const { startSimulator } = await import('../simulator/index.js');
     const simulator = await startSimulator({ timeScale: simulatorTimeScale });
     const client = new ApiClient({ baseUrl: simulator.baseUrl, apiKey: simulator.apiKey });
     const fingerprint = keyFingerprint(simulator.apiKey);
-    return { client, keyFingerprint: fingerprint, keys: [{ fingerprint, client }], simulator, close: async () => { await client.close(); await simulator.close(); } };
+    return {
+      client,
+      keyFingerprint: fingerprint,
+      keys: [{ fingerprint, client }],
+      simulator,
+      close: async () => {
+        await client.close();
+        await simulator.close();
+      },
+    };
   }
   const baseUrl = flags.baseUrl ?? env.GENBATCH_BASE_URL;
   if (!baseUrl) {
-    throw usageError('No service base URL. Set GENBATCH_BASE_URL (or pass --base-url URL), or add --simulate to use the embedded simulator.');
+    throw usageError(
+      'No service base URL. Set GENBATCH_BASE_URL (or pass --base-url URL), or add --simulate to use the embedded simulator.',
+    );
   }
   const versionless = withoutVersion(baseUrl);
   if (versionless) throw usageError(versionless);
@@ -43,16 +58,26 @@ export async function connect(flags: ConnectionFlags, env: NodeJS.ProcessEnv, si
     throw error;
   }
   if (!keys) {
-    throw usageError('No API key. Set GENBATCH_API_KEY in the environment (it is never taken as a flag), or add --simulate.');
+    throw usageError(
+      'No API key. Set GENBATCH_API_KEY in the environment (it is never taken as a flag), or add --simulate.',
+    );
   }
   const clients: Connection['keys'] = [];
   try {
-    for (const { key, fingerprint } of keys) clients.push({ fingerprint, client: new ApiClient({ baseUrl, apiKey: key }) });
+    for (const { key, fingerprint } of keys)
+      clients.push({ fingerprint, client: new ApiClient({ baseUrl, apiKey: key }) });
   } catch (error) {
     throw usageError((error as Error).message);
   }
   const first = clients[0]!;
-  return { client: first.client, keyFingerprint: first.fingerprint, keys: clients, close: async () => { await Promise.all(clients.map((c) => c.client.close())); } };
+  return {
+    client: first.client,
+    keyFingerprint: first.fingerprint,
+    keys: clients,
+    close: async () => {
+      await Promise.all(clients.map((c) => c.client.close()));
+    },
+  };
 }
 
 /** The spec's base address ends with the version segment `v1`; without it every path misses (`GET //me: NOT_FOUND`). */

@@ -27,16 +27,26 @@ export function describeFailure(error: unknown): { exitCode: number; message: st
   if (error instanceof ApiError) {
     const reaction = reactionTo(error);
     const hint = reaction.do === 'stop-run' ? `\n${reaction.hint}` : '';
-    return { exitCode: reaction.do === 'stop-run' ? EXIT.stopped : EXIT.incomplete, message: `${error.message}${hint}` };
+    return {
+      exitCode: reaction.do === 'stop-run' ? EXIT.stopped : EXIT.incomplete,
+      message: `${error.message}${hint}`,
+    };
   }
   // The environment: nothing of the run is lost, and the same command goes on once it is fixed.
   if (error instanceof TransportError) {
-    return { exitCode: EXIT.environment, message: `${error.message}\nCheck that the service (or simulator) at the base URL is reachable, then run the same command again.` };
+    return {
+      exitCode: EXIT.environment,
+      message: `${error.message}\nCheck that the service (or simulator) at the base URL is reachable, then run the same command again.`,
+    };
   }
   if (error instanceof OutputDirTakenError) return { exitCode: EXIT.usage, message: error.message };
   if (error instanceof StateFileError) return { exitCode: EXIT.environment, message: error.message };
-  if (error instanceof ResponseShapeError || error instanceof StorageError) return { exitCode: EXIT.incomplete, message: error.message };
-  return { exitCode: EXIT.incomplete, message: error instanceof Error ? (error.stack ?? error.message) : String(error) };
+  if (error instanceof ResponseShapeError || error instanceof StorageError)
+    return { exitCode: EXIT.incomplete, message: error.message };
+  return {
+    exitCode: EXIT.incomplete,
+    message: error instanceof Error ? (error.stack ?? error.message) : String(error),
+  };
 }
 
 /**

@@ -2,7 +2,14 @@
 export function table(headers: string[], rows: (string | number | undefined)[][]): string {
   const cells = [headers, ...rows.map((r) => r.map((c) => (c === undefined ? '' : String(c))))];
   const widths = headers.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
-  return cells.map((r) => r.map((c, i) => (c ?? '').padEnd(widths[i]!)).join('  ').trimEnd()).join('\n');
+  return cells
+    .map((r) =>
+      r
+        .map((c, i) => (c ?? '').padEnd(widths[i]!))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }
 
 // Made once: toLocaleString builds a new formatter on every call (a quarter of a millisecond each, on the live line's every update).

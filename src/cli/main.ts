@@ -42,7 +42,9 @@ process.exitCode = await main(process.argv, {
         process.stderr.write(`\nexiting now. ${resumeHint()}\n`);
         process.exit(INTERRUPTED);
       }
-      process.stderr.write('\nstopping: nothing new is sent; requests already on the wire record their answer, then the report is written. Press Ctrl-C again to exit now.\n');
+      process.stderr.write(
+        '\nstopping: nothing new is sent; requests already on the wire record their answer, then the report is written. Press Ctrl-C again to exit now.\n',
+      );
       interrupt();
     });
   },

@@ -4,7 +4,8 @@ import { parseRate, type Rate } from '../scheduler/limits.js';
 /** commander argument parsers with messages that say what was expected. */
 export function nonNegativeNumber(value: string): number {
   const n = Number(value);
-  if (value.trim() === '' || !Number.isFinite(n) || n < 0) throw new InvalidArgumentError(`expected a number >= 0, got "${value}"`);
+  if (value.trim() === '' || !Number.isFinite(n) || n < 0)
+    throw new InvalidArgumentError(`expected a number >= 0, got "${value}"`);
   return n;
 }
 
@@ -15,13 +16,16 @@ export function canarySize(value: string): { count: number } | { percent: number
     const p = Number(percent[1]);
     if (p > 0 && p <= 100) return { percent: p };
   } else if (/^\s*\d+\s*$/.test(value) && Number(value) >= 1) return { count: Number(value) };
-  throw new InvalidArgumentError(`expected a number of items (such as 20) or a percentage (such as 1%), got "${value}"`);
+  throw new InvalidArgumentError(
+    `expected a number of items (such as 20) or a percentage (such as 1%), got "${value}"`,
+  );
 }
 
 /** How many keys a simulated account holds: the service allows an account up to 5. */
 export function keyCount(value: string): number {
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 1 || n > 5) throw new InvalidArgumentError(`expected a whole number of keys from 1 to 5, got "${value}"`);
+  if (!Number.isInteger(n) || n < 1 || n > 5)
+    throw new InvalidArgumentError(`expected a whole number of keys from 1 to 5, got "${value}"`);
   return n;
 }
 
@@ -33,7 +37,8 @@ export function positiveNumber(value: string): number {
 
 export function port(value: string): number {
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError(`expected a port from 0 to 65535, got "${value}"`);
+  if (!Number.isInteger(n) || n < 0 || n > 65535)
+    throw new InvalidArgumentError(`expected a port from 0 to 65535, got "${value}"`);
   return n;
 }
 
@@ -46,7 +51,8 @@ export function probability(value: string): number {
 /** "N" or "MIN-MAX". */
 export function range(value: string): [number, number] {
   const parts = value.split('-');
-  const [min, max] = parts.length === 1 ? [parts[0]!, parts[0]!] : parts.length === 2 ? [parts[0]!, parts[1]!] : ['', ''];
+  const [min, max] =
+    parts.length === 1 ? [parts[0]!, parts[0]!] : parts.length === 2 ? [parts[0]!, parts[1]!] : ['', ''];
   const a = Number(min);
   const b = Number(max);
   if (min.trim() === '' || max.trim() === '' || !Number.isFinite(a) || !Number.isFinite(b) || a < 0 || b < a) {
@@ -56,12 +62,23 @@ export function range(value: string): [number, number] {
 }
 
 /** "CHARGE:SECONDS[:MODE]", repeatable: an outage of the simulator at its CHARGE-th charge (whose answer is lost), for SECONDS of real time. */
-export function outage(value: string, earlier: { atCharge: number; seconds: number; mode: 'refuse' | 'reset' | 'hang' }[] = []): { atCharge: number; seconds: number; mode: 'refuse' | 'reset' | 'hang' }[] {
+export function outage(
+  value: string,
+  earlier: { atCharge: number; seconds: number; mode: 'refuse' | 'reset' | 'hang' }[] = [],
+): { atCharge: number; seconds: number; mode: 'refuse' | 'reset' | 'hang' }[] {
   const [charge, seconds, mode = 'refuse', ...rest] = value.split(':');
   const atCharge = Number(charge);
   const length = Number(seconds);
-  if (rest.length || !Number.isInteger(atCharge) || atCharge < 1 || !(length > 0) || !['refuse', 'reset', 'hang'].includes(mode)) {
-    throw new InvalidArgumentError(`expected CHARGE:SECONDS[:refuse|reset|hang] (e.g. 10:20 or 5:3:reset), got "${value}"`);
+  if (
+    rest.length ||
+    !Number.isInteger(atCharge) ||
+    atCharge < 1 ||
+    !(length > 0) ||
+    !['refuse', 'reset', 'hang'].includes(mode)
+  ) {
+    throw new InvalidArgumentError(
+      `expected CHARGE:SECONDS[:refuse|reset|hang] (e.g. 10:20 or 5:3:reset), got "${value}"`,
+    );
   }
   return [...earlier, { atCharge, seconds: length, mode: mode as 'refuse' | 'reset' | 'hang' }];
 }
@@ -69,7 +86,10 @@ export function outage(value: string, earlier: { atCharge: number; seconds: numb
 /** A real key's daily cap: the spec's default of 20,000 is its most; it "can be set lower". */
 export function keyDailyCap(value: string): number {
   const n = positiveInt(value);
-  if (n > 20_000) throw new InvalidArgumentError(`a key's daily cap is at most 20,000 credits (the spec's default, which can only be set lower); got ${value}`);
+  if (n > 20_000)
+    throw new InvalidArgumentError(
+      `a key's daily cap is at most 20,000 credits (the spec's default, which can only be set lower); got ${value}`,
+    );
   return n;
 }
 
@@ -85,16 +105,21 @@ export function scopes(value: string, earlier: Scopes[] = []): Scopes[] {
 }
 
 /** "REQUESTS" or "REQUESTS:KEY" (KEY from 1): the operator revokes that key (the first by default) after that many requests; repeatable. */
-export function revokeAfter(value: string, earlier: { requests: number; key: number }[] = []): { requests: number; key: number }[] {
+export function revokeAfter(
+  value: string,
+  earlier: { requests: number; key: number }[] = [],
+): { requests: number; key: number }[] {
   const [requests, key = '1', ...rest] = value.split(':');
   const n = Number(requests);
   const k = Number(key);
-  if (rest.length || !Number.isInteger(n) || n < 0 || !Number.isInteger(k) || k < 1 || k > 5) throw new InvalidArgumentError(`expected REQUESTS or REQUESTS:KEY (KEY 1 to 5), e.g. 20 or 20:2; got "${value}"`);
+  if (rest.length || !Number.isInteger(n) || n < 0 || !Number.isInteger(k) || k < 1 || k > 5)
+    throw new InvalidArgumentError(`expected REQUESTS or REQUESTS:KEY (KEY 1 to 5), e.g. 20 or 20:2; got "${value}"`);
   return [...earlier, { requests: n, key: k }];
 }
 
 export function accountState(value: string): 'ok' | 'not-eligible' | 'api-disabled' | 'suspended' {
-  if (!['ok', 'not-eligible', 'api-disabled', 'suspended'].includes(value)) throw new InvalidArgumentError(`expected ok, not-eligible, api-disabled or suspended; got "${value}"`);
+  if (!['ok', 'not-eligible', 'api-disabled', 'suspended'].includes(value))
+    throw new InvalidArgumentError(`expected ok, not-eligible, api-disabled or suspended; got "${value}"`);
   return value as 'ok' | 'not-eligible' | 'api-disabled' | 'suspended';
 }
 
@@ -110,7 +135,8 @@ export function mediaType(value: string): 'image' | 'video' {
 
 export function positiveInt(value: string): number {
   const n = Number(value);
-  if (!/^\s*\d+\s*$/.test(value) || n < 1) throw new InvalidArgumentError(`expected a whole number >= 1, got "${value}"`);
+  if (!/^\s*\d+\s*$/.test(value) || n < 1)
+    throw new InvalidArgumentError(`expected a whole number >= 1, got "${value}"`);
   return n;
 }
 
@@ -129,7 +155,10 @@ export function nonNegativeInt(value: string): number {
 
 export function pollWait(value: string): number {
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 1 || n > 30) throw new InvalidArgumentError(`expected whole seconds from 1 to 30 (the service's long-poll limit), got "${value}"`);
+  if (!Number.isInteger(n) || n < 1 || n > 30)
+    throw new InvalidArgumentError(
+      `expected whole seconds from 1 to 30 (the service's long-poll limit), got "${value}"`,
+    );
   return n;
 }
 

@@ -6,7 +6,27 @@ const stateCommands = () => import('./commands/state-commands.js');
 const serviceInfo = () => import('./commands/service-info.js');
 import { EXIT, ExitError, describeFailure, exitCodeOf } from './exit.js';
 import { GENBATCH_VERSION } from '../util/version.js';
-import { accountState, canarySize, jobVisibility, keyCount, keyDailyCap, revokeAfter, scopes, maxBlocked, mediaType, nonNegativeInt, nonNegativeNumber, outage, pollWait, port, positiveInt, positiveNumber, probability, range, rate } from './parse.js';
+import {
+  accountState,
+  canarySize,
+  jobVisibility,
+  keyCount,
+  keyDailyCap,
+  revokeAfter,
+  scopes,
+  maxBlocked,
+  mediaType,
+  nonNegativeInt,
+  nonNegativeNumber,
+  outage,
+  pollWait,
+  port,
+  positiveInt,
+  positiveNumber,
+  probability,
+  range,
+  rate,
+} from './parse.js';
 
 /** What a command line runs against: the process's own for the bin, streams and an environment of their own in the tests. */
 export interface CliIo {
@@ -55,7 +75,9 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
   if (argv.includes('--no-color')) env.NO_COLOR = '1';
   // The key is read from the environment only: a flag would leave it in shell history and the process list.
   if (argv.some((a) => a === '--api-key' || a.startsWith('--api-key='))) {
-    io.stderr.write('genbatch: the API key is never taken as a flag (it would show in the shell history and the process list): set GENBATCH_API_KEY in the environment instead.\n');
+    io.stderr.write(
+      'genbatch: the API key is never taken as a flag (it would show in the shell history and the process list): set GENBATCH_API_KEY in the environment instead.\n',
+    );
     return EXIT.usage;
   }
   let exitCode: number = EXIT.ok;
@@ -74,14 +96,29 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     .configureOutput({ writeOut: (text) => io.stdout.write(text), writeErr: (text) => io.stderr.write(text) })
     .exitOverride();
 
-  withConnection(program.command('validate').argument('<manifest>').description('check a manifest; --online also checks it against the service'))
+  withConnection(
+    program
+      .command('validate')
+      .argument('<manifest>')
+      .description('check a manifest; --online also checks it against the service'),
+  )
     .option('--online', 'also check models, kinds, modes, allowed values and key scopes against the service')
     .option('--json', 'print the result (or every issue) as JSON')
-    .action(async (manifest: string, opts) => print(await (await manifestCommands()).validateCommand(manifest, opts, env, io.cwd)));
+    .action(async (manifest: string, opts) =>
+      print(await (await manifestCommands()).validateCommand(manifest, opts, env, io.cwd)),
+    );
 
-  withConnection(program.command('estimate').argument('<manifest>').description('dry run: credits per model and in total, key days, budget and time; submits nothing'))
+  withConnection(
+    program
+      .command('estimate')
+      .argument('<manifest>')
+      .description('dry run: credits per model and in total, key days, budget and time; submits nothing'),
+  )
     .option('--json', 'print the figures as JSON')
-    .option('--state <path>', "a run's state file: the estimate then also says what remains to spend (default: the manifest's own, when it has run)")
+    .option(
+      '--state <path>',
+      "a run's state file: the estimate then also says what remains to spend (default: the manifest's own, when it has run)",
+    )
     .option('--submit-rate <N/W>', 'submissions per window, e.g. 10/60s', rate)
     .option('--max-images-in-flight <n>', 'image jobs in flight', positiveInt)
     .option('--max-videos-in-flight <n>', 'video jobs in flight', positiveInt)
@@ -107,23 +144,56 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     .option('--poll-wait <s>', 'long-poll seconds (1 to 30, default 30)', pollWait)
     .option('--max-retries <n>', 'new attempts after a job fails or expires (default 2)', nonNegativeInt)
     .option('--max-blocked <n>', 'stop at this many blocked submissions in 7 days (default 20, at most 29)', maxBlocked)
-    .option('--canary <n|p%>', 'run this many items first (a count, or a percentage such as 1%), spread over the models, and go on only if they pass', canarySize)
-    .option('--notify <url>', 'POST a small JSON event to this webhook when the run ends, stops early, waits for the daily cap, or stalls')
+    .option(
+      '--canary <n|p%>',
+      'run this many items first (a count, or a percentage such as 1%), spread over the models, and go on only if they pass',
+      canarySize,
+    )
+    .option(
+      '--notify <url>',
+      'POST a small JSON event to this webhook when the run ends, stops early, waits for the daily cap, or stalls',
+    )
     .option('--notify-command <cmd>', 'run this command with the event as JSON on stdin, instead of a webhook')
-    .option('--only <selector>', 'run just these items now (an id, a glob such as "sku-1*", or tag:NAME; repeatable), and what they wait for; a later plain run does the rest', (value: string, earlier: string[] = []) => [...earlier, value])
-    .option('--unreachable-minutes <m>', 'exit 4 after the service has answered nothing for this long (decimals allowed; default 30); a shorter outage is waited out', positiveNumber)
-    .option('--stall-minutes <m>', 'with --notify: minutes without progress that make a "stalled" event (default 30)', positiveNumber)
-    .option('--canary-max-failures <n>', 'canary items that may fail or be blocked and the run still go on (default 0)', nonNegativeInt)
+    .option(
+      '--only <selector>',
+      'run just these items now (an id, a glob such as "sku-1*", or tag:NAME; repeatable), and what they wait for; a later plain run does the rest',
+      (value: string, earlier: string[] = []) => [...earlier, value],
+    )
+    .option(
+      '--unreachable-minutes <m>',
+      'exit 4 after the service has answered nothing for this long (decimals allowed; default 30); a shorter outage is waited out',
+      positiveNumber,
+    )
+    .option(
+      '--stall-minutes <m>',
+      'with --notify: minutes without progress that make a "stalled" event (default 30)',
+      positiveNumber,
+    )
+    .option(
+      '--canary-max-failures <n>',
+      'canary items that may fail or be blocked and the run still go on (default 0)',
+      nonNegativeInt,
+    )
     .option('--redo-changed', 'resubmit items whose content changed after they were submitted')
     .option('--max-output-mb <n>', 'refuse an output larger than this (default 2048)', positiveInt)
     .option('--sidecars', 'also write a metadata file (<output>.json) next to each output')
-    .option('--time-scale <x>', 'divide the key day and the default rate windows by this (rehearsals on a time-scaled simulator; 60 with --simulate)', positiveNumber)
-    .option('--coordinator <url>', 'a postgres:// URL: every genbatch process using it shares each key\'s limits (default GENBATCH_COORDINATOR; none: this process is the key\'s only user)')
+    .option(
+      '--time-scale <x>',
+      'divide the key day and the default rate windows by this (rehearsals on a time-scaled simulator; 60 with --simulate)',
+      positiveNumber,
+    )
+    .option(
+      '--coordinator <url>',
+      "a postgres:// URL: every genbatch process using it shares each key's limits (default GENBATCH_COORDINATOR; none: this process is the key's only user)",
+    )
     .option('--json', 'at the end, print the run summary as JSON (progress stays on stderr)')
     .action(async (manifest: string, opts) => {
       const { runCommand } = await import('./commands/run.js');
       const handle = await runCommand(manifest, opts, env, io.cwd, io.stderr, io.stdout);
-      const stopSignals = io.onSignals?.(() => handle.interrupt(), () => handle.resumeHint);
+      const stopSignals = io.onSignals?.(
+        () => handle.interrupt(),
+        () => handle.resumeHint,
+      );
       const { summary, report, json } = await handle.done.finally(() => stopSignals?.());
       print(opts.json ? JSON.stringify(json, null, 2) : report);
       exitCode = exitCodeOf(summary);
@@ -136,10 +206,15 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     .option('--state <path>', 'the SQLite state file')
     .option('--simulate', "the rehearsal's state (run --simulate), not the real run's")
     .option('--json', 'print as JSON')
-    .action(async (manifest: string, opts) => print(await (await stateCommands()).statusCommand(manifest, opts, io.cwd, io.stdout, env)));
+    .action(async (manifest: string, opts) =>
+      print(await (await stateCommands()).statusCommand(manifest, opts, io.cwd, io.stdout, env)),
+    );
 
   for (const [command, description] of [
-    ['pause', 'the running run of this state sends nothing new (jobs in flight are still polled and downloaded); with no run, recorded: a run started on it starts paused'],
+    [
+      'pause',
+      'the running run of this state sends nothing new (jobs in flight are still polled and downloaded); with no run, recorded: a run started on it starts paused',
+    ],
     ['resume', 'a paused run (or state) goes on'],
     ['drain', 'the running run sends nothing new, finishes and downloads what is in flight, and exits 3'],
   ] as const) {
@@ -156,7 +231,14 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       });
   }
 
-  withConnection(program.command('reconcile').argument('<manifest>').description("compare the state with the service's job list for every key: paid jobs the state does not know, accepted jobs the service lost, credits on both sides; sends nothing, changes nothing"))
+  withConnection(
+    program
+      .command('reconcile')
+      .argument('<manifest>')
+      .description(
+        "compare the state with the service's job list for every key: paid jobs the state does not know, accepted jobs the service lost, credits on both sides; sends nothing, changes nothing",
+      ),
+  )
     .option('--state <path>', 'the SQLite state file')
     .option('--json', 'print as JSON')
     .action(async (manifest: string, opts) => {
@@ -169,14 +251,18 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
   program
     .command('report')
     .argument('<manifest>')
-    .description('write results.jsonl and results.csv (one row per item), and with --html the index.html gallery, into the output dir, from the state file alone')
+    .description(
+      'write results.jsonl and results.csv (one row per item), and with --html the index.html gallery, into the output dir, from the state file alone',
+    )
     .option('--state <path>', 'the SQLite state file')
     .option('--simulate', "the rehearsal's state (run --simulate), not the real run's")
     .option('--out <dir>', 'the output dir the run wrote to (default: the one it recorded)')
     .option('--html', 'also write index.html, a gallery of the outputs that opens from the file system')
     .option('--sidecars', 'also write a metadata file (<output>.json) next to each output')
     .option('--json', 'print the files written as JSON')
-    .action(async (manifest: string, opts) => print(await (await stateCommands()).reportCommand(manifest, opts, io.cwd)));
+    .action(async (manifest: string, opts) =>
+      print(await (await stateCommands()).reportCommand(manifest, opts, io.cwd)),
+    );
 
   program
     .command('retry')
@@ -187,7 +273,9 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     .option('--code <code...>', 'only items that failed with these codes')
     .option('--id <id...>', 'only these items (also puts back an item stopped on a key conflict: it is paid again)')
     .option('--json', 'print what was put back as JSON')
-    .action(async (manifest: string, opts) => print(await (await stateCommands()).retryCommand(manifest, opts, io.cwd)));
+    .action(async (manifest: string, opts) =>
+      print(await (await stateCommands()).retryCommand(manifest, opts, io.cwd)),
+    );
 
   withConnection(program.command('models').description('list the models the key may use'))
     .option('--type <type>', 'image or video', mediaType)
@@ -207,11 +295,31 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     .option('--seed <n>', 'seed for the simulated randomness', nonNegativeNumber)
     .option('--credits <n>', 'starting balance', nonNegativeNumber)
     .option('--daily-cap <credits>', "each key's daily credit cap (at most 20,000, the spec's default)", keyDailyCap)
-    .option('--keys <n>', 'keys of the one simulated account (1 to 5): one balance, each key its own limits and daily cap', keyCount)
-    .option('--scopes <list>', "a key's scopes: image, video or image,video; repeat for each key in order (one alone is every key's)", scopes)
-    .option('--revoke-after <requests[:key]>', 'the operator revokes a key (the first by default) after that many requests: 401 from then on; repeatable', revokeAfter)
-    .option('--account-state <state>', "the account's standing: ok, not-eligible, api-disabled or suspended (every request is refused with the spec's 403 code)", accountState)
-    .option('--job-visibility <reading>', "which jobs a key lists and reads, where the spec is silent: account (every job of the account, the default) or key (its own and the web application's)", jobVisibility)
+    .option(
+      '--keys <n>',
+      'keys of the one simulated account (1 to 5): one balance, each key its own limits and daily cap',
+      keyCount,
+    )
+    .option(
+      '--scopes <list>',
+      "a key's scopes: image, video or image,video; repeat for each key in order (one alone is every key's)",
+      scopes,
+    )
+    .option(
+      '--revoke-after <requests[:key]>',
+      'the operator revokes a key (the first by default) after that many requests: 401 from then on; repeatable',
+      revokeAfter,
+    )
+    .option(
+      '--account-state <state>',
+      "the account's standing: ok, not-eligible, api-disabled or suspended (every request is refused with the spec's 403 code)",
+      accountState,
+    )
+    .option(
+      '--job-visibility <reading>',
+      "which jobs a key lists and reads, where the spec is silent: account (every job of the account, the default) or key (its own and the web application's)",
+      jobVisibility,
+    )
     .option('--max-prompt-length <n>', 'longest prompt accepted (a simulator choice; default 4000)', positiveInt)
     .option('--max-image-upload-mb <n>', 'largest image upload (a simulator choice; default 20)', positiveNumber)
     .option('--max-video-upload-mb <n>', 'largest video upload (a simulator choice; default 200)', positiveNumber)
@@ -225,7 +333,11 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     .option('--video-seconds <s>', 'video job run time, N or MIN-MAX service seconds', range)
     .option('--link-ttl <s>', 'output link lifetime in service seconds', positiveNumber)
     .option('--upload-ttl <s>', 'uploaded material lifetime in service seconds', positiveNumber)
-    .option('--outage <charge:seconds[:mode]>', 'go off the network at that charge (its answer is lost) for that many real seconds: refuse (default), reset or hang; repeatable', outage)
+    .option(
+      '--outage <charge:seconds[:mode]>',
+      'go off the network at that charge (its answer is lost) for that many real seconds: refuse (default), reset or hang; repeatable',
+      outage,
+    )
     .action(async (opts) => {
       const { simulateCommand } = await import('./commands/simulate.js');
       const { simulator, banner } = await simulateCommand(opts);
@@ -241,7 +353,11 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     const code = (error as { code?: string }).code;
     if (typeof code === 'string' && code.startsWith('commander.')) {
       const commanderExit = (error as { exitCode?: number }).exitCode ?? EXIT.usage;
-      return code === 'commander.helpDisplayed' || code === 'commander.version' ? EXIT.ok : commanderExit === 0 ? 0 : EXIT.usage;
+      return code === 'commander.helpDisplayed' || code === 'commander.version'
+        ? EXIT.ok
+        : commanderExit === 0
+          ? 0
+          : EXIT.usage;
     }
     const failure = describeFailure(error);
     if (error instanceof ExitError && error.stdout !== undefined) io.stdout.write(`${error.stdout}\n`);

@@ -30,7 +30,6 @@ export interface LiveFacts {
   keys?: { fingerprint: string; open: number }[] | undefined;
 }
 
-
 /**
  * The live line: progress and ETA first, then what is running, failed, spent
  * and the pace. Parts are dropped from the right to fit `columns`; the first
@@ -44,7 +43,9 @@ export function liveLine(f: LiveFacts, columns = Infinity): string {
   const parts = [`${pct}% done ${num(c.done)}/${num(f.total)}`];
   if (f.pausedSince !== undefined) parts.push(`paused since ${localTime(f.pausedSince)}`);
   else if (f.waitingUntil !== undefined && f.waitingUntil > f.now) {
-    parts.push(`waiting for the daily cap until ${localTime(f.waitingUntil)} (in ${formatDuration((f.waitingUntil - f.now) / 1000)})`);
+    parts.push(
+      `waiting for the daily cap until ${localTime(f.waitingUntil)} (in ${formatDuration((f.waitingUntil - f.now) / 1000)})`,
+    );
   } else if (f.etaSeconds !== undefined && finished < f.total) parts.push(`ETA ${formatDuration(f.etaSeconds)}`);
   // In flight: what holds a slot. A resend waiting for its time holds none, and is said apart.
   const later = f.resendLater ?? 0;
@@ -129,12 +130,16 @@ export class Progress {
     else if (event.kind === 'notice') this.say(`note: ${event.message}`);
     else if (event.kind === 'paused') {
       this.pausedSince = event.since;
-      this.say(`paused since ${localTime(event.since)}: nothing new is sent; jobs in flight are polled and downloaded (genbatch resume goes on)`);
+      this.say(
+        `paused since ${localTime(event.since)}: nothing new is sent; jobs in flight are polled and downloaded (genbatch resume goes on)`,
+      );
     } else if (event.kind === 'resumed') {
       this.pausedSince = undefined;
       this.say('resumed');
-    }
-    else if (event.kind === 'stall') this.say(`note: nothing moved for ${Math.round(event.quietMs / 1000)} s (a bug: please report it with the log); waiting: ${event.waiting.map((w) => `${w.state} ${w.items} for ${w.for}`).join('; ')}`);
+    } else if (event.kind === 'stall')
+      this.say(
+        `note: nothing moved for ${Math.round(event.quietMs / 1000)} s (a bug: please report it with the log); waiting: ${event.waiting.map((w) => `${w.state} ${w.items} for ${w.for}`).join('; ')}`,
+      );
   };
 
   /** Off a terminal, a line; on one, the message above the live line. */
@@ -150,7 +155,8 @@ export class Progress {
     const now = Date.now();
     this.submittedAt = this.submittedAt.filter((t) => t > now - RATE_WINDOW_MS);
     // The same ETA as `genbatch status`, refreshed every few seconds rather than every frame.
-    if (now - this.eta.at > ETA_REFRESH_MS) this.eta = { seconds: liveEta(this.store, now)?.seconds, at: now, keys: this.keysFacts() };
+    if (now - this.eta.at > ETA_REFRESH_MS)
+      this.eta = { seconds: liveEta(this.store, now)?.seconds, at: now, keys: this.keysFacts() };
     // Over the time the run has had, up to a minute: the first minute's rate is not diluted.
     const span = Math.min(RATE_WINDOW_MS, Math.max(1_000, now - this.startedAt));
     return {

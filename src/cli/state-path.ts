@@ -5,18 +5,32 @@ import { Store } from '../store/index.js';
 import { EXIT, ExitError, usageError } from './exit.js';
 
 /** `--state`, else `.genbatch/<manifest name>.sqlite` beside the manifest. */
-export function statePathFor(manifest: Pick<ManifestLocation, 'source' | 'name'>, flag: string | undefined, cwd: string, simulated = false): string {
+export function statePathFor(
+  manifest: Pick<ManifestLocation, 'source' | 'name'>,
+  flag: string | undefined,
+  cwd: string,
+  simulated = false,
+): string {
   if (flag) return resolve(cwd, flag);
   return join(manifest.source.dir, '.genbatch', `${manifest.name}${simulated ? '.simulated' : ''}.sqlite`);
 }
 
 /** Where a command finds an existing state: the rehearsal's (`.simulated`) with --simulate, else the real one; missing, a usage error that says where else to look. */
-export function existingStatePathFor(manifest: Pick<ManifestLocation, 'source' | 'name'>, flags: { state?: string | undefined; simulate?: boolean | undefined }, cwd: string): string {
+export function existingStatePathFor(
+  manifest: Pick<ManifestLocation, 'source' | 'name'>,
+  flags: { state?: string | undefined; simulate?: boolean | undefined },
+  cwd: string,
+): string {
   const rehearsal = Boolean(flags.simulate) && !flags.state;
   const path = statePathFor(manifest, flags.state, cwd, rehearsal);
   if (existsSync(path)) return path;
   const other = flags.state ? undefined : statePathFor(manifest, undefined, cwd, !rehearsal);
-  const hint = other && existsSync(other) ? (rehearsal ? ` (the real run's state is at ${other}: leave out --simulate)` : ` (a rehearsal's state is at ${other}: add --simulate to look at it)`) : ' (genbatch run <manifest>), or pass --state PATH';
+  const hint =
+    other && existsSync(other)
+      ? rehearsal
+        ? ` (the real run's state is at ${other}: leave out --simulate)`
+        : ` (a rehearsal's state is at ${other}: add --simulate to look at it)`
+      : ' (genbatch run <manifest>), or pass --state PATH';
   throw usageError(`no state file at ${path}: nothing has run yet${hint}`);
 }
 

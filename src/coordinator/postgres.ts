@@ -36,7 +36,13 @@ export class Coordinator {
     /** How long a slot or reservation outlives its holder's last renewal. */
     readonly leaseMs: number,
   ) {
-    this.pool = new pg.Pool({ connectionString: url, max: 4, connectionTimeoutMillis: 5_000, idleTimeoutMillis: 10_000, allowExitOnIdle: true });
+    this.pool = new pg.Pool({
+      connectionString: url,
+      max: 4,
+      connectionTimeoutMillis: 5_000,
+      idleTimeoutMillis: 10_000,
+      allowExitOnIdle: true,
+    });
     // A connection that breaks (the server restarts) must not crash the run: its query fails, the next one reconnects.
     // The pool listens on idle clients only; a checked-out client's 'error' is ours to take (node-postgres #2762).
     this.pool.on('error', () => {});
@@ -66,7 +72,8 @@ export class Coordinator {
       const from = row?.version ?? 0;
       for (let v = from; v < COORDINATOR_MIGRATIONS.length; v++) await client.query(COORDINATOR_MIGRATIONS[v]!);
       if (!row) await client.query('INSERT INTO genbatch_schema VALUES ($1)', [COORDINATOR_MIGRATIONS.length]);
-      else await client.query('UPDATE genbatch_schema SET version = $1', [Math.max(from, COORDINATOR_MIGRATIONS.length)]);
+      else
+        await client.query('UPDATE genbatch_schema SET version = $1', [Math.max(from, COORDINATOR_MIGRATIONS.length)]);
       await client.query('COMMIT');
       return Math.max(from, COORDINATOR_MIGRATIONS.length);
     } catch (error) {
@@ -78,15 +85,30 @@ export class Coordinator {
   }
 
   /** A send of `kind` on the key now: its id; or how long to wait for one. */
-  async acquireSend(keyFp: string, kind: SendKind, rate: { count: number; windowMs: number }): Promise<{ id: string } | { waitMs: number }> {
-    const value = Number(await this.scalar('SELECT genbatch_acquire_send($1, $2, $3, $4, $5) AS v', [keyFp, kind, rate.count, Math.ceil(rate.windowMs), STALE_SEND_MS]));
+  async acquireSend(
+    keyFp: string,
+    kind: SendKind,
+    rate: { count: number; windowMs: number },
+  ): Promise<{ id: string } | { waitMs: number }> {
+    const value = Number(
+      await this.scalar('SELECT genbatch_acquire_send($1, $2, $3, $4, $5) AS v', [
+        keyFp,
+        kind,
+        rate.count,
+        Math.ceil(rate.windowMs),
+        STALE_SEND_MS,
+      ]),
+    );
     return value > 0 ? { id: String(value) } : { waitMs: -value };
   }
 
   /** How many sends of `kind` count in the key's window now (as `genbatch_acquire_send` counts them). */
   async sendsInWindow(keyFp: string, kind: SendKind, windowMs: number): Promise<number> {
     return Number(
-      await this.scalar('SELECT count(*) AS v FROM genbatch_sends WHERE key_fp = $1 AND kind = $2 AND coalesce(answered_at, sent_at + $3) + $4 >= genbatch_now_ms()', [keyFp, kind, STALE_SEND_MS, Math.ceil(windowMs)]),
+      await this.scalar(
+        'SELECT count(*) AS v FROM genbatch_sends WHERE key_fp = $1 AND kind = $2 AND coalesce(answered_at, sent_at + $3) + $4 >= genbatch_now_ms()',
+        [keyFp, kind, STALE_SEND_MS, Math.ceil(windowMs)],
+      ),
     );
   }
 
@@ -104,29 +126,66 @@ export class Coordinator {
   }
 
   /** An in-flight slot for the item (`force`: its job runs already, whatever the count). */
-  async acquireSlot(keyFp: string, type: 'image' | 'video', cap: number, item: string, force = false): Promise<boolean> {
-    return (await this.scalar('SELECT genbatch_acquire_slot($1, $2, $3, $4, $5, $6, $7) AS v', [keyFp, type, cap, this.holder, item, this.leaseMs, force])) === true;
+  async acquireSlot(
+    keyFp: string,
+    type: 'image' | 'video',
+    cap: number,
+    item: string,
+    force = false,
+  ): Promise<boolean> {
+    return (
+      (await this.scalar('SELECT genbatch_acquire_slot($1, $2, $3, $4, $5, $6, $7) AS v', [
+        keyFp,
+        type,
+        cap,
+        this.holder,
+        item,
+        this.leaseMs,
+        force,
+      ])) === true
+    );
   }
 
   /** The job ended: its slot is free for every process. Not awaited by the caller; close() waits for it. */
   releaseSlot(keyFp: string, type: 'image' | 'video', item: string): Promise<void> {
-    return this.track(this.query('DELETE FROM genbatch_slots WHERE key_fp = $1 AND type = $2 AND holder = $3 AND item = $4', [keyFp, type, this.holder, item]));
+    return this.track(
+      this.query('DELETE FROM genbatch_slots WHERE key_fp = $1 AND type = $2 AND holder = $3 AND item = $4', [
+        keyFp,
+        type,
+        this.holder,
+        item,
+      ]),
+    );
   }
 
   /** Credits of a submission, reserved on the key's day within its cap: the reservation; undefined when they do not fit now. */
   async reserveCredits(keyFp: string, day: number, credits: number, cap: number): Promise<string | undefined> {
-    const id = Number(await this.scalar('SELECT genbatch_reserve_credits($1, $2, $3, $4, $5, $6) AS v', [keyFp, day, credits, cap, this.holder, this.leaseMs]));
+    const id = Number(
+      await this.scalar('SELECT genbatch_reserve_credits($1, $2, $3, $4, $5, $6) AS v', [
+        keyFp,
+        day,
+        credits,
+        cap,
+        this.holder,
+        this.leaseMs,
+      ]),
+    );
     return id > 0 ? String(id) : undefined;
   }
 
   /** The submission was answered: its reservation goes, and what was charged counts on the day. */
   settleCredits(id: string, keyFp: string, day: number, charged: number): Promise<void> {
-    return this.track(this.transaction(async (client) => {
-      await client.query('DELETE FROM genbatch_reservations WHERE id = $1', [id]);
-      if (charged > 0) {
-        await client.query('INSERT INTO genbatch_day_credits VALUES ($1, $2, $3) ON CONFLICT (key_fp, day) DO UPDATE SET charged = genbatch_day_credits.charged + excluded.charged', [keyFp, day, charged]);
-      }
-    }));
+    return this.track(
+      this.transaction(async (client) => {
+        await client.query('DELETE FROM genbatch_reservations WHERE id = $1', [id]);
+        if (charged > 0) {
+          await client.query(
+            'INSERT INTO genbatch_day_credits VALUES ($1, $2, $3) ON CONFLICT (key_fp, day) DO UPDATE SET charged = genbatch_day_credits.charged + excluded.charged',
+            [keyFp, day, charged],
+          );
+        }
+      }),
+    );
   }
 
   async noteBlock(keyFp: string): Promise<void> {
@@ -135,14 +194,25 @@ export class Coordinator {
 
   /** Blocked submissions of these keys in the last `windowMs`, by any process. */
   async blockedSince(keyFps: readonly string[], windowMs: number): Promise<number> {
-    return Number(await this.scalar('SELECT count(*) AS v FROM genbatch_blocks WHERE key_fp = ANY($1) AND at > genbatch_now_ms() - $2', [keyFps, Math.ceil(windowMs)]));
+    return Number(
+      await this.scalar(
+        'SELECT count(*) AS v FROM genbatch_blocks WHERE key_fp = ANY($1) AND at > genbatch_now_ms() - $2',
+        [keyFps, Math.ceil(windowMs)],
+      ),
+    );
   }
 
   /** Renews every slot and reservation this process holds (while its jobs run). */
   async renewLeases(): Promise<void> {
     await this.transaction(async (client) => {
-      await client.query('UPDATE genbatch_slots SET lease_until = genbatch_now_ms() + $2 WHERE holder = $1', [this.holder, this.leaseMs]);
-      await client.query('UPDATE genbatch_reservations SET lease_until = genbatch_now_ms() + $2 WHERE holder = $1', [this.holder, this.leaseMs]);
+      await client.query('UPDATE genbatch_slots SET lease_until = genbatch_now_ms() + $2 WHERE holder = $1', [
+        this.holder,
+        this.leaseMs,
+      ]);
+      await client.query('UPDATE genbatch_reservations SET lease_until = genbatch_now_ms() + $2 WHERE holder = $1', [
+        this.holder,
+        this.leaseMs,
+      ]);
     });
   }
 
@@ -206,6 +276,8 @@ export class Coordinator {
   private error(error: unknown): CoordinatorError {
     const password = safeUrl(this.url)?.password;
     const message = (error as Error)?.message ?? String(error);
-    return new CoordinatorError(`the coordinator's database: ${password ? scrubSecrets(message, [decodeURIComponent(password)]) : message}`);
+    return new CoordinatorError(
+      `the coordinator's database: ${password ? scrubSecrets(message, [decodeURIComponent(password)]) : message}`,
+    );
   }
 }

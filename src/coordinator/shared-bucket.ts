@@ -112,7 +112,11 @@ export class SharedBucket implements Pacer {
           if (this.down) this.onUnreachable(true, 'the coordinator is reachable again');
           this.down = false;
         } catch (error) {
-          if (!this.down) this.onUnreachable(false, `${(error as Error).message}; ${this.kind === 'submit' ? 'submissions' : this.kind === 'read' ? 'reads' : 'upload grants'} wait until it answers again (nothing paid is lost)`);
+          if (!this.down)
+            this.onUnreachable(
+              false,
+              `${(error as Error).message}; ${this.kind === 'submit' ? 'submissions' : this.kind === 'read' ? 'reads' : 'upload grants'} wait until it answers again (nothing paid is lost)`,
+            );
           this.down = true;
           await this.sleep(UNREACHABLE_RETRY_MS);
           continue;

@@ -22,7 +22,8 @@ export async function holdSharedSlot(
       if (await coordinator.acquireSlot(slot.keyFp, slot.type, slot.cap, slot.item, slot.force)) return release;
     } catch (error) {
       if (slot.force) return () => {};
-      if (!said) onUnreachable(`${(error as Error).message}; submissions wait until it answers again (nothing paid is lost)`);
+      if (!said)
+        onUnreachable(`${(error as Error).message}; submissions wait until it answers again (nothing paid is lost)`);
       said = true;
     }
     await new Promise((r) => setTimeout(r, ASK_EVERY_MS));

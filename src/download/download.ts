@@ -17,7 +17,16 @@ export interface DownloadedFile {
 /** Errors of the file system that no fresh link or other item can get past: the output dir cannot take files. */
 const DISK_CODES = new Set(['ENOSPC', 'EACCES', 'EPERM', 'EROFS', 'EDQUOT']);
 
-export type DownloadErrorCode = 'LINK_FAILED' | 'WRONG_TYPE' | 'TOO_LARGE' | 'CUT_SHORT' | 'EMPTY' | 'NAME_TAKEN' | 'BAD_NAME' | 'WRITE_FAILED' | string;
+export type DownloadErrorCode =
+  | 'LINK_FAILED'
+  | 'WRONG_TYPE'
+  | 'TOO_LARGE'
+  | 'CUT_SHORT'
+  | 'EMPTY'
+  | 'NAME_TAKEN'
+  | 'BAD_NAME'
+  | 'WRITE_FAILED'
+  | string;
 
 export class DownloadError extends Error {
   override readonly name = 'DownloadError';
@@ -68,7 +77,9 @@ let mimeTypes: Promise<typeof import('mime-types')> | undefined;
 
 export async function extensionFor(contentType: string | null | undefined, type: 'image' | 'video'): Promise<string> {
   const essence = contentType?.split(';', 1)[0]!.trim().toLowerCase();
-  const ext = !essence ? false : (COMMON_EXTENSIONS[essence] ?? (await (mimeTypes ??= import('mime-types'))).extension(essence));
+  const ext = !essence
+    ? false
+    : (COMMON_EXTENSIONS[essence] ?? (await (mimeTypes ??= import('mime-types'))).extension(essence));
   if (ext === 'jpeg') return 'jpg';
   return ext && /^[a-z0-9]{1,8}$/.test(ext) ? ext : defaultExtension(type);
 }
@@ -118,7 +129,11 @@ async function makeDir(dir: string): Promise<void> {
   madeDirs.add(dir);
 }
 
-async function openInDir(dir: string, path: string, openFile: (path: string) => Promise<OutputFile>): Promise<OutputFile> {
+async function openInDir(
+  dir: string,
+  path: string,
+  openFile: (path: string) => Promise<OutputFile>,
+): Promise<OutputFile> {
   try {
     return await openFile(path);
   } catch (error) {
@@ -156,11 +171,19 @@ export async function downloadOutput(
   const contentType = dl.contentType?.split(';')[0]?.trim().toLowerCase() ?? null;
   if (contentType && !contentType.startsWith(`${type}/`) && contentType !== 'application/octet-stream') {
     dl.cancel();
-    throw new DownloadError(`the output link served ${contentType}, not ${type === 'image' ? 'an image' : 'a video'}`, true, 'WRONG_TYPE');
+    throw new DownloadError(
+      `the output link served ${contentType}, not ${type === 'image' ? 'an image' : 'a video'}`,
+      true,
+      'WRONG_TYPE',
+    );
   }
   if (dl.contentLength !== undefined && dl.contentLength > maxBytes) {
     dl.cancel();
-    throw new DownloadError(`the output is ${dl.contentLength} bytes, over the limit of ${maxBytes} (--max-output-mb)`, false, 'TOO_LARGE');
+    throw new DownloadError(
+      `the output is ${dl.contentLength} bytes, over the limit of ${maxBytes} (--max-output-mb)`,
+      false,
+      'TOO_LARGE',
+    );
   }
   const relPath = nameFor(await extensionFor(contentType, type));
   const finalPath = resolveInside(outDir, relPath);
@@ -184,7 +207,12 @@ export async function downloadOutput(
       signal?.throwIfAborted();
       hash.update(chunk);
       bytes += chunk.length;
-      if (bytes > maxBytes) throw new DownloadError(`the output is over the limit of ${maxBytes} bytes (--max-output-mb); stopped reading it`, false, 'TOO_LARGE');
+      if (bytes > maxBytes)
+        throw new DownloadError(
+          `the output is over the limit of ${maxBytes} bytes (--max-output-mb); stopped reading it`,
+          false,
+          'TOO_LARGE',
+        );
       gathered.push(chunk);
       gatheredBytes += chunk.length;
       if (gatheredBytes >= WRITE_BYTES) {

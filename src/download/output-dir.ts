@@ -51,19 +51,26 @@ export async function claimOutputDir(dir: string, owner: OutputDirOwner): Promis
     (error: NodeJS.ErrnoException) => (error.code === 'ENOENT' ? undefined : Promise.reject(error)),
   );
   if (current && !sameOwner(current, owner)) {
-    const what = current.rehearsal ? `a rehearsal's outputs (--simulate, state ${current.state})` : `the outputs of the run whose state is ${current.state}`;
+    const what = current.rehearsal
+      ? `a rehearsal's outputs (--simulate, state ${current.state})`
+      : `the outputs of the run whose state is ${current.state}`;
     const goOn = current.rehearsal === owner.rehearsal ? `, or --state ${current.state} to go on with that run` : '';
     throw new OutputDirTakenError(
       `${dir} holds ${what}; this run (state ${owner.state}${owner.rehearsal ? ', a rehearsal' : ''}) would overwrite them, so nothing was submitted. Pass another --out${goOn}. (${OWNER_FILE} in that dir names its owner.)`,
     );
   }
-  if (!current || current.state !== owner.state) await writeFileAtomic(path, `${JSON.stringify({ ...owner, note: 'genbatch: the state whose outputs this dir holds' }, null, 2)}\n`);
+  if (!current || current.state !== owner.state)
+    await writeFileAtomic(
+      path,
+      `${JSON.stringify({ ...owner, note: 'genbatch: the state whose outputs this dir holds' }, null, 2)}\n`,
+    );
 }
 
 function parseOwner(text: string): OutputDirOwner | undefined {
   try {
     const v = JSON.parse(text) as Partial<OutputDirOwner>;
-    if (typeof v.state === 'string' && typeof v.runId === 'string') return { state: v.state, runId: v.runId, rehearsal: v.rehearsal === true };
+    if (typeof v.state === 'string' && typeof v.runId === 'string')
+      return { state: v.state, runId: v.runId, rehearsal: v.rehearsal === true };
   } catch {
     // A marker cut short by a crash names no one: it is written anew.
   }

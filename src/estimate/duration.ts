@@ -18,7 +18,10 @@ export interface DurationEstimate {
  * and the in-flight slots (at typical job durations), plus one job's tail; and
  * when the credits exceed the daily cap, whole key days spent waiting.
  */
-export function estimateDuration(counts: { images: number; videos: number; credits: number; chainSeconds?: number }, limits: KeyLimits): DurationEstimate {
+export function estimateDuration(
+  counts: { images: number; videos: number; credits: number; chainSeconds?: number },
+  limits: KeyLimits,
+): DurationEstimate {
   const jobs = counts.images + counts.videos;
   if (jobs === 0) return { seconds: 0, limitedBy: 'submission rate', keyDays: 0 };
   const bounds: [Bound, number][] = [
@@ -36,7 +39,9 @@ export function estimateDuration(counts: { images: number; videos: number; credi
   if (keyDays === 1) return { seconds: throughput, limitedBy, keyDays };
   const lastDayShare = (counts.credits - (keyDays - 1) * limits.dailyCap) / counts.credits;
   const capped = (keyDays - 1) * DAY_SECONDS + throughput * lastDayShare;
-  return capped > throughput ? { seconds: capped, limitedBy: 'daily cap', keyDays } : { seconds: throughput, limitedBy, keyDays };
+  return capped > throughput
+    ? { seconds: capped, limitedBy: 'daily cap', keyDays }
+    : { seconds: throughput, limitedBy, keyDays };
 }
 
 export function formatDuration(seconds: number): string {
@@ -49,7 +54,9 @@ export function formatDuration(seconds: number): string {
 }
 
 /** The longest run of items that wait for one another, at typical durations. */
-export function longestChainSeconds(items: readonly { id: string; type: 'image' | 'video'; deps: readonly string[] }[]): number {
+export function longestChainSeconds(
+  items: readonly { id: string; type: 'image' | 'video'; deps: readonly string[] }[],
+): number {
   const byId = new Map(items.map((i) => [i.id, i]));
   const memo = new Map<string, number>();
   const visit = (id: string, depth: number): number => {

@@ -58,7 +58,16 @@ export function estimate(input: EstimateInput): Estimate {
     const key = `${item.type}:${item.model}`;
     let cost = byModel.get(key);
     if (!cost) {
-      cost = { model: item.model, type: item.type, items: 0, credits: 0, unpriced: 0, source: price.source, prices: new Set(), sources: new Set() };
+      cost = {
+        model: item.model,
+        type: item.type,
+        items: 0,
+        credits: 0,
+        unpriced: 0,
+        source: price.source,
+        prices: new Set(),
+        sources: new Set(),
+      };
       byModel.set(key, cost);
     }
     cost.items++;
@@ -82,15 +91,27 @@ export function estimate(input: EstimateInput): Estimate {
     ...(prices.size === 1 ? { each: [...prices][0]! } : {}),
     source: sources.size === 1 ? [...sources][0]! : ('mixed' as const),
   }));
-  const chainSeconds = longestChainSeconds(input.items.map((i) => ({ id: i.id, type: i.type, deps: dependenciesOf(i).map((d) => d.id) })));
-  const duration = estimateDuration({ images: counts.image, videos: counts.video, credits: total, chainSeconds }, input.limits);
+  const chainSeconds = longestChainSeconds(
+    input.items.map((i) => ({ id: i.id, type: i.type, deps: dependenciesOf(i).map((d) => d.id) })),
+  );
+  const duration = estimateDuration(
+    { images: counts.image, videos: counts.video, credits: total, chainSeconds },
+    input.limits,
+  );
   return {
     items: { total: input.items.length, ...counts },
     models: models.sort((a, b) => b.credits - a.credits || a.model.localeCompare(b.model)),
     credits: { total, unpricedItems, complete: unpricedItems === 0 },
     ...(input.balance !== undefined ? { balance: { credits: input.balance, enough: input.balance >= total } } : {}),
-    dailyCap: { credits: input.limits.dailyCap, largestKey: Math.max(...(input.keyCaps ?? [input.limits.dailyCap])), keys: input.keyCaps?.length ?? 1, keyDays: duration.keyDays },
-    ...(input.maxCredits !== undefined ? { budget: { maxCredits: input.maxCredits, within: total <= input.maxCredits, itemsWithin } } : {}),
+    dailyCap: {
+      credits: input.limits.dailyCap,
+      largestKey: Math.max(...(input.keyCaps ?? [input.limits.dailyCap])),
+      keys: input.keyCaps?.length ?? 1,
+      keyDays: duration.keyDays,
+    },
+    ...(input.maxCredits !== undefined
+      ? { budget: { maxCredits: input.maxCredits, within: total <= input.maxCredits, itemsWithin } }
+      : {}),
     duration: { seconds: Math.round(duration.seconds), limitedBy: duration.limitedBy },
     maxJobCredits,
   };
@@ -100,10 +121,21 @@ export function estimate(input: EstimateInput): Estimate {
 export function blockers(e: Estimate, spent = 0): { reason: 'balance' | 'budget' | 'daily-cap'; message: string }[] {
   const out: { reason: 'balance' | 'budget' | 'daily-cap'; message: string }[] = [];
   const n = (x: number) => x.toLocaleString('en-US');
-  if (e.balance && !e.balance.enough) out.push({ reason: 'balance', message: `the balance (${n(e.balance.credits)} credits) is short by ${n(e.credits.total - e.balance.credits)}: top up, or the run stops when the credits run out` });
+  if (e.balance && !e.balance.enough)
+    out.push({
+      reason: 'balance',
+      message: `the balance (${n(e.balance.credits)} credits) is short by ${n(e.credits.total - e.balance.credits)}: top up, or the run stops when the credits run out`,
+    });
   if (e.budget && spent + e.credits.total > e.budget.maxCredits) {
-    out.push({ reason: 'budget', message: `the budget of ${n(e.budget.maxCredits)} credits is short by ${n(spent + e.credits.total - e.budget.maxCredits)}${spent ? ` (${n(spent)} already charged net)` : ''}: raise it (--max-credits or budget.maxCredits), or the run stops at it` });
+    out.push({
+      reason: 'budget',
+      message: `the budget of ${n(e.budget.maxCredits)} credits is short by ${n(spent + e.credits.total - e.budget.maxCredits)}${spent ? ` (${n(spent)} already charged net)` : ''}: raise it (--max-credits or budget.maxCredits), or the run stops at it`,
+    });
   }
-  if (e.maxJobCredits > e.dailyCap.largestKey) out.push({ reason: 'daily-cap', message: `a job of ${n(e.maxJobCredits)} credits is over the daily cap of ${n(e.dailyCap.largestKey)}: it can never be submitted on ${e.dailyCap.keys > 1 ? 'any key' : 'this key'}` });
+  if (e.maxJobCredits > e.dailyCap.largestKey)
+    out.push({
+      reason: 'daily-cap',
+      message: `a job of ${n(e.maxJobCredits)} credits is over the daily cap of ${n(e.dailyCap.largestKey)}: it can never be submitted on ${e.dailyCap.keys > 1 ? 'any key' : 'this key'}`,
+    });
   return out;
 }

@@ -34,15 +34,27 @@ export function estimateEta(input: EtaInput): Eta {
   const waitMs = Math.max(0, (run.waitingUntil ?? 0) - now);
   let workMs: number;
   let basis: Eta['basis'];
-  if (finished.n >= MIN_OBSERVED && finished.first !== null && finished.last !== null && finished.last > finished.first) {
+  if (
+    finished.n >= MIN_OBSERVED &&
+    finished.first !== null &&
+    finished.last !== null &&
+    finished.last > finished.first
+  ) {
     const perItemMs = (finished.last - finished.first) / (finished.n - 1);
     workMs = remaining * perItemMs;
     basis = 'observed';
   } else {
     // The limits as the key has them (unscaled), at the spec's typical durations; then scaled back.
     const unscale = (r: KeyLimits['submit']) => ({ count: r.count, windowMs: r.windowMs * run.timeScale });
-    const limits = { ...run.limits, submit: unscale(run.limits.submit), read: unscale(run.limits.read), upload: unscale(run.limits.upload) };
-    workMs = (estimateDuration({ images: open.images, videos: open.videos, credits: 0 }, limits).seconds * 1000) / run.timeScale;
+    const limits = {
+      ...run.limits,
+      submit: unscale(run.limits.submit),
+      read: unscale(run.limits.read),
+      upload: unscale(run.limits.upload),
+    };
+    workMs =
+      (estimateDuration({ images: open.images, videos: open.videos, credits: 0 }, limits).seconds * 1000) /
+      run.timeScale;
     basis = 'limits';
   }
   let finishMs = now + waitMs + (remaining > 0 ? workMs : 0);
@@ -52,7 +64,8 @@ export function estimateEta(input: EtaInput): Eta {
   if (input.credits.toSpend > leftToday && run.limits.dailyCap > 0) {
     const extraDays = Math.ceil((input.credits.toSpend - leftToday) / run.limits.dailyCap);
     const lastDayStart = (keyDayOf(now, run.timeScale) + extraDays) * dayMs;
-    const lastDayShare = (input.credits.toSpend - leftToday - (extraDays - 1) * run.limits.dailyCap) / Math.max(1, input.credits.toSpend);
+    const lastDayShare =
+      (input.credits.toSpend - leftToday - (extraDays - 1) * run.limits.dailyCap) / Math.max(1, input.credits.toSpend);
     finishMs = Math.max(finishMs, lastDayStart + workMs * lastDayShare);
   }
   return { seconds: Math.round((finishMs - now) / 1000), at: Math.round(finishMs), basis };

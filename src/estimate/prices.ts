@@ -40,7 +40,12 @@ export function catalogVideoPrice(raw: Rec, resolution: string, duration: string
   return undefined;
 }
 
-function manifestPrice(prices: Manifest['prices'], item: Omit<ResolvedItem, 'where'>, resolution?: string, duration?: string): number | undefined {
+function manifestPrice(
+  prices: Manifest['prices'],
+  item: Omit<ResolvedItem, 'where'>,
+  resolution?: string,
+  duration?: string,
+): number | undefined {
   const entry = prices?.[item.model];
   if (typeof entry === 'number') return entry;
   if (entry && resolution && duration) return entry[resolution]?.[duration];
@@ -48,7 +53,11 @@ function manifestPrice(prices: Manifest['prices'], item: Omit<ResolvedItem, 'whe
 }
 
 /** What one job of this item costs: the catalog first, then the manifest's `prices`, else unknown. */
-export function priceOf(item: Omit<ResolvedItem, 'where'>, model: Model | undefined, prices: Manifest['prices']): Price {
+export function priceOf(
+  item: Omit<ResolvedItem, 'where'>,
+  model: Model | undefined,
+  prices: Manifest['prices'],
+): Price {
   if (item.type === 'image') {
     if (model?.creditCost !== undefined) return { credits: model.creditCost, source: 'catalog' };
     const own = manifestPrice(prices, item);

@@ -27,7 +27,17 @@ export function createLogger(options: LoggerOptions): Logger {
   return pino(
     {
       level: options.level ?? 'info',
-      redact: { paths: ['apiKey', '*.apiKey', 'authorization', '*.authorization', 'headers.authorization', '*.headers.authorization'], censor: REDACTED },
+      redact: {
+        paths: [
+          'apiKey',
+          '*.apiKey',
+          'authorization',
+          '*.authorization',
+          'headers.authorization',
+          '*.headers.authorization',
+        ],
+        censor: REDACTED,
+      },
     },
     scrubbing,
   );

@@ -32,7 +32,10 @@ export class Expander {
   /** Ids of items that had errors of their own: references to them are not reported again. */
   readonly invalidIds = new Set<string>();
   /** Template values that were empty in a prompt that is not: counted per item and name, with the first places. */
-  private readonly emptyValues = new Map<string, { issue: Omit<ManifestIssue, 'message'>; name: string; count: number; first: string[] }>();
+  private readonly emptyValues = new Map<
+    string,
+    { issue: Omit<ManifestIssue, 'message'>; name: string; count: number; first: string[] }
+  >();
 
   constructor(
     private readonly source: ManifestSource,
@@ -75,7 +78,11 @@ export class Expander {
       if (!repeat || repeat === 1) out.push(one);
       else for (let k = 1; k <= repeat; k++) out.push({ ...one, id: `${one.id}#${k}` });
     };
-    const add = async (ctx: ItemContext, row: { file: string; line: number } | undefined, values: Record<string, string> | undefined) => {
+    const add = async (
+      ctx: ItemContext,
+      row: { file: string; line: number } | undefined,
+      values: Record<string, string> | undefined,
+    ) => {
       const resolved = this.resolve(merged, index, ctx, row, values);
       keep(resolved instanceof Promise ? await resolved : resolved);
     };
@@ -93,7 +100,11 @@ export class Expander {
     const absRows = resolve(this.source.dir, rows);
     const rowsFile = relative(this.cwd, absRows) || rows;
     const problem = await this.checkFile(absRows);
-    if (problem) return this.report(['items', index, 'rows'], `cannot read the rows: ${problem}: ${rows} (relative to the manifest)`);
+    if (problem)
+      return this.report(
+        ['items', index, 'rows'],
+        `cannot read the rows: ${problem}: ${rows} (relative to the manifest)`,
+      );
     const files = hasFileInputs(merged);
     for await (const batch of readRows(absRows, rowsFile, this.issues, this.reads.rowsFiles)) {
       for (const row of batch) {
@@ -128,7 +139,13 @@ export class Expander {
   }
 
   /** The item, at once when it names no files; a promise when their checks must be waited for. */
-  private resolve(merged: Merged, index: number, ctx: ItemContext, row: { file: string; line: number } | undefined, values: Record<string, string> | undefined): ResolvedItem | undefined | Promise<ResolvedItem | undefined> {
+  private resolve(
+    merged: Merged,
+    index: number,
+    ctx: ItemContext,
+    row: { file: string; line: number } | undefined,
+    values: Record<string, string> | undefined,
+  ): ResolvedItem | undefined | Promise<ResolvedItem | undefined> {
     let ok = true;
     const fail = (field: string, message: string, at?: number) => {
       ok = false;
@@ -140,7 +157,8 @@ export class Expander {
       if (!value.includes('{{') && value.trim() !== '') return value;
       const r = render(value, ctx);
       if (!r.ok) return void fail(field, r.message);
-      if (r.value.trim() === '') return void fail(field, `expected a non-empty value, found ${JSON.stringify(r.value)} after templates`);
+      if (r.value.trim() === '')
+        return void fail(field, `expected a non-empty value, found ${JSON.stringify(r.value)} after templates`);
       return r.value;
     };
     const type = merged.type ?? 'image';
@@ -155,7 +173,19 @@ export class Expander {
       const r = render(t, ctx);
       return r.ok ? r.value : (fail('tags', r.message, at), '');
     };
-    const tags = merged.tags === undefined ? undefined : [...new Set(merged.tags.flatMap((t, i) => tagText(t, i).split(',').map((x) => x.trim()).filter(Boolean)))];
+    const tags =
+      merged.tags === undefined
+        ? undefined
+        : [
+            ...new Set(
+              merged.tags.flatMap((t, i) =>
+                tagText(t, i)
+                  .split(',')
+                  .map((x) => x.trim())
+                  .filter(Boolean),
+              ),
+            ),
+          ];
     // Known now, the item's fields join its context (after they were rendered from it): the id and prompt may name them.
     const withFields = ctx;
     withFields.set('type', type);
@@ -172,24 +202,35 @@ export class Expander {
     if (promptRender && !promptRender.ok) fail('prompt', promptRender.message);
     const prompt = promptRender?.ok ? promptRender.value : undefined;
     // An empty prompt is refused by the service, or worse, paid for as a generic image: say so before anything is sent.
-    if (prompt !== undefined && prompt.trim() === '') fail('prompt', `expected a non-empty prompt, found ${JSON.stringify(prompt)} after templates`);
+    if (prompt !== undefined && prompt.trim() === '')
+      fail('prompt', `expected a non-empty prompt, found ${JSON.stringify(prompt)} after templates`);
     else if (prompt !== undefined) this.noteEmptyValues(merged, index, merged.prompt!, withFields, row);
 
     if (merged.model === undefined) fail('model', 'missing: set model on the item or in defaults');
     if (merged.prompt === undefined) fail('prompt', 'missing: set prompt on the item or in defaults');
-    if (aspectRatio !== undefined && !/^\d+:\d+$/.test(aspectRatio)) fail('aspectRatio', `expected <w>:<h> such as "4:5", found ${JSON.stringify(aspectRatio)}`);
-    if (duration !== undefined && !(Number(duration) > 0)) fail('duration', `expected a number of seconds, found ${JSON.stringify(duration)}`);
-    if (priority !== undefined && !Number.isFinite(Number(priority))) fail('priority', `expected a number (higher goes first), found ${JSON.stringify(priority)}`);
+    if (aspectRatio !== undefined && !/^\d+:\d+$/.test(aspectRatio))
+      fail('aspectRatio', `expected <w>:<h> such as "4:5", found ${JSON.stringify(aspectRatio)}`);
+    if (duration !== undefined && !(Number(duration) > 0))
+      fail('duration', `expected a number of seconds, found ${JSON.stringify(duration)}`);
+    if (priority !== undefined && !Number.isFinite(Number(priority)))
+      fail('priority', `expected a number (higher goes first), found ${JSON.stringify(priority)}`);
 
     const finish = (files: FileRefs): ResolvedItem | undefined => {
       const sourceId = merged.source === undefined ? undefined : text('source', merged.source);
 
       if (type === 'image') {
-        for (const field of VIDEO_ONLY) if (merged[field] !== undefined) fail(field, `${field} applies to video items; this item is an image (set type: video)`);
+        for (const field of VIDEO_ONLY)
+          if (merged[field] !== undefined)
+            fail(field, `${field} applies to video items; this item is an image (set type: video)`);
       } else {
-        if (merged.inputs !== undefined) fail('inputs', 'inputs are for image editing; a video takes image, referenceImages, video or source');
+        if (merged.inputs !== undefined)
+          fail('inputs', 'inputs are for image editing; a video takes image, referenceImages, video or source');
         const given = VIDEO_INPUTS.filter((f) => merged[f] !== undefined);
-        if (given.length === 0) fail('type', 'a video item needs one input: image (image-to-video), referenceImages (reference-to-video), video or source (video-extend / video-edit)');
+        if (given.length === 0)
+          fail(
+            'type',
+            'a video item needs one input: image (image-to-video), referenceImages (reference-to-video), video or source (video-extend / video-edit)',
+          );
         if (given.length > 1) fail(given[1]!, `a video item takes one kind of input, found ${given.join(' and ')}`);
       }
       if (!ok || id === undefined || model === undefined || prompt === undefined) {
@@ -210,7 +251,9 @@ export class Expander {
       if (priority !== undefined && Number(priority) !== 0) item.priority = Number(priority);
       if (tags?.length) item.tags = tags;
       if (values) item.values = values;
-      item.where = row ? { file: this.source.file, line: pos.line, column: pos.column, itemIndex: index, row } : { file: this.source.file, line: pos.line, column: pos.column, itemIndex: index };
+      item.where = row
+        ? { file: this.source.file, line: pos.line, column: pos.column, itemIndex: index, row }
+        : { file: this.source.file, line: pos.line, column: pos.column, itemIndex: index };
       return item;
     };
     if (!hasFileInputs(merged)) return finish({});
@@ -218,7 +261,11 @@ export class Expander {
   }
 
   /** The item's file inputs, each checked (it exists, it is readable, its bytes are the media the field takes). */
-  private async fileRefs(merged: Merged, withFields: TemplateContext, fail: (field: string, message: string, at?: number) => void): Promise<FileRefs> {
+  private async fileRefs(
+    merged: Merged,
+    withFields: TemplateContext,
+    fail: (field: string, message: string, at?: number) => void,
+  ): Promise<FileRefs> {
     const expects = (field: string): 'image' | 'video' => (field === 'video' ? 'video' : 'image');
     const ref = async (field: string, spec: FileInputSpec | undefined, at?: number): Promise<InputRef | undefined> => {
       if (spec === undefined) return undefined;
@@ -235,7 +282,9 @@ export class Expander {
       return { kind: 'file', path: abs, display: path.value };
     };
     const refs = async (field: string, specs: FileInputSpec[] | undefined) =>
-      specs === undefined ? undefined : ((await Promise.all(specs.map((spec, i) => ref(field, spec, i)))) as InputRef[]);
+      specs === undefined
+        ? undefined
+        : ((await Promise.all(specs.map((spec, i) => ref(field, spec, i)))) as InputRef[]);
     const inputs = await refs('inputs', merged.inputs);
     const image = await ref('image', merged.image);
     const referenceImages = await refs('referenceImages', merged.referenceImages);
@@ -244,7 +293,13 @@ export class Expander {
   }
 
   /** "{{title}}, studio product photo" with an empty title is paid for as a generic image: worth a warning, not an error. */
-  private noteEmptyValues(merged: Merged, index: number, template: string, ctx: TemplateContext, row: { file: string; line: number } | undefined): void {
+  private noteEmptyValues(
+    merged: Merged,
+    index: number,
+    template: string,
+    ctx: TemplateContext,
+    row: { file: string; line: number } | undefined,
+  ): void {
     if (!template.includes('{{')) return;
     for (const name of uniqueTemplateNames(template)) {
       if (ctx.get(name)?.trim() !== '') continue;
@@ -252,10 +307,19 @@ export class Expander {
       let seen = this.emptyValues.get(key);
       if (!seen) {
         const path = this.pathOf(merged, index, 'prompt');
-        this.emptyValues.set(key, (seen = { issue: { file: this.source.file, ...this.source.locate(path), field: fieldPath(path) }, name, count: 0, first: [] }));
+        this.emptyValues.set(
+          key,
+          (seen = {
+            issue: { file: this.source.file, ...this.source.locate(path), field: fieldPath(path) },
+            name,
+            count: 0,
+            first: [],
+          }),
+        );
       }
       seen.count++;
-      if (seen.first.length < 3) seen.first.push(row ? `${row.file}:${row.line}` : `${this.source.file}:${seen.issue.line}`);
+      if (seen.first.length < 3)
+        seen.first.push(row ? `${row.file}:${row.line}` : `${this.source.file}:${seen.issue.line}`);
     }
   }
 
@@ -282,14 +346,16 @@ export class Expander {
     let check = this.reads.mediaChecks.get(key);
     if (!check) {
       // Loaded for the first input file only: a prompt-only catalog starts without it.
-      check = import('file-type').then(({ fileTypeFromFile }) => fileTypeFromFile(abs)).then(
-        (type) => {
-          const kind = type?.mime.split('/')[0];
-          if (kind === expected) return undefined;
-          return `expected ${expected === 'image' ? 'an image' : 'a video'} file, found ${type ? `${type.mime} content` : 'content that is neither an image nor a video'}`;
-        },
-        () => 'cannot read the file',
-      );
+      check = import('file-type')
+        .then(({ fileTypeFromFile }) => fileTypeFromFile(abs))
+        .then(
+          (type) => {
+            const kind = type?.mime.split('/')[0];
+            if (kind === expected) return undefined;
+            return `expected ${expected === 'image' ? 'an image' : 'a video'} file, found ${type ? `${type.mime} content` : 'content that is neither an image nor a video'}`;
+          },
+          () => 'cannot read the file',
+        );
       this.reads.mediaChecks.set(key, check);
     }
     return check;
@@ -332,7 +398,12 @@ interface FileRefs {
 
 /** Whether an item names files (or other items' outputs) to check: most catalog rows do not. */
 function hasFileInputs(merged: Merged): boolean {
-  return merged.inputs !== undefined || merged.image !== undefined || merged.referenceImages !== undefined || merged.video !== undefined;
+  return (
+    merged.inputs !== undefined ||
+    merged.image !== undefined ||
+    merged.referenceImages !== undefined ||
+    merged.video !== undefined
+  );
 }
 
 /** Every combination of the matrix values, in key order; one empty combination without a matrix. */

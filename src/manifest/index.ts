@@ -1,4 +1,13 @@
-export { checkManifest, loadManifest, loadManifestTop, type CheckedManifest, type CheckResult, type LoadedManifest, type ManifestTop, type ValidationResult } from './validate.js';
+export {
+  checkManifest,
+  loadManifest,
+  loadManifestTop,
+  type CheckedManifest,
+  type CheckResult,
+  type LoadedManifest,
+  type ManifestTop,
+  type ValidationResult,
+} from './validate.js';
 export { locateManifest, type ManifestLocation } from './locate.js';
 export { formatIssue, IssueList, type ManifestIssue } from './issues.js';
 export { dependenciesOf, fileInputsOf, type InputRef, type ResolvedItem } from './types.js';

@@ -22,7 +22,10 @@ export class IssueList {
 
   private readonly exact = new Set<string>();
 
-  add(issue: ManifestIssue, kind = `${issue.field.replace(/\[\d+\]/g, '[]').replace(/row \d+/, 'row')}|${issue.message.replace(/\(row at [^)]*\)/, '')}`): void {
+  add(
+    issue: ManifestIssue,
+    kind = `${issue.field.replace(/\[\d+\]/g, '[]').replace(/row \d+/, 'row')}|${issue.message.replace(/\(row at [^)]*\)/, '')}`,
+  ): void {
     // A template error in a matrix item is one mistake, however many combinations repeat it.
     const exact = formatIssue(issue);
     if (this.exact.has(exact)) return;

@@ -7,7 +7,8 @@ export function manifestJsonSchema(): Record<string, unknown> {
   return {
     $schema: schema.$schema,
     title: 'genbatch manifest',
-    description: 'A batch of image and video generations for genbatch. Generated from src/manifest/schema.ts by `npm run schema`; do not edit.',
+    description:
+      'A batch of image and video generations for genbatch. Generated from src/manifest/schema.ts by `npm run schema`; do not edit.',
     ...Object.fromEntries(Object.entries(schema).filter(([k]) => k !== '$schema')),
   };
 }

@@ -17,14 +17,23 @@ export interface ManifestLocation {
  * state, and a 100,000-row catalog need not be checked for that. A problem
  * with the file itself (unreadable, not YAML) is still reported.
  */
-export async function locateManifest(path: string, cwd = process.cwd()): Promise<{ issues: IssueList; location?: ManifestLocation }> {
+export async function locateManifest(
+  path: string,
+  cwd = process.cwd(),
+): Promise<{ issues: IssueList; location?: ManifestLocation }> {
   const issues = new IssueList();
   const source = await ManifestSource.read(path, cwd, issues);
   if (!source) return { issues };
-  const top = (key: string): unknown => (source.doc.contents && 'get' in source.doc.contents ? (source.doc.contents as { get(k: string): unknown }).get(key) : undefined);
+  const top = (key: string): unknown =>
+    source.doc.contents && 'get' in source.doc.contents
+      ? (source.doc.contents as { get(k: string): unknown }).get(key)
+      : undefined;
   const named = top('name');
   const output = top('output') as { get?(k: string): unknown } | undefined;
   const dir = output?.get?.('dir');
   const name = typeof named === 'string' && named ? named : source.stem;
-  return { issues, location: { source, name, outputDir: resolve(source.dir, typeof dir === 'string' && dir ? dir : `out/${name}`) } };
+  return {
+    issues,
+    location: { source, name, outputDir: resolve(source.dir, typeof dir === 'string' && dir ? dir : `out/${name}`) },
+  };
 }

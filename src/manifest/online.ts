@@ -4,10 +4,21 @@ import { type ManifestSource, fieldPath } from './source.js';
 import type { ItemShape } from '../store/index.js';
 import type { InputRef, ResolvedItem } from './types.js';
 
-const MODE_FOR_INPUT = { image: ['image-to-video'], referenceImages: ['reference-to-video'], video: ['video-extend', 'video-edit'], source: ['video-extend', 'video-edit'] } as const;
+const MODE_FOR_INPUT = {
+  image: ['image-to-video'],
+  referenceImages: ['reference-to-video'],
+  video: ['video-extend', 'video-edit'],
+  source: ['video-extend', 'video-edit'],
+} as const;
 
 /** The service's view of a manifest: models, kinds, modes, allowed values, and the key's scopes. */
-export function checkAgainstService(items: readonly ResolvedItem[], source: ManifestSource, catalog: Catalog, scopes: readonly string[], issues: IssueList): void {
+export function checkAgainstService(
+  items: readonly ResolvedItem[],
+  source: ManifestSource,
+  catalog: Catalog,
+  scopes: readonly string[],
+  issues: IssueList,
+): void {
   const report = (item: ResolvedItem, field: string, message: string) => {
     const path = ['items', item.where.itemIndex, field];
     const row = item.where.row ? ` (row at ${item.where.row.file}:${item.where.row.line})` : '';
@@ -20,13 +31,21 @@ export function checkAgainstService(items: readonly ResolvedItem[], source: Mani
     countOfType.set(item.type, (countOfType.get(item.type) ?? 0) + 1);
     const model = catalog.get(item.type, item.model);
     if (!model) {
-      report(item, 'model', `unknown ${item.type} model ${JSON.stringify(item.model)}; the catalog has ${catalog.ids(item.type).join(', ') || 'none'}`);
+      report(
+        item,
+        'model',
+        `unknown ${item.type} model ${JSON.stringify(item.model)}; the catalog has ${catalog.ids(item.type).join(', ') || 'none'}`,
+      );
       continue;
     }
     const allowed = (field: 'aspectRatio' | 'resolution' | 'duration', list: string[] | undefined) => {
       const value = item[field];
       if (value !== undefined && list && list.length > 0 && !list.includes(value)) {
-        report(item, field, `${item.model} does not take ${field} ${JSON.stringify(value)}; allowed: ${list.join(', ')}`);
+        report(
+          item,
+          field,
+          `${item.model} does not take ${field} ${JSON.stringify(value)}; allowed: ${list.join(', ')}`,
+        );
       }
     };
     allowed('aspectRatio', model.aspectRatios);
@@ -34,23 +53,43 @@ export function checkAgainstService(items: readonly ResolvedItem[], source: Mani
     if (item.type === 'image') {
       const wants = item.inputs ? 'edit' : 'generate';
       if (model.kind && model.kind !== wants) {
-        report(item, item.inputs ? 'inputs' : 'model', item.inputs ? `${item.model} generates from text; editing inputs needs a model of kind edit` : `${item.model} is an edit model; it needs inputs to edit`);
+        report(
+          item,
+          item.inputs ? 'inputs' : 'model',
+          item.inputs
+            ? `${item.model} generates from text; editing inputs needs a model of kind edit`
+            : `${item.model} is an edit model; it needs inputs to edit`,
+        );
       }
       continue;
     }
     allowed('duration', model.durations);
     const given = (['image', 'referenceImages', 'video', 'source'] as const).find((f) => item[f] !== undefined);
     if (given && model.mode && !(MODE_FOR_INPUT[given] as readonly string[]).includes(model.mode)) {
-      report(item, given, `${item.model} is a ${model.mode} model; ${given} fits ${MODE_FOR_INPUT[given].join(' or ')}`);
+      report(
+        item,
+        given,
+        `${item.model} is a ${model.mode} model; ${given} fits ${MODE_FOR_INPUT[given].join(' or ')}`,
+      );
     }
   }
   for (const [type, item] of firstOfType) {
-    if (!scopes.includes(type)) report(item, 'type', `the key lacks the ${type} scope, which the manifest's ${countOfType.get(type)} ${type} item(s) need; create a key with it`);
+    if (!scopes.includes(type))
+      report(
+        item,
+        'type',
+        `the key lacks the ${type} scope, which the manifest's ${countOfType.get(type)} ${type} item(s) need; create a key with it`,
+      );
   }
 }
 
 /** The same checks for the shapes of items a state holds: the number of problems (located by a full load, when there are any). */
-export function shapeProblems(shapes: readonly ItemShape[], source: ManifestSource, catalog: Catalog, scopes: readonly string[]): number {
+export function shapeProblems(
+  shapes: readonly ItemShape[],
+  source: ManifestSource,
+  catalog: Catalog,
+  scopes: readonly string[],
+): number {
   const where = { file: source.file, line: 1, column: 1, itemIndex: 0 };
   const items = shapes.flatMap((s): ResolvedItem[] => {
     const item: ResolvedItem = { id: '', type: s.type, model: s.model, prompt: '', where };

@@ -9,10 +9,14 @@ export const MAX_SEGMENT_BYTES = 255;
 export function outputTemplateProblem(template: string, varNames: readonly string[]): string | undefined {
   const known = new Set([...OUTPUT_NAMES, ...varNames]);
   const unknown = templateNames(template).filter((n) => !known.has(n));
-  if (unknown.length) return `unknown template name ${unknown.map((n) => `{{${n}}}`).join(', ')}; output names may use ${[...known].map((n) => `{{${n}}}`).join(', ')}`;
-  if (!templateNames(template).includes('id')) return 'output names must contain {{id}}, or items would overwrite each other';
-  if (isAbsolute(template) || /^[a-zA-Z]:/.test(template)) return 'expected a relative name inside the output dir, found an absolute path';
-  if (template.split(/[\\/]/).some((s) => s === '..')) return 'expected a name inside the output dir, found a .. segment';
+  if (unknown.length)
+    return `unknown template name ${unknown.map((n) => `{{${n}}}`).join(', ')}; output names may use ${[...known].map((n) => `{{${n}}}`).join(', ')}`;
+  if (!templateNames(template).includes('id'))
+    return 'output names must contain {{id}}, or items would overwrite each other';
+  if (isAbsolute(template) || /^[a-zA-Z]:/.test(template))
+    return 'expected a relative name inside the output dir, found an absolute path';
+  if (template.split(/[\\/]/).some((s) => s === '..'))
+    return 'expected a name inside the output dir, found a .. segment';
   return undefined;
 }
 
@@ -42,19 +46,27 @@ export interface OutputNameValues {
  * they are put in; the result is checked again, so no manifest value can
  * name a file outside the output dir.
  */
-export function outputRelativePath(template: string, v: OutputNameValues): { ok: true; path: string } | { ok: false; message: string } {
+export function outputRelativePath(
+  template: string,
+  v: OutputNameValues,
+): { ok: true; path: string } | { ok: false; message: string } {
   const rendered = render(template, new OutputNameContext(v, safeVars(v.vars)));
   if (!rendered.ok) return rendered;
   let path = rendered.value.includes('\\') ? rendered.value.replace(/\\/g, '/') : rendered.value;
   if (v.n > 1 && !usesN(template)) path = path.replace(/(\.[^./]*)?$/, (ext) => `-${v.n}${ext}`);
   // The common name is one short segment: checked without splitting it (a catalog names 100,000).
-  if (!path.includes('/') && path !== '.' && path !== '..' && path !== '' && path.length <= MAX_SEGMENT_BYTES / 4) return { ok: true, path };
+  if (!path.includes('/') && path !== '.' && path !== '..' && path !== '' && path.length <= MAX_SEGMENT_BYTES / 4)
+    return { ok: true, path };
   const segments = path.split('/');
   if (isAbsolute(path) || segments.some((s) => s === '' || s === '.' || s === '..')) {
     return { ok: false, message: `the output name ${JSON.stringify(path)} would leave the output dir` };
   }
   const long = segments.find((s) => Buffer.byteLength(s) > MAX_SEGMENT_BYTES);
-  if (long) return { ok: false, message: `the output file name would be ${Buffer.byteLength(long)} bytes long; at most ${MAX_SEGMENT_BYTES} are allowed` };
+  if (long)
+    return {
+      ok: false,
+      message: `the output file name would be ${Buffer.byteLength(long)} bytes long; at most ${MAX_SEGMENT_BYTES} are allowed`,
+    };
   return { ok: true, path: segments.join('/') };
 }
 
@@ -67,12 +79,18 @@ class OutputNameContext implements TemplateContext {
 
   get(name: string): string | undefined {
     switch (name) {
-      case 'id': return safeFileValue(this.v.id);
-      case 'n': return String(this.v.n);
-      case 'ext': return safeFileValue(this.v.ext);
-      case 'model': return safeFileValue(this.v.model);
-      case 'type': return this.v.type;
-      default: return this.vars.get(name);
+      case 'id':
+        return safeFileValue(this.v.id);
+      case 'n':
+        return String(this.v.n);
+      case 'ext':
+        return safeFileValue(this.v.ext);
+      case 'model':
+        return safeFileValue(this.v.model);
+      case 'type':
+        return this.v.type;
+      default:
+        return this.vars.get(name);
     }
   }
 

@@ -46,7 +46,12 @@ const FIRST_CHUNK_BYTES = 16 * 1024;
  * has 100,000 rows: one promise per batch, not per row); bad rows become
  * issues, never exceptions.
  */
-export async function* readRows(absPath: string, file: string, issues: IssueList, files: RowsFiles = new RowsFiles()): AsyncGenerator<Row[]> {
+export async function* readRows(
+  absPath: string,
+  file: string,
+  issues: IssueList,
+  files: RowsFiles = new RowsFiles(),
+): AsyncGenerator<Row[]> {
   try {
     const bytes = await files.read(absPath);
     if (/\.jsonl$|\.ndjson$/i.test(absPath)) yield* readJsonl(bytes, file, issues);
@@ -171,18 +176,36 @@ async function* readJsonl(bytes: Buffer, file: string, issues: IssueList): Async
     try {
       parsed = JSON.parse(text);
     } catch {
-      issues.add({ file, line, column: 1, field: `row ${line}`, message: 'expected a JSON object on this line, found text that is not JSON' });
+      issues.add({
+        file,
+        line,
+        column: 1,
+        field: `row ${line}`,
+        message: 'expected a JSON object on this line, found text that is not JSON',
+      });
       continue;
     }
     if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
-      issues.add({ file, line, column: 1, field: `row ${line}`, message: `expected a JSON object, found ${Array.isArray(parsed) ? 'an array' : typeof parsed}` });
+      issues.add({
+        file,
+        line,
+        column: 1,
+        field: `row ${line}`,
+        message: `expected a JSON object, found ${Array.isArray(parsed) ? 'an array' : typeof parsed}`,
+      });
       continue;
     }
     const fields: Record<string, string> = {};
     let ok = true;
     for (const [key, value] of Object.entries(parsed)) {
       if (value === null || typeof value === 'object') {
-        issues.add({ file, line, column: 1, field: `row ${line}: ${key}`, message: 'expected a string, number or boolean' });
+        issues.add({
+          file,
+          line,
+          column: 1,
+          field: `row ${line}: ${key}`,
+          message: 'expected a string, number or boolean',
+        });
         ok = false;
       } else fields[key] = String(value);
     }

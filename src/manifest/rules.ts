@@ -1,6 +1,12 @@
 import { templateNames } from './templates.js';
 import type { IssueList } from './issues.js';
-import { DEFAULT_OUTPUT_NAME, MAX_SEGMENT_BYTES, outputRelativePath, defaultExtension, safeFileValue } from './output-paths.js';
+import {
+  DEFAULT_OUTPUT_NAME,
+  MAX_SEGMENT_BYTES,
+  outputRelativePath,
+  defaultExtension,
+  safeFileValue,
+} from './output-paths.js';
 import { type ManifestSource, fieldPath } from './source.js';
 import { dependenciesOf, type ItemOrigin, type ResolvedItem } from './types.js';
 
@@ -59,7 +65,8 @@ export class AcrossItems {
     this.itemIndexes.push(where.itemIndex);
     this.rowLines.push(where.row?.line ?? 0);
     // Asked when the manifest item changes, not for each of its rows.
-    if (where.itemIndex !== this.lastItemIndex && !this.itemPlaces.has(where.itemIndex)) this.itemPlaces.set(where.itemIndex, { line: where.line, rowsFile: where.row?.file });
+    if (where.itemIndex !== this.lastItemIndex && !this.itemPlaces.has(where.itemIndex))
+      this.itemPlaces.set(where.itemIndex, { line: where.line, rowsFile: where.row?.file });
     this.lastItemIndex = where.itemIndex;
 
     if (this.byFoldedId) this.addByFoldedId(item, seq, this.byFoldedId);
@@ -90,16 +97,30 @@ export class AcrossItems {
     const sharing = earlier.find((j) => this.videos[j] === video);
     if (same !== undefined) this.duplicate(item, same);
     else if (sharing !== undefined) {
-      const out = outputRelativePath(this.outputName, { id: item.id, n: 1, ext: defaultExtension(item.type), model: item.model, type: item.type, vars: this.vars });
+      const out = outputRelativePath(this.outputName, {
+        id: item.id,
+        n: 1,
+        ext: defaultExtension(item.type),
+        model: item.model,
+        type: item.type,
+        vars: this.vars,
+      });
       const l = this.at(item.where, 'id');
-      if (out.ok) this.issues.add({ ...l, message: `items ${JSON.stringify(this.ids[sharing])} and ${JSON.stringify(item.id)} would write the same file ${out.path}${l.row}` });
+      if (out.ok)
+        this.issues.add({
+          ...l,
+          message: `items ${JSON.stringify(this.ids[sharing])} and ${JSON.stringify(item.id)} would write the same file ${out.path}${l.row}`,
+        });
     }
     alike.push(seq);
   }
 
   private duplicate(item: ResolvedItem, first: number): void {
     const loc = this.at(item.where, 'id');
-    this.issues.add({ ...loc, message: `duplicate id ${JSON.stringify(item.id)}: ids must be unique after expansion (first at ${this.placeOf(first)})${loc.row}` });
+    this.issues.add({
+      ...loc,
+      message: `duplicate id ${JSON.stringify(item.id)}: ids must be unique after expansion (first at ${this.placeOf(first)})${loc.row}`,
+    });
   }
 
   /** The first item with this exact id. */
@@ -120,8 +141,13 @@ export class AcrossItems {
         if (targetType === dep.needs && dep.id !== id) continue;
         const loc = this.at(where, dep.field);
         if (targetType === undefined) {
-          if (!invalidIds.has(dep.id)) this.issues.add({ ...loc, message: `no item has the id ${JSON.stringify(dep.id)}${loc.row}` });
-        } else if (targetType !== dep.needs) this.issues.add({ ...loc, message: `expected ${dep.needs === 'image' ? 'an image' : 'a video'} item, found ${JSON.stringify(dep.id)}, ${targetType === 'image' ? 'an image' : 'a video'} item${loc.row}` });
+          if (!invalidIds.has(dep.id))
+            this.issues.add({ ...loc, message: `no item has the id ${JSON.stringify(dep.id)}${loc.row}` });
+        } else if (targetType !== dep.needs)
+          this.issues.add({
+            ...loc,
+            message: `expected ${dep.needs === 'image' ? 'an image' : 'a video'} item, found ${JSON.stringify(dep.id)}, ${targetType === 'image' ? 'an image' : 'a video'} item${loc.row}`,
+          });
         else this.issues.add({ ...loc, message: `an item cannot take its own output${loc.row}` });
       }
     }
@@ -139,7 +165,14 @@ export class AcrossItems {
     const { outputsChecked } = this;
     const named = (id: string, n: number) => `${JSON.stringify(id)}${n > 1 ? ` (its output ${n})` : ''}`;
     for (let n = 1; n <= outputsChecked; n++) {
-      const out = outputRelativePath(this.outputName, { id: item.id, n, ext: defaultExtension(item.type), model: item.model, type: item.type, vars: this.vars });
+      const out = outputRelativePath(this.outputName, {
+        id: item.id,
+        n,
+        ext: defaultExtension(item.type),
+        model: item.model,
+        type: item.type,
+        vars: this.vars,
+      });
       if (!out.ok) {
         const l = this.at(item.where, 'id');
         this.issues.add({ ...l, message: `${out.message}${l.row}` });
@@ -148,11 +181,17 @@ export class AcrossItems {
       if (!shared) continue;
       const key = out.path.toLowerCase(); // case-insensitive file systems would merge these
       const taken = this.files.get(key);
-      const other = taken === undefined ? undefined : { id: this.ids[Math.floor(taken / outputsChecked)]!, n: (taken % outputsChecked) + 1 };
+      const other =
+        taken === undefined
+          ? undefined
+          : { id: this.ids[Math.floor(taken / outputsChecked)]!, n: (taken % outputsChecked) + 1 };
       if (other !== undefined && other.id !== item.id) {
         const hint = outputsChecked > 1 ? '; put {{n}} in output.name (as in the default "{{id}}-{{n}}.{{ext}}")' : '';
         const l = this.at(item.where, 'id');
-        this.issues.add({ ...l, message: `items ${named(other.id, other.n)} and ${named(item.id, n)} would write the same file ${out.path}${hint}${l.row}` });
+        this.issues.add({
+          ...l,
+          message: `items ${named(other.id, other.n)} and ${named(item.id, n)} would write the same file ${out.path}${hint}${l.row}`,
+        });
         return;
       }
       this.files.set(key, seq * outputsChecked + n - 1);

@@ -18,14 +18,32 @@ const itemFields = {
   prompt: z.string().min(1).optional(),
   aspectRatio: z.string().min(1).optional().describe('<w>:<h>, e.g. "4:5"'),
   resolution: z.string().min(1).optional().describe('e.g. 2K for images, 720p for videos'),
-  duration: z.union([z.number().positive(), z.string().min(1)]).optional().describe('video seconds, one of the model’s durations'),
+  duration: z
+    .union([z.number().positive(), z.string().min(1)])
+    .optional()
+    .describe('video seconds, one of the model’s durations'),
   inputs: z.array(fileInput).min(1).optional().describe('images to edit (an edit model)'),
   image: fileInput.optional().describe('first frame (image-to-video)'),
   referenceImages: z.array(fileInput).min(1).optional().describe('reference images (reference-to-video)'),
   video: fileInput.optional().describe('source video (video-extend, video-edit)'),
-  source: z.string().min(1).optional().describe('an earlier video item, sent as sourceJobId (video-extend, video-edit)'),
-  tags: z.array(z.string().min(1)).min(1).optional().describe('labels: status and the results show items and credits per tag, and run --only tag:NAME selects by them; templates allowed, and a value with commas gives several'),
-  priority: z.union([z.number(), z.string().min(1)]).optional().describe('orders ready items: higher first, then manifest order (default 0; templates allowed, so a rows column can give it)'),
+  source: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('an earlier video item, sent as sourceJobId (video-extend, video-edit)'),
+  tags: z
+    .array(z.string().min(1))
+    .min(1)
+    .optional()
+    .describe(
+      'labels: status and the results show items and credits per tag, and run --only tag:NAME selects by them; templates allowed, and a value with commas gives several',
+    ),
+  priority: z
+    .union([z.number(), z.string().min(1)])
+    .optional()
+    .describe(
+      'orders ready items: higher first, then manifest order (default 0; templates allowed, so a rows column can give it)',
+    ),
 };
 
 export const ITEM_FIELDS = Object.keys(itemFields) as (keyof typeof itemFields)[];
@@ -36,11 +54,18 @@ export const itemSchema = z.strictObject({
   id: z.string().min(1).describe('stable identity; templates allowed'),
   ...itemFields,
   matrix: z.record(varName, z.array(scalar).min(1)).optional().describe('one item per combination of these values'),
-  rows: z.string().min(1).optional().describe('a CSV (with header) or JSONL file: one item per row, columns as template names'),
+  rows: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('a CSV (with header) or JSONL file: one item per row, columns as template names'),
   repeat: z.int().min(1).max(1000).optional().describe('independent jobs of the same item: ids get #1, #2, …'),
 });
 
-const videoPriceTable = z.record(z.string().describe('resolution'), z.record(z.string().describe('duration'), z.number().nonnegative()));
+const videoPriceTable = z.record(
+  z.string().describe('resolution'),
+  z.record(z.string().describe('duration'), z.number().nonnegative()),
+);
 
 export const manifestSchema = z.strictObject({
   $schema: z.string().optional(),
@@ -50,10 +75,18 @@ export const manifestSchema = z.strictObject({
   output: z
     .strictObject({
       dir: z.string().min(1).optional().describe('relative to the manifest; default out/<name>'),
-      name: z.string().min(1).optional().describe('per output file; {{id}}, {{n}} (from 1), {{ext}}, {{model}}, {{type}} and vars'),
+      name: z
+        .string()
+        .min(1)
+        .optional()
+        .describe('per output file; {{id}}, {{n}} (from 1), {{ext}}, {{model}}, {{type}} and vars'),
     })
     .optional(),
-  budget: z.strictObject({ maxCredits: z.number().positive().describe('stop submitting once the run was charged this much, net of refunds') }).optional(),
+  budget: z
+    .strictObject({
+      maxCredits: z.number().positive().describe('stop submitting once the run was charged this much, net of refunds'),
+    })
+    .optional(),
   vars: z.record(varName, scalar).optional(),
   prices: z
     .record(z.string().describe('model id'), z.union([z.number().nonnegative(), videoPriceTable]))

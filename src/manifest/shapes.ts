@@ -11,11 +11,29 @@ export class ShapeTally {
   private last: ItemShape | undefined;
 
   add(item: ResolvedItem): void {
-    const given: ItemShape['given'] = item.image !== undefined ? 'image' : item.referenceImages !== undefined ? 'referenceImages' : item.video !== undefined ? 'video' : item.source !== undefined ? 'source' : null;
+    const given: ItemShape['given'] =
+      item.image !== undefined
+        ? 'image'
+        : item.referenceImages !== undefined
+          ? 'referenceImages'
+          : item.video !== undefined
+            ? 'video'
+            : item.source !== undefined
+              ? 'source'
+              : null;
     const edits = item.inputs !== undefined ? 1 : 0;
     // A catalog's rows mostly share the last row's shape: compared field by field, with no key made.
     const last = this.last;
-    if (last && last.type === item.type && last.model === item.model && last.aspectRatio === (item.aspectRatio ?? null) && last.resolution === (item.resolution ?? null) && last.duration === (item.duration ?? null) && last.edits === edits && last.given === given) {
+    if (
+      last &&
+      last.type === item.type &&
+      last.model === item.model &&
+      last.aspectRatio === (item.aspectRatio ?? null) &&
+      last.resolution === (item.resolution ?? null) &&
+      last.duration === (item.duration ?? null) &&
+      last.edits === edits &&
+      last.given === given
+    ) {
       last.n++;
       return;
     }
@@ -23,7 +41,20 @@ export class ShapeTally {
     const key = `${item.type}\u0000${item.model}\u0000${item.aspectRatio}\u0000${item.resolution}\u0000${item.duration}\u0000${edits}\u0000${given}`;
     let seen = this.byKey.get(key);
     if (seen) seen.n++;
-    else this.byKey.set(key, (seen = { type: item.type, model: item.model, aspectRatio: item.aspectRatio ?? null, resolution: item.resolution ?? null, duration: item.duration ?? null, edits, given, n: 1 }));
+    else
+      this.byKey.set(
+        key,
+        (seen = {
+          type: item.type,
+          model: item.model,
+          aspectRatio: item.aspectRatio ?? null,
+          resolution: item.resolution ?? null,
+          duration: item.duration ?? null,
+          edits,
+          given,
+          n: 1,
+        }),
+      );
     this.last = seen;
   }
 

@@ -31,13 +31,26 @@ export class ManifestSource {
       text = await readFile(absPath, 'utf8');
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
-      const reason = code === 'ENOENT' ? `no such file (looked for ${absPath})` : code === 'EACCES' ? 'not readable (permission denied)' : code === 'EISDIR' ? 'a folder, not a file' : (code ?? String(error));
+      const reason =
+        code === 'ENOENT'
+          ? `no such file (looked for ${absPath})`
+          : code === 'EACCES'
+            ? 'not readable (permission denied)'
+            : code === 'EISDIR'
+              ? 'a folder, not a file'
+              : (code ?? String(error));
       issues.add({ file, line: 1, column: 1, field: '(file)', message: `cannot read the manifest: ${reason}` });
       return undefined;
     }
     const lines = new LineCounter();
     // JSON is YAML 1.2 flow syntax, so one parser gives positions for both.
-    const doc = parseDocument(text, { lineCounter: lines, uniqueKeys: true, prettyErrors: false, strict: true, logLevel: 'error' });
+    const doc = parseDocument(text, {
+      lineCounter: lines,
+      uniqueKeys: true,
+      prettyErrors: false,
+      strict: true,
+      logLevel: 'error',
+    });
     const source = new ManifestSource(file, absPath, text, doc, lines);
     for (const error of doc.errors) {
       const pos = lines.linePos(error.pos[0]);

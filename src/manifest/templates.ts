@@ -46,10 +46,16 @@ export function render(text: string, context: TemplateContext): Rendered {
   }
   if (unknown) {
     const known = [...context.keys()].sort();
-    return { ok: false, message: `unknown template name ${unknown.map((n) => `{{${n}}}`).join(', ')}; known here: ${known.length ? known.join(', ') : '(none)'}` };
+    return {
+      ok: false,
+      message: `unknown template name ${unknown.map((n) => `{{${n}}}`).join(', ')}; known here: ${known.length ? known.join(', ') : '(none)'}`,
+    };
   }
   if (value.includes('{{') || value.includes('}}')) {
-    return { ok: false, message: `a malformed template in ${JSON.stringify(text)}: expected {{name}} with a name of letters, digits and _` };
+    return {
+      ok: false,
+      message: `a malformed template in ${JSON.stringify(text)}: expected {{name}} with a name of letters, digits and _`,
+    };
   }
   return { ok: true, value };
 }

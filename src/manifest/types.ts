@@ -34,7 +34,9 @@ export interface ResolvedItem {
 }
 
 /** The items an item waits for, with the field that names each. */
-export function dependenciesOf(item: Omit<ResolvedItem, 'where'>): { id: string; field: string; needs: 'image' | 'video' }[] {
+export function dependenciesOf(
+  item: Omit<ResolvedItem, 'where'>,
+): { id: string; field: string; needs: 'image' | 'video' }[] {
   const deps: { id: string; field: string; needs: 'image' | 'video' }[] = [];
   if (!item.inputs && !item.image && !item.referenceImages && !item.video && !item.source) return deps;
   const add = (ref: InputRef | undefined, field: string, needs: 'image' | 'video') => {
@@ -50,8 +52,16 @@ export function dependenciesOf(item: Omit<ResolvedItem, 'where'>): { id: string;
 
 /** The item's local file inputs, in the order its fields name them (most catalog rows have none, and are passed over without an array). */
 export function fileInputsOf(item: Omit<ResolvedItem, 'where'>): readonly FileInput[] {
-  if (item.inputs === undefined && item.image === undefined && item.referenceImages === undefined && item.video === undefined) return NO_FILES;
-  return [...(item.inputs ?? []), item.image, ...(item.referenceImages ?? []), item.video].filter((ref): ref is FileInput => ref?.kind === 'file');
+  if (
+    item.inputs === undefined &&
+    item.image === undefined &&
+    item.referenceImages === undefined &&
+    item.video === undefined
+  )
+    return NO_FILES;
+  return [...(item.inputs ?? []), item.image, ...(item.referenceImages ?? []), item.video].filter(
+    (ref): ref is FileInput => ref?.kind === 'file',
+  );
 }
 
 type FileInput = Extract<InputRef, { kind: 'file' }>;

@@ -42,7 +42,11 @@ export interface ValidationResult {
  * `readAlready`, when given, is this manifest's top level as `loadManifestTop` read
  * it without a problem: its text is not read and parsed a second time.
  */
-export async function loadManifest(path: string, cwd = process.cwd(), readAlready?: ManifestTop): Promise<ValidationResult> {
+export async function loadManifest(
+  path: string,
+  cwd = process.cwd(),
+  readAlready?: ManifestTop,
+): Promise<ValidationResult> {
   const items: ResolvedItem[] = [];
   const pass = await checkItems(path, cwd, readAlready, undefined, (item) => items.push(item));
   return { ...(pass.top ? { loaded: { ...pass.top, items } } : {}), issues: pass.issues, warnings: pass.warnings };
@@ -77,7 +81,12 @@ export interface CheckResult {
  * `rowsRead`: rows files already read (for the sources' fingerprint), by
  * absolute path, expanded as they are.
  */
-export async function checkManifest(path: string, cwd = process.cwd(), readAlready?: ManifestTop, rowsRead?: ReadonlyMap<string, Buffer>): Promise<CheckResult> {
+export async function checkManifest(
+  path: string,
+  cwd = process.cwd(),
+  readAlready?: ManifestTop,
+  rowsRead?: ReadonlyMap<string, Buffer>,
+): Promise<CheckResult> {
   const tally = new ItemsTally();
   const pass = await checkItems(path, cwd, readAlready, rowsRead, (item) => tally.add(item));
   if (!pass.top || !pass.expander || !pass.ids) return { issues: pass.issues, warnings: pass.warnings };
@@ -87,23 +96,57 @@ export async function checkManifest(path: string, cwd = process.cwd(), readAlrea
     let seq = 0;
     for await (const batch of expander.again(issues).batches()) {
       // Cannot happen (the same text and bytes expand the same way): a guard, so that nothing unchecked is ever written.
-      for (const item of batch) if (item.id !== ids[seq++]) throw new Error(`the manifest's item ${seq} expanded as ${JSON.stringify(item.id)} the second time, ${JSON.stringify(ids[seq - 1])} the first`);
-      if (issues.count > 0) throw new Error(`the manifest's items expanded with problems the second time: ${issues.issues[0] ? formatIssue(issues.issues[0]) : ''}`);
+      for (const item of batch)
+        if (item.id !== ids[seq++])
+          throw new Error(
+            `the manifest's item ${seq} expanded as ${JSON.stringify(item.id)} the second time, ${JSON.stringify(ids[seq - 1])} the first`,
+          );
+      if (issues.count > 0)
+        throw new Error(
+          `the manifest's items expanded with problems the second time: ${issues.issues[0] ? formatIssue(issues.issues[0]) : ''}`,
+        );
       yield batch;
     }
-    if (seq !== ids.length) throw new Error(`the manifest expanded to ${seq} items the second time, ${ids.length} the first`);
+    if (seq !== ids.length)
+      throw new Error(`the manifest expanded to ${seq} items the second time, ${ids.length} the first`);
   }
-  return { checked: { ...pass.top, count: ids.length, shapes: tally.shapes(), inputFiles: tally.inputFiles, batches }, issues: pass.issues, warnings: pass.warnings };
+  return {
+    checked: { ...pass.top, count: ids.length, shapes: tally.shapes(), inputFiles: tally.inputFiles, batches },
+    issues: pass.issues,
+    warnings: pass.warnings,
+  };
 }
 
 /** One pass over the items: each is checked across the others and given to `take` as it comes. `top` and `expander` are absent when the items could not all be checked. */
-async function checkItems(path: string, cwd: string, readAlready: ManifestTop | undefined, rowsRead: ReadonlyMap<string, Buffer> | undefined, take: (item: ResolvedItem) => void): Promise<{ top?: ManifestTop; expander?: Expander; ids?: readonly string[]; issues: IssueList; warnings: ManifestIssue[] }> {
-  const read: TopRead = readAlready ? { issues: new IssueList(), top: readAlready, schemaOk: true } : await readTop(path, cwd);
+async function checkItems(
+  path: string,
+  cwd: string,
+  readAlready: ManifestTop | undefined,
+  rowsRead: ReadonlyMap<string, Buffer> | undefined,
+  take: (item: ResolvedItem) => void,
+): Promise<{
+  top?: ManifestTop;
+  expander?: Expander;
+  ids?: readonly string[];
+  issues: IssueList;
+  warnings: ManifestIssue[];
+}> {
+  const read: TopRead = readAlready
+    ? { issues: new IssueList(), top: readAlready, schemaOk: true }
+    : await readTop(path, cwd);
   if (!read.top) return { issues: read.issues, warnings: [] };
   const { top, issues, only, schemaOk, templateProblem } = read;
-  const expander = new Expander(top.source, top.manifest, cwd, issues, only, new ExpansionReads(new RowsFiles(rowsRead)));
+  const expander = new Expander(
+    top.source,
+    top.manifest,
+    cwd,
+    issues,
+    only,
+    new ExpansionReads(new RowsFiles(rowsRead)),
+  );
   // Checked as they come, in manifest order: no item need be held for it.
-  const across = schemaOk && !templateProblem ? new AcrossItems(top.source, top.outputName, top.vars, issues) : undefined;
+  const across =
+    schemaOk && !templateProblem ? new AcrossItems(top.source, top.outputName, top.vars, issues) : undefined;
   let count = 0;
   for await (const batch of expander.batches()) {
     for (const item of batch) {
@@ -114,7 +157,13 @@ async function checkItems(path: string, cwd: string, readAlready: ManifestTop | 
   }
   across?.finish(expander.invalidIds);
   if (!schemaOk) return { issues, warnings: expander.warnings() };
-  if (count === 0 && issues.count === 0) issues.add({ file: top.source.file, ...top.source.locate(['items']), field: 'items', message: 'the manifest expands to no items (are the rows files empty?)' });
+  if (count === 0 && issues.count === 0)
+    issues.add({
+      file: top.source.file,
+      ...top.source.locate(['items']),
+      field: 'items',
+      message: 'the manifest expands to no items (are the rows files empty?)',
+    });
   return { top, expander, ...(across ? { ids: across.ids } : {}), issues, warnings: expander.warnings() };
 }
 
@@ -143,10 +192,20 @@ async function readTop(path: string, cwd: string): Promise<TopRead> {
   const data = source.doc.toJS({ maxAliasCount: 100 }) as unknown;
   const report = (p: readonly PropertyKey[], message: string) => {
     const segments = p.map((s) => (typeof s === 'symbol' ? String(s) : s));
-    issues.add({ file: source.file, ...source.locate(segments), field: fieldPath(segments), message: `${message}${source.templateHint(segments)}` });
+    issues.add({
+      file: source.file,
+      ...source.locate(segments),
+      field: fieldPath(segments),
+      message: `${message}${source.templateHint(segments)}`,
+    });
   };
   if (data === null || typeof data !== 'object' || Array.isArray(data)) {
-    report([], data == null ? 'the manifest is empty: expected version: 1 and items' : 'expected a mapping with version and items');
+    report(
+      [],
+      data == null
+        ? 'the manifest is empty: expected version: 1 and items'
+        : 'expected a mapping with version and items',
+    );
     return { issues };
   }
   const parsed = manifestSchema.safeParse(data);
@@ -156,7 +215,10 @@ async function readTop(path: string, cwd: string): Promise<TopRead> {
   else {
     for (const issue of parsed.error.issues) for (const e of explainIssue(issue, data)) report(e.path, e.message);
     // Keep looking: expand the items that did parse, so their template and file errors show now too.
-    const partial = salvage(data as Record<string, unknown>, parsed.error.issues.map((i) => i.path));
+    const partial = salvage(
+      data as Record<string, unknown>,
+      parsed.error.issues.map((i) => i.path),
+    );
     if (!partial) return { issues };
     ({ manifest, only } = partial);
   }
@@ -166,14 +228,25 @@ async function readTop(path: string, cwd: string): Promise<TopRead> {
   if (templateProblem) report(['output', 'name'], templateProblem);
   const name = manifest.name ?? source.stem;
   const outputDir = resolve(source.dir, manifest.output?.dir ?? `out/${name}`);
-  return { issues, top: { source, manifest, name, outputDir, outputName, vars }, ...(only ? { only } : {}), schemaOk: parsed.success, ...(templateProblem ? { templateProblem } : {}) };
+  return {
+    issues,
+    top: { source, manifest, name, outputDir, outputName, vars },
+    ...(only ? { only } : {}),
+    schemaOk: parsed.success,
+    ...(templateProblem ? { templateProblem } : {}),
+  };
 }
 
 /** The parts of a manifest that passed the schema: enough to expand the good items. */
-function salvage(data: Record<string, unknown>, badPaths: PropertyKey[][]): { manifest: Manifest; only: Set<number> } | undefined {
+function salvage(
+  data: Record<string, unknown>,
+  badPaths: PropertyKey[][],
+): { manifest: Manifest; only: Set<number> } | undefined {
   const badTop = new Set(badPaths.map((p) => p[0]).filter((k) => k !== 'items'));
   if (badTop.has('defaults') || badTop.has('vars') || !Array.isArray(data.items)) return undefined;
-  const badItems = new Set(badPaths.filter((p) => p[0] === 'items' && typeof p[1] === 'number').map((p) => p[1] as number));
+  const badItems = new Set(
+    badPaths.filter((p) => p[0] === 'items' && typeof p[1] === 'number').map((p) => p[1] as number),
+  );
   const items = data.items as Manifest['items'];
   const only = new Set(items.map((_, i) => i).filter((i) => !badItems.has(i)));
   if (badPaths.some((p) => p[0] === 'items' && p.length === 1)) return undefined;

@@ -16,7 +16,11 @@ function distance(a: string, b: string): number {
   for (let j = 1; j <= b.length; j++) d[0]![j] = j;
   for (let i = 1; i <= a.length; i++) {
     for (let j = 1; j <= b.length; j++) {
-      d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + (a[i - 1]!.toLowerCase() === b[j - 1]!.toLowerCase() ? 0 : 1));
+      d[i]![j] = Math.min(
+        d[i - 1]![j]! + 1,
+        d[i]![j - 1]! + 1,
+        d[i - 1]![j - 1]! + (a[i - 1]!.toLowerCase() === b[j - 1]!.toLowerCase() ? 0 : 1),
+      );
     }
   }
   return d[a.length]![b.length]!;
@@ -27,17 +31,26 @@ export function describeValue(value: unknown): string {
   if (value === null) return 'an empty value (null)';
   if (Array.isArray(value)) return 'a list';
   if (typeof value === 'object') return 'a mapping';
-  if (typeof value === 'string') return `the text ${JSON.stringify(value.length > 60 ? `${value.slice(0, 57)}...` : value)}`;
+  if (typeof value === 'string')
+    return `the text ${JSON.stringify(value.length > 60 ? `${value.slice(0, 57)}...` : value)}`;
   return `${typeof value === 'number' ? 'the number' : ''} ${String(value)}`.trim();
 }
 
 function valueAt(data: unknown, path: readonly PropertyKey[]): unknown {
   let v: unknown = data;
-  for (const seg of path) v = v !== null && typeof v === 'object' ? (v as Record<PropertyKey, unknown>)[seg] : undefined;
+  for (const seg of path)
+    v = v !== null && typeof v === 'object' ? (v as Record<PropertyKey, unknown>)[seg] : undefined;
   return v;
 }
 
-const TYPE_WORDS: Record<string, string> = { string: 'text', number: 'a number', int: 'a whole number', boolean: 'true or false', object: 'a mapping', array: 'a list' };
+const TYPE_WORDS: Record<string, string> = {
+  string: 'text',
+  number: 'a number',
+  int: 'a whole number',
+  boolean: 'true or false',
+  object: 'a mapping',
+  array: 'a list',
+};
 
 /** One zod issue as the user reads it: where (path) and what was expected versus found. */
 export function explainIssue(issue: z.core.$ZodIssue, data: unknown): { path: PropertyKey[]; message: string }[] {
@@ -48,10 +61,14 @@ export function explainIssue(issue: z.core.$ZodIssue, data: unknown): { path: Pr
       return issue.keys.map((key) => {
         const known = knownKeysAt(path);
         const close = known.filter((k) => distance(k, key) <= 2).sort((a, b) => distance(a, key) - distance(b, key))[0];
-        return { path: [...path, key], message: `unknown field ${JSON.stringify(key)}${close ? `; did you mean ${close}?` : `; expected one of ${known.join(', ')}`}` };
+        return {
+          path: [...path, key],
+          message: `unknown field ${JSON.stringify(key)}${close ? `; did you mean ${close}?` : `; expected one of ${known.join(', ')}`}`,
+        };
       });
     case 'invalid_type': {
-      if (valueAt(data, path) === undefined) return [{ path, message: `missing: expected ${TYPE_WORDS[issue.expected] ?? issue.expected}` }];
+      if (valueAt(data, path) === undefined)
+        return [{ path, message: `missing: expected ${TYPE_WORDS[issue.expected] ?? issue.expected}` }];
       return [{ path, message: `expected ${TYPE_WORDS[issue.expected] ?? issue.expected}, found ${found}` }];
     }
     case 'invalid_value':
@@ -59,13 +76,37 @@ export function explainIssue(issue: z.core.$ZodIssue, data: unknown): { path: Pr
     case 'invalid_union': {
       const last = path[path.length - 1];
       const fileLike = ['image', 'video'].includes(String(last)) || typeof last === 'number';
-      if (path[0] === 'prices' && path.length === 2) return [{ path, message: `expected the credits of one job (a number), or for video a table of resolution → duration → credits, found ${found}` }];
-      return [{ path, message: fileLike ? `expected a file path or { from: item-id }, found ${found}` : `expected ${found === 'a mapping' ? 'a single value or a table of values' : 'another kind of value'}, found ${found}` }];
+      if (path[0] === 'prices' && path.length === 2)
+        return [
+          {
+            path,
+            message: `expected the credits of one job (a number), or for video a table of resolution → duration → credits, found ${found}`,
+          },
+        ];
+      return [
+        {
+          path,
+          message: fileLike
+            ? `expected a file path or { from: item-id }, found ${found}`
+            : `expected ${found === 'a mapping' ? 'a single value or a table of values' : 'another kind of value'}, found ${found}`,
+        },
+      ];
     }
     case 'too_small':
-      if (issue.origin === 'array') return [{ path, message: issue.minimum === 1 ? `expected at least one entry, found an empty list` : `expected at least ${issue.minimum} entries` }];
+      if (issue.origin === 'array')
+        return [
+          {
+            path,
+            message:
+              issue.minimum === 1
+                ? `expected at least one entry, found an empty list`
+                : `expected at least ${issue.minimum} entries`,
+          },
+        ];
       if (issue.origin === 'string') return [{ path, message: 'expected a non-empty text' }];
-      return [{ path, message: `expected ${issue.inclusive ? 'at least' : 'more than'} ${issue.minimum}, found ${found}` }];
+      return [
+        { path, message: `expected ${issue.inclusive ? 'at least' : 'more than'} ${issue.minimum}, found ${found}` },
+      ];
     case 'too_big':
       return [{ path, message: `expected at most ${issue.maximum}, found ${found}` }];
     case 'invalid_format':

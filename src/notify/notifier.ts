@@ -72,7 +72,10 @@ export class Notifier {
       this.armStall();
     } else if (event.kind === 'waiting' && /daily/i.test(event.reason) && !this.waitingNotified) {
       this.waitingNotified = true;
-      this.send('waiting-daily-cap', `submissions wait for ${event.reason} until ${new Date(event.untilMs).toISOString()}`);
+      this.send(
+        'waiting-daily-cap',
+        `submissions wait for ${event.reason} until ${new Date(event.untilMs).toISOString()}`,
+      );
     } else if (event.kind === 'stopping') {
       this.send('stopped', event.reason);
     }
@@ -89,7 +92,10 @@ export class Notifier {
     if (this.stallTimer) clearTimeout(this.stallTimer);
     this.stallTimer = setTimeout(() => {
       const minutes = (this.now() - this.lastProgress) / 60_000;
-      this.send('stalled', `no item ended and nothing was submitted for ${minutes < 1 ? `${Math.round(minutes * 60)} s` : `${Math.round(minutes)} min`}`);
+      this.send(
+        'stalled',
+        `no item ended and nothing was submitted for ${minutes < 1 ? `${Math.round(minutes * 60)} s` : `${Math.round(minutes)} min`}`,
+      );
       this.armStall();
     }, this.opts.stallMs);
     this.stallTimer.unref();
@@ -133,7 +139,10 @@ export class Notifier {
         if (attempt < ATTEMPTS) await pause(250 * attempt, deadline);
       }
     }
-    this.opts.logger?.warn({ event: event.event, target, error: redact(lastError, this.opts.url) }, 'notification not delivered');
+    this.opts.logger?.warn(
+      { event: event.event, target, error: redact(lastError, this.opts.url) },
+      'notification not delivered',
+    );
   }
 }
 
@@ -164,10 +173,14 @@ function runCommand(command: string, event: NotifyEvent, signal: AbortSignal): P
 function pause(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => {
-      clearTimeout(timer);
-      resolve();
-    }, { once: true });
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
   });
 }
 

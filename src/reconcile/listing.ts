@@ -36,7 +36,12 @@ const PAGE_SIZE = 100;
  * cursor cannot loop us forever, on a cursor seen before or a page of jobs
  * all seen before.
  */
-export async function listKeyJobs(client: ApiClient, key: string, readRate: Rate, now: () => number = Date.now): Promise<KeyListing> {
+export async function listKeyJobs(
+  client: ApiClient,
+  key: string,
+  readRate: Rate,
+  now: () => number = Date.now,
+): Promise<KeyListing> {
   const bucket = new Bucket(readRate, now);
   const seenIds = new Set<string>();
   const seenCursors = new Set<string>();
@@ -70,8 +75,16 @@ export async function listKeyJobs(client: ApiClient, key: string, readRate: Rate
         jobs.push(listed(job, key));
       }
       if (!page.nextCursor) return { key, jobs, pages, complete: true };
-      if (seenCursors.has(page.nextCursor)) return { key, jobs, pages, complete: false, stoppedBecause: 'the service gave a cursor it had given before' };
-      if (page.jobs.length > 0 && fresh.length === 0) return { key, jobs, pages, complete: false, stoppedBecause: 'the service answered a page of jobs already listed (it may read the cursor differently)' };
+      if (seenCursors.has(page.nextCursor))
+        return { key, jobs, pages, complete: false, stoppedBecause: 'the service gave a cursor it had given before' };
+      if (page.jobs.length > 0 && fresh.length === 0)
+        return {
+          key,
+          jobs,
+          pages,
+          complete: false,
+          stoppedBecause: 'the service answered a page of jobs already listed (it may read the cursor differently)',
+        };
       seenCursors.add(page.nextCursor);
       cursor = page.nextCursor;
     }

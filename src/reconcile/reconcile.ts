@@ -52,7 +52,13 @@ const isApiOrigin = (origin: string | undefined) => origin === undefined || /api
  * sent and nothing changes: a report of what was paid that the state does
  * not know, and what the state knows that the service lost.
  */
-export function reconcile(attempts: readonly AttemptForReconcile[], items: readonly ItemEcho[], listings: readonly KeyListing[], periodFrom: number | undefined, now: number): ReconcileReport {
+export function reconcile(
+  attempts: readonly AttemptForReconcile[],
+  items: readonly ItemEcho[],
+  listings: readonly KeyListing[],
+  periodFrom: number | undefined,
+  now: number,
+): ReconcileReport {
   const from = periodFrom === undefined ? undefined : periodFrom - CLOCK_SKEW_MS;
   const listed = new Map<string, ListedJob>();
   for (const listing of listings) for (const job of listing.jobs) if (!listed.has(job.id)) listed.set(job.id, job);
@@ -71,7 +77,9 @@ export function reconcile(attempts: readonly AttemptForReconcile[], items: reado
     if (job.prompt === undefined || job.model === undefined) return null;
     const candidates = byEcho.get(`${job.model}\n${job.prompt}`) ?? [];
     // One whose answer never came first (that is where a paid job goes missing from the state), then one with no job at all.
-    return candidates.find((id) => waiting.has(id)) ?? candidates.find((id) => !withJob.has(id)) ?? candidates[0] ?? null;
+    return (
+      candidates.find((id) => waiting.has(id)) ?? candidates.find((id) => !withJob.has(id)) ?? candidates[0] ?? null
+    );
   };
 
   const ours: ListedJob[] = [];
@@ -92,8 +100,17 @@ export function reconcile(attempts: readonly AttemptForReconcile[], items: reado
   for (const job of ours) {
     if (knownJobs.has(job.id)) continue;
     const item = likelyItem(job);
-    if (item && waiting.has(item) && !foundMaybeAccepted.some((f) => f.item === item)) foundMaybeAccepted.push({ item, jobId: job.id });
-    unknown.push({ id: job.id, key: job.key, status: job.status, createdAt: job.createdAt === undefined ? null : new Date(job.createdAt).toISOString(), charged: job.charged ?? null, refunded: job.refunded, likelyItem: item });
+    if (item && waiting.has(item) && !foundMaybeAccepted.some((f) => f.item === item))
+      foundMaybeAccepted.push({ item, jobId: job.id });
+    unknown.push({
+      id: job.id,
+      key: job.key,
+      status: job.status,
+      createdAt: job.createdAt === undefined ? null : new Date(job.createdAt).toISOString(),
+      charged: job.charged ?? null,
+      refunded: job.refunded,
+      likelyItem: item,
+    });
   }
 
   // A job is only missing from a list read to its end, by the key that made it (or any, for attempts made before keys were recorded).
@@ -101,7 +118,8 @@ export function reconcile(attempts: readonly AttemptForReconcile[], items: reado
   const lost: LostJob[] = [];
   for (const a of attempts) {
     if (!a.job_id || listed.has(a.job_id)) continue;
-    const readable = a.key_fp === null ? listings.length > 0 && listings.every((l) => l.complete) : completeKeys.has(a.key_fp);
+    const readable =
+      a.key_fp === null ? listings.length > 0 && listings.every((l) => l.complete) : completeKeys.has(a.key_fp);
     if (readable) lost.push({ item: a.item_id, attempt: a.n, jobId: a.job_id, key: a.key_fp });
   }
 
@@ -115,7 +133,13 @@ export function reconcile(attempts: readonly AttemptForReconcile[], items: reado
   const difference = jobsWithoutCharge > 0 ? null : serviceNet - stateNet;
   return {
     period: { from: from === undefined ? null : new Date(from).toISOString(), to: new Date(now).toISOString() },
-    keys: listings.map((l) => ({ key: l.key, jobs: l.jobs.length, pages: l.pages, complete: l.complete, ...(l.stoppedBecause ? { stoppedBecause: l.stoppedBecause } : {}) })),
+    keys: listings.map((l) => ({
+      key: l.key,
+      jobs: l.jobs.length,
+      pages: l.pages,
+      complete: l.complete,
+      ...(l.stoppedBecause ? { stoppedBecause: l.stoppedBecause } : {}),
+    })),
     unknown,
     lost,
     foundMaybeAccepted,

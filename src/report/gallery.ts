@@ -22,7 +22,19 @@ export interface GalleryInput extends Omit<GalleryHeader, 'summary'> {
 
 /** The states the filters always offer; others appear when some item is in them. */
 const FILTER_STATES: readonly ItemState[] = ['done', 'failed', 'blocked', 'skipped'];
-const ALL_STATES: readonly ItemState[] = ['done', 'failed', 'rejected', 'blocked', 'skipped', 'pending', 'queued', 'submitting', 'maybe_accepted', 'running', 'downloading'];
+const ALL_STATES: readonly ItemState[] = [
+  'done',
+  'failed',
+  'rejected',
+  'blocked',
+  'skipped',
+  'pending',
+  'queued',
+  'submitting',
+  'maybe_accepted',
+  'running',
+  'downloading',
+];
 
 /**
  * One HTML file that shows a run's outputs: no server, no network (a CSP
@@ -46,19 +58,28 @@ export function galleryHead(g: GalleryHeader): string {
   const failures = Object.entries(g.failures);
   const summary = [
     `<span class="stat"><b>${esc(items)}</b> items</span>`,
-    ...states.filter((s) => stateCounts.has(s)).map((s) => `<span class="stat s-${s}"><b>${esc(stateCounts.get(s)!)}</b> ${s}</span>`),
+    ...states
+      .filter((s) => stateCounts.has(s))
+      .map((s) => `<span class="stat s-${s}"><b>${esc(stateCounts.get(s)!)}</b> ${s}</span>`),
     `<span class="stat"><b>${esc(g.credits.net)}</b> credits net (${esc(g.credits.charged)} charged, ${esc(g.credits.refunded)} refunded)</span>`,
-    failures.length ? `<span class="stat failures">failures: ${failures.map(([code, n]) => `<code>${esc(code)}</code> ${esc(n)}`).join(', ')}</span>` : '<span class="stat failures">no failures</span>',
+    failures.length
+      ? `<span class="stat failures">failures: ${failures.map(([code, n]) => `<code>${esc(code)}</code> ${esc(n)}`).join(', ')}</span>`
+      : '<span class="stat failures">no failures</span>',
     `<span class="stat">run time <b>${esc(formatDuration(g.run.seconds))}</b>${g.run.sessions > 1 ? ` over ${esc(g.run.sessions)} sessions` : ''}</span>`,
   ].join('');
   // Items not yet run are placeholders: hidden at first when there is anything else to look at (a stopped run of 20,000 showed 19,953 of them).
   const hidePending = (stateCounts.get('pending') ?? 0) < items;
   const stateFilters = states
-    .map((s) => `<label class="chip s-${s}"><input type="checkbox" name="state" value="${s}"${s === 'pending' && hidePending ? '' : ' checked'}> ${s} <span class="n">${stateCounts.get(s) ?? 0}</span></label>`)
+    .map(
+      (s) =>
+        `<label class="chip s-${s}"><input type="checkbox" name="state" value="${s}"${s === 'pending' && hidePending ? '' : ' checked'}> ${s} <span class="n">${stateCounts.get(s) ?? 0}</span></label>`,
+    )
     .join('');
   const modelOptions = [...modelCounts].map(([m, n]) => `<option value="${esc(m)}">${esc(m)} (${n})</option>`).join('');
   // Group by a row column (all scenes of one sku), or by prompt (the same prompt across models, side by side).
-  const groupOptions = ['prompt', ...(modelCounts.size > 1 ? ['model'] : []), ...g.summary.valueNames].map((k) => `<option value="${esc(k)}">${esc(k)}</option>`).join('');
+  const groupOptions = ['prompt', ...(modelCounts.size > 1 ? ['model'] : []), ...g.summary.valueNames]
+    .map((k) => `<option value="${esc(k)}">${esc(k)}</option>`)
+    .join('');
   return `<!doctype html>
 <html lang="en">
 <head>

@@ -47,7 +47,13 @@ export async function writeReport(store: Store, outDir: string, opts: ReportOpti
     const jsonl = await open('results.jsonl');
     const csv = await open('results.csv');
     const html = opts.html ? await open('index.html') : undefined;
-    const written: WrittenReport = { items: summary.items, jsonl: jsonl.path, csv: csv.path, ...(html ? { html: html.path } : {}), ...(opts.sidecars ? { sidecars: 0 } : {}) };
+    const written: WrittenReport = {
+      items: summary.items,
+      jsonl: jsonl.path,
+      csv: csv.path,
+      ...(html ? { html: html.path } : {}),
+      ...(opts.sidecars ? { sidecars: 0 } : {}),
+    };
     await csv.write(csvHeader(summary.valueNames));
     if (html) await html.write(galleryHead(galleryHeader(store, summary, opts)));
     const posters = posterSource(store);

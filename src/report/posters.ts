@@ -21,7 +21,11 @@ export type InlinedPosters = Map<string, Promise<string | undefined>>;
  * (an earlier item's output by relative path, a local input inlined), else a
  * drawn placeholder. Extracting a frame would need a video decoder we do not ship.
  */
-export async function postersFor(rows: readonly ResultRow[], items: PosterSource, inlined: InlinedPosters = new Map()): Promise<Map<string, string>> {
+export async function postersFor(
+  rows: readonly ResultRow[],
+  items: PosterSource,
+  inlined: InlinedPosters = new Map(),
+): Promise<Map<string, string>> {
   const posters = new Map<string, string>();
 
   const startImage = async (id: string, depth: number): Promise<string | undefined> => {

@@ -107,11 +107,48 @@ export function summarizeRows(rows: readonly ResultRow[]): ResultSummary {
   return { items: rows.length, states, models, valueNames: [...valueNames] };
 }
 
-const CSV_COLUMNS = ['id', 'state', 'type', 'model', 'prompt', 'aspect_ratio', 'resolution', 'duration', 'files', 'bytes', 'sha256', 'job_ids', 'credits_charged', 'credits_refunded', 'error_code', 'error_message', 'tags'];
+const CSV_COLUMNS = [
+  'id',
+  'state',
+  'type',
+  'model',
+  'prompt',
+  'aspect_ratio',
+  'resolution',
+  'duration',
+  'files',
+  'bytes',
+  'sha256',
+  'job_ids',
+  'credits_charged',
+  'credits_refunded',
+  'error_code',
+  'error_message',
+  'tags',
+];
 
 function csvRecord(r: ResultRow, valueNames: readonly string[]): unknown[] {
   const files = (key: 'path' | 'bytes' | 'sha256') => r.files.map((f) => f[key]).join(' ');
-  return [r.id, r.state, r.type, r.model, r.prompt, r.aspectRatio ?? '', r.resolution ?? '', r.duration ?? '', files('path'), files('bytes'), files('sha256'), r.jobIds.join(' '), r.creditsCharged, r.creditsRefunded, r.errorCode ?? '', r.errorMessage ?? '', (r.tags ?? []).join(' '), ...valueNames.map((k) => r.values[k] ?? '')];
+  return [
+    r.id,
+    r.state,
+    r.type,
+    r.model,
+    r.prompt,
+    r.aspectRatio ?? '',
+    r.resolution ?? '',
+    r.duration ?? '',
+    files('path'),
+    files('bytes'),
+    files('sha256'),
+    r.jobIds.join(' '),
+    r.creditsCharged,
+    r.creditsRefunded,
+    r.errorCode ?? '',
+    r.errorMessage ?? '',
+    (r.tags ?? []).join(' '),
+    ...valueNames.map((k) => r.values[k] ?? ''),
+  ];
 }
 
 /** The CSV's header: our columns, then the rows' own (sku, title…); one named like ours gets a var_ prefix. */

@@ -70,7 +70,16 @@ export function collectStatus(store: Store, where: { manifest: string; state: st
     // A resend waiting for its time holds no slot: it is not in flight.
     inFlight: counts.submitting - store.items.deferredResends() + counts.running,
     removed: store.items.removed(),
-    run: { running, sessions: sessions.length, startedAt: iso(sessions[0]?.started_at), lastActiveAt: iso(last && (running ? now : (last.ended_at ?? last.heartbeat_at))), seconds: Math.round(seconds), waitingUntil: iso(waitingUntil), unreachableSince: iso(unreachableSince), pausedSince: iso(pausedSince) },
+    run: {
+      running,
+      sessions: sessions.length,
+      startedAt: iso(sessions[0]?.started_at),
+      lastActiveAt: iso(last && (running ? now : (last.ended_at ?? last.heartbeat_at))),
+      seconds: Math.round(seconds),
+      waitingUntil: iso(waitingUntil),
+      unreachableSince: iso(unreachableSince),
+      pausedSince: iso(pausedSince),
+    },
     waiting: waitingFor(store, now, { running, waitingUntil, unreachableSince, pausedSince }),
     tags: store.items.byTag().map((t) => ({ ...t, net: t.charged - t.refunded })),
     eta: running && last ? etaOf(store, last, charged, now) : null,
@@ -81,13 +90,28 @@ export function collectStatus(store: Store, where: { manifest: string; state: st
 function keysOf(store: Store, today: number): Status['keys'] {
   const todayBy = new Map(store.accounting.byKeyOn(today).map((r) => [r.key_fp, r.charged]));
   const openBy = new Map(store.items.openByKey().map((r) => [r.key_fp, r.n]));
-  return store.attempts.byKey().map((k) => ({ fingerprint: k.key_fp, jobs: k.jobs, charged: k.charged, refunded: k.refunded, chargedToday: todayBy.get(k.key_fp) ?? 0, open: openBy.get(k.key_fp) ?? 0 }));
+  return store.attempts
+    .byKey()
+    .map((k) => ({
+      fingerprint: k.key_fp,
+      jobs: k.jobs,
+      charged: k.charged,
+      refunded: k.refunded,
+      chargedToday: todayBy.get(k.key_fp) ?? 0,
+      open: openBy.get(k.key_fp) ?? 0,
+    }));
 }
 
 /** Time spent running, over all sessions: a killed one counts to its last heartbeat, a live one (`liveNow`) to now. */
 export function runSeconds(sessions: readonly RunRow[], liveNow?: number): number {
   const last = sessions.at(-1);
-  return sessions.reduce((sum, r) => sum + ((r === last && liveNow !== undefined ? liveNow : (r.ended_at ?? r.heartbeat_at)) - r.started_at), 0) / 1000;
+  return (
+    sessions.reduce(
+      (sum, r) =>
+        sum + ((r === last && liveNow !== undefined ? liveNow : (r.ended_at ?? r.heartbeat_at)) - r.started_at),
+      0,
+    ) / 1000
+  );
 }
 
 /** The ETA of the run this process is doing (its latest session), as status would give it. */
@@ -106,7 +130,10 @@ function etaOf(store: Store, run: RunRow, charged: number, now: number): Status[
     run: { startedAt: run.started_at, limits, timeScale: run.time_scale, waitingUntil: run.waiting_until ?? undefined },
     open: { images: work.image.open, videos: work.video.open },
     finished: store.items.finishedSince(run.started_at),
-    credits: { toSpend: perItem * (work.image.pending + work.video.pending), chargedToday: store.accounting.chargedOn(keyDayOf(now, run.time_scale)) },
+    credits: {
+      toSpend: perItem * (work.image.pending + work.video.pending),
+      chargedToday: store.accounting.chargedOn(keyDayOf(now, run.time_scale)),
+    },
   });
   return { seconds: eta.seconds, at: new Date(eta.at).toISOString(), basis: eta.basis };
 }

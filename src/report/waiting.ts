@@ -26,9 +26,14 @@ const iso = (ms: number) => new Date(ms).toISOString();
 export function waitingFor(store: Store, now: number, run: RunWaits): Waiting[] {
   const out: Waiting[] = [];
   // Since when is run.unreachableSince's to say.
-  const unreachable = run.running && run.unreachableSince ? 'the service to answer again (it is probed; the run exits 4 past --unreachable-minutes)' : undefined;
+  const unreachable =
+    run.running && run.unreachableSince
+      ? 'the service to answer again (it is probed; the run exits 4 past --unreachable-minutes)'
+      : undefined;
   const cap = run.running && run.waitingUntil && run.waitingUntil > now ? run.waitingUntil : undefined;
-  const paused = run.pausedSince ? `genbatch resume (paused since ${iso(run.pausedSince)}: nothing new is sent)` : undefined;
+  const paused = run.pausedSince
+    ? `genbatch resume (paused since ${iso(run.pausedSince)}: nothing new is sent)`
+    : undefined;
   const add = (state: ItemState, items: number, what: string, until?: number | null) => {
     if (items > 0) out.push({ state, items, for: what, ...(until ? { until: iso(until) } : {}) });
   };
@@ -37,20 +42,55 @@ export function waitingFor(store: Store, now: number, run: RunWaits): Waiting[] 
     switch (state) {
       case 'pending':
         add(state, later, 'the end of a backoff (then a submission)', next_at);
-        add(state, now_, paused ?? unreachable ?? (cap ? 'the daily credit cap to reset' : run.running ? 'a free in-flight slot and a turn in the submission rate' : 'a run (genbatch run)'), cap);
+        add(
+          state,
+          now_,
+          paused ??
+            unreachable ??
+            (cap
+              ? 'the daily credit cap to reset'
+              : run.running
+                ? 'a free in-flight slot and a turn in the submission rate'
+                : 'a run (genbatch run)'),
+          cap,
+        );
         break;
       case 'queued':
-        add(state, n, run.running ? (unreachable ?? 'its turn in the submission rate (never sent yet)') : 'a run (never sent yet)');
+        add(
+          state,
+          n,
+          run.running ? (unreachable ?? 'its turn in the submission rate (never sent yet)') : 'a run (never sent yet)',
+        );
         break;
       case 'submitting':
         add(state, later, 'its time to be resent with the same key (a backoff, or a 503)', next_at);
-        add(state, now_, run.running ? (unreachable ? `${unreachable}, to resend it with the same key` : 'the answer to its submission') : 'a run, which resends it with the same key');
+        add(
+          state,
+          now_,
+          run.running
+            ? unreachable
+              ? `${unreachable}, to resend it with the same key`
+              : 'the answer to its submission'
+            : 'a run, which resends it with the same key',
+        );
         break;
       case 'maybe_accepted':
-        add(state, n, 'a later run, which resends it with the same key (it may have been accepted, and is never paid twice)');
+        add(
+          state,
+          n,
+          'a later run, which resends it with the same key (it may have been accepted, and is never paid twice)',
+        );
         break;
       case 'running':
-        add(state, n, run.running ? (unreachable ? `${unreachable}, to poll its job` : 'its job to end (long-polled)') : 'a run, which polls its job (paid for)');
+        add(
+          state,
+          n,
+          run.running
+            ? unreachable
+              ? `${unreachable}, to poll its job`
+              : 'its job to end (long-polled)'
+            : 'a run, which polls its job (paid for)',
+        );
         break;
       case 'downloading':
         add(state, n, run.running ? 'its download' : 'a run, which downloads it (paid for)');

@@ -61,7 +61,8 @@ export function judgeCanary(store: Store, ids: readonly string[], maxFailures: n
     if (!item) continue;
     for (const a of store.attempts.ofItem(id)) credits += a.charged - a.refunded;
     if (item.state === 'done') continue;
-    if ((ENDED_WITHOUT_OUTPUT as readonly ItemState[]).includes(item.state)) failed.push({ id, state: item.state, code: item.error_code, message: item.error_message });
+    if ((ENDED_WITHOUT_OUTPUT as readonly ItemState[]).includes(item.state))
+      failed.push({ id, state: item.state, code: item.error_code, message: item.error_message });
     else unfinished.push(id);
   }
   return { passed: failed.length <= maxFailures && unfinished.length === 0, failed, unfinished, credits };

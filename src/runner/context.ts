@@ -68,7 +68,16 @@ export interface DownloadFailure {
   itemOnly: boolean;
 }
 
-export type StopKind = 'interrupted' | 'budget' | 'moderation' | 'refused' | 'disk' | 'canary' | 'unreachable' | 'drained' | 'nothing-selected';
+export type StopKind =
+  | 'interrupted'
+  | 'budget'
+  | 'moderation'
+  | 'refused'
+  | 'disk'
+  | 'canary'
+  | 'unreachable'
+  | 'drained'
+  | 'nothing-selected';
 
 /** What the tasks of a run share. */
 export interface RunContext {
@@ -99,7 +108,12 @@ export interface RunContext {
   emit(event: RunEvent): void;
   wake(): void;
   /** Waits until a submission of `credits` fits its key's daily cap and the budget; gives a release for after the answer, or undefined when the run stops. */
-  dailyCapGate(lane: KeyLane, item: ItemRow, credits: number | undefined, mayHandOver: boolean): Promise<import('./gates.js').Release | 'hand-over' | undefined>;
+  dailyCapGate(
+    lane: KeyLane,
+    item: ItemRow,
+    credits: number | undefined,
+    mayHandOver: boolean,
+  ): Promise<import('./gates.js').Release | 'hand-over' | undefined>;
   /** A submission of the key was blocked: every process on the key counts it (with a coordinator). */
   noteBlocked(lane: KeyLane): void;
   /** The service refused the key (401, a 403 code): it leaves the run; the run stops when none is left. */

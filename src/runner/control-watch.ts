@@ -25,7 +25,13 @@ export function watchRunControl(deps: ControlWatchDeps): () => void {
   let seen: ControlRequest | undefined;
   const answer = (mode: ControlRequest['mode'] | 'running') => {
     const counts = store.items.counts();
-    store.control.answered({ mode, at: now(), pid: process.pid, inFlight: deps.inFlight(), notSent: counts.pending + counts.queued });
+    store.control.answered({
+      mode,
+      at: now(),
+      pid: process.pid,
+      inFlight: deps.inFlight(),
+      notSent: counts.pending + counts.queued,
+    });
   };
   // A drain was asked of a run that ended (killed) before it was done: this run is not that one.
   if (store.control.request()?.mode === 'draining') store.control.ask(undefined, now());
@@ -40,7 +46,10 @@ export function watchRunControl(deps: ControlWatchDeps): () => void {
       control.emit({ kind: 'paused', since: asked.since });
     } else if (asked?.mode === 'draining') {
       gate.resume();
-      control.stop('drained', 'drained from another shell (genbatch drain): nothing new is sent; the jobs in flight are finished and downloaded');
+      control.stop(
+        'drained',
+        'drained from another shell (genbatch drain): nothing new is sent; the jobs in flight are finished and downloaded',
+      );
     } else if (gate.isPaused) {
       gate.resume();
       control.emit({ kind: 'resumed' });

@@ -9,7 +9,11 @@ const WEEK_MS = 7 * 86_400_000;
  * renewed while it runs (a process that dies lets them lapse), and the
  * blocked submissions of every process on the run's keys, for the breaker.
  */
-export function keepCoordinatorLeases(lanes: KeyLanes, clock: RunClock, onBlocked: (blocked: number) => void): { stop(): void; ready: Promise<void> } | undefined {
+export function keepCoordinatorLeases(
+  lanes: KeyLanes,
+  clock: RunClock,
+  onBlocked: (blocked: number) => void,
+): { stop(): void; ready: Promise<void> } | undefined {
   const coordinator = lanes.all.find((l) => l.coordinator)?.coordinator;
   if (!coordinator) return undefined;
   const fingerprints = lanes.all.map((l) => l.fingerprint);

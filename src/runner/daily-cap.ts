@@ -43,7 +43,13 @@ export class DailyCap {
   blockedUntil(credits: number, now: number, withAssigned = false): number {
     const day = this.clock.dayOf(now);
     const next = this.clock.dayStart(day + 1);
-    const over = this.dayEnding(now) || this.store.accounting.chargedOn(day, this.fingerprint) + this.reserved + (withAssigned ? this.assigned : 0) + credits > this.cap;
+    const over =
+      this.dayEnding(now) ||
+      this.store.accounting.chargedOn(day, this.fingerprint) +
+        this.reserved +
+        (withAssigned ? this.assigned : 0) +
+        credits >
+        this.cap;
     const until = Math.max(this.pausedUntil, over ? next : 0);
     return until > now ? until : 0;
   }

@@ -19,7 +19,12 @@ export class DownloadHealth {
     }
     if (failure.itemOnly) return undefined;
     if (failure.disk) return failure.message;
-    this.streak = this.streak?.code === failure.code ? { code: failure.code, count: this.streak.count + 1 } : { code: failure.code, count: 1 };
-    return this.streak.count >= SAME_FAILURE_STREAK ? `${SAME_FAILURE_STREAK} downloads in a row failed the same way (${failure.code}): ${failure.message}` : undefined;
+    this.streak =
+      this.streak?.code === failure.code
+        ? { code: failure.code, count: this.streak.count + 1 }
+        : { code: failure.code, count: 1 };
+    return this.streak.count >= SAME_FAILURE_STREAK
+      ? `${SAME_FAILURE_STREAK} downloads in a row failed the same way (${failure.code}): ${failure.message}`
+      : undefined;
   }
 }

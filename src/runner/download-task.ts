@@ -14,7 +14,13 @@ const MAX_LINK_REFRESHES = 5;
  * Links are refreshed with the key of the job's attempt (`lane`); without it
  * (the key left the run) only the links at hand are tried.
  */
-export async function downloadJob(ctx: RunContext, lane: KeyLane | undefined, itemId: string, jobId: string, fresh?: Job): Promise<void> {
+export async function downloadJob(
+  ctx: RunContext,
+  lane: KeyLane | undefined,
+  itemId: string,
+  jobId: string,
+  fresh?: Job,
+): Promise<void> {
   const { store, opts, manifest } = ctx;
   const item = store.items.get(itemId)!;
   let job = fresh;
@@ -32,7 +38,10 @@ export async function downloadJob(ctx: RunContext, lane: KeyLane | undefined, it
       try {
         const { client } = lane;
         if (!(await ctx.reachability.ready(ctx.abort.signal))) return;
-        job = await lane.buckets.read.run(() => ((sentAt = opts.now()), client.getJob(jobId, 0, ctx.abort.signal)), ctx.abort.signal);
+        job = await lane.buckets.read.run(
+          () => ((sentAt = opts.now()), client.getJob(jobId, 0, ctx.abort.signal)),
+          ctx.abort.signal,
+        );
       } catch (error) {
         if (ctx.abort.signal.aborted) return;
         // An outage is waited out: it costs the download none of its refreshes.
@@ -51,7 +60,8 @@ export async function downloadJob(ctx: RunContext, lane: KeyLane | undefined, it
           break;
         }
         if (reaction.do === 'keep-job' || reaction.do === 'mark-item') break;
-        if (reaction.do === 'wait-and-resend') lane.buckets.read.pauseFor((error as { retryAfterMs?: number }).retryAfterMs ?? ctx.scaled(1000));
+        if (reaction.do === 'wait-and-resend')
+          lane.buckets.read.pauseFor((error as { retryAfterMs?: number }).retryAfterMs ?? ctx.scaled(1000));
         else await sleep(ctx.scaled(backoffMs(refresh, 1000)));
         continue;
       }
@@ -62,19 +72,40 @@ export async function downloadJob(ctx: RunContext, lane: KeyLane | undefined, it
     for (const [k, [i, output]] of missing.entries()) {
       const idx = i + 1;
       try {
-        const file = await downloadOutput(ctx.storage, output.downloadUrl, opts.outDir, item.type, (ext) => {
-          const name = outputRelativePath(manifest.outputName, { id: item.id, n: idx, ext, model: item.model, type: item.type, vars: manifest.vars });
-          if (!name.ok) throw new DownloadError(name.message, false, 'BAD_NAME');
-          const owner = store.outputs.ownerOf(name.path);
-          if (owner && owner.item_id !== item.id) {
-            throw new DownloadError(`output ${idx} would be saved as ${name.path}, which holds the output of ${owner.item_id}; it is not overwritten. Put {{n}} in output.name (as in the default "{{id}}-{{n}}.{{ext}}") and run again`, false, 'NAME_TAKEN');
-          }
-          store.outputs.claimPath(jobId, idx, itemId, name.path, opts.now());
-          return name.path;
-        }, ctx.abort.signal, opts.maxOutputBytes, opts.openOutput);
+        const file = await downloadOutput(
+          ctx.storage,
+          output.downloadUrl,
+          opts.outDir,
+          item.type,
+          (ext) => {
+            const name = outputRelativePath(manifest.outputName, {
+              id: item.id,
+              n: idx,
+              ext,
+              model: item.model,
+              type: item.type,
+              vars: manifest.vars,
+            });
+            if (!name.ok) throw new DownloadError(name.message, false, 'BAD_NAME');
+            const owner = store.outputs.ownerOf(name.path);
+            if (owner && owner.item_id !== item.id) {
+              throw new DownloadError(
+                `output ${idx} would be saved as ${name.path}, which holds the output of ${owner.item_id}; it is not overwritten. Put {{n}} in output.name (as in the default "{{id}}-{{n}}.{{ext}}") and run again`,
+                false,
+                'NAME_TAKEN',
+              );
+            }
+            store.outputs.claimPath(jobId, idx, itemId, name.path, opts.now());
+            return name.path;
+          },
+          ctx.abort.signal,
+          opts.maxOutputBytes,
+          opts.openOutput,
+        );
         // The last missing output and the item's move to done share one commit.
         const last = k === missing.length - 1;
-        if (store.life.outputSaved(itemId, jobId, idx, file, opts.now(), last)) ctx.emit({ kind: 'item-final', itemId, state: 'done' });
+        if (store.life.outputSaved(itemId, jobId, idx, file, opts.now(), last))
+          ctx.emit({ kind: 'item-final', itemId, state: 'done' });
         if (last) {
           ctx.downloadEnded(undefined);
           return;
@@ -88,7 +119,12 @@ export async function downloadJob(ctx: RunContext, lane: KeyLane | undefined, it
         if (error instanceof DownloadError && !error.refreshable) {
           store.life.downloadFailed(itemId, { code: 'DOWNLOAD_FAILED', message: lastError }, opts.now());
           ctx.emit({ kind: 'item-final', itemId, state: 'downloading', code: 'DOWNLOAD_FAILED', message: lastError });
-          ctx.downloadEnded({ code: error.code, message: lastError, disk: error.diskCode !== undefined, itemOnly: error.itemOnly });
+          ctx.downloadEnded({
+            code: error.code,
+            message: lastError,
+            disk: error.diskCode !== undefined,
+            itemOnly: error.itemOnly,
+          });
           return;
         }
         break;
@@ -102,7 +138,11 @@ export async function downloadJob(ctx: RunContext, lane: KeyLane | undefined, it
     }
     job = undefined; // fetch fresh links
   }
-  store.life.downloadFailed(itemId, { code: 'DOWNLOAD_FAILED', message: lastError || 'the job lists no outputs' }, opts.now());
+  store.life.downloadFailed(
+    itemId,
+    { code: 'DOWNLOAD_FAILED', message: lastError || 'the job lists no outputs' },
+    opts.now(),
+  );
   ctx.emit({ kind: 'item-final', itemId, state: 'downloading', code: 'DOWNLOAD_FAILED', message: lastError });
   ctx.downloadEnded({ code: lastCode, message: lastError || 'the job lists no outputs', disk: false, itemOnly: false });
 }

@@ -34,7 +34,9 @@ export class Feeder {
 
   /** A deferred resend that is due (it may already be paid for) whose key has room (`keyHasRoom`): handed out before any new item. */
   nextResend(type: 'image' | 'video', keyHasRoom: (keyFp: string | null) => boolean): NextItem | undefined {
-    return this.store.items.dueResends(type, this.clock.now(), READY_PAGE).find((row) => !this.claimed.has(row.id) && keyHasRoom(row.key_fp));
+    return this.store.items
+      .dueResends(type, this.clock.now(), READY_PAGE)
+      .find((row) => !this.claimed.has(row.id) && keyHasRoom(row.key_fp));
   }
 
   /** A ready pending item, in manifest order; dependents of items that ended without an output are skipped first. */
@@ -86,12 +88,18 @@ export class Feeder {
 
   /** pending → skipped, said as the item's end. */
   skipForGood(id: string, code: string, message: string): void {
-    if (this.store.life.markSkipped(id, { code, message }, this.clock.now())) this.control.emit({ kind: 'item-final', itemId: id, state: 'skipped', code, message });
+    if (this.store.life.markSkipped(id, { code, message }, this.clock.now()))
+      this.control.emit({ kind: 'item-final', itemId: id, state: 'skipped', code, message });
   }
 
   claim(item: ItemRow): void {
     this.claimed.add(item.id);
-    if (item.state === 'pending' || item.state === 'queued' || (UNANSWERED_STATES as readonly string[]).includes(item.state)) this.unanswered.add(item.id);
+    if (
+      item.state === 'pending' ||
+      item.state === 'queued' ||
+      (UNANSWERED_STATES as readonly string[]).includes(item.state)
+    )
+      this.unanswered.add(item.id);
   }
 
   /** The item's submission was answered with a job: it can no longer be blocked. */

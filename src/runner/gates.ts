@@ -62,7 +62,10 @@ export class Gates {
     if (max === undefined) return false;
     const { charged, refunded } = this.store.attempts.totals();
     if (charged - refunded + this.reserved + this.assigned + price <= max) return false;
-    this.control.stop('budget', `the run's budget of ${max} credits is reached (${charged - refunded} charged net of refunds${this.reserved ? `, ${this.reserved} reserved for submissions not yet answered` : ''}). Raise --max-credits or budget.maxCredits and run again to go on.`);
+    this.control.stop(
+      'budget',
+      `the run's budget of ${max} credits is reached (${charged - refunded} charged net of refunds${this.reserved ? `, ${this.reserved} reserved for submissions not yet answered` : ''}). Raise --max-credits or budget.maxCredits and run again to go on.`,
+    );
     return true;
   }
 
@@ -74,7 +77,13 @@ export class Gates {
    * one submission at a time until a charge shows its price. `handOver`
    * says whether, rather than wait, the submission may go to another key.
    */
-  async dailyCapGate(cap: DailyCap, price: number | undefined, model: string, handOver?: (credits: number) => boolean, withinBudget = false): Promise<Release | 'hand-over' | undefined> {
+  async dailyCapGate(
+    cap: DailyCap,
+    price: number | undefined,
+    model: string,
+    handOver?: (credits: number) => boolean,
+    withinBudget = false,
+  ): Promise<Release | 'hand-over' | undefined> {
     const credits = price ?? 0;
     for (;;) {
       // An item given out within the budget still goes when the budget then stops the run (as one reserved does).
@@ -103,7 +112,12 @@ export class Gates {
           cap.waitingUntil = undefined;
           this.onWaiting();
         }
-        return this.reserve(credits, cap, price === undefined ? model : undefined, typeof shared === 'object' ? shared : undefined);
+        return this.reserve(
+          credits,
+          cap,
+          price === undefined ? model : undefined,
+          typeof shared === 'object' ? shared : undefined,
+        );
       }
       // Another key has room now: this submission, never sent, goes to it instead of waiting.
       if (handOver?.(credits)) return 'hand-over';
@@ -124,14 +138,21 @@ export class Gates {
   }
 
   /** The credits reserved in the coordinator on the key's day (the reservation), or why not. */
-  private async reserveShared(cap: DailyCap, credits: number, now: number): Promise<{ id: string; day: number } | 'full' | 'unreachable'> {
+  private async reserveShared(
+    cap: DailyCap,
+    credits: number,
+    now: number,
+  ): Promise<{ id: string; day: number } | 'full' | 'unreachable'> {
     const day = this.clock.dayOf(now);
     try {
       const id = await cap.shared!.reserveCredits(cap.fingerprint, day, credits, cap.cap);
       this.onCoordinator(true, 'the coordinator is reachable again');
       return id ? { id, day } : 'full';
     } catch (error) {
-      this.onCoordinator(false, `${(error as Error).message}; submissions wait until it answers again (nothing paid is lost)`);
+      this.onCoordinator(
+        false,
+        `${(error as Error).message}; submissions wait until it answers again (nothing paid is lost)`,
+      );
       await this.control.waitForWake(1_000);
       return 'unreachable';
     }
@@ -143,14 +164,22 @@ export class Gates {
     return releaseOnce(() => (this.assigned -= credits));
   }
 
-  private reserve(credits: number, cap: DailyCap, unpricedModel: string | undefined, shared?: { id: string; day: number }): Release {
+  private reserve(
+    credits: number,
+    cap: DailyCap,
+    unpricedModel: string | undefined,
+    shared?: { id: string; day: number },
+  ): Release {
     this.reserved += credits;
     const releaseCap = cap.reserve(credits);
     if (unpricedModel !== undefined) {
       this.unpricedInFlight.add(unpricedModel);
       if (!this.unpricedNoted.has(unpricedModel)) {
         this.unpricedNoted.add(unpricedModel);
-        this.control.emit({ kind: 'notice', message: `no price is known for ${unpricedModel}: its first job is sent alone and the daily cap counts it once the service reports its charge (give prices: in the manifest to reserve ahead)` });
+        this.control.emit({
+          kind: 'notice',
+          message: `no price is known for ${unpricedModel}: its first job is sent alone and the daily cap counts it once the service reports its charge (give prices: in the manifest to reserve ahead)`,
+        });
       }
     }
     let released = false;
@@ -161,7 +190,10 @@ export class Gates {
       releaseCap();
       // Settled on the day the answer came, as this process's own day count is. If the database cannot be told,
       // the reservation's lease runs out; this process's own day count still has the charge.
-      if (shared) cap.shared!.settleCredits(shared.id, cap.fingerprint, this.clock.dayOf(this.clock.now()), charged).catch(() => {});
+      if (shared)
+        cap
+          .shared!.settleCredits(shared.id, cap.fingerprint, this.clock.dayOf(this.clock.now()), charged)
+          .catch(() => {});
       if (unpricedModel !== undefined && this.unpricedInFlight.delete(unpricedModel)) this.control.wake();
     };
   }
@@ -177,15 +209,27 @@ export class Gates {
    * stops rather than wait for nothing.
    */
   breakerHeld(unanswered: number): void {
-    const blocked = Math.max(this.sharedBlocked, this.store.accounting.blockedSince(this.clock.now() - this.clock.scaled(WEEK_MS)));
-    this.control.stop('moderation', `${blocked} submissions were blocked by moderation in the last 7 days and ${unanswered} more have no answer yet (each may have been blocked); another would risk the service's threshold of 30. Run the same command again: it resends those with their keys, and goes on once they are answered.`);
+    const blocked = Math.max(
+      this.sharedBlocked,
+      this.store.accounting.blockedSince(this.clock.now() - this.clock.scaled(WEEK_MS)),
+    );
+    this.control.stop(
+      'moderation',
+      `${blocked} submissions were blocked by moderation in the last 7 days and ${unanswered} more have no answer yet (each may have been blocked); another would risk the service's threshold of 30. Run the same command again: it resends those with their keys, and goes on once they are answered.`,
+    );
   }
 
   breaker(unanswered: number): 'go' | 'wait' | 'stop' {
-    const blocked = Math.max(this.sharedBlocked, this.store.accounting.blockedSince(this.clock.now() - this.clock.scaled(WEEK_MS)));
+    const blocked = Math.max(
+      this.sharedBlocked,
+      this.store.accounting.blockedSince(this.clock.now() - this.clock.scaled(WEEK_MS)),
+    );
     if (blocked + unanswered < this.limits.maxBlocked) return 'go';
     if (blocked < this.limits.maxBlocked) return 'wait';
-    this.control.stop('moderation', `${blocked} submissions were blocked by moderation in the last 7 days; stopping before the service's threshold of 30 costs the key its eligibility. Review the blocked prompts (genbatch status).`);
+    this.control.stop(
+      'moderation',
+      `${blocked} submissions were blocked by moderation in the last 7 days; stopping before the service's threshold of 30 costs the key its eligibility. Review the blocked prompts (genbatch status).`,
+    );
     return 'stop';
   }
 }

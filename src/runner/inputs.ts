@@ -37,7 +37,8 @@ export async function detectMedia(path: string): Promise<{ kind: 'image' | 'vide
   const { fileTypeFromFile } = await import('file-type'); // only a manifest with input files needs it: not loaded at start
   const type = await fileTypeFromFile(path);
   const kind = type?.mime.startsWith('image/') ? 'image' : type?.mime.startsWith('video/') ? 'video' : undefined;
-  if (!type || !kind) throw new InputError(`${path} is not an image or a video (its bytes look like ${type?.mime ?? 'nothing known'})`);
+  if (!type || !kind)
+    throw new InputError(`${path} is not an image or a video (its bytes look like ${type?.mime ?? 'nothing known'})`);
   return { kind, contentType: type.mime };
 }
 
@@ -61,7 +62,12 @@ export interface UploadContext {
  * same bytes while still valid, else a new grant (through the upload bucket)
  * and a PUT of the file with exactly the granted Content-Type and size.
  */
-export async function uploadKeyFor(ctx: UploadContext, path: string, target: 'image' | 'video', expect: 'image' | 'video'): Promise<string> {
+export async function uploadKeyFor(
+  ctx: UploadContext,
+  path: string,
+  target: 'image' | 'video',
+  expect: 'image' | 'video',
+): Promise<string> {
   const sha256 = await fileSha256(path);
   const id = `${sha256}/${target}`;
   let upload = ctx.inFlight.get(id);
@@ -72,9 +78,18 @@ export async function uploadKeyFor(ctx: UploadContext, path: string, target: 'im
   return upload;
 }
 
-async function uploadOnce(ctx: UploadContext, path: string, sha256: string, target: 'image' | 'video', expect: 'image' | 'video'): Promise<string> {
+async function uploadOnce(
+  ctx: UploadContext,
+  path: string,
+  sha256: string,
+  target: 'image' | 'video',
+  expect: 'image' | 'video',
+): Promise<string> {
   const [media, info] = await Promise.all([detectMedia(path), stat(path)]);
-  if (media.kind !== expect) throw new InputError(`${path} is ${media.kind === 'image' ? 'an image' : 'a video'} (${media.contentType}); this input takes ${expect === 'image' ? 'an image' : 'a video'}`);
+  if (media.kind !== expect)
+    throw new InputError(
+      `${path} is ${media.kind === 'image' ? 'an image' : 'a video'} (${media.contentType}); this input takes ${expect === 'image' ? 'an image' : 'a video'}`,
+    );
   const known = ctx.store.uploads.find(ctx.keyFp, sha256, target);
   const valid = known && known.size === info.size && (known.expires_at ?? 0) > ctx.now() + ctx.validityMarginMs;
   if (valid && known.confirmed) return known.key;
@@ -88,8 +103,24 @@ async function uploadOnce(ctx: UploadContext, path: string, sha256: string, targ
       // the grant's URL expired or was refused: take a new grant below
     }
   }
-  const grant = await ctx.bucket.run(() => ctx.client.createUpload({ kind: media.kind, target, contentType: media.contentType, size: info.size }), ctx.signal);
-  ctx.store.uploads.granted({ keyFp: ctx.keyFp, sha256, target, kind: media.kind, contentType: media.contentType, size: info.size, key: grant.key, expiresAt: grant.expiresAt?.getTime() ?? null, uploadUrl: grant.uploadUrl }, ctx.now());
+  const grant = await ctx.bucket.run(
+    () => ctx.client.createUpload({ kind: media.kind, target, contentType: media.contentType, size: info.size }),
+    ctx.signal,
+  );
+  ctx.store.uploads.granted(
+    {
+      keyFp: ctx.keyFp,
+      sha256,
+      target,
+      kind: media.kind,
+      contentType: media.contentType,
+      size: info.size,
+      key: grant.key,
+      expiresAt: grant.expiresAt?.getTime() ?? null,
+      uploadUrl: grant.uploadUrl,
+    },
+    ctx.now(),
+  );
   await ctx.client.putUpload(grant.uploadUrl, createReadStream(path), media.contentType, info.size);
   ctx.store.uploads.confirmed(grant.key);
   return grant.key;

@@ -1,4 +1,12 @@
-import { ApiError, ResponseShapeError, TransportError, backoffMs, isTerminalStatus, policy, type Job } from '../api/index.js';
+import {
+  ApiError,
+  ResponseShapeError,
+  TransportError,
+  backoffMs,
+  isTerminalStatus,
+  policy,
+  type Job,
+} from '../api/index.js';
 import type { ImageSubmission, VideoSubmission } from '../api/index.js';
 import { sleep } from '../util/clock.js';
 import type { AttemptRow, ItemRow } from '../store/index.js';
@@ -19,7 +27,10 @@ const READ_RETRIES = 12;
 function errorOf(error: unknown): { code: string; message: string } {
   if (error instanceof ApiError) return { code: error.code, message: error.reason };
   const code = (error as { code?: unknown }).code;
-  return { code: typeof code === 'string' ? code : (error as Error).name ?? 'ERROR', message: (error as Error).message ?? String(error) };
+  return {
+    code: typeof code === 'string' ? code : ((error as Error).name ?? 'ERROR'),
+    message: (error as Error).message ?? String(error),
+  };
 }
 
 /**
@@ -49,8 +60,17 @@ export class JobTask {
    * the refused field was an upload key.
    */
   private forgetUploads(body: ImageSubmission & VideoSubmission, field: unknown): boolean {
-    if (typeof field !== 'string' || !/^(inputs\[\d+\]\.key|imageKey|referenceImageKeys(\[\d+\])?|videoKey)$/.test(field)) return false;
-    const keys = [...(body.inputs ?? []).map((i) => i.key), body.imageKey, ...(body.referenceImageKeys ?? []), body.videoKey].filter((k): k is string => Boolean(k));
+    if (
+      typeof field !== 'string' ||
+      !/^(inputs\[\d+\]\.key|imageKey|referenceImageKeys(\[\d+\])?|videoKey)$/.test(field)
+    )
+      return false;
+    const keys = [
+      ...(body.inputs ?? []).map((i) => i.key),
+      body.imageKey,
+      ...(body.referenceImageKeys ?? []),
+      body.videoKey,
+    ].filter((k): k is string => Boolean(k));
     for (const key of keys) this.ctx.store.uploads.forget(key);
     return keys.length > 0;
   }
@@ -62,10 +82,16 @@ export class JobTask {
   async run(): Promise<void> {
     let releaseSlot: (() => void) | undefined;
     try {
-      let attempt = this.item.state === 'pending' ? await this.newAttempt() : this.ctx.store.attempts.latest(this.itemId);
+      let attempt =
+        this.item.state === 'pending' ? await this.newAttempt() : this.ctx.store.attempts.latest(this.itemId);
       if (!attempt) return;
       // With other processes on the key, one of its shared in-flight slots, from before the submission to the job's end.
-      releaseSlot = await this.lane.holdSharedSlot(this.fixed.type, this.itemId, attempt.job_id !== null, attempt.job_id !== null ? this.ctx.abort.signal : this.lane.noNewWork);
+      releaseSlot = await this.lane.holdSharedSlot(
+        this.fixed.type,
+        this.itemId,
+        attempt.job_id !== null,
+        attempt.job_id !== null ? this.ctx.abort.signal : this.lane.noNewWork,
+      );
       if (!releaseSlot) return;
       while (attempt) {
         const jobId = attempt.job_id ?? (await this.submit(attempt));
@@ -81,12 +107,19 @@ export class JobTask {
   }
 
   private finish(state: 'failed' | 'rejected' | 'blocked', code: string, message: string): undefined {
-    if (this.ctx.store.life.finish(this.itemId, state, { code, message }, this.ctx.opts.now())) this.final(state, code, message);
+    if (this.ctx.store.life.finish(this.itemId, state, { code, message }, this.ctx.opts.now()))
+      this.final(state, code, message);
     return undefined;
   }
 
   private final(state: string, code?: string, message?: string): void {
-    this.ctx.emit({ kind: 'item-final', itemId: this.itemId, state, ...(code ? { code } : {}), ...(message ? { message } : {}) });
+    this.ctx.emit({
+      kind: 'item-final',
+      itemId: this.itemId,
+      state,
+      ...(code ? { code } : {}),
+      ...(message ? { message } : {}),
+    });
   }
 
   /** Uploads inputs, then commits the attempt and its key: only then may the request leave. */
@@ -99,7 +132,17 @@ export class JobTask {
       try {
         const { lane } = this;
         if (!(await this.ctx.reachability.ready(lane.noNewWork))) return this.requeue();
-        body = await buildBody(this.ctx.spec(item), { client: lane.client, keyFp: lane.fingerprint, store, bucket: lane.buckets.upload, now: opts.now, validityMarginMs: this.ctx.scaled(10 * 60_000), inFlight: lane.uploadsInFlight, outDir: opts.outDir, signal: lane.noNewWork });
+        body = await buildBody(this.ctx.spec(item), {
+          client: lane.client,
+          keyFp: lane.fingerprint,
+          store,
+          bucket: lane.buckets.upload,
+          now: opts.now,
+          validityMarginMs: this.ctx.scaled(10 * 60_000),
+          inFlight: lane.uploadsInFlight,
+          outDir: opts.outDir,
+          signal: lane.noNewWork,
+        });
         break;
       } catch (error) {
         if (error instanceof NotSentError) return this.requeue();
@@ -113,10 +156,12 @@ export class JobTask {
           this.refused(reaction, errorOf(error));
           return undefined;
         }
-        if (reaction.do === 'wait-and-resend') this.lane.buckets.upload.pauseFor((error as { retryAfterMs?: number }).retryAfterMs ?? 1000);
+        if (reaction.do === 'wait-and-resend')
+          this.lane.buckets.upload.pauseFor((error as { retryAfterMs?: number }).retryAfterMs ?? 1000);
         else {
           const failures = this.ctx.uploadFailures.get(item.id) ?? 0;
-          if (failures >= 5 || reaction.do === 'mark-item') return this.finish('failed', 'UPLOAD_FAILED', (error as Error).message);
+          if (failures >= 5 || reaction.do === 'mark-item')
+            return this.finish('failed', 'UPLOAD_FAILED', (error as Error).message);
           // Back to pending until the backoff has passed: no slot is held meanwhile.
           this.ctx.uploadFailures.set(item.id, failures + 1);
           return this.requeue(opts.now() + this.ctx.scaled(backoffMs(failures, 1000)));
@@ -126,7 +171,8 @@ export class JobTask {
     }
     const n = item.attempt + 1;
     const key = idempotencyKey(store.meta('run_id')!, item.id, item.content_hash, n);
-    if (!store.life.startAttempt(item.id, n, key, JSON.stringify(body), opts.now(), this.lane.fingerprint)) return undefined;
+    if (!store.life.startAttempt(item.id, n, key, JSON.stringify(body), opts.now(), this.lane.fingerprint))
+      return undefined;
     return store.attempts.latest(item.id);
   }
 
@@ -177,12 +223,17 @@ export class JobTask {
           // Paused while it waited for its turn: not sent; it waits for resume.
           if (ctx.pauseGate.isPaused) return 'paused';
           // Committed (with the others leaving in this turn) before it leaves; once committed it leaves, interrupt or not, as if on the wire.
-          if (!(await ctx.sends.record({ id: attempt.item_id, n: attempt.n, now: opts.now(), keyFp: lane.fingerprint }))) return undefined;
+          if (
+            !(await ctx.sends.record({ id: attempt.item_id, n: attempt.n, now: opts.now(), keyFp: lane.fingerprint }))
+          )
+            return undefined;
           sent = true;
           // The commit was a turn of the event loop later: the day is asked again right before the request leaves (recorded, it is resent with its key).
           if (dayTurned()) return 'day-ended';
           sentAt = opts.now();
-          return this.fixed.type === 'image' ? client.submitImage(body, attempt.idempotency_key) : client.submitVideo(body, attempt.idempotency_key);
+          return this.fixed.type === 'image'
+            ? client.submitImage(body, attempt.idempotency_key)
+            : client.submitVideo(body, attempt.idempotency_key);
         }, lane.noNewWork);
         if (job === 'day-ended' || job === 'paused') {
           release();
@@ -211,36 +262,51 @@ export class JobTask {
         const noAnswer = await ctx.reachability.noAnswer(sentAt, error, lane.noNewWork);
         if (noAnswer === 'stopped') return undefined;
         if (noAnswer === 'outage') {
-          opts.logger?.warn({ item: attempt.item_id, attempt: attempt.n, code: e.code }, 'no answer during an outage: resent with the same key once the service answers');
+          opts.logger?.warn(
+            { item: attempt.item_id, attempt: attempt.n, code: e.code },
+            'no answer during an outage: resent with the same key once the service answers',
+          );
           continue;
         }
         const reaction = policy('submit', error);
         const retryAfter = (error as { retryAfterMs?: number }).retryAfterMs;
-        opts.logger?.warn({ item: attempt.item_id, attempt: attempt.n, code: e.code, reaction: reaction.do }, 'submission refused');
+        opts.logger?.warn(
+          { item: attempt.item_id, attempt: attempt.n, code: e.code, reaction: reaction.do },
+          'submission refused',
+        );
         switch (reaction.do) {
           // Waits for a bucket hold the slot (the bucket's queue is the wait); every other wait is a deferral, slot freed.
           case 'wait-and-resend':
-            if (reaction.bucket === 'rate') lane.buckets.submit.pauseFor(retryAfter ?? lane.limits.submit.windowMs / lane.limits.submit.count);
+            if (reaction.bucket === 'rate')
+              lane.buckets.submit.pauseFor(retryAfter ?? lane.limits.submit.windowMs / lane.limits.submit.count);
             else if (reaction.bucket === 'daily-cap') lane.cap.pauseFor(retryAfter ?? ctx.scaled(60 * 60_000));
             else return this.deferResend(attempt, retryAfter ?? ctx.scaled(5000));
             continue;
           case 'resend-later':
-            if (attempt.unavailable_resends < reaction.maxResends) return this.deferResend(attempt, retryAfter ?? ctx.scaled(10_000), 'unavailable');
-            if (store.life.recordRefused(attempt.item_id, attempt.n, e, 'failed', opts.now())) this.final('failed', e.code, e.message);
+            if (attempt.unavailable_resends < reaction.maxResends)
+              return this.deferResend(attempt, retryAfter ?? ctx.scaled(10_000), 'unavailable');
+            if (store.life.recordRefused(attempt.item_id, attempt.n, e, 'failed', opts.now()))
+              this.final('failed', e.code, e.message);
             return undefined;
           case 'resend-with-backoff':
-            if (attempt.resends < reaction.maxResends) return this.deferResend(attempt, ctx.scaled(backoffMs(attempt.resends)));
+            if (attempt.resends < reaction.maxResends)
+              return this.deferResend(attempt, ctx.scaled(backoffMs(attempt.resends)));
             return this.holdMaybeAccepted(attempt, e);
           case 'query-later':
             if (attempt.resends < MAX_QUERY_LATER) return this.deferResend(attempt, retryAfter ?? ctx.scaled(1000));
             return this.holdMaybeAccepted(attempt, e);
           case 'key-conflict': {
             const message = `${e.message} A job may already exist under this attempt's key (sent earlier with another body), so genbatch does not pay again on its own. Look for it in the service's job list; to submit the item anew anyway (a new key, charged again): genbatch retry <manifest> --id ${attempt.item_id}`;
-            if (store.life.recordConflict(attempt.item_id, attempt.n, { code: e.code, message }, opts.now())) this.final('failed', e.code, message);
+            if (store.life.recordConflict(attempt.item_id, attempt.n, { code: e.code, message }, opts.now()))
+              this.final('failed', e.code, message);
             return undefined;
           }
           case 'mark-item':
-            if (reaction.as === 'rejected' && !this.reuploaded && this.forgetUploads(body, (error as { details?: { field?: unknown } }).details?.field)) {
+            if (
+              reaction.as === 'rejected' &&
+              !this.reuploaded &&
+              this.forgetUploads(body, (error as { details?: { field?: unknown } }).details?.field)
+            ) {
               // Material that expired before use: upload it again, in a new attempt (the 400 charged nothing).
               this.reuploaded = true;
               ctx.emit({ kind: 'retrying', itemId: attempt.item_id, attempt: attempt.n + 1, reason: 'expired upload' });
@@ -248,7 +314,8 @@ export class JobTask {
               const next = await this.newAttempt();
               return next ? this.submit(next) : undefined;
             }
-            if (store.life.recordRefused(attempt.item_id, attempt.n, e, reaction.as, opts.now())) this.final(reaction.as, e.code, e.message);
+            if (store.life.recordRefused(attempt.item_id, attempt.n, e, reaction.as, opts.now()))
+              this.final(reaction.as, e.code, e.message);
             if (reaction.as === 'blocked') {
               ctx.noteBlocked(lane);
               ctx.wake();
@@ -258,7 +325,8 @@ export class JobTask {
             // This answer says this request made no job; an earlier send of the same attempt may have.
             if (!mayBeAccepted) store.life.recordRefused(attempt.item_id, attempt.n, e, 'pending', opts.now());
             this.refused(reaction, e);
-            if (mayBeAccepted) return this.holdMaybeAccepted(attempt, reaction.scope === 'key' ? keyRefusedNote(lane, attempt) : e);
+            if (mayBeAccepted)
+              return this.holdMaybeAccepted(attempt, reaction.scope === 'key' ? keyRefusedNote(lane, attempt) : e);
             return undefined;
           case 'new-attempt':
           case 'adapt-wait':
@@ -277,12 +345,17 @@ export class JobTask {
    */
   private holdMaybeAccepted(attempt: AttemptRow, e: { code: string; message: string }): undefined {
     const message = `${e.message} (the submission may have been accepted; run the same command again to resend it with the same key: it is never paid twice)`;
-    if (this.ctx.store.life.recordMaybeAccepted(this.itemId, attempt.n, { code: e.code, message }, this.ctx.opts.now())) this.final('maybe_accepted', e.code, message);
+    if (this.ctx.store.life.recordMaybeAccepted(this.itemId, attempt.n, { code: e.code, message }, this.ctx.opts.now()))
+      this.final('maybe_accepted', e.code, message);
     return undefined;
   }
 
   /** The same key goes again after `delayMs`, sent by whichever task the feeder gives it to then: no slot is held meanwhile. */
-  private deferResend(attempt: AttemptRow, delayMs: number, after: 'no-answer' | 'unavailable' = 'no-answer'): undefined {
+  private deferResend(
+    attempt: AttemptRow,
+    delayMs: number,
+    after: 'no-answer' | 'unavailable' = 'no-answer',
+  ): undefined {
     this.ctx.store.life.deferResend(this.itemId, attempt.n, this.ctx.opts.now() + delayMs, this.ctx.opts.now(), after);
     return undefined;
   }
@@ -308,9 +381,13 @@ export class JobTask {
       let sentAt = ctx.opts.now();
       try {
         if (!(await ctx.reachability.ready(ctx.abort.signal))) return undefined;
-        const job = await this.lane.buckets.read.run(() => ((sentAt = ctx.opts.now()), client.getJob(jobId, ctx.pollWait.seconds, ctx.abort.signal)), ctx.abort.signal);
+        const job = await this.lane.buckets.read.run(
+          () => ((sentAt = ctx.opts.now()), client.getJob(jobId, ctx.pollWait.seconds, ctx.abort.signal)),
+          ctx.abort.signal,
+        );
         failures = 0;
-        if (job.status === 'COMPLETED' && acceptedAt !== undefined) ctx.firstPoll.ended(this.fixed.model, acceptedAt, ctx.opts.now());
+        if (job.status === 'COMPLETED' && acceptedAt !== undefined)
+          ctx.firstPoll.ended(this.fixed.model, acceptedAt, ctx.opts.now());
         if (isTerminalStatus(job.status)) return job;
       } catch (error) {
         if (ctx.abort.signal.aborted) return undefined;
@@ -344,7 +421,8 @@ export class JobTask {
 
   private keepJob(jobId: string, e: { code: string; message: string }): undefined {
     const message = `the job ${jobId} (paid for) cannot be read now: ${e.message}. Run the same command again to ask for it again; it is not submitted again.`;
-    if (this.ctx.store.life.keepJob(this.itemId, { code: e.code, message }, this.ctx.opts.now())) this.final('running', e.code, message);
+    if (this.ctx.store.life.keepJob(this.itemId, { code: e.code, message }, this.ctx.opts.now()))
+      this.final('running', e.code, message);
     return undefined;
   }
 
@@ -353,16 +431,36 @@ export class JobTask {
     const { ctx } = this;
     const { store, opts } = ctx;
     const now = opts.now();
-    ctx.emit({ kind: 'job-ended', itemId: attempt.item_id, jobId: job.id, status: job.status, ...(job.error ? { code: job.error.code } : {}) });
+    ctx.emit({
+      kind: 'job-ended',
+      itemId: attempt.item_id,
+      jobId: job.id,
+      status: job.status,
+      ...(job.error ? { code: job.error.code } : {}),
+    });
     if (job.status === 'COMPLETED') {
-      if (store.life.recordEnded(attempt.item_id, attempt.n, { jobId: job.id, status: 'completed', refunded: 0, refundDay: 0 }, now)) ctx.startDownload(attempt.item_id, job.id, job);
+      if (
+        store.life.recordEnded(
+          attempt.item_id,
+          attempt.n,
+          { jobId: job.id, status: 'completed', refunded: 0, refundDay: 0 },
+          now,
+        )
+      )
+        ctx.startDownload(attempt.item_id, job.id, job);
       return undefined;
     }
     const status = job.status === 'EXPIRED' ? 'expired' : 'failed';
     const code = job.error?.code ?? job.status;
     const error = { code, ...(job.error?.message ? { message: job.error.message } : {}) };
-    store.life.recordEnded(attempt.item_id, attempt.n, { jobId: job.id, status, refunded: job.refunded, refundDay: ctx.dayOf(attempt.accepted_at ?? now), error }, now);
-    if (store.attempts.failedCount(attempt.item_id) > opts.maxRetries) return this.finish('failed', code, job.error?.message ?? `the job ended ${job.status}`);
+    store.life.recordEnded(
+      attempt.item_id,
+      attempt.n,
+      { jobId: job.id, status, refunded: job.refunded, refundDay: ctx.dayOf(attempt.accepted_at ?? now), error },
+      now,
+    );
+    if (store.attempts.failedCount(attempt.item_id) > opts.maxRetries)
+      return this.finish('failed', code, job.error?.message ?? `the job ended ${job.status}`);
     ctx.emit({ kind: 'retrying', itemId: attempt.item_id, attempt: attempt.n + 1, reason: code });
     this.requeue();
     if (ctx.isStopping()) return undefined;

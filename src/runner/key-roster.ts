@@ -60,9 +60,13 @@ export class KeyRoster {
     if (!lane.leave(error.code, error.message)) return;
     const left = this.lanes.active.length;
     if (this.lanes.all.length > 1) {
-      this.control.emit({ kind: 'notice', message: `the key ${lane.fingerprint} was refused (${error.code}): it leaves the pool${left ? `; ${left} key${left === 1 ? '' : 's'} go on` : ''}. ${hint}` });
+      this.control.emit({
+        kind: 'notice',
+        message: `the key ${lane.fingerprint} was refused (${error.code}): it leaves the pool${left ? `; ${left} key${left === 1 ? '' : 's'} go on` : ''}. ${hint}`,
+      });
     }
-    for (const item of this.store.items.boundTo(lane.fingerprint)) if (!this.feeder.holds(item.id)) this.settleForLeftKey(item.id, lane);
+    for (const item of this.store.items.boundTo(lane.fingerprint))
+      if (!this.feeder.holds(item.id)) this.settleForLeftKey(item.id, lane);
     if (left === 0) this.control.stop('refused', `${error.code}: ${error.message}\n${hint}`);
     this.control.wake();
   }
@@ -77,22 +81,33 @@ export class KeyRoster {
     const attempt = store.attempts.latest(itemId);
     if (!item || attempt?.key_fp !== lane.fingerprint) return;
     if (item.state === 'queued' && attempt.sent_at === null) store.life.requeue(itemId, this.now());
-    else if (item.state === 'submitting') store.life.heldForKey(itemId, attempt.n, 'submitting', keyRefusedNote(lane, attempt), this.now());
+    else if (item.state === 'submitting')
+      store.life.heldForKey(itemId, attempt.n, 'submitting', keyRefusedNote(lane, attempt), this.now());
   }
 
   /** No key that may submit this type is left (the others were refused): the run stops if items of it wait. */
   noKeyLeftFor(type: JobType): void {
     if (this.store.items.workByType()[type].pending === 0) return;
     const refused = this.lanes.all.filter((l) => l.refused).map((l) => `${l.fingerprint}: ${l.refused!.code}`);
-    this.control.stop('refused', `no key of the run may submit ${type}s any more (${refused.join(', ') || 'none has the scope'}); the ${type}s not yet submitted wait. Fix the keys, then run the same command again.`);
+    this.control.stop(
+      'refused',
+      `no key of the run may submit ${type}s any more (${refused.join(', ') || 'none has the scope'}); the ${type}s not yet submitted wait. Fix the keys, then run the same command again.`,
+    );
   }
 
   /** The keys the run lacked, and those the service refused, with the items that wait for each. */
-  summary(): { keysMissing: Record<string, number>; keysRefused: Record<string, { code: string; message: string; waiting: number }> } {
+  summary(): {
+    keysMissing: Record<string, number>;
+    keysRefused: Record<string, { code: string; message: string; waiting: number }>;
+  } {
     const waitingByKey = new Map(this.store.items.openByKey().map((r) => [r.key_fp, r.n]));
     return {
       keysMissing: Object.fromEntries([...this.missing].map(([fp, ids]) => [fp, ids.size])),
-      keysRefused: Object.fromEntries(this.lanes.all.filter((l) => l.refused).map((l) => [l.fingerprint, { ...l.refused!, waiting: waitingByKey.get(l.fingerprint) ?? 0 }])),
+      keysRefused: Object.fromEntries(
+        this.lanes.all
+          .filter((l) => l.refused)
+          .map((l) => [l.fingerprint, { ...l.refused!, waiting: waitingByKey.get(l.fingerprint) ?? 0 }]),
+      ),
     };
   }
 }

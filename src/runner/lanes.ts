@@ -66,11 +66,16 @@ export class KeyLane {
     const now = clock.now;
     const { coordinator } = key;
     if (coordinator) {
-      const shared = (kind: 'submit' | 'read' | 'upload') => new SharedBucket(coordinator, key.fingerprint, kind, key.limits[kind], onCoordinator);
+      const shared = (kind: 'submit' | 'read' | 'upload') =>
+        new SharedBucket(coordinator, key.fingerprint, kind, key.limits[kind], onCoordinator);
       this.buckets = { submit: shared('submit'), read: shared('read'), upload: shared('upload') };
     } else {
       const recent = recentSubmissions(store, key.fingerprint, key.limits.submit, now());
-      this.buckets = { submit: new Bucket(key.limits.submit, now, recent), read: new Bucket(key.limits.read, now), upload: new Bucket(key.limits.upload, now) };
+      this.buckets = {
+        submit: new Bucket(key.limits.submit, now, recent),
+        read: new Bucket(key.limits.read, now),
+        upload: new Bucket(key.limits.upload, now),
+      };
     }
     key.client.observeRemaining((kind, remaining) => this.buckets[kind].serviceRemaining(remaining));
     this.slots = { image: new Slots(key.limits.imagesInFlight), video: new Slots(key.limits.videosInFlight) };
@@ -82,10 +87,20 @@ export class KeyLane {
    * process, held until the release it gives (the job ended); without, this
    * process's own slots are the key's. Undefined when the run stops first.
    */
-  async holdSharedSlot(type: JobType, item: string, jobRunning: boolean, signal: AbortSignal): Promise<(() => void) | undefined> {
+  async holdSharedSlot(
+    type: JobType,
+    item: string,
+    jobRunning: boolean,
+    signal: AbortSignal,
+  ): Promise<(() => void) | undefined> {
     if (!this.coordinator) return () => {};
     const cap = type === 'image' ? this.limits.imagesInFlight : this.limits.videosInFlight;
-    return holdSharedSlot(this.coordinator, { keyFp: this.fingerprint, type, cap, item, force: jobRunning }, signal, (message) => this.onCoordinator(false, message));
+    return holdSharedSlot(
+      this.coordinator,
+      { keyFp: this.fingerprint, type, cap, item, force: jobRunning },
+      signal,
+      (message) => this.onCoordinator(false, message),
+    );
   }
 
   get active(): boolean {
@@ -133,7 +148,12 @@ export class KeyLane {
  * machine's commit and send take that long; 2 s at the most), they leave
  * the window after the service's count does: a restart sends into no 429.
  */
-function recentSubmissions(store: Store, keyFp: string, rate: { count: number; windowMs: number }, now: number): number[] {
+function recentSubmissions(
+  store: Store,
+  keyFp: string,
+  rate: { count: number; windowMs: number },
+  now: number,
+): number[] {
   const margin = Math.min(2_000, Math.max(100, rate.windowMs / rate.count));
   return store.accounting.submissionsSince(now - rate.windowMs - margin, keyFp).map((at) => at + margin);
 }
@@ -196,7 +216,8 @@ function leastLoaded(lanes: readonly KeyLane[], now: number): KeyLane | undefine
   for (const lane of lanes) {
     const submit = lane.buckets.submit;
     const leaves = submit.leavesAt ? submit.leavesAt(now) : now + submit.waiting * lane.limits.submit.windowMs;
-    if (leaves < bestLeaves || (leaves === bestLeaves && lane.busy < bestBusy)) [best, bestLeaves, bestBusy] = [lane, leaves, lane.busy];
+    if (leaves < bestLeaves || (leaves === bestLeaves && lane.busy < bestBusy))
+      [best, bestLeaves, bestBusy] = [lane, leaves, lane.busy];
   }
   return best;
 }

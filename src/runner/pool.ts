@@ -43,7 +43,11 @@ export function keyLimits(flags: KeyLimits, me: Account, timeScale: number): Key
 }
 
 /** Asks each key's `/me`: its scopes and limits; a key the service refuses is left out, with why. */
-export async function setUpPool(clients: readonly PoolKeyClient[], flags: KeyLimits, timeScale: number): Promise<PoolSetup> {
+export async function setUpPool(
+  clients: readonly PoolKeyClient[],
+  flags: KeyLimits,
+  timeScale: number,
+): Promise<PoolSetup> {
   const setup: PoolSetup = { keys: [], accounts: [], refused: [], scopes: [] };
   // Asked together: a pool starts as soon as one key would.
   const answers = await Promise.allSettled(clients.map(({ client }) => client.me()));

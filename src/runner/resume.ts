@@ -21,7 +21,12 @@ export interface StateResume {
  * returned for that check, which then expands the very text and bytes hashed:
  * a file edited meanwhile is never taken for the bytes checked.
  */
-export async function planResume(path: string, cwd: string, statePathOf: (top: ManifestTop) => string, fromState: boolean): Promise<{ resume?: StateResume; fingerprint?: string; top?: ManifestTop; rowsRead?: ReadonlyMap<string, Buffer> }> {
+export async function planResume(
+  path: string,
+  cwd: string,
+  statePathOf: (top: ManifestTop) => string,
+  fromState: boolean,
+): Promise<{ resume?: StateResume; fingerprint?: string; top?: ManifestTop; rowsRead?: ReadonlyMap<string, Buffer> }> {
   const top = await loadManifestTop(path, cwd);
   if (!top) return {};
   const sources = await sourcesFingerprint(top);
@@ -37,7 +42,8 @@ export async function planResume(path: string, cwd: string, statePathOf: (top: M
   }
   try {
     const synced = syncedSources(store);
-    if (!synced || synced.fingerprint !== fingerprint || !(await inputsUnchanged(synced.inputs))) return { fingerprint, top, rowsRead };
+    if (!synced || synced.fingerprint !== fingerprint || !(await inputsUnchanged(synced.inputs)))
+      return { fingerprint, top, rowsRead };
     return { resume: { top, synced, shapes: synced.shapes ?? store.items.shapes() }, fingerprint };
   } finally {
     store.close();

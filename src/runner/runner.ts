@@ -10,7 +10,14 @@ import { combinedLimits } from '../scheduler/limits.js';
 import type { ItemProblem, ItemRow, ItemState, Store } from '../store/index.js';
 import type { ItemSpec } from './bodies.js';
 import { RunClock } from './clock.js';
-import { PollWait, type DownloadFailure, type RunContext, type RunEvent, type RunOptions, type StopKind } from './context.js';
+import {
+  PollWait,
+  type DownloadFailure,
+  type RunContext,
+  type RunEvent,
+  type RunOptions,
+  type StopKind,
+} from './context.js';
 import { FirstPoll } from './first-poll.js';
 import { SendBatch } from './send-batch.js';
 import { Control } from './control.js';
@@ -118,7 +125,8 @@ export class Runner implements RunContext {
     if (keys.length === 0) throw new Error('a run needs at least one API key');
     this.clock = new RunClock(opts.now, opts.timeScale);
     // Every poll, upload and download in flight listens for the interrupt: one per slot and download, plus the queues'.
-    const listeners = keys.reduce((n, k) => n + k.limits.imagesInFlight + k.limits.videosInFlight, 0) + opts.downloadConcurrency + 64;
+    const listeners =
+      keys.reduce((n, k) => n + k.limits.imagesInFlight + k.limits.videosInFlight, 0) + opts.downloadConcurrency + 64;
     this.watchdog = new Watchdog({
       now: opts.now,
       quietMs: opts.quietMs ?? Math.max(QUIET_FLOOR_MS, this.clock.scaled(QUIET_MS)),
@@ -135,14 +143,31 @@ export class Runner implements RunContext {
       this.coordinatorDown = !reachable;
       noticed(reachable, message);
     };
-    this.gates = new Gates(store, { maxCredits: opts.maxCredits, maxBlocked: opts.maxBlocked }, this.clock, this.control, () => this.capWaitChanged(), coordinatorSaid);
+    this.gates = new Gates(
+      store,
+      { maxCredits: opts.maxCredits, maxBlocked: opts.maxBlocked },
+      this.clock,
+      this.control,
+      () => this.capWaitChanged(),
+      coordinatorSaid,
+    );
     this.feeder = new Feeder(store, this.clock, this.control);
     this.pollWait = new PollWait(opts.pollWaitSeconds);
     this.firstPoll = new FirstPoll(() => this.clock.scaled(this.pollWait.seconds * 1000));
     this.sends = new SendBatch(store);
-    this.lanes = new KeyLanes(keys.map((k) => new KeyLane(k, store, this.clock, this.control.noNewWork.signal, listeners, coordinatorSaid)));
+    this.lanes = new KeyLanes(
+      keys.map((k) => new KeyLane(k, store, this.clock, this.control.noNewWork.signal, listeners, coordinatorSaid)),
+    );
     this.roster = new KeyRoster(this.lanes, store, this.feeder, this.control, opts.now);
-    this.reachability = watchService({ lanes: this.lanes, clock: this.clock, control: this.control, now: opts.now, unreachableMs: opts.unreachableMs, logger: opts.logger, onActivity: () => this.watchdog.activity() });
+    this.reachability = watchService({
+      lanes: this.lanes,
+      clock: this.clock,
+      control: this.control,
+      now: opts.now,
+      unreachableMs: opts.unreachableMs,
+      logger: opts.logger,
+      onActivity: () => this.watchdog.activity(),
+    });
     this.downloads = new PQueue({ concurrency: opts.downloadConcurrency });
     // A task's own last act cannot wake the feeder: its queue still counts it busy. Woken once the queue has let it go, the run ends at once.
     const wake = () => this.control.wake();
@@ -159,12 +184,25 @@ export class Runner implements RunContext {
     this.runStartedAt = opts.now();
     // The limits the run paces to, all keys together: status's ETA reads them.
     const limits = combinedLimits(this.lanes.all.map((l) => l.limits));
-    const runId = (this.runId = store.runs.begin(this.runStartedAt, { limits, timeScale: opts.timeScale, outDir: opts.outDir }));
+    const runId = (this.runId = store.runs.begin(this.runStartedAt, {
+      limits,
+      timeScale: opts.timeScale,
+      outDir: opts.outDir,
+    }));
     // A heartbeat, so status can tell a live run from a killed one and when submissions resume.
-    const heartbeat = setInterval(() => store.runs.beat(runId, opts.now(), this.waitingUntil, this.reachability.unreachableSince), HEARTBEAT_MS);
+    const heartbeat = setInterval(
+      () => store.runs.beat(runId, opts.now(), this.waitingUntil, this.reachability.unreachableSince),
+      HEARTBEAT_MS,
+    );
     heartbeat.unref();
     this.watchdog.start();
-    const stopWatchingControl = watchRunControl({ store, gate: this.pauseGate, control: this.control, now: opts.now, inFlight: () => this.lanes.all.reduce((n, l) => n + l.busy, 0) });
+    const stopWatchingControl = watchRunControl({
+      store,
+      gate: this.pauseGate,
+      control: this.control,
+      now: opts.now,
+      inFlight: () => this.lanes.all.reduce((n, l) => n + l.busy, 0),
+    });
     const shared = keepCoordinatorLeases(this.lanes, this.clock, (blocked) => (this.gates.sharedBlocked = blocked));
     try {
       await shared?.ready;
@@ -185,14 +223,24 @@ export class Runner implements RunContext {
     const unwritable = await probeOutputDir(this.opts.outDir);
     if (unwritable) {
       await this.unsynced?.step(Infinity); // every item in the state, for the summary and the next run
-      this.control.stop('disk', `${unwritable.message}. Nothing was submitted. Fix it (or pass --out DIR) and run the same command again: what was already paid for is downloaded then, without paying again.`);
+      this.control.stop(
+        'disk',
+        `${unwritable.message}. Nothing was submitted. Fix it (or pass --out DIR) and run the same command again: what was already paid for is downloaded then, without paying again.`,
+      );
       return this.summary();
     }
     if (this.opts.only && this.store.items.select(selects(this.opts.only)).length === 0) {
-      this.control.stop('nothing-selected', `--only ${this.opts.only.join(' --only ')} matches no item of the manifest: nothing was submitted`);
+      this.control.stop(
+        'nothing-selected',
+        `--only ${this.opts.only.join(' --only ')} matches no item of the manifest: nothing was submitted`,
+      );
       return this.summary();
     }
-    await claimOutputDir(this.opts.outDir, { state: this.store.db.name, runId: this.store.meta('run_id')!, rehearsal: this.opts.rehearsal ?? false });
+    await claimOutputDir(this.opts.outDir, {
+      state: this.store.db.name,
+      runId: this.store.meta('run_id')!,
+      rehearsal: this.opts.rehearsal ?? false,
+    });
     await this.recover();
     if (this.opts.canary && !(await this.canary(this.opts.canary))) {
       this.lanes.stop();
@@ -218,7 +266,10 @@ export class Runner implements RunContext {
     const { items, fingerprint } = this.toSync;
     this.toSync = undefined;
     // A canary is chosen from every item, and --only selects among them: such a run waits for all of them to be written.
-    const steps = this.opts.canary || this.opts.only ? undefined : await syncFreshInSteps(this.store, this.manifest, items, this.opts, fingerprint);
+    const steps =
+      this.opts.canary || this.opts.only
+        ? undefined
+        : await syncFreshInSteps(this.store, this.manifest, items, this.opts, fingerprint);
     if (!steps) await syncItems(this.store, this.manifest, items, this.opts, fingerprint);
     else if (!(await steps.step(this.syncStepMs))) this.unsynced = steps;
   }
@@ -236,7 +287,10 @@ export class Runner implements RunContext {
       }
     } catch (error) {
       this.syncFailure = error as Error;
-      this.control.stop('disk', `the manifest's items could not be written to the state (${(error as Error).message}): no new submissions. Fix it and run the same command again: nothing paid is lost.`);
+      this.control.stop(
+        'disk',
+        `the manifest's items could not be written to the state (${(error as Error).message}): no new submissions. Fix it and run the same command again: nothing paid is lost.`,
+      );
     } finally {
       this.syncing = undefined;
       this.control.wake();
@@ -264,7 +318,10 @@ export class Runner implements RunContext {
     if (earlier?.passed) return true;
     const ids = earlier?.ids ?? chooseCanary(store, opts.size);
     if (!earlier) saveCanary(store, { ids, passed: false });
-    this.control.emit({ kind: 'notice', message: `canary: ${ids.length} item${ids.length === 1 ? '' : 's'} first (${[...new Set(ids.map((id) => store.items.get(id)!.model))].join(', ')}); the rest only if they pass` });
+    this.control.emit({
+      kind: 'notice',
+      message: `canary: ${ids.length} item${ids.length === 1 ? '' : 's'} first (${[...new Set(ids.map((id) => store.items.get(id)!.model))].join(', ')}); the rest only if they pass`,
+    });
     this.feeder.restrictTo(ids);
     await this.drain();
     this.feeder.restrictTo(undefined);
@@ -272,11 +329,18 @@ export class Runner implements RunContext {
     const verdict = judgeCanary(store, ids, opts.maxFailures);
     if (verdict.passed) {
       saveCanary(store, { ids, passed: true });
-      this.control.emit({ kind: 'notice', message: `canary passed (${verdict.failed.length} of ${ids.length} failed, ${verdict.credits} credits): running the rest` });
+      this.control.emit({
+        kind: 'notice',
+        message: `canary passed (${verdict.failed.length} of ${ids.length} failed, ${verdict.credits} credits): running the rest`,
+      });
       return true;
     }
-    const failures = verdict.failed.slice(0, 5).map((f) => `${f.id} ${f.state}${f.code ? ` ${f.code}` : ''}${f.message ? `: ${f.message}` : ''}`);
-    const unfinished = verdict.unfinished.length ? `; ${verdict.unfinished.length} did not finish (${verdict.unfinished.slice(0, 5).join(', ')})` : '';
+    const failures = verdict.failed
+      .slice(0, 5)
+      .map((f) => `${f.id} ${f.state}${f.code ? ` ${f.code}` : ''}${f.message ? `: ${f.message}` : ''}`);
+    const unfinished = verdict.unfinished.length
+      ? `; ${verdict.unfinished.length} did not finish (${verdict.unfinished.slice(0, 5).join(', ')})`
+      : '';
     this.control.stop(
       'canary',
       `the canary failed: ${verdict.failed.length} of ${ids.length} items failed or were blocked (at most ${opts.maxFailures} allowed)${unfinished}. It cost ${verdict.credits} credits; nothing else was submitted.\n  ${failures.join('\n  ')}\nFix the manifest (or genbatch retry), then run the same command: the canary's items are judged again, and the rest run once they pass.`,
@@ -321,7 +385,15 @@ export class Runner implements RunContext {
     // Only the latest job's outputs are the item's: rows an older state kept of a replaced job are passed over.
     for (const out of store.items.doneOutputs()) {
       if (this.control.abort.signal.aborted) return;
-      const check = out.path && out.bytes !== null && out.sha256 ? await checkOutput(opts.outDir, { path: out.path, bytes: out.bytes, sha256: out.sha256, mtime_ms: out.mtime_ms }) : { verdict: 'missing' as const };
+      const check =
+        out.path && out.bytes !== null && out.sha256
+          ? await checkOutput(opts.outDir, {
+              path: out.path,
+              bytes: out.bytes,
+              sha256: out.sha256,
+              mtime_ms: out.mtime_ms,
+            })
+          : { verdict: 'missing' as const };
       if (check.verdict === 'same-bytes') store.outputs.stillVerified(out.job_id, out.idx, check.mtimeMs);
       else if (check.verdict !== 'unchanged') {
         opts.logger?.warn({ item: out.item_id, output: out.path, verdict: check.verdict }, 'output not as verified');
@@ -354,7 +426,9 @@ export class Runner implements RunContext {
       const first = lanes.all[0]!;
       const lookedAt = opts.now();
       // A due resend first: it is already counted as unanswered, and only its answer can let the breaker go on.
-      let next: NextItem | undefined = feeder.nextResend(type, (fp) => free.includes(lanes.get(fp ?? first.fingerprint)!));
+      let next: NextItem | undefined = feeder.nextResend(type, (fp) =>
+        free.includes(lanes.get(fp ?? first.fingerprint)!),
+      );
       if (!next) {
         const breaker = gates.breaker(feeder.unansweredCount);
         if (breaker === 'stop') break;
@@ -386,12 +460,19 @@ export class Runner implements RunContext {
       }
       const price = this.price(next);
       if (price === undefined && opts.maxCredits !== undefined) {
-        feeder.skipForGood(next.id, 'PRICE_UNKNOWN', `no price is known for ${next.model} (the catalog shows none and nothing was charged for it yet), so the budget could not be kept: give one in the manifest (prices: { ${next.model}: credits }, or by resolution and duration for video) and run again`);
+        feeder.skipForGood(
+          next.id,
+          'PRICE_UNKNOWN',
+          `no price is known for ${next.model} (the catalog shows none and nothing was charged for it yet), so the budget could not be kept: give one in the manifest (prices: { ${next.model}: credits }, or by resolution and duration for video) and run again`,
+        );
         continue;
       }
       if (gates.overBudget(price ?? 0)) break;
       // A resend goes with its attempt's key; a new item with the key that has the most room.
-      const lane = next.key_fp === undefined ? lanes.forNew(type, free, price ?? 0, opts.now()) : lanes.get(next.key_fp ?? first.fingerprint)!;
+      const lane =
+        next.key_fp === undefined
+          ? lanes.forNew(type, free, price ?? 0, opts.now())
+          : lanes.get(next.key_fp ?? first.fingerprint)!;
       if (!lane) {
         // Every key with a free slot waits for its daily cap: a busy key's task end wakes this, and a new key day is a matter of time.
         await control.waitForWake(this.clock.scaled(1000));
@@ -403,7 +484,11 @@ export class Runner implements RunContext {
 
   downloadEnded(failure: DownloadFailure | undefined): void {
     const reason = this.downloadHealth.note(failure);
-    if (reason) this.control.stop('disk', `outputs cannot be saved: ${reason}. No new submissions; jobs already paid for were polled and recorded. Fix it (free space, permissions, or another --out) and run the same command again: it downloads what was paid for without paying again.`);
+    if (reason)
+      this.control.stop(
+        'disk',
+        `outputs cannot be saved: ${reason}. No new submissions; jobs already paid for were polled and recorded. Fix it (free space, permissions, or another --out) and run the same command again: it downloads what was paid for without paying again.`,
+      );
   }
 
   private startJob(item: ItemRow, lane: KeyLane, price?: number): void {
@@ -455,7 +540,15 @@ export class Runner implements RunContext {
   /** A quiet run is fine while a known wait has its time: the daily cap, an outage's probe, the coordinator's return, a pause, a backoff, a first poll, a download, the first sync. */
   private quietExplained(): boolean {
     const now = this.opts.now();
-    if (this.waitingUntil !== undefined || this.reachability.isDown || this.coordinatorDown || this.pauseGate.isPaused || this.breakerWaits > 0 || this.syncing) return true;
+    if (
+      this.waitingUntil !== undefined ||
+      this.reachability.isDown ||
+      this.coordinatorDown ||
+      this.pauseGate.isPaused ||
+      this.breakerWaits > 0 ||
+      this.syncing
+    )
+      return true;
     if (this.timedWaits > 0 || this.downloads.pending > 0) return true;
     return (['image', 'video'] as const).some((type) => (this.feeder.nextDue(type) ?? 0) > now);
   }
@@ -463,12 +556,22 @@ export class Runner implements RunContext {
   /** Nothing moved for a while: what each state waits for is logged, the scheduler woken; a stall no wait explains is said as the bug it is. */
   private quiet(quietMs: number, stalled: boolean): void {
     const now = this.opts.now();
-    const waiting = waitingFor(this.store, now, { running: true, waitingUntil: this.waitingUntil, unreachableSince: this.reachability.unreachableSince });
-    const held = this.feeder.heldIds().slice(0, 20).map((id) => {
-      const item = this.store.items.get(id);
-      return item ? { id, state: item.state, attempt: item.attempt, notBefore: item.not_before || null } : { id };
+    const waiting = waitingFor(this.store, now, {
+      running: true,
+      waitingUntil: this.waitingUntil,
+      unreachableSince: this.reachability.unreachableSince,
     });
-    this.opts.logger?.[stalled ? 'warn' : 'info']({ quietMs, waiting, held }, stalled ? 'stall: nothing moved and no known wait explains it' : 'quiet: waiting');
+    const held = this.feeder
+      .heldIds()
+      .slice(0, 20)
+      .map((id) => {
+        const item = this.store.items.get(id);
+        return item ? { id, state: item.state, attempt: item.attempt, notBefore: item.not_before || null } : { id };
+      });
+    this.opts.logger?.[stalled ? 'warn' : 'info'](
+      { quietMs, waiting, held },
+      stalled ? 'stall: nothing moved and no known wait explains it' : 'quiet: waiting',
+    );
     if (stalled) this.control.emit({ kind: 'stall', quietMs, waiting });
     this.control.wake();
   }
@@ -479,13 +582,21 @@ export class Runner implements RunContext {
   }
 
   private idle(): boolean {
-    return !this.syncing && !this.verifying && this.lanes.idle() && this.downloads.size === 0 && this.downloads.pending === 0 && this.feeder.held === 0;
+    return (
+      !this.syncing &&
+      !this.verifying &&
+      this.lanes.idle() &&
+      this.downloads.size === 0 &&
+      this.downloads.pending === 0 &&
+      this.feeder.held === 0
+    );
   }
 
   /** A key started or stopped waiting for its daily cap: the run waits, and says so, when every key does. */
   private capWaitChanged(): void {
     const waits = this.lanes.active.map((l) => l.cap.waitingUntil);
-    const until = waits.length > 0 && waits.every((w) => w !== undefined) ? Math.min(...(waits as number[])) : undefined;
+    const until =
+      waits.length > 0 && waits.every((w) => w !== undefined) ? Math.min(...(waits as number[])) : undefined;
     if (until === this.waitingUntil) return;
     this.waitingUntil = until;
     if (until === undefined) return;
@@ -498,11 +609,28 @@ export class Runner implements RunContext {
     // With --only, the run is judged by what it was asked to do.
     const all = this.store.items.counts();
     const counts = this.store.items.selectedCounts() ?? all;
-    const notSelected = Object.values(all).reduce((a, b) => a + b, 0) - Object.values(counts).reduce((a, b) => a + b, 0);
+    const notSelected =
+      Object.values(all).reduce((a, b) => a + b, 0) - Object.values(counts).reduce((a, b) => a + b, 0);
     // A drain says, at its end, what it left unsent.
     const notSent = counts.pending + counts.queued;
-    const stop = stopped?.kind === 'drained' ? { ...stopped, message: `drained: the jobs in flight were finished and downloaded; ${notSent} item${notSent === 1 ? ' was' : 's were'} not sent${notSent ? ' (run the same command to send them)' : ''}` } : stopped;
-    return { counts, ...(this.opts.only ? { notSelected } : {}), credits: this.store.attempts.totals(), ...(stop ? { stop } : {}), changed: this.changed, failures: this.store.items.failuresByCode(), problems: this.store.items.problems().slice(0, 20), removed: this.store.items.removed(), ...this.roster.summary() };
+    const stop =
+      stopped?.kind === 'drained'
+        ? {
+            ...stopped,
+            message: `drained: the jobs in flight were finished and downloaded; ${notSent} item${notSent === 1 ? ' was' : 's were'} not sent${notSent ? ' (run the same command to send them)' : ''}`,
+          }
+        : stopped;
+    return {
+      counts,
+      ...(this.opts.only ? { notSelected } : {}),
+      credits: this.store.attempts.totals(),
+      ...(stop ? { stop } : {}),
+      changed: this.changed,
+      failures: this.store.items.failuresByCode(),
+      problems: this.store.items.problems().slice(0, 20),
+      removed: this.store.items.removed(),
+      ...this.roster.summary(),
+    };
   }
 
   // What the tasks share (RunContext), handed on to the parts that own it.
@@ -526,7 +654,10 @@ export class Runner implements RunContext {
   /** The best bound known for one job: the catalog's or the manifest's price, else the largest charge seen for the model. */
   price(item: ItemRow): number | undefined {
     const spec = this.spec(item);
-    return this.gates.bound(item.model, priceOf(spec, this.catalog?.get(spec.type, spec.model), this.manifest.manifest.prices).credits);
+    return this.gates.bound(
+      item.model,
+      priceOf(spec, this.catalog?.get(spec.type, spec.model), this.manifest.manifest.prices).credits,
+    );
   }
 
   noteCharge(model: string, credits: number): void {
@@ -550,13 +681,25 @@ export class Runner implements RunContext {
    * The gate of the item's key; an attempt never sent may be handed over to
    * another key that has room rather than wait for this one's cap.
    */
-  dailyCapGate(lane: KeyLane, item: ItemRow, price: number | undefined, mayHandOver: boolean): Promise<Release | 'hand-over' | undefined> {
+  dailyCapGate(
+    lane: KeyLane,
+    item: ItemRow,
+    price: number | undefined,
+    mayHandOver: boolean,
+  ): Promise<Release | 'hand-over' | undefined> {
     // From here its credits count as reserved, no longer as assigned.
     const assigned = this.assigned.get(item.id);
     assigned?.();
     this.assigned.delete(item.id);
-    const handOver = (credits: number) => this.lanes.serving(item.type).some((l) => l !== lane && !l.cap.isWaiting(this.opts.now(), credits));
-    return this.gates.dailyCapGate(lane.cap, price, item.model, mayHandOver ? handOver : undefined, assigned !== undefined);
+    const handOver = (credits: number) =>
+      this.lanes.serving(item.type).some((l) => l !== lane && !l.cap.isWaiting(this.opts.now(), credits));
+    return this.gates.dailyCapGate(
+      lane.cap,
+      price,
+      item.model,
+      mayHandOver ? handOver : undefined,
+      assigned !== undefined,
+    );
   }
 
   isStopping(): boolean {
@@ -588,7 +731,8 @@ export class Runner implements RunContext {
 async function removePartials(dir: string): Promise<void> {
   const entries = await readdir(dir, { recursive: true, withFileTypes: true }).catch(() => []);
   for (const e of entries) {
-    if (e.isFile() && /^\..+\.[0-9a-f]{8}\.part$/.test(e.name)) await rm(join(e.parentPath ?? dir, e.name), { force: true });
+    if (e.isFile() && /^\..+\.[0-9a-f]{8}\.part$/.test(e.name))
+      await rm(join(e.parentPath ?? dir, e.name), { force: true });
   }
 }
 
@@ -600,6 +744,17 @@ export function selects(selectors: readonly string[]): (id: string, tags: readon
   const tagged = new Set(selectors.filter((s) => s.startsWith('tag:')).map((s) => s.slice(4)));
   const ids = selectors.filter((s) => !s.startsWith('tag:'));
   const exact = new Set(ids.filter((s) => !/[*?]/.test(s)));
-  const globs = ids.filter((s) => /[*?]/.test(s)).map((s) => new RegExp(`^${s.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`, 's'));
+  const globs = ids
+    .filter((s) => /[*?]/.test(s))
+    .map(
+      (s) =>
+        new RegExp(
+          `^${s
+            .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+            .replace(/\*/g, '.*')
+            .replace(/\?/g, '.')}$`,
+          's',
+        ),
+    );
   return (id, tags) => exact.has(id) || globs.some((g) => g.test(id)) || tags.some((t) => tagged.has(t));
 }

@@ -27,8 +27,12 @@ export interface SyncedSources {
  * bytes as they were hashed (by absolute path): a check of the manifest then
  * expands the very bytes the fingerprint names. Undefined when one cannot be read.
  */
-export async function sourcesFingerprint(top: ManifestTop): Promise<{ fingerprint: string; rows: Map<string, Buffer> } | undefined> {
-  const hash = createHash('sha256').update(`genbatch ${GENBATCH_VERSION}\n${top.source.absPath}\n`).update(top.source.text);
+export async function sourcesFingerprint(
+  top: ManifestTop,
+): Promise<{ fingerprint: string; rows: Map<string, Buffer> } | undefined> {
+  const hash = createHash('sha256')
+    .update(`genbatch ${GENBATCH_VERSION}\n${top.source.absPath}\n`)
+    .update(top.source.text);
   const rows = new Map<string, Buffer>();
   for (const item of top.manifest.items) {
     if (item.rows === undefined) continue;

@@ -39,7 +39,8 @@ const IN_MEMORY_BATCH = 256;
 /** The fewest rows a step of a first sync writes (unless the items end first): more than a first window's submissions. */
 const STEP_ROWS = 64;
 
-const toSource = (items: ItemsToSync | readonly ResolvedItem[]): ItemsToSync => (isList(items) ? itemsInMemory(items) : items);
+const toSource = (items: ItemsToSync | readonly ResolvedItem[]): ItemsToSync =>
+  isList(items) ? itemsInMemory(items) : items;
 const isList = (items: ItemsToSync | readonly ResolvedItem[]): items is readonly ResolvedItem[] => Array.isArray(items);
 
 /**
@@ -49,7 +50,13 @@ const isList = (items: ItemsToSync | readonly ResolvedItem[]): items is readonly
  * records what the items were written from, for a resume to skip this.
  * Every item is in memory at once here (one transaction compares them all).
  */
-export async function syncItems(store: Store, manifest: ManifestTop, items: ItemsToSync | readonly ResolvedItem[], opts: RunOptions, fingerprint?: string): Promise<{ added: number; changed: string[] }> {
+export async function syncItems(
+  store: Store,
+  manifest: ManifestTop,
+  items: ItemsToSync | readonly ResolvedItem[],
+  opts: RunOptions,
+  fingerprint?: string,
+): Promise<{ added: number; changed: string[] }> {
   const source = toSource(items);
   const all = isList(items) ? items : await collect(source);
   const sync = await prepareSync(store, manifest, source, opts, fingerprint);
@@ -58,7 +65,10 @@ export async function syncItems(store: Store, manifest: ManifestTop, items: Item
   return result;
 }
 
-function* rowsOf(items: readonly ResolvedItem[], row: (item: ResolvedItem, seq: number) => ItemSync): Generator<ItemSync> {
+function* rowsOf(
+  items: readonly ResolvedItem[],
+  row: (item: ResolvedItem, seq: number) => ItemSync,
+): Generator<ItemSync> {
   for (let seq = 0; seq < items.length; seq++) yield row(items[seq]!, seq);
 }
 
@@ -82,7 +92,13 @@ export interface SyncSteps {
  * step only: a run cut off before that syncs again when it resumes, as after
  * any sync cut off half-way. Undefined when the state already holds items.
  */
-export async function syncFreshInSteps(store: Store, manifest: ManifestTop, items: ItemsToSync | readonly ResolvedItem[], opts: RunOptions, fingerprint?: string): Promise<SyncSteps | undefined> {
+export async function syncFreshInSteps(
+  store: Store,
+  manifest: ManifestTop,
+  items: ItemsToSync | readonly ResolvedItem[],
+  opts: RunOptions,
+  fingerprint?: string,
+): Promise<SyncSteps | undefined> {
   if (!store.items.isEmpty()) return undefined;
   const source = toSource(items);
   const sync = await prepareSync(store, manifest, source, opts, fingerprint);
@@ -114,7 +130,13 @@ export async function syncFreshInSteps(store: Store, manifest: ManifestTop, item
 }
 
 /** The state's run meta, how to make an item's row, and what to record once they are all written. */
-async function prepareSync(store: Store, manifest: ManifestTop, source: ItemsToSync, opts: RunOptions, fingerprint: string | undefined): Promise<{ row: (item: ResolvedItem, seq: number) => ItemSync; finish: () => void }> {
+async function prepareSync(
+  store: Store,
+  manifest: ManifestTop,
+  source: ItemsToSync,
+  opts: RunOptions,
+  fingerprint: string | undefined,
+): Promise<{ row: (item: ResolvedItem, seq: number) => ItemSync; finish: () => void }> {
   // Input files are hashed first (the only async part), so the rows can be made one at a time as they are written:
   // a 100,000-row catalog never holds all its rows and their JSON at once.
   const inputs = fingerprint === undefined ? [] : await snapshotInputs(source.inputFiles);
@@ -139,10 +161,28 @@ async function prepareSync(store: Store, manifest: ManifestTop, source: ItemsToS
       const files: Record<string, string> = {};
       for (const ref of fileInputsOf(item)) files[ref.display] = fileHashes.get(ref.path)!;
       const dependsOn = [...new Set(dependenciesOf(item).map((d) => d.id))];
-      return { id: item.id, seq, type: item.type, model: item.model, contentHash: contentHashOf(content, files), spec: JSON.stringify(spec), dependsOn, priority: priority ?? 0 };
+      return {
+        id: item.id,
+        seq,
+        type: item.type,
+        model: item.model,
+        contentHash: contentHashOf(content, files),
+        spec: JSON.stringify(spec),
+        dependsOn,
+        priority: priority ?? 0,
+      };
     },
     finish: () => {
-      if (fingerprint !== undefined) store.setMeta(SYNCED_SOURCES, JSON.stringify({ fingerprint, inputs, items: source.count, shapes: [...source.shapes] } satisfies SyncedSources));
+      if (fingerprint !== undefined)
+        store.setMeta(
+          SYNCED_SOURCES,
+          JSON.stringify({
+            fingerprint,
+            inputs,
+            items: source.count,
+            shapes: [...source.shapes],
+          } satisfies SyncedSources),
+        );
     },
   };
 }

@@ -110,7 +110,11 @@ export class Bucket {
     const place = counted + this.queue.length - this.rate.count;
     if (place < 0) return start;
     // Beyond the requests in the window, the queued ones' own places: a window later each.
-    const at = place < counted ? this.window.freedAt(place, now) : (counted > 0 ? this.window.freedAt(counted - 1, now) : now) + this.rate.windowMs * Math.ceil((place - counted + 1) / this.rate.count);
+    const at =
+      place < counted
+        ? this.window.freedAt(place, now)
+        : (counted > 0 ? this.window.freedAt(counted - 1, now) : now) +
+          this.rate.windowMs * Math.ceil((place - counted + 1) / this.rate.count);
     return Math.max(start, at);
   }
 
@@ -136,7 +140,8 @@ export class Bucket {
    * one request's share of the window, and goes on from there.
    */
   serviceRemaining(remaining: number): void {
-    if (remaining === 0 && this.window.count(this.now()) < this.rate.count) this.pauseFor(this.rate.windowMs / this.rate.count);
+    if (remaining === 0 && this.window.count(this.now()) < this.rate.count)
+      this.pauseFor(this.rate.windowMs / this.rate.count);
   }
 
   /** Rejects every queued request (never sent) and accepts no more. */

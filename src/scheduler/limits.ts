@@ -29,7 +29,8 @@ export function parseRate(text: string): Rate {
   if (!m) throw new Error(`expected a rate like 10/60s or 10/1m, got "${text}"`);
   const count = Number(m[1]);
   const windowMs = Number(m[2]) * (m[3] === 'm' ? 60_000 : m[3] === 's' ? 1000 : 1);
-  if (count < 1 || windowMs <= 0) throw new Error(`a rate needs at least 1 event in a window longer than 0, got "${text}"`);
+  if (count < 1 || windowMs <= 0)
+    throw new Error(`a rate needs at least 1 event in a window longer than 0, got "${text}"`);
   return { count, windowMs };
 }
 

@@ -38,7 +38,10 @@ const VIDEO_RATIOS = ['16:9', '9:16', '1:1'];
 
 function videoPrices(per5s720p: number): VideoPrice[] {
   const prices: VideoPrice[] = [];
-  for (const [resolution, factor] of [['720p', 1], ['1080p', 1.8]] as const) {
+  for (const [resolution, factor] of [
+    ['720p', 1],
+    ['1080p', 1.8],
+  ] as const) {
     for (const duration of ['5', '10']) {
       prices.push({ resolution, duration, credits: Math.round(per5s720p * factor * (Number(duration) / 5)) });
     }
@@ -47,16 +50,76 @@ function videoPrices(per5s720p: number): VideoPrice[] {
 }
 
 export const IMAGE_MODELS: ImageModel[] = [
-  { id: 'studio-xl', name: 'Studio XL', kind: 'generate', creditCost: 8, resolutions: ['1K', '2K', '4K'], aspectRatios: IMAGE_RATIOS, maxInputs: 0 },
-  { id: 'studio-lite', name: 'Studio Lite', kind: 'generate', creditCost: 2, resolutions: ['1K', '2K'], aspectRatios: IMAGE_RATIOS, maxInputs: 0 },
-  { id: 'studio-edit', name: 'Studio Edit', kind: 'edit', creditCost: 10, resolutions: ['1K', '2K'], aspectRatios: IMAGE_RATIOS, maxInputs: 4 },
+  {
+    id: 'studio-xl',
+    name: 'Studio XL',
+    kind: 'generate',
+    creditCost: 8,
+    resolutions: ['1K', '2K', '4K'],
+    aspectRatios: IMAGE_RATIOS,
+    maxInputs: 0,
+  },
+  {
+    id: 'studio-lite',
+    name: 'Studio Lite',
+    kind: 'generate',
+    creditCost: 2,
+    resolutions: ['1K', '2K'],
+    aspectRatios: IMAGE_RATIOS,
+    maxInputs: 0,
+  },
+  {
+    id: 'studio-edit',
+    name: 'Studio Edit',
+    kind: 'edit',
+    creditCost: 10,
+    resolutions: ['1K', '2K'],
+    aspectRatios: IMAGE_RATIOS,
+    maxInputs: 4,
+  },
 ];
 
 export const VIDEO_MODELS: VideoModel[] = [
-  { id: 'motion-2', name: 'Motion 2', mode: 'image-to-video', durations: ['5', '10'], resolutions: ['720p', '1080p'], aspectRatios: VIDEO_RATIOS, prices: videoPrices(100), maxReferenceImages: 0 },
-  { id: 'motion-ref', name: 'Motion Reference', mode: 'reference-to-video', durations: ['5', '10'], resolutions: ['720p', '1080p'], aspectRatios: VIDEO_RATIOS, prices: videoPrices(120), maxReferenceImages: 3 },
-  { id: 'motion-extend', name: 'Motion Extend', mode: 'video-extend', durations: ['5', '10'], resolutions: ['720p', '1080p'], aspectRatios: VIDEO_RATIOS, prices: videoPrices(80), maxReferenceImages: 0 },
-  { id: 'motion-edit', name: 'Motion Edit', mode: 'video-edit', durations: ['5'], resolutions: ['720p'], aspectRatios: VIDEO_RATIOS, prices: videoPrices(90).filter((p) => p.resolution === '720p' && p.duration === '5'), maxReferenceImages: 0 },
+  {
+    id: 'motion-2',
+    name: 'Motion 2',
+    mode: 'image-to-video',
+    durations: ['5', '10'],
+    resolutions: ['720p', '1080p'],
+    aspectRatios: VIDEO_RATIOS,
+    prices: videoPrices(100),
+    maxReferenceImages: 0,
+  },
+  {
+    id: 'motion-ref',
+    name: 'Motion Reference',
+    mode: 'reference-to-video',
+    durations: ['5', '10'],
+    resolutions: ['720p', '1080p'],
+    aspectRatios: VIDEO_RATIOS,
+    prices: videoPrices(120),
+    maxReferenceImages: 3,
+  },
+  {
+    id: 'motion-extend',
+    name: 'Motion Extend',
+    mode: 'video-extend',
+    durations: ['5', '10'],
+    resolutions: ['720p', '1080p'],
+    aspectRatios: VIDEO_RATIOS,
+    prices: videoPrices(80),
+    maxReferenceImages: 0,
+  },
+  {
+    id: 'motion-edit',
+    name: 'Motion Edit',
+    mode: 'video-edit',
+    durations: ['5'],
+    resolutions: ['720p'],
+    aspectRatios: VIDEO_RATIOS,
+    prices: videoPrices(90).filter((p) => p.resolution === '720p' && p.duration === '5'),
+    maxReferenceImages: 0,
+  },
 ];
 
 export function videoPrice(model: VideoModel, resolution: string, duration: string): number | undefined {

@@ -35,10 +35,20 @@ export class IdempotencyKeys {
       return undefined;
     }
     if (live.state === 'in-flight') {
-      throw new SimError(409, 'IDEMPOTENCY_IN_FLIGHT', 'A request with this Idempotency-Key is still being handled; query again shortly.', undefined, { 'Retry-After': '1' });
+      throw new SimError(
+        409,
+        'IDEMPOTENCY_IN_FLIGHT',
+        'A request with this Idempotency-Key is still being handled; query again shortly.',
+        undefined,
+        { 'Retry-After': '1' },
+      );
     }
     if (live.bodyHash !== bodyHash) {
-      throw new SimError(409, 'IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was already used with a different request body; use a new key.');
+      throw new SimError(
+        409,
+        'IDEMPOTENCY_KEY_REUSED',
+        'This Idempotency-Key was already used with a different request body; use a new key.',
+      );
     }
     return live.jobId;
   }

@@ -62,7 +62,14 @@ export class Jobs {
         job.refunded = job.charged;
         this.accounts.refund(job.account, job.charged);
         if (job.keyLabel) {
-          this.ledger.record({ kind: 'refund', at: job.endsAt, key: job.keyLabel, jobId: job.id, credits: job.charged, status: job.end });
+          this.ledger.record({
+            kind: 'refund',
+            at: job.endsAt,
+            key: job.keyLabel,
+            jobId: job.id,
+            credits: job.charged,
+            status: job.end,
+          });
         }
       }
     }
@@ -87,12 +94,16 @@ export class Jobs {
   /** A key's page of the job list: its own jobs and the account's web-application jobs (another key's are not listed). */
   /** Whether `key` sees the job: any job of its account, or (the strict reading) those it made and the web application's. */
   visibleTo(job: SimJob, key: SimKey, visibility: JobVisibility): boolean {
-    return job.account === key.account && (visibility === 'account' || job.keyLabel === key.label || job.keyLabel === null);
+    return (
+      job.account === key.account && (visibility === 'account' || job.keyLabel === key.label || job.keyLabel === null)
+    );
   }
 
   list(key: SimKey, visibility: JobVisibility, type: string | undefined, beforeSeq: number, limit: number): SimJob[] {
     const out: SimJob[] = [];
-    const all = [...this.byId.values()].filter((j) => this.visibleTo(j, key, visibility) && (!type || j.type === type) && j.seq < beforeSeq);
+    const all = [...this.byId.values()].filter(
+      (j) => this.visibleTo(j, key, visibility) && (!type || j.type === type) && j.seq < beforeSeq,
+    );
     all.sort((a, b) => b.seq - a.seq);
     for (const job of all) {
       if (out.length >= limit) break;

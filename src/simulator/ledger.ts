@@ -4,8 +4,27 @@
  */
 export type LedgerEvent =
   // key: the label of the account's key the request presented (refused or not); null for none of its keys.
-  | { kind: 'request'; at: number; key: string | null; method: string; path: string; status: number; code?: string; idempotencyKey?: string; injected?: boolean }
-  | { kind: 'charge'; at: number; key: string; jobId: string; idempotencyKey: string; credits: number; prompt: string; model: string }
+  | {
+      kind: 'request';
+      at: number;
+      key: string | null;
+      method: string;
+      path: string;
+      status: number;
+      code?: string;
+      idempotencyKey?: string;
+      injected?: boolean;
+    }
+  | {
+      kind: 'charge';
+      at: number;
+      key: string;
+      jobId: string;
+      idempotencyKey: string;
+      credits: number;
+      prompt: string;
+      model: string;
+    }
   | { kind: 'refund'; at: number; key: string; jobId: string; credits: number; status: string }
   | { kind: 'replay'; at: number; key: string; jobId: string; idempotencyKey: string }
   | { kind: 'dropped-response'; at: number; key: string; jobId: string; idempotencyKey: string }

@@ -30,7 +30,12 @@ export type AccountState = 'ok' | 'not-eligible' | 'api-disabled' | 'suspended';
 export type JobVisibility = 'account' | 'key';
 
 /** The limits that belong to a key: each key of an account may have its own. */
-export type KeyLimitName = 'submissionsPerWindow' | 'readsPerWindow' | 'uploadGrantsPerWindow' | 'imagesInFlight' | 'videosInFlight';
+export type KeyLimitName =
+  | 'submissionsPerWindow'
+  | 'readsPerWindow'
+  | 'uploadGrantsPerWindow'
+  | 'imagesInFlight'
+  | 'videosInFlight';
 
 export interface SimulatorOptions {
   /** Every duration of the service (rate windows, job run times, link and upload lifetimes, the day) is divided by this. */

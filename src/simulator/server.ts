@@ -71,13 +71,18 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer | 'too-la
 
 function sendJson(res: ServerResponse, status: number, headers: Record<string, string>, body: unknown): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { ...headers, 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text) });
+  res.writeHead(status, {
+    ...headers,
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': Buffer.byteLength(text),
+  });
   res.end(text);
 }
 
 export async function startSimulator(options: StartOptions = {}): Promise<RunningSimulator> {
   const host = options.host ?? '127.0.0.1';
-  if (!LOOPBACK.test(host)) throw new Error(`The simulator listens on loopback only; ${host} is not a loopback address.`);
+  if (!LOOPBACK.test(host))
+    throw new Error(`The simulator listens on loopback only; ${host} is not a loopback address.`);
   const opts = resolveOptions(options);
   let origin = '';
   const service = new Service(opts, () => `${origin}/storage`);
@@ -137,14 +142,20 @@ export async function startSimulator(options: StartOptions = {}): Promise<Runnin
       return sendJson(res, 200, {}, { totals: service.ledger.totals(), events: service.ledger.events });
     }
     if (!url.pathname.startsWith('/v1/')) {
-      return sendJson(res, 404, {}, { error: { code: 'NOT_FOUND', message: `No endpoint ${url.pathname}; the API is under /v1.` } });
+      return sendJson(
+        res,
+        404,
+        {},
+        { error: { code: 'NOT_FOUND', message: `No endpoint ${url.pathname}; the API is under /v1.` } },
+      );
     }
     const raw = await readBody(req, MAX_API_BODY);
     let body: unknown;
     let bodyError: string | undefined;
     if (raw === 'too-large') bodyError = `The body is larger than ${MAX_API_BODY} bytes.`;
     else if (raw.length > 0) {
-      if (!/^application\/json\b/i.test(req.headers['content-type'] ?? '')) bodyError = 'Send the body as JSON with Content-Type: application/json.';
+      if (!/^application\/json\b/i.test(req.headers['content-type'] ?? ''))
+        bodyError = 'Send the body as JSON with Content-Type: application/json.';
       else {
         try {
           body = JSON.parse(raw.toString('utf8'));
@@ -153,7 +164,14 @@ export async function startSimulator(options: StartOptions = {}): Promise<Runnin
         }
       }
     }
-    const out = await service.handle({ method, path: url.pathname.slice(3), query: url.searchParams, headers: req.headers, body, ...(bodyError ? { bodyError } : {}) });
+    const out = await service.handle({
+      method,
+      path: url.pathname.slice(3),
+      query: url.searchParams,
+      headers: req.headers,
+      body,
+      ...(bodyError ? { bodyError } : {}),
+    });
     if (out.drop || down) {
       req.socket.destroy();
       return;
@@ -236,7 +254,12 @@ export async function startSimulator(options: StartOptions = {}): Promise<Runnin
 }
 
 /** Starts each outage as its charge is recorded (before the answer leaves, so the answer is lost), and ends it after its time. */
-function scheduleOutages(service: Service, outages: readonly ScheduledOutage[], outage: (mode: OutageMode) => Promise<void>, restore: () => Promise<void>): () => void {
+function scheduleOutages(
+  service: Service,
+  outages: readonly ScheduledOutage[],
+  outage: (mode: OutageMode) => Promise<void>,
+  restore: () => Promise<void>,
+): () => void {
   if (outages.length === 0) return () => {};
   const timers = new Set<NodeJS.Timeout>();
   let charges = 0;

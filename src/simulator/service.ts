@@ -53,10 +53,33 @@ export class Service {
     this.routes = [
       { method: 'GET', pattern: /^\/me$/, bucket: 'reads', handle: (_r, key) => ok(this.me(key)) },
       { method: 'GET', pattern: /^\/models$/, bucket: 'reads', handle: (r) => ok(this.models(r)) },
-      { method: 'POST', pattern: /^\/uploads$/, bucket: 'uploadGrants', scope: (r) => uploadScope(r.body), handle: (r, key) => ok(this.grantUpload(r, key)) },
-      { method: 'POST', pattern: /^\/images$/, bucket: 'submissions', scope: () => 'image', handle: (r, key) => this.submissions.submit('image', r, key) },
-      { method: 'POST', pattern: /^\/videos$/, bucket: 'submissions', scope: () => 'video', handle: (r, key) => this.submissions.submit('video', r, key) },
-      { method: 'GET', pattern: /^\/jobs\/([^/]+)$/, bucket: 'reads', handle: (r, key, m) => this.getJob(r, key, decodeURIComponent(m[1]!)) },
+      {
+        method: 'POST',
+        pattern: /^\/uploads$/,
+        bucket: 'uploadGrants',
+        scope: (r) => uploadScope(r.body),
+        handle: (r, key) => ok(this.grantUpload(r, key)),
+      },
+      {
+        method: 'POST',
+        pattern: /^\/images$/,
+        bucket: 'submissions',
+        scope: () => 'image',
+        handle: (r, key) => this.submissions.submit('image', r, key),
+      },
+      {
+        method: 'POST',
+        pattern: /^\/videos$/,
+        bucket: 'submissions',
+        scope: () => 'video',
+        handle: (r, key) => this.submissions.submit('video', r, key),
+      },
+      {
+        method: 'GET',
+        pattern: /^\/jobs\/([^/]+)$/,
+        bucket: 'reads',
+        handle: (r, key, m) => this.getJob(r, key, decodeURIComponent(m[1]!)),
+      },
       { method: 'GET', pattern: /^\/jobs$/, bucket: 'reads', handle: (r, key) => ok(this.listJobs(r, key)) },
     ];
     this.seedWebJobs();
@@ -79,7 +102,17 @@ export class Service {
       const idem = req.headers['idempotency-key'];
       const out: SimResponse = injected === 'reset' ? { status: 0, headers: {}, body: null, drop: true } : injected;
       const code = (out.body as { error?: { code?: string } } | null)?.error?.code;
-      this.ledger.record({ kind: 'request', at: this.now(), key: keyLabel, method: req.method, path: req.path, status: out.drop ? 0 : out.status, injected: true, ...(code ? { code } : {}), ...(typeof idem === 'string' ? { idempotencyKey: idem } : {}) });
+      this.ledger.record({
+        kind: 'request',
+        at: this.now(),
+        key: keyLabel,
+        method: req.method,
+        path: req.path,
+        status: out.drop ? 0 : out.status,
+        injected: true,
+        ...(code ? { code } : {}),
+        ...(typeof idem === 'string' ? { idempotencyKey: idem } : {}),
+      });
       return out;
     }
     try {
@@ -112,7 +145,16 @@ export class Service {
     if (tampered) response = tampered;
     const code = (response.body as { error?: { code?: string } } | undefined)?.error?.code;
     const idem = req.headers['idempotency-key'];
-    this.ledger.record({ kind: 'request', at: this.now(), key: keyLabel, method: req.method, path: req.path, status: response.drop ? 0 : response.status, ...(code ? { code } : {}), ...(typeof idem === 'string' ? { idempotencyKey: idem } : {}) });
+    this.ledger.record({
+      kind: 'request',
+      at: this.now(),
+      key: keyLabel,
+      method: req.method,
+      path: req.path,
+      status: response.drop ? 0 : response.status,
+      ...(code ? { code } : {}),
+      ...(typeof idem === 'string' ? { idempotencyKey: idem } : {}),
+    });
     return response;
   }
 
@@ -143,21 +185,27 @@ export class Service {
       credits: this.accounts.balance(key.account),
       subscriptionCredits: key.account.subscriptionCredits,
       scopes: key.scopes,
-      limits: !this.opts.meShowsLimits ? {} : {
-        dailyCredits: key.dailyCap,
-        dailyCreditsUsed: used,
-        dailyCreditsRemaining: Math.max(0, key.dailyCap - used),
-        dailyResetAt: new Date(now + this.accounts.msUntilNextDay(now)).toISOString(),
-        windowSeconds: l.windowSeconds,
-        submissionsPerWindow: l.submissionsPerWindow,
-        readsPerWindow: l.readsPerWindow,
-        uploadGrantsPerWindow: l.uploadGrantsPerWindow,
-        imagesInFlight: l.imagesInFlight,
-        videosInFlight: l.videosInFlight,
-      },
+      limits: !this.opts.meShowsLimits
+        ? {}
+        : {
+            dailyCredits: key.dailyCap,
+            dailyCreditsUsed: used,
+            dailyCreditsRemaining: Math.max(0, key.dailyCap - used),
+            dailyResetAt: new Date(now + this.accounts.msUntilNextDay(now)).toISOString(),
+            windowSeconds: l.windowSeconds,
+            submissionsPerWindow: l.submissionsPerWindow,
+            readsPerWindow: l.readsPerWindow,
+            uploadGrantsPerWindow: l.uploadGrantsPerWindow,
+            imagesInFlight: l.imagesInFlight,
+            videosInFlight: l.videosInFlight,
+          },
       subscription: { plan: 'simulated', active: key.account.subscriptionCredits > 0 },
       // The part before the underscore: nothing of the key's secret.
-      key: { prefix: key.token.slice(0, key.token.indexOf('_') + 1), label: key.label, createdAt: new Date(key.createdAt).toISOString() },
+      key: {
+        prefix: key.token.slice(0, key.token.indexOf('_') + 1),
+        label: key.label,
+        createdAt: new Date(key.createdAt).toISOString(),
+      },
       'x-simulator': {
         timeScale: this.opts.timeScale,
         units: `durations (windowSeconds, the key day) are in the service's time; at time scale ${this.opts.timeScale} a service second lasts ${1 / this.opts.timeScale} real seconds`,
@@ -168,21 +216,27 @@ export class Service {
 
   private models(req: SimRequest): Record<string, unknown> {
     const type = req.query.get('type');
-    if (type === 'image') return { models: IMAGE_MODELS.map(({ maxInputs: _unused, ...m }) => ({ type: 'image', ...m })) };
-    if (type === 'video') return { models: VIDEO_MODELS.map(({ maxReferenceImages: _unused, ...m }) => ({ type: 'video', ...m })) };
+    if (type === 'image')
+      return { models: IMAGE_MODELS.map(({ maxInputs: _unused, ...m }) => ({ type: 'image', ...m })) };
+    if (type === 'video')
+      return { models: VIDEO_MODELS.map(({ maxReferenceImages: _unused, ...m }) => ({ type: 'video', ...m })) };
     throw invalid('type', `type must be image or video; got ${JSON.stringify(type)}.`, ['image', 'video']);
   }
 
   private grantUpload(req: SimRequest, key: SimKey): Record<string, unknown> {
     const body = (req.body ?? {}) as Record<string, unknown>;
     const known = ['kind', 'target', 'contentType', 'size'];
-    for (const field of Object.keys(body)) if (!known.includes(field)) throw invalid(field, `Unknown field ${field}.`, known);
+    for (const field of Object.keys(body))
+      if (!known.includes(field)) throw invalid(field, `Unknown field ${field}.`, known);
     const { kind, target, contentType, size } = body;
     if (kind !== 'image' && kind !== 'video') throw invalid('kind', 'kind must be image or video.', ['image', 'video']);
-    if (target !== 'image' && target !== 'video') throw invalid('target', 'target must be image or video.', ['image', 'video']);
-    if (target === 'image' && kind !== 'image') throw invalid('kind', 'Image editing takes image uploads only.', ['image']);
+    if (target !== 'image' && target !== 'video')
+      throw invalid('target', 'target must be image or video.', ['image', 'video']);
+    if (target === 'image' && kind !== 'image')
+      throw invalid('kind', 'Image editing takes image uploads only.', ['image']);
     const types = kind === 'image' ? IMAGE_CONTENT_TYPES : VIDEO_CONTENT_TYPES;
-    if (typeof contentType !== 'string' || !types.includes(contentType)) throw invalid('contentType', `contentType must be one of ${types.join(', ')}.`, types);
+    if (typeof contentType !== 'string' || !types.includes(contentType))
+      throw invalid('contentType', `contentType must be one of ${types.join(', ')}.`, types);
     const max = kind === 'image' ? this.opts.limits.maxImageUploadBytes : this.opts.limits.maxVideoUploadBytes;
     if (typeof size !== 'number' || !Number.isInteger(size) || size <= 0 || size > max) {
       throw invalid('size', `size must be the file's byte count, an integer from 1 to ${max}.`);
@@ -208,7 +262,8 @@ export class Service {
     }
     const job = this.jobs.byId.get(id);
     // What a key may read is what it may list (jobVisibility): the two never disagree.
-    if (!job || !this.jobs.visibleTo(job, key, this.opts.jobVisibility)) throw new SimError(404, 'NOT_FOUND', `No job ${id}.`);
+    if (!job || !this.jobs.visibleTo(job, key, this.opts.jobVisibility))
+      throw new SimError(404, 'NOT_FOUND', `No job ${id}.`);
     if (job.status === 'PROCESSING' && wait > 0) {
       // Timers may fire a little before the clock reaches the deadline: hold until it really has.
       const until = Math.min(this.now() + (wait * 1000) / this.opts.timeScale, job.endsAt);
@@ -224,7 +279,8 @@ export class Service {
 
   private listJobs(req: SimRequest, key: SimKey): Record<string, unknown> {
     const type = req.query.get('type') ?? undefined;
-    if (type !== undefined && type !== 'image' && type !== 'video') throw invalid('type', 'type must be image or video.', ['image', 'video']);
+    if (type !== undefined && type !== 'image' && type !== 'video')
+      throw invalid('type', 'type must be image or video.', ['image', 'video']);
     const rawLimit = req.query.get('limit');
     const l = this.opts.limits;
     const limit = rawLimit === null ? l.defaultListLimit : Number(rawLimit);
@@ -235,7 +291,10 @@ export class Service {
     const page = this.jobs.list(key, this.opts.jobVisibility, type, before, limit + 1);
     const jobs = page.slice(0, limit);
     const more = page.length > limit;
-    return { jobs: jobs.map((j) => this.renderJob(j)), nextCursor: more ? encodeCursor(jobs[jobs.length - 1]!.seq) : null };
+    return {
+      jobs: jobs.map((j) => this.renderJob(j)),
+      nextCursor: more ? encodeCursor(jobs[jobs.length - 1]!.seq) : null,
+    };
   }
 
   /** Holds a long poll; `close()` releases every hold at once. */
@@ -267,9 +326,20 @@ export class Service {
     const now = this.now();
     for (let i = 0; i < this.opts.webJobs; i++) {
       this.jobs.add({
-        id: `job_web_${i + 1}`, type: 'image', origin: 'web', account, keyLabel: null, model: 'studio-xl',
-        prompt: `A web-application job #${i + 1}`, params: { aspectRatio: '1:1', resolution: '1K' },
-        createdAt: now - 3_600_000 + i, endsAt: now - 3_000_000 + i, end: 'COMPLETED', charged: 8, refunded: 0, outputCount: 1,
+        id: `job_web_${i + 1}`,
+        type: 'image',
+        origin: 'web',
+        account,
+        keyLabel: null,
+        model: 'studio-xl',
+        prompt: `A web-application job #${i + 1}`,
+        params: { aspectRatio: '1:1', resolution: '1K' },
+        createdAt: now - 3_600_000 + i,
+        endsAt: now - 3_000_000 + i,
+        end: 'COMPLETED',
+        charged: 8,
+        refunded: 0,
+        outputCount: 1,
       });
     }
     this.jobs.settle(now);

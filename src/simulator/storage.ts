@@ -13,7 +13,9 @@ export interface StorageResponse {
 
 /** S3-style error bodies: object storage is not the service and does not speak its JSON errors. */
 function storageError(status: number, code: string, message: string): StorageResponse {
-  const body = Buffer.from(`<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>${message}</Message></Error>\n`);
+  const body = Buffer.from(
+    `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>${message}</Message></Error>\n`,
+  );
   return { status, headers: { 'Content-Type': 'application/xml' }, body };
 }
 
@@ -32,13 +34,22 @@ export class Storage {
     const upload = match ? service.uploads.byKey.get(match[1]!) : undefined;
     const verdict = service.presigner.verify(path, query, now);
     let response: StorageResponse;
-    if (!upload || verdict === 'bad-signature') response = storageError(403, 'SignatureDoesNotMatch', 'The request signature does not match.');
+    if (!upload || verdict === 'bad-signature')
+      response = storageError(403, 'SignatureDoesNotMatch', 'The request signature does not match.');
     else if (verdict === 'expired') response = storageError(403, 'AccessDenied', 'Request has expired.');
     else {
       const problem = service.uploads.receive(upload, contentType, body);
-      response = problem ? storageError(400, 'BadRequest', problem) : { status: 200, headers: {}, body: Buffer.alloc(0) };
+      response = problem
+        ? storageError(400, 'BadRequest', problem)
+        : { status: 200, headers: {}, body: Buffer.alloc(0) };
     }
-    service.ledger.record({ kind: 'upload-put', at: now, uploadKey: match?.[1] ?? path, status: response.status, bytes: body.length });
+    service.ledger.record({
+      kind: 'upload-put',
+      at: now,
+      uploadKey: match?.[1] ?? path,
+      status: response.status,
+      bytes: body.length,
+    });
     return response;
   }
 
@@ -55,7 +66,13 @@ export class Storage {
     let response: StorageResponse;
     if (fault === 'forbidden') {
       response = storageError(403, 'AccessDenied', 'Access Denied');
-    } else if (!job || verdict === 'bad-signature' || job.status !== 'COMPLETED' || index < 1 || index > job.outputCount) {
+    } else if (
+      !job ||
+      verdict === 'bad-signature' ||
+      job.status !== 'COMPLETED' ||
+      index < 1 ||
+      index > job.outputCount
+    ) {
       response = storageError(403, 'SignatureDoesNotMatch', 'The request signature does not match.');
     } else if (verdict === 'expired') {
       response = storageError(403, 'AccessDenied', 'Request has expired.');
@@ -66,12 +83,22 @@ export class Storage {
       const disposition = query.get('disposition') === 'attachment' ? 'attachment' : 'inline';
       response = {
         status: 200,
-        headers: { 'Content-Type': fault === 'html' ? 'text/html' : OUTPUT_CONTENT_TYPE[job.type], 'Content-Disposition': `${disposition}; filename="${job.id}-${index}.${ext}"` },
+        headers: {
+          'Content-Type': fault === 'html' ? 'text/html' : OUTPUT_CONTENT_TYPE[job.type],
+          'Content-Disposition': `${disposition}; filename="${job.id}-${index}.${ext}"`,
+        },
         body,
         ...(fault === 'truncate' || fault === 'slow' || fault === 'endless' ? { delivery: fault } : {}),
       };
     }
-    service.ledger.record({ kind: 'download', at: now, jobId: job?.id ?? path, index, status: response.status, bytes: response.body.length });
+    service.ledger.record({
+      kind: 'download',
+      at: now,
+      jobId: job?.id ?? path,
+      index,
+      status: response.status,
+      bytes: response.body.length,
+    });
     return response;
   }
 }

@@ -23,10 +23,21 @@ interface Context {
 }
 
 const IMAGE_FIELDS = ['prompt', 'model', 'aspectRatio', 'resolution', 'inputs'];
-const VIDEO_FIELDS = ['prompt', 'model', 'duration', 'resolution', 'aspectRatio', 'imageKey', 'referenceImageKeys', 'videoKey', 'sourceJobId'];
+const VIDEO_FIELDS = [
+  'prompt',
+  'model',
+  'duration',
+  'resolution',
+  'aspectRatio',
+  'imageKey',
+  'referenceImageKeys',
+  'videoKey',
+  'sourceJobId',
+];
 
 function asObject(body: unknown): Record<string, unknown> {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw invalid('body', 'The body must be a JSON object.');
+  if (body === null || typeof body !== 'object' || Array.isArray(body))
+    throw invalid('body', 'The body must be a JSON object.');
   return body as Record<string, unknown>;
 }
 
@@ -58,7 +69,12 @@ export function checkImageSubmission(raw: unknown, ctx: Context): CheckedSubmiss
   rejectUnknown(body, IMAGE_FIELDS);
   const prompt = checkPrompt(body, ctx.limits);
   const model: ImageModel | undefined = IMAGE_MODELS.find((m) => m.id === body.model);
-  if (!model) throw invalid('model', `Unknown image model ${JSON.stringify(body.model)}.`, IMAGE_MODELS.map((m) => m.id));
+  if (!model)
+    throw invalid(
+      'model',
+      `Unknown image model ${JSON.stringify(body.model)}.`,
+      IMAGE_MODELS.map((m) => m.id),
+    );
   if (body.aspectRatio !== undefined && (typeof body.aspectRatio !== 'string' || !/^\d+:\d+$/.test(body.aspectRatio))) {
     throw invalid('aspectRatio', 'aspectRatio must be a string of the form <w>:<h>.', model.aspectRatios);
   }
@@ -67,14 +83,25 @@ export function checkImageSubmission(raw: unknown, ctx: Context): CheckedSubmiss
   const inputs = body.inputs;
   if (model.kind === 'generate') {
     if (inputs !== undefined) {
-      throw invalid('model', `Model ${model.id} generates from text; inputs need an edit model.`, IMAGE_MODELS.filter((m) => m.kind === 'edit').map((m) => m.id));
+      throw invalid(
+        'model',
+        `Model ${model.id} generates from text; inputs need an edit model.`,
+        IMAGE_MODELS.filter((m) => m.kind === 'edit').map((m) => m.id),
+      );
     }
   } else {
-    if (!Array.isArray(inputs) || inputs.length === 0) throw invalid('inputs', `Model ${model.id} edits images: inputs must list at least one { key }.`);
-    if (inputs.length > model.maxInputs) throw invalid('inputs', `Model ${model.id} takes at most ${model.maxInputs} inputs.`);
+    if (!Array.isArray(inputs) || inputs.length === 0)
+      throw invalid('inputs', `Model ${model.id} edits images: inputs must list at least one { key }.`);
+    if (inputs.length > model.maxInputs)
+      throw invalid('inputs', `Model ${model.id} takes at most ${model.maxInputs} inputs.`);
     inputs.forEach((input, i) => {
       const key = input !== null && typeof input === 'object' ? (input as Record<string, unknown>).key : undefined;
-      const problem = ctx.uploads.problem(key, ctx.key, { field: `inputs[${i}].key`, kind: 'image', target: 'image' }, ctx.now);
+      const problem = ctx.uploads.problem(
+        key,
+        ctx.key,
+        { field: `inputs[${i}].key`, kind: 'image', target: 'image' },
+        ctx.now,
+      );
       if (problem) throw invalid(`inputs[${i}].key`, problem);
     });
   }
@@ -86,7 +113,12 @@ export function checkVideoSubmission(raw: unknown, ctx: Context): CheckedSubmiss
   rejectUnknown(body, VIDEO_FIELDS);
   const prompt = checkPrompt(body, ctx.limits);
   const model: VideoModel | undefined = VIDEO_MODELS.find((m) => m.id === body.model);
-  if (!model) throw invalid('model', `Unknown video model ${JSON.stringify(body.model)}.`, VIDEO_MODELS.map((m) => m.id));
+  if (!model)
+    throw invalid(
+      'model',
+      `Unknown video model ${JSON.stringify(body.model)}.`,
+      VIDEO_MODELS.map((m) => m.id),
+    );
   if (body.duration !== undefined && typeof body.duration !== 'string') {
     throw invalid('duration', 'duration must be a string holding a number of seconds.', model.durations);
   }
@@ -95,7 +127,8 @@ export function checkVideoSubmission(raw: unknown, ctx: Context): CheckedSubmiss
   const aspectRatio = oneOf(body, 'aspectRatio', model.aspectRatios, model.aspectRatios[0]!);
   checkVideoInputs(body, model, ctx);
   const price = videoPrice(model, resolution, duration);
-  if (price === undefined) throw invalid('resolution', `No price for ${resolution} at ${duration} s on ${model.id}.`, model.resolutions);
+  if (price === undefined)
+    throw invalid('resolution', `No price for ${resolution} at ${duration} s on ${model.id}.`, model.resolutions);
   return { type: 'video', model: model.id, prompt, price, params: { duration, resolution, aspectRatio } };
 }
 
@@ -109,7 +142,8 @@ function checkVideoInputs(body: Record<string, unknown>, model: VideoModel, ctx:
   };
   const allowed = allowedByMode[model.mode];
   for (const field of given) {
-    if (!allowed.includes(field)) throw invalid(field, `Model ${model.id} (${model.mode}) does not take ${field}.`, allowed);
+    if (!allowed.includes(field))
+      throw invalid(field, `Model ${model.id} (${model.mode}) does not take ${field}.`, allowed);
   }
   const imageUse = (field: string): UploadUse => ({ field, kind: 'image', target: 'video' });
   const useKey = (key: unknown, field: string, use: UploadUse = imageUse(field)) => {
@@ -118,23 +152,35 @@ function checkVideoInputs(body: Record<string, unknown>, model: VideoModel, ctx:
   };
   switch (model.mode) {
     case 'image-to-video':
-      if (body.imageKey === undefined) throw invalid('imageKey', `Model ${model.id} (image-to-video) needs imageKey, the first frame.`);
+      if (body.imageKey === undefined)
+        throw invalid('imageKey', `Model ${model.id} (image-to-video) needs imageKey, the first frame.`);
       useKey(body.imageKey, 'imageKey');
       return;
     case 'reference-to-video': {
       const keys = body.referenceImageKeys;
       if (!Array.isArray(keys) || keys.length === 0) {
-        throw invalid('referenceImageKeys', `Model ${model.id} (reference-to-video) needs referenceImageKeys, a non-empty array.`);
+        throw invalid(
+          'referenceImageKeys',
+          `Model ${model.id} (reference-to-video) needs referenceImageKeys, a non-empty array.`,
+        );
       }
       if (keys.length > model.maxReferenceImages) {
-        throw invalid('referenceImageKeys', `Model ${model.id} takes at most ${model.maxReferenceImages} reference images.`);
+        throw invalid(
+          'referenceImageKeys',
+          `Model ${model.id} takes at most ${model.maxReferenceImages} reference images.`,
+        );
       }
       keys.forEach((key, i) => useKey(key, `referenceImageKeys[${i}]`));
       return;
     }
     case 'video-extend':
     case 'video-edit':
-      if (given.length !== 1) throw invalid('videoKey', `Model ${model.id} (${model.mode}) needs exactly one of videoKey or sourceJobId.`, allowed);
+      if (given.length !== 1)
+        throw invalid(
+          'videoKey',
+          `Model ${model.id} (${model.mode}) needs exactly one of videoKey or sourceJobId.`,
+          allowed,
+        );
       if (body.videoKey !== undefined) {
         useKey(body.videoKey, 'videoKey', { field: 'videoKey', kind: 'video', target: 'video' });
         return;
@@ -145,7 +191,9 @@ function checkVideoInputs(body: Record<string, unknown>, model: VideoModel, ctx:
 
 function checkSourceJob(id: unknown, ctx: Context): void {
   const job = typeof id === 'string' ? ctx.jobs.byId.get(id) : undefined;
-  if (!job || job.account !== ctx.key.account || job.keyLabel !== ctx.key.label) throw invalid('sourceJobId', 'sourceJobId does not name a job of this key.');
+  if (!job || job.account !== ctx.key.account || job.keyLabel !== ctx.key.label)
+    throw invalid('sourceJobId', 'sourceJobId does not name a job of this key.');
   if (job.type !== 'video') throw invalid('sourceJobId', 'sourceJobId must name a video job.');
-  if (job.status !== 'COMPLETED') throw invalid('sourceJobId', `The source job is ${job.status}; it must be COMPLETED.`);
+  if (job.status !== 'COMPLETED')
+    throw invalid('sourceJobId', `The source job is ${job.status}; it must be COMPLETED.`);
 }

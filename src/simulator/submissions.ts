@@ -44,7 +44,13 @@ export class Submissions {
     const replayOf = this.idempotency.begin(key.label, idemKey, hash, service.now());
     if (replayOf) {
       const job = service.jobs.byId.get(replayOf)!;
-      service.ledger.record({ kind: 'replay', at: service.now(), key: key.label, jobId: job.id, idempotencyKey: idemKey });
+      service.ledger.record({
+        kind: 'replay',
+        at: service.now(),
+        key: key.label,
+        jobId: job.id,
+        idempotencyKey: idemKey,
+      });
       return { status: 202, headers: {}, body: { job: service.renderJob(job) } };
     }
     try {
@@ -72,22 +78,39 @@ export class Submissions {
     const cap = sub.type === 'image' ? key.limits.imagesInFlight : key.limits.videosInFlight;
     const inFlight = jobs.inFlight(key.label, sub.type);
     if (inFlight >= cap) {
-      throw limited('CONCURRENCY_LIMIT', `This key already has ${inFlight} ${sub.type} jobs in flight (limit ${cap}).`, jobs.nextEnd(key.label, sub.type) - now, 0);
+      throw limited(
+        'CONCURRENCY_LIMIT',
+        `This key already has ${inFlight} ${sub.type} jobs in flight (limit ${cap}).`,
+        jobs.nextEnd(key.label, sub.type) - now,
+        0,
+      );
     }
     const usedToday = accounts.chargedToday(key, now);
     if (usedToday + sub.price > key.dailyCap) {
-      throw limited('DAILY_CAP_REACHED', `This key's daily cap of ${key.dailyCap} credits is reached (${usedToday} used today).`, accounts.msUntilNextDay(now), key.dailyCap - usedToday);
+      throw limited(
+        'DAILY_CAP_REACHED',
+        `This key's daily cap of ${key.dailyCap} credits is reached (${usedToday} used today).`,
+        accounts.msUntilNextDay(now),
+        key.dailyCap - usedToday,
+      );
     }
     const balance = accounts.balance(key.account);
     if (balance < sub.price) {
-      throw new SimError(402, 'CREDITS_EXHAUSTED', `Not enough credits: ${sub.price} needed, ${balance} available.`, { required: sub.price });
+      throw new SimError(402, 'CREDITS_EXHAUSTED', `Not enough credits: ${sub.price} needed, ${balance} available.`, {
+        required: sub.price,
+      });
     }
     if (sub.prompt.includes(MARKERS.block) || moderates(opts.seed, sub.prompt, opts.moderationRate)) {
       key.account.blockedAt.push(now);
       throw new SimError(422, 'CONTENT_VIOLATION', 'The prompt was blocked by moderation. Nothing was charged.');
     }
     const first = !this.unavailableOnce.has(idemKey);
-    const forced = first && sub.prompt.includes(MARKERS.unavailable) ? 'UPSTREAM_UNAVAILABLE' : first && sub.prompt.includes(MARKERS.moderationUnavailable) ? 'MODERATION_UNAVAILABLE' : undefined;
+    const forced =
+      first && sub.prompt.includes(MARKERS.unavailable)
+        ? 'UPSTREAM_UNAVAILABLE'
+        : first && sub.prompt.includes(MARKERS.moderationUnavailable)
+          ? 'MODERATION_UNAVAILABLE'
+          : undefined;
     if (forced || random.chance(opts.unavailableRate)) {
       this.unavailableOnce.add(idemKey);
       const code = forced ?? (random.chance(0.5) ? 'UPSTREAM_UNAVAILABLE' : 'MODERATION_UNAVAILABLE');
@@ -112,7 +135,16 @@ export class Submissions {
     });
     accounts.charge(key.account, sub.price);
     accounts.recordDailyCharge(key, now, sub.price);
-    ledger.record({ kind: 'charge', at: now, key: key.label, jobId: job.id, idempotencyKey: idemKey, credits: sub.price, prompt: sub.prompt, model: sub.model });
+    ledger.record({
+      kind: 'charge',
+      at: now,
+      key: key.label,
+      jobId: job.id,
+      idempotencyKey: idemKey,
+      credits: sub.price,
+      prompt: sub.prompt,
+      model: sub.model,
+    });
     this.idempotency.complete(key.label, idemKey, job.id, now);
     if (sub.prompt.includes(MARKERS.drop) || random.chance(opts.dropRate)) {
       ledger.record({ kind: 'dropped-response', at: now, key: key.label, jobId: job.id, idempotencyKey: idemKey });

@@ -28,10 +28,12 @@ export class Uploads {
     if (typeof key !== 'string' || key === '') return `${use.field} must be an upload key string`;
     const upload = this.byKey.get(key);
     if (!upload || upload.owner !== owner) return `${use.field}: unknown upload key`;
-    if (!upload.uploaded) return `${use.field}: nothing was uploaded for this key yet (PUT the file to uploadUrl first)`;
+    if (!upload.uploaded)
+      return `${use.field}: nothing was uploaded for this key yet (PUT the file to uploadUrl first)`;
     if (now >= upload.expiresAt) return `${use.field}: the uploaded material expired; upload it again`;
     if (upload.kind !== use.kind) return `${use.field}: expected an upload of kind ${use.kind}, got ${upload.kind}`;
-    if (upload.target !== use.target) return `${use.field}: expected an upload with target ${use.target}, got ${upload.target}`;
+    if (upload.target !== use.target)
+      return `${use.field}: expected an upload with target ${use.target}, got ${upload.target}`;
     return undefined;
   }
 

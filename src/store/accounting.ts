@@ -21,12 +21,24 @@ export class Accounting {
   constructor(db: Db) {
     this.addSubmission = db.prepare('INSERT INTO submissions (at, key_fp) VALUES (?, ?)');
     // A key's own sends, and those of before keys were recorded ('').
-    this.recentSubmissions = db.prepare<[number, string], { at: number }>("SELECT at FROM submissions WHERE at > ? AND key_fp IN (?, '') ORDER BY at");
-    this.addCharge = db.prepare('INSERT INTO key_day_credits (key_fp, day, charged) VALUES (@keyFp, @day, @credits) ON CONFLICT DO UPDATE SET charged = charged + @credits');
-    this.addRefund = db.prepare('INSERT INTO key_day_credits (key_fp, day, refunded) VALUES (@keyFp, @day, @credits) ON CONFLICT DO UPDATE SET refunded = refunded + @credits');
-    this.keyDayStmt = db.prepare<[number, string], { charged: number | null }>("SELECT sum(charged) AS charged FROM key_day_credits WHERE day = ? AND key_fp IN (?, '')");
-    this.dayStmt = db.prepare<[number], { charged: number | null }>('SELECT sum(charged) AS charged FROM key_day_credits WHERE day = ?');
-    this.byKeyStmt = db.prepare<[number], { key_fp: string; charged: number; refunded: number }>('SELECT key_fp, charged, refunded FROM key_day_credits WHERE day = ? ORDER BY key_fp');
+    this.recentSubmissions = db.prepare<[number, string], { at: number }>(
+      "SELECT at FROM submissions WHERE at > ? AND key_fp IN (?, '') ORDER BY at",
+    );
+    this.addCharge = db.prepare(
+      'INSERT INTO key_day_credits (key_fp, day, charged) VALUES (@keyFp, @day, @credits) ON CONFLICT DO UPDATE SET charged = charged + @credits',
+    );
+    this.addRefund = db.prepare(
+      'INSERT INTO key_day_credits (key_fp, day, refunded) VALUES (@keyFp, @day, @credits) ON CONFLICT DO UPDATE SET refunded = refunded + @credits',
+    );
+    this.keyDayStmt = db.prepare<[number, string], { charged: number | null }>(
+      "SELECT sum(charged) AS charged FROM key_day_credits WHERE day = ? AND key_fp IN (?, '')",
+    );
+    this.dayStmt = db.prepare<[number], { charged: number | null }>(
+      'SELECT sum(charged) AS charged FROM key_day_credits WHERE day = ?',
+    );
+    this.byKeyStmt = db.prepare<[number], { key_fp: string; charged: number; refunded: number }>(
+      'SELECT key_fp, charged, refunded FROM key_day_credits WHERE day = ? ORDER BY key_fp',
+    );
     this.addBlock = db.prepare('INSERT INTO blocks (at, item_id) VALUES (?, ?)');
     this.blocksSince = db.prepare<[number], { at: number }>('SELECT at FROM blocks WHERE at > ? ORDER BY at');
   }
@@ -69,7 +81,8 @@ export class Accounting {
 
   /** Blocked submissions after `since`. */
   blockedSince(since: number): number {
-    if (!this.recentBlocks || since < this.recentBlocks.since) this.recentBlocks = { since, times: this.blocksSince.all(since).map((r) => r.at) };
+    if (!this.recentBlocks || since < this.recentBlocks.since)
+      this.recentBlocks = { since, times: this.blocksSince.all(since).map((r) => r.at) };
     const { times } = this.recentBlocks;
     let older = 0;
     while (older < times.length && times[older]! <= since) older++;

@@ -5,7 +5,15 @@ import type { Db } from './db.js';
  * key and body. `conflict`: the service said the key was spent on another body
  * (a 409 other than IN_FLIGHT), so a job may exist under it.
  */
-export type AttemptStatus = 'created' | 'sent' | 'accepted' | 'completed' | 'failed' | 'expired' | 'refused' | 'conflict';
+export type AttemptStatus =
+  | 'created'
+  | 'sent'
+  | 'accepted'
+  | 'completed'
+  | 'failed'
+  | 'expired'
+  | 'refused'
+  | 'conflict';
 
 export interface AttemptRow {
   item_id: string;
@@ -31,7 +39,10 @@ export interface AttemptRow {
 }
 
 /** An attempt as a reconcile compares it with the service's job list. */
-export type AttemptForReconcile = Pick<AttemptRow, 'item_id' | 'n' | 'status' | 'job_id' | 'charged' | 'refunded' | 'key_fp'>;
+export type AttemptForReconcile = Pick<
+  AttemptRow,
+  'item_id' | 'n' | 'status' | 'job_id' | 'charged' | 'refunded' | 'key_fp'
+>;
 
 /** Submission attempts: each one's idempotency key, exact body, job and credits. */
 export class Attempts {
@@ -53,30 +64,57 @@ export class Attempts {
   private readonly byKeyStmt;
 
   constructor(db: Db) {
-    this.insert = db.prepare('INSERT INTO attempts (item_id, n, idempotency_key, body, status, created_at, key_fp) VALUES (@itemId, @n, @key, @body, \'created\', @now, @keyFp)');
-    this.latestStmt = db.prepare<[string], AttemptRow>('SELECT * FROM attempts WHERE item_id = ? ORDER BY n DESC LIMIT 1');
-    this.resendsStmt = db.prepare("UPDATE attempts SET resends = CASE WHEN @reset THEN 0 ELSE resends + 1 END WHERE item_id = @itemId AND n = @n AND job_id IS NULL");
-    this.unavailableStmt = db.prepare('UPDATE attempts SET unavailable_resends = unavailable_resends + 1 WHERE item_id = @itemId AND n = @n AND job_id IS NULL');
-    this.sentStmt = db.prepare("UPDATE attempts SET status = CASE WHEN status = 'created' THEN 'sent' ELSE status END, sent_at = coalesce(sent_at, @now), key_fp = coalesce(key_fp, @keyFp) WHERE item_id = @itemId AND n = @n");
+    this.insert = db.prepare(
+      "INSERT INTO attempts (item_id, n, idempotency_key, body, status, created_at, key_fp) VALUES (@itemId, @n, @key, @body, 'created', @now, @keyFp)",
+    );
+    this.latestStmt = db.prepare<[string], AttemptRow>(
+      'SELECT * FROM attempts WHERE item_id = ? ORDER BY n DESC LIMIT 1',
+    );
+    this.resendsStmt = db.prepare(
+      'UPDATE attempts SET resends = CASE WHEN @reset THEN 0 ELSE resends + 1 END WHERE item_id = @itemId AND n = @n AND job_id IS NULL',
+    );
+    this.unavailableStmt = db.prepare(
+      'UPDATE attempts SET unavailable_resends = unavailable_resends + 1 WHERE item_id = @itemId AND n = @n AND job_id IS NULL',
+    );
+    this.sentStmt = db.prepare(
+      "UPDATE attempts SET status = CASE WHEN status = 'created' THEN 'sent' ELSE status END, sent_at = coalesce(sent_at, @now), key_fp = coalesce(key_fp, @keyFp) WHERE item_id = @itemId AND n = @n",
+    );
     // Only attempts that may have reached the service: sent, whatever came back.
     this.reconcileStmt = db.prepare<[], AttemptForReconcile>(
       'SELECT item_id, n, status, job_id, charged, refunded, key_fp FROM attempts WHERE sent_at IS NOT NULL ORDER BY item_id, n',
     );
-    this.keyOfStmt = db.prepare<[string, number], string | null>('SELECT key_fp FROM attempts WHERE item_id = ? AND n = ?').pluck();
-    this.acceptedStmt = db.prepare<{ itemId: string; n: number; jobId: string; charged: number; now: number }, { key_fp: string | null }>(
+    this.keyOfStmt = db
+      .prepare<[string, number], string | null>('SELECT key_fp FROM attempts WHERE item_id = ? AND n = ?')
+      .pluck();
+    this.acceptedStmt = db.prepare<
+      { itemId: string; n: number; jobId: string; charged: number; now: number },
+      { key_fp: string | null }
+    >(
       "UPDATE attempts SET status = 'accepted', job_id = @jobId, charged = @charged, accepted_at = @now WHERE item_id = @itemId AND n = @n RETURNING key_fp",
     );
-    this.endedStmt = db.prepare('UPDATE attempts SET status = @status, refunded = @refunded, error_code = @code, error_message = @message, ended_at = @now WHERE item_id = @itemId AND n = @n');
-    this.refusedStmt = db.prepare("UPDATE attempts SET status = 'refused', error_code = @code, error_message = @message, ended_at = @now WHERE item_id = @itemId AND n = @n");
-    this.conflictStmt = db.prepare("UPDATE attempts SET status = 'conflict', error_code = @code, error_message = @message, ended_at = @now WHERE item_id = @itemId AND n = @n AND job_id IS NULL");
-    this.endedBadlyStmt = db.prepare<[string], { n: number }>("SELECT count(*) AS n FROM attempts WHERE item_id = ? AND status IN ('failed', 'expired')");
-    this.largestStmt = db.prepare<[], { model: string; credits: number }>('SELECT i.model AS model, max(a.charged) AS credits FROM attempts a JOIN items i ON i.id = a.item_id WHERE a.job_id IS NOT NULL GROUP BY i.model');
+    this.endedStmt = db.prepare(
+      'UPDATE attempts SET status = @status, refunded = @refunded, error_code = @code, error_message = @message, ended_at = @now WHERE item_id = @itemId AND n = @n',
+    );
+    this.refusedStmt = db.prepare(
+      "UPDATE attempts SET status = 'refused', error_code = @code, error_message = @message, ended_at = @now WHERE item_id = @itemId AND n = @n",
+    );
+    this.conflictStmt = db.prepare(
+      "UPDATE attempts SET status = 'conflict', error_code = @code, error_message = @message, ended_at = @now WHERE item_id = @itemId AND n = @n AND job_id IS NULL",
+    );
+    this.endedBadlyStmt = db.prepare<[string], { n: number }>(
+      "SELECT count(*) AS n FROM attempts WHERE item_id = ? AND status IN ('failed', 'expired')",
+    );
+    this.largestStmt = db.prepare<[], { model: string; credits: number }>(
+      'SELECT i.model AS model, max(a.charged) AS credits FROM attempts a JOIN items i ON i.id = a.item_id WHERE a.job_id IS NOT NULL GROUP BY i.model',
+    );
     this.ofItemStmt = db.prepare<[string], AttemptRow>('SELECT * FROM attempts WHERE item_id = ? ORDER BY n');
     this.byKeyStmt = db.prepare<[], { key_fp: string; jobs: number; charged: number; refunded: number }>(
       "SELECT coalesce(key_fp, '') AS key_fp, count(job_id) AS jobs, sum(charged) AS charged, sum(refunded) AS refunded FROM attempts WHERE sent_at IS NOT NULL GROUP BY 1 ORDER BY 1",
     );
     // Kept by triggers (migration 7): one row, read on every submission and every frame of the live line.
-    this.totalsStmt = db.prepare<[], { charged: number; refunded: number }>('SELECT charged, refunded FROM attempt_totals');
+    this.totalsStmt = db.prepare<[], { charged: number; refunded: number }>(
+      'SELECT charged, refunded FROM attempt_totals',
+    );
   }
 
   /** `keyFp`: the API key whose uploads and source jobs the body names; it is sent with that key alone. */
@@ -118,8 +156,23 @@ export class Attempts {
     return this.acceptedStmt.get({ itemId, n, jobId, charged, now })?.key_fp ?? '';
   }
 
-  markEnded(itemId: string, n: number, status: 'completed' | 'failed' | 'expired', refunded: number, now: number, error?: { code: string; message?: string }): void {
-    this.endedStmt.run({ itemId, n, status, refunded, code: error?.code ?? null, message: error?.message ?? null, now });
+  markEnded(
+    itemId: string,
+    n: number,
+    status: 'completed' | 'failed' | 'expired',
+    refunded: number,
+    now: number,
+    error?: { code: string; message?: string },
+  ): void {
+    this.endedStmt.run({
+      itemId,
+      n,
+      status,
+      refunded,
+      code: error?.code ?? null,
+      message: error?.message ?? null,
+      now,
+    });
   }
 
   /** The service refused the request: nothing was charged, the key was not spent. */

@@ -33,7 +33,9 @@ export class RunControl {
 
   constructor(db: Db) {
     this.getStmt = db.prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?');
-    this.setStmt = db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value');
+    this.setStmt = db.prepare(
+      'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
+    );
     this.deleteStmt = db.prepare('DELETE FROM meta WHERE key = ?');
   }
 

@@ -27,7 +27,11 @@ export function openDbReadWriteUnlocked(path: string): Db {
   const version = db.pragma('user_version', { simple: true }) as number;
   if (appId !== APPLICATION_ID || version !== SCHEMA_VERSION) {
     db.close();
-    throw new StateFileError(appId !== APPLICATION_ID ? `${path} is not a genbatch state file (it is another SQLite database). Pass another --state path.` : `${path} is held by a run of another genbatch version (state schema ${version}; this one knows ${SCHEMA_VERSION}): use that version's command.`);
+    throw new StateFileError(
+      appId !== APPLICATION_ID
+        ? `${path} is not a genbatch state file (it is another SQLite database). Pass another --state path.`
+        : `${path} is held by a run of another genbatch version (state schema ${version}; this one knows ${SCHEMA_VERSION}): use that version's command.`,
+    );
   }
   return db;
 }
@@ -43,8 +47,14 @@ export function openDbReadOnly(path: string): Db | 'older' {
   try {
     const appId = db.pragma('application_id', { simple: true }) as number;
     const version = db.pragma('user_version', { simple: true }) as number;
-    if (appId !== APPLICATION_ID) throw new StateFileError(`${path} is not a genbatch state file (it is another SQLite database). Pass another --state path.`);
-    if (version > SCHEMA_VERSION) throw new StateFileError(`${path} was written by a newer genbatch (state schema ${version}; this one knows ${SCHEMA_VERSION}). Upgrade genbatch to read it.`);
+    if (appId !== APPLICATION_ID)
+      throw new StateFileError(
+        `${path} is not a genbatch state file (it is another SQLite database). Pass another --state path.`,
+      );
+    if (version > SCHEMA_VERSION)
+      throw new StateFileError(
+        `${path} was written by a newer genbatch (state schema ${version}; this one knows ${SCHEMA_VERSION}). Upgrade genbatch to read it.`,
+      );
     if (version < SCHEMA_VERSION) {
       db.close();
       return 'older';
@@ -85,7 +95,9 @@ export function openDb(path: string): Db {
   try {
     mkdirSync(dirname(path), { recursive: true });
   } catch (error) {
-    throw new StateFileError(`cannot create the state directory ${dirname(path)}: ${(error as NodeJS.ErrnoException).code ?? error}`);
+    throw new StateFileError(
+      `cannot create the state directory ${dirname(path)}: ${(error as NodeJS.ErrnoException).code ?? error}`,
+    );
   }
   let db: Db;
   try {
@@ -93,17 +105,24 @@ export function openDb(path: string): Db {
     db.pragma('busy_timeout = 5000');
     db.pragma('journal_mode = WAL');
   } catch (error) {
-    throw new StateFileError(`cannot open the state file ${path}: ${(error as Error).message}. Is it a SQLite file, and is its directory writable?`);
+    throw new StateFileError(
+      `cannot open the state file ${path}: ${(error as Error).message}. Is it a SQLite file, and is its directory writable?`,
+    );
   }
   try {
     const appId = db.pragma('application_id', { simple: true }) as number;
     const version = db.pragma('user_version', { simple: true }) as number;
-    const tables = (db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table'").get() as { n: number }).n;
+    const tables = (db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table'").get() as { n: number })
+      .n;
     if (appId !== APPLICATION_ID && (appId !== 0 || tables > 0)) {
-      throw new StateFileError(`${path} is not a genbatch state file (it is another SQLite database). Pass another --state path.`);
+      throw new StateFileError(
+        `${path} is not a genbatch state file (it is another SQLite database). Pass another --state path.`,
+      );
     }
     if (version > SCHEMA_VERSION) {
-      throw new StateFileError(`${path} was written by a newer genbatch (state schema ${version}; this one knows ${SCHEMA_VERSION}). Upgrade genbatch to resume it.`);
+      throw new StateFileError(
+        `${path} was written by a newer genbatch (state schema ${version}; this one knows ${SCHEMA_VERSION}). Upgrade genbatch to resume it.`,
+      );
     }
     db.pragma('synchronous = FULL');
     db.pragma('journal_size_limit = 8388608');

@@ -13,7 +13,14 @@ import { Uploads } from './uploads.js';
 
 export { StateFileError } from './db.js';
 export type { ItemEcho, ItemFacts, ItemProblem, ItemRow, ItemShape, ItemSync } from './items.js';
-export { ENDED_WITHOUT_OUTPUT, FINAL_STATES, ITEM_STATES, OPEN_STATES, UNANSWERED_STATES, type ItemState } from './states.js';
+export {
+  ENDED_WITHOUT_OUTPUT,
+  FINAL_STATES,
+  ITEM_STATES,
+  OPEN_STATES,
+  UNANSWERED_STATES,
+  type ItemState,
+} from './states.js';
 export type { ErrorNote, SentRecord } from './lifecycle.js';
 export type { AttemptForReconcile, AttemptRow } from './attempts.js';
 export type { OutputRow } from './outputs.js';
@@ -59,7 +66,9 @@ export class Store {
     try {
       mkdirSync(dirname(path), { recursive: true });
     } catch (error) {
-      throw new StateFileError(`cannot create the state directory ${dirname(path)}: ${(error as NodeJS.ErrnoException).code ?? error}`);
+      throw new StateFileError(
+        `cannot create the state directory ${dirname(path)}: ${(error as NodeJS.ErrnoException).code ?? error}`,
+      );
     }
     const release = acquireLock(path);
     try {
@@ -82,7 +91,10 @@ export class Store {
   static openReadOnly(path: string): Store {
     const db = openDbReadOnly(path);
     if (db !== 'older') return new Store(db, () => {}, true);
-    if (lockHolder(path)?.alive) throw new StateFileError(`${path} is being run by an older genbatch (pid ${lockHolder(path)!.pid}); read it once that run ends.`);
+    if (lockHolder(path)?.alive)
+      throw new StateFileError(
+        `${path} is being run by an older genbatch (pid ${lockHolder(path)!.pid}); read it once that run ends.`,
+      );
     Store.open(path).close();
     const migrated = openDbReadOnly(path);
     if (migrated === 'older') throw new StateFileError(`cannot migrate the state file ${path}`);
@@ -113,7 +125,9 @@ export class Store {
   }
 
   setMeta(key: string, value: string): void {
-    this.db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(key, value);
+    this.db
+      .prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value')
+      .run(key, value);
   }
 
   deleteMeta(key: string): void {

@@ -147,16 +147,24 @@ export class Items {
     this.byId = db.prepare<[string], ItemRow>('SELECT * FROM items WHERE id = ?');
     // No trigger counts an inserted item (migration 11): sync adds what it inserted to the tally, once per type.
     // Positional: binding by name cost a third of the time to insert a 100,000-row catalog.
-    this.insert = db.prepare<[string, number, string, string, string, string, number, number, number]>("INSERT INTO items (id, seq, type, model, content_hash, spec, priority, rank, state, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?)");
+    this.insert = db.prepare<[string, number, string, string, string, string, number, number, number]>(
+      "INSERT INTO items (id, seq, type, model, content_hash, spec, priority, rank, state, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?)",
+    );
     this.setPriority = db.prepare('UPDATE items SET priority = @priority, rank = -@priority WHERE id = @id');
     this.setSpec = db.prepare('UPDATE items SET spec = @spec WHERE id = @id');
     this.anyStmt = db.prepare('SELECT 1 FROM items LIMIT 1');
     this.canaryStmt = db.prepare<[], { id: string; type: 'image' | 'video'; model: string }>(
       "SELECT id, type, model FROM items i WHERE state = 'pending' AND removed = 0 AND NOT EXISTS (SELECT 1 FROM deps d WHERE d.item_id = i.id) ORDER BY seq",
     );
-    this.echoesStmt = db.prepare<[], ItemEcho>("SELECT id, model, spec ->> '$.prompt' AS prompt FROM items ORDER BY seq");
-    this.tallyAdded = db.prepare("INSERT INTO item_tally VALUES (@type, 'pending', 0, @n) ON CONFLICT DO UPDATE SET n = n + @n");
-    this.updateUnsent = db.prepare('UPDATE items SET seq = @seq, type = @type, model = @model, content_hash = @contentHash, spec = @spec, changed = 0, updated_at = @now WHERE id = @id');
+    this.echoesStmt = db.prepare<[], ItemEcho>(
+      "SELECT id, model, spec ->> '$.prompt' AS prompt FROM items ORDER BY seq",
+    );
+    this.tallyAdded = db.prepare(
+      "INSERT INTO item_tally VALUES (@type, 'pending', 0, @n) ON CONFLICT DO UPDATE SET n = n + @n",
+    );
+    this.updateUnsent = db.prepare(
+      'UPDATE items SET seq = @seq, type = @type, model = @model, content_hash = @contentHash, spec = @spec, changed = 0, updated_at = @now WHERE id = @id',
+    );
     this.markChanged = db.prepare('UPDATE items SET seq = @seq, changed = @changed, updated_at = @now WHERE id = @id');
     // Ready: pending, due, and every dependency done; higher priority first, then in manifest order. Keyset-paged by
     // (rank, seq), rank being -priority: one seek in items_ready past the items a run holds.
@@ -190,14 +198,22 @@ export class Items {
        WHERE di.state IN ${sqlStates(ENDED_WITHOUT_OUTPUT)} AND i.state = 'pending' ORDER BY i.seq`,
     );
     this.clearDeps = db.prepare('DELETE FROM deps');
-    this.hasDependentsStmt = db.prepare<[string], { one: number }>('SELECT 1 AS one FROM deps WHERE dep_id = ? LIMIT 1');
+    this.hasDependentsStmt = db.prepare<[string], { one: number }>(
+      'SELECT 1 AS one FROM deps WHERE dep_id = ? LIMIT 1',
+    );
     this.insertDep = db.prepare('INSERT OR IGNORE INTO deps (item_id, dep_id) VALUES (?, ?)');
     this.failuresStmt = db.prepare<[], { code: string; n: number }>(
       `SELECT coalesce(error_code, state) AS code, count(*) AS n FROM items WHERE state IN ${sqlStates(ENDED_WITHOUT_OUTPUT)} OR (state IN ${sqlStates(OPEN_STATES)} AND state <> 'pending' AND error_code IS NOT NULL) GROUP BY 1 ORDER BY 2 DESC`,
     );
-    this.setStateStmt = db.prepare('UPDATE items SET state = @state, error_code = @code, error_message = @message, not_before = @notBefore, updated_at = @now WHERE id = @id');
-    this.putBackCandidatesStmt = db.prepare<[], ItemRow>("SELECT * FROM items WHERE state IN ('failed', 'skipped') OR (state = 'downloading' AND error_code IS NOT NULL) ORDER BY seq");
-    this.latestAttemptStmt = db.prepare<[string], { status: string; job_id: string | null }>('SELECT status, job_id FROM attempts WHERE item_id = ? ORDER BY n DESC LIMIT 1');
+    this.setStateStmt = db.prepare(
+      'UPDATE items SET state = @state, error_code = @code, error_message = @message, not_before = @notBefore, updated_at = @now WHERE id = @id',
+    );
+    this.putBackCandidatesStmt = db.prepare<[], ItemRow>(
+      "SELECT * FROM items WHERE state IN ('failed', 'skipped') OR (state = 'downloading' AND error_code IS NOT NULL) ORDER BY seq",
+    );
+    this.latestAttemptStmt = db.prepare<[string], { status: string; job_id: string | null }>(
+      'SELECT status, job_id FROM attempts WHERE item_id = ? ORDER BY n DESC LIMIT 1',
+    );
     this.inStatesStmt = db.prepare<[string], ItemRow>('SELECT * FROM items WHERE state = ? ORDER BY seq');
     this.finishedStmt = db.prepare<[number], { n: number; first: number | null; last: number | null }>(
       `SELECT count(*) AS n, min(updated_at) AS first, max(updated_at) AS last FROM items WHERE state IN ${sqlStates(FINAL_STATES)} AND updated_at >= ?`,
@@ -214,9 +230,15 @@ export class Items {
          (SELECT json_group_array(json_array(path, bytes, sha256)) FROM (SELECT path, bytes, sha256 FROM outputs WHERE item_id = i.id AND path IS NOT NULL AND sha256 IS NOT NULL ORDER BY job_id, idx)) AS files
        FROM items i WHERE (i.seq, i.rowid) > (?, ?) ORDER BY i.seq, i.rowid LIMIT ?`,
     );
-    this.reportTallyStmt = db.prepare<[], ReportTally>('SELECT state, model, count(*) AS n FROM items GROUP BY state, model ORDER BY min(seq)');
+    this.reportTallyStmt = db.prepare<[], ReportTally>(
+      'SELECT state, model, count(*) AS n FROM items GROUP BY state, model ORDER BY min(seq)',
+    );
     // Each item's value names as one string: rows of a catalog mostly share theirs, so the caller sees few distinct ones.
-    this.valueNamesStmt = db.prepare<[], string | null>("SELECT (SELECT group_concat(key, char(0)) FROM json_each(spec, '$.values')) FROM items ORDER BY seq, rowid").pluck();
+    this.valueNamesStmt = db
+      .prepare<[], string | null>(
+        "SELECT (SELECT group_concat(key, char(0)) FROM json_each(spec, '$.values')) FROM items ORDER BY seq, rowid",
+      )
+      .pluck();
     this.statesStmt = db.prepare<[], { id: string; state: ItemState }>('SELECT id, state FROM items');
     this.changedStmt = db.prepare<[], { id: string }>('SELECT id FROM items WHERE changed = 1 ORDER BY seq').pluck();
     this.shapesStmt = db.prepare<[], ItemShape>(
@@ -228,11 +250,16 @@ export class Items {
        FROM items GROUP BY 1, 2, 3, 4, 5, 6, 7`,
     );
     // From the tally the triggers keep (migration 7): a few rows, whatever the manifest's size.
-    this.endedWithoutOutputStmt = db.prepare<[], { n: number | null }>(`SELECT sum(n) AS n FROM item_tally WHERE state IN ${sqlStates(ENDED_WITHOUT_OUTPUT)}`);
+    this.endedWithoutOutputStmt = db.prepare<[], { n: number | null }>(
+      `SELECT sum(n) AS n FROM item_tally WHERE state IN ${sqlStates(ENDED_WITHOUT_OUTPUT)}`,
+    );
     this.problemsStmt = db.prepare<[], ItemProblem>(
       `SELECT id, state, coalesce(error_code, state) AS code, coalesce(error_message, '') AS message FROM items WHERE state IN ${sqlStates(ENDED_WITHOUT_OUTPUT)} OR (state IN ${sqlStates(OPEN_STATES)} AND state <> 'pending' AND error_code IS NOT NULL) ORDER BY seq`,
     );
-    this.waitsStmt = db.prepare<[{ now: number }], { state: ItemState; n: number; later: number; next_at: number | null }>(
+    this.waitsStmt = db.prepare<
+      [{ now: number }],
+      { state: ItemState; n: number; later: number; next_at: number | null }
+    >(
       `SELECT state, count(*) AS n, sum(not_before > @now) AS later, min(CASE WHEN not_before > @now THEN not_before END) AS next_at
        FROM items WHERE state IN ${sqlStates(OPEN_STATES)} AND removed = 0 GROUP BY state`,
     );
@@ -244,10 +271,16 @@ export class Items {
       `SELECT o.* FROM items i JOIN attempts a ON a.item_id = i.id AND a.n = i.attempt JOIN outputs o ON o.job_id = a.job_id
        WHERE i.state = 'done' ORDER BY i.seq, o.idx`,
     );
-    this.deferredStmt = db.prepare<[], { n: number }>("SELECT count(*) AS n FROM items WHERE state = 'submitting' AND not_before > 0");
-    this.countsStmt = db.prepare<[], { state: ItemState; n: number }>('SELECT state, sum(n) AS n FROM item_tally GROUP BY state');
+    this.deferredStmt = db.prepare<[], { n: number }>(
+      "SELECT count(*) AS n FROM items WHERE state = 'submitting' AND not_before > 0",
+    );
+    this.countsStmt = db.prepare<[], { state: ItemState; n: number }>(
+      'SELECT state, sum(n) AS n FROM item_tally GROUP BY state',
+    );
     // Through items_removed: nothing to read when the manifest removed nothing.
-    this.removedCountsStmt = db.prepare<[], { state: ItemState; n: number }>('SELECT state, count(*) AS n FROM items WHERE removed = 1 GROUP BY state');
+    this.removedCountsStmt = db.prepare<[], { state: ItemState; n: number }>(
+      'SELECT state, count(*) AS n FROM items WHERE removed = 1 GROUP BY state',
+    );
   }
 
   get(id: string): ItemRow | undefined {
@@ -265,40 +298,63 @@ export class Items {
     // Which ids this manifest has, so the others can be marked removed (prepared here: a read-only store has no temp table).
     this.db.exec('CREATE TEMP TABLE IF NOT EXISTS synced_ids (id TEXT PRIMARY KEY)');
     const noteSynced = this.db.prepare('INSERT OR IGNORE INTO synced_ids (id) VALUES (?)');
-    this.db.transaction(() => {
-      this.clearDeps.run();
-      this.db.exec('DELETE FROM synced_ids');
-      // A first sync has nothing to compare with and nothing to mark removed: it only inserts.
-      const first = this.anyStmt.get() === undefined;
-      for (const item of items) {
-        if (!first) noteSynced.run(item.id);
-        this.insertDeps(item);
-        const row = first ? undefined : this.byId.get(item.id);
-        // The order of the work may change at any time: it is not content.
-        if (row && row.priority !== (item.priority ?? 0)) this.setPriority.run({ id: item.id, priority: item.priority ?? 0 });
-        // Same content, other tags or row values: they ride in the spec, which is brought up to date (the request is unchanged).
-        if (row && row.content_hash === item.contentHash && row.spec !== item.spec) this.setSpec.run({ id: item.id, spec: item.spec });
-        if (!row) {
-          this.insertItem(item, now, addedByType);
-        } else if (row.content_hash === item.contentHash) {
-          if (row.changed) this.markChanged.run({ id: item.id, seq: item.seq, changed: 0, now });
-        } else if (row.attempt === 0) {
-          this.updateUnsent.run({ id: item.id, seq: item.seq, type: item.type, model: item.model, contentHash: item.contentHash, spec: item.spec, now });
-        } else if (redoChanged && !(['queued', 'submitting', 'maybe_accepted', 'running'] as ItemState[]).includes(row.state)) {
-          this.updateUnsent.run({ id: item.id, seq: item.seq, type: item.type, model: item.model, contentHash: item.contentHash, spec: item.spec, now });
-          this.setStateStmt.run({ id: item.id, state: 'pending', code: null, message: null, notBefore: 0, now });
-        } else {
-          this.markChanged.run({ id: item.id, seq: item.seq, changed: 1, now });
-          changed.push(item.id);
+    this.db
+      .transaction(() => {
+        this.clearDeps.run();
+        this.db.exec('DELETE FROM synced_ids');
+        // A first sync has nothing to compare with and nothing to mark removed: it only inserts.
+        const first = this.anyStmt.get() === undefined;
+        for (const item of items) {
+          if (!first) noteSynced.run(item.id);
+          this.insertDeps(item);
+          const row = first ? undefined : this.byId.get(item.id);
+          // The order of the work may change at any time: it is not content.
+          if (row && row.priority !== (item.priority ?? 0))
+            this.setPriority.run({ id: item.id, priority: item.priority ?? 0 });
+          // Same content, other tags or row values: they ride in the spec, which is brought up to date (the request is unchanged).
+          if (row && row.content_hash === item.contentHash && row.spec !== item.spec)
+            this.setSpec.run({ id: item.id, spec: item.spec });
+          if (!row) {
+            this.insertItem(item, now, addedByType);
+          } else if (row.content_hash === item.contentHash) {
+            if (row.changed) this.markChanged.run({ id: item.id, seq: item.seq, changed: 0, now });
+          } else if (row.attempt === 0) {
+            this.updateUnsent.run({
+              id: item.id,
+              seq: item.seq,
+              type: item.type,
+              model: item.model,
+              contentHash: item.contentHash,
+              spec: item.spec,
+              now,
+            });
+          } else if (
+            redoChanged &&
+            !(['queued', 'submitting', 'maybe_accepted', 'running'] as ItemState[]).includes(row.state)
+          ) {
+            this.updateUnsent.run({
+              id: item.id,
+              seq: item.seq,
+              type: item.type,
+              model: item.model,
+              contentHash: item.contentHash,
+              spec: item.spec,
+              now,
+            });
+            this.setStateStmt.run({ id: item.id, state: 'pending', code: null, message: null, notBefore: 0, now });
+          } else {
+            this.markChanged.run({ id: item.id, seq: item.seq, changed: 1, now });
+            changed.push(item.id);
+          }
         }
-      }
-      this.tallyInserted(addedByType);
-      if (first) return;
-      // Only rows whose flag changes are written.
-      this.db.exec('UPDATE items SET removed = 1 WHERE removed = 0 AND id NOT IN (SELECT id FROM synced_ids)');
-      this.db.exec('UPDATE items SET removed = 0 WHERE removed = 1 AND id IN (SELECT id FROM synced_ids)');
-      this.db.exec('DELETE FROM synced_ids');
-    }).immediate();
+        this.tallyInserted(addedByType);
+        if (first) return;
+        // Only rows whose flag changes are written.
+        this.db.exec('UPDATE items SET removed = 1 WHERE removed = 0 AND id NOT IN (SELECT id FROM synced_ids)');
+        this.db.exec('UPDATE items SET removed = 0 WHERE removed = 1 AND id IN (SELECT id FROM synced_ids)');
+        this.db.exec('DELETE FROM synced_ids');
+      })
+      .immediate();
     return { added: addedByType.image + addedByType.video, changed };
   }
 
@@ -315,14 +371,16 @@ export class Items {
    */
   insertNew(items: Iterable<ItemSync>, now: number): void {
     withRelaxedSync(this.db, () =>
-      this.db.transaction(() => {
-        const addedByType = { image: 0, video: 0 };
-        for (const item of items) {
-          this.insertDeps(item);
-          this.insertItem(item, now, addedByType);
-        }
-        this.tallyInserted(addedByType);
-      }).immediate(),
+      this.db
+        .transaction(() => {
+          const addedByType = { image: 0, video: 0 };
+          for (const item of items) {
+            this.insertDeps(item);
+            this.insertItem(item, now, addedByType);
+          }
+          this.tallyInserted(addedByType);
+        })
+        .immediate(),
     );
   }
 
@@ -332,7 +390,17 @@ export class Items {
 
   /** A new item, counted by type for the tally. */
   private insertItem(item: ItemSync, now: number, addedByType: Record<'image' | 'video', number>): void {
-    this.insert.run(item.id, item.seq, item.type, item.model, item.contentHash, item.spec, item.priority ?? 0, -(item.priority ?? 0), now);
+    this.insert.run(
+      item.id,
+      item.seq,
+      item.type,
+      item.model,
+      item.contentHash,
+      item.spec,
+      item.priority ?? 0,
+      -(item.priority ?? 0),
+      now,
+    );
     addedByType[item.type]++;
   }
 
@@ -358,8 +426,19 @@ export class Items {
 
   /** Pending items of a type that are due and whose dependencies are all done, in manifest order after `afterSeq`. */
   /** Ready items of a type, highest priority first, then in manifest order, after the item `after` in that order. */
-  ready(type: 'image' | 'video', now: number, after: { rank: number; seq: number } | undefined, limit: number): ItemRow[] {
-    return (this.readySelected ?? this.readyStmt).all({ type, now, rank: after?.rank ?? Number.MIN_SAFE_INTEGER, seq: after?.seq ?? -1, limit });
+  ready(
+    type: 'image' | 'video',
+    now: number,
+    after: { rank: number; seq: number } | undefined,
+    limit: number,
+  ): ItemRow[] {
+    return (this.readySelected ?? this.readyStmt).all({
+      type,
+      now,
+      rank: after?.rank ?? Number.MIN_SAFE_INTEGER,
+      seq: after?.seq ?? -1,
+      limit,
+    });
   }
 
   /**
@@ -369,7 +448,9 @@ export class Items {
    * selection of any size costs the ready query one lookup.
    */
   select(chosen: (id: string, tags: readonly string[]) => boolean): string[] {
-    const rows = this.db.prepare("SELECT id, spec -> '$.tags' AS tags FROM items WHERE removed = 0 ORDER BY seq").all() as { id: string; tags: string | null }[];
+    const rows = this.db
+      .prepare("SELECT id, spec -> '$.tags' AS tags FROM items WHERE removed = 0 ORDER BY seq")
+      .all() as { id: string; tags: string | null }[];
     const ids = rows.filter((r) => chosen(r.id, r.tags ? (JSON.parse(r.tags) as string[]) : [])).map((r) => r.id);
     this.db.exec('CREATE TEMP TABLE IF NOT EXISTS selected_ids (id TEXT PRIMARY KEY)');
     const add = this.db.prepare('INSERT OR IGNORE INTO selected_ids (id) VALUES (?)');
@@ -377,10 +458,16 @@ export class Items {
       this.db.exec('DELETE FROM selected_ids');
       for (const id of ids) add.run(id);
       // What the chosen items wait for, and what that waits for in turn.
-      this.db.exec('WITH RECURSIVE need(id) AS (SELECT id FROM selected_ids UNION SELECT d.dep_id FROM deps d JOIN need ON need.id = d.item_id) INSERT OR IGNORE INTO selected_ids SELECT id FROM need');
+      this.db.exec(
+        'WITH RECURSIVE need(id) AS (SELECT id FROM selected_ids UNION SELECT d.dep_id FROM deps d JOIN need ON need.id = d.item_id) INSERT OR IGNORE INTO selected_ids SELECT id FROM need',
+      );
     })();
-    this.readySelected = this.db.prepare(this.readyStmt.source.replace('AND removed = 0', 'AND removed = 0 AND id IN (SELECT id FROM selected_ids)'));
-    this.selectedCountsStmt = this.db.prepare<[], { state: ItemState; n: number }>('SELECT state, count(*) AS n FROM items WHERE id IN (SELECT id FROM selected_ids) GROUP BY state');
+    this.readySelected = this.db.prepare(
+      this.readyStmt.source.replace('AND removed = 0', 'AND removed = 0 AND id IN (SELECT id FROM selected_ids)'),
+    );
+    this.selectedCountsStmt = this.db.prepare<[], { state: ItemState; n: number }>(
+      'SELECT state, count(*) AS n FROM items WHERE id IN (SELECT id FROM selected_ids) GROUP BY state',
+    );
     return this.db.prepare('SELECT id FROM selected_ids').pluck().all() as string[];
   }
 
@@ -454,27 +541,35 @@ export class Items {
    * An attempt that may have been accepted is resent with its own key, never
    * replaced; one stopped on a key conflict goes back only when named by id.
    */
-  putBack(opts: { codes?: readonly string[] | undefined; ids?: readonly string[] | undefined; now: number }): { requeued: number; conflicts: string[] } {
+  putBack(opts: { codes?: readonly string[] | undefined; ids?: readonly string[] | undefined; now: number }): {
+    requeued: number;
+    conflicts: string[];
+  } {
     const codes = opts.codes?.length ? new Set(opts.codes) : undefined;
     const ids = opts.ids?.length ? new Set(opts.ids) : undefined;
     const conflicts: string[] = [];
     let requeued = 0;
-    this.db.transaction(() => {
-      for (const item of this.putBackCandidatesStmt.all()) {
-        if (codes && !codes.has(item.error_code ?? '')) continue;
-        if (ids && !ids.has(item.id)) continue;
-        const attempt = this.latestAttemptStmt.get(item.id);
-        if (attempt?.status === 'conflict' && !ids) {
-          conflicts.push(item.id);
-          continue;
+    this.db
+      .transaction(() => {
+        for (const item of this.putBackCandidatesStmt.all()) {
+          if (codes && !codes.has(item.error_code ?? '')) continue;
+          if (ids && !ids.has(item.id)) continue;
+          const attempt = this.latestAttemptStmt.get(item.id);
+          if (attempt?.status === 'conflict' && !ids) {
+            conflicts.push(item.id);
+            continue;
+          }
+          // An attempt without a job is never replaced: one never sent goes out as it is, one sent is resent with its key.
+          const unanswered =
+            attempt && !attempt.job_id
+              ? ({ created: 'queued', sent: 'maybe_accepted' } as const)[attempt.status as 'created' | 'sent']
+              : undefined;
+          const state = item.state === 'downloading' ? 'downloading' : (unanswered ?? 'pending');
+          this.setStateStmt.run({ id: item.id, state, code: null, message: null, notBefore: 0, now: opts.now });
+          requeued++;
         }
-        // An attempt without a job is never replaced: one never sent goes out as it is, one sent is resent with its key.
-        const unanswered = attempt && !attempt.job_id ? ({ created: 'queued', sent: 'maybe_accepted' } as const)[attempt.status as 'created' | 'sent'] : undefined;
-        const state = item.state === 'downloading' ? 'downloading' : (unanswered ?? 'pending');
-        this.setStateStmt.run({ id: item.id, state, code: null, message: null, notBefore: 0, now: opts.now });
-        requeued++;
-      }
-    }).immediate();
+      })
+      .immediate();
     return { requeued, conflicts };
   }
 

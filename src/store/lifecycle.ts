@@ -39,12 +39,33 @@ export class Lifecycle {
     this.move = db.prepare(
       'UPDATE items SET state = @to, error_code = @code, error_message = @message, not_before = @notBefore, updated_at = @now WHERE id = @id AND state IN (SELECT value FROM json_each(@from))',
     );
-    this.note = db.prepare('UPDATE items SET error_code = @code, error_message = @message, updated_at = @now WHERE id = @id AND state = @state');
-    this.begin = db.prepare(`UPDATE items SET attempt = @n, state = 'queued', error_code = NULL, error_message = NULL, not_before = 0, updated_at = @now WHERE id = @id AND state = 'pending'`);
+    this.note = db.prepare(
+      'UPDATE items SET error_code = @code, error_message = @message, updated_at = @now WHERE id = @id AND state = @state',
+    );
+    this.begin = db.prepare(
+      `UPDATE items SET attempt = @n, state = 'queued', error_code = NULL, error_message = NULL, not_before = 0, updated_at = @now WHERE id = @id AND state = 'pending'`,
+    );
   }
 
-  private transition(id: string, from: readonly ItemState[], to: ItemState, now: number, error?: ErrorNote, notBefore = 0): boolean {
-    return this.move.run({ id, from: JSON.stringify(from), to, code: error?.code ?? null, message: error?.message ?? null, notBefore, now }).changes === 1;
+  private transition(
+    id: string,
+    from: readonly ItemState[],
+    to: ItemState,
+    now: number,
+    error?: ErrorNote,
+    notBefore = 0,
+  ): boolean {
+    return (
+      this.move.run({
+        id,
+        from: JSON.stringify(from),
+        to,
+        code: error?.code ?? null,
+        message: error?.message ?? null,
+        notBefore,
+        now,
+      }).changes === 1
+    );
   }
 
   private tx<T>(fn: () => T): T {
@@ -66,11 +87,13 @@ export class Lifecycle {
    * the same number, hence the same key.
    */
   startAttempt(id: string, n: number, key: string, body: string, now: number, keyFp: string): boolean {
-    return withRelaxedSync(this.db, () => this.tx(() => {
-      if (this.begin.run({ id, n, now }).changes !== 1) return false;
-      this.attempts.create(id, n, key, body, now, keyFp);
-      return true;
-    }));
+    return withRelaxedSync(this.db, () =>
+      this.tx(() => {
+        if (this.begin.run({ id, n, now }).changes !== 1) return false;
+        this.attempts.create(id, n, key, body, now, keyFp);
+        return true;
+      }),
+    );
   }
 
   /**
@@ -117,7 +140,13 @@ export class Lifecycle {
    * `notBefore` on, by whichever task picks it up then. No in-flight slot is
    * held while it waits.
    */
-  deferResend(id: string, n: number, notBefore: number, now: number, after: 'no-answer' | 'unavailable' = 'no-answer'): boolean {
+  deferResend(
+    id: string,
+    n: number,
+    notBefore: number,
+    now: number,
+    after: 'no-answer' | 'unavailable' = 'no-answer',
+  ): boolean {
     return this.tx(() => {
       // A 503 said no job was made: its one retry is counted apart from the resends of an answer that left the fate open.
       if (after === 'unavailable') this.attempts.countUnavailable(id, n);
@@ -142,7 +171,13 @@ export class Lifecycle {
    * The service refused the attempt, so it created no job and spent no key:
    * submitting → pending (a new attempt, or a later run), or a final state.
    */
-  recordRefused(id: string, n: number, error: ErrorNote, to: 'pending' | 'failed' | 'rejected' | 'blocked', now: number): boolean {
+  recordRefused(
+    id: string,
+    n: number,
+    error: ErrorNote,
+    to: 'pending' | 'failed' | 'rejected' | 'blocked',
+    now: number,
+  ): boolean {
     return this.tx(() => {
       this.attempts.markRefused(id, n, error.code, error.message, now);
       if (to === 'blocked') this.accounting.blocked(now, id);
@@ -163,7 +198,18 @@ export class Lifecycle {
    * are this job's from now on. FAILED/EXPIRED: the refund is recorded; the
    * caller decides between a new attempt and the end.
    */
-  recordEnded(id: string, n: number, end: { jobId: string; status: 'completed' | 'failed' | 'expired'; refunded: number; refundDay: number; error?: { code: string; message?: string } }, now: number): boolean {
+  recordEnded(
+    id: string,
+    n: number,
+    end: {
+      jobId: string;
+      status: 'completed' | 'failed' | 'expired';
+      refunded: number;
+      refundDay: number;
+      error?: { code: string; message?: string };
+    },
+    now: number,
+  ): boolean {
     // Lost to a power cut, the job is still running here: polled again. A new attempt after a failure commits durably first.
     return this.answerTx(() => {
       this.attempts.markEnded(id, n, end.status, end.refunded, now, end.error);
@@ -191,7 +237,14 @@ export class Lifecycle {
 
   /** Back to pending: nothing of the item is on the wire (an unsent attempt, or a job that ended and is to be tried again). */
   requeue(id: string, now: number, notBefore = 0): boolean {
-    return this.transition(id, ['pending', 'queued', 'submitting', 'maybe_accepted', 'running'], 'pending', now, undefined, notBefore);
+    return this.transition(
+      id,
+      ['pending', 'queued', 'submitting', 'maybe_accepted', 'running'],
+      'pending',
+      now,
+      undefined,
+      notBefore,
+    );
   }
 
   /** Ends an open item without an output. */
@@ -240,4 +293,3 @@ export class Lifecycle {
     return this.note.run({ id, state, ...error, now }).changes === 1;
   }
 }
-

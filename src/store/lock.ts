@@ -5,7 +5,12 @@ import { StateFileError } from './db.js';
 function alive(pid: number): boolean {
   try {
     // A killed holder nobody has reaped yet is a zombie: it answers kill(0) but holds nothing.
-    if (readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').startsWith('Z')) return false;
+    if (
+      readFileSync(`/proc/${pid}/stat`, 'utf8')
+        .replace(/^.*\) /s, '')
+        .startsWith('Z')
+    )
+      return false;
   } catch {
     // no /proc entry (gone, or not Linux): kill(0) decides
   }
@@ -32,7 +37,9 @@ export function acquireLock(statePath: string): () => void {
       return () => rmSync(lockPath, { force: true });
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') {
-        throw new StateFileError(`cannot lock the state file (${lockPath}): ${(error as NodeJS.ErrnoException).code}. Is its directory writable?`);
+        throw new StateFileError(
+          `cannot lock the state file (${lockPath}): ${(error as NodeJS.ErrnoException).code}. Is its directory writable?`,
+        );
       }
       let holder = '';
       try {
@@ -45,7 +52,9 @@ export function acquireLock(statePath: string): () => void {
         rmSync(lockPath, { force: true }); // its holder died: take over
         continue;
       }
-      throw new StateFileError(`another genbatch process (${holder}) is running on this state file (${statePath}). Wait for it to finish, or stop it first.`);
+      throw new StateFileError(
+        `another genbatch process (${holder}) is running on this state file (${statePath}). Wait for it to finish, or stop it first.`,
+      );
     }
   }
   throw new StateFileError(`cannot lock the state file ${statePath}`);

@@ -38,13 +38,21 @@ export class Outputs {
     this.claimStmt = db.prepare(
       'INSERT INTO outputs (job_id, idx, item_id, path, link_issued_at) VALUES (@jobId, @idx, @itemId, @path, @now) ON CONFLICT (job_id, idx) DO UPDATE SET path = @path, link_issued_at = @now',
     );
-    this.doneStmt = db.prepare('UPDATE outputs SET path = @path, bytes = @bytes, sha256 = @sha256, content_type = @contentType, mtime_ms = @mtimeMs, downloaded_at = @now WHERE job_id = @jobId AND idx = @idx');
+    this.doneStmt = db.prepare(
+      'UPDATE outputs SET path = @path, bytes = @bytes, sha256 = @sha256, content_type = @contentType, mtime_ms = @mtimeMs, downloaded_at = @now WHERE job_id = @jobId AND idx = @idx',
+    );
     this.verifiedStmt = db.prepare('UPDATE outputs SET mtime_ms = ? WHERE job_id = ? AND idx = ?');
     this.ofJobStmt = db.prepare<[string], OutputRow>('SELECT * FROM outputs WHERE job_id = ? ORDER BY idx');
     this.missingStmt = db.prepare('UPDATE outputs SET sha256 = NULL WHERE job_id = ? AND idx = ?');
     this.forgetOthersStmt = db.prepare('DELETE FROM outputs WHERE item_id = ? AND job_id <> ?');
-    this.ownerStmt = db.prepare<[string], Pick<OutputRow, 'item_id' | 'job_id' | 'idx'>>('SELECT item_id, job_id, idx FROM outputs WHERE path = ? LIMIT 1');
-    this.firstFileStmt = db.prepare<[string], string>('SELECT path FROM outputs WHERE item_id = ? AND path IS NOT NULL AND sha256 IS NOT NULL ORDER BY job_id, idx LIMIT 1').pluck();
+    this.ownerStmt = db.prepare<[string], Pick<OutputRow, 'item_id' | 'job_id' | 'idx'>>(
+      'SELECT item_id, job_id, idx FROM outputs WHERE path = ? LIMIT 1',
+    );
+    this.firstFileStmt = db
+      .prepare<[string], string>(
+        'SELECT path FROM outputs WHERE item_id = ? AND path IS NOT NULL AND sha256 IS NOT NULL ORDER BY job_id, idx LIMIT 1',
+      )
+      .pluck();
   }
 
   markDownloaded(jobId: string, idx: number, file: SavedFile, now: number): void {

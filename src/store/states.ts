@@ -6,17 +6,47 @@
  * attempt made a job, and this run's resends ran out: a later run resends the
  * same key and body, nothing ever replaces it.
  */
-export const ITEM_STATES = ['pending', 'queued', 'submitting', 'maybe_accepted', 'running', 'downloading', 'done', 'failed', 'rejected', 'blocked', 'skipped'] as const;
+export const ITEM_STATES = [
+  'pending',
+  'queued',
+  'submitting',
+  'maybe_accepted',
+  'running',
+  'downloading',
+  'done',
+  'failed',
+  'rejected',
+  'blocked',
+  'skipped',
+] as const;
 export type ItemState = (typeof ITEM_STATES)[number];
 
 /** Work remains: a later run takes these up. */
-export const OPEN_STATES = ['pending', 'queued', 'submitting', 'maybe_accepted', 'running', 'downloading'] as const satisfies readonly ItemState[];
+export const OPEN_STATES = [
+  'pending',
+  'queued',
+  'submitting',
+  'maybe_accepted',
+  'running',
+  'downloading',
+] as const satisfies readonly ItemState[];
 /** Sent, and no answer has named a job yet: each may still come back blocked, or be a job already. */
 export const UNANSWERED_STATES = ['submitting', 'maybe_accepted'] as const satisfies readonly ItemState[];
 /** Nothing more will happen on its own. */
-export const FINAL_STATES = ['done', 'failed', 'rejected', 'blocked', 'skipped'] as const satisfies readonly ItemState[];
+export const FINAL_STATES = [
+  'done',
+  'failed',
+  'rejected',
+  'blocked',
+  'skipped',
+] as const satisfies readonly ItemState[];
 /** Final without an output: dependents cannot run; `retry` looks here. */
-export const ENDED_WITHOUT_OUTPUT = ['failed', 'rejected', 'blocked', 'skipped'] as const satisfies readonly ItemState[];
+export const ENDED_WITHOUT_OUTPUT = [
+  'failed',
+  'rejected',
+  'blocked',
+  'skipped',
+] as const satisfies readonly ItemState[];
 
 /** A SQL list literal of states, for `state IN (…)`: the values are the constants above, never input. */
 export function sqlStates(states: readonly ItemState[]): string {

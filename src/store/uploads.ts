@@ -24,8 +24,12 @@ export class Uploads {
   private readonly forgetStmt;
 
   constructor(db: Db) {
-    this.getStmt = db.prepare<[string, string, string], UploadRow>('SELECT * FROM uploads WHERE key_fp = ? AND sha256 = ? AND target = ?');
-    this.putStmt = db.prepare('INSERT INTO uploads (key_fp, sha256, target, kind, content_type, size, key, expires_at, created_at, upload_url, confirmed) VALUES (@keyFp, @sha256, @target, @kind, @contentType, @size, @key, @expiresAt, @now, @uploadUrl, 0) ON CONFLICT (key_fp, sha256, target) DO UPDATE SET key = @key, expires_at = @expiresAt, created_at = @now, content_type = @contentType, size = @size, kind = @kind, upload_url = @uploadUrl, confirmed = 0');
+    this.getStmt = db.prepare<[string, string, string], UploadRow>(
+      'SELECT * FROM uploads WHERE key_fp = ? AND sha256 = ? AND target = ?',
+    );
+    this.putStmt = db.prepare(
+      'INSERT INTO uploads (key_fp, sha256, target, kind, content_type, size, key, expires_at, created_at, upload_url, confirmed) VALUES (@keyFp, @sha256, @target, @kind, @contentType, @size, @key, @expiresAt, @now, @uploadUrl, 0) ON CONFLICT (key_fp, sha256, target) DO UPDATE SET key = @key, expires_at = @expiresAt, created_at = @now, content_type = @contentType, size = @size, kind = @kind, upload_url = @uploadUrl, confirmed = 0',
+    );
     this.confirmStmt = db.prepare('UPDATE uploads SET confirmed = 1 WHERE key = ?');
     this.forgetStmt = db.prepare('DELETE FROM uploads WHERE key = ?');
   }
@@ -35,7 +39,20 @@ export class Uploads {
   }
 
   /** A grant, recorded before its PUT. */
-  granted(u: { keyFp: string; sha256: string; target: 'image' | 'video'; kind: 'image' | 'video'; contentType: string; size: number; key: string; expiresAt: number | null; uploadUrl: string }, now: number): void {
+  granted(
+    u: {
+      keyFp: string;
+      sha256: string;
+      target: 'image' | 'video';
+      kind: 'image' | 'video';
+      contentType: string;
+      size: number;
+      key: string;
+      expiresAt: number | null;
+      uploadUrl: string;
+    },
+    now: number,
+  ): void {
     this.putStmt.run({ ...u, now });
   }
 

@@ -47,7 +47,9 @@ export class AtomicFile {
 
   async commit(): Promise<void> {
     if (this.failure) throw this.failure;
-    await new Promise<void>((resolve, reject) => this.stream.end((error?: Error | null) => (error ? reject(error) : resolve())));
+    await new Promise<void>((resolve, reject) =>
+      this.stream.end((error?: Error | null) => (error ? reject(error) : resolve())),
+    );
     await rename(this.temp, this.path);
   }
 

@@ -10,7 +10,8 @@ export function canonicalJson(value: unknown, omitKey?: string): string {
 
 function sortKeys(value: unknown, omitKey: string | undefined): unknown {
   // What JSON.stringify would write for it, then sorted.
-  if (value !== null && typeof value === 'object' && typeof (value as { toJSON?: unknown }).toJSON === 'function') value = (value as { toJSON(): unknown }).toJSON();
+  if (value !== null && typeof value === 'object' && typeof (value as { toJSON?: unknown }).toJSON === 'function')
+    value = (value as { toJSON(): unknown }).toJSON();
   if (Array.isArray(value)) return value.map((v) => sortKeys(v, omitKey));
   if (value !== null && typeof value === 'object') {
     const out: Record<string, unknown> = {};

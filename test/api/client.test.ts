@@ -1,6 +1,14 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { ApiClient, ApiError, ResponseShapeError, TransportError, parseRetryAfter, policy, reactionTo } from '../../src/api/index.js';
+import {
+  ApiClient,
+  ApiError,
+  ResponseShapeError,
+  TransportError,
+  parseRetryAfter,
+  policy,
+  reactionTo,
+} from '../../src/api/index.js';
 import { createLogger } from '../../src/log/logger.js';
 import { json, startFakeServer } from '../helpers/fake-server.js';
 import { newKey, rejection } from '../helpers/sim.js';
@@ -25,7 +33,18 @@ describe('the client tolerates what the spec leaves unshown', () => {
   });
 
   it('video models with numeric durations and an unknown price field', async () => {
-    const { client } = await clientFor((_req, res) => json(res, 200, [{ id: 'v', mode: 'image-to-video', durations: [5, 10], resolutions: ['720p'], aspectRatios: ['16:9'], pricing: { '720p': 9 } }]));
+    const { client } = await clientFor((_req, res) =>
+      json(res, 200, [
+        {
+          id: 'v',
+          mode: 'image-to-video',
+          durations: [5, 10],
+          resolutions: ['720p'],
+          aspectRatios: ['16:9'],
+          pricing: { '720p': 9 },
+        },
+      ]),
+    );
     const [model] = await client.listModels('video');
     expect(model).toMatchObject({ id: 'v', mode: 'image-to-video', durations: ['5', '10'] });
     expect(model!.raw.pricing).toEqual({ '720p': 9 });
@@ -34,14 +53,22 @@ describe('the client tolerates what the spec leaves unshown', () => {
   it('a bare job, a wrapped /me, a job page as data with next_cursor, and epoch-second expiries', async () => {
     const { client } = await clientFor((req, res) => {
       if (req.url!.startsWith('/v1/jobs/')) return json(res, 200, { id: 'j1', status: 'QUEUED' });
-      if (req.url === '/v1/me') return json(res, 200, { me: { credits: 5, scopes: ['image'], limits: { dailyCap: 900 } } });
-      if (req.url!.startsWith('/v1/jobs')) return json(res, 200, { data: [{ id: 'j1', status: 'COMPLETED', outputs: [{ url: 'http://x/a', downloadUrl: 'http://x/b' }] }], next_cursor: 'c2' });
+      if (req.url === '/v1/me')
+        return json(res, 200, { me: { credits: 5, scopes: ['image'], limits: { dailyCap: 900 } } });
+      if (req.url!.startsWith('/v1/jobs'))
+        return json(res, 200, {
+          data: [{ id: 'j1', status: 'COMPLETED', outputs: [{ url: 'http://x/a', downloadUrl: 'http://x/b' }] }],
+          next_cursor: 'c2',
+        });
       return json(res, 200, { uploadUrl: 'http://storage/x', key: 'k', expiresAt: 1_900_000_000 });
     });
     const job = await client.getJob('j1');
     expect(job).toMatchObject({ id: 'j1', status: 'QUEUED', outputs: [], refunded: 0 });
     expect(await client.me()).toMatchObject({ credits: 5, scopes: ['image'], dailyCap: 900 });
-    expect(await client.listJobs()).toMatchObject({ jobs: [{ id: 'j1', outputs: [{ downloadUrl: 'http://x/b' }] }], nextCursor: 'c2' });
+    expect(await client.listJobs()).toMatchObject({
+      jobs: [{ id: 'j1', outputs: [{ downloadUrl: 'http://x/b' }] }],
+      nextCursor: 'c2',
+    });
     const grant = await client.createUpload({ kind: 'image', target: 'image', contentType: 'image/png', size: 1 });
     expect(grant.expiresAt!.toISOString()).toBe(new Date(1_900_000_000_000).toISOString());
   });
@@ -50,7 +77,10 @@ describe('the client tolerates what the spec leaves unshown', () => {
 describe('the client is strict on what the spec shows', () => {
   it.each([
     ['a job without an id', { job: { status: 'COMPLETED' } }],
-    ['an output link that is not http(s)', { job: { id: 'j', status: 'COMPLETED', outputs: [{ url: 'http://x', downloadUrl: 'file:///etc/passwd' }] } }],
+    [
+      'an output link that is not http(s)',
+      { job: { id: 'j', status: 'COMPLETED', outputs: [{ url: 'http://x', downloadUrl: 'file:///etc/passwd' }] } },
+    ],
     ['a refund that is not a number', { job: { id: 'j', status: 'FAILED', credits: { refunded: 'all' } } }],
   ])('rejects %s', async (_name, body) => {
     const { client } = await clientFor((_req, res) => json(res, 200, body));
@@ -68,11 +98,22 @@ describe('the client is strict on what the spec shows', () => {
 describe('errors', () => {
   it('carry status, code, details and both limit headers', async () => {
     const { client } = await clientFor((_req, res) =>
-      json(res, 429, { error: { code: 'RATE_LIMITED', message: 'slow down', details: { field: 'x' } } }, { 'retry-after': '7', 'x-ratelimit-remaining': '0' }),
+      json(
+        res,
+        429,
+        { error: { code: 'RATE_LIMITED', message: 'slow down', details: { field: 'x' } } },
+        { 'retry-after': '7', 'x-ratelimit-remaining': '0' },
+      ),
     );
     const e = await rejection(client.submitImage({ prompt: 'p', model: 'm' }, newKey()));
     expect(e).toBeInstanceOf(ApiError);
-    expect(e).toMatchObject({ status: 429, code: 'RATE_LIMITED', details: { field: 'x' }, retryAfterMs: 7000, rateLimitRemaining: 0 });
+    expect(e).toMatchObject({
+      status: 429,
+      code: 'RATE_LIMITED',
+      details: { field: 'x' },
+      retryAfterMs: 7000,
+      rateLimitRemaining: 0,
+    });
   });
 
   it('a non-JSON error body still gives a typed error, classified by status', async () => {
@@ -109,9 +150,30 @@ describe('errors', () => {
     ['read-job', new ApiError(403, 'FORBIDDEN', 'not yours', {}, undefined, undefined, 'GET', '/jobs/j'), 'keep-job'],
     ['read-job', new ApiError(404, 'NOT_FOUND', 'gone', {}, undefined, undefined, 'GET', '/jobs/j'), 'keep-job'],
     ['read-job', new ApiError(403, 'SCOPE_DENIED', 'no scope', {}, undefined, undefined, 'GET', '/jobs/j'), 'stop-run'],
-    ['read-job', new ApiError(401, 'UNAUTHENTICATED', 'no key', {}, undefined, undefined, 'GET', '/jobs/j'), 'stop-run'],
-    ['read-job', new ApiError(400, 'VALIDATION_ERROR', 'wait too long', { field: 'wait', max: 10 }, undefined, undefined, 'GET', '/jobs/j'), 'adapt-wait'],
-    ['submit', new ApiError(409, 'IDEMPOTENCY_KEY_REUSED', 'other body', {}, undefined, undefined, 'POST', '/images'), 'key-conflict'],
+    [
+      'read-job',
+      new ApiError(401, 'UNAUTHENTICATED', 'no key', {}, undefined, undefined, 'GET', '/jobs/j'),
+      'stop-run',
+    ],
+    [
+      'read-job',
+      new ApiError(
+        400,
+        'VALIDATION_ERROR',
+        'wait too long',
+        { field: 'wait', max: 10 },
+        undefined,
+        undefined,
+        'GET',
+        '/jobs/j',
+      ),
+      'adapt-wait',
+    ],
+    [
+      'submit',
+      new ApiError(409, 'IDEMPOTENCY_KEY_REUSED', 'other body', {}, undefined, undefined, 'POST', '/images'),
+      'key-conflict',
+    ],
   ] as const)('per operation: %s after %s → %s', (operation, error, action) => {
     expect(policy(operation, error).do).toBe(action);
   });
@@ -138,7 +200,9 @@ describe('the API key never leaves the process', () => {
   it('is not in an error even when the server echoes it back', async () => {
     const { client, server } = await clientFor((req, res) => {
       const auth = req.headers.authorization ?? '';
-      json(res, 400, { error: { code: 'VALIDATION_ERROR', message: `bad key ${auth}`, details: { field: auth, allowed: [auth] } } });
+      json(res, 400, {
+        error: { code: 'VALIDATION_ERROR', message: `bad key ${auth}`, details: { field: auth, allowed: [auth] } },
+      });
     });
     const e = await rejection(client.me());
     expect(server.requests[0]!.headers.authorization).toBe(`Bearer ${KEY}`);
@@ -149,7 +213,12 @@ describe('the API key never leaves the process', () => {
 
   it('is not in a log line, whatever shape carries it', () => {
     const lines: string[] = [];
-    const sink = new Writable({ write(chunk, _enc, done) { lines.push(String(chunk)); done(); } });
+    const sink = new Writable({
+      write(chunk, _enc, done) {
+        lines.push(String(chunk));
+        done();
+      },
+    });
     const log = createLogger({ secrets: [KEY], destination: sink, level: 'debug' });
     log.info({ apiKey: KEY, headers: { authorization: `Bearer ${KEY}` } }, 'request');
     log.error(new Error(`failed with ${KEY}`), `message ${KEY}`);

@@ -30,7 +30,15 @@ describe('CLI conventions', () => {
   it('the help names the environment variables, gives examples and the exit codes', async () => {
     const res = await runCli(['--help']);
     expect(res.code).toBe(0);
-    for (const needle of ['GENBATCH_API_KEY', 'GENBATCH_BASE_URL', '--simulate', 'Examples:', 'Exit codes:', '130 interrupted']) expect(res.stdout).toContain(needle);
+    for (const needle of [
+      'GENBATCH_API_KEY',
+      'GENBATCH_BASE_URL',
+      '--simulate',
+      'Examples:',
+      'Exit codes:',
+      '130 interrupted',
+    ])
+      expect(res.stdout).toContain(needle);
   });
 });
 
@@ -39,7 +47,9 @@ describe('messages in words, not error codes', () => {
     const dir = mkdtempSync(join(tmpdir(), 'genbatch-missing-'));
     const missing = await runCli(['validate', 'nope.yaml'], undefined, dir);
     expect(missing.code).toBe(2);
-    expect(missing.stderr).toContain(`nope.yaml:1:1: (file): cannot read the manifest: no such file (looked for ${join(dir, 'nope.yaml')})`);
+    expect(missing.stderr).toContain(
+      `nope.yaml:1:1: (file): cannot read the manifest: no such file (looked for ${join(dir, 'nope.yaml')})`,
+    );
     expect(missing.stderr).not.toContain('ENOENT');
     const folder = await runCli(['validate', '.'], undefined, dir);
     expect(folder.stderr).toContain('cannot read the manifest: a folder, not a file');
@@ -49,15 +59,29 @@ describe('messages in words, not error codes', () => {
 describe('--json on every command that prints a result', () => {
   it('validate, run, retry and report each print one JSON document on stdout, messages on stderr', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'genbatch-json-'));
-    writeFileSync(join(dir, 'm.yaml'), 'version: 1\ndefaults: { model: studio-lite }\nitems:\n  - { id: a, prompt: "a mug" }\n  - { id: b, prompt: "a cup" }\n');
+    writeFileSync(
+      join(dir, 'm.yaml'),
+      'version: 1\ndefaults: { model: studio-lite }\nitems:\n  - { id: a, prompt: "a mug" }\n  - { id: b, prompt: "a cup" }\n',
+    );
     const validate = await runCli(['validate', 'm.yaml', '--json'], undefined, dir);
     expect(validate.code).toBe(0);
-    expect(JSON.parse(validate.stdout)).toMatchObject({ manifest: 'm.yaml', valid: true, items: { total: 2, image: 2, video: 0 }, issues: [] });
+    expect(JSON.parse(validate.stdout)).toMatchObject({
+      manifest: 'm.yaml',
+      valid: true,
+      items: { total: 2, image: 2, video: 0 },
+      issues: [],
+    });
 
     const run = await runCli(['run', 'm.yaml', '--simulate', '--json'], undefined, dir);
     expect(run.code, run.stderr).toBe(0);
     const result = JSON.parse(run.stdout);
-    expect(result).toMatchObject({ manifest: 'm.yaml', rehearsal: true, counts: { done: 2 }, credits: { charged: 4, refunded: 0 }, removed: 0 });
+    expect(result).toMatchObject({
+      manifest: 'm.yaml',
+      rehearsal: true,
+      counts: { done: 2 },
+      credits: { charged: 4, refunded: 0 },
+      removed: 0,
+    });
     expect(readFileSync(result.results.jsonl, 'utf8').trim().split('\n')).toHaveLength(2);
     expect(run.stderr).toMatch(/rehearsal on the embedded simulator/);
 
@@ -72,12 +96,18 @@ describe('--json on every command that prints a result', () => {
 
   it('an invalid manifest under validate --json: exit 2, every issue as JSON on stdout, one line on stderr', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'genbatch-json-'));
-    writeFileSync(join(dir, 'm.yaml'), 'version: 1\nitems:\n  - { id: a, model: studio-lite, prompt: "{{nope}}" }\n  - { id: b, model: studio-lite, prompt: "x", aspectRatio: wide }\n');
+    writeFileSync(
+      join(dir, 'm.yaml'),
+      'version: 1\nitems:\n  - { id: a, model: studio-lite, prompt: "{{nope}}" }\n  - { id: b, model: studio-lite, prompt: "x", aspectRatio: wide }\n',
+    );
     const res = await runCli(['validate', 'm.yaml', '--json'], undefined, dir);
     expect(res.code).toBe(2);
     const doc = JSON.parse(res.stdout);
     expect(doc.valid).toBe(false);
-    expect(doc.issues.map((i: { line: number; field: string }) => `${i.line}:${i.field}`)).toEqual(['3:items[0].prompt', '4:items[1].aspectRatio']);
+    expect(doc.issues.map((i: { line: number; field: string }) => `${i.line}:${i.field}`)).toEqual([
+      '3:items[0].prompt',
+      '4:items[1].aspectRatio',
+    ]);
     expect(res.stderr.trim()).toBe('genbatch: 2 problems found; nothing was submitted.');
   });
 });
@@ -92,16 +122,26 @@ describe('colour', () => {
   };
   it('marks failures on a terminal (FORCE_COLOR stands in for one here), never with NO_COLOR or --no-color, never on a plain pipe', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'genbatch-colour-'));
-    writeFileSync(join(dir, 'm.yaml'), 'version: 1\ndefaults: { model: studio-lite }\nitems:\n  - { id: good, prompt: "a mug" }\n  - { id: doomed, prompt: "a cup [sim:fail]" }\n');
+    writeFileSync(
+      join(dir, 'm.yaml'),
+      'version: 1\ndefaults: { model: studio-lite }\nitems:\n  - { id: good, prompt: "a mug" }\n  - { id: doomed, prompt: "a cup [sim:fail]" }\n',
+    );
     const piped = await runCli(['run', 'm.yaml', '--simulate', '--max-retries', '0'], envWith(), dir);
     expect(piped.code).toBe(1);
     expect(piped.stdout + piped.stderr).not.toContain(ESC);
-    const forced = await runCli(['run', 'm.yaml', '--simulate', '--max-retries', '0'], envWith({ FORCE_COLOR: '1' }), dir);
+    const forced = await runCli(
+      ['run', 'm.yaml', '--simulate', '--max-retries', '0'],
+      envWith({ FORCE_COLOR: '1' }),
+      dir,
+    );
     expect(forced.stdout).toContain(`${ESC}31m, failed 1, rejected 0, blocked 0, skipped 0${ESC}39m`);
     expect(forced.stdout).toContain(`${ESC}31mGENERATION_FAILED${ESC}39m`);
     const status = await runCli(['status', 'm.yaml', '--simulate'], envWith({ FORCE_COLOR: '1' }), dir);
     expect(status.stdout).toMatch(/\x1b\[31mdoomed\s+failed\s+GENERATION_FAILED/);
-    const offs: { env: Record<string, string>; args: string[] }[] = [{ env: { FORCE_COLOR: '1', NO_COLOR: '1' }, args: [] }, { env: { FORCE_COLOR: '1' }, args: ['--no-color'] }];
+    const offs: { env: Record<string, string>; args: string[] }[] = [
+      { env: { FORCE_COLOR: '1', NO_COLOR: '1' }, args: [] },
+      { env: { FORCE_COLOR: '1' }, args: ['--no-color'] },
+    ];
     for (const off of offs) {
       const res = await runCli(['status', 'm.yaml', '--simulate', ...off.args], envWith(off.env), dir);
       expect(res.code, res.stderr).toBe(0);

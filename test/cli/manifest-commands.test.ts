@@ -36,7 +36,11 @@ items:
   - { id: f, type: video, model: motion-2, prompt: p, duration: 7, image: in.png }
 `,
     );
-    const res = await runCliInProcess(['validate', 'm.yaml', '--online'], cleanEnv({ GENBATCH_BASE_URL: t.sim.baseUrl, GENBATCH_API_KEY: t.sim.apiKey }), dir);
+    const res = await runCliInProcess(
+      ['validate', 'm.yaml', '--online'],
+      cleanEnv({ GENBATCH_BASE_URL: t.sim.baseUrl, GENBATCH_API_KEY: t.sim.apiKey }),
+      dir,
+    );
     expect(res.code).toBe(2);
     const lines = res.stderr.split('\n');
     const expected = [
@@ -48,7 +52,11 @@ items:
       'm.yaml:8:55: items[5].duration: motion-2 does not take duration "7"; allowed: 5, 10',
       "m.yaml:7:14: items[4].type: the key lacks the video scope, which the manifest's 2 video item(s) need; create a key with it",
     ];
-    for (const line of expected) expect(lines.some((l) => l.endsWith(line)), line).toBe(true);
+    for (const line of expected)
+      expect(
+        lines.some((l) => l.endsWith(line)),
+        line,
+      ).toBe(true);
     expect(t.sim.service.ledger.of('charge')).toHaveLength(0);
   });
 });
@@ -56,11 +64,16 @@ items:
 describe('validate warnings', () => {
   it('warns, with counts and the first places, when a template value is empty in a prompt that is not', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'genbatch-warn-'));
-    writeFileSync(join(dir, 'm.yaml'), 'version: 1\ndefaults: { model: studio-lite }\nitems:\n  - rows: p.csv\n    id: "{{sku}}"\n    prompt: "{{title}}, studio product photo"\n');
+    writeFileSync(
+      join(dir, 'm.yaml'),
+      'version: 1\ndefaults: { model: studio-lite }\nitems:\n  - rows: p.csv\n    id: "{{sku}}"\n    prompt: "{{title}}, studio product photo"\n',
+    );
     writeFileSync(join(dir, 'p.csv'), 'sku,title\na,Red mug\nb,\nc,Blue mug\nd,\ne,  \nf,\n');
     const res = await runCliInProcess(['validate', 'm.yaml'], cleanEnv(), dir);
     expect(res.code).toBe(0);
-    expect(res.stdout).toContain('warning: m.yaml:6:5: items[0].prompt: {{title}} is empty in 4 items (first at p.csv:3, p.csv:5, p.csv:6): the prompt is sent without it');
+    expect(res.stdout).toContain(
+      'warning: m.yaml:6:5: items[0].prompt: {{title}} is empty in 4 items (first at p.csv:3, p.csv:5, p.csv:6): the prompt is sent without it',
+    );
     const json = JSON.parse((await runCliInProcess(['validate', 'm.yaml', '--json'], cleanEnv(), dir)).stdout);
     expect(json.valid).toBe(true);
     expect(json.warnings).toHaveLength(1);
@@ -72,11 +85,18 @@ describe('genbatch estimate', () => {
   it('prints credits per model, the total, key days and an ETA; --json has the same figures', async () => {
     const table = await runCliInProcess(['estimate', 'manifests/catalog.yaml', '--simulate'], cleanEnv(), root);
     expect(table.code).toBe(0);
-    const json = await runCliInProcess(['estimate', 'manifests/catalog.yaml', '--simulate', '--json'], cleanEnv(), root);
+    const json = await runCliInProcess(
+      ['estimate', 'manifests/catalog.yaml', '--simulate', '--json'],
+      cleanEnv(),
+      root,
+    );
     expect(json.code).toBe(0);
     const e = JSON.parse(json.stdout);
     expect(e.items).toEqual({ total: 321, image: 321, video: 0 });
-    for (const m of e.models) expect(table.stdout).toMatch(new RegExp(`${m.model}\\s+image\\s+${m.items}\\s+${m.each}\\s+${m.credits.toLocaleString('en-US')}\\s+catalog`));
+    for (const m of e.models)
+      expect(table.stdout).toMatch(
+        new RegExp(`${m.model}\\s+image\\s+${m.items}\\s+${m.each}\\s+${m.credits.toLocaleString('en-US')}\\s+catalog`),
+      );
     expect(table.stdout).toMatch(new RegExp(`total\\s+321\\s+${e.credits.total.toLocaleString('en-US')}`));
     expect(e.credits.total).toBe(303 * 8 + 18 * 2);
     expect(table.stdout).toContain(`${e.dailyCap.keyDays} key day`);
@@ -88,7 +108,21 @@ describe('genbatch estimate', () => {
   it('obeys the limit flags, and submits nothing', async () => {
     const t = await startTestSim();
     const env = cleanEnv({ GENBATCH_BASE_URL: t.sim.baseUrl, GENBATCH_API_KEY: t.sim.apiKey });
-    const res = await runCliInProcess(['estimate', 'manifests/catalog.yaml', '--json', '--daily-cap', '1000', '--submit-rate', '5/1m', '--max-credits', '100'], env, root);
+    const res = await runCliInProcess(
+      [
+        'estimate',
+        'manifests/catalog.yaml',
+        '--json',
+        '--daily-cap',
+        '1000',
+        '--submit-rate',
+        '5/1m',
+        '--max-credits',
+        '100',
+      ],
+      env,
+      root,
+    );
     // A budget of 100 for 2,460 credits makes the run impossible as planned: exit 3, with the figures all the same.
     expect(res.code).toBe(3);
     const e = JSON.parse(res.stdout);
@@ -101,11 +135,15 @@ describe('genbatch estimate', () => {
     expect(t.sim.service.ledger.of('request').map((r) => r.path)).toEqual(['/me', '/models']);
   });
 
-  it('labels a rehearsal\'s figures as simulated', async () => {
+  it("labels a rehearsal's figures as simulated", async () => {
     const table = await runCliInProcess(['estimate', 'manifests/demo.yaml', '--simulate'], cleanEnv(), root);
     expect(table.code).toBe(0);
-    expect(table.stdout).toMatch(/^simulated: the balance, daily cap and catalog below are the embedded simulator's, not your key's$/m);
-    const json = JSON.parse((await runCliInProcess(['estimate', 'manifests/demo.yaml', '--simulate', '--json'], cleanEnv(), root)).stdout);
+    expect(table.stdout).toMatch(
+      /^simulated: the balance, daily cap and catalog below are the embedded simulator's, not your key's$/m,
+    );
+    const json = JSON.parse(
+      (await runCliInProcess(['estimate', 'manifests/demo.yaml', '--simulate', '--json'], cleanEnv(), root)).stdout,
+    );
     expect(json.simulated).toBe(true);
   });
 
@@ -144,11 +182,17 @@ describe('genbatch estimate', () => {
     // The manifest's own budget of 4 is spent: with it the rest cannot run.
     const budget = await runCliInProcess(['estimate', 'm.yaml', '--max-credits', '4'], env, dir);
     expect(budget.code).toBe(3);
-    expect(budget.stdout).toContain(`cannot run as planned (budget): the budget of 4 credits is short by 8 (${2 * charged} already charged net)`);
+    expect(budget.stdout).toContain(
+      `cannot run as planned (budget): the budget of 4 credits is short by 8 (${2 * charged} already charged net)`,
+    );
   });
 
   it('an invalid manifest is exit 2 before any request', async () => {
-    const res = await runCliInProcess(['estimate', 'test/fixtures/bad/12-duplicate-ids-after-matrix.yaml', '--simulate'], cleanEnv(), root);
+    const res = await runCliInProcess(
+      ['estimate', 'test/fixtures/bad/12-duplicate-ids-after-matrix.yaml', '--simulate'],
+      cleanEnv(),
+      root,
+    );
     expect(res.code).toBe(2);
     expect(res.stderr).toContain('duplicate id "mug"');
   });

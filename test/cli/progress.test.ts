@@ -11,7 +11,10 @@ import { imageManifest, workspace } from '../helpers/run.js';
 import { CLI, cleanEnv } from '../helpers/cli.js';
 import { startTestSim } from '../helpers/sim.js';
 
-const counts = (over: Partial<Record<ItemState, number>>) => ({ ...(Object.fromEntries(ITEM_STATES.map((s) => [s, 0])) as Record<ItemState, number>), ...over });
+const counts = (over: Partial<Record<ItemState, number>>) => ({
+  ...(Object.fromEntries(ITEM_STATES.map((s) => [s, 0])) as Record<ItemState, number>),
+  ...over,
+});
 const facts = (over: Partial<LiveFacts> = {}): LiveFacts => ({
   counts: counts({ done: 12_345, running: 10, queued: 3, downloading: 2, failed: 7, pending: 87_633 }),
   total: 100_000,
@@ -26,7 +29,24 @@ const facts = (over: Partial<LiveFacts> = {}): LiveFacts => ({
 describe('numbers', () => {
   it('have thousands separators as en-US writes them, whole or not', () => {
     const intl = new Intl.NumberFormat('en-US');
-    for (const n of [0, 7, -7, 999, 1000, -1000, 12_345, 100_000, 999_999, 1_000_000, -20_000_000, Number.MAX_SAFE_INTEGER, 2.5, 1234.5678, -0.25]) expect(num(n)).toBe(intl.format(n));
+    for (const n of [
+      0,
+      7,
+      -7,
+      999,
+      1000,
+      -1000,
+      12_345,
+      100_000,
+      999_999,
+      1_000_000,
+      -20_000_000,
+      Number.MAX_SAFE_INTEGER,
+      2.5,
+      1234.5678,
+      -0.25,
+    ])
+      expect(num(n)).toBe(intl.format(n));
   });
 });
 
@@ -59,7 +79,9 @@ describe('times of day', () => {
 
 describe('the live line', () => {
   it('leads with the percentage, done/total and the ETA, then running, failed, credits and the pace', () => {
-    expect(liveLine(facts())).toBe('12% done 12,345/100,000 · ETA 3 h 12 min · running 10 · queued 3 · downloading 2 · failed 7 · credits 98,760 net · 10/min');
+    expect(liveLine(facts())).toBe(
+      '12% done 12,345/100,000 · ETA 3 h 12 min · running 10 · queued 3 · downloading 2 · failed 7 · credits 98,760 net · 10/min',
+    );
   });
 
   it('fits 80 columns by dropping parts from the right, never the ETA', () => {
@@ -78,7 +100,12 @@ describe('the live line', () => {
   });
 
   it('with several keys, ends with each key’s open items by the start of its fingerprint, the first part to give way', () => {
-    const f = facts({ keys: [{ fingerprint: 'c8be2a2dc6a1', open: 10 }, { fingerprint: '7a33a13c3f53', open: 0 }] });
+    const f = facts({
+      keys: [
+        { fingerprint: 'c8be2a2dc6a1', open: 10 },
+        { fingerprint: '7a33a13c3f53', open: 0 },
+      ],
+    });
     expect(liveLine(f)).toMatch(/· 10\/min · keys c8be2a 10, 7a33a1 0$/);
     expect(liveLine(f, 120)).not.toContain('keys');
   });
@@ -88,15 +115,33 @@ describe('on a terminal', () => {
   it('redraws one line in place that never passes its width', async () => {
     const store = Store.open(join(mkdtempSync(join(tmpdir(), 'genbatch-progress-')), 's.sqlite'));
     try {
-      store.items.sync(Array.from({ length: 5 }, (_, i) => ({ id: `a-very-long-item-id-${i}`, seq: i, type: 'image' as const, model: 'm', contentHash: 'h', spec: '{}', dependsOn: [] })), 1, false);
+      store.items.sync(
+        Array.from({ length: 5 }, (_, i) => ({
+          id: `a-very-long-item-id-${i}`,
+          seq: i,
+          type: 'image' as const,
+          model: 'm',
+          contentHash: 'h',
+          spec: '{}',
+          dependsOn: [],
+        })),
+        1,
+        false,
+      );
       let written = '';
-      const out = Object.assign(new Writable({ write: (chunk, _e, done) => void ((written += String(chunk)), done()) }), { isTTY: true, columns: 40 }) as unknown as NodeJS.WriteStream;
+      const out = Object.assign(
+        new Writable({ write: (chunk, _e, done) => void ((written += String(chunk)), done()) }),
+        { isTTY: true, columns: 40 },
+      ) as unknown as NodeJS.WriteStream;
       const progress = new Progress(out, store, 5);
       progress.start();
       progress.onEvent({ kind: 'waiting', reason: 'the daily credit cap', untilMs: Date.now() + 3_600_000 });
       await new Promise((r) => setTimeout(r, 300)); // a frame or two
       progress.stop();
-      const frames = written.split('\r\x1b[2K').map((f) => f.replace(/\n$/, '')).filter(Boolean);
+      const frames = written
+        .split('\r\x1b[2K')
+        .map((f) => f.replace(/\n$/, ''))
+        .filter(Boolean);
       expect(frames.length).toBeGreaterThan(1);
       for (const frame of frames.filter((f) => !f.startsWith('waiting for'))) expect(frame.length).toBeLessThan(40);
       expect(frames.at(-1)).toMatch(/^0% · waiting for the daily cap until/);
@@ -126,17 +171,25 @@ describe('under a real pseudo-terminal', () => {
   const underPty = (dir: string, env: NodeJS.ProcessEnv) =>
     new Promise<string>((resolve, reject) => {
       const command = `stty cols 60; ${JSON.stringify(process.execPath)} ${JSON.stringify(CLI)} run m.yaml --simulate --max-retries 0`;
-      execFile('script', ['-qec', command, '/dev/null'], { cwd: dir, env }, (error, stdout) => (error && error.code !== 1 ? reject(error) : resolve(stdout)));
+      execFile('script', ['-qec', command, '/dev/null'], { cwd: dir, env }, (error, stdout) =>
+        error && error.code !== 1 ? reject(error) : resolve(stdout),
+      );
     });
 
   it('redraws the live line in place within the width, coloured, and plain with NO_COLOR', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'genbatch-pty-'));
-    writeFileSync(join(dir, 'm.yaml'), 'version: 1\ndefaults: { model: studio-lite }\nitems:\n  - { id: a, prompt: "a mug" }\n  - { id: b, prompt: "a cup [sim:fail]" }\n');
+    writeFileSync(
+      join(dir, 'm.yaml'),
+      'version: 1\ndefaults: { model: studio-lite }\nitems:\n  - { id: a, prompt: "a mug" }\n  - { id: b, prompt: "a cup [sim:fail]" }\n',
+    );
     const env = cleanEnv();
     delete env.NO_COLOR;
     const out = await underPty(dir, env);
     // At least the last frame, drawn when the run ends; more while it runs, however fast it is.
-    const frames = out.split('\r\x1b[2K').slice(1).map((f) => f.split('\r')[0]!);
+    const frames = out
+      .split('\r\x1b[2K')
+      .slice(1)
+      .map((f) => f.split('\r')[0]!);
     expect(frames.length).toBeGreaterThan(0);
     // eslint-disable-next-line no-control-regex
     const visible = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, '');

@@ -50,7 +50,7 @@ describe('genbatch models and me', () => {
     expect(res.stdout).toMatch(/motion-2\s+video\s+image-to-video\s+100–360\s+5,10/);
   });
 
-  it('me shows today\'s usage and when the daily cap resets', async () => {
+  it("me shows today's usage and when the daily cap resets", async () => {
     const t = await startTestSim({ credits: 123_456 });
     const env = cleanEnv({ GENBATCH_BASE_URL: t.sim.baseUrl, GENBATCH_API_KEY: t.sim.apiKey });
     await t.client.submitImage({ prompt: 'a mug', model: 'studio-xl' }, randomUUID());
@@ -82,7 +82,10 @@ describe('genbatch models and me', () => {
 
   it('me reads the key from the environment', async () => {
     const t = await startTestSim({ credits: 1234 });
-    const res = await runCliInProcess(['me', '--json'], cleanEnv({ GENBATCH_BASE_URL: t.sim.baseUrl, GENBATCH_API_KEY: t.sim.apiKey }));
+    const res = await runCliInProcess(
+      ['me', '--json'],
+      cleanEnv({ GENBATCH_BASE_URL: t.sim.baseUrl, GENBATCH_API_KEY: t.sim.apiKey }),
+    );
     expect(res.code).toBe(0);
     expect(JSON.parse(res.stdout)).toMatchObject({ credits: 1234, scopes: ['image', 'video'] });
   });
@@ -101,6 +104,7 @@ describe('simulate --outage', () => {
       { atCharge: 3, seconds: 1.5, mode: 'reset' },
       { atCharge: 10, seconds: 20, mode: 'refuse' },
     ]);
-    for (const bad of ['10', '0:5', '3:-1', '3:2:later', '3:2:reset:x']) expect(() => outage(bad)).toThrow(/CHARGE:SECONDS\[:refuse\|reset\|hang\]/);
+    for (const bad of ['10', '0:5', '3:-1', '3:2:later', '3:2:reset:x'])
+      expect(() => outage(bad)).toThrow(/CHARGE:SECONDS\[:refuse\|reset\|hang\]/);
   });
 });

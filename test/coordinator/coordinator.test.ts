@@ -39,7 +39,10 @@ async function query<T extends pg.QueryResultRow>(text: string, values: unknown[
 
 describe('the coordinator (--coordinator postgres://…)', () => {
   it('creates its schema once, whoever comes first, and opens a migrated database as it is', async () => {
-    const [a, b] = await Promise.all([Coordinator.open(db.url, { leaseMs: 1000 }), Coordinator.open(db.url, { leaseMs: 1000 })]);
+    const [a, b] = await Promise.all([
+      Coordinator.open(db.url, { leaseMs: 1000 }),
+      Coordinator.open(db.url, { leaseMs: 1000 }),
+    ]);
     expect(await a.migrate()).toBe(COORDINATOR_MIGRATIONS.length);
     await Promise.all([a.close(), b.close()]);
     expect(await query('SELECT version FROM genbatch_schema')).toEqual([{ version: COORDINATOR_MIGRATIONS.length }]);
@@ -49,7 +52,15 @@ describe('the coordinator (--coordinator postgres://…)', () => {
     const coordinator = await Coordinator.open(db.url, { leaseMs: 1000 });
     await coordinator.migrate();
     const rate = { count: 2, windowMs: 60_000 };
-    const bucketOf = (fp: string) => new SharedBucket(coordinator, fp, 'submit', rate, () => {}, () => 0);
+    const bucketOf = (fp: string) =>
+      new SharedBucket(
+        coordinator,
+        fp,
+        'submit',
+        rate,
+        () => {},
+        () => 0,
+      );
     const pauses = (fp: string) => query('SELECT until_ms FROM genbatch_pauses WHERE key_fp = $1', [fp]);
     try {
       // Two sends fill the window: the 0 that answers the second one is the window's own.
@@ -104,26 +115,42 @@ describe('the coordinator (--coordinator postgres://…)', () => {
 
   it('the key day’s credits are shared: two processes together stay within the cap the key’s /me shows, day after day', async () => {
     // A key day lasts 2 s; the key's cap is 8 credits (4 images). Links live a week of service time (14 s here).
-    const t = await startTestSim({ timeScale: 43_200, keys: [{ label: 'main', dailyCap: 8 }], linkTtlSeconds: 7 * 86_400 });
+    const t = await startTestSim({
+      timeScale: 43_200,
+      keys: [{ label: 'main', dailyCap: 8 }],
+      linkTtlSeconds: 7 * 86_400,
+    });
     const spaces = ['d', 'e'].map((name) => workspace(t.sim, manifestOf(name, 6), {}, 43_200));
     const runs = await Promise.all(spaces.map((ws) => runCli(ws.args(['--coordinator', db.url]), ws.env, ws.dir)));
     for (const res of runs) expect(res.code, res.stdout + res.stderr).toBe(0);
     expectEachPromptChargedOnce(t.sim, 12);
     expect(t.sim.service.ledger.of('request').filter((r) => r.code === 'DAILY_CAP_REACHED')).toEqual([]);
     const perDay = new Map<number, number>();
-    for (const c of t.sim.service.ledger.of('charge')) perDay.set(Math.floor(c.at / 2000), (perDay.get(Math.floor(c.at / 2000)) ?? 0) + c.credits);
+    for (const c of t.sim.service.ledger.of('charge'))
+      perDay.set(Math.floor(c.at / 2000), (perDay.get(Math.floor(c.at / 2000)) ?? 0) + c.credits);
     for (const credits of perDay.values()) expect(credits).toBeLessThanOrEqual(8);
   });
 
   it('the moderation breaker counts the blocked submissions of every process on the key', async () => {
     const t = await startTestSim({ timeScale: 600 });
-    const blocked = workspace(t.sim, imageManifest(4, (i) => (i < 2 ? `n product ${i} [sim:block]` : `n product ${i}`)));
-    const first = await runCliInProcess(blocked.args(['--coordinator', db.url, '--max-blocked', '2']), blocked.env, blocked.dir);
+    const blocked = workspace(
+      t.sim,
+      imageManifest(4, (i) => (i < 2 ? `n product ${i} [sim:block]` : `n product ${i}`)),
+    );
+    const first = await runCliInProcess(
+      blocked.args(['--coordinator', db.url, '--max-blocked', '2']),
+      blocked.env,
+      blocked.dir,
+    );
     expect(first.code, first.stdout + first.stderr).toBe(3);
     const charged = t.sim.service.ledger.of('charge').length;
     // Another manifest, another process, clean prompts: the key's 2 blocks in the last 7 days already reach its --max-blocked.
     const clean = workspace(t.sim, manifestOf('o', 3));
-    const second = await runCliInProcess(clean.args(['--coordinator', db.url, '--max-blocked', '2']), clean.env, clean.dir);
+    const second = await runCliInProcess(
+      clean.args(['--coordinator', db.url, '--max-blocked', '2']),
+      clean.env,
+      clean.dir,
+    );
     expect(second.code, second.stdout + second.stderr).toBe(3);
     expect(second.stdout).toMatch(/2 submissions were blocked by moderation in the last 7 days/);
     expect(t.sim.service.ledger.of('charge')).toHaveLength(charged);
@@ -146,7 +173,9 @@ describe('the coordinator (--coordinator postgres://…)', () => {
     const res = await runCliInProcess(second.args(['--coordinator', db.url]), second.env, second.dir);
     expect(res.code, res.stdout + res.stderr).toBe(0);
     const posts = t.sim.service.ledger.of('request').filter((r) => r.method === 'POST' && r.path.endsWith('/images'));
-    const secondsFirst = posts.find((p) => t.sim.service.ledger.of('charge').some((c) => c.idempotencyKey === p.idempotencyKey && c.prompt.startsWith('l ')));
+    const secondsFirst = posts.find((p) =>
+      t.sim.service.ledger.of('charge').some((c) => c.idempotencyKey === p.idempotencyKey && c.prompt.startsWith('l ')),
+    );
     // Not before the dead process's slots lapsed: the key's 10 images in flight were its, as far as anyone could know.
     expect(secondsFirst!.at).toBeGreaterThanOrEqual(firstLapse);
     expect(t.sim.service.ledger.countStatus(429)).toBe(0);
@@ -161,7 +190,9 @@ describe('the coordinator (--coordinator postgres://…)', () => {
     const t = await startTestSim({ timeScale: 600, imageSeconds: [300, 300] });
     const ws: RunWorkspace = workspace(t.sim, manifestOf('m', 20));
     const run = ws.start(['--coordinator', db.url]);
-    await expect.poll(() => t.sim.service.ledger.of('charge').length, { timeout: 20_000, interval: 10 }).toBeGreaterThanOrEqual(5);
+    await expect
+      .poll(() => t.sim.service.ledger.of('charge').length, { timeout: 20_000, interval: 10 })
+      .toBeGreaterThanOrEqual(5);
     await db.stop();
     await run.waitFor(/the coordinator's database.*wait until it answers again/);
     const during = t.sim.service.ledger.of('charge').length;
@@ -176,7 +207,9 @@ describe('the coordinator (--coordinator postgres://…)', () => {
     expectEachPromptChargedOnce(t.sim, 20);
   });
 
-  it('at the real pace, two processes on one key send its first window’s 10 submissions between them, not 10 each', { timeout: 30_000 }, async () => {
+  it('at the real pace, two processes on one key send its first window’s 10 submissions between them, not 10 each', {
+    timeout: 30_000,
+  }, async () => {
     const t = await startTestSim({ timeScale: 1, imageSeconds: [1, 1] });
     // 12 items each: neither can finish in the first window.
     const spaces = ['p', 'q'].map((name) => workspace(t.sim, manifestOf(name, 12), {}, 1));

@@ -10,7 +10,12 @@ import { downloadOutput } from '../../src/download/download.js';
 /** A storage link that serves these chunks (and says it serves `length` bytes). */
 function serving(chunks: Buffer[], length = chunks.reduce((n, c) => n + c.length, 0)): ApiClient {
   return {
-    download: async () => ({ body: Readable.from(chunks), contentLength: length, contentType: 'image/png', cancel: () => {} }),
+    download: async () => ({
+      body: Readable.from(chunks),
+      contentLength: length,
+      contentType: 'image/png',
+      cancel: () => {},
+    }),
   } as unknown as ApiClient;
 }
 
@@ -20,9 +25,20 @@ describe('saving an output', () => {
   it('writes every byte of a body bigger than one write, with its size, hash and modification time, and leaves no temporary file', async () => {
     const chunks = Array.from({ length: 40 }, (_, i) => Buffer.alloc(64 * 1024, i));
     const dir = outDir();
-    const file = await downloadOutput(serving(chunks), 'https://storage.test/o', dir, 'image', (ext) => `shots/a-1.${ext}`);
+    const file = await downloadOutput(
+      serving(chunks),
+      'https://storage.test/o',
+      dir,
+      'image',
+      (ext) => `shots/a-1.${ext}`,
+    );
     const whole = Buffer.concat(chunks);
-    expect(file).toMatchObject({ path: 'shots/a-1.png', bytes: whole.length, sha256: createHash('sha256').update(whole).digest('hex'), contentType: 'image/png' });
+    expect(file).toMatchObject({
+      path: 'shots/a-1.png',
+      bytes: whole.length,
+      sha256: createHash('sha256').update(whole).digest('hex'),
+      contentType: 'image/png',
+    });
     expect(readFileSync(join(dir, 'shots/a-1.png')).equals(whole)).toBe(true);
     expect(file.mtimeMs).toBe(Math.trunc(statSync(join(dir, 'shots/a-1.png')).mtimeMs));
     expect(readdirSync(join(dir, 'shots'))).toEqual(['a-1.png']);
@@ -30,15 +46,35 @@ describe('saving an output', () => {
 
   it('makes a folder again when it was removed after an earlier output was saved in it', async () => {
     const dir = outDir();
-    await downloadOutput(serving([Buffer.from('first')]), 'https://storage.test/o', dir, 'image', (ext) => `shots/a-1.${ext}`);
+    await downloadOutput(
+      serving([Buffer.from('first')]),
+      'https://storage.test/o',
+      dir,
+      'image',
+      (ext) => `shots/a-1.${ext}`,
+    );
     rmSync(join(dir, 'shots'), { recursive: true });
-    await downloadOutput(serving([Buffer.from('second')]), 'https://storage.test/o', dir, 'image', (ext) => `shots/b-1.${ext}`);
+    await downloadOutput(
+      serving([Buffer.from('second')]),
+      'https://storage.test/o',
+      dir,
+      'image',
+      (ext) => `shots/b-1.${ext}`,
+    );
     expect(readFileSync(join(dir, 'shots/b-1.png'), 'utf8')).toBe('second');
   });
 
   it('a body shorter than its Content-Length is refused, and nothing is left under any name', async () => {
     const dir = outDir();
-    await expect(downloadOutput(serving([Buffer.from('only part')], 1000), 'https://storage.test/o', dir, 'image', (ext) => `c-1.${ext}`)).rejects.toMatchObject({ code: 'CUT_SHORT', refreshable: true });
+    await expect(
+      downloadOutput(
+        serving([Buffer.from('only part')], 1000),
+        'https://storage.test/o',
+        dir,
+        'image',
+        (ext) => `c-1.${ext}`,
+      ),
+    ).rejects.toMatchObject({ code: 'CUT_SHORT', refreshable: true });
     expect(readdirSync(dir)).toEqual([]);
   });
 });

@@ -7,13 +7,31 @@ import { DEFAULT_KEY_LIMITS, parseRate } from '../../src/scheduler/limits.js';
 
 const where = { file: 'm.yaml', line: 1, column: 1, itemIndex: 0 };
 const image = (id: string, model = 'studio-xl'): ResolvedItem => ({ id, type: 'image', model, prompt: 'p', where });
-const video = (id: string, extra: Partial<ResolvedItem> = {}): ResolvedItem => ({ id, type: 'video', model: 'motion-2', prompt: 'p', resolution: '720p', duration: '5', image: { kind: 'item', id: 'a' }, where, ...extra });
+const video = (id: string, extra: Partial<ResolvedItem> = {}): ResolvedItem => ({
+  id,
+  type: 'video',
+  model: 'motion-2',
+  prompt: 'p',
+  resolution: '720p',
+  duration: '5',
+  image: { kind: 'item', id: 'a' },
+  where,
+  ...extra,
+});
 const model = (m: Partial<Model> & { id: string; type: Model['type'] }): Model => ({ raw: {}, ...m });
 
 describe('video prices from catalog shapes the spec does not show', () => {
   it.each([
-    ['a list of {resolution, duration, credits}', { prices: [{ resolution: '720p', duration: '5', credits: 100 }] }, 100],
-    ['a list with creditCost and numeric duration', { pricing: [{ resolution: '720p', duration: 5, creditCost: 90 }] }, 90],
+    [
+      'a list of {resolution, duration, credits}',
+      { prices: [{ resolution: '720p', duration: '5', credits: 100 }] },
+      100,
+    ],
+    [
+      'a list with creditCost and numeric duration',
+      { pricing: [{ resolution: '720p', duration: 5, creditCost: 90 }] },
+      90,
+    ],
     ['resolution → duration → credits', { creditCost: { '720p': { '5': 80 } } }, 80],
     ['per second by resolution', { creditCostPerSecond: { '720p': 12 } }, 60],
     ['per second flat', { creditsPerSecond: 10 }, 50],
@@ -27,13 +45,22 @@ describe('video prices from catalog shapes the spec does not show', () => {
 
   it('falls back to the manifest prices, then to unknown', () => {
     const bare = model({ id: 'motion-2', type: 'video', durations: ['5'], resolutions: ['720p'] });
-    expect(priceOf(video('v'), bare, { 'motion-2': { '720p': { '5': 70 } } })).toEqual({ credits: 70, source: 'manifest' });
+    expect(priceOf(video('v'), bare, { 'motion-2': { '720p': { '5': 70 } } })).toEqual({
+      credits: 70,
+      source: 'manifest',
+    });
     expect(priceOf(video('v'), bare, undefined)).toEqual({ source: 'unknown' });
     expect(priceOf(image('i', 'mystery'), undefined, { mystery: 3 })).toEqual({ credits: 3, source: 'manifest' });
   });
 
   it('an omitted duration is priced only when the model allows just one', () => {
-    const one = model({ id: 'motion-2', type: 'video', durations: ['5'], resolutions: ['720p'], raw: { prices: [{ resolution: '720p', duration: '5', credits: 100 }] } });
+    const one = model({
+      id: 'motion-2',
+      type: 'video',
+      durations: ['5'],
+      resolutions: ['720p'],
+      raw: { prices: [{ resolution: '720p', duration: '5', credits: 100 }] },
+    });
     expect(priceOf(video('v', { duration: undefined as unknown as string }), one, undefined).credits).toBe(100);
     const two = model({ ...one, durations: ['5', '10'] });
     expect(priceOf(video('v', { duration: undefined as unknown as string }), two, undefined).source).toBe('unknown');
@@ -45,7 +72,14 @@ describe('estimate', () => {
     new Map([
       ['image:studio-xl', model({ id: 'studio-xl', type: 'image', creditCost: 8 })],
       ['image:studio-lite', model({ id: 'studio-lite', type: 'image', creditCost: 2 })],
-      ['video:motion-2', model({ id: 'motion-2', type: 'video', raw: { prices: [{ resolution: '720p', duration: '5', credits: 100 }] } })],
+      [
+        'video:motion-2',
+        model({
+          id: 'motion-2',
+          type: 'video',
+          raw: { prices: [{ resolution: '720p', duration: '5', credits: 100 }] },
+        }),
+      ],
     ]),
   );
 
@@ -88,7 +122,10 @@ describe('duration from the limits', () => {
   });
 
   it('follows the rate flags', () => {
-    const d = estimateDuration({ images: 100, videos: 0, credits: 800 }, { ...DEFAULT_KEY_LIMITS, submit: parseRate('5/1m') });
+    const d = estimateDuration(
+      { images: 100, videos: 0, credits: 800 },
+      { ...DEFAULT_KEY_LIMITS, submit: parseRate('5/1m') },
+    );
     expect(d.seconds).toBe(100 * 12 + 50);
   });
 });
@@ -101,5 +138,7 @@ describe('rates', () => {
     ['3/500ms', { count: 3, windowMs: 500 }],
   ])('%s', (text, rate) => expect(parseRate(text)).toEqual(rate));
 
-  it.each(['10', '10/', 'ten/60s', '0/60s', '10/0s', '10/60h'])('refuses %j', (text) => expect(() => parseRate(text)).toThrow(/rate/));
+  it.each(['10', '10/', 'ten/60s', '0/60s', '10/0s', '10/60h'])('refuses %j', (text) =>
+    expect(() => parseRate(text)).toThrow(/rate/),
+  );
 });

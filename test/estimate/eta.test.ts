@@ -28,13 +28,19 @@ describe('the ETA of a run under way', () => {
   });
 
   it('scales with a time-scaled rehearsal', () => {
-    const scaled = estimateEta(base({ run: { startedAt: T0, timeScale: 60, limits: { ...DEFAULT_KEY_LIMITS, submit: { count: 10, windowMs: 1000 } } } }));
+    const scaled = estimateEta(
+      base({
+        run: { startedAt: T0, timeScale: 60, limits: { ...DEFAULT_KEY_LIMITS, submit: { count: 10, windowMs: 1000 } } },
+      }),
+    );
     expect(scaled.seconds).toBe(Math.round(650 / 60));
   });
 
   it('adds the rest of a wait for the daily cap', () => {
     const now = T0 + 600_000;
-    const eta = estimateEta(base({ run: { startedAt: T0, limits: DEFAULT_KEY_LIMITS, timeScale: 1, waitingUntil: now + 3_600_000 } }));
+    const eta = estimateEta(
+      base({ run: { startedAt: T0, limits: DEFAULT_KEY_LIMITS, timeScale: 1, waitingUntil: now + 3_600_000 } }),
+    );
     expect(eta.seconds).toBe(3600 + 650);
   });
 

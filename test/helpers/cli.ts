@@ -45,7 +45,11 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv = cleanEnv(), cwd?
  * only a process shows (signals, its exit, Node's warnings on its stderr,
  * several processes at once) goes through the built CLI: runCli, startCli.
  */
-export async function runCliInProcess(args: string[], env: NodeJS.ProcessEnv = cleanEnv(), cwd = process.cwd()): Promise<CliResult> {
+export async function runCliInProcess(
+  args: string[],
+  env: NodeJS.ProcessEnv = cleanEnv(),
+  cwd = process.cwd(),
+): Promise<CliResult> {
   const capture = () => {
     const stream = new PassThrough();
     const text = { value: '' };
@@ -66,7 +70,11 @@ export async function runCliInProcess(args: string[], env: NodeJS.ProcessEnv = c
   return { code, stdout: out.text.value, stderr: err.text.value };
 }
 
-export type StartedCli = { child: ChildProcess; output: () => string; waitFor: (pattern: RegExp) => Promise<RegExpMatchArray> };
+export type StartedCli = {
+  child: ChildProcess;
+  output: () => string;
+  waitFor: (pattern: RegExp) => Promise<RegExpMatchArray>;
+};
 
 /** Starts the CLI and leaves it running; it is killed when the test ends. */
 export function startCli(args: string[], env: NodeJS.ProcessEnv = cleanEnv(), cwd?: string): StartedCli {

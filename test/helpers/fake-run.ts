@@ -10,16 +10,30 @@ import { makePng } from '../../src/simulator/media.js';
 import { Store } from '../../src/store/index.js';
 
 /** The one job of a fake run, completed, with one output link. */
-export const completedJob = { id: 'job_1', status: 'COMPLETED', outputs: [{ url: 'https://storage.test/1.png', downloadUrl: 'https://storage.test/1.png?sig=1' }], refunded: 0, charged: 2, raw: {} } as unknown as Job;
+export const completedJob = {
+  id: 'job_1',
+  status: 'COMPLETED',
+  outputs: [{ url: 'https://storage.test/1.png', downloadUrl: 'https://storage.test/1.png?sig=1' }],
+  refunded: 0,
+  charged: 2,
+  raw: {},
+} as unknown as Job;
 
 /**
  * A one-item run (`only`, priced 2) in this process against a client of the
  * test's own: it reads the completed job and downloads its PNG unless the
  * test says otherwise. For what no simulator does (an answer that never comes).
  */
-export async function fakeRun(client: Partial<Record<keyof ApiClient, unknown>>, limits: KeyLimits, options: Partial<RunOptions> = {}): Promise<{ runner: Runner; store: Store; done: Promise<Awaited<ReturnType<Runner['run']>>>; cleanUp: () => void }> {
+export async function fakeRun(
+  client: Partial<Record<keyof ApiClient, unknown>>,
+  limits: KeyLimits,
+  options: Partial<RunOptions> = {},
+): Promise<{ runner: Runner; store: Store; done: Promise<Awaited<ReturnType<Runner['run']>>>; cleanUp: () => void }> {
   const dir = mkdtempSync(join(tmpdir(), 'genbatch-fake-run-'));
-  writeFileSync(join(dir, 'm.yaml'), 'version: 1\ndefaults: { model: studio-lite }\nprices: { studio-lite: 2 }\nitems:\n  - { id: only, prompt: "a mug" }\n');
+  writeFileSync(
+    join(dir, 'm.yaml'),
+    'version: 1\ndefaults: { model: studio-lite }\nprices: { studio-lite: 2 }\nitems:\n  - { id: only, prompt: "a mug" }\n',
+  );
   const { loaded } = await loadManifest('m.yaml', dir);
   const fake = {
     observeRemaining() {},
@@ -34,8 +48,21 @@ export async function fakeRun(client: Partial<Record<keyof ApiClient, unknown>>,
     ...client,
   } as unknown as ApiClient;
   const store = Store.open(join(dir, 'state.sqlite'));
-  const runOptions: RunOptions = { outDir: join(dir, 'out'), limits, pollWaitSeconds: 30, maxRetries: 2, maxBlocked: 20, redoChanged: false, timeScale: 600, downloadConcurrency: 2, now: Date.now, ...options };
-  const runner = new Runner([{ fingerprint: 'fp-fake', client: fake, limits }], store, loaded!, runOptions, undefined, { items: loaded!.items });
+  const runOptions: RunOptions = {
+    outDir: join(dir, 'out'),
+    limits,
+    pollWaitSeconds: 30,
+    maxRetries: 2,
+    maxBlocked: 20,
+    redoChanged: false,
+    timeScale: 600,
+    downloadConcurrency: 2,
+    now: Date.now,
+    ...options,
+  };
+  const runner = new Runner([{ fingerprint: 'fp-fake', client: fake, limits }], store, loaded!, runOptions, undefined, {
+    items: loaded!.items,
+  });
   return {
     runner,
     store,

@@ -5,7 +5,9 @@ import { onTestFinished } from 'vitest';
 export type FakeHandler = (req: IncomingMessage, res: ServerResponse) => void;
 
 /** A loopback server answering with whatever a test scripts: for the variants the simulator does not produce. */
-export async function startFakeServer(handler: FakeHandler): Promise<{ baseUrl: string; origin: string; requests: IncomingMessage[] }> {
+export async function startFakeServer(
+  handler: FakeHandler,
+): Promise<{ baseUrl: string; origin: string; requests: IncomingMessage[] }> {
   const requests: IncomingMessage[] = [];
   const server = createServer((req, res) => {
     requests.push(req);

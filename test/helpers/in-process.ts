@@ -12,13 +12,38 @@ import type { TestSim } from './sim.js';
  * The workspace's manifest run by the Runner in this process (at 600x), for
  * what the CLI cannot inject: another client, a file that fails as a full disk does.
  */
-export async function runInProcess(t: TestSim, ws: RunWorkspace, inject: { client?: ApiClient; openOutput?: (path: string) => Promise<OutputFile>; options?: Partial<RunOptions> } = {}): Promise<RunSummary> {
+export async function runInProcess(
+  t: TestSim,
+  ws: RunWorkspace,
+  inject: {
+    client?: ApiClient;
+    openOutput?: (path: string) => Promise<OutputFile>;
+    options?: Partial<RunOptions>;
+  } = {},
+): Promise<RunSummary> {
   const { loaded } = await loadManifest('m.yaml', ws.dir);
   const store = Store.open(ws.statePath);
   try {
-    const limits = { ...DEFAULT_KEY_LIMITS, submit: { count: 10, windowMs: 100 }, read: { count: 120, windowMs: 100 }, upload: { count: 30, windowMs: 100 } };
+    const limits = {
+      ...DEFAULT_KEY_LIMITS,
+      submit: { count: 10, windowMs: 100 },
+      read: { count: 120, windowMs: 100 },
+      upload: { count: 30, windowMs: 100 },
+    };
     const catalog = await Catalog.fetch(t.client, ['image']);
-    const options = { outDir: ws.outDir, limits, pollWaitSeconds: 30, maxRetries: 2, maxBlocked: 20, redoChanged: false, timeScale: 600, downloadConcurrency: 4, now: Date.now, ...(inject.openOutput ? { openOutput: inject.openOutput } : {}), ...inject.options };
+    const options = {
+      outDir: ws.outDir,
+      limits,
+      pollWaitSeconds: 30,
+      maxRetries: 2,
+      maxBlocked: 20,
+      redoChanged: false,
+      timeScale: 600,
+      downloadConcurrency: 4,
+      now: Date.now,
+      ...(inject.openOutput ? { openOutput: inject.openOutput } : {}),
+      ...inject.options,
+    };
     const keys = [{ fingerprint: 'fp-test', client: inject.client ?? t.client, limits }];
     return await new Runner(keys, store, loaded!, options, catalog, { items: loaded!.items }).run();
   } finally {

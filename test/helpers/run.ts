@@ -27,13 +27,26 @@ export interface RunWorkspace {
 }
 
 /** A manifest in a temp dir against a test simulator with the same time scale: `run` by the CLI's main in this process, `start` by the built CLI. */
-export function workspace(sim: RunningSimulator, manifest: string, files: Record<string, string | Buffer> = {}, timeScale = TIME_SCALE): RunWorkspace {
+export function workspace(
+  sim: RunningSimulator,
+  manifest: string,
+  files: Record<string, string | Buffer> = {},
+  timeScale = TIME_SCALE,
+): RunWorkspace {
   const dir = mkdtempSync(join(tmpdir(), 'genbatch-run-'));
   writeFileSync(join(dir, 'm.yaml'), manifest);
   for (const [name, body] of Object.entries(files)) writeFileSync(join(dir, name), body);
   const env = cleanEnv({ GENBATCH_BASE_URL: sim.baseUrl, GENBATCH_API_KEY: sim.apiKey });
   const args = (extra: string[] = []) => ['run', 'm.yaml', '--time-scale', String(timeScale), ...extra];
-  return { dir, statePath: join(dir, '.genbatch', 'm.sqlite'), outDir: join(dir, 'out', 'm'), env, args, run: (extra = []) => runCliInProcess(args(extra), env, dir), start: (extra = []) => startCli(args(extra), env, dir) };
+  return {
+    dir,
+    statePath: join(dir, '.genbatch', 'm.sqlite'),
+    outDir: join(dir, 'out', 'm'),
+    env,
+    args,
+    run: (extra = []) => runCliInProcess(args(extra), env, dir),
+    start: (extra = []) => startCli(args(extra), env, dir),
+  };
 }
 
 export function imageManifest(count: number, prompt = (i: number) => `product ${i}`, extra = ''): string {
@@ -48,7 +61,11 @@ interface StateRow {
   error_message: string | null;
 }
 
-export function readState(statePath: string): { items: StateRow[]; outputs: { item_id: string; job_id: string; idx: number; path: string; sha256: string; bytes: number }[]; attempts: { item_id: string; n: number; job_id: string | null; idempotency_key: string; status: string }[] } {
+export function readState(statePath: string): {
+  items: StateRow[];
+  outputs: { item_id: string; job_id: string; idx: number; path: string; sha256: string; bytes: number }[];
+  attempts: { item_id: string; n: number; job_id: string | null; idempotency_key: string; status: string }[];
+} {
   const db = new Database(statePath, { readonly: true });
   try {
     return {
@@ -75,7 +92,8 @@ export function expectNoDoubleChargeAndVerifiedOutputs(sim: RunningSimulator, ws
   for (const [key, n] of byKey) expect(n, `idempotency key ${key} charged ${n} times`).toBe(1);
   const state = readState(ws.statePath);
   const jobsOfAttempts = new Set(state.attempts.map((a) => a.job_id).filter(Boolean));
-  for (const c of charges) expect(jobsOfAttempts.has(c.jobId), `charged job ${c.jobId} is unknown to the state`).toBe(true);
+  for (const c of charges)
+    expect(jobsOfAttempts.has(c.jobId), `charged job ${c.jobId} is unknown to the state`).toBe(true);
   for (const out of state.outputs.filter((o) => o.sha256)) {
     const file = join(ws.outDir, out.path);
     expect(existsSync(file), file).toBe(true);
@@ -106,13 +124,22 @@ export interface KillLoopOptions {
  * that finishes before all kills land fails the loop: the workload is too
  * small for the kills asked. Then the same command runs to completion once.
  */
-export async function killLoop(sim: RunningSimulator, ws: RunWorkspace, kills: number, { maxSeconds = 120 }: KillLoopOptions = {}): Promise<{ kills: number; final: CliResult }> {
+export async function killLoop(
+  sim: RunningSimulator,
+  ws: RunWorkspace,
+  kills: number,
+  { maxSeconds = 120 }: KillLoopOptions = {},
+): Promise<{ kills: number; final: CliResult }> {
   const deadline = Date.now() + maxSeconds * 1000;
   let landed = 0;
   while (landed < kills) {
     if (Date.now() > deadline) throw new Error(`only ${landed} of ${kills} kills landed in ${maxSeconds} s`);
     const args = ws.args();
-    const child = spawn(process.execPath, [CLI, ...args], { cwd: ws.dir, env: ws.env, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, ...args], {
+      cwd: ws.dir,
+      env: ws.env,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let stderr = '';
     child.stderr.on('data', (d) => (stderr += d));
     const closed = once(child, 'close'); // subscribed now: a life that ends by itself must not be waited for forever
@@ -135,7 +162,10 @@ export async function killLoop(sim: RunningSimulator, ws: RunWorkspace, kills: n
     const [code] = (await closed) as [number | null];
     unwatch();
     recordChildWarnings(stderr, args);
-    if (!killed) throw new Error(`the run ended by itself (exit ${code}) after ${landed} of ${kills} kills: the workload is too small for this many kills\n${stderr}`);
+    if (!killed)
+      throw new Error(
+        `the run ended by itself (exit ${code}) after ${landed} of ${kills} kills: the workload is too small for this many kills\n${stderr}`,
+      );
   }
   return { kills: landed, final: await ws.run() };
 }

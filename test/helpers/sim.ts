@@ -7,7 +7,11 @@ export interface TestSim {
   sim: RunningSimulator;
   client: ApiClient;
   /** A raw request to the simulator, for what the typed client would never send. */
-  raw(method: string, path: string, init?: { key?: string | null; body?: unknown; headers?: Record<string, string> }): Promise<{ status: number; headers: Headers; json: any }>;
+  raw(
+    method: string,
+    path: string,
+    init?: { key?: string | null; body?: unknown; headers?: Record<string, string> },
+  ): Promise<{ status: number; headers: Headers; json: any }>;
 }
 
 /** A simulator on port 0 and a client for it, both closed when the test ends. */
@@ -29,7 +33,9 @@ export async function startTestSim(options: StartOptions = {}): Promise<TestSim>
       const res = await fetch(`${sim.baseUrl}${path}`, {
         method,
         headers,
-        ...(init.body !== undefined ? { body: typeof init.body === 'string' ? init.body : JSON.stringify(init.body) } : {}),
+        ...(init.body !== undefined
+          ? { body: typeof init.body === 'string' ? init.body : JSON.stringify(init.body) }
+          : {}),
       });
       const text = await res.text();
       return { status: res.status, headers: res.headers, json: text ? JSON.parse(text) : undefined };
@@ -37,7 +43,12 @@ export async function startTestSim(options: StartOptions = {}): Promise<TestSim>
   };
 }
 
-export const imageBody = (prompt = 'a ceramic mug on a walnut table', model = 'studio-xl') => ({ prompt, model, aspectRatio: '4:5', resolution: '2K' });
+export const imageBody = (prompt = 'a ceramic mug on a walnut table', model = 'studio-xl') => ({
+  prompt,
+  model,
+  aspectRatio: '4:5',
+  resolution: '2K',
+});
 
 export { randomUUID as newKey };
 

@@ -5,7 +5,9 @@ import { formatIssue, loadManifest } from '../../src/manifest/index.js';
 import { runCliInProcess } from '../helpers/cli.js';
 
 const dir = fileURLToPath(new URL('../fixtures/bad/', import.meta.url));
-const fixtures = readdirSync(dir).filter((f) => f.endsWith('.yaml')).sort();
+const fixtures = readdirSync(dir)
+  .filter((f) => f.endsWith('.yaml'))
+  .sort();
 
 /** expected.txt: "== file (count)" then the exact messages, file:line:column: field: message. */
 function expectations(): Map<string, { count: number; lines: string[] }> {
@@ -35,7 +37,9 @@ describe('the bad-manifest corpus', () => {
   });
 
   it('genbatch validate exits 2 on each, printing all its errors', async () => {
-    const results = await Promise.all(fixtures.map(async (file) => [file, await runCliInProcess(['validate', file], undefined, dir)] as const));
+    const results = await Promise.all(
+      fixtures.map(async (file) => [file, await runCliInProcess(['validate', file], undefined, dir)] as const),
+    );
     for (const [file, res] of results) {
       expect(res.code, file).toBe(2);
       for (const line of expected.get(file)!.lines) expect(res.stderr, file).toContain(line);

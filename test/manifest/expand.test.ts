@@ -40,12 +40,29 @@ items:
       'p.csv': 'sku,title\n7,"Mug, large"\n8,Bowl\n',
     });
     expect(m.items.map((i) => i.id)).toEqual([
-      'mug-red-s', 'mug-red-l', 'mug-blue-s', 'mug-blue-l',
-      'sku-7-studio', 'sku-7-kitchen', 'sku-8-studio', 'sku-8-kitchen',
-      'hero#1', 'hero#2', 'hero#3',
+      'mug-red-s',
+      'mug-red-l',
+      'mug-blue-s',
+      'mug-blue-l',
+      'sku-7-studio',
+      'sku-7-kitchen',
+      'sku-8-studio',
+      'sku-8-kitchen',
+      'hero#1',
+      'hero#2',
+      'hero#3',
     ]);
-    expect(m.items[0]).toMatchObject({ prompt: 'A s red mug by Acme', model: 'studio-xl', aspectRatio: '4:5', type: 'image' });
-    expect(m.items[4]).toMatchObject({ prompt: 'Mug, large, studio', aspectRatio: '1:1', where: { row: { file: 'p.csv', line: 2 } } });
+    expect(m.items[0]).toMatchObject({
+      prompt: 'A s red mug by Acme',
+      model: 'studio-xl',
+      aspectRatio: '4:5',
+      type: 'image',
+    });
+    expect(m.items[4]).toMatchObject({
+      prompt: 'Mug, large, studio',
+      aspectRatio: '1:1',
+      where: { row: { file: 'p.csv', line: 2 } },
+    });
     expect(m.items[8]!.prompt).toBe('Hero shot hero on studio-xl');
     expect(m.name).toBe('m');
   });
@@ -53,12 +70,23 @@ items:
   it('reads JSONL rows and a JSON manifest', async () => {
     const m = await load(
       {
-        'm.json': JSON.stringify({ version: 1, name: 'j', items: [{ rows: 'r.jsonl', id: 'r-{{n_}}', model: 'studio-lite', prompt: '{{t}} ({{flag}})' }] }, null, '\t'),
+        'm.json': JSON.stringify(
+          {
+            version: 1,
+            name: 'j',
+            items: [{ rows: 'r.jsonl', id: 'r-{{n_}}', model: 'studio-lite', prompt: '{{t}} ({{flag}})' }],
+          },
+          null,
+          '\t',
+        ),
         'r.jsonl': '{"n_": 1, "t": "one", "flag": true}\n\n{"n_": 2, "t": "two", "flag": false}\n',
       },
       'm.json',
     );
-    expect(m.items.map((i) => [i.id, i.prompt])).toEqual([['r-1', 'one (true)'], ['r-2', 'two (false)']]);
+    expect(m.items.map((i) => [i.id, i.prompt])).toEqual([
+      ['r-1', 'one (true)'],
+      ['r-2', 'two (false)'],
+    ]);
   });
 
   it('resolves file inputs against the manifest, keeps {from} references, and types videos', async () => {
@@ -73,7 +101,10 @@ items:
       'in.png': makePng('input'),
     });
     const [, edit, spin, more] = m.items;
-    expect(edit!.inputs).toEqual([{ kind: 'file', path: expect.stringMatching(/in\.png$/), display: 'in.png' }, { kind: 'item', id: 'hero' }]);
+    expect(edit!.inputs).toEqual([
+      { kind: 'file', path: expect.stringMatching(/in\.png$/), display: 'in.png' },
+      { kind: 'item', id: 'hero' },
+    ]);
     expect(spin).toMatchObject({ type: 'video', duration: '5', image: { kind: 'item', id: 'hero' } });
     expect(more).toMatchObject({ duration: '10', source: 'spin' });
   });
@@ -81,19 +112,27 @@ items:
   it('puts outputs in output.dir relative to the manifest, else out/<name> beside it', async () => {
     const a = await load({ 'm.yaml': 'version: 1\nname: spring\nitems: [{ id: a, model: m, prompt: p }]\n' });
     expect(a.outputDir).toBe(join(a.source.dir, 'out', 'spring'));
-    const b = await load({ 'm.yaml': 'version: 1\noutput: { dir: ../elsewhere }\nitems: [{ id: a, model: m, prompt: p }]\n' });
+    const b = await load({
+      'm.yaml': 'version: 1\noutput: { dir: ../elsewhere }\nitems: [{ id: a, model: m, prompt: p }]\n',
+    });
     expect(b.outputDir).toBe(join(b.source.dir, '..', 'elsewhere'));
   });
 
   it('reports a template error once, not once per matrix combination', async () => {
-    const dir = workspace({ 'm.yaml': 'version: 1\nitems:\n  - id: "x-{{c}}"\n    model: m\n    prompt: "{{nope}}"\n    matrix: { c: [1, 2, 3] }\n' });
+    const dir = workspace({
+      'm.yaml':
+        'version: 1\nitems:\n  - id: "x-{{c}}"\n    model: m\n    prompt: "{{nope}}"\n    matrix: { c: [1, 2, 3] }\n',
+    });
     const { issues } = await loadManifest('m.yaml', dir);
     expect(issues.count).toBe(1);
   });
 
   it('caps identical row errors so a bad 1,000-row file stays readable, but counts them all', async () => {
     const rows = ['sku'].concat(Array.from({ length: 1000 }, (_, i) => String(i))).join('\n');
-    const dir = workspace({ 'm.yaml': 'version: 1\nitems:\n  - rows: r.csv\n    id: "s-{{sku}}"\n    model: m\n    prompt: "{{title}}"\n', 'r.csv': rows });
+    const dir = workspace({
+      'm.yaml': 'version: 1\nitems:\n  - rows: r.csv\n    id: "s-{{sku}}"\n    model: m\n    prompt: "{{title}}"\n',
+      'r.csv': rows,
+    });
     const { issues } = await loadManifest('m.yaml', dir);
     expect(issues.issues).toHaveLength(20);
     expect(issues.count).toBe(1000);

@@ -2,7 +2,14 @@ import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_OUTPUT_NAME, outputRelativePath, resolveInside } from '../../src/manifest/index.js';
 
-const values = (id: string, n = 1) => ({ id, n, ext: 'png', model: 'studio-xl', type: 'image', vars: new Map<string, string>() });
+const values = (id: string, n = 1) => ({
+  id,
+  n,
+  ext: 'png',
+  model: 'studio-xl',
+  type: 'image',
+  vars: new Map<string, string>(),
+});
 
 describe('output file names never leave the output dir', () => {
   it.each([

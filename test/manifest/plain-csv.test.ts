@@ -46,22 +46,37 @@ const plainCell = fc.oneof(
 );
 const anyCell = fc.oneof(
   plainCell,
-  fc.string({ unit: fc.constantFrom('a', ',', '"', ' ', '\n', '\r', 'é'), maxLength: 8 }).map((s) => `"${s.replace(/"/g, '""')}"`),
+  fc
+    .string({ unit: fc.constantFrom('a', ',', '"', ' ', '\n', '\r', 'é'), maxLength: 8 })
+    .map((s) => `"${s.replace(/"/g, '""')}"`),
   fc.string({ unit: fc.constantFrom('a', ',', '"', '\n', '\r', ' '), maxLength: 6 }),
 );
-const csvOf = (bom: boolean, eol: string, lines: string[], trailing: boolean) => `${bom ? '\ufeff' : ''}${lines.join(eol)}${trailing ? eol : ''}`;
+const csvOf = (bom: boolean, eol: string, lines: string[], trailing: boolean) =>
+  `${bom ? '\ufeff' : ''}${lines.join(eol)}${trailing ? eol : ''}`;
 
 /** Files as catalogs are written: every row as wide as the header, blank lines here and there, LF or CRLF. */
 const plainCsv = fc
   .record({
     bom: fc.boolean(),
     eol: fc.constantFrom('\n', '\r\n'),
-    header: fc.uniqueArray(fc.constantFrom('sku', 'title', ' color ', 'a', '"q"', 'x y'), { minLength: 1, maxLength: 4, selector: (h) => h.trim().replace(/"/g, '') }),
+    header: fc.uniqueArray(fc.constantFrom('sku', 'title', ' color ', 'a', '"q"', 'x y'), {
+      minLength: 1,
+      maxLength: 4,
+      selector: (h) => h.trim().replace(/"/g, ''),
+    }),
     rows: fc.array(fc.tuple(fc.array(plainCell, { minLength: 4, maxLength: 4 }), fc.boolean()), { maxLength: 8 }),
     trailing: fc.boolean(),
   })
   .map(({ bom, eol, header, rows, trailing }) =>
-    csvOf(bom, eol, [header.join(','), ...rows.flatMap(([cells, blank]) => [cells.slice(0, header.length).join(','), ...(blank ? [''] : [])])], trailing),
+    csvOf(
+      bom,
+      eol,
+      [
+        header.join(','),
+        ...rows.flatMap(([cells, blank]) => [cells.slice(0, header.length).join(','), ...(blank ? [''] : [])]),
+      ],
+      trailing,
+    ),
   );
 
 /** Anything: ragged rows, odd names, quotes and carriage returns anywhere. */
@@ -69,13 +84,21 @@ const hostileCsv = fc
   .record({
     bom: fc.boolean(),
     eol: fc.constantFrom('\n', '\r\n', '\r'),
-    header: fc.array(fc.oneof(fc.constantFrom('sku', 'title', ' color ', 'a', '__proto__', '', '"q"'), anyCell), { minLength: 1, maxLength: 4 }),
+    header: fc.array(fc.oneof(fc.constantFrom('sku', 'title', ' color ', 'a', '__proto__', '', '"q"'), anyCell), {
+      minLength: 1,
+      maxLength: 4,
+    }),
     rows: fc.array(fc.array(anyCell, { minLength: 0, maxLength: 5 }), { maxLength: 8 }),
     trailing: fc.boolean(),
     stray: fc.option(fc.tuple(fc.nat(), fc.constantFrom('\r', '\n', '\r\n', '"', ',')), { nil: undefined }),
   })
   .map(({ bom, eol, header, rows, trailing, stray }) => {
-    const text = csvOf(bom, eol, [header, ...rows].map((r) => r.join(',')), trailing);
+    const text = csvOf(
+      bom,
+      eol,
+      [header, ...rows].map((r) => r.join(',')),
+      trailing,
+    );
     if (!stray) return text;
     const at = stray[0] % (text.length + 1);
     return text.slice(0, at) + stray[1] + text.slice(at);
@@ -118,17 +141,20 @@ describe('the fast CSV reader', () => {
     ['a ragged row', 'sku,title\n1,x\n2,x,extra\n'],
     ['a quote inside a cell', 'sku,title\n1,x\n2,a"b\n'],
     ['an LF file with a carriage return', 'sku,title\n1,x\r\n2,y\n'],
-  ])('leaves %s to csv-parse, whose rows or error come out of readRows as if it had read the file alone', async (_, text) => {
-    expect(fast([text])).toBeUndefined();
-    const path = join(dir, `${fileNo++}.csv`);
-    writeFileSync(path, text);
-    const issues = new IssueList();
-    const rows: Row[] = [];
-    for await (const batch of readRows(path, 'r.csv', issues)) rows.push(...batch);
-    const theirs = await csvParse(text);
-    if ('rows' in theirs) expect({ rows, issues: issues.count }).toEqual({ rows: theirs.rows, issues: 0 });
-    else expect(issues.issues.map((i) => i.message)).toEqual([`cannot read the rows: ${theirs.error}`]);
-  });
+  ])(
+    'leaves %s to csv-parse, whose rows or error come out of readRows as if it had read the file alone',
+    async (_, text) => {
+      expect(fast([text])).toBeUndefined();
+      const path = join(dir, `${fileNo++}.csv`);
+      writeFileSync(path, text);
+      const issues = new IssueList();
+      const rows: Row[] = [];
+      for await (const batch of readRows(path, 'r.csv', issues)) rows.push(...batch);
+      const theirs = await csvParse(text);
+      if ('rows' in theirs) expect({ rows, issues: issues.count }).toEqual({ rows: theirs.rows, issues: 0 });
+      else expect(issues.issues.map((i) => i.message)).toEqual([`cannot read the rows: ${theirs.error}`]);
+    },
+  );
 
   it('gives each row once when csv-parse takes over after the fast reader gave a megabyte of rows', async () => {
     const good = Array.from({ length: 60_000 }, (_, i) => `S-${i},"Item ${i}, hand glazed stoneware"`).join('\n');

@@ -27,10 +27,15 @@ async function receiver(mode: Mode) {
     return new Promise<void>((r) => server.close(() => r()));
   });
   const port = (server.address() as AddressInfo).port;
-  return { got, url: `http://hook:s3cret-pass@127.0.0.1:${port}/hooks/T0KEN-in-path`, events: () => got.map((g) => g.body.event) };
+  return {
+    got,
+    url: `http://hook:s3cret-pass@127.0.0.1:${port}/hooks/T0KEN-in-path`,
+    events: () => got.map((g) => g.body.event),
+  };
 }
 
-const lite = (n: number, extra = '') => `version: 1\ndefaults: { model: studio-lite }\nitems:\n${Array.from({ length: n }, (_, i) => `  - { id: i${i}, prompt: "product ${i}${extra}" }\n`).join('')}`;
+const lite = (n: number, extra = '') =>
+  `version: 1\ndefaults: { model: studio-lite }\nitems:\n${Array.from({ length: n }, (_, i) => `  - { id: i${i}, prompt: "product ${i}${extra}" }\n`).join('')}`;
 
 describe('run --notify', () => {
   it('a run that waits for the daily cap and then finishes: the webhook gets "waiting-daily-cap" then "ended", with counts and credits; its secret is never logged', async () => {
@@ -45,7 +50,12 @@ describe('run --notify', () => {
     const ended = hook.got.at(-1)!;
     expect(ended.path).toBe('/hooks/T0KEN-in-path');
     expect(ended.authorization).toBe(`Basic ${Buffer.from('hook:s3cret-pass').toString('base64')}`);
-    expect(ended.body).toMatchObject({ manifest: join(ws.dir, 'm.yaml'), counts: { done: 5 }, credits: { charged: 10, refunded: 0, net: 10 }, reason: expect.stringMatching(/finished: 5 of 5/) });
+    expect(ended.body).toMatchObject({
+      manifest: join(ws.dir, 'm.yaml'),
+      counts: { done: 5 },
+      credits: { charged: 10, refunded: 0, net: 10 },
+      reason: expect.stringMatching(/finished: 5 of 5/),
+    });
     expect(ended.body.run).toMatch(/^[0-9a-f-]{36}$/);
     expect(Date.parse(ended.body.time)).not.toBeNaN();
     const log = readFileSync(join(ws.dir, '.genbatch', 'm.log'), 'utf8');
@@ -61,9 +71,14 @@ describe('run --notify', () => {
     const file = join(ws.dir, 'events.jsonl');
     const res = await ws.run(['--notify-command', `cat >> '${file}'`, '--stall-minutes', '0.01']);
     expect(res.code).toBe(0);
-    const events = readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const events = readFileSync(file, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(events.map((e) => e.event)).toContain('stalled');
-    expect(events.find((e) => e.event === 'stalled').reason).toMatch(/no item ended and nothing was submitted for \d+ s/);
+    expect(events.find((e) => e.event === 'stalled').reason).toMatch(
+      /no item ended and nothing was submitted for \d+ s/,
+    );
     expect(events.at(-1)).toMatchObject({ event: 'ended', counts: { done: 2 } });
   });
 
@@ -82,9 +97,15 @@ describe('run --notify', () => {
     for (const run of [plain, failing, hanging]) expect(run.res.code).toBe(0);
     // A 500 is retried (3 tries within the deadline) and logged, host only.
     expect(failing.hook!.got.filter((g) => g.body.event === 'ended')).toHaveLength(3);
-    const undelivered = readFileSync(join(failing.ws.dir, '.genbatch', 'm.log'), 'utf8').split('\n').filter((l) => l.includes('notification not delivered'));
+    const undelivered = readFileSync(join(failing.ws.dir, '.genbatch', 'm.log'), 'utf8')
+      .split('\n')
+      .filter((l) => l.includes('notification not delivered'));
     expect(undelivered.length).toBeGreaterThan(0);
-    for (const line of undelivered) expect(JSON.parse(line)).toMatchObject({ target: expect.stringMatching(/^webhook 127\.0\.0\.1:\d+$/), error: 'the webhook answered 500' });
+    for (const line of undelivered)
+      expect(JSON.parse(line)).toMatchObject({
+        target: expect.stringMatching(/^webhook 127\.0\.0\.1:\d+$/),
+        error: 'the webhook answered 500',
+      });
     expect(hanging.hook!.got.map((g) => g.body.event)).toContain('ended');
     expect(failing.seconds).toBeLessThan(plain.seconds + 5 + 3);
     expect(hanging.seconds).toBeLessThan(plain.seconds + 5 + 3);

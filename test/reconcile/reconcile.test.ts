@@ -4,7 +4,8 @@ import { runCliInProcess } from '../helpers/cli.js';
 import { readState, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 
-const manifest = (prompts: string[]) => `version: 1\ndefaults: { model: studio-lite }\nitems:\n${prompts.map((p, i) => `  - { id: i${i}, prompt: "${p}" }\n`).join('')}`;
+const manifest = (prompts: string[]) =>
+  `version: 1\ndefaults: { model: studio-lite }\nitems:\n${prompts.map((p, i) => `  - { id: i${i}, prompt: "${p}" }\n`).join('')}`;
 
 describe('reconcile: the state against the service’s job list', () => {
   it('a clean run reconciles to no difference over a list of several pages; web jobs are counted apart; nothing is sent', async () => {
@@ -18,7 +19,11 @@ describe('reconcile: the state against the service’s job list', () => {
     const report = JSON.parse(r.stdout);
     expect(report.keys).toEqual([expect.objectContaining({ jobs: 8, pages: 4, complete: true })]);
     expect(report).toMatchObject({ unknown: [], lost: [], differences: 0 });
-    expect(report.credits).toMatchObject({ service: { charged: 10, net: 10 }, state: { charged: 10, net: 10 }, difference: 0 });
+    expect(report.credits).toMatchObject({
+      service: { charged: 10, net: 10 },
+      state: { charged: 10, net: 10 },
+      difference: 0,
+    });
     expect(report.otherOrigins).toEqual([expect.objectContaining({ jobs: 3 })]);
     expect(t.sim.service.ledger.of('request').filter((r) => r.method === 'POST')).toHaveLength(posts);
     const text = await runCliInProcess(['reconcile', 'm.yaml'], ws.env, ws.dir);

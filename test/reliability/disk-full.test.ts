@@ -20,7 +20,6 @@ async function fullDisk(path: string): Promise<OutputFile> {
   };
 }
 
-
 describe('a full disk while downloading', () => {
   it('stops with a clear message, keeps every state, leaves no partial file; the same run later finishes without a resubmission', async () => {
     const t = await startTestSim({ timeScale: 600 });
@@ -28,11 +27,15 @@ describe('a full disk while downloading', () => {
     const first = await runInProcess(t, ws, { openOutput: fullDisk });
     expect(exitCodeOf(first)).toBe(4);
     expect(first.stop).toMatchObject({ kind: 'disk' });
-    expect(first.stop!.message).toMatch(/outputs cannot be saved: .*ENOSPC.*downloads what was paid for without paying again/);
+    expect(first.stop!.message).toMatch(
+      /outputs cannot be saved: .*ENOSPC.*downloads what was paid for without paying again/,
+    );
     const states = readState(ws.statePath).items;
     expect(states.some((i) => i.state === 'downloading' && i.error_code === 'DOWNLOAD_FAILED')).toBe(true);
     // Jobs in flight were still polled to their end and recorded: nothing is left running, nothing failed.
-    expect(states.filter((i) => i.state !== 'pending').every((i) => i.state === 'downloading' || i.state === 'done')).toBe(true);
+    expect(
+      states.filter((i) => i.state !== 'pending').every((i) => i.state === 'downloading' || i.state === 'done'),
+    ).toBe(true);
     // No output, whole or partial: only the file that names the dir's owner.
     expect(existsSync(ws.outDir) ? readdirSync(ws.outDir) : []).toEqual(['.genbatch-outputs.json']);
     const charged = t.sim.service.ledger.of('charge').length;

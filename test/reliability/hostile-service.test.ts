@@ -8,7 +8,17 @@ describe('hostile answers from the service and its storage', () => {
     t.sim.service.inject = (req) => {
       const m = /^\/jobs\/([^/]+)$/.exec(req.path);
       if (req.method !== 'GET' || !m) return undefined;
-      return { status: 200, headers: {}, body: { job: { id: m[1], status: 'COMPLETED', outputs: [{ url: 'file:///etc/passwd', downloadUrl: 'file:///etc/passwd' }] } } };
+      return {
+        status: 200,
+        headers: {},
+        body: {
+          job: {
+            id: m[1],
+            status: 'COMPLETED',
+            outputs: [{ url: 'file:///etc/passwd', downloadUrl: 'file:///etc/passwd' }],
+          },
+        },
+      };
     };
     const ws = workspace(t.sim, imageManifest(1));
     const res = await ws.run();
@@ -47,7 +57,14 @@ describe('hostile answers from the service and its storage', () => {
     const t = await startTestSim({ timeScale: 600 });
     t.sim.service.inject = (req) =>
       req.path === '/models' && req.query.get('type') === 'image'
-        ? { status: 200, headers: {}, body: [{ slug: 'studio-lite', kind: 'generate', creditCost: 2, beta: true, tags: ['x'] }, { model: 'odd', kind: 'upscale', creditCost: 'free' }] }
+        ? {
+            status: 200,
+            headers: {},
+            body: [
+              { slug: 'studio-lite', kind: 'generate', creditCost: 2, beta: true, tags: ['x'] },
+              { model: 'odd', kind: 'upscale', creditCost: 'free' },
+            ],
+          }
         : undefined;
     const ws = workspace(t.sim, imageManifest(2));
     const res = await ws.run();

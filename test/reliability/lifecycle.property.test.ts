@@ -5,7 +5,14 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ApiError, ResponseShapeError, StorageError, TransportError, type ApiClient, type Job } from '../../src/api/index.js';
+import {
+  ApiError,
+  ResponseShapeError,
+  StorageError,
+  TransportError,
+  type ApiClient,
+  type Job,
+} from '../../src/api/index.js';
 import { loadManifest } from '../../src/manifest/index.js';
 import { Runner } from '../../src/runner/index.js';
 import { makePng } from '../../src/simulator/media.js';
@@ -23,7 +30,17 @@ import { FINAL_STATES, OPEN_STATES, Store } from '../../src/store/index.js';
  * (Real SIGKILLs at any instant are the kill loops' part: test/runner, test/reliability/crash-safety.)
  */
 
-type SubmitFault = 'ok' | 'unreadable' | 'reset' | 'drop' | 'bad-gateway' | 'unavailable' | 'rate-limited' | 'key-reused' | 'blocked' | 'invalid';
+type SubmitFault =
+  | 'ok'
+  | 'unreadable'
+  | 'reset'
+  | 'drop'
+  | 'bad-gateway'
+  | 'unavailable'
+  | 'rate-limited'
+  | 'key-reused'
+  | 'blocked'
+  | 'invalid';
 type ReadFault = 'ok' | 'forbidden' | 'not-found' | 'wait-too-long' | 'server-error' | 'unreadable' | 'rate-limited';
 type JobEnd = 'COMPLETED' | 'FAILED' | 'EXPIRED';
 
@@ -48,7 +65,8 @@ interface FakeJob {
 }
 
 const PRICE = 2;
-const api = (status: number, code: string, details: Record<string, unknown> = {}, retryAfterMs?: number) => new ApiError(status, code, code, details, retryAfterMs, undefined, 'X', '/x');
+const api = (status: number, code: string, details: Record<string, unknown> = {}, retryAfterMs?: number) =>
+  new ApiError(status, code, code, details, retryAfterMs, undefined, 'X', '/x');
 
 /** The service's truth, answering as the script says and as the spec does otherwise. */
 class ScriptedService {
@@ -87,7 +105,12 @@ class ScriptedService {
     let fault = this.next(this.script.submits, 'ok');
     // The spec's refusals (400, 409, 422, 503) say the key created no job: a key that did is answered with its job.
     const existing = this.byKey.get(key);
-    if (existing && existing.body === canonicalJson(body) && ['unavailable', 'key-reused', 'blocked', 'invalid'].includes(fault)) fault = 'ok';
+    if (
+      existing &&
+      existing.body === canonicalJson(body) &&
+      ['unavailable', 'key-reused', 'blocked', 'invalid'].includes(fault)
+    )
+      fault = 'ok';
     const refusals: Partial<Record<SubmitFault, () => never>> = {
       reset: () => {
         throw new TransportError('ECONNRESET', 'reset before the answer', 'POST', '/images');
@@ -114,7 +137,16 @@ class ScriptedService {
     if (job && job.body !== bodyHash) throw api(409, 'IDEMPOTENCY_KEY_REUSED');
     if (!job) {
       const end = this.next(this.script.ends, 'COMPLETED');
-      job = { id: `job_${this.jobs.size + 1}`, key, item: body.prompt, body: bodyHash, end, pollsLeft: 1, charged: PRICE, refunded: 0 };
+      job = {
+        id: `job_${this.jobs.size + 1}`,
+        key,
+        item: body.prompt,
+        body: bodyHash,
+        end,
+        pollsLeft: 1,
+        charged: PRICE,
+        refunded: 0,
+      };
       this.jobs.set(job.id, job);
       this.byKey.set(key, job);
     }
@@ -150,7 +182,8 @@ class ScriptedService {
 
   async download(url: string): Promise<{ body: Readable; contentLength: number; contentType: string; cancel(): void }> {
     this.call();
-    if (!this.next(this.script.downloads, true)) throw new StorageError(403, 'AccessDenied', 'Request has expired.', 'download');
+    if (!this.next(this.script.downloads, true))
+      throw new StorageError(403, 'AccessDenied', 'Request has expired.', 'download');
     const bytes = makePng(url);
     return { body: Readable.from([bytes]), contentLength: bytes.length, contentType: 'image/png', cancel: () => {} };
   }
@@ -160,10 +193,19 @@ class ScriptedService {
     return {
       id: job.id,
       status,
-      outputs: done ? [{ url: `https://storage.test/${job.id}/1.png`, downloadUrl: `https://storage.test/${job.id}/1.png?sig=${this.calls}` }] : [],
+      outputs: done
+        ? [
+            {
+              url: `https://storage.test/${job.id}/1.png`,
+              downloadUrl: `https://storage.test/${job.id}/1.png?sig=${this.calls}`,
+            },
+          ]
+        : [],
       refunded: job.refunded,
       charged: job.charged,
-      ...(status === 'FAILED' || status === 'EXPIRED' ? { error: { code: status === 'FAILED' ? 'GENERATION_FAILED' : 'JOB_EXPIRED' } } : {}),
+      ...(status === 'FAILED' || status === 'EXPIRED'
+        ? { error: { code: status === 'FAILED' ? 'GENERATION_FAILED' : 'JOB_EXPIRED' } }
+        : {}),
       raw: {},
     } as Job;
   }
@@ -185,19 +227,33 @@ async function runSequence(script: Script): Promise<void> {
     // The faults' phases, then clean resumes until nothing is left to do.
     for (let phase = 0; phase < 12; phase++) {
       const store = Store.open(join(dir, 'state.sqlite'));
-      const limits = { submit: FAST, read: FAST, upload: FAST, imagesInFlight: 10, videosInFlight: 5, dailyCap: 1_000_000 };
-      const runner = new Runner([{ fingerprint: 'fp-scripted', client: service as unknown as ApiClient, limits }], store, loaded!, {
-        outDir,
-        limits,
-        pollWaitSeconds: 30,
-        maxRetries: 2,
-        maxBlocked: 20,
-        redoChanged: false,
-        // Backoffs and deferrals last a millisecond or so, and a key day 8.6 s: at 1,000,000x a day was 86 ms, more than half of it inside the day-end guard (no submission in its last 50 ms).
-        timeScale: 10_000,
-        downloadConcurrency: 2,
-        now: Date.now,
-      }, undefined, { items: loaded!.items });
+      const limits = {
+        submit: FAST,
+        read: FAST,
+        upload: FAST,
+        imagesInFlight: 10,
+        videosInFlight: 5,
+        dailyCap: 1_000_000,
+      };
+      const runner = new Runner(
+        [{ fingerprint: 'fp-scripted', client: service as unknown as ApiClient, limits }],
+        store,
+        loaded!,
+        {
+          outDir,
+          limits,
+          pollWaitSeconds: 30,
+          maxRetries: 2,
+          maxBlocked: 20,
+          redoChanged: false,
+          // Backoffs and deferrals last a millisecond or so, and a key day 8.6 s: at 1,000,000x a day was 86 ms, more than half of it inside the day-end guard (no submission in its last 50 ms).
+          timeScale: 10_000,
+          downloadConcurrency: 2,
+          now: Date.now,
+        },
+        undefined,
+        { items: loaded!.items },
+      );
       service.onCall = () => {
         if (interrupts.length && service.calls >= interrupts[0]!) {
           interrupts.shift();
@@ -243,8 +299,29 @@ function checkInvariants(service: ScriptedService, dir: string, outDir: string):
   }
 }
 
-const submitFault = fc.constantFrom<SubmitFault>('ok', 'ok', 'unreadable', 'reset', 'drop', 'bad-gateway', 'unavailable', 'rate-limited', 'key-reused', 'blocked', 'invalid');
-const readFault = fc.constantFrom<ReadFault>('ok', 'ok', 'forbidden', 'not-found', 'wait-too-long', 'server-error', 'unreadable', 'rate-limited');
+const submitFault = fc.constantFrom<SubmitFault>(
+  'ok',
+  'ok',
+  'unreadable',
+  'reset',
+  'drop',
+  'bad-gateway',
+  'unavailable',
+  'rate-limited',
+  'key-reused',
+  'blocked',
+  'invalid',
+);
+const readFault = fc.constantFrom<ReadFault>(
+  'ok',
+  'ok',
+  'forbidden',
+  'not-found',
+  'wait-too-long',
+  'server-error',
+  'unreadable',
+  'rate-limited',
+);
 const script = fc.record({
   submits: fc.array(submitFault, { maxLength: 8 }),
   reads: fc.array(readFault, { maxLength: 8 }),
@@ -256,8 +333,13 @@ const script = fc.record({
 /** How many sequences the suite tries; `npm run bench -- lifecycle` tries many more. */
 export const SEQUENCES = Number(process.env.GENBATCH_LIFECYCLE_RUNS ?? 400);
 
-describe('an item\'s life under any sequence of answers, interrupts and resumes', () => {
-  it(`${SEQUENCES} sequences: no item paid twice, no paid job abandoned, every item final`, { timeout: 120_000 + SEQUENCES * 100 }, async () => {
-    await fc.assert(fc.asyncProperty(script, (s) => runSequence(structuredClone(s))), { numRuns: SEQUENCES, seed: Number(process.env.GENBATCH_LIFECYCLE_SEED ?? 20261123) });
+describe("an item's life under any sequence of answers, interrupts and resumes", () => {
+  it(`${SEQUENCES} sequences: no item paid twice, no paid job abandoned, every item final`, {
+    timeout: 120_000 + SEQUENCES * 100,
+  }, async () => {
+    await fc.assert(
+      fc.asyncProperty(script, (s) => runSequence(structuredClone(s))),
+      { numRuns: SEQUENCES, seed: Number(process.env.GENBATCH_LIFECYCLE_SEED ?? 20261123) },
+    );
   });
 });

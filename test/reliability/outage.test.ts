@@ -10,7 +10,10 @@ import { startTestSim, type TestSim } from '../helpers/sim.js';
 
 type Request = Extract<LedgerEvent, { kind: 'request' }>;
 
-const posts = (t: TestSim, since = 0) => t.sim.service.ledger.of('request').filter((r): r is Request => r.method === 'POST' && r.path === '/images' && r.at >= since);
+const posts = (t: TestSim, since = 0) =>
+  t.sim.service.ledger
+    .of('request')
+    .filter((r): r is Request => r.method === 'POST' && r.path === '/images' && r.at >= since);
 
 /** When the outage that starts at charge `atCharge` ends: the first request the service sees after it. */
 function watchOutage(t: TestSim): { backAt: () => number | undefined } {
@@ -37,7 +40,9 @@ function watchOutage(t: TestSim): { backAt: () => number | undefined } {
 describe('the service goes away mid-run and comes back on the same port', () => {
   // Issue 33's measurement: the answer of the 10th charge is lost as the service dies, every connection is refused
   // for 20 real seconds, then the service listens again with all its state. The run stalled forever.
-  it('refused for 20 s after a lost answer: the lost key is resent, submissions resume at once, nothing is paid twice', { timeout: 90_000 }, async () => {
+  it('refused for 20 s after a lost answer: the lost key is resent, submissions resume at once, nothing is paid twice', {
+    timeout: 90_000,
+  }, async () => {
     const t = await startTestSim({ timeScale: 60, outages: [{ atCharge: 10, seconds: 20, mode: 'refuse' }] });
     const ws = workspace(t.sim, imageManifest(40), {}, 60);
     const outage = watchOutage(t);
@@ -58,7 +63,11 @@ describe('the service goes away mid-run and comes back on the same port', () => 
     expect(after.length).toBeGreaterThan(0);
     // The first resend and the first new submission leave within 2 s of the service's return.
     expect(after[0]!.at - backAt!).toBeLessThan(2_000);
-    const firstNew = after.find((p) => p.idempotencyKey !== lost.idempotencyKey && !charges.slice(0, 10).some((c) => c.idempotencyKey === p.idempotencyKey))!;
+    const firstNew = after.find(
+      (p) =>
+        p.idempotencyKey !== lost.idempotencyKey &&
+        !charges.slice(0, 10).some((c) => c.idempotencyKey === p.idempotencyKey),
+    )!;
     expect(firstNew.at - backAt!).toBeLessThan(2_000);
     // Never over the in-flight cap: the service would have answered CONCURRENCY_LIMIT.
     expect(t.sim.service.ledger.countStatus(429)).toBe(0);
@@ -78,7 +87,9 @@ function watchInFlight(statePath: string): { max: () => number } {
   const timer = setInterval(() => {
     try {
       db ??= new Database(statePath, { readonly: true, fileMustExist: true });
-      const { n } = db.prepare("SELECT count(*) AS n FROM items WHERE (state = 'submitting' AND not_before = 0) OR state = 'running'").get() as { n: number };
+      const { n } = db
+        .prepare("SELECT count(*) AS n FROM items WHERE (state = 'submitting' AND not_before = 0) OR state = 'running'")
+        .get() as { n: number };
       max = Math.max(max, n);
     } catch {
       // Not written yet.
@@ -94,7 +105,9 @@ function watchInFlight(statePath: string): { max: () => number } {
 }
 
 describe('outages of every kind are ridden out', () => {
-  it('connections reset for 3 s: the run waits, then finishes with one charge per item and never over the in-flight cap', { timeout: 60_000 }, async () => {
+  it('connections reset for 3 s: the run waits, then finishes with one charge per item and never over the in-flight cap', {
+    timeout: 60_000,
+  }, async () => {
     const t = await startTestSim({ timeScale: 60, outages: [{ atCharge: 6, seconds: 3, mode: 'reset' }] });
     const ws = workspace(t.sim, imageManifest(24), {}, 60);
     const inFlight = watchInFlight(ws.statePath);
@@ -114,13 +127,20 @@ describe('outages of every kind are ridden out', () => {
     let failing = false;
     let unresolved = 0;
     const lookup = (host: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
-      if (failing && ++unresolved) return callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' }));
+      if (failing && ++unresolved)
+        return callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' }));
       return options.all ? callback(null, [{ address: '127.0.0.1', family: 4 }]) : callback(null, '127.0.0.1', 4);
     };
     // Every request on a connection of its own, so every request looks its host up.
     const agent = new Agent({ connect: { lookup: lookup as never } });
-    const dispatcher = agent.compose((dispatch) => (options, handler) => dispatch({ ...options, reset: true }, handler));
-    const client = new ApiClient({ baseUrl: t.sim.baseUrl.replace('127.0.0.1', 'genbatch-sim.test'), apiKey: t.sim.apiKey, dispatcher });
+    const dispatcher = agent.compose(
+      (dispatch) => (options, handler) => dispatch({ ...options, reset: true }, handler),
+    );
+    const client = new ApiClient({
+      baseUrl: t.sim.baseUrl.replace('127.0.0.1', 'genbatch-sim.test'),
+      apiKey: t.sim.apiKey,
+      dispatcher,
+    });
     const unwatch = t.sim.service.ledger.watch((e) => {
       if (e.kind === 'charge' && t.sim.service.ledger.of('charge').length === 4 && !failing) {
         failing = true;
@@ -137,7 +157,9 @@ describe('outages of every kind are ridden out', () => {
     expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
   });
 
-  it('a service that accepts connections and never answers (timeouts) is an outage too', { timeout: 60_000 }, async () => {
+  it('a service that accepts connections and never answers (timeouts) is an outage too', {
+    timeout: 60_000,
+  }, async () => {
     const t = await startTestSim({ timeScale: 600 });
     const ws = workspace(t.sim, imageManifest(12));
     const client = new ApiClient({ baseUrl: t.sim.baseUrl, apiKey: t.sim.apiKey, timeoutMs: 300 });
@@ -158,8 +180,14 @@ describe('outages of every kind are ridden out', () => {
     expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
   });
 
-  it('at the real pace: refused for 2 s, the run is back to submitting within 2 s of the return', { timeout: 60_000 }, async () => {
-    const t = await startTestSim({ timeScale: 1, imageSeconds: [1, 1], outages: [{ atCharge: 3, seconds: 2, mode: 'refuse' }] });
+  it('at the real pace: refused for 2 s, the run is back to submitting within 2 s of the return', {
+    timeout: 60_000,
+  }, async () => {
+    const t = await startTestSim({
+      timeScale: 1,
+      imageSeconds: [1, 1],
+      outages: [{ atCharge: 3, seconds: 2, mode: 'refuse' }],
+    });
     const ws = workspace(t.sim, imageManifest(6), {}, 1);
     const outage = watchOutage(t);
     const run = await ws.run(['--submit-rate', '10/2s']);
@@ -173,7 +201,9 @@ describe('outages of every kind are ridden out', () => {
     expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
   });
 
-  it('unreachable past --unreachable-minutes: exit 4 saying since when, nothing lost; the same command then finishes without paying twice', { timeout: 60_000 }, async () => {
+  it('unreachable past --unreachable-minutes: exit 4 saying since when, nothing lost; the same command then finishes without paying twice', {
+    timeout: 60_000,
+  }, async () => {
     const t = await startTestSim({ timeScale: 60 });
     const ws = workspace(t.sim, imageManifest(12), {}, 60);
     // The service dies as it charges the 5th job (its answer is lost) and stays away.
@@ -183,11 +213,14 @@ describe('outages of every kind are ridden out', () => {
     const running = ws.run(['--unreachable-minutes', '0.05']);
     // Meanwhile status says why the run is quiet: since when nothing answers, and what each state waits for.
     let status: any;
-    await vi.waitFor(async () => {
-      const out = await runCliInProcess(['status', 'm.yaml', '--json'], ws.env, ws.dir);
-      status = JSON.parse(out.stdout);
-      expect(status.run.unreachableSince).not.toBeNull();
-    }, { timeout: 10_000, interval: 100 });
+    await vi.waitFor(
+      async () => {
+        const out = await runCliInProcess(['status', 'm.yaml', '--json'], ws.env, ws.dir);
+        status = JSON.parse(out.stdout);
+        expect(status.run.unreachableSince).not.toBeNull();
+      },
+      { timeout: 10_000, interval: 100 },
+    );
     expect(status.run.running).toBe(true);
     expect(status.waiting.length).toBeGreaterThan(0);
     for (const w of status.waiting) expect(w.for).toMatch(/the service to answer again|backoff|its time to be resent/);

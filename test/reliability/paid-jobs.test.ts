@@ -7,13 +7,18 @@ import { MUG } from '../helpers/manifests.js';
 import { expectNoDoubleChargeAndVerifiedOutputs, imageManifest, readState, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 
-const error = (status: number, code: string, details: Record<string, unknown> = {}): SimResponse => ({ status, headers: {}, body: { error: { code, message: `injected ${code}`, details } } });
+const error = (status: number, code: string, details: Record<string, unknown> = {}): SimResponse => ({
+  status,
+  headers: {},
+  body: { error: { code, message: `injected ${code}`, details } },
+});
 const charges = (t: Awaited<ReturnType<typeof startTestSim>>) => t.sim.service.ledger.of('charge');
 
 describe('a paid job is never paid twice and never abandoned', () => {
   it('202s that stay unreadable leave the attempt "maybe accepted": retry does not replace it, and the next run resends the same key', async () => {
     const t = await startTestSim({ timeScale: 600 });
-    t.sim.service.tamper = (req) => (req.method === 'POST' && req.path === '/images' ? { status: 202, headers: {}, body: {} } : undefined);
+    t.sim.service.tamper = (req) =>
+      req.method === 'POST' && req.path === '/images' ? { status: 202, headers: {}, body: {} } : undefined;
     const ws = workspace(t.sim, imageManifest(1));
     const first = await ws.run();
     expect(first.code, first.stdout).toBe(1);
@@ -32,7 +37,14 @@ describe('a paid job is never paid twice and never abandoned', () => {
     const again = await ws.run();
     expect(again.code, again.stdout).toBe(0);
     expect(charges(t)).toHaveLength(1);
-    expect(new Set(t.sim.service.ledger.of('request').filter((r) => r.method === 'POST').map((p) => p.idempotencyKey)).size).toBe(1);
+    expect(
+      new Set(
+        t.sim.service.ledger
+          .of('request')
+          .filter((r) => r.method === 'POST')
+          .map((p) => p.idempotencyKey),
+      ).size,
+    ).toBe(1);
     expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
   });
 
@@ -45,12 +57,19 @@ describe('a paid job is never paid twice and never abandoned', () => {
       const key = String(req.headers['idempotency-key']);
       firstKey ??= key;
       if (key !== firstKey || charges(t).length >= 3) return undefined;
-      return { status: 409, headers: { 'Retry-After': '0.5' }, body: { error: { code: 'IDEMPOTENCY_IN_FLIGHT', message: 'injected', details: {} } } };
+      return {
+        status: 409,
+        headers: { 'Retry-After': '0.5' },
+        body: { error: { code: 'IDEMPOTENCY_IN_FLIGHT', message: 'injected', details: {} } },
+      };
     };
     const ws = workspace(t.sim, imageManifest(3));
     const res = await ws.run(['--max-images-in-flight', '1']);
     expect(res.code, res.stdout).toBe(0);
-    const keys = t.sim.service.ledger.of('request').filter((r) => r.method === 'POST' && r.path === '/images').map((r) => r.idempotencyKey);
+    const keys = t.sim.service.ledger
+      .of('request')
+      .filter((r) => r.method === 'POST' && r.path === '/images')
+      .map((r) => r.idempotencyKey);
     expect(new Set(keys).size).toBe(3);
     // The two others were sent between item-0's first send and its last: its wait held no slot.
     const others = keys.flatMap((k, i) => (k === firstKey ? [] : [i]));
@@ -84,7 +103,10 @@ describe('a paid job is never paid twice and never abandoned', () => {
 
   it('a service whose longest wait is shorter than asked (400 on `wait`): polls adapt and every paid job is downloaded', async () => {
     const t = await startTestSim({ timeScale: 600 });
-    t.sim.service.inject = (req) => (req.path.startsWith('/jobs/') && Number(req.query.get('wait') ?? 0) > 10 ? error(400, 'VALIDATION_ERROR', { field: 'wait', max: 10 }) : undefined);
+    t.sim.service.inject = (req) =>
+      req.path.startsWith('/jobs/') && Number(req.query.get('wait') ?? 0) > 10
+        ? error(400, 'VALIDATION_ERROR', { field: 'wait', max: 10 })
+        : undefined;
     const ws = workspace(t.sim, imageManifest(4));
     const res = await ws.run();
     expect(res.code, res.stdout).toBe(0);
@@ -94,7 +116,10 @@ describe('a paid job is never paid twice and never abandoned', () => {
 
   it('the same without the service naming its maximum: the wait is halved until it is accepted', async () => {
     const t = await startTestSim({ timeScale: 600 });
-    t.sim.service.inject = (req) => (req.path.startsWith('/jobs/') && Number(req.query.get('wait') ?? 0) > 5 ? error(400, 'VALIDATION_ERROR', { field: 'wait' }) : undefined);
+    t.sim.service.inject = (req) =>
+      req.path.startsWith('/jobs/') && Number(req.query.get('wait') ?? 0) > 5
+        ? error(400, 'VALIDATION_ERROR', { field: 'wait' })
+        : undefined;
     const ws = workspace(t.sim, imageManifest(2));
     const res = await ws.run();
     expect(res.code, res.stdout).toBe(0);
@@ -107,7 +132,11 @@ describe('a paid job is never paid twice and never abandoned', () => {
 describe('a lost state file', () => {
   it('never pays twice: generations replay their jobs under the same keys, an item whose body carried fresh upload keys stops with what to do', async () => {
     const t = await startTestSim({ timeScale: 600, uploadTtlSeconds: 86_400 });
-    const ws = workspace(t.sim, 'version: 1\nitems:\n  - { id: plain, model: studio-lite, prompt: "a mug" }\n  - { id: edit, model: studio-edit, prompt: "matte black", inputs: [mug.png] }\n', { 'mug.png': MUG });
+    const ws = workspace(
+      t.sim,
+      'version: 1\nitems:\n  - { id: plain, model: studio-lite, prompt: "a mug" }\n  - { id: edit, model: studio-edit, prompt: "matte black", inputs: [mug.png] }\n',
+      { 'mug.png': MUG },
+    );
     expect((await ws.run()).code).toBe(0);
     expect(charges(t)).toHaveLength(2);
     rmSync(join(ws.dir, '.genbatch'), { recursive: true });

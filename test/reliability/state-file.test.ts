@@ -50,7 +50,9 @@ describe('the state file', () => {
     db.close();
     const res = await ws.run();
     expect(res.code).toBe(4); // the environment: fix it and run again
-    expect(res.stderr).toContain(`written by a newer genbatch (state schema 99; this one knows ${SCHEMA_VERSION}). Upgrade genbatch`);
+    expect(res.stderr).toContain(
+      `written by a newer genbatch (state schema 99; this one knows ${SCHEMA_VERSION}). Upgrade genbatch`,
+    );
     const check = new Database(ws.statePath, { readonly: true });
     expect(check.pragma('application_id', { simple: true })).toBe(APPLICATION_ID);
     expect((check.prepare("SELECT count(*) AS n FROM items WHERE state = 'done'").get() as { n: number }).n).toBe(2);
@@ -81,9 +83,18 @@ describe('a read-only state directory', () => {
     // Root writes through any mode: run the CLI as an unprivileged user there.
     const asUser = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
     const { spawnSync } = await import('node:child_process');
-    const canLoad = spawnSync(process.execPath, ['-e', 'require("fs").accessSync(process.argv[1])', CLI], asUser).status === 0;
-    expect(canLoad, `the unprivileged user (uid 65534) must be able to read ${CLI} for this test; make the checkout's parent directories traversable`).toBe(true);
-    const child = spawn(process.execPath, [CLI, ...ws.args()], { cwd: ws.dir, env: ws.env, stdio: ['ignore', 'pipe', 'pipe'], ...asUser });
+    const canLoad =
+      spawnSync(process.execPath, ['-e', 'require("fs").accessSync(process.argv[1])', CLI], asUser).status === 0;
+    expect(
+      canLoad,
+      `the unprivileged user (uid 65534) must be able to read ${CLI} for this test; make the checkout's parent directories traversable`,
+    ).toBe(true);
+    const child = spawn(process.execPath, [CLI, ...ws.args()], {
+      cwd: ws.dir,
+      env: ws.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      ...asUser,
+    });
     let stderr = '';
     child.stderr.on('data', (d) => (stderr += d));
     const code = await new Promise((r) => child.on('close', r));
@@ -95,7 +106,7 @@ describe('a read-only state directory', () => {
   });
 });
 
-describe('reading a live run\'s state', () => {
+describe("reading a live run's state", () => {
   it('status changes nothing in the state file or its WAL while a run holds it', async () => {
     // Hour-long jobs (a minute here): the run stays live, with its WAL holding what it wrote.
     const t = await startTestSim({ timeScale: 60, imageSeconds: [3600, 3600] });
@@ -115,7 +126,8 @@ describe('reading a live run\'s state', () => {
     // Frozen, so only status could change the files now.
     run.child.kill('SIGSTOP');
     const files = ['m.sqlite', 'm.sqlite-wal'].map((f) => join(ws.dir, '.genbatch', f));
-    const digest = () => files.map((f) => (existsSync(f) ? createHash('sha256').update(readFileSync(f)).digest('hex') : 'absent'));
+    const digest = () =>
+      files.map((f) => (existsSync(f) ? createHash('sha256').update(readFileSync(f)).digest('hex') : 'absent'));
     const before = digest();
     expect(before[1]).not.toBe('absent');
     const status = await runCliInProcess(['status', 'm.yaml', '--json'], ws.env, ws.dir);

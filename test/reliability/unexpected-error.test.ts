@@ -4,7 +4,6 @@ import { expectNoDoubleChargeAndVerifiedOutputs, imageManifest, readState, works
 import { startTestSim } from '../helpers/sim.js';
 import { runInProcess } from '../helpers/in-process.js';
 
-
 describe('an error no policy foresaw (a bug of ours, or an answer of a shape nobody expected)', () => {
   it('never ends a paid job: the item keeps its state with the error noted, the others finish, and a rerun fetches it without paying again', async () => {
     const t = await startTestSim({ timeScale: 600 });

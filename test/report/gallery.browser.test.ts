@@ -35,12 +35,21 @@ interface Row {
   creditsRefunded: number;
 }
 
-const visibleIds = (page: Page) => page.$$eval('.card', (cards) => cards.filter((c) => !(c as HTMLElement).hidden).map((c) => (c as HTMLElement).dataset.id));
+const visibleIds = (page: Page) =>
+  page.$$eval('.card', (cards) =>
+    cards.filter((c) => !(c as HTMLElement).hidden).map((c) => (c as HTMLElement).dataset.id),
+  );
 
 /** Every image decoded and every video playable, as a person opening the file would see them. */
-async function mediaShown(page: Page): Promise<{ images: string[]; videos: { src: string; poster: string; width: number }[] }> {
+async function mediaShown(
+  page: Page,
+): Promise<{ images: string[]; videos: { src: string; poster: string; width: number }[] }> {
   await page.waitForFunction(() => Array.from(document.images).every((i) => i.complete));
-  const images = await page.$$eval('.card img', (imgs) => imgs.filter((i) => (i as HTMLImageElement).naturalWidth > 0).map((i) => (i as HTMLImageElement).getAttribute('src')!));
+  const images = await page.$$eval('.card img', (imgs) =>
+    imgs
+      .filter((i) => (i as HTMLImageElement).naturalWidth > 0)
+      .map((i) => (i as HTMLImageElement).getAttribute('src')!),
+  );
   const videos = await page.$$eval('.card video', (vs) =>
     Promise.all(
       vs.map(
@@ -48,8 +57,16 @@ async function mediaShown(page: Page): Promise<{ images: string[]; videos: { src
           new Promise<{ src: string; poster: string; width: number }>((done, fail) => {
             const v = el as HTMLVideoElement;
             v.muted = true;
-            v.addEventListener('loadeddata', () => done({ src: v.getAttribute('src')!, poster: v.getAttribute('poster') ?? '', width: v.videoWidth }), { once: true });
-            v.addEventListener('error', () => fail(new Error(`${v.getAttribute('src')} cannot play: media error ${v.error?.code}`)), { once: true });
+            v.addEventListener(
+              'loadeddata',
+              () => done({ src: v.getAttribute('src')!, poster: v.getAttribute('poster') ?? '', width: v.videoWidth }),
+              { once: true },
+            );
+            v.addEventListener(
+              'error',
+              () => fail(new Error(`${v.getAttribute('src')} cannot play: media error ${v.error?.code}`)),
+              { once: true },
+            );
             v.load();
           }),
       ),
@@ -65,9 +82,18 @@ describe('the gallery, opened in headless Chromium from the file system', () => 
     const run = await ws.run(['--max-retries', '0']);
     expect(run.code).toBe(1);
     expect(run.stdout).toMatch(/gallery: .*index\.html/);
-    const rows = readFileSync(join(ws.outDir, 'results.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Row);
+    const rows = readFileSync(join(ws.outDir, 'results.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Row);
     expect(rows.map((r) => [r.id, r.state])).toEqual([
-      ['hero', 'done'], ['lite', 'done'], ['doomed', 'failed'], ['naughty', 'blocked'], ['spin', 'done'], ['spin-local', 'done'], ['spin-doomed', 'skipped'],
+      ['hero', 'done'],
+      ['lite', 'done'],
+      ['doomed', 'failed'],
+      ['naughty', 'blocked'],
+      ['spin', 'done'],
+      ['spin-local', 'done'],
+      ['spin-doomed', 'skipped'],
     ]);
 
     const browser = await launchChromium();
@@ -79,13 +105,18 @@ describe('the gallery, opened in headless Chromium from the file system', () => 
     await page.goto(pathToFileURL(join(ws.outDir, 'index.html')).href);
 
     // The grid: one card per item, in manifest order, every output shown.
-    expect(await page.$$eval('.card', (cards) => cards.map((c) => (c as HTMLElement).dataset.id))).toEqual(rows.map((r) => r.id));
+    expect(await page.$$eval('.card', (cards) => cards.map((c) => (c as HTMLElement).dataset.id))).toEqual(
+      rows.map((r) => r.id),
+    );
     const shown = await mediaShown(page);
     expect(shown.images.sort()).toEqual(['hero-1.png', 'lite-1.png']);
     expect(shown.videos.map((v) => v.src).sort()).toEqual(['spin-1.mp4', 'spin-local-1.mp4']);
     expect(shown.videos.every((v) => v.width > 0)).toBe(true);
     // Posters: the image each video started from, another item's output or the local input inlined.
-    expect(Object.fromEntries(shown.videos.map((v) => [v.src, v.poster.slice(0, 22)]))).toEqual({ 'spin-1.mp4': 'hero-1.png', 'spin-local-1.mp4': 'data:image/png;base64,' });
+    expect(Object.fromEntries(shown.videos.map((v) => [v.src, v.poster.slice(0, 22)]))).toEqual({
+      'spin-1.mp4': 'hero-1.png',
+      'spin-local-1.mp4': 'data:image/png;base64,',
+    });
     // A prompt is text, never markup.
     expect(await page.textContent('[data-id="hero"] .prompt')).toBe('A <b>mug</b> & "quotes" on a table');
     expect(await page.$$('[data-id="hero"] .prompt b')).toHaveLength(0);
@@ -96,7 +127,8 @@ describe('the gallery, opened in headless Chromium from the file system', () => 
     const refunded = rows.reduce((s, r) => s + r.creditsRefunded, 0);
     expect(summary).toContain('7 items');
     expect(summary).toContain(`${charged - refunded} credits net (${charged} charged, ${refunded} refunded)`);
-    for (const code of ['GENERATION_FAILED', 'CONTENT_VIOLATION', 'DEPENDENCY_FAILED']) expect(summary).toContain(`${code} 1`);
+    for (const code of ['GENERATION_FAILED', 'CONTENT_VIOLATION', 'DEPENDENCY_FAILED'])
+      expect(summary).toContain(`${code} 1`);
     expect(summary).toMatch(/run time \d/);
 
     // Failed items say why.
@@ -134,9 +166,22 @@ describe('the gallery, opened in headless Chromium from the file system', () => 
     rmSync(dir, { recursive: true, force: true });
     // A rehearsal writes beside the dir it is given, never into it.
     const out = join(dir, 'out.simulated');
-    const demo = await runCli(['run', 'manifests/demo.yaml', '--simulate', '--time-scale', '600', '--state', join(dir, 'demo.sqlite'), '--out', join(dir, 'out')]);
+    const demo = await runCli([
+      'run',
+      'manifests/demo.yaml',
+      '--simulate',
+      '--time-scale',
+      '600',
+      '--state',
+      join(dir, 'demo.sqlite'),
+      '--out',
+      join(dir, 'out'),
+    ]);
     expect(demo.code).toBe(0);
-    const rows = readFileSync(join(out, 'results.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Row);
+    const rows = readFileSync(join(out, 'results.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Row);
     expect(readFileSync(join(out, 'results.csv'), 'utf8').trim().split('\n')).toHaveLength(rows.length + 1);
     const browser = await launchChromium();
     const page = await browser.newPage();
@@ -148,11 +193,35 @@ describe('the gallery, opened in headless Chromium from the file system', () => 
 
   it('a big catalog draws a page of cards at a time, and its filters count every item, drawn or not', async () => {
     const rows: ResultRow[] = Array.from({ length: 450 }, (_, i) => ({
-      id: `sku-${i}`, state: i % 10 === 9 ? 'failed' : 'done', type: 'image', model: i % 3 ? 'studio-xl' : 'studio-lite', prompt: `product ${i}`, aspectRatio: null, resolution: null, duration: null,
-      files: [], jobIds: [], creditsCharged: 8, creditsRefunded: 0, errorCode: i % 10 === 9 ? 'GENERATION_FAILED' : null, errorMessage: null, values: {},
+      id: `sku-${i}`,
+      state: i % 10 === 9 ? 'failed' : 'done',
+      type: 'image',
+      model: i % 3 ? 'studio-xl' : 'studio-lite',
+      prompt: `product ${i}`,
+      aspectRatio: null,
+      resolution: null,
+      duration: null,
+      files: [],
+      jobIds: [],
+      creditsCharged: 8,
+      creditsRefunded: 0,
+      errorCode: i % 10 === 9 ? 'GENERATION_FAILED' : null,
+      errorMessage: null,
+      values: {},
     }));
     const dir = mkdtempSync(join(tmpdir(), 'genbatch-gallery-'));
-    writeFileSync(join(dir, 'index.html'), renderGallery({ title: 'big', generatedAt: Date.now(), rows, posters: new Map(), credits: { charged: 3600, refunded: 0, net: 3600 }, failures: { GENERATION_FAILED: 45 }, run: { seconds: 60, sessions: 1 } }));
+    writeFileSync(
+      join(dir, 'index.html'),
+      renderGallery({
+        title: 'big',
+        generatedAt: Date.now(),
+        rows,
+        posters: new Map(),
+        credits: { charged: 3600, refunded: 0, net: 3600 },
+        failures: { GENERATION_FAILED: 45 },
+        run: { seconds: 60, sessions: 1 },
+      }),
+    );
     const browser = await launchChromium();
     const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
     await page.goto(pathToFileURL(join(dir, 'index.html')).href);
@@ -168,20 +237,48 @@ describe('the gallery, opened in headless Chromium from the file system', () => 
     expect(await page.isVisible('#more')).toBe(false);
     await page.click('label.chip:has(input[value="done"])');
     expect(await page.textContent('#shown')).toBe('45 of 450 shown');
-    expect(await page.$$eval('.card', (cards) => cards.map((c) => (c as HTMLElement).dataset.id))).toEqual(rows.filter((r) => r.state === 'failed').map((r) => r.id));
+    expect(await page.$$eval('.card', (cards) => cards.map((c) => (c as HTMLElement).dataset.id))).toEqual(
+      rows.filter((r) => r.state === 'failed').map((r) => r.id),
+    );
     await page.selectOption('#model', 'studio-lite');
-    expect(await page.textContent('#shown')).toBe(`${rows.filter((r) => r.state === 'failed' && r.model === 'studio-lite').length} of 450 shown`);
+    expect(await page.textContent('#shown')).toBe(
+      `${rows.filter((r) => r.state === 'failed' && r.model === 'studio-lite').length} of 450 shown`,
+    );
   });
 
   it('reviews a catalog: items not yet run hidden at first, search by id and prompt, and a density for many small thumbnails', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'genbatch-gallery-'));
     const colours = ['red', 'blue', 'green'];
     const rows: ResultRow[] = Array.from({ length: 10 }, (_, i) => ({
-      id: `mug-${i}`, state: i < 6 ? 'done' : 'pending', type: 'image', model: 'studio-lite', prompt: `A ${colours[i % 3]} Mug, studio photo`, aspectRatio: '4:5', resolution: '1K', duration: null,
-      files: i < 6 ? [{ path: `mug-${i}.png`, bytes: 1, sha256: 'x' }] : [], jobIds: i < 6 ? [`job-${i}`] : [], creditsCharged: i < 6 ? 2 : 0, creditsRefunded: 0, errorCode: null, errorMessage: null, values: {},
+      id: `mug-${i}`,
+      state: i < 6 ? 'done' : 'pending',
+      type: 'image',
+      model: 'studio-lite',
+      prompt: `A ${colours[i % 3]} Mug, studio photo`,
+      aspectRatio: '4:5',
+      resolution: '1K',
+      duration: null,
+      files: i < 6 ? [{ path: `mug-${i}.png`, bytes: 1, sha256: 'x' }] : [],
+      jobIds: i < 6 ? [`job-${i}`] : [],
+      creditsCharged: i < 6 ? 2 : 0,
+      creditsRefunded: 0,
+      errorCode: null,
+      errorMessage: null,
+      values: {},
     }));
     for (const r of rows) for (const f of r.files) writeFileSync(join(dir, f.path), makePng(r.id));
-    writeFileSync(join(dir, 'index.html'), renderGallery({ title: 'review', generatedAt: Date.now(), rows, posters: new Map(), credits: { charged: 12, refunded: 0, net: 12 }, failures: {}, run: { seconds: 5, sessions: 1 } }));
+    writeFileSync(
+      join(dir, 'index.html'),
+      renderGallery({
+        title: 'review',
+        generatedAt: Date.now(),
+        rows,
+        posters: new Map(),
+        credits: { charged: 12, refunded: 0, net: 12 },
+        failures: {},
+        run: { seconds: 5, sessions: 1 },
+      }),
+    );
     const browser = await launchChromium();
     const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
     await page.goto(pathToFileURL(join(dir, 'index.html')).href);
@@ -217,8 +314,21 @@ describe('the gallery, opened in headless Chromium from the file system', () => 
     await page.click('.card[data-id="mug-1"] .media a');
     expect(await page.isVisible('#lightbox')).toBe(true);
     const fact = (name: string) => page.textContent(`#lb-meta .lb-${name}`);
-    expect([await fact('id'), await fact('model'), await fact('aspect-ratio'), await fact('resolution'), await fact('credits'), await fact('job'), await fact('file')]).toEqual(['mug-1', 'studio-lite', '4:5', '1K', '2', 'job-1', 'mug-1.png']);
-    expect(await page.$eval('#lb-media img', (img) => (img as HTMLImageElement).complete && (img as HTMLImageElement).naturalWidth)).toBeGreaterThan(0);
+    expect([
+      await fact('id'),
+      await fact('model'),
+      await fact('aspect-ratio'),
+      await fact('resolution'),
+      await fact('credits'),
+      await fact('job'),
+      await fact('file'),
+    ]).toEqual(['mug-1', 'studio-lite', '4:5', '1K', '2', 'job-1', 'mug-1.png']);
+    expect(
+      await page.$eval(
+        '#lb-media img',
+        (img) => (img as HTMLImageElement).complete && (img as HTMLImageElement).naturalWidth,
+      ),
+    ).toBeGreaterThan(0);
     expect(await page.textContent('#lb-pos')).toBe('2 of 10');
     await page.screenshot({ path: 'test-artifacts/gallery-lightbox.png' });
     await page.keyboard.press('ArrowRight');
@@ -241,34 +351,86 @@ describe('the gallery, opened in headless Chromium from the file system', () => 
     for (const model of ['studio-xl', 'studio-lite']) {
       for (const sku of ['mug-1', 'mug-2']) {
         for (const scene of ['studio', 'kitchen']) {
-          rows.push({ id: `${sku}-${scene}-${model}`, state: 'done', type: 'image', model, prompt: `${sku} in a ${scene}`, aspectRatio: null, resolution: null, duration: null,
-            files: [], jobIds: [], creditsCharged: 2, creditsRefunded: 0, errorCode: null, errorMessage: null, values: { sku, scene } });
+          rows.push({
+            id: `${sku}-${scene}-${model}`,
+            state: 'done',
+            type: 'image',
+            model,
+            prompt: `${sku} in a ${scene}`,
+            aspectRatio: null,
+            resolution: null,
+            duration: null,
+            files: [],
+            jobIds: [],
+            creditsCharged: 2,
+            creditsRefunded: 0,
+            errorCode: null,
+            errorMessage: null,
+            values: { sku, scene },
+          });
         }
       }
     }
-    writeFileSync(join(dir, 'index.html'), renderGallery({ title: 'groups', generatedAt: Date.now(), rows, posters: new Map(), credits: { charged: 16, refunded: 0, net: 16 }, failures: {}, run: { seconds: 5, sessions: 1 } }));
+    writeFileSync(
+      join(dir, 'index.html'),
+      renderGallery({
+        title: 'groups',
+        generatedAt: Date.now(),
+        rows,
+        posters: new Map(),
+        credits: { charged: 16, refunded: 0, net: 16 },
+        failures: {},
+        run: { seconds: 5, sessions: 1 },
+      }),
+    );
     const browser = await launchChromium();
     const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
     await page.goto(pathToFileURL(join(dir, 'index.html')).href);
-    const layout = () => page.$$eval('#grid > *', (nodes) => nodes.map((n) => (n.classList.contains('group') ? `# ${n.textContent}` : (n as HTMLElement).dataset.id)));
-    expect(await page.$$eval('#group option', (o) => o.map((x) => (x as HTMLOptionElement).value))).toEqual(['', 'prompt', 'model', 'sku', 'scene']);
+    const layout = () =>
+      page.$$eval('#grid > *', (nodes) =>
+        nodes.map((n) => (n.classList.contains('group') ? `# ${n.textContent}` : (n as HTMLElement).dataset.id)),
+      );
+    expect(await page.$$eval('#group option', (o) => o.map((x) => (x as HTMLOptionElement).value))).toEqual([
+      '',
+      'prompt',
+      'model',
+      'sku',
+      'scene',
+    ]);
     await page.selectOption('#group', 'sku');
     expect(await layout()).toEqual([
-      '# sku: mug-1 · 4', 'mug-1-studio-studio-xl', 'mug-1-kitchen-studio-xl', 'mug-1-studio-studio-lite', 'mug-1-kitchen-studio-lite',
-      '# sku: mug-2 · 4', 'mug-2-studio-studio-xl', 'mug-2-kitchen-studio-xl', 'mug-2-studio-studio-lite', 'mug-2-kitchen-studio-lite',
+      '# sku: mug-1 · 4',
+      'mug-1-studio-studio-xl',
+      'mug-1-kitchen-studio-xl',
+      'mug-1-studio-studio-lite',
+      'mug-1-kitchen-studio-lite',
+      '# sku: mug-2 · 4',
+      'mug-2-studio-studio-xl',
+      'mug-2-kitchen-studio-xl',
+      'mug-2-studio-studio-lite',
+      'mug-2-kitchen-studio-lite',
     ]);
     await page.selectOption('#group', 'prompt');
     const byPrompt = await layout();
-    expect(byPrompt.slice(0, 3)).toEqual(['# prompt: mug-1 in a studio · 2', 'mug-1-studio-studio-xl', 'mug-1-studio-studio-lite']);
+    expect(byPrompt.slice(0, 3)).toEqual([
+      '# prompt: mug-1 in a studio · 2',
+      'mug-1-studio-studio-xl',
+      'mug-1-studio-studio-lite',
+    ]);
     expect(byPrompt.filter((x) => x!.startsWith('#'))).toHaveLength(4);
     // Side by side: the two models' cards of one prompt share a row.
-    const tops = await page.$$eval('.card[data-id^="mug-1-studio-"]', (cards) => cards.map((c) => c.getBoundingClientRect().top));
+    const tops = await page.$$eval('.card[data-id^="mug-1-studio-"]', (cards) =>
+      cards.map((c) => c.getBoundingClientRect().top),
+    );
     expect(new Set(tops).size).toBe(1);
     mkdirSync('test-artifacts', { recursive: true });
     await page.screenshot({ path: 'test-artifacts/gallery-groups.png' });
     // Filters still apply inside groups.
     await page.fill('#search', 'kitchen');
-    expect((await layout()).filter((x) => x!.startsWith('#'))).toEqual(['# prompt: mug-1 in a kitchen · 2', '# prompt: mug-2 in a kitchen · 2']);
+    expect((await layout()).filter((x) => x!.startsWith('#'))).toEqual([
+      '# prompt: mug-1 in a kitchen · 2',
+      '# prompt: mug-2 in a kitchen · 2',
+    ]);
     await page.selectOption('#group', '');
     expect((await layout()).some((x) => x!.startsWith('#'))).toBe(false);
   });

@@ -4,14 +4,42 @@ import { postersFor } from '../../src/report/posters.js';
 import type { ResultRow } from '../../src/report/index.js';
 
 const row = (over: Partial<ResultRow>): ResultRow => ({
-  id: 'x', state: 'done', type: 'image', model: 'studio-lite', prompt: 'p', aspectRatio: null, resolution: null, duration: null, files: [], jobIds: [], creditsCharged: 0, creditsRefunded: 0, errorCode: null, errorMessage: null, values: {}, ...over,
+  id: 'x',
+  state: 'done',
+  type: 'image',
+  model: 'studio-lite',
+  prompt: 'p',
+  aspectRatio: null,
+  resolution: null,
+  duration: null,
+  files: [],
+  jobIds: [],
+  creditsCharged: 0,
+  creditsRefunded: 0,
+  errorCode: null,
+  errorMessage: null,
+  values: {},
+  ...over,
 });
 const render = (rows: ResultRow[], posters = new Map<string, string>()) =>
-  renderGallery({ title: 't</title><script>alert(1)</script>', generatedAt: 0, rows, posters, credits: { charged: 0, refunded: 0, net: 0 }, failures: { '<i>CODE</i>': 1 }, run: { seconds: 0, sessions: 1 } });
+  renderGallery({
+    title: 't</title><script>alert(1)</script>',
+    generatedAt: 0,
+    rows,
+    posters,
+    credits: { charged: 0, refunded: 0, net: 0 },
+    failures: { '<i>CODE</i>': 1 },
+    run: { seconds: 0, sessions: 1 },
+  });
 
 describe('the gallery page', () => {
   it('treats every value from the manifest or the service as text, and every file name as one path', () => {
-    const hostile = row({ id: '"><img src=x onerror=alert(1)>', model: '"><script>alert(2)</script>', prompt: '</script><script>alert(3)</script><!--', files: [{ path: 'sub dir/a#b?c&d".png', bytes: 1, sha256: 'h' }] });
+    const hostile = row({
+      id: '"><img src=x onerror=alert(1)>',
+      model: '"><script>alert(2)</script>',
+      prompt: '</script><script>alert(3)</script><!--',
+      files: [{ path: 'sub dir/a#b?c&d".png', bytes: 1, sha256: 'h' }],
+    });
     const failed = row({ id: 'f', state: 'failed', errorCode: 'E<1>', errorMessage: '<script>alert(4)</script>' });
     const html = render([hostile, failed]);
     // Two script elements: the items as JSON, and the page's own code. No value can open another.
@@ -19,7 +47,10 @@ describe('the gallery page', () => {
     const data = /<script type="application\/json" id="items">([\s\S]*?)<\/script>/.exec(html)![1]!;
     expect(data).not.toContain('<');
     const items = JSON.parse(data);
-    expect(items.map((i: { id: string; prompt: string; model: string }) => [i.id, i.prompt, i.model])).toEqual([[hostile.id, hostile.prompt, hostile.model], ['f', 'p', 'studio-lite']]);
+    expect(items.map((i: { id: string; prompt: string; model: string }) => [i.id, i.prompt, i.model])).toEqual([
+      [hostile.id, hostile.prompt, hostile.model],
+      ['f', 'p', 'studio-lite'],
+    ]);
     expect(items[0].files).toEqual(['sub%20dir/a%23b%3Fc%26d%22.png']);
     expect(items[1]).toMatchObject({ code: 'E<1>', message: '<script>alert(4)</script>' });
     // The server-drawn parts (title, model filter, failures) escape too.
@@ -45,7 +76,10 @@ describe('the gallery page', () => {
       ['spin', { type: 'video', image: { kind: 'item', id: 'still' } }],
       ['longer', { type: 'video', source: 'spin' }],
     ]);
-    const posters = await postersFor(rows, { specOf: (id) => specs.get(id), firstFileOf: (id) => rows.find((r) => r.id === id)?.files[0]?.path });
+    const posters = await postersFor(rows, {
+      specOf: (id) => specs.get(id),
+      firstFileOf: (id) => rows.find((r) => r.id === id)?.files[0]?.path,
+    });
     expect(posters.get('spin')).toBe('still-1.png');
     expect(posters.get('longer')).toBe('still-1.png');
     const drawn = decodeURIComponent(posters.get('from-text')!.replace('data:image/svg+xml,', ''));

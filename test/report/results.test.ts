@@ -10,18 +10,39 @@ import { startTestSim } from '../helpers/sim.js';
 describe('results export', () => {
   it('every run writes results.jsonl and results.csv, one row per item, matching the state; report rewrites them from the state alone', async () => {
     const t = await startTestSim({ timeScale: 600 });
-    const ws = workspace(t.sim, 'version: 1\ndefaults: { model: studio-lite }\nitems:\n  - { id: good, prompt: "a mug, \\"quoted\\", with commas" }\n  - { id: bad, prompt: "x [sim:fail]" }\n');
+    const ws = workspace(
+      t.sim,
+      'version: 1\ndefaults: { model: studio-lite }\nitems:\n  - { id: good, prompt: "a mug, \\"quoted\\", with commas" }\n  - { id: bad, prompt: "x [sim:fail]" }\n',
+    );
     const res = await ws.run(['--max-retries', '1']);
     expect(res.code).toBe(1);
     expect(res.stdout).toMatch(/results: .*results\.jsonl, .*results\.csv/);
-    const rows = readFileSync(join(ws.outDir, 'results.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const rows = readFileSync(join(ws.outDir, 'results.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     const state = readState(ws.statePath);
     expect(rows.map((r) => [r.id, r.state])).toEqual(state.items.map((i) => [i.id, i.state]));
     const good = rows[0];
     const out = state.outputs.find((o) => o.item_id === 'good')!;
-    expect(good).toMatchObject({ type: 'image', model: 'studio-lite', prompt: 'a mug, "quoted", with commas', files: [{ path: out.path, bytes: out.bytes, sha256: out.sha256 }], creditsCharged: 2, creditsRefunded: 0, errorCode: null });
+    expect(good).toMatchObject({
+      type: 'image',
+      model: 'studio-lite',
+      prompt: 'a mug, "quoted", with commas',
+      files: [{ path: out.path, bytes: out.bytes, sha256: out.sha256 }],
+      creditsCharged: 2,
+      creditsRefunded: 0,
+      errorCode: null,
+    });
     expect(good.jobIds).toEqual([out.job_id]);
-    expect(rows[1]).toMatchObject({ id: 'bad', state: 'failed', creditsCharged: 4, creditsRefunded: 4, errorCode: 'GENERATION_FAILED', files: [] });
+    expect(rows[1]).toMatchObject({
+      id: 'bad',
+      state: 'failed',
+      creditsCharged: 4,
+      creditsRefunded: 4,
+      errorCode: 'GENERATION_FAILED',
+      files: [],
+    });
     expect(rows[1].jobIds).toHaveLength(2);
     const csv = parse(readFileSync(join(ws.outDir, 'results.csv')), { columns: true }) as Record<string, string>[];
     expect(csv.map((r) => [r.id, r.state, r.prompt, r.files, r.sha256, r.credits_charged, r.error_code])).toEqual([
@@ -33,7 +54,12 @@ describe('results export', () => {
     const report = await runCliInProcess(['report', 'm.yaml'], ws.env, ws.dir);
     expect(report.code).toBe(0);
     expect(report.stdout).toMatch(/^2 items written to/);
-    expect(readFileSync(join(ws.outDir, 'results.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l))).toEqual(rows);
+    expect(
+      readFileSync(join(ws.outDir, 'results.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l)),
+    ).toEqual(rows);
     expect(t.sim.service.ledger.of('request').length).toBe(requests);
   });
 });
@@ -41,28 +67,46 @@ describe('results export', () => {
 describe('metadata sidecars', () => {
   it('--sidecars puts <output>.json beside each output with its row and file; failed items have none; report --sidecars rewrites them', async () => {
     const t = await startTestSim({ timeScale: 600 });
-    const ws = workspace(t.sim, 'version: 1\ndefaults: { model: studio-lite }\nitems:\n  - { id: a, prompt: "first" }\n  - { id: b, prompt: "second" }\n  - { id: bad, prompt: "x [sim:fail]" }\n');
+    const ws = workspace(
+      t.sim,
+      'version: 1\ndefaults: { model: studio-lite }\nitems:\n  - { id: a, prompt: "first" }\n  - { id: b, prompt: "second" }\n  - { id: bad, prompt: "x [sim:fail]" }\n',
+    );
     const res = await ws.run(['--max-retries', '0', '--sidecars']);
     expect(res.code).toBe(1);
     expect(res.stdout).toMatch(/sidecars: 2 next to the outputs/);
-    const rows = readFileSync(join(ws.outDir, 'results.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
-    const sidecars = readdirSync(ws.outDir).filter((f) => f.endsWith('.png.json')).sort();
+    const rows = readFileSync(join(ws.outDir, 'results.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    const sidecars = readdirSync(ws.outDir)
+      .filter((f) => f.endsWith('.png.json'))
+      .sort();
     expect(sidecars).toEqual(['a-1.png.json', 'b-1.png.json']);
     for (const row of rows.filter((r) => r.state === 'done')) {
       const file = row.files[0];
       const sidecar = JSON.parse(readFileSync(join(ws.outDir, `${file.path}.json`), 'utf8'));
       expect(sidecar).toEqual({ ...row, file });
-      expect(sidecar.file.sha256).toBe(createHash('sha256').update(readFileSync(join(ws.outDir, file.path))).digest('hex'));
+      expect(sidecar.file.sha256).toBe(
+        createHash('sha256')
+          .update(readFileSync(join(ws.outDir, file.path)))
+          .digest('hex'),
+      );
     }
     rmSync(join(ws.outDir, 'a-1.png.json'));
     const report = await runCliInProcess(['report', 'm.yaml', '--sidecars'], ws.env, ws.dir);
     expect(report.stdout).toMatch(/sidecars: 2 next to the outputs/);
-    expect(JSON.parse(readFileSync(join(ws.outDir, 'a-1.png.json'), 'utf8'))).toEqual({ ...rows[0], file: rows[0].files[0] });
+    expect(JSON.parse(readFileSync(join(ws.outDir, 'a-1.png.json'), 'utf8'))).toEqual({
+      ...rows[0],
+      file: rows[0].files[0],
+    });
   });
 
   it('report finds the output dir the run used (--out) without being told, and --html writes the gallery there', async () => {
     const t = await startTestSim({ timeScale: 600 });
-    const ws = workspace(t.sim, 'version: 1\ndefaults: { model: studio-lite }\nitems:\n  - { id: a, prompt: "first" }\n');
+    const ws = workspace(
+      t.sim,
+      'version: 1\ndefaults: { model: studio-lite }\nitems:\n  - { id: a, prompt: "first" }\n',
+    );
     expect((await ws.run(['--out', 'elsewhere'])).code).toBe(0);
     rmSync(join(ws.dir, 'elsewhere', 'index.html'));
     const report = await runCliInProcess(['report', 'm.yaml', '--html'], ws.env, ws.dir);
@@ -74,13 +118,18 @@ describe('metadata sidecars', () => {
 describe('a report that cannot be written', () => {
   it("does not change the run's outcome: the run says so and report writes it later", async () => {
     const t = await startTestSim({ timeScale: 600 });
-    const ws = workspace(t.sim, 'version: 1\ndefaults: { model: studio-lite }\nitems:\n  - { id: a, prompt: "first" }\n');
+    const ws = workspace(
+      t.sim,
+      'version: 1\ndefaults: { model: studio-lite }\nitems:\n  - { id: a, prompt: "first" }\n',
+    );
     // A directory where the gallery goes: its rename fails.
     mkdirSync(join(ws.outDir, 'index.html'), { recursive: true });
     const res = await ws.run();
     expect(res.code).toBe(0);
     expect(res.stdout).toMatch(/done 1\/1/);
-    expect(res.stdout).toMatch(/the results could not be written \(.*index\.html.*\); genbatch report writes them from the state once that is fixed/);
+    expect(res.stdout).toMatch(
+      /the results could not be written \(.*index\.html.*\); genbatch report writes them from the state once that is fixed/,
+    );
     expect(readdirSync(ws.outDir).filter((f) => f.endsWith('.tmp'))).toEqual([]);
     rmSync(join(ws.outDir, 'index.html'), { recursive: true });
     expect((await runCliInProcess(['report', 'm.yaml', '--html'], ws.env, ws.dir)).code).toBe(0);
@@ -91,10 +140,14 @@ describe('a report that cannot be written', () => {
 describe("the manifest's own columns in the results", () => {
   it("results.csv and results.jsonl carry each item's row columns and matrix values; one named like a results column gets var_", async () => {
     const t = await startTestSim({ timeScale: 600 });
-    const manifest = 'version: 1\ndefaults: { model: studio-lite }\nitems:\n  - rows: products.csv\n    id: "{{sku}}-{{scene}}"\n    prompt: "{{title}}, {{scene}}"\n    matrix: { scene: [studio, kitchen] }\n  - { id: plain, prompt: "a bowl" }\n';
+    const manifest =
+      'version: 1\ndefaults: { model: studio-lite }\nitems:\n  - rows: products.csv\n    id: "{{sku}}-{{scene}}"\n    prompt: "{{title}}, {{scene}}"\n    matrix: { scene: [studio, kitchen] }\n  - { id: plain, prompt: "a bowl" }\n';
     const ws = workspace(t.sim, manifest, { 'products.csv': 'sku,title,state\nmug-1,"Red mug, glazed",new\n' });
     expect((await ws.run()).code).toBe(0);
-    const rows = readFileSync(join(ws.outDir, 'results.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const rows = readFileSync(join(ws.outDir, 'results.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(rows.map((r) => [r.id, r.values])).toEqual([
       ['mug-1-studio', { sku: 'mug-1', title: 'Red mug, glazed', state: 'new', scene: 'studio' }],
       ['mug-1-kitchen', { sku: 'mug-1', title: 'Red mug, glazed', state: 'new', scene: 'kitchen' }],

@@ -6,7 +6,9 @@ describe('the moderation circuit breaker', () => {
   it('counts submissions still unanswered as possibly blocked: with 10 in flight, the key never collects more blocks than --max-blocked', async () => {
     // Slow answers and a fast rate keep 10 submissions on the wire at once.
     const t = await startTestSim({ timeScale: 600, latencyMs: [150, 150], limits: { submissionsPerWindow: 5_000 } });
-    const items = Array.from({ length: 40 }, (_, i) => `  - { id: bad-${i}, prompt: "bad ${i} [sim:block]" }`).join('\n');
+    const items = Array.from({ length: 40 }, (_, i) => `  - { id: bad-${i}, prompt: "bad ${i} [sim:block]" }`).join(
+      '\n',
+    );
     const ws = workspace(t.sim, `version: 1\ndefaults: { model: studio-lite }\nitems:\n${items}\n`);
     const res = await ws.run(['--submit-rate', '5000/60s', '--max-blocked', '29']);
     expect(res.code, res.stdout).toBe(3);

@@ -10,11 +10,16 @@ describe('run --canary', () => {
   it('a failing canary stops with exit 3 after paying only for its own items, says what failed and what it cost; run again, it is judged again and nothing more is paid', async () => {
     const t = await startTestSim({ timeScale: 600 });
     // The canary takes the first item of each model: i0 (studio-lite) and i2 (studio-xl); i2 is blocked.
-    const ws = workspace(t.sim, manifest((i) => (i === 2 ? ' [sim:block]' : '')));
+    const ws = workspace(
+      t.sim,
+      manifest((i) => (i === 2 ? ' [sim:block]' : '')),
+    );
     const res = await ws.run(['--canary', '2']);
     expect(res.code).toBe(3);
     expect(res.stderr).toMatch(/canary: 2 items first \(studio-lite, studio-xl\)/);
-    expect(res.stdout).toMatch(/the canary failed: 1 of 2 items failed or were blocked \(at most 0 allowed\)\. It cost 2 credits/);
+    expect(res.stdout).toMatch(
+      /the canary failed: 1 of 2 items failed or were blocked \(at most 0 allowed\)\. It cost 2 credits/,
+    );
     expect(res.stdout).toMatch(/i2 blocked/);
     const charges = t.sim.service.ledger.of('charge');
     expect(charges.map((c) => c.prompt)).toEqual(['product 0']);
@@ -49,8 +54,18 @@ describe('run --canary', () => {
     expect(charges).toHaveLength(8);
     expect(new Set(charges.map((c) => c.prompt)).size).toBe(8);
     // The canary's two items, one per model, were charged first, and both their outputs were downloaded before any other item was charged.
-    expect(charges.slice(0, 2).map((c) => c.prompt).sort()).toEqual(['product 0', 'product 2']);
-    const canaryDownloaded = Math.max(...t.sim.service.ledger.of('download').filter((d) => d.status === 200 && charges.slice(0, 2).some((c) => c.jobId === d.jobId)).map((d) => d.at));
+    expect(
+      charges
+        .slice(0, 2)
+        .map((c) => c.prompt)
+        .sort(),
+    ).toEqual(['product 0', 'product 2']);
+    const canaryDownloaded = Math.max(
+      ...t.sim.service.ledger
+        .of('download')
+        .filter((d) => d.status === 200 && charges.slice(0, 2).some((c) => c.jobId === d.jobId))
+        .map((d) => d.at),
+    );
     expect(charges[2]!.at).toBeGreaterThanOrEqual(canaryDownloaded);
   });
 });

@@ -11,11 +11,14 @@ import { Store } from '../../src/store/index.js';
 describe("an item's content hash", () => {
   it('is the same with or without the row values the results carry', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'genbatch-hash-'));
-    writeFileSync(join(dir, 'm.yaml'), 'version: 1\ndefaults: { model: studio-lite }\nitems:\n  - rows: p.csv\n    id: "{{sku}}"\n    prompt: "{{title}}"\n');
+    writeFileSync(
+      join(dir, 'm.yaml'),
+      'version: 1\ndefaults: { model: studio-lite }\nitems:\n  - rows: p.csv\n    id: "{{sku}}"\n    prompt: "{{title}}"\n',
+    );
     writeFileSync(join(dir, 'p.csv'), 'sku,title\na,Red mug\n');
     const { loaded } = await loadManifest('m.yaml', dir);
     const opts = { now: Date.now, redoChanged: false } as Parameters<typeof syncItems>[3];
-    const hashOf = async (name: string, items: NonNullable<typeof loaded>["items"]) => {
+    const hashOf = async (name: string, items: NonNullable<typeof loaded>['items']) => {
       const store = Store.open(join(dir, name));
       try {
         await syncItems(store, loaded!, items, opts);
@@ -26,7 +29,10 @@ describe("an item's content hash", () => {
     };
     expect(loaded!.items[0]!.values).toEqual({ sku: 'a', title: 'Red mug' });
     const withValues = await hashOf('with.sqlite', loaded!.items);
-    const without = await hashOf('without.sqlite', loaded!.items.map(({ values: _v, ...item }) => item));
+    const without = await hashOf(
+      'without.sqlite',
+      loaded!.items.map(({ values: _v, ...item }) => item),
+    );
     expect(withValues).toBe(without);
   });
 });

@@ -83,7 +83,10 @@ describe("a key's daily cap", () => {
     const gates = new Gates(state, { maxBlocked: 29 }, clock, new Control(undefined, undefined, 10), () => {});
     const release = await gates.dailyCapGate(cap, 2, 'studio-xl');
     expect(typeof release).toBe('function');
-    expect(reserved).toEqual([{ day: 100, id: 'r0' }, { day: 101, id: 'r1' }]);
+    expect(reserved).toEqual([
+      { day: 100, id: 'r0' },
+      { day: 101, id: 'r1' },
+    ]);
     // The old day's reservation went back unused; the one the submission holds is the new day's.
     expect(settled).toEqual([{ id: 'r0', day: 100, charged: 0 }]);
   });

@@ -7,7 +7,8 @@ import { runCliInProcess } from '../helpers/cli.js';
 import { expectNoDoubleChargeAndVerifiedOutputs, imageManifest, readState, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 
-const posts = (t: Awaited<ReturnType<typeof startTestSim>>) => t.sim.service.ledger.of('request').filter((r) => r.method === 'POST');
+const posts = (t: Awaited<ReturnType<typeof startTestSim>>) =>
+  t.sim.service.ledger.of('request').filter((r) => r.method === 'POST');
 
 describe('exit 4: the environment, found before paying where it can be', () => {
   it('an output dir that cannot be written stops the run before the first submission', async () => {
@@ -45,7 +46,10 @@ describe('exit 4: the environment, found before paying where it can be', () => {
 
   it('an unreachable service is exit 4 with what to check', async () => {
     const port = await freePort();
-    const ws = workspace({ baseUrl: `http://127.0.0.1:${port}/v1`, apiKey: 'gb_test_unreachable' } as never, imageManifest(1));
+    const ws = workspace(
+      { baseUrl: `http://127.0.0.1:${port}/v1`, apiKey: 'gb_test_unreachable' } as never,
+      imageManifest(1),
+    );
     const res = await ws.run(['--unreachable-minutes', '0.01']);
     expect(res.code, res.stderr).toBe(4);
     expect(res.stderr).toMatch(/waiting for it, up to 0\.01 minutes/);

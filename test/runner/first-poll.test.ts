@@ -4,10 +4,11 @@ import { imageManifest, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 
 type Sim = Awaited<ReturnType<typeof startTestSim>>;
-const jobReads = (t: Sim) => t.sim.service.ledger.of('request').filter((r) => r.method === 'GET' && r.path.startsWith('/jobs/'));
+const jobReads = (t: Sim) =>
+  t.sim.service.ledger.of('request').filter((r) => r.method === 'GET' && r.path.startsWith('/jobs/'));
 
 describe('the first poll of a new job', () => {
-  it('leaves at once until a job of its model has ended, then after half the shortest run seen, never later than one poll\'s wait', () => {
+  it("leaves at once until a job of its model has ended, then after half the shortest run seen, never later than one poll's wait", () => {
     const first = new FirstPoll(() => 30_000);
     expect(first.firstAt('studio-lite', 5_000)).toBe(5_000);
     first.ended('studio-lite', 1_000, 41_000);
@@ -33,7 +34,9 @@ describe('the first poll of a new job', () => {
     for (const read of jobReads(t).slice(2)) expect(read.status).toBe(200);
   });
 
-  it('at the real pace: 1.5 s jobs with 1 s polls, one at a time, are read twice for the first and once for each after it', { timeout: 30_000 }, async () => {
+  it('at the real pace: 1.5 s jobs with 1 s polls, one at a time, are read twice for the first and once for each after it', {
+    timeout: 30_000,
+  }, async () => {
     const t = await startTestSim({ timeScale: 1, imageSeconds: [1.5, 1.5] });
     const ws = workspace(t.sim, imageManifest(3), {}, 1);
     const res = await ws.run(['--max-images-in-flight', '1', '--poll-wait', '1']);

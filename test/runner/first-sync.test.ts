@@ -13,7 +13,8 @@ import { startTestSim } from '../helpers/sim.js';
 
 // A first run of a large catalog starts on its first items while the rest are written into the state.
 
-const images = (n: number) => Array.from({ length: n }, (_, i) => `  - { id: img-${i}, model: studio-lite, prompt: "product ${i}" }`).join('\n');
+const images = (n: number) =>
+  Array.from({ length: n }, (_, i) => `  - { id: img-${i}, model: studio-lite, prompt: "product ${i}" }`).join('\n');
 
 async function loaded(manifest: string) {
   const dir = mkdtempSync(join(tmpdir(), 'genbatch-first-sync-'));
@@ -39,7 +40,11 @@ describe('the first sync of a state, in steps', () => {
       }
       expect(written).toEqual([256, 512, 600, 600]);
       expect(syncedSources(store)).toMatchObject({ fingerprint: 'fp', items: 600 });
-      expect(store.items.ready('image', Date.now(), undefined, 3).map((r) => r.id)).toEqual(['img-0', 'img-1', 'img-2']);
+      expect(store.items.ready('image', Date.now(), undefined, 3).map((r) => r.id)).toEqual([
+        'img-0',
+        'img-1',
+        'img-2',
+      ]);
       // A state that holds items is synced the usual way, comparing each one.
       expect(await syncFreshInSteps(store, top, top.items, opts, 'fp')).toBeUndefined();
     } finally {
@@ -81,8 +86,12 @@ describe('the first sync of a state, in steps', () => {
 
   it('writes the very items the check read, in steps, even when the rows file changes after the check', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'genbatch-first-sync-'));
-    const rows = (n: number, title: string) => `sku,title\n${Array.from({ length: n }, (_, i) => `S-${i},${title} ${i}`).join('\n')}\n`;
-    writeFileSync(join(dir, 'm.yaml'), 'version: 1\ndefaults: { model: studio-lite }\nitems:\n  - rows: p.csv\n    id: "{{sku}}"\n    prompt: "{{title}}"\n');
+    const rows = (n: number, title: string) =>
+      `sku,title\n${Array.from({ length: n }, (_, i) => `S-${i},${title} ${i}`).join('\n')}\n`;
+    writeFileSync(
+      join(dir, 'm.yaml'),
+      'version: 1\ndefaults: { model: studio-lite }\nitems:\n  - rows: p.csv\n    id: "{{sku}}"\n    prompt: "{{title}}"\n',
+    );
     writeFileSync(join(dir, 'p.csv'), rows(700, 'Mug'));
     const { loaded: expected } = await loadManifest('m.yaml', dir);
     const { checked, issues } = await checkManifest('m.yaml', dir);
@@ -96,7 +105,11 @@ describe('the first sync of a state, in steps', () => {
         const steps = (await syncFreshInSteps(store, checked!, items, opts, 'fp'))!;
         let n = 0;
         while (!(await steps.step(0))) n++;
-        return { steps: n, items: store.items.all().map((r) => [r.id, r.seq, r.content_hash, r.spec]), synced: syncedSources(store) };
+        return {
+          steps: n,
+          items: store.items.all().map((r) => [r.id, r.seq, r.content_hash, r.spec]),
+          synced: syncedSources(store),
+        };
       } finally {
         store.close();
       }
@@ -113,7 +126,8 @@ describe('the first sync of a state, in steps', () => {
     const t = await startTestSim({ timeScale: 600 });
     // The first item edits the last image (its input is not among the first step's rows), and the only video comes last.
     const edit = '  - { id: edit, model: studio-edit, prompt: "edit of the last", inputs: [{ from: img-149 }] }';
-    const clip = '  - { id: clip, type: video, model: motion-2, prompt: a spin, duration: 5, resolution: 720p, aspectRatio: "16:9", image: { from: img-0 } }';
+    const clip =
+      '  - { id: clip, type: video, model: motion-2, prompt: a spin, duration: 5, resolution: 720p, aspectRatio: "16:9", image: { from: img-0 } }';
     const manifest = `version: 1\nitems:\n${edit}\n${images(150)}\n${clip}\n`;
     const ws = workspace(t.sim, manifest);
     const { top } = await loadManifestIn(ws.dir);
@@ -126,16 +140,40 @@ describe('the first sync of a state, in steps', () => {
       ...itemsInMemory(top.items),
       async *batches() {
         for (let at = 0; at < top.items.length; at += 20) {
-          if (++batches > 4) await vi.waitFor(() => expect(submissions()).toBeGreaterThanOrEqual(5), { timeout: 10_000, interval: 5 });
+          if (++batches > 4)
+            await vi.waitFor(() => expect(submissions()).toBeGreaterThanOrEqual(5), { timeout: 10_000, interval: 5 });
           yield top.items.slice(at, at + 20);
         }
       },
     };
     try {
-      const limits = { ...DEFAULT_KEY_LIMITS, submit: { count: 10, windowMs: 100 }, read: { count: 120, windowMs: 100 }, upload: { count: 30, windowMs: 100 } };
+      const limits = {
+        ...DEFAULT_KEY_LIMITS,
+        submit: { count: 10, windowMs: 100 },
+        read: { count: 120, windowMs: 100 },
+        upload: { count: 30, windowMs: 100 },
+      };
       const catalog = await Catalog.fetch(t.client, ['image', 'video']);
-      const options = { outDir: ws.outDir, limits, pollWaitSeconds: 30, maxRetries: 2, maxBlocked: 20, redoChanged: false, timeScale: 600, downloadConcurrency: 4, now: Date.now, syncStepMs: 0 };
-      const summary = await new Runner([{ fingerprint: 'fp-test', client: t.client, limits }], store, top, options, catalog, { items, fingerprint: 'sources' }).run();
+      const options = {
+        outDir: ws.outDir,
+        limits,
+        pollWaitSeconds: 30,
+        maxRetries: 2,
+        maxBlocked: 20,
+        redoChanged: false,
+        timeScale: 600,
+        downloadConcurrency: 4,
+        now: Date.now,
+        syncStepMs: 0,
+      };
+      const summary = await new Runner(
+        [{ fingerprint: 'fp-test', client: t.client, limits }],
+        store,
+        top,
+        options,
+        catalog,
+        { items, fingerprint: 'sources' },
+      ).run();
       expect(batches).toBe(8);
       expect(summary.counts.done).toBe(152);
       expect(syncedSources(store)).toMatchObject({ fingerprint: 'sources', items: 152 });

@@ -22,7 +22,14 @@ describe('a waiting run does not poll', () => {
       return { ...completedJob, status: 'QUEUED' } as Job;
     };
     // One submission a second: the resend waits most of a second for the window after the first answer.
-    const limits = { submit: { count: 1, windowMs: 1000 }, read: { count: 120, windowMs: 100 }, upload: { count: 30, windowMs: 100 }, imagesInFlight: 10, videosInFlight: 5, dailyCap: 20_000 };
+    const limits = {
+      submit: { count: 1, windowMs: 1000 },
+      read: { count: 120, windowMs: 100 },
+      upload: { count: 30, windowMs: 100 },
+      imagesInFlight: 10,
+      videosInFlight: 5,
+      dailyCap: 20_000,
+    };
     const { runner, done, cleanUp } = await fakeRun({ submitImage }, limits);
     try {
       const submit = runner.lanes.all[0]!.buckets.submit;

@@ -67,7 +67,10 @@ describe('an interrupt at the real pace', () => {
     expect(state.items.filter((i) => i.state === 'queued')).toHaveLength(2);
     expect(state.attempts.filter((a) => !a.job_id).map((a) => a.status)).toEqual(['created', 'created']);
     // status tells them apart: queued is not in flight.
-    const status = JSON.parse((await runCliInProcess(['status', 'm.yaml', '--json'], ws.env, ws.dir)).stdout) as { items: Record<string, number>; inFlight: number };
+    const status = JSON.parse((await runCliInProcess(['status', 'm.yaml', '--json'], ws.env, ws.dir)).stdout) as {
+      items: Record<string, number>;
+      inFlight: number;
+    };
     expect(status.items).toMatchObject({ queued: 2, submitting: 0, running: 10 });
     expect(status.inFlight).toBe(10);
   });

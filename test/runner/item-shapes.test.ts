@@ -11,19 +11,28 @@ const sorted = (shapes: ItemShape[]) => shapes.map((s) => JSON.stringify(s)).sor
 // A resume checks the state's item shapes against the service's catalog from what the sync counted; those must be
 // the shapes the state's items have, or a resume would let through an item a full load refuses (or refuse one it takes).
 describe('the item shapes a sync records', () => {
-  it.each(['video-pipeline.yaml', 'catalog.yaml', 'demo.yaml'])('are those the state holds, for manifests/%s', async (name) => {
-    const dir = mkdtempSync(join(tmpdir(), 'genbatch-shapes-'));
-    cpSync(join(import.meta.dirname, '..', '..', 'manifests'), dir, { recursive: true });
-    const { loaded, issues } = await loadManifest(name, dir);
-    expect(issues.count).toBe(0);
-    const store = Store.open(join(dir, 'state.sqlite'));
-    try {
-      await syncItems(store, loaded!, loaded!.items, { now: Date.now, redoChanged: false } as Parameters<typeof syncItems>[3], 'fingerprint');
-      const recorded = syncedSources(store)!.shapes!;
-      expect(recorded.reduce((n, s) => n + s.n, 0)).toBe(loaded!.items.length);
-      expect(sorted(recorded)).toEqual(sorted(store.items.shapes()));
-    } finally {
-      store.close();
-    }
-  });
+  it.each(['video-pipeline.yaml', 'catalog.yaml', 'demo.yaml'])(
+    'are those the state holds, for manifests/%s',
+    async (name) => {
+      const dir = mkdtempSync(join(tmpdir(), 'genbatch-shapes-'));
+      cpSync(join(import.meta.dirname, '..', '..', 'manifests'), dir, { recursive: true });
+      const { loaded, issues } = await loadManifest(name, dir);
+      expect(issues.count).toBe(0);
+      const store = Store.open(join(dir, 'state.sqlite'));
+      try {
+        await syncItems(
+          store,
+          loaded!,
+          loaded!.items,
+          { now: Date.now, redoChanged: false } as Parameters<typeof syncItems>[3],
+          'fingerprint',
+        );
+        const recorded = syncedSources(store)!.shapes!;
+        expect(recorded.reduce((n, s) => n + s.n, 0)).toBe(loaded!.items.length);
+        expect(sorted(recorded)).toEqual(sorted(store.items.shapes()));
+      } finally {
+        store.close();
+      }
+    },
+  );
 });

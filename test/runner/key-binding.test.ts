@@ -9,14 +9,20 @@ import { startTestSim } from '../helpers/sim.js';
 describe('an attempt belongs to the key it was sent with', () => {
   it('a resume with another key leaves the first key’s jobs waiting, names that key by fingerprint, and pays for nothing twice; the first key then finishes them', async () => {
     // Jobs run 2–3 s, so the first run is killed while some are paid for and running.
-    const t = await startTestSim({ timeScale: 600, keys: [{ label: 'a' }, { label: 'b' }], imageSeconds: [1200, 1800] });
+    const t = await startTestSim({
+      timeScale: 600,
+      keys: [{ label: 'a' }, { label: 'b' }],
+      imageSeconds: [1200, 1800],
+    });
     const [keyA, keyB] = [t.sim.keys.a!, t.sim.keys.b!];
     const ws = workspace(t.sim, imageManifest(6));
     const envA = { ...ws.env, GENBATCH_API_KEY: keyA };
     const envB = { ...ws.env, GENBATCH_API_KEY: keyB };
 
     const first = startCli(ws.args(), envA, ws.dir);
-    await expect.poll(() => t.sim.service.ledger.of('charge').length, { timeout: 20_000, interval: 20 }).toBeGreaterThanOrEqual(2);
+    await expect
+      .poll(() => t.sim.service.ledger.of('charge').length, { timeout: 20_000, interval: 20 })
+      .toBeGreaterThanOrEqual(2);
     first.child.kill('SIGKILL');
     await once(first.child, 'close');
     const paidWithA = t.sim.service.ledger.of('charge').filter((c) => c.key === 'a').length;
@@ -26,7 +32,9 @@ describe('an attempt belongs to the key it was sent with', () => {
     // Held: every item whose request had left with key a, paid for or not yet answered.
     const held = readState(ws.statePath).items.filter((i) => i.error_code === 'KEY_MISSING').length;
     expect(held).toBeGreaterThanOrEqual(paidWithA);
-    expect(second.stdout).toContain(`${held} item${held === 1 ? ' was' : 's were'} sent with the API key whose fingerprint is ${keyFingerprint(keyA)}`);
+    expect(second.stdout).toContain(
+      `${held} item${held === 1 ? ' was' : 's were'} sent with the API key whose fingerprint is ${keyFingerprint(keyA)}`,
+    );
     // Key b charged only for items never sent with a, and never asked for a's jobs.
     expect(t.sim.service.ledger.of('charge').filter((c) => c.key === 'b')).toHaveLength(6 - held);
     const bReadA = t.sim.service.ledger.of('request').filter((r) => r.key === 'b' && r.status === 404);
@@ -41,7 +49,12 @@ describe('an attempt belongs to the key it was sent with', () => {
   });
 
   it('GENBATCH_API_KEYS with several keys: me shows each by fingerprint, naming none', async () => {
-    const t = await startTestSim({ keys: [{ label: 'a', dailyCap: 500 }, { label: 'b', dailyCap: 300 }] });
+    const t = await startTestSim({
+      keys: [
+        { label: 'a', dailyCap: 500 },
+        { label: 'b', dailyCap: 300 },
+      ],
+    });
     const ws = workspace(t.sim, imageManifest(1));
     const env = { ...ws.env, GENBATCH_API_KEY: '', GENBATCH_API_KEYS: `${t.sim.keys.a},\n${t.sim.keys.b}` };
     const me = await runCliInProcess(['me', '--json'], env, ws.dir);

@@ -21,7 +21,11 @@ function chargesBy(sim: RunningSimulator): Record<string, number> {
   return by;
 }
 
-const poolEnv = (env: NodeJS.ProcessEnv, sim: RunningSimulator, labels: string[]) => ({ ...env, GENBATCH_API_KEY: '', GENBATCH_API_KEYS: labels.map((l) => sim.keys[l]).join(',') });
+const poolEnv = (env: NodeJS.ProcessEnv, sim: RunningSimulator, labels: string[]) => ({
+  ...env,
+  GENBATCH_API_KEY: '',
+  GENBATCH_API_KEYS: labels.map((l) => sim.keys[l]).join(','),
+});
 
 describe('a key pool (GENBATCH_API_KEYS)', () => {
   it('spreads one manifest over every key, each within its own limits and cap as its /me shows them, and never sends an attempt with a second key', async () => {
@@ -48,32 +52,49 @@ describe('a key pool (GENBATCH_API_KEYS)', () => {
     expect(Object.keys(by).sort()).toEqual(['a', 'b', 'c']);
     // b's cap of 8 credits (4 jobs) in each of its key days (144 s at 600x; a run may cross one).
     const bDays = new Map<number, number>();
-    for (const c of charges.filter((c) => c.key === 'b')) bDays.set(Math.floor(c.at / 144_000), (bDays.get(Math.floor(c.at / 144_000)) ?? 0) + c.credits);
+    for (const c of charges.filter((c) => c.key === 'b'))
+      bDays.set(Math.floor(c.at / 144_000), (bDays.get(Math.floor(c.at / 144_000)) ?? 0) + c.credits);
     for (const credits of bDays.values()) expect(credits).toBeLessThanOrEqual(8);
     expect(t.sim.service.ledger.countStatus(429)).toBe(0);
     for (const labels of keysPerAttempt(t.sim).values()) expect(labels.size).toBe(1);
     // The state names each attempt's key by fingerprint; the keys themselves are nowhere.
-    const fpOf: Record<string, string> = Object.fromEntries(['a', 'b', 'c'].map((l) => [keyFingerprint(t.sim.keys[l]!), l]));
+    const fpOf: Record<string, string> = Object.fromEntries(
+      ['a', 'b', 'c'].map((l) => [keyFingerprint(t.sim.keys[l]!), l]),
+    );
     const byIdem = new Map(charges.map((c) => [c.idempotencyKey, c.key]));
     for (const a of readState(ws.statePath).attempts as unknown as { idempotency_key: string; key_fp: string }[]) {
       if (byIdem.has(a.idempotency_key)) expect(fpOf[a.key_fp]).toBe(byIdem.get(a.idempotency_key));
     }
     // The live line names each key's open items; status and estimate speak of each key.
     expect(res.stderr).toMatch(/keys [0-9a-f]{6} \d+, [0-9a-f]{6} \d+, [0-9a-f]{6} \d+/);
-    const status = JSON.parse((await runCliInProcess(['status', 'm.yaml', '--json'], env, ws.dir)).stdout) as { keys: { fingerprint: string; jobs: number; charged: number; open: number }[] };
+    const status = JSON.parse((await runCliInProcess(['status', 'm.yaml', '--json'], env, ws.dir)).stdout) as {
+      keys: { fingerprint: string; jobs: number; charged: number; open: number }[];
+    };
     expect(Object.fromEntries(status.keys.map((k) => [fpOf[k.fingerprint], k.jobs]))).toEqual(by);
     expect(status.keys.reduce((n, k) => n + k.charged, 0)).toBe(72);
-    expect((await runCliInProcess(['status', 'm.yaml'], env, ws.dir)).stdout).toMatch(/key +jobs +credits net +today +open/);
-    const estimate = JSON.parse((await runCliInProcess(['estimate', 'm.yaml', '--json'], env, ws.dir)).stdout) as { dailyCap: { credits: number; keys: number; largestKey: number }; keys: { dailyCap: number; submitRate: string }[] };
+    expect((await runCliInProcess(['status', 'm.yaml'], env, ws.dir)).stdout).toMatch(
+      /key +jobs +credits net +today +open/,
+    );
+    const estimate = JSON.parse((await runCliInProcess(['estimate', 'm.yaml', '--json'], env, ws.dir)).stdout) as {
+      dailyCap: { credits: number; keys: number; largestKey: number };
+      keys: { dailyCap: number; submitRate: string }[];
+    };
     expect(estimate.dailyCap).toMatchObject({ credits: 40_008, keys: 3, largestKey: 20_000 });
-    expect(estimate.keys.map((k) => [k.dailyCap, k.submitRate])).toEqual([[20_000, '10/60s'], [8, '10/60s'], [20_000, '3/60s']]);
+    expect(estimate.keys.map((k) => [k.dailyCap, k.submitRate])).toEqual([
+      [20_000, '10/60s'],
+      [8, '10/60s'],
+      [20_000, '3/60s'],
+    ]);
     for (const key of Object.values(t.sim.keys)) expectKeyNowhere(ws.dir, key);
   });
 
   it('a key revoked mid-run leaves the pool: the others finish the manifest, what it sent waits for it (named, maybe-accepted included), and nothing is paid twice', async () => {
     // Jobs run 1–1.5 s, so the revoked key still has paid jobs running when it is refused.
     const t = await startTestSim({ timeScale: 600, keys: [{ label: 'a' }, { label: 'b' }], imageSeconds: [600, 900] });
-    const ws = workspace(t.sim, imageManifest(20, (i) => (i === 0 ? 'product 0 [sim:drop]' : `product ${i}`)));
+    const ws = workspace(
+      t.sim,
+      imageManifest(20, (i) => (i === 0 ? 'product 0 [sim:drop]' : `product ${i}`)),
+    );
     const env = poolEnv(ws.env, t.sim, ['a', 'b']);
     // The key whose answer to item-0 is lost is revoked that instant: its resend can only be refused.
     let revoked: string | undefined;
@@ -95,7 +116,10 @@ describe('a key pool (GENBATCH_API_KEYS)', () => {
     expect(first.stdout).toContain(`the key ${fp} was refused during the run (UNAUTHENTICATED`);
     expect(first.stdout).toContain(`${waiting.length} item${waiting.length === 1 ? '' : 's'} sent with it wait`);
     // item-0 may have been accepted (its answer was lost): held for its key, never resent with the other.
-    expect(state.items.find((i) => i.id === 'item-0')).toMatchObject({ state: 'maybe_accepted', error_code: 'KEY_REFUSED' });
+    expect(state.items.find((i) => i.id === 'item-0')).toMatchObject({
+      state: 'maybe_accepted',
+      error_code: 'KEY_REFUSED',
+    });
     for (const w of waiting) expect(w.error_code).toBe('KEY_REFUSED');
     // The other key took everything the refused one had not sent.
     expect(t.sim.service.ledger.of('charge').filter((c) => c.key === other).length).toBe(20 - waiting.length);
@@ -130,8 +154,17 @@ describe('a key pool (GENBATCH_API_KEYS)', () => {
   });
 
   it('every command takes the pool: validate --online checks scopes against what the keys may do together, models asks the first key, and run gives each item to a key with its scope', async () => {
-    const t = await startTestSim({ timeScale: 600, keys: [{ label: 'a', scopes: ['image'] }, { label: 'b', scopes: ['video'] }] });
-    const ws = workspace(t.sim, 'version: 1\nitems:\n  - { id: still, model: studio-lite, prompt: a mug }\n  - { id: clip, type: video, model: motion-2, prompt: a spin, duration: 5, resolution: 720p, aspectRatio: "16:9", image: { from: still } }\n');
+    const t = await startTestSim({
+      timeScale: 600,
+      keys: [
+        { label: 'a', scopes: ['image'] },
+        { label: 'b', scopes: ['video'] },
+      ],
+    });
+    const ws = workspace(
+      t.sim,
+      'version: 1\nitems:\n  - { id: still, model: studio-lite, prompt: a mug }\n  - { id: clip, type: video, model: motion-2, prompt: a spin, duration: 5, resolution: 720p, aspectRatio: "16:9", image: { from: still } }\n',
+    );
     const env = poolEnv(ws.env, t.sim, ['a', 'b']);
     const online = await runCliInProcess(['validate', 'm.yaml', '--online'], env, ws.dir);
     expect(online.code, online.stdout + online.stderr).toBe(0);
@@ -146,7 +179,10 @@ describe('a key pool (GENBATCH_API_KEYS)', () => {
     // And the run gives each item to a key that may submit it.
     const run = await runCliInProcess(ws.args(), env, ws.dir);
     expect(run.code, run.stdout + run.stderr).toBe(0);
-    expect(t.sim.service.ledger.of('charge').map((c) => [c.prompt, c.key])).toEqual([['a mug', 'a'], ['a spin', 'b']]);
+    expect(t.sim.service.ledger.of('charge').map((c) => [c.prompt, c.key])).toEqual([
+      ['a mug', 'a'],
+      ['a spin', 'b'],
+    ]);
     expect(t.sim.service.ledger.of('request').filter((r) => r.code === 'SCOPE_DENIED')).toEqual([]);
   });
 });

@@ -3,13 +3,21 @@ import { once } from 'node:events';
 import { readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { CLI } from '../helpers/cli.js';
-import { expectNoDoubleChargeAndVerifiedOutputs, imageManifest, killLoop, readState, workspace } from '../helpers/run.js';
+import {
+  expectNoDoubleChargeAndVerifiedOutputs,
+  imageManifest,
+  killLoop,
+  readState,
+  workspace,
+} from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 
 const KILLS = 12;
 
 describe('killed at any instant, resumed with the same command', () => {
-  it(`survives ${KILLS} SIGKILLs: no item charged twice, every output on disk with the right bytes`, { timeout: 120_000 }, async () => {
+  it(`survives ${KILLS} SIGKILLs: no item charged twice, every output on disk with the right bytes`, {
+    timeout: 120_000,
+  }, async () => {
     const t = await startTestSim({ timeScale: 60, dropRate: 0.1, latencyMs: [0, 20], seed: 11 });
     const ws = workspace(t.sim, imageManifest(16), {}, 60);
     const { kills, final } = await killLoop(t.sim, ws, KILLS);
@@ -26,9 +34,15 @@ describe('killed at any instant, resumed with the same command', () => {
     expect(t.sim.service.ledger.countStatus(429)).toBe(0);
   });
 
-  it('at the real pace: killed as its window fills, the restart waits for the window and sees no 429', { timeout: 60_000 }, async () => {
+  it('at the real pace: killed as its window fills, the restart waits for the window and sees no 429', {
+    timeout: 60_000,
+  }, async () => {
     // A key of 3 submissions per 2 real seconds, the runner told the same: each restart comes back within the window.
-    const t = await startTestSim({ timeScale: 1, imageSeconds: [1, 1], limits: { submissionsPerWindow: 3, windowSeconds: 2 } });
+    const t = await startTestSim({
+      timeScale: 1,
+      imageSeconds: [1, 1],
+      limits: { submissionsPerWindow: 3, windowSeconds: 2 },
+    });
     const ws = workspace(t.sim, imageManifest(8), {}, 1);
     const args = ['--submit-rate', '3/2s'];
     for (let life = 0; life < 2; life++) {
@@ -58,10 +72,16 @@ describe('killed at any instant, resumed with the same command', () => {
     expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
   });
 
-  it('SIGINT stops submitting, saves state and exits 130; the same command finishes without double charges', { timeout: 60_000 }, async () => {
+  it('SIGINT stops submitting, saves state and exits 130; the same command finishes without double charges', {
+    timeout: 60_000,
+  }, async () => {
     const t = await startTestSim({ timeScale: 60 });
     const ws = workspace(t.sim, imageManifest(20), {}, 60);
-    const child = spawn(process.execPath, [CLI, ...ws.args(['--submit-rate', '2/1s'])], { cwd: ws.dir, env: ws.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, ...ws.args(['--submit-rate', '2/1s'])], {
+      cwd: ws.dir,
+      env: ws.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const exited = once(child, 'exit');
     // Interrupted the instant the service charges the 3rd job: mid-run, whatever the machine's speed.
     const unwatch = t.sim.service.ledger.watch((event) => {

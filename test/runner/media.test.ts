@@ -15,26 +15,47 @@ describe('media inputs and video pipelines', () => {
     const res = await ws.run();
     expect(res.code, res.stdout + res.stderr).toBe(0);
     const ledger = t.sim.service.ledger;
-    const models = ledger.of('charge').map((c) => c.model).sort();
-    expect(models).toEqual(['motion-2', 'motion-edit', 'motion-extend', 'motion-ref', 'studio-edit', 'studio-edit', 'studio-xl']);
+    const models = ledger
+      .of('charge')
+      .map((c) => c.model)
+      .sort();
+    expect(models).toEqual([
+      'motion-2',
+      'motion-edit',
+      'motion-extend',
+      'motion-ref',
+      'studio-edit',
+      'studio-edit',
+      'studio-xl',
+    ]);
     const uploads = [...t.sim.service.uploads.byKey.values()];
     // mug.png as an edit input (target image) once for both edits, and as a reference (target video);
     // hero's output as a first frame, recolor's output as a reference, the clip as a source video.
     expect(uploads.map((u) => `${u.kind}/${u.target}/${u.contentType}`).sort()).toEqual([
-      'image/image/image/png', 'image/video/image/png', 'image/video/image/png', 'image/video/image/png', 'video/video/video/mp4',
+      'image/image/image/png',
+      'image/video/image/png',
+      'image/video/image/png',
+      'image/video/image/png',
+      'video/video/video/mp4',
     ]);
     expect(uploads.every((u) => u.uploaded)).toBe(true);
     const byHash = new Set(uploads.map((u) => `${u.sha256}/${u.target}`));
     expect(byHash.size).toBe(uploads.length);
-    expect(byHash.has(`${sha(MUG)}/image`) && byHash.has(`${sha(MUG)}/video`) && byHash.has(`${sha(CLIP)}/video`)).toBe(true);
+    expect(byHash.has(`${sha(MUG)}/image`) && byHash.has(`${sha(MUG)}/video`) && byHash.has(`${sha(CLIP)}/video`)).toBe(
+      true,
+    );
     const heroOut = readFileSync(join(ws.outDir, 'hero-1.png'));
     expect(byHash.has(`${sha(heroOut)}/video`)).toBe(true);
     const spinJob = readState(ws.statePath).attempts.find((a) => a.item_id === 'spin')!.job_id;
-    const longerJob = t.sim.service.jobs.byId.get(readState(ws.statePath).attempts.find((a) => a.item_id === 'longer')!.job_id!)!;
+    const longerJob = t.sim.service.jobs.byId.get(
+      readState(ws.statePath).attempts.find((a) => a.item_id === 'longer')!.job_id!,
+    )!;
     expect(longerJob.model).toBe('motion-extend');
     expect(spinJob).toBeTruthy();
     expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
-    console.log(`pipeline ledger: ${ledger.of('upload-grant').length} upload grants, ${ledger.of('upload-put').length} PUTs, ${ledger.of('request').filter((r) => r.path === '/images' || r.path === '/videos').length} submissions, ${ledger.totals().charged} credits charged`);
+    console.log(
+      `pipeline ledger: ${ledger.of('upload-grant').length} upload grants, ${ledger.of('upload-put').length} PUTs, ${ledger.of('request').filter((r) => r.path === '/images' || r.path === '/videos').length} submissions, ${ledger.totals().charged} credits charged`,
+    );
 
     const grants = ledger.of('upload-grant').length;
     const again = await ws.run();
@@ -96,17 +117,30 @@ describe('media inputs and video pipelines', () => {
 
   it('an input whose bytes are not what its slot takes is caught before anything is uploaded or submitted', async () => {
     const t = await startTestSim({ timeScale: 600 });
-    const ws = workspace(t.sim, 'version: 1\nitems:\n  - { id: a, model: studio-edit, prompt: p, inputs: [fake.png] }\n', { 'fake.png': 'not an image at all' });
+    const ws = workspace(
+      t.sim,
+      'version: 1\nitems:\n  - { id: a, model: studio-edit, prompt: p, inputs: [fake.png] }\n',
+      { 'fake.png': 'not an image at all' },
+    );
     const res = await ws.run();
     expect(res.code).toBe(2);
     expect(res.stderr).toContain('expected an image file, found content that is neither an image nor a video');
     // Nothing but the key's /me, asked while the manifest was checked: no upload, no submission.
-    expect(t.sim.service.ledger.of('request').map((r) => `${r.method} ${r.path}`).filter((r) => r !== 'GET /me')).toEqual([]);
+    expect(
+      t.sim.service.ledger
+        .of('request')
+        .map((r) => `${r.method} ${r.path}`)
+        .filter((r) => r !== 'GET /me'),
+    ).toEqual([]);
   });
 
   it('a video model whose mode does not fit the inputs is refused before the run (exit 2)', async () => {
     const t = await startTestSim({ timeScale: 600 });
-    const ws = workspace(t.sim, 'version: 1\nitems:\n  - { id: a, type: video, model: motion-extend, prompt: p, image: mug.png }\n', { 'mug.png': MUG });
+    const ws = workspace(
+      t.sim,
+      'version: 1\nitems:\n  - { id: a, type: video, model: motion-extend, prompt: p, image: mug.png }\n',
+      { 'mug.png': MUG },
+    );
     const res = await ws.run();
     expect(res.code).toBe(2);
     expect(res.stderr).toContain('motion-extend is a video-extend model; image fits image-to-video');
@@ -115,7 +149,10 @@ describe('media inputs and video pipelines', () => {
 
   it('when a dependency fails, its dependents end skipped with the reason, and exit code 1', async () => {
     const t = await startTestSim({ timeScale: 600 });
-    const ws = workspace(t.sim, PIPELINE.replace('"A mug"', '"A mug [sim:fail]"'), { 'mug.png': MUG, 'clip.mp4': CLIP });
+    const ws = workspace(t.sim, PIPELINE.replace('"A mug"', '"A mug [sim:fail]"'), {
+      'mug.png': MUG,
+      'clip.mp4': CLIP,
+    });
     const res = await ws.run(['--max-retries', '0']);
     expect(res.code).toBe(1);
     const items = Object.fromEntries(readState(ws.statePath).items.map((i) => [i.id, [i.state, i.error_code]]));
@@ -127,9 +164,17 @@ describe('media inputs and video pipelines', () => {
     expect(t.sim.service.ledger.of('charge').map((c) => c.model)).not.toContain('motion-2');
   });
 
-  it('a chain image → video → extend survives a kill loop: one charge per item, no duplicate upload of a valid file', { timeout: 120_000 }, async () => {
+  it('a chain image → video → extend survives a kill loop: one charge per item, no duplicate upload of a valid file', {
+    timeout: 120_000,
+  }, async () => {
     // Uploads stay valid throughout (a day of service time): a second upload of the same bytes would be a duplicate.
-    const t = await startTestSim({ timeScale: 600, videoSeconds: [300, 600], latencyMs: [0, 10], seed: 5, uploadTtlSeconds: 86_400 });
+    const t = await startTestSim({
+      timeScale: 600,
+      videoSeconds: [300, 600],
+      latencyMs: [0, 10],
+      seed: 5,
+      uploadTtlSeconds: 86_400,
+    });
     const ws = workspace(t.sim, PIPELINE, { 'mug.png': MUG, 'clip.mp4': CLIP });
     const { kills, final } = await killLoop(t.sim, ws, 10);
     expect(kills).toBe(10);
@@ -139,8 +184,12 @@ describe('media inputs and video pipelines', () => {
     expect(new Set(charges.map((c) => c.prompt)).size).toBe(7);
     const uploaded = [...t.sim.service.uploads.byKey.values()].filter((u) => u.uploaded);
     const perContent = new Map<string, number>();
-    for (const u of uploaded) perContent.set(`${u.sha256}/${u.target}`, (perContent.get(`${u.sha256}/${u.target}`) ?? 0) + 1);
-    expect([...perContent.values()].every((n) => n === 1), JSON.stringify([...perContent])).toBe(true);
+    for (const u of uploaded)
+      perContent.set(`${u.sha256}/${u.target}`, (perContent.get(`${u.sha256}/${u.target}`) ?? 0) + 1);
+    expect(
+      [...perContent.values()].every((n) => n === 1),
+      JSON.stringify([...perContent]),
+    ).toBe(true);
     expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
   });
 });

@@ -3,10 +3,11 @@ import { parseRetryAfter } from '../../src/api/index.js';
 import { imageManifest, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 
-const posts = (t: Awaited<ReturnType<typeof startTestSim>>) => t.sim.service.ledger.of('request').filter((r) => r.method === 'POST' && r.path === '/images');
+const posts = (t: Awaited<ReturnType<typeof startTestSim>>) =>
+  t.sim.service.ledger.of('request').filter((r) => r.method === 'POST' && r.path === '/images');
 
-describe('pacing at the key\'s real pace (time scale 1)', () => {
-  it('the first window\'s 10 submissions go at once, not one every 6 s', async () => {
+describe("pacing at the key's real pace (time scale 1)", () => {
+  it("the first window's 10 submissions go at once, not one every 6 s", async () => {
     const t = await startTestSim({ timeScale: 1, imageSeconds: [1, 1] });
     const ws = workspace(t.sim, imageManifest(10), {}, 1);
     const res = await ws.run();
@@ -18,14 +19,25 @@ describe('pacing at the key\'s real pace (time scale 1)', () => {
     expect(sent.at(-1)!.at - sent[0]!.at).toBeLessThan(6_000);
   });
 
-  it('a key whose limits are half the flags: a 429 pauses every queued submission for its Retry-After, and the run finishes', { timeout: 60_000 }, async () => {
+  it('a key whose limits are half the flags: a 429 pauses every queued submission for its Retry-After, and the run finishes', {
+    timeout: 60_000,
+  }, async () => {
     // The service allows 3 submissions per 2 s; the runner is told 6, and /me does not say otherwise.
-    const t = await startTestSim({ timeScale: 1, imageSeconds: [0.2, 0.2], limits: { submissionsPerWindow: 3, windowSeconds: 2 }, meShowsLimits: false });
+    const t = await startTestSim({
+      timeScale: 1,
+      imageSeconds: [0.2, 0.2],
+      limits: { submissionsPerWindow: 3, windowSeconds: 2 },
+      meShowsLimits: false,
+    });
     const refusals: { key: string; at: number; until: number }[] = [];
     t.sim.service.tamper = (req, res) => {
       if (req.path === '/images' && res.status === 429) {
         const now = Date.now();
-        refusals.push({ key: String(req.headers['idempotency-key']), at: now, until: now + (parseRetryAfter(res.headers['Retry-After'], now) ?? 0) });
+        refusals.push({
+          key: String(req.headers['idempotency-key']),
+          at: now,
+          until: now + (parseRetryAfter(res.headers['Retry-After'], now) ?? 0),
+        });
       }
       return undefined;
     };
@@ -46,7 +58,10 @@ describe('pacing at the key\'s real pace (time scale 1)', () => {
     // (250 ms covers a request already on the wire when the 429 was answered; the pauses here last up to 2 s.)
     for (const r of refusals) {
       const inside = posts(t).filter((p) => p.at > r.at + 250 && p.at < r.until - 5);
-      expect(inside.map((p) => p.at - r.at), `sent inside the Retry-After until ${r.until}`).toEqual([]);
+      expect(
+        inside.map((p) => p.at - r.at),
+        `sent inside the Retry-After until ${r.until}`,
+      ).toEqual([]);
     }
   });
 });

@@ -2,22 +2,35 @@ import { once } from 'node:events';
 import { describe, expect, it, vi } from 'vitest';
 import type { LedgerEvent } from '../../src/simulator/index.js';
 import { runCliInProcess } from '../helpers/cli.js';
-import { expectNoDoubleChargeAndVerifiedOutputs, imageManifest, readState, workspace, type RunWorkspace } from '../helpers/run.js';
+import {
+  expectNoDoubleChargeAndVerifiedOutputs,
+  imageManifest,
+  readState,
+  workspace,
+  type RunWorkspace,
+} from '../helpers/run.js';
 import { startTestSim, type TestSim } from '../helpers/sim.js';
 
 type Request = Extract<LedgerEvent, { kind: 'request' }>;
-const posts = (t: TestSim) => t.sim.service.ledger.of('request').filter((r): r is Request => r.method === 'POST' && r.path === '/images');
+const posts = (t: TestSim) =>
+  t.sim.service.ledger.of('request').filter((r): r is Request => r.method === 'POST' && r.path === '/images');
 
 /** Resolves once the simulator has charged `n` jobs. */
 function charged(t: TestSim, n: number): Promise<void> {
-  return vi.waitFor(() => expect(t.sim.service.ledger.of('charge').length).toBeGreaterThanOrEqual(n), { timeout: 20_000, interval: 10 });
+  return vi.waitFor(() => expect(t.sim.service.ledger.of('charge').length).toBeGreaterThanOrEqual(n), {
+    timeout: 20_000,
+    interval: 10,
+  });
 }
 
 /** A second command, as a user types it in another shell. */
-const control = (ws: RunWorkspace, command: string, extra: string[] = []) => runCliInProcess([command, 'm.yaml', ...extra], ws.env, ws.dir);
+const control = (ws: RunWorkspace, command: string, extra: string[] = []) =>
+  runCliInProcess([command, 'm.yaml', ...extra], ws.env, ws.dir);
 
 describe('pause, resume and drain from another shell', () => {
-  it('pause stops submissions within a second while jobs in flight are polled and downloaded; status says paused since; resume goes on', { timeout: 60_000 }, async () => {
+  it('pause stops submissions within a second while jobs in flight are polled and downloaded; status says paused since; resume goes on', {
+    timeout: 60_000,
+  }, async () => {
     // Jobs of a real second: the run is mid-flight when paused.
     const t = await startTestSim({ timeScale: 60, imageSeconds: [60, 60] });
     const ws = workspace(t.sim, imageManifest(24), {}, 60);
@@ -50,14 +63,18 @@ describe('pause, resume and drain from another shell', () => {
     expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
   });
 
-  it('drain: nothing new is sent, what was in flight is finished and downloaded, exit 3 naming what was not sent; a plain run does the rest', { timeout: 60_000 }, async () => {
+  it('drain: nothing new is sent, what was in flight is finished and downloaded, exit 3 naming what was not sent; a plain run does the rest', {
+    timeout: 60_000,
+  }, async () => {
     const t = await startTestSim({ timeScale: 60, imageSeconds: [60, 60] });
     const ws = workspace(t.sim, imageManifest(24), {}, 60);
     const run = ws.start(['--submit-rate', '4/1s']);
     await charged(t, 4);
     const drain = await control(ws, 'drain');
     expect(drain.code).toBe(0);
-    expect(drain.stdout).toMatch(/^draining: the run \(pid \d+\) sends nothing new; it finishes the \d+ jobs? in flight, downloads them, and exits 3/);
+    expect(drain.stdout).toMatch(
+      /^draining: the run \(pid \d+\) sends nothing new; it finishes the \d+ jobs? in flight, downloads them, and exits 3/,
+    );
     const [code] = (await once(run.child, 'exit')) as [number];
     expect(code, run.output()).toBe(3);
     const state = readState(ws.statePath);
@@ -78,7 +95,9 @@ describe('pause, resume and drain from another shell', () => {
     expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
   });
 
-  it('a paused state survives a kill and a restart: the new run starts paused, says so, and waits for resume', { timeout: 60_000 }, async () => {
+  it('a paused state survives a kill and a restart: the new run starts paused, says so, and waits for resume', {
+    timeout: 60_000,
+  }, async () => {
     const t = await startTestSim({ timeScale: 60 });
     const ws = workspace(t.sim, imageManifest(12), {}, 60);
     const first = ws.start(['--submit-rate', '2/1s']);
@@ -109,7 +128,9 @@ describe('pause, resume and drain from another shell', () => {
     expect((await ws.run()).code).toBe(0);
     const paused = await control(ws, 'pause');
     expect(paused.stdout).toMatch(/^paused: no run holds this state; recorded, so a run started on it starts paused/);
-    expect((await control(ws, 'resume')).stdout).toBe('resumed: no run holds this state; a run started on it goes on\n');
+    expect((await control(ws, 'resume')).stdout).toBe(
+      'resumed: no run holds this state; a run started on it goes on\n',
+    );
     expect((await control(ws, 'resume')).stdout).toMatch(/^not paused/);
   });
 });

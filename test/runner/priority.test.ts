@@ -30,7 +30,10 @@ items:
 
   it('a priority that is not a number is refused with the file, line and field', async () => {
     const t = await startTestSim({ timeScale: 600 });
-    const ws = workspace(t.sim, 'version: 1\ndefaults: { model: studio-lite }\nitems:\n  - { id: a, prompt: "a mug", priority: "soon" }\n');
+    const ws = workspace(
+      t.sim,
+      'version: 1\ndefaults: { model: studio-lite }\nitems:\n  - { id: a, prompt: "a mug", priority: "soon" }\n',
+    );
     const res = await ws.run();
     expect(res.code).toBe(2);
     expect(res.stderr).toMatch(/m\.yaml:4:\d+.*priority.*expected a number \(higher goes first\), found "soon"/);
@@ -58,10 +61,20 @@ items:
     const first = await ws.run(['--only', 'recolor', '--only', 'sku-1*']);
     expect(first.code, first.stderr).toBe(0);
     expect(first.stdout).toContain('3 items not selected by --only wait for a later run');
-    expect(t.sim.service.ledger.of('charge').map((c) => c.prompt).sort()).toEqual(['product 1', 'product 3', 'the same, in blue']);
+    expect(
+      t.sim.service.ledger
+        .of('charge')
+        .map((c) => c.prompt)
+        .sort(),
+    ).toEqual(['product 1', 'product 3', 'the same, in blue']);
     const rest = await ws.run();
     expect(rest.code, rest.stderr).toBe(0);
-    expect(t.sim.service.ledger.of('charge').map((c) => c.prompt).sort()).toEqual(['product 1', 'product 2', 'product 3', 'product 4', 'product 5', 'the same, in blue']);
+    expect(
+      t.sim.service.ledger
+        .of('charge')
+        .map((c) => c.prompt)
+        .sort(),
+    ).toEqual(['product 1', 'product 2', 'product 3', 'product 4', 'product 5', 'the same, in blue']);
     expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
   });
 

@@ -5,11 +5,17 @@ import { expectNoDoubleChargeAndVerifiedOutputs, readState, workspace } from '..
 import { startTestSim } from '../helpers/sim.js';
 
 describe('an item redone after its prompt changed', () => {
-  it('keeps only the new job\'s outputs: later runs neither download the old job again nor overwrite the new file', async () => {
+  it("keeps only the new job's outputs: later runs neither download the old job again nor overwrite the new file", async () => {
     const t = await startTestSim({ timeScale: 600 });
-    const ws = workspace(t.sim, 'version: 1\nitems:\n  - { id: a, model: studio-lite, prompt: "first take" }\n  - { id: b, model: studio-edit, prompt: "edit of a", inputs: [{ from: a }] }\n');
+    const ws = workspace(
+      t.sim,
+      'version: 1\nitems:\n  - { id: a, model: studio-lite, prompt: "first take" }\n  - { id: b, model: studio-edit, prompt: "edit of a", inputs: [{ from: a }] }\n',
+    );
     expect((await ws.run()).code).toBe(0);
-    writeFileSync(join(ws.dir, 'm.yaml'), 'version: 1\nitems:\n  - { id: a, model: studio-lite, prompt: "second take, much longer than the first" }\n  - { id: b, model: studio-edit, prompt: "edit of a", inputs: [{ from: a }] }\n');
+    writeFileSync(
+      join(ws.dir, 'm.yaml'),
+      'version: 1\nitems:\n  - { id: a, model: studio-lite, prompt: "second take, much longer than the first" }\n  - { id: b, model: studio-edit, prompt: "edit of a", inputs: [{ from: a }] }\n',
+    );
     expect((await ws.run(['--redo-changed'])).code).toBe(0);
     const state = readState(ws.statePath);
     const newJob = state.attempts.filter((x) => x.item_id === 'a').at(-1)!.job_id;

@@ -7,7 +7,8 @@ import { imageManifest, readState, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 
 const sha = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
-const posts = (t: Awaited<ReturnType<typeof startTestSim>>) => t.sim.service.ledger.of('request').filter((r) => r.method === 'POST').length;
+const posts = (t: Awaited<ReturnType<typeof startTestSim>>) =>
+  t.sim.service.ledger.of('request').filter((r) => r.method === 'POST').length;
 
 /** Every file of a dir (recursively) with its sha256. */
 function snapshot(dir: string): Record<string, string> {
@@ -31,14 +32,20 @@ describe('a rehearsal never touches a real run', () => {
 
     const rehearsal = await runCliInProcess(['run', 'm.yaml', '--simulate', '--time-scale', '600'], ws.env, ws.dir);
     expect(rehearsal.code, rehearsal.stdout + rehearsal.stderr).toBe(0);
-    expect(rehearsal.stderr).toMatch(/rehearsal .* starts over each time; outputs go to .*out\/m\.simulated, the state to .*m\.simulated\.sqlite/);
+    expect(rehearsal.stderr).toMatch(
+      /rehearsal .* starts over each time; outputs go to .*out\/m\.simulated, the state to .*m\.simulated\.sqlite/,
+    );
     expect(existsSync(join(ws.dir, 'out', 'm.simulated', 'item-0-1.png'))).toBe(true);
     expect(snapshot(ws.outDir)).toEqual(outputs);
     expect(sha(ws.statePath)).toBe(stateBytes);
     expect(readState(ws.statePath)).toEqual(state);
 
     // Pointed at the real state, a rehearsal refuses it.
-    const pointed = await runCliInProcess(['run', 'm.yaml', '--simulate', '--time-scale', '600', '--state', ws.statePath], ws.env, ws.dir);
+    const pointed = await runCliInProcess(
+      ['run', 'm.yaml', '--simulate', '--time-scale', '600', '--state', ws.statePath],
+      ws.env,
+      ws.dir,
+    );
     expect(pointed.code).toBe(2);
     expect(pointed.stderr).toMatch(/is the state of a real run; a rehearsal \(--simulate\) never touches it/);
     expect(sha(ws.statePath)).toBe(stateBytes);
@@ -47,12 +54,22 @@ describe('a rehearsal never touches a real run', () => {
     const again = await ws.run();
     expect(again.code, again.stdout).toBe(0);
     expect(posts(t)).toBe(before);
-    expect(snapshot(ws.outDir)).toEqual({ ...outputs, ...pick(snapshot(ws.outDir), ['results.jsonl', 'results.csv', 'index.html']) });
+    expect(snapshot(ws.outDir)).toEqual({
+      ...outputs,
+      ...pick(snapshot(ws.outDir), ['results.jsonl', 'results.csv', 'index.html']),
+    });
   });
 
   it('status, retry and report look at the rehearsal only with --simulate, and say where the other state is', async () => {
-    const ws = workspace({ baseUrl: 'http://127.0.0.1:1/v1', apiKey: 'unused' } as never, imageManifest(2, (i) => (i === 0 ? 'doomed [sim:fail]' : 'fine')));
-    const rehearsal = await runCliInProcess(['run', 'm.yaml', '--simulate', '--time-scale', '600', '--max-retries', '0'], ws.env, ws.dir);
+    const ws = workspace(
+      { baseUrl: 'http://127.0.0.1:1/v1', apiKey: 'unused' } as never,
+      imageManifest(2, (i) => (i === 0 ? 'doomed [sim:fail]' : 'fine')),
+    );
+    const rehearsal = await runCliInProcess(
+      ['run', 'm.yaml', '--simulate', '--time-scale', '600', '--max-retries', '0'],
+      ws.env,
+      ws.dir,
+    );
     expect(rehearsal.code).toBe(1);
     expect(rehearsal.stdout).not.toMatch(/resume/);
     const status = await runCliInProcess(['status', 'm.yaml', '--json'], ws.env, ws.dir);
@@ -67,20 +84,30 @@ describe('a rehearsal never touches a real run', () => {
     expect(report.stdout).toContain(join('out', 'm.simulated', 'results.jsonl'));
   });
 
-  it('an output dir that holds another state\'s outputs is refused before anything is sent', async () => {
+  it("an output dir that holds another state's outputs is refused before anything is sent", async () => {
     const t = await startTestSim({ timeScale: 600 });
     const ws = workspace(t.sim, imageManifest(2));
     expect((await ws.run(['--out', 'shared'])).code).toBe(0);
     const outputs = snapshot(join(ws.dir, 'shared'));
     writeFileSync(join(ws.dir, 'other.yaml'), imageManifest(2));
     const before = posts(t);
-    const other = await runCliInProcess(['run', 'other.yaml', '--time-scale', '600', '--out', 'shared'], ws.env, ws.dir);
+    const other = await runCliInProcess(
+      ['run', 'other.yaml', '--time-scale', '600', '--out', 'shared'],
+      ws.env,
+      ws.dir,
+    );
     expect(other.code).toBe(2);
-    expect(other.stderr).toMatch(/shared holds the outputs of the run whose state is .*m\.sqlite; this run .*would overwrite them, so nothing was submitted\. Pass another --out/);
+    expect(other.stderr).toMatch(
+      /shared holds the outputs of the run whose state is .*m\.sqlite; this run .*would overwrite them, so nothing was submitted\. Pass another --out/,
+    );
     expect(posts(t)).toBe(before);
     expect(snapshot(join(ws.dir, 'shared'))).toEqual(outputs);
     // Another state file of the same manifest, while the first still exists: refused too.
-    const second = await runCliInProcess(['run', 'm.yaml', '--time-scale', '600', '--out', 'shared', '--state', 'second.sqlite'], ws.env, ws.dir);
+    const second = await runCliInProcess(
+      ['run', 'm.yaml', '--time-scale', '600', '--out', 'shared', '--state', 'second.sqlite'],
+      ws.env,
+      ws.dir,
+    );
     expect(second.code).toBe(2);
     expect(posts(t)).toBe(before);
   });

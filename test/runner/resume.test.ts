@@ -16,12 +16,16 @@ items:
   - { id: recolor, model: studio-edit, prompt: "make it matte black", inputs: [mug.png] }
 `;
 
-const posts = (t: Awaited<ReturnType<typeof startTestSim>>) => t.sim.service.ledger.of('request').filter((r) => r.method === 'POST' && r.path !== '/uploads').length;
+const posts = (t: Awaited<ReturnType<typeof startTestSim>>) =>
+  t.sim.service.ledger.of('request').filter((r) => r.method === 'POST' && r.path !== '/uploads').length;
 
 describe('a resume of a manifest whose files are as the state last saw them', () => {
   it('reads its items from the state; any edit to the manifest, a rows file or an input file is loaded and compared anew', async () => {
     const t = await startTestSim({ timeScale: 600 });
-    const ws = workspace(t.sim, MANIFEST, { 'products.csv': 'sku,title\nmug-1,Red mug\nmug-2,Blue mug\n', 'mug.png': makePng('mug') });
+    const ws = workspace(t.sim, MANIFEST, {
+      'products.csv': 'sku,title\nmug-1,Red mug\nmug-2,Blue mug\n',
+      'mug.png': makePng('mug'),
+    });
     const first = await ws.run();
     expect(first.code, first.stdout + first.stderr).toBe(0);
     expect(first.stderr).not.toMatch(/resuming/);
@@ -29,7 +33,9 @@ describe('a resume of a manifest whose files are as the state last saw them', ()
 
     const unchanged = await ws.run();
     expect(unchanged.code).toBe(0);
-    expect(unchanged.stderr).toMatch(/resuming: m\.yaml and its files are as the state last saw them; 3 items read from the state/);
+    expect(unchanged.stderr).toMatch(
+      /resuming: m\.yaml and its files are as the state last saw them; 3 items read from the state/,
+    );
     expect(posts(t)).toBe(3);
 
     // A row's title edited: the item is found changed (kept, not paid again), never taken from the state as it was.
@@ -53,13 +59,21 @@ describe('a resume of a manifest whose files are as the state last saw them', ()
     expect(again.stderr).toMatch(/4 items read from the state/);
     expect(again.stdout).toMatch(/2 items changed after they were submitted/);
     expect(posts(t)).toBe(4);
-    expect(Object.fromEntries(readState(ws.statePath).items.map((i) => [i.id, i.state]))).toEqual({ 'mug-1': 'done', 'mug-2': 'done', 'mug-3': 'done', recolor: 'done' });
+    expect(Object.fromEntries(readState(ws.statePath).items.map((i) => [i.id, i.state]))).toEqual({
+      'mug-1': 'done',
+      'mug-2': 'done',
+      'mug-3': 'done',
+      recolor: 'done',
+    });
     expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
   });
 
   it('a model the service no longer has is found before anything is sent, with its place in the manifest', async () => {
     const t = await startTestSim({ timeScale: 600 });
-    const ws = workspace(t.sim, 'version: 1\nitems:\n  - { id: a, model: studio-lite, prompt: "a mug" }\n  - { id: b, model: studio-lite, prompt: "a cup" }\n');
+    const ws = workspace(
+      t.sim,
+      'version: 1\nitems:\n  - { id: a, model: studio-lite, prompt: "a mug" }\n  - { id: b, model: studio-lite, prompt: "a cup" }\n',
+    );
     expect((await ws.run(['--max-credits', '2'])).code).toBe(3);
     const before = posts(t);
     // The service retires the model between the two runs.
@@ -76,20 +90,33 @@ describe('a resume of a manifest whose files are as the state last saw them', ()
 describe('items removed from the manifest', () => {
   it('are never started, are not counted in done n/total, and are reported as removed', async () => {
     const t = await startTestSim({ timeScale: 600 });
-    const three = 'version: 1\ndefaults: { model: studio-lite }\nitems:\n  - { id: a, prompt: "a mug" }\n  - { id: b, prompt: "a cup" }\n  - { id: c, prompt: "a bowl" }\n';
+    const three =
+      'version: 1\ndefaults: { model: studio-lite }\nitems:\n  - { id: a, prompt: "a mug" }\n  - { id: b, prompt: "a cup" }\n  - { id: c, prompt: "a bowl" }\n';
     const ws = workspace(t.sim, three);
     // A budget of 2 credits: a is paid for, then the run stops with b and c pending.
     expect((await ws.run(['--max-credits', '2'])).code).toBe(3);
     expect(t.sim.service.ledger.of('charge')).toHaveLength(1);
-    writeFileSync(join(ws.dir, 'm.yaml'), 'version: 1\ndefaults: { model: studio-lite }\nitems:\n  - { id: a, prompt: "a mug" }\n  - { id: b, prompt: "a cup" }\n');
+    writeFileSync(
+      join(ws.dir, 'm.yaml'),
+      'version: 1\ndefaults: { model: studio-lite }\nitems:\n  - { id: a, prompt: "a mug" }\n  - { id: b, prompt: "a cup" }\n',
+    );
     const res = await ws.run();
     expect(res.code, res.stdout + res.stderr).toBe(0);
     expect(res.stdout).toMatch(/^done 2\/2$/m);
-    expect(res.stdout).toMatch(/1 item of an earlier version of the manifest is no longer in it: not run and not counted here/);
+    expect(res.stdout).toMatch(
+      /1 item of an earlier version of the manifest is no longer in it: not run and not counted here/,
+    );
     // c was never sent: 2 charges in all, for a and b.
     expect(t.sim.service.ledger.of('charge')).toHaveLength(2);
-    expect(readState(ws.statePath).attempts.map((x) => x.item_id).sort()).toEqual(['a', 'b']);
-    const status = JSON.parse((await runCliInProcess(['status', 'm.yaml', '--json'], ws.env, ws.dir)).stdout) as { items: Record<string, number>; removed: number };
+    expect(
+      readState(ws.statePath)
+        .attempts.map((x) => x.item_id)
+        .sort(),
+    ).toEqual(['a', 'b']);
+    const status = JSON.parse((await runCliInProcess(['status', 'm.yaml', '--json'], ws.env, ws.dir)).stdout) as {
+      items: Record<string, number>;
+      removed: number;
+    };
     expect(status.items).toMatchObject({ total: 2, done: 2, pending: 0 });
     expect(status.removed).toBe(1);
     // Put back, the item runs again: it is counted and sent.

@@ -41,7 +41,10 @@ describe('genbatch run against the simulator', () => {
 
   it('FAILED jobs get new attempts with new keys up to --max-retries, then the item fails; the refunds are recorded', async () => {
     const t = await startTestSim(scaled);
-    const ws = workspace(t.sim, imageManifest(2, (i) => (i === 0 ? 'doomed [sim:fail]' : 'fine')));
+    const ws = workspace(
+      t.sim,
+      imageManifest(2, (i) => (i === 0 ? 'doomed [sim:fail]' : 'fine')),
+    );
     const res = await ws.run(['--max-retries', '2']);
     expect(res.code).toBe(1);
     const charges = t.sim.service.ledger.of('charge').filter((c) => c.prompt.includes('doomed'));
@@ -55,7 +58,10 @@ describe('genbatch run against the simulator', () => {
 
   it('EXPIRED is handled like FAILED', async () => {
     const t = await startTestSim(scaled);
-    const ws = workspace(t.sim, imageManifest(1, () => 'late [sim:expire]'));
+    const ws = workspace(
+      t.sim,
+      imageManifest(1, () => 'late [sim:expire]'),
+    );
     const res = await ws.run(['--max-retries', '1']);
     expect(res.code).toBe(1);
     expect(t.sim.service.ledger.of('charge')).toHaveLength(2);
@@ -64,7 +70,10 @@ describe('genbatch run against the simulator', () => {
 
   it('a 503 is resent once later with the same key', async () => {
     const t = await startTestSim(scaled);
-    const ws = workspace(t.sim, imageManifest(1, () => 'busy [sim:unavailable]'));
+    const ws = workspace(
+      t.sim,
+      imageManifest(1, () => 'busy [sim:unavailable]'),
+    );
     const res = await ws.run();
     expect(res.code).toBe(0);
     const posts = t.sim.service.ledger.of('request').filter((r) => r.path === '/images');
@@ -75,18 +84,30 @@ describe('genbatch run against the simulator', () => {
   it('400 marks the item rejected with the field named; others go on', async () => {
     const t = await startTestSim(scaled);
     // A prompt past the service's length limit (not shown by the spec): only the service can say no.
-    const ws = workspace(t.sim, `version: 1\ndefaults: { model: studio-lite }\nitems:\n  - { id: bad, prompt: "${'x'.repeat(4100)}" }\n  - { id: good, prompt: q }\n`);
+    const ws = workspace(
+      t.sim,
+      `version: 1\ndefaults: { model: studio-lite }\nitems:\n  - { id: bad, prompt: "${'x'.repeat(4100)}" }\n  - { id: good, prompt: q }\n`,
+    );
     const res = await ws.run();
     expect(res.code).toBe(1);
     const items = readState(ws.statePath).items;
-    expect(items).toMatchObject([{ id: 'bad', state: 'rejected', error_code: 'VALIDATION_ERROR' }, { id: 'good', state: 'done' }]);
+    expect(items).toMatchObject([
+      { id: 'bad', state: 'rejected', error_code: 'VALIDATION_ERROR' },
+      { id: 'good', state: 'done' },
+    ]);
     const status = await runCliInProcess(['status', 'm.yaml', '--json'], ws.env, ws.dir);
-    expect(JSON.parse(status.stdout)).toMatchObject({ items: { total: 2, done: 1, rejected: 1 }, failures: { VALIDATION_ERROR: 1 } });
+    expect(JSON.parse(status.stdout)).toMatchObject({
+      items: { total: 2, done: 1, rejected: 1 },
+      failures: { VALIDATION_ERROR: 1 },
+    });
   });
 
   it('422 blocks the item, never resent; the breaker stops the run before the threshold (exit 3)', async () => {
     const t = await startTestSim(scaled);
-    const ws = workspace(t.sim, imageManifest(8, (i) => (i < 4 ? `bad ${i} [sim:block]` : `good ${i}`)));
+    const ws = workspace(
+      t.sim,
+      imageManifest(8, (i) => (i < 4 ? `bad ${i} [sim:block]` : `good ${i}`)),
+    );
     const res = await ws.run(['--max-blocked', '2', '--max-images-in-flight', '1']);
     expect(res.code).toBe(3);
     expect(res.stdout).toMatch(/stopped: 2 submissions were blocked by moderation/);
@@ -116,16 +137,23 @@ describe('genbatch run against the simulator', () => {
     expect(res.stdout + res.stderr).not.toContain('gbk_ThisKeyIsWrongButSecret000');
   });
 
-
   it('an invalid manifest is exit 2 with its own problems, whatever the service says of the key meanwhile; nothing is submitted', async () => {
     // Each key's /me leaves while the manifest is read: its answer must neither win over the manifest's problems nor go unhandled.
     const t = await startTestSim(scaled);
     const ws = workspace(t.sim, `${imageManifest(2)}  - { id: item-0, prompt: "again" }\n`);
-    const refused = await runCliInProcess(ws.args(), { ...ws.env, GENBATCH_API_KEY: 'gbk_ThisKeyIsWrongButSecret000' }, ws.dir);
+    const refused = await runCliInProcess(
+      ws.args(),
+      { ...ws.env, GENBATCH_API_KEY: 'gbk_ThisKeyIsWrongButSecret000' },
+      ws.dir,
+    );
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain('duplicate id "item-0"');
     expect(refused.stderr).not.toContain('UNAUTHENTICATED');
-    const unreachable = await runCliInProcess(ws.args(), { ...ws.env, GENBATCH_BASE_URL: 'http://127.0.0.1:9/v1' }, ws.dir);
+    const unreachable = await runCliInProcess(
+      ws.args(),
+      { ...ws.env, GENBATCH_BASE_URL: 'http://127.0.0.1:9/v1' },
+      ws.dir,
+    );
     expect(unreachable.code).toBe(2);
     expect(unreachable.stderr).toContain('duplicate id "item-0"');
     expect(t.sim.service.ledger.of('request').filter((r) => r.method === 'POST')).toEqual([]);
@@ -135,7 +163,8 @@ describe('genbatch run against the simulator', () => {
     const ws = workspace(t.sim, imageManifest(20), {}, 60);
     // Revoked the instant the service charges the 3rd job: mid-run, whatever the machine's speed.
     const unwatch = t.sim.service.ledger.watch((event) => {
-      if (event.kind === 'charge' && t.sim.service.ledger.of('charge').length === 3) t.sim.service.accounts.byLabel('main').revoked = true;
+      if (event.kind === 'charge' && t.sim.service.ledger.of('charge').length === 3)
+        t.sim.service.accounts.byLabel('main').revoked = true;
     });
     const res = await runCliInProcess(ws.args(['--submit-rate', '4/1s']), ws.env, ws.dir);
     unwatch();
@@ -152,7 +181,10 @@ describe('genbatch run against the simulator', () => {
 
   it('an expired output link is refreshed by a new GET of the job', async () => {
     const t = await startTestSim(scaled);
-    const ws = workspace(t.sim, imageManifest(1, () => 'mug [sim:expired-link]'));
+    const ws = workspace(
+      t.sim,
+      imageManifest(1, () => 'mug [sim:expired-link]'),
+    );
     const res = await ws.run();
     expect(res.code, res.stdout).toBe(0);
     const downloads = t.sim.service.ledger.of('download');
@@ -162,14 +194,19 @@ describe('genbatch run against the simulator', () => {
 
   it('waits for the next key day at the daily cap, with no 429, and goes on', async () => {
     // A key day lasts 2 s here.
-    const t = await startTestSim({ timeScale: 43_200, keys: [{ label: 'main', dailyCap: 6 }], linkTtlSeconds: 7 * 86_400 });
+    const t = await startTestSim({
+      timeScale: 43_200,
+      keys: [{ label: 'main', dailyCap: 6 }],
+      linkTtlSeconds: 7 * 86_400,
+    });
     // Links live a week of service time (14 s here): at this scale the usual 15 minutes are 21 ms, which a busy machine misses.
     const ws = workspace(t.sim, imageManifest(5), {}, 43_200);
     const res = await ws.run(['--daily-cap', '6']);
     expect(res.code, res.stdout).toBe(0);
     expect(t.sim.service.ledger.countStatus(429)).toBe(0);
     const days = new Map<number, number>();
-    for (const c of t.sim.service.ledger.of('charge')) days.set(Math.floor(c.at / 2000), (days.get(Math.floor(c.at / 2000)) ?? 0) + c.credits);
+    for (const c of t.sim.service.ledger.of('charge'))
+      days.set(Math.floor(c.at / 2000), (days.get(Math.floor(c.at / 2000)) ?? 0) + c.credits);
     expect([...days.values()].every((credits) => credits <= 6)).toBe(true);
     expect(days.size).toBeGreaterThanOrEqual(2);
   });
@@ -210,7 +247,10 @@ describe('genbatch run against the simulator', () => {
 describe('genbatch retry and status', () => {
   it('retry puts failed items back; the next run makes a new attempt with a new key', async () => {
     const t = await startTestSim(scaled);
-    const ws = workspace(t.sim, imageManifest(2, (i) => (i === 0 ? 'doomed [sim:fail]' : 'fine')));
+    const ws = workspace(
+      t.sim,
+      imageManifest(2, (i) => (i === 0 ? 'doomed [sim:fail]' : 'fine')),
+    );
     expect((await ws.run(['--max-retries', '0'])).code).toBe(1);
     expect(t.sim.service.ledger.of('charge')).toHaveLength(2);
     // A code no item stopped with is a usage error that names the codes there are.
@@ -245,13 +285,20 @@ describe('genbatch retry and status', () => {
   it('failures you can act on: the run ends with the retry command, status lists each item with one message, blocked ones say how to resubmit', async () => {
     const t = await startTestSim(scaled);
     const prompts = ['doomed [sim:fail]', 'fine', 'naughty [sim:block]'];
-    const ws = workspace(t.sim, imageManifest(3, (i) => prompts[i]!));
+    const ws = workspace(
+      t.sim,
+      imageManifest(3, (i) => prompts[i]!),
+    );
     const res = await ws.run(['--max-retries', '0']);
     expect(res.code).toBe(1);
-    expect(res.stdout).toContain('to submit the 1 failed or skipped item again (new attempts, paid again): genbatch retry m.yaml');
+    expect(res.stdout).toContain(
+      'to submit the 1 failed or skipped item again (new attempts, paid again): genbatch retry m.yaml',
+    );
     expect(res.stdout).toContain('1 blocked item (moderation) is never resent unchanged');
     const status = await runCliInProcess(['status', 'm.yaml', '--json'], ws.env, ws.dir);
-    const problems = (JSON.parse(status.stdout) as { problems: { id: string; state: string; code: string; message: string }[] }).problems;
+    const problems = (
+      JSON.parse(status.stdout) as { problems: { id: string; state: string; code: string; message: string }[] }
+    ).problems;
     expect(problems.map((p) => [p.id, p.state, p.code])).toEqual([
       ['item-0', 'failed', 'GENERATION_FAILED'],
       ['item-2', 'blocked', 'CONTENT_VIOLATION'],

@@ -17,7 +17,19 @@ afterEach(() => {
 
 function withAttempts(ids: string[]): Store {
   store = Store.open(join(mkdtempSync(join(tmpdir(), 'genbatch-sends-')), 's.sqlite'));
-  store.items.sync(ids.map((id, seq) => ({ id, seq, type: 'image' as const, model: 'm', contentHash: 'h', spec: '{}', dependsOn: [] })), 1, false);
+  store.items.sync(
+    ids.map((id, seq) => ({
+      id,
+      seq,
+      type: 'image' as const,
+      model: 'm',
+      contentHash: 'h',
+      spec: '{}',
+      dependsOn: [],
+    })),
+    1,
+    false,
+  );
   for (const id of ids) store.life.startAttempt(id, 1, `key-${id}`, '{}', 2, 'fp-a');
   return store;
 }
@@ -46,11 +58,14 @@ describe('the records of submissions leaving together', () => {
       throw new Error('SQLITE_FULL: database or disk is full');
     });
     const sends = new SendBatch(s);
-    const asked = [sends.record({ id: 'a', n: 1, now: 3, keyFp: 'fp-a' }), sends.record({ id: 'b', n: 1, now: 3, keyFp: 'fp-a' })];
+    const asked = [
+      sends.record({ id: 'a', n: 1, now: 3, keyFp: 'fp-a' }),
+      sends.record({ id: 'b', n: 1, now: 3, keyFp: 'fp-a' }),
+    ];
     for (const result of await Promise.allSettled(asked)) expect(result.status).toBe('rejected');
   });
 
-  it('a run\'s first window goes as one commit, and each submission reaches the service only after it', async () => {
+  it("a run's first window goes as one commit, and each submission reaches the service only after it", async () => {
     const commits: { ids: string[]; at: number }[] = [];
     const recordSentAll = Lifecycle.prototype.recordSentAll;
     vi.spyOn(Lifecycle.prototype, 'recordSentAll').mockImplementation(function (this: Lifecycle, sends) {

@@ -21,7 +21,12 @@ describe('tags', () => {
     const ws = workspace(t.sim, manifest(), rows);
     const first = await ws.run(['--only', 'tag:brand-a']);
     expect(first.code, first.stderr).toBe(0);
-    expect(t.sim.service.ledger.of('charge').map((c) => c.prompt).sort()).toEqual(['product 1', 'product 3']);
+    expect(
+      t.sim.service.ledger
+        .of('charge')
+        .map((c) => c.prompt)
+        .sort(),
+    ).toEqual(['product 1', 'product 3']);
     expect((await ws.run()).code).toBe(0);
 
     const status = JSON.parse((await runCliInProcess(['status', 'm.yaml', '--json'], ws.env, ws.dir)).stdout);
@@ -32,9 +37,19 @@ describe('tags', () => {
       { tag: 'catalog', items: 4, done: 4, charged: 8, refunded: 0, net: 8 },
       { tag: 'rush', items: 1, done: 1, charged: 2, refunded: 0, net: 2 },
     ]);
-    expect((await runCliInProcess(['status', 'm.yaml'], ws.env, ws.dir)).stdout).toMatch(/tag\s+items\s+done\s+credits net\n.*brand-a\s+2\s+2\s+4/);
-    const results = readFileSync(join(ws.outDir, 'results.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
-    expect(results.map((r) => r.tags)).toEqual([['brand-a', 'catalog'], ['brand-b', 'catalog'], ['brand-a', 'rush', 'catalog'], ['brand-b', 'catalog']]);
+    expect((await runCliInProcess(['status', 'm.yaml'], ws.env, ws.dir)).stdout).toMatch(
+      /tag\s+items\s+done\s+credits net\n.*brand-a\s+2\s+2\s+4/,
+    );
+    const results = readFileSync(join(ws.outDir, 'results.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(results.map((r) => r.tags)).toEqual([
+      ['brand-a', 'catalog'],
+      ['brand-b', 'catalog'],
+      ['brand-a', 'rush', 'catalog'],
+      ['brand-b', 'catalog'],
+    ]);
     const csv = readFileSync(join(ws.outDir, 'results.csv'), 'utf8').split('\n');
     const tagsColumn = csv[0]!.split(',').indexOf('tags');
     expect(tagsColumn).toBeGreaterThan(0);
@@ -46,7 +61,9 @@ describe('tags', () => {
     expect(again.code).toBe(0);
     expect(again.stdout).not.toMatch(/changed after they were submitted/);
     expect(t.sim.service.ledger.of('charge')).toHaveLength(4);
-    const tagged = JSON.parse((await runCliInProcess(['status', 'm.yaml', '--json'], ws.env, ws.dir)).stdout).tags.map((x: { tag: string }) => x.tag);
+    const tagged = JSON.parse((await runCliInProcess(['status', 'm.yaml', '--json'], ws.env, ws.dir)).stdout).tags.map(
+      (x: { tag: string }) => x.tag,
+    );
     expect(tagged).toContain('spring');
     expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
   });

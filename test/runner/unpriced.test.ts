@@ -6,8 +6,18 @@ import { startTestSim, type TestSim } from '../helpers/sim.js';
 
 /** A catalog that, like another reading of the spec, shows no video prices. */
 function hideVideoPrices(t: TestSim): void {
-  const strip = (v: unknown): unknown => (Array.isArray(v) ? v.map(strip) : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).filter(([k]) => k !== 'prices').map(([k, x]) => [k, strip(x)])) : v);
-  t.sim.service.tamper = (req, res): SimResponse | undefined => (req.method === 'GET' && req.path.startsWith('/models') ? { ...res, body: strip(res.body) } : undefined);
+  const strip = (v: unknown): unknown =>
+    Array.isArray(v)
+      ? v.map(strip)
+      : v && typeof v === 'object'
+        ? Object.fromEntries(
+            Object.entries(v)
+              .filter(([k]) => k !== 'prices')
+              .map(([k, x]) => [k, strip(x)]),
+          )
+        : v;
+  t.sim.service.tamper = (req, res): SimResponse | undefined =>
+    req.method === 'GET' && req.path.startsWith('/models') ? { ...res, body: strip(res.body) } : undefined;
 }
 
 const videos = (n: number) =>
@@ -20,14 +30,22 @@ describe('items whose price nothing shows', () => {
     const ws = workspace(t.sim, videos(2), { 'mug.png': makePng('mug') });
     const res = await ws.run(['--max-credits', '1000']);
     expect(res.code).toBe(1);
-    expect(readState(ws.statePath).items.map((i) => [i.state, i.error_code])).toEqual([['skipped', 'PRICE_UNKNOWN'], ['skipped', 'PRICE_UNKNOWN']]);
+    expect(readState(ws.statePath).items.map((i) => [i.state, i.error_code])).toEqual([
+      ['skipped', 'PRICE_UNKNOWN'],
+      ['skipped', 'PRICE_UNKNOWN'],
+    ]);
     expect(res.stdout + res.stderr).toContain('prices: { motion-2: credits }');
     expect(t.sim.service.ledger.of('charge')).toHaveLength(0);
   });
 
   it('the daily cap still holds: the first job goes alone, and its charge is the bound the others reserve', async () => {
     // A key day lasts 2 s; motion-2 at 5 s 720p costs 100: a cap of 250 takes two a day, never three.
-    const t = await startTestSim({ timeScale: 43_200, linkTtlSeconds: 7 * 86_400, uploadTtlSeconds: 7 * 86_400, videoSeconds: [60, 60] });
+    const t = await startTestSim({
+      timeScale: 43_200,
+      linkTtlSeconds: 7 * 86_400,
+      uploadTtlSeconds: 7 * 86_400,
+      videoSeconds: [60, 60],
+    });
     hideVideoPrices(t);
     const ws = workspace(t.sim, videos(5), { 'mug.png': makePng('mug') }, 43_200);
     const res = await ws.run(['--daily-cap', '250']);
@@ -35,7 +53,8 @@ describe('items whose price nothing shows', () => {
     const charges = t.sim.service.ledger.of('charge');
     expect(charges).toHaveLength(5);
     const perDay = new Map<number, number>();
-    for (const c of charges) perDay.set(Math.floor(c.at / 2000), (perDay.get(Math.floor(c.at / 2000)) ?? 0) + c.credits);
+    for (const c of charges)
+      perDay.set(Math.floor(c.at / 2000), (perDay.get(Math.floor(c.at / 2000)) ?? 0) + c.credits);
     expect(Math.max(...perDay.values())).toBeLessThanOrEqual(250);
     expect(res.stdout + res.stderr).toContain('no price is known for motion-2');
     expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);

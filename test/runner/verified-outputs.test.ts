@@ -4,7 +4,11 @@ import { describe, expect, it } from 'vitest';
 import { expectNoDoubleChargeAndVerifiedOutputs, imageManifest, readState, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 
-const downloads = (t: Awaited<ReturnType<typeof startTestSim>>) => t.sim.service.ledger.of('download').filter((d) => d.status === 200).map((d) => d.jobId);
+const downloads = (t: Awaited<ReturnType<typeof startTestSim>>) =>
+  t.sim.service.ledger
+    .of('download')
+    .filter((d) => d.status === 200)
+    .map((d) => d.jobId);
 
 describe('what was verified stays verified', () => {
   it('a resume downloads again an output altered in place (same size) or deleted, keeps one only touched, and pays nothing', async () => {
@@ -46,13 +50,19 @@ describe('what was verified stays verified', () => {
     expect((await ws.run()).code).toBe(0);
     const path = join(ws.outDir, 'item-0-1.png');
     writeFileSync(path, Buffer.alloc(statSync(path).size, 7));
-    t.sim.service.inject = (req) => (req.path.startsWith('/jobs/') ? { status: 404, headers: {}, body: { error: { code: 'NOT_FOUND', message: 'gone', details: {} } } } : undefined);
+    t.sim.service.inject = (req) =>
+      req.path.startsWith('/jobs/')
+        ? { status: 404, headers: {}, body: { error: { code: 'NOT_FOUND', message: 'gone', details: {} } } }
+        : undefined;
     const again = await ws.run();
     expect(again.code, again.stdout).toBe(1);
     expect(again.stdout).toMatch(/failures by code: DOWNLOAD_FAILED 1/);
     expect(readState(ws.statePath).items[0]).toMatchObject({ state: 'downloading', error_code: 'DOWNLOAD_FAILED' });
     // The results list no verified file for it.
-    const row = JSON.parse(readFileSync(join(ws.outDir, 'results.jsonl'), 'utf8').trim()) as { state: string; files: unknown[] };
+    const row = JSON.parse(readFileSync(join(ws.outDir, 'results.jsonl'), 'utf8').trim()) as {
+      state: string;
+      files: unknown[];
+    };
     expect(row).toMatchObject({ state: 'downloading', files: [] });
   });
 });

@@ -12,11 +12,24 @@ describe('the run watchdog', () => {
   it('fires on an injected stall, says what each state waits for, and the run goes on once the answer comes', async () => {
     let answer: ((job: Job) => void) | undefined;
     const events: RunEvent[] = [];
-    const limits = { submit: { count: 10, windowMs: 100 }, read: { count: 120, windowMs: 100 }, upload: { count: 30, windowMs: 100 }, imagesInFlight: 10, videosInFlight: 5, dailyCap: 20_000 };
+    const limits = {
+      submit: { count: 10, windowMs: 100 },
+      read: { count: 120, windowMs: 100 },
+      upload: { count: 30, windowMs: 100 },
+      imagesInFlight: 10,
+      videosInFlight: 5,
+      dailyCap: 20_000,
+    };
     // The injected stall: the submission hangs, with no answer and no error.
-    const run = await fakeRun({ submitImage: () => new Promise<Job>((resolve) => (answer = resolve)) }, limits, { quietMs: 200, onEvent: (e) => events.push(e) });
+    const run = await fakeRun({ submitImage: () => new Promise<Job>((resolve) => (answer = resolve)) }, limits, {
+      quietMs: 200,
+      onEvent: (e) => events.push(e),
+    });
     try {
-      await vi.waitFor(() => expect(events.some((e) => e.kind === 'stall')).toBe(true), { timeout: 5_000, interval: 20 });
+      await vi.waitFor(() => expect(events.some((e) => e.kind === 'stall')).toBe(true), {
+        timeout: 5_000,
+        interval: 20,
+      });
       const stall = events.find((e) => e.kind === 'stall') as Extract<RunEvent, { kind: 'stall' }>;
       expect(stall.quietMs).toBeGreaterThanOrEqual(200);
       expect(stall.waiting).toEqual([{ state: 'submitting', items: 1, for: 'the answer to its submission' }]);

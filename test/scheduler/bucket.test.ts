@@ -14,7 +14,7 @@ describe('the sliding-window bucket', () => {
   beforeEach(() => vi.useFakeTimers({ now: 1_000_000 }));
   afterEach(() => vi.useRealTimers());
 
-  it('sends the first window\'s requests at once, then each next one a window after an answer', async () => {
+  it("sends the first window's requests at once, then each next one a window after an answer", async () => {
     const bucket = new Bucket({ count: 10, windowMs: W }, () => Date.now());
     const reqs = Array.from({ length: 12 }, () => request());
     const done = reqs.map((r) => bucket.run(r.fn));
@@ -100,7 +100,12 @@ describe('the sliding-window bucket', () => {
   });
 
   it('a pause (Retry-After) holds every queued request until it ends, with at most 10% jitter', async () => {
-    const bucket = new Bucket({ count: 100, windowMs: W }, () => Date.now(), [], () => 1);
+    const bucket = new Bucket(
+      { count: 100, windowMs: W },
+      () => Date.now(),
+      [],
+      () => 1,
+    );
     bucket.pauseFor(5000);
     const reqs = Array.from({ length: 5 }, () => request());
     reqs.forEach((r) => void bucket.run(r.fn));
@@ -149,8 +154,13 @@ describe('the sliding-window bucket', () => {
     r.answer();
   });
 
-  it('X-RateLimit-Remaining 0 while this window has room (the key is used elsewhere too) holds the queue for a request\'s share of the window', async () => {
-    const bucket = new Bucket({ count: 3, windowMs: 900 }, () => Date.now(), [], () => 0);
+  it("X-RateLimit-Remaining 0 while this window has room (the key is used elsewhere too) holds the queue for a request's share of the window", async () => {
+    const bucket = new Bucket(
+      { count: 3, windowMs: 900 },
+      () => Date.now(),
+      [],
+      () => 0,
+    );
     // The service says more is left than the window allows: the window still rules.
     bucket.serviceRemaining(50);
     const reqs = Array.from({ length: 4 }, () => request());
@@ -173,7 +183,12 @@ describe('the sliding-window bucket', () => {
   });
 
   it('X-RateLimit-Remaining 0 that this window already accounts for adds no wait: the next request goes as soon as the window lets it', async () => {
-    const bucket = new Bucket({ count: 2, windowMs: 1000 }, () => Date.now(), [], () => 0);
+    const bucket = new Bucket(
+      { count: 2, windowMs: 1000 },
+      () => Date.now(),
+      [],
+      () => 0,
+    );
     const reqs = Array.from({ length: 3 }, () => request());
     reqs.forEach((r) => void bucket.run(r.fn));
     await vi.advanceTimersByTimeAsync(10);

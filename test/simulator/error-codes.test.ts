@@ -19,7 +19,9 @@ const account = (t: TestSim) => t.sim.service.accounts.byLabel('main').account;
 /** Every row of the spec's error table, provoked from the simulator and seen through the client. */
 const cases: Case[] = [
   {
-    code: 'VALIDATION_ERROR', status: 400, reaction: 'mark-item',
+    code: 'VALIDATION_ERROR',
+    status: 400,
+    reaction: 'mark-item',
     provoke: (t) => t.client.submitImage({ ...imageBody(), resolution: '8K' }, newKey()),
     check: (e) => {
       expect(e.details.field).toBe('resolution');
@@ -27,7 +29,9 @@ const cases: Case[] = [
     },
   },
   {
-    code: 'UNAUTHENTICATED', status: 401, reaction: 'stop-run',
+    code: 'UNAUTHENTICATED',
+    status: 401,
+    reaction: 'stop-run',
     provoke: async (t) => {
       const stranger = new ApiClient({ baseUrl: t.sim.baseUrl, apiKey: 'gbk_not_a_real_key' });
       try {
@@ -38,44 +42,73 @@ const cases: Case[] = [
     },
   },
   {
-    code: 'UNAUTHENTICATED', status: 401, reaction: 'stop-run',
+    code: 'UNAUTHENTICATED',
+    status: 401,
+    reaction: 'stop-run',
     provoke: (t) => {
       t.sim.service.accounts.byLabel('main').revoked = true;
       return t.client.me();
     },
   },
   {
-    code: 'CREDITS_EXHAUSTED', status: 402, reaction: 'stop-run', sim: { credits: 5 },
+    code: 'CREDITS_EXHAUSTED',
+    status: 402,
+    reaction: 'stop-run',
+    sim: { credits: 5 },
     provoke: (t) => t.client.submitImage(imageBody(), newKey()),
     check: (e) => expect(e.details.required).toBe(8),
   },
   {
-    code: 'SCOPE_DENIED', status: 403, reaction: 'stop-run', sim: { keys: [{ label: 'main', scopes: ['image'] }] },
-    provoke: (t) => t.client.submitVideo({ prompt: 'spin', model: 'motion-extend', duration: '5', resolution: '720p', aspectRatio: '16:9', sourceJobId: 'job_x' }, newKey()),
+    code: 'SCOPE_DENIED',
+    status: 403,
+    reaction: 'stop-run',
+    sim: { keys: [{ label: 'main', scopes: ['image'] }] },
+    provoke: (t) =>
+      t.client.submitVideo(
+        {
+          prompt: 'spin',
+          model: 'motion-extend',
+          duration: '5',
+          resolution: '720p',
+          aspectRatio: '16:9',
+          sourceJobId: 'job_x',
+        },
+        newKey(),
+      ),
   },
   {
-    code: 'API_NOT_ELIGIBLE', status: 403, reaction: 'stop-run',
+    code: 'API_NOT_ELIGIBLE',
+    status: 403,
+    reaction: 'stop-run',
     provoke: (t) => {
       account(t).eligible = false;
       return t.client.me();
     },
   },
   {
-    code: 'API_DISABLED', status: 403, reaction: 'stop-run',
+    code: 'API_DISABLED',
+    status: 403,
+    reaction: 'stop-run',
     provoke: (t) => {
       account(t).apiDisabled = true;
       return t.client.listModels('image');
     },
   },
   {
-    code: 'ACCOUNT_SUSPENDED', status: 403, reaction: 'stop-run',
+    code: 'ACCOUNT_SUSPENDED',
+    status: 403,
+    reaction: 'stop-run',
     provoke: (t) => {
       account(t).suspended = true;
       return t.client.me();
     },
   },
   {
-    code: 'IDEMPOTENCY_IN_FLIGHT', charges: 1, status: 409, reaction: 'query-later', sim: { latencyMs: [1500, 1500] },
+    code: 'IDEMPOTENCY_IN_FLIGHT',
+    charges: 1,
+    status: 409,
+    reaction: 'query-later',
+    sim: { latencyMs: [1500, 1500] },
     provoke: async (t) => {
       const key = newKey();
       const first = t.client.submitImage(imageBody(), key);
@@ -89,7 +122,10 @@ const cases: Case[] = [
     },
   },
   {
-    code: 'IDEMPOTENCY_KEY_REUSED', charges: 1, status: 409, reaction: 'key-conflict',
+    code: 'IDEMPOTENCY_KEY_REUSED',
+    charges: 1,
+    status: 409,
+    reaction: 'key-conflict',
     provoke: async (t) => {
       const key = newKey();
       await t.client.submitImage(imageBody('first'), key);
@@ -97,11 +133,17 @@ const cases: Case[] = [
     },
   },
   {
-    code: 'CONTENT_VIOLATION', status: 422, reaction: 'mark-item',
+    code: 'CONTENT_VIOLATION',
+    status: 422,
+    reaction: 'mark-item',
     provoke: (t) => t.client.submitImage(imageBody('a mug [sim:block]'), newKey()),
   },
   {
-    code: 'RATE_LIMITED', charges: 2, status: 429, reaction: 'wait-and-resend', sim: { limits: { submissionsPerWindow: 2 } },
+    code: 'RATE_LIMITED',
+    charges: 2,
+    status: 429,
+    reaction: 'wait-and-resend',
+    sim: { limits: { submissionsPerWindow: 2 } },
     provoke: async (t) => {
       await t.client.submitImage(imageBody('1'), newKey());
       await t.client.submitImage(imageBody('2'), newKey());
@@ -113,7 +155,11 @@ const cases: Case[] = [
     },
   },
   {
-    code: 'CONCURRENCY_LIMIT', charges: 1, status: 429, reaction: 'wait-and-resend', sim: { limits: { imagesInFlight: 1 }, imageSeconds: [600, 600] },
+    code: 'CONCURRENCY_LIMIT',
+    charges: 1,
+    status: 429,
+    reaction: 'wait-and-resend',
+    sim: { limits: { imagesInFlight: 1 }, imageSeconds: [600, 600] },
     provoke: async (t) => {
       await t.client.submitImage(imageBody('1'), newKey());
       return t.client.submitImage(imageBody('2'), newKey());
@@ -124,7 +170,11 @@ const cases: Case[] = [
     },
   },
   {
-    code: 'DAILY_CAP_REACHED', charges: 1, status: 429, reaction: 'wait-and-resend', sim: { keys: [{ label: 'main', dailyCap: 10 }] },
+    code: 'DAILY_CAP_REACHED',
+    charges: 1,
+    status: 429,
+    reaction: 'wait-and-resend',
+    sim: { keys: [{ label: 'main', dailyCap: 10 }] },
     provoke: async (t) => {
       await t.client.submitImage(imageBody('1'), newKey());
       return t.client.submitImage(imageBody('2'), newKey());
@@ -135,11 +185,15 @@ const cases: Case[] = [
     },
   },
   {
-    code: 'MODERATION_UNAVAILABLE', status: 503, reaction: 'resend-later',
+    code: 'MODERATION_UNAVAILABLE',
+    status: 503,
+    reaction: 'resend-later',
     provoke: (t) => t.client.submitImage(imageBody('a mug [sim:moderation-unavailable]'), newKey()),
   },
   {
-    code: 'UPSTREAM_UNAVAILABLE', status: 503, reaction: 'resend-later',
+    code: 'UPSTREAM_UNAVAILABLE',
+    status: 503,
+    reaction: 'resend-later',
     provoke: (t) => t.client.submitImage(imageBody('a mug [sim:unavailable]'), newKey()),
   },
 ];

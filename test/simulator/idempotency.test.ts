@@ -52,7 +52,9 @@ describe('idempotency keys', () => {
     const t = await startTestSim();
     const key = newKey();
     await t.client.submitImage(imageBody(), key);
-    const e = await rejection(t.client.submitVideo({ prompt: 'x', model: 'motion-extend', sourceJobId: 'job_web_1' }, key));
+    const e = await rejection(
+      t.client.submitVideo({ prompt: 'x', model: 'motion-extend', sourceJobId: 'job_web_1' }, key),
+    );
     expect(e.status).toBe(409);
     expect(e.code).toMatch(/^IDEMPOTENCY_/);
   });

@@ -31,7 +31,10 @@ describe('per-key limits, as the spec sets them', () => {
   });
 
   it('counts each key apart', async () => {
-    const t = await startTestSim({ keys: [{ label: 'main' }, { label: 'other' }], limits: { submissionsPerWindow: 1 } });
+    const t = await startTestSim({
+      keys: [{ label: 'main' }, { label: 'other' }],
+      limits: { submissionsPerWindow: 1 },
+    });
     await t.client.submitImage(imageBody('a'), newKey());
     expect((await rejection(t.client.submitImage(imageBody('b'), newKey()))).code).toBe('RATE_LIMITED');
     const other = new ApiClient({ baseUrl: t.sim.baseUrl, apiKey: t.sim.keys.other! });
@@ -56,7 +59,12 @@ describe('per-key limits, as the spec sets them', () => {
 
   it('holds 10 image jobs in flight, then CONCURRENCY_LIMIT until one ends', async () => {
     const time = manualClock();
-    const t = await startTestSim({ limits: { submissionsPerWindow: 100 }, timeScale: 60, imageSeconds: [60, 60], clock: time.clock });
+    const t = await startTestSim({
+      limits: { submissionsPerWindow: 100 },
+      timeScale: 60,
+      imageSeconds: [60, 60],
+      clock: time.clock,
+    });
     for (let i = 0; i < 10; i++) await t.client.submitImage(imageBody(`p${i}`), newKey());
     const e = await rejection(t.client.submitImage(imageBody('p10'), newKey()));
     expect(e.code).toBe('CONCURRENCY_LIMIT');
@@ -67,7 +75,14 @@ describe('per-key limits, as the spec sets them', () => {
   it('holds 5 video jobs in flight', async () => {
     const t = await startTestSim({ limits: { submissionsPerWindow: 100 }, videoSeconds: [600, 600] });
     const imageKey = await uploadImage(t, 'video');
-    const video = (i: number) => ({ prompt: `spin ${i}`, model: 'motion-2', duration: '5', resolution: '720p', aspectRatio: '16:9', imageKey });
+    const video = (i: number) => ({
+      prompt: `spin ${i}`,
+      model: 'motion-2',
+      duration: '5',
+      resolution: '720p',
+      aspectRatio: '16:9',
+      imageKey,
+    });
     for (let i = 0; i < 5; i++) await t.client.submitVideo(video(i), newKey());
     expect((await rejection(t.client.submitVideo(video(5), newKey()))).code).toBe('CONCURRENCY_LIMIT');
     // Images have their own pool.

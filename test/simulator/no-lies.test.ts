@@ -12,7 +12,11 @@ describe('the simulator tells no lies', () => {
     const t = await startTestSim({ moderationRate: 0.5, seed: 3 });
     const outcomes = async (prompt: string) => {
       const statuses: number[] = [];
-      for (let i = 0; i < 8; i++) statuses.push((await t.raw('POST', '/images', { body: imageBody(prompt), headers: { 'idempotency-key': newKey() } })).status);
+      for (let i = 0; i < 8; i++)
+        statuses.push(
+          (await t.raw('POST', '/images', { body: imageBody(prompt), headers: { 'idempotency-key': newKey() } }))
+            .status,
+        );
       return new Set(statuses);
     };
     // One prompt the seed blocks and one it lets through: each answered the same way eight times.
@@ -22,7 +26,8 @@ describe('the simulator tells no lies', () => {
     expect(await outcomes(blocked)).toEqual(new Set([422]));
     expect((await outcomes(allowed)).has(422)).toBe(false);
     // The rate is the share of prompts blocked.
-    const share = Array.from({ length: 2000 }, (_, i) => moderates(3, `prompt ${i}`, 0.5)).filter(Boolean).length / 2000;
+    const share =
+      Array.from({ length: 2000 }, (_, i) => moderates(3, `prompt ${i}`, 0.5)).filter(Boolean).length / 2000;
     expect(share).toBeGreaterThan(0.45);
     expect(share).toBeLessThan(0.55);
   });
@@ -36,7 +41,9 @@ describe('the simulator tells no lies', () => {
     // Per key, in order.
     const two = simulatorOptions({ keys: 2, scopes: scopes('video', scopes('image')) });
     expect(two.keys!.map((k) => k.scopes)).toEqual([['image'], ['video']]);
-    expect(() => simulatorOptions({ keys: 3, scopes: scopes('video', scopes('image')) })).toThrow(/given 2 times for 3 keys/);
+    expect(() => simulatorOptions({ keys: 3, scopes: scopes('video', scopes('image')) })).toThrow(
+      /given 2 times for 3 keys/,
+    );
   });
 
   it('--revoke-after N: the key works for N requests, then every request is 401 UNAUTHENTICATED', async () => {
@@ -45,7 +52,9 @@ describe('the simulator tells no lies', () => {
     for (let i = 0; i < 5; i++) statuses.push((await t.raw('GET', '/me')).status);
     expect(statuses).toEqual([200, 200, 200, 401, 401]);
     expect((await t.raw('GET', '/models?type=image')).json.error.code).toBe('UNAUTHENTICATED');
-    expect(simulatorOptions({ keys: 2, revokeAfter: revokeAfter('7:2') }).keys!.map((k) => k.revokeAfterRequests)).toEqual([undefined, 7]);
+    expect(
+      simulatorOptions({ keys: 2, revokeAfter: revokeAfter('7:2') }).keys!.map((k) => k.revokeAfterRequests),
+    ).toEqual([undefined, 7]);
     expect(() => simulatorOptions({ keys: 1, revokeAfter: revokeAfter('7:2') })).toThrow(/names key 2/);
   });
 
@@ -55,7 +64,10 @@ describe('the simulator tells no lies', () => {
     ['suspended', 'ACCOUNT_SUSPENDED'],
   ] as const)('--account-state %s: every request is 403 %s', async (state, code) => {
     const t = await startTestSim(simulatorOptions({ accountState: state }));
-    for (const res of [await t.raw('GET', '/me'), await t.raw('POST', '/images', { body: imageBody(), headers: { 'idempotency-key': newKey() } })]) {
+    for (const res of [
+      await t.raw('GET', '/me'),
+      await t.raw('POST', '/images', { body: imageBody(), headers: { 'idempotency-key': newKey() } }),
+    ]) {
       expect(res.status).toBe(403);
       expect(res.json.error.code).toBe(code);
     }
@@ -70,19 +82,28 @@ describe('the simulator tells no lies', () => {
     expect(res.stderr).toMatch(/at most 20,000/);
   });
 
-  it.each(['account', 'key'] as const)('with job visibility %s, every job a key lists it can read, and no other', async (visibility) => {
-    const t = await startTestSim({ keys: [{ label: 'a' }, { label: 'b' }], jobVisibility: visibility, webJobs: 2 });
-    const [a, b] = [t.sim.keys.a!, t.sim.keys.b!];
-    const made = (await t.raw('POST', '/images', { key: a, body: imageBody(), headers: { 'idempotency-key': newKey() } })).json.job.id as string;
-    for (const key of [a, b]) {
-      const listed = (await t.raw('GET', '/jobs?limit=100', { key })).json.jobs.map((j: { id: string }) => j.id) as string[];
-      for (const id of listed) expect((await t.raw('GET', `/jobs/${id}`, { key })).status, `${id} listed but not readable`).toBe(200);
-      for (const id of [...t.sim.service.jobs.byId.keys()].filter((id) => !listed.includes(id))) expect((await t.raw('GET', `/jobs/${id}`, { key })).status, `${id} readable but not listed`).toBe(404);
-      // The web application's jobs are the account's, listed for each key.
-      expect(listed.filter((id) => id.startsWith('job_web_'))).toHaveLength(2);
-      expect(listed.includes(made)).toBe(visibility === 'account' || key === a);
-    }
-  });
+  it.each(['account', 'key'] as const)(
+    'with job visibility %s, every job a key lists it can read, and no other',
+    async (visibility) => {
+      const t = await startTestSim({ keys: [{ label: 'a' }, { label: 'b' }], jobVisibility: visibility, webJobs: 2 });
+      const [a, b] = [t.sim.keys.a!, t.sim.keys.b!];
+      const made = (
+        await t.raw('POST', '/images', { key: a, body: imageBody(), headers: { 'idempotency-key': newKey() } })
+      ).json.job.id as string;
+      for (const key of [a, b]) {
+        const listed = (await t.raw('GET', '/jobs?limit=100', { key })).json.jobs.map(
+          (j: { id: string }) => j.id,
+        ) as string[];
+        for (const id of listed)
+          expect((await t.raw('GET', `/jobs/${id}`, { key })).status, `${id} listed but not readable`).toBe(200);
+        for (const id of [...t.sim.service.jobs.byId.keys()].filter((id) => !listed.includes(id)))
+          expect((await t.raw('GET', `/jobs/${id}`, { key })).status, `${id} readable but not listed`).toBe(404);
+        // The web application's jobs are the account's, listed for each key.
+        expect(listed.filter((id) => id.startsWith('job_web_'))).toHaveLength(2);
+        expect(listed.includes(made)).toBe(visibility === 'account' || key === a);
+      }
+    },
+  );
 
   it("/me's key prefix is the part before the underscore only, and /me says its durations are the service's time", async () => {
     const t = await startTestSim({ timeScale: 60 });
@@ -96,12 +117,21 @@ describe('the simulator tells no lies', () => {
 
   it('the prompt and upload limits, simulator choices, can be changed by flags', async () => {
     const opts = simulatorOptions({ maxPromptLength: 50, maxImageUploadMb: 1, maxVideoUploadMb: 2 });
-    expect(opts.limits).toEqual({ maxPromptLength: 50, maxImageUploadBytes: 1024 * 1024, maxVideoUploadBytes: 2 * 1024 * 1024 });
+    expect(opts.limits).toEqual({
+      maxPromptLength: 50,
+      maxImageUploadBytes: 1024 * 1024,
+      maxVideoUploadBytes: 2 * 1024 * 1024,
+    });
     const t = await startTestSim(opts);
-    const res = await t.raw('POST', '/images', { body: imageBody('x'.repeat(51)), headers: { 'idempotency-key': newKey() } });
+    const res = await t.raw('POST', '/images', {
+      body: imageBody('x'.repeat(51)),
+      headers: { 'idempotency-key': newKey() },
+    });
     expect(res.status).toBe(400);
     expect(res.json.error.details.field).toBe('prompt');
-    const grant = await t.raw('POST', '/uploads', { body: { kind: 'image', target: 'image', contentType: 'image/png', size: 1024 * 1024 + 1 } });
+    const grant = await t.raw('POST', '/uploads', {
+      body: { kind: 'image', target: 'image', contentType: 'image/png', size: 1024 * 1024 + 1 },
+    });
     expect(grant.status).toBe(400);
     expect(grant.json.error.details.field).toBe('size');
   });

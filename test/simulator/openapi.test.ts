@@ -21,7 +21,14 @@ function responseSchemaRef(method: string, template: string, status: number): st
   return `openapi${ref}`;
 }
 
-async function check(t: TestSim, method: string, template: string, path: string, init: Parameters<TestSim['raw']>[2] = {}, expectStatus?: number) {
+async function check(
+  t: TestSim,
+  method: string,
+  template: string,
+  path: string,
+  init: Parameters<TestSim['raw']>[2] = {},
+  expectStatus?: number,
+) {
   const res = await t.raw(method, path, init);
   if (expectStatus !== undefined) expect(res.status, `${method} ${path}`).toBe(expectStatus);
   const validate = ajv.getSchema(responseSchemaRef(method, template, res.status))!;
@@ -33,7 +40,14 @@ async function check(t: TestSim, method: string, template: string, path: string,
 async function uploadFor(t: TestSim, kind: 'image' | 'video', target: 'image' | 'video'): Promise<string> {
   const bytes = kind === 'image' ? makePng('x') : makeMp4('x');
   const contentType = kind === 'image' ? 'image/png' : 'video/mp4';
-  const grant = await check(t, 'POST', '/uploads', '/uploads', { body: { kind, target, contentType, size: bytes.length } }, 200);
+  const grant = await check(
+    t,
+    'POST',
+    '/uploads',
+    '/uploads',
+    { body: { kind, target, contentType, size: bytes.length } },
+    200,
+  );
   await t.client.putUpload(grant.uploadUrl, bytes, contentType, bytes.length);
   return grant.key;
 }
@@ -50,16 +64,65 @@ describe('the simulator answers as schemas/openapi.yaml describes', () => {
     const editKey = await uploadFor(t, 'image', 'image');
     const frameKey = await uploadFor(t, 'image', 'video');
     await check(t, 'POST', '/images', '/images', { body: imageBody(), headers: { 'idempotency-key': newKey() } }, 202);
-    const edit = await check(t, 'POST', '/images', '/images', { body: { prompt: 'matte', model: 'studio-edit', inputs: [{ key: editKey }] }, headers: { 'idempotency-key': newKey() } }, 202);
-    await check(t, 'POST', '/images', '/images', { body: { ...imageBody(), resolution: '9K' }, headers: { 'idempotency-key': newKey() } }, 400);
-    await check(t, 'POST', '/images', '/images', { body: imageBody('x [sim:block]'), headers: { 'idempotency-key': newKey() } }, 422);
-    const video = await check(t, 'POST', '/videos', '/videos', { body: { prompt: 'spin', model: 'motion-2', duration: '5', resolution: '720p', aspectRatio: '16:9', imageKey: frameKey }, headers: { 'idempotency-key': newKey() } }, 202);
-    const failing = await check(t, 'POST', '/images', '/images', { body: imageBody('x [sim:fail]'), headers: { 'idempotency-key': newKey() } }, 202);
+    const edit = await check(
+      t,
+      'POST',
+      '/images',
+      '/images',
+      {
+        body: { prompt: 'matte', model: 'studio-edit', inputs: [{ key: editKey }] },
+        headers: { 'idempotency-key': newKey() },
+      },
+      202,
+    );
+    await check(
+      t,
+      'POST',
+      '/images',
+      '/images',
+      { body: { ...imageBody(), resolution: '9K' }, headers: { 'idempotency-key': newKey() } },
+      400,
+    );
+    await check(
+      t,
+      'POST',
+      '/images',
+      '/images',
+      { body: imageBody('x [sim:block]'), headers: { 'idempotency-key': newKey() } },
+      422,
+    );
+    const video = await check(
+      t,
+      'POST',
+      '/videos',
+      '/videos',
+      {
+        body: {
+          prompt: 'spin',
+          model: 'motion-2',
+          duration: '5',
+          resolution: '720p',
+          aspectRatio: '16:9',
+          imageKey: frameKey,
+        },
+        headers: { 'idempotency-key': newKey() },
+      },
+      202,
+    );
+    const failing = await check(
+      t,
+      'POST',
+      '/images',
+      '/images',
+      { body: imageBody('x [sim:fail]'), headers: { 'idempotency-key': newKey() } },
+      202,
+    );
 
     await check(t, 'GET', '/jobs/{id}', `/jobs/${edit.job.id}`, {}, 200);
     for (const id of [edit.job.id, video.job.id, failing.job.id]) {
       let job = (await check(t, 'GET', '/jobs/{id}', `/jobs/${id}?wait=30`, {}, 200)).job;
-      while (job.status === 'PROCESSING') job = (await check(t, 'GET', '/jobs/{id}', `/jobs/${id}?wait=30`, {}, 200)).job;
+      while (job.status === 'PROCESSING')
+        job = (await check(t, 'GET', '/jobs/{id}', `/jobs/${id}?wait=30`, {}, 200)).job;
       expect(['COMPLETED', 'FAILED']).toContain(job.status);
     }
     await check(t, 'GET', '/jobs/{id}', '/jobs/job_missing', {}, 404);

@@ -6,7 +6,12 @@ import { newKey, rejection, startTestSim, type TestSim } from '../helpers/sim.js
 const PNG = makePng('input');
 const MP4 = makeMp4('input');
 
-async function upload(t: TestSim, kind: 'image' | 'video', target: 'image' | 'video', bytes = kind === 'image' ? PNG : MP4): Promise<string> {
+async function upload(
+  t: TestSim,
+  kind: 'image' | 'video',
+  target: 'image' | 'video',
+  bytes = kind === 'image' ? PNG : MP4,
+): Promise<string> {
   const contentType = kind === 'image' ? 'image/png' : 'video/mp4';
   const grant = await t.client.createUpload({ kind, target, contentType, size: bytes.length });
   expect(grant.expiresAt!.getTime()).toBeGreaterThan(Date.now());
@@ -14,20 +19,35 @@ async function upload(t: TestSim, kind: 'image' | 'video', target: 'image' | 'vi
   return grant.key;
 }
 
-const video = (model: string, inputs: Partial<VideoSubmission>): VideoSubmission => ({ prompt: 'slow turntable spin', model, duration: '5', resolution: '720p', aspectRatio: '16:9', ...inputs });
+const video = (model: string, inputs: Partial<VideoSubmission>): VideoSubmission => ({
+  prompt: 'slow turntable spin',
+  model,
+  duration: '5',
+  resolution: '720p',
+  aspectRatio: '16:9',
+  ...inputs,
+});
 
 describe('uploads', () => {
   it('grant, PUT, then an edit with inputs [{ key }] on an edit model', async () => {
     const t = await startTestSim();
     const key = await upload(t, 'image', 'image');
-    const job = await t.client.submitImage({ prompt: 'make it matte black', model: 'studio-edit', inputs: [{ key }] }, newKey());
+    const job = await t.client.submitImage(
+      { prompt: 'make it matte black', model: 'studio-edit', inputs: [{ key }] },
+      newKey(),
+    );
     expect(job.status).toBe('PROCESSING');
     expect(t.sim.service.ledger.of('upload-put')).toMatchObject([{ status: 200, bytes: PNG.length }]);
   });
 
   it('storage refuses a PUT whose Content-Type or size differs from the grant', async () => {
     const t = await startTestSim();
-    const grant = await t.client.createUpload({ kind: 'image', target: 'image', contentType: 'image/png', size: PNG.length });
+    const grant = await t.client.createUpload({
+      kind: 'image',
+      target: 'image',
+      contentType: 'image/png',
+      size: PNG.length,
+    });
     const wrongType = await rejection(t.client.putUpload(grant.uploadUrl, PNG, 'image/jpeg', PNG.length));
     expect(wrongType).toBeInstanceOf(StorageError);
     expect(wrongType.message).toMatch(/Content-Type/);
@@ -40,12 +60,21 @@ describe('uploads', () => {
 
   it('refuses a key nothing was uploaded for, and material that expired', async () => {
     const t = await startTestSim({ timeScale: 1, uploadTtlSeconds: 0.4 });
-    const grant = await t.client.createUpload({ kind: 'image', target: 'image', contentType: 'image/png', size: PNG.length });
-    const notYet = await rejection(t.client.submitImage({ prompt: 'x', model: 'studio-edit', inputs: [{ key: grant.key }] }, newKey()));
+    const grant = await t.client.createUpload({
+      kind: 'image',
+      target: 'image',
+      contentType: 'image/png',
+      size: PNG.length,
+    });
+    const notYet = await rejection(
+      t.client.submitImage({ prompt: 'x', model: 'studio-edit', inputs: [{ key: grant.key }] }, newKey()),
+    );
     expect(notYet.details.field).toBe('inputs[0].key');
     const key = await upload(t, 'image', 'image');
     await new Promise((r) => setTimeout(r, 500));
-    const expired = await rejection(t.client.submitImage({ prompt: 'x', model: 'studio-edit', inputs: [{ key }] }, newKey()));
+    const expired = await rejection(
+      t.client.submitImage({ prompt: 'x', model: 'studio-edit', inputs: [{ key }] }, newKey()),
+    );
     expect(expired.code).toBe('VALIDATION_ERROR');
     expect(expired.message).toMatch(/expired/);
     expect(t.sim.service.ledger.of('charge')).toHaveLength(0);
@@ -71,14 +100,18 @@ describe('the four video modes', () => {
   it('image-to-video takes imageKey', async () => {
     const t = await startTestSim();
     const imageKey = await upload(t, 'image', 'video');
-    await expect(t.client.submitVideo(video('motion-2', { imageKey }), newKey())).resolves.toMatchObject({ status: 'PROCESSING' });
+    await expect(t.client.submitVideo(video('motion-2', { imageKey }), newKey())).resolves.toMatchObject({
+      status: 'PROCESSING',
+    });
     expect(t.sim.service.ledger.of('charge')[0]!.credits).toBe(100);
   });
 
   it('reference-to-video takes referenceImageKeys', async () => {
     const t = await startTestSim();
     const keys = [await upload(t, 'image', 'video'), await upload(t, 'image', 'video')];
-    await expect(t.client.submitVideo(video('motion-ref', { referenceImageKeys: keys }), newKey())).resolves.toBeDefined();
+    await expect(
+      t.client.submitVideo(video('motion-ref', { referenceImageKeys: keys }), newKey()),
+    ).resolves.toBeDefined();
   });
 
   it('video-extend and video-edit take videoKey or sourceJobId of a completed video job', async () => {
@@ -91,7 +124,9 @@ describe('the four video modes', () => {
     let done = await t.client.getJob(extended.id, 30);
     while (done.status === 'PROCESSING') done = await t.client.getJob(extended.id, 30); // the wait is time-scaled too
     expect(done.status).toBe('COMPLETED');
-    await expect(t.client.submitVideo(video('motion-extend', { sourceJobId: done.id }), newKey())).resolves.toBeDefined();
+    await expect(
+      t.client.submitVideo(video('motion-extend', { sourceJobId: done.id }), newKey()),
+    ).resolves.toBeDefined();
     const dl = await t.client.download(done.outputs[0]!.downloadUrl);
     expect(dl.contentType).toBe('video/mp4');
     dl.cancel();

@@ -9,13 +9,17 @@ afterEach(() => store?.close());
 
 function fresh(): Store {
   store = Store.open(join(mkdtempSync(join(tmpdir(), 'genbatch-life-')), 's.sqlite'));
-  store.items.sync([{ id: 'a', seq: 0, type: 'image', model: 'm', contentHash: 'h', spec: '{}', dependsOn: [] }], 1, false);
+  store.items.sync(
+    [{ id: 'a', seq: 0, type: 'image', model: 'm', contentHash: 'h', spec: '{}', dependsOn: [] }],
+    1,
+    false,
+  );
   return store;
 }
 
 const state = (s: Store) => s.items.get('a')!.state;
 
-describe('the item\'s transitions are guarded by the states they leave', () => {
+describe("the item's transitions are guarded by the states they leave", () => {
   it('walks the happy path: pending → queued → submitting → running → downloading → done', () => {
     const s = fresh();
     expect(s.life.startAttempt('a', 1, 'k1', '{}', 2, 'fp-a')).toBe(true);
@@ -24,7 +28,9 @@ describe('the item\'s transitions are guarded by the states they leave', () => {
     expect(state(s)).toBe('submitting');
     expect(s.life.recordAccepted('a', 1, 'job_1', 8, 0, 4)).toBe(true);
     expect(state(s)).toBe('running');
-    expect(s.life.recordEnded('a', 1, { jobId: 'job_1', status: 'completed', refunded: 0, refundDay: 0 }, 5)).toBe(true);
+    expect(s.life.recordEnded('a', 1, { jobId: 'job_1', status: 'completed', refunded: 0, refundDay: 0 }, 5)).toBe(
+      true,
+    );
     expect(state(s)).toBe('downloading');
     expect(s.life.downloaded('a', 6)).toBe(true);
     expect(state(s)).toBe('done');
@@ -56,7 +62,9 @@ describe('the item\'s transitions are guarded by the states they leave', () => {
     expect(s.items.get('a')!.state).toBe('maybe_accepted');
     expect(s.accounting.submissionsSince(0, 'fp-a')).toHaveLength(1);
     expect(s.accounting.submissionsSince(0, 'fp-b')).toHaveLength(0);
-    expect(s.life.heldForKey('a', 1, 'maybe_accepted', { code: 'KEY_MISSING', message: 'wait for fp-a' }, 5)).toBe(true);
+    expect(s.life.heldForKey('a', 1, 'maybe_accepted', { code: 'KEY_MISSING', message: 'wait for fp-a' }, 5)).toBe(
+      true,
+    );
     expect(s.items.get('a')).toMatchObject({ state: 'maybe_accepted', error_code: 'KEY_MISSING' });
     expect(s.life.recordSent('a', 1, 6, 'fp-a')).toBe(true);
     expect(s.attempts.keyOf('a', 1)).toBe('fp-a');
@@ -113,7 +121,7 @@ describe('the item\'s transitions are guarded by the states they leave', () => {
 });
 
 describe('what is flushed to the disk before a request may charge', () => {
-  it('the send commits with synchronous = FULL, flushing the attempt\'s key committed before it; what an answer said commits relaxed, and the connection goes back to FULL', () => {
+  it("the send commits with synchronous = FULL, flushing the attempt's key committed before it; what an answer said commits relaxed, and the connection goes back to FULL", () => {
     const s = fresh();
     const level = () => s.db.pragma('synchronous', { simple: true }) as number;
     const seen: Record<string, number> = {};

@@ -36,7 +36,12 @@ const asks: Record<ControlCommand, ControlMode | undefined> = { pause: 'paused',
  * socket), to pause, resume or drain, and says what it did; with no run, a
  * pause or resume is recorded for the next one, and a drain has nothing to do.
  */
-export async function controlCommand(command: ControlCommand, path: string, flags: ControlFlags, cwd: string): Promise<string> {
+export async function controlCommand(
+  command: ControlCommand,
+  path: string,
+  flags: ControlFlags,
+  cwd: string,
+): Promise<string> {
   const manifest = await locate(path, cwd);
   const statePath = existingStatePathFor(manifest, flags, cwd);
   let opened: ReturnType<typeof Store.openForControl>;
@@ -55,24 +60,49 @@ export async function controlCommand(command: ControlCommand, path: string, flag
   }
 }
 
-async function act(command: ControlCommand, store: Store, runPid: number | undefined, manifestArg: string): Promise<Omit<ControlResult, 'command' | 'state' | 'run'>> {
+async function act(
+  command: ControlCommand,
+  store: Store,
+  runPid: number | undefined,
+  manifestArg: string,
+): Promise<Omit<ControlResult, 'command' | 'state' | 'run'>> {
   const before = store.control.request();
   const mode = asks[command];
-  if (command === 'drain' && runPid === undefined) return { recorded: false, answer: null, message: 'no run holds this state: nothing to drain' };
+  if (command === 'drain' && runPid === undefined)
+    return { recorded: false, answer: null, message: 'no run holds this state: nothing to drain' };
   if (command === 'resume' && before?.mode !== 'paused') {
-    return { recorded: false, answer: null, message: runPid === undefined ? 'not paused: no run holds this state, and a run started on it goes on' : `the run (pid ${runPid}) is not paused` };
+    return {
+      recorded: false,
+      answer: null,
+      message:
+        runPid === undefined
+          ? 'not paused: no run holds this state, and a run started on it goes on'
+          : `the run (pid ${runPid}) is not paused`,
+    };
   }
   if (command === 'pause' && before?.mode === 'paused') {
-    return { recorded: true, answer: store.control.answer() ?? null, message: `already paused since ${localDateTime(before.since)}${runPid === undefined ? ' (no run holds this state)' : ` (the run, pid ${runPid}, sends nothing new)`}` };
+    return {
+      recorded: true,
+      answer: store.control.answer() ?? null,
+      message: `already paused since ${localDateTime(before.since)}${runPid === undefined ? ' (no run holds this state)' : ` (the run, pid ${runPid}, sends nothing new)`}`,
+    };
   }
   const askedAt = Date.now();
   store.control.ask(mode, askedAt);
   if (runPid === undefined) {
-    const message = command === 'pause' ? `paused: no run holds this state; recorded, so a run started on it starts paused (genbatch resume ${manifestArg} goes on)` : 'resumed: no run holds this state; a run started on it goes on';
+    const message =
+      command === 'pause'
+        ? `paused: no run holds this state; recorded, so a run started on it starts paused (genbatch resume ${manifestArg} goes on)`
+        : 'resumed: no run holds this state; a run started on it goes on';
     return { recorded: true, answer: null, message };
   }
   const answer = await answerOf(store, askedAt, mode ?? 'running');
-  if (!answer) return { recorded: true, answer: null, message: `${command === 'pause' ? 'paused' : command === 'resume' ? 'resumed' : 'draining'}: recorded; the run (pid ${runPid}) has not said so within ${ANSWER_WAIT_MS / 1000} s (it looks every quarter second)` };
+  if (!answer)
+    return {
+      recorded: true,
+      answer: null,
+      message: `${command === 'pause' ? 'paused' : command === 'resume' ? 'resumed' : 'draining'}: recorded; the run (pid ${runPid}) has not said so within ${ANSWER_WAIT_MS / 1000} s (it looks every quarter second)`,
+    };
   const inFlight = `${num(answer.inFlight)} job${answer.inFlight === 1 ? '' : 's'} in flight`;
   const notSent = `${num(answer.notSent)} item${answer.notSent === 1 ? '' : 's'} not sent`;
   const message =
@@ -85,7 +115,11 @@ async function act(command: ControlCommand, store: Store, runPid: number | undef
 }
 
 /** The run's answer to the request made at `askedAt`, once it has acted (within a few seconds), else undefined. */
-async function answerOf(store: Store, askedAt: number, mode: ControlAnswer['mode']): Promise<ControlAnswer | undefined> {
+async function answerOf(
+  store: Store,
+  askedAt: number,
+  mode: ControlAnswer['mode'],
+): Promise<ControlAnswer | undefined> {
   for (const deadline = Date.now() + ANSWER_WAIT_MS; Date.now() < deadline; await sleep(50)) {
     const answer = store.control.answer();
     if (answer && answer.mode === mode && answer.at >= askedAt) return answer;

@@ -13,7 +13,12 @@ export { issueReport, loadValid, locate } from './manifest-load.js';
 
 /** What talks to the service, loaded by the commands that do: a plain validate reads files only, without the HTTP client (about 0.1 s to load). */
 async function service() {
-  const [{ connect }, { Catalog }, { setUpPool }, { checkAgainstService }] = await Promise.all([import('../connection.js'), import('../../api/catalog.js'), import('../../runner/pool.js'), import('../../manifest/online.js')]);
+  const [{ connect }, { Catalog }, { setUpPool }, { checkAgainstService }] = await Promise.all([
+    import('../connection.js'),
+    import('../../api/catalog.js'),
+    import('../../runner/pool.js'),
+    import('../../manifest/online.js'),
+  ]);
   return { connect, Catalog, setUpPool, checkAgainstService };
 }
 
@@ -22,10 +27,28 @@ function summary(m: LoadedManifest, cwd: string): string {
   return `${m.source.file}: valid: ${m.items.length} items (${images} image, ${m.items.length - images} video); outputs go to ${relative(cwd, m.outputDir) || '.'}`;
 }
 
-export async function validateCommand(path: string, opts: ConnectionFlags & { online?: boolean; json?: boolean }, env: NodeJS.ProcessEnv, cwd: string): Promise<string> {
+export async function validateCommand(
+  path: string,
+  opts: ConnectionFlags & { online?: boolean; json?: boolean },
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+): Promise<string> {
   const loaded = await loadValidOrJson(path, cwd, opts.json);
   const asJson = (online: boolean | undefined) =>
-    JSON.stringify({ manifest: loaded.source.file, name: loaded.name, valid: true, items: itemCounts(loaded), outputDir: loaded.outputDir, online: online ?? null, issues: [], warnings: loaded.warnings }, null, 2);
+    JSON.stringify(
+      {
+        manifest: loaded.source.file,
+        name: loaded.name,
+        valid: true,
+        items: itemCounts(loaded),
+        outputDir: loaded.outputDir,
+        online: online ?? null,
+        issues: [],
+        warnings: loaded.warnings,
+      },
+      null,
+      2,
+    );
   const warned = loaded.warnings.length ? `\n${warningReport(loaded.warnings)}` : '';
   if (!opts.online) return opts.json ? asJson(undefined) : `${summary(loaded, cwd)}${warned}`;
   const { connect, Catalog, setUpPool, checkAgainstService } = await service();
@@ -33,12 +56,21 @@ export async function validateCommand(path: string, opts: ConnectionFlags & { on
   try {
     // With several keys, what they may submit together: each item goes to a key that has its scope.
     const pool = await setUpPool(connection.keys, DEFAULT_KEY_LIMITS, 1);
-    if (pool.keys.length === 0) throw new ExitError(EXIT.stopped, `the service refused every key: ${pool.refused.map((r) => `${r.fingerprint} ${r.code}`).join(', ')}`);
-    const catalog = await Catalog.fetch(pool.keys[0]!.client, loaded.items.map((i) => i.type));
+    if (pool.keys.length === 0)
+      throw new ExitError(
+        EXIT.stopped,
+        `the service refused every key: ${pool.refused.map((r) => `${r.fingerprint} ${r.code}`).join(', ')}`,
+      );
+    const catalog = await Catalog.fetch(
+      pool.keys[0]!.client,
+      loaded.items.map((i) => i.type),
+    );
     const issues = new IssueList();
     checkAgainstService(loaded.items, loaded.source, catalog, pool.scopes, issues);
     if (issues.count > 0) throw invalid(loaded.source.file, issues, opts.json);
-    return opts.json ? asJson(true) : `${summary(loaded, cwd)}\nonline: every model, kind, mode and allowed value checks out against the service, and the key has the scopes it needs.${warned}`;
+    return opts.json
+      ? asJson(true)
+      : `${summary(loaded, cwd)}\nonline: every model, kind, mode and allowed value checks out against the service, and the key has the scopes it needs.${warned}`;
   } finally {
     await connection.close();
   }
@@ -52,11 +84,23 @@ function itemCounts(m: LoadedManifest): { total: number; image: number; video: n
 /** Exit 2; with --json the issues go to stdout as one document (the one-line reason to stderr). */
 function invalid(file: string, issues: IssueList, json: boolean | undefined): ExitError {
   if (!json) return new ExitError(EXIT.usage, issueReport(issues));
-  const document = JSON.stringify({ manifest: file, valid: false, issues: issues.issues, more: issues.count - issues.issues.length }, null, 2);
-  return new ExitError(EXIT.usage, `${issues.count} problem${issues.count === 1 ? '' : 's'} found; nothing was submitted.`, document);
+  const document = JSON.stringify(
+    { manifest: file, valid: false, issues: issues.issues, more: issues.count - issues.issues.length },
+    null,
+    2,
+  );
+  return new ExitError(
+    EXIT.usage,
+    `${issues.count} problem${issues.count === 1 ? '' : 's'} found; nothing was submitted.`,
+    document,
+  );
 }
 
-async function loadValidOrJson(path: string, cwd: string, json: boolean | undefined): Promise<LoadedManifest & { warnings: ManifestIssue[] }> {
+async function loadValidOrJson(
+  path: string,
+  cwd: string,
+  json: boolean | undefined,
+): Promise<LoadedManifest & { warnings: ManifestIssue[] }> {
   if (!json) return loadValid(path, cwd);
   const { loadManifest } = await import('../../manifest/validate.js');
   const { loaded, issues, warnings } = await loadManifest(path, cwd);
@@ -95,7 +139,12 @@ function runSoFar(m: LoadedManifest, opts: EstimateFlags, cwd: string): RunSoFar
 /** Items a run has not sent yet: not in the state, pending, or queued (an attempt committed but never sent). */
 const NOT_SENT = new Set(['pending', 'queued']);
 
-export async function estimateCommand(path: string, opts: EstimateFlags, env: NodeJS.ProcessEnv, cwd: string): Promise<{ text: string; exitCode: number }> {
+export async function estimateCommand(
+  path: string,
+  opts: EstimateFlags,
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+): Promise<{ text: string; exitCode: number }> {
   const loaded = await loadValid(path, cwd);
   const soFar = runSoFar(loaded, opts, cwd);
   const { connect, Catalog, setUpPool } = await service();
@@ -110,27 +159,81 @@ export async function estimateCommand(path: string, opts: EstimateFlags, env: No
     };
     // Each key's own limits and cap (its /me, in the service's time); several keys run side by side.
     const pool = await setUpPool(connection.keys, flags, 1);
-    if (pool.keys.length === 0) throw new ExitError(EXIT.stopped, `the service refused every key: ${pool.refused.map((r) => `${r.fingerprint} ${r.code}`).join(', ')}`);
+    if (pool.keys.length === 0)
+      throw new ExitError(
+        EXIT.stopped,
+        `the service refused every key: ${pool.refused.map((r) => `${r.fingerprint} ${r.code}`).join(', ')}`,
+      );
     // The balance is the account's, the same for each of its keys.
     const me = pool.accounts[0]!;
-    const catalog = await Catalog.fetch(pool.keys[0]!.client, loaded.items.map((i) => i.type));
+    const catalog = await Catalog.fetch(
+      pool.keys[0]!.client,
+      loaded.items.map((i) => i.type),
+    );
     const limits = combinedLimits(pool.keys.map((k) => k.limits));
     const keyCaps = pool.keys.map((k) => k.limits.dailyCap);
     const maxCredits = opts.maxCredits ?? loaded.manifest.budget?.maxCredits;
-    const of = (items: LoadedManifest['items']) => estimate({ items, catalog, prices: loaded.manifest.prices, limits, keyCaps, balance: me.credits, ...(maxCredits !== undefined ? { maxCredits } : {}) });
+    const of = (items: LoadedManifest['items']) =>
+      estimate({
+        items,
+        catalog,
+        prices: loaded.manifest.prices,
+        limits,
+        keyCaps,
+        balance: me.credits,
+        ...(maxCredits !== undefined ? { maxCredits } : {}),
+      });
     const result = of(loaded.items);
-    const remaining = soFar ? of(loaded.items.filter((i) => NOT_SENT.has(soFar.states.get(i.id) ?? 'pending'))) : undefined;
+    const remaining = soFar
+      ? of(loaded.items.filter((i) => NOT_SENT.has(soFar.states.get(i.id) ?? 'pending')))
+      : undefined;
     // What the rest of the run needs is judged, not what the whole manifest cost from the start.
     const problems = blockers(remaining ?? result, soFar?.spent ?? 0);
     const exitCode = problems.length ? EXIT.stopped : EXIT.ok;
     const simulated = Boolean(opts.simulate);
     if (opts.json) {
-      const rest = remaining ? { remaining: { items: remaining.items, credits: remaining.credits, duration: remaining.duration, alreadyCharged: soFar!.spent } } : {};
-      const keys = pool.keys.map((k) => ({ fingerprint: k.fingerprint, submitRate: formatRate(k.limits.submit), imagesInFlight: k.limits.imagesInFlight, videosInFlight: k.limits.videosInFlight, dailyCap: k.limits.dailyCap }));
-      const text = JSON.stringify({ manifest: loaded.source.file, name: loaded.name, simulated, ...result, ...rest, blockers: problems, limits: { submitRate: formatRate(limits.submit), imagesInFlight: limits.imagesInFlight, videosInFlight: limits.videosInFlight }, keys, refusedKeys: pool.refused }, null, 2);
+      const rest = remaining
+        ? {
+            remaining: {
+              items: remaining.items,
+              credits: remaining.credits,
+              duration: remaining.duration,
+              alreadyCharged: soFar!.spent,
+            },
+          }
+        : {};
+      const keys = pool.keys.map((k) => ({
+        fingerprint: k.fingerprint,
+        submitRate: formatRate(k.limits.submit),
+        imagesInFlight: k.limits.imagesInFlight,
+        videosInFlight: k.limits.videosInFlight,
+        dailyCap: k.limits.dailyCap,
+      }));
+      const text = JSON.stringify(
+        {
+          manifest: loaded.source.file,
+          name: loaded.name,
+          simulated,
+          ...result,
+          ...rest,
+          blockers: problems,
+          limits: {
+            submitRate: formatRate(limits.submit),
+            imagesInFlight: limits.imagesInFlight,
+            videosInFlight: limits.videosInFlight,
+          },
+          keys,
+          refusedKeys: pool.refused,
+        },
+        null,
+        2,
+      );
       return { text, exitCode };
     }
-    return { text: formatEstimate(loaded, result, limits, { simulated, remaining, spent: soFar?.spent ?? 0, problems }), exitCode };
+    return {
+      text: formatEstimate(loaded, result, limits, { simulated, remaining, spent: soFar?.spent ?? 0, problems }),
+      exitCode,
+    };
   } finally {
     await connection.close();
   }
@@ -138,23 +241,58 @@ export async function estimateCommand(path: string, opts: EstimateFlags, env: No
 
 const n = (x: number) => x.toLocaleString('en-US');
 
-function formatEstimate(m: LoadedManifest, e: Estimate, limits: KeyLimits, more: { simulated: boolean; remaining: Estimate | undefined; spent: number; problems: ReturnType<typeof blockers> }): string {
-  const lines = [`${m.source.file} (${m.name}): ${n(e.items.total)} items, ${n(e.items.image)} image, ${n(e.items.video)} video. Nothing was submitted.`];
-  if (more.simulated) lines.push("simulated: the balance, daily cap and catalog below are the embedded simulator's, not your key's");
+function formatEstimate(
+  m: LoadedManifest,
+  e: Estimate,
+  limits: KeyLimits,
+  more: { simulated: boolean; remaining: Estimate | undefined; spent: number; problems: ReturnType<typeof blockers> },
+): string {
+  const lines = [
+    `${m.source.file} (${m.name}): ${n(e.items.total)} items, ${n(e.items.image)} image, ${n(e.items.video)} video. Nothing was submitted.`,
+  ];
+  if (more.simulated)
+    lines.push("simulated: the balance, daily cap and catalog below are the embedded simulator's, not your key's");
   lines.push('');
-  const rows = e.models.map((c) => [c.model, c.type, n(c.items), c.each !== undefined ? n(c.each) : c.unpriced === c.items ? '?' : 'varies', c.unpriced ? `${n(c.credits)} + ${n(c.unpriced)} unpriced` : n(c.credits), c.source]);
-  rows.push(['total', '', n(e.items.total), '', e.credits.complete ? n(e.credits.total) : `at least ${n(e.credits.total)}`, '']);
+  const rows = e.models.map((c) => [
+    c.model,
+    c.type,
+    n(c.items),
+    c.each !== undefined ? n(c.each) : c.unpriced === c.items ? '?' : 'varies',
+    c.unpriced ? `${n(c.credits)} + ${n(c.unpriced)} unpriced` : n(c.credits),
+    c.source,
+  ]);
+  rows.push([
+    'total',
+    '',
+    n(e.items.total),
+    '',
+    e.credits.complete ? n(e.credits.total) : `at least ${n(e.credits.total)}`,
+    '',
+  ]);
   lines.push(table(['model', 'type', 'items', 'each', 'credits', 'price from'], rows), '');
-  if (!e.credits.complete) lines.push(`${n(e.credits.unpricedItems)} items have no known price: the catalog gives none; add them under prices: in the manifest.`);
+  if (!e.credits.complete)
+    lines.push(
+      `${n(e.credits.unpricedItems)} items have no known price: the catalog gives none; add them under prices: in the manifest.`,
+    );
   const r = more.remaining;
-  if (r) lines.push(`remaining: ${n(r.items.total)} of ${n(e.items.total)} items not sent yet, ${r.credits.complete ? '' : 'at least '}${n(r.credits.total)} credits, about ${formatDuration(r.duration.seconds)} (${n(more.spent)} credits already charged net)`);
+  if (r)
+    lines.push(
+      `remaining: ${n(r.items.total)} of ${n(e.items.total)} items not sent yet, ${r.credits.complete ? '' : 'at least '}${n(r.credits.total)} credits, about ${formatDuration(r.duration.seconds)} (${n(more.spent)} credits already charged net)`,
+    );
   const judged = r ?? e;
-  if (judged.balance) lines.push(`balance:   ${n(judged.balance.credits)} credits, ${judged.balance.enough ? 'enough' : `short by ${n(judged.credits.total - judged.balance.credits)}`}`);
+  if (judged.balance)
+    lines.push(
+      `balance:   ${n(judged.balance.credits)} credits, ${judged.balance.enough ? 'enough' : `short by ${n(judged.credits.total - judged.balance.credits)}`}`,
+    );
   const over = e.dailyCap.keys > 1 ? ` over ${e.dailyCap.keys} keys` : '';
-  lines.push(`daily cap: ${n(e.dailyCap.credits)} credits per key day${over}: ${e.dailyCap.keyDays} key day${e.dailyCap.keyDays === 1 ? '' : 's'}`);
+  lines.push(
+    `daily cap: ${n(e.dailyCap.credits)} credits per key day${over}: ${e.dailyCap.keyDays} key day${e.dailyCap.keyDays === 1 ? '' : 's'}`,
+  );
   if (judged.budget) {
     const within = !more.problems.some((p) => p.reason === 'budget');
-    lines.push(`budget:    ${n(judged.budget.maxCredits)} credits, ${within ? 'within budget' : `over budget: the run stops after about ${n(judged.budget.itemsWithin)} items`}`);
+    lines.push(
+      `budget:    ${n(judged.budget.maxCredits)} credits, ${within ? 'within budget' : `over budget: the run stops after about ${n(judged.budget.itemsWithin)} items`}`,
+    );
   }
   lines.push(
     `time:      about ${formatDuration(e.duration.seconds)}, limited by the ${e.duration.limitedBy}`,

@@ -10,7 +10,11 @@ export function issueReport(issues: IssueList): string {
   const shown = issues.issues.slice(0, MAX_PRINTED).map(formatIssue);
   const hidden = issues.count - shown.length;
   const more = hidden > 0 ? [`… and ${hidden} more like these`] : [];
-  return [...shown, ...more, `${issues.count} problem${issues.count === 1 ? '' : 's'} found; nothing was submitted.`].join('\n');
+  return [
+    ...shown,
+    ...more,
+    `${issues.count} problem${issues.count === 1 ? '' : 's'} found; nothing was submitted.`,
+  ].join('\n');
 }
 
 /** The manifest's name and output dir from its top level, for commands that only read its state. */
@@ -21,7 +25,11 @@ export async function locate(path: string, cwd: string): Promise<ManifestLocatio
 }
 
 /** Loads and validates offline; any problem is exit 2 with every issue located. Warnings come with the manifest. `top`: its top level, already read. */
-export async function loadValid(path: string, cwd: string, top?: ManifestTop): Promise<LoadedManifest & { warnings: ManifestIssue[] }> {
+export async function loadValid(
+  path: string,
+  cwd: string,
+  top?: ManifestTop,
+): Promise<LoadedManifest & { warnings: ManifestIssue[] }> {
   const { loadManifest } = await import('../../manifest/validate.js');
   const { loaded, issues, warnings } = await loadManifest(path, cwd, top);
   if (!loaded || issues.count > 0) throw new ExitError(EXIT.usage, issueReport(issues));
@@ -29,7 +37,12 @@ export async function loadValid(path: string, cwd: string, top?: ManifestTop): P
 }
 
 /** Checks offline as `loadValid` does, without holding the items (a run expands them again as it writes them); any problem is exit 2. */
-export async function checkValid(path: string, cwd: string, top?: ManifestTop, rowsRead?: ReadonlyMap<string, Buffer>): Promise<CheckedManifest & { warnings: ManifestIssue[] }> {
+export async function checkValid(
+  path: string,
+  cwd: string,
+  top?: ManifestTop,
+  rowsRead?: ReadonlyMap<string, Buffer>,
+): Promise<CheckedManifest & { warnings: ManifestIssue[] }> {
   const { checkManifest } = await import('../../manifest/validate.js');
   const { checked, issues, warnings } = await checkManifest(path, cwd, top, rowsRead);
   if (!checked || issues.count > 0) throw new ExitError(EXIT.usage, issueReport(issues));

@@ -15,7 +15,12 @@ const SHOWN = 20;
  * nothing is submitted and nothing changes. Exit 0 when they agree, 1 when
  * there are differences.
  */
-export async function reconcileCommand(path: string, opts: ConnectionFlags & { state?: string; json?: boolean }, env: NodeJS.ProcessEnv, cwd: string): Promise<{ text: string; exitCode: number }> {
+export async function reconcileCommand(
+  path: string,
+  opts: ConnectionFlags & { state?: string; json?: boolean },
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+): Promise<{ text: string; exitCode: number }> {
   const manifest = await locate(path, cwd);
   const statePath = existingStatePathFor(manifest, opts, cwd);
   const store = openStateReadOnly(statePath);
@@ -32,34 +37,82 @@ export async function reconcileCommand(path: string, opts: ConnectionFlags & { s
   const connection = await connect(opts, env);
   const listings: KeyListing[] = [];
   try {
-    for (const { fingerprint, client } of connection.keys) listings.push(await listKeyJobs(client, fingerprint, DEFAULT_KEY_LIMITS.read));
+    for (const { fingerprint, client } of connection.keys)
+      listings.push(await listKeyJobs(client, fingerprint, DEFAULT_KEY_LIMITS.read));
   } finally {
     await connection.close();
   }
   const report = reconcile(attempts, items, listings, firstSession, Date.now());
   const exitCode = report.differences > 0 ? EXIT.incomplete : EXIT.ok;
-  return { text: opts.json ? JSON.stringify({ state: statePath, ...report }, null, 2) : reconcileText(report), exitCode };
+  return {
+    text: opts.json ? JSON.stringify({ state: statePath, ...report }, null, 2) : reconcileText(report),
+    exitCode,
+  };
 }
 
 function reconcileText(r: ReconcileReport): string {
   const lines: string[] = [];
-  lines.push(`compared ${count(r.keys.reduce((n, k) => n + k.jobs, 0), 'listed job')} of ${count(r.keys.length, 'key')} with the state, since ${r.period.from ?? 'the beginning (the state has no session)'}`);
-  for (const k of r.keys) if (!k.complete) lines.push(`key ${k.key}: the list was not read to its end (${k.stoppedBecause}); jobs it did not show are not judged lost`);
+  lines.push(
+    `compared ${count(
+      r.keys.reduce((n, k) => n + k.jobs, 0),
+      'listed job',
+    )} of ${count(r.keys.length, 'key')} with the state, since ${r.period.from ?? 'the beginning (the state has no session)'}`,
+  );
+  for (const k of r.keys)
+    if (!k.complete)
+      lines.push(
+        `key ${k.key}: the list was not read to its end (${k.stoppedBecause}); jobs it did not show are not judged lost`,
+      );
   const c = r.credits;
-  lines.push(`credits per the service: ${num(c.service.charged)} charged, ${num(c.service.refunded)} refunded, ${num(c.service.net)} net${c.service.jobsWithoutCharge ? ` (${count(c.service.jobsWithoutCharge, 'job')} show no charge)` : ''}`);
-  lines.push(`credits per the state:   ${num(c.state.charged)} charged, ${num(c.state.refunded)} refunded, ${num(c.state.net)} net${c.difference ? `; the service's net is ${c.difference > 0 ? 'higher' : 'lower'} by ${num(Math.abs(c.difference))}` : ''}`);
+  lines.push(
+    `credits per the service: ${num(c.service.charged)} charged, ${num(c.service.refunded)} refunded, ${num(c.service.net)} net${c.service.jobsWithoutCharge ? ` (${count(c.service.jobsWithoutCharge, 'job')} show no charge)` : ''}`,
+  );
+  lines.push(
+    `credits per the state:   ${num(c.state.charged)} charged, ${num(c.state.refunded)} refunded, ${num(c.state.net)} net${c.difference ? `; the service's net is ${c.difference > 0 ? 'higher' : 'lower'} by ${num(Math.abs(c.difference))}` : ''}`,
+  );
   if (r.unknown.length) {
     lines.push(`${count(r.unknown.length, 'job')} charged that the state does not know:`);
-    lines.push(table(['job', 'key', 'status', 'created', 'charged', 'likely item'], r.unknown.slice(0, SHOWN).map((j) => [j.id, j.key, j.status, j.createdAt ?? '', j.charged === null ? '' : num(j.charged), j.likelyItem ?? ''])));
-    if (r.unknown.length > SHOWN) lines.push(`… and ${r.unknown.length - SHOWN} more (reconcile --json lists them all)`);
+    lines.push(
+      table(
+        ['job', 'key', 'status', 'created', 'charged', 'likely item'],
+        r.unknown
+          .slice(0, SHOWN)
+          .map((j) => [
+            j.id,
+            j.key,
+            j.status,
+            j.createdAt ?? '',
+            j.charged === null ? '' : num(j.charged),
+            j.likelyItem ?? '',
+          ]),
+      ),
+    );
+    if (r.unknown.length > SHOWN)
+      lines.push(`… and ${r.unknown.length - SHOWN} more (reconcile --json lists them all)`);
   }
-  if (r.foundMaybeAccepted.length) lines.push(`${count(r.foundMaybeAccepted.length, 'item')} left "maybe accepted" ${r.foundMaybeAccepted.length === 1 ? 'has its job' : 'have their jobs'} in the list: the next run resends the same idempotency key and finds ${r.foundMaybeAccepted.length === 1 ? 'it' : 'them'}, paying nothing`);
+  if (r.foundMaybeAccepted.length)
+    lines.push(
+      `${count(r.foundMaybeAccepted.length, 'item')} left "maybe accepted" ${r.foundMaybeAccepted.length === 1 ? 'has its job' : 'have their jobs'} in the list: the next run resends the same idempotency key and finds ${r.foundMaybeAccepted.length === 1 ? 'it' : 'them'}, paying nothing`,
+    );
   if (r.lost.length) {
     lines.push(`${count(r.lost.length, 'job')} the state holds as accepted that the service does not list:`);
-    lines.push(table(['item', 'attempt', 'job', 'key'], r.lost.slice(0, SHOWN).map((l) => [l.item, String(l.attempt), l.jobId, l.key ?? ''])));
+    lines.push(
+      table(
+        ['item', 'attempt', 'job', 'key'],
+        r.lost.slice(0, SHOWN).map((l) => [l.item, String(l.attempt), l.jobId, l.key ?? '']),
+      ),
+    );
   }
-  for (const o of r.otherOrigins) lines.push(`${count(o.jobs, 'job')} from origin "${o.origin}" (not the API) counted apart: ${num(o.charged)} credits`);
-  if (r.beforePeriod) lines.push(`${count(r.beforePeriod, 'API job')} created before the run's first session: not compared`);
-  lines.push(r.differences === 0 ? 'no differences: every paid job is in the state, and every accepted attempt is in the list' : `${count(r.differences, 'difference')}`);
+  for (const o of r.otherOrigins)
+    lines.push(
+      `${count(o.jobs, 'job')} from origin "${o.origin}" (not the API) counted apart: ${num(o.charged)} credits`,
+    );
+  if (r.beforePeriod)
+    lines.push(`${count(r.beforePeriod, 'API job')} created before the run's first session: not compared`);
+  lines.push(
+    r.differences === 0
+      ? 'no differences: every paid job is in the state, and every accepted attempt is in the list'
+      : `${count(r.differences, 'difference')}`,
+  );
   return lines.join('\n');
 }

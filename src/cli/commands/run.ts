@@ -65,7 +65,14 @@ function limitsFrom(f: RunFlags, timeScale: number): KeyLimits {
 }
 
 /** What `run --json` prints: the run's summary, where things are, and the results files written. */
-export type RunResult = RunSummary & { manifest: string; state: string; outDir: string; log: string; rehearsal: boolean; results: { jsonl: string; csv: string; html: string | null } | null };
+export type RunResult = RunSummary & {
+  manifest: string;
+  state: string;
+  outDir: string;
+  log: string;
+  rehearsal: boolean;
+  results: { jsonl: string; csv: string; html: string | null } | null;
+};
 
 export interface RunHandle {
   /** Stops submitting at once; in-flight requests finish writing state. */
@@ -75,7 +82,14 @@ export interface RunHandle {
   done: Promise<{ summary: RunSummary; report: string; json: RunResult }>;
 }
 
-export async function runCommand(path: string, flags: RunFlags, env: NodeJS.ProcessEnv, cwd: string, progressOut: NodeJS.WriteStream, reportOut: { isTTY?: boolean }): Promise<RunHandle> {
+export async function runCommand(
+  path: string,
+  flags: RunFlags,
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+  progressOut: NodeJS.WriteStream,
+  reportOut: { isTTY?: boolean },
+): Promise<RunHandle> {
   const rehearsal = flags.simulate ?? false;
   checkNotifyFlags(flags);
   checkOnlyFlags(flags);
@@ -83,8 +97,14 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
   const timeScale = flags.timeScale ?? (rehearsal ? 60 : 1);
   // Each key's /me is on its way while the manifest is read and checked: a round trip less before the first submission.
   // A service that answers nothing yet is waited for, as a run waits for it (--unreachable-minutes).
-  const waitForService = { unreachableMs: (flags.unreachableMinutes ?? 30) * 60_000, everyMs: Math.min(1_000, Math.max(100, 1_000 / timeScale)) };
-  const waitSaid = (reason: string) => progressOut.write(`the service is unreachable (${reason}); waiting for it, up to ${num(flags.unreachableMinutes ?? 30)} minutes (Ctrl-C stops; nothing was sent)\n`);
+  const waitForService = {
+    unreachableMs: (flags.unreachableMinutes ?? 30) * 60_000,
+    everyMs: Math.min(1_000, Math.max(100, 1_000 / timeScale)),
+  };
+  const waitSaid = (reason: string) =>
+    progressOut.write(
+      `the service is unreachable (${reason}); waiting for it, up to ${num(flags.unreachableMinutes ?? 30)} minutes (Ctrl-C stops; nothing was sent)\n`,
+    );
   const keys = askKeys(flags, env, timeScale, { ...waitForService, onWait: waitSaid });
   let plan: Awaited<ReturnType<typeof planResume>>;
   let checked: Awaited<ReturnType<typeof checkValid>> | undefined;
@@ -118,13 +138,19 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
   const earlyCatalog = Catalog.fetch(firstKey.client, types).catch(() => undefined);
   try {
     pool = await keys.pool;
-    if (pool.keys.length === 0) throw new ExitError(EXIT.stopped, `the service refused every key of GENBATCH_API_KEYS: ${pool.refused.map((r) => `${r.fingerprint} ${r.code}`).join(', ')}. Nothing was submitted.`);
+    if (pool.keys.length === 0)
+      throw new ExitError(
+        EXIT.stopped,
+        `the service refused every key of GENBATCH_API_KEYS: ${pool.refused.map((r) => `${r.fingerprint} ${r.code}`).join(', ')}. Nothing was submitted.`,
+      );
     coordinator = await openCoordinator(flags.coordinator ?? env.GENBATCH_COORDINATOR, timeScale);
     for (const key of pool.keys) key.coordinator = coordinator;
     // The service's view (models, kinds, modes, allowed values, scopes): a mismatch is exit 2 before anything is sent.
     // Asked again of the pool's first key if the first key was refused or the early answer failed, as it was asked before.
     const early = pool.keys[0]!.fingerprint === firstKey.fingerprint ? await earlyCatalog : undefined;
-    catalog = early ?? (await untilAnswered(() => Catalog.fetch(pool.keys[0]!.client, types), { ...waitForService, onWait: waitSaid }));
+    catalog =
+      early ??
+      (await untilAnswered(() => Catalog.fetch(pool.keys[0]!.client, types), { ...waitForService, onWait: waitSaid }));
     // The items' shapes (the checked manifest's, or the state's) pass, or the whole manifest is loaded to say where each problem is.
     if (shapeProblems(shapes, manifest.source, catalog, pool.scopes) > 0) {
       const loaded = await loadValid(path, cwd);
@@ -132,7 +158,10 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
       checkAgainstService(loaded.items, loaded.source, catalog, pool.scopes, issues);
       if (issues.count > 0) throw new ExitError(EXIT.usage, issueReport(issues));
       // Its items no longer are what was checked: nothing is sent on a guess.
-      throw new ExitError(EXIT.usage, `${path} or its files changed while they were checked; nothing was submitted. Run the same command again.`);
+      throw new ExitError(
+        EXIT.usage,
+        `${path} or its files changed while they were checked; nothing was submitted. Run the same command again.`,
+      );
     }
     store = Store.open(statePath);
   } catch (error) {
@@ -149,72 +178,142 @@ export async function runCommand(path: string, flags: RunFlags, env: NodeJS.Proc
   const logPath = join(dirname(statePath), `${manifest.name}${flags.simulate ? '.simulated' : ''}.log`);
   mkdirSync(dirname(logPath), { recursive: true });
   const logFile = createWriteStream(logPath, { flags: 'a' });
-  const logger = createLogger({ secrets: [...keyTextsIn(env), connection.simulator?.apiKey ?? ''].filter(Boolean), destination: logFile });
-  const progress = new Progress(progressOut, store, itemCount, pool.keys.map((k) => k.fingerprint), env);
-  const notifier = notifierFor(flags, { run: store.meta('run_id') ?? runIdFor(manifest.source.absPath, manifest.name), manifest: manifest.source.absPath, store, logger });
-  const runner = new Runner(pool.keys, store, manifest, {
-    outDir,
-    rehearsal: flags.simulate ?? false,
-    limits: limitsFrom(flags, timeScale),
-    pollWaitSeconds: flags.pollWait ?? 30,
-    maxRetries: flags.maxRetries ?? 2,
-    ...((flags.maxCredits ?? manifest.manifest.budget?.maxCredits) !== undefined ? { maxCredits: flags.maxCredits ?? manifest.manifest.budget!.maxCredits } : {}),
-    maxBlocked: flags.maxBlocked ?? 20,
-    ...(flags.canary ? { canary: { size: flags.canary, maxFailures: flags.canaryMaxFailures ?? 0 } } : {}),
-    redoChanged: flags.redoChanged ?? false,
-    timeScale,
-    unreachableMs: (flags.unreachableMinutes ?? 30) * 60_000,
-    ...(flags.only ? { only: flags.only } : {}),
-    downloadConcurrency: 4,
-    maxOutputBytes: (flags.maxOutputMb ?? 2048) * 1024 * 1024,
-    now: Date.now,
+  const logger = createLogger({
+    secrets: [...keyTextsIn(env), connection.simulator?.apiKey ?? ''].filter(Boolean),
+    destination: logFile,
+  });
+  const progress = new Progress(
+    progressOut,
+    store,
+    itemCount,
+    pool.keys.map((k) => k.fingerprint),
+    env,
+  );
+  const notifier = notifierFor(flags, {
+    run: store.meta('run_id') ?? runIdFor(manifest.source.absPath, manifest.name),
+    manifest: manifest.source.absPath,
+    store,
     logger,
-    onEvent: notifier ? (event) => (progress.onEvent(event), notifier.onEvent(event)) : progress.onEvent,
-  }, catalog, toSync);
+  });
+  const runner = new Runner(
+    pool.keys,
+    store,
+    manifest,
+    {
+      outDir,
+      rehearsal: flags.simulate ?? false,
+      limits: limitsFrom(flags, timeScale),
+      pollWaitSeconds: flags.pollWait ?? 30,
+      maxRetries: flags.maxRetries ?? 2,
+      ...((flags.maxCredits ?? manifest.manifest.budget?.maxCredits) !== undefined
+        ? { maxCredits: flags.maxCredits ?? manifest.manifest.budget!.maxCredits }
+        : {}),
+      maxBlocked: flags.maxBlocked ?? 20,
+      ...(flags.canary ? { canary: { size: flags.canary, maxFailures: flags.canaryMaxFailures ?? 0 } } : {}),
+      redoChanged: flags.redoChanged ?? false,
+      timeScale,
+      unreachableMs: (flags.unreachableMinutes ?? 30) * 60_000,
+      ...(flags.only ? { only: flags.only } : {}),
+      downloadConcurrency: 4,
+      maxOutputBytes: (flags.maxOutputMb ?? 2048) * 1024 * 1024,
+      now: Date.now,
+      logger,
+      onEvent: notifier ? (event) => (progress.onEvent(event), notifier.onEvent(event)) : progress.onEvent,
+    },
+    catalog,
+    toSync,
+  );
   if (warnings.length) progressOut.write(`${warningReport(warnings)}\n`);
-  for (const r of pool.refused) progressOut.write(`the key ${r.fingerprint} was refused (${r.code}: ${r.message}); the run goes on with the other ${count(pool.keys.length, 'key')}\n`);
-  if (pool.keys.length > 1) progressOut.write(`${pool.keys.length} keys: ${pool.keys.map((k) => `${k.fingerprint} (${k.limits.submit.count}/${formatWindow(k.limits.submit.windowMs * timeScale)}, cap ${num(k.limits.dailyCap)})`).join(', ')}\n`);
-  if (!toSync) progressOut.write(`resuming: ${manifest.source.file} and its files are as the state last saw them; ${count(itemCount, 'item')} read from the state, not expanded again\n`);
-  if (rehearsal) progressOut.write(`rehearsal on the embedded simulator (no key, no credits, time x${timeScale}): it starts over each time; outputs go to ${outDir}, the state to ${statePath}\n`);
+  for (const r of pool.refused)
+    progressOut.write(
+      `the key ${r.fingerprint} was refused (${r.code}: ${r.message}); the run goes on with the other ${count(pool.keys.length, 'key')}\n`,
+    );
+  if (pool.keys.length > 1)
+    progressOut.write(
+      `${pool.keys.length} keys: ${pool.keys.map((k) => `${k.fingerprint} (${k.limits.submit.count}/${formatWindow(k.limits.submit.windowMs * timeScale)}, cap ${num(k.limits.dailyCap)})`).join(', ')}\n`,
+    );
+  if (!toSync)
+    progressOut.write(
+      `resuming: ${manifest.source.file} and its files are as the state last saw them; ${count(itemCount, 'item')} read from the state, not expanded again\n`,
+    );
+  if (rehearsal)
+    progressOut.write(
+      `rehearsal on the embedded simulator (no key, no credits, time x${timeScale}): it starts over each time; outputs go to ${outDir}, the state to ${statePath}\n`,
+    );
   progress.start();
   notifier?.start();
   logger.info({ manifest: manifest.source.absPath, state: statePath, outDir, timeScale }, 'run started');
-  const done = runner.run().then(async (summary) => {
-    let files: string;
-    let results: RunResult['results'] = null;
-    try {
-      const { writeReport } = await import('../../report/index.js'); // needed at the end only: not loaded before the first submission
-      const written = await writeReport(store, outDir, { title: manifest.name, html: true, sidecars: flags.sidecars ?? false, now: Date.now() });
-      results = { jsonl: written.jsonl, csv: written.csv, html: written.html ?? null };
-      files = `results: ${written.jsonl}, ${written.csv}\ngallery: ${written.html}${written.sidecars !== undefined ? `\nsidecars: ${written.sidecars} next to the outputs` : ''}`;
-    } catch (error) {
-      // The run's outcome stands whatever happens to its report (a full disk, say); the state has it all.
-      logger.error({ err: error }, 'report not written');
-      files = `the results could not be written (${(error as Error).message}); genbatch report writes them from the state once that is fixed`;
-    }
-    const json: RunResult = { manifest: manifest.source.file, state: statePath, outDir, log: logPath, rehearsal, ...summary, results };
-    await notifier?.ended(summary.stop?.message ?? `finished: ${summary.counts.done} of ${Object.values(summary.counts).reduce((a, b) => a + b, 0)} items done`);
-    return { summary, report: `${report(summary, outDir, cwd, logPath, path, paintFor(reportOut, env))}\n${files}`, json };
-  }).finally(async () => {
-    notifier?.stop();
-    progress.stop();
-    logger.info('run ended');
-    // Its last line is on disk and its file closed when the command returns (a command run in a longer-lived process leaves no descriptor open).
-    await new Promise((resolve) => logFile.end(resolve));
-    store.close();
-    await coordinator?.close();
-    await connection.close();
-  });
-  const resumeHint = flags.simulate ? 'A rehearsal starts over each time: nothing of it is resumed.' : 'The state is saved: run the same command to resume; nothing is paid twice.';
+  const done = runner
+    .run()
+    .then(async (summary) => {
+      let files: string;
+      let results: RunResult['results'] = null;
+      try {
+        const { writeReport } = await import('../../report/index.js'); // needed at the end only: not loaded before the first submission
+        const written = await writeReport(store, outDir, {
+          title: manifest.name,
+          html: true,
+          sidecars: flags.sidecars ?? false,
+          now: Date.now(),
+        });
+        results = { jsonl: written.jsonl, csv: written.csv, html: written.html ?? null };
+        files = `results: ${written.jsonl}, ${written.csv}\ngallery: ${written.html}${written.sidecars !== undefined ? `\nsidecars: ${written.sidecars} next to the outputs` : ''}`;
+      } catch (error) {
+        // The run's outcome stands whatever happens to its report (a full disk, say); the state has it all.
+        logger.error({ err: error }, 'report not written');
+        files = `the results could not be written (${(error as Error).message}); genbatch report writes them from the state once that is fixed`;
+      }
+      const json: RunResult = {
+        manifest: manifest.source.file,
+        state: statePath,
+        outDir,
+        log: logPath,
+        rehearsal,
+        ...summary,
+        results,
+      };
+      await notifier?.ended(
+        summary.stop?.message ??
+          `finished: ${summary.counts.done} of ${Object.values(summary.counts).reduce((a, b) => a + b, 0)} items done`,
+      );
+      return {
+        summary,
+        report: `${report(summary, outDir, cwd, logPath, path, paintFor(reportOut, env))}\n${files}`,
+        json,
+      };
+    })
+    .finally(async () => {
+      notifier?.stop();
+      progress.stop();
+      logger.info('run ended');
+      // Its last line is on disk and its file closed when the command returns (a command run in a longer-lived process leaves no descriptor open).
+      await new Promise((resolve) => logFile.end(resolve));
+      store.close();
+      await coordinator?.close();
+      await connection.close();
+    });
+  const resumeHint = flags.simulate
+    ? 'A rehearsal starts over each time: nothing of it is resumed.'
+    : 'The state is saved: run the same command to resume; nothing is paid twice.';
   return { interrupt: () => runner.stop('interrupted', `interrupted. ${resumeHint}`), resumeHint, done };
 }
 
 /** The connection, then each key's view (scopes, its own limits and cap; a key the service refuses is left out); nothing awaited until the caller wants them. */
-function askKeys(flags: RunFlags, env: NodeJS.ProcessEnv, timeScale: number, wait: UntilAnsweredOptions): { connecting: Promise<Connection>; pool: Promise<PoolSetup>; discard: () => Promise<void> } {
+function askKeys(
+  flags: RunFlags,
+  env: NodeJS.ProcessEnv,
+  timeScale: number,
+  wait: UntilAnsweredOptions,
+): { connecting: Promise<Connection>; pool: Promise<PoolSetup>; discard: () => Promise<void> } {
   const connecting = connect(flags, env, timeScale);
   // Discarded (the manifest failed first): a wait for the service ends at once.
   const discarded = new AbortController();
-  const pool = connecting.then((connection) => untilAnswered(() => setUpPool(connection.keys, limitsFrom(flags, timeScale), timeScale), { ...wait, signal: discarded.signal }));
+  const pool = connecting.then((connection) =>
+    untilAnswered(() => setUpPool(connection.keys, limitsFrom(flags, timeScale), timeScale), {
+      ...wait,
+      signal: discarded.signal,
+    }),
+  );
   // Awaited later, or never when the manifest fails first: a failure meanwhile is no unhandled rejection.
   pool.catch(() => {});
   return {
@@ -235,13 +334,17 @@ function askKeys(flags: RunFlags, env: NodeJS.ProcessEnv, timeScale: number, wai
  */
 async function openCoordinator(url: string | undefined, timeScale: number): Promise<Coordinator | undefined> {
   if (!url) return undefined;
-  if (!/^postgres(ql)?:\/\//i.test(url)) throw usageError(`--coordinator takes a postgres:// URL; got one that is not (${describeCoordinator(url)}).`);
+  if (!/^postgres(ql)?:\/\//i.test(url))
+    throw usageError(`--coordinator takes a postgres:// URL; got one that is not (${describeCoordinator(url)}).`);
   try {
     // Loaded only when asked for: pg costs a run without a coordinator nothing at start.
     const { Coordinator } = await import('../../coordinator/postgres.js');
     return await Coordinator.open(url, { leaseMs: Math.max(2_000, 60_000 / timeScale) });
   } catch (error) {
-    throw new ExitError(EXIT.environment, `${(error as Error).message}\nThe coordinator at ${describeCoordinator(url)} cannot be used; nothing was submitted. Check that it is reachable (or leave out --coordinator to pace this process alone), then run the same command again.`);
+    throw new ExitError(
+      EXIT.environment,
+      `${(error as Error).message}\nThe coordinator at ${describeCoordinator(url)} cannot be used; nothing was submitted. Check that it is reachable (or leave out --coordinator to pace this process alone), then run the same command again.`,
+    );
   }
 }
 
@@ -258,13 +361,19 @@ function checkOnlyFlags(flags: RunFlags): void {
 }
 
 function checkNotifyFlags(flags: RunFlags): void {
-  if (flags.notify && flags.notifyCommand) throw usageError('--notify and --notify-command each say where events go: give one of them.');
-  if (flags.notify && !/^https?:\/\/[^/]/i.test(flags.notify)) throw usageError(`--notify takes an http(s) URL; got one that is not (it is not shown: it may hold a secret).`);
-  if (flags.stallMinutes !== undefined && !flags.notify && !flags.notifyCommand) throw usageError('--stall-minutes says when to notify of a stall: give --notify URL or --notify-command CMD too.');
+  if (flags.notify && flags.notifyCommand)
+    throw usageError('--notify and --notify-command each say where events go: give one of them.');
+  if (flags.notify && !/^https?:\/\/[^/]/i.test(flags.notify))
+    throw usageError(`--notify takes an http(s) URL; got one that is not (it is not shown: it may hold a secret).`);
+  if (flags.stallMinutes !== undefined && !flags.notify && !flags.notifyCommand)
+    throw usageError('--stall-minutes says when to notify of a stall: give --notify URL or --notify-command CMD too.');
 }
 
 /** A notifier when --notify or --notify-command asks for one. */
-function notifierFor(flags: RunFlags, ctx: { run: string; manifest: string; store: Store; logger: Logger }): Notifier | undefined {
+function notifierFor(
+  flags: RunFlags,
+  ctx: { run: string; manifest: string; store: Store; logger: Logger },
+): Notifier | undefined {
   if (!flags.notify && !flags.notifyCommand) return undefined;
   return new Notifier({
     ...(flags.notify ? { url: flags.notify } : { command: flags.notifyCommand! }),
@@ -283,40 +392,79 @@ function topOf({ source, manifest, name, outputDir, outputName, vars }: Manifest
 /** Problem items the end of a run names with their message; status lists them all. */
 const PROBLEMS_SHOWN = 10;
 
-function report(s: RunSummary, outDir: string, cwd: string, logPath: string, manifestArg: string, paint: Paint): string {
+function report(
+  s: RunSummary,
+  outDir: string,
+  cwd: string,
+  logPath: string,
+  manifestArg: string,
+  paint: Paint,
+): string {
   const c = s.counts;
   const open = OPEN_STATES.reduce((n, state) => n + c[state], 0);
   const total = Object.values(c).reduce((a, b) => a + b, 0);
   const bad = c.failed + c.rejected + c.blocked + c.skipped;
   const lines = [
     (c.done === total ? paint.green : (t: string) => t)(`done ${num(c.done)}/${num(total)}`) +
-      (bad ? paint.red(`, failed ${num(c.failed)}, rejected ${num(c.rejected)}, blocked ${num(c.blocked)}, skipped ${num(c.skipped)}`) : '') +
+      (bad
+        ? paint.red(
+            `, failed ${num(c.failed)}, rejected ${num(c.rejected)}, blocked ${num(c.blocked)}, skipped ${num(c.skipped)}`,
+          )
+        : '') +
       (open ? paint.yellow(`, not finished ${open}`) : ''),
     `credits: ${num(s.credits.charged)} charged, ${num(s.credits.refunded)} refunded, ${num(s.credits.charged - s.credits.refunded)} net`,
     `outputs: ${resolve(cwd, outDir)}`,
     `log: ${logPath}`,
   ];
   if (Object.keys(s.failures).length) {
-    lines.push(paint.red(`failures by code: ${Object.entries(s.failures).map(([k, v]) => `${k} ${v}`).join(', ')}`));
+    lines.push(
+      paint.red(
+        `failures by code: ${Object.entries(s.failures)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', ')}`,
+      ),
+    );
     const shown = s.problems.slice(0, PROBLEMS_SHOWN);
     for (const p of shown) lines.push(`  ${paint.bold(p.id)} (${p.state}) ${paint.red(p.code)}: ${p.message}`);
     const total = Object.values(s.failures).reduce((a, b) => a + b, 0);
-    if (total > shown.length) lines.push(`  … and ${count(total - shown.length, 'more item')}: genbatch status ${manifestArg} lists them all`);
+    if (total > shown.length)
+      lines.push(`  … and ${count(total - shown.length, 'more item')}: genbatch status ${manifestArg} lists them all`);
   }
-  if (s.changed.length) lines.push(`${count(s.changed.length, 'item')} changed after they were submitted and keep their result (--redo-changed resubmits them): ${s.changed.slice(0, 5).join(', ')}${s.changed.length > 5 ? ', …' : ''}`);
+  if (s.changed.length)
+    lines.push(
+      `${count(s.changed.length, 'item')} changed after they were submitted and keep their result (--redo-changed resubmits them): ${s.changed.slice(0, 5).join(', ')}${s.changed.length > 5 ? ', …' : ''}`,
+    );
   for (const [fingerprint, r] of Object.entries(s.keysRefused)) {
-    lines.push(paint.yellow(`the key ${fingerprint} was refused during the run (${r.code}: ${r.message})${r.waiting ? `; ${count(r.waiting, 'item')} sent with it wait${r.waiting === 1 ? 's' : ''} for it (${r.waiting === 1 ? 'it' : 'they'} may have been accepted: resent or read with another key, ${r.waiting === 1 ? 'it' : 'they'} could be paid for twice)` : ''}`));
+    lines.push(
+      paint.yellow(
+        `the key ${fingerprint} was refused during the run (${r.code}: ${r.message})${r.waiting ? `; ${count(r.waiting, 'item')} sent with it wait${r.waiting === 1 ? 's' : ''} for it (${r.waiting === 1 ? 'it' : 'they'} may have been accepted: resent or read with another key, ${r.waiting === 1 ? 'it' : 'they'} could be paid for twice)` : ''}`,
+      ),
+    );
   }
   for (const [fingerprint, n] of Object.entries(s.keysMissing)) {
-    lines.push(`${count(n, 'item')} ${n === 1 ? 'was' : 'were'} sent with the API key whose fingerprint is ${fingerprint}, which this run does not have: ${n === 1 ? 'it waits' : 'they wait'} for a run with that key (resent or read with another key, ${n === 1 ? 'it' : 'they'} could be paid for twice)`);
+    lines.push(
+      `${count(n, 'item')} ${n === 1 ? 'was' : 'were'} sent with the API key whose fingerprint is ${fingerprint}, which this run does not have: ${n === 1 ? 'it waits' : 'they wait'} for a run with that key (resent or read with another key, ${n === 1 ? 'it' : 'they'} could be paid for twice)`,
+    );
   }
-  if (s.notSelected) lines.push(`${count(s.notSelected, 'item')} not selected by --only ${s.notSelected === 1 ? 'waits' : 'wait'} for a later run (the same command without --only runs ${s.notSelected === 1 ? 'it' : 'them'})`);
-  if (s.removed) lines.push(`${count(s.removed, 'item')} of an earlier version of the manifest ${s.removed === 1 ? 'is' : 'are'} no longer in it: not run and not counted here; what ${s.removed === 1 ? 'it' : 'they'} already had stays in the state and the output dir`);
+  if (s.notSelected)
+    lines.push(
+      `${count(s.notSelected, 'item')} not selected by --only ${s.notSelected === 1 ? 'waits' : 'wait'} for a later run (the same command without --only runs ${s.notSelected === 1 ? 'it' : 'them'})`,
+    );
+  if (s.removed)
+    lines.push(
+      `${count(s.removed, 'item')} of an earlier version of the manifest ${s.removed === 1 ? 'is' : 'are'} no longer in it: not run and not counted here; what ${s.removed === 1 ? 'it' : 'they'} already had stays in the state and the output dir`,
+    );
   if (s.stop) lines.push(paint.yellow(`stopped: ${s.stop.message}`));
   // What can be done about what failed, in the user's own words.
   const retryable = c.failed + c.skipped;
-  if (retryable) lines.push(`to submit the ${count(retryable, 'failed or skipped item')} again (new attempts, paid again): genbatch retry ${manifestArg} (--code CODE or --id ID to choose; genbatch status ${manifestArg} lists them), then run it again`);
-  if (c.blocked) lines.push(`${count(c.blocked, 'blocked item')} (moderation) ${c.blocked === 1 ? 'is' : 'are'} never resent unchanged: change the prompt to submit again`);
+  if (retryable)
+    lines.push(
+      `to submit the ${count(retryable, 'failed or skipped item')} again (new attempts, paid again): genbatch retry ${manifestArg} (--code CODE or --id ID to choose; genbatch status ${manifestArg} lists them), then run it again`,
+    );
+  if (c.blocked)
+    lines.push(
+      `${count(c.blocked, 'blocked item')} (moderation) ${c.blocked === 1 ? 'is' : 'are'} never resent unchanged: change the prompt to submit again`,
+    );
   return lines.join('\n');
 }
 
@@ -325,7 +473,10 @@ function startRehearsalOver(statePath: string, defaultPath: boolean): void {
   if (!existsSync(statePath)) return;
   // .genbatch/<name>.simulated.sqlite is only ever a rehearsal's; a path given by --state must say it is one.
   if (!defaultPath && !isRehearsalState(statePath)) {
-    throw new ExitError(EXIT.usage, `${statePath} is the state of a real run; a rehearsal (--simulate) never touches it. Leave out --state, or give a path of its own.`);
+    throw new ExitError(
+      EXIT.usage,
+      `${statePath} is the state of a real run; a rehearsal (--simulate) never touches it. Leave out --state, or give a path of its own.`,
+    );
   }
   for (const suffix of ['', '-wal', '-shm']) rmSync(`${statePath}${suffix}`, { force: true });
 }

@@ -8,7 +8,9 @@ const optional = (x: number | undefined) => (x === undefined ? '' : num(x));
 /** An image model's price per image; a video model's range over its resolutions and durations (the catalog's own fields, read as tolerantly as the estimate reads them). */
 function creditsOf(m: Model): string {
   if (m.creditCost !== undefined) return num(m.creditCost);
-  const prices = (m.resolutions ?? []).flatMap((r) => (m.durations ?? []).map((d) => catalogVideoPrice(m.raw, r, d))).filter((p): p is number => p !== undefined);
+  const prices = (m.resolutions ?? [])
+    .flatMap((r) => (m.durations ?? []).map((d) => catalogVideoPrice(m.raw, r, d)))
+    .filter((p): p is number => p !== undefined);
   if (prices.length === 0) return '';
   const [low, high] = [Math.min(...prices), Math.max(...prices)];
   return low === high ? num(low) : `${num(low)}–${num(high)}`;
@@ -25,10 +27,23 @@ export async function modelsCommand(opts: ModelsOptions, env: NodeJS.ProcessEnv)
     const types: MediaType[] = opts.type ? [opts.type] : ['image', 'video'];
     const models: Model[] = [];
     for (const type of types) models.push(...(await connection.client.listModels(type)));
-    if (opts.json) return JSON.stringify(models.map((m) => m.raw), null, 2);
+    if (opts.json)
+      return JSON.stringify(
+        models.map((m) => m.raw),
+        null,
+        2,
+      );
     return table(
       ['model', 'type', 'kind/mode', 'credits', 'durations', 'resolutions', 'aspect ratios'],
-      models.map((m) => [m.id, m.type, m.kind ?? m.mode, creditsOf(m), m.durations?.join(','), m.resolutions?.join(','), m.aspectRatios?.join(',')]),
+      models.map((m) => [
+        m.id,
+        m.type,
+        m.kind ?? m.mode,
+        creditsOf(m),
+        m.durations?.join(','),
+        m.resolutions?.join(','),
+        m.aspectRatios?.join(','),
+      ]),
     );
   } finally {
     await connection.close();
@@ -42,10 +57,23 @@ export async function meCommand(opts: ConnectionFlags & { json?: boolean }, env:
     for (const { fingerprint, client } of connection.keys) each.push({ fingerprint, me: await client.me() });
     const pool = each.length > 1;
     // One key: the service's answer as it is. A pool: each key's answer under its fingerprint.
-    if (opts.json) return JSON.stringify(pool ? each.map((k) => ({ fingerprint: k.fingerprint, ...(k.me.raw as object) })) : each[0]!.me.raw, null, 2);
+    if (opts.json)
+      return JSON.stringify(
+        pool ? each.map((k) => ({ fingerprint: k.fingerprint, ...(k.me.raw as object) })) : each[0]!.me.raw,
+        null,
+        2,
+      );
     return table(
       [...(pool ? ['key'] : []), 'credits', 'subscription credits', 'scopes', 'daily cap', 'used today', 'resets'],
-      each.map(({ fingerprint, me }) => [...(pool ? [fingerprint] : []), num(me.credits), optional(me.subscriptionCredits), me.scopes.join(','), optional(me.dailyCap), optional(me.usedToday), me.resetAt !== undefined ? localDateTime(me.resetAt) : '']),
+      each.map(({ fingerprint, me }) => [
+        ...(pool ? [fingerprint] : []),
+        num(me.credits),
+        optional(me.subscriptionCredits),
+        me.scopes.join(','),
+        optional(me.dailyCap),
+        optional(me.usedToday),
+        me.resetAt !== undefined ? localDateTime(me.resetAt) : '',
+      ]),
     );
   } finally {
     await connection.close();

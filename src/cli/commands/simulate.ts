@@ -32,7 +32,10 @@ export interface SimulateFlags {
 
 export function simulatorOptions(f: SimulateFlags): StartOptions {
   const count = f.keys ?? 1;
-  if ((f.scopes?.length ?? 0) > 1 && f.scopes!.length !== count) throw usageError(`--scopes was given ${f.scopes!.length} times for ${count} key${count === 1 ? '' : 's'}: give it once (every key's) or once per key`);
+  if ((f.scopes?.length ?? 0) > 1 && f.scopes!.length !== count)
+    throw usageError(
+      `--scopes was given ${f.scopes!.length} times for ${count} key${count === 1 ? '' : 's'}: give it once (every key's) or once per key`,
+    );
   const beyond = f.revokeAfter?.find((r) => r.key > count);
   if (beyond) throw usageError(`--revoke-after names key ${beyond.key}, and the simulator has ${count}`);
   const opts: StartOptions = {
@@ -54,11 +57,24 @@ export function simulatorOptions(f: SimulateFlags): StartOptions {
   };
   if (Object.keys(limits).length) opts.limits = limits;
   const copy: [keyof StartOptions, unknown][] = [
-    ['port', f.port], ['host', f.host], ['timeScale', f.timeScale], ['seed', f.seed], ['credits', f.credits],
-    ['failureRate', f.failureRate], ['expiryRate', f.expiryRate], ['moderationRate', f.moderationRate],
-    ['unavailableRate', f.unavailableRate], ['dropRate', f.dropRate], ['latencyMs', f.latency],
-    ['imageSeconds', f.imageSeconds], ['videoSeconds', f.videoSeconds], ['linkTtlSeconds', f.linkTtl], ['uploadTtlSeconds', f.uploadTtl], ['outages', f.outage],
-    ['accountState', f.accountState], ['jobVisibility', f.jobVisibility],
+    ['port', f.port],
+    ['host', f.host],
+    ['timeScale', f.timeScale],
+    ['seed', f.seed],
+    ['credits', f.credits],
+    ['failureRate', f.failureRate],
+    ['expiryRate', f.expiryRate],
+    ['moderationRate', f.moderationRate],
+    ['unavailableRate', f.unavailableRate],
+    ['dropRate', f.dropRate],
+    ['latencyMs', f.latency],
+    ['imageSeconds', f.imageSeconds],
+    ['videoSeconds', f.videoSeconds],
+    ['linkTtlSeconds', f.linkTtl],
+    ['uploadTtlSeconds', f.uploadTtl],
+    ['outages', f.outage],
+    ['accountState', f.accountState],
+    ['jobVisibility', f.jobVisibility],
   ];
   for (const [name, value] of copy) if (value !== undefined) (opts as Record<string, unknown>)[name] = value;
   return opts;
@@ -75,9 +91,13 @@ export async function simulateCommand(flags: SimulateFlags): Promise<{ simulator
     '',
     'Use it from another shell:',
     `  export GENBATCH_BASE_URL=${simulator.baseUrl}`,
-    tokens.length > 1 ? `  export GENBATCH_API_KEYS=${tokens.join(',')}` : `  export GENBATCH_API_KEY=${simulator.apiKey}`,
+    tokens.length > 1
+      ? `  export GENBATCH_API_KEYS=${tokens.join(',')}`
+      : `  export GENBATCH_API_KEY=${simulator.apiKey}`,
     ...((flags.timeScale ?? 1) !== 1
-      ? [`  genbatch run <manifest> --time-scale ${flags.timeScale}    (paces to this simulator's time; without it a run keeps the real key's pace, ${flags.timeScale}x slower)`]
+      ? [
+          `  genbatch run <manifest> --time-scale ${flags.timeScale}    (paces to this simulator's time; without it a run keeps the real key's pace, ${flags.timeScale}x slower)`,
+        ]
       : []),
     '',
     'Ctrl-C stops it.',

@@ -16,14 +16,19 @@ interface StateFlags {
   simulate?: boolean;
 }
 
-
 /** Items with a problem the status table lists; --json lists them all. */
 const PROBLEMS_SHOWN = 20;
 
 const clip = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
 
 /** Progress from the state file alone: no network. */
-export async function statusCommand(path: string, opts: StateFlags & { json?: boolean }, cwd: string, out: { isTTY?: boolean }, env: NodeJS.ProcessEnv): Promise<string> {
+export async function statusCommand(
+  path: string,
+  opts: StateFlags & { json?: boolean },
+  cwd: string,
+  out: { isTTY?: boolean },
+  env: NodeJS.ProcessEnv,
+): Promise<string> {
   const manifest = await locate(path, cwd);
   const statePath = existingStatePathFor(manifest, opts, cwd);
   const store = openStateReadOnly(statePath);
@@ -39,38 +44,88 @@ export async function statusCommand(path: string, opts: StateFlags & { json?: bo
 function statusTable(s: Status, paint: Paint): string {
   const states = (Object.entries(s.items) as [string, number][]).filter(([state, n]) => state !== 'total' && n > 0);
   const run = s.run;
-  const lines = [`${s.manifest}: ${count(s.items.total, 'item')} (state ${s.state})`, table(['state', 'items'], states.map(([state, n]) => [state, num(n)])), `credits: ${num(s.credits.charged)} charged, ${num(s.credits.refunded)} refunded, ${num(s.credits.net)} net`];
+  const lines = [
+    `${s.manifest}: ${count(s.items.total, 'item')} (state ${s.state})`,
+    table(
+      ['state', 'items'],
+      states.map(([state, n]) => [state, num(n)]),
+    ),
+    `credits: ${num(s.credits.charged)} charged, ${num(s.credits.refunded)} refunded, ${num(s.credits.net)} net`,
+  ];
   // Padded first, coloured after: the escape codes take no columns.
-  const redRows = (text: string) => text.split('\n').map((line, i) => (i === 0 ? line : paint.red(line))).join('\n');
+  const redRows = (text: string) =>
+    text
+      .split('\n')
+      .map((line, i) => (i === 0 ? line : paint.red(line)))
+      .join('\n');
   if (Object.keys(s.failures).length) lines.push(redRows(table(['failure', 'items'], Object.entries(s.failures))));
   if (s.problems.length) {
     const shown = s.problems.slice(0, PROBLEMS_SHOWN).map((p) => [p.id, p.state, p.code, clip(p.message, 80)]);
     lines.push(redRows(table(['item', 'state', 'code', 'message'], shown)));
-    if (s.problems.length > PROBLEMS_SHOWN) lines.push(`… and ${s.problems.length - PROBLEMS_SHOWN} more (status --json lists them all)`);
+    if (s.problems.length > PROBLEMS_SHOWN)
+      lines.push(`… and ${s.problems.length - PROBLEMS_SHOWN} more (status --json lists them all)`);
   }
   // Several keys: what each sent, and spent today (its own daily cap).
   if (s.keys.length > 1) {
-    lines.push(table(['key', 'jobs', 'credits net', 'today', 'open'], s.keys.map((k) => [k.fingerprint || '(before keys were recorded)', num(k.jobs), num(k.charged - k.refunded), num(k.chargedToday), num(k.open)])));
+    lines.push(
+      table(
+        ['key', 'jobs', 'credits net', 'today', 'open'],
+        s.keys.map((k) => [
+          k.fingerprint || '(before keys were recorded)',
+          num(k.jobs),
+          num(k.charged - k.refunded),
+          num(k.chargedToday),
+          num(k.open),
+        ]),
+      ),
+    );
   }
   if (run.running) {
-    const eta = s.eta ? `; ETA ${formatDuration(s.eta.seconds)} (${when(s.eta.at)}, from ${s.eta.basis === 'observed' ? "this run's pace" : 'the limits'})` : '';
+    const eta = s.eta
+      ? `; ETA ${formatDuration(s.eta.seconds)} (${when(s.eta.at)}, from ${s.eta.basis === 'observed' ? "this run's pace" : 'the limits'})`
+      : '';
     const wait = run.waitingUntil ? `; submissions wait for the daily cap until ${when(run.waitingUntil)}` : '';
-    const unreachable = run.unreachableSince ? `; the service has answered nothing since ${when(run.unreachableSince)} (submissions pause; it is probed)` : '';
-    const paused = run.pausedSince ? `; paused since ${when(run.pausedSince)} (nothing new is sent; genbatch resume goes on)` : '';
+    const unreachable = run.unreachableSince
+      ? `; the service has answered nothing since ${when(run.unreachableSince)} (submissions pause; it is probed)`
+      : '';
+    const paused = run.pausedSince
+      ? `; paused since ${when(run.pausedSince)} (nothing new is sent; genbatch resume goes on)`
+      : '';
     lines.push(`running: ${s.inFlight} in flight${paused}${wait}${unreachable}${eta}`);
   } else if (run.pausedSince) {
-    lines.push(`paused since ${when(run.pausedSince)}: a run started on this state starts paused (genbatch resume goes on)`);
+    lines.push(
+      `paused since ${when(run.pausedSince)}: a run started on this state starts paused (genbatch resume goes on)`,
+    );
   } else if (run.sessions > 0) {
     lines.push(`not running; last active ${when(run.lastActiveAt)}`);
   }
-  if (s.tags.length) lines.push(table(['tag', 'items', 'done', 'credits net'], s.tags.map((t) => [t.tag, num(t.items), num(t.done), num(t.net)])));
-  if (s.waiting.length) lines.push(table(['state', 'items', 'waiting for'], s.waiting.map((w) => [w.state, num(w.items), `${w.for}${w.until ? ` (${when(w.until)})` : ''}`])));
-  if (run.sessions > 0) lines.push(`run time: ${formatDuration(run.seconds)} over ${count(run.sessions, 'session')} since ${when(run.startedAt)}`);
+  if (s.tags.length)
+    lines.push(
+      table(
+        ['tag', 'items', 'done', 'credits net'],
+        s.tags.map((t) => [t.tag, num(t.items), num(t.done), num(t.net)]),
+      ),
+    );
+  if (s.waiting.length)
+    lines.push(
+      table(
+        ['state', 'items', 'waiting for'],
+        s.waiting.map((w) => [w.state, num(w.items), `${w.for}${w.until ? ` (${when(w.until)})` : ''}`]),
+      ),
+    );
+  if (run.sessions > 0)
+    lines.push(
+      `run time: ${formatDuration(run.seconds)} over ${count(run.sessions, 'session')} since ${when(run.startedAt)}`,
+    );
   return lines.join('\n');
 }
 
 /** Puts failed items back with new attempts (by code, if given); blocked items are never resent unchanged. */
-export async function retryCommand(path: string, opts: StateFlags & { code?: string[]; id?: string[]; json?: boolean }, cwd: string): Promise<string> {
+export async function retryCommand(
+  path: string,
+  opts: StateFlags & { code?: string[]; id?: string[]; json?: boolean },
+  cwd: string,
+): Promise<string> {
   const manifest = await locate(path, cwd);
   const statePath = existingStatePathFor(manifest, opts, cwd);
   let store: Store;
@@ -81,37 +136,73 @@ export async function retryCommand(path: string, opts: StateFlags & { code?: str
   }
   try {
     const unknown = (opts.id ?? []).filter((id) => !store.items.get(id));
-    if (unknown.length) throw new ExitError(EXIT.usage, `no item has the id ${unknown.map((id) => JSON.stringify(id)).join(', ')} in ${statePath}`);
+    if (unknown.length)
+      throw new ExitError(
+        EXIT.usage,
+        `no item has the id ${unknown.map((id) => JSON.stringify(id)).join(', ')} in ${statePath}`,
+      );
     const codes = store.items.failuresByCode();
     const unknownCodes = (opts.code ?? []).filter((c) => !(c in codes));
     if (unknownCodes.length) {
       const present = Object.keys(codes);
-      throw new ExitError(EXIT.usage, `no item stopped with ${unknownCodes.join(', ')}; ${present.length ? `the codes there are: ${present.join(', ')}` : 'no item failed'} (genbatch status lists them)`);
+      throw new ExitError(
+        EXIT.usage,
+        `no item stopped with ${unknownCodes.join(', ')}; ${present.length ? `the codes there are: ${present.join(', ')}` : 'no item failed'} (genbatch status lists them)`,
+      );
     }
     const { requeued, conflicts } = store.items.putBack({ codes: opts.code, ids: opts.id, now: Date.now() });
     const blocked = store.items.inState('blocked').length;
     if (opts.json) return JSON.stringify({ state: statePath, requeued, blocked, conflicts }, null, 2);
     const notes = [
       blocked ? `${count(blocked, 'blocked item')} stay blocked: change their prompt to resubmit them.` : '',
-      conflicts.length ? `${count(conflicts.length, 'item')} stopped on a key conflict stay as they are (a job may exist under their key): name them with --id to submit them again, paying again: ${conflicts.slice(0, 5).join(', ')}${conflicts.length > 5 ? ', …' : ''}` : '',
+      conflicts.length
+        ? `${count(conflicts.length, 'item')} stopped on a key conflict stay as they are (a job may exist under their key): name them with --id to submit them again, paying again: ${conflicts.slice(0, 5).join(', ')}${conflicts.length > 5 ? ', …' : ''}`
+        : '',
     ].filter(Boolean);
-    return [`${count(requeued, 'item')} put back; run the manifest again (genbatch run) to go on.`, ...notes].join('\n');
+    return [`${count(requeued, 'item')} put back; run the manifest again (genbatch run) to go on.`, ...notes].join(
+      '\n',
+    );
   } finally {
     store.close();
   }
 }
 
 /** Writes results.jsonl and results.csv (and the gallery, sidecars) from the state file alone: no network. */
-export async function reportCommand(path: string, opts: StateFlags & { out?: string; html?: boolean; sidecars?: boolean; json?: boolean }, cwd: string): Promise<string> {
+export async function reportCommand(
+  path: string,
+  opts: StateFlags & { out?: string; html?: boolean; sidecars?: boolean; json?: boolean },
+  cwd: string,
+): Promise<string> {
   const manifest = await locate(path, cwd);
   const statePath = existingStatePathFor(manifest, opts, cwd);
   const store = openStateReadOnly(statePath);
   try {
     const outDir = opts.out ? resolve(cwd, opts.out) : (store.runs.all().at(-1)?.out_dir ?? manifest.outputDir);
     const { writeReport } = await import('../../report/index.js');
-    const w = await writeReport(store, outDir, { title: manifest.name, html: opts.html ?? false, sidecars: opts.sidecars ?? false, now: Date.now() });
-    if (opts.json) return JSON.stringify({ state: statePath, outDir, items: w.items, jsonl: w.jsonl, csv: w.csv, html: w.html ?? null, sidecars: w.sidecars ?? null }, null, 2);
-    const extra = [w.html ? `gallery: ${w.html}` : '', w.sidecars !== undefined ? `sidecars: ${w.sidecars} next to the outputs` : ''].filter(Boolean);
+    const w = await writeReport(store, outDir, {
+      title: manifest.name,
+      html: opts.html ?? false,
+      sidecars: opts.sidecars ?? false,
+      now: Date.now(),
+    });
+    if (opts.json)
+      return JSON.stringify(
+        {
+          state: statePath,
+          outDir,
+          items: w.items,
+          jsonl: w.jsonl,
+          csv: w.csv,
+          html: w.html ?? null,
+          sidecars: w.sidecars ?? null,
+        },
+        null,
+        2,
+      );
+    const extra = [
+      w.html ? `gallery: ${w.html}` : '',
+      w.sidecars !== undefined ? `sidecars: ${w.sidecars} next to the outputs` : '',
+    ].filter(Boolean);
     return [`${count(w.items, 'item')} written to ${w.jsonl} and ${w.csv}`, ...extra].join('\n');
   } finally {
     store.close();
