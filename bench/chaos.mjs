@@ -148,7 +148,10 @@ export async function chaosRun(seed, { canMount = false, say = () => {} } = {}) 
   let mounted = false;
   const timers = new Set();
   const later = (ms, fn) => {
-    const t = setTimeout(() => (timers.delete(t), fn()), ms);
+    const t = setTimeout(() => {
+      timers.delete(t);
+      fn();
+    }, ms);
     timers.add(t);
   };
   try {
@@ -163,9 +166,18 @@ export async function chaosRun(seed, { canMount = false, say = () => {} } = {}) 
     let charges = 0;
     let storm = 0;
     const unwatch = service.ledger.watch((e) => {
-      if (e.kind === 'dropped-response') count('answer lost after the charge'), faultNow();
-      if (e.kind === 'refund' && e.status === 'FAILED') count('job failed'), faultNow();
-      if (e.kind === 'request' && e.code === 'UPSTREAM_UNAVAILABLE' && !e.injected) count('503'), faultNow();
+      const fault =
+        e.kind === 'dropped-response'
+          ? 'answer lost after the charge'
+          : e.kind === 'refund' && e.status === 'FAILED'
+            ? 'job failed'
+            : e.kind === 'request' && e.code === 'UPSTREAM_UNAVAILABLE' && !e.injected
+              ? '503'
+              : undefined;
+      if (fault) {
+        count(fault);
+        faultNow();
+      }
       if (e.kind !== 'charge') return;
       charges++;
       for (const o of plan.outages) {
@@ -252,7 +264,10 @@ export async function chaosRun(seed, { canMount = false, say = () => {} } = {}) 
     service.opts.dropRate = 0;
     service.opts.failureRate = 0;
     service.opts.unavailableRate = 0;
-    for (const t of timers) clearTimeout(t), timers.delete(t);
+    for (const t of timers) {
+      clearTimeout(t);
+      timers.delete(t);
+    }
     if (sim.down) await sim.restore();
     if (mounted) execFileSync('mount', ['-o', 'remount,size=4m', outRoot], { stdio: 'ignore' });
     // Exit 1 may leave work for a later run (a download that kept failing, a job unreadable for a while): the same command takes it up.

@@ -49,7 +49,10 @@ async function startPostgres() {
   await db.createDatabase('genbatch');
   return {
     url: `postgres://genbatch:bench@127.0.0.1:${port}/genbatch`,
-    close: async () => (await db.stop(), rmSync(base, { recursive: true, force: true })),
+    close: async () => {
+      await db.stop();
+      rmSync(base, { recursive: true, force: true });
+    },
   };
 }
 

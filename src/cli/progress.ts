@@ -64,7 +64,7 @@ export function liveLine(f: LiveFacts, columns = Infinity): string {
   // Narrower still: the percentage alone before the ETA (or the wait) gives way.
   if (!fits()) parts[0] = `${pct}%`;
   const line = parts.join(' · ');
-  return line.length > columns - 1 ? line.slice(0, Math.max(0, columns - 2)) + '…' : line;
+  return line.length > columns - 1 ? `${line.slice(0, Math.max(0, columns - 2))}…` : line;
 }
 
 /**

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, open, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import type { ApiClient } from '../api/index.js';
+import type { ApiClient, Download } from '../api/index.js';
 import { defaultExtension, resolveInside } from '../manifest/index.js';
 
 export interface DownloadedFile {
@@ -76,7 +76,7 @@ export const COMMON_EXTENSIONS: Readonly<Record<string, string>> = {
 let mimeTypes: Promise<typeof import('mime-types')> | undefined;
 
 export async function extensionFor(contentType: string | null | undefined, type: 'image' | 'video'): Promise<string> {
-  const essence = contentType?.split(';', 1)[0]!.trim().toLowerCase();
+  const essence = contentType?.split(';', 1)[0]?.trim().toLowerCase();
   const ext = !essence
     ? false
     : (COMMON_EXTENSIONS[essence] ?? (await (mimeTypes ??= import('mime-types'))).extension(essence));
@@ -162,7 +162,7 @@ export async function downloadOutput(
   /** Opens the temporary file; injectable so tests can make the disk full. */
   openFile: (path: string) => Promise<OutputFile> = openOutputFile,
 ): Promise<DownloadedFile> {
-  let dl;
+  let dl: Download;
   try {
     dl = await client.download(url, signal);
   } catch (error) {

@@ -127,7 +127,7 @@ export class Expander {
   }
 
   /** Where a field was written: on the item, or in `defaults`. */
-  private pathOf(merged: Merged, index: number, field: string): (string | number)[] {
+  private pathOf(index: number, field: string): (string | number)[] {
     const own = this.manifest.items[index] as Record<string, unknown>;
     return field in own || !(field in (this.manifest.defaults ?? {})) ? ['items', index, field] : ['defaults', field];
   }
@@ -149,7 +149,7 @@ export class Expander {
     let ok = true;
     const fail = (field: string, message: string, at?: number) => {
       ok = false;
-      this.report([...this.pathOf(merged, index, field), ...(at === undefined ? [] : [at])], message, row);
+      this.report([...this.pathOf(index, field), ...(at === undefined ? [] : [at])], message, row);
     };
     const text = (field: string, value: string | undefined): string | undefined => {
       if (value === undefined) return undefined;
@@ -171,7 +171,9 @@ export class Expander {
     const tagText = (t: string, at: number) => {
       if (!t.includes('{{')) return t;
       const r = render(t, ctx);
-      return r.ok ? r.value : (fail('tags', r.message, at), '');
+      if (r.ok) return r.value;
+      fail('tags', r.message, at);
+      return '';
     };
     const tags =
       merged.tags === undefined
@@ -204,7 +206,7 @@ export class Expander {
     // An empty prompt is refused by the service, or worse, paid for as a generic image: say so before anything is sent.
     if (prompt !== undefined && prompt.trim() === '')
       fail('prompt', `expected a non-empty prompt, found ${JSON.stringify(prompt)} after templates`);
-    else if (prompt !== undefined) this.noteEmptyValues(merged, index, merged.prompt!, withFields, row);
+    else if (prompt !== undefined) this.noteEmptyValues(index, merged.prompt!, withFields, row);
 
     if (merged.model === undefined) fail('model', 'missing: set model on the item or in defaults');
     if (merged.prompt === undefined) fail('prompt', 'missing: set prompt on the item or in defaults');
@@ -294,7 +296,6 @@ export class Expander {
 
   /** "{{title}}, studio product photo" with an empty title is paid for as a generic image: worth a warning, not an error. */
   private noteEmptyValues(
-    merged: Merged,
     index: number,
     template: string,
     ctx: TemplateContext,
@@ -306,7 +307,7 @@ export class Expander {
       const key = `${index}\n${name}`;
       let seen = this.emptyValues.get(key);
       if (!seen) {
-        const path = this.pathOf(merged, index, 'prompt');
+        const path = this.pathOf(index, 'prompt');
         this.emptyValues.set(
           key,
           (seen = {

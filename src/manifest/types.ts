@@ -42,9 +42,9 @@ export function dependenciesOf(
   const add = (ref: InputRef | undefined, field: string, needs: 'image' | 'video') => {
     if (ref?.kind === 'item') deps.push({ id: ref.id, field, needs });
   };
-  item.inputs?.forEach((r, i) => add(r, `inputs[${i}]`, 'image'));
+  for (const [i, r] of (item.inputs ?? []).entries()) add(r, `inputs[${i}]`, 'image');
   add(item.image, 'image', 'image');
-  item.referenceImages?.forEach((r, i) => add(r, `referenceImages[${i}]`, 'image'));
+  for (const [i, r] of (item.referenceImages ?? []).entries()) add(r, `referenceImages[${i}]`, 'image');
   add(item.video, 'video', 'video');
   if (item.source) deps.push({ id: item.source, field: 'source', needs: 'video' });
   return deps;

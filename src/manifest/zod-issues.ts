@@ -109,8 +109,6 @@ export function explainIssue(issue: z.core.$ZodIssue, data: unknown): { path: Pr
       ];
     case 'too_big':
       return [{ path, message: `expected at most ${issue.maximum}, found ${found}` }];
-    case 'invalid_format':
-    case 'invalid_key':
     default:
       return [{ path, message: `${issue.message}, found ${found}` }];
   }

@@ -102,7 +102,7 @@ export class Notifier {
   }
 
   private send(name: NotifyEventName, reason: string): void {
-    let snapshot;
+    let snapshot: ReturnType<NotifierOptions['snapshot']>;
     try {
       snapshot = this.opts.snapshot();
     } catch (error) {

@@ -1,4 +1,4 @@
-import { ApiError, type ApiClient, type Job } from '../api/index.js';
+import { ApiError, type ApiClient, type Job, type JobsPage } from '../api/index.js';
 import { Bucket } from '../scheduler/bucket.js';
 import type { Rate } from '../scheduler/limits.js';
 
@@ -52,7 +52,7 @@ export async function listKeyJobs(
   try {
     for (;;) {
       const params = limit === undefined ? {} : { limit };
-      let page;
+      let page: JobsPage;
       try {
         const at = cursor;
         page = await bucket.run(() => (at ? client.listJobsAfter(at, params) : client.listJobs(params)));

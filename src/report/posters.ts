@@ -56,7 +56,7 @@ async function inline(path: string): Promise<string | undefined> {
     if ((await stat(path)).size > MAX_INLINE_POSTER_BYTES) return undefined;
     // Only a video started from a local file needs mime-types: not loaded for every report (it builds its whole table when imported).
     const type = (await import('mime-types')).lookup(path);
-    if (!type || !type.startsWith('image/')) return undefined;
+    if (type === false || !type.startsWith('image/')) return undefined;
     return `data:${type};base64,${(await readFile(path)).toString('base64')}`;
   } catch {
     return undefined; // the input moved since: the placeholder will do

@@ -90,16 +90,14 @@ export function collectStatus(store: Store, where: { manifest: string; state: st
 function keysOf(store: Store, today: number): Status['keys'] {
   const todayBy = new Map(store.accounting.byKeyOn(today).map((r) => [r.key_fp, r.charged]));
   const openBy = new Map(store.items.openByKey().map((r) => [r.key_fp, r.n]));
-  return store.attempts
-    .byKey()
-    .map((k) => ({
-      fingerprint: k.key_fp,
-      jobs: k.jobs,
-      charged: k.charged,
-      refunded: k.refunded,
-      chargedToday: todayBy.get(k.key_fp) ?? 0,
-      open: openBy.get(k.key_fp) ?? 0,
-    }));
+  return store.attempts.byKey().map((k) => ({
+    fingerprint: k.key_fp,
+    jobs: k.jobs,
+    charged: k.charged,
+    refunded: k.refunded,
+    chargedToday: todayBy.get(k.key_fp) ?? 0,
+    open: openBy.get(k.key_fp) ?? 0,
+  }));
 }
 
 /** Time spent running, over all sessions: a killed one counts to its last heartbeat, a live one (`liveNow`) to now. */

@@ -38,10 +38,10 @@ export async function downloadJob(
       try {
         const { client } = lane;
         if (!(await ctx.reachability.ready(ctx.abort.signal))) return;
-        job = await lane.buckets.read.run(
-          () => ((sentAt = opts.now()), client.getJob(jobId, 0, ctx.abort.signal)),
-          ctx.abort.signal,
-        );
+        job = await lane.buckets.read.run(() => {
+          sentAt = opts.now();
+          return client.getJob(jobId, 0, ctx.abort.signal);
+        }, ctx.abort.signal);
       } catch (error) {
         if (ctx.abort.signal.aborted) return;
         // An outage is waited out: it costs the download none of its refreshes.

@@ -381,10 +381,10 @@ export class JobTask {
       let sentAt = ctx.opts.now();
       try {
         if (!(await ctx.reachability.ready(ctx.abort.signal))) return undefined;
-        const job = await this.lane.buckets.read.run(
-          () => ((sentAt = ctx.opts.now()), client.getJob(jobId, ctx.pollWait.seconds, ctx.abort.signal)),
-          ctx.abort.signal,
-        );
+        const job = await this.lane.buckets.read.run(() => {
+          sentAt = ctx.opts.now();
+          return client.getJob(jobId, ctx.pollWait.seconds, ctx.abort.signal);
+        }, ctx.abort.signal);
         failures = 0;
         if (job.status === 'COMPLETED' && acceptedAt !== undefined)
           ctx.firstPoll.ended(this.fixed.model, acceptedAt, ctx.opts.now());

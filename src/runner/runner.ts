@@ -137,7 +137,14 @@ export class Runner implements RunContext {
       explained: () => this.quietExplained(),
       onQuiet: (quietMs, stalled) => this.quiet(quietMs, stalled),
     });
-    this.control = new Control(opts.logger, (event) => (this.watchdog.activity(), opts.onEvent?.(event)), listeners);
+    this.control = new Control(
+      opts.logger,
+      (event) => {
+        this.watchdog.activity();
+        opts.onEvent?.(event);
+      },
+      listeners,
+    );
     const noticed = coordinatorNotices(this.control);
     const coordinatorSaid = (reachable: boolean, message: string) => {
       this.coordinatorDown = !reachable;
@@ -496,7 +503,10 @@ export class Runner implements RunContext {
     // Counted against the key's cap from now: the feeder gives it no more than its cap can take.
     if (price) {
       const [cap, budget] = [lane.cap.assign(price), this.gates.assign(price)];
-      this.assigned.set(item.id, () => (cap(), budget()));
+      this.assigned.set(item.id, () => {
+        cap();
+        budget();
+      });
     }
     void lane.slots[item.type].start(() =>
       new JobTask(this, lane, item)

@@ -37,6 +37,6 @@ export class SendBatch {
       for (const w of batch) w.reject(error);
       return;
     }
-    batch.forEach((w, i) => w.resolve(results[i]!));
+    for (const [i, w] of batch.entries()) w.resolve(results[i]!);
   }
 }

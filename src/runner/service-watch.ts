@@ -33,7 +33,10 @@ export function watchService(deps: {
     now,
     probe: (signal) => {
       const lane = lanes.active[0] ?? lanes.all[0]!;
-      return lane.buckets.read.run(() => (onActivity(), lane.client.me(signal)), signal);
+      return lane.buckets.read.run(() => {
+        onActivity();
+        return lane.client.me(signal);
+      }, signal);
     },
     probeEveryMs,
     giveUpAfterMs: deps.unreachableMs ?? UNREACHABLE_MS,
@@ -58,6 +61,10 @@ export function watchService(deps: {
         `the service has answered nothing since ${utc(since)} (${((now() - since) / 60_000).toFixed(1)} minutes; last: ${reason}). Nothing paid is lost: run the same command again once it is reachable, and it resends what may have been accepted with the same keys and downloads what was paid for.`,
       ),
   });
-  for (const lane of lanes.all) lane.client.observeAnswers(() => (reachability.answered(), onActivity()));
+  for (const lane of lanes.all)
+    lane.client.observeAnswers(() => {
+      reachability.answered();
+      onActivity();
+    });
   return reachability;
 }

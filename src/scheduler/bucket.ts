@@ -33,7 +33,10 @@ class SendWindow {
   /** How many count at `now`: answers more than a window old no longer do. */
   count(now: number): number {
     while (this.head < this.answers.length && this.answers[this.head]! + this.windowMs < now) this.head++;
-    if (this.head > 1024 && this.head * 2 > this.answers.length) this.answers.splice(0, this.head), (this.head = 0);
+    if (this.head > 1024 && this.head * 2 > this.answers.length) {
+      this.answers.splice(0, this.head);
+      this.head = 0;
+    }
     return this.unanswered + this.answers.length - this.head;
   }
 

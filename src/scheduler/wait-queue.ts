@@ -31,8 +31,14 @@ export class WaitQueue<P> {
       const waiter: Waiter<P> = {
         go: (permit) =>
           void fn().then(
-            (value) => (answered(permit), resolve(value)),
-            (error: unknown) => (answered(permit), reject(error)),
+            (value) => {
+              answered(permit);
+              resolve(value);
+            },
+            (error: unknown) => {
+              answered(permit);
+              reject(error);
+            },
           ),
         fail: reject,
         signal,

@@ -170,7 +170,7 @@ function checkVideoInputs(body: Record<string, unknown>, model: VideoModel, ctx:
           `Model ${model.id} takes at most ${model.maxReferenceImages} reference images.`,
         );
       }
-      keys.forEach((key, i) => useKey(key, `referenceImageKeys[${i}]`));
+      for (const [i, key] of keys.entries()) useKey(key, `referenceImageKeys[${i}]`);
       return;
     }
     case 'video-extend':

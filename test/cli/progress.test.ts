@@ -130,7 +130,12 @@ describe('on a terminal', () => {
       );
       let written = '';
       const out = Object.assign(
-        new Writable({ write: (chunk, _e, done) => void ((written += String(chunk)), done()) }),
+        new Writable({
+          write: (chunk, _e, done) => {
+            written += String(chunk);
+            done();
+          },
+        }),
         { isTTY: true, columns: 40 },
       ) as unknown as NodeJS.WriteStream;
       const progress = new Progress(out, store, 5);

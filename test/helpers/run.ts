@@ -9,7 +9,7 @@ import { expect } from 'vitest';
 import { makeMp4, makePng } from '../../src/simulator/media.js';
 import type { RunningSimulator } from '../../src/simulator/index.js';
 import type { LedgerEvent } from '../../src/simulator/ledger.js';
-import { CLI, cleanEnv, runCli, runCliInProcess, startCli, type CliResult, type StartedCli } from './cli.js';
+import { CLI, cleanEnv, runCliInProcess, startCli, type CliResult, type StartedCli } from './cli.js';
 import { recordChildWarnings } from './warnings.js';
 
 export const TIME_SCALE = 600;

@@ -54,8 +54,8 @@ describe('duplicate ids and shared output files under the default output name', 
     const { folded, messages } = await flaggedRows(['Mug', 'a/b', 'mug', 'a_b', 'x', 'x']);
     expect(folded).toEqual([4, 5, 7]);
     expect(messages.map((m) => m.replace(/^.*?: items\[0\]\.id: /, ''))).toEqual([
-      'items "Mug" and "mug" would write the same file mug-1.png (row at rows-' + (runNo - 1) + '.csv:4)',
-      'items "a/b" and "a_b" would write the same file a_b-1.png (row at rows-' + (runNo - 1) + '.csv:5)',
+      `items "Mug" and "mug" would write the same file mug-1.png (row at rows-${runNo - 1}.csv:4)`,
+      `items "a/b" and "a_b" would write the same file a_b-1.png (row at rows-${runNo - 1}.csv:5)`,
       'duplicate id "x": ids must be unique after expansion (first at rows-' +
         (runNo - 1) +
         '.csv:6) (row at rows-' +

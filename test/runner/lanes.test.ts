@@ -9,7 +9,9 @@ import { DEFAULT_KEY_LIMITS } from '../../src/scheduler/limits.js';
 import { Store } from '../../src/store/index.js';
 
 const stores: Store[] = [];
-afterEach(() => stores.splice(0).forEach((s) => s.close()));
+afterEach(() => {
+  for (const s of stores.splice(0)) s.close();
+});
 
 function laneFor(fingerprint: string, store: Store, now: () => number): KeyLane {
   const client = { observeRemaining: () => {} } as unknown as ApiClient;

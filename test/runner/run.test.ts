@@ -1,4 +1,3 @@
-import { join } from 'node:path';
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { expectNoDoubleChargeAndVerifiedOutputs, imageManifest, readState, workspace } from '../helpers/run.js';
@@ -231,7 +230,9 @@ describe('genbatch run against the simulator', () => {
     // It holds the lock before it submits: wait for its first submission.
     await new Promise<void>((resolve) => {
       const unwatch = t.sim.service.ledger.watch((event) => {
-        if (event.kind === 'charge') resolve(unwatch() as unknown as void);
+        if (event.kind !== 'charge') return;
+        unwatch();
+        resolve();
       });
     });
     const second = await ws.run();

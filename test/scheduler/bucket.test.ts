@@ -21,13 +21,13 @@ describe('the sliding-window bucket', () => {
     expect(reqs.filter((r) => r.fn.mock.calls.length).length).toBe(10);
     // The service may count a request until its answer: the window runs from the answer.
     await vi.advanceTimersByTimeAsync(50);
-    reqs.slice(0, 10).forEach((r) => r.answer());
+    for (const r of reqs.slice(0, 10)) r.answer();
     await vi.advanceTimersByTimeAsync(W);
     expect(reqs[10]!.fn).not.toHaveBeenCalled();
     await vi.advanceTimersByTimeAsync(2);
     expect(reqs[10]!.fn).toHaveBeenCalled();
     expect(reqs[11]!.fn).toHaveBeenCalled();
-    reqs.slice(10).forEach((r) => r.answer());
+    for (const r of reqs.slice(10)) r.answer();
     await Promise.all(done);
   });
 
@@ -113,7 +113,7 @@ describe('the sliding-window bucket', () => {
     expect(reqs.some((r) => r.fn.mock.calls.length)).toBe(false);
     await vi.advanceTimersByTimeAsync(2);
     expect(reqs.every((r) => r.fn.mock.calls.length)).toBe(true);
-    reqs.forEach((r) => r.answer());
+    for (const r of reqs) r.answer();
   });
 
   it('an interrupt cancels requests still waiting for their turn: they are never sent', async () => {
@@ -166,7 +166,7 @@ describe('the sliding-window bucket', () => {
     const reqs = Array.from({ length: 4 }, () => request());
     reqs.forEach((r) => void bucket.run(r.fn));
     expect(reqs.map((r) => r.fn.mock.calls.length)).toEqual([1, 1, 1, 0]);
-    reqs.slice(0, 3).forEach((r) => r.answer());
+    for (const r of reqs.slice(0, 3)) r.answer();
     await vi.advanceTimersByTimeAsync(1000);
     // The window is empty again; the first request goes, and the service counts others we do not know of: nothing left.
     expect(reqs[3]!.fn).toHaveBeenCalled();

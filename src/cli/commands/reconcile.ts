@@ -1,3 +1,4 @@
+import type { AttemptForReconcile, ItemEcho } from '../../store/index.js';
 import { DEFAULT_KEY_LIMITS } from '../../scheduler/limits.js';
 import { listKeyJobs, type KeyListing } from '../../reconcile/listing.js';
 import { reconcile, type ReconcileReport } from '../../reconcile/reconcile.js';
@@ -24,9 +25,9 @@ export async function reconcileCommand(
   const manifest = await locate(path, cwd);
   const statePath = existingStatePathFor(manifest, opts, cwd);
   const store = openStateReadOnly(statePath);
-  let attempts;
-  let items;
-  let firstSession;
+  let attempts: AttemptForReconcile[];
+  let items: ItemEcho[];
+  let firstSession: number | undefined;
   try {
     attempts = store.attempts.forReconcile();
     items = store.items.echoes();

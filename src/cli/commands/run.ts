@@ -218,7 +218,12 @@ export async function runCommand(
       maxOutputBytes: (flags.maxOutputMb ?? 2048) * 1024 * 1024,
       now: Date.now,
       logger,
-      onEvent: notifier ? (event) => (progress.onEvent(event), notifier.onEvent(event)) : progress.onEvent,
+      onEvent: notifier
+        ? (event) => {
+            progress.onEvent(event);
+            notifier.onEvent(event);
+          }
+        : progress.onEvent,
     },
     catalog,
     toSync,
