@@ -1,5 +1,5 @@
 import { Parser } from 'csv-parse';
-import type { Row } from './rows.js';
+import type { Row } from './row.js';
 
 /**
  * csv-parse's stream with each record tagged with its line as it is parsed.

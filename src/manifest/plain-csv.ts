@@ -1,4 +1,4 @@
-import type { Row } from './rows.js';
+import type { Row } from './row.js';
 
 /**
  * A fast reader for the CSV files catalogs are made of: one record per line,

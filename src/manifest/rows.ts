@@ -4,12 +4,9 @@ import { Readable } from 'node:stream';
 import type { IssueList } from './issues.js';
 import { PlainCsvReader } from './plain-csv.js';
 
-export interface Row {
-  /** 1-based line in the rows file. */
-  line: number;
-  /** The row's columns: the parser's own record, carried to the results as it is. */
-  fields: Record<string, string>;
-}
+import type { Row } from './row.js';
+
+export type { Row };
 
 /**
  * The rows files' bytes, each read once and kept: a run expands its rows a

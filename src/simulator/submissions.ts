@@ -2,10 +2,28 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { SimKey } from './accounts.js';
 import { IdempotencyKeys, UUID_PATTERN } from './idempotency.js';
 import type { JobEnd } from './jobs.js';
-import type { Service } from './service.js';
+import type { Accounts } from './accounts.js';
+import type { Jobs } from './jobs.js';
+import type { Ledger } from './ledger.js';
+import type { ResolvedOptions } from './options.js';
+import type { SeededRandom } from './random.js';
+import type { Uploads } from './uploads.js';
 import { SimError, invalid, limited } from './sim-error.js';
 import { checkImageSubmission, checkVideoSubmission, type CheckedSubmission } from './submission-rules.js';
 import type { SimRequest, SimResponse } from './types.js';
+
+/** What submissions use of the service: passed in, so this module does not import it back. */
+export interface SubmissionHost {
+  readonly opts: ResolvedOptions;
+  readonly accounts: Accounts;
+  readonly jobs: Jobs;
+  readonly ledger: Ledger;
+  readonly uploads: Uploads;
+  readonly random: SeededRandom;
+  now(): number;
+  delay(ms: number): Promise<void>;
+  renderJob(job: Parameters<Jobs['render']>[0]): Record<string, unknown>;
+}
 
 /**
  * Prompt markers that force an outcome, so tests and rehearsals can provoke a
@@ -30,7 +48,7 @@ export class Submissions {
   private readonly unavailableOnce = new Set<string>();
 
   constructor(
-    private readonly service: Service,
+    private readonly service: SubmissionHost,
     readonly idempotency: IdempotencyKeys,
   ) {}
 
