@@ -9,7 +9,19 @@ const FRAME_MS = 250;
 /** Off a terminal: a summary line this often, and on each change of the run's course. */
 const SUMMARY_EVERY_MS = 30_000;
 const STARTED_LINE_LATEST_MS = 1_000;
-const RATE_WINDOW_MS = 60_000;
+/** A terminal that reports no width (0 in `script` and some CI runners) is taken as this wide. */
+const DEFAULT_COLUMNS = 80;
+
+/** The submission limit the line shows the pace against: all keys' together, in the service's time. */
+export interface PaceLimit {
+  limit: number;
+  /** The limit's window in the service's own time (60 s for 10/min). */
+  windowMs: number;
+  /** A rehearsal's time scale: its window passes this many times faster. */
+  timeScale: number;
+}
+
+const REAL_PACE: PaceLimit = { limit: 10, windowMs: 60_000, timeScale: 1 };
 
 /** What the live line says, gathered once per frame. */
 export interface LiveFacts {
@@ -24,7 +36,8 @@ export interface LiveFacts {
   waitingUntil: number | undefined;
   /** Paused from another shell since then. */
   pausedSince?: number | undefined;
-  submissionsPerMinute: number;
+  /** Submissions sent in the last window of the limit, and the limit. */
+  pace: PaceLimit & { sent: number };
   now: number;
   /** With several keys: the open items each key has (by fingerprint). */
   keys?: { fingerprint: string; open: number }[] | undefined;
@@ -56,7 +69,7 @@ export function liveLine(f: LiveFacts, columns = Infinity): string {
   if (c.maybe_accepted) parts.push(`maybe accepted ${num(c.maybe_accepted)}`);
   if (failed) parts.push(`failed ${num(failed)}`);
   parts.push(`credits ${num(f.credits.charged - f.credits.refunded)} net`);
-  parts.push(`${num(Math.round(f.submissionsPerMinute))}/min`);
+  parts.push(paceText(f.pace));
   if (f.keys?.length) parts.push(`keys ${f.keys.map((k) => `${k.fingerprint.slice(0, 6)} ${num(k.open)}`).join(', ')}`);
   const fits = () => parts.join(' · ').length <= columns - 1;
   const keep = Math.min(2, parts.length);
@@ -68,6 +81,17 @@ export function liveLine(f: LiveFacts, columns = Infinity): string {
 }
 
 /**
+ * The pace in the limit's own terms: submissions in its last window against
+ * it. A rehearsal's window is shorter than the service's: the line says it is
+ * scaled rather than show a rate of 600/min against a limit of 10/min.
+ */
+function paceText(p: LiveFacts['pace']): string {
+  const sent = `${num(p.sent)}/${num(p.limit)}`;
+  if (p.timeScale !== 1) return `${sent} per window (time x${num(p.timeScale)})`;
+  return p.windowMs === 60_000 ? `${sent} per min` : `${sent} per ${formatDuration(p.windowMs / 1000)}`;
+}
+
+/**
  * What a run shows while it works. On a terminal: one live line, redrawn.
  * Otherwise (a log file, CI): a summary line every 30 s and on each change of
  * the run's course (started, waiting, resumed, stopping), never one per item;
@@ -76,23 +100,29 @@ export function liveLine(f: LiveFacts, columns = Infinity): string {
 export class Progress {
   private timer: NodeJS.Timeout | undefined;
   private startedLine: NodeJS.Timeout | undefined;
-  private readonly startedAt = Date.now();
   private submittedAt: number[] = [];
   private eta: { seconds: number | undefined; at: number; keys?: LiveFacts['keys'] } = { seconds: undefined, at: 0 };
   private waitingUntil: number | undefined;
   private pausedSince: number | undefined;
 
   private readonly paint: Paint;
+  private readonly keys: readonly string[];
+  private readonly pace: PaceLimit;
 
   constructor(
     private readonly out: NodeJS.WriteStream,
     private readonly store: Store,
     private readonly total: number,
-    /** The run's keys, by fingerprint: with several, the line shows each one's open items. */
-    private readonly keys: readonly string[] = [],
-    env: NodeJS.ProcessEnv = process.env,
+    opts: {
+      /** The run's keys, by fingerprint: with several, the line shows each one's open items. */
+      keys?: readonly string[];
+      pace?: PaceLimit;
+      env?: NodeJS.ProcessEnv;
+    } = {},
   ) {
-    this.paint = paintFor(out, env);
+    this.keys = opts.keys ?? [];
+    this.pace = opts.pace ?? REAL_PACE;
+    this.paint = paintFor(out, opts.env ?? process.env);
   }
 
   start(): void {
@@ -153,12 +183,12 @@ export class Progress {
 
   private facts(): LiveFacts {
     const now = Date.now();
-    this.submittedAt = this.submittedAt.filter((t) => t > now - RATE_WINDOW_MS);
+    // The limit's window as it passes here: a rehearsal's is shorter by its time scale.
+    const windowMs = Math.max(1, this.pace.windowMs / this.pace.timeScale);
+    this.submittedAt = this.submittedAt.filter((t) => t > now - windowMs);
     // The same ETA as `genbatch status`, refreshed every few seconds rather than every frame.
     if (now - this.eta.at > ETA_REFRESH_MS)
       this.eta = { seconds: liveEta(this.store, now)?.seconds, at: now, keys: this.keysFacts() };
-    // Over the time the run has had, up to a minute: the first minute's rate is not diluted.
-    const span = Math.min(RATE_WINDOW_MS, Math.max(1_000, now - this.startedAt));
     return {
       counts: this.store.items.counts(),
       resendLater: this.store.items.deferredResends(),
@@ -167,7 +197,7 @@ export class Progress {
       etaSeconds: this.eta.seconds,
       waitingUntil: this.waitingUntil,
       pausedSince: this.pausedSince,
-      submissionsPerMinute: (this.submittedAt.length * 60_000) / span,
+      pace: { ...this.pace, sent: this.submittedAt.length },
       now,
       keys: this.eta.keys,
     };
@@ -181,7 +211,9 @@ export class Progress {
 
   private draw(): void {
     // Coloured after it is fitted: the escape codes take no columns.
-    const line = liveLine(this.facts(), this.out.columns ?? 80).replace(/failed [\d,]+/, (m) => this.paint.red(m));
+    const line = liveLine(this.facts(), this.out.columns || DEFAULT_COLUMNS).replace(/failed [\d,]+/, (m) =>
+      this.paint.red(m),
+    );
     this.out.write(`\r\x1b[2K${line}`);
   }
 

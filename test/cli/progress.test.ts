@@ -21,7 +21,7 @@ const facts = (over: Partial<LiveFacts> = {}): LiveFacts => ({
   credits: { charged: 98_800, refunded: 40 },
   etaSeconds: 3 * 3600 + 12 * 60,
   waitingUntil: undefined,
-  submissionsPerMinute: 9.6,
+  pace: { sent: 10, limit: 10, windowMs: 60_000, timeScale: 1 },
   now: Date.parse('2026-11-23T10:00:00Z'),
   ...over,
 });
@@ -80,7 +80,7 @@ describe('times of day', () => {
 describe('the live line', () => {
   it('leads with the percentage, done/total and the ETA, then running, failed, credits and the pace', () => {
     expect(liveLine(facts())).toBe(
-      '12% done 12,345/100,000 · ETA 3 h 12 min · running 10 · queued 3 · downloading 2 · failed 7 · credits 98,760 net · 10/min',
+      '12% done 12,345/100,000 · ETA 3 h 12 min · running 10 · queued 3 · downloading 2 · failed 7 · credits 98,760 net · 10/10 per min',
     );
   });
 
@@ -106,8 +106,22 @@ describe('the live line', () => {
         { fingerprint: '7a33a13c3f53', open: 0 },
       ],
     });
-    expect(liveLine(f)).toMatch(/· 10\/min · keys c8be2a 10, 7a33a1 0$/);
+    expect(liveLine(f)).toMatch(/· 10\/10 per min · keys c8be2a 10, 7a33a1 0$/);
     expect(liveLine(f, 120)).not.toContain('keys');
+  });
+});
+
+describe('the pace', () => {
+  it('is said against the limit in its own terms, and a rehearsal says its time is scaled', () => {
+    expect(liveLine(facts({ pace: { sent: 7, limit: 10, windowMs: 60_000, timeScale: 1 } }))).toContain(
+      '· 7/10 per min',
+    );
+    const scaled = liveLine(facts({ pace: { sent: 10, limit: 10, windowMs: 60_000, timeScale: 60 } }));
+    expect(scaled).toContain('· 10/10 per window (time x60)');
+    expect(scaled).not.toMatch(/\/min/);
+    expect(liveLine(facts({ pace: { sent: 50, limit: 50, windowMs: 30_000, timeScale: 1 } }))).toContain(
+      '· 50/50 per 30 s',
+    );
   });
 });
 
@@ -150,6 +164,34 @@ describe('on a terminal', () => {
       expect(frames.length).toBeGreaterThan(1);
       for (const frame of frames.filter((f) => !f.startsWith('waiting for'))) expect(frame.length).toBeLessThan(40);
       expect(frames.at(-1)).toMatch(/^0% · waiting for the daily cap until/);
+    } finally {
+      store.close();
+    }
+  });
+});
+
+describe('on a terminal that reports no width', () => {
+  it('draws the line as for 80 columns, not a lone ellipsis', async () => {
+    const store = Store.open(join(mkdtempSync(join(tmpdir(), 'genbatch-progress-')), 's.sqlite'));
+    try {
+      let written = '';
+      const out = Object.assign(
+        new Writable({
+          write: (chunk, _e, done) => {
+            written += String(chunk);
+            done();
+          },
+        }),
+        { isTTY: true, columns: 0 },
+      ) as unknown as NodeJS.WriteStream;
+      const progress = new Progress(out, store, 5, { pace: { limit: 10, windowMs: 60_000, timeScale: 60 } });
+      progress.start();
+      for (let i = 0; i < 3; i++)
+        progress.onEvent({ kind: 'submitted', itemId: `i${i}`, attempt: 1, jobId: 'j', credits: 8 });
+      progress.stop();
+      const last = written.split('\r\x1b[2K').at(-1)!.trim();
+      expect(last).toMatch(/^0% done 0\/5 · running 0 · credits 0 net · 3\/10 per window \(time x60\)$/);
+      expect(last.length).toBeLessThan(80);
     } finally {
       store.close();
     }

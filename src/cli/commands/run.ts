@@ -182,13 +182,16 @@ export async function runCommand(
     secrets: [...keyTextsIn(env), connection.simulator?.apiKey ?? ''].filter(Boolean),
     destination: logFile,
   });
-  const progress = new Progress(
-    progressOut,
-    store,
-    itemCount,
-    pool.keys.map((k) => k.fingerprint),
+  const progress = new Progress(progressOut, store, itemCount, {
+    keys: pool.keys.map((k) => k.fingerprint),
+    // The keys' limits are in real time already (the service's window divided by the time scale).
+    pace: {
+      limit: pool.keys.reduce((n, k) => n + k.limits.submit.count, 0),
+      windowMs: pool.keys[0]!.limits.submit.windowMs * timeScale,
+      timeScale,
+    },
     env,
-  );
+  });
   const notifier = notifierFor(flags, {
     run: store.meta('run_id') ?? runIdFor(manifest.source.absPath, manifest.name),
     manifest: manifest.source.absPath,
