@@ -1,4 +1,6 @@
 import { ENDED_WITHOUT_OUTPUT, type ItemState, type Store } from '../store/index.js';
+import type { Control } from './control.js';
+import type { Feeder } from './feeder.js';
 
 /** How many items the canary runs: a count, or a share of the eligible items. */
 export type CanarySize = { count: number } | { percent: number };
@@ -66,4 +68,53 @@ export function judgeCanary(store: Store, ids: readonly string[], maxFailures: n
     else unfinished.push(id);
   }
   return { passed: failed.length <= maxFailures && unfinished.length === 0, failed, unfinished, credits };
+}
+
+/**
+ * Runs the canary's items alone, to their end (`drain` runs whatever the
+ * feeder hands out); false (the run stopped) when they fail more than
+ * allowed. A canary that passed, in this run or an earlier one, is not run
+ * again; one that failed is judged again from its items' states (retry or
+ * edit them first), never chosen anew.
+ */
+export async function runCanary(
+  store: Store,
+  control: Control,
+  feeder: Feeder,
+  opts: { size: CanarySize; maxFailures: number },
+  drain: () => Promise<void>,
+): Promise<boolean> {
+  const earlier = canaryRecord(store);
+  if (earlier?.passed) return true;
+  const ids = earlier?.ids ?? chooseCanary(store, opts.size);
+  if (!earlier) saveCanary(store, { ids, passed: false });
+  const models = [...new Set(ids.map((id) => store.items.get(id)!.model))].join(', ');
+  control.emit({
+    kind: 'notice',
+    message: `canary: ${ids.length} item${ids.length === 1 ? '' : 's'} first (${models}); the rest only if they pass`,
+  });
+  feeder.restrictTo(ids);
+  await drain();
+  feeder.restrictTo(undefined);
+  if (control.isStopping()) return false;
+  const verdict = judgeCanary(store, ids, opts.maxFailures);
+  if (verdict.passed) {
+    saveCanary(store, { ids, passed: true });
+    control.emit({
+      kind: 'notice',
+      message: `canary passed (${verdict.failed.length} of ${ids.length} failed, ${verdict.credits} credits): running the rest`,
+    });
+    return true;
+  }
+  const failures = verdict.failed
+    .slice(0, 5)
+    .map((f) => `${f.id} ${f.state}${f.code ? ` ${f.code}` : ''}${f.message ? `: ${f.message}` : ''}`);
+  const unfinished = verdict.unfinished.length
+    ? `; ${verdict.unfinished.length} did not finish (${verdict.unfinished.slice(0, 5).join(', ')})`
+    : '';
+  control.stop(
+    'canary',
+    `the canary failed: ${verdict.failed.length} of ${ids.length} items failed or were blocked (at most ${opts.maxFailures} allowed)${unfinished}. It cost ${verdict.credits} credits; nothing else was submitted.\n  ${failures.join('\n  ')}\nFix the manifest (or genbatch retry), then run the same command: the canary's items are judged again, and the rest run once they pass.`,
+  );
+  return false;
 }

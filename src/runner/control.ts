@@ -1,6 +1,41 @@
 import { setMaxListeners } from 'node:events';
 import type { Logger } from '../log/logger.js';
-import type { RunEvent, StopKind } from './context.js';
+import type { Waiting } from '../report/waiting.js';
+
+export type RunEvent =
+  | { kind: 'submitted'; itemId: string; attempt: number; jobId: string; credits: number }
+  | { kind: 'job-ended'; itemId: string; jobId: string; status: string; code?: string }
+  | { kind: 'item-final'; itemId: string; state: string; code?: string; message?: string }
+  | { kind: 'retrying'; itemId: string; attempt: number; reason: string }
+  | { kind: 'waiting'; reason: string; untilMs: number }
+  | { kind: 'stopping'; reason: string }
+  | { kind: 'notice'; message: string }
+  /** Another shell paused the run (`genbatch pause`): no new submissions since then; or resumed it. */
+  | { kind: 'paused'; since: number }
+  | { kind: 'resumed' }
+  /** Nothing was sent, answered or said for `quietMs` though work is open, and no known wait explains it: a bug, said with what each state waits for. */
+  | { kind: 'stall'; quietMs: number; waiting: Waiting[] };
+
+/** How an item's download gave up. */
+export interface DownloadFailure {
+  code: string;
+  message: string;
+  /** The output dir cannot take files (ENOSPC, EACCES, …). */
+  disk: boolean;
+  /** Says something of this item alone (its name, its size), not of the disk or the storage. */
+  itemOnly: boolean;
+}
+
+export type StopKind =
+  | 'interrupted'
+  | 'budget'
+  | 'moderation'
+  | 'refused'
+  | 'disk'
+  | 'canary'
+  | 'unreachable'
+  | 'drained'
+  | 'nothing-selected';
 
 /** The shortest real time a wait for an event lasts before looking again anyway (see waitForEvent). */
 const WAKE_FLOOR_MS = 250;

@@ -1,4 +1,3 @@
-import type { Coordinator } from '../coordinator/postgres.js';
 import type { Store } from '../store/index.js';
 import { releaseOnce } from '../util/once.js';
 import { KEY_DAY_MS } from '../scheduler/limits.js';
@@ -13,6 +12,17 @@ import type { RunClock } from './clock.js';
 const DAY_END_GUARD_MS = 2_000;
 const SCALED_GUARD_MIN_MS = 50;
 
+/** Credits of a key day taken among every process on the key, until the answer settles them. */
+export interface RoomTaken {
+  day: number;
+  settle(day: number, charged: number): void;
+}
+
+/** The room left on a key day when other processes share the key (see SharedKeyDay). */
+export interface KeyDayRoom {
+  take(day: number, credits: number): Promise<RoomTaken | 'full' | 'unreachable'>;
+}
+
 /**
  * One key's daily credit cap: what its key day has been charged (from the
  * state, so a restart keeps it), the credits of its submissions still
@@ -23,7 +33,7 @@ export class DailyCap {
   /** Credits of items given to this key whose submissions have not reached the gate yet. */
   private assigned = 0;
   private pausedUntil = 0;
-  /** Until when this key's submissions wait for the cap, while they do. */
+  /** Until when this key's submissions wait for the cap, while they do (Credits says when every key waits). */
   waitingUntil: number | undefined;
 
   constructor(
@@ -31,8 +41,8 @@ export class DailyCap {
     readonly fingerprint: string,
     readonly cap: number,
     private readonly clock: RunClock,
-    /** With several processes on the key: the day's credits are reserved there too, before each submission. */
-    readonly shared?: Coordinator | undefined,
+    /** With several processes on the key: the day's credits are taken there too, before each submission. */
+    readonly shared?: KeyDayRoom | undefined,
   ) {}
 
   /**

@@ -1,4 +1,4 @@
-import type { DownloadFailure } from './context.js';
+import type { DownloadFailure } from './control.js';
 
 /** Downloads that failed for the same reason in a row before the run stops taking new work. */
 const SAME_FAILURE_STREAK = 3;

@@ -1,11 +1,40 @@
-import { backoffMs, policy, type Job } from '../api/index.js';
-import { DownloadError, downloadOutput } from '../download/download.js';
+import { backoffMs, policy, type ApiClient, type Job } from '../api/index.js';
+import { DownloadError, downloadOutput, type OutputFile } from '../download/download.js';
+import type { Logger } from '../log/logger.js';
 import { outputRelativePath } from '../manifest/index.js';
+import type { ItemRow, Store } from '../store/index.js';
 import { sleep } from '../util/clock.js';
-import type { RunContext } from './context.js';
+import type { RunClock } from './clock.js';
+import type { Control, DownloadFailure } from './control.js';
 import type { KeyLane } from './lanes.js';
+import type { Reachability } from './reachability.js';
 
 const MAX_LINK_REFRESHES = 5;
+
+/** What a download uses of the run: built once by the run, shared by every download. */
+export interface DownloadDeps {
+  readonly store: Store;
+  readonly clock: RunClock;
+  /** Its abort ends downloads (an interrupt); a refused account stops the run. */
+  readonly control: Control;
+  readonly reachability: Reachability;
+  /** Reads presigned output links: they carry no key, so any key's client will do. */
+  readonly storage: ApiClient;
+  /** The manifest's output name template and vars. */
+  readonly naming: { readonly outputName: string; readonly vars: ReadonlyMap<string, string> };
+  readonly settings: {
+    readonly outDir: string;
+    readonly maxOutputBytes?: number | undefined;
+    readonly openOutput?: ((path: string) => Promise<OutputFile>) | undefined;
+    readonly logger?: Logger | undefined;
+  };
+  readonly report: {
+    /** The service refused the key that owns the job: it leaves the run. */
+    keyRefused(lane: KeyLane, error: { code: string; message: string }, hint: string): void;
+    /** The download succeeded (undefined) or gave up: a full disk, or the same failure again and again, stops the run. */
+    ended(failure: DownloadFailure | undefined): void;
+  };
+}
 
 /**
  * Downloads a completed job's outputs. A failing or expired link is refreshed
@@ -14,135 +43,199 @@ const MAX_LINK_REFRESHES = 5;
  * Links are refreshed with the key of the job's attempt (`lane`); without it
  * (the key left the run) only the links at hand are tried.
  */
-export async function downloadJob(
-  ctx: RunContext,
+export function downloadJob(
+  deps: DownloadDeps,
   lane: KeyLane | undefined,
   itemId: string,
   jobId: string,
   fresh?: Job,
 ): Promise<void> {
-  const { store, opts, manifest } = ctx;
-  const item = store.items.get(itemId)!;
-  let job = fresh;
-  let lastError = '';
-  let lastCode = 'DOWNLOAD_FAILED';
-  for (let refresh = 0; refresh <= MAX_LINK_REFRESHES; refresh++) {
-    if (ctx.abort.signal.aborted) return;
-    if (!job) {
-      if (!lane?.active) {
-        lastError ||= 'the key that owns the job is not in this run (or was refused), so its links cannot be refreshed';
-        lastCode = 'KEY_REFUSED';
-        break;
-      }
-      let sentAt = opts.now();
-      try {
-        const { client } = lane;
-        if (!(await ctx.reachability.ready(ctx.abort.signal))) return;
-        job = await lane.buckets.read.run(() => {
-          sentAt = opts.now();
-          return client.getJob(jobId, 0, ctx.abort.signal);
-        }, ctx.abort.signal);
-      } catch (error) {
-        if (ctx.abort.signal.aborted) return;
+  return new DownloadTask(deps, lane, deps.store.items.get(itemId)!, jobId).run(fresh);
+}
+
+/** Why the latest try failed. */
+interface LastError {
+  message: string;
+  code: string;
+}
+
+class DownloadTask {
+  private last: LastError = { message: '', code: 'DOWNLOAD_FAILED' };
+
+  constructor(
+    private readonly deps: DownloadDeps,
+    private readonly lane: KeyLane | undefined,
+    private readonly item: ItemRow,
+    private readonly jobId: string,
+  ) {}
+
+  private get signal(): AbortSignal {
+    return this.deps.control.abort.signal;
+  }
+
+  async run(fresh: Job | undefined): Promise<void> {
+    let job = fresh;
+    for (let refresh = 0; refresh <= MAX_LINK_REFRESHES; refresh++) {
+      if (this.signal.aborted) return;
+      if (!job) {
+        const got = await this.fetchJob(refresh);
+        if (got === 'stop') return;
+        if (got === 'give-up') break;
         // An outage is waited out: it costs the download none of its refreshes.
-        const noAnswer = await ctx.reachability.noAnswer(sentAt, error, ctx.abort.signal);
-        if (noAnswer === 'stopped') return;
-        if (noAnswer === 'outage') {
-          refresh--;
-          continue;
-        }
-        const reaction = policy('read-job', error);
-        lastError = (error as Error).message;
-        lastCode = (error as { code?: string }).code ?? lastCode;
-        if (reaction.do === 'stop-run') {
-          if (reaction.scope === 'account') ctx.stop('refused', `${lastError}\n${reaction.hint}`);
-          else ctx.keyRefused(lane, { code: lastCode, message: lastError }, reaction.hint);
-          break;
-        }
-        if (reaction.do === 'keep-job' || reaction.do === 'mark-item') break;
-        if (reaction.do === 'wait-and-resend')
-          lane.buckets.read.pauseFor((error as { retryAfterMs?: number }).retryAfterMs ?? ctx.scaled(1000));
-        else await sleep(ctx.scaled(backoffMs(refresh, 1000)));
-        continue;
+        if (got === 'outage') refresh--;
+        if (typeof got !== 'object') continue;
+        job = got;
       }
+      const saved = await this.saveMissing(job);
+      if (saved !== 'refresh') return;
+      job = undefined; // fetch fresh links
     }
-    const have = new Map(store.outputs.ofJob(jobId).map((o) => [o.idx, o]));
+    const message = this.last.message || 'the job lists no outputs';
+    const { store, clock, control } = this.deps;
+    store.life.downloadFailed(this.item.id, { code: 'DOWNLOAD_FAILED', message }, clock.now());
+    control.emit({
+      kind: 'item-final',
+      itemId: this.item.id,
+      state: 'downloading',
+      code: 'DOWNLOAD_FAILED',
+      message: this.last.message,
+    });
+    this.deps.report.ended({ code: this.last.code, message, disk: false, itemOnly: false });
+  }
+
+  /** The job with fresh links, or what to do instead: stop (the run stops), give up (for a later run), try again. */
+  private async fetchJob(refresh: number): Promise<Job | 'stop' | 'give-up' | 'outage' | 'again'> {
+    const { lane, deps } = this;
+    if (!lane?.active) {
+      this.last.message ||=
+        'the key that owns the job is not in this run (or was refused), so its links cannot be refreshed';
+      this.last.code = 'KEY_REFUSED';
+      return 'give-up';
+    }
+    let sentAt = deps.clock.now();
+    try {
+      if (!(await deps.reachability.ready(this.signal))) return 'stop';
+      return await lane.buckets.read.run(() => {
+        sentAt = deps.clock.now();
+        return lane.client.getJob(this.jobId, 0, this.signal);
+      }, this.signal);
+    } catch (error) {
+      if (this.signal.aborted) return 'stop';
+      const noAnswer = await deps.reachability.noAnswer(sentAt, error, this.signal);
+      if (noAnswer === 'stopped') return 'stop';
+      if (noAnswer === 'outage') return 'outage';
+      return this.refused(lane, error, refresh);
+    }
+  }
+
+  /** A read of the job was refused: what policy says of it, applied. */
+  private async refused(lane: KeyLane, error: unknown, refresh: number): Promise<'give-up' | 'again'> {
+    const { deps } = this;
+    const reaction = policy('read-job', error);
+    this.last = { message: (error as Error).message, code: (error as { code?: string }).code ?? this.last.code };
+    if (reaction.do === 'stop-run') {
+      if (reaction.scope === 'account') deps.control.stop('refused', `${this.last.message}\n${reaction.hint}`);
+      else deps.report.keyRefused(lane, this.last, reaction.hint);
+      return 'give-up';
+    }
+    if (reaction.do === 'keep-job' || reaction.do === 'mark-item') return 'give-up';
+    if (reaction.do === 'wait-and-resend')
+      lane.buckets.read.pauseFor((error as { retryAfterMs?: number }).retryAfterMs ?? deps.clock.scaled(1000));
+    else await sleep(deps.clock.scaled(backoffMs(refresh, 1000)));
+    return 'again';
+  }
+
+  /** Saves the outputs not yet on disk: 'ended' (saved, or failed for good), or 'refresh' for fresh links. */
+  private async saveMissing(job: Job): Promise<'ended' | 'refresh'> {
+    const { store, clock, control } = this.deps;
+    const itemId = this.item.id;
+    const have = new Map(store.outputs.ofJob(this.jobId).map((o) => [o.idx, o]));
     const missing = [...job.outputs.entries()].filter(([i]) => !have.get(i + 1)?.sha256);
-    let complete = job.outputs.length > 0;
+    if (job.outputs.length === 0) return 'refresh';
     for (const [k, [i, output]] of missing.entries()) {
-      const idx = i + 1;
-      try {
-        const file = await downloadOutput(
-          ctx.storage,
-          output.downloadUrl,
-          opts.outDir,
-          item.type,
-          (ext) => {
-            const name = outputRelativePath(manifest.outputName, {
-              id: item.id,
-              n: idx,
-              ext,
-              model: item.model,
-              type: item.type,
-              vars: manifest.vars,
-            });
-            if (!name.ok) throw new DownloadError(name.message, false, 'BAD_NAME');
-            const owner = store.outputs.ownerOf(name.path);
-            if (owner && owner.item_id !== item.id) {
-              throw new DownloadError(
-                `output ${idx} would be saved as ${name.path}, which holds the output of ${owner.item_id}; it is not overwritten. Put {{n}} in output.name (as in the default "{{id}}-{{n}}.{{ext}}") and run again`,
-                false,
-                'NAME_TAKEN',
-              );
-            }
-            store.outputs.claimPath(jobId, idx, itemId, name.path, opts.now());
-            return name.path;
-          },
-          ctx.abort.signal,
-          opts.maxOutputBytes,
-          opts.openOutput,
-        );
-        // The last missing output and the item's move to done share one commit.
-        const last = k === missing.length - 1;
-        if (store.life.outputSaved(itemId, jobId, idx, file, opts.now(), last))
-          ctx.emit({ kind: 'item-final', itemId, state: 'done' });
-        if (last) {
-          ctx.downloadEnded(undefined);
-          return;
-        }
-      } catch (error) {
-        if (ctx.abort.signal.aborted) return;
-        lastError = (error as Error).message;
-        lastCode = error instanceof DownloadError ? error.code : lastCode;
-        opts.logger?.warn({ item: itemId, job: jobId, output: idx, error: lastError }, 'download failed');
-        complete = false;
-        if (error instanceof DownloadError && !error.refreshable) {
-          store.life.downloadFailed(itemId, { code: 'DOWNLOAD_FAILED', message: lastError }, opts.now());
-          ctx.emit({ kind: 'item-final', itemId, state: 'downloading', code: 'DOWNLOAD_FAILED', message: lastError });
-          ctx.downloadEnded({
-            code: error.code,
-            message: lastError,
-            disk: error.diskCode !== undefined,
-            itemOnly: error.itemOnly,
-          });
-          return;
-        }
-        break;
-      }
+      const saved = await this.saveOne(i + 1, output.downloadUrl, k === missing.length - 1);
+      if (saved !== 'saved') return saved;
     }
     // Every output was already on disk (a resumed download that had saved them all).
-    if (complete) {
-      if (store.life.downloaded(itemId, opts.now())) ctx.emit({ kind: 'item-final', itemId, state: 'done' });
-      ctx.downloadEnded(undefined);
-      return;
+    if (missing.length === 0) {
+      if (store.life.downloaded(itemId, clock.now())) control.emit({ kind: 'item-final', itemId, state: 'done' });
+      this.deps.report.ended(undefined);
     }
-    job = undefined; // fetch fresh links
+    return 'ended';
   }
-  store.life.downloadFailed(
-    itemId,
-    { code: 'DOWNLOAD_FAILED', message: lastError || 'the job lists no outputs' },
-    opts.now(),
-  );
-  ctx.emit({ kind: 'item-final', itemId, state: 'downloading', code: 'DOWNLOAD_FAILED', message: lastError });
-  ctx.downloadEnded({ code: lastCode, message: lastError || 'the job lists no outputs', disk: false, itemOnly: false });
+
+  /** One output, downloaded and verified; the last one moves the item to done in the same commit. */
+  private async saveOne(idx: number, url: string, last: boolean): Promise<'saved' | 'ended' | 'refresh'> {
+    const { store, clock, control, settings } = this.deps;
+    const itemId = this.item.id;
+    try {
+      const file = await downloadOutput(
+        this.deps.storage,
+        url,
+        settings.outDir,
+        this.item.type,
+        (ext) => this.claimName(idx, ext),
+        this.signal,
+        settings.maxOutputBytes,
+        settings.openOutput,
+      );
+      if (store.life.outputSaved(itemId, this.jobId, idx, file, clock.now(), last))
+        control.emit({ kind: 'item-final', itemId, state: 'done' });
+      if (!last) return 'saved';
+      this.deps.report.ended(undefined);
+      return 'ended';
+    } catch (error) {
+      if (this.signal.aborted) return 'ended';
+      this.last = {
+        message: (error as Error).message,
+        code: error instanceof DownloadError ? error.code : this.last.code,
+      };
+      settings.logger?.warn(
+        { item: itemId, job: this.jobId, output: idx, error: this.last.message },
+        'download failed',
+      );
+      if (!(error instanceof DownloadError) || error.refreshable) return 'refresh';
+      this.failedForGood(error);
+      return 'ended';
+    }
+  }
+
+  /** A failure no fresh link mends (the disk, the name): the item waits, downloading, for a run that fixes it. */
+  private failedForGood(error: DownloadError): void {
+    const { store, clock, control } = this.deps;
+    const message = this.last.message;
+    store.life.downloadFailed(this.item.id, { code: 'DOWNLOAD_FAILED', message }, clock.now());
+    control.emit({ kind: 'item-final', itemId: this.item.id, state: 'downloading', code: 'DOWNLOAD_FAILED', message });
+    this.deps.report.ended({
+      code: error.code,
+      message,
+      disk: error.diskCode !== undefined,
+      itemOnly: error.itemOnly,
+    });
+  }
+
+  /** The output's path inside the out dir, claimed for this item: never another item's file. */
+  private claimName(idx: number, ext: string): string {
+    const { store, clock, naming } = this.deps;
+    const item = this.item;
+    const name = outputRelativePath(naming.outputName, {
+      id: item.id,
+      n: idx,
+      ext,
+      model: item.model,
+      type: item.type,
+      vars: naming.vars,
+    });
+    if (!name.ok) throw new DownloadError(name.message, false, 'BAD_NAME');
+    const owner = store.outputs.ownerOf(name.path);
+    if (owner && owner.item_id !== item.id) {
+      throw new DownloadError(
+        `output ${idx} would be saved as ${name.path}, which holds the output of ${owner.item_id}; it is not overwritten. Put {{n}} in output.name (as in the default "{{id}}-{{n}}.{{ext}}") and run again`,
+        false,
+        'NAME_TAKEN',
+      );
+    }
+    store.outputs.claimPath(this.jobId, idx, item.id, name.path, clock.now());
+    return name.path;
+  }
 }

@@ -1,2 +1,3 @@
 export { Runner, type RunSummary } from './runner.js';
-export type { RunEvent, RunOptions, StopKind } from './context.js';
+export type { RunEvent, StopKind } from './control.js';
+export type { RunOptions } from './options.js';

@@ -6,22 +6,43 @@ import {
   isTerminalStatus,
   policy,
   type Job,
+  type Reaction,
 } from '../api/index.js';
 import type { ImageSubmission, VideoSubmission } from '../api/index.js';
 import { sleep } from '../util/clock.js';
-import type { AttemptRow, ItemRow } from '../store/index.js';
+import type { AttemptRow, ErrorNote, ItemRow } from '../store/index.js';
+import type { ItemSpec } from './bodies.js';
 import { NotSentError } from '../scheduler/bucket.js';
 import { buildBody } from './bodies.js';
-import type { RunContext } from './context.js';
+import type { Logger } from '../log/logger.js';
+import type { RunClock } from './clock.js';
+import type { Control } from './control.js';
+import type { Reservation } from './credits.js';
+import type { FirstPoll } from './first-poll.js';
+import type { PauseGate } from './pause-gate.js';
+import type { PollWait } from './poll-wait.js';
+import type { Reachability } from './reachability.js';
+import type { SendBatch } from './send-batch.js';
+import type { Store } from '../store/index.js';
 import { InputError } from './inputs.js';
 import { idempotencyKey } from './keys.js';
-import { keyRefusedNote, type KeyLane } from './lanes.js';
+import { keyRefusedNote, type JobType, type KeyLane } from './lanes.js';
 
 const MAX_QUERY_LATER = 30;
 /** Refusals of one job's read (403, 404, …) asked again before the job is left for the next run. */
 const KEEP_JOB_AFTER = 2;
 /** Network errors and 5xx on a read, retried with backoff before the job is left for the next run. */
 const READ_RETRIES = 12;
+
+/** What a submission's sends so far say of it. */
+interface SendState {
+  /** A job may exist under its key (an earlier send got no answer that says otherwise). */
+  mayBeAccepted: boolean;
+  /** Recorded as sent at least once: it may no longer go to another key. */
+  sent: boolean;
+  /** When its latest send left. */
+  sentAt: number;
+}
 
 /** An error as an item records it: its code, and a message that does not say the code again. */
 function errorOf(error: unknown): { code: string; message: string } {
@@ -30,6 +51,48 @@ function errorOf(error: unknown): { code: string; message: string } {
   return {
     code: typeof code === 'string' ? code : ((error as Error).name ?? 'ERROR'),
     message: (error as Error).message ?? String(error),
+  };
+}
+
+/** What a job task uses of the run: built once by the run, shared by every task. */
+export interface JobTaskDeps {
+  readonly store: Store;
+  readonly clock: RunClock;
+  /** Its events, wake-ups and stop; its abort ends polls (an interrupt). */
+  readonly control: Control;
+  /** Whether the service answers at all: requests wait for it, and a request that got no answer asks it what that was. */
+  readonly reachability: Reachability;
+  /** Open unless another shell paused the run: every submission passes it before it leaves. */
+  readonly pauseGate: PauseGate;
+  /** Where a submission's record is committed before it leaves, with the others of its turn. */
+  readonly sends: SendBatch;
+  /** The long poll's wait, lowered for the whole run when the service refuses it. */
+  readonly pollWait: PollWait;
+  /** When a new job's first poll leaves: learnt from the model's shortest job so far. */
+  readonly firstPoll: FirstPoll;
+  readonly settings: {
+    readonly outDir: string;
+    readonly maxRetries: number;
+    /** When this run began: an attempt sent before it may have been accepted then. */
+    readonly runStartedAt: number;
+    readonly logger?: Logger | undefined;
+  };
+  /** What the task tells the run: each is applied in one place there. */
+  readonly report: {
+    /** The service charged this for a job of `model`: a bound for the next unpriced ones. */
+    charged(model: string, credits: number): void;
+    /** The item's submission was answered with a job. */
+    accepted(itemId: string): void;
+    /** The job completed: its outputs are to be downloaded. */
+    completed(itemId: string, jobId: string, job: Job): void;
+    /** The service refused the key (401, a 403 code): it leaves the run; the run stops when none is left. */
+    keyRefused(lane: KeyLane, error: { code: string; message: string }, hint: string): void;
+    /** A submission of the key was blocked: every process on the key counts it (with a coordinator). */
+    blocked(lane: KeyLane): void;
+    /** Whether a key other than `lane` could take a submission of `type` costing `credits` now (one never sent may go there). */
+    otherKeyHasRoom(lane: KeyLane, type: JobType, credits: number): boolean;
+    /** A wait that has its time (a first poll's, a backoff's): the watchdog counts it as a reason for quiet. */
+    timed<T>(wait: Promise<T>): Promise<T>;
   };
 }
 
@@ -42,12 +105,18 @@ export class JobTask {
   private readonly itemId: string;
 
   constructor(
-    private readonly ctx: RunContext,
+    private readonly ctx: JobTaskDeps,
     private readonly lane: KeyLane,
     /** The item as it was handed out: its type, model and spec are fixed for the task's life (its state and attempt are read afresh). */
     private readonly fixed: ItemRow,
+    /** The attempt's credits: its price, and its reservation against the budget and the key's cap. */
+    private readonly credits: Reservation,
   ) {
     this.itemId = fixed.id;
+  }
+
+  private now(): number {
+    return this.ctx.clock.now();
   }
 
   private reuploaded = false;
@@ -90,7 +159,7 @@ export class JobTask {
         this.fixed.type,
         this.itemId,
         attempt.job_id !== null,
-        attempt.job_id !== null ? this.ctx.abort.signal : this.lane.noNewWork,
+        attempt.job_id !== null ? this.ctx.control.abort.signal : this.lane.noNewWork,
       );
       if (!releaseSlot) return;
       while (attempt) {
@@ -102,18 +171,18 @@ export class JobTask {
       }
     } finally {
       releaseSlot?.();
-      this.ctx.wake();
+      this.credits.close();
+      this.ctx.control.wake();
     }
   }
 
   private finish(state: 'failed' | 'rejected' | 'blocked', code: string, message: string): undefined {
-    if (this.ctx.store.life.finish(this.itemId, state, { code, message }, this.ctx.opts.now()))
-      this.final(state, code, message);
+    if (this.ctx.store.life.finish(this.itemId, state, { code, message }, this.now())) this.final(state, code, message);
     return undefined;
   }
 
   private final(state: string, code?: string, message?: string): void {
-    this.ctx.emit({
+    this.ctx.control.emit({
       kind: 'item-final',
       itemId: this.itemId,
       state,
@@ -124,23 +193,23 @@ export class JobTask {
 
   /** Uploads inputs, then commits the attempt and its key: only then may the request leave. */
   private async newAttempt(): Promise<AttemptRow | undefined> {
-    const { store, opts } = this.ctx;
+    const { store, clock, settings } = this.ctx;
     const item = this.item;
     let body: ImageSubmission | VideoSubmission;
     for (;;) {
-      const startedAt = opts.now();
+      const startedAt = clock.now();
       try {
         const { lane } = this;
         if (!(await this.ctx.reachability.ready(lane.noNewWork))) return this.requeue();
-        body = await buildBody(this.ctx.spec(item), {
+        body = await buildBody(JSON.parse(item.spec) as ItemSpec, {
           client: lane.client,
           keyFp: lane.fingerprint,
           store,
           bucket: lane.buckets.upload,
-          now: opts.now,
-          validityMarginMs: this.ctx.scaled(10 * 60_000),
+          now: clock.now,
+          validityMarginMs: clock.scaled(10 * 60_000),
           inFlight: lane.uploadsInFlight,
-          outDir: opts.outDir,
+          outDir: settings.outDir,
           signal: lane.noNewWork,
         });
         break;
@@ -157,185 +226,260 @@ export class JobTask {
           return undefined;
         }
         if (reaction.do === 'wait-and-resend')
-          this.lane.buckets.upload.pauseFor((error as { retryAfterMs?: number }).retryAfterMs ?? 1000);
+          this.lane.buckets.upload.pauseFor((error as { retryAfterMs?: number }).retryAfterMs ?? clock.scaled(1000));
         else {
-          const failures = this.ctx.uploadFailures.get(item.id) ?? 0;
+          // Counted in the state: a resumed run goes on from the same count.
+          const failures = this.item.upload_failures;
           if (failures >= 5 || reaction.do === 'mark-item')
             return this.finish('failed', 'UPLOAD_FAILED', (error as Error).message);
           // Back to pending until the backoff has passed: no slot is held meanwhile.
-          this.ctx.uploadFailures.set(item.id, failures + 1);
-          return this.requeue(opts.now() + this.ctx.scaled(backoffMs(failures, 1000)));
+          store.life.uploadFailed(item.id, clock.now(), clock.now() + clock.scaled(backoffMs(failures, 1000)));
+          return undefined;
         }
-        if (this.ctx.isStopping()) return this.requeue();
+        if (this.ctx.control.isStopping()) return this.requeue();
       }
     }
     const n = item.attempt + 1;
     const key = idempotencyKey(store.meta('run_id')!, item.id, item.content_hash, n);
-    if (!store.life.startAttempt(item.id, n, key, JSON.stringify(body), opts.now(), this.lane.fingerprint))
+    if (!store.life.startAttempt(item.id, n, key, JSON.stringify(body), clock.now(), this.lane.fingerprint))
       return undefined;
     return store.attempts.latest(item.id);
   }
 
   private requeue(notBefore = 0): undefined {
-    this.ctx.store.life.requeue(this.itemId, this.ctx.opts.now(), notBefore);
+    this.ctx.store.life.requeue(this.itemId, this.now(), notBefore);
     return undefined;
   }
 
   /** The service refused the key, or the account: the key leaves the run (the others go on), or the run stops. */
   private refused(reaction: { hint: string; scope: 'key' | 'account' }, e: { code: string; message: string }): void {
-    if (reaction.scope === 'account') this.ctx.stop('refused', `${e.code}: ${e.message}\n${reaction.hint}`);
-    else this.ctx.keyRefused(this.lane, e, reaction.hint);
+    if (reaction.scope === 'account') this.ctx.control.stop('refused', `${e.code}: ${e.message}\n${reaction.hint}`);
+    else this.ctx.report.keyRefused(this.lane, e, reaction.hint);
   }
 
   /** Sends the attempt's stored body with its key until the service answers; resends only ever reuse that key. */
   private async submit(attempt: AttemptRow): Promise<string | undefined> {
-    const { ctx, lane } = this;
-    const { store, opts } = ctx;
-    const { client } = lane;
     const body = JSON.parse(attempt.body) as ImageSubmission & VideoSubmission;
-    const item = this.fixed;
-    const price = ctx.price(item);
     // Sent before this run, or resent in it after an answer that left its fate open: a job may exist under its key.
-    let mayBeAccepted = attempt.sent_at !== null && (attempt.sent_at < ctx.runStartedAt || attempt.resends > 0);
-    let sent = attempt.sent_at !== null;
-    let sentAt = 0;
+    const send: SendState = {
+      mayBeAccepted:
+        attempt.sent_at !== null && (attempt.sent_at < this.ctx.settings.runStartedAt || attempt.resends > 0),
+      sent: attempt.sent_at !== null,
+      sentAt: 0,
+    };
     for (;;) {
-      // The attempt stays committed: a resumed run resends the same key. (A budget stop lets the gate decide: what it gave out within the budget goes.)
-      if (lane.noNewWork.aborted) return undefined;
-      // While nothing answers, the submission waits with its slot (it may be a job in flight already) for the service's return.
-      if (!(await ctx.reachability.ready(lane.noNewWork))) return undefined;
-      // Paused from another shell: nothing is sent, resends included (a paused run spends nothing new).
-      if (!(await ctx.pauseGate.wait(lane.noNewWork))) return undefined;
-      const release = await ctx.dailyCapGate(lane, item, price, !sent);
-      if (release === 'hand-over') {
-        // Never sent, and this key waits for its cap while another has room: the item goes back for that one.
-        store.life.requeue(this.itemId, opts.now());
+      if (!(await this.throughGates(send.sent))) return undefined;
+      let job: Job | undefined | 'again';
+      try {
+        job = await this.sendOnce(attempt, body, send);
+      } catch (error) {
+        this.credits.release();
+        const next = await this.refusal(attempt, body, error, send);
+        if (next === 'again') continue;
+        return next;
+      }
+      if (job === 'again' || !job) {
+        this.credits.release();
+        if (job === 'again') continue;
         return undefined;
       }
-      if (!release) return undefined;
-      const gateDay = ctx.dayOf(opts.now());
-      // It waited (for the window, or for its record's commit) past the key day it was let through for: through the gate again, for the new day.
-      const dayTurned = () => ctx.dayOf(opts.now()) !== gateDay || lane.cap.dayEnding(opts.now());
-      try {
-        const job: Job | undefined | 'day-ended' | 'paused' = await lane.buckets.submit.run(async () => {
-          if (lane.noNewWork.aborted) return undefined; // queued when the run stopped: not sent (a budget stop lets reserved ones go)
-          if (dayTurned()) return 'day-ended';
-          // Paused while it waited for its turn: not sent; it waits for resume.
-          if (ctx.pauseGate.isPaused) return 'paused';
-          // Committed (with the others leaving in this turn) before it leaves; once committed it leaves, interrupt or not, as if on the wire.
-          if (
-            !(await ctx.sends.record({ id: attempt.item_id, n: attempt.n, now: opts.now(), keyFp: lane.fingerprint }))
-          )
-            return undefined;
-          sent = true;
-          // The commit was a turn of the event loop later: the day is asked again right before the request leaves (recorded, it is resent with its key).
-          if (dayTurned()) return 'day-ended';
-          sentAt = opts.now();
-          return this.fixed.type === 'image'
-            ? client.submitImage(body, attempt.idempotency_key)
-            : client.submitVideo(body, attempt.idempotency_key);
-        }, lane.noNewWork);
-        if (job === 'day-ended' || job === 'paused') {
-          release();
-          continue;
-        }
-        if (!job) {
-          release();
-          return undefined;
-        }
-        const charged = job.charged ?? price ?? 0;
-        if (job.charged !== undefined) ctx.noteCharge(item.model, job.charged);
-        const now = opts.now();
-        store.life.recordAccepted(attempt.item_id, attempt.n, job.id, charged, ctx.dayOf(now), now);
-        this.acceptedAt = now;
-        ctx.jobAccepted(attempt.item_id);
-        ctx.emit({ kind: 'submitted', itemId: attempt.item_id, attempt: attempt.n, jobId: job.id, credits: charged });
-        release(charged);
-        return job.id;
-      } catch (error) {
-        release();
-        // Still waiting for its turn when the run stopped: never sent; the committed attempt is resent by a later run.
-        if (error instanceof NotSentError) return undefined;
-        const e = errorOf(error);
-        if (error instanceof TransportError || error instanceof ResponseShapeError) mayBeAccepted = true;
-        // No answer at all: an outage is waited out with the slot held and resent at once with the same key, counting nothing against it.
-        const noAnswer = await ctx.reachability.noAnswer(sentAt, error, lane.noNewWork);
-        if (noAnswer === 'stopped') return undefined;
-        if (noAnswer === 'outage') {
-          opts.logger?.warn(
-            { item: attempt.item_id, attempt: attempt.n, code: e.code },
-            'no answer during an outage: resent with the same key once the service answers',
-          );
-          continue;
-        }
-        const reaction = policy('submit', error);
-        const retryAfter = (error as { retryAfterMs?: number }).retryAfterMs;
-        opts.logger?.warn(
-          { item: attempt.item_id, attempt: attempt.n, code: e.code, reaction: reaction.do },
-          'submission refused',
-        );
-        switch (reaction.do) {
-          // Waits for a bucket hold the slot (the bucket's queue is the wait); every other wait is a deferral, slot freed.
-          case 'wait-and-resend':
-            if (reaction.bucket === 'rate')
-              lane.buckets.submit.pauseFor(retryAfter ?? lane.limits.submit.windowMs / lane.limits.submit.count);
-            else if (reaction.bucket === 'daily-cap') lane.cap.pauseFor(retryAfter ?? ctx.scaled(60 * 60_000));
-            else return this.deferResend(attempt, retryAfter ?? ctx.scaled(5000));
-            continue;
-          case 'resend-later':
-            if (attempt.unavailable_resends < reaction.maxResends)
-              return this.deferResend(attempt, retryAfter ?? ctx.scaled(10_000), 'unavailable');
-            if (store.life.recordRefused(attempt.item_id, attempt.n, e, 'failed', opts.now()))
-              this.final('failed', e.code, e.message);
-            return undefined;
-          case 'resend-with-backoff':
-            if (attempt.resends < reaction.maxResends)
-              return this.deferResend(attempt, ctx.scaled(backoffMs(attempt.resends)));
-            return this.holdMaybeAccepted(attempt, e);
-          case 'query-later':
-            if (attempt.resends < MAX_QUERY_LATER) return this.deferResend(attempt, retryAfter ?? ctx.scaled(1000));
-            return this.holdMaybeAccepted(attempt, e);
-          case 'key-conflict': {
-            const message = `${e.message} A job may already exist under this attempt's key (sent earlier with another body), so genbatch does not pay again on its own. Look for it in the service's job list; to submit the item anew anyway (a new key, charged again): genbatch retry <manifest> --id ${attempt.item_id}`;
-            if (store.life.recordConflict(attempt.item_id, attempt.n, { code: e.code, message }, opts.now()))
-              this.final('failed', e.code, message);
-            return undefined;
-          }
-          case 'mark-item':
-            if (
-              reaction.as === 'rejected' &&
-              !this.reuploaded &&
-              this.forgetUploads(body, (error as { details?: { field?: unknown } }).details?.field)
-            ) {
-              // Material that expired before use: upload it again, in a new attempt (the 400 charged nothing).
-              this.reuploaded = true;
-              ctx.emit({ kind: 'retrying', itemId: attempt.item_id, attempt: attempt.n + 1, reason: 'expired upload' });
-              store.life.recordRefused(attempt.item_id, attempt.n, e, 'pending', opts.now());
-              const next = await this.newAttempt();
-              return next ? this.submit(next) : undefined;
-            }
-            if (store.life.recordRefused(attempt.item_id, attempt.n, e, reaction.as, opts.now()))
-              this.final(reaction.as, e.code, e.message);
-            if (reaction.as === 'blocked') {
-              ctx.noteBlocked(lane);
-              ctx.wake();
-            }
-            return undefined;
-          case 'stop-run':
-            // This answer says this request made no job; an earlier send of the same attempt may have.
-            if (!mayBeAccepted) store.life.recordRefused(attempt.item_id, attempt.n, e, 'pending', opts.now());
-            this.refused(reaction, e);
-            if (mayBeAccepted)
-              return this.holdMaybeAccepted(attempt, reaction.scope === 'key' ? keyRefusedNote(lane, attempt) : e);
-            return undefined;
-          case 'new-attempt':
-          case 'adapt-wait':
-          case 'keep-job':
-            // Never answers to a submission; if one ever did, the safe reading is "maybe accepted".
-            return this.holdMaybeAccepted(attempt, e);
-        }
-      }
+      return this.accepted(attempt, job);
     }
+  }
+
+  /**
+   * Waits until the submission may leave: the service answers, the run is not
+   * paused, and its credits are reserved. False when it does not leave now
+   * (the run stops, or the item goes back for another key).
+   */
+  private async throughGates(sent: boolean): Promise<boolean> {
+    const { ctx, lane } = this;
+    // The attempt stays committed: a resumed run resends the same key. (A budget stop lets the gate decide: what it gave out within the budget goes.)
+    if (lane.noNewWork.aborted) return false;
+    // While nothing answers, the submission waits with its slot (it may be a job in flight already) for the service's return.
+    if (!(await ctx.reachability.ready(lane.noNewWork))) return false;
+    // Paused from another shell: nothing is sent, resends included (a paused run spends nothing new).
+    if (!(await ctx.pauseGate.wait(lane.noNewWork))) return false;
+    // An attempt never sent may go to another key that has room rather than wait for this one's cap.
+    const gate = await this.credits.reserve(
+      sent ? undefined : (credits) => ctx.report.otherKeyHasRoom(lane, this.fixed.type, credits),
+    );
+    if (gate === 'hand-over') {
+      // Never sent, and this key waits for its cap while another has room: the item goes back for that one.
+      ctx.store.life.requeue(this.itemId, this.now());
+      return false;
+    }
+    return gate === 'reserved';
+  }
+
+  /** One send through the key's submit bucket: the job, undefined (not sent: the run stops), or 'again' (through the gates again). */
+  private async sendOnce(attempt: AttemptRow, body: ImageSubmission & VideoSubmission, send: SendState) {
+    const { ctx, lane } = this;
+    const { clock } = ctx;
+    const gateDay = clock.dayOf(clock.now());
+    // It waited (for the window, or for its record's commit) past the key day it was let through for: through the gate again, for the new day.
+    const dayTurned = () => clock.dayOf(clock.now()) !== gateDay || lane.cap.dayEnding(clock.now());
+    return lane.buckets.submit.run(async (): Promise<Job | undefined | 'again'> => {
+      if (lane.noNewWork.aborted) return undefined; // queued when the run stopped: not sent (a budget stop lets reserved ones go)
+      if (dayTurned()) return 'again';
+      // Paused while it waited for its turn: not sent; it waits for resume.
+      if (ctx.pauseGate.isPaused) return 'again';
+      // Committed (with the others leaving in this turn) before it leaves; once committed it leaves, interrupt or not, as if on the wire.
+      const record = { id: attempt.item_id, n: attempt.n, now: clock.now(), keyFp: lane.fingerprint };
+      if (!(await ctx.sends.record(record))) return undefined;
+      send.sent = true;
+      // The commit was a turn of the event loop later: the day is asked again right before the request leaves (recorded, it is resent with its key).
+      if (dayTurned()) return 'again';
+      send.sentAt = clock.now();
+      return this.fixed.type === 'image'
+        ? lane.client.submitImage(body, attempt.idempotency_key)
+        : lane.client.submitVideo(body, attempt.idempotency_key);
+    }, lane.noNewWork);
+  }
+
+  /** The service answered with a job: its charge is recorded, its credits settled. */
+  private accepted(attempt: AttemptRow, job: Job): string {
+    const { ctx } = this;
+    const charged = job.charged ?? this.credits.price ?? 0;
+    if (job.charged !== undefined) ctx.report.charged(this.fixed.model, job.charged);
+    const now = this.now();
+    ctx.store.life.recordAccepted(attempt.item_id, attempt.n, job.id, charged, ctx.clock.dayOf(now), now);
+    this.acceptedAt = now;
+    ctx.report.accepted(attempt.item_id);
+    ctx.control.emit({
+      kind: 'submitted',
+      itemId: attempt.item_id,
+      attempt: attempt.n,
+      jobId: job.id,
+      credits: charged,
+    });
+    this.credits.settle(charged);
+    return job.id;
+  }
+
+  /** A send that got no job: what policy says of it, applied. 'again' sends the same key again now. */
+  private async refusal(
+    attempt: AttemptRow,
+    body: ImageSubmission & VideoSubmission,
+    error: unknown,
+    send: SendState,
+  ): Promise<string | undefined | 'again'> {
+    const { ctx, lane } = this;
+    // Still waiting for its turn when the run stopped: never sent; the committed attempt is resent by a later run.
+    if (error instanceof NotSentError) return undefined;
+    const e = errorOf(error);
+    if (error instanceof TransportError || error instanceof ResponseShapeError) send.mayBeAccepted = true;
+    // No answer at all: an outage is waited out with the slot held and resent at once with the same key, counting nothing against it.
+    const noAnswer = await ctx.reachability.noAnswer(send.sentAt, error, lane.noNewWork);
+    if (noAnswer === 'stopped') return undefined;
+    const log = { item: attempt.item_id, attempt: attempt.n, code: e.code };
+    if (noAnswer === 'outage') {
+      ctx.settings.logger?.warn(log, 'no answer during an outage: resent with the same key once the service answers');
+      return 'again';
+    }
+    const reaction = policy('submit', error);
+    ctx.settings.logger?.warn({ ...log, reaction: reaction.do }, 'submission refused');
+    const retryAfter = (error as { retryAfterMs?: number }).retryAfterMs;
+    switch (reaction.do) {
+      case 'wait-and-resend':
+        return this.waitForBucket(attempt, reaction.bucket, retryAfter);
+      case 'resend-later':
+      case 'resend-with-backoff':
+      case 'query-later':
+        return this.resendLater(attempt, reaction, e, retryAfter);
+      case 'key-conflict':
+        return this.keyConflict(attempt, e);
+      case 'mark-item':
+        return this.markItem(
+          attempt,
+          body,
+          reaction.as,
+          e,
+          (error as { details?: { field?: unknown } }).details?.field,
+        );
+      case 'stop-run':
+        // This answer says this request made no job; an earlier send of the same attempt may have.
+        if (!send.mayBeAccepted) ctx.store.life.recordRefused(attempt.item_id, attempt.n, e, 'pending', this.now());
+        this.refused(reaction, e);
+        if (send.mayBeAccepted)
+          return this.holdMaybeAccepted(attempt, reaction.scope === 'key' ? keyRefusedNote(lane, attempt) : e);
+        return undefined;
+      default:
+        // Never answers to a submission; if one ever did, the safe reading is "maybe accepted".
+        return this.holdMaybeAccepted(attempt, e);
+    }
+  }
+
+  /** A 429: a wait for the key's window or day holds the slot (the bucket's queue is the wait); one for a job's slot is a deferral. */
+  private waitForBucket(
+    attempt: AttemptRow,
+    bucket: 'rate' | 'concurrency' | 'daily-cap',
+    retryAfter: number | undefined,
+  ): 'again' | undefined {
+    const { lane } = this;
+    const { clock } = this.ctx;
+    if (bucket === 'rate')
+      lane.buckets.submit.pauseFor(retryAfter ?? lane.limits.submit.windowMs / lane.limits.submit.count);
+    else if (bucket === 'daily-cap') lane.cap.pauseFor(retryAfter ?? clock.scaled(60 * 60_000));
+    else return this.deferResend(attempt, retryAfter ?? clock.scaled(5000));
+    return 'again';
+  }
+
+  /** The same key again later, within the reaction's budget of resends; then the item fails (503) or is held "maybe accepted". */
+  private resendLater(
+    attempt: AttemptRow,
+    reaction: Extract<Reaction, { do: 'resend-later' | 'resend-with-backoff' | 'query-later' }>,
+    e: ErrorNote,
+    retryAfter: number | undefined,
+  ): undefined {
+    const { clock, store } = this.ctx;
+    if (reaction.do === 'resend-later') {
+      if (attempt.unavailable_resends < reaction.maxResends)
+        return this.deferResend(attempt, retryAfter ?? clock.scaled(10_000), 'unavailable');
+      if (store.life.recordRefused(attempt.item_id, attempt.n, e, 'failed', this.now()))
+        this.final('failed', e.code, e.message);
+      return undefined;
+    }
+    if (reaction.do === 'resend-with-backoff') {
+      if (attempt.resends < reaction.maxResends)
+        return this.deferResend(attempt, clock.scaled(backoffMs(attempt.resends)));
+      return this.holdMaybeAccepted(attempt, e);
+    }
+    if (attempt.resends < MAX_QUERY_LATER) return this.deferResend(attempt, retryAfter ?? clock.scaled(1000));
+    return this.holdMaybeAccepted(attempt, e);
+  }
+
+  private keyConflict(attempt: AttemptRow, e: ErrorNote): undefined {
+    const message = `${e.message} A job may already exist under this attempt's key (sent earlier with another body), so genbatch does not pay again on its own. Look for it in the service's job list; to submit the item anew anyway (a new key, charged again): genbatch retry <manifest> --id ${attempt.item_id}`;
+    if (this.ctx.store.life.recordConflict(attempt.item_id, attempt.n, { code: e.code, message }, this.now()))
+      this.final('failed', e.code, message);
+    return undefined;
+  }
+
+  /** The item cannot succeed as sent; an upload that expired before use is made again, once, in a new attempt. */
+  private async markItem(
+    attempt: AttemptRow,
+    body: ImageSubmission & VideoSubmission,
+    as: 'rejected' | 'blocked' | 'failed',
+    e: ErrorNote,
+    field: unknown,
+  ): Promise<string | undefined> {
+    const { ctx } = this;
+    const { store } = ctx;
+    if (as === 'rejected' && !this.reuploaded && this.forgetUploads(body, field)) {
+      // Material that expired before use: upload it again, in a new attempt (the 400 charged nothing).
+      this.reuploaded = true;
+      ctx.control.emit({ kind: 'retrying', itemId: attempt.item_id, attempt: attempt.n + 1, reason: 'expired upload' });
+      store.life.recordRefused(attempt.item_id, attempt.n, e, 'pending', this.now());
+      const next = await this.newAttempt();
+      return next ? this.submit(next) : undefined;
+    }
+    if (store.life.recordRefused(attempt.item_id, attempt.n, e, as, this.now())) this.final(as, e.code, e.message);
+    if (as === 'blocked') {
+      ctx.report.blocked(this.lane);
+      ctx.control.wake();
+    }
+    return undefined;
   }
 
   /**
@@ -345,7 +489,7 @@ export class JobTask {
    */
   private holdMaybeAccepted(attempt: AttemptRow, e: { code: string; message: string }): undefined {
     const message = `${e.message} (the submission may have been accepted; run the same command again to resend it with the same key: it is never paid twice)`;
-    if (this.ctx.store.life.recordMaybeAccepted(this.itemId, attempt.n, { code: e.code, message }, this.ctx.opts.now()))
+    if (this.ctx.store.life.recordMaybeAccepted(this.itemId, attempt.n, { code: e.code, message }, this.now()))
       this.final('maybe_accepted', e.code, message);
     return undefined;
   }
@@ -356,7 +500,8 @@ export class JobTask {
     delayMs: number,
     after: 'no-answer' | 'unavailable' = 'no-answer',
   ): undefined {
-    this.ctx.store.life.deferResend(this.itemId, attempt.n, this.ctx.opts.now() + delayMs, this.ctx.opts.now(), after);
+    const now = this.now();
+    this.ctx.store.life.deferResend(this.itemId, attempt.n, now + delayMs, now, after);
     return undefined;
   }
 
@@ -368,36 +513,41 @@ export class JobTask {
   private async poll(jobId: string): Promise<Job | undefined> {
     const { ctx } = this;
     const { client } = this.lane;
+    const { clock, firstPoll } = ctx;
+    const signal = ctx.control.abort.signal;
     let failures = 0;
     const acceptedAt = this.acceptedAt;
     this.acceptedAt = undefined;
     if (acceptedAt !== undefined) {
-      const waitMs = ctx.firstPoll.firstAt(this.fixed.model, acceptedAt) - ctx.opts.now();
+      const waitMs = firstPoll.firstAt(this.fixed.model, acceptedAt) - clock.now();
       // An interrupt ends the wait; the loop below then returns.
-      if (waitMs > 0) await ctx.timed(sleep(waitMs, ctx.abort.signal).catch(() => {}));
+      if (waitMs > 0) await ctx.report.timed(sleep(waitMs, signal).catch(() => {}));
     }
     for (;;) {
-      if (ctx.abort.signal.aborted) return undefined;
-      let sentAt = ctx.opts.now();
+      if (signal.aborted) return undefined;
+      let sentAt = clock.now();
       try {
-        if (!(await ctx.reachability.ready(ctx.abort.signal))) return undefined;
+        if (!(await ctx.reachability.ready(signal))) return undefined;
         const job = await this.lane.buckets.read.run(() => {
-          sentAt = ctx.opts.now();
-          return client.getJob(jobId, ctx.pollWait.seconds, ctx.abort.signal);
-        }, ctx.abort.signal);
+          sentAt = clock.now();
+          return client.getJob(jobId, ctx.pollWait.seconds, signal);
+        }, signal);
         failures = 0;
         if (job.status === 'COMPLETED' && acceptedAt !== undefined)
-          ctx.firstPoll.ended(this.fixed.model, acceptedAt, ctx.opts.now());
+          firstPoll.ended(this.fixed.model, acceptedAt, clock.now());
         if (isTerminalStatus(job.status)) return job;
       } catch (error) {
-        if (ctx.abort.signal.aborted) return undefined;
+        if (signal.aborted) return undefined;
         // Nothing answered anything: asked again once the service is back, and the failure is not the job's.
-        const noAnswer = await ctx.reachability.noAnswer(sentAt, error, ctx.abort.signal);
+        const noAnswer = await ctx.reachability.noAnswer(sentAt, error, signal);
         if (noAnswer === 'stopped') return undefined;
         if (noAnswer === 'outage') continue;
         const reaction = policy('read-job', error);
         const e = errorOf(error);
-        ctx.opts.logger?.warn({ item: this.itemId, job: jobId, code: e.code, reaction: reaction.do }, 'poll failed');
+        ctx.settings.logger?.warn(
+          { item: this.itemId, job: jobId, code: e.code, reaction: reaction.do },
+          'poll failed',
+        );
         switch (reaction.do) {
           case 'stop-run':
             this.refused(reaction, e);
@@ -406,7 +556,7 @@ export class JobTask {
             if (!ctx.pollWait.lower(reaction.maxSeconds)) return this.keepJob(jobId, e);
             continue;
           case 'wait-and-resend':
-            this.lane.buckets.read.pauseFor((error as { retryAfterMs?: number }).retryAfterMs ?? ctx.scaled(1000));
+            this.lane.buckets.read.pauseFor((error as { retryAfterMs?: number }).retryAfterMs ?? clock.scaled(1000));
             continue;
           case 'keep-job':
             if (failures >= KEEP_JOB_AFTER) return this.keepJob(jobId, e);
@@ -414,14 +564,14 @@ export class JobTask {
           default:
             if (failures >= READ_RETRIES) return this.keepJob(jobId, e);
         }
-        await ctx.timed(sleep(ctx.scaled(backoffMs(failures++))));
+        await ctx.report.timed(sleep(clock.scaled(backoffMs(failures++))));
       }
     }
   }
 
   private keepJob(jobId: string, e: { code: string; message: string }): undefined {
     const message = `the job ${jobId} (paid for) cannot be read now: ${e.message}. Run the same command again to ask for it again; it is not submitted again.`;
-    if (this.ctx.store.life.keepJob(this.itemId, { code: e.code, message }, this.ctx.opts.now()))
+    if (this.ctx.store.life.keepJob(this.itemId, { code: e.code, message }, this.now()))
       this.final('running', e.code, message);
     return undefined;
   }
@@ -429,9 +579,9 @@ export class JobTask {
   /** A job ended: download, or a new attempt after FAILED/EXPIRED while retries remain. */
   private async ended(attempt: AttemptRow, job: Job): Promise<AttemptRow | undefined> {
     const { ctx } = this;
-    const { store, opts } = ctx;
-    const now = opts.now();
-    ctx.emit({
+    const { store, clock } = ctx;
+    const now = clock.now();
+    ctx.control.emit({
       kind: 'job-ended',
       itemId: attempt.item_id,
       jobId: job.id,
@@ -447,7 +597,7 @@ export class JobTask {
           now,
         )
       )
-        ctx.startDownload(attempt.item_id, job.id, job);
+        ctx.report.completed(attempt.item_id, job.id, job);
       return undefined;
     }
     const status = job.status === 'EXPIRED' ? 'expired' : 'failed';
@@ -456,14 +606,14 @@ export class JobTask {
     store.life.recordEnded(
       attempt.item_id,
       attempt.n,
-      { jobId: job.id, status, refunded: job.refunded, refundDay: ctx.dayOf(attempt.accepted_at ?? now), error },
+      { jobId: job.id, status, refunded: job.refunded, refundDay: clock.dayOf(attempt.accepted_at ?? now), error },
       now,
     );
-    if (store.attempts.failedCount(attempt.item_id) > opts.maxRetries)
+    if (store.attempts.failedCount(attempt.item_id) > ctx.settings.maxRetries)
       return this.finish('failed', code, job.error?.message ?? `the job ended ${job.status}`);
-    ctx.emit({ kind: 'retrying', itemId: attempt.item_id, attempt: attempt.n + 1, reason: code });
+    ctx.control.emit({ kind: 'retrying', itemId: attempt.item_id, attempt: attempt.n + 1, reason: code });
     this.requeue();
-    if (ctx.isStopping()) return undefined;
+    if (ctx.control.isStopping()) return undefined;
     return this.newAttempt();
   }
 }

@@ -2,12 +2,14 @@ import { setMaxListeners } from 'node:events';
 import type { ApiClient } from '../api/index.js';
 import type { Coordinator } from '../coordinator/postgres.js';
 import { SharedBucket } from '../coordinator/shared-bucket.js';
+import { SharedKeyDay } from '../coordinator/shared-day.js';
 import { holdSharedSlot } from '../coordinator/shared-slots.js';
 import { Bucket } from '../scheduler/bucket.js';
 import type { Pacer } from '../scheduler/pacer.js';
 import type { KeyLimits } from '../scheduler/limits.js';
 import { Slots } from '../scheduler/slots.js';
 import type { AttemptRow, Store } from '../store/index.js';
+import { sleep } from '../util/clock.js';
 import type { RunClock } from './clock.js';
 import { DailyCap } from './daily-cap.js';
 
@@ -79,7 +81,10 @@ export class KeyLane {
     }
     key.client.observeRemaining((kind, remaining) => this.buckets[kind].serviceRemaining(remaining));
     this.slots = { image: new Slots(key.limits.imagesInFlight), video: new Slots(key.limits.videosInFlight) };
-    this.cap = new DailyCap(store, key.fingerprint, key.limits.dailyCap, clock, coordinator);
+    const sharedDay = coordinator
+      ? new SharedKeyDay(coordinator, key.fingerprint, key.limits.dailyCap, onCoordinator, (ms) => sleep(ms))
+      : undefined;
+    this.cap = new DailyCap(store, key.fingerprint, key.limits.dailyCap, clock, sharedDay);
   }
 
   /**

@@ -1,6 +1,6 @@
 import { dependenciesOf, fileInputsOf, ItemsTally, type ManifestTop, type ResolvedItem } from '../manifest/index.js';
 import type { ItemShape, ItemSync, Store } from '../store/index.js';
-import type { RunOptions } from './context.js';
+import type { RunOptions } from './options.js';
 import { fileSha256 } from './inputs.js';
 import { contentHashOf, runIdFor } from './keys.js';
 import { snapshotInputs, type SyncedSources } from './sources.js';

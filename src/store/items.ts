@@ -22,6 +22,8 @@ export interface ItemRow {
   priority: number;
   /** -priority: the ready order is (rank, seq). */
   rank: number;
+  /** Failed uploads of its inputs so far (the fifth ends it). */
+  upload_failures: number;
 }
 
 /** An item that ended without an output, or waits for a later run with an error noted. */

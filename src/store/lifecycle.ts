@@ -28,6 +28,7 @@ export class Lifecycle {
   private readonly move;
   private readonly note;
   private readonly begin;
+  private readonly uploadFailure;
 
   constructor(
     private readonly db: Db,
@@ -41,6 +42,9 @@ export class Lifecycle {
     );
     this.note = db.prepare(
       'UPDATE items SET error_code = @code, error_message = @message, updated_at = @now WHERE id = @id AND state = @state',
+    );
+    this.uploadFailure = db.prepare(
+      `UPDATE items SET upload_failures = upload_failures + 1, state = 'pending', not_before = @notBefore, updated_at = @now WHERE id = @id AND state IN ('pending', 'queued')`,
     );
     this.begin = db.prepare(
       `UPDATE items SET attempt = @n, state = 'queued', error_code = NULL, error_message = NULL, not_before = 0, updated_at = @now WHERE id = @id AND state = 'pending'`,
@@ -245,6 +249,11 @@ export class Lifecycle {
       undefined,
       notBefore,
     );
+  }
+
+  /** An upload of the item's inputs failed: counted on the item, which waits (pending) until `notBefore` to try again. */
+  uploadFailed(id: string, now: number, notBefore: number): boolean {
+    return this.uploadFailure.run({ id, now, notBefore }).changes === 1;
   }
 
   /** Ends an open item without an output. */

@@ -237,6 +237,12 @@ export const MIGRATIONS: readonly string[] = [
   -- The items that have tags (in their spec): status counts per tag without reading every item's spec.
   CREATE INDEX items_tagged ON items (seq) WHERE spec -> '$.tags' IS NOT NULL;
   `,
+  // 17
+  `
+  -- Failed uploads of an item's inputs: each defers it, the fifth ends it, and a resumed run goes on counting.
+  -- On the item, not an attempt: an attempt is made only once its inputs are uploaded.
+  ALTER TABLE items ADD COLUMN upload_failures INTEGER NOT NULL DEFAULT 0;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -6,7 +6,8 @@ import type { Coordinator } from '../../src/coordinator/postgres.js';
 import { RunClock } from '../../src/runner/clock.js';
 import { Control } from '../../src/runner/control.js';
 import { DailyCap } from '../../src/runner/daily-cap.js';
-import { Gates } from '../../src/runner/gates.js';
+import { Credits } from '../../src/runner/credits.js';
+import { SharedKeyDay } from '../../src/coordinator/shared-day.js';
 import { Store } from '../../src/store/index.js';
 
 const DAY = 86_400_000;
@@ -79,10 +80,17 @@ describe("a key's daily cap", () => {
     const clock = new RunClock(() => now.t, 1);
     const state = Store.open(join(mkdtempSync(join(tmpdir(), 'genbatch-cap-')), 's.sqlite'));
     stores.push(state);
-    const cap = new DailyCap(state, 'fp-a', 10, clock, shared);
-    const gates = new Gates(state, { maxBlocked: 29 }, clock, new Control(undefined, undefined, 10), () => {});
-    const release = await gates.dailyCapGate(cap, 2, 'studio-xl');
-    expect(typeof release).toBe('function');
+    const room = new SharedKeyDay(
+      shared,
+      'fp-a',
+      10,
+      () => {},
+      async () => {},
+    );
+    const cap = new DailyCap(state, 'fp-a', 10, clock, room);
+    const credits = new Credits(state, clock, new Control(undefined, undefined, 10), {}, () => [cap]);
+    const reservation = credits.forAttempt({ id: 'a', model: 'studio-xl', spec: '{}' } as never, cap, 2, true);
+    expect(await reservation.reserve()).toBe('reserved');
     expect(reserved).toEqual([
       { day: 100, id: 'r0' },
       { day: 101, id: 'r1' },

@@ -1,0 +1,42 @@
+import type { OutputFile } from '../download/download.js';
+import type { Logger } from '../log/logger.js';
+import type { KeyLimits } from '../scheduler/limits.js';
+import type { CanarySize } from './canary.js';
+import type { RunEvent } from './control.js';
+
+export interface RunOptions {
+  outDir: string;
+  /** A rehearsal on the simulator: its output dir is never a real run's. */
+  rehearsal?: boolean;
+  /** The limits the flags give (each key's own may be lower: see its lane). */
+  limits: KeyLimits;
+  /** Long-poll seconds per GET of a job (the spec allows up to 30). */
+  pollWaitSeconds: number;
+  /** New attempts after a job ends FAILED or EXPIRED. */
+  maxRetries: number;
+  /** Run only the items whose id is one of these or matches one of these globs (and what they wait for); a later plain run does the rest. */
+  only?: readonly string[];
+  /** Run this many items first and go on only if they pass. */
+  canary?: { size: CanarySize; maxFailures: number };
+  /** Budget for the run, net of refunds. */
+  maxCredits?: number;
+  /** Stop before this many blocked submissions in the trailing 7 days (the service's threshold is 30). */
+  maxBlocked: number;
+  redoChanged: boolean;
+  /** How long nothing may be sent, answered or said before the watchdog looks (default: 2 minutes of the service's time, 2 s at the least). */
+  quietMs?: number;
+  /** With nothing answering for this long (real milliseconds), the run stops (exit 4); 30 minutes by default. */
+  unreachableMs?: number;
+  /** Divides the key day, the 7-day window and back-off delays: for rehearsals on a time-scaled simulator. */
+  timeScale: number;
+  downloadConcurrency: number;
+  /** Outputs larger than this are refused (an endless body would fill the disk). */
+  maxOutputBytes?: number;
+  /** Opens an output's temporary file (injectable: tests make the disk full). */
+  openOutput?: (path: string) => Promise<OutputFile>;
+  /** How long a step of a first sync may hold the event loop (5 ms; tests make every step a few rows). */
+  syncStepMs?: number;
+  now: () => number;
+  logger?: Logger;
+  onEvent?: (event: RunEvent) => void;
+}

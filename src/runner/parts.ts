@@ -1,0 +1,113 @@
+import PQueue from 'p-queue';
+import type { Catalog } from '../api/catalog.js';
+import type { ManifestTop } from '../manifest/index.js';
+import type { Store } from '../store/index.js';
+import { ModerationBreaker } from './breaker.js';
+import { RunClock } from './clock.js';
+import { Control, type RunEvent } from './control.js';
+import { coordinatorNotices } from './coordination.js';
+import { Credits } from './credits.js';
+import { Feeder } from './feeder.js';
+import { FirstSync, type ToSync } from './first-sync.js';
+import { KeyRoster } from './key-roster.js';
+import { KeyLane, KeyLanes, type LaneKey } from './lanes.js';
+import type { RunOptions } from './options.js';
+import { PauseGate } from './pause-gate.js';
+import type { Reachability } from './reachability.js';
+import { watchService } from './service-watch.js';
+
+/** The parts of a run, each the one owner of its concern, built once and never changed after. */
+export interface RunParts {
+  readonly store: Store;
+  readonly clock: RunClock;
+  readonly control: Control;
+  readonly lanes: KeyLanes;
+  readonly credits: Credits;
+  readonly feeder: Feeder;
+  readonly breaker: ModerationBreaker;
+  readonly roster: KeyRoster;
+  readonly reachability: Reachability;
+  readonly pauseGate: PauseGate;
+  readonly downloads: PQueue;
+  readonly firstSync: FirstSync;
+  /** Whether the coordinator's database answers: submissions wait for it while it does not (a known wait). */
+  readonly coordinator: { down: boolean };
+}
+
+/** What the parts tell the run as it goes. */
+export interface PartsHooks {
+  /** Something was sent, answered or said: the watchdog's quiet starts again. */
+  activity(): void;
+  /** The run's id in the state (for the heartbeat a cap wait writes). */
+  runId(): number;
+}
+
+export interface RunInputs {
+  keys: readonly LaneKey[];
+  store: Store;
+  manifest: ManifestTop;
+  opts: RunOptions;
+  catalog: Catalog | undefined;
+  toSync?: ToSync | undefined;
+}
+
+export function buildParts(inputs: RunInputs, hooks: PartsHooks): RunParts {
+  const { keys, store, opts } = inputs;
+  const clock = new RunClock(opts.now, opts.timeScale);
+  // Every poll, upload and download in flight listens for the interrupt: one per slot and download, plus the queues'.
+  const listeners =
+    keys.reduce((n, k) => n + k.limits.imagesInFlight + k.limits.videosInFlight, 0) + opts.downloadConcurrency + 64;
+  const onEvent = (event: RunEvent) => {
+    hooks.activity();
+    opts.onEvent?.(event);
+  };
+  const control = new Control(opts.logger, onEvent, listeners);
+  const coordinator = { down: false };
+  const noticed = coordinatorNotices(control);
+  const coordinatorSaid = (reachable: boolean, message: string) => {
+    coordinator.down = !reachable;
+    noticed(reachable, message);
+  };
+  const lanes = new KeyLanes(
+    keys.map((k) => new KeyLane(k, store, clock, control.noNewWork.signal, listeners, coordinatorSaid)),
+  );
+  const feeder = new Feeder(store, clock, control);
+  return {
+    store,
+    clock,
+    control,
+    lanes,
+    credits: creditsOf(inputs, clock, control, lanes, hooks),
+    feeder,
+    breaker: new ModerationBreaker(store, clock, control, opts.maxBlocked),
+    roster: new KeyRoster(lanes, store, feeder, control, opts.now),
+    reachability: watchService({
+      lanes,
+      clock,
+      control,
+      now: opts.now,
+      unreachableMs: opts.unreachableMs,
+      logger: opts.logger,
+      onActivity: () => hooks.activity(),
+    }),
+    pauseGate: new PauseGate(),
+    downloads: new PQueue({ concurrency: opts.downloadConcurrency }),
+    firstSync: new FirstSync(store, inputs.manifest, opts, control, inputs.toSync),
+    coordinator,
+  };
+}
+
+function creditsOf(inputs: RunInputs, clock: RunClock, control: Control, lanes: KeyLanes, hooks: PartsHooks): Credits {
+  const { store, opts, manifest, catalog } = inputs;
+  return new Credits(
+    store,
+    clock,
+    control,
+    { maxCredits: opts.maxCredits, catalog, prices: manifest.manifest.prices },
+    () => lanes.active.map((l) => l.cap),
+    (until) => {
+      // The run waits for the daily cap, every key alike: status says until when.
+      if (until !== undefined) store.runs.beat(hooks.runId(), opts.now(), until);
+    },
+  );
+}

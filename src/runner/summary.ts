@@ -1,0 +1,77 @@
+import type { ItemProblem, ItemState, Store } from '../store/index.js';
+import type { StopKind } from './control.js';
+import type { KeyRoster } from './key-roster.js';
+
+/** What a run did; the CLI decides the exit code from it. */
+export interface RunSummary {
+  counts: Record<ItemState, number>;
+  credits: { charged: number; refunded: number };
+  stop?: { kind: StopKind; message: string };
+  /** Items whose content changed after they were submitted: kept, not resubmitted. */
+  changed: string[];
+  failures: Record<string, number>;
+  /** The items behind `failures`, in manifest order (the first 20). */
+  problems: ItemProblem[];
+  /** Items the state has that the manifest no longer has: not run, not counted. */
+  removed: number;
+  /** With --only: the items not selected, left for a later run (`counts` are the selected ones'). */
+  notSelected?: number;
+  /** Items whose attempt was sent with a key this run lacks (by fingerprint): they wait for a run with it. */
+  keysMissing: Record<string, number>;
+  /** Keys the service refused during the run (by fingerprint), and how many items wait for each. */
+  keysRefused: Record<string, { code: string; message: string; waiting: number }>;
+}
+
+/** The run's summary from the state, as it ended. */
+export function summarize(
+  store: Store,
+  stopped: { kind: StopKind; message: string } | undefined,
+  roster: KeyRoster,
+  facts: { only: boolean; changed: string[] },
+): RunSummary {
+  // With --only, the run is judged by what it was asked to do.
+  const all = store.items.counts();
+  const counts = store.items.selectedCounts() ?? all;
+  const total = (c: Record<string, number>) => Object.values(c).reduce((a, b) => a + b, 0);
+  // A drain says, at its end, what it left unsent.
+  const notSent = counts.pending + counts.queued;
+  const stop =
+    stopped?.kind === 'drained'
+      ? {
+          ...stopped,
+          message: `drained: the jobs in flight were finished and downloaded; ${notSent} item${notSent === 1 ? ' was' : 's were'} not sent${notSent ? ' (run the same command to send them)' : ''}`,
+        }
+      : stopped;
+  return {
+    counts,
+    ...(facts.only ? { notSelected: total(all) - total(counts) } : {}),
+    credits: store.attempts.totals(),
+    ...(stop ? { stop } : {}),
+    changed: facts.changed,
+    failures: store.items.failuresByCode(),
+    problems: store.items.problems().slice(0, 20),
+    removed: store.items.removed(),
+    ...roster.summary(),
+  };
+}
+
+/**
+ * Whether an item is chosen by `--only`: its id is one of the ids or matched
+ * by one of the globs (`*` any run of characters, `?` one character), or it
+ * has one of the `tag:NAME` tags.
+ */
+export function selects(selectors: readonly string[]): (id: string, tags: readonly string[]) => boolean {
+  const tagged = new Set(selectors.filter((s) => s.startsWith('tag:')).map((s) => s.slice(4)));
+  const ids = selectors.filter((s) => !s.startsWith('tag:'));
+  const exact = new Set(ids.filter((s) => !/[*?]/.test(s)));
+  const globs = ids.filter((s) => /[*?]/.test(s)).map(globPattern);
+  return (id, tags) => exact.has(id) || globs.some((g) => g.test(id)) || tags.some((t) => tagged.has(t));
+}
+
+function globPattern(glob: string): RegExp {
+  const body = glob
+    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+    .replace(/\*/g, '.*')
+    .replace(/\?/g, '.');
+  return new RegExp(`^${body}$`, 's');
+}

@@ -1,0 +1,83 @@
+import type { Job } from '../api/index.js';
+import type { ManifestTop } from '../manifest/index.js';
+import type { DownloadFailure } from './control.js';
+import type { DownloadDeps } from './download-task.js';
+import { FirstPoll } from './first-poll.js';
+import type { JobTaskDeps } from './job-task.js';
+import type { RunOptions } from './options.js';
+import type { RunParts } from './parts.js';
+import { PollWait } from './poll-wait.js';
+import { SendBatch } from './send-batch.js';
+
+/** What the shared parts cannot do alone: the run's own acts, passed to the tasks' deps. */
+export interface RunActs {
+  /** The item's submission was answered with a job. */
+  accepted(itemId: string): void;
+  /** The job completed: its outputs are to be downloaded. */
+  completed(itemId: string, jobId: string, job: Job): void;
+  /** A wait that has its time: the watchdog counts it as a reason for quiet. */
+  timed<T>(wait: Promise<T>): Promise<T>;
+  /** A download succeeded (undefined) or gave up. */
+  downloadEnded(failure: DownloadFailure | undefined): void;
+}
+
+/** A job task's deps: the shared parts, the poll's settings, and where each report goes. */
+export function jobTaskDeps(
+  parts: RunParts,
+  settings: JobTaskDeps['settings'],
+  opts: RunOptions,
+  acts: RunActs,
+): JobTaskDeps {
+  const { store, clock, control, reachability, pauseGate, credits, roster, lanes } = parts;
+  const pollWait = new PollWait(opts.pollWaitSeconds);
+  return {
+    store,
+    clock,
+    control,
+    reachability,
+    pauseGate,
+    sends: new SendBatch(store),
+    pollWait,
+    firstPoll: new FirstPoll(() => clock.scaled(pollWait.seconds * 1000)),
+    settings,
+    report: {
+      charged: (model, charged) => credits.noteCharge(model, charged),
+      accepted: acts.accepted,
+      completed: acts.completed,
+      keyRefused: (lane, error, hint) => roster.refused(lane, error, hint),
+      blocked: (lane) => void lane.coordinator?.noteBlock(lane.fingerprint).catch(() => {}),
+      otherKeyHasRoom: (lane, type, need) =>
+        lanes.serving(type).some((l) => l !== lane && !l.cap.isWaiting(clock.now(), need)),
+      timed: acts.timed,
+    },
+  };
+}
+
+/** A download's deps: the shared parts, where outputs go and how they are named. */
+export function downloadTaskDeps(
+  parts: RunParts,
+  manifest: ManifestTop,
+  opts: RunOptions,
+  acts: RunActs,
+): DownloadDeps {
+  const { store, clock, control, reachability, roster, lanes } = parts;
+  return {
+    store,
+    clock,
+    control,
+    reachability,
+    // Output links carry no key: any key's client reads them.
+    storage: lanes.all[0]!.client,
+    naming: { outputName: manifest.outputName, vars: manifest.vars },
+    settings: {
+      outDir: opts.outDir,
+      maxOutputBytes: opts.maxOutputBytes,
+      openOutput: opts.openOutput,
+      logger: opts.logger,
+    },
+    report: {
+      keyRefused: (lane, error, hint) => roster.refused(lane, error, hint),
+      ended: acts.downloadEnded,
+    },
+  };
+}
