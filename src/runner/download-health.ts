@@ -1,4 +1,4 @@
-import type { DownloadFailure } from './control.js';
+import type { Control, DownloadFailure } from './control.js';
 
 /** Downloads that failed for the same reason in a row before the run stops taking new work. */
 const SAME_FAILURE_STREAK = 3;
@@ -26,5 +26,15 @@ export class DownloadHealth {
     return this.streak.count >= SAME_FAILURE_STREAK
       ? `${SAME_FAILURE_STREAK} downloads in a row failed the same way (${failure.code}): ${failure.message}`
       : undefined;
+  }
+
+  /** A download succeeded (undefined) or gave up: a full or unwritable disk, or the same failure again and again, stops the run. */
+  ended(failure: DownloadFailure | undefined, control: Control): void {
+    const reason = this.note(failure);
+    if (reason)
+      control.stop(
+        'disk',
+        `outputs cannot be saved: ${reason}. No new submissions; jobs already paid for were polled and recorded. Fix it (free space, permissions, or another --out) and run the same command again: it downloads what was paid for without paying again.`,
+      );
   }
 }

@@ -72,6 +72,8 @@ export function buildParts(inputs: RunInputs, hooks: PartsHooks): RunParts {
     keys.map((k) => new KeyLane(k, store, clock, control.noNewWork.signal, listeners, coordinatorSaid)),
   );
   const feeder = new Feeder(store, clock, control);
+  const downloads = new PQueue({ concurrency: opts.downloadConcurrency });
+  wakeOnTaskEnds(lanes, downloads, control);
   return {
     store,
     clock,
@@ -91,7 +93,7 @@ export function buildParts(inputs: RunInputs, hooks: PartsHooks): RunParts {
       onActivity: () => hooks.activity(),
     }),
     pauseGate: new PauseGate(),
-    downloads: new PQueue({ concurrency: opts.downloadConcurrency }),
+    downloads,
     firstSync: new FirstSync(store, inputs.manifest, opts, control, inputs.toSync),
     coordinator,
   };
@@ -110,4 +112,19 @@ function creditsOf(inputs: RunInputs, clock: RunClock, control: Control, lanes: 
       if (until !== undefined) store.runs.beat(hooks.runId(), opts.now(), until);
     },
   );
+}
+
+/**
+ * A task's own last act cannot wake the feed loops: its queue still counts
+ * it busy. Woken once the queue has let it go, the run ends at once. A
+ * download frees no slot and never puts an item back: only the queue's end
+ * (the run may be over) or an item with dependents wakes them.
+ */
+function wakeOnTaskEnds(lanes: KeyLanes, downloads: PQueue, control: Control): void {
+  const wake = () => control.wake();
+  for (const lane of lanes.all) {
+    lane.slots.image.onTaskEnd(wake);
+    lane.slots.video.onTaskEnd(wake);
+  }
+  downloads.on('idle', wake);
 }

@@ -1,17 +1,16 @@
 import type { Catalog } from '../api/catalog.js';
 import type { Job } from '../api/index.js';
-import { claimOutputDir, probeOutputDir } from '../download/output-dir.js';
 import type { ManifestTop } from '../manifest/index.js';
-import { combinedLimits } from '../scheduler/limits.js';
 import type { ItemRow, Store } from '../store/index.js';
 import { runCanary } from './canary.js';
-import type { DownloadFailure, StopKind } from './control.js';
-import { watchRunControl } from './control-watch.js';
+import type { StopKind } from './control.js';
+import { recordCrash } from './crash.js';
 import { DownloadHealth } from './download-health.js';
 import { downloadJob, type DownloadDeps } from './download-task.js';
 import { FeedLoops } from './feed.js';
 import type { ToSync } from './first-sync.js';
-import { keepCoordinatorLeases } from './coordination.js';
+import { preflight } from './preflight.js';
+import { startWatchers } from './watchers.js';
 import { buildParts, type RunParts } from './parts.js';
 import { downloadTaskDeps, jobTaskDeps, type RunActs } from './task-deps.js';
 import { JobTask, type JobTaskDeps } from './job-task.js';
@@ -19,12 +18,11 @@ import type { KeyLane, KeyLanes, LaneKey } from './lanes.js';
 import type { RunOptions } from './options.js';
 import { QuietWatch } from './quiet.js';
 import { recover } from './recovery.js';
-import { selects, summarize, type RunSummary } from './summary.js';
+import { summarize, type RunSummary } from './summary.js';
 import { Watchdog } from './watchdog.js';
 
 export type { RunSummary } from './summary.js';
 
-const HEARTBEAT_MS = 1_000;
 /** Two minutes of the service's time (two seconds at the least) with nothing sent, answered or said: the watchdog looks. */
 const QUIET_MS = 120_000;
 const QUIET_FLOOR_MS = 2_000;
@@ -83,11 +81,10 @@ export class Runner {
       accepted: (itemId) => this.feed.answered(itemId),
       completed: (itemId, jobId, job) => this.startDownload(itemId, jobId, job),
       timed: (wait) => this.timed(wait),
-      downloadEnded: (failure) => this.downloadEnded(failure),
+      downloadEnded: (failure) => this.downloadHealth.ended(failure, p.control),
     };
     this.jobDeps = jobTaskDeps(p, this.settings, opts, acts);
     this.downloadDeps = downloadTaskDeps(p, manifest, opts, acts);
-    this.wakeOnTaskEnds();
   }
 
   /** The run's keys, each with its buckets, slots and daily cap. */
@@ -96,66 +93,25 @@ export class Runner {
   }
 
   async run(): Promise<RunSummary> {
-    const { store, opts } = this;
-    this.settings.runStartedAt = opts.now();
-    // The limits the run paces to, all keys together: status's ETA reads them.
-    const limits = combinedLimits(this.lanes.all.map((l) => l.limits));
-    const runId = store.runs.begin(opts.now(), { limits, timeScale: opts.timeScale, outDir: opts.outDir });
-    this.runId = runId;
-    // A heartbeat, so status can tell a live run from a killed one and when submissions resume.
-    const beat = () =>
-      store.runs.beat(runId, opts.now(), this.p.credits.waitingUntil, this.p.reachability.unreachableSince);
-    const heartbeat = setInterval(beat, HEARTBEAT_MS);
-    heartbeat.unref();
+    this.settings.runStartedAt = this.opts.now();
+    const watchers = startWatchers(this.p, this.opts);
+    this.runId = watchers.runId;
     this.watchdog.start();
-    const inFlight = () => this.lanes.all.reduce((n, l) => n + l.busy, 0);
-    const stopWatchingControl = watchRunControl({
-      store,
-      control: this.p.control,
-      gate: this.p.pauseGate,
-      now: opts.now,
-      inFlight,
-    });
-    const shared = keepCoordinatorLeases(this.lanes, this.p.clock, (blocked) => {
-      this.p.breaker.sharedBlocked = blocked;
-    });
     try {
-      await shared?.ready;
+      await watchers.ready;
       return await this.work();
     } finally {
-      clearInterval(heartbeat);
       this.watchdog.stop();
-      stopWatchingControl();
-      shared?.stop();
-      store.runs.end(runId, opts.now());
+      watchers.stop();
     }
   }
 
   private async work(): Promise<RunSummary> {
     const { store, opts } = this;
-    const { control } = this.p;
-    await this.p.firstSync.first();
+    const { control, firstSync } = this.p;
+    await firstSync.first();
     this.changed = store.items.changedIds();
-    // Before anything is paid for: a dir that cannot take outputs stops the run here.
-    const unwritable = await probeOutputDir(opts.outDir);
-    if (unwritable) {
-      await this.p.firstSync.all(); // every item in the state, for the summary and the next run
-      control.stop(
-        'disk',
-        `${unwritable.message}. Nothing was submitted. Fix it (or pass --out DIR) and run the same command again: what was already paid for is downloaded then, without paying again.`,
-      );
-      return this.summary();
-    }
-    if (opts.only && store.items.select(selects(opts.only)).length === 0) {
-      const only = `--only ${opts.only.join(' --only ')}`;
-      control.stop('nothing-selected', `${only} matches no item of the manifest: nothing was submitted`);
-      return this.summary();
-    }
-    await claimOutputDir(opts.outDir, {
-      state: store.db.name,
-      runId: store.meta('run_id')!,
-      rehearsal: opts.rehearsal ?? false,
-    });
+    if (!(await preflight(store, opts, control, firstSync))) return this.summary();
     await this.recover();
     const canary = opts.canary;
     if (canary && !(await runCanary(store, control, this.p.feeder, canary, () => this.drain()))) {
@@ -163,10 +119,10 @@ export class Runner {
       return this.summary();
     }
     // Begun once the first submission is on its way: a step between each of the checks above would hold it back.
-    this.p.firstSync.startRest();
+    firstSync.startRest();
     await this.drain();
     this.lanes.stop();
-    await this.p.firstSync.finished();
+    await firstSync.finished();
     return this.summary();
   }
 
@@ -209,7 +165,7 @@ export class Runner {
     void lane.slots[item.type].start(() =>
       new JobTask(this.jobDeps, lane, item, credits)
         .run()
-        .catch((error: unknown) => this.crashed(item.id, error))
+        .catch((error: unknown) => recordCrash(this.store, this.opts, item.id, error))
         .finally(() => {
           credits.close();
           this.p.feeder.release(item.id);
@@ -221,37 +177,11 @@ export class Runner {
   private startDownload(itemId: string, jobId: string, fresh?: Job): void {
     void this.p.downloads.add(() =>
       downloadJob(this.downloadDeps, this.p.roster.laneOfJob(itemId), itemId, jobId, fresh)
-        .catch((error: unknown) => this.crashed(itemId, error))
+        .catch((error: unknown) => recordCrash(this.store, this.opts, itemId, error))
         .finally(() => {
           if (this.store.items.hasDependents(itemId)) this.p.control.wake();
         }),
     );
-  }
-
-  /**
-   * A task threw what no policy foresaw. A paid job is not ended on a bug of
-   * ours: the item keeps its state with the error noted, and the run goes on.
-   * Called inside a .catch, so it must not throw itself.
-   */
-  private crashed(itemId: string, error: unknown): void {
-    const message = `unexpected error: ${(error as Error)?.message ?? String(error)}`;
-    try {
-      this.opts.logger?.error({ item: itemId, err: error }, 'unexpected error');
-      const item = this.store.items.get(itemId);
-      if (item) this.store.life.crashed(itemId, item.state, { code: 'INTERNAL', message }, this.opts.now());
-    } catch (secondary) {
-      this.opts.logger?.error({ item: itemId, err: secondary }, 'could not record an unexpected error');
-    }
-  }
-
-  /** A download succeeded (undefined) or gave up: a full or unwritable disk, or the same failure again and again, stops the run. */
-  private downloadEnded(failure: DownloadFailure | undefined): void {
-    const reason = this.downloadHealth.note(failure);
-    if (reason)
-      this.p.control.stop(
-        'disk',
-        `outputs cannot be saved: ${reason}. No new submissions; jobs already paid for were polled and recorded. Fix it (free space, permissions, or another --out) and run the same command again: it downloads what was paid for without paying again.`,
-      );
   }
 
   private idle(): boolean {
@@ -284,20 +214,5 @@ export class Runner {
       syncing: () => this.p.firstSync.syncing,
       timedWaits: () => this.timedWaits + this.p.downloads.pending,
     };
-  }
-
-  /**
-   * A task's own last act cannot wake the feed loops: its queue still counts
-   * it busy. Woken once the queue has let it go, the run ends at once. A
-   * download frees no slot and never puts an item back: only the queue's end
-   * (the run may be over) or an item with dependents wakes them.
-   */
-  private wakeOnTaskEnds(): void {
-    const wake = () => this.p.control.wake();
-    for (const lane of this.lanes.all) {
-      lane.slots.image.onTaskEnd(wake);
-      lane.slots.video.onTaskEnd(wake);
-    }
-    this.p.downloads.on('idle', wake);
   }
 }

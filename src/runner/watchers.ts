@@ -1,0 +1,42 @@
+import { combinedLimits } from '../scheduler/limits.js';
+import { watchRunControl } from './control-watch.js';
+import { keepCoordinatorLeases } from './coordination.js';
+import type { RunOptions } from './options.js';
+import type { RunParts } from './parts.js';
+
+const HEARTBEAT_MS = 1_000;
+
+/**
+ * What watches a run while it works, begun with it: a heartbeat in the state
+ * (so status can tell a live run from a killed one, and says why it waits),
+ * the control row another shell writes (pause, resume, drain), and with a
+ * coordinator the leases and the blocked count shared by every process.
+ */
+export function startWatchers(
+  parts: RunParts,
+  opts: RunOptions,
+): { runId: number; ready: Promise<void>; stop(): void } {
+  const { store, lanes, credits, reachability, clock, breaker } = parts;
+  // The limits the run paces to, all keys together: status's ETA reads them.
+  const limits = combinedLimits(lanes.all.map((l) => l.limits));
+  const runId = store.runs.begin(opts.now(), { limits, timeScale: opts.timeScale, outDir: opts.outDir });
+  const beat = () => store.runs.beat(runId, opts.now(), credits.waitingUntil, reachability.unreachableSince);
+  const heartbeat = setInterval(beat, HEARTBEAT_MS);
+  heartbeat.unref();
+  const inFlight = () => lanes.all.reduce((n, l) => n + l.busy, 0);
+  const control = { store, control: parts.control, gate: parts.pauseGate, now: opts.now, inFlight };
+  const stopWatchingControl = watchRunControl(control);
+  const shared = keepCoordinatorLeases(lanes, clock, (blocked) => {
+    breaker.sharedBlocked = blocked;
+  });
+  return {
+    runId,
+    ready: shared?.ready ?? Promise.resolve(),
+    stop: () => {
+      clearInterval(heartbeat);
+      stopWatchingControl();
+      shared?.stop();
+      store.runs.end(runId, opts.now());
+    },
+  };
+}
