@@ -1,6 +1,5 @@
 import type { OutputFile } from '../download/download.js';
 import type { Logger } from '../log/logger.js';
-import type { KeyLimits } from '../scheduler/limits.js';
 import type { CanarySize } from './canary.js';
 import type { RunEvent } from './control.js';
 
@@ -8,8 +7,6 @@ export interface RunOptions {
   outDir: string;
   /** A rehearsal on the simulator: its output dir is never a real run's. */
   rehearsal?: boolean;
-  /** The limits the flags give (each key's own may be lower: see its lane). */
-  limits: KeyLimits;
   /** Long-poll seconds per GET of a job (the spec allows up to 30). */
   pollWaitSeconds: number;
   /** New attempts after a job ends FAILED or EXPIRED. */

@@ -50,7 +50,6 @@ export async function fakeRun(
   const store = Store.open(join(dir, 'state.sqlite'));
   const runOptions: RunOptions = {
     outDir: join(dir, 'out'),
-    limits,
     pollWaitSeconds: 30,
     maxRetries: 2,
     maxBlocked: 20,

@@ -33,7 +33,6 @@ export async function runInProcess(
     const catalog = await Catalog.fetch(t.client, ['image']);
     const options = {
       outDir: ws.outDir,
-      limits,
       pollWaitSeconds: 30,
       maxRetries: 2,
       maxBlocked: 20,

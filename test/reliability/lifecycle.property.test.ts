@@ -241,7 +241,6 @@ async function runSequence(script: Script): Promise<void> {
         loaded!,
         {
           outDir,
-          limits,
           pollWaitSeconds: 30,
           maxRetries: 2,
           maxBlocked: 20,

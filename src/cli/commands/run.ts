@@ -144,7 +144,6 @@ export async function runCommand(
         `the service refused every key of GENBATCH_API_KEYS: ${pool.refused.map((r) => `${r.fingerprint} ${r.code}`).join(', ')}. Nothing was submitted.`,
       );
     coordinator = await openCoordinator(flags.coordinator ?? env.GENBATCH_COORDINATOR, timeScale);
-    for (const key of pool.keys) key.coordinator = coordinator;
     // The service's view (models, kinds, modes, allowed values, scopes): a mismatch is exit 2 before anything is sent.
     // Asked again of the pool's first key if the first key was refused or the early answer failed, as it was asked before.
     const early = pool.keys[0]!.fingerprint === firstKey.fingerprint ? await earlyCatalog : undefined;
@@ -198,14 +197,15 @@ export async function runCommand(
     store,
     logger,
   });
+  // The keys as the run gets them, each with the coordinator its limits are shared through (if any).
+  const laneKeys = pool.keys.map((key) => ({ ...key, coordinator }));
   const runner = new Runner(
-    pool.keys,
+    laneKeys,
     store,
     manifest,
     {
       outDir,
       rehearsal: flags.simulate ?? false,
-      limits: limitsFrom(flags, timeScale),
       pollWaitSeconds: flags.pollWait ?? 30,
       maxRetries: flags.maxRetries ?? 2,
       ...((flags.maxCredits ?? manifest.manifest.budget?.maxCredits) !== undefined
