@@ -50,14 +50,14 @@ export class Store {
     private readonly release: () => void,
     private readonly readOnly = false,
   ) {
-    this.items = new Items(db);
     this.attempts = new Attempts(db);
     this.outputs = new Outputs(db);
     this.accounting = new Accounting(db);
+    this.life = new Lifecycle(db, this.attempts, this.accounting, this.outputs);
+    this.items = new Items(db, this.life);
     this.uploads = new Uploads(db);
     this.runs = new Runs(db);
     this.control = new RunControl(db);
-    this.life = new Lifecycle(db, this.attempts, this.accounting, this.outputs);
     this.metaStmt = db.prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?');
   }
 

@@ -1,4 +1,5 @@
 import { withRelaxedSync, type Db } from './db.js';
+import type { Lifecycle } from './lifecycle.js';
 
 import { ENDED_WITHOUT_OUTPUT, FINAL_STATES, ITEM_STATES, OPEN_STATES, sqlStates, type ItemState } from './states.js';
 
@@ -124,7 +125,6 @@ export class Items {
   private readonly hasDependentsStmt;
   private readonly insertDep;
   private readonly failuresStmt;
-  private readonly setStateStmt;
   private readonly putBackCandidatesStmt;
   private readonly latestAttemptStmt;
   private readonly inStatesStmt;
@@ -145,7 +145,11 @@ export class Items {
   private readonly statesStmt;
   private readonly shapesStmt;
 
-  constructor(private readonly db: Db) {
+  constructor(
+    private readonly db: Db,
+    /** The item's life: every change of an item's state is one of its guarded transitions. */
+    private readonly life: Lifecycle,
+  ) {
     this.byId = db.prepare<[string], ItemRow>('SELECT * FROM items WHERE id = ?');
     // No trigger counts an inserted item (migration 11): sync adds what it inserted to the tally, once per type.
     // Positional: binding by name cost a third of the time to insert a 100,000-row catalog.
@@ -206,9 +210,6 @@ export class Items {
     this.insertDep = db.prepare('INSERT OR IGNORE INTO deps (item_id, dep_id) VALUES (?, ?)');
     this.failuresStmt = db.prepare<[], { code: string; n: number }>(
       `SELECT coalesce(error_code, state) AS code, count(*) AS n FROM items WHERE state IN ${sqlStates(ENDED_WITHOUT_OUTPUT)} OR (state IN ${sqlStates(OPEN_STATES)} AND state <> 'pending' AND error_code IS NOT NULL) GROUP BY 1 ORDER BY 2 DESC`,
-    );
-    this.setStateStmt = db.prepare(
-      'UPDATE items SET state = @state, error_code = @code, error_message = @message, not_before = @notBefore, updated_at = @now WHERE id = @id',
     );
     this.putBackCandidatesStmt = db.prepare<[], ItemRow>(
       "SELECT * FROM items WHERE state IN ('failed', 'skipped') OR (state = 'downloading' AND error_code IS NOT NULL) ORDER BY seq",
@@ -343,7 +344,7 @@ export class Items {
               spec: item.spec,
               now,
             });
-            this.setStateStmt.run({ id: item.id, state: 'pending', code: null, message: null, notBefore: 0, now });
+            this.life.redoChanged(item.id, now);
           } else {
             this.markChanged.run({ id: item.id, seq: item.seq, changed: 1, now });
             changed.push(item.id);
@@ -567,8 +568,7 @@ export class Items {
               ? ({ created: 'queued', sent: 'maybe_accepted' } as const)[attempt.status as 'created' | 'sent']
               : undefined;
           const state = item.state === 'downloading' ? 'downloading' : (unanswered ?? 'pending');
-          this.setStateStmt.run({ id: item.id, state, code: null, message: null, notBefore: 0, now: opts.now });
-          requeued++;
+          if (this.life.putBack(item.id, state, opts.now)) requeued++;
         }
       })
       .immediate();

@@ -4,6 +4,11 @@ import { withRelaxedSync, type Db } from './db.js';
 import type { Outputs, SavedFile } from './outputs.js';
 import { OPEN_STATES, type ItemState } from './states.js';
 
+/** The states `--redo-changed` may move: nothing on the wire or in flight. */
+const REDO_FROM: readonly ItemState[] = ['pending', 'downloading', 'done', 'failed', 'rejected', 'blocked', 'skipped'];
+/** The states `retry` puts back. */
+const PUT_BACK_FROM: readonly ItemState[] = ['failed', 'skipped', 'downloading'];
+
 /** An attempt about to leave with the key `keyFp`. */
 export interface SentRecord {
   id: string;
@@ -249,6 +254,25 @@ export class Lifecycle {
       undefined,
       notBefore,
     );
+  }
+
+  /**
+   * `--redo-changed`: an item whose content changed goes back to pending, to
+   * be made anew. Never one with an attempt on the wire or a job in flight
+   * (it may be paid for): those keep their state and are marked changed.
+   */
+  redoChanged(id: string, now: number): boolean {
+    return this.transition(id, REDO_FROM, 'pending', now);
+  }
+
+  /**
+   * `retry`: a failed or skipped item (or a download that stopped) goes back:
+   * to pending, or with an attempt that has no job yet to queued (never sent)
+   * or maybe accepted (sent: resent with its own key, never replaced), or a
+   * download to downloading again.
+   */
+  putBack(id: string, to: 'pending' | 'queued' | 'maybe_accepted' | 'downloading', now: number): boolean {
+    return this.transition(id, PUT_BACK_FROM, to, now);
   }
 
   /** An upload of the item's inputs failed: counted on the item, which waits (pending) until `notBefore` to try again. */

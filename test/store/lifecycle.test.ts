@@ -36,6 +36,25 @@ describe("the item's transitions are guarded by the states they leave", () => {
     expect(state(s)).toBe('done');
   });
 
+  it('--redo-changed and retry move items only through their guarded transitions; upload failures count in the state', () => {
+    const s = fresh();
+    s.life.startAttempt('a', 1, 'k1', '{}', 2, 'fp-a');
+    s.life.recordSent('a', 1, 3, 'fp-a');
+    s.life.recordAccepted('a', 1, 'job_1', 8, 0, 4);
+    // A job in flight may be paid for: neither redo nor retry takes it back.
+    expect(s.life.redoChanged('a', 5)).toBe(false);
+    expect(s.life.putBack('a', 'pending', 5)).toBe(false);
+    expect(state(s)).toBe('running');
+    s.life.recordEnded('a', 1, { jobId: 'job_1', status: 'failed', refunded: 8, refundDay: 0 }, 6);
+    s.life.finish('a', 'failed', { code: 'F', message: 'm' }, 7);
+    expect(s.life.putBack('a', 'pending', 8)).toBe(true);
+    expect(state(s)).toBe('pending');
+    expect(s.life.uploadFailed('a', 9, 100)).toBe(true);
+    expect(s.life.uploadFailed('a', 10, 200)).toBe(true);
+    expect(s.items.get('a')).toMatchObject({ state: 'pending', upload_failures: 2, not_before: 200 });
+    expect(s.life.redoChanged('a', 11)).toBe(true);
+  });
+
   it('a transition from the wrong state changes nothing, but money the service reports is always recorded', () => {
     const s = fresh();
     expect(s.life.downloaded('a', 2)).toBe(false);
