@@ -6,6 +6,7 @@ export {
   backoffMs,
   isTerminalStatus,
   policy,
+  waitMs,
   reactionTo,
   type Operation,
   type Reaction,

@@ -1,4 +1,4 @@
-import { ApiError, type ApiClient, type Job, type JobsPage } from '../api/index.js';
+import { ApiError, policy, waitMs, type ApiClient, type Job, type JobsPage } from '../api/index.js';
 import { Bucket } from '../scheduler/bucket.js';
 import type { Rate } from '../scheduler/limits.js';
 
@@ -57,16 +57,15 @@ export async function listKeyJobs(
         const at = cursor;
         page = await bucket.run(() => (at ? client.listJobsAfter(at, params) : client.listJobs(params)));
       } catch (error) {
-        // A service whose page size bounds differ from ours: its own default then.
-        if (error instanceof ApiError && error.status === 400 && limit !== undefined) {
+        if (!(error instanceof ApiError)) throw error;
+        const reaction = policy('list-jobs', error);
+        if (reaction.do === 'service-default' && limit !== undefined) {
           limit = undefined;
           continue;
         }
-        if (error instanceof ApiError && error.status === 429) {
-          bucket.pauseFor(error.retryAfterMs ?? readRate.windowMs / readRate.count);
-          continue;
-        }
-        throw error;
+        if (reaction.do !== 'wait-and-resend') throw error;
+        bucket.pauseFor(waitMs(reaction, 0, error, (ms) => ms) ?? readRate.windowMs / readRate.count);
+        continue;
       }
       pages++;
       const fresh = page.jobs.filter((j) => !seenIds.has(j.id));

@@ -1,8 +1,8 @@
-import { backoffMs, policy, type ApiClient, type Job } from '../api/index.js';
+import { policy, waitMs, type ApiClient, type Job, type Reaction } from '../api/index.js';
 import { DownloadError, downloadOutput, type OutputFile } from '../download/download.js';
 import type { Logger } from '../log/logger.js';
 import { outputRelativePath } from '../manifest/index.js';
-import type { ItemRow, Store } from '../store/index.js';
+import type { ErrorNote, ItemRow, Store } from '../store/index.js';
 import { sleep } from '../util/clock.js';
 import type { RunClock } from './clock.js';
 import type { Control, DownloadFailure } from './control.js';
@@ -29,8 +29,8 @@ export interface DownloadDeps {
     readonly logger?: Logger | undefined;
   };
   readonly report: {
-    /** The service refused the key that owns the job: it leaves the run. */
-    keyRefused(lane: KeyLane, error: { code: string; message: string }, hint: string): void;
+    /** The service refused the key that owns the job (it leaves the run) or the account (the run stops). */
+    refused(lane: KeyLane, error: ErrorNote, reaction: Extract<Reaction, { do: 'stop-run' }>): void;
     /** The download succeeded (undefined) or gave up: a full disk, or the same failure again and again, stops the run. */
     ended(failure: DownloadFailure | undefined): void;
   };
@@ -134,14 +134,15 @@ class DownloadTask {
     const reaction = policy('read-job', error);
     this.last = { message: (error as Error).message, code: (error as { code?: string }).code ?? this.last.code };
     if (reaction.do === 'stop-run') {
-      if (reaction.scope === 'account') deps.control.stop('refused', `${this.last.message}\n${reaction.hint}`);
-      else deps.report.keyRefused(lane, this.last, reaction.hint);
+      deps.report.refused(lane, this.last, reaction);
       return 'give-up';
     }
-    if (reaction.do === 'keep-job' || reaction.do === 'mark-item') return 'give-up';
-    if (reaction.do === 'wait-and-resend')
-      lane.buckets.read.pauseFor((error as { retryAfterMs?: number }).retryAfterMs ?? deps.clock.scaled(1000));
-    else await sleep(deps.clock.scaled(backoffMs(refresh, 1000)));
+    // A refusal of this job's read: its links cannot be had now; the item waits for a later run.
+    if (reaction.do === 'keep-job') return 'give-up';
+    const read = lane.limits.read;
+    const wait = waitMs(reaction, refresh, error, deps.clock.scaled) ?? read.windowMs / read.count;
+    if (reaction.do === 'wait-and-resend') lane.buckets.read.pauseFor(wait);
+    else await sleep(wait);
     return 'again';
   }
 

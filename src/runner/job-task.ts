@@ -2,9 +2,9 @@ import {
   ApiError,
   ResponseShapeError,
   TransportError,
-  backoffMs,
   isTerminalStatus,
   policy,
+  waitMs,
   type Job,
   type Reaction,
 } from '../api/index.js';
@@ -27,12 +27,6 @@ import type { Store } from '../store/index.js';
 import { InputError } from './inputs.js';
 import { idempotencyKey } from './keys.js';
 import { keyRefusedNote, type JobType, type KeyLane } from './lanes.js';
-
-const MAX_QUERY_LATER = 30;
-/** Refusals of one job's read (403, 404, …) asked again before the job is left for the next run. */
-const KEEP_JOB_AFTER = 2;
-/** Network errors and 5xx on a read, retried with backoff before the job is left for the next run. */
-const READ_RETRIES = 12;
 
 /** What a submission's sends so far say of it. */
 interface SendState {
@@ -85,8 +79,8 @@ export interface JobTaskDeps {
     accepted(itemId: string): void;
     /** The job completed: its outputs are to be downloaded. */
     completed(itemId: string, jobId: string, job: Job): void;
-    /** The service refused the key (401, a 403 code): it leaves the run; the run stops when none is left. */
-    keyRefused(lane: KeyLane, error: { code: string; message: string }, hint: string): void;
+    /** The service refused the key (it leaves the run; the run stops when none is left) or the account (the run stops). */
+    refused(lane: KeyLane, error: ErrorNote, reaction: Extract<Reaction, { do: 'stop-run' }>): void;
     /** A submission of the key was blocked: every process on the key counts it (with a coordinator). */
     blocked(lane: KeyLane): void;
     /** Whether a key other than `lane` could take a submission of `type` costing `credits` now (one never sent may go there). */
@@ -222,20 +216,12 @@ export class JobTask {
         const reaction = policy('upload', error);
         if (reaction.do === 'stop-run') {
           // Nothing of the item was sent: it stays pending, for another key or a later run.
-          this.refused(reaction, errorOf(error));
+          this.ctx.report.refused(this.lane, errorOf(error), reaction);
           return undefined;
         }
-        if (reaction.do === 'wait-and-resend')
-          this.lane.buckets.upload.pauseFor((error as { retryAfterMs?: number }).retryAfterMs ?? clock.scaled(1000));
-        else {
-          // Counted in the state: a resumed run goes on from the same count.
-          const failures = this.item.upload_failures;
-          if (failures >= 5 || reaction.do === 'mark-item')
-            return this.finish('failed', 'UPLOAD_FAILED', (error as Error).message);
-          // Back to pending until the backoff has passed: no slot is held meanwhile.
-          store.life.uploadFailed(item.id, clock.now(), clock.now() + clock.scaled(backoffMs(failures, 1000)));
-          return undefined;
-        }
+        if (reaction.do !== 'wait-and-resend') return this.uploadFailed(reaction, error);
+        const upload = this.lane.limits.upload;
+        this.lane.buckets.upload.pauseFor(waitMs(reaction, 0, error, clock.scaled) ?? upload.windowMs / upload.count);
         if (this.ctx.control.isStopping()) return this.requeue();
       }
     }
@@ -246,15 +232,21 @@ export class JobTask {
     return store.attempts.latest(item.id);
   }
 
-  private requeue(notBefore = 0): undefined {
-    this.ctx.store.life.requeue(this.itemId, this.now(), notBefore);
+  /** An upload failed: the item waits (pending, no slot held) for its backoff; the last failure the policy allows ends it. */
+  private uploadFailed(reaction: Reaction, error: unknown): undefined {
+    const { clock, store } = this.ctx;
+    // Counted in the state: a resumed run goes on from the same count.
+    const failures = this.item.upload_failures;
+    if (reaction.do !== 'resend-with-backoff' || failures >= reaction.maxResends)
+      return this.finish('failed', 'UPLOAD_FAILED', (error as Error).message);
+    const now = clock.now();
+    store.life.uploadFailed(this.itemId, now, now + waitMs(reaction, failures, error, clock.scaled)!);
     return undefined;
   }
 
-  /** The service refused the key, or the account: the key leaves the run (the others go on), or the run stops. */
-  private refused(reaction: { hint: string; scope: 'key' | 'account' }, e: { code: string; message: string }): void {
-    if (reaction.scope === 'account') this.ctx.control.stop('refused', `${e.code}: ${e.message}\n${reaction.hint}`);
-    else this.ctx.report.keyRefused(this.lane, e, reaction.hint);
+  private requeue(notBefore = 0): undefined {
+    this.ctx.store.life.requeue(this.itemId, this.now(), notBefore);
+    return undefined;
   }
 
   /** Sends the attempt's stored body with its key until the service answers; resends only ever reuse that key. */
@@ -379,14 +371,13 @@ export class JobTask {
     }
     const reaction = policy('submit', error);
     ctx.settings.logger?.warn({ ...log, reaction: reaction.do }, 'submission refused');
-    const retryAfter = (error as { retryAfterMs?: number }).retryAfterMs;
     switch (reaction.do) {
       case 'wait-and-resend':
-        return this.waitForBucket(attempt, reaction.bucket, retryAfter);
+        return this.waitForBucket(attempt, reaction, error);
       case 'resend-later':
       case 'resend-with-backoff':
       case 'query-later':
-        return this.resendLater(attempt, reaction, e, retryAfter);
+        return this.resendLater(attempt, reaction, e, error);
       case 'key-conflict':
         return this.keyConflict(attempt, e);
       case 'mark-item':
@@ -400,7 +391,7 @@ export class JobTask {
       case 'stop-run':
         // This answer says this request made no job; an earlier send of the same attempt may have.
         if (!send.mayBeAccepted) ctx.store.life.recordRefused(attempt.item_id, attempt.n, e, 'pending', this.now());
-        this.refused(reaction, e);
+        ctx.report.refused(lane, e, reaction);
         if (send.mayBeAccepted)
           return this.holdMaybeAccepted(attempt, reaction.scope === 'key' ? keyRefusedNote(lane, attempt) : e);
         return undefined;
@@ -413,15 +404,15 @@ export class JobTask {
   /** A 429: a wait for the key's window or day holds the slot (the bucket's queue is the wait); one for a job's slot is a deferral. */
   private waitForBucket(
     attempt: AttemptRow,
-    bucket: 'rate' | 'concurrency' | 'daily-cap',
-    retryAfter: number | undefined,
+    reaction: Extract<Reaction, { do: 'wait-and-resend' }>,
+    error: unknown,
   ): 'again' | undefined {
     const { lane } = this;
-    const { clock } = this.ctx;
-    if (bucket === 'rate')
-      lane.buckets.submit.pauseFor(retryAfter ?? lane.limits.submit.windowMs / lane.limits.submit.count);
-    else if (bucket === 'daily-cap') lane.cap.pauseFor(retryAfter ?? clock.scaled(60 * 60_000));
-    else return this.deferResend(attempt, retryAfter ?? clock.scaled(5000));
+    const submit = lane.limits.submit;
+    const wait = waitMs(reaction, 0, error, this.ctx.clock.scaled) ?? submit.windowMs / submit.count;
+    if (reaction.bucket === 'rate') lane.buckets.submit.pauseFor(wait);
+    else if (reaction.bucket === 'daily-cap') lane.cap.pauseFor(wait);
+    else return this.deferResend(attempt, wait);
     return 'again';
   }
 
@@ -430,23 +421,20 @@ export class JobTask {
     attempt: AttemptRow,
     reaction: Extract<Reaction, { do: 'resend-later' | 'resend-with-backoff' | 'query-later' }>,
     e: ErrorNote,
-    retryAfter: number | undefined,
+    error: unknown,
   ): undefined {
     const { clock, store } = this.ctx;
-    if (reaction.do === 'resend-later') {
-      if (attempt.unavailable_resends < reaction.maxResends)
-        return this.deferResend(attempt, retryAfter ?? clock.scaled(10_000), 'unavailable');
-      if (store.life.recordRefused(attempt.item_id, attempt.n, e, 'failed', this.now()))
-        this.final('failed', e.code, e.message);
-      return undefined;
+    // A 503's one resend is counted apart from the resends after no answer, which must not use it up.
+    const unavailable = reaction.do === 'resend-later';
+    const resends = unavailable ? attempt.unavailable_resends : attempt.resends;
+    if (resends < reaction.maxResends) {
+      const wait = waitMs(reaction, resends, error, clock.scaled)!;
+      return this.deferResend(attempt, wait, unavailable ? 'unavailable' : 'no-answer');
     }
-    if (reaction.do === 'resend-with-backoff') {
-      if (attempt.resends < reaction.maxResends)
-        return this.deferResend(attempt, clock.scaled(backoffMs(attempt.resends)));
-      return this.holdMaybeAccepted(attempt, e);
-    }
-    if (attempt.resends < MAX_QUERY_LATER) return this.deferResend(attempt, retryAfter ?? clock.scaled(1000));
-    return this.holdMaybeAccepted(attempt, e);
+    if (!unavailable) return this.holdMaybeAccepted(attempt, e);
+    if (store.life.recordRefused(attempt.item_id, attempt.n, e, 'failed', this.now()))
+      this.final('failed', e.code, e.message);
+    return undefined;
   }
 
   private keyConflict(attempt: AttemptRow, e: ErrorNote): undefined {
@@ -548,23 +536,25 @@ export class JobTask {
           { item: this.itemId, job: jobId, code: e.code, reaction: reaction.do },
           'poll failed',
         );
-        switch (reaction.do) {
-          case 'stop-run':
-            this.refused(reaction, e);
-            return this.keepJob(jobId, e);
-          case 'adapt-wait':
-            if (!ctx.pollWait.lower(reaction.maxSeconds)) return this.keepJob(jobId, e);
-            continue;
-          case 'wait-and-resend':
-            this.lane.buckets.read.pauseFor((error as { retryAfterMs?: number }).retryAfterMs ?? clock.scaled(1000));
-            continue;
-          case 'keep-job':
-            if (failures >= KEEP_JOB_AFTER) return this.keepJob(jobId, e);
-            break;
-          default:
-            if (failures >= READ_RETRIES) return this.keepJob(jobId, e);
+        if (reaction.do === 'stop-run') {
+          ctx.report.refused(this.lane, e, reaction);
+          return this.keepJob(jobId, e);
         }
-        await ctx.report.timed(sleep(clock.scaled(backoffMs(failures++))));
+        if (reaction.do === 'adapt-wait') {
+          if (!ctx.pollWait.lower(reaction.maxSeconds)) return this.keepJob(jobId, e);
+          continue;
+        }
+        const read = this.lane.limits.read;
+        const wait = waitMs(reaction, failures, error, clock.scaled) ?? read.windowMs / read.count;
+        if (reaction.do === 'wait-and-resend') {
+          this.lane.buckets.read.pauseFor(wait);
+          continue;
+        }
+        const budget =
+          reaction.do === 'keep-job' ? reaction.maxReads : 'maxResends' in reaction ? reaction.maxResends : 0;
+        if (failures >= budget) return this.keepJob(jobId, e);
+        failures++;
+        await ctx.report.timed(sleep(wait));
       }
     }
   }

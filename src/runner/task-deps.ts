@@ -1,4 +1,6 @@
-import type { Job } from '../api/index.js';
+import type { Job, Reaction } from '../api/index.js';
+import type { ErrorNote } from '../store/index.js';
+import type { KeyLane } from './lanes.js';
 import type { ManifestTop } from '../manifest/index.js';
 import type { DownloadFailure } from './control.js';
 import type { DownloadDeps } from './download-task.js';
@@ -28,7 +30,7 @@ export function jobTaskDeps(
   opts: RunOptions,
   acts: RunActs,
 ): JobTaskDeps {
-  const { store, clock, control, reachability, pauseGate, credits, roster, lanes } = parts;
+  const { store, clock, control, reachability, pauseGate, credits, lanes } = parts;
   const pollWait = new PollWait(opts.pollWaitSeconds);
   return {
     store,
@@ -44,7 +46,7 @@ export function jobTaskDeps(
       charged: (model, charged) => credits.noteCharge(model, charged),
       accepted: acts.accepted,
       completed: acts.completed,
-      keyRefused: (lane, error, hint) => roster.refused(lane, error, hint),
+      refused: (lane, error, reaction) => refused(parts, lane, error, reaction),
       blocked: (lane) => void lane.coordinator?.noteBlock(lane.fingerprint).catch(() => {}),
       otherKeyHasRoom: (lane, type, need) =>
         lanes.serving(type).some((l) => l !== lane && !l.cap.isWaiting(clock.now(), need)),
@@ -60,7 +62,7 @@ export function downloadTaskDeps(
   opts: RunOptions,
   acts: RunActs,
 ): DownloadDeps {
-  const { store, clock, control, reachability, roster, lanes } = parts;
+  const { store, clock, control, reachability, lanes } = parts;
   return {
     store,
     clock,
@@ -76,8 +78,19 @@ export function downloadTaskDeps(
       logger: opts.logger,
     },
     report: {
-      keyRefused: (lane, error, hint) => roster.refused(lane, error, hint),
+      refused: (lane, error, reaction) => refused(parts, lane, error, reaction),
       ended: acts.downloadEnded,
     },
   };
+}
+
+/** The one answer to a refused key or account: the key leaves the run (the others go on), or the run stops. */
+function refused(
+  parts: RunParts,
+  lane: KeyLane,
+  error: ErrorNote,
+  reaction: Extract<Reaction, { do: 'stop-run' }>,
+): void {
+  if (reaction.scope === 'account') parts.control.stop('refused', `${error.code}: ${error.message}\n${reaction.hint}`);
+  else parts.roster.refused(lane, error, reaction.hint);
 }

@@ -130,7 +130,7 @@ describe('errors', () => {
     const { client } = await clientFor((req) => req.socket.destroy());
     const e = await rejection(client.submitImage({ prompt: 'p', model: 'm' }, newKey()));
     expect(e).toBeInstanceOf(TransportError);
-    expect(reactionTo(e)).toEqual({ do: 'resend-with-backoff', maxResends: 8 });
+    expect(reactionTo(e)).toEqual({ do: 'resend-with-backoff', maxResends: 8, baseMs: 500 });
   });
 
   it.each([
