@@ -96,6 +96,42 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     .configureOutput({ writeOut: (text) => io.stdout.write(text), writeErr: (text) => io.stderr.write(text) })
     .exitOverride();
 
+  const ctx: CommandContext = { io, env, print, exit: (code) => (exitCode = code) };
+  addManifestCommands(program, ctx);
+  addRun(program, ctx);
+  addStateCommands(program, ctx);
+  addServiceCommands(program, ctx);
+  addSimulate(program, ctx);
+
+  try {
+    await program.parseAsync([...argv]);
+    return exitCode;
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (typeof code === 'string' && code.startsWith('commander.')) {
+      const commanderExit = (error as { exitCode?: number }).exitCode ?? EXIT.usage;
+      return code === 'commander.helpDisplayed' || code === 'commander.version'
+        ? EXIT.ok
+        : commanderExit === 0
+          ? 0
+          : EXIT.usage;
+    }
+    const failure = describeFailure(error);
+    if (error instanceof ExitError && error.stdout !== undefined) io.stdout.write(`${error.stdout}\n`);
+    io.stderr.write(`genbatch: ${failure.message}\n`);
+    return failure.exitCode;
+  }
+}
+
+/** What a command's action needs of the command line: its io and environment, a way to print, its exit code. */
+interface CommandContext {
+  io: CliIo;
+  env: NodeJS.ProcessEnv;
+  print(text: string): void;
+  exit(code: number): void;
+}
+
+function addManifestCommands(program: Command, ctx: CommandContext): void {
   withConnection(
     program
       .command('validate')
@@ -105,7 +141,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     .option('--online', 'also check models, kinds, modes, allowed values and key scopes against the service')
     .option('--json', 'print the result (or every issue) as JSON')
     .action(async (manifest: string, opts) =>
-      print(await (await manifestCommands()).validateCommand(manifest, opts, env, io.cwd)),
+      ctx.print(await (await manifestCommands()).validateCommand(manifest, opts, ctx.env, ctx.io.cwd)),
     );
 
   withConnection(
@@ -126,12 +162,30 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     .option('--max-credits <credits>', 'budget for the run (default: budget.maxCredits)', positiveInt)
     .action(async (manifest: string, opts) => {
       // Exit 3 when the balance, the budget or the daily cap make the run impossible as planned; the figures print all the same.
-      const estimate = await (await manifestCommands()).estimateCommand(manifest, opts, env, io.cwd);
-      print(estimate.text);
-      exitCode = estimate.exitCode;
+      const estimate = await (await manifestCommands()).estimateCommand(manifest, opts, ctx.env, ctx.io.cwd);
+      ctx.print(estimate.text);
+      ctx.exit(estimate.exitCode);
     });
+}
 
-  withConnection(program.command('run').argument('<manifest>').description('run, or resume, a manifest'))
+function addRun(program: Command, ctx: CommandContext): void {
+  runOptions(
+    withConnection(program.command('run').argument('<manifest>').description('run, or resume, a manifest')),
+  ).action(async (manifest: string, opts) => {
+    const { runCommand } = await import('./commands/run.js');
+    const handle = await runCommand(manifest, opts, ctx.env, ctx.io.cwd, ctx.io.stderr, ctx.io.stdout);
+    const stopSignals = ctx.io.onSignals?.(
+      () => handle.interrupt(),
+      () => handle.resumeHint,
+    );
+    const { summary, report, json } = await handle.done.finally(() => stopSignals?.());
+    ctx.print(opts.json ? JSON.stringify(json, null, 2) : report);
+    ctx.exit(exitCodeOf(summary));
+  });
+}
+
+function runOptions(cmd: Command): Command {
+  return cmd
     .option('--state <path>', 'the SQLite state file (default .genbatch/<name>.sqlite beside the manifest)')
     .option('--out <dir>', "where outputs go (default the manifest's output.dir, else out/<name> beside it)")
     .option('--submit-rate <N/W>', 'submissions per window (default 10/60s)', rate)
@@ -186,19 +240,10 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       '--coordinator <url>',
       "a postgres:// URL: every genbatch process using it shares each key's limits (default GENBATCH_COORDINATOR; none: this process is the key's only user)",
     )
-    .option('--json', 'at the end, print the run summary as JSON (progress stays on stderr)')
-    .action(async (manifest: string, opts) => {
-      const { runCommand } = await import('./commands/run.js');
-      const handle = await runCommand(manifest, opts, env, io.cwd, io.stderr, io.stdout);
-      const stopSignals = io.onSignals?.(
-        () => handle.interrupt(),
-        () => handle.resumeHint,
-      );
-      const { summary, report, json } = await handle.done.finally(() => stopSignals?.());
-      print(opts.json ? JSON.stringify(json, null, 2) : report);
-      exitCode = exitCodeOf(summary);
-    });
+    .option('--json', 'at the end, print the run summary as JSON (progress stays on stderr)');
+}
 
+function addStateCommands(program: Command, ctx: CommandContext): void {
   program
     .command('status')
     .argument('<manifest>')
@@ -207,7 +252,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     .option('--simulate', "the rehearsal's state (run --simulate), not the real run's")
     .option('--json', 'print as JSON')
     .action(async (manifest: string, opts) =>
-      print(await (await stateCommands()).statusCommand(manifest, opts, io.cwd, io.stdout, env)),
+      ctx.print(await (await stateCommands()).statusCommand(manifest, opts, ctx.io.cwd, ctx.io.stdout, ctx.env)),
     );
 
   for (const [command, description] of [
@@ -227,27 +272,9 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       .option('--json', 'print as JSON')
       .action(async (manifest: string, opts) => {
         const { controlCommand } = await import('./commands/control-commands.js');
-        print(await controlCommand(command, manifest, opts, io.cwd));
+        ctx.print(await controlCommand(command, manifest, opts, ctx.io.cwd));
       });
   }
-
-  withConnection(
-    program
-      .command('reconcile')
-      .argument('<manifest>')
-      .description(
-        "compare the state with the service's job list for every key: paid jobs the state does not know, accepted jobs the service lost, credits on both sides; sends nothing, changes nothing",
-      ),
-  )
-    .option('--state <path>', 'the SQLite state file')
-    .option('--json', 'print as JSON')
-    .action(async (manifest: string, opts) => {
-      const { reconcileCommand } = await import('./commands/reconcile.js');
-      const reconciled = await reconcileCommand(manifest, opts, env, io.cwd);
-      print(reconciled.text);
-      exitCode = reconciled.exitCode;
-    });
-
   program
     .command('report')
     .argument('<manifest>')
@@ -261,7 +288,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     .option('--sidecars', 'also write a metadata file (<output>.json) next to each output')
     .option('--json', 'print the files written as JSON')
     .action(async (manifest: string, opts) =>
-      print(await (await stateCommands()).reportCommand(manifest, opts, io.cwd)),
+      ctx.print(await (await stateCommands()).reportCommand(manifest, opts, ctx.io.cwd)),
     );
 
   program
@@ -274,21 +301,52 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     .option('--id <id...>', 'only these items (also puts back an item stopped on a key conflict: it is paid again)')
     .option('--json', 'print what was put back as JSON')
     .action(async (manifest: string, opts) =>
-      print(await (await stateCommands()).retryCommand(manifest, opts, io.cwd)),
+      ctx.print(await (await stateCommands()).retryCommand(manifest, opts, ctx.io.cwd)),
     );
+}
 
+function addServiceCommands(program: Command, ctx: CommandContext): void {
+  withConnection(
+    program
+      .command('reconcile')
+      .argument('<manifest>')
+      .description(
+        "compare the state with the service's job list for every key: paid jobs the state does not know, accepted jobs the service lost, credits on both sides; sends nothing, changes nothing",
+      ),
+  )
+    .option('--state <path>', 'the SQLite state file')
+    .option('--json', 'print as JSON')
+    .action(async (manifest: string, opts) => {
+      const { reconcileCommand } = await import('./commands/reconcile.js');
+      const reconciled = await reconcileCommand(manifest, opts, ctx.env, ctx.io.cwd);
+      ctx.print(reconciled.text);
+      ctx.exit(reconciled.exitCode);
+    });
   withConnection(program.command('models').description('list the models the key may use'))
     .option('--type <type>', 'image or video', mediaType)
     .option('--json', 'print the catalog entries as JSON')
-    .action(async (opts) => print(await (await serviceInfo()).modelsCommand(opts, env)));
+    .action(async (opts) => ctx.print(await (await serviceInfo()).modelsCommand(opts, ctx.env)));
 
   withConnection(program.command('me').description('show credits, scopes and limits of the key'))
     .option('--json', 'print the response as JSON')
-    .action(async (opts) => print(await (await serviceInfo()).meCommand(opts, env)));
+    .action(async (opts) => ctx.print(await (await serviceInfo()).meCommand(opts, ctx.env)));
+}
 
-  program
-    .command('simulate')
-    .description('start the embedded service simulator on loopback')
+function addSimulate(program: Command, ctx: CommandContext): void {
+  simulatorFaults(
+    simulatorChoices(program.command('simulate').description('start the embedded service simulator on loopback')),
+  ).action(async (opts) => {
+    const { simulateCommand } = await import('./commands/simulate.js');
+    const { simulator, banner } = await simulateCommand(opts);
+    ctx.print(banner);
+    await ctx.io.untilStopped();
+    await simulator.close();
+  });
+}
+
+/** The simulator's setup: where it listens, its time, its account and keys, and its choices where the spec is silent. */
+function simulatorChoices(cmd: Command): Command {
+  return cmd
     .option('--port <n>', 'port (0 picks a free one)', port, 0)
     .option('--host <address>', 'loopback address to listen on', '127.0.0.1')
     .option('--time-scale <x>', 'divide every service duration by this', positiveNumber)
@@ -322,7 +380,12 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     )
     .option('--max-prompt-length <n>', 'longest prompt accepted (a simulator choice; default 4000)', positiveInt)
     .option('--max-image-upload-mb <n>', 'largest image upload (a simulator choice; default 20)', positiveNumber)
-    .option('--max-video-upload-mb <n>', 'largest video upload (a simulator choice; default 200)', positiveNumber)
+    .option('--max-video-upload-mb <n>', 'largest video upload (a simulator choice; default 200)', positiveNumber);
+}
+
+/** The faults the simulator injects, at random or at a given charge. */
+function simulatorFaults(cmd: Command): Command {
+  return cmd
     .option('--failure-rate <p>', 'share of jobs that end FAILED', probability)
     .option('--expiry-rate <p>', 'share of jobs that end EXPIRED', probability)
     .option('--moderation-rate <p>', 'share of submissions blocked by moderation', probability)
@@ -337,31 +400,5 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       '--outage <charge:seconds[:mode]>',
       'go off the network at that charge (its answer is lost) for that many real seconds: refuse (default), reset or hang; repeatable',
       outage,
-    )
-    .action(async (opts) => {
-      const { simulateCommand } = await import('./commands/simulate.js');
-      const { simulator, banner } = await simulateCommand(opts);
-      print(banner);
-      await io.untilStopped();
-      await simulator.close();
-    });
-
-  try {
-    await program.parseAsync([...argv]);
-    return exitCode;
-  } catch (error) {
-    const code = (error as { code?: string }).code;
-    if (typeof code === 'string' && code.startsWith('commander.')) {
-      const commanderExit = (error as { exitCode?: number }).exitCode ?? EXIT.usage;
-      return code === 'commander.helpDisplayed' || code === 'commander.version'
-        ? EXIT.ok
-        : commanderExit === 0
-          ? 0
-          : EXIT.usage;
-    }
-    const failure = describeFailure(error);
-    if (error instanceof ExitError && error.stdout !== undefined) io.stdout.write(`${error.stdout}\n`);
-    io.stderr.write(`genbatch: ${failure.message}\n`);
-    return failure.exitCode;
-  }
+    );
 }

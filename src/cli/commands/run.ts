@@ -9,7 +9,7 @@ import { IssueList } from '../../manifest/index.js';
 import { checkAgainstService, shapeProblems } from '../../manifest/online.js';
 import { Notifier } from '../../notify/notifier.js';
 import type { CanarySize } from '../../runner/canary.js';
-import { Runner, type RunSummary } from '../../runner/index.js';
+import { Runner, type RunEvent, type RunOptions, type RunSummary } from '../../runner/index.js';
 import { runIdFor } from '../../runner/keys.js';
 import { setUpPool, type PoolSetup } from '../../runner/pool.js';
 import type { Coordinator } from '../../coordinator/postgres.js';
@@ -82,6 +82,15 @@ export interface RunHandle {
   done: Promise<{ summary: RunSummary; report: string; json: RunResult }>;
 }
 
+/** What a run's command line settles before anything is read: a rehearsal or not, the time scale, how long to wait for the service. */
+interface RunBasics {
+  cwd: string;
+  rehearsal: boolean;
+  timeScale: number;
+  waitForService: UntilAnsweredOptions;
+  statePathOf: (top: ManifestTop) => string;
+}
+
 export async function runCommand(
   path: string,
   flags: RunFlags,
@@ -90,98 +99,205 @@ export async function runCommand(
   progressOut: NodeJS.WriteStream,
   reportOut: { isTTY?: boolean },
 ): Promise<RunHandle> {
-  const rehearsal = flags.simulate ?? false;
   checkNotifyFlags(flags);
   checkOnlyFlags(flags);
-  const statePathOf = (top: ManifestTop) => statePathFor(top, flags.state, cwd, rehearsal && !flags.state);
-  const timeScale = flags.timeScale ?? (rehearsal ? 60 : 1);
+  const basics = basicsOf(flags, cwd, progressOut);
   // Each key's /me is on its way while the manifest is read and checked: a round trip less before the first submission.
-  // A service that answers nothing yet is waited for, as a run waits for it (--unreachable-minutes).
-  const waitForService = {
-    unreachableMs: (flags.unreachableMinutes ?? 30) * 60_000,
-    everyMs: Math.min(1_000, Math.max(100, 1_000 / timeScale)),
-  };
-  const waitSaid = (reason: string) =>
-    progressOut.write(
-      `the service is unreachable (${reason}); waiting for it, up to ${num(flags.unreachableMinutes ?? 30)} minutes (Ctrl-C stops; nothing was sent)\n`,
-    );
-  const keys = askKeys(flags, env, timeScale, { ...waitForService, onWait: waitSaid });
-  let plan: Awaited<ReturnType<typeof planResume>>;
-  let checked: Awaited<ReturnType<typeof checkValid>> | undefined;
-  let manifest: ManifestTop;
-  let statePath: string;
-  try {
-    // A resume whose sources are unchanged takes its items from the state (a rehearsal starts over, --redo-changed looks at each item).
-    plan = rehearsal ? {} : await planResume(path, cwd, statePathOf, !flags.redoChanged);
-    // Checked without holding the items: the run expands them again as it writes them into the state.
-    checked = plan.resume ? undefined : await checkValid(path, cwd, plan.top, plan.rowsRead);
-    // The top level only: the items live in the state once synced, not in memory for the whole run.
-    manifest = plan.resume?.top ?? topOf(checked!);
-    statePath = statePathOf(manifest);
-    // A fresh in-process simulator knows none of an earlier run's jobs: a rehearsal starts over, and never on a real run's state.
-    if (rehearsal) startRehearsalOver(statePath, !flags.state);
-  } catch (error) {
+  const keys = askKeys(flags, env, basics.timeScale, basics.waitForService);
+  const prepared = await prepareManifest(path, flags, cwd, basics).catch(async (error: unknown) => {
     // The manifest's problem is what the user hears about, not the service's answer.
     await keys.discard();
     throw error;
-  }
-  const resumed = plan.resume;
+  });
+  const opened = await openService(path, cwd, flags, env, basics, keys, prepared);
+  const started = startRun(flags, env, basics, prepared, opened, progressOut);
+  sayStart(progressOut, basics, prepared, opened, started);
+  const done = started.runner
+    .run()
+    .then((summary) => finishRun(summary, path, flags, env, basics, prepared, opened.store, started, reportOut))
+    .finally(() => closeRun(started, opened));
+  const resumeHint = flags.simulate
+    ? 'A rehearsal starts over each time: nothing of it is resumed.'
+    : 'The state is saved: run the same command to resume; nothing is paid twice.';
+  return { interrupt: () => started.runner.stop('interrupted', `interrupted. ${resumeHint}`), resumeHint, done };
+}
+
+function basicsOf(flags: RunFlags, cwd: string, progressOut: NodeJS.WriteStream): RunBasics {
+  const rehearsal = flags.simulate ?? false;
+  const timeScale = flags.timeScale ?? (rehearsal ? 60 : 1);
+  const minutes = flags.unreachableMinutes ?? 30;
+  return {
+    cwd,
+    rehearsal,
+    timeScale,
+    // A service that answers nothing yet is waited for, as a run waits for it (--unreachable-minutes).
+    waitForService: {
+      unreachableMs: minutes * 60_000,
+      everyMs: Math.min(1_000, Math.max(100, 1_000 / timeScale)),
+      onWait: (reason: string) =>
+        progressOut.write(
+          `the service is unreachable (${reason}); waiting for it, up to ${num(minutes)} minutes (Ctrl-C stops; nothing was sent)\n`,
+        ),
+    },
+    statePathOf: (top) => statePathFor(top, flags.state, cwd, rehearsal && !flags.state),
+  };
+}
+
+/** The manifest as the run takes it: checked (not held), or its items read back from the state on a resume. */
+interface PreparedManifest {
+  plan: Awaited<ReturnType<typeof planResume>>;
+  checked: Awaited<ReturnType<typeof checkValid>> | undefined;
+  manifest: ManifestTop;
+  statePath: string;
+}
+
+async function prepareManifest(
+  path: string,
+  flags: RunFlags,
+  cwd: string,
+  basics: RunBasics,
+): Promise<PreparedManifest> {
+  // A resume whose sources are unchanged takes its items from the state (a rehearsal starts over, --redo-changed looks at each item).
+  const plan = basics.rehearsal ? {} : await planResume(path, cwd, basics.statePathOf, !flags.redoChanged);
+  // Checked without holding the items: the run expands them again as it writes them into the state.
+  const checked = plan.resume ? undefined : await checkValid(path, cwd, plan.top, plan.rowsRead);
+  // The top level only: the items live in the state once synced, not in memory for the whole run.
+  const manifest = plan.resume?.top ?? topOf(checked!);
+  const statePath = basics.statePathOf(manifest);
+  // A fresh in-process simulator knows none of an earlier run's jobs: a rehearsal starts over, and never on a real run's state.
+  if (basics.rehearsal) startRehearsalOver(statePath, !flags.state);
+  return { plan, checked, manifest, statePath };
+}
+
+/** The service as the run uses it: the keys that work, the coordinator, the catalog, and the state opened. */
+interface OpenedService {
+  connection: Connection;
+  pool: PoolSetup;
+  coordinator: Coordinator | undefined;
+  catalog: Catalog;
+  store: Store;
+}
+
+async function openService(
+  path: string,
+  cwd: string,
+  flags: RunFlags,
+  env: NodeJS.ProcessEnv,
+  basics: RunBasics,
+  keys: ReturnType<typeof askKeys>,
+  prepared: PreparedManifest,
+): Promise<OpenedService> {
   const connection = await keys.connecting;
-  let catalog: Catalog;
-  let store: Store;
-  let pool: PoolSetup;
-  let coordinator: Coordinator | undefined;
-  const shapes = resumed ? resumed.shapes : checked!.shapes;
+  const shapes = prepared.plan.resume ? prepared.plan.resume.shapes : prepared.checked!.shapes;
   const types = new Set(shapes.map((s) => s.type));
   // The catalog is asked of the first key while the keys' /me answers may still be on their way.
   const firstKey = connection.keys[0]!;
   const earlyCatalog = Catalog.fetch(firstKey.client, types).catch(() => undefined);
+  let coordinator: Coordinator | undefined;
   try {
-    pool = await keys.pool;
+    const pool = await keys.pool;
     if (pool.keys.length === 0)
       throw new ExitError(
         EXIT.stopped,
         `the service refused every key of GENBATCH_API_KEYS: ${pool.refused.map((r) => `${r.fingerprint} ${r.code}`).join(', ')}. Nothing was submitted.`,
       );
-    coordinator = await openCoordinator(flags.coordinator ?? env.GENBATCH_COORDINATOR, timeScale);
+    coordinator = await openCoordinator(flags.coordinator ?? env.GENBATCH_COORDINATOR, basics.timeScale);
     // The service's view (models, kinds, modes, allowed values, scopes): a mismatch is exit 2 before anything is sent.
     // Asked again of the pool's first key if the first key was refused or the early answer failed, as it was asked before.
     const early = pool.keys[0]!.fingerprint === firstKey.fingerprint ? await earlyCatalog : undefined;
-    catalog =
-      early ??
-      (await untilAnswered(() => Catalog.fetch(pool.keys[0]!.client, types), { ...waitForService, onWait: waitSaid }));
-    // The items' shapes (the checked manifest's, or the state's) pass, or the whole manifest is loaded to say where each problem is.
-    if (shapeProblems(shapes, manifest.source, catalog, pool.scopes) > 0) {
-      const loaded = await loadValid(path, cwd);
-      const issues = new IssueList();
-      checkAgainstService(loaded.items, loaded.source, catalog, pool.scopes, issues);
-      if (issues.count > 0) throw new ExitError(EXIT.usage, issueReport(issues));
-      // Its items no longer are what was checked: nothing is sent on a guess.
-      throw new ExitError(
-        EXIT.usage,
-        `${path} or its files changed while they were checked; nothing was submitted. Run the same command again.`,
-      );
-    }
-    store = Store.open(statePath);
+    const catalog =
+      early ?? (await untilAnswered(() => Catalog.fetch(pool.keys[0]!.client, types), basics.waitForService));
+    await checkShapes(path, cwd, shapes, prepared.manifest, catalog, pool);
+    return { connection, pool, coordinator, catalog, store: Store.open(prepared.statePath) };
   } catch (error) {
     await coordinator?.close();
     await connection.close();
     throw error;
   }
-  const toSync = checked ? { items: checked, fingerprint: plan.fingerprint } : undefined;
-  const warnings = checked?.warnings ?? [];
-  const itemCount = checked ? checked.count : resumed!.synced.items;
-  checked = undefined; // the runner holds what it needs until its items are written
+}
+
+/** The items' shapes (the checked manifest's, or the state's) pass, or the whole manifest is loaded to say where each problem is. */
+async function checkShapes(
+  path: string,
+  cwd: string,
+  shapes: Parameters<typeof shapeProblems>[0],
+  manifest: ManifestTop,
+  catalog: Catalog,
+  pool: PoolSetup,
+): Promise<void> {
+  if (shapeProblems(shapes, manifest.source, catalog, pool.scopes) === 0) return;
+  const loaded = await loadValid(path, cwd);
+  const issues = new IssueList();
+  checkAgainstService(loaded.items, loaded.source, catalog, pool.scopes, issues);
+  if (issues.count > 0) throw new ExitError(EXIT.usage, issueReport(issues));
+  // Its items no longer are what was checked: nothing is sent on a guess.
+  throw new ExitError(
+    EXIT.usage,
+    `${path} or its files changed while they were checked; nothing was submitted. Run the same command again.`,
+  );
+}
+
+/** A run under way: its runner, where it writes, and what shows its progress. */
+interface StartedRun {
+  runner: Runner;
+  outDir: string;
+  logPath: string;
+  logFile: ReturnType<typeof createWriteStream>;
+  logger: Logger;
+  progress: Progress;
+  notifier: Notifier | undefined;
+  itemCount: number;
+  resumed: boolean;
+}
+
+function startRun(
+  flags: RunFlags,
+  env: NodeJS.ProcessEnv,
+  basics: RunBasics,
+  prepared: PreparedManifest,
+  opened: OpenedService,
+  progressOut: NodeJS.WriteStream,
+): StartedRun {
+  const { manifest, statePath, checked, plan } = prepared;
+  const { store, pool, coordinator, catalog, connection } = opened;
+  const itemCount = checked ? checked.count : plan.resume!.synced.items;
   // A rehearsal never writes where a real run's outputs are.
-  const outDir = `${flags.out ? resolve(cwd, flags.out) : manifest.outputDir}${flags.simulate ? '.simulated' : ''}`;
-  const logPath = join(dirname(statePath), `${manifest.name}${flags.simulate ? '.simulated' : ''}.log`);
+  const suffix = flags.simulate ? '.simulated' : '';
+  const outDir = `${flags.out ? resolve(basics.cwd, flags.out) : manifest.outputDir}${suffix}`;
+  const logPath = join(dirname(statePath), `${manifest.name}${suffix}.log`);
   mkdirSync(dirname(logPath), { recursive: true });
   const logFile = createWriteStream(logPath, { flags: 'a' });
-  const logger = createLogger({
-    secrets: [...keyTextsIn(env), connection.simulator?.apiKey ?? ''].filter(Boolean),
-    destination: logFile,
+  const secrets = [...keyTextsIn(env), connection.simulator?.apiKey ?? ''].filter(Boolean);
+  const logger = createLogger({ secrets, destination: logFile });
+  const progress = progressFor(progressOut, store, itemCount, pool, basics.timeScale, env);
+  const notifier = notifierFor(flags, {
+    run: store.meta('run_id') ?? runIdFor(manifest.source.absPath, manifest.name),
+    manifest: manifest.source.absPath,
+    store,
+    logger,
   });
-  const progress = new Progress(progressOut, store, itemCount, {
+  const onEvent = (event: RunEvent) => {
+    progress.onEvent(event);
+    notifier?.onEvent(event);
+  };
+  // The keys as the run gets them, each with the coordinator its limits are shared through (if any).
+  const laneKeys = pool.keys.map((key) => ({ ...key, coordinator }));
+  const options = runOptionsFrom(flags, manifest, basics, { outDir, logger, onEvent });
+  // The runner holds what it needs of the checked manifest until its items are written.
+  const toSync = checked ? { items: checked, fingerprint: plan.fingerprint } : undefined;
+  const runner = new Runner(laneKeys, store, manifest, options, catalog, toSync);
+  return { runner, outDir, logPath, logFile, logger, progress, notifier, itemCount, resumed: !toSync };
+}
+
+function progressFor(
+  out: NodeJS.WriteStream,
+  store: Store,
+  itemCount: number,
+  pool: PoolSetup,
+  timeScale: number,
+  env: NodeJS.ProcessEnv,
+): Progress {
+  return new Progress(out, store, itemCount, {
     keys: pool.keys.map((k) => k.fingerprint),
     // The keys' limits are in real time already (the service's window divided by the time scale).
     pace: {
@@ -191,119 +307,141 @@ export async function runCommand(
     },
     env,
   });
-  const notifier = notifierFor(flags, {
-    run: store.meta('run_id') ?? runIdFor(manifest.source.absPath, manifest.name),
-    manifest: manifest.source.absPath,
-    store,
-    logger,
-  });
-  // The keys as the run gets them, each with the coordinator its limits are shared through (if any).
-  const laneKeys = pool.keys.map((key) => ({ ...key, coordinator }));
-  const runner = new Runner(
-    laneKeys,
-    store,
-    manifest,
-    {
-      outDir,
-      rehearsal: flags.simulate ?? false,
-      pollWaitSeconds: flags.pollWait ?? 30,
-      maxRetries: flags.maxRetries ?? 2,
-      ...((flags.maxCredits ?? manifest.manifest.budget?.maxCredits) !== undefined
-        ? { maxCredits: flags.maxCredits ?? manifest.manifest.budget!.maxCredits }
-        : {}),
-      maxBlocked: flags.maxBlocked ?? 20,
-      ...(flags.canary ? { canary: { size: flags.canary, maxFailures: flags.canaryMaxFailures ?? 0 } } : {}),
-      redoChanged: flags.redoChanged ?? false,
-      timeScale,
-      unreachableMs: (flags.unreachableMinutes ?? 30) * 60_000,
-      ...(flags.only ? { only: flags.only } : {}),
-      downloadConcurrency: 4,
-      maxOutputBytes: (flags.maxOutputMb ?? 2048) * 1024 * 1024,
-      now: Date.now,
-      logger,
-      onEvent: notifier
-        ? (event) => {
-            progress.onEvent(event);
-            notifier.onEvent(event);
-          }
-        : progress.onEvent,
-    },
-    catalog,
-    toSync,
-  );
-  if (warnings.length) progressOut.write(`${warningReport(warnings)}\n`);
+}
+
+/** The run's options from its flags and manifest: the one place a flag becomes a setting of the run. */
+function runOptionsFrom(
+  flags: RunFlags,
+  manifest: ManifestTop,
+  basics: RunBasics,
+  io: { outDir: string; logger: Logger; onEvent: (event: RunEvent) => void },
+): RunOptions {
+  const maxCredits = flags.maxCredits ?? manifest.manifest.budget?.maxCredits;
+  return {
+    outDir: io.outDir,
+    rehearsal: basics.rehearsal,
+    pollWaitSeconds: flags.pollWait ?? 30,
+    maxRetries: flags.maxRetries ?? 2,
+    ...(maxCredits !== undefined ? { maxCredits } : {}),
+    maxBlocked: flags.maxBlocked ?? 20,
+    ...(flags.canary ? { canary: { size: flags.canary, maxFailures: flags.canaryMaxFailures ?? 0 } } : {}),
+    redoChanged: flags.redoChanged ?? false,
+    timeScale: basics.timeScale,
+    unreachableMs: basics.waitForService.unreachableMs,
+    ...(flags.only ? { only: flags.only } : {}),
+    downloadConcurrency: 4,
+    maxOutputBytes: (flags.maxOutputMb ?? 2048) * 1024 * 1024,
+    now: Date.now,
+    logger: io.logger,
+    onEvent: io.onEvent,
+  };
+}
+
+/** What the run says before its first submission: warnings, refused keys, the keys, a resume, a rehearsal. */
+function sayStart(
+  out: NodeJS.WriteStream,
+  basics: RunBasics,
+  prepared: PreparedManifest,
+  opened: OpenedService,
+  started: StartedRun,
+): void {
+  const { pool } = opened;
+  const { manifest, statePath } = prepared;
+  const warnings = prepared.checked?.warnings ?? [];
+  if (warnings.length) out.write(`${warningReport(warnings)}\n`);
   for (const r of pool.refused)
-    progressOut.write(
+    out.write(
       `the key ${r.fingerprint} was refused (${r.code}: ${r.message}); the run goes on with the other ${count(pool.keys.length, 'key')}\n`,
     );
   if (pool.keys.length > 1)
-    progressOut.write(
-      `${pool.keys.length} keys: ${pool.keys.map((k) => `${k.fingerprint} (${k.limits.submit.count}/${formatWindow(k.limits.submit.windowMs * timeScale)}, cap ${num(k.limits.dailyCap)})`).join(', ')}\n`,
+    out.write(
+      `${pool.keys.length} keys: ${pool.keys.map((k) => `${k.fingerprint} (${k.limits.submit.count}/${formatWindow(k.limits.submit.windowMs * basics.timeScale)}, cap ${num(k.limits.dailyCap)})`).join(', ')}\n`,
     );
-  if (!toSync)
-    progressOut.write(
-      `resuming: ${manifest.source.file} and its files are as the state last saw them; ${count(itemCount, 'item')} read from the state, not expanded again\n`,
+  if (started.resumed)
+    out.write(
+      `resuming: ${manifest.source.file} and its files are as the state last saw them; ${count(started.itemCount, 'item')} read from the state, not expanded again\n`,
     );
-  if (rehearsal)
-    progressOut.write(
-      `rehearsal on the embedded simulator (no key, no credits, time x${timeScale}): it starts over each time; outputs go to ${outDir}, the state to ${statePath}\n`,
+  if (basics.rehearsal)
+    out.write(
+      `rehearsal on the embedded simulator (no key, no credits, time x${basics.timeScale}): it starts over each time; outputs go to ${started.outDir}, the state to ${statePath}\n`,
     );
-  progress.start();
-  notifier?.start();
-  logger.info({ manifest: manifest.source.absPath, state: statePath, outDir, timeScale }, 'run started');
-  const done = runner
-    .run()
-    .then(async (summary) => {
-      let files: string;
-      let results: RunResult['results'] = null;
-      try {
-        const { writeReport } = await import('../../report/index.js'); // needed at the end only: not loaded before the first submission
-        const written = await writeReport(store, outDir, {
-          title: manifest.name,
-          html: true,
-          sidecars: flags.sidecars ?? false,
-          now: Date.now(),
-        });
-        results = { jsonl: written.jsonl, csv: written.csv, html: written.html ?? null };
-        files = `results: ${written.jsonl}, ${written.csv}\ngallery: ${written.html}${written.sidecars !== undefined ? `\nsidecars: ${written.sidecars} next to the outputs` : ''}`;
-      } catch (error) {
-        // The run's outcome stands whatever happens to its report (a full disk, say); the state has it all.
-        logger.error({ err: error }, 'report not written');
-        files = `the results could not be written (${(error as Error).message}); genbatch report writes them from the state once that is fixed`;
-      }
-      const json: RunResult = {
-        manifest: manifest.source.file,
-        state: statePath,
-        outDir,
-        log: logPath,
-        rehearsal,
-        ...summary,
-        results,
-      };
-      await notifier?.ended(
-        summary.stop?.message ??
-          `finished: ${summary.counts.done} of ${Object.values(summary.counts).reduce((a, b) => a + b, 0)} items done`,
-      );
-      return {
-        summary,
-        report: `${report(summary, outDir, cwd, logPath, path, paintFor(reportOut, env))}\n${files}`,
-        json,
-      };
-    })
-    .finally(async () => {
-      notifier?.stop();
-      progress.stop();
-      logger.info('run ended');
-      // Its last line is on disk and its file closed when the command returns (a command run in a longer-lived process leaves no descriptor open).
-      await new Promise((resolve) => logFile.end(resolve));
-      store.close();
-      await coordinator?.close();
-      await connection.close();
+  started.progress.start();
+  started.notifier?.start();
+  started.logger.info(
+    { manifest: manifest.source.absPath, state: statePath, outDir: started.outDir, timeScale: basics.timeScale },
+    'run started',
+  );
+}
+
+/** The run ended: its results files, the notification, and what to print. */
+async function finishRun(
+  summary: RunSummary,
+  path: string,
+  flags: RunFlags,
+  env: NodeJS.ProcessEnv,
+  basics: RunBasics,
+  prepared: PreparedManifest,
+  store: Store,
+  started: StartedRun,
+  reportOut: { isTTY?: boolean },
+): Promise<{ summary: RunSummary; report: string; json: RunResult }> {
+  const { outDir, logPath } = started;
+  const { results, files } = await writeResults(store, prepared.manifest.name, flags, started);
+  const json: RunResult = {
+    manifest: prepared.manifest.source.file,
+    state: prepared.statePath,
+    outDir,
+    log: logPath,
+    rehearsal: basics.rehearsal,
+    ...summary,
+    results,
+  };
+  const total = Object.values(summary.counts).reduce((a, b) => a + b, 0);
+  await started.notifier?.ended(summary.stop?.message ?? `finished: ${summary.counts.done} of ${total} items done`);
+  const text = report(summary, outDir, basics.cwd, logPath, path, paintFor(reportOut, env));
+  return { summary, report: `${text}\n${files}`, json };
+}
+
+/** results.jsonl, results.csv and the gallery; the run's outcome stands whatever happens to them. */
+async function writeResults(
+  store: Store,
+  title: string,
+  flags: RunFlags,
+  started: StartedRun,
+): Promise<{ results: RunResult['results']; files: string }> {
+  try {
+    const { writeReport } = await import('../../report/index.js'); // needed at the end only: not loaded before the first submission
+    const written = await writeReport(store, started.outDir, {
+      title,
+      html: true,
+      sidecars: flags.sidecars ?? false,
+      now: Date.now(),
     });
-  const resumeHint = flags.simulate
-    ? 'A rehearsal starts over each time: nothing of it is resumed.'
-    : 'The state is saved: run the same command to resume; nothing is paid twice.';
-  return { interrupt: () => runner.stop('interrupted', `interrupted. ${resumeHint}`), resumeHint, done };
+    const sidecars = written.sidecars !== undefined ? `\nsidecars: ${written.sidecars} next to the outputs` : '';
+    return {
+      results: { jsonl: written.jsonl, csv: written.csv, html: written.html ?? null },
+      files: `results: ${written.jsonl}, ${written.csv}\ngallery: ${written.html}${sidecars}`,
+    };
+  } catch (error) {
+    // A full disk, say: the state has it all.
+    started.logger.error({ err: error }, 'report not written');
+    return {
+      results: null,
+      files: `the results could not be written (${(error as Error).message}); genbatch report writes them from the state once that is fixed`,
+    };
+  }
+}
+
+/** Whatever the run's end: the progress stops, the log is on disk and closed, the state and connections closed. */
+async function closeRun(started: StartedRun, opened: OpenedService): Promise<void> {
+  started.notifier?.stop();
+  started.progress.stop();
+  started.logger.info('run ended');
+  // Its last line is on disk and its file closed when the command returns (a command run in a longer-lived process leaves no descriptor open).
+  await new Promise((resolve) => started.logFile.end(resolve));
+  opened.store.close();
+  await opened.coordinator?.close();
+  await opened.connection.close();
 }
 
 /** The connection, then each key's view (scopes, its own limits and cap; a key the service refuses is left out); nothing awaited until the caller wants them. */
@@ -424,24 +562,33 @@ function report(
     `outputs: ${resolve(cwd, outDir)}`,
     `log: ${logPath}`,
   ];
-  if (Object.keys(s.failures).length) {
-    lines.push(
-      paint.red(
-        `failures by code: ${Object.entries(s.failures)
-          .map(([k, v]) => `${k} ${v}`)
-          .join(', ')}`,
-      ),
-    );
-    const shown = s.problems.slice(0, PROBLEMS_SHOWN);
-    for (const p of shown) lines.push(`  ${paint.bold(p.id)} (${p.state}) ${paint.red(p.code)}: ${p.message}`);
-    const total = Object.values(s.failures).reduce((a, b) => a + b, 0);
-    if (total > shown.length)
-      lines.push(`  … and ${count(total - shown.length, 'more item')}: genbatch status ${manifestArg} lists them all`);
-  }
+  lines.push(...failureLines(s, paint, manifestArg));
   if (s.changed.length)
     lines.push(
       `${count(s.changed.length, 'item')} changed after they were submitted and keep their result (--redo-changed resubmits them): ${s.changed.slice(0, 5).join(', ')}${s.changed.length > 5 ? ', …' : ''}`,
     );
+  lines.push(...keyLines(s, paint));
+  return [...lines, ...afterwardLines(s, paint, manifestArg)].join('\n');
+}
+
+/** The failures by code, and the first problem items with their message. */
+function failureLines(s: RunSummary, paint: Paint, manifestArg: string): string[] {
+  if (!Object.keys(s.failures).length) return [];
+  const byCode = Object.entries(s.failures)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ');
+  const lines = [paint.red(`failures by code: ${byCode}`)];
+  const shown = s.problems.slice(0, PROBLEMS_SHOWN);
+  for (const p of shown) lines.push(`  ${paint.bold(p.id)} (${p.state}) ${paint.red(p.code)}: ${p.message}`);
+  const total = Object.values(s.failures).reduce((a, b) => a + b, 0);
+  if (total > shown.length)
+    lines.push(`  … and ${count(total - shown.length, 'more item')}: genbatch status ${manifestArg} lists them all`);
+  return lines;
+}
+
+/** Keys refused during the run, and keys the run lacks, with the items that wait for each. */
+function keyLines(s: RunSummary, paint: Paint): string[] {
+  const lines: string[] = [];
   for (const [fingerprint, r] of Object.entries(s.keysRefused)) {
     lines.push(
       paint.yellow(
@@ -454,6 +601,13 @@ function report(
       `${count(n, 'item')} ${n === 1 ? 'was' : 'were'} sent with the API key whose fingerprint is ${fingerprint}, which this run does not have: ${n === 1 ? 'it waits' : 'they wait'} for a run with that key (resent or read with another key, ${n === 1 ? 'it' : 'they'} could be paid for twice)`,
     );
   }
+  return lines;
+}
+
+/** What was left for later, why the run stopped, and what can be done about what failed. */
+function afterwardLines(s: RunSummary, paint: Paint, manifestArg: string): string[] {
+  const c = s.counts;
+  const lines: string[] = [];
   if (s.notSelected)
     lines.push(
       `${count(s.notSelected, 'item')} not selected by --only ${s.notSelected === 1 ? 'waits' : 'wait'} for a later run (the same command without --only runs ${s.notSelected === 1 ? 'it' : 'them'})`,
@@ -473,7 +627,7 @@ function report(
     lines.push(
       `${count(c.blocked, 'blocked item')} (moderation) ${c.blocked === 1 ? 'is' : 'are'} never resent unchanged: change the prompt to submit again`,
     );
-  return lines.join('\n');
+  return lines;
 }
 
 /** Removes an earlier rehearsal's state; a real run's state given by --state is refused, never touched. */
