@@ -8,6 +8,7 @@ import type { ConnectionFlags } from '../connection.js';
 import { EXIT, ExitError } from '../exit.js';
 import { table } from '../format.js';
 import { issueReport, loadValid, warningReport } from './manifest-load.js';
+import type { PoolSetup } from '../../runner/pool.js';
 
 export { issueReport, loadValid, locate } from './manifest-load.js';
 
@@ -150,15 +151,8 @@ export async function estimateCommand(
   const { connect, Catalog, setUpPool } = await service();
   const connection = await connect(opts, env);
   try {
-    const flags: KeyLimits = {
-      ...DEFAULT_KEY_LIMITS,
-      ...(opts.submitRate ? { submit: opts.submitRate } : {}),
-      ...(opts.maxImagesInFlight ? { imagesInFlight: opts.maxImagesInFlight } : {}),
-      ...(opts.maxVideosInFlight ? { videosInFlight: opts.maxVideosInFlight } : {}),
-      ...(opts.dailyCap ? { dailyCap: opts.dailyCap } : {}),
-    };
     // Each key's own limits and cap (its /me, in the service's time); several keys run side by side.
-    const pool = await setUpPool(connection.keys, flags, 1);
+    const pool = await setUpPool(connection.keys, limitsOf(opts), 1);
     if (pool.keys.length === 0)
       throw new ExitError(
         EXIT.stopped,
@@ -192,43 +186,8 @@ export async function estimateCommand(
     const exitCode = problems.length ? EXIT.stopped : EXIT.ok;
     const simulated = Boolean(opts.simulate);
     if (opts.json) {
-      const rest = remaining
-        ? {
-            remaining: {
-              items: remaining.items,
-              credits: remaining.credits,
-              duration: remaining.duration,
-              alreadyCharged: soFar!.spent,
-            },
-          }
-        : {};
-      const keys = pool.keys.map((k) => ({
-        fingerprint: k.fingerprint,
-        submitRate: formatRate(k.limits.submit),
-        imagesInFlight: k.limits.imagesInFlight,
-        videosInFlight: k.limits.videosInFlight,
-        dailyCap: k.limits.dailyCap,
-      }));
-      const text = JSON.stringify(
-        {
-          manifest: loaded.source.file,
-          name: loaded.name,
-          simulated,
-          ...result,
-          ...rest,
-          blockers: problems,
-          limits: {
-            submitRate: formatRate(limits.submit),
-            imagesInFlight: limits.imagesInFlight,
-            videosInFlight: limits.videosInFlight,
-          },
-          keys,
-          refusedKeys: pool.refused,
-        },
-        null,
-        2,
-      );
-      return { text, exitCode };
+      const json = estimateJson(loaded, result, remaining, soFar?.spent ?? 0, problems, pool, limits, simulated);
+      return { text: JSON.stringify(json, null, 2), exitCode };
     }
     return {
       text: formatEstimate(loaded, result, limits, { simulated, remaining, spent: soFar?.spent ?? 0, problems }),
@@ -237,6 +196,62 @@ export async function estimateCommand(
   } finally {
     await connection.close();
   }
+}
+
+/** The limits the flags give, over the spec's defaults. */
+function limitsOf(opts: EstimateFlags): KeyLimits {
+  return {
+    ...DEFAULT_KEY_LIMITS,
+    ...(opts.submitRate ? { submit: opts.submitRate } : {}),
+    ...(opts.maxImagesInFlight ? { imagesInFlight: opts.maxImagesInFlight } : {}),
+    ...(opts.maxVideosInFlight ? { videosInFlight: opts.maxVideosInFlight } : {}),
+    ...(opts.dailyCap ? { dailyCap: opts.dailyCap } : {}),
+  };
+}
+
+/** What `estimate --json` prints. */
+function estimateJson(
+  loaded: LoadedManifest,
+  result: Estimate,
+  remaining: Estimate | undefined,
+  spent: number,
+  problems: ReturnType<typeof blockers>,
+  pool: PoolSetup,
+  limits: KeyLimits,
+  simulated: boolean,
+): Record<string, unknown> {
+  const rest = remaining
+    ? {
+        remaining: {
+          items: remaining.items,
+          credits: remaining.credits,
+          duration: remaining.duration,
+          alreadyCharged: spent,
+        },
+      }
+    : {};
+  const keys = pool.keys.map((k) => ({
+    fingerprint: k.fingerprint,
+    submitRate: formatRate(k.limits.submit),
+    imagesInFlight: k.limits.imagesInFlight,
+    videosInFlight: k.limits.videosInFlight,
+    dailyCap: k.limits.dailyCap,
+  }));
+  return {
+    manifest: loaded.source.file,
+    name: loaded.name,
+    simulated,
+    ...result,
+    ...rest,
+    blockers: problems,
+    limits: {
+      submitRate: formatRate(limits.submit),
+      imagesInFlight: limits.imagesInFlight,
+      videosInFlight: limits.videosInFlight,
+    },
+    keys,
+    refusedKeys: pool.refused,
+  };
 }
 
 const n = (x: number) => x.toLocaleString('en-US');

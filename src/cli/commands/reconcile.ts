@@ -71,26 +71,7 @@ function reconcileText(r: ReconcileReport): string {
   lines.push(
     `credits per the state:   ${num(c.state.charged)} charged, ${num(c.state.refunded)} refunded, ${num(c.state.net)} net${c.difference ? `; the service's net is ${c.difference > 0 ? 'higher' : 'lower'} by ${num(Math.abs(c.difference))}` : ''}`,
   );
-  if (r.unknown.length) {
-    lines.push(`${count(r.unknown.length, 'job')} charged that the state does not know:`);
-    lines.push(
-      table(
-        ['job', 'key', 'status', 'created', 'charged', 'likely item'],
-        r.unknown
-          .slice(0, SHOWN)
-          .map((j) => [
-            j.id,
-            j.key,
-            j.status,
-            j.createdAt ?? '',
-            j.charged === null ? '' : num(j.charged),
-            j.likelyItem ?? '',
-          ]),
-      ),
-    );
-    if (r.unknown.length > SHOWN)
-      lines.push(`… and ${r.unknown.length - SHOWN} more (reconcile --json lists them all)`);
-  }
+  lines.push(...unknownLines(r));
   if (r.foundMaybeAccepted.length)
     lines.push(
       `${count(r.foundMaybeAccepted.length, 'item')} left "maybe accepted" ${r.foundMaybeAccepted.length === 1 ? 'has its job' : 'have their jobs'} in the list: the next run resends the same idempotency key and finds ${r.foundMaybeAccepted.length === 1 ? 'it' : 'them'}, paying nothing`,
@@ -116,4 +97,27 @@ function reconcileText(r: ReconcileReport): string {
       : `${count(r.differences, 'difference')}`,
   );
   return lines.join('\n');
+}
+
+/** Paid jobs the state does not know: the first of them, with the item each most likely belongs to. */
+function unknownLines(r: ReconcileReport): string[] {
+  if (!r.unknown.length) return [];
+  const lines = [`${count(r.unknown.length, 'job')} charged that the state does not know:`];
+  lines.push(
+    table(
+      ['job', 'key', 'status', 'created', 'charged', 'likely item'],
+      r.unknown
+        .slice(0, SHOWN)
+        .map((j) => [
+          j.id,
+          j.key,
+          j.status,
+          j.createdAt ?? '',
+          j.charged === null ? '' : num(j.charged),
+          j.likelyItem ?? '',
+        ]),
+    ),
+  );
+  if (r.unknown.length > SHOWN) lines.push(`… and ${r.unknown.length - SHOWN} more (reconcile --json lists them all)`);
+  return lines;
 }

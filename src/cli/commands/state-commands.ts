@@ -80,25 +80,7 @@ function statusTable(s: Status, paint: Paint): string {
       ),
     );
   }
-  if (run.running) {
-    const eta = s.eta
-      ? `; ETA ${formatDuration(s.eta.seconds)} (${when(s.eta.at)}, from ${s.eta.basis === 'observed' ? "this run's pace" : 'the limits'})`
-      : '';
-    const wait = run.waitingUntil ? `; submissions wait for the daily cap until ${when(run.waitingUntil)}` : '';
-    const unreachable = run.unreachableSince
-      ? `; the service has answered nothing since ${when(run.unreachableSince)} (submissions pause; it is probed)`
-      : '';
-    const paused = run.pausedSince
-      ? `; paused since ${when(run.pausedSince)} (nothing new is sent; genbatch resume goes on)`
-      : '';
-    lines.push(`running: ${s.inFlight} in flight${paused}${wait}${unreachable}${eta}`);
-  } else if (run.pausedSince) {
-    lines.push(
-      `paused since ${when(run.pausedSince)}: a run started on this state starts paused (genbatch resume goes on)`,
-    );
-  } else if (run.sessions > 0) {
-    lines.push(`not running; last active ${when(run.lastActiveAt)}`);
-  }
+  lines.push(...runLines(s));
   if (s.tags.length)
     lines.push(
       table(
@@ -207,4 +189,28 @@ export async function reportCommand(
   } finally {
     store.close();
   }
+}
+
+/** Whether a run holds the state, what it does or waits for, and when it was last active. */
+function runLines(s: Status): string[] {
+  const run = s.run;
+  if (run.running) {
+    const eta = s.eta
+      ? `; ETA ${formatDuration(s.eta.seconds)} (${when(s.eta.at)}, from ${s.eta.basis === 'observed' ? "this run's pace" : 'the limits'})`
+      : '';
+    const wait = run.waitingUntil ? `; submissions wait for the daily cap until ${when(run.waitingUntil)}` : '';
+    const unreachable = run.unreachableSince
+      ? `; the service has answered nothing since ${when(run.unreachableSince)} (submissions pause; it is probed)`
+      : '';
+    const paused = run.pausedSince
+      ? `; paused since ${when(run.pausedSince)} (nothing new is sent; genbatch resume goes on)`
+      : '';
+    return [`running: ${s.inFlight} in flight${paused}${wait}${unreachable}${eta}`];
+  }
+  if (run.pausedSince)
+    return [
+      `paused since ${when(run.pausedSince)}: a run started on this state starts paused (genbatch resume goes on)`,
+    ];
+  if (run.sessions > 0) return [`not running; last active ${when(run.lastActiveAt)}`];
+  return [];
 }
