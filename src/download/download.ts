@@ -144,6 +144,70 @@ async function openInDir(
   }
 }
 
+/** The output link, opened: what it serves must be of the item's type and within the size limit. */
+async function openLink(
+  client: ApiClient,
+  url: string,
+  type: 'image' | 'video',
+  maxBytes: number,
+  signal: AbortSignal | undefined,
+): Promise<{ dl: Download; contentType: string | null }> {
+  let dl: Download;
+  try {
+    dl = await client.download(url, signal);
+  } catch (error) {
+    throw new DownloadError((error as Error).message, true, 'LINK_FAILED');
+  }
+  const contentType = dl.contentType?.split(';')[0]?.trim().toLowerCase() ?? null;
+  if (contentType && !contentType.startsWith(`${type}/`) && contentType !== 'application/octet-stream') {
+    dl.cancel();
+    const what = type === 'image' ? 'an image' : 'a video';
+    throw new DownloadError(`the output link served ${contentType}, not ${what}`, true, 'WRONG_TYPE');
+  }
+  if (dl.contentLength !== undefined && dl.contentLength > maxBytes) {
+    dl.cancel();
+    throw new DownloadError(
+      `the output is ${dl.contentLength} bytes, over the limit of ${maxBytes} (--max-output-mb)`,
+      false,
+      'TOO_LARGE',
+    );
+  }
+  return { dl, contentType };
+}
+
+/** The body into the file, hashed and counted on the way, written a megabyte at a time; its byte count. */
+async function writeBody(
+  dl: Download,
+  file: OutputFile,
+  hash: ReturnType<typeof createHash>,
+  maxBytes: number,
+  signal: AbortSignal | undefined,
+): Promise<number> {
+  let bytes = 0;
+  let gathered: Buffer[] = [];
+  let gatheredBytes = 0;
+  for await (const chunk of dl.body as AsyncIterable<Buffer>) {
+    signal?.throwIfAborted();
+    hash.update(chunk);
+    bytes += chunk.length;
+    if (bytes > maxBytes)
+      throw new DownloadError(
+        `the output is over the limit of ${maxBytes} bytes (--max-output-mb); stopped reading it`,
+        false,
+        'TOO_LARGE',
+      );
+    gathered.push(chunk);
+    gatheredBytes += chunk.length;
+    if (gatheredBytes >= WRITE_BYTES) {
+      await file.write(gathered);
+      gathered = [];
+      gatheredBytes = 0;
+    }
+  }
+  if (gatheredBytes > 0) await file.write(gathered);
+  return bytes;
+}
+
 /**
  * Reads one output into a temporary file beside its final name, hashing it
  * and counting its bytes on the way, checks its size against Content-Length,
@@ -162,29 +226,7 @@ export async function downloadOutput(
   /** Opens the temporary file; injectable so tests can make the disk full. */
   openFile: (path: string) => Promise<OutputFile> = openOutputFile,
 ): Promise<DownloadedFile> {
-  let dl: Download;
-  try {
-    dl = await client.download(url, signal);
-  } catch (error) {
-    throw new DownloadError((error as Error).message, true, 'LINK_FAILED');
-  }
-  const contentType = dl.contentType?.split(';')[0]?.trim().toLowerCase() ?? null;
-  if (contentType && !contentType.startsWith(`${type}/`) && contentType !== 'application/octet-stream') {
-    dl.cancel();
-    throw new DownloadError(
-      `the output link served ${contentType}, not ${type === 'image' ? 'an image' : 'a video'}`,
-      true,
-      'WRONG_TYPE',
-    );
-  }
-  if (dl.contentLength !== undefined && dl.contentLength > maxBytes) {
-    dl.cancel();
-    throw new DownloadError(
-      `the output is ${dl.contentLength} bytes, over the limit of ${maxBytes} (--max-output-mb)`,
-      false,
-      'TOO_LARGE',
-    );
-  }
+  const { dl, contentType } = await openLink(client, url, type, maxBytes, signal);
   const relPath = nameFor(await extensionFor(contentType, type));
   const finalPath = resolveInside(outDir, relPath);
   const dir = dirname(finalPath);
@@ -201,27 +243,7 @@ export async function downloadOutput(
   let file: OutputFile | undefined;
   try {
     file = await openInDir(dir, tmpPath, openFile);
-    let gathered: Buffer[] = [];
-    let gatheredBytes = 0;
-    for await (const chunk of dl.body as AsyncIterable<Buffer>) {
-      signal?.throwIfAborted();
-      hash.update(chunk);
-      bytes += chunk.length;
-      if (bytes > maxBytes)
-        throw new DownloadError(
-          `the output is over the limit of ${maxBytes} bytes (--max-output-mb); stopped reading it`,
-          false,
-          'TOO_LARGE',
-        );
-      gathered.push(chunk);
-      gatheredBytes += chunk.length;
-      if (gatheredBytes >= WRITE_BYTES) {
-        await file.write(gathered);
-        gathered = [];
-        gatheredBytes = 0;
-      }
-    }
-    if (gatheredBytes > 0) await file.write(gathered);
+    bytes = await writeBody(dl, file, hash, maxBytes, signal);
     if (dl.contentLength !== undefined && bytes !== dl.contentLength) {
       throw new DownloadError(`the download was cut short: ${bytes} of ${dl.contentLength} bytes`, true, 'CUT_SHORT');
     }

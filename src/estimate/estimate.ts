@@ -43,49 +43,45 @@ export interface EstimateInput {
   maxCredits?: number;
 }
 
-/** A dry run: what the manifest costs and how long it takes, from the catalog, the account and the limits. */
-export function estimate(input: EstimateInput): Estimate {
-  const byModel = new Map<string, ModelCost & { prices: Set<number>; sources: Set<PriceSource> }>();
-  let total = 0;
-  let unpricedItems = 0;
-  let itemsWithin = 0;
-  let budgetBroken = false;
-  let maxJobCredits = 0;
+type ModelTally = ModelCost & { prices: Set<number>; sources: Set<PriceSource> };
+
+/** The manifest's items priced and counted: per model, in total, and how many fit the budget in manifest order. */
+function tally(input: EstimateInput) {
+  const byModel = new Map<string, ModelTally>();
+  const sums = { total: 0, unpricedItems: 0, itemsWithin: 0, maxJobCredits: 0, budgetBroken: false };
   const counts = { image: 0, video: 0 };
   for (const item of input.items) {
     counts[item.type]++;
     const price = priceOf(item, input.catalog.get(item.type, item.model), input.prices);
     const key = `${item.type}:${item.model}`;
-    let cost = byModel.get(key);
-    if (!cost) {
-      cost = {
-        model: item.model,
-        type: item.type,
-        items: 0,
-        credits: 0,
-        unpriced: 0,
-        source: price.source,
-        prices: new Set(),
-        sources: new Set(),
-      };
-      byModel.set(key, cost);
+    let model = byModel.get(key);
+    if (!model) {
+      const empty = { items: 0, credits: 0, unpriced: 0, prices: new Set<number>(), sources: new Set<PriceSource>() };
+      model = { model: item.model, type: item.type, source: price.source, ...empty };
+      byModel.set(key, model);
     }
-    cost.items++;
-    cost.sources.add(price.source);
+    model.items++;
+    model.sources.add(price.source);
     if (price.credits === undefined) {
-      cost.unpriced++;
-      unpricedItems++;
+      model.unpriced++;
+      sums.unpricedItems++;
       continue;
     }
-    cost.credits += price.credits;
-    maxJobCredits = Math.max(maxJobCredits, price.credits);
-    cost.prices.add(price.credits);
-    total += price.credits;
-    if (input.maxCredits !== undefined && !budgetBroken) {
-      if (total <= input.maxCredits) itemsWithin++;
-      else budgetBroken = true;
+    model.credits += price.credits;
+    sums.maxJobCredits = Math.max(sums.maxJobCredits, price.credits);
+    model.prices.add(price.credits);
+    sums.total += price.credits;
+    if (input.maxCredits !== undefined && !sums.budgetBroken) {
+      if (sums.total <= input.maxCredits) sums.itemsWithin++;
+      else sums.budgetBroken = true;
     }
   }
+  return { byModel, counts, ...sums };
+}
+
+/** A dry run: what the manifest costs and how long it takes, from the catalog, the account and the limits. */
+export function estimate(input: EstimateInput): Estimate {
+  const { byModel, counts, total, unpricedItems, itemsWithin, maxJobCredits } = tally(input);
   const models = [...byModel.values()].map(({ prices, sources, ...cost }) => ({
     ...cost,
     ...(prices.size === 1 ? { each: [...prices][0]! } : {}),
