@@ -143,123 +143,130 @@ export class Expander {
     merged: Merged,
     index: number,
     ctx: ItemContext,
-    row: { file: string; line: number } | undefined,
+    row: RowAt | undefined,
     values: Record<string, string> | undefined,
   ): ResolvedItem | undefined | Promise<ResolvedItem | undefined> {
-    let ok = true;
-    const fail = (field: string, message: string, at?: number) => {
-      ok = false;
-      this.report([...this.pathOf(index, field), ...(at === undefined ? [] : [at])], message, row);
+    const check = this.checkFor(index, ctx, row);
+    const fields = this.fieldsOf(merged, ctx, check);
+    const named = this.nameAndPrompt(merged, index, ctx, fields, check, row);
+    const finish = (files: FileRefs) =>
+      this.assemble(merged, index, { ...fields, ...named }, files, check, row, values);
+    if (!hasFileInputs(merged)) return finish({});
+    return this.fileRefs(merged, ctx, check.fail).then(finish);
+  }
+
+  /** One item's checks: a failure reports where it was written, and a field's text is rendered and must not be empty. */
+  private checkFor(index: number, ctx: ItemContext, row: RowAt | undefined): Check {
+    const check: Check = {
+      ok: true,
+      fail: (field, message, at) => {
+        check.ok = false;
+        this.report([...this.pathOf(index, field), ...(at === undefined ? [] : [at])], message, row);
+      },
+      text: (field, value) => {
+        if (value === undefined) return undefined;
+        // Most fields are the same text on every row: no render, and no result object, for them.
+        if (!value.includes('{{') && value.trim() !== '') return value;
+        const r = render(value, ctx);
+        if (!r.ok) return void check.fail(field, r.message);
+        if (r.value.trim() === '')
+          return void check.fail(field, `expected a non-empty value, found ${JSON.stringify(r.value)} after templates`);
+        return r.value;
+      },
     };
-    const text = (field: string, value: string | undefined): string | undefined => {
-      if (value === undefined) return undefined;
-      // Most fields are the same text on every row: no render, and no result object, for them.
-      if (!value.includes('{{') && value.trim() !== '') return value;
-      const r = render(value, ctx);
-      if (!r.ok) return void fail(field, r.message);
-      if (r.value.trim() === '')
-        return void fail(field, `expected a non-empty value, found ${JSON.stringify(r.value)} after templates`);
-      return r.value;
+    return check;
+  }
+
+  /** The item's own fields, rendered: type, model, shape, priority and tags. */
+  private fieldsOf(merged: Merged, ctx: ItemContext, check: Check): ItemFields {
+    const { text } = check;
+    const fields: ItemFields = {
+      type: merged.type ?? 'image',
+      model: text('model', merged.model),
+      aspectRatio: text('aspectRatio', merged.aspectRatio),
+      resolution: text('resolution', merged.resolution),
+      duration: merged.duration === undefined ? undefined : text('duration', String(merged.duration)),
+      priority: merged.priority === undefined ? undefined : text('priority', String(merged.priority)),
+      tags: merged.tags === undefined ? undefined : tagsOf(merged.tags, ctx, check),
     };
-    const type = merged.type ?? 'image';
-    const model = text('model', merged.model);
-    const aspectRatio = text('aspectRatio', merged.aspectRatio);
-    const resolution = text('resolution', merged.resolution);
-    const duration = merged.duration === undefined ? undefined : text('duration', String(merged.duration));
-    const priority = merged.priority === undefined ? undefined : text('priority', String(merged.priority));
-    // Each entry rendered; a value with commas (a rows column "brand-a,summer") gives several tags; an empty one none.
-    const tagText = (t: string, at: number) => {
-      if (!t.includes('{{')) return t;
-      const r = render(t, ctx);
-      if (r.ok) return r.value;
-      fail('tags', r.message, at);
-      return '';
-    };
-    const tags =
-      merged.tags === undefined
-        ? undefined
-        : [
-            ...new Set(
-              merged.tags.flatMap((t, i) =>
-                tagText(t, i)
-                  .split(',')
-                  .map((x) => x.trim())
-                  .filter(Boolean),
-              ),
-            ),
-          ];
-    // Known now, the item's fields join its context (after they were rendered from it): the id and prompt may name them.
-    const withFields = ctx;
-    withFields.set('type', type);
-    if (model !== undefined) withFields.set('model', model);
-    if (aspectRatio !== undefined) withFields.set('aspectRatio', aspectRatio);
-    if (resolution !== undefined) withFields.set('resolution', resolution);
-    if (duration !== undefined) withFields.set('duration', duration);
+    const { aspectRatio, duration, priority } = fields;
+    if (merged.model === undefined) check.fail('model', 'missing: set model on the item or in defaults');
+    if (aspectRatio !== undefined && !/^\d+:\d+$/.test(aspectRatio))
+      check.fail('aspectRatio', `expected <w>:<h> such as "4:5", found ${JSON.stringify(aspectRatio)}`);
+    if (duration !== undefined && !(Number(duration) > 0))
+      check.fail('duration', `expected a number of seconds, found ${JSON.stringify(duration)}`);
+    if (priority !== undefined && !Number.isFinite(Number(priority)))
+      check.fail('priority', `expected a number (higher goes first), found ${JSON.stringify(priority)}`);
+    return fields;
+  }
+
+  /** The item's id and prompt, rendered once its fields joined its context (the id and prompt may name them). */
+  private nameAndPrompt(
+    merged: Merged,
+    index: number,
+    withFields: ItemContext,
+    fields: ItemFields,
+    check: Check,
+    row: RowAt | undefined,
+  ): { id: string | undefined; prompt: string | undefined } {
+    withFields.set('type', fields.type);
+    if (fields.model !== undefined) withFields.set('model', fields.model);
+    if (fields.aspectRatio !== undefined) withFields.set('aspectRatio', fields.aspectRatio);
+    if (fields.resolution !== undefined) withFields.set('resolution', fields.resolution);
+    if (fields.duration !== undefined) withFields.set('duration', fields.duration);
     const idRender = render(this.manifest.items[index]!.id, withFields);
     const id = idRender.ok ? idRender.value : undefined;
-    if (!idRender.ok) fail('id', idRender.message);
-    else if (id !== undefined) checkId(id, (m) => fail('id', m));
+    if (!idRender.ok) check.fail('id', idRender.message);
+    else if (id !== undefined) checkId(id, (m) => check.fail('id', m));
     if (id !== undefined) withFields.set('id', id);
-    const promptRender = merged.prompt === undefined ? undefined : render(merged.prompt, withFields);
-    if (promptRender && !promptRender.ok) fail('prompt', promptRender.message);
-    const prompt = promptRender?.ok ? promptRender.value : undefined;
+    if (merged.prompt === undefined) {
+      check.fail('prompt', 'missing: set prompt on the item or in defaults');
+      return { id, prompt: undefined };
+    }
+    const promptRender = render(merged.prompt, withFields);
+    if (!promptRender.ok) check.fail('prompt', promptRender.message);
+    const prompt = promptRender.ok ? promptRender.value : undefined;
     // An empty prompt is refused by the service, or worse, paid for as a generic image: say so before anything is sent.
     if (prompt !== undefined && prompt.trim() === '')
-      fail('prompt', `expected a non-empty prompt, found ${JSON.stringify(prompt)} after templates`);
-    else if (prompt !== undefined) this.noteEmptyValues(index, merged.prompt!, withFields, row);
+      check.fail('prompt', `expected a non-empty prompt, found ${JSON.stringify(prompt)} after templates`);
+    else if (prompt !== undefined) this.noteEmptyValues(index, merged.prompt, withFields, row);
+    return { id, prompt };
+  }
 
-    if (merged.model === undefined) fail('model', 'missing: set model on the item or in defaults');
-    if (merged.prompt === undefined) fail('prompt', 'missing: set prompt on the item or in defaults');
-    if (aspectRatio !== undefined && !/^\d+:\d+$/.test(aspectRatio))
-      fail('aspectRatio', `expected <w>:<h> such as "4:5", found ${JSON.stringify(aspectRatio)}`);
-    if (duration !== undefined && !(Number(duration) > 0))
-      fail('duration', `expected a number of seconds, found ${JSON.stringify(duration)}`);
-    if (priority !== undefined && !Number.isFinite(Number(priority)))
-      fail('priority', `expected a number (higher goes first), found ${JSON.stringify(priority)}`);
-
-    const finish = (files: FileRefs): ResolvedItem | undefined => {
-      const sourceId = merged.source === undefined ? undefined : text('source', merged.source);
-
-      if (type === 'image') {
-        for (const field of VIDEO_ONLY)
-          if (merged[field] !== undefined)
-            fail(field, `${field} applies to video items; this item is an image (set type: video)`);
-      } else {
-        if (merged.inputs !== undefined)
-          fail('inputs', 'inputs are for image editing; a video takes image, referenceImages, video or source');
-        const given = VIDEO_INPUTS.filter((f) => merged[f] !== undefined);
-        if (given.length === 0)
-          fail(
-            'type',
-            'a video item needs one input: image (image-to-video), referenceImages (reference-to-video), video or source (video-extend / video-edit)',
-          );
-        if (given.length > 1) fail(given[1]!, `a video item takes one kind of input, found ${given.join(' and ')}`);
-      }
-      if (!ok || id === undefined || model === undefined || prompt === undefined) {
-        if (id !== undefined) this.invalidIds.add(id);
-        return undefined;
-      }
-      const pos = this.itemPosition(index);
-      // Fields set one by one, in this order (no object spread per field: this runs once per row).
-      const item = { id, type, model, prompt } as ResolvedItem;
-      if (aspectRatio !== undefined) item.aspectRatio = aspectRatio;
-      if (resolution !== undefined) item.resolution = resolution;
-      if (duration !== undefined) item.duration = String(Number(duration));
-      if (files.inputs) item.inputs = files.inputs;
-      if (files.image) item.image = files.image;
-      if (files.referenceImages) item.referenceImages = files.referenceImages;
-      if (files.video) item.video = files.video;
-      if (sourceId !== undefined) item.source = sourceId;
-      if (priority !== undefined && Number(priority) !== 0) item.priority = Number(priority);
-      if (tags?.length) item.tags = tags;
-      if (values) item.values = values;
-      item.where = row
-        ? { file: this.source.file, line: pos.line, column: pos.column, itemIndex: index, row }
-        : { file: this.source.file, line: pos.line, column: pos.column, itemIndex: index };
-      return item;
-    };
-    if (!hasFileInputs(merged)) return finish({});
-    return this.fileRefs(merged, withFields, fail).then(finish);
+  /** The inputs a type takes are checked, then the item is built: fields set one by one (this runs once per row). */
+  private assemble(
+    merged: Merged,
+    index: number,
+    f: ItemFields & { id: string | undefined; prompt: string | undefined },
+    files: FileRefs,
+    check: Check,
+    row: RowAt | undefined,
+    values: Record<string, string> | undefined,
+  ): ResolvedItem | undefined {
+    const sourceId = merged.source === undefined ? undefined : check.text('source', merged.source);
+    checkInputsOfType(merged, f.type, check.fail);
+    const { id, model, prompt } = f;
+    if (!check.ok || id === undefined || model === undefined || prompt === undefined) {
+      if (id !== undefined) this.invalidIds.add(id);
+      return undefined;
+    }
+    const pos = this.itemPosition(index);
+    // No object spread per field.
+    const item = { id, type: f.type, model, prompt } as ResolvedItem;
+    if (f.aspectRatio !== undefined) item.aspectRatio = f.aspectRatio;
+    if (f.resolution !== undefined) item.resolution = f.resolution;
+    if (f.duration !== undefined) item.duration = String(Number(f.duration));
+    if (files.inputs) item.inputs = files.inputs;
+    if (files.image) item.image = files.image;
+    if (files.referenceImages) item.referenceImages = files.referenceImages;
+    if (files.video) item.video = files.video;
+    if (sourceId !== undefined) item.source = sourceId;
+    if (f.priority !== undefined && Number(f.priority) !== 0) item.priority = Number(f.priority);
+    if (f.tags?.length) item.tags = f.tags;
+    if (values) item.values = values;
+    const at = { file: this.source.file, line: pos.line, column: pos.column, itemIndex: index };
+    item.where = row ? { ...at, row } : at;
+    return item;
   }
 
   /** The item's file inputs, each checked (it exists, it is readable, its bytes are the media the field takes). */
@@ -388,6 +395,61 @@ function checkId(id: string, fail: (message: string) => void): void {
   // eslint-disable-next-line no-control-regex
   else if (/[\u0000-\u001f\u007f]/.test(id)) fail(`an id cannot hold control characters, found ${JSON.stringify(id)}`);
   else if (id.includes('#')) fail(`an id cannot hold # (repeat adds #1, #2, …), found ${JSON.stringify(id)}`);
+}
+
+/** Where a row was written, for a row's item. */
+type RowAt = { file: string; line: number };
+
+/** One item's checks while it is resolved (see checkFor). */
+interface Check {
+  ok: boolean;
+  fail(field: string, message: string, at?: number): void;
+  text(field: string, value: string | undefined): string | undefined;
+}
+
+/** An item's own fields, rendered. */
+interface ItemFields {
+  type: 'image' | 'video';
+  model: string | undefined;
+  aspectRatio: string | undefined;
+  resolution: string | undefined;
+  duration: string | undefined;
+  priority: string | undefined;
+  tags: string[] | undefined;
+}
+
+/** Each tag rendered; a value with commas (a rows column "brand-a,summer") gives several tags, an empty one none. */
+function tagsOf(tags: readonly string[], ctx: ItemContext, check: Check): string[] {
+  const out = new Set<string>();
+  for (const [i, t] of tags.entries()) {
+    let value = t;
+    if (t.includes('{{')) {
+      const r = render(t, ctx);
+      if (!r.ok) check.fail('tags', r.message, i);
+      value = r.ok ? r.value : '';
+    }
+    for (const tag of value.split(',')) if (tag.trim()) out.add(tag.trim());
+  }
+  return [...out];
+}
+
+/** An image takes no video fields; a video takes exactly one kind of input. */
+function checkInputsOfType(merged: Merged, type: 'image' | 'video', fail: Check['fail']): void {
+  if (type === 'image') {
+    for (const field of VIDEO_ONLY)
+      if (merged[field] !== undefined)
+        fail(field, `${field} applies to video items; this item is an image (set type: video)`);
+    return;
+  }
+  if (merged.inputs !== undefined)
+    fail('inputs', 'inputs are for image editing; a video takes image, referenceImages, video or source');
+  const given = VIDEO_INPUTS.filter((f) => merged[f] !== undefined);
+  if (given.length === 0)
+    fail(
+      'type',
+      'a video item needs one input: image (image-to-video), referenceImages (reference-to-video), video or source (video-extend / video-edit)',
+    );
+  if (given.length > 1) fail(given[1]!, `a video item takes one kind of input, found ${given.join(' and ')}`);
 }
 
 interface FileRefs {
