@@ -62,8 +62,36 @@ export function reconcile(
   const from = periodFrom === undefined ? undefined : periodFrom - CLOCK_SKEW_MS;
   const listed = new Map<string, ListedJob>();
   for (const listing of listings) for (const job of listing.jobs) if (!listed.has(job.id)) listed.set(job.id, job);
+  const likelyItem = likelyItemOf(attempts, items);
+  const { ours, others, beforePeriod } = sortByOrigin(listed, from, likelyItem);
+  const { unknown, foundMaybeAccepted } = unknownJobs(ours, attempts, likelyItem);
+  const lost = lostJobs(attempts, listings, listed);
+  const credits = creditsOnBothSides(ours, attempts);
+  const difference = credits.difference;
+  return {
+    period: { from: from === undefined ? null : new Date(from).toISOString(), to: new Date(now).toISOString() },
+    keys: listings.map((l) => ({
+      key: l.key,
+      jobs: l.jobs.length,
+      pages: l.pages,
+      complete: l.complete,
+      ...(l.stoppedBecause ? { stoppedBecause: l.stoppedBecause } : {}),
+    })),
+    unknown,
+    lost,
+    foundMaybeAccepted,
+    credits,
+    otherOrigins: [...others].map(([origin, o]) => ({ origin, ...o })),
+    beforePeriod,
+    differences: unknown.length + lost.length + (difference !== null && difference !== 0 ? 1 : 0),
+  };
+}
 
-  const knownJobs = new Set(attempts.flatMap((a) => (a.job_id ? [a.job_id] : [])));
+/** The item an unknown job most likely belongs to: the service may echo the model and prompt. */
+function likelyItemOf(
+  attempts: readonly AttemptForReconcile[],
+  items: readonly ItemEcho[],
+): (job: ListedJob) => string | null {
   // Items by what the service may echo: an unknown job with the same model and prompt is most likely theirs.
   const byEcho = new Map<string, string[]>();
   const waiting = new Set(attempts.filter((a) => !a.job_id && a.status === 'sent').map((a) => a.item_id));
@@ -73,7 +101,7 @@ export function reconcile(
     byEcho.set(key, [...(byEcho.get(key) ?? []), item.id]);
   }
   const withJob = new Set(attempts.filter((a) => a.job_id).map((a) => a.item_id));
-  const likelyItem = (job: ListedJob) => {
+  return (job: ListedJob) => {
     if (job.prompt === undefined || job.model === undefined) return null;
     const candidates = byEcho.get(`${job.model}\n${job.prompt}`) ?? [];
     // One whose answer never came first (that is where a paid job goes missing from the state), then one with no job at all.
@@ -81,7 +109,14 @@ export function reconcile(
       candidates.find((id) => waiting.has(id)) ?? candidates.find((id) => !withJob.has(id)) ?? candidates[0] ?? null
     );
   };
+}
 
+/** The API's jobs of this run's period, apart from other origins' and older runs'. */
+function sortByOrigin(
+  listed: ReadonlyMap<string, ListedJob>,
+  from: number | undefined,
+  likelyItem: (job: ListedJob) => string | null,
+) {
   const ours: ListedJob[] = [];
   const others = new Map<string, { jobs: number; charged: number }>();
   let beforePeriod = 0;
@@ -94,7 +129,17 @@ export function reconcile(
       beforePeriod++;
     } else ours.push(job);
   }
+  return { ours, others, beforePeriod };
+}
 
+/** Paid jobs the state does not know, and the "maybe accepted" items whose job is among them. */
+function unknownJobs(
+  ours: readonly ListedJob[],
+  attempts: readonly AttemptForReconcile[],
+  likelyItem: (job: ListedJob) => string | null,
+) {
+  const knownJobs = new Set(attempts.flatMap((a) => (a.job_id ? [a.job_id] : [])));
+  const waiting = new Set(attempts.filter((a) => !a.job_id && a.status === 'sent').map((a) => a.item_id));
   const unknown: UnknownJob[] = [];
   const foundMaybeAccepted: { item: string; jobId: string }[] = [];
   for (const job of ours) {
@@ -112,7 +157,15 @@ export function reconcile(
       likelyItem: item,
     });
   }
+  return { unknown, foundMaybeAccepted };
+}
 
+/** Jobs the state holds as accepted that a list read to its end does not show. */
+function lostJobs(
+  attempts: readonly AttemptForReconcile[],
+  listings: readonly KeyListing[],
+  listed: ReadonlyMap<string, ListedJob>,
+): LostJob[] {
   // A job is only missing from a list read to its end, by the key that made it (or any, for attempts made before keys were recorded).
   const completeKeys = new Set(listings.filter((l) => l.complete).map((l) => l.key));
   const lost: LostJob[] = [];
@@ -122,7 +175,11 @@ export function reconcile(
       a.key_fp === null ? listings.length > 0 && listings.every((l) => l.complete) : completeKeys.has(a.key_fp);
     if (readable) lost.push({ item: a.item_id, attempt: a.n, jobId: a.job_id, key: a.key_fp });
   }
+  return lost;
+}
 
+/** Credits per the service and per the state, and their difference (unknown when a job shows no charge). */
+function creditsOnBothSides(ours: readonly ListedJob[], attempts: readonly AttemptForReconcile[]) {
   const serviceCharged = ours.reduce((s, j) => s + (j.charged ?? 0), 0);
   const serviceRefunded = ours.reduce((s, j) => s + j.refunded, 0);
   const jobsWithoutCharge = ours.filter((j) => j.charged === undefined).length;
@@ -132,24 +189,8 @@ export function reconcile(
   const stateNet = stateCharged - stateRefunded;
   const difference = jobsWithoutCharge > 0 ? null : serviceNet - stateNet;
   return {
-    period: { from: from === undefined ? null : new Date(from).toISOString(), to: new Date(now).toISOString() },
-    keys: listings.map((l) => ({
-      key: l.key,
-      jobs: l.jobs.length,
-      pages: l.pages,
-      complete: l.complete,
-      ...(l.stoppedBecause ? { stoppedBecause: l.stoppedBecause } : {}),
-    })),
-    unknown,
-    lost,
-    foundMaybeAccepted,
-    credits: {
-      service: { charged: serviceCharged, refunded: serviceRefunded, net: serviceNet, jobsWithoutCharge },
-      state: { charged: stateCharged, refunded: stateRefunded, net: stateNet },
-      difference,
-    },
-    otherOrigins: [...others].map(([origin, o]) => ({ origin, ...o })),
-    beforePeriod,
-    differences: unknown.length + lost.length + (difference !== null && difference !== 0 ? 1 : 0),
+    service: { charged: serviceCharged, refunded: serviceRefunded, net: serviceNet, jobsWithoutCharge },
+    state: { charged: stateCharged, refunded: stateRefunded, net: stateNet },
+    difference,
   };
 }
