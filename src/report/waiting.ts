@@ -22,82 +22,77 @@ export interface RunWaits {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
+/** What a run's wait says, when one explains every item of a state. */
+interface RunWaitsSaid {
+  running: boolean;
+  unreachable: string | undefined;
+  cap: number | undefined;
+  paused: string | undefined;
+}
+
 /** Why each open item is not done yet, by state: every wait has a reason and, where it is a matter of time, a time. */
 export function waitingFor(store: Store, now: number, run: RunWaits): Waiting[] {
   const out: Waiting[] = [];
-  // Since when is run.unreachableSince's to say.
-  const unreachable =
-    run.running && run.unreachableSince
-      ? 'the service to answer again (it is probed; the run exits 4 past --unreachable-minutes)'
-      : undefined;
-  const cap = run.running && run.waitingUntil && run.waitingUntil > now ? run.waitingUntil : undefined;
-  const paused = run.pausedSince
-    ? `genbatch resume (paused since ${iso(run.pausedSince)}: nothing new is sent)`
-    : undefined;
+  const said: RunWaitsSaid = {
+    running: run.running,
+    // Since when is run.unreachableSince's to say.
+    unreachable:
+      run.running && run.unreachableSince
+        ? 'the service to answer again (it is probed; the run exits 4 past --unreachable-minutes)'
+        : undefined,
+    cap: run.running && run.waitingUntil && run.waitingUntil > now ? run.waitingUntil : undefined,
+    paused: run.pausedSince ? `genbatch resume (paused since ${iso(run.pausedSince)}: nothing new is sent)` : undefined,
+  };
   const add = (state: ItemState, items: number, what: string, until?: number | null) => {
     if (items > 0) out.push({ state, items, for: what, ...(until ? { until: iso(until) } : {}) });
   };
-  for (const { state, n, later, next_at } of store.items.waitsByState(now)) {
-    const now_ = n - later;
-    switch (state) {
-      case 'pending':
-        add(state, later, 'the end of a backoff (then a submission)', next_at);
-        add(
-          state,
-          now_,
-          paused ??
-            unreachable ??
-            (cap
-              ? 'the daily credit cap to reset'
-              : run.running
-                ? 'a free in-flight slot and a turn in the submission rate'
-                : 'a run (genbatch run)'),
-          cap,
-        );
-        break;
-      case 'queued':
-        add(
-          state,
-          n,
-          run.running ? (unreachable ?? 'its turn in the submission rate (never sent yet)') : 'a run (never sent yet)',
-        );
-        break;
-      case 'submitting':
-        add(state, later, 'its time to be resent with the same key (a backoff, or a 503)', next_at);
-        add(
-          state,
-          now_,
-          run.running
-            ? unreachable
-              ? `${unreachable}, to resend it with the same key`
-              : 'the answer to its submission'
-            : 'a run, which resends it with the same key',
-        );
-        break;
-      case 'maybe_accepted':
-        add(
-          state,
-          n,
-          'a later run, which resends it with the same key (it may have been accepted, and is never paid twice)',
-        );
-        break;
-      case 'running':
-        add(
-          state,
-          n,
-          run.running
-            ? unreachable
-              ? `${unreachable}, to poll its job`
-              : 'its job to end (long-polled)'
-            : 'a run, which polls its job (paid for)',
-        );
-        break;
-      case 'downloading':
-        add(state, n, run.running ? 'its download' : 'a run, which downloads it (paid for)');
-        break;
-      default:
-        break;
-    }
-  }
+  for (const row of store.items.waitsByState(now)) addWaits(row, said, add);
   return out;
+}
+
+function addWaits(
+  { state, n, later, next_at }: { state: ItemState; n: number; later: number; next_at: number | null },
+  run: RunWaitsSaid,
+  add: (state: ItemState, items: number, what: string, until?: number | null) => void,
+): void {
+  const { unreachable, cap, paused } = run;
+  const now_ = n - later;
+  switch (state) {
+    case 'pending': {
+      add(state, later, 'the end of a backoff (then a submission)', next_at);
+      const slot = run.running ? 'a free in-flight slot and a turn in the submission rate' : 'a run (genbatch run)';
+      add(state, now_, paused ?? unreachable ?? (cap ? 'the daily credit cap to reset' : slot), cap);
+      return;
+    }
+    case 'queued':
+      add(
+        state,
+        n,
+        run.running ? (unreachable ?? 'its turn in the submission rate (never sent yet)') : 'a run (never sent yet)',
+      );
+      return;
+    case 'submitting': {
+      add(state, later, 'its time to be resent with the same key (a backoff, or a 503)', next_at);
+      const answer = unreachable ? `${unreachable}, to resend it with the same key` : 'the answer to its submission';
+      add(state, now_, run.running ? answer : 'a run, which resends it with the same key');
+      return;
+    }
+    case 'maybe_accepted':
+      add(
+        state,
+        n,
+        'a later run, which resends it with the same key (it may have been accepted, and is never paid twice)',
+      );
+      return;
+    case 'running': {
+      const poll = unreachable ? `${unreachable}, to poll its job` : 'its job to end (long-polled)';
+      add(state, n, run.running ? poll : 'a run, which polls its job (paid for)');
+      return;
+    }
+    case 'downloading':
+      add(state, n, run.running ? 'its download' : 'a run, which downloads it (paid for)');
+      return;
+    default:
+      return;
+  }
 }
