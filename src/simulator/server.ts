@@ -87,151 +87,18 @@ export async function startSimulator(options: StartOptions = {}): Promise<Runnin
   let origin = '';
   const service = new Service(opts, () => `${origin}/storage`);
   const storage = new Storage(service);
-  const sockets = new Set<Socket>();
-  let down: OutageMode | undefined;
-  let listening = false;
-  let closed = false;
-
-  const server: Server = createServer((req, res) => {
-    handle(req, res).catch((error: unknown) => {
-      if (!res.headersSent) sendJson(res, 500, {}, { error: { code: 'INTERNAL', message: String(error) } });
-      else res.destroy();
-    });
-  });
-
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const network: Network = new Network(host, (req, res): Promise<void> => {
     const url = new URL(req.url ?? '/', origin);
-    const method = req.method ?? 'GET';
-    if (url.pathname.startsWith('/storage/')) {
-      const path = url.pathname.slice('/storage'.length);
-      const body = await readBody(req, opts.limits.maxVideoUploadBytes);
-      const out =
-        method === 'PUT' && body !== 'too-large'
-          ? storage.put(path, url.searchParams, req.headers['content-type'], body)
-          : method === 'GET' || method === 'HEAD'
-            ? storage.get(path, url.searchParams)
-            : { status: 405, headers: {}, body: Buffer.alloc(0) };
-      if (out.delivery === 'endless') {
-        // Bounded, as every load a test makes must be: at most 64 MiB or 20 s, or until the client hangs up.
-        res.writeHead(out.status, out.headers);
-        const chunk = Buffer.alloc(64 * 1024, 7);
-        const until = Date.now() + 20_000;
-        for (let sent = 0; sent < 64 * 1024 * 1024 && Date.now() < until && !res.destroyed; sent += chunk.length) {
-          if (!res.write(chunk)) await drainedOrClosed(res);
-        }
-        res.end();
-        return;
-      }
-      res.writeHead(out.status, { ...out.headers, 'Content-Length': out.body.length });
-      if (method === 'HEAD') return void res.end();
-      if (out.delivery === 'truncate') {
-        res.write(out.body.subarray(0, Math.floor(out.body.length / 2)));
-        setTimeout(() => res.destroy(), 20);
-        return;
-      }
-      if (out.delivery === 'slow') {
-        for (let i = 0; i < out.body.length; i += 512) {
-          res.write(out.body.subarray(i, i + 512));
-          await new Promise((r) => setTimeout(r, 25));
-        }
-      }
-      res.end(out.delivery === 'slow' ? undefined : out.body);
-      return;
-    }
-    if (url.pathname === '/__sim/ledger' && method === 'GET') {
-      return sendJson(res, 200, {}, { totals: service.ledger.totals(), events: service.ledger.events });
-    }
-    if (!url.pathname.startsWith('/v1/')) {
-      return sendJson(
-        res,
-        404,
-        {},
-        { error: { code: 'NOT_FOUND', message: `No endpoint ${url.pathname}; the API is under /v1.` } },
-      );
-    }
-    const raw = await readBody(req, MAX_API_BODY);
-    let body: unknown;
-    let bodyError: string | undefined;
-    if (raw === 'too-large') bodyError = `The body is larger than ${MAX_API_BODY} bytes.`;
-    else if (raw.length > 0) {
-      if (!/^application\/json\b/i.test(req.headers['content-type'] ?? ''))
-        bodyError = 'Send the body as JSON with Content-Type: application/json.';
-      else {
-        try {
-          body = JSON.parse(raw.toString('utf8'));
-        } catch {
-          bodyError = 'The body is not valid JSON.';
-        }
-      }
-    }
-    const out = await service.handle({
-      method,
-      path: url.pathname.slice(3),
-      query: url.searchParams,
-      headers: req.headers,
-      body,
-      ...(bodyError ? { bodyError } : {}),
-    });
-    if (out.drop || down) {
-      req.socket.destroy();
-      return;
-    }
-    sendJson(res, out.status, out.headers, out.body);
-  }
-
-  server.on('connection', (socket) => {
-    if (down === 'reset') return void socket.resetAndDestroy();
-    if (down === 'hang') socket.pause();
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
+    if (url.pathname.startsWith('/storage/'))
+      return serveStorage(req, res, url, storage, opts.limits.maxVideoUploadBytes);
+    return serveApi(req, res, url, service, () => network.isDown);
   });
-  const listen = (port: number) =>
-    new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, host, () => {
-        server.off('error', reject);
-        listening = true;
-        resolve();
-      });
-    });
-  await listen(options.port ?? 0);
-  const address = server.address() as AddressInfo;
+  const address = await network.start(options.port ?? 0);
   origin = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
   const keys = Object.fromEntries([...service.accounts.keys.values()].map((k) => [k.label, k.token]));
-
-  const stopListening = () =>
-    new Promise<void>((resolve) => {
-      if (!listening) return resolve();
-      listening = false;
-      server.close(() => resolve());
-    });
-  const cutAll = () => {
-    for (const socket of sockets) socket.resetAndDestroy();
-    sockets.clear();
-  };
-  // Listening starts and stops one after the other: a close while an outage's end is reopening the port waits for it, then closes it.
-  let transitions = Promise.resolve();
-  const serially = (change: () => Promise<void>) => (transitions = transitions.then(change, change));
-  const outage = (mode: OutageMode = 'refuse') => {
-    // Cut at once (the answer being written is lost); the port's state follows in turn.
-    down = mode;
-    cutAll();
-    return serially(async () => {
-      if (down === 'refuse') await stopListening();
-      else if (down && !listening && !closed) await listen(address.port);
-    });
-  };
-  const restore = () => {
-    if (!down) return transitions;
-    // Connections a hang left waiting get no answer now either.
-    if (down === 'hang') cutAll();
-    down = undefined;
-    return serially(async () => {
-      if (!down && !listening && !closed) await listen(address.port);
-    });
-  };
+  const outage = (mode: OutageMode = 'refuse') => network.outage(mode);
+  const restore = () => network.restore();
   const unwatch = scheduleOutages(service, options.outages ?? [], outage, restore);
-
   return {
     storage,
     baseUrl: `${origin}/v1`,
@@ -241,16 +108,203 @@ export async function startSimulator(options: StartOptions = {}): Promise<Runnin
     outage,
     restore,
     get down() {
-      return down !== undefined;
+      return network.isDown;
     },
     async close() {
-      closed = true;
       unwatch();
       service.close();
-      for (const socket of sockets) socket.destroy();
-      await serially(stopListening);
+      await network.close();
     },
   };
+}
+
+/**
+ * The simulator on the network: listening on its port, its sockets, and
+ * the outages a test asks for (refused, reset or hung connections). The
+ * port opens and closes one change after the other.
+ */
+class Network {
+  private readonly server: Server;
+  private readonly sockets = new Set<Socket>();
+  private down: OutageMode | undefined;
+  private listening = false;
+  private closed = false;
+  private port = 0;
+  private transitions = Promise.resolve();
+
+  constructor(
+    private readonly host: string,
+    handle: (req: IncomingMessage, res: ServerResponse) => Promise<void>,
+  ) {
+    this.server = createServer((req, res) => {
+      handle(req, res).catch((error: unknown) => {
+        if (!res.headersSent) sendJson(res, 500, {}, { error: { code: 'INTERNAL', message: String(error) } });
+        else res.destroy();
+      });
+    });
+    this.server.on('connection', (socket) => {
+      if (this.down === 'reset') return void socket.resetAndDestroy();
+      if (this.down === 'hang') socket.pause();
+      this.sockets.add(socket);
+      socket.on('close', () => this.sockets.delete(socket));
+    });
+  }
+
+  get isDown(): boolean {
+    return this.down !== undefined;
+  }
+
+  async start(port: number): Promise<AddressInfo> {
+    await this.listen(port);
+    const address = this.server.address() as AddressInfo;
+    this.port = address.port;
+    return address;
+  }
+
+  /** Cut at once (the answer being written is lost); the port's state follows in turn. */
+  outage(mode: OutageMode): Promise<void> {
+    this.down = mode;
+    this.cutAll();
+    return this.serially(async () => {
+      if (this.down === 'refuse') await this.stopListening();
+      else if (this.down && !this.listening && !this.closed) await this.listen(this.port);
+    });
+  }
+
+  restore(): Promise<void> {
+    if (!this.down) return this.transitions;
+    // Connections a hang left waiting get no answer now either.
+    if (this.down === 'hang') this.cutAll();
+    this.down = undefined;
+    return this.serially(async () => {
+      if (!this.down && !this.listening && !this.closed) await this.listen(this.port);
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const socket of this.sockets) socket.destroy();
+    await this.serially(() => this.stopListening());
+  }
+
+  /** A close while an outage's end is reopening the port waits for it, then closes it. */
+  private serially(change: () => Promise<void>): Promise<void> {
+    this.transitions = this.transitions.then(change, change);
+    return this.transitions;
+  }
+
+  private listen(port: number): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, this.host, () => {
+        this.server.off('error', reject);
+        this.listening = true;
+        resolve();
+      });
+    });
+  }
+
+  private stopListening(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      if (!this.listening) return resolve();
+      this.listening = false;
+      this.server.close(() => resolve());
+    });
+  }
+
+  private cutAll(): void {
+    for (const socket of this.sockets) socket.resetAndDestroy();
+    this.sockets.clear();
+  }
+}
+
+/** The presigned storage: uploads and output links, with the delivery faults a test asks for. */
+async function serveStorage(
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+  storage: Storage,
+  maxUploadBytes: number,
+): Promise<void> {
+  const method = req.method ?? 'GET';
+  const path = url.pathname.slice('/storage'.length);
+  const body = await readBody(req, maxUploadBytes);
+  const out =
+    method === 'PUT' && body !== 'too-large'
+      ? storage.put(path, url.searchParams, req.headers['content-type'], body)
+      : method === 'GET' || method === 'HEAD'
+        ? storage.get(path, url.searchParams)
+        : { status: 405, headers: {}, body: Buffer.alloc(0) };
+  if (out.delivery === 'endless') {
+    // Bounded, as every load a test makes must be: at most 64 MiB or 20 s, or until the client hangs up.
+    res.writeHead(out.status, out.headers);
+    const chunk = Buffer.alloc(64 * 1024, 7);
+    const until = Date.now() + 20_000;
+    for (let sent = 0; sent < 64 * 1024 * 1024 && Date.now() < until && !res.destroyed; sent += chunk.length) {
+      if (!res.write(chunk)) await drainedOrClosed(res);
+    }
+    res.end();
+    return;
+  }
+  res.writeHead(out.status, { ...out.headers, 'Content-Length': out.body.length });
+  if (method === 'HEAD') return void res.end();
+  if (out.delivery === 'truncate') {
+    res.write(out.body.subarray(0, Math.floor(out.body.length / 2)));
+    setTimeout(() => res.destroy(), 20);
+    return;
+  }
+  if (out.delivery === 'slow') {
+    for (let i = 0; i < out.body.length; i += 512) {
+      res.write(out.body.subarray(i, i + 512));
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  }
+  res.end(out.delivery === 'slow' ? undefined : out.body);
+}
+
+/** The API under /v1 (and the ledger for tests); an answer is dropped, or not sent while the network is down. */
+async function serveApi(
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+  service: Service,
+  isDown: () => boolean,
+): Promise<void> {
+  const method = req.method ?? 'GET';
+  if (url.pathname === '/__sim/ledger' && method === 'GET')
+    return sendJson(res, 200, {}, { totals: service.ledger.totals(), events: service.ledger.events });
+  if (!url.pathname.startsWith('/v1/')) {
+    const message = `No endpoint ${url.pathname}; the API is under /v1.`;
+    return sendJson(res, 404, {}, { error: { code: 'NOT_FOUND', message } });
+  }
+  const { body, bodyError } = await jsonBody(req);
+  const out = await service.handle({
+    method,
+    path: url.pathname.slice(3),
+    query: url.searchParams,
+    headers: req.headers,
+    body,
+    ...(bodyError ? { bodyError } : {}),
+  });
+  if (out.drop || isDown()) {
+    req.socket.destroy();
+    return;
+  }
+  sendJson(res, out.status, out.headers, out.body);
+}
+
+/** A request's JSON body, or why it is not one. */
+async function jsonBody(req: IncomingMessage): Promise<{ body?: unknown; bodyError?: string }> {
+  const raw = await readBody(req, MAX_API_BODY);
+  if (raw === 'too-large') return { bodyError: `The body is larger than ${MAX_API_BODY} bytes.` };
+  if (raw.length === 0) return {};
+  if (!/^application\/json\b/i.test(req.headers['content-type'] ?? ''))
+    return { bodyError: 'Send the body as JSON with Content-Type: application/json.' };
+  try {
+    return { body: JSON.parse(raw.toString('utf8')) };
+  } catch {
+    return { bodyError: 'The body is not valid JSON.' };
+  }
 }
 
 /** Starts each outage as its charge is recorded (before the answer leaves, so the answer is lost), and ends it after its time. */

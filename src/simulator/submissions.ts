@@ -89,10 +89,9 @@ export class Submissions {
     return type === 'image' ? checkImageSubmission(body, ctx) : checkVideoSubmission(body, ctx);
   }
 
-  private create(sub: CheckedSubmission, key: SimKey, idemKey: string): SimResponse {
-    const service = this.service;
-    const { opts, accounts, jobs, random, ledger } = service;
-    const now = service.now();
+  /** The key's in-flight jobs, its daily cap, and the account's balance, each as the service refuses it. */
+  private refuseOverLimits(sub: CheckedSubmission, key: SimKey, now: number): void {
+    const { accounts, jobs } = this.service;
     const cap = sub.type === 'image' ? key.limits.imagesInFlight : key.limits.videosInFlight;
     const inFlight = jobs.inFlight(key.label, sub.type);
     if (inFlight >= cap) {
@@ -118,6 +117,11 @@ export class Submissions {
         required: sub.price,
       });
     }
+  }
+
+  /** Moderation, and a 503 (forced by a prompt marker once per key, or at random). */
+  private refuseAtRandom(sub: CheckedSubmission, key: SimKey, idemKey: string, now: number): void {
+    const { opts, random } = this.service;
     if (sub.prompt.includes(MARKERS.block) || moderates(opts.seed, sub.prompt, opts.moderationRate)) {
       key.account.blockedAt.push(now);
       throw new SimError(422, 'CONTENT_VIOLATION', 'The prompt was blocked by moderation. Nothing was charged.');
@@ -134,6 +138,14 @@ export class Submissions {
       const code = forced ?? (random.chance(0.5) ? 'UPSTREAM_UNAVAILABLE' : 'MODERATION_UNAVAILABLE');
       throw new SimError(503, code, 'Temporarily unavailable; nothing was charged. Retry later.');
     }
+  }
+
+  private create(sub: CheckedSubmission, key: SimKey, idemKey: string): SimResponse {
+    const service = this.service;
+    const { opts, accounts, jobs, random, ledger } = service;
+    const now = service.now();
+    this.refuseOverLimits(sub, key, now);
+    this.refuseAtRandom(sub, key, idemKey, now);
     const [minMs, maxMs] = sub.type === 'image' ? opts.imageMs : opts.videoMs;
     const job = jobs.add({
       id: `job_${randomBytes(10).toString('hex')}`,
