@@ -18,7 +18,7 @@ function buildState(path) {
   const store = Store.open(path);
   const now = Date.now();
   const id = (i) => `SKU-${String(i).padStart(6, '0')}`;
-  store.items.sync(
+  store.itemSync.sync(
     (function* () {
       for (let i = 0; i < ITEMS; i++) {
         // A catalog's items carry their row (sku, title): the results and the gallery's groups have them.

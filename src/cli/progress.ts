@@ -190,8 +190,8 @@ export class Progress {
     if (now - this.eta.at > ETA_REFRESH_MS)
       this.eta = { seconds: liveEta(this.store, now)?.seconds, at: now, keys: this.keysFacts() };
     return {
-      counts: this.store.items.counts(),
-      resendLater: this.store.items.deferredResends(),
+      counts: this.store.itemReports.counts(),
+      resendLater: this.store.itemReports.deferredResends(),
       total: this.total,
       credits: this.store.attempts.totals(),
       etaSeconds: this.eta.seconds,
@@ -205,7 +205,7 @@ export class Progress {
 
   private keysFacts(): LiveFacts['keys'] {
     if (this.keys.length < 2) return undefined;
-    const open = new Map(this.store.items.openByKey().map((r) => [r.key_fp, r.n]));
+    const open = new Map(this.store.itemReports.openByKey().map((r) => [r.key_fp, r.n]));
     return this.keys.map((fingerprint) => ({ fingerprint, open: open.get(fingerprint) ?? 0 }));
   }
 

@@ -85,7 +85,7 @@ function galleryHeader(store: Store, summary: ResultSummary, opts: ReportOptions
     generatedAt: opts.now,
     summary,
     credits: { charged, refunded, net: charged - refunded },
-    failures: store.items.failuresByCode(),
+    failures: store.itemReports.failuresByCode(),
     run: { seconds: runSeconds(sessions), sessions: sessions.length },
   };
 }

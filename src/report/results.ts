@@ -43,7 +43,7 @@ const PAGE_SIZE = 200;
 export function* resultPages(store: Store, pageSize = PAGE_SIZE): Generator<ResultRow[]> {
   let after = { seq: -1, row: 0 };
   for (;;) {
-    const facts = store.items.reportPage(after.seq, after.row, pageSize);
+    const facts = store.itemReports.reportPage(after.seq, after.row, pageSize);
     if (facts.length === 0) return;
     const last = facts[facts.length - 1]!;
     after = { seq: last.seq, row: last.row };
@@ -86,12 +86,12 @@ export function summarizeStore(store: Store): ResultSummary {
   const states = new Map<ItemState, number>();
   const models = new Map<string, number>();
   let items = 0;
-  for (const { state, model, n } of store.items.reportTally()) {
+  for (const { state, model, n } of store.itemReports.reportTally()) {
     items += n;
     states.set(state, (states.get(state) ?? 0) + n);
     models.set(model, (models.get(model) ?? 0) + n);
   }
-  return { items, states, models, valueNames: store.items.valueNames() };
+  return { items, states, models, valueNames: store.itemReports.valueNames() };
 }
 
 /** The same summary of rows already in hand. */

@@ -50,7 +50,7 @@ const iso = (ms: number | null | undefined) => (ms ? new Date(ms).toISOString() 
 
 /** The run's progress from the state file alone: no network. */
 export function collectStatus(store: Store, where: { manifest: string; state: string }, now: number): Status {
-  const counts = store.items.counts();
+  const counts = store.itemReports.counts();
   const { charged, refunded } = store.attempts.totals();
   const sessions = store.runs.all();
   const last = sessions.at(-1);
@@ -65,11 +65,11 @@ export function collectStatus(store: Store, where: { manifest: string; state: st
     state: where.state,
     items: { total: Object.values(counts).reduce((a, b) => a + b, 0), ...counts },
     credits: { charged, refunded, net: charged - refunded },
-    failures: store.items.failuresByCode(),
-    problems: store.items.problems(),
+    failures: store.itemReports.failuresByCode(),
+    problems: store.itemReports.problems(),
     // A resend waiting for its time holds no slot: it is not in flight.
-    inFlight: counts.submitting - store.items.deferredResends() + counts.running,
-    removed: store.items.removed(),
+    inFlight: counts.submitting - store.itemReports.deferredResends() + counts.running,
+    removed: store.itemReports.removed(),
     run: {
       running,
       sessions: sessions.length,
@@ -81,7 +81,7 @@ export function collectStatus(store: Store, where: { manifest: string; state: st
       pausedSince: iso(pausedSince),
     },
     waiting: waitingFor(store, now, { running, waitingUntil, unreachableSince, pausedSince }),
-    tags: store.items.byTag().map((t) => ({ ...t, net: t.charged - t.refunded })),
+    tags: store.itemReports.byTag().map((t) => ({ ...t, net: t.charged - t.refunded })),
     eta: running && last ? etaOf(store, last, charged, now) : null,
     keys: keysOf(store, keyDayOf(now, last?.time_scale ?? 1)),
   };
@@ -89,7 +89,7 @@ export function collectStatus(store: Store, where: { manifest: string; state: st
 
 function keysOf(store: Store, today: number): Status['keys'] {
   const todayBy = new Map(store.accounting.byKeyOn(today).map((r) => [r.key_fp, r.charged]));
-  const openBy = new Map(store.items.openByKey().map((r) => [r.key_fp, r.n]));
+  const openBy = new Map(store.itemReports.openByKey().map((r) => [r.key_fp, r.n]));
   return store.attempts.byKey().map((k) => ({
     fingerprint: k.key_fp,
     jobs: k.jobs,
@@ -120,14 +120,14 @@ export function liveEta(store: Store, now: number): Status['eta'] {
 
 function etaOf(store: Store, run: RunRow, charged: number, now: number): Status['eta'] {
   const limits = JSON.parse(run.limits) as KeyLimits;
-  const work = store.items.workByType();
+  const work = store.itemReports.workByType();
   const submitted = work.image.submitted + work.video.submitted;
   const perItem = submitted > 0 ? charged / submitted : 0;
   const eta = estimateEta({
     now,
     run: { startedAt: run.started_at, limits, timeScale: run.time_scale, waitingUntil: run.waiting_until ?? undefined },
     open: { images: work.image.open, videos: work.video.open },
-    finished: store.items.finishedSince(run.started_at),
+    finished: store.itemReports.finishedSince(run.started_at),
     credits: {
       toSpend: perItem * (work.image.pending + work.video.pending),
       chargedToday: store.accounting.chargedOn(keyDayOf(now, run.time_scale)),

@@ -46,7 +46,7 @@ export function waitingFor(store: Store, now: number, run: RunWaits): Waiting[] 
   const add = (state: ItemState, items: number, what: string, until?: number | null) => {
     if (items > 0) out.push({ state, items, for: what, ...(until ? { until: iso(until) } : {}) });
   };
-  for (const row of store.items.waitsByState(now)) addWaits(row, said, add);
+  for (const row of store.itemReports.waitsByState(now)) addWaits(row, said, add);
   return out;
 }
 

@@ -28,7 +28,7 @@ export function saveCanary(store: Store, record: CanaryRecord): void {
  * of the manifest is tried before the bulk is paid for.
  */
 export function chooseCanary(store: Store, size: CanarySize): string[] {
-  const candidates = store.items.canaryCandidates();
+  const candidates = store.queue.canaryCandidates();
   const wanted = 'count' in size ? size.count : Math.ceil((candidates.length * size.percent) / 100);
   const groups = new Map<string, string[]>();
   for (const c of candidates) {

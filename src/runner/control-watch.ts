@@ -24,7 +24,7 @@ export function watchRunControl(deps: ControlWatchDeps): () => void {
   const { store, gate, control, now } = deps;
   let seen: ControlRequest | undefined;
   const answer = (mode: ControlRequest['mode'] | 'running') => {
-    const counts = store.items.counts();
+    const counts = store.itemReports.counts();
     store.control.answered({
       mode,
       at: now(),

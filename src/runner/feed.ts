@@ -120,7 +120,7 @@ export class FeedLoops {
   private nothingReady(type: JobType, lookedAt: number): Step {
     const { feeder, store, clock } = this.deps;
     // While a first sync is still writing items, more may come.
-    if (!this.deps.syncing() && store.items.workByType()[type].open === 0) return 'done';
+    if (!this.deps.syncing() && store.itemReports.workByType()[type].open === 0) return 'done';
     // An item due by the time the feeder looked, yet not handed out, is held by a task or waits for its key's slot or a
     // dependency: only an event changes that, never the clock (waiting 1 ms at a time for it spun a core while a resend
     // waited for its window). One that came due since is looked for again at once.

@@ -34,7 +34,7 @@ export class Feeder {
 
   /** A deferred resend that is due (it may already be paid for) whose key has room (`keyHasRoom`): handed out before any new item. */
   nextResend(type: 'image' | 'video', keyHasRoom: (keyFp: string | null) => boolean): NextItem | undefined {
-    return this.store.items
+    return this.store.queue
       .dueResends(type, this.clock.now(), READY_PAGE)
       .find((row) => !this.claimed.has(row.id) && keyHasRoom(row.key_fp));
   }
@@ -44,7 +44,7 @@ export class Feeder {
     if (this.only) return this.nextOf(this.only, type);
     this.skipDoomed();
     for (let after: ItemRow | undefined, size = FIRST_READY_PAGE; ; size = READY_PAGE) {
-      const page = this.store.items.ready(type, this.clock.now(), after, size);
+      const page = this.store.queue.ready(type, this.clock.now(), after, size);
       const free = page.find((row) => !this.claimed.has(row.id));
       if (free || page.length < size) return free;
       after = page.at(-1)!;
@@ -68,14 +68,14 @@ export class Feeder {
 
   /** When an item of the type that waits for its time (a backoff) is due, if one does. */
   nextDue(type: 'image' | 'video'): number | undefined {
-    return this.store.items.nextDue(type);
+    return this.store.queue.nextDue(type);
   }
 
   /** Until none is left: a skipped item dooms its own dependents in turn. Asked only when an item has ended without an output since. */
   private skipDoomed(): void {
-    const ended = this.store.items.endedWithoutOutput();
+    const ended = this.store.itemReports.endedWithoutOutput();
     if (ended === this.endedSeen) return;
-    for (let doomed = this.store.items.doomed(); doomed.length > 0; doomed = this.store.items.doomed()) {
+    for (let doomed = this.store.queue.doomed(); doomed.length > 0; doomed = this.store.queue.doomed()) {
       const seen = new Set<string>();
       for (const { id, dep_id, dep_state } of doomed) {
         if (seen.has(id)) continue;
@@ -83,7 +83,7 @@ export class Feeder {
         this.skipForGood(id, 'DEPENDENCY_FAILED', `${dep_id} ended ${dep_state}`);
       }
     }
-    this.endedSeen = this.store.items.endedWithoutOutput();
+    this.endedSeen = this.store.itemReports.endedWithoutOutput();
   }
 
   /** pending → skipped, said as the item's end. */

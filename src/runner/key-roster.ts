@@ -65,7 +65,7 @@ export class KeyRoster {
         message: `the key ${lane.fingerprint} was refused (${error.code}): it leaves the pool${left ? `; ${left} key${left === 1 ? '' : 's'} go on` : ''}. ${hint}`,
       });
     }
-    for (const item of this.store.items.boundTo(lane.fingerprint))
+    for (const item of this.store.queue.boundTo(lane.fingerprint))
       if (!this.feeder.holds(item.id)) this.settleForLeftKey(item.id, lane);
     if (left === 0) this.control.stop('refused', `${error.code}: ${error.message}\n${hint}`);
     this.control.wake();
@@ -87,7 +87,7 @@ export class KeyRoster {
 
   /** No key that may submit this type is left (the others were refused): the run stops if items of it wait. */
   noKeyLeftFor(type: JobType): void {
-    if (this.store.items.workByType()[type].pending === 0) return;
+    if (this.store.itemReports.workByType()[type].pending === 0) return;
     const refused = this.lanes.all.filter((l) => l.refused).map((l) => `${l.fingerprint}: ${l.refused!.code}`);
     this.control.stop(
       'refused',
@@ -100,7 +100,7 @@ export class KeyRoster {
     keysMissing: Record<string, number>;
     keysRefused: Record<string, { code: string; message: string; waiting: number }>;
   } {
-    const waitingByKey = new Map(this.store.items.openByKey().map((r) => [r.key_fp, r.n]));
+    const waitingByKey = new Map(this.store.itemReports.openByKey().map((r) => [r.key_fp, r.n]));
     return {
       keysMissing: Object.fromEntries([...this.missing].map(([fp, ids]) => [fp, ids.size])),
       keysRefused: Object.fromEntries(

@@ -25,7 +25,7 @@ export async function preflight(
     );
     return false;
   }
-  if (opts.only && store.items.select(selects(opts.only)).length === 0) {
+  if (opts.only && store.queue.select(selects(opts.only)).length === 0) {
     const only = `--only ${opts.only.join(' --only ')}`;
     control.stop('nothing-selected', `${only} matches no item of the manifest: nothing was submitted`);
     return false;

@@ -32,12 +32,12 @@ export async function recover(deps: RecoveryDeps): Promise<{ verifying: Promise<
   for (const state of ['queued', 'submitting', 'maybe_accepted', 'running'] as const) {
     // A resend deferred to a later time is the feeder's to start when it is due.
     // An item the manifest dropped before its attempt was sent is never sent; one sent may be paid for, so it goes on.
-    for (const item of store.items.inState(state)) {
+    for (const item of store.queue.inState(state)) {
       const lane = roster.laneOf(item);
       if (lane && item.not_before <= now() && !(item.removed && state === 'queued')) deps.startJob(item, lane);
     }
   }
-  for (const { id, job_id, key_fp } of store.items.downloadsToResume()) {
+  for (const { id, job_id, key_fp } of store.queue.downloadsToResume()) {
     // A key this run lacks: the roster holds the item for a run with it, and says so.
     const lane = key_fp ? lanes.get(key_fp) : lanes.all[0];
     if (lane || roster.laneOf(store.items.get(id)!)) deps.startDownload(id, job_id);
@@ -51,7 +51,7 @@ async function verifyDone(deps: RecoveryDeps): Promise<void> {
   // Started once every output of the item is marked: a download started at its first missing one would not fetch the others.
   const again = new Map<string, string>();
   // Only the latest job's outputs are the item's: rows an older state kept of a replaced job are passed over.
-  for (const out of store.items.doneOutputs()) {
+  for (const out of store.queue.doneOutputs()) {
     if (deps.signal.aborted) return;
     const check =
       out.path && out.bytes !== null && out.sha256

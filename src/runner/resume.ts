@@ -44,7 +44,7 @@ export async function planResume(
     const synced = syncedSources(store);
     if (!synced || synced.fingerprint !== fingerprint || !(await inputsUnchanged(synced.inputs)))
       return { fingerprint, top, rowsRead };
-    return { resume: { top, synced, shapes: synced.shapes ?? store.items.shapes() }, fingerprint };
+    return { resume: { top, synced, shapes: synced.shapes ?? store.itemSync.shapes() }, fingerprint };
   } finally {
     store.close();
   }

@@ -110,7 +110,7 @@ export class Runner {
     const { store, opts } = this;
     const { control, firstSync } = this.p;
     await firstSync.first();
-    this.changed = store.items.changedIds();
+    this.changed = store.itemSync.changedIds();
     if (!(await preflight(store, opts, control, firstSync))) return this.summary();
     await this.recover();
     const canary = opts.canary;
@@ -179,7 +179,7 @@ export class Runner {
       downloadJob(this.downloadDeps, this.p.roster.laneOfJob(itemId), itemId, jobId, fresh)
         .catch((error: unknown) => recordCrash(this.store, this.opts, itemId, error))
         .finally(() => {
-          if (this.store.items.hasDependents(itemId)) this.p.control.wake();
+          if (this.store.queue.hasDependents(itemId)) this.p.control.wake();
         }),
     );
   }
@@ -191,7 +191,7 @@ export class Runner {
   }
 
   private hasOpenWork(): boolean {
-    const work = this.store.items.workByType();
+    const work = this.store.itemReports.workByType();
     return work.image.open + work.video.open > 0;
   }
 

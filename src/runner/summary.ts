@@ -30,8 +30,8 @@ export function summarize(
   facts: { only: boolean; changed: string[] },
 ): RunSummary {
   // With --only, the run is judged by what it was asked to do.
-  const all = store.items.counts();
-  const counts = store.items.selectedCounts() ?? all;
+  const all = store.itemReports.counts();
+  const counts = store.queue.selectedCounts() ?? all;
   const total = (c: Record<string, number>) => Object.values(c).reduce((a, b) => a + b, 0);
   // A drain says, at its end, what it left unsent.
   const notSent = counts.pending + counts.queued;
@@ -48,9 +48,9 @@ export function summarize(
     credits: store.attempts.totals(),
     ...(stop ? { stop } : {}),
     changed: facts.changed,
-    failures: store.items.failuresByCode(),
-    problems: store.items.problems().slice(0, 20),
-    removed: store.items.removed(),
+    failures: store.itemReports.failuresByCode(),
+    problems: store.itemReports.problems().slice(0, 20),
+    removed: store.itemReports.removed(),
     ...roster.summary(),
   };
 }

@@ -60,7 +60,7 @@ export async function syncItems(
   const source = toSource(items);
   const all = isList(items) ? items : await collect(source);
   const sync = await prepareSync(store, manifest, source, opts, fingerprint);
-  const result = store.items.sync(rowsOf(all, sync.row), opts.now(), opts.redoChanged);
+  const result = store.itemSync.sync(rowsOf(all, sync.row), opts.now(), opts.redoChanged);
   sync.finish();
   return result;
 }
@@ -99,7 +99,7 @@ export async function syncFreshInSteps(
   opts: RunOptions,
   fingerprint?: string,
 ): Promise<SyncSteps | undefined> {
-  if (!store.items.isEmpty()) return undefined;
+  if (!store.itemSync.isEmpty()) return undefined;
   const source = toSource(items);
   const sync = await prepareSync(store, manifest, source, opts, fingerprint);
   const batches = source.batches()[Symbol.asyncIterator]();
@@ -120,7 +120,7 @@ export async function syncFreshInSteps(
           }
           for (const item of next.value) rows.push(sync.row(item, seq++));
         }
-        if (rows.length) store.items.insertNew(rows, opts.now());
+        if (rows.length) store.itemSync.insertNew(rows, opts.now());
         if (done) sync.finish();
         if (performance.now() >= deadline) break;
       }

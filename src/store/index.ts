@@ -3,7 +3,10 @@ import { dirname } from 'node:path';
 import { Accounting } from './accounting.js';
 import { Attempts } from './attempts.js';
 import { openDb, openDbReadOnly, openDbReadWriteUnlocked, StateFileError, type Db } from './db.js';
+import { ItemReports } from './item-reports.js';
+import { ItemSyncer } from './item-sync.js';
 import { Items } from './items.js';
+import { ReadyQueue } from './ready-queue.js';
 import { Lifecycle } from './lifecycle.js';
 import { acquireLock, lockHolder } from './lock.js';
 import { RunControl } from './control.js';
@@ -32,6 +35,12 @@ export { lockHolder } from './lock.js';
 /** The run's durable state: one SQLite file, one writer process. */
 export class Store {
   readonly items: Items;
+  /** The manifest's items written into the state, and what a resume reads back of them. */
+  readonly itemSync: ItemSyncer;
+  /** What a run takes up next. */
+  readonly queue: ReadyQueue;
+  /** What status, the results files and reconcile read of the items. */
+  readonly itemReports: ItemReports;
   readonly attempts: Attempts;
   readonly outputs: Outputs;
   readonly accounting: Accounting;
@@ -55,6 +64,9 @@ export class Store {
     this.accounting = new Accounting(db);
     this.life = new Lifecycle(db, this.attempts, this.accounting, this.outputs);
     this.items = new Items(db, this.life);
+    this.itemSync = new ItemSyncer(db, this.life);
+    this.queue = new ReadyQueue(db);
+    this.itemReports = new ItemReports(db);
     this.uploads = new Uploads(db);
     this.runs = new Runs(db);
     this.control = new RunControl(db);

@@ -129,7 +129,7 @@ describe('on a terminal', () => {
   it('redraws one line in place that never passes its width', async () => {
     const store = Store.open(join(mkdtempSync(join(tmpdir(), 'genbatch-progress-')), 's.sqlite'));
     try {
-      store.items.sync(
+      store.itemSync.sync(
         Array.from({ length: 5 }, (_, i) => ({
           id: `a-very-long-item-id-${i}`,
           seq: i,

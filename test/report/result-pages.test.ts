@@ -19,12 +19,12 @@ describe('the report reads the state a page at a time', () => {
   it('lists every item once, in manifest order, across pages, removed items (which keep an old place) included', () => {
     const store = Store.open(join(mkdtempSync(join(tmpdir(), 'genbatch-pages-')), 's.sqlite'));
     try {
-      store.items.sync([item('old-a', 0, { sku: '1' }), item('old-b', 1, { sku: '2' })], 1, false);
+      store.itemSync.sync([item('old-a', 0, { sku: '1' }), item('old-b', 1, { sku: '2' })], 1, false);
       // The manifest changed: old-a and old-b are gone, and new items take their places 0 and 1.
       const now = Array.from({ length: 7 }, (_, i) =>
         item(`n${i}`, i, i === 3 ? { sku: 's', scene: 'x' } : { sku: 's' }, i % 2 ? 'other' : 'm'),
       );
-      store.items.sync(now, 2, false);
+      store.itemSync.sync(now, 2, false);
 
       const pages = [...resultPages(store, 2)];
       expect(pages.every((p) => p.length <= 2)).toBe(true);

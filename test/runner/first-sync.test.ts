@@ -32,7 +32,7 @@ describe('the first sync of a state, in steps', () => {
     try {
       const steps = (await syncFreshInSteps(store, top, top.items, opts, 'fp'))!;
       const written: number[] = [];
-      const count = () => Object.values(store.items.counts()).reduce((a, b) => a + b, 0);
+      const count = () => Object.values(store.itemReports.counts()).reduce((a, b) => a + b, 0);
       for (let done = false; !done; ) {
         done = await steps.step(0); // a spent budget: the fewest rows a step writes (a batch)
         written.push(count());
@@ -40,7 +40,7 @@ describe('the first sync of a state, in steps', () => {
       }
       expect(written).toEqual([256, 512, 600, 600]);
       expect(syncedSources(store)).toMatchObject({ fingerprint: 'fp', items: 600 });
-      expect(store.items.ready('image', Date.now(), undefined, 3).map((r) => r.id)).toEqual([
+      expect(store.queue.ready('image', Date.now(), undefined, 3).map((r) => r.id)).toEqual([
         'img-0',
         'img-1',
         'img-2',
@@ -60,7 +60,7 @@ describe('the first sync of a state, in steps', () => {
     try {
       const steps = (await syncFreshInSteps(store, top, checked!, opts, 'fp'))!;
       expect(await steps.step(0)).toBe(true);
-      expect(store.items.counts().pending).toBe(12);
+      expect(store.itemReports.counts().pending).toBe(12);
     } finally {
       store.close();
     }
@@ -77,7 +77,7 @@ describe('the first sync of a state, in steps', () => {
       expect(syncedSources(store)).toBeUndefined();
       const { added } = await syncItems(store, top, top.items, opts, 'fp');
       expect(added).toBe(44);
-      expect(store.items.counts().pending).toBe(300);
+      expect(store.itemReports.counts().pending).toBe(300);
       expect(syncedSources(store)).toMatchObject({ fingerprint: 'fp', items: 300 });
     } finally {
       store.close();

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ApiError, type Job } from '../../src/api/index.js';
-import { Items } from '../../src/store/items.js';
+import { ReadyQueue } from '../../src/store/ready-queue.js';
 import { completedJob, fakeRun } from '../helpers/fake-run.js';
 
 /**
@@ -34,7 +34,7 @@ describe('a waiting run does not poll', () => {
     try {
       const submit = runner.lanes.all[0]!.buckets.submit;
       await vi.waitFor(() => expect(posts === 1 && submit.waiting === 1).toBe(true), { timeout: 5000, interval: 5 });
-      const looks = vi.spyOn(Items.prototype, 'nextDue');
+      const looks = vi.spyOn(ReadyQueue.prototype, 'nextDue');
       // A scaled second is 1.7 ms at 600x: a loop that polled would look about a hundred times in this while.
       await new Promise((resolve) => setTimeout(resolve, 300));
       const looked = looks.mock.calls.length;

@@ -29,7 +29,7 @@ describe('the item shapes a sync records', () => {
         );
         const recorded = syncedSources(store)!.shapes!;
         expect(recorded.reduce((n, s) => n + s.n, 0)).toBe(loaded!.items.length);
-        expect(sorted(recorded)).toEqual(sorted(store.items.shapes()));
+        expect(sorted(recorded)).toEqual(sorted(store.itemSync.shapes()));
       } finally {
         store.close();
       }

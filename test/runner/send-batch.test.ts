@@ -17,7 +17,7 @@ afterEach(() => {
 
 function withAttempts(ids: string[]): Store {
   store = Store.open(join(mkdtempSync(join(tmpdir(), 'genbatch-sends-')), 's.sqlite'));
-  store.items.sync(
+  store.itemSync.sync(
     ids.map((id, seq) => ({
       id,
       seq,

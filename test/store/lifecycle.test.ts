@@ -9,7 +9,7 @@ afterEach(() => store?.close());
 
 function fresh(): Store {
   store = Store.open(join(mkdtempSync(join(tmpdir(), 'genbatch-life-')), 's.sqlite'));
-  store.items.sync(
+  store.itemSync.sync(
     [{ id: 'a', seq: 0, type: 'image', model: 'm', contentHash: 'h', spec: '{}', dependsOn: [] }],
     1,
     false,
@@ -110,15 +110,15 @@ describe("the item's transitions are guarded by the states they leave", () => {
     s.life.recordSent('a', 1, 2, 'fp-a');
     expect(s.life.deferResend('a', 1, 100, 3)).toBe(true);
     expect(s.items.get('a')).toMatchObject({ state: 'submitting', not_before: 100 });
-    expect(s.items.dueResends('image', 99, 10)).toEqual([]);
-    expect(s.items.nextDue('image')).toBe(100);
-    expect(s.items.dueResends('image', 100, 10).map((i) => i.id)).toEqual(['a']);
+    expect(s.queue.dueResends('image', 99, 10)).toEqual([]);
+    expect(s.queue.nextDue('image')).toBe(100);
+    expect(s.queue.dueResends('image', 100, 10).map((i) => i.id)).toEqual(['a']);
     s.life.deferResend('a', 1, 200, 101);
     expect(s.attempts.latest('a')!.resends).toBe(2);
     // Held: no time set, so this run's feeder leaves it to the next run.
     s.life.recordMaybeAccepted('a', 1, { code: 'ECONNRESET', message: 'no answer' }, 300);
     expect(s.items.get('a')).toMatchObject({ state: 'maybe_accepted', not_before: 0 });
-    expect(s.items.dueResends('image', 1_000, 10)).toEqual([]);
+    expect(s.queue.dueResends('image', 1_000, 10)).toEqual([]);
     expect(s.attempts.latest('a')!.resends).toBe(0);
     // Only a resend (the same key) takes it on: never a new attempt.
     expect(s.life.startAttempt('a', 2, 'k2', '{}', 350, 'fp-a')).toBe(false);

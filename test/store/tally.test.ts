@@ -17,7 +17,7 @@ describe('the running tallies agree with the rows they count', () => {
         const store = Store.open(join(mkdtempSync(join(tmpdir(), 'genbatch-tally-')), 's.sqlite'));
         try {
           const ids = Array.from({ length: 6 }, (_, i) => `i${i}`);
-          store.items.sync(
+          store.itemSync.sync(
             ids.map((id, seq) => ({
               id,
               seq,
@@ -60,10 +60,10 @@ describe('the running tallies agree with the rows they count', () => {
             state: string;
             n: number;
           }[];
-          const counts = store.items.counts();
+          const counts = store.itemReports.counts();
           for (const { state, n } of direct) expect(counts[state as keyof typeof counts]).toBe(n);
           expect(Object.values(counts).reduce((a, b) => a + b, 0)).toBe(6);
-          const work = store.items.workByType();
+          const work = store.itemReports.workByType();
           const submitted = store.db.prepare('SELECT type, sum(attempt > 0) AS s FROM items GROUP BY type').all() as {
             type: 'image' | 'video';
             s: number;

@@ -131,7 +131,7 @@ function runSoFar(m: LoadedManifest, opts: EstimateFlags, cwd: string): RunSoFar
   const store = openStateReadOnly(path);
   try {
     const totals = store.attempts.totals();
-    return { states: store.items.states(), spent: totals.charged - totals.refunded };
+    return { states: store.itemSync.states(), spent: totals.charged - totals.refunded };
   } finally {
     store.close();
   }

@@ -30,7 +30,7 @@ export async function reconcileCommand(
   let firstSession: number | undefined;
   try {
     attempts = store.attempts.forReconcile();
-    items = store.items.echoes();
+    items = store.itemReports.echoes();
     firstSession = store.runs.all()[0]?.started_at;
   } finally {
     store.close();

@@ -526,7 +526,7 @@ function notifierFor(
     run: ctx.run,
     manifest: ctx.manifest,
     stallMs: (flags.stallMinutes ?? 30) * 60_000,
-    snapshot: () => ({ counts: ctx.store.items.counts(), credits: ctx.store.attempts.totals() }),
+    snapshot: () => ({ counts: ctx.store.itemReports.counts(), credits: ctx.store.attempts.totals() }),
     logger: ctx.logger,
   });
 }

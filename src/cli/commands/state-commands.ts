@@ -123,7 +123,7 @@ export async function retryCommand(
         EXIT.usage,
         `no item has the id ${unknown.map((id) => JSON.stringify(id)).join(', ')} in ${statePath}`,
       );
-    const codes = store.items.failuresByCode();
+    const codes = store.itemReports.failuresByCode();
     const unknownCodes = (opts.code ?? []).filter((c) => !(c in codes));
     if (unknownCodes.length) {
       const present = Object.keys(codes);
@@ -133,7 +133,7 @@ export async function retryCommand(
       );
     }
     const { requeued, conflicts } = store.items.putBack({ codes: opts.code, ids: opts.id, now: Date.now() });
-    const blocked = store.items.inState('blocked').length;
+    const blocked = store.queue.inState('blocked').length;
     if (opts.json) return JSON.stringify({ state: statePath, requeued, blocked, conflicts }, null, 2);
     const notes = [
       blocked ? `${count(blocked, 'blocked item')} stay blocked: change their prompt to resubmit them.` : '',

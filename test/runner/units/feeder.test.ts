@@ -15,7 +15,7 @@ afterEach(() => {
 function feederOver(items: { id: string; priority?: number; dependsOn?: string[] }[]) {
   const store = Store.open(join(mkdtempSync(join(tmpdir(), 'genbatch-feeder-')), 's.sqlite'));
   stores.push(store);
-  store.items.sync(
+  store.itemSync.sync(
     items.map((item, seq) => ({
       id: item.id,
       seq,

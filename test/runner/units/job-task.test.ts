@@ -31,7 +31,7 @@ function taskWith(answers: (() => Promise<Job>)[]) {
   stores.push(store);
   store.setMeta('run_id', 'run-1');
   const spec = { type: 'image', model: 'studio-lite', prompt: 'a mug' };
-  store.items.sync(
+  store.itemSync.sync(
     [
       {
         id: 'a',

@@ -1,0 +1,165 @@
+import type { Db } from './db.js';
+import { ENDED_WITHOUT_OUTPUT, ITEM_STATES, sqlStates, type ItemState } from './states.js';
+import type { Statement } from 'better-sqlite3';
+import type { ItemRow, DoomedItem } from './items.js';
+
+/** What a run takes up next: ready items in their order (priority, then manifest order; a --only selection), due resends, downloads to resume, and items that can never run. */
+export class ReadyQueue {
+  private readonly canaryStmt;
+  private readonly readyStmt;
+  private readonly dueResendsStmt;
+  private readonly boundToStmt;
+  private readonly nextDueStmt;
+  private readonly doomedStmt;
+  private readonly hasDependentsStmt;
+  private readonly inStatesStmt;
+  private readonly downloadsStmt;
+  private readonly doneOutputsStmt;
+  /** The ready query of a run --only, and its counts: set by `select`. */
+  private readySelected: typeof this.readyStmt | undefined;
+  private selectedCountsStmt: Statement<[], { state: ItemState; n: number }> | undefined;
+
+  constructor(private readonly db: Db) {
+    this.canaryStmt = db.prepare<[], { id: string; type: 'image' | 'video'; model: string }>(
+      "SELECT id, type, model FROM items i WHERE state = 'pending' AND removed = 0 AND NOT EXISTS (SELECT 1 FROM deps d WHERE d.item_id = i.id) ORDER BY seq",
+    );
+    // Ready: pending, due, and every dependency done; higher priority first, then in manifest order. Keyset-paged by
+    // (rank, seq), rank being -priority: one seek in items_ready past the items a run holds.
+    this.readyStmt = db.prepare<[{ type: string; now: number; rank: number; seq: number; limit: number }], ItemRow>(
+      `SELECT * FROM items i WHERE state = 'pending' AND type = @type AND (rank, seq) > (@rank, @seq) AND not_before <= @now AND removed = 0
+         AND NOT EXISTS (SELECT 1 FROM deps d LEFT JOIN items di ON di.id = d.dep_id WHERE d.item_id = i.id AND (di.state IS NULL OR di.state <> 'done'))
+       ORDER BY rank, seq LIMIT @limit`,
+    );
+    // Deferred resends: submitting with a time set (a held "maybe accepted" attempt has none: it waits for a later run).
+    // With the key of the attempt (its resends go with that key alone).
+    this.dueResendsStmt = db.prepare<[string, number, number], ItemRow & { key_fp: string | null }>(
+      `SELECT i.*, a.key_fp AS key_fp FROM items i LEFT JOIN attempts a ON a.item_id = i.id AND a.n = i.attempt
+       WHERE i.state = 'submitting' AND i.type = ? AND i.not_before > 0 AND i.not_before <= ? ORDER BY i.seq LIMIT ?`,
+    );
+    this.boundToStmt = db.prepare<[string], ItemRow>(
+      `SELECT i.* FROM items i JOIN attempts a ON a.item_id = i.id AND a.n = i.attempt WHERE i.state IN ('queued', 'submitting') AND a.key_fp = ? ORDER BY i.seq`,
+    );
+    // Due or not yet: an item that came due since the feeder last looked must not be taken for "nothing left".
+    this.nextDueStmt = db.prepare<[{ type: string }], { at: number | null }>(
+      // One seek per state in items_due (an IN over both states would scan).
+      `SELECT min(at) AS at FROM (SELECT min(not_before) AS at FROM items WHERE state = 'pending' AND type = @type AND not_before > 0
+         UNION ALL SELECT min(not_before) FROM items WHERE state = 'submitting' AND type = @type AND not_before > 0)`,
+    );
+    this.doomedStmt = db.prepare<[], DoomedItem>(
+      // CROSS JOIN keeps SQLite's join order: from the (few) dependencies, never from the 100,000 pending items (68 ms a call).
+      `SELECT i.id AS id, d.dep_id AS dep_id, di.state AS dep_state FROM deps d CROSS JOIN items di ON di.id = d.dep_id CROSS JOIN items i ON i.id = d.item_id
+       WHERE di.state IN ${sqlStates(ENDED_WITHOUT_OUTPUT)} AND i.state = 'pending' ORDER BY i.seq`,
+    );
+    this.hasDependentsStmt = db.prepare<[string], { one: number }>(
+      'SELECT 1 AS one FROM deps WHERE dep_id = ? LIMIT 1',
+    );
+    this.inStatesStmt = db.prepare<[string], ItemRow>('SELECT * FROM items WHERE state = ? ORDER BY seq');
+    this.downloadsStmt = db.prepare<[], { id: string; job_id: string; key_fp: string | null }>(
+      `SELECT i.id AS id, a.job_id AS job_id, a.key_fp AS key_fp FROM items i JOIN attempts a ON a.item_id = i.id AND a.n = i.attempt
+       WHERE i.state = 'downloading' AND a.job_id IS NOT NULL ORDER BY i.seq`,
+    );
+    this.doneOutputsStmt = db.prepare<[], import('./outputs.js').OutputRow>(
+      `SELECT o.* FROM items i JOIN attempts a ON a.item_id = i.id AND a.n = i.attempt JOIN outputs o ON o.job_id = a.job_id
+       WHERE i.state = 'done' ORDER BY i.seq, o.idx`,
+    );
+  }
+
+  /** Pending items of a type that are due and whose dependencies are all done, in manifest order after `afterSeq`. */
+  /** Ready items of a type, highest priority first, then in manifest order, after the item `after` in that order. */
+  ready(
+    type: 'image' | 'video',
+    now: number,
+    after: { rank: number; seq: number } | undefined,
+    limit: number,
+  ): ItemRow[] {
+    return (this.readySelected ?? this.readyStmt).all({
+      type,
+      now,
+      rank: after?.rank ?? Number.MIN_SAFE_INTEGER,
+      seq: after?.seq ?? -1,
+      limit,
+    });
+  }
+
+  /**
+   * From now on `ready` hands out only the items whose id `chosen` accepts,
+   * and the items they wait for (they cannot run without them), as `run
+   * --only` asks; returns the ids selected. Kept in a temporary table: a
+   * selection of any size costs the ready query one lookup.
+   */
+  select(chosen: (id: string, tags: readonly string[]) => boolean): string[] {
+    const rows = this.db
+      .prepare("SELECT id, spec -> '$.tags' AS tags FROM items WHERE removed = 0 ORDER BY seq")
+      .all() as { id: string; tags: string | null }[];
+    const ids = rows.filter((r) => chosen(r.id, r.tags ? (JSON.parse(r.tags) as string[]) : [])).map((r) => r.id);
+    this.db.exec('CREATE TEMP TABLE IF NOT EXISTS selected_ids (id TEXT PRIMARY KEY)');
+    const add = this.db.prepare('INSERT OR IGNORE INTO selected_ids (id) VALUES (?)');
+    this.db.transaction(() => {
+      this.db.exec('DELETE FROM selected_ids');
+      for (const id of ids) add.run(id);
+      // What the chosen items wait for, and what that waits for in turn.
+      this.db.exec(
+        'WITH RECURSIVE need(id) AS (SELECT id FROM selected_ids UNION SELECT d.dep_id FROM deps d JOIN need ON need.id = d.item_id) INSERT OR IGNORE INTO selected_ids SELECT id FROM need',
+      );
+    })();
+    this.readySelected = this.db.prepare(
+      this.readyStmt.source.replace('AND removed = 0', 'AND removed = 0 AND id IN (SELECT id FROM selected_ids)'),
+    );
+    this.selectedCountsStmt = this.db.prepare<[], { state: ItemState; n: number }>(
+      'SELECT state, count(*) AS n FROM items WHERE id IN (SELECT id FROM selected_ids) GROUP BY state',
+    );
+    return this.db.prepare('SELECT id FROM selected_ids').pluck().all() as string[];
+  }
+
+  /** The selected items by state (see `select`), or undefined when the run works on every item. */
+  selectedCounts(): Record<ItemState, number> | undefined {
+    if (!this.selectedCountsStmt) return undefined;
+    const out = Object.fromEntries(ITEM_STATES.map((s) => [s, 0])) as Record<ItemState, number>;
+    for (const { state, n } of this.selectedCountsStmt.all()) out[state] = n;
+    return out;
+  }
+
+  /** Items waiting to be sent, or resent, whose attempt belongs to the key `keyFp`. */
+  boundTo(keyFp: string): ItemRow[] {
+    return this.boundToStmt.all(keyFp);
+  }
+
+  /** Attempts of a type whose deferred resend is due, in manifest order: they go before new items. */
+  dueResends(type: 'image' | 'video', now: number, limit: number): (ItemRow & { key_fp: string | null })[] {
+    return this.dueResendsStmt.all(type, now, limit);
+  }
+
+  /** When the earliest item of a type that waits for its time (a backoff) is due (maybe already), if any does. */
+  nextDue(type: 'image' | 'video'): number | undefined {
+    return this.nextDueStmt.get({ type })?.at ?? undefined;
+  }
+
+  /** Whether any item depends on this one (its end may make them ready). */
+  hasDependents(id: string): boolean {
+    return this.hasDependentsStmt.get(id) !== undefined;
+  }
+
+  /** Pending items that wait for an item which ended without an output: they can never run. */
+  doomed(): DoomedItem[] {
+    return this.doomedStmt.all();
+  }
+
+  inState(state: ItemState): ItemRow[] {
+    return this.inStatesStmt.all(state);
+  }
+
+  /** Items whose job completed and whose outputs are not all on disk: each with its job and the key of its attempt (one query, not two per item). */
+  downloadsToResume(): { id: string; job_id: string; key_fp: string | null }[] {
+    return this.downloadsStmt.all();
+  }
+
+  /** The outputs of every done item's job (the latest attempt's), to check on disk. */
+  doneOutputs(): import('./outputs.js').OutputRow[] {
+    return this.doneOutputsStmt.all();
+  }
+
+  /** Items a canary may take: pending, in the manifest, waiting for no other item. */
+  canaryCandidates(): { id: string; type: 'image' | 'video'; model: string }[] {
+    return this.canaryStmt.all();
+  }
+}
