@@ -5,21 +5,9 @@ import { OutputDirTakenError } from '../download/output-dir.js';
 import type { RunSummary } from '../runner/index.js';
 import { OPEN_STATES, StateFileError } from '../store/index.js';
 
-export const EXIT = { ok: 0, incomplete: 1, usage: 2, stopped: 3, environment: 4, interrupted: 130 } as const;
+import { EXIT, ExitError } from '../util/exit-error.js';
 
-/** An error that already knows its exit code and what to tell the user. */
-export class ExitError extends Error {
-  constructor(
-    readonly exitCode: number,
-    message: string,
-    /** A --json result that still belongs on stdout (the issues of an invalid manifest). */
-    readonly stdout?: string,
-  ) {
-    super(message);
-  }
-}
-
-export const usageError = (message: string) => new ExitError(EXIT.usage, message);
+export { EXIT, ExitError, usageError } from '../util/exit-error.js';
 
 /** The one place errors become messages and exit codes. */
 export function describeFailure(error: unknown): { exitCode: number; message: string } {

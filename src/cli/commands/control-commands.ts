@@ -2,8 +2,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Store, type ControlAnswer, type ControlMode } from '../../store/index.js';
 import { EXIT, ExitError } from '../exit.js';
 import { localDateTime, num } from '../format.js';
-import { existingStatePathFor } from '../state-path.js';
-import { locate } from './manifest-load.js';
+import { existingStatePathFor } from '../../store/state-path.js';
+import { locate } from '../../manifest/load-valid.js';
 
 export type ControlCommand = 'pause' | 'resume' | 'drain';
 

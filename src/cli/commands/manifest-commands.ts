@@ -1,16 +1,16 @@
 import { relative } from 'node:path';
 import { existsSync } from 'node:fs';
 import { blockers, estimate, formatDuration, type Estimate } from '../../estimate/index.js';
-import { openStateReadOnly, statePathFor } from '../state-path.js';
+import { openStateReadOnly, statePathFor } from '../../store/state-path.js';
 import { IssueList, type LoadedManifest, type ManifestIssue } from '../../manifest/index.js';
 import { combinedLimits, DEFAULT_KEY_LIMITS, formatRate, type KeyLimits, type Rate } from '../../scheduler/limits.js';
 import type { ConnectionFlags } from '../connection.js';
 import { EXIT, ExitError } from '../exit.js';
 import { table } from '../format.js';
-import { issueReport, loadValid, warningReport } from './manifest-load.js';
+import { issueReport, loadValid, warningReport } from '../../manifest/load-valid.js';
 import type { PoolSetup } from '../../runner/pool.js';
 
-export { issueReport, loadValid, locate } from './manifest-load.js';
+export { issueReport, loadValid, locate } from '../../manifest/load-valid.js';
 
 /** What talks to the service, loaded by the commands that do: a plain validate reads files only, without the HTTP client (about 0.1 s to load). */
 async function service() {

@@ -5,8 +5,8 @@ import { reconcile, type ReconcileReport } from '../../reconcile/reconcile.js';
 import { connect, type ConnectionFlags } from '../connection.js';
 import { EXIT } from '../exit.js';
 import { count, num, table } from '../format.js';
-import { existingStatePathFor, openStateReadOnly } from '../state-path.js';
-import { locate } from './manifest-load.js';
+import { existingStatePathFor, openStateReadOnly } from '../../store/state-path.js';
+import { locate } from '../../manifest/load-valid.js';
 
 /** Items an unknown job is listed for in the table; --json lists them all. */
 const SHOWN = 20;

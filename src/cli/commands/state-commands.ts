@@ -7,8 +7,8 @@ import { count, localDateTime, num, paintFor, table, type Paint } from '../forma
 
 /** status --json keeps ISO times; the table says them in local time with the zone. */
 const when = (iso: string | null) => (iso ? localDateTime(Date.parse(iso)) : 'unknown');
-import { existingStatePathFor, openStateReadOnly } from '../state-path.js';
-import { locate } from './manifest-load.js';
+import { existingStatePathFor, openStateReadOnly } from '../../store/state-path.js';
+import { locate } from '../../manifest/load-valid.js';
 
 /** Which state a command looks at: --state, else the real run's, or with --simulate the rehearsal's. */
 interface StateFlags {

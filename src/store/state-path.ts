@@ -1,8 +1,8 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { ManifestLocation } from '../manifest/index.js';
-import { Store } from '../store/index.js';
-import { EXIT, ExitError, usageError } from './exit.js';
+import { Store } from './index.js';
+import { EXIT, ExitError, usageError } from '../util/exit-error.js';
 
 /** `--state`, else `.genbatch/<manifest name>.sqlite` beside the manifest. */
 export function statePathFor(

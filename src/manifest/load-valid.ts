@@ -1,8 +1,8 @@
 // Light on purpose: the commands that only read a state (status, report, retry) load the manifest's top level, not its validator.
-import { formatIssue, type IssueList, type ManifestIssue } from '../../manifest/issues.js';
-import { locateManifest, type ManifestLocation } from '../../manifest/locate.js';
-import type { CheckedManifest, LoadedManifest, ManifestTop } from '../../manifest/validate.js';
-import { EXIT, ExitError } from '../exit.js';
+import { formatIssue, type IssueList, type ManifestIssue } from './issues.js';
+import { locateManifest, type ManifestLocation } from './locate.js';
+import type { CheckedManifest, LoadedManifest, ManifestTop } from './validate.js';
+import { EXIT, ExitError } from '../util/exit-error.js';
 
 const MAX_PRINTED = 50;
 
@@ -30,7 +30,7 @@ export async function loadValid(
   cwd: string,
   top?: ManifestTop,
 ): Promise<LoadedManifest & { warnings: ManifestIssue[] }> {
-  const { loadManifest } = await import('../../manifest/validate.js');
+  const { loadManifest } = await import('./validate.js');
   const { loaded, issues, warnings } = await loadManifest(path, cwd, top);
   if (!loaded || issues.count > 0) throw new ExitError(EXIT.usage, issueReport(issues));
   return { ...loaded, warnings };
@@ -43,7 +43,7 @@ export async function checkValid(
   top?: ManifestTop,
   rowsRead?: ReadonlyMap<string, Buffer>,
 ): Promise<CheckedManifest & { warnings: ManifestIssue[] }> {
-  const { checkManifest } = await import('../../manifest/validate.js');
+  const { checkManifest } = await import('./validate.js');
   const { checked, issues, warnings } = await checkManifest(path, cwd, top, rowsRead);
   if (!checked || issues.count > 0) throw new ExitError(EXIT.usage, issueReport(issues));
   return Object.assign(checked, { warnings });

@@ -1,0 +1,303 @@
+import { createWriteStream, existsSync, mkdirSync, rmSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import type { ApiClient } from '../api/client.js';
+import { Catalog } from '../api/catalog.js';
+import { untilAnswered, type UntilAnsweredOptions } from '../api/until-answered.js';
+import type { Coordinator } from '../coordinator/postgres.js';
+import { describeCoordinator } from '../coordinator/url.js';
+import { createLogger, type Logger } from '../log/logger.js';
+import { IssueList, type ManifestIssue, type ManifestTop } from '../manifest/index.js';
+import { checkValid, issueReport, loadValid } from '../manifest/load-valid.js';
+import { checkAgainstService, shapeProblems } from '../manifest/online.js';
+import type { KeyLimits } from '../scheduler/limits.js';
+import { Store } from '../store/index.js';
+import { openStateReadOnly, statePathFor } from '../store/state-path.js';
+import { EXIT, ExitError, usageError } from '../util/exit-error.js';
+import type { RunEvent } from './control.js';
+import type { ToSync } from './first-sync.js';
+import type { RunOptions } from './options.js';
+import { setUpPool, type PoolSetup } from './pool.js';
+import { planResume } from './resume.js';
+import { Runner } from './runner.js';
+
+/** The keys a run goes with, as the command line connected them (to the service, or to an in-process simulator). */
+export interface RunConnection {
+  keys: { fingerprint: string; client: ApiClient }[];
+  simulator?: { apiKey: string } | undefined;
+  close(): Promise<void>;
+}
+
+/** What a run is asked to do, settled from its command line once. */
+export interface RunRequest {
+  manifestPath: string;
+  cwd: string;
+  rehearsal: boolean;
+  timeScale: number;
+  /** --state, else the manifest's own (a rehearsal's `.simulated` one). */
+  statePath?: string | undefined;
+  /** --out, else the manifest's output dir (a rehearsal's gets `.simulated`). */
+  out?: string | undefined;
+  redoChanged: boolean;
+  /** The limits the flags give, built once; each key's own may be lower. */
+  limits: KeyLimits;
+  coordinatorUrl?: string | undefined;
+  /** How long to wait for a service that answers nothing yet, and what to say meanwhile. */
+  waitForService: UntilAnsweredOptions;
+  /** Texts the log must never hold (the keys). */
+  secrets: string[];
+  /** The rest of the run's options, as the flags give them. */
+  options: Omit<
+    RunOptions,
+    'outDir' | 'rehearsal' | 'timeScale' | 'redoChanged' | 'unreachableMs' | 'logger' | 'onEvent' | 'now'
+  >;
+}
+
+/** A run assembled and checked, before its first submission: what it runs, where it writes, with which keys. */
+export interface PreparedRun extends OpenedService {
+  manifest: ManifestTop;
+  statePath: string;
+  outDir: string;
+  logPath: string;
+  itemCount: number;
+  warnings: readonly ManifestIssue[];
+  /** Its items are read back from the state, not expanded again. */
+  resumed: boolean;
+  toSync: ToSync | undefined;
+}
+
+/** A run under way: its runner, its log, and how to close what it holds once it ends. */
+export interface StartedRun {
+  runner: Runner;
+  logger: Logger;
+  close(): Promise<void>;
+}
+
+/**
+ * Assembles a run: the keys' /me asked while the manifest is read and
+ * checked (a round trip less before the first submission), the manifest
+ * checked without holding its items (or its items read back from the state),
+ * the pool, the coordinator and the catalog, the manifest against the
+ * catalog, and the state opened. Nothing is submitted here.
+ */
+export async function prepareRun(request: RunRequest, connecting: Promise<RunConnection>): Promise<PreparedRun> {
+  const keys = askKeys(connecting, request.limits, request.timeScale, request.waitForService);
+  const prepared = await prepareManifest(request).catch(async (error: unknown) => {
+    // The manifest's problem is what the user hears about, not the service's answer.
+    await keys.discard();
+    throw error;
+  });
+  const opened = await openService(request, keys, prepared);
+  const { manifest, statePath, checked, plan } = prepared;
+  // A rehearsal never writes where a real run's outputs are.
+  const suffix = request.rehearsal ? '.simulated' : '';
+  const outDir = `${request.out ? resolve(request.cwd, request.out) : manifest.outputDir}${suffix}`;
+  return {
+    ...opened,
+    manifest,
+    statePath,
+    outDir,
+    logPath: join(dirname(statePath), `${manifest.name}${suffix}.log`),
+    itemCount: checked ? checked.count : plan.resume!.synced.items,
+    warnings: checked?.warnings ?? [],
+    resumed: !checked,
+    // The runner holds what it needs of the checked manifest until its items are written.
+    toSync: checked ? { items: checked, fingerprint: plan.fingerprint } : undefined,
+  };
+}
+
+/** The run's log opened and its runner built; `onEvent` hears every event of the run. */
+export function startRun(prepared: PreparedRun, request: RunRequest, onEvent: (event: RunEvent) => void): StartedRun {
+  const { store, pool, coordinator, catalog, manifest, connection } = prepared;
+  mkdirSync(dirname(prepared.logPath), { recursive: true });
+  const logFile = createWriteStream(prepared.logPath, { flags: 'a' });
+  const secrets = [...request.secrets, connection.simulator?.apiKey ?? ''].filter(Boolean);
+  const logger = createLogger({ secrets, destination: logFile });
+  // The keys as the run gets them, each with the coordinator its limits are shared through (if any).
+  const laneKeys = pool.keys.map((key) => ({ ...key, coordinator }));
+  const maxCredits = request.options.maxCredits ?? manifest.manifest.budget?.maxCredits;
+  const options: RunOptions = {
+    ...request.options,
+    ...(maxCredits !== undefined ? { maxCredits } : {}),
+    outDir: prepared.outDir,
+    rehearsal: request.rehearsal,
+    timeScale: request.timeScale,
+    redoChanged: request.redoChanged,
+    unreachableMs: request.waitForService.unreachableMs,
+    now: Date.now,
+    logger,
+    onEvent,
+  };
+  const runner = new Runner(laneKeys, store, manifest, options, catalog, prepared.toSync);
+  const close = async () => {
+    // Its last line is on disk and its file closed when the command returns (a command run in a longer-lived process leaves no descriptor open).
+    await new Promise((done) => logFile.end(done));
+    store.close();
+    await coordinator?.close();
+    await connection.close();
+  };
+  return { runner, logger, close };
+}
+
+/** The manifest as the run takes it: checked (not held), or its items read back from the state on a resume. */
+interface PreparedManifest {
+  plan: Awaited<ReturnType<typeof planResume>>;
+  checked: Awaited<ReturnType<typeof checkValid>> | undefined;
+  manifest: ManifestTop;
+  statePath: string;
+}
+
+async function prepareManifest(request: RunRequest): Promise<PreparedManifest> {
+  const { manifestPath: path, cwd } = request;
+  const statePathOf = (top: ManifestTop) =>
+    statePathFor(top, request.statePath, cwd, request.rehearsal && !request.statePath);
+  // A resume whose sources are unchanged takes its items from the state (a rehearsal starts over, --redo-changed looks at each item).
+  const plan = request.rehearsal ? {} : await planResume(path, cwd, statePathOf, !request.redoChanged);
+  // Checked without holding the items: the run expands them again as it writes them into the state.
+  const checked = plan.resume ? undefined : await checkValid(path, cwd, plan.top, plan.rowsRead);
+  // The top level only: the items live in the state once synced, not in memory for the whole run.
+  const manifest = plan.resume?.top ?? topOf(checked!);
+  const statePath = statePathOf(manifest);
+  // A fresh in-process simulator knows none of an earlier run's jobs: a rehearsal starts over, and never on a real run's state.
+  if (request.rehearsal) startRehearsalOver(statePath, !request.statePath);
+  return { plan, checked, manifest, statePath };
+}
+
+/** The service as the run uses it: the keys that work, the coordinator, the catalog, and the state opened. */
+interface OpenedService {
+  connection: RunConnection;
+  pool: PoolSetup;
+  coordinator: Coordinator | undefined;
+  catalog: Catalog;
+  store: Store;
+}
+
+async function openService(
+  request: RunRequest,
+  keys: ReturnType<typeof askKeys>,
+  prepared: PreparedManifest,
+): Promise<OpenedService> {
+  const { manifestPath: path, cwd } = request;
+  const connection = await keys.connecting;
+  const shapes = prepared.plan.resume ? prepared.plan.resume.shapes : prepared.checked!.shapes;
+  const types = new Set(shapes.map((s) => s.type));
+  // The catalog is asked of the first key while the keys' /me answers may still be on their way.
+  const firstKey = connection.keys[0]!;
+  const earlyCatalog = Catalog.fetch(firstKey.client, types).catch(() => undefined);
+  let coordinator: Coordinator | undefined;
+  try {
+    const pool = await keys.pool;
+    if (pool.keys.length === 0)
+      throw new ExitError(
+        EXIT.stopped,
+        `the service refused every key of GENBATCH_API_KEYS: ${pool.refused.map((r) => `${r.fingerprint} ${r.code}`).join(', ')}. Nothing was submitted.`,
+      );
+    coordinator = await openCoordinator(request.coordinatorUrl, request.timeScale);
+    // The service's view (models, kinds, modes, allowed values, scopes): a mismatch is exit 2 before anything is sent.
+    // Asked again of the pool's first key if the first key was refused or the early answer failed, as it was asked before.
+    const early = pool.keys[0]!.fingerprint === firstKey.fingerprint ? await earlyCatalog : undefined;
+    const catalog =
+      early ?? (await untilAnswered(() => Catalog.fetch(pool.keys[0]!.client, types), request.waitForService));
+    await checkShapes(path, cwd, shapes, prepared.manifest, catalog, pool);
+    return { connection, pool, coordinator, catalog, store: Store.open(prepared.statePath) };
+  } catch (error) {
+    await coordinator?.close();
+    await connection.close();
+    throw error;
+  }
+}
+
+/** The items' shapes (the checked manifest's, or the state's) pass, or the whole manifest is loaded to say where each problem is. */
+async function checkShapes(
+  path: string,
+  cwd: string,
+  shapes: Parameters<typeof shapeProblems>[0],
+  manifest: ManifestTop,
+  catalog: Catalog,
+  pool: PoolSetup,
+): Promise<void> {
+  if (shapeProblems(shapes, manifest.source, catalog, pool.scopes) === 0) return;
+  const loaded = await loadValid(path, cwd);
+  const issues = new IssueList();
+  checkAgainstService(loaded.items, loaded.source, catalog, pool.scopes, issues);
+  if (issues.count > 0) throw new ExitError(EXIT.usage, issueReport(issues));
+  // Its items no longer are what was checked: nothing is sent on a guess.
+  throw new ExitError(
+    EXIT.usage,
+    `${path} or its files changed while they were checked; nothing was submitted. Run the same command again.`,
+  );
+}
+
+/** The connection, then each key's view (scopes, its own limits and cap; a key the service refuses is left out); nothing awaited until the caller wants them. */
+function askKeys(
+  connecting: Promise<RunConnection>,
+  limits: KeyLimits,
+  timeScale: number,
+  wait: UntilAnsweredOptions,
+): { connecting: Promise<RunConnection>; pool: Promise<PoolSetup>; discard: () => Promise<void> } {
+  // Discarded (the manifest failed first): a wait for the service ends at once.
+  const discarded = new AbortController();
+  const pool = connecting.then((connection) =>
+    untilAnswered(() => setUpPool(connection.keys, limits, timeScale), {
+      ...wait,
+      signal: discarded.signal,
+    }),
+  );
+  // Awaited later, or never when the manifest fails first: a failure meanwhile is no unhandled rejection.
+  pool.catch(() => {});
+  return {
+    connecting,
+    pool,
+    discard: async () => {
+      discarded.abort();
+      await pool.catch(() => {});
+      await (await connecting.catch(() => undefined))?.close();
+    },
+  };
+}
+
+/**
+ * The coordinator named by --coordinator or GENBATCH_COORDINATOR, its schema
+ * migrated; none without one. Its leases last a minute of the service's time
+ * (2 s at the least): a process that dies frees its slots that much later.
+ */
+async function openCoordinator(url: string | undefined, timeScale: number): Promise<Coordinator | undefined> {
+  if (!url) return undefined;
+  if (!/^postgres(ql)?:\/\//i.test(url))
+    throw usageError(`--coordinator takes a postgres:// URL; got one that is not (${describeCoordinator(url)}).`);
+  try {
+    // Loaded only when asked for: pg costs a run without a coordinator nothing at start.
+    const { Coordinator } = await import('../coordinator/postgres.js');
+    return await Coordinator.open(url, { leaseMs: Math.max(2_000, 60_000 / timeScale) });
+  } catch (error) {
+    throw new ExitError(
+      EXIT.environment,
+      `${(error as Error).message}\nThe coordinator at ${describeCoordinator(url)} cannot be used; nothing was submitted. Check that it is reachable (or leave out --coordinator to pace this process alone), then run the same command again.`,
+    );
+  }
+}
+
+function topOf({ source, manifest, name, outputDir, outputName, vars }: ManifestTop): ManifestTop {
+  return { source, manifest, name, outputDir, outputName, vars };
+}
+
+/** Removes an earlier rehearsal's state; a real run's state given by --state is refused, never touched. */
+function startRehearsalOver(statePath: string, defaultPath: boolean): void {
+  if (!existsSync(statePath)) return;
+  // .genbatch/<name>.simulated.sqlite is only ever a rehearsal's; a path given by --state must say it is one.
+  if (!defaultPath && !isRehearsalState(statePath)) {
+    throw new ExitError(
+      EXIT.usage,
+      `${statePath} is the state of a real run; a rehearsal (--simulate) never touches it. Leave out --state, or give a path of its own.`,
+    );
+  }
+  for (const suffix of ['', '-wal', '-shm']) rmSync(`${statePath}${suffix}`, { force: true });
+}
+
+function isRehearsalState(statePath: string): boolean {
+  const store = openStateReadOnly(statePath);
+  try {
+    return store.meta('rehearsal') === '1' || store.meta('run_id') === undefined;
+  } finally {
+    store.close();
+  }
+}
