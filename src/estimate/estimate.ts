@@ -29,6 +29,16 @@ export interface Estimate {
   duration: { seconds: number; limitedBy: Bound };
   /** The highest price of one job: above the daily cap, that job can never be submitted. */
   maxJobCredits: number;
+  /** Items and credits per tag (of the items that have tags), with the tag's budget where it has one. */
+  tags: TagCost[];
+}
+
+export interface TagCost {
+  tag: string;
+  items: number;
+  credits: number;
+  unpriced: number;
+  budget?: number;
 }
 
 export interface EstimateInput {
@@ -41,6 +51,8 @@ export interface EstimateInput {
   keyCaps?: readonly number[];
   balance?: number;
   maxCredits?: number;
+  /** `budget.perTag`: a tag's credits against its budget. */
+  perTag?: Readonly<Record<string, number>> | undefined;
 }
 
 type ModelTally = ModelCost & { prices: Set<number>; sources: Set<PriceSource> };
@@ -48,11 +60,13 @@ type ModelTally = ModelCost & { prices: Set<number>; sources: Set<PriceSource> }
 /** The manifest's items priced and counted: per model, in total, and how many fit the budget in manifest order. */
 function tally(input: EstimateInput) {
   const byModel = new Map<string, ModelTally>();
+  const byTag = new Map<string, TagCost>();
   const sums = { total: 0, unpricedItems: 0, itemsWithin: 0, maxJobCredits: 0, budgetBroken: false };
   const counts = { image: 0, video: 0 };
   for (const item of input.items) {
     counts[item.type]++;
     const price = priceOf(item, input.catalog.get(item.type, item.model), input.prices);
+    tallyTags(byTag, item.tags, price.credits);
     const key = `${item.type}:${item.model}`;
     let model = byModel.get(key);
     if (!model) {
@@ -76,12 +90,30 @@ function tally(input: EstimateInput) {
       else sums.budgetBroken = true;
     }
   }
-  return { byModel, counts, ...sums };
+  return { byModel, byTag, counts, ...sums };
+}
+
+/** An item's price counted in each of its tags. */
+function tallyTags(
+  byTag: Map<string, TagCost>,
+  tags: readonly string[] | undefined,
+  credits: number | undefined,
+): void {
+  for (const tag of tags ?? []) {
+    let t = byTag.get(tag);
+    if (!t) byTag.set(tag, (t = { tag, items: 0, credits: 0, unpriced: 0 }));
+    t.items++;
+    if (credits === undefined) t.unpriced++;
+    else t.credits += credits;
+  }
 }
 
 /** A dry run: what the manifest costs and how long it takes, from the catalog, the account and the limits. */
 export function estimate(input: EstimateInput): Estimate {
-  const { byModel, counts, total, unpricedItems, itemsWithin, maxJobCredits } = tally(input);
+  const { byModel, byTag, counts, total, unpricedItems, itemsWithin, maxJobCredits } = tally(input);
+  const tags = [...byTag.values()]
+    .map((t) => (input.perTag?.[t.tag] !== undefined ? { ...t, budget: input.perTag[t.tag]! } : t))
+    .sort((a, b) => a.tag.localeCompare(b.tag));
   const models = [...byModel.values()].map(({ prices, sources, ...cost }) => ({
     ...cost,
     ...(prices.size === 1 ? { each: [...prices][0]! } : {}),
@@ -110,12 +142,16 @@ export function estimate(input: EstimateInput): Estimate {
       : {}),
     duration: { seconds: Math.round(duration.seconds), limitedBy: duration.limitedBy },
     maxJobCredits,
+    tags,
   };
 }
 
 /** What makes a run impossible as planned: each with what to do. Empty when the run can go as planned. */
-export function blockers(e: Estimate, spent = 0): { reason: 'balance' | 'budget' | 'daily-cap'; message: string }[] {
-  const out: { reason: 'balance' | 'budget' | 'daily-cap'; message: string }[] = [];
+export function blockers(
+  e: Estimate,
+  spent = 0,
+): { reason: 'balance' | 'budget' | 'tag-budget' | 'daily-cap'; message: string }[] {
+  const out: ReturnType<typeof blockers> = [];
   const n = (x: number) => x.toLocaleString('en-US');
   if (e.balance && !e.balance.enough)
     out.push({
@@ -128,6 +164,12 @@ export function blockers(e: Estimate, spent = 0): { reason: 'balance' | 'budget'
       message: `the budget of ${n(e.budget.maxCredits)} credits is short by ${n(spent + e.credits.total - e.budget.maxCredits)}${spent ? ` (${n(spent)} already charged net)` : ''}: raise it (--max-credits or budget.maxCredits), or the run stops at it`,
     });
   }
+  for (const t of e.tags)
+    if (t.budget !== undefined && t.credits > t.budget)
+      out.push({
+        reason: 'tag-budget',
+        message: `tag ${t.tag} needs ${n(t.credits)} credits, over its budget of ${n(t.budget)}: its items stop there (the others run); raise budget.perTag`,
+      });
   if (e.maxJobCredits > e.dailyCap.largestKey)
     out.push({
       reason: 'daily-cap',

@@ -84,7 +84,17 @@ export const manifestSchema = z.strictObject({
     .optional(),
   budget: z
     .strictObject({
-      maxCredits: z.number().positive().describe('stop submitting once the run was charged this much, net of refunds'),
+      maxCredits: z
+        .number()
+        .positive()
+        .optional()
+        .describe('stop submitting once the run was charged this much, net of refunds'),
+      perTag: z
+        .record(z.string().min(1), z.number().positive())
+        .optional()
+        .describe(
+          "per tag, the credits its items may be charged, net of refunds: that tag's items stop once it is spent; an item with several tags counts in each",
+        ),
     })
     .optional(),
   vars: z.record(varName, scalar).optional(),

@@ -11,6 +11,8 @@ export interface GalleryHeader {
   credits: { charged: number; refunded: number; net: number };
   failures: Readonly<Record<string, number>>;
   run: { seconds: number; sessions: number };
+  /** Items and credits net per tag (of the items that have tags). */
+  tags?: readonly { tag: string; items: number; net: number }[];
 }
 
 /** A whole page from rows in hand. */
@@ -66,6 +68,9 @@ export function galleryHead(g: GalleryHeader): string {
       ? `<span class="stat failures">failures: ${failures.map(([code, n]) => `<code>${esc(code)}</code> ${esc(n)}`).join(', ')}</span>`
       : '<span class="stat failures">no failures</span>',
     `<span class="stat">run time <b>${esc(formatDuration(g.run.seconds))}</b>${g.run.sessions > 1 ? ` over ${esc(g.run.sessions)} sessions` : ''}</span>`,
+    ...(g.tags ?? []).map(
+      (t) => `<span class="stat tag">tag <b>${esc(t.tag)}</b>: ${esc(t.items)} items, ${esc(t.net)} credits net</span>`,
+    ),
   ].join('');
   // Items not yet run are placeholders: hidden at first when there is anything else to look at (a stopped run of 20,000 showed 19,953 of them).
   const hidePending = (stateCounts.get('pending') ?? 0) < items;

@@ -87,6 +87,7 @@ function galleryHeader(store: Store, summary: ResultSummary, opts: ReportOptions
     credits: { charged, refunded, net: charged - refunded },
     failures: store.itemReports.failuresByCode(),
     run: { seconds: runSeconds(sessions), sessions: sessions.length },
+    tags: store.itemReports.byTag().map((t) => ({ tag: t.tag, items: t.items, net: t.charged - t.refunded })),
   };
 }
 

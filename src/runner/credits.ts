@@ -14,6 +14,16 @@ export interface CreditsOptions {
   catalog?: Catalog | undefined;
   /** The manifest's own prices, for models the catalog does not price. */
   prices?: Manifest['prices'];
+  /** Per tag, the credits its items may be charged, net of refunds (`budget.perTag`). */
+  perTag?: Readonly<Record<string, number>> | undefined;
+}
+
+/** One budgeted tag's credits: charged net of refunds (the state's, then this run's), and those of its items under way. */
+interface TagCredits {
+  budget: number;
+  spent: number;
+  reserved: number;
+  assigned: number;
 }
 
 /**
@@ -35,6 +45,10 @@ export class Credits {
   private readonly unpricedNoted = new Set<string>();
   /** Until when every key waits for its daily cap, while they all do. */
   private everyKeyWaitsUntil: number | undefined;
+  /** The budgeted tags, each with its credits (see `budget.perTag`). */
+  private readonly tags = new Map<string, TagCredits>();
+  /** Budgeted tags found spent: their items are no longer handed out. */
+  readonly spentTags = new Set<string>();
 
   constructor(
     private readonly store: Store,
@@ -47,6 +61,52 @@ export class Credits {
     private readonly onEveryKeyWaits: (until: number | undefined) => void = () => {},
   ) {
     for (const { model, credits } of store.attempts.largestChargeByModel()) this.largestCharge.set(model, credits);
+    const perTag = Object.entries(opts.perTag ?? {});
+    if (perTag.length === 0) return;
+    // Read once: from here on the run counts its own charges and refunds per tag.
+    const net = new Map(store.itemReports.byTag().map((t) => [t.tag, t.charged - t.refunded]));
+    for (const [tag, budget] of perTag)
+      this.tags.set(tag, { budget, spent: net.get(tag) ?? 0, reserved: 0, assigned: 0 });
+  }
+
+  /** The item's tags that have a budget. */
+  budgetedTagsOf(item: ItemRow): string[] {
+    if (this.tags.size === 0) return [];
+    const tags = (JSON.parse(item.spec) as { tags?: string[] }).tags ?? [];
+    return tags.filter((t) => this.tags.has(t));
+  }
+
+  /**
+   * The first of `tags` whose budget `price` more would pass, if any; from
+   * then on that tag counts as spent (its items are held back).
+   */
+  tagOverBudget(tags: readonly string[], price: number): string | undefined {
+    for (const tag of tags) {
+      const t = this.tags.get(tag)!;
+      if (t.spent + t.reserved + t.assigned + price <= t.budget) continue;
+      this.spentTags.add(tag);
+      return tag;
+    }
+    return undefined;
+  }
+
+  /** What a spent tag's stop says. */
+  tagBudgetMessage(tag: string): string {
+    const t = this.tags.get(tag)!;
+    return `the budget of tag ${tag} (${t.budget} credits) is reached (${t.spent} charged net of refunds)`;
+  }
+
+  /** A job of the item was refunded: its tags have that much more room. */
+  refunded(tags: readonly string[], credits: number): void {
+    for (const tag of tags) this.tags.get(tag)!.spent -= credits;
+  }
+
+  /** Adds `credits` to one counter of each tag; the returned function takes them back, once. */
+  private countOnTags(tags: readonly string[], field: 'reserved' | 'assigned', credits: number): () => void {
+    for (const tag of tags) this.tags.get(tag)![field] += credits;
+    return releaseOnce(() => {
+      for (const tag of tags) this.tags.get(tag)![field] -= credits;
+    });
   }
 
   /** The best bound known for one job of the item: the catalog's or manifest's price, else the largest charge seen. */
@@ -84,16 +144,19 @@ export class Credits {
    * cap from now (the key takes no more than its cap can hold).
    */
   forAttempt(item: ItemRow, cap: DailyCap, price: number | undefined, assign: boolean): Reservation {
+    const tags = this.budgetedTagsOf(item);
     let dropAssigned: (() => void) | undefined;
     if (assign && price) {
       const fromCap = cap.assign(price);
+      const fromTags = this.countOnTags(tags, 'assigned', price);
       this.assigned += price;
       dropAssigned = releaseOnce(() => {
         fromCap();
+        fromTags();
         this.assigned -= price;
       });
     }
-    return new Reservation(this, item.model, cap, price, dropAssigned);
+    return new Reservation(this, item.model, tags, cap, price, dropAssigned);
   }
 
   /**
@@ -106,20 +169,23 @@ export class Credits {
   async gate(
     cap: DailyCap,
     price: number | undefined,
-    model: string,
+    reservation: { model: string; tags: readonly string[] },
     handOver: ((credits: number) => boolean) | undefined,
     withinBudget: boolean,
   ): Promise<Held | 'hand-over' | undefined> {
+    const { model, tags } = reservation;
     const credits = price ?? 0;
     for (;;) {
       // An item given out within the budget still goes when the budget then stops the run (as one reserved does).
       const goesAnyway = withinBudget && this.control.stopReason?.kind === 'budget';
       if ((this.control.isStopping() && !goesAnyway) || this.overBudget(credits)) return undefined;
+      // A submission not given out within its tags' budgets (a new attempt after a failed job, a resend): not past them.
+      if (!withinBudget && this.tagOverBudget(tags, credits) !== undefined) return undefined;
       if (price === undefined && this.unpricedInFlight.has(model)) {
         // Its release wakes this.
         await this.control.waitForEvent(this.clock.scaled(1000));
         const seen = this.largestCharge.get(model);
-        if (seen !== undefined) return this.gate(cap, seen, model, handOver, withinBudget);
+        if (seen !== undefined) return this.gate(cap, seen, reservation, handOver, withinBudget);
         continue;
       }
       const now = this.clock.now();
@@ -135,12 +201,8 @@ export class Credits {
       if (shared === 'full') until = this.clock.dayStart(this.clock.dayOf(now) + 1);
       if (until === 0) {
         this.capWait(cap, undefined);
-        return this.reserve(
-          credits,
-          cap,
-          price === undefined ? model : undefined,
-          typeof shared === 'object' ? shared : undefined,
-        );
+        const room = typeof shared === 'object' ? shared : undefined;
+        return this.reserve(credits, cap, tags, price === undefined ? model : undefined, room);
       }
       // Another key has room now: this submission, never sent, goes to it instead of waiting.
       if (handOver?.(credits)) return 'hand-over';
@@ -175,9 +237,16 @@ export class Credits {
     return this.everyKeyWaitsUntil;
   }
 
-  private reserve(credits: number, cap: DailyCap, unpricedModel: string | undefined, shared?: RoomTaken): Held {
+  private reserve(
+    credits: number,
+    cap: DailyCap,
+    tags: readonly string[],
+    unpricedModel: string | undefined,
+    shared?: RoomTaken,
+  ): Held {
     this.reserved += credits;
     const releaseCap = cap.reserve(credits);
+    const releaseTags = this.countOnTags(tags, 'reserved', credits);
     if (unpricedModel !== undefined) this.sendAlone(unpricedModel);
     let released = false;
     return (charged = 0) => {
@@ -185,6 +254,8 @@ export class Credits {
       released = true;
       this.reserved -= credits;
       releaseCap();
+      releaseTags();
+      for (const tag of tags) this.tags.get(tag)!.spent += charged;
       shared?.settle(this.clock.dayOf(this.clock.now()), charged);
       if (unpricedModel !== undefined && this.unpricedInFlight.delete(unpricedModel)) this.control.wake();
     };
@@ -216,7 +287,9 @@ export class Reservation {
 
   constructor(
     private readonly credits: Credits,
-    private readonly model: string,
+    readonly model: string,
+    /** The item's tags that have a budget: its credits count in each. */
+    readonly tags: readonly string[],
     readonly cap: DailyCap,
     /** The attempt's price, computed once: the listed one, else the largest charge seen when it was given out. */
     readonly price: number | undefined,
@@ -232,7 +305,7 @@ export class Reservation {
     const withinBudget = this.dropAssigned !== undefined;
     this.dropAssigned?.();
     this.dropAssigned = undefined;
-    const gate = await this.credits.gate(this.cap, this.price, this.model, handOver, withinBudget);
+    const gate = await this.credits.gate(this.cap, this.price, this, handOver, withinBudget);
     if (typeof gate !== 'function') return gate;
     this.held = gate;
     return 'reserved';

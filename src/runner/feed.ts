@@ -54,9 +54,18 @@ export class FeedLoops {
     if (this.breakerWaits > 0) this.deps.control.wake();
   }
 
-  /** Both types, until nothing can become ready. */
-  run(): Promise<void> {
-    return Promise.all([this.feed('image'), this.feed('video')]).then(() => {});
+  /** Both types, until nothing can become ready; a spent tag then stops the run, saying what it left unsent. */
+  async run(): Promise<void> {
+    await Promise.all([this.feed('image'), this.feed('video')]);
+    const { credits, control, store } = this.deps;
+    if (credits.spentTags.size === 0 || control.isStopping()) return;
+    const spent = [...credits.spentTags];
+    const unsent = store.queue.pendingWithTags(spent);
+    if (unsent === 0) return;
+    control.stop(
+      'budget',
+      `${spent.map((t) => credits.tagBudgetMessage(t)).join('; ')}: ${unsent} item${unsent === 1 ? '' : 's'} of ${spent.length === 1 ? 'it were' : 'them were'} not sent, the others ran. Raise budget.perTag in the manifest and run the same command again to send them.`,
+    );
   }
 
   /**
@@ -134,7 +143,8 @@ export class FeedLoops {
   private start(type: JobType, next: NextItem, free: readonly KeyLane[]): Step {
     const { credits, feeder, lanes, clock } = this.deps;
     const price = credits.priceOf(next);
-    if (price === undefined && credits.budget !== undefined) {
+    const tags = credits.budgetedTagsOf(next);
+    if (price === undefined && (credits.budget !== undefined || tags.length > 0)) {
       feeder.skipForGood(
         next.id,
         'PRICE_UNKNOWN',
@@ -143,6 +153,11 @@ export class FeedLoops {
       return 'again';
     }
     if (credits.overBudget(price ?? 0)) return 'done';
+    if (credits.tagOverBudget(tags, price ?? 0) !== undefined) {
+      // That tag's items are held back (they stay pending, for a run with a larger budget); the others go on.
+      this.deps.store.queue.excludeTags([...credits.spentTags]);
+      return 'again';
+    }
     // A resend goes with its attempt's key; a new item with the key that has the most room.
     const lane =
       next.key_fp === undefined

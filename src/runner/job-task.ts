@@ -75,6 +75,8 @@ export interface JobTaskDeps {
   readonly report: {
     /** The service charged this for a job of `model`: a bound for the next unpriced ones. */
     charged(model: string, credits: number): void;
+    /** A job of an item with these budgeted tags was refunded: their room grows again. */
+    refunded(tags: readonly string[], credits: number): void;
     /** The item's submission was answered with a job. */
     accepted(itemId: string): void;
     /** The job completed: its outputs are to be downloaded. */
@@ -599,6 +601,7 @@ export class JobTask {
       { jobId: job.id, status, refunded: job.refunded, refundDay: clock.dayOf(attempt.accepted_at ?? now), error },
       now,
     );
+    if (job.refunded > 0) ctx.report.refunded(this.credits.tags, job.refunded);
     if (store.attempts.failedCount(attempt.item_id) > ctx.settings.maxRetries)
       return this.finish('failed', code, job.error?.message ?? `the job ended ${job.status}`);
     ctx.control.emit({ kind: 'retrying', itemId: attempt.item_id, attempt: attempt.n + 1, reason: code });

@@ -105,7 +105,12 @@ function creditsOf(inputs: RunInputs, clock: RunClock, control: Control, lanes: 
     store,
     clock,
     control,
-    { maxCredits: opts.maxCredits, catalog, prices: manifest.manifest.prices },
+    {
+      maxCredits: opts.maxCredits,
+      catalog,
+      prices: manifest.manifest.prices,
+      perTag: manifest.manifest.budget?.perTag,
+    },
     () => lanes.active.map((l) => l.cap),
     (until) => {
       // The run waits for the daily cap, every key alike: status says until when.

@@ -44,6 +44,7 @@ export function jobTaskDeps(
     settings,
     report: {
       charged: (model, charged) => credits.noteCharge(model, charged),
+      refunded: (tags, refunded) => credits.refunded(tags, refunded),
       accepted: acts.accepted,
       completed: acts.completed,
       refused: (lane, error, reaction) => refused(parts, lane, error, reaction),

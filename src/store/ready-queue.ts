@@ -17,6 +17,9 @@ export class ReadyQueue {
   private readonly doneOutputsStmt;
   /** The ready query of a run --only, and its counts: set by `select`. */
   private readySelected: typeof this.readyStmt | undefined;
+  /** The ready query as it stands: with a --only selection, and without the items of spent tags. */
+  private readyNow: typeof this.readyStmt | undefined;
+  private excluding = false;
   private selectedCountsStmt: Statement<[], { state: ItemState; n: number }> | undefined;
 
   constructor(private readonly db: Db) {
@@ -72,7 +75,7 @@ export class ReadyQueue {
     after: { rank: number; seq: number } | undefined,
     limit: number,
   ): ItemRow[] {
-    return (this.readySelected ?? this.readyStmt).all({
+    return (this.readyNow ?? this.readySelected ?? this.readyStmt).all({
       type,
       now,
       rank: after?.rank ?? Number.MIN_SAFE_INTEGER,
@@ -105,6 +108,7 @@ export class ReadyQueue {
     this.readySelected = this.db.prepare(
       this.readyStmt.source.replace('AND removed = 0', 'AND removed = 0 AND id IN (SELECT id FROM selected_ids)'),
     );
+    this.readyNow = this.excluding ? this.withoutSpentTags(this.readySelected) : undefined;
     this.selectedCountsStmt = this.db.prepare<[], { state: ItemState; n: number }>(
       'SELECT state, count(*) AS n FROM items WHERE id IN (SELECT id FROM selected_ids) GROUP BY state',
     );
@@ -161,5 +165,41 @@ export class ReadyQueue {
   /** Items a canary may take: pending, in the manifest, waiting for no other item. */
   canaryCandidates(): { id: string; type: 'image' | 'video'; model: string }[] {
     return this.canaryStmt.all();
+  }
+
+  /**
+   * From now on `ready` hands out no item with one of these tags (their
+   * budgets are spent): they stay pending, for a run with a larger budget.
+   * Kept in a temporary table the ready query looks each candidate's tags up in.
+   */
+  excludeTags(tags: readonly string[]): void {
+    this.db.exec('CREATE TEMP TABLE IF NOT EXISTS spent_tags (tag TEXT PRIMARY KEY)');
+    const add = this.db.prepare('INSERT OR IGNORE INTO spent_tags (tag) VALUES (?)');
+    for (const tag of tags) add.run(tag);
+    if (this.excluding) return;
+    this.excluding = true;
+    this.readyNow = this.withoutSpentTags(this.readySelected ?? this.readyStmt);
+  }
+
+  private withoutSpentTags(ready: typeof this.readyStmt): typeof this.readyStmt {
+    return this.db.prepare(
+      ready.source.replace(
+        'AND removed = 0',
+        "AND removed = 0 AND NOT EXISTS (SELECT 1 FROM json_each(i.spec, '$.tags') j JOIN spent_tags s ON s.tag = j.value)",
+      ),
+    );
+  }
+
+  /** Pending items that carry one of these tags: what a spent tag left unsent. */
+  pendingWithTags(tags: readonly string[]): number {
+    if (tags.length === 0) return 0;
+    const placeholders = tags.map(() => '?').join(', ');
+    return this.db
+      .prepare<string[], number>(
+        `SELECT count(*) FROM items i WHERE state = 'pending' AND removed = 0 AND i.spec -> '$.tags' IS NOT NULL
+           AND EXISTS (SELECT 1 FROM json_each(i.spec, '$.tags') j WHERE j.value IN (${placeholders}))`,
+      )
+      .pluck()
+      .get(...tags) as number;
   }
 }

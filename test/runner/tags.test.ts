@@ -67,4 +67,67 @@ describe('tags', () => {
     expect(tagged).toContain('spring');
     expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
   });
+
+  it('a tag budget stops that tag only: its items stop at the budget, the others run, exit 3; an item with two tags counts in both', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    // studio-lite costs 2 a job: brand-a may spend 4 (two jobs), rush 2 (one job); item 3 is brand-a and rush.
+    const budgeted = `version: 1
+defaults: { model: studio-lite }
+budget: { perTag: { brand-a: 4, rush: 2 } }
+items:
+  - rows: rows.csv
+    id: "sku-{{sku}}"
+    prompt: "product {{sku}}"
+    tags: ["{{brand}}"]
+`;
+    const ws = workspace(t.sim, budgeted, {
+      'rows.csv': 'sku,brand\n1,brand-a\n2,brand-b\n3,"brand-a,rush"\n4,brand-b\n5,brand-a\n6,rush\n7,brand-b\n',
+    });
+    // The estimate says it first: per tag, items, credits and the budget; the run cannot go as planned (exit 3).
+    const estimate = await runCliInProcess(['estimate', 'm.yaml', '--json'], ws.env, ws.dir);
+    expect(estimate.code, estimate.stderr).toBe(3);
+    const planned = JSON.parse(estimate.stdout);
+    expect(planned.tags).toEqual([
+      { tag: 'brand-a', items: 3, credits: 6, unpriced: 0, budget: 4 },
+      { tag: 'brand-b', items: 3, credits: 6, unpriced: 0 },
+      { tag: 'rush', items: 2, credits: 4, unpriced: 0, budget: 2 },
+    ]);
+    expect(planned.blockers.map((b: { reason: string }) => b.reason)).toEqual(['tag-budget', 'tag-budget']);
+
+    const first = await ws.run();
+    expect(first.code, first.stdout + first.stderr).toBe(3);
+    expect(first.stdout).toMatch(/the budget of tag brand-a \(4 credits\) is reached/);
+    const charged = (): string[] =>
+      t.sim.service.ledger
+        .of('charge')
+        .map((c) => c.prompt!)
+        .sort();
+    // brand-a: items 1 and 3 (4 credits); rush: item 3 is already its 2, so item 6 waits; brand-b all three.
+    expect(charged()).toEqual(['product 1', 'product 2', 'product 3', 'product 4', 'product 7']);
+    const status = JSON.parse((await runCliInProcess(['status', 'm.yaml', '--json'], ws.env, ws.dir)).stdout);
+    expect(status.items.pending).toBe(2);
+    expect(status.tags.find((x: { tag: string }) => x.tag === 'brand-a').net).toBe(4);
+    expect(status.tags.find((x: { tag: string }) => x.tag === 'rush').net).toBe(2);
+    const report = JSON.parse((await runCliInProcess(['report', 'm.yaml', '--json'], ws.env, ws.dir)).stdout);
+    expect(report.tags.map((x: { tag: string; net: number }) => [x.tag, x.net])).toEqual([
+      ['brand-a', 4],
+      ['brand-b', 6],
+      ['rush', 2],
+    ]);
+
+    // A larger budget: the same command sends what was held back, and nothing twice.
+    writeFileSync(join(ws.dir, 'm.yaml'), budgeted.replace('brand-a: 4, rush: 2', 'brand-a: 6, rush: 4'));
+    const second = await ws.run();
+    expect(second.code, second.stdout + second.stderr).toBe(0);
+    expect(charged()).toEqual([
+      'product 1',
+      'product 2',
+      'product 3',
+      'product 4',
+      'product 5',
+      'product 6',
+      'product 7',
+    ]);
+    expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
+  });
 });

@@ -175,6 +175,7 @@ export async function estimateCommand(
         limits,
         keyCaps,
         balance: me.credits,
+        perTag: loaded.manifest.budget?.perTag,
         ...(maxCredits !== undefined ? { maxCredits } : {}),
       });
     const result = of(loaded.items);
@@ -256,6 +257,17 @@ function estimateJson(
 
 const n = (x: number) => x.toLocaleString('en-US');
 
+/** Items and credits per tag, with each tag's budget where it has one. */
+function tagTable(tags: Estimate['tags']): string {
+  const rows = tags.map((t) => [
+    t.tag,
+    n(t.items),
+    t.unpriced ? `${n(t.credits)} + ${n(t.unpriced)} unpriced` : n(t.credits),
+    t.budget === undefined ? '' : `${n(t.budget)}${t.credits > t.budget ? ' (over)' : ''}`,
+  ]);
+  return table(['tag', 'items', 'credits', 'budget'], rows);
+}
+
 function formatEstimate(
   m: LoadedManifest,
   e: Estimate,
@@ -313,6 +325,7 @@ function formatEstimate(
     `time:      about ${formatDuration(e.duration.seconds)}, limited by the ${e.duration.limitedBy}`,
     `           (submissions ${formatRate(limits.submit)}; ${limits.imagesInFlight} images in flight at ~50 s, ${limits.videosInFlight} videos at ~5.5 min, the spec's typical durations)`,
   );
+  if (e.tags.length) lines.push('', tagTable(e.tags));
   for (const p of more.problems) lines.push(`cannot run as planned (${p.reason}): ${p.message}`);
   return lines.join('\n');
 }

@@ -167,23 +167,26 @@ export async function reportCommand(
       sidecars: opts.sidecars ?? false,
       now: Date.now(),
     });
-    if (opts.json)
-      return JSON.stringify(
-        {
-          state: statePath,
-          outDir,
-          items: w.items,
-          jsonl: w.jsonl,
-          csv: w.csv,
-          html: w.html ?? null,
-          sidecars: w.sidecars ?? null,
-        },
-        null,
-        2,
-      );
+    const tags = store.itemReports.byTag().map((t) => ({ ...t, net: t.charged - t.refunded }));
+    if (opts.json) {
+      const written = {
+        items: w.items,
+        jsonl: w.jsonl,
+        csv: w.csv,
+        html: w.html ?? null,
+        sidecars: w.sidecars ?? null,
+      };
+      return JSON.stringify({ state: statePath, outDir, ...written, tags }, null, 2);
+    }
     const extra = [
       w.html ? `gallery: ${w.html}` : '',
       w.sidecars !== undefined ? `sidecars: ${w.sidecars} next to the outputs` : '',
+      tags.length
+        ? table(
+            ['tag', 'items', 'done', 'credits net'],
+            tags.map((t) => [t.tag, num(t.items), num(t.done), num(t.net)]),
+          )
+        : '',
     ].filter(Boolean);
     return [`${count(w.items, 'item')} written to ${w.jsonl} and ${w.csv}`, ...extra].join('\n');
   } finally {

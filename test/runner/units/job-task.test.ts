@@ -87,6 +87,7 @@ function taskWith(answers: (() => Promise<Job>)[]) {
     settings: { outDir: join(dir, 'out'), maxRetries: 2, runStartedAt: Date.now() },
     report: {
       charged() {},
+      refunded() {},
       accepted() {},
       completed: (itemId) => completed.push(itemId),
       refused() {},
