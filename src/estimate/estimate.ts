@@ -3,6 +3,7 @@ import type { Manifest, ResolvedItem } from '../manifest/index.js';
 import type { KeyLimits } from '../scheduler/limits.js';
 import { dependenciesOf } from '../manifest/types.js';
 import { estimateDuration, longestChainSeconds, type Bound } from './duration.js';
+import { planDays, type Plan, type PlanKey } from './plan.js';
 import { priceOf, type PriceSource } from './prices.js';
 
 export interface ModelCost {
@@ -31,6 +32,8 @@ export interface Estimate {
   maxJobCredits: number;
   /** Items and credits per tag (of the items that have tags), with the tag's budget where it has one. */
   tags: TagCost[];
+  /** Day by day, per key: the items and credits each key day takes, and the day the run ends. */
+  plan?: Plan;
 }
 
 export interface TagCost {
@@ -53,6 +56,8 @@ export interface EstimateInput {
   maxCredits?: number;
   /** `budget.perTag`: a tag's credits against its budget. */
   perTag?: Readonly<Record<string, number>> | undefined;
+  /** The keys whose days the plan fills (none: no plan). */
+  planKeys?: readonly PlanKey[] | undefined;
 }
 
 type ModelTally = ModelCost & { prices: Set<number>; sources: Set<PriceSource> };
@@ -91,6 +96,15 @@ function tally(input: EstimateInput) {
     }
   }
   return { byModel, byTag, counts, ...sums };
+}
+
+/** The day-by-day plan of the manifest's items over the keys' days. */
+function planOf(input: EstimateInput, keys: readonly PlanKey[]): Plan {
+  const items = input.items.map((item) => ({
+    credits: priceOf(item, input.catalog.get(item.type, item.model), input.prices).credits,
+    priority: item.priority ?? 0,
+  }));
+  return planDays(items, keys);
 }
 
 /** An item's price counted in each of its tags. */
@@ -143,6 +157,7 @@ export function estimate(input: EstimateInput): Estimate {
     duration: { seconds: Math.round(duration.seconds), limitedBy: duration.limitedBy },
     maxJobCredits,
     tags,
+    ...(input.planKeys?.length ? { plan: planOf(input, input.planKeys) } : {}),
   };
 }
 

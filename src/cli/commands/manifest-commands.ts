@@ -3,7 +3,14 @@ import { existsSync } from 'node:fs';
 import { blockers, estimate, formatDuration, type Estimate } from '../../estimate/index.js';
 import { openStateReadOnly, statePathFor } from '../../store/state-path.js';
 import { IssueList, type LoadedManifest, type ManifestIssue } from '../../manifest/index.js';
-import { combinedLimits, DEFAULT_KEY_LIMITS, formatRate, type KeyLimits, type Rate } from '../../scheduler/limits.js';
+import {
+  combinedLimits,
+  DEFAULT_KEY_LIMITS,
+  formatRate,
+  KEY_DAY_MS,
+  type KeyLimits,
+  type Rate,
+} from '../../scheduler/limits.js';
 import type { ConnectionFlags } from '../connection.js';
 import { EXIT, ExitError } from '../exit.js';
 import { table } from '../format.js';
@@ -176,6 +183,12 @@ export async function estimateCommand(
         keyCaps,
         balance: me.credits,
         perTag: loaded.manifest.budget?.perTag,
+        planKeys: pool.keys.map((k, i) => ({
+          key: k.fingerprint,
+          cap: k.limits.dailyCap,
+          submissionsPerDay: Math.floor((KEY_DAY_MS / k.limits.submit.windowMs) * k.limits.submit.count),
+          usedToday: pool.accounts[i]?.usedToday,
+        })),
         ...(maxCredits !== undefined ? { maxCredits } : {}),
       });
     const result = of(loaded.items);
@@ -257,6 +270,23 @@ function estimateJson(
 
 const n = (x: number) => x.toLocaleString('en-US');
 
+/** Days shown one by one; a longer plan says how it goes on. */
+const PLAN_DAYS_SHOWN = 14;
+
+/** The plan day by day: each key's items and credits, and the day the run ends. */
+function planLines(plan: NonNullable<Estimate['plan']>): string[] {
+  const lines = [
+    `plan: the last item is sent on key day ${plan.endsOnDay} (day 1 is the day the run starts)${plan.notPlaced ? `; ${n(plan.notPlaced)} items cannot be placed (no price, or over every cap)` : ''}`,
+  ];
+  for (const d of plan.days.slice(0, PLAN_DAYS_SHOWN))
+    lines.push(
+      `  day ${d.day}: ${d.keys.map((k) => `${k.key.slice(0, 6)} ${n(k.items)} items, ${n(k.credits)} credits`).join('; ')}`,
+    );
+  if (plan.days.length > PLAN_DAYS_SHOWN)
+    lines.push(`  … ${plan.days.length - PLAN_DAYS_SHOWN} more days (--json lists them all)`);
+  return lines;
+}
+
 /** Items and credits per tag, with each tag's budget where it has one. */
 function tagTable(tags: Estimate['tags']): string {
   const rows = tags.map((t) => [
@@ -326,6 +356,7 @@ function formatEstimate(
     `           (submissions ${formatRate(limits.submit)}; ${limits.imagesInFlight} images in flight at ~50 s, ${limits.videosInFlight} videos at ~5.5 min, the spec's typical durations)`,
   );
   if (e.tags.length) lines.push('', tagTable(e.tags));
+  if (e.plan) lines.push('', ...planLines(e.plan));
   for (const p of more.problems) lines.push(`cannot run as planned (${p.reason}): ${p.message}`);
   return lines.join('\n');
 }
