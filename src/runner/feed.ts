@@ -158,6 +158,14 @@ export class FeedLoops {
       this.deps.store.queue.excludeTags([...credits.spentTags]);
       return 'again';
     }
+    if (next.key_fp === undefined && price !== undefined && !this.fitsToday(free, price)) {
+      // No key with a free slot has room for it today: a smaller item of the same priority that fits goes first.
+      const smaller = this.deps.feeder.nextFitting(next, (row) => {
+        const p = credits.priceOf(row);
+        return p !== undefined && this.fitsToday(free, p);
+      });
+      if (smaller) return this.start(type, smaller, free);
+    }
     // A resend goes with its attempt's key; a new item with the key that has the most room.
     const lane =
       next.key_fp === undefined
@@ -167,6 +175,12 @@ export class FeedLoops {
     if (!lane) return this.deps.control.waitForWake(clock.scaled(1000));
     this.deps.startJob(next, lane, price);
     return 'again';
+  }
+
+  /** Whether a key with a free slot has room today for a submission of `price`. */
+  private fitsToday(free: readonly KeyLane[], price: number): boolean {
+    const now = this.deps.clock.now();
+    return free.some((l) => !l.cap.isWaiting(now, price));
   }
 
   private waitForEvent(dueInMs?: number): Promise<void> {

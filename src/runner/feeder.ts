@@ -12,6 +12,8 @@ export type NextItem = ItemRow & { key_fp?: string | null };
  */
 const FIRST_READY_PAGE = 4;
 const READY_PAGE = 64;
+/** How far past an item that does not fit the key day the feeder looks for one that does. */
+const FITTING_LOOKAHEAD = 1024;
 
 /**
  * Hands out ready items: pending, due, every dependency done (the `deps`
@@ -49,6 +51,27 @@ export class Feeder {
       if (free || page.length < size) return free;
       after = page.at(-1)!;
     }
+  }
+
+  /**
+   * The first ready item of the same priority as `head` (after it in the
+   * ready order) that `fits` accepts, looking at no more than `limit` items:
+   * when `head` does not fit what is left of the key day, a smaller one that
+   * does goes first.
+   */
+  nextFitting(head: ItemRow, fits: (row: ItemRow) => boolean, limit = FITTING_LOOKAHEAD): NextItem | undefined {
+    if (this.only) return undefined;
+    let after: ItemRow = head;
+    for (let seen = 0; seen < limit; ) {
+      const page = this.store.queue.ready(head.type, this.clock.now(), after, READY_PAGE);
+      for (const row of page) {
+        if (row.rank !== head.rank || ++seen > limit) return undefined;
+        if (!this.claimed.has(row.id) && fits(row)) return row;
+      }
+      if (page.length < READY_PAGE) return undefined;
+      after = page.at(-1)!;
+    }
+    return undefined;
   }
 
   /** Hands out only these items (chosen with nothing to wait for), until `restrictTo(undefined)`. */
