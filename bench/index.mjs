@@ -7,6 +7,7 @@ import { scaleBench } from './scale.mjs';
 import { keysBench } from './keys.mjs';
 import { pauseBench } from './pause.mjs';
 import { chaosBench } from './chaos.mjs';
+import { daysBench } from './days.mjs';
 
 const parts = {
   manifest: manifestBench,
@@ -17,6 +18,7 @@ const parts = {
   lifecycle: lifecycleBench,
   keys: keysBench,
   chaos: chaosBench,
+  days: daysBench,
 };
 const wanted = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(parts);
 let ok = true;
