@@ -26,6 +26,21 @@ const facts = (over: Partial<LiveFacts> = {}): LiveFacts => ({
   ...over,
 });
 
+/** A terminal of that width (0: one that reports none), and what was written to it. */
+function terminal(columns: number): { out: NodeJS.WriteStream; written: () => string } {
+  let written = '';
+  const out = Object.assign(
+    new Writable({
+      write: (chunk, _e, done) => {
+        written += String(chunk);
+        done();
+      },
+    }),
+    { isTTY: true, columns },
+  ) as unknown as NodeJS.WriteStream;
+  return { out, written: () => written };
+}
+
 describe('numbers', () => {
   it('have thousands separators as en-US writes them, whole or not', () => {
     const intl = new Intl.NumberFormat('en-US');
@@ -142,22 +157,14 @@ describe('on a terminal', () => {
         1,
         false,
       );
-      let written = '';
-      const out = Object.assign(
-        new Writable({
-          write: (chunk, _e, done) => {
-            written += String(chunk);
-            done();
-          },
-        }),
-        { isTTY: true, columns: 40 },
-      ) as unknown as NodeJS.WriteStream;
-      const progress = new Progress(out, store, 5);
+      const tty = terminal(40);
+      const progress = new Progress(tty.out, store, 5);
       progress.start();
       progress.onEvent({ kind: 'waiting', reason: 'the daily credit cap', untilMs: Date.now() + 3_600_000 });
       await new Promise((r) => setTimeout(r, 300)); // a frame or two
       progress.stop();
-      const frames = written
+      const frames = tty
+        .written()
         .split('\r\x1b[2K')
         .map((f) => f.replace(/\n$/, ''))
         .filter(Boolean);
@@ -174,22 +181,13 @@ describe('on a terminal that reports no width', () => {
   it('draws the line as for 80 columns, not a lone ellipsis', async () => {
     const store = Store.open(join(mkdtempSync(join(tmpdir(), 'genbatch-progress-')), 's.sqlite'));
     try {
-      let written = '';
-      const out = Object.assign(
-        new Writable({
-          write: (chunk, _e, done) => {
-            written += String(chunk);
-            done();
-          },
-        }),
-        { isTTY: true, columns: 0 },
-      ) as unknown as NodeJS.WriteStream;
-      const progress = new Progress(out, store, 5, { pace: { limit: 10, windowMs: 60_000, timeScale: 60 } });
+      const tty = terminal(0);
+      const progress = new Progress(tty.out, store, 5, { pace: { limit: 10, windowMs: 60_000, timeScale: 60 } });
       progress.start();
       for (let i = 0; i < 3; i++)
         progress.onEvent({ kind: 'submitted', itemId: `i${i}`, attempt: 1, jobId: 'j', credits: 8 });
       progress.stop();
-      const last = written.split('\r\x1b[2K').at(-1)!.trim();
+      const last = tty.written().split('\r\x1b[2K').at(-1)!.trim();
       expect(last).toMatch(/^0% done 0\/5 · running 0 · credits 0 net · 3\/10 per window \(time x60\)$/);
       expect(last.length).toBeLessThan(80);
     } finally {
