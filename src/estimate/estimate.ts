@@ -101,6 +101,7 @@ function tally(input: EstimateInput) {
 /** The day-by-day plan of the manifest's items over the keys' days. */
 function planOf(input: EstimateInput, keys: readonly PlanKey[]): Plan {
   const items = input.items.map((item) => ({
+    type: item.type,
     credits: priceOf(item, input.catalog.get(item.type, item.model), input.prices).credits,
     priority: item.priority ?? 0,
   }));

@@ -3,14 +3,7 @@ import { existsSync } from 'node:fs';
 import { blockers, estimate, formatDuration, type Estimate } from '../../estimate/index.js';
 import { openStateReadOnly, statePathFor } from '../../store/state-path.js';
 import { IssueList, type LoadedManifest, type ManifestIssue } from '../../manifest/index.js';
-import {
-  combinedLimits,
-  DEFAULT_KEY_LIMITS,
-  formatRate,
-  KEY_DAY_MS,
-  type KeyLimits,
-  type Rate,
-} from '../../scheduler/limits.js';
+import { combinedLimits, DEFAULT_KEY_LIMITS, formatRate, type KeyLimits, type Rate } from '../../scheduler/limits.js';
 import type { ConnectionFlags } from '../connection.js';
 import { EXIT, ExitError } from '../exit.js';
 import { table } from '../format.js';
@@ -186,7 +179,8 @@ export async function estimateCommand(
         planKeys: pool.keys.map((k, i) => ({
           key: k.fingerprint,
           cap: k.limits.dailyCap,
-          submissionsPerDay: Math.floor((KEY_DAY_MS / k.limits.submit.windowMs) * k.limits.submit.count),
+          submitEveryMs: k.limits.submit.windowMs / k.limits.submit.count,
+          slots: { image: k.limits.imagesInFlight, video: k.limits.videosInFlight },
           usedToday: pool.accounts[i]?.usedToday,
         })),
         ...(maxCredits !== undefined ? { maxCredits } : {}),
