@@ -77,8 +77,11 @@ class Queue {
   /** Whether any item left fits `room` (the day can take more of this type). */
   fits(room: number): boolean {
     this.skipTaken();
-    for (let i = this.head, seen = 0; i < this.credits.length && seen < LOOKAHEAD; i++)
-      if (!this.taken[i] && (seen++, this.credits[i]! <= room)) return true;
+    for (let i = this.head, seen = 0; i < this.credits.length && seen < LOOKAHEAD; i++) {
+      if (this.taken[i]) continue;
+      seen++;
+      if (this.credits[i]! <= room) return true;
+    }
     return false;
   }
 
