@@ -64,7 +64,7 @@ export class FeedLoops {
     if (unsent === 0) return;
     control.stop(
       'budget',
-      `${spent.map((t) => credits.tagBudgetMessage(t)).join('; ')}: ${unsent} item${unsent === 1 ? '' : 's'} of ${spent.length === 1 ? 'it were' : 'them were'} not sent, the others ran. Raise budget.perTag in the manifest and run the same command again to send them.`,
+      `${spent.map((t) => credits.tagBudgetMessage(t)).join('; ')}: ${unsent} of ${spent.length === 1 ? 'its' : 'their'} items ${unsent === 1 ? 'was' : 'were'} not sent, the others ran. Raise budget.perTag in the manifest and run the same command again to send them.`,
     );
   }
 
