@@ -97,9 +97,8 @@ interface KeyState {
   /** The day `room` is of. */
   day: number;
   room: number;
+  /** When each slot is free again: its task then waits for a turn at the window behind those freed before it. */
   busyUntil: Record<JobType, number[]>;
-  /** The type it sent last: the other goes first next (the run's two feed loops take turns at the window). */
-  last: JobType;
 }
 
 /**
@@ -126,7 +125,6 @@ export function planDays(items: readonly PlanItem[], keys: readonly PlanKey[]): 
     day: 0,
     room: plan.cap - (plan.usedToday ?? 0),
     busyUntil: { image: Array(plan.slots.image).fill(0), video: Array(plan.slots.video).fill(0) },
-    last: 'video',
   }));
   const days: DayPlan[] = [];
   let day = 0;
@@ -149,14 +147,16 @@ function turn(k: KeyState, queues: Record<JobType, Queue>, tally: DayPlan['keys'
     k.day = day;
     k.room = k.plan.cap;
   }
-  for (const type of k.last === 'image' ? (['video', 'image'] as const) : (['image', 'video'] as const)) {
-    const slot = k.busyUntil[type].findIndex((until) => until <= now);
-    if (slot < 0) continue;
+  // The window serves the tasks in the order their slots freed (images first when together, as the loops start).
+  const free = (['image', 'video'] as const)
+    .flatMap((type) => k.busyUntil[type].map((until, slot) => ({ type, slot, until })))
+    .filter((s) => s.until <= now)
+    .sort((a, b) => a.until - b.until || (a.type === b.type ? 0 : a.type === 'image' ? -1 : 1));
+  for (const { type, slot } of free) {
     const credits = queues[type].take(k.room);
     if (credits === undefined) continue;
     k.room -= credits;
     k.busyUntil[type][slot] = now + JOB_MS[type];
-    k.last = type;
     tally.items++;
     tally.credits += credits;
     k.next = now + k.plan.submitEveryMs;

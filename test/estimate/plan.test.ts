@@ -37,14 +37,15 @@ describe('the day-by-day plan', () => {
     expect(plan.notPlaced).toBe(2);
   });
 
-  it('images and videos take turns while their slots are free: videos are not held back to manifest order', () => {
+  it('images and videos go as their slots free, in the order they freed: videos are not held back to manifest order', () => {
     const items = [
       ...images(2, 2, 2, 2, 2, 2, 2, 2),
       { type: 'video' as const, credits: 10, priority: 0 },
       { type: 'video' as const, credits: 10, priority: 0 },
     ];
-    const plan = planDays(items, [key({ cap: 24 })]);
-    // Turns: image, video, image, video, then images: 2 videos and 2 images fill 24, the other 6 images the next day.
+    // One image slot, held 50 s a job; a turn at the window every 6 s. At 0 an image, at 6 and 12 the two videos
+    // (the image slot is busy), at 50 the next image: 24 credits, the cap; the other six images the next day.
+    const plan = planDays(items, [key({ cap: 24, slots: { image: 1, video: 5 } })]);
     expect(plan.days.map((d) => d.keys[0]!.items)).toEqual([4, 6]);
     expect(plan.days[0]!.keys[0]!.credits).toBe(24);
   });
