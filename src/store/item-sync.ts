@@ -85,30 +85,10 @@ export class ItemSyncer {
             this.insertItem(item, now, addedByType);
           } else if (row.content_hash === item.contentHash) {
             if (row.changed) this.markChanged.run({ id: item.id, seq: item.seq, changed: 0, now });
-          } else if (row.attempt === 0) {
-            this.updateUnsent.run({
-              id: item.id,
-              seq: item.seq,
-              type: item.type,
-              model: item.model,
-              contentHash: item.contentHash,
-              spec: item.spec,
-              now,
-            });
-          } else if (
-            redoChanged &&
-            !(['queued', 'submitting', 'maybe_accepted', 'running'] as ItemState[]).includes(row.state)
-          ) {
-            this.updateUnsent.run({
-              id: item.id,
-              seq: item.seq,
-              type: item.type,
-              model: item.model,
-              contentHash: item.contentHash,
-              spec: item.spec,
-              now,
-            });
-            this.life.redoChanged(item.id, now);
+          } else if (row.attempt === 0 || (redoChanged && this.life.redoChanged(item.id, now))) {
+            // Never sent, or put back by --redo-changed (never an item on the wire or in flight: the lifecycle guards it).
+            const { id, seq, type, model, contentHash, spec } = item;
+            this.updateUnsent.run({ id, seq, type, model, contentHash, spec, now });
           } else {
             this.markChanged.run({ id: item.id, seq: item.seq, changed: 1, now });
             changed.push(item.id);
