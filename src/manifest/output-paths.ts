@@ -39,6 +39,8 @@ export interface OutputNameValues {
   model: string;
   type: string;
   vars: ReadonlyMap<string, string>;
+  /** The item's generation: 1 for its first job's outputs, 2 for the job that regenerated it, … */
+  version?: number;
 }
 
 /**
@@ -54,6 +56,8 @@ export function outputRelativePath(
   if (!rendered.ok) return rendered;
   let path = rendered.value.includes('\\') ? rendered.value.replace(/\\/g, '/') : rendered.value;
   if (v.n > 1 && !usesN(template)) path = path.replace(/(\.[^./]*)?$/, (ext) => `-${v.n}${ext}`);
+  // A regenerated item's outputs never take the name of its earlier, paid ones: a-1.png, then a-1.v2.png.
+  if (v.version !== undefined && v.version > 1) path = path.replace(/(\.[^./]*)?$/, (ext) => `.v${v.version}${ext}`);
   // The common name is one short segment: checked without splitting it (a catalog names 100,000).
   if (!path.includes('/') && path !== '.' && path !== '..' && path !== '' && path.length <= MAX_SEGMENT_BYTES / 4)
     return { ok: true, path };

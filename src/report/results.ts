@@ -12,8 +12,12 @@ export interface ResultRow {
   resolution: string | null;
   /** Seconds, for a video. */
   duration: string | null;
-  /** Relative to the output dir. */
+  /** The current version's outputs, relative to the output dir. */
   files: { path: string; bytes: number; sha256: string }[];
+  /** The current version (1, or higher once the item was regenerated); null before any output is on disk. (Every row the report writes has it, as `versions`.) */
+  version?: number | null;
+  /** Every version on disk, oldest first: a regeneration never overwrites the outputs it replaces. */
+  versions?: OutputVersion[];
   jobIds: string[];
   creditsCharged: number;
   creditsRefunded: number;
@@ -23,6 +27,14 @@ export interface ResultRow {
   values: Record<string, string>;
   /** The item's tags (every row the report writes has them; a row made by hand may leave them out). */
   tags?: string[];
+}
+
+/** One generation of an item's outputs: its job, its files on disk, and whether it is the current one. */
+export interface OutputVersion {
+  version: number;
+  jobId: string;
+  files: string[];
+  current: boolean;
 }
 
 /**
@@ -51,8 +63,21 @@ export function* resultPages(store: Store, pageSize = PAGE_SIZE): Generator<Resu
   }
 }
 
+type FileFact = [path: string, bytes: number, sha256: string, version: number, jobId: string, current: 0 | 1];
+
+function versionsOf(files: readonly FileFact[]): OutputVersion[] {
+  const versions: OutputVersion[] = [];
+  for (const [path, , , version, jobId, current] of files) {
+    const last = versions.at(-1);
+    if (last?.version === version) last.files.push(path);
+    else versions.push({ version, jobId, files: [path], current: current === 1 });
+  }
+  return versions;
+}
+
 function resultRow(item: ItemFacts): ResultRow {
-  const files = JSON.parse(item.files) as [string, number, string][];
+  const all = JSON.parse(item.files) as FileFact[];
+  const files = all.filter((f) => f[5] === 1);
   return {
     id: item.id,
     state: item.state,
@@ -63,6 +88,8 @@ function resultRow(item: ItemFacts): ResultRow {
     resolution: item.resolution,
     duration: item.duration,
     files: files.map(([path, bytes, sha256]) => ({ path, bytes, sha256 })),
+    version: files[0]?.[3] ?? null,
+    versions: versionsOf(all),
     jobIds: JSON.parse(item.job_ids) as string[],
     creditsCharged: item.charged,
     creditsRefunded: item.refunded,
@@ -125,6 +152,8 @@ const CSV_COLUMNS = [
   'error_code',
   'error_message',
   'tags',
+  'version',
+  'earlier_files',
 ];
 
 function csvRecord(r: ResultRow, valueNames: readonly string[]): unknown[] {
@@ -147,6 +176,11 @@ function csvRecord(r: ResultRow, valueNames: readonly string[]): unknown[] {
     r.errorCode ?? '',
     r.errorMessage ?? '',
     (r.tags ?? []).join(' '),
+    r.version ?? '',
+    (r.versions ?? [])
+      .filter((v) => !v.current)
+      .flatMap((v) => v.files)
+      .join(' '),
     ...valueNames.map((k) => r.values[k] ?? ''),
   ];
 }

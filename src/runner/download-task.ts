@@ -219,7 +219,9 @@ class DownloadTask {
   private claimName(idx: number, ext: string): string {
     const { store, clock, naming } = this.deps;
     const item = this.item;
+    const version = store.outputs.versionFor(item.id, this.jobId);
     const name = outputRelativePath(naming.outputName, {
+      version,
       id: item.id,
       n: idx,
       ext,
@@ -236,7 +238,15 @@ class DownloadTask {
         'NAME_TAKEN',
       );
     }
-    store.outputs.claimPath(this.jobId, idx, item.id, name.path, clock.now());
+    // An earlier, paid version of this item: never overwritten, whatever the name template became.
+    if (owner && (owner.job_id !== this.jobId || owner.idx !== idx)) {
+      throw new DownloadError(
+        `output ${idx} would be saved as ${name.path}, which holds an earlier output of ${item.id} (job ${owner.job_id}); it is not overwritten. Put {{n}} in output.name and run again`,
+        false,
+        'NAME_TAKEN',
+      );
+    }
+    store.outputs.claimPath(this.jobId, idx, item.id, name.path, version, clock.now());
     return name.path;
   }
 }

@@ -49,7 +49,7 @@ export type ItemFacts = Pick<ItemRow, 'id' | 'state' | 'type' | 'model' | 'error
   job_ids: string;
   charged: number;
   refunded: number;
-  /** [[path, bytes, sha256], …] of its verified outputs. */
+  /** [[path, bytes, sha256, version, jobId, current (1|0)], …] of its verified outputs, every version's, oldest first. */
   files: string;
 };
 

@@ -224,7 +224,7 @@ export class Lifecycle {
       this.attempts.markEnded(id, n, end.status, end.refunded, now, end.error);
       if (end.refunded > 0) this.accounting.refunded(end.refundDay, end.refunded, this.attempts.keyOf(id, n) ?? '');
       if (end.status !== 'completed') return true;
-      this.outputs.forgetOtherJobs(id, end.jobId);
+      this.outputs.supersedeOtherJobs(id, end.jobId, now);
       return this.transition(id, ['running'], 'downloading', now);
     });
   }

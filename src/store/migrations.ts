@@ -243,6 +243,13 @@ export const MIGRATIONS: readonly string[] = [
   -- On the item, not an attempt: an attempt is made only once its inputs are uploaded.
   ALTER TABLE items ADD COLUMN upload_failures INTEGER NOT NULL DEFAULT 0;
   `,
+  // 18
+  `
+  -- Paid outputs are never overwritten: a regenerated item's new job saves version 2 beside version 1, and the
+  -- earlier job's rows stay, marked superseded, so the results list every version and say which is current.
+  ALTER TABLE outputs ADD COLUMN version INTEGER NOT NULL DEFAULT 1;
+  ALTER TABLE outputs ADD COLUMN superseded_at INTEGER;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -12,6 +12,10 @@ export interface OutputRow {
   downloaded_at: number | null;
   /** The file's modification time (ms) when it was last verified against `sha256`. */
   mtime_ms: number | null;
+  /** The item's generation these outputs belong to (1, then 2 after a regeneration, …). */
+  version: number;
+  /** When a later job of the item completed: these outputs stay on disk, no longer current. */
+  superseded_at: number | null;
 }
 
 /** A downloaded output as verified on disk. */
@@ -29,14 +33,16 @@ export class Outputs {
   private readonly ofJobStmt;
   private readonly firstFileStmt;
   private readonly missingStmt;
-  private readonly forgetOthersStmt;
+  private readonly supersedeStmt;
+  private readonly versionOfJobStmt;
+  private readonly nextVersionStmt;
   private readonly ownerStmt;
   private readonly claimStmt;
   private readonly verifiedStmt;
 
   constructor(private readonly db: Db) {
     this.claimStmt = db.prepare(
-      'INSERT INTO outputs (job_id, idx, item_id, path, link_issued_at) VALUES (@jobId, @idx, @itemId, @path, @now) ON CONFLICT (job_id, idx) DO UPDATE SET path = @path, link_issued_at = @now',
+      'INSERT INTO outputs (job_id, idx, item_id, path, link_issued_at, version) VALUES (@jobId, @idx, @itemId, @path, @now, @version) ON CONFLICT (job_id, idx) DO UPDATE SET path = @path, link_issued_at = @now',
     );
     this.doneStmt = db.prepare(
       'UPDATE outputs SET path = @path, bytes = @bytes, sha256 = @sha256, content_type = @contentType, mtime_ms = @mtimeMs, downloaded_at = @now WHERE job_id = @jobId AND idx = @idx',
@@ -44,13 +50,21 @@ export class Outputs {
     this.verifiedStmt = db.prepare('UPDATE outputs SET mtime_ms = ? WHERE job_id = ? AND idx = ?');
     this.ofJobStmt = db.prepare<[string], OutputRow>('SELECT * FROM outputs WHERE job_id = ? ORDER BY idx');
     this.missingStmt = db.prepare('UPDATE outputs SET sha256 = NULL WHERE job_id = ? AND idx = ?');
-    this.forgetOthersStmt = db.prepare('DELETE FROM outputs WHERE item_id = ? AND job_id <> ?');
+    this.supersedeStmt = db.prepare(
+      'UPDATE outputs SET superseded_at = ? WHERE item_id = ? AND job_id <> ? AND superseded_at IS NULL',
+    );
+    this.versionOfJobStmt = db
+      .prepare<[string], number>('SELECT version FROM outputs WHERE job_id = ? LIMIT 1')
+      .pluck();
+    this.nextVersionStmt = db
+      .prepare<[string], number>('SELECT coalesce(max(version), 0) + 1 FROM outputs WHERE item_id = ?')
+      .pluck();
     this.ownerStmt = db.prepare<[string], Pick<OutputRow, 'item_id' | 'job_id' | 'idx'>>(
       'SELECT item_id, job_id, idx FROM outputs WHERE path = ? LIMIT 1',
     );
     this.firstFileStmt = db
       .prepare<[string], string>(
-        'SELECT path FROM outputs WHERE item_id = ? AND path IS NOT NULL AND sha256 IS NOT NULL ORDER BY job_id, idx LIMIT 1',
+        'SELECT path FROM outputs WHERE item_id = ? AND path IS NOT NULL AND sha256 IS NOT NULL AND superseded_at IS NULL ORDER BY job_id, idx LIMIT 1',
       )
       .pluck();
   }
@@ -69,9 +83,14 @@ export class Outputs {
     this.missingStmt.run(jobId, idx);
   }
 
-  /** The item's outputs are now those of `jobId` (a job that replaced an earlier one): the earlier job's rows go. */
-  forgetOtherJobs(itemId: string, jobId: string): void {
-    this.forgetOthersStmt.run(itemId, jobId);
+  /** The item's current outputs are now those of `jobId` (a job that replaced an earlier one): the earlier ones stay, superseded. */
+  supersedeOtherJobs(itemId: string, jobId: string, now: number): void {
+    this.supersedeStmt.run(now, itemId, jobId);
+  }
+
+  /** The version a job's outputs are saved as: the one it already has, or the item's next. */
+  versionFor(itemId: string, jobId: string): number {
+    return this.versionOfJobStmt.get(jobId) ?? this.nextVersionStmt.get(itemId)!;
   }
 
   /** The output recorded under this file name, if any. */
@@ -84,9 +103,9 @@ export class Outputs {
    * the claim that ownerOf sees. The output's row starts here, with when its
    * link was in hand.
    */
-  claimPath(jobId: string, idx: number, itemId: string, path: string, now: number): void {
+  claimPath(jobId: string, idx: number, itemId: string, path: string, version: number, now: number): void {
     // Lost to a power cut with the file's save, the same name is claimed again by the download that redoes it.
-    withRelaxedSync(this.db, () => this.claimStmt.run({ jobId, idx, itemId, path, now }));
+    withRelaxedSync(this.db, () => this.claimStmt.run({ jobId, idx, itemId, path, version, now }));
   }
 
   ofJob(jobId: string): OutputRow[] {

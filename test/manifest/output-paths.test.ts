@@ -40,6 +40,15 @@ describe('output file names never leave the output dir', () => {
     expect(outputRelativePath('{{id}}.{{ext}}', values('a', 2))).toEqual({ ok: true, path: 'a-2.png' });
   });
 
+  it("names a regenerated item's outputs by version, never its earlier outputs' names", () => {
+    const v = (template: string, n: number, version: number) =>
+      outputRelativePath(template, { ...values('a', n), version });
+    expect(v(DEFAULT_OUTPUT_NAME, 1, 1)).toEqual({ ok: true, path: 'a-1.png' });
+    expect(v(DEFAULT_OUTPUT_NAME, 1, 2)).toEqual({ ok: true, path: 'a-1.v2.png' });
+    expect(v('{{id}}.{{ext}}', 2, 3)).toEqual({ ok: true, path: 'a-2.v3.png' });
+    expect(v('shots/{{id}}', 1, 2)).toEqual({ ok: true, path: 'shots/a.v2' });
+  });
+
   it('resolveInside refuses a path outside the dir, whatever made it', () => {
     expect(() => resolveInside('/tmp/out', '../x')).toThrow(/outside the output dir/);
     expect(() => resolveInside('/tmp/out', '/etc/passwd')).toThrow();
