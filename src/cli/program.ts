@@ -160,6 +160,10 @@ function addManifestCommands(program: Command, ctx: CommandContext): void {
     .option('--max-videos-in-flight <n>', 'video jobs in flight', positiveInt)
     .option('--daily-cap <credits>', "the key's daily cap (default: what /me says, else 20000)", positiveInt)
     .option('--max-credits <credits>', 'budget for the run (default: budget.maxCredits)', positiveInt)
+    .option(
+      '--redo-rejected',
+      'also count the items rejected in genbatch review, as run --redo-rejected makes them again',
+    )
     .action(async (manifest: string, opts) => {
       // Exit 3 when the balance, the budget or the daily cap make the run impossible as planned; the figures print all the same.
       const estimate = await (await manifestCommands()).estimateCommand(manifest, opts, ctx.env, ctx.io.cwd);
@@ -229,6 +233,10 @@ function runOptions(cmd: Command): Command {
       nonNegativeInt,
     )
     .option('--redo-changed', 'resubmit items whose content changed after they were submitted')
+    .option(
+      '--redo-rejected',
+      'regenerate the items whose current output was rejected in genbatch review: one new attempt each; the rejected outputs stay on disk',
+    )
     .option('--max-output-mb <n>', 'refuse an output larger than this (default 2048)', positiveInt)
     .option('--sidecars', 'also write a metadata file (<output>.json) next to each output')
     .option(
@@ -299,6 +307,7 @@ function addStateCommands(program: Command, ctx: CommandContext): void {
     .option('--simulate', "the rehearsal's state (run --simulate), not the real run's")
     .option('--code <code...>', 'only items that failed with these codes')
     .option('--id <id...>', 'only these items (also puts back an item stopped on a key conflict: it is paid again)')
+    .option('--rejected', 'put back the done items whose current output was rejected in genbatch review')
     .option('--json', 'print what was put back as JSON')
     .action(async (manifest: string, opts) =>
       ctx.print(await (await stateCommands()).retryCommand(manifest, opts, ctx.io.cwd)),

@@ -150,6 +150,10 @@ interface CardData {
   jobId: string | null;
   /** The item's row columns and matrix values, to group by. */
   values: Record<string, string>;
+  /** The review decision on the current version (read-only here: genbatch review makes them). */
+  review?: { decision: 'approved' | 'rejected'; note: string | null };
+  /** The current version, when the item was regenerated (2 and up). */
+  version?: number;
 }
 
 function cardData(r: ResultRow, poster: string | undefined): CardData {
@@ -170,6 +174,8 @@ function cardData(r: ResultRow, poster: string | undefined): CardData {
     duration: r.duration,
     jobId: r.jobIds.at(-1) ?? null,
     values: r.values,
+    ...(r.review ? { review: { decision: r.review.decision, note: r.review.note } } : {}),
+    ...(r.version && r.version > 1 ? { version: r.version } : {}),
   };
 }
 
@@ -210,6 +216,8 @@ h2 { font-size: 14px; margin: 0 0 4px; display: flex; justify-content: space-bet
 .s-failed.badge, .s-rejected.badge { background: #ffe3e3; color: #8a041a; }
 .s-blocked.badge { background: #ffe8d9; color: #841003; }
 .s-skipped.badge { background: #e4e7eb; color: #3e4c59; }
+.r-approved.badge { background: #d9f2ff; color: #035388; }
+.r-rejected.badge { background: #fde2f3; color: #620042; }
 .error { margin: 6px 0 0; padding: 6px 8px; border-radius: 4px; background: #ffe3e3; color: #8a041a; word-break: break-word; }
 #none { text-align: center; color: var(--muted); }
 main.compact { grid-template-columns: repeat(auto-fill, minmax(150px, 1fr)); gap: 8px; padding: 8px 16px; }
@@ -283,7 +291,8 @@ function openAt(index) {
   document.getElementById('lb-media').replaceChildren(full);
   const facts = [['id', item.id], ['state', item.state], ['prompt', item.prompt], ['model', item.model], ['aspect ratio', item.aspectRatio], ['resolution', item.resolution],
     ['duration', item.duration ? item.duration + ' s' : null], ['credits', item.refunded ? item.charged + ' charged, ' + item.refunded + ' refunded' : String(item.charged)],
-    ['job', item.jobId], ['file', item.files.join(' ') || null], ['error', item.code ? item.code + ' ' + (item.message || '') : null]];
+    ['job', item.jobId], ['file', item.files.join(' ') || null], ['version', item.version ? String(item.version) : null],
+    ['review', item.review ? item.review.decision + (item.review.note ? ': ' + item.review.note : '') : null], ['error', item.code ? item.code + ' ' + (item.message || '') : null]];
   document.getElementById('lb-meta').replaceChildren(...facts.filter(([, v]) => v).flatMap(([k, v]) => [el('dt', { text: k }), el('dd', { class: 'lb-' + k.replace(' ', '-'), text: v })]));
   document.getElementById('lb-pos').textContent = (index + 1) + ' of ' + matching.length;
   lightbox.hidden = false;
@@ -317,7 +326,8 @@ function card(item) {
   return el('article', { class: 'card', 'data-id': item.id, 'data-state': item.state, 'data-model': item.model },
     el('div', { class: 'media' }, media(item)),
     el('div', { class: 'meta' },
-      el('h2', {}, el('span', { class: 'id', text: item.id }), el('span', { class: 'badge s-' + item.state, text: item.state })),
+      el('h2', {}, el('span', { class: 'id', text: item.id }), el('span', { class: 'badge s-' + item.state, text: item.state }),
+        item.review ? el('span', { class: 'badge review r-' + item.review.decision, text: item.review.decision, title: item.review.note || '' }) : null),
       el('p', { class: 'prompt', text: item.prompt }),
       el('p', { class: 'facts' }, el('span', { class: 'model', text: item.model }), ' · ', el('span', { class: 'credits', text: credits })),
       item.code ? el('p', { class: 'error' }, el('code', { text: item.code }), ' ' + (item.message || '')) : null,

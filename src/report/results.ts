@@ -1,5 +1,5 @@
 import { stringify } from 'csv-stringify/sync';
-import type { ItemFacts, ItemState, Store } from '../store/index.js';
+import type { ItemFacts, ItemState, ReviewDecision, Store } from '../store/index.js';
 
 /** One row per item: what users hand to the next tool instead of reading SQLite. */
 export interface ResultRow {
@@ -18,6 +18,8 @@ export interface ResultRow {
   version?: number | null;
   /** Every version on disk, oldest first: a regeneration never overwrites the outputs it replaces. */
   versions?: OutputVersion[];
+  /** The review decision on the current version (genbatch review), or null while it is unreviewed. */
+  review?: ReviewNote | null;
   jobIds: string[];
   creditsCharged: number;
   creditsRefunded: number;
@@ -35,6 +37,17 @@ export interface OutputVersion {
   jobId: string;
   files: string[];
   current: boolean;
+  /** Its review decision, if it had one. */
+  review?: ReviewNote;
+}
+
+/** A review decision as the results files carry it. */
+export interface ReviewNote {
+  version: number;
+  decision: ReviewDecision;
+  note: string | null;
+  /** When it was decided (ms since the epoch). */
+  at: number;
 }
 
 /**
@@ -65,19 +78,31 @@ export function* resultPages(store: Store, pageSize = PAGE_SIZE): Generator<Resu
 
 type FileFact = [path: string, bytes: number, sha256: string, version: number, jobId: string, current: 0 | 1];
 
-function versionsOf(files: readonly FileFact[]): OutputVersion[] {
+type ReviewFact = [version: number, decision: ReviewDecision, note: string | null, at: number];
+
+function versionsOf(files: readonly FileFact[], reviews: ReadonlyMap<number, ReviewNote>): OutputVersion[] {
   const versions: OutputVersion[] = [];
   for (const [path, , , version, jobId, current] of files) {
     const last = versions.at(-1);
     if (last?.version === version) last.files.push(path);
-    else versions.push({ version, jobId, files: [path], current: current === 1 });
+    else {
+      const review = reviews.get(version);
+      versions.push({ version, jobId, files: [path], current: current === 1, ...(review ? { review } : {}) });
+    }
   }
   return versions;
+}
+
+function reviewsOf(json: string): Map<number, ReviewNote> {
+  const facts = JSON.parse(json) as ReviewFact[];
+  return new Map(facts.map(([version, decision, note, at]) => [version, { version, decision, note, at }]));
 }
 
 function resultRow(item: ItemFacts): ResultRow {
   const all = JSON.parse(item.files) as FileFact[];
   const files = all.filter((f) => f[5] === 1);
+  const version = files[0]?.[3] ?? null;
+  const reviews = reviewsOf(item.reviews);
   return {
     id: item.id,
     state: item.state,
@@ -88,8 +113,9 @@ function resultRow(item: ItemFacts): ResultRow {
     resolution: item.resolution,
     duration: item.duration,
     files: files.map(([path, bytes, sha256]) => ({ path, bytes, sha256 })),
-    version: files[0]?.[3] ?? null,
-    versions: versionsOf(all),
+    version,
+    versions: versionsOf(all, reviews),
+    review: (version !== null && reviews.get(version)) || null,
     jobIds: JSON.parse(item.job_ids) as string[],
     creditsCharged: item.charged,
     creditsRefunded: item.refunded,
@@ -154,6 +180,8 @@ const CSV_COLUMNS = [
   'tags',
   'version',
   'earlier_files',
+  'review',
+  'review_note',
 ];
 
 function csvRecord(r: ResultRow, valueNames: readonly string[]): unknown[] {
@@ -181,6 +209,8 @@ function csvRecord(r: ResultRow, valueNames: readonly string[]): unknown[] {
       .filter((v) => !v.current)
       .flatMap((v) => v.files)
       .join(' '),
+    r.review?.decision ?? '',
+    r.review?.note ?? '',
     ...valueNames.map((k) => r.values[k] ?? ''),
   ];
 }

@@ -34,6 +34,8 @@ export interface Status {
   };
   /** Items and credits per tag (only the items that have tags). */
   tags: { tag: string; items: number; done: number; charged: number; refunded: number; net: number }[];
+  /** Review decisions (genbatch review) on the done items' current outputs. */
+  review: { approved: number; rejected: number; unreviewed: number };
   /** What the open items of each state wait for (a reason, and a time where it is a matter of time): why a run is quiet. */
   waiting: Waiting[];
   /** Only while a run is under way. */
@@ -82,6 +84,7 @@ export function collectStatus(store: Store, where: { manifest: string; state: st
     },
     waiting: waitingFor(store, now, { running, waitingUntil, unreachableSince, pausedSince }),
     tags: store.itemReports.byTag().map((t) => ({ ...t, net: t.charged - t.refunded })),
+    review: store.reviews.counts(counts.done),
     eta: running && last ? etaOf(store, last, charged, now) : null,
     keys: keysOf(store, keyDayOf(now, last?.time_scale ?? 1)),
   };

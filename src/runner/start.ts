@@ -10,7 +10,7 @@ import { IssueList, type ManifestIssue, type ManifestTop } from '../manifest/ind
 import { checkValid, issueReport, loadValid } from '../manifest/load-valid.js';
 import { checkAgainstService, shapeProblems } from '../manifest/online.js';
 import type { KeyLimits } from '../scheduler/limits.js';
-import { Store } from '../store/index.js';
+import { OPEN_STATES, Store } from '../store/index.js';
 import { openStateReadOnly, statePathFor } from '../store/state-path.js';
 import { EXIT, ExitError, usageError } from '../util/exit-error.js';
 import type { RunEvent } from './control.js';
@@ -38,6 +38,8 @@ export interface RunRequest {
   /** --out, else the manifest's output dir (a rehearsal's gets `.simulated`). */
   out?: string | undefined;
   redoChanged: boolean;
+  /** Put the items whose current version was rejected in review back, for a new attempt each. */
+  redoRejected?: boolean;
   /** The limits the flags give, built once; each key's own may be lower. */
   limits: KeyLimits;
   coordinatorUrl?: string | undefined;
@@ -63,6 +65,8 @@ export interface PreparedRun extends OpenedService {
   /** Its items are read back from the state, not expanded again. */
   resumed: boolean;
   toSync: ToSync | undefined;
+  /** The items put back because their current version was rejected in review (--redo-rejected). */
+  redoneRejected: readonly string[];
 }
 
 /** A run under way: its runner, its log, and how to close what it holds once it ends. */
@@ -91,7 +95,11 @@ export async function prepareRun(request: RunRequest, connecting: Promise<RunCon
   // A rehearsal never writes where a real run's outputs are.
   const suffix = request.rehearsal ? '.simulated' : '';
   const outDir = `${request.out ? resolve(request.cwd, request.out) : manifest.outputDir}${suffix}`;
+  const redoneRejected = request.redoRejected
+    ? opened.store.items.putBackRejected(opened.store.reviews.rejectedCurrent(), Date.now())
+    : [];
   return {
+    redoneRejected,
     ...opened,
     manifest,
     statePath,
@@ -158,7 +166,9 @@ async function prepareManifest(request: RunRequest): Promise<PreparedManifest> {
   const manifest = plan.resume?.top ?? topOf(checked!);
   const statePath = statePathOf(manifest);
   // A fresh in-process simulator knows none of an earlier run's jobs: a rehearsal starts over, and never on a real run's state.
-  if (request.rehearsal) startRehearsalOver(statePath, !request.statePath);
+  // Redoing a finished rehearsal's rejects goes on with its state; anything else of a rehearsal starts over.
+  if (request.rehearsal && request.redoRejected) keepFinishedRehearsal(statePath);
+  else if (request.rehearsal) startRehearsalOver(statePath, !request.statePath);
   return { plan, checked, manifest, statePath };
 }
 
@@ -291,6 +301,24 @@ function startRehearsalOver(statePath: string, defaultPath: boolean): void {
     );
   }
   for (const suffix of ['', '-wal', '-shm']) rmSync(`${statePath}${suffix}`, { force: true });
+}
+
+/** A rehearsal's rejects are redone on its own state, which a fresh simulator can carry on only once nothing of it is open. */
+function keepFinishedRehearsal(statePath: string): void {
+  if (!existsSync(statePath))
+    throw new ExitError(EXIT.usage, `no rehearsal has run yet (${statePath}): nothing was reviewed to redo.`);
+  const store = openStateReadOnly(statePath);
+  try {
+    const counts = store.itemReports.counts();
+    const open = OPEN_STATES.reduce((n, state) => n + counts[state], 0);
+    if (open > 0)
+      throw new ExitError(
+        EXIT.usage,
+        `the rehearsal has ${open} unfinished item${open === 1 ? '' : 's'}: a rehearsal is redone only once it ran to the end (run it again with --simulate first).`,
+      );
+  } finally {
+    store.close();
+  }
 }
 
 function isRehearsalState(statePath: string): boolean {

@@ -11,6 +11,7 @@ import { Lifecycle } from './lifecycle.js';
 import { acquireLock, lockHolder } from './lock.js';
 import { RunControl } from './control.js';
 import { Outputs } from './outputs.js';
+import { Reviews } from './reviews.js';
 import { Runs } from './runs.js';
 import { Uploads } from './uploads.js';
 
@@ -27,6 +28,7 @@ export {
 export type { ErrorNote, SentRecord } from './lifecycle.js';
 export type { AttemptForReconcile, AttemptRow } from './attempts.js';
 export type { OutputRow } from './outputs.js';
+export type { ReviewCounts, ReviewDecision, ReviewRow } from './reviews.js';
 export type { UploadRow } from './uploads.js';
 export type { RunRow } from './runs.js';
 export type { ControlAnswer, ControlMode, ControlRequest } from './control.js';
@@ -43,6 +45,7 @@ export class Store {
   readonly itemReports: ItemReports;
   readonly attempts: Attempts;
   readonly outputs: Outputs;
+  readonly reviews: Reviews;
   readonly accounting: Accounting;
   readonly uploads: Uploads;
   readonly runs: Runs;
@@ -61,6 +64,7 @@ export class Store {
   ) {
     this.attempts = new Attempts(db);
     this.outputs = new Outputs(db);
+    this.reviews = new Reviews(db);
     this.accounting = new Accounting(db);
     this.life = new Lifecycle(db, this.attempts, this.accounting, this.outputs);
     this.items = new Items(db, this.life);

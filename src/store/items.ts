@@ -51,6 +51,8 @@ export type ItemFacts = Pick<ItemRow, 'id' | 'state' | 'type' | 'model' | 'error
   refunded: number;
   /** [[path, bytes, sha256, version, jobId, current (1|0)], …] of its verified outputs, every version's, oldest first. */
   files: string;
+  /** [[version, decision, note, decidedAt], …] of its review decisions. */
+  reviews: string;
 };
 
 /** What the service may echo of an item in its job list. */
@@ -157,6 +159,15 @@ export class Items {
       })
       .immediate();
     return { requeued, conflicts };
+  }
+
+  /**
+   * `--redo-rejected`, `retry --rejected`: the done items whose current
+   * version was rejected in review go back to pending, for one new attempt
+   * each. Returns their ids.
+   */
+  putBackRejected(rejected: readonly string[], now: number): string[] {
+    return this.db.transaction(() => rejected.filter((id) => this.life.redoRejected(id, now))).immediate();
   }
 
   /** An item's stored spec. */

@@ -34,6 +34,7 @@ export class Lifecycle {
   private readonly note;
   private readonly begin;
   private readonly uploadFailure;
+  private readonly redoRejectedStmt;
 
   constructor(
     private readonly db: Db,
@@ -50,6 +51,12 @@ export class Lifecycle {
     );
     this.uploadFailure = db.prepare(
       `UPDATE items SET upload_failures = upload_failures + 1, state = 'pending', not_before = @notBefore, updated_at = @now WHERE id = @id AND state IN ('pending', 'queued')`,
+    );
+    this.redoRejectedStmt = db.prepare(
+      `UPDATE items SET state = 'pending', error_code = NULL, error_message = NULL, not_before = 0, updated_at = @now
+       WHERE id = @id AND state = 'done' AND EXISTS (
+         SELECT 1 FROM reviews r JOIN outputs o ON o.item_id = r.item_id AND o.version = r.version AND o.superseded_at IS NULL
+         WHERE r.item_id = @id AND r.decision = 'rejected')`,
     );
     this.begin = db.prepare(
       `UPDATE items SET attempt = @n, state = 'queued', error_code = NULL, error_message = NULL, not_before = 0, updated_at = @now WHERE id = @id AND state = 'pending'`,
@@ -263,6 +270,15 @@ export class Lifecycle {
    */
   redoChanged(id: string, now: number): boolean {
     return this.transition(id, REDO_FROM, 'pending', now);
+  }
+
+  /**
+   * `--redo-rejected`, `retry --rejected`: done → pending, only while its
+   * current version is rejected in review. Its next attempt has a new key;
+   * the rejected outputs stay on disk as an earlier version.
+   */
+  redoRejected(id: string, now: number): boolean {
+    return this.redoRejectedStmt.run({ id, now }).changes === 1;
   }
 
   /**

@@ -250,6 +250,20 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE outputs ADD COLUMN version INTEGER NOT NULL DEFAULT 1;
   ALTER TABLE outputs ADD COLUMN superseded_at INTEGER;
   `,
+  // 19
+  `
+  -- Review decisions (genbatch review): one per version of an item's outputs, kept across regenerations.
+  CREATE TABLE reviews (
+    item_id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    decision TEXT NOT NULL CHECK (decision IN ('approved', 'rejected')),
+    note TEXT,
+    decided_at INTEGER NOT NULL,
+    PRIMARY KEY (item_id, version)
+  );
+  -- The outputs of an item's version, found by (item, version) when a review joins its current one.
+  CREATE INDEX outputs_item_version ON outputs (item_id, version);
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -6,7 +6,7 @@ import { IssueList, type LoadedManifest, type ManifestIssue } from '../../manife
 import { combinedLimits, DEFAULT_KEY_LIMITS, formatRate, type KeyLimits, type Rate } from '../../scheduler/limits.js';
 import type { ConnectionFlags } from '../connection.js';
 import { EXIT, ExitError } from '../exit.js';
-import { table } from '../format.js';
+import { count, num, table } from '../format.js';
 import { issueReport, loadValid, warningReport } from '../../manifest/load-valid.js';
 import type { PoolSetup } from '../../runner/pool.js';
 
@@ -117,21 +117,33 @@ export interface EstimateFlags extends ConnectionFlags {
   maxVideosInFlight?: number;
   dailyCap?: number;
   maxCredits?: number;
+  /** Count the items rejected in review as to be made again (run --redo-rejected). */
+  redoRejected?: boolean;
 }
 
 /** What a state says of a manifest that has run: each item's state, and the credits charged net. */
 interface RunSoFar {
   states: Map<string, string>;
   spent: number;
+  /** Done items whose current version was rejected in review. */
+  rejected: Set<string>;
 }
 
 function runSoFar(m: LoadedManifest, opts: EstimateFlags, cwd: string): RunSoFar | undefined {
   const path = statePathFor(m, opts.state, cwd, Boolean(opts.simulate) && !opts.state);
-  if (!existsSync(path)) return undefined;
+  if (!existsSync(path)) {
+    if (opts.redoRejected)
+      throw new ExitError(
+        EXIT.usage,
+        `--redo-rejected: ${path} does not exist; nothing has run, so nothing was rejected.`,
+      );
+    return undefined;
+  }
   const store = openStateReadOnly(path);
   try {
     const totals = store.attempts.totals();
-    return { states: store.itemSync.states(), spent: totals.charged - totals.refunded };
+    const rejected = new Set(opts.redoRejected ? store.reviews.rejectedCurrent() : []);
+    return { states: store.itemSync.states(), spent: totals.charged - totals.refunded, rejected };
   } finally {
     store.close();
   }
@@ -187,18 +199,23 @@ export async function estimateCommand(
       });
     const result = of(loaded.items);
     const remaining = soFar
-      ? of(loaded.items.filter((i) => NOT_SENT.has(soFar.states.get(i.id) ?? 'pending')))
+      ? of(loaded.items.filter((i) => NOT_SENT.has(soFar.states.get(i.id) ?? 'pending') || soFar.rejected.has(i.id)))
       : undefined;
+    const redo = opts.redoRejected && soFar ? of(loaded.items.filter((i) => soFar.rejected.has(i.id))) : undefined;
     // What the rest of the run needs is judged, not what the whole manifest cost from the start.
     const problems = blockers(remaining ?? result, soFar?.spent ?? 0);
     const exitCode = problems.length ? EXIT.stopped : EXIT.ok;
     const simulated = Boolean(opts.simulate);
     if (opts.json) {
       const json = estimateJson(loaded, result, remaining, soFar?.spent ?? 0, problems, pool, limits, simulated);
-      return { text: JSON.stringify(json, null, 2), exitCode };
+      const redoJson = redo ? { redoRejected: { items: redo.items.total, credits: redo.credits.total } } : {};
+      return { text: JSON.stringify({ ...json, ...redoJson }, null, 2), exitCode };
     }
+    const redoLine = redo
+      ? `\nregenerating ${count(redo.items.total, 'item')} rejected in review: ${num(redo.credits.total)} credits (counted in what remains)`
+      : '';
     return {
-      text: formatEstimate(loaded, result, limits, { simulated, remaining, spent: soFar?.spent ?? 0, problems }),
+      text: `${formatEstimate(loaded, result, limits, { simulated, remaining, spent: soFar?.spent ?? 0, problems })}${redoLine}`,
       exitCode,
     };
   } finally {

@@ -35,6 +35,7 @@ export interface RunFlags extends ConnectionFlags {
   unreachableMinutes?: number;
   only?: string[];
   redoChanged?: boolean;
+  redoRejected?: boolean;
   timeScale?: number;
   maxOutputMb?: number;
   sidecars?: boolean;
@@ -135,6 +136,7 @@ function requestOf(
     statePath: flags.state,
     out: flags.out,
     redoChanged: flags.redoChanged ?? false,
+    redoRejected: flags.redoRejected ?? false,
     limits: limitsFrom(flags, timeScale),
     coordinatorUrl: flags.coordinator ?? env.GENBATCH_COORDINATOR,
     // A service that answers nothing yet is waited for, as a run waits for it (--unreachable-minutes).
@@ -203,9 +205,17 @@ function sayStart(out: NodeJS.WriteStream, request: RunRequest, prepared: Prepar
     out.write(
       `resuming: ${manifest.source.file} and its files are as the state last saw them; ${count(prepared.itemCount, 'item')} read from the state, not expanded again\n`,
     );
+  if (request.redoRejected) {
+    const n = prepared.redoneRejected.length;
+    out.write(
+      n
+        ? `regenerating ${count(n, 'item')} rejected in review (one new attempt each; the rejected outputs stay on disk as earlier versions)\n`
+        : 'no item is rejected in review: nothing to regenerate\n',
+    );
+  }
   if (request.rehearsal)
     out.write(
-      `rehearsal on the embedded simulator (no key, no credits, time x${request.timeScale}): it starts over each time; outputs go to ${prepared.outDir}, the state to ${statePath}\n`,
+      `rehearsal on the embedded simulator (no key, no credits, time x${request.timeScale}): ${request.redoRejected ? 'it goes on with its own state to redo its rejects' : 'it starts over each time'}; outputs go to ${prepared.outDir}, the state to ${statePath}\n`,
     );
   shown.progress.start();
   shown.notifier?.start();

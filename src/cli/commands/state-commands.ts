@@ -81,6 +81,10 @@ function statusTable(s: Status, paint: Paint): string {
     );
   }
   lines.push(...runLines(s));
+  if (s.items.done > 0)
+    lines.push(
+      `review: ${num(s.review.approved)} approved, ${num(s.review.rejected)} rejected, ${num(s.review.unreviewed)} unreviewed`,
+    );
   if (s.tags.length)
     lines.push(
       table(
@@ -105,7 +109,7 @@ function statusTable(s: Status, paint: Paint): string {
 /** Puts failed items back with new attempts (by code, if given); blocked items are never resent unchanged. */
 export async function retryCommand(
   path: string,
-  opts: StateFlags & { code?: string[]; id?: string[]; json?: boolean },
+  opts: StateFlags & { code?: string[]; id?: string[]; rejected?: boolean; json?: boolean },
   cwd: string,
 ): Promise<string> {
   const manifest = await locate(path, cwd);
@@ -117,6 +121,7 @@ export async function retryCommand(
     throw new ExitError(EXIT.environment, (error as Error).message);
   }
   try {
+    if (opts.rejected) return retryRejected(store, statePath, opts);
     const unknown = (opts.id ?? []).filter((id) => !store.items.get(id));
     if (unknown.length)
       throw new ExitError(
@@ -147,6 +152,23 @@ export async function retryCommand(
   } finally {
     store.close();
   }
+}
+
+/** `retry --rejected`: the done items whose current version was rejected in review go back for one new attempt each. */
+function retryRejected(
+  store: Store,
+  statePath: string,
+  opts: { code?: string[]; id?: string[]; json?: boolean },
+): string {
+  if (opts.code?.length)
+    throw new ExitError(EXIT.usage, '--rejected and --code choose different items: give one of them.');
+  const rejected = store.reviews.rejectedCurrent();
+  const chosen = opts.id?.length ? rejected.filter((id) => opts.id!.includes(id)) : rejected;
+  const requeued = store.items.putBackRejected(chosen, Date.now());
+  if (opts.json) return JSON.stringify({ state: statePath, requeued: requeued.length, ids: requeued }, null, 2);
+  return requeued.length
+    ? `${count(requeued.length, 'item')} rejected in review put back; run the manifest again (genbatch run) to regenerate them (their rejected outputs stay on disk).`
+    : 'no done item is rejected in review: nothing put back.';
 }
 
 /** Writes results.jsonl and results.csv (and the gallery, sidecars) from the state file alone: no network. */

@@ -1,0 +1,85 @@
+import type { Db } from './db.js';
+
+/** What a person decided of one version of an item's outputs. */
+export type ReviewDecision = 'approved' | 'rejected';
+
+export interface ReviewRow {
+  item_id: string;
+  version: number;
+  decision: ReviewDecision;
+  note: string | null;
+  decided_at: number;
+}
+
+export interface ReviewCounts {
+  approved: number;
+  rejected: number;
+  /** Done items whose current version has no decision yet. */
+  unreviewed: number;
+}
+
+/** Joins a review to the item's current version: the one whose outputs are not superseded. */
+const CURRENT =
+  'JOIN outputs o ON o.item_id = r.item_id AND o.version = r.version AND o.idx = 1 AND o.superseded_at IS NULL';
+
+/**
+ * Review decisions: one per (item, version), written by `genbatch review`
+ * while a run may hold the state. Each is a guarded transition: a decision is
+ * taken only on a version whose outputs are on disk, verified; clearing it
+ * (undo) returns the version to unreviewed.
+ */
+export class Reviews {
+  private readonly decideStmt;
+  private readonly clearStmt;
+  private readonly ofItemStmt;
+  private readonly countsStmt;
+  private readonly rejectedStmt;
+
+  constructor(db: Db) {
+    this.decideStmt = db.prepare(
+      `INSERT INTO reviews (item_id, version, decision, note, decided_at)
+       SELECT @itemId, @version, @decision, @note, @now
+       WHERE EXISTS (SELECT 1 FROM outputs WHERE item_id = @itemId AND version = @version AND sha256 IS NOT NULL)
+       ON CONFLICT (item_id, version) DO UPDATE SET decision = excluded.decision, note = excluded.note, decided_at = excluded.decided_at`,
+    );
+    this.clearStmt = db.prepare('DELETE FROM reviews WHERE item_id = ? AND version = ?');
+    this.ofItemStmt = db.prepare<[string], ReviewRow>('SELECT * FROM reviews WHERE item_id = ? ORDER BY version');
+    this.countsStmt = db.prepare<[], { decision: ReviewDecision; n: number }>(
+      `SELECT r.decision, count(*) AS n FROM reviews r ${CURRENT} GROUP BY r.decision`,
+    );
+    this.rejectedStmt = db
+      .prepare<[], string>(
+        `SELECT r.item_id FROM reviews r ${CURRENT} JOIN items i ON i.id = r.item_id
+         WHERE r.decision = 'rejected' AND i.state = 'done' AND i.removed = 0 ORDER BY i.seq`,
+      )
+      .pluck();
+  }
+
+  /**
+   * Records a decision (or clears it: undo) on a version of an item's
+   * outputs. False when the item has no such version on disk: nothing is written.
+   */
+  decide(itemId: string, version: number, decision: ReviewDecision | null, note: string | null, now: number): boolean {
+    if (decision === null) {
+      this.clearStmt.run(itemId, version);
+      return true;
+    }
+    return this.decideStmt.run({ itemId, version, decision, note, now }).changes === 1;
+  }
+
+  ofItem(itemId: string): ReviewRow[] {
+    return this.ofItemStmt.all(itemId);
+  }
+
+  /** Decisions on current versions; `done` (the done items) gives the unreviewed ones. */
+  counts(done: number): ReviewCounts {
+    const c = { approved: 0, rejected: 0 };
+    for (const { decision, n } of this.countsStmt.all()) c[decision] = n;
+    return { ...c, unreviewed: Math.max(0, done - c.approved - c.rejected) };
+  }
+
+  /** Done items whose current version was rejected: what --redo-rejected regenerates, in manifest order. */
+  rejectedCurrent(): string[] {
+    return this.rejectedStmt.all();
+  }
+}
