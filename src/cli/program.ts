@@ -101,6 +101,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
   addRun(program, ctx);
   addStateCommands(program, ctx);
   addServiceCommands(program, ctx);
+  addReview(program, ctx);
   addSimulate(program, ctx);
 
   try {
@@ -339,6 +340,26 @@ function addServiceCommands(program: Command, ctx: CommandContext): void {
   withConnection(program.command('me').description('show credits, scopes and limits of the key'))
     .option('--json', 'print the response as JSON')
     .action(async (opts) => ctx.print(await (await serviceInfo()).meCommand(opts, ctx.env)));
+}
+
+function addReview(program: Command, ctx: CommandContext): void {
+  program
+    .command('review')
+    .argument('<manifest>')
+    .description(
+      'a local web app to watch a run live and approve or reject every output with the keyboard (loopback, a token in its URL); works beside a running run',
+    )
+    .option('--state <path>', 'the SQLite state file')
+    .option('--simulate', "the rehearsal's state (run --simulate), not the real run's")
+    .option('--port <n>', 'port (0 picks a free one)', port, 0)
+    .option('--host <address>', 'address to listen on (loopback unless you say otherwise)', '127.0.0.1')
+    .action(async (manifest: string, opts) => {
+      const { reviewCommand } = await import('./commands/review.js');
+      const { server, banner } = await reviewCommand(manifest, opts, ctx.io.cwd);
+      ctx.print(banner);
+      await ctx.io.untilStopped();
+      await server.close();
+    });
 }
 
 function addSimulate(program: Command, ctx: CommandContext): void {

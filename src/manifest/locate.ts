@@ -9,6 +9,8 @@ export interface ManifestLocation {
   name: string;
   /** Absolute; `output.dir` relative to the manifest, else out/<name> beside it. */
   outputDir: string;
+  /** `budget.maxCredits`, when it is a number (the review app draws it). */
+  maxCredits?: number;
 }
 
 /**
@@ -32,8 +34,14 @@ export async function locateManifest(
   const output = top('output') as { get?(k: string): unknown } | undefined;
   const dir = output?.get?.('dir');
   const name = typeof named === 'string' && named ? named : source.stem;
+  const budget = (top('budget') as { get?(k: string): unknown } | undefined)?.get?.('maxCredits');
   return {
     issues,
-    location: { source, name, outputDir: resolve(source.dir, typeof dir === 'string' && dir ? dir : `out/${name}`) },
+    location: {
+      source,
+      name,
+      outputDir: resolve(source.dir, typeof dir === 'string' && dir ? dir : `out/${name}`),
+      ...(typeof budget === 'number' ? { maxCredits: budget } : {}),
+    },
   };
 }

@@ -11,6 +11,7 @@ import { Lifecycle } from './lifecycle.js';
 import { acquireLock, lockHolder } from './lock.js';
 import { RunControl } from './control.js';
 import { Outputs } from './outputs.js';
+import { ReviewQueries } from './review-queries.js';
 import { Reviews } from './reviews.js';
 import { Runs } from './runs.js';
 import { Uploads } from './uploads.js';
@@ -29,6 +30,7 @@ export type { ErrorNote, SentRecord } from './lifecycle.js';
 export type { AttemptForReconcile, AttemptRow } from './attempts.js';
 export type { OutputRow } from './outputs.js';
 export type { ReviewCounts, ReviewDecision, ReviewRow } from './reviews.js';
+export type { NewOutput, ReviewCard, ReviewFilter, SeriesBuckets, VersionDetail } from './review-queries.js';
 export type { UploadRow } from './uploads.js';
 export type { RunRow } from './runs.js';
 export type { ControlAnswer, ControlMode, ControlRequest } from './control.js';
@@ -46,6 +48,8 @@ export class Store {
   readonly attempts: Attempts;
   readonly outputs: Outputs;
   readonly reviews: Reviews;
+  /** What genbatch review reads: cards by filter, new outputs, versions, the run's series. */
+  readonly reviewQueries: ReviewQueries;
   readonly accounting: Accounting;
   readonly uploads: Uploads;
   readonly runs: Runs;
@@ -65,6 +69,7 @@ export class Store {
     this.attempts = new Attempts(db);
     this.outputs = new Outputs(db);
     this.reviews = new Reviews(db);
+    this.reviewQueries = new ReviewQueries(db);
     this.accounting = new Accounting(db);
     this.life = new Lifecycle(db, this.attempts, this.accounting, this.outputs);
     this.items = new Items(db, this.life);
@@ -129,6 +134,24 @@ export class Store {
       return { store: new Store(db, () => {}, true), runPid: holder.pid };
     }
     return { store: Store.open(path), runPid: undefined };
+  }
+
+  /**
+   * Opens for `genbatch review`, which lives long beside any number of runs:
+   * never the lock (a run started later must not be refused), only review
+   * decisions written, in short transactions. An older schema is migrated
+   * first, under the lock, when no run holds it.
+   */
+  static openForReview(path: string): Store {
+    const probe = openDbReadOnly(path);
+    if (probe === 'older') {
+      if (lockHolder(path)?.alive)
+        throw new StateFileError(
+          `${path} is being run by an older genbatch (pid ${lockHolder(path)!.pid}); review it once that run ends.`,
+        );
+      Store.open(path).close();
+    } else probe.close();
+    return new Store(openDbReadWriteUnlocked(path), () => {}, true);
   }
 
   /** Runs `fn` in one short IMMEDIATE transaction. */

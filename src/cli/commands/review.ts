@@ -1,0 +1,53 @@
+import { existsSync } from 'node:fs';
+import { locate } from '../../manifest/load-valid.js';
+import { startReviewServer, type ReviewServer } from '../../review/server.js';
+import { StateFileError } from '../../store/index.js';
+import { existingStatePathFor, openStateReadOnly } from '../../store/state-path.js';
+import { EXIT, ExitError } from '../exit.js';
+
+export interface ReviewFlags {
+  state?: string;
+  simulate?: boolean;
+  port?: number;
+  host?: string;
+}
+
+/** Starts the review app on the manifest's state: the server, and the lines to print. */
+export async function reviewCommand(
+  path: string,
+  flags: ReviewFlags,
+  cwd: string,
+): Promise<{ server: ReviewServer; banner: string }> {
+  const manifest = await locate(path, cwd);
+  const statePath = existingStatePathFor(manifest, flags, cwd);
+  if (!existsSync(statePath))
+    throw new ExitError(
+      EXIT.usage,
+      `${statePath} does not exist: nothing has run yet (genbatch run ${path}${flags.simulate ? ' --simulate' : ''} first)`,
+    );
+  const store = openStateReadOnly(statePath);
+  const outDir = store.runs.all().at(-1)?.out_dir ?? manifest.outputDir;
+  store.close();
+  let server: ReviewServer;
+  try {
+    server = await startReviewServer({
+      statePath,
+      outDir,
+      title: manifest.name,
+      budget: manifest.maxCredits ?? null,
+      host: flags.host ?? '127.0.0.1',
+      port: flags.port ?? 0,
+    });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (error instanceof StateFileError || code === 'EADDRINUSE' || code === 'EADDRNOTAVAIL' || code === 'EACCES')
+      throw new ExitError(EXIT.environment, `cannot start the review app: ${(error as Error).message}`);
+    throw error;
+  }
+  const banner = [
+    `reviewing ${manifest.name} (state ${statePath}, outputs ${outDir})`,
+    `open ${server.url}`,
+    'keys: arrows move, a approve, r reject, u clear, z undo, n note, Enter zoom, c compare versions, ? help. Ctrl-C stops.',
+  ].join('\n');
+  return { server, banner };
+}

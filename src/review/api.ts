@@ -1,0 +1,57 @@
+import { z } from 'zod';
+import type { ReviewCard, ReviewFilter, Store } from '../store/index.js';
+
+/** Cards a page of the grid may ask for at once. */
+const MAX_SLICE = 500;
+/** Items one batch decision may name (a selected range). */
+const MAX_BATCH = 5_000;
+
+const decision = z.enum(['approved', 'rejected']).nullable();
+const note = z.string().max(2_000).nullable().optional();
+const target = z.object({ itemId: z.string().min(1).max(1_000), version: z.number().int().positive() });
+
+/** POST /api/review: one decision, or the same decision on many items (a selected range); null clears it (undo). */
+export const decisionBody = z.union([
+  target.extend({ decision, note }),
+  z.object({ items: z.array(target).min(1).max(MAX_BATCH), decision, note }),
+]);
+export type DecisionBody = z.infer<typeof decisionBody>;
+
+/** The grid's query string as a filter and a slice. */
+export function sliceOf(url: URL): { filter: ReviewFilter; offset: number; limit: number } {
+  const q = url.searchParams;
+  const int = (name: string, fallback: number, max: number) => {
+    const n = Number.parseInt(q.get(name) ?? '', 10);
+    return Number.isFinite(n) && n >= 0 ? Math.min(n, max) : fallback;
+  };
+  const review = q.get('review');
+  return {
+    filter: {
+      review: review === 'approved' || review === 'rejected' || review === 'unreviewed' ? review : undefined,
+      state: (q.get('state') || undefined) as ReviewFilter['state'],
+      model: q.get('model') || undefined,
+      search: q.get('q') || undefined,
+    },
+    offset: int('offset', 0, Number.MAX_SAFE_INTEGER),
+    limit: int('limit', 100, MAX_SLICE) || 1,
+  };
+}
+
+/**
+ * Applies a decision through the store's guarded write: only a version whose
+ * outputs are on disk is decided. Returns the cards as they are now, and the
+ * items refused (no such version).
+ */
+export function applyDecision(
+  store: Store,
+  body: DecisionBody,
+  now: number,
+): { cards: ReviewCard[]; refused: string[] } {
+  const targets = 'items' in body ? body.items : [{ itemId: body.itemId, version: body.version }];
+  const refused: string[] = [];
+  store.tx(() => {
+    for (const t of targets)
+      if (!store.reviews.decide(t.itemId, t.version, body.decision, body.note ?? null, now)) refused.push(t.itemId);
+  });
+  return { cards: store.reviewQueries.cards(targets.map((t) => t.itemId)), refused };
+}

@@ -1,0 +1,252 @@
+import { randomBytes } from 'node:crypto';
+import { statSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { runSeries } from '../report/series.js';
+import { Store } from '../store/index.js';
+import { applyDecision, decisionBody, sliceOf } from './api.js';
+import { pageAssets, type PageAssets } from './assets.js';
+import { guardFor, refusal, type Guard } from './guard.js';
+import { serveOutput } from './files.js';
+import { LiveFeed } from './live.js';
+import { reviewSummary } from './summary.js';
+
+export interface ReviewServerOptions {
+  statePath: string;
+  outDir: string;
+  title: string;
+  /** The manifest's budget (budget.maxCredits), drawn against the credits. */
+  budget: number | null;
+  /** Loopback unless asked otherwise. */
+  host?: string;
+  /** 0 picks a free port. */
+  port?: number;
+  /** How often the live view looks at the state (ms). */
+  liveEveryMs?: number;
+}
+
+export interface ReviewServer {
+  /** The URL to open, with its token. */
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+/** A decision's body is small: anything larger is refused before it is read whole. */
+const MAX_BODY_BYTES = 1 << 20;
+
+const SECURITY_HEADERS = {
+  // The page runs only its own scripts and reaches only this server; no other page may frame it.
+  'content-security-policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; media-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+  'x-content-type-options': 'nosniff',
+  // The token is in the page's URL: it never leaves in a Referer.
+  'referrer-policy': 'no-referrer',
+  'x-frame-options': 'DENY',
+};
+
+/**
+ * The review app's server: loopback, a random token on every request, the
+ * Host header checked (DNS rebinding), no CORS, writes only with the token in
+ * a header, and only recorded outputs inside the output dir served. It reads
+ * the state beside any run and writes only review decisions. No API key is
+ * ever read here.
+ */
+export async function startReviewServer(opts: ReviewServerOptions): Promise<ReviewServer> {
+  const host = opts.host ?? '127.0.0.1';
+  const token = randomBytes(24).toString('base64url');
+  const state = new StateHandle(opts.statePath);
+  const assets = await pageAssets();
+  const source = {
+    store: () => state.store,
+    summary: () => reviewSummary(state.store, { ...opts, statePath: opts.statePath }, Date.now()),
+    series: () => runSeries(state.store, opts.budget),
+  };
+  const live = new LiveFeed(source, opts.liveEveryMs ?? 500);
+  state.onReplaced = () => live.reset();
+  let guard: Guard | undefined;
+  const server = createServer((req, res) => {
+    for (const [k, v] of Object.entries(SECURITY_HEADERS)) res.setHeader(k, v);
+    handle(req, res, { guard: guard!, state, assets, live, source, outDir: opts.outDir, token }).catch((error) => {
+      if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' });
+      res.end(`error: ${(error as Error).message}`);
+    });
+  });
+  await listen(server, host, opts.port ?? 0);
+  const port = (server.address() as AddressInfo).port;
+  guard = guardFor(token, host, port);
+  const shownHost = host.includes(':') ? `[${host}]` : host;
+  return {
+    url: `http://${shownHost}:${port}/?token=${token}`,
+    port,
+    async close() {
+      live.close();
+      state.close();
+      server.closeAllConnections();
+      await new Promise<void>((done) => server.close(() => done()));
+    },
+  };
+}
+
+function listen(server: Server, host: string, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+
+/** The state, reopened when its file is replaced (a rehearsal starts over by removing it). */
+class StateHandle {
+  store: Store;
+  onReplaced: (() => void) | undefined;
+  private inode: number;
+  private readonly watch: NodeJS.Timeout;
+
+  constructor(private readonly path: string) {
+    this.store = Store.openForReview(path);
+    this.inode = statSync(path).ino;
+    this.watch = setInterval(() => this.check(), 1_000);
+  }
+
+  private check(): void {
+    const inode = (() => {
+      try {
+        return statSync(this.path).ino;
+      } catch {
+        return undefined;
+      }
+    })();
+    if (inode === undefined || inode === this.inode) return;
+    try {
+      const fresh = Store.openForReview(this.path);
+      this.store.close();
+      this.store = fresh;
+      this.inode = inode;
+      this.onReplaced?.();
+    } catch {
+      // Still being written by the run that replaced it: looked at again in a second.
+    }
+  }
+
+  close(): void {
+    clearInterval(this.watch);
+    this.store.close();
+  }
+}
+
+interface Context {
+  guard: Guard;
+  state: StateHandle;
+  assets: PageAssets;
+  live: LiveFeed;
+  source: { summary(): unknown; series(): unknown };
+  outDir: string;
+  token: string;
+}
+
+async function handle(req: IncomingMessage, res: ServerResponse, ctx: Context): Promise<void> {
+  const url = new URL(req.url ?? '/', 'http://review.invalid');
+  const write = req.method === 'POST';
+  if (req.method !== 'GET' && req.method !== 'HEAD' && !write) {
+    res.writeHead(405, { allow: 'GET, POST' }).end();
+    return;
+  }
+  const refused = refusal(req, url, ctx.guard, write);
+  if (refused) {
+    res.writeHead(403, { 'content-type': 'text/plain; charset=utf-8' }).end(`forbidden: ${refused}`);
+    return;
+  }
+  if (write) return handleWrite(req, res, url, ctx);
+  const path = url.pathname;
+  if (path.startsWith('/files/')) {
+    const relative = safeDecode(path.slice('/files/'.length));
+    const outputs = ctx.state.store.outputs;
+    return serveOutput(res, ctx.outDir, relative ?? '', (p) => outputs.ownerOf(p) !== undefined);
+  }
+  const asset = ctx.assets.byPath.get(path);
+  if (asset) {
+    const body = path === '/' ? asset.body.replaceAll('__TOKEN__', encodeURIComponent(ctx.token)) : asset.body;
+    res.writeHead(200, { 'content-type': asset.type, 'cache-control': 'no-store' }).end(body);
+    return;
+  }
+  if (path === '/api/events') return ctx.live.attach(res);
+  const data = readApi(path, url, ctx);
+  if (data === undefined) {
+    res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('not found');
+    return;
+  }
+  json(res, 200, data);
+}
+
+function readApi(path: string, url: URL, ctx: Context): unknown {
+  const queries = ctx.state.store.reviewQueries;
+  if (path === '/api/summary') return ctx.source.summary();
+  if (path === '/api/series') return ctx.source.series();
+  if (path === '/api/items') {
+    const { filter, offset, limit } = sliceOf(url);
+    return queries.page(filter, offset, limit);
+  }
+  if (path === '/api/versions')
+    return { itemId: url.searchParams.get('id'), versions: queries.versions(url.searchParams.get('id') ?? '') };
+  return undefined;
+}
+
+async function handleWrite(req: IncomingMessage, res: ServerResponse, url: URL, ctx: Context): Promise<void> {
+  if (url.pathname !== '/api/review') {
+    res.writeHead(404).end();
+    return;
+  }
+  const text = await readBody(req);
+  const parsed = text === undefined ? undefined : decisionBody.safeParse(safeJson(text));
+  if (!parsed?.success) {
+    json(res, 400, { error: 'expected {itemId, version, decision, note?} or {items: [{itemId, version}], decision}' });
+    return;
+  }
+  const result = applyDecision(ctx.state.store, parsed.data, Date.now());
+  ctx.live.poke();
+  json(res, result.refused.length ? 409 : 200, {
+    ...result,
+    review: ctx.state.store.reviews.counts(ctx.state.store.itemReports.counts().done),
+  });
+}
+
+function readBody(req: IncomingMessage): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) {
+        resolve(undefined);
+        req.destroy();
+      } else chunks.push(chunk);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', () => resolve(undefined));
+  });
+}
+
+function json(res: ServerResponse, status: number, data: unknown): void {
+  res
+    .writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' })
+    .end(JSON.stringify(data));
+}
+
+function safeDecode(text: string): string | undefined {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,53 @@
+import { liveEta } from '../report/status.js';
+import { DEFAULT_KEY_LIMITS, keyDayOf, type KeyLimits } from '../scheduler/limits.js';
+import { lockHolder, type ItemState, type ReviewCounts, type Store } from '../store/index.js';
+
+/** What the live view's header shows: counts, credits against the budget and cap, the pace, the ETA. */
+export interface ReviewSummary {
+  title: string;
+  items: number;
+  states: Partial<Record<ItemState, number>>;
+  review: ReviewCounts;
+  credits: { charged: number; refunded: number; net: number; budget: number | null };
+  today: { charged: number; dailyCap: number };
+  pace: { sent: number; limit: number; windowMs: number; timeScale: number };
+  inFlight: number;
+  run: { running: boolean; pausedSince: number | null };
+  eta: { seconds: number; at: string } | null;
+  models: string[];
+}
+
+export function reviewSummary(
+  store: Store,
+  where: { title: string; statePath: string; budget: number | null },
+  now: number,
+): ReviewSummary {
+  const counts = store.itemReports.counts();
+  const states: Partial<Record<ItemState, number>> = {};
+  for (const [state, n] of Object.entries(counts) as [ItemState, number][]) if (n > 0) states[state] = n;
+  const { charged, refunded } = store.attempts.totals();
+  const last = store.runs.all().at(-1);
+  const limits = last ? (JSON.parse(last.limits) as KeyLimits) : DEFAULT_KEY_LIMITS;
+  const timeScale = last?.time_scale ?? 1;
+  const running = Boolean(last && last.ended_at === null && lockHolder(where.statePath)?.alive);
+  const asked = store.control.request();
+  const eta = running ? liveEta(store, now) : null;
+  return {
+    title: where.title,
+    items: Object.values(counts).reduce((a, b) => a + b, 0),
+    states,
+    review: store.reviews.counts(counts.done),
+    credits: { charged, refunded, net: charged - refunded, budget: where.budget },
+    today: { charged: store.accounting.chargedOn(keyDayOf(now, timeScale)), dailyCap: limits.dailyCap },
+    pace: {
+      sent: store.reviewQueries.sentSince(now - limits.submit.windowMs),
+      limit: limits.submit.count,
+      windowMs: limits.submit.windowMs,
+      timeScale,
+    },
+    inFlight: counts.submitting + counts.running,
+    run: { running, pausedSince: asked?.mode === 'paused' ? asked.since : null },
+    eta: eta ? { seconds: eta.seconds, at: eta.at } : null,
+    models: store.reviewQueries.models(),
+  };
+}
