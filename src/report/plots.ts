@@ -39,7 +39,8 @@ window.genbatchPlots = (function () {
       { title: 'submissions ' + perWindow, lines: [
         { label: 'sent', stroke: '#2186eb', fill: '#2186eb22', data: s.submissions },
         { label: 'limit', stroke: '#e12d39', dash: [6, 4], data: constant(s.t, s.submitLimit) }] },
-      { title: 'credits charged (net)', lines: [
+      // Scaled to the credits and the budget: a daily cap far above them would flatten the line to nothing.
+      { title: 'credits charged (net)', max: Math.max(10, Math.max.apply(null, s.credits.concat([0])) * 1.25, (s.budget || 0) * 1.1), lines: [
         { label: 'credits', stroke: '#27ab83', fill: '#27ab8322', data: s.credits },
         { label: 'daily cap', stroke: '#f7c948', dash: [6, 4], data: s.capAllowed }]
         .concat(s.budget ? [{ label: 'budget', stroke: '#e12d39', dash: [2, 3], data: constant(s.t, s.budget) }] : []) },
@@ -66,7 +67,7 @@ window.genbatchPlots = (function () {
       root.append(box);
       var opts = {
         title: d.title, width: width(), height: 170,
-        scales: { x: { time: true } },
+        scales: { x: { time: true }, y: d.max ? { range: [0, d.max] } : {} },
         axes: [{}, { size: 56 }],
         series: [{}].concat(d.lines.map(function (l) {
           return { label: l.label, stroke: l.stroke, fill: l.fill, dash: l.dash, width: 1.5, points: { show: false } };

@@ -66,7 +66,7 @@ function linesOf(
     const n = sent.get(b)?.n ?? 0;
     credits += (charged.get(b)?.credits ?? 0) - (refunded.get(b)?.credits ?? 0);
     inFlight += n - (ended.get(b)?.n ?? 0);
-    out.t.push(Math.round((b * bucketMs) / 1000));
+    out.t.push((b * bucketMs) / 1000);
     out.submissions.push(n / factor);
     out.credits.push(credits);
     out.capAllowed.push((keyDayOf((b + 1) * bucketMs - 1, timeScale) - firstDay + 1) * limits.dailyCap);

@@ -51,7 +51,7 @@ export function applyDecision(
   const refused: string[] = [];
   store.tx(() => {
     for (const t of targets)
-      if (!store.reviews.decide(t.itemId, t.version, body.decision, body.note ?? null, now)) refused.push(t.itemId);
+      if (!store.reviews.decide(t.itemId, t.version, body.decision, body.note, now)) refused.push(t.itemId);
   });
   return { cards: store.reviewQueries.cards(targets.map((t) => t.itemId)), refused };
 }

@@ -71,16 +71,29 @@ export const APP_SCRIPT = `
     Object.keys(filter).forEach(function (k) { if (filter[k]) q += '&' + (k === 'q' ? 'q' : k) + '=' + encodeURIComponent(filter[k]); });
     return q;
   }
-  function loadSlice(index) {
-    if (slices.has(index) || pending.has(index)) return pending.get(index);
-    var gen = generation;
-    var p = api(query(index * SLICE)).then(function (page) {
-      pending.delete(index);
+  // A card decided here after a slice was asked for keeps its local state when that slice arrives.
+  var editSeq = 0;
+  var edited = new Map();
+  function fetchSlice(index) {
+    var gen = generation, issued = editSeq;
+    return api(query(index * SLICE)).then(function (page) {
       if (gen !== generation) return;
-      slices.set(index, page.cards);
+      var old = slices.get(index) || [];
+      var mine = new Map(old.map(function (c) { return [c.id, c]; }));
+      slices.set(index, page.cards.map(function (c) {
+        return (edited.get(c.id) || 0) > issued && mine.has(c.id) ? mine.get(c.id) : c;
+      }));
       if (page.total !== total) { total = page.total; layout(); }
       render();
-    }, function () { pending.delete(index); });
+    });
+  }
+  function loadSlice(index) {
+    if (slices.has(index)) return Promise.resolve();
+    return track(index);
+  }
+  function track(index) {
+    if (pending.has(index)) return pending.get(index);
+    var p = fetchSlice(index).catch(function () {}).then(function () { pending.delete(index); });
     pending.set(index, p);
     return p;
   }
@@ -95,16 +108,11 @@ export const APP_SCRIPT = `
     if (!keepFocus) { focus = 0; anchor = -1; scroller.scrollTop = 0; }
     return loadSlice(0).then(function () { showCounts(); });
   }
-  /** Fetches again the slices on screen (the live view: new outputs, other states). */
+  /** Fetches again the slices on screen (the live view: new outputs, other states); what is shown stays until they arrive. */
   function refreshVisible() {
     var range = visibleRange();
     var first = Math.floor(range[0] / SLICE), last = Math.floor(Math.max(range[0], range[1] - 1) / SLICE);
-    generation++;
-    var keep = new Map();
-    for (var k = first; k <= last; k++) if (slices.has(k)) keep.set(k, slices.get(k));
-    slices = keep;
-    pending.clear();
-    for (var j = first; j <= last; j++) { slices.delete(j); loadSlice(j); }
+    for (var k = first; k <= last; k++) track(k);
   }
 
   // ---- layout: a tall empty space, with only the visible rows of cards in it ----
@@ -189,10 +197,19 @@ export const APP_SCRIPT = `
   function decide(decision, note) {
     var list = targets();
     if (list.length === 0) { toast('nothing to review here: no output on disk yet'); return; }
-    undoStack.push(list.map(function (c) { return { itemId: c.id, version: c.version, decision: c.decision, note: c.note }; }));
     var items = list.map(function (c) { return { itemId: c.id, version: c.version }; });
-    var body = items.length === 1 ? { itemId: items[0].itemId, version: items[0].version, decision: decision, note: note === undefined ? list[0].note : note }
-      : { items: items, decision: decision, note: note === undefined ? null : note };
+    // Without a note given, the server keeps each item's own.
+    var body = items.length === 1 ? { itemId: items[0].itemId, version: items[0].version, decision: decision } : { items: items, decision: decision };
+    if (note !== undefined) body.note = note;
+    undoStack.push(list.map(function (c) { return { itemId: c.id, version: c.version, decision: c.decision, note: c.note }; }));
+    editSeq++;
+    list.forEach(function (c) {
+      edited.set(c.id, editSeq);
+      c.decision = decision;
+      if (note !== undefined) c.note = note;
+    });
+    render();
+
     // The next card is focused at once: keys pressed before the answer act on it, not again on this one.
     if (anchor < 0 && decision && $('lightbox').hidden && $('note').hidden) moveTo(focus + 1, false);
     send(body);
@@ -205,6 +222,8 @@ export const APP_SCRIPT = `
     }, function (e) { toast('not saved: ' + e.message); });
   }
   function applyCards(cards) {
+    editSeq++;
+    cards.forEach(function (c) { edited.set(c.id, editSeq); });
     var byId = new Map(cards.map(function (c) { return [c.id, c]; }));
     slices.forEach(function (s) { s.forEach(function (c, k) { if (byId.has(c.id)) s[k] = byId.get(c.id); }); });
     render();
@@ -360,8 +379,8 @@ export const APP_SCRIPT = `
   function addNewest(outputs) {
     var strip = $('newest-strip');
     outputs.slice().reverse().forEach(function (o) {
-      var node = o.type === 'video' ? el('span', { className: 'vid', text: 'video', title: o.itemId, 'data-id': o.itemId })
-        : el('img', { src: fileUrl(o.path), alt: o.itemId, title: o.itemId + (o.version > 1 ? ' v' + o.version : ''), 'data-id': o.itemId });
+      var node = o.type === 'video' ? el('span', { className: 'vid', text: 'video', title: o.itemId, 'data-item': o.itemId })
+        : el('img', { src: fileUrl(o.path), alt: o.itemId, title: o.itemId + (o.version > 1 ? ' v' + o.version : ''), 'data-item': o.itemId });
       strip.prepend(node);
     });
     while (strip.children.length > 24) strip.lastChild.remove();
@@ -383,6 +402,7 @@ export const APP_SCRIPT = `
       if (!window.genbatchPlots.drawn) { window.genbatchPlots.draw($('plots'), s); window.genbatchPlots.drawn = true; }
       else window.genbatchPlots.update(s);
     });
+    events.addEventListener('newest', function (e) { addNewest(JSON.parse(e.data)); });
     events.addEventListener('outputs', function (e) {
       addNewest(JSON.parse(e.data));
       clearTimeout(refreshTimer);

@@ -7,6 +7,8 @@ import type { ReviewSummary } from './summary.js';
 const NEWEST_MAX = 48;
 /** The plots are redrawn at most this often: their query reads every attempt. */
 const SERIES_EVERY_MS = 2_000;
+/** Outputs the page opens with in its newest strip. */
+const NEWEST_SHOWN = 24;
 /** A comment line now and then keeps idle connections open through anything that times them out. */
 const KEEPALIVE_MS = 15_000;
 
@@ -50,6 +52,9 @@ export class LiveFeed {
     res.on('close', () => this.clients.delete(res));
     res.write(event('summary', this.source.summary()));
     res.write(event('series', this.source.series()));
+    // The page opens on the newest outputs so far; later ones follow as they are downloaded.
+    const newest = this.source.store().reviewQueries.newest(0, NEWEST_SHOWN);
+    if (newest.length) res.write(event('newest', newest));
   }
 
   /** This server wrote (a decision): the next look sends the summary even though no other connection committed. */

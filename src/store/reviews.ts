@@ -40,7 +40,8 @@ export class Reviews {
       `INSERT INTO reviews (item_id, version, decision, note, decided_at)
        SELECT @itemId, @version, @decision, @note, @now
        WHERE EXISTS (SELECT 1 FROM outputs WHERE item_id = @itemId AND version = @version AND sha256 IS NOT NULL)
-       ON CONFLICT (item_id, version) DO UPDATE SET decision = excluded.decision, note = excluded.note, decided_at = excluded.decided_at`,
+       ON CONFLICT (item_id, version) DO UPDATE SET decision = excluded.decision,
+         note = CASE WHEN @keepNote THEN reviews.note ELSE excluded.note END, decided_at = excluded.decided_at`,
     );
     this.clearStmt = db.prepare('DELETE FROM reviews WHERE item_id = ? AND version = ?');
     this.ofItemStmt = db.prepare<[string], ReviewRow>('SELECT * FROM reviews WHERE item_id = ? ORDER BY version');
@@ -57,14 +58,22 @@ export class Reviews {
 
   /**
    * Records a decision (or clears it: undo) on a version of an item's
-   * outputs. False when the item has no such version on disk: nothing is written.
+   * outputs; a note left undefined keeps the one it had. False when the item
+   * has no such version on disk: nothing is written.
    */
-  decide(itemId: string, version: number, decision: ReviewDecision | null, note: string | null, now: number): boolean {
+  decide(
+    itemId: string,
+    version: number,
+    decision: ReviewDecision | null,
+    note: string | null | undefined,
+    now: number,
+  ): boolean {
     if (decision === null) {
       this.clearStmt.run(itemId, version);
       return true;
     }
-    return this.decideStmt.run({ itemId, version, decision, note, now }).changes === 1;
+    const keepNote = note === undefined ? 1 : 0;
+    return this.decideStmt.run({ itemId, version, decision, note: note ?? null, keepNote, now }).changes === 1;
   }
 
   ofItem(itemId: string): ReviewRow[] {

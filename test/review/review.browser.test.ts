@@ -1,0 +1,213 @@
+/// <reference lib="dom" />
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import Database from 'better-sqlite3';
+import type { Browser, Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+import { Store } from '../../src/store/index.js';
+import { launchChromium } from '../helpers/browser.js';
+import { runCliInProcess } from '../helpers/cli.js';
+import { startTestReview } from '../helpers/review.js';
+import { expectNoDoubleChargeAndVerifiedOutputs, imageManifest, workspace } from '../helpers/run.js';
+import { startTestSim } from '../helpers/sim.js';
+
+const SCREENSHOT = resolve('test-artifacts/review.png');
+
+/** The page in a browser whose language Intl accepts (a POSIX locale's "en-US@posix" is not). */
+async function openReview(browser: Browser, url: string): Promise<Page> {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 }, locale: 'en-US' });
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  page.on('console', (m) => {
+    if (m.type() === 'error') errors.push(m.text());
+  });
+  await page.goto(url);
+  await page.waitForSelector('.card');
+  (page as Page & { errors: string[] }).errors = errors;
+  return page;
+}
+
+/** Each card's id and decision as the page shows them, in order. */
+const cardsShown = (page: Page) =>
+  page.$$eval('.card', (cards) =>
+    cards.map((c) => [(c as HTMLElement).dataset.id!, (c as HTMLElement).dataset.decision!] as const),
+  );
+
+function decisionsIn(statePath: string): Record<string, [number, string, string | null]> {
+  const db = new Database(statePath, { readonly: true });
+  try {
+    const rows = db.prepare('SELECT item_id, version, decision, note FROM reviews ORDER BY item_id').all() as {
+      item_id: string;
+      version: number;
+      decision: string;
+      note: string | null;
+    }[];
+    return Object.fromEntries(rows.map((r) => [r.item_id, [r.version, r.decision, r.note]]));
+  } finally {
+    db.close();
+  }
+}
+
+describe('genbatch review in a browser', () => {
+  it('reviews with the keyboard: approve, reject, a note, a range, undo, zoom, filters; decisions persist', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(t.sim, imageManifest(6));
+    expect((await ws.run()).code).toBe(0);
+    const opts = { statePath: ws.statePath, outDir: ws.outDir, title: 'catalog', budget: 100 };
+    const first = await startTestReview(opts);
+    const browser = await launchChromium();
+    const page = await openReview(browser, first.url);
+    await page.waitForFunction(() => document.querySelectorAll('.card').length === 6);
+    expect((await cardsShown(page)).map(([id]) => id)).toEqual([0, 1, 2, 3, 4, 5].map((i) => `item-${i}`));
+
+    await page.keyboard.press('a'); // item-0 approved, the focus moves on
+    await page.keyboard.press('r'); // item-1 rejected
+    await page.keyboard.press('n'); // item-2: a note, saved as a rejection; the focus moves on to item-3
+    await page.keyboard.type('too dark');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(
+      () => document.querySelector('.card[data-id=item-2]')?.getAttribute('data-decision') === 'rejected',
+    );
+    await page.keyboard.press('Shift+ArrowRight');
+    await page.keyboard.press('Shift+ArrowRight'); // item-3 to item-5 selected
+    expect(await page.textContent('#selection')).toBe('3 selected');
+    await page.keyboard.press('a');
+    await page.waitForFunction(
+      () => document.querySelector('.card[data-id=item-5]')?.getAttribute('data-decision') === 'approved',
+    );
+    await page.keyboard.press('z'); // undo: the range is unreviewed again
+    await page.waitForFunction(
+      () => document.querySelector('.card[data-id=item-5]')?.getAttribute('data-decision') === 'unreviewed',
+    );
+    expect(await cardsShown(page)).toEqual([
+      ['item-0', 'approved'],
+      ['item-1', 'rejected'],
+      ['item-2', 'rejected'],
+      ['item-3', 'unreviewed'],
+      ['item-4', 'unreviewed'],
+      ['item-5', 'unreviewed'],
+    ]);
+    expect(decisionsIn(ws.statePath)).toEqual({
+      'item-0': [1, 'approved', null],
+      'item-1': [1, 'rejected', null],
+      'item-2': [1, 'rejected', 'too dark'],
+    });
+    await page.waitForFunction(() => document.querySelector('[data-stat=rejected] b')?.textContent === '2');
+
+    // Zoom: Enter opens the lightbox on the focused card, arrows walk, Escape closes.
+    await page.keyboard.press('Escape');
+    await page.keyboard.press('Home');
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('#lightbox:not([hidden]) #lb-body img');
+    expect(await page.textContent('#lb-pos')).toMatch(/^1 of 6 · item-0 · approved/);
+    await page.keyboard.press('ArrowRight');
+    await page.waitForFunction(() => /^2 of 6 · item-1/.test(document.getElementById('lb-pos')!.textContent!));
+    await page.keyboard.press('Escape');
+    expect(await page.isHidden('#lightbox')).toBe(true);
+
+    // Filters: by decision, and a search.
+    await page.selectOption('#f-review', 'rejected');
+    await page.waitForFunction(() => document.getElementById('shown')!.textContent === '2 shown');
+    expect((await cardsShown(page)).map(([id]) => id)).toEqual(['item-1', 'item-2']);
+    await page.selectOption('#f-review', '');
+    await page.fill('#f-search', 'product 4');
+    await page.waitForFunction(() => document.getElementById('shown')!.textContent === '1 shown');
+    expect((await cardsShown(page)).map(([id]) => id)).toEqual(['item-4']);
+    await page.fill('#f-search', '');
+    await page.waitForFunction(() => document.getElementById('shown')!.textContent === '6 shown');
+    await page.screenshot({ path: SCREENSHOT });
+    expect((page as Page & { errors: string[] }).errors).toEqual([]);
+
+    // A new server on the same state: the decisions are there.
+    await first.close();
+    const second = await startTestReview(opts);
+    const again = await openReview(browser, second.url);
+    await again.waitForFunction(() => document.querySelectorAll('.card').length === 6);
+    expect((await cardsShown(again)).slice(0, 3)).toEqual([
+      ['item-0', 'approved'],
+      ['item-1', 'rejected'],
+      ['item-2', 'rejected'],
+    ]);
+
+    // And in the results files.
+    expect((await runCliInProcess(['report', 'm.yaml'], ws.env, ws.dir)).code).toBe(0);
+    const rows = readFileSync(join(ws.outDir, 'results.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(rows.map((r) => r.review && [r.review.decision, r.review.note])).toEqual([
+      ['approved', null],
+      ['rejected', null],
+      ['rejected', 'too dark'],
+      null,
+      null,
+      null,
+    ]);
+  });
+
+  it("compares an item's versions side by side after its reject was regenerated", async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(t.sim, imageManifest(2));
+    expect((await ws.run()).code).toBe(0);
+    const { store } = Store.openForControl(ws.statePath);
+    store.reviews.decide('item-1', 1, 'rejected', 'wrong colour', Date.now());
+    store.close();
+    expect((await ws.run(['--redo-rejected'])).code).toBe(0);
+    const server = await startTestReview({ statePath: ws.statePath, outDir: ws.outDir, title: 'm', budget: null });
+    const page = await openReview(await launchChromium(), server.url);
+    await page.waitForFunction(() => document.querySelectorAll('.card').length === 2);
+    await page.keyboard.press('ArrowRight');
+    await page.keyboard.press('c');
+    await page.waitForFunction(() => document.querySelectorAll('#lb-body figure img').length === 2);
+    const captions = await page.$$eval('#lb-body figcaption', (fs) => fs.map((f) => f.textContent));
+    expect(captions).toEqual(['v1 rejected: wrong colour', 'v2 (current) unreviewed']);
+    const sources = await page.$$eval('#lb-body figure img', (imgs) =>
+      imgs.map((i) => decodeURIComponent(new URL((i as HTMLImageElement).src).pathname)),
+    );
+    expect(sources).toEqual(['/files/item-1-1.png', '/files/item-1-1.v2.png']);
+    await page.waitForFunction(() =>
+      Array.from(document.querySelectorAll<HTMLImageElement>('#lb-body img')).every((i) => i.naturalWidth > 0),
+    );
+  });
+
+  it('shows a concurrent run live: each output is on the page within a second of its download', async () => {
+    // Jobs of about a second (the service's 50 s at x60), so downloads come one after another while the page watches.
+    const t = await startTestSim({ timeScale: 60 });
+    const ws = workspace(t.sim, imageManifest(12), {}, 60);
+    expect((await ws.run(['--only', 'item-0'])).code).toBe(0);
+    const server = await startTestReview({
+      statePath: ws.statePath,
+      outDir: ws.outDir,
+      title: 'm',
+      budget: null,
+      liveEveryMs: 500,
+    });
+    const page = await openReview(await launchChromium(), server.url);
+    // The page notes when each item first appears in its newest strip.
+    await page.evaluate(() => {
+      const seen: Record<string, number> = {};
+      (window as unknown as { seen: Record<string, number> }).seen = seen;
+      new MutationObserver(() => {
+        for (const node of Array.from(document.querySelectorAll<HTMLElement>('#newest-strip [data-item]')))
+          seen[node.dataset.item!] ??= Date.now();
+      }).observe(document.getElementById('newest-strip')!, { childList: true });
+    });
+    const run = ws.start();
+    const [code] = await once(run.child, 'exit');
+    expect(code, run.output()).toBe(0);
+    await page.waitForFunction(() => document.querySelectorAll('.card[data-decision=unreviewed]').length === 12);
+    const seen = await page.evaluate(() => (window as unknown as { seen: Record<string, number> }).seen);
+    const db = new Database(ws.statePath, { readonly: true });
+    const downloads = db
+      .prepare("SELECT item_id, downloaded_at FROM outputs WHERE item_id <> 'item-0' ORDER BY downloaded_at")
+      .all() as { item_id: string; downloaded_at: number }[];
+    db.close();
+    expect(downloads).toHaveLength(11);
+    const lags = downloads.map((d) => [d.item_id, seen[d.item_id]! - d.downloaded_at] as const);
+    for (const [id, lag] of lags) expect(lag, `${id} appeared ${lag} ms after its download`).toBeLessThan(1_000);
+    // The downloads were spread over the run, not one burst at its end: the page followed it.
+    expect(downloads.at(-1)!.downloaded_at - downloads[0]!.downloaded_at).toBeGreaterThan(1_000);
+    expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
+  });
+});

@@ -1,0 +1,118 @@
+import { rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { raw, startTestReview } from '../helpers/review.js';
+import { imageManifest, workspace } from '../helpers/run.js';
+import { startTestSim } from '../helpers/sim.js';
+
+async function reviewedRun(items = 3) {
+  const t = await startTestSim({ timeScale: 600 });
+  const ws = workspace(t.sim, imageManifest(items));
+  expect((await ws.run()).code).toBe(0);
+  const server = await startTestReview({ statePath: ws.statePath, outDir: ws.outDir, title: 'm', budget: null });
+  return { t, ws, server };
+}
+
+describe('the review server, as a local server must be', () => {
+  it('answers only with its token, only at its own address, and sends no CORS header', async () => {
+    const { server } = await reviewedRun();
+    const { base, token } = server;
+    expect(new URL(server.url).hostname).toBe('127.0.0.1');
+    expect((await raw(base, 'GET', '/')).status).toBe(403);
+    expect((await raw(base, 'GET', '/?token=wrong')).status).toBe(403);
+    expect((await raw(base, 'GET', `/api/items?token=${token.slice(0, -1)}`)).status).toBe(403);
+    const page = await raw(base, 'GET', `/?token=${token}`);
+    expect(page.status).toBe(200);
+    expect(page.headers['content-security-policy']).toMatch(/default-src 'none'/);
+    expect(page.headers['referrer-policy']).toBe('no-referrer');
+    // DNS rebinding: a page at evil.example resolved to 127.0.0.1 sends its own name as Host.
+    const rebound = await raw(base, 'GET', `/api/items?token=${token}`, { host: `evil.example:${server.port}` });
+    expect(rebound.status).toBe(403);
+    expect((await raw(base, 'GET', `/?token=${token}`, { host: 'localhost:1' })).status).toBe(403);
+    expect((await raw(base, 'GET', `/api/items?token=${token}`, { host: `localhost:${server.port}` })).status).toBe(
+      200,
+    );
+    const preflight = await raw(base, 'OPTIONS', `/api/review?token=${token}`, {
+      origin: 'http://evil.example',
+      'access-control-request-method': 'POST',
+      'access-control-request-headers': 'x-genbatch-token',
+    });
+    expect(preflight.status).toBe(405);
+    const fromElsewhere = await raw(base, 'GET', `/api/items?token=${token}`, { origin: 'http://evil.example' });
+    for (const answer of [page, preflight, fromElsewhere])
+      expect(Object.keys(answer.headers).filter((h) => h.startsWith('access-control-'))).toEqual([]);
+  });
+
+  it('takes a write only with the token in a header, from its own page', async () => {
+    const { server, ws } = await reviewedRun(1);
+    const { base, token } = server;
+    const decision = JSON.stringify({ itemId: 'item-0', version: 1, decision: 'rejected', note: 'blurry' });
+    const json = { 'content-type': 'application/json' };
+    expect((await raw(base, 'POST', `/api/review?token=${token}`, json, decision)).status).toBe(403);
+    const foreign = await raw(
+      base,
+      'POST',
+      '/api/review',
+      { ...json, 'x-genbatch-token': token, origin: 'http://evil.example' },
+      decision,
+    );
+    expect(foreign.status).toBe(403);
+    const ok = await raw(base, 'POST', '/api/review', { ...json, 'x-genbatch-token': token }, decision);
+    expect(ok.status, ok.body).toBe(200);
+    expect(JSON.parse(ok.body).cards[0]).toMatchObject({ id: 'item-0', decision: 'rejected', note: 'blurry' });
+    // A version the item does not have is refused, and nothing is written.
+    const none = await raw(
+      base,
+      'POST',
+      '/api/review',
+      { ...json, 'x-genbatch-token': token },
+      JSON.stringify({ itemId: 'item-0', version: 2, decision: 'approved' }),
+    );
+    expect(none.status).toBe(409);
+    const bad = await raw(base, 'POST', '/api/review', { ...json, 'x-genbatch-token': token }, '{"itemId": 5}');
+    expect(bad.status).toBe(400);
+    const items = JSON.parse((await raw(base, 'GET', `/api/items?token=${token}&review=rejected`)).body);
+    expect(items.cards.map((c: { id: string }) => c.id)).toEqual(['item-0']);
+    expect(ws.statePath).toBeTruthy();
+  });
+
+  it('serves the outputs and nothing else: traversal, other files and links out of the dir are 404', async () => {
+    const { server, ws } = await reviewedRun(1);
+    const { base, token } = server;
+    const output = await raw(base, 'GET', `/files/item-0-1.png?token=${token}`);
+    expect(output.status).toBe(200);
+    expect(output.headers['content-type']).toBe('image/png');
+    writeFileSync(join(ws.dir, 'secret.txt'), 'not for the page');
+    for (const path of [
+      '/files/../secret.txt',
+      '/files/..%2F..%2Fsecret.txt',
+      '/files/%2e%2e/%2e%2e/secret.txt',
+      '/files/..%5c..%5csecret.txt',
+      `/files/${encodeURIComponent(join(ws.dir, 'secret.txt'))}`,
+      '/files/results.jsonl',
+      '/files/%zz',
+      '/files/',
+    ]) {
+      const answer = await raw(base, 'GET', `${path}?token=${token}`);
+      expect(answer.status, path).toBe(404);
+      expect(answer.body).not.toContain('not for the page');
+    }
+    // An output replaced on disk by a link to a file outside the dir is not followed out.
+    rmSync(join(ws.outDir, 'item-0-1.png'));
+    symlinkSync(join(ws.dir, 'secret.txt'), join(ws.outDir, 'item-0-1.png'));
+    const linked = await raw(base, 'GET', `/files/item-0-1.png?token=${token}`);
+    expect(linked.status).toBe(404);
+    expect(linked.body).not.toContain('not for the page');
+  });
+
+  it('never puts the API key in a page or an answer', async () => {
+    const { server, t } = await reviewedRun(2);
+    const { base, token } = server;
+    for (const path of ['/', '/app.js', '/api/summary', '/api/items', '/api/series', '/api/versions?id=item-0']) {
+      const answer = await raw(base, 'GET', `${path}${path.includes('?') ? '&' : '?'}token=${token}`);
+      expect(answer.status, path).toBe(200);
+      expect(answer.body).not.toContain(t.sim.apiKey);
+      expect(JSON.stringify(answer.headers)).not.toContain(t.sim.apiKey);
+    }
+  });
+});
