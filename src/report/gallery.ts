@@ -1,3 +1,5 @@
+import { PLOTS_SCRIPT, PLOTS_STYLE, type UplotAssets } from './plots.js';
+import type { RunSeries } from './series.js';
 import { formatDuration } from '../estimate/index.js';
 import type { ItemState } from '../store/index.js';
 import { escapeHtml as esc, relativeUrl } from './html.js';
@@ -13,6 +15,8 @@ export interface GalleryHeader {
   run: { seconds: number; sessions: number };
   /** Items and credits net per tag (of the items that have tags). */
   tags?: readonly { tag: string; items: number; net: number }[];
+  /** The run's plots (as genbatch review draws them), with uPlot inlined: the page stays one file. */
+  plots?: { series: RunSeries; uplot: UplotAssets };
 }
 
 /** A whole page from rows in hand. */
@@ -92,7 +96,7 @@ export function galleryHead(g: GalleryHeader): string {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src 'self' data:; media-src 'self'; style-src 'unsafe-inline'; script-src 'unsafe-inline'">
 <title>${esc(g.title)} · genbatch results</title>
-<style>${STYLE}</style>
+<style>${STYLE}${g.plots ? `${g.plots.uplot.css}${PLOTS_STYLE}` : ''}</style>
 </head>
 <body>
 <header>
@@ -108,7 +112,7 @@ export function galleryHead(g: GalleryHeader): string {
 <output id="shown">${items} of ${items} shown</output>
 </form>
 </header>
-<noscript><p class="noscript">The gallery draws its cards with JavaScript; results.csv lists every item.</p></noscript>
+${g.plots ? plotsSection(g.plots) : ''}<noscript><p class="noscript">The gallery draws its cards with JavaScript; results.csv lists every item.</p></noscript>
 <main id="grid"></main>
 <p id="none" hidden>No item matches these filters.</p>
 <p id="more-wrap" hidden><button id="more" type="button">show more</button></p>
@@ -117,6 +121,17 @@ export function galleryHead(g: GalleryHeader): string {
 <div class="lb-body"><div id="lb-media"></div><dl id="lb-meta"></dl></div>
 </div>
 <script type="application/json" id="items">[`;
+}
+
+/** The run's plots, drawn by uPlot from the series in the page. */
+function plotsSection(plots: NonNullable<GalleryHeader['plots']>): string {
+  return `<section id="plots" aria-label="plots"></section>
+<script>try {
+${plots.uplot.js}
+} catch (error) { console.warn('the plots could not be drawn:', error.message); }</script>
+<script>${PLOTS_SCRIPT}
+genbatchPlots.draw(document.getElementById('plots'), ${asJsonInHtml(plots.series)});</script>
+`;
 }
 
 /** One card's data, as it sits in the page's JSON array. */

@@ -5,6 +5,8 @@ import { AtomicFile } from '../util/atomic-write.js';
 import { galleryCard, galleryHead, galleryTail, type GalleryHeader } from './gallery.js';
 import { postersFor, type InlinedPosters, type PosterSource } from './posters.js';
 import { csvHeader, csvLines, jsonLines, resultPages, summarizeStore, type ResultSummary } from './results.js';
+import { uplotAssets } from './plots.js';
+import { runSeries } from './series.js';
 import { writeSidecars } from './sidecars.js';
 import { runSeconds } from './status.js';
 
@@ -20,6 +22,8 @@ export interface ReportOptions {
   /** Also write a metadata sidecar next to each output. */
   sidecars: boolean;
   now: number;
+  /** The run's budget, drawn in the gallery's credits plot. */
+  budget?: number | null | undefined;
 }
 
 export interface WrittenReport {
@@ -55,7 +59,7 @@ export async function writeReport(store: Store, outDir: string, opts: ReportOpti
       ...(opts.sidecars ? { sidecars: 0 } : {}),
     };
     await csv.write(csvHeader(summary.valueNames));
-    if (html) await html.write(galleryHead(galleryHeader(store, summary, opts)));
+    if (html) await html.write(galleryHead(await galleryHeader(store, summary, opts)));
     const posters = posterSource(store);
     let first = true;
     for (const rows of resultPages(store)) {
@@ -77,8 +81,9 @@ export async function writeReport(store: Store, outDir: string, opts: ReportOpti
   }
 }
 
-function galleryHeader(store: Store, summary: ResultSummary, opts: ReportOptions): GalleryHeader {
+async function galleryHeader(store: Store, summary: ResultSummary, opts: ReportOptions): Promise<GalleryHeader> {
   const sessions = store.runs.all();
+  const series = runSeries(store, opts.budget ?? null);
   const { charged, refunded } = store.attempts.totals();
   return {
     title: opts.title,
@@ -88,6 +93,7 @@ function galleryHeader(store: Store, summary: ResultSummary, opts: ReportOptions
     failures: store.itemReports.failuresByCode(),
     run: { seconds: runSeconds(sessions), sessions: sessions.length },
     tags: store.itemReports.byTag().map((t) => ({ tag: t.tag, items: t.items, net: t.charged - t.refunded })),
+    ...(series.t.length ? { plots: { series, uplot: await uplotAssets() } } : {}),
   };
 }
 

@@ -50,15 +50,19 @@ window.genbatchPlots = (function () {
     ];
   }
   function width() { return Math.max(260, Math.floor((root.clientWidth - 60) / 3) - 12); }
+  function note(text) {
+    var p = document.createElement('p');
+    p.className = 'plots-empty';
+    p.textContent = text;
+    root.append(p);
+  }
   function build(s) {
     root.replaceChildren();
     charts = [];
+    // uPlot refuses to start in a browser whose language Intl does not know (a POSIX "en-US@posix").
+    if (typeof uPlot !== 'function') return note('the plots need a browser language Intl knows');
     if (!s.t.length) {
-      var p = document.createElement('p');
-      p.className = 'plots-empty';
-      p.textContent = 'nothing submitted yet: the plots start with the first submission';
-      root.append(p);
-      return;
+      return note('nothing submitted yet: the plots start with the first submission');
     }
     defs(s).forEach(function (d) {
       var box = document.createElement('div');

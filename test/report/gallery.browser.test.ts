@@ -97,7 +97,7 @@ describe('the gallery, opened in headless Chromium from the file system', () => 
     ]);
 
     const browser = await launchChromium();
-    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 }, locale: 'en-US' });
     const requested: string[] = [];
     const pageErrors: string[] = [];
     page.on('request', (r) => requested.push(r.url()));
@@ -152,6 +152,14 @@ describe('the gallery, opened in headless Chromium from the file system', () => 
     await page.selectOption('#model', '');
     for (const state of ['done', 'skipped']) await page.click(`label.chip:has(input[value="${state}"])`);
     expect(await visibleIds(page)).toEqual(rows.map((r) => r.id));
+
+    // The run's plots, as genbatch review draws them: submissions, credits, jobs in flight.
+    expect(await page.$$eval('#plots .plot', (plots) => plots.map((p) => (p as HTMLElement).dataset.title))).toEqual([
+      'submissions per 0.1 s',
+      'credits charged (net)',
+      'jobs in flight',
+    ]);
+    expect(await page.$$('#plots canvas')).toHaveLength(3);
 
     // Nothing left the file system, and the page's script ran clean.
     expect(requested.filter((url) => !url.startsWith('file:') && !url.startsWith('data:'))).toEqual([]);

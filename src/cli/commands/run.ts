@@ -266,6 +266,7 @@ async function writeResults(
       html: true,
       sidecars: flags.sidecars ?? false,
       now: Date.now(),
+      budget: flags.maxCredits ?? prepared.manifest.manifest.budget?.maxCredits ?? null,
     });
     const sidecars = written.sidecars !== undefined ? `\nsidecars: ${written.sidecars} next to the outputs` : '';
     return {

@@ -188,6 +188,7 @@ export async function reportCommand(
       html: opts.html ?? false,
       sidecars: opts.sidecars ?? false,
       now: Date.now(),
+      budget: manifest.maxCredits ?? null,
     });
     const tags = store.itemReports.byTag().map((t) => ({ ...t, net: t.charged - t.refunded }));
     if (opts.json) {
