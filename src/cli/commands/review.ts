@@ -1,4 +1,3 @@
-import { existsSync } from 'node:fs';
 import { locate } from '../../manifest/load-valid.js';
 import { startReviewServer, type ReviewServer } from '../../review/server.js';
 import { StateFileError } from '../../store/index.js';
@@ -20,11 +19,6 @@ export async function reviewCommand(
 ): Promise<{ server: ReviewServer; banner: string }> {
   const manifest = await locate(path, cwd);
   const statePath = existingStatePathFor(manifest, flags, cwd);
-  if (!existsSync(statePath))
-    throw new ExitError(
-      EXIT.usage,
-      `${statePath} does not exist: nothing has run yet (genbatch run ${path}${flags.simulate ? ' --simulate' : ''} first)`,
-    );
   const store = openStateReadOnly(statePath);
   const outDir = store.runs.all().at(-1)?.out_dir ?? manifest.outputDir;
   store.close();

@@ -1,0 +1,55 @@
+import { once } from 'node:events';
+import { describe, expect, it } from 'vitest';
+import { runCliInProcess, startCli } from '../helpers/cli.js';
+import { raw } from '../helpers/review.js';
+import { expectNoDoubleChargeAndVerifiedOutputs, imageManifest, workspace } from '../helpers/run.js';
+import { startTestSim } from '../helpers/sim.js';
+
+describe('genbatch review, the command', () => {
+  it('works beside a run that holds the state, neither blocking the other, and stops at once on Ctrl-C', {
+    timeout: 60_000,
+  }, async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(t.sim, imageManifest(4));
+    expect((await ws.run(['--only', 'item-0'])).code).toBe(0);
+    // A run that holds the state's lock and waits: started paused.
+    expect((await runCliInProcess(['pause', 'm.yaml'], ws.env, ws.dir)).code).toBe(0);
+    const run = ws.start();
+    await run.waitFor(/paused since/);
+
+    const review = startCli(['review', 'm.yaml'], ws.env, ws.dir);
+    const [url] = await review.waitFor(/http:\/\/127\.0\.0\.1:\d+\/\?token=\S+/);
+    const { origin, searchParams } = new URL(url);
+    const token = searchParams.get('token')!;
+    const summary = JSON.parse((await raw(origin, 'GET', `/api/summary?token=${token}`)).body);
+    expect(summary.run.running).toBe(true);
+    expect(summary.run.pausedSince).not.toBeNull();
+    const decided = await raw(
+      origin,
+      'POST',
+      '/api/review',
+      { 'content-type': 'application/json', 'x-genbatch-token': token },
+      JSON.stringify({ itemId: 'item-0', version: 1, decision: 'approved' }),
+    );
+    expect(decided.status, decided.body).toBe(200);
+
+    review.child.kill('SIGINT');
+    const [code] = (await once(review.child, 'exit')) as [number];
+    expect(code).toBe(0);
+    // The run goes on and ends as if the review had never been there.
+    expect((await runCliInProcess(['resume', 'm.yaml'], ws.env, ws.dir)).code).toBe(0);
+    const [runCode] = (await once(run.child, 'exit')) as [number];
+    expect(runCode, run.output()).toBe(0);
+    const status = JSON.parse((await runCliInProcess(['status', 'm.yaml', '--json'], ws.env, ws.dir)).stdout);
+    expect(status.review).toEqual({ approved: 1, rejected: 0, unreviewed: 3 });
+    expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
+  });
+
+  it('says what to do when nothing has run yet', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(t.sim, imageManifest(1));
+    const result = await runCliInProcess(['review', 'm.yaml'], ws.env, ws.dir);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/no state file at \S+m\.sqlite: nothing has run yet/);
+  });
+});
