@@ -8,6 +8,7 @@ import { keysBench } from './keys.mjs';
 import { pauseBench } from './pause.mjs';
 import { chaosBench } from './chaos.mjs';
 import { daysBench } from './days.mjs';
+import { reviewBench } from './review.mjs';
 
 const parts = {
   manifest: manifestBench,
@@ -19,6 +20,7 @@ const parts = {
   keys: keysBench,
   chaos: chaosBench,
   days: daysBench,
+  review: reviewBench,
 };
 const wanted = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(parts);
 let ok = true;

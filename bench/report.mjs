@@ -6,84 +6,17 @@ import { pathToFileURL } from 'node:url';
 import { chromium } from 'playwright-core';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Store } from '../dist/store/index.js';
 import { fmt, measureCli } from './measure.mjs';
+import { buildCatalogState } from './state.mjs';
 import { chromiumLaunchOptions } from '../scripts/chromium.mjs';
 
 const ITEMS = 100_000;
 const GOAL = { seconds: 10, rssMb: 400, firstCardsMs: 3000, filterMs: 1000 };
 
-/** A state file as a finished catalog run leaves it: every item attempted once, 1 in 50 failed and refunded. */
-function buildState(path) {
-  const store = Store.open(path);
-  const now = Date.now();
-  const id = (i) => `SKU-${String(i).padStart(6, '0')}`;
-  store.itemSync.sync(
-    (function* () {
-      for (let i = 0; i < ITEMS; i++) {
-        // A catalog's items carry their row (sku, title): the results and the gallery's groups have them.
-        const spec = {
-          id: id(i),
-          type: 'image',
-          model: i % 4 ? 'studio-xl' : 'studio-lite',
-          prompt: `Ceramic item ${i}, hand glazed, studio product photo`,
-          aspectRatio: '4:5',
-          resolution: '2K',
-          values: { sku: id(i), title: `Ceramic item ${i}` },
-        };
-        yield {
-          id: spec.id,
-          seq: i,
-          type: 'image',
-          model: spec.model,
-          contentHash: `h${i}`,
-          spec: JSON.stringify(spec),
-          dependsOn: [],
-        };
-      }
-    })(),
-    now,
-    false,
-  );
-  // Through the item's own transitions, as a run makes them.
-  store.tx(() => {
-    const failure = { code: 'GENERATION_FAILED', message: 'The generation failed; the credits were refunded.' };
-    for (let i = 0; i < ITEMS; i++) {
-      const item = id(i);
-      const job = `job_${i}`;
-      store.life.startAttempt(item, 1, `key-${i}`, '{}', now, 'fp-bench');
-      store.life.recordSent(item, 1, now, 'bench-key');
-      store.life.recordAccepted(item, 1, job, 8, 0, now);
-      if (i % 50 === 49) {
-        store.life.recordEnded(
-          item,
-          1,
-          { jobId: job, status: 'failed', refunded: 8, refundDay: 0, error: failure },
-          now,
-        );
-        store.life.finish(item, 'failed', failure, now);
-      } else {
-        store.life.recordEnded(item, 1, { jobId: job, status: 'completed', refunded: 0, refundDay: 0 }, now);
-        store.outputs.claimPath(job, 0, item, `${item}-1.png`, now);
-        store.life.outputSaved(
-          item,
-          job,
-          0,
-          { path: `${item}-1.png`, bytes: 4785, sha256: 'ab'.repeat(32), contentType: 'image/png', mtimeMs: now },
-          now,
-          true,
-        );
-      }
-    }
-  });
-  store.runs.end(store.runs.begin(now - 3_600_000, { limits: {}, timeScale: 1, outDir: '' }), now);
-  store.close();
-}
-
 export async function reportBench() {
   const dir = mkdtempSync(join(tmpdir(), 'genbatch-bench-report-'));
   const state = join(dir, 'big.sqlite');
-  buildState(state);
+  buildCatalogState(state, { items: ITEMS });
   writeFileSync(
     join(dir, 'big.yaml'),
     'version: 1\nname: big\nitems:\n  - { id: one, model: studio-xl, prompt: "the state holds the real items" }\n',

@@ -337,7 +337,7 @@ export const APP_SCRIPT = `
   }
   ['f-review', 'f-state', 'f-model'].forEach(function (id) { $(id).addEventListener('change', onFilter); });
   var searchTimer = 0;
-  $('f-search').addEventListener('input', function () { clearTimeout(searchTimer); searchTimer = setTimeout(onFilter, 150); });
+  $('f-search').addEventListener('input', function () { clearTimeout(searchTimer); searchTimer = setTimeout(onFilter, 60); });
   $('filters').addEventListener('submit', function (e) { e.preventDefault(); });
 
   // ---- the live header, plots and newest outputs ----

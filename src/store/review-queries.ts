@@ -104,12 +104,12 @@ export class ReviewQueries {
 
   /** A slice of the grid: the cards that match, in manifest order, and how many match in all. */
   page(filter: ReviewFilter, offset: number, limit: number): { total: number; cards: ReviewCard[] } {
-    const { where, params } = whereOf(filter);
+    const { where, params, joined } = whereOf(filter);
     const cards = this.prepared(
       `SELECT ${CARD_COLUMNS} FROM items i ${CARD_JOINS} WHERE ${where} ORDER BY i.seq, i.rowid LIMIT @limit OFFSET @offset`,
     ).all({ ...params, limit, offset }) as ReviewCard[];
     // The whole of an unfiltered grid is the tally's (a few rows), not a count of every item.
-    const total = where === 'i.removed = 0' ? this.itemCount() : this.count(where, params);
+    const total = where === 'i.removed = 0' ? this.itemCount() : this.count(where, params, joined);
     return { total, cards };
   }
 
@@ -187,10 +187,10 @@ export class ReviewQueries {
     return (this.prepared('SELECT coalesce(sum(n), 0) AS n FROM item_tally').get() as { n: number }).n;
   }
 
-  private count(where: string, params: Record<string, unknown>): number {
-    return (
-      this.prepared(`SELECT count(*) AS n FROM items i ${CARD_JOINS} WHERE ${where}`).get(params) as { n: number }
-    ).n;
+  /** How many match: the joins (an outputs and a reviews lookup per item) only when the filter reads them. */
+  private count(where: string, params: Record<string, unknown>, joined: boolean): number {
+    const from = joined ? `items i ${CARD_JOINS}` : 'items i';
+    return (this.prepared(`SELECT count(*) AS n FROM ${from} WHERE ${where}`).get(params) as { n: number }).n;
   }
 
   /** Statements by their text: the filters make a handful of shapes, each prepared once. */
@@ -204,8 +204,11 @@ export class ReviewQueries {
   }
 }
 
-/** The filter as SQL over `i` (items), `o` (current output) and `r` (its review); values are always parameters. */
-function whereOf(filter: ReviewFilter): { where: string; params: Record<string, unknown> } {
+/**
+ * The filter as SQL over `i` (items), `o` (current output) and `r` (its
+ * review); values are always parameters. `joined`: it reads `o` or `r`.
+ */
+function whereOf(filter: ReviewFilter): { where: string; params: Record<string, unknown>; joined: boolean } {
   const clauses = ['i.removed = 0'];
   const params: Record<string, unknown> = {};
   if (filter.state && (ITEM_STATES as readonly string[]).includes(filter.state)) {
@@ -221,10 +224,11 @@ function whereOf(filter: ReviewFilter): { where: string; params: Record<string, 
     clauses.push('r.decision = @decision');
     params.decision = filter.review;
   }
-  const words = (filter.search ?? '').toLowerCase().split(/\s+/).filter(Boolean).slice(0, 8);
+  // LIKE ignores ASCII case and is SQLite's fastest scan of the text (a lower() of every spec took twice as long).
+  const words = (filter.search ?? '').split(/\s+/).filter(Boolean).slice(0, 8);
   words.forEach((word, k) => {
-    clauses.push(`(instr(lower(i.id), @w${k}) > 0 OR instr(lower(i.spec), @w${k}) > 0)`);
-    params[`w${k}`] = word;
+    clauses.push(`(i.id LIKE @w${k} ESCAPE '\\' OR i.spec LIKE @w${k} ESCAPE '\\')`);
+    params[`w${k}`] = `%${word.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
   });
-  return { where: clauses.join(' AND '), params };
+  return { where: clauses.join(' AND '), params, joined: filter.review !== undefined };
 }

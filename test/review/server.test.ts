@@ -76,6 +76,19 @@ describe('the review server, as a local server must be', () => {
     expect(ws.statePath).toBeTruthy();
   });
 
+  it('searches words in ids and prompts, ignoring case; % and _ are plain characters', async () => {
+    const { server } = await reviewedRun(12);
+    const { base, token } = server;
+    const ids = async (q: string) =>
+      JSON.parse((await raw(base, 'GET', `/api/items?token=${token}&q=${encodeURIComponent(q)}`)).body).cards.map(
+        (c: { id: string }) => c.id,
+      );
+    expect(await ids('PRODUCT 1')).toEqual(['item-1', 'item-10', 'item-11']);
+    expect(await ids('item-1 product 11')).toEqual(['item-11']);
+    expect(await ids('%')).toEqual([]);
+    expect(await ids('item_1')).toEqual([]);
+  });
+
   it('serves the outputs and nothing else: traversal, other files and links out of the dir are 404', async () => {
     const { server, ws } = await reviewedRun(1);
     const { base, token } = server;

@@ -1,0 +1,86 @@
+// A state file as a finished 100,000-item catalog run leaves it, written through the store's own
+// transitions: the report and review benchmarks read it.
+import { linkSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Store } from '../dist/store/index.js';
+import { DEFAULT_KEY_LIMITS } from '../dist/scheduler/limits.js';
+import { makePng } from '../dist/simulator/media.js';
+
+export const skuOf = (i) => `SKU-${String(i).padStart(6, '0')}`;
+
+/**
+ * Every item attempted once at the key's pace (10 a minute, so the run spans days), 1 in 50
+ * failed and refunded. With `outDir`, every output is on disk (hard links of one PNG);
+ * with `reviewed`, 1 in 10 done items approved and 1 in 20 rejected.
+ */
+export function buildCatalogState(path, { items, outDir, reviewed = false }) {
+  const store = Store.open(path);
+  const start = Date.now() - items * 6_000;
+  store.itemSync.sync(
+    (function* () {
+      for (let i = 0; i < items; i++) {
+        // A catalog's items carry their row (sku, title): the results and the gallery's groups have them.
+        const spec = {
+          id: skuOf(i),
+          type: 'image',
+          model: i % 4 ? 'studio-xl' : 'studio-lite',
+          prompt: `Ceramic item ${i}, hand glazed, studio product photo`,
+          aspectRatio: '4:5',
+          resolution: '2K',
+          values: { sku: skuOf(i), title: `Ceramic item ${i}` },
+        };
+        yield {
+          id: spec.id,
+          seq: i,
+          type: 'image',
+          model: spec.model,
+          contentHash: `h${i}`,
+          spec: JSON.stringify(spec),
+          dependsOn: [],
+        };
+      }
+    })(),
+    start,
+    false,
+  );
+  // A file system allows some 65,000 links to one file: a source file per 10,000 outputs.
+  const sourceOf = (i) => {
+    const path = join(outDir, `.bench-source-${Math.floor(i / 10_000)}.png`);
+    if (i % 10_000 === 0 || i === 0) writeFileSync(path, makePng(`bench ${Math.floor(i / 10_000)}`));
+    return path;
+  };
+  if (outDir) mkdirSync(outDir, { recursive: true });
+  // Through the item's own transitions, as a run makes them.
+  store.tx(() => {
+    const failure = { code: 'GENERATION_FAILED', message: 'The generation failed; the credits were refunded.' };
+    for (let i = 0; i < items; i++) {
+      const item = skuOf(i);
+      const job = `job_${i}`;
+      const at = start + i * 6_000;
+      store.life.startAttempt(item, 1, `key-${i}`, '{}', at, 'fp-bench');
+      store.life.recordSent(item, 1, at, 'fp-bench');
+      store.life.recordAccepted(item, 1, job, 8, 0, at + 50);
+      if (i % 50 === 49) {
+        store.life.recordEnded(
+          item,
+          1,
+          { jobId: job, status: 'failed', refunded: 8, refundDay: 0, error: failure },
+          at + 40_000,
+        );
+        store.life.finish(item, 'failed', failure, at + 40_000);
+        continue;
+      }
+      const name = `${item}-1.png`;
+      store.life.recordEnded(item, 1, { jobId: job, status: 'completed', refunded: 0, refundDay: 0 }, at + 50_000);
+      store.outputs.claimPath(job, 1, item, name, 1, at + 50_000);
+      const file = { path: name, bytes: 4785, sha256: 'ab'.repeat(32), contentType: 'image/png', mtimeMs: at };
+      store.life.outputSaved(item, job, 1, file, at + 51_000, true);
+      if (outDir) linkSync(sourceOf(i), join(outDir, name));
+      if (reviewed && i % 10 === 0) store.reviews.decide(item, 1, 'approved', undefined, at + 60_000);
+      if (reviewed && i % 20 === 5) store.reviews.decide(item, 1, 'rejected', 'glaze too dark', at + 60_000);
+    }
+  });
+  const run = store.runs.begin(start, { limits: DEFAULT_KEY_LIMITS, timeScale: 1, outDir: outDir ?? '' });
+  store.runs.end(run, start + items * 6_000);
+  store.close();
+}
