@@ -100,7 +100,7 @@ h1 { font-size: 18px; margin: 0; }
 .card.focus.d-approved-card, .card.focus.d-rejected-card { border-color: var(--focus); }
 .card .note { color: var(--muted); font-style: italic; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; width: 100%; }
 #toast { position: fixed; bottom: 16px; left: 50%; transform: translateX(-50%); background: #1f2933; color: #fff; padding: 6px 14px; border-radius: 6px; }
-#lightbox { position: fixed; inset: 0; background: #000d; color: #fff; display: flex; flex-direction: column; z-index: 5; }
+#lightbox { position: fixed; inset: 0; background: #000000f2; color: #fff; display: flex; flex-direction: column; z-index: 5; }
 #lightbox[hidden], #note[hidden], #help[hidden], #toast[hidden] { display: none; }
 .lb-bar { display: flex; gap: 16px; padding: 8px 16px; font-size: 13px; }
 .lb-keys { color: #cbd2d9; }
