@@ -7,6 +7,8 @@ import type { ReviewSummary } from './summary.js';
 const NEWEST_MAX = 48;
 /** The plots are redrawn at most this often: their query reads every attempt. */
 const SERIES_EVERY_MS = 2_000;
+/** How far back each look reaches past the newest download it sent: a commit's lag after its time. */
+const SLACK_MS = 5_000;
 /** Outputs the page opens with in its newest strip. */
 const NEWEST_SHOWN = 24;
 /** A comment line now and then keeps idle connections open through anything that times them out. */
@@ -29,7 +31,9 @@ export class LiveFeed {
   private readonly timer: NodeJS.Timeout;
   private readonly keepalive: NodeJS.Timeout;
   private version = -1;
-  private cursor: number;
+  /** The newest download time sent, and the outputs sent at or after it less the slack (sent once). */
+  private since = Date.now();
+  private readonly sent = new Map<number, number>();
   private seriesAt = 0;
   private seriesStale = true;
 
@@ -37,7 +41,9 @@ export class LiveFeed {
     private readonly source: LiveSource,
     everyMs: number,
   ) {
-    this.cursor = source.store().reviewQueries.lastOutputCursor();
+    // What was downloaded just before the feed started is the page's opening strip, not news.
+    for (const o of source.store().reviewQueries.downloadedSince(this.since - SLACK_MS, 10_000))
+      this.sent.set(o.rowid, o.downloadedAt);
     this.timer = setInterval(() => this.tick(), everyMs);
     this.keepalive = setInterval(() => this.broadcastRaw(': keepalive\n\n'), KEEPALIVE_MS);
   }
@@ -53,7 +59,7 @@ export class LiveFeed {
     res.write(event('summary', this.source.summary()));
     res.write(event('series', this.source.series()));
     // The page opens on the newest outputs so far; later ones follow as they are downloaded.
-    const newest = this.source.store().reviewQueries.newest(0, NEWEST_SHOWN);
+    const newest = this.source.store().reviewQueries.downloadedSince(0, NEWEST_SHOWN);
     if (newest.length) res.write(event('newest', newest));
   }
 
@@ -64,7 +70,7 @@ export class LiveFeed {
 
   /** The state file was replaced (a rehearsal starts over): every page starts over too. */
   reset(): void {
-    this.cursor = 0;
+    this.sent.clear();
     this.version = -1;
     this.broadcastRaw(event('reset', {}));
   }
@@ -78,17 +84,31 @@ export class LiveFeed {
       this.version = version;
       this.seriesStale = true;
       this.broadcastRaw(event('summary', this.source.summary()));
-      const fresh: NewOutput[] = store.reviewQueries.newest(this.cursor, NEWEST_MAX);
-      if (fresh.length) {
-        this.cursor = fresh[0]!.cursor;
-        this.broadcastRaw(event('outputs', fresh));
-      }
+      const fresh = this.freshOutputs(store);
+      if (fresh.length) this.broadcastRaw(event('outputs', fresh));
     }
     if (this.seriesStale && now - this.seriesAt >= SERIES_EVERY_MS) {
       this.seriesStale = false;
       this.seriesAt = now;
       this.broadcastRaw(event('series', this.source.series()));
     }
+  }
+
+  /**
+   * The outputs verified since the last look. A download's time is taken
+   * just before its commit, so one committed a little after a later-timed
+   * one is still found: each look reaches back SLACK_MS and leaves out what
+   * it sent already.
+   */
+  private freshOutputs(store: Store): NewOutput[] {
+    const found = store.reviewQueries.downloadedSince(this.since - SLACK_MS, NEWEST_MAX + this.sent.size);
+    const fresh = found.filter((o) => !this.sent.has(o.rowid)).slice(0, NEWEST_MAX);
+    for (const o of fresh) {
+      this.sent.set(o.rowid, o.downloadedAt);
+      this.since = Math.max(this.since, o.downloadedAt);
+    }
+    for (const [rowid, at] of this.sent) if (at < this.since - SLACK_MS) this.sent.delete(rowid);
+    return fresh;
   }
 
   private broadcastRaw(text: string): void {

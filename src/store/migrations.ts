@@ -263,6 +263,8 @@ export const MIGRATIONS: readonly string[] = [
   );
   -- The outputs of an item's version, found by (item, version) when a review joins its current one.
   CREATE INDEX outputs_item_version ON outputs (item_id, version);
+  -- The review app's live view asks for the outputs downloaded since it last looked.
+  CREATE INDEX outputs_downloaded ON outputs (downloaded_at) WHERE downloaded_at IS NOT NULL;
   `,
 ];
 

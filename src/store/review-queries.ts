@@ -30,8 +30,8 @@ export interface ReviewCard {
 
 /** An output downloaded since the app last asked: the live view's newest cards. */
 export interface NewOutput {
-  /** The outputs row's rowid: the app asks for what came after it. */
-  cursor: number;
+  /** The outputs row's rowid: which ones the app has sent already. */
+  rowid: number;
   itemId: string;
   path: string;
   type: 'image' | 'video';
@@ -79,9 +79,10 @@ export class ReviewQueries {
 
   constructor(private readonly db: Db) {
     this.newestStmt = db.prepare<[number, number], NewOutput>(
-      `SELECT o.rowid AS cursor, o.item_id AS itemId, o.path, i.type, o.version, o.downloaded_at AS downloadedAt
+      `SELECT o.rowid, o.item_id AS itemId, o.path, i.type, o.version, o.downloaded_at AS downloadedAt
        FROM outputs o JOIN items i ON i.id = o.item_id
-       WHERE o.rowid > ? AND o.sha256 IS NOT NULL AND o.path IS NOT NULL ORDER BY o.rowid DESC LIMIT ?`,
+       WHERE o.downloaded_at >= ? AND o.sha256 IS NOT NULL AND o.path IS NOT NULL
+       ORDER BY o.downloaded_at DESC, o.rowid DESC LIMIT ?`,
     );
     this.versionsStmt = db.prepare<
       [string],
@@ -120,9 +121,13 @@ export class ReviewQueries {
     ).all(JSON.stringify(ids)) as ReviewCard[];
   }
 
-  /** Outputs downloaded after `cursor`, newest first, at most `limit`. */
-  newest(cursor: number, limit: number): NewOutput[] {
-    return this.newestStmt.all(cursor, limit);
+  /**
+   * Outputs downloaded at or after `since` (ms), newest first, at most
+   * `limit`. By download time, not rowid: an output's row is made when its
+   * name is claimed, before its bytes, so rows are verified out of order.
+   */
+  downloadedSince(since: number, limit: number): NewOutput[] {
+    return this.newestStmt.all(since, limit);
   }
 
   /** Every version of an item on disk, with its decision, oldest first. */
@@ -148,11 +153,6 @@ export class ReviewQueries {
   /** Changes when another connection (the run) commits: the live view recomputes only then. */
   dataVersion(): number {
     return this.db.pragma('data_version', { simple: true }) as number;
-  }
-
-  /** The newest output's cursor: the live view sends what comes after it. */
-  lastOutputCursor(): number {
-    return (this.prepared('SELECT coalesce(max(rowid), 0) AS n FROM outputs').get() as { n: number }).n;
   }
 
   /** Submissions sent at or after `since` (ms): the pace against the key's limit. */

@@ -196,6 +196,11 @@ describe('genbatch review in a browser', () => {
     const run = ws.start();
     const [code] = await once(run.child, 'exit');
     expect(code, run.output()).toBe(0);
+    // Every output reaches the newest strip, and the grid shows all twelve.
+    await page.waitForFunction(() => {
+      const seen = (window as unknown as { seen: Record<string, number> }).seen;
+      return Array.from({ length: 11 }, (_, i) => `item-${i + 1}`).every((id) => id in seen);
+    });
     await page.waitForFunction(() => document.querySelectorAll('.card[data-decision=unreviewed]').length === 12);
     const seen = await page.evaluate(() => (window as unknown as { seen: Record<string, number> }).seen);
     const db = new Database(ws.statePath, { readonly: true });

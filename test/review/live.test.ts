@@ -1,0 +1,74 @@
+import { mkdtempSync } from 'node:fs';
+import type { ServerResponse } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it, onTestFinished, vi } from 'vitest';
+import { LiveFeed } from '../../src/review/live.js';
+import { Store } from '../../src/store/index.js';
+
+/** A run's store with two items whose jobs completed: their outputs' names are claimed in the order a, b. */
+function runStore(path: string): Store {
+  const store = Store.open(path);
+  const items = ['a', 'b'].map((id, seq) => ({
+    id,
+    seq,
+    type: 'image' as const,
+    model: 'm',
+    contentHash: id,
+    spec: '{}',
+    dependsOn: [],
+  }));
+  store.itemSync.sync(items, 1, false);
+  for (const id of ['a', 'b']) {
+    store.life.startAttempt(id, 1, `k-${id}`, '{}', 1, 'fp');
+    store.life.recordSent(id, 1, 1, 'fp');
+    store.life.recordAccepted(id, 1, `job-${id}`, 2, 0, 1);
+    store.life.recordEnded(id, 1, { jobId: `job-${id}`, status: 'completed', refunded: 0, refundDay: 0 }, 1);
+    store.outputs.claimPath(`job-${id}`, 1, id, `${id}-1.png`, 1, 1);
+  }
+  return store;
+}
+
+const saved = (store: Store, id: string) =>
+  store.life.outputSaved(
+    id,
+    `job-${id}`,
+    1,
+    { path: `${id}-1.png`, bytes: 1, sha256: 'x', contentType: 'image/png', mtimeMs: 1 },
+    Date.now(),
+    true,
+  );
+
+describe('the live feed', () => {
+  it('sends every output once, even when one claimed earlier is verified later', async () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'genbatch-live-')), 'state.sqlite');
+    const run = runStore(path);
+    const reader = Store.openForReview(path);
+    const feed = new LiveFeed({ store: () => reader, summary: () => ({}) as never, series: () => ({}) as never }, 10);
+    onTestFinished(() => {
+      feed.close();
+      reader.close();
+      run.close();
+    });
+    const writes: string[] = [];
+    const res = { writeHead: () => res, write: (text: string) => writes.push(text), on: () => res, end: () => {} };
+    feed.attach(res as unknown as ServerResponse);
+    const sentIds = () =>
+      writes
+        .filter((w) => w.startsWith('event: outputs'))
+        .flatMap((w) => JSON.parse(w.split('data: ')[1]!) as { itemId: string }[])
+        .map((o) => o.itemId);
+
+    // b's bytes arrive first, though a's name was claimed first (its row has the smaller rowid).
+    saved(run, 'b');
+    await vi.waitFor(() => expect(sentIds()).toEqual(['b']));
+    saved(run, 'a');
+    await vi.waitFor(() => expect(sentIds()).toEqual(['b', 'a']));
+    // Nothing is sent twice: once the feed has looked at a later commit (it sent its summary), still b, a.
+    const looks = () => writes.filter((w) => w.startsWith('event: summary')).length;
+    const before = looks();
+    saved(run, 'a');
+    await vi.waitFor(() => expect(looks()).toBeGreaterThan(before));
+    expect(sentIds()).toEqual(['b', 'a']);
+  });
+});
