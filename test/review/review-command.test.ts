@@ -45,6 +45,14 @@ describe('genbatch review, the command', () => {
     expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
   });
 
+  it('refuses a wildcard address, which no Host header can name', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(t.sim, imageManifest(1));
+    const result = await runCliInProcess(['review', 'm.yaml', '--host', '0.0.0.0'], ws.env, ws.dir);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/--host 0\.0\.0\.0 listens on every address/);
+  });
+
   it('says what to do when nothing has run yet', async () => {
     const t = await startTestSim({ timeScale: 600 });
     const ws = workspace(t.sim, imageManifest(1));

@@ -2,7 +2,7 @@ import { locate } from '../../manifest/load-valid.js';
 import { startReviewServer, type ReviewServer } from '../../review/server.js';
 import { StateFileError } from '../../store/index.js';
 import { existingStatePathFor, openStateReadOnly } from '../../store/state-path.js';
-import { EXIT, ExitError } from '../exit.js';
+import { EXIT, ExitError, usageError } from '../exit.js';
 
 export interface ReviewFlags {
   state?: string;
@@ -17,6 +17,10 @@ export async function reviewCommand(
   flags: ReviewFlags,
   cwd: string,
 ): Promise<{ server: ReviewServer; banner: string }> {
+  const host = flags.host ?? '127.0.0.1';
+  // A wildcard address has no name a browser would send as Host: the Host check would refuse every request.
+  if (host === '0.0.0.0' || host === '::' || host === '[::]')
+    throw usageError(`--host ${host} listens on every address; give the one address to serve on (default 127.0.0.1)`);
   const manifest = await locate(path, cwd);
   const statePath = existingStatePathFor(manifest, flags, cwd);
   const store = openStateReadOnly(statePath);
@@ -29,7 +33,7 @@ export async function reviewCommand(
       outDir,
       title: manifest.name,
       budget: manifest.maxCredits ?? null,
-      host: flags.host ?? '127.0.0.1',
+      host,
       port: flags.port ?? 0,
     });
   } catch (error) {
@@ -38,7 +42,13 @@ export async function reviewCommand(
       throw new ExitError(EXIT.environment, `cannot start the review app: ${(error as Error).message}`);
     throw error;
   }
+  const loopback = ['127.0.0.1', '::1', 'localhost'].includes(host);
   const banner = [
+    ...(loopback
+      ? []
+      : [
+          `warning: ${host} is not loopback: other machines can reach this server over plain HTTP; the token in its URL is all that guards it`,
+        ]),
     `reviewing ${manifest.name} (state ${statePath}, outputs ${outDir})`,
     `open ${server.url}`,
     'keys: arrows move, a approve, r reject, u clear, z undo, n note, Enter zoom, c compare versions, ? help. Ctrl-C stops.',
