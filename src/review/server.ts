@@ -1,14 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import { statSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { runSeries } from '../report/series.js';
-import { Store } from '../store/index.js';
 import { applyDecision, decisionBody, sliceOf } from './api.js';
 import { pageAssets, type PageAssets } from './assets.js';
 import { guardFor, refusal, type Guard } from './guard.js';
 import { serveOutput } from './files.js';
 import { LiveFeed } from './live.js';
+import { StateHandle } from './state-handle.js';
 import { reviewSummary } from './summary.js';
 
 export interface ReviewServerOptions {
@@ -96,45 +95,6 @@ function listen(server: Server, host: string, port: number): Promise<void> {
       resolve();
     });
   });
-}
-
-/** The state, reopened when its file is replaced (a rehearsal starts over by removing it). */
-class StateHandle {
-  store: Store;
-  onReplaced: (() => void) | undefined;
-  private inode: number;
-  private readonly watch: NodeJS.Timeout;
-
-  constructor(private readonly path: string) {
-    this.store = Store.openForReview(path);
-    this.inode = statSync(path).ino;
-    this.watch = setInterval(() => this.check(), 1_000);
-  }
-
-  private check(): void {
-    const inode = (() => {
-      try {
-        return statSync(this.path).ino;
-      } catch {
-        return undefined;
-      }
-    })();
-    if (inode === undefined || inode === this.inode) return;
-    try {
-      const fresh = Store.openForReview(this.path);
-      this.store.close();
-      this.store = fresh;
-      this.inode = inode;
-      this.onReplaced?.();
-    } catch {
-      // Still being written by the run that replaced it: looked at again in a second.
-    }
-  }
-
-  close(): void {
-    clearInterval(this.watch);
-    this.store.close();
-  }
 }
 
 interface Context {
