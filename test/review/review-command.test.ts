@@ -1,7 +1,10 @@
 import { once } from 'node:events';
-import { describe, expect, it } from 'vitest';
-import { runCliInProcess, startCli } from '../helpers/cli.js';
-import { raw } from '../helpers/review.js';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it, vi } from 'vitest';
+import { cleanEnv, runCliInProcess, startCli } from '../helpers/cli.js';
+import { raw, startTestReview } from '../helpers/review.js';
 import { expectNoDoubleChargeAndVerifiedOutputs, imageManifest, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 
@@ -59,5 +62,38 @@ describe('genbatch review, the command', () => {
     const result = await runCliInProcess(['review', 'm.yaml'], ws.env, ws.dir);
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(/no state file at \S+m\.sqlite: nothing has run yet/);
+  });
+});
+
+describe('genbatch review on a rehearsal', () => {
+  it('follows a rehearsal that starts over: the replaced state file is read afresh', { timeout: 60_000 }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'genbatch-review-sim-'));
+    writeFileSync(join(dir, 'm.yaml'), imageManifest(2));
+    const env = cleanEnv();
+    const rehearse = () => runCliInProcess(['run', 'm.yaml', '--simulate', '--time-scale', '600'], env, dir);
+    expect((await rehearse()).code).toBe(0);
+    const statePath = join(dir, '.genbatch', 'm.simulated.sqlite');
+    const server = await startTestReview({
+      statePath,
+      outDir: join(dir, 'out', 'm.simulated'),
+      title: 'm',
+      budget: null,
+    });
+    const summary = async () =>
+      JSON.parse((await raw(server.base, 'GET', `/api/summary?token=${server.token}`)).body) as {
+        review: { approved: number };
+      };
+    const approved = await raw(
+      server.base,
+      'POST',
+      '/api/review',
+      { 'content-type': 'application/json', 'x-genbatch-token': server.token },
+      JSON.stringify({ itemId: 'item-0', version: 1, decision: 'approved' }),
+    );
+    expect(approved.status).toBe(200);
+    expect((await summary()).review.approved).toBe(1);
+    // A new rehearsal starts over: its state has no decision.
+    expect((await rehearse()).code).toBe(0);
+    await vi.waitFor(async () => expect((await summary()).review.approved).toBe(0), { timeout: 10_000, interval: 100 });
   });
 });
