@@ -61,8 +61,10 @@ describe('regenerating what review rejected', () => {
     }
     expect(rows.find((r) => r.id === 'item-0').review).toMatchObject({ version: 1, decision: 'approved' });
     expect(readState(ws.statePath).outputs).toHaveLength(6);
-    // The static gallery shows the decisions, read-only.
-    expect((await runCliInProcess(['report', 'm.yaml', '--html'], ws.env, ws.dir)).code).toBe(0);
+    // The static gallery shows the decisions, read-only; the sidecars carry them.
+    expect((await runCliInProcess(['report', 'm.yaml', '--html', '--sidecars'], ws.env, ws.dir)).code).toBe(0);
+    const sidecar = JSON.parse(readFileSync(join(ws.outDir, 'item-0-1.png.json'), 'utf8'));
+    expect(sidecar.review).toMatchObject({ version: 1, decision: 'approved' });
     expect(readFileSync(join(ws.outDir, 'index.html'), 'utf8')).toContain(
       '"review":{"decision":"approved","note":null}',
     );
