@@ -15,6 +15,7 @@ export async function serveOutput(
   outDir: string,
   relative: string,
   isOutput: (path: string) => boolean,
+  range?: string,
 ): Promise<void> {
   const path = await insideOutDir(outDir, relative, isOutput);
   const size = path
@@ -27,15 +28,37 @@ export async function serveOutput(
     res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('not found');
     return;
   }
-  res.writeHead(200, {
+  const headers = {
     'content-type': mime.lookup(path) || 'application/octet-stream',
-    'content-length': size,
+    'accept-ranges': 'bytes',
     // A path never changes its bytes: paid outputs are never overwritten (a regeneration is a new version).
     'cache-control': 'private, max-age=86400, immutable',
-  });
-  createReadStream(path)
+  };
+  // A video is scrubbed by ranges: one range is served; anything else gets the whole file.
+  const part = range === undefined ? undefined : byteRange(range, size);
+  if (part === 'unsatisfiable') {
+    res.writeHead(416, { 'content-range': `bytes */${size}` }).end();
+    return;
+  }
+  if (part)
+    res.writeHead(206, {
+      ...headers,
+      'content-length': part.end - part.start + 1,
+      'content-range': `bytes ${part.start}-${part.end}/${size}`,
+    });
+  else res.writeHead(200, { ...headers, 'content-length': size });
+  createReadStream(path, part)
     .on('error', () => res.destroy())
     .pipe(res);
+}
+
+/** One `bytes=a-b`, `bytes=a-` or `bytes=-n` range within `size`; undefined for what is not one range (the whole file is sent). */
+function byteRange(header: string, size: number): { start: number; end: number } | 'unsatisfiable' | undefined {
+  const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
+  if (!m || (m[1] === '' && m[2] === '')) return undefined;
+  const start = m[1] === '' ? Math.max(0, size - Number(m[2])) : Number(m[1]);
+  const end = m[1] === '' || m[2] === '' ? size - 1 : Math.min(Number(m[2]), size - 1);
+  return start > end || start >= size ? 'unsatisfiable' : { start, end };
 }
 
 async function insideOutDir(

@@ -124,7 +124,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, ctx: Context): 
   if (path.startsWith('/files/')) {
     const relative = safeDecode(path.slice('/files/'.length));
     const outputs = ctx.state.store.outputs;
-    return serveOutput(res, ctx.outDir, relative ?? '', (p) => outputs.ownerOf(p) !== undefined);
+    return serveOutput(res, ctx.outDir, relative ?? '', (p) => outputs.ownerOf(p) !== undefined, req.headers.range);
   }
   const asset = ctx.assets.byPath.get(path);
   if (asset) {

@@ -1,4 +1,4 @@
-import { rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { raw, startTestReview } from '../helpers/review.js';
@@ -95,6 +95,14 @@ describe('the review server, as a local server must be', () => {
     const output = await raw(base, 'GET', `/files/item-0-1.png?token=${token}`);
     expect(output.status).toBe(200);
     expect(output.headers['content-type']).toBe('image/png');
+    // Ranges, as a video player asks for them to scrub.
+    const size = statSync(join(ws.outDir, 'item-0-1.png')).size;
+    const part = await raw(base, 'GET', `/files/item-0-1.png?token=${token}`, { range: 'bytes=1-3' });
+    expect([part.status, part.headers['content-range'], part.body]).toEqual([206, `bytes 1-3/${size}`, 'PNG']);
+    const tail = await raw(base, 'GET', `/files/item-0-1.png?token=${token}`, { range: 'bytes=-4' });
+    expect([tail.status, tail.headers['content-length']]).toEqual([206, '4']);
+    const beyond = await raw(base, 'GET', `/files/item-0-1.png?token=${token}`, { range: `bytes=${size}-` });
+    expect(beyond.status).toBe(416);
     writeFileSync(join(ws.dir, 'secret.txt'), 'not for the page');
     for (const path of [
       '/files/../secret.txt',
