@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -129,5 +130,38 @@ items:
       'product 7',
     ]);
     expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
+  });
+
+  it('a tag budget reached under --only tag:NAME stops the run (exit 3) instead of asking for the same item forever', {
+    timeout: 40_000,
+  }, async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(
+      t.sim,
+      `version: 1
+defaults: { model: studio-lite }
+budget: { perTag: { brand-a: 4 } }
+items:
+  - rows: rows.csv
+    id: "sku-{{sku}}"
+    prompt: "product {{sku}}"
+    tags: ["{{brand}}"]
+`,
+      { 'rows.csv': 'sku,brand\n1,brand-a\n2,brand-b\n3,brand-a\n4,brand-a\n' },
+    );
+    // In its own process: a run that spins never yields, and would hold this test's thread with it.
+    const run = ws.start(['--only', 'tag:brand-a']);
+    const exited = once(run.child, 'exit') as Promise<[number]>;
+    const deadline = new Promise<'spinning'>((resolve) => setTimeout(() => resolve('spinning'), 30_000).unref());
+    const outcome = await Promise.race([exited, deadline]);
+    expect(outcome, run.output()).not.toBe('spinning');
+    expect((outcome as [number])[0], run.output()).toBe(3);
+    expect(run.output()).toMatch(/the budget of tag brand-a \(4 credits\) is reached/);
+    expect(
+      t.sim.service.ledger
+        .of('charge')
+        .map((c) => c.prompt)
+        .sort(),
+    ).toEqual(['product 1', 'product 3']);
   });
 });
