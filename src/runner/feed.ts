@@ -60,7 +60,7 @@ export class FeedLoops {
     const { credits, control, store } = this.deps;
     if (credits.spentTags.size === 0 || control.isStopping()) return;
     const spent = [...credits.spentTags];
-    const unsent = store.queue.pendingWithTags(spent);
+    const unsent = store.queue.pendingWithTags(spent) + this.deps.feeder.heldBackCount;
     if (unsent === 0) return;
     control.stop(
       'budget',
@@ -156,6 +156,8 @@ export class FeedLoops {
     if (credits.tagOverBudget(tags, price ?? 0) !== undefined) {
       // That tag's items are held back (they stay pending, for a run with a larger budget); the others go on.
       this.deps.store.queue.excludeTags([...credits.spentTags]);
+      // A resend is not in the ready query the exclusion filters: asked for again, it would come back at once, forever.
+      if (next.key_fp !== undefined) feeder.holdResend(next.id);
       return 'again';
     }
     if (next.key_fp === undefined && price !== undefined && !this.fitsToday(free, price)) {

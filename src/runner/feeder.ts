@@ -23,6 +23,8 @@ const FITTING_LOOKAHEAD = 1024;
  */
 export class Feeder {
   private readonly claimed = new Set<string>();
+  /** Resends held back for this run (their tag's budget is spent): a later run resends them with their key. */
+  private readonly heldBack = new Set<string>();
   private readonly unanswered = new Set<string>();
   private endedSeen = -1;
   /** While a canary runs, only its items are handed out. */
@@ -38,7 +40,21 @@ export class Feeder {
   nextResend(type: 'image' | 'video', keyHasRoom: (keyFp: string | null) => boolean): NextItem | undefined {
     return this.store.queue
       .dueResends(type, this.clock.now(), READY_PAGE)
-      .find((row) => !this.claimed.has(row.id) && keyHasRoom(row.key_fp));
+      .find((row) => !this.claimed.has(row.id) && !this.heldBack.has(row.id) && keyHasRoom(row.key_fp));
+  }
+
+  /**
+   * A resend is not sent in this run: it stays submitting, its attempt and
+   * key kept, for a later run. Resends are not in the ready query that a
+   * spent tag's exclusion filters, so the feeder passes it over itself.
+   */
+  holdResend(id: string): void {
+    this.heldBack.add(id);
+  }
+
+  /** Resends held back in this run. */
+  get heldBackCount(): number {
+    return this.heldBack.size;
   }
 
   /** A ready pending item, in manifest order; dependents of items that ended without an output are skipped first. */
