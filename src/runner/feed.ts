@@ -145,6 +145,13 @@ export class FeedLoops {
     const price = credits.priceOf(next);
     const tags = credits.budgetedTagsOf(next);
     if (price === undefined && (credits.budget !== undefined || tags.length > 0)) {
+      // A resend may be paid already: never skipped, it waits for a run that knows its price.
+      if (next.key_fp !== undefined)
+        return this.holdResend(
+          next,
+          'PRICE_UNKNOWN',
+          `no price is known for ${next.model}, so the budget could not be kept; give one in the manifest (prices: { ${next.model}: credits }) and run again: it is resent with its key, never paid twice`,
+        );
       feeder.skipForGood(
         next.id,
         'PRICE_UNKNOWN',
@@ -153,11 +160,17 @@ export class FeedLoops {
       return 'again';
     }
     if (credits.overBudget(price ?? 0)) return 'done';
-    if (credits.tagOverBudget(tags, price ?? 0) !== undefined) {
+    const spentTag = credits.tagOverBudget(tags, price ?? 0);
+    if (spentTag !== undefined) {
       // That tag's items are held back (they stay pending, for a run with a larger budget); the others go on.
       this.deps.store.queue.excludeTags([...credits.spentTags]);
       // A resend is not in the ready query the exclusion filters: asked for again, it would come back at once, forever.
-      if (next.key_fp !== undefined) feeder.holdResend(next.id);
+      if (next.key_fp !== undefined)
+        return this.holdResend(
+          next,
+          'TAG_BUDGET',
+          `${credits.tagBudgetMessage(spentTag)}; raise budget.perTag and run again: it is resent with its key, never paid twice`,
+        );
       return 'again';
     }
     if (next.key_fp === undefined && price !== undefined && !this.fitsToday(free, price)) {
@@ -176,6 +189,18 @@ export class FeedLoops {
     // Every key with a free slot waits for its daily cap: a busy key's task end wakes this, and a new key day is a matter of time.
     if (!lane) return this.deps.control.waitForWake(clock.scaled(1000));
     this.deps.startJob(next, lane, price);
+    return 'again';
+  }
+
+  /**
+   * A resend not sent in this run: held "maybe accepted" with why (a later
+   * run resends it with its key), and passed over by the feeder from now on.
+   */
+  private holdResend(next: NextItem, code: string, message: string): Step {
+    const { feeder, store, clock, control } = this.deps;
+    feeder.holdResend(next.id);
+    if (store.life.recordMaybeAccepted(next.id, next.attempt, { code, message }, clock.now()))
+      control.emit({ kind: 'item-final', itemId: next.id, state: 'maybe_accepted', code, message });
     return 'again';
   }
 

@@ -44,9 +44,9 @@ export class Feeder {
   }
 
   /**
-   * A resend is not sent in this run: it stays submitting, its attempt and
-   * key kept, for a later run. Resends are not in the ready query that a
-   * spent tag's exclusion filters, so the feeder passes it over itself.
+   * A resend is not sent in this run: its attempt and key are kept for a
+   * later run. Resends do not come from the ready query a spent tag's
+   * exclusion filters, so the feeder passes it over itself.
    */
   holdResend(id: string): void {
     this.heldBack.add(id);

@@ -46,7 +46,7 @@ describe('a tag budget and a resend', () => {
     // Held back, not resent: a's second attempt waits, its key kept; nothing was charged in this run.
     expect(t.sim.service.ledger.of('charge')).toHaveLength(3);
     const held = readState(ws.statePath);
-    expect(held.items.find((i) => i.id === 'a')!.state).toBe('submitting');
+    expect(held.items.find((i) => i.id === 'a')).toMatchObject({ state: 'maybe_accepted', error_code: 'TAG_BUDGET' });
     // With room in the budget, the next run resends it with that same key.
     writeFileSync(join(ws.dir, 'm.yaml'), manifest(8));
     const again = await ws.run();
