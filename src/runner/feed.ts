@@ -37,6 +37,9 @@ export interface FeedDeps {
  * their order (priority, then manifest order), until none can become ready.
  * One loop per type; each waits on the run's wake-ups, never on a busy clock.
  */
+/** Synchronous steps in a row after which a feed loop lets the event loop run (a catalog hands out thousands at a time). */
+const SYNC_STEPS_BEFORE_YIELD = 256;
+
 export class FeedLoops {
   /** Feed loops waiting for the moderation breaker: an answered submission wakes them. */
   private breakerWaits = 0;
@@ -74,10 +77,17 @@ export class FeedLoops {
    * and gives back what to wait for, if anything.
    */
   private async feed(type: JobType): Promise<void> {
+    let inARow = 0;
     while (!this.deps.control.isStopping()) {
       const step = this.step(type);
       if (step === 'done') return;
-      if (step !== 'again') await step;
+      if (step !== 'again') {
+        inARow = 0;
+        await step;
+      } else if (++inARow % SYNC_STEPS_BEFORE_YIELD === 0) {
+        // Steps that hand out items go round without awaiting; now and then the rest of the process (signals, answers) runs.
+        await new Promise((resolve) => setImmediate(resolve));
+      }
     }
   }
 
