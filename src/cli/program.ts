@@ -353,10 +353,14 @@ function addReview(program: Command, ctx: CommandContext): void {
     .option('--simulate', "the rehearsal's state (run --simulate), not the real run's")
     .option('--port <n>', 'port (0 picks a free one)', port, 0)
     .option('--host <address>', 'address to listen on (loopback unless you say otherwise)', '127.0.0.1')
+    .option('--json', 'print where it serves as JSON (url, port, state, outDir); the keys help goes to stderr')
     .action(async (manifest: string, opts) => {
       const { reviewCommand } = await import('./commands/review.js');
-      const { server, banner } = await reviewCommand(manifest, opts, ctx.io.cwd);
-      ctx.print(banner);
+      const { server, banner, serving } = await reviewCommand(manifest, opts, ctx.io.cwd);
+      if (opts.json) {
+        ctx.print(JSON.stringify(serving, null, 2));
+        ctx.io.stderr.write(`${banner}\n`);
+      } else ctx.print(banner);
       await ctx.io.untilStopped();
       await server.close();
     });

@@ -20,8 +20,10 @@ describe('genbatch review, the command', () => {
     const run = ws.start();
     await run.waitFor(/paused since/);
 
-    const review = startCli(['review', 'm.yaml'], ws.env, ws.dir);
-    const [url] = await review.waitFor(/http:\/\/127\.0\.0\.1:\d+\/\?token=\S+/);
+    const review = startCli(['review', 'm.yaml', '--json'], ws.env, ws.dir);
+    const [printed] = await review.waitFor(/\{[^}]*"outDir"[^}]*\}/);
+    const { url, state } = JSON.parse(printed) as { url: string; state: string };
+    expect(state).toBe(ws.statePath);
     const { origin, searchParams } = new URL(url);
     const token = searchParams.get('token')!;
     const summary = JSON.parse((await raw(origin, 'GET', `/api/summary?token=${token}`)).body);

@@ -11,12 +11,20 @@ export interface ReviewFlags {
   host?: string;
 }
 
+/** What `review --json` prints: where the app is served, for a script that opens it. */
+export interface ReviewServing {
+  url: string;
+  port: number;
+  state: string;
+  outDir: string;
+}
+
 /** Starts the review app on the manifest's state: the server, and the lines to print. */
 export async function reviewCommand(
   path: string,
   flags: ReviewFlags,
   cwd: string,
-): Promise<{ server: ReviewServer; banner: string }> {
+): Promise<{ server: ReviewServer; banner: string; serving: ReviewServing }> {
   const host = flags.host ?? '127.0.0.1';
   // A wildcard address has no name a browser would send as Host: the Host check would refuse every request.
   if (host === '0.0.0.0' || host === '::' || host === '[::]')
@@ -53,5 +61,5 @@ export async function reviewCommand(
     `open ${server.url}`,
     'keys: arrows move, a approve, r reject, u clear, z undo, n note, Enter zoom, c compare versions, ? help. Ctrl-C stops.',
   ].join('\n');
-  return { server, banner };
+  return { server, banner, serving: { url: server.url, port: server.port, state: statePath, outDir } };
 }
