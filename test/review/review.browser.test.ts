@@ -172,8 +172,9 @@ describe('genbatch review in a browser', () => {
   });
 
   it('shows a concurrent run live: each output is on the page within a second of its download', async () => {
-    // Jobs of about a second (the service's 50 s at x60), so downloads come one after another while the page watches.
-    const t = await startTestSim({ timeScale: 60 });
+    // Jobs of half a second (the service's 30 s at x60), three at a time: the 11 downloads come in four waves
+    // at least 1.5 s apart from first to last, while the page watches.
+    const t = await startTestSim({ timeScale: 60, imageSeconds: [30, 30] });
     const ws = workspace(t.sim, imageManifest(12), {}, 60);
     expect((await ws.run(['--only', 'item-0'])).code).toBe(0);
     const server = await startTestReview({
@@ -193,7 +194,7 @@ describe('genbatch review in a browser', () => {
           seen[node.dataset.item!] ??= Date.now();
       }).observe(document.getElementById('newest-strip')!, { childList: true });
     });
-    const run = ws.start();
+    const run = ws.start(['--max-images-in-flight', '3']);
     const [code] = await once(run.child, 'exit');
     expect(code, run.output()).toBe(0);
     // Every output reaches the newest strip, and the grid shows all twelve.
@@ -211,7 +212,7 @@ describe('genbatch review in a browser', () => {
     expect(downloads).toHaveLength(11);
     const lags = downloads.map((d) => [d.item_id, seen[d.item_id]! - d.downloaded_at] as const);
     for (const [id, lag] of lags) expect(lag, `${id} appeared ${lag} ms after its download`).toBeLessThan(1_000);
-    // The downloads were spread over the run, not one burst at its end: the page followed it.
+    // The downloads were spread over the run (three slots make waves), not one burst: the page followed it.
     expect(downloads.at(-1)!.downloaded_at - downloads[0]!.downloaded_at).toBeGreaterThan(1_000);
     expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
   });
