@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
@@ -109,4 +110,16 @@ export function startCli(args: string[], env: NodeJS.ProcessEnv = cleanEnv(), cw
         check();
       }),
   };
+}
+
+/**
+ * The exit code of a started CLI, or 'still running' once `ms` have passed.
+ * A run that might spin goes in its own process: a synchronous loop would
+ * hold the test's own thread, and no timeout of the test could end it.
+ */
+export async function exitCodeWithin(cli: StartedCli, ms: number): Promise<number | 'still running'> {
+  if (cli.child.exitCode !== null) return cli.child.exitCode;
+  const exited = once(cli.child, 'exit').then(([code]) => code as number);
+  const deadline = new Promise<'still running'>((resolve) => setTimeout(() => resolve('still running'), ms).unref());
+  return Promise.race([exited, deadline]);
 }
