@@ -3,7 +3,14 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { exitCodeWithin, runCliInProcess } from '../helpers/cli.js';
 import { expectNoDoubleChargeAndVerifiedOutputs, workspace } from '../helpers/run.js';
-import { startTestSim } from '../helpers/sim.js';
+import { startTestSim, type TestSim } from '../helpers/sim.js';
+
+/** The prompts the simulator charged for, sorted. */
+const chargedPrompts = (t: TestSim): string[] =>
+  t.sim.service.ledger
+    .of('charge')
+    .map((c) => c.prompt!)
+    .sort();
 
 const manifest = (extraTag = '') => `version: 1
 defaults: { model: studio-lite }
@@ -21,12 +28,7 @@ describe('tags', () => {
     const ws = workspace(t.sim, manifest(), rows);
     const first = await ws.run(['--only', 'tag:brand-a']);
     expect(first.code, first.stderr).toBe(0);
-    expect(
-      t.sim.service.ledger
-        .of('charge')
-        .map((c) => c.prompt)
-        .sort(),
-    ).toEqual(['product 1', 'product 3']);
+    expect(chargedPrompts(t)).toEqual(['product 1', 'product 3']);
     expect((await ws.run()).code).toBe(0);
 
     const status = JSON.parse((await runCliInProcess(['status', 'm.yaml', '--json'], ws.env, ws.dir)).stdout);
@@ -97,11 +99,7 @@ items:
     const first = await ws.run();
     expect(first.code, first.stdout + first.stderr).toBe(3);
     expect(first.stdout).toMatch(/the budget of tag brand-a \(4 credits\) is reached/);
-    const charged = (): string[] =>
-      t.sim.service.ledger
-        .of('charge')
-        .map((c) => c.prompt!)
-        .sort();
+    const charged = () => chargedPrompts(t);
     // brand-a: items 1 and 3 (4 credits); rush: item 3 is already its 2, so item 6 waits; brand-b all three.
     expect(charged()).toEqual(['product 1', 'product 2', 'product 3', 'product 4', 'product 7']);
     const status = JSON.parse((await runCliInProcess(['status', 'm.yaml', '--json'], ws.env, ws.dir)).stdout);
@@ -151,11 +149,6 @@ items:
     const run = ws.start(['--only', 'tag:brand-a']);
     expect(await exitCodeWithin(run, 30_000), run.output()).toBe(3);
     expect(run.output()).toMatch(/the budget of tag brand-a \(4 credits\) is reached/);
-    expect(
-      t.sim.service.ledger
-        .of('charge')
-        .map((c) => c.prompt)
-        .sort(),
-    ).toEqual(['product 1', 'product 3']);
+    expect(chargedPrompts(t)).toEqual(['product 1', 'product 3']);
   });
 });
