@@ -1,5 +1,15 @@
-import type { KeyDayRoom, RoomTaken } from '../runner/daily-cap.js';
 import type { Coordinator } from './postgres.js';
+
+/** Credits of a key day taken among every process on the key, until the answer settles them. */
+export interface RoomTaken {
+  day: number;
+  settle(day: number, charged: number): void;
+}
+
+/** The room left on a key day when other processes share the key (SharedKeyDay below; a DailyCap asks it before each submission). */
+export interface KeyDayRoom {
+  take(day: number, credits: number): Promise<RoomTaken | 'full' | 'unreachable'>;
+}
 
 /**
  * A key day's credits shared by every process on the key: each submission

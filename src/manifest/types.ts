@@ -33,10 +33,11 @@ export interface ResolvedItem {
   where: ItemOrigin;
 }
 
+/** What is stored per item: the resolved item without its manifest position. */
+export type ItemSpec = Omit<ResolvedItem, 'where'>;
+
 /** The items an item waits for, with the field that names each. */
-export function dependenciesOf(
-  item: Omit<ResolvedItem, 'where'>,
-): { id: string; field: string; needs: 'image' | 'video' }[] {
+export function dependenciesOf(item: ItemSpec): { id: string; field: string; needs: 'image' | 'video' }[] {
   const deps: { id: string; field: string; needs: 'image' | 'video' }[] = [];
   if (!item.inputs && !item.image && !item.referenceImages && !item.video && !item.source) return deps;
   const add = (ref: InputRef | undefined, field: string, needs: 'image' | 'video') => {
@@ -51,7 +52,7 @@ export function dependenciesOf(
 }
 
 /** The item's local file inputs, in the order its fields name them (most catalog rows have none, and are passed over without an array). */
-export function fileInputsOf(item: Omit<ResolvedItem, 'where'>): readonly FileInput[] {
+export function fileInputsOf(item: ItemSpec): readonly FileInput[] {
   if (
     item.inputs === undefined &&
     item.image === undefined &&

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { ItemSpec } from '../runner/bodies.js';
+import type { ItemSpec } from '../manifest/index.js';
 import type { Store } from '../store/index.js';
 import { AtomicFile } from '../util/atomic-write.js';
 import { galleryCard, galleryHead, galleryTail, type GalleryHeader } from './gallery.js';

@@ -1,5 +1,5 @@
 import { readFile, stat } from 'node:fs/promises';
-import type { ItemSpec } from '../runner/bodies.js';
+import type { ItemSpec } from '../manifest/index.js';
 import { escapeHtml, relativeUrl } from './html.js';
 import type { ResultRow } from './results.js';
 

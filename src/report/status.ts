@@ -1,6 +1,6 @@
 import { estimateEta } from '../estimate/eta.js';
 import { keyDayOf, type KeyLimits } from '../scheduler/limits.js';
-import { waitingFor, type Waiting } from './waiting.js';
+import { waitingFor, type Waiting } from '../store/waiting.js';
 import { lockHolder, type ItemProblem, type ItemState, type RunRow, type Store } from '../store/index.js';
 
 /** `genbatch status --json`: a stable shape (documented in the README); fields are only ever added. */

@@ -1,11 +1,8 @@
 import type { ImageSubmission, VideoSubmission } from '../api/index.js';
-import type { InputRef, ResolvedItem } from '../manifest/index.js';
+import type { InputRef, ItemSpec } from '../manifest/index.js';
 import type { Store } from '../store/index.js';
 import { InputError, uploadKeyFor, type UploadContext } from './inputs.js';
 import { join } from 'node:path';
-
-/** What is stored per item: the resolved item without its manifest position. */
-export type ItemSpec = Omit<ResolvedItem, 'where'>;
 
 /** The first output on disk of a finished item's latest job, for `{ from: item }` inputs. */
 function outputOf(store: Store, outDir: string, itemId: string): string {

@@ -1,6 +1,6 @@
 import { setMaxListeners } from 'node:events';
 import type { Logger } from '../log/logger.js';
-import type { Waiting } from '../report/waiting.js';
+import type { Waiting } from '../store/waiting.js';
 
 export type RunEvent =
   | { kind: 'submitted'; itemId: string; attempt: number; jobId: string; credits: number }

@@ -3,10 +3,11 @@ import { priceOf } from '../estimate/prices.js';
 import type { Manifest } from '../manifest/index.js';
 import type { ItemRow, Store } from '../store/index.js';
 import { releaseOnce } from '../util/once.js';
-import type { ItemSpec } from './bodies.js';
+import type { ItemSpec } from '../manifest/index.js';
 import type { RunClock } from './clock.js';
 import type { Control } from './control.js';
-import type { DailyCap, RoomTaken } from './daily-cap.js';
+import type { RoomTaken } from '../coordinator/shared-day.js';
+import type { DailyCap } from './daily-cap.js';
 
 export interface CreditsOptions {
   /** The run's budget, net of refunds. */

@@ -1,6 +1,7 @@
 import type { Store } from '../store/index.js';
 import { releaseOnce } from '../util/once.js';
 import { KEY_DAY_MS } from '../scheduler/limits.js';
+import type { KeyDayRoom } from '../coordinator/shared-day.js';
 import type { RunClock } from './clock.js';
 
 /**
@@ -11,17 +12,6 @@ import type { RunClock } from './clock.js';
  */
 const DAY_END_GUARD_MS = 2_000;
 const SCALED_GUARD_MIN_MS = 50;
-
-/** Credits of a key day taken among every process on the key, until the answer settles them. */
-export interface RoomTaken {
-  day: number;
-  settle(day: number, charged: number): void;
-}
-
-/** The room left on a key day when other processes share the key (see SharedKeyDay). */
-export interface KeyDayRoom {
-  take(day: number, credits: number): Promise<RoomTaken | 'full' | 'unreachable'>;
-}
 
 /**
  * One key's daily credit cap: what its key day has been charged (from the

@@ -11,7 +11,7 @@ import {
 import type { ImageSubmission, VideoSubmission } from '../api/index.js';
 import { sleep } from '../util/clock.js';
 import type { AttemptRow, ErrorNote, ItemRow } from '../store/index.js';
-import type { ItemSpec } from './bodies.js';
+import type { ItemSpec } from '../manifest/index.js';
 import { NotSentError } from '../scheduler/bucket.js';
 import { buildBody } from './bodies.js';
 import type { Logger } from '../log/logger.js';

@@ -1,5 +1,5 @@
 import type { Logger } from '../log/logger.js';
-import { waitingFor } from '../report/waiting.js';
+import { waitingFor } from '../store/waiting.js';
 import type { Store } from '../store/index.js';
 import type { Control } from './control.js';
 import type { Feeder } from './feeder.js';

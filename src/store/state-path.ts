@@ -1,23 +1,23 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { ManifestLocation } from '../manifest/index.js';
 import { Store } from './index.js';
 import { EXIT, ExitError, usageError } from '../util/exit-error.js';
 
+/** What names a manifest's state: the folder it is in, and its name. */
+interface StateOwner {
+  source: { dir: string };
+  name: string;
+}
+
 /** `--state`, else `.genbatch/<manifest name>.sqlite` beside the manifest. */
-export function statePathFor(
-  manifest: Pick<ManifestLocation, 'source' | 'name'>,
-  flag: string | undefined,
-  cwd: string,
-  simulated = false,
-): string {
+export function statePathFor(manifest: StateOwner, flag: string | undefined, cwd: string, simulated = false): string {
   if (flag) return resolve(cwd, flag);
   return join(manifest.source.dir, '.genbatch', `${manifest.name}${simulated ? '.simulated' : ''}.sqlite`);
 }
 
 /** Where a command finds an existing state: the rehearsal's (`.simulated`) with --simulate, else the real one; missing, a usage error that says where else to look. */
 export function existingStatePathFor(
-  manifest: Pick<ManifestLocation, 'source' | 'name'>,
+  manifest: StateOwner,
   flags: { state?: string | undefined; simulate?: boolean | undefined },
   cwd: string,
 ): string {

@@ -1,4 +1,4 @@
-import type { ItemState, Store } from '../store/index.js';
+import type { ItemState, Store } from './index.js';
 
 /** What the items of one state wait for: `status --json` and the run's watchdog say it alike. */
 export interface Waiting {
