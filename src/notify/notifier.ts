@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import type { Logger } from '../log/logger.js';
-import type { RunEvent } from '../runner/control.js';
+import type { RunEvent } from '../runner/index.js';
 
 export type NotifyEventName = 'ended' | 'waiting-daily-cap' | 'stopped' | 'stalled';
 

@@ -1,5 +1,7 @@
 export { Runner, type RunSummary } from './runner.js';
-export type { RunEvent, StopKind } from './control.js';
+export type { RunEvent, StopKind } from './core/control.js';
+export type { CanarySize } from './feed/canary.js';
+export { runIdFor } from './core/identity.js';
 export type { RunOptions } from './options.js';
 export {
   prepareRun,

@@ -1,7 +1,7 @@
 import type { OutputFile } from '../download/download.js';
 import type { Logger } from '../log/logger.js';
-import type { CanarySize } from './canary.js';
-import type { RunEvent } from './control.js';
+import type { CanarySize } from './feed/canary.js';
+import type { RunEvent } from './core/control.js';
 
 export interface RunOptions {
   outDir: string;

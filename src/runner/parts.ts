@@ -2,19 +2,19 @@ import PQueue from 'p-queue';
 import type { Catalog } from '../api/catalog.js';
 import type { ManifestTop } from '../manifest/index.js';
 import type { Store } from '../store/index.js';
-import { ModerationBreaker } from './breaker.js';
-import { RunClock } from './clock.js';
-import { Control, type RunEvent } from './control.js';
-import { coordinatorNotices } from './coordination.js';
-import { Credits } from './credits.js';
-import { Feeder } from './feeder.js';
-import { FirstSync, type ToSync } from './first-sync.js';
-import { KeyRoster } from './key-roster.js';
-import { KeyLane, KeyLanes, type LaneKey } from './lanes.js';
+import { ModerationBreaker } from './feed/breaker.js';
+import { RunClock } from './core/clock.js';
+import { Control, type RunEvent } from './core/control.js';
+import { coordinatorNotices } from './keys/coordination.js';
+import { Credits } from './keys/credits.js';
+import { Feeder } from './feed/feeder.js';
+import { FirstSync, type ToSync } from './sync/first-sync.js';
+import { KeyRoster } from './keys/roster.js';
+import { KeyLane, KeyLanes, type LaneKey } from './keys/lanes.js';
 import type { RunOptions } from './options.js';
-import { PauseGate } from './pause-gate.js';
-import type { Reachability } from './reachability.js';
-import { watchService } from './service-watch.js';
+import { PauseGate } from './core/pause-gate.js';
+import type { Reachability } from './watch/reachability.js';
+import { watchService } from './watch/service-watch.js';
 
 /** The parts of a run, each the one owner of its concern, built once and never changed after. */
 export interface RunParts {
@@ -82,7 +82,7 @@ export function buildParts(inputs: RunInputs, hooks: PartsHooks): RunParts {
     credits: creditsOf(inputs, clock, control, lanes, hooks),
     feeder,
     breaker: new ModerationBreaker(store, clock, control, opts.maxBlocked),
-    roster: new KeyRoster(lanes, store, feeder, control, opts.now),
+    roster: new KeyRoster(lanes, store, (id) => feeder.holds(id), control, opts.now),
     reachability: watchService({
       lanes,
       clock,

@@ -1,9 +1,9 @@
 import { claimOutputDir, probeOutputDir } from '../download/output-dir.js';
 import type { Store } from '../store/index.js';
-import type { Control } from './control.js';
-import type { FirstSync } from './first-sync.js';
+import type { Control } from './core/control.js';
+import type { FirstSync } from './sync/first-sync.js';
 import type { RunOptions } from './options.js';
-import { selects } from './summary.js';
+import { selects } from './feed/selection.js';
 
 /**
  * What must hold before anything is paid for: the output dir takes files,

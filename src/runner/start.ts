@@ -13,11 +13,11 @@ import type { KeyLimits } from '../scheduler/limits.js';
 import { OPEN_STATES, Store } from '../store/index.js';
 import { openStateReadOnly, statePathFor } from '../store/state-path.js';
 import { EXIT, ExitError, usageError } from '../util/exit-error.js';
-import type { RunEvent } from './control.js';
-import type { ToSync } from './first-sync.js';
+import type { RunEvent } from './core/control.js';
+import type { ToSync } from './sync/first-sync.js';
 import type { RunOptions } from './options.js';
-import { setUpPool, type PoolSetup } from './pool.js';
-import { planResume } from './resume.js';
+import { setUpPool, type PoolSetup } from '../api/pool-setup.js';
+import { planResume } from './sync/resume.js';
 import { Runner } from './runner.js';
 
 /** The keys a run goes with, as the command line connected them (to the service, or to an in-process simulator). */

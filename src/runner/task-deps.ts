@@ -1,15 +1,15 @@
 import type { Job, Reaction } from '../api/index.js';
 import type { ErrorNote } from '../store/index.js';
-import type { KeyLane } from './lanes.js';
+import type { KeyLane } from './keys/lanes.js';
 import type { ManifestTop } from '../manifest/index.js';
-import type { DownloadFailure } from './control.js';
-import type { DownloadDeps } from './download-task.js';
-import { FirstPoll } from './first-poll.js';
-import type { JobTaskDeps } from './job-task.js';
+import type { DownloadFailure } from './core/control.js';
+import type { DownloadDeps } from './item/download-task.js';
+import { FirstPoll } from './item/first-poll.js';
+import type { JobTaskDeps } from './item/job-task.js';
 import type { RunOptions } from './options.js';
 import type { RunParts } from './parts.js';
-import { PollWait } from './poll-wait.js';
-import { SendBatch } from './send-batch.js';
+import { PollWait } from './item/poll-wait.js';
+import { SendBatch } from './item/send-batch.js';
 
 /** What the shared parts cannot do alone: the run's own acts, passed to the tasks' deps. */
 export interface RunActs {

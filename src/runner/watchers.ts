@@ -1,6 +1,6 @@
 import { combinedLimits } from '../scheduler/limits.js';
-import { watchRunControl } from './control-watch.js';
-import { keepCoordinatorLeases } from './coordination.js';
+import { watchRunControl } from './watch/control-watch.js';
+import { keepCoordinatorLeases } from './keys/coordination.js';
 import type { RunOptions } from './options.js';
 import type { RunParts } from './parts.js';
 

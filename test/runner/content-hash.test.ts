@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadManifest } from '../../src/manifest/index.js';
-import { syncItems } from '../../src/runner/sync.js';
+import { syncItems } from '../../src/runner/sync/manifest-sync.js';
 import { Store } from '../../src/store/index.js';
 
 // Idempotency keys derive from an item's content hash: what only rides along for the results must not move it,

@@ -3,10 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Coordinator } from '../../src/coordinator/postgres.js';
-import { RunClock } from '../../src/runner/clock.js';
-import { Control } from '../../src/runner/control.js';
-import { DailyCap } from '../../src/runner/daily-cap.js';
-import { Credits } from '../../src/runner/credits.js';
+import { RunClock } from '../../src/runner/core/clock.js';
+import { Control } from '../../src/runner/core/control.js';
+import { DailyCap } from '../../src/runner/keys/daily-cap.js';
+import { Credits } from '../../src/runner/keys/credits.js';
 import { SharedKeyDay } from '../../src/coordinator/shared-day.js';
 import { Store } from '../../src/store/index.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FirstPoll } from '../../src/runner/first-poll.js';
+import { FirstPoll } from '../../src/runner/item/first-poll.js';
 import { imageManifest, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 

@@ -5,7 +5,13 @@ import { describe, expect, it, vi } from 'vitest';
 import { Catalog } from '../../src/api/catalog.js';
 import { checkManifest, loadManifest } from '../../src/manifest/index.js';
 import { Runner } from '../../src/runner/index.js';
-import { itemsInMemory, syncedSources, syncFreshInSteps, syncItems, type ItemsToSync } from '../../src/runner/sync.js';
+import {
+  itemsInMemory,
+  syncedSources,
+  syncFreshInSteps,
+  syncItems,
+  type ItemsToSync,
+} from '../../src/runner/sync/manifest-sync.js';
 import { DEFAULT_KEY_LIMITS } from '../../src/scheduler/limits.js';
 import { Store } from '../../src/store/index.js';
 import { expectNoDoubleChargeAndVerifiedOutputs, workspace } from '../helpers/run.js';

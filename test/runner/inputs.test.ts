@@ -3,7 +3,7 @@ import { mkdtempSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { fileSha256 } from '../../src/runner/inputs.js';
+import { fileSha256 } from '../../src/runner/core/identity.js';
 
 describe('input hashes', () => {
   it('a file edited during a long run is hashed anew (its new bytes get uploaded), an unchanged one is not re-read', async () => {

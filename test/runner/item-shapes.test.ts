@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadManifest } from '../../src/manifest/index.js';
-import { syncItems, syncedSources } from '../../src/runner/sync.js';
+import { syncItems, syncedSources } from '../../src/runner/sync/manifest-sync.js';
 import { Store, type ItemShape } from '../../src/store/index.js';
 
 const sorted = (shapes: ItemShape[]) => shapes.map((s) => JSON.stringify(s)).sort();

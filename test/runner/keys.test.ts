@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { contentHashOf, idempotencyKey, runIdFor } from '../../src/runner/keys.js';
+import { contentHashOf, idempotencyKey, runIdFor } from '../../src/runner/core/identity.js';
 
 describe('idempotency keys', () => {
   it('are the same from one genbatch version to the next: a lost state file still resends the key an earlier version sent', () => {

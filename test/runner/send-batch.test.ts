@@ -2,7 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { SendBatch } from '../../src/runner/send-batch.js';
+import { SendBatch } from '../../src/runner/item/send-batch.js';
 import { Lifecycle } from '../../src/store/lifecycle.js';
 import { Store } from '../../src/store/index.js';
 import { imageManifest, workspace } from '../helpers/run.js';

@@ -8,7 +8,7 @@ import type { ConnectionFlags } from '../connection.js';
 import { EXIT, ExitError } from '../exit.js';
 import { count, num, table } from '../format.js';
 import { issueReport, loadValid, warningReport } from '../../manifest/load-valid.js';
-import type { PoolSetup } from '../../runner/pool.js';
+import type { PoolSetup } from '../../api/pool-setup.js';
 
 export { issueReport, loadValid, locate } from '../../manifest/load-valid.js';
 
@@ -17,7 +17,7 @@ async function service() {
   const [{ connect }, { Catalog }, { setUpPool }, { checkAgainstService }] = await Promise.all([
     import('../connection.js'),
     import('../../api/catalog.js'),
-    import('../../runner/pool.js'),
+    import('../../api/pool-setup.js'),
     import('../../manifest/online.js'),
   ]);
   return { connect, Catalog, setUpPool, checkAgainstService };

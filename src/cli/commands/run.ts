@@ -2,10 +2,16 @@ import { resolve } from 'node:path';
 import { keyTextsIn } from '../../api/key-pool.js';
 import type { Logger } from '../../log/logger.js';
 import { Notifier } from '../../notify/notifier.js';
-import type { CanarySize } from '../../runner/canary.js';
-import { prepareRun, startRun, type PreparedRun, type RunRequest, type RunSummary } from '../../runner/index.js';
-import { runIdFor } from '../../runner/keys.js';
-import type { PoolSetup } from '../../runner/pool.js';
+import {
+  prepareRun,
+  runIdFor,
+  startRun,
+  type CanarySize,
+  type PreparedRun,
+  type RunRequest,
+  type RunSummary,
+} from '../../runner/index.js';
+import type { PoolSetup } from '../../api/pool-setup.js';
 import { DEFAULT_KEY_LIMITS, type KeyLimits, type Rate } from '../../scheduler/limits.js';
 import { OPEN_STATES, type Store } from '../../store/index.js';
 import { connect, type ConnectionFlags } from '../connection.js';

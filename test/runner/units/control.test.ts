@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Control, type RunEvent } from '../../../src/runner/control.js';
+import { Control, type RunEvent } from '../../../src/runner/core/control.js';
 
 describe('Control, built alone', () => {
   it('a budget stop lets reserved submissions go; an interrupt also aborts polls and downloads; the first stop wins', () => {

@@ -2,10 +2,10 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { RunClock } from '../../../src/runner/clock.js';
-import { Control, type RunEvent } from '../../../src/runner/control.js';
-import { Credits } from '../../../src/runner/credits.js';
-import { DailyCap } from '../../../src/runner/daily-cap.js';
+import { RunClock } from '../../../src/runner/core/clock.js';
+import { Control, type RunEvent } from '../../../src/runner/core/control.js';
+import { Credits } from '../../../src/runner/keys/credits.js';
+import { DailyCap } from '../../../src/runner/keys/daily-cap.js';
 import { type ItemRow, Store } from '../../../src/store/index.js';
 
 const DAY = 86_400_000;

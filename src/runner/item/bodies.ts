@@ -1,0 +1,52 @@
+import type { ImageSubmission, VideoSubmission } from '../../api/index.js';
+import type { InputRef, ItemSpec } from '../../manifest/index.js';
+import type { Store } from '../../store/index.js';
+import { InputError, uploadKeyFor, type UploadContext } from './uploads.js';
+import { join } from 'node:path';
+
+/** The first output on disk of a finished item's latest job, for `{ from: item }` inputs. */
+function outputOf(store: Store, outDir: string, itemId: string): string {
+  const jobId = store.attempts.latest(itemId)?.job_id;
+  const first = jobId ? store.outputs.ofJob(jobId).find((o) => o.path) : undefined;
+  if (!first?.path) throw new InputError(`the output of ${itemId} is not on disk`);
+  return join(outDir, first.path);
+}
+
+/**
+ * The submission body of an item: inputs uploaded (or reused), `source` turned
+ * into the source job's id when that job is this key's, else into an upload
+ * of its output (another key may not be allowed to name that job).
+ */
+export async function buildBody(
+  spec: ItemSpec,
+  ctx: UploadContext & { outDir: string },
+): Promise<ImageSubmission | VideoSubmission> {
+  const target = spec.type;
+  const key = (ref: InputRef, expect: 'image' | 'video') =>
+    uploadKeyFor(ctx, ref.kind === 'file' ? ref.path : outputOf(ctx.store, ctx.outDir, ref.id), target, expect);
+  const common = {
+    prompt: spec.prompt,
+    model: spec.model,
+    ...(spec.aspectRatio ? { aspectRatio: spec.aspectRatio } : {}),
+    ...(spec.resolution ? { resolution: spec.resolution } : {}),
+  };
+  if (spec.type === 'image') {
+    const inputs = spec.inputs
+      ? await Promise.all(spec.inputs.map(async (r) => ({ key: await key(r, 'image') })))
+      : undefined;
+    return { ...common, ...(inputs ? { inputs } : {}) };
+  }
+  const body: VideoSubmission = { ...common, ...(spec.duration ? { duration: spec.duration } : {}) };
+  if (spec.image) body.imageKey = await key(spec.image, 'image');
+  if (spec.referenceImages)
+    body.referenceImageKeys = await Promise.all(spec.referenceImages.map((r) => key(r, 'image')));
+  if (spec.video) body.videoKey = await key(spec.video, 'video');
+  if (spec.source) {
+    const sourceJob = ctx.store.attempts.latest(spec.source);
+    if (!sourceJob?.job_id || sourceJob.status !== 'completed')
+      throw new InputError(`the source item ${spec.source} has no completed job`);
+    if (sourceJob.key_fp === ctx.keyFp) body.sourceJobId = sourceJob.job_id;
+    else body.videoKey = await key({ kind: 'item', id: spec.source }, 'video');
+  }
+  return body;
+}

@@ -1,0 +1,23 @@
+import type { Logger } from '../../log/logger.js';
+import type { Store } from '../../store/index.js';
+
+/**
+ * A task threw what no policy foresaw. A paid job is not ended on a bug of
+ * ours: the item keeps its state with the error noted, and the run goes on.
+ * Called inside a .catch, so it must not throw itself.
+ */
+export function recordCrash(
+  store: Store,
+  opts: { now: () => number; logger?: Logger | undefined },
+  itemId: string,
+  error: unknown,
+): void {
+  const message = `unexpected error: ${(error as Error)?.message ?? String(error)}`;
+  try {
+    opts.logger?.error({ item: itemId, err: error }, 'unexpected error');
+    const item = store.items.get(itemId);
+    if (item) store.life.crashed(itemId, item.state, { code: 'INTERNAL', message }, opts.now());
+  } catch (secondary) {
+    opts.logger?.error({ item: itemId, err: secondary }, 'could not record an unexpected error');
+  }
+}

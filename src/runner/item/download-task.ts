@@ -1,0 +1,252 @@
+import { policy, waitMs, type ApiClient, type Job, type Reaction } from '../../api/index.js';
+import { DownloadError, downloadOutput, type OutputFile } from '../../download/download.js';
+import type { Logger } from '../../log/logger.js';
+import { outputRelativePath } from '../../manifest/index.js';
+import type { ErrorNote, ItemRow, Store } from '../../store/index.js';
+import { sleep } from '../../util/clock.js';
+import type { RunClock } from '../core/clock.js';
+import type { Control, DownloadFailure } from '../core/control.js';
+import type { KeyLane } from '../keys/lanes.js';
+import type { Reachability } from '../watch/reachability.js';
+
+const MAX_LINK_REFRESHES = 5;
+
+/** What a download uses of the run: built once by the run, shared by every download. */
+export interface DownloadDeps {
+  readonly store: Store;
+  readonly clock: RunClock;
+  /** Its abort ends downloads (an interrupt); a refused account stops the run. */
+  readonly control: Control;
+  readonly reachability: Reachability;
+  /** Reads presigned output links: they carry no key, so any key's client will do. */
+  readonly storage: ApiClient;
+  /** The manifest's output name template and vars. */
+  readonly naming: { readonly outputName: string; readonly vars: ReadonlyMap<string, string> };
+  readonly settings: {
+    readonly outDir: string;
+    readonly maxOutputBytes?: number | undefined;
+    readonly openOutput?: ((path: string) => Promise<OutputFile>) | undefined;
+    readonly logger?: Logger | undefined;
+  };
+  readonly report: {
+    /** The service refused the key that owns the job (it leaves the run) or the account (the run stops). */
+    refused(lane: KeyLane, error: ErrorNote, reaction: Extract<Reaction, { do: 'stop-run' }>): void;
+    /** The download succeeded (undefined) or gave up: a full disk, or the same failure again and again, stops the run. */
+    ended(failure: DownloadFailure | undefined): void;
+  };
+}
+
+/**
+ * Downloads a completed job's outputs. A failing or expired link is refreshed
+ * by a new GET of the job; a download that cannot finish leaves the item
+ * `downloading` for the next resume, and never leads to a resubmission.
+ * Links are refreshed with the key of the job's attempt (`lane`); without it
+ * (the key left the run) only the links at hand are tried.
+ */
+export function downloadJob(
+  deps: DownloadDeps,
+  lane: KeyLane | undefined,
+  itemId: string,
+  jobId: string,
+  fresh?: Job,
+): Promise<void> {
+  return new DownloadTask(deps, lane, deps.store.items.get(itemId)!, jobId).run(fresh);
+}
+
+/** Why the latest try failed. */
+interface LastError {
+  message: string;
+  code: string;
+}
+
+class DownloadTask {
+  private last: LastError = { message: '', code: 'DOWNLOAD_FAILED' };
+
+  constructor(
+    private readonly deps: DownloadDeps,
+    private readonly lane: KeyLane | undefined,
+    private readonly item: ItemRow,
+    private readonly jobId: string,
+  ) {}
+
+  private get signal(): AbortSignal {
+    return this.deps.control.abort.signal;
+  }
+
+  async run(fresh: Job | undefined): Promise<void> {
+    let job = fresh;
+    for (let refresh = 0; refresh <= MAX_LINK_REFRESHES; refresh++) {
+      if (this.signal.aborted) return;
+      if (!job) {
+        const got = await this.fetchJob(refresh);
+        if (got === 'stop') return;
+        if (got === 'give-up') break;
+        // An outage is waited out: it costs the download none of its refreshes.
+        if (got === 'outage') refresh--;
+        if (typeof got !== 'object') continue;
+        job = got;
+      }
+      const saved = await this.saveMissing(job);
+      if (saved !== 'refresh') return;
+      job = undefined; // fetch fresh links
+    }
+    const message = this.last.message || 'the job lists no outputs';
+    const { store, clock, control } = this.deps;
+    store.life.downloadFailed(this.item.id, { code: 'DOWNLOAD_FAILED', message }, clock.now());
+    control.emit({
+      kind: 'item-final',
+      itemId: this.item.id,
+      state: 'downloading',
+      code: 'DOWNLOAD_FAILED',
+      message: this.last.message,
+    });
+    this.deps.report.ended({ code: this.last.code, message, disk: false, itemOnly: false });
+  }
+
+  /** The job with fresh links, or what to do instead: stop (the run stops), give up (for a later run), try again. */
+  private async fetchJob(refresh: number): Promise<Job | 'stop' | 'give-up' | 'outage' | 'again'> {
+    const { lane, deps } = this;
+    if (!lane?.active) {
+      this.last.message ||=
+        'the key that owns the job is not in this run (or was refused), so its links cannot be refreshed';
+      this.last.code = 'KEY_REFUSED';
+      return 'give-up';
+    }
+    let sentAt = deps.clock.now();
+    try {
+      if (!(await deps.reachability.ready(this.signal))) return 'stop';
+      return await lane.buckets.read.run(() => {
+        sentAt = deps.clock.now();
+        return lane.client.getJob(this.jobId, 0, this.signal);
+      }, this.signal);
+    } catch (error) {
+      if (this.signal.aborted) return 'stop';
+      const noAnswer = await deps.reachability.noAnswer(sentAt, error, this.signal);
+      if (noAnswer === 'stopped') return 'stop';
+      if (noAnswer === 'outage') return 'outage';
+      return this.refused(lane, error, refresh);
+    }
+  }
+
+  /** A read of the job was refused: what policy says of it, applied. */
+  private async refused(lane: KeyLane, error: unknown, refresh: number): Promise<'give-up' | 'again'> {
+    const { deps } = this;
+    const reaction = policy('read-job', error);
+    this.last = { message: (error as Error).message, code: (error as { code?: string }).code ?? this.last.code };
+    if (reaction.do === 'stop-run') {
+      deps.report.refused(lane, this.last, reaction);
+      return 'give-up';
+    }
+    // A refusal of this job's read: its links cannot be had now; the item waits for a later run.
+    if (reaction.do === 'keep-job') return 'give-up';
+    const read = lane.limits.read;
+    const wait = waitMs(reaction, refresh, error, deps.clock.scaled) ?? read.windowMs / read.count;
+    if (reaction.do === 'wait-and-resend') lane.buckets.read.pauseFor(wait);
+    else await sleep(wait);
+    return 'again';
+  }
+
+  /** Saves the outputs not yet on disk: 'ended' (saved, or failed for good), or 'refresh' for fresh links. */
+  private async saveMissing(job: Job): Promise<'ended' | 'refresh'> {
+    const { store, clock, control } = this.deps;
+    const itemId = this.item.id;
+    const have = new Map(store.outputs.ofJob(this.jobId).map((o) => [o.idx, o]));
+    const missing = [...job.outputs.entries()].filter(([i]) => !have.get(i + 1)?.sha256);
+    if (job.outputs.length === 0) return 'refresh';
+    for (const [k, [i, output]] of missing.entries()) {
+      const saved = await this.saveOne(i + 1, output.downloadUrl, k === missing.length - 1);
+      if (saved !== 'saved') return saved;
+    }
+    // Every output was already on disk (a resumed download that had saved them all).
+    if (missing.length === 0) {
+      if (store.life.downloaded(itemId, clock.now())) control.emit({ kind: 'item-final', itemId, state: 'done' });
+      this.deps.report.ended(undefined);
+    }
+    return 'ended';
+  }
+
+  /** One output, downloaded and verified; the last one moves the item to done in the same commit. */
+  private async saveOne(idx: number, url: string, last: boolean): Promise<'saved' | 'ended' | 'refresh'> {
+    const { store, clock, control, settings } = this.deps;
+    const itemId = this.item.id;
+    try {
+      const file = await downloadOutput(
+        this.deps.storage,
+        url,
+        settings.outDir,
+        this.item.type,
+        (ext) => this.claimName(idx, ext),
+        this.signal,
+        settings.maxOutputBytes,
+        settings.openOutput,
+      );
+      if (store.life.outputSaved(itemId, this.jobId, idx, file, clock.now(), last))
+        control.emit({ kind: 'item-final', itemId, state: 'done' });
+      if (!last) return 'saved';
+      this.deps.report.ended(undefined);
+      return 'ended';
+    } catch (error) {
+      if (this.signal.aborted) return 'ended';
+      this.last = {
+        message: (error as Error).message,
+        code: error instanceof DownloadError ? error.code : this.last.code,
+      };
+      settings.logger?.warn(
+        { item: itemId, job: this.jobId, output: idx, error: this.last.message },
+        'download failed',
+      );
+      if (!(error instanceof DownloadError) || error.refreshable) return 'refresh';
+      this.failedForGood(error);
+      return 'ended';
+    }
+  }
+
+  /** A failure no fresh link mends (the disk, the name): the item waits, downloading, for a run that fixes it. */
+  private failedForGood(error: DownloadError): void {
+    const { store, clock, control } = this.deps;
+    const message = this.last.message;
+    store.life.downloadFailed(this.item.id, { code: 'DOWNLOAD_FAILED', message }, clock.now());
+    control.emit({ kind: 'item-final', itemId: this.item.id, state: 'downloading', code: 'DOWNLOAD_FAILED', message });
+    this.deps.report.ended({
+      code: error.code,
+      message,
+      disk: error.diskCode !== undefined,
+      itemOnly: error.itemOnly,
+    });
+  }
+
+  /** The output's path inside the out dir, claimed for this item: never another item's file. */
+  private claimName(idx: number, ext: string): string {
+    const { store, clock, naming } = this.deps;
+    const item = this.item;
+    const version = store.outputs.versionFor(item.id, this.jobId);
+    const name = outputRelativePath(naming.outputName, {
+      version,
+      id: item.id,
+      n: idx,
+      ext,
+      model: item.model,
+      type: item.type,
+      vars: naming.vars,
+    });
+    if (!name.ok) throw new DownloadError(name.message, false, 'BAD_NAME');
+    const owner = store.outputs.ownerOf(name.path);
+    if (owner && owner.item_id !== item.id) {
+      throw new DownloadError(
+        `output ${idx} would be saved as ${name.path}, which holds the output of ${owner.item_id}; it is not overwritten. Put {{n}} in output.name (as in the default "{{id}}-{{n}}.{{ext}}") and run again`,
+        false,
+        'NAME_TAKEN',
+      );
+    }
+    // An earlier, paid version of this item: never overwritten, whatever the name template became.
+    if (owner && (owner.job_id !== this.jobId || owner.idx !== idx)) {
+      throw new DownloadError(
+        `output ${idx} would be saved as ${name.path}, which holds an earlier output of ${item.id} (job ${owner.job_id}); it is not overwritten. Put {{n}} in output.name and run again`,
+        false,
+        'NAME_TAKEN',
+      );
+    }
+    store.outputs.claimPath(this.jobId, idx, item.id, name.path, version, clock.now());
+    return name.path;
+  }
+}

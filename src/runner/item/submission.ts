@@ -1,0 +1,128 @@
+import type { ImageSubmission, Job, VideoSubmission } from '../../api/index.js';
+import type { AttemptRow } from '../../store/index.js';
+import { newAttempt } from './attempt.js';
+import type { ItemTask } from './job-deps.js';
+import { refusal, type SendState } from './refusals.js';
+
+/**
+ * An attempt's submission: its stored body sent with its key until the
+ * service answers with a job; resends only ever reuse that key. Every send
+ * passes the gates (the service answers, the run is not paused, its credits
+ * are reserved) and is committed as sent before it leaves.
+ */
+export class Submission {
+  private reuploaded = false;
+  /** When this task's own submission was accepted: its job's first poll waits from then (a resumed job is polled at once). */
+  acceptedAt: number | undefined;
+
+  constructor(private readonly task: ItemTask) {}
+
+  /** The job's id once the service answered with one; undefined when the item left this task (ended, deferred, held, stopped). */
+  async submit(attempt: AttemptRow): Promise<string | undefined> {
+    const { task } = this;
+    const body = JSON.parse(attempt.body) as ImageSubmission & VideoSubmission;
+    // Sent before this run, or resent in it after an answer that left its fate open: a job may exist under its key.
+    const send: SendState = {
+      mayBeAccepted:
+        attempt.sent_at !== null && (attempt.sent_at < task.deps.settings.runStartedAt || attempt.resends > 0),
+      sent: attempt.sent_at !== null,
+      sentAt: 0,
+    };
+    for (;;) {
+      if (!(await this.throughGates(send.sent))) return undefined;
+      let job: Job | undefined | 'again';
+      try {
+        job = await this.sendOnce(attempt, body, send);
+      } catch (error) {
+        task.credits.release();
+        const next = await refusal(task, attempt, body, error, send, !this.reuploaded);
+        if (next === 'again') continue;
+        if (next === 'reupload') return this.reupload();
+        return next;
+      }
+      if (job === 'again' || !job) {
+        task.credits.release();
+        if (job === 'again') continue;
+        return undefined;
+      }
+      return this.accepted(attempt, job);
+    }
+  }
+
+  /** Material that expired before use: uploaded again, in a new attempt (the 400 charged nothing), once. */
+  private async reupload(): Promise<string | undefined> {
+    this.reuploaded = true;
+    const next = await newAttempt(this.task);
+    return next ? this.submit(next) : undefined;
+  }
+
+  /**
+   * Waits until the submission may leave: the service answers, the run is not
+   * paused, and its credits are reserved. False when it does not leave now
+   * (the run stops, or the item goes back for another key).
+   */
+  private async throughGates(sent: boolean): Promise<boolean> {
+    const { deps, lane, fixed, credits } = this.task;
+    // The attempt stays committed: a resumed run resends the same key. (A budget stop lets the gate decide: what it gave out within the budget goes.)
+    if (lane.noNewWork.aborted) return false;
+    // While nothing answers, the submission waits with its slot (it may be a job in flight already) for the service's return.
+    if (!(await deps.reachability.ready(lane.noNewWork))) return false;
+    // Paused from another shell: nothing is sent, resends included (a paused run spends nothing new).
+    if (!(await deps.pauseGate.wait(lane.noNewWork))) return false;
+    // An attempt never sent may go to another key that has room rather than wait for this one's cap.
+    const gate = await credits.reserve(
+      sent ? undefined : (price) => deps.report.otherKeyHasRoom(lane, fixed.type, price),
+    );
+    if (gate === 'hand-over') {
+      // Never sent, and this key waits for its cap while another has room: the item goes back for that one.
+      deps.store.life.requeue(this.task.itemId, this.task.now());
+      return false;
+    }
+    return gate === 'reserved';
+  }
+
+  /** One send through the key's submit bucket: the job, undefined (not sent: the run stops), or 'again' (through the gates again). */
+  private async sendOnce(attempt: AttemptRow, body: ImageSubmission & VideoSubmission, send: SendState) {
+    const { deps, lane, fixed } = this.task;
+    const { clock } = deps;
+    const gateDay = clock.dayOf(clock.now());
+    // It waited (for the window, or for its record's commit) past the key day it was let through for: through the gate again, for the new day.
+    const dayTurned = () => clock.dayOf(clock.now()) !== gateDay || lane.cap.dayEnding(clock.now());
+    return lane.buckets.submit.run(async (): Promise<Job | undefined | 'again'> => {
+      if (lane.noNewWork.aborted) return undefined; // queued when the run stopped: not sent (a budget stop lets reserved ones go)
+      if (dayTurned()) return 'again';
+      // Paused while it waited for its turn: not sent; it waits for resume.
+      if (deps.pauseGate.isPaused) return 'again';
+      // Committed (with the others leaving in this turn) before it leaves; once committed it leaves, interrupt or not, as if on the wire.
+      const record = { id: attempt.item_id, n: attempt.n, now: clock.now(), keyFp: lane.fingerprint };
+      if (!(await deps.sends.record(record))) return undefined;
+      send.sent = true;
+      // The commit was a turn of the event loop later: the day is asked again right before the request leaves (recorded, it is resent with its key).
+      if (dayTurned()) return 'again';
+      send.sentAt = clock.now();
+      return fixed.type === 'image'
+        ? lane.client.submitImage(body, attempt.idempotency_key)
+        : lane.client.submitVideo(body, attempt.idempotency_key);
+    }, lane.noNewWork);
+  }
+
+  /** The service answered with a job: its charge is recorded, its credits settled. */
+  private accepted(attempt: AttemptRow, job: Job): string {
+    const { deps, fixed, credits } = this.task;
+    const charged = job.charged ?? credits.price ?? 0;
+    if (job.charged !== undefined) deps.report.charged(fixed.model, job.charged);
+    const now = this.task.now();
+    deps.store.life.recordAccepted(attempt.item_id, attempt.n, job.id, charged, deps.clock.dayOf(now), now);
+    this.acceptedAt = now;
+    deps.report.accepted(attempt.item_id);
+    deps.control.emit({
+      kind: 'submitted',
+      itemId: attempt.item_id,
+      attempt: attempt.n,
+      jobId: job.id,
+      credits: charged,
+    });
+    credits.settle(charged);
+    return job.id;
+  }
+}

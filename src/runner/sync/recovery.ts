@@ -1,0 +1,82 @@
+import { readdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { checkOutput } from '../../download/verify.js';
+import type { Logger } from '../../log/logger.js';
+import type { ItemRow, Store } from '../../store/index.js';
+import type { KeyRoster } from '../keys/roster.js';
+import type { KeyLane, KeyLanes } from '../keys/lanes.js';
+
+/** What recovery uses of the run. */
+export interface RecoveryDeps {
+  readonly store: Store;
+  readonly lanes: KeyLanes;
+  readonly roster: KeyRoster;
+  readonly outDir: string;
+  readonly now: () => number;
+  readonly logger?: Logger | undefined;
+  /** Aborted on an interrupt: the check of done outputs stops there. */
+  readonly signal: AbortSignal;
+  startJob(item: ItemRow, lane: KeyLane): void;
+  startDownload(itemId: string, jobId: string): void;
+}
+
+/**
+ * Picks up where a killed run left off: resend, poll, download. What it
+ * costs before the first submission is bounded by the in-flight work, not
+ * by what already ran: downloads are queued from one query. The done items'
+ * outputs are checked on disk alongside the run (the promise it returns).
+ */
+export async function recover(deps: RecoveryDeps): Promise<{ verifying: Promise<void> }> {
+  const { store, roster, lanes, now } = deps;
+  await removePartials(deps.outDir);
+  for (const state of ['queued', 'submitting', 'maybe_accepted', 'running'] as const) {
+    // A resend deferred to a later time is the feeder's to start when it is due.
+    // An item the manifest dropped before its attempt was sent is never sent; one sent may be paid for, so it goes on.
+    for (const item of store.queue.inState(state)) {
+      const lane = roster.laneOf(item);
+      if (lane && item.not_before <= now() && !(item.removed && state === 'queued')) deps.startJob(item, lane);
+    }
+  }
+  for (const { id, job_id, key_fp } of store.queue.downloadsToResume()) {
+    // A key this run lacks: the roster holds the item for a run with it, and says so.
+    const lane = key_fp ? lanes.get(key_fp) : lanes.all[0];
+    if (lane || roster.laneOf(store.items.get(id)!)) deps.startDownload(id, job_id);
+  }
+  return { verifying: verifyDone(deps) };
+}
+
+/** Done items' outputs as they are on disk: one gone, or not what was paid for, is downloaded again from a fresh link (or reported when none can be had). */
+async function verifyDone(deps: RecoveryDeps): Promise<void> {
+  const { store, now } = deps;
+  // Started once every output of the item is marked: a download started at its first missing one would not fetch the others.
+  const again = new Map<string, string>();
+  // Only the latest job's outputs are the item's: rows an older state kept of a replaced job are passed over.
+  for (const out of store.queue.doneOutputs()) {
+    if (deps.signal.aborted) return;
+    const check =
+      out.path && out.bytes !== null && out.sha256
+        ? await checkOutput(deps.outDir, {
+            path: out.path,
+            bytes: out.bytes,
+            sha256: out.sha256,
+            mtime_ms: out.mtime_ms,
+          })
+        : { verdict: 'missing' as const };
+    if (check.verdict === 'same-bytes') store.outputs.stillVerified(out.job_id, out.idx, check.mtimeMs);
+    else if (check.verdict !== 'unchanged') {
+      deps.logger?.warn({ item: out.item_id, output: out.path, verdict: check.verdict }, 'output not as verified');
+      // Back to downloading: one download fetches every output the item lacks.
+      if (store.life.outputMissing(out.item_id, out.job_id, out.idx, now())) again.set(out.item_id, out.job_id);
+    }
+  }
+  for (const [itemId, jobId] of again) deps.startDownload(itemId, jobId);
+}
+
+/** Temporary files of downloads a killed run left behind (never under a final name). */
+async function removePartials(dir: string): Promise<void> {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true }).catch(() => []);
+  for (const e of entries) {
+    if (e.isFile() && /^\..+\.[0-9a-f]{8}\.part$/.test(e.name))
+      await rm(join(e.parentPath ?? dir, e.name), { force: true });
+  }
+}

@@ -1,0 +1,68 @@
+import type { ControlRequest, Store } from '../../store/index.js';
+import type { Control } from '../core/control.js';
+import type { PauseGate } from '../core/pause-gate.js';
+
+/** How often the run reads its control row: `pause`, `resume` and `drain` act within this (and a commit). */
+const EVERY_MS = 250;
+
+export interface ControlWatchDeps {
+  store: Store;
+  gate: PauseGate;
+  control: Control;
+  now: () => number;
+  /** Submissions awaiting an answer and jobs being polled now. */
+  inFlight: () => number;
+}
+
+/**
+ * Applies what another shell asked through the state (`genbatch pause`,
+ * `resume`, `drain`), read every quarter second, and answers in the state so
+ * the command can say what the run did. A run started on a paused state
+ * starts paused. Stopped with the run; a drain asked of it ends with it.
+ */
+export function watchRunControl(deps: ControlWatchDeps): () => void {
+  const { store, gate, control, now } = deps;
+  let seen: ControlRequest | undefined;
+  const answer = (mode: ControlRequest['mode'] | 'running') => {
+    const counts = store.itemReports.counts();
+    store.control.answered({
+      mode,
+      at: now(),
+      pid: process.pid,
+      inFlight: deps.inFlight(),
+      notSent: counts.pending + counts.queued,
+    });
+  };
+  // A drain was asked of a run that ended (killed) before it was done: this run is not that one.
+  if (store.control.request()?.mode === 'draining') store.control.ask(undefined, now());
+  const look = () => {
+    const asked = store.control.request();
+    if (asked?.mode === seen?.mode && asked?.since === seen?.since) return;
+    const first = seen === undefined && asked === undefined;
+    seen = asked;
+    if (first) return;
+    if (asked?.mode === 'paused') {
+      gate.pause(asked.since);
+      control.emit({ kind: 'paused', since: asked.since });
+    } else if (asked?.mode === 'draining') {
+      gate.resume();
+      control.stop(
+        'drained',
+        'drained from another shell (genbatch drain): nothing new is sent; the jobs in flight are finished and downloaded',
+      );
+    } else if (gate.isPaused) {
+      gate.resume();
+      control.emit({ kind: 'resumed' });
+      control.wake();
+    }
+    answer(asked?.mode ?? 'running');
+  };
+  look();
+  const timer = setInterval(look, EVERY_MS);
+  timer.unref();
+  return () => {
+    clearInterval(timer);
+    // A drain is done once its run ends: the next run runs.
+    if (store.control.request()?.mode === 'draining') store.control.ask(undefined, now());
+  };
+}

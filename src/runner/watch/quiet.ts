@@ -1,0 +1,71 @@
+import type { Logger } from '../../log/logger.js';
+import { waitingFor } from '../../store/waiting.js';
+import type { Store } from '../../store/index.js';
+import type { Control } from '../core/control.js';
+import type { Reachability } from './reachability.js';
+
+/** What the watchdog asks of the feeder: when the next backoff is due, and which items this run's tasks hold. */
+export interface HeldItems {
+  nextDue(type: 'image' | 'video'): number | undefined;
+  heldIds(): string[];
+}
+
+/** What the run knows of its own waits: a quiet run is fine while one of them has its time. */
+export interface KnownWaits {
+  /** Every key waits for its daily cap until then. */
+  capUntil(): number | undefined;
+  coordinatorDown(): boolean;
+  paused(): boolean;
+  waitingForBreaker(): boolean;
+  syncing(): boolean;
+  /** First polls and backoffs under way, and downloads. */
+  timedWaits(): number;
+}
+
+/**
+ * The watchdog's two questions: is a quiet run explained by a known wait (the
+ * daily cap, an outage's probe, the coordinator's return, a pause, a backoff,
+ * a first poll, a download, the first sync), and what to say when nothing
+ * moved for a while: what each state waits for is logged, the scheduler
+ * woken, and a stall no wait explains is said as the bug it is.
+ */
+export class QuietWatch {
+  constructor(
+    private readonly store: Store,
+    private readonly feeder: HeldItems,
+    private readonly reachability: Reachability,
+    private readonly control: Control,
+    private readonly waits: KnownWaits,
+    private readonly now: () => number,
+    private readonly logger: Logger | undefined,
+  ) {}
+
+  explained(): boolean {
+    const { waits } = this;
+    if (waits.capUntil() !== undefined || this.reachability.isDown || waits.coordinatorDown()) return true;
+    if (waits.paused() || waits.waitingForBreaker() || waits.syncing() || waits.timedWaits() > 0) return true;
+    const now = this.now();
+    return (['image', 'video'] as const).some((type) => (this.feeder.nextDue(type) ?? 0) > now);
+  }
+
+  quiet(quietMs: number, stalled: boolean): void {
+    const waiting = waitingFor(this.store, this.now(), {
+      running: true,
+      waitingUntil: this.waits.capUntil(),
+      unreachableSince: this.reachability.unreachableSince,
+    });
+    const held = this.feeder
+      .heldIds()
+      .slice(0, 20)
+      .map((id) => {
+        const item = this.store.items.get(id);
+        return item ? { id, state: item.state, attempt: item.attempt, notBefore: item.not_before || null } : { id };
+      });
+    this.logger?.[stalled ? 'warn' : 'info'](
+      { quietMs, waiting, held },
+      stalled ? 'stall: nothing moved and no known wait explains it' : 'quiet: waiting',
+    );
+    if (stalled) this.control.emit({ kind: 'stall', quietMs, waiting });
+    this.control.wake();
+  }
+}

@@ -1,0 +1,70 @@
+import type { RunClock } from '../core/clock.js';
+import type { Control } from '../core/control.js';
+import type { KeyLanes } from '../keys/lanes.js';
+import { Reachability } from './reachability.js';
+
+const UNREACHABLE_MS = 30 * 60_000;
+
+const utc = (at: number) =>
+  new Date(at)
+    .toISOString()
+    .replace('T', ' ')
+    .replace(/\.\d+Z$/, ' UTC');
+
+/**
+ * The run's one watch of the service, for every key: any answer of any
+ * key's client says it is there; while nothing answers, one probe (`/me`,
+ * paced as a read) asks every second of the service's time (0.1 to 1 s of
+ * real time). It says when the service goes and comes back, and stops the
+ * run (exit 4) after `unreachableMs`.
+ */
+export function watchService(deps: {
+  lanes: KeyLanes;
+  clock: RunClock;
+  control: Control;
+  now: () => number;
+  unreachableMs: number | undefined;
+  logger?: { warn(obj: object, msg: string): void } | undefined;
+  onActivity: () => void;
+}): Reachability {
+  const { lanes, clock, control, now, logger, onActivity } = deps;
+  const probeEveryMs = Math.min(1_000, Math.max(100, clock.scaled(1_000)));
+  const reachability = new Reachability({
+    now,
+    probe: (signal) => {
+      const lane = lanes.active[0] ?? lanes.all[0]!;
+      return lane.buckets.read.run(() => {
+        onActivity();
+        return lane.client.me(signal);
+      }, signal);
+    },
+    probeEveryMs,
+    giveUpAfterMs: deps.unreachableMs ?? UNREACHABLE_MS,
+    signal: control.abort.signal,
+    onDown: (since, reason) => {
+      logger?.warn({ since, reason }, 'service unreachable');
+      control.emit({
+        kind: 'notice',
+        message: `the service is unreachable (${reason}); submissions pause, and it is asked again every ${Math.round(probeEveryMs)} ms. Nothing paid is lost.`,
+      });
+    },
+    onUp: (since) => {
+      control.emit({
+        kind: 'notice',
+        message: `the service answers again, after ${((now() - since) / 1000).toFixed(1)} s unreachable; submissions go on`,
+      });
+      control.wake();
+    },
+    onGiveUp: (since, reason) =>
+      control.stop(
+        'unreachable',
+        `the service has answered nothing since ${utc(since)} (${((now() - since) / 60_000).toFixed(1)} minutes; last: ${reason}). Nothing paid is lost: run the same command again once it is reachable, and it resends what may have been accepted with the same keys and downloads what was paid for.`,
+      ),
+  });
+  for (const lane of lanes.all)
+    lane.client.observeAnswers(() => {
+      reachability.answered();
+      onActivity();
+    });
+  return reachability;
+}
