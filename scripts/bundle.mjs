@@ -2,7 +2,7 @@
 // yaml, undici, our own), and resolving and reading them was about 100 ms of every start. Code the
 // first submission does not need (the simulator, file-type, csv-parse, the coordinator) stays in
 // chunks of its own, loaded when a command reaches it. Native and optional packages stay outside.
-import { readFile, rm } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -41,3 +41,24 @@ await build({
   plugins: [versionInline],
   logLevel: 'warning',
 });
+
+// The pages' own code (src/browser: the review app, the gallery, the plots) is TypeScript like the rest,
+// type-checked with the DOM's types (tsconfig.browser.json) and bundled here, one script and one
+// stylesheet per page, into dist/pages: the review server serves them, the gallery inlines them.
+const pages = join(root, 'dist', 'pages');
+const browser = join(root, 'src', 'browser');
+await rm(pages, { recursive: true, force: true });
+await mkdir(pages, { recursive: true });
+await build({
+  entryPoints: { 'review-app': join(browser, 'review', 'app.ts'), gallery: join(browser, 'gallery', 'gallery.ts') },
+  outdir: pages,
+  bundle: true,
+  format: 'iife',
+  platform: 'browser',
+  target: 'es2020',
+  logLevel: 'warning',
+});
+const text = (...parts) => Promise.all(parts.map((p) => readFile(join(browser, p), 'utf8')));
+await writeFile(join(pages, 'review-app.css'), (await text('review/app.css', 'plots.css')).join('\n'));
+await writeFile(join(pages, 'gallery.css'), (await text('gallery/gallery.css', 'plots.css')).join('\n'));
+await writeFile(join(pages, 'review-page.html'), (await text('review/page.html')).join(''));

@@ -2,6 +2,7 @@ import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type * as z from 'zod';
 import type { Logger } from '../log/logger.js';
+import { EventBus } from '../util/event-bus.js';
 import { scrubSecrets } from '../util/secrets.js';
 import { Agent, request } from './http.js';
 import { ResponseShapeError, StorageError, TransportError, apiErrorFrom } from './errors.js';
@@ -43,6 +44,24 @@ const LONG_POLL_MARGIN_MS = 15_000;
 /** The key's limit a request counts against: submissions, reads, or upload grants. */
 export type LimitKind = 'submit' | 'read' | 'upload';
 
+/** The service answered a request (any HTTP status): it is reachable, and its limit headers say what is left. */
+export interface ApiAnswer {
+  kind: 'answer';
+  method: string;
+  /** The path under the base URL's path, without the host. */
+  path: string;
+  limit: LimitKind;
+  status: number;
+  /** From request to the answer's body read. */
+  ms: number;
+  /** The error's code, on an error answer. */
+  code?: string;
+  /** `Retry-After`, on an error answer that carried one. */
+  retryAfterMs?: number;
+  /** `X-RateLimit-Remaining`, when the answer carried it. */
+  remaining?: number;
+}
+
 function limitOf(method: string, path: string): LimitKind {
   if (method === 'GET') return 'read';
   return path.startsWith('/uploads') ? 'upload' : 'submit';
@@ -64,8 +83,8 @@ export class ApiClient {
   private readonly ownsDispatcher: boolean;
   private readonly timeoutMs: number;
   private readonly now: () => number;
-  private remainingObserver: ((kind: LimitKind, remaining: number) => void) | undefined;
-  private answerObserver: (() => void) | undefined;
+  /** Every answer of the service to this client, to any number of listeners (a run's lanes, its reachability, its events). */
+  readonly answers = new EventBus<ApiAnswer>();
 
   constructor(private readonly options: ClientOptions) {
     if (!/^https?:\/\//i.test(options.baseUrl))
@@ -75,16 +94,6 @@ export class ApiClient {
     this.ownsDispatcher = !options.dispatcher;
     this.timeoutMs = options.timeoutMs ?? 30_000;
     this.now = options.now ?? Date.now;
-  }
-
-  /** Tells `observer` what `X-RateLimit-Remaining` said on each answer that carried it, by the limit the request counts against. */
-  observeRemaining(observer: ((kind: LimitKind, remaining: number) => void) | undefined): void {
-    this.remainingObserver = observer;
-  }
-
-  /** Tells `observer` each time the service answers a request, whatever the answer: it is reachable. */
-  observeAnswers(observer: (() => void) | undefined): void {
-    this.answerObserver = observer;
   }
 
   me(signal?: AbortSignal): Promise<Account> {
@@ -237,21 +246,18 @@ export class ApiClient {
       bodyTimeout: timeout,
       ...(opts.signal ? { signal: opts.signal } : {}),
     });
-    this.answerObserver?.();
+    const answer = answerOf(method, path, res);
     // The body is always read, also for 429/503: an unread body pins the connection.
-    // Cut off mid-body, the answer was not had: a submission may have been accepted all the same.
+    // Cut off mid-body, the answer was not had: a submission may have been accepted all the same (the service answered, though).
     const text = await res.body.text().catch((error: unknown) => {
+      this.answers.emit({ ...answer, ms: this.now() - started });
       if (opts.signal?.aborted) throw error;
       throw transportError(error, method, logPath, this.secrets());
     });
-    this.options.logger?.debug(
-      { method, path: logPath, status: res.statusCode, ms: this.now() - started },
-      'api request',
-    );
-    const remaining = Number(header(res.headers, 'x-ratelimit-remaining') ?? NaN);
-    if (Number.isInteger(remaining) && remaining >= 0) this.remainingObserver?.(limitOf(method, path), remaining);
+    answer.ms = this.now() - started;
+    this.options.logger?.debug({ method, path: logPath, status: res.statusCode, ms: answer.ms }, 'api request');
     if (res.statusCode < 200 || res.statusCode >= 300) {
-      throw apiErrorFrom({
+      const error = apiErrorFrom({
         status: res.statusCode,
         headers: res.headers,
         bodyText: text,
@@ -260,7 +266,19 @@ export class ApiClient {
         secrets: this.secrets(),
         now: this.now(),
       });
+      this.answers.emit({
+        ...answer,
+        code: error.code,
+        ...(error.retryAfterMs !== undefined ? { retryAfterMs: error.retryAfterMs } : {}),
+      });
+      throw error;
     }
+    this.answers.emit(answer);
+    return this.parse(schema, text, method, logPath);
+  }
+
+  /** A 2xx answer's body as the schema reads it; anything else is a ResponseShapeError (a submission's may have been accepted). */
+  private parse<S extends z.ZodType>(schema: S, text: string, method: string, logPath: string): z.output<S> {
     let json: unknown;
     try {
       json = JSON.parse(text);
@@ -303,7 +321,23 @@ function transportError(error: unknown, method: string, where: string, secrets: 
     `${method} ${where}: no answer (${typeof code === 'string' ? code : 'network error'}: ${reason})`,
     method,
     where,
+    { cause: error },
   );
+}
+
+/** An answer as its listeners hear it, before its body is read (`ms` is set then). */
+function answerOf(method: string, path: string, res: Dispatcher.ResponseData): ApiAnswer {
+  const answer: ApiAnswer = {
+    kind: 'answer',
+    method,
+    path,
+    limit: limitOf(method, path),
+    status: res.statusCode,
+    ms: 0,
+  };
+  const remaining = Number(header(res.headers, 'x-ratelimit-remaining') ?? NaN);
+  if (Number.isInteger(remaining) && remaining >= 0) answer.remaining = remaining;
+  return answer;
 }
 
 function header(headers: Record<string, string | string[] | undefined>, name: string): string | undefined {

@@ -1,4 +1,5 @@
 import { scrubDeep, scrubSecrets } from '../util/secrets.js';
+import { GenbatchError } from '../util/errors.js';
 
 export interface ErrorDetails {
   field?: string;
@@ -8,7 +9,7 @@ export interface ErrorDetails {
 }
 
 /** An error answer of the service: HTTP status, `code`, `message`, `details` and the limit headers. */
-export class ApiError extends Error {
+export class ApiError extends GenbatchError {
   override readonly name = 'ApiError';
 
   constructor(
@@ -30,7 +31,7 @@ export class ApiError extends Error {
 }
 
 /** The request never got an answer (reset, refused, timed out). A POST may still have been accepted. */
-export class TransportError extends Error {
+export class TransportError extends GenbatchError {
   override readonly name = 'TransportError';
 
   constructor(
@@ -38,13 +39,14 @@ export class TransportError extends Error {
     message: string,
     readonly method: string,
     readonly path: string,
+    options?: { cause?: unknown },
   ) {
-    super(message);
+    super(message, options);
   }
 }
 
 /** A 2xx answer whose body is not what the spec describes. */
-export class ResponseShapeError extends Error {
+export class ResponseShapeError extends GenbatchError {
   override readonly name = 'ResponseShapeError';
 
   constructor(
@@ -57,7 +59,7 @@ export class ResponseShapeError extends Error {
 }
 
 /** Object storage (presigned upload or output link) refused a request. */
-export class StorageError extends Error {
+export class StorageError extends GenbatchError {
   override readonly name = 'StorageError';
 
   constructor(

@@ -1,4 +1,11 @@
-export { ApiClient, createDispatcher, type ClientOptions, type Download } from './client.js';
+export {
+  ApiClient,
+  createDispatcher,
+  type ApiAnswer,
+  type ClientOptions,
+  type Download,
+  type LimitKind,
+} from './client.js';
 export { ApiError, ResponseShapeError, StorageError, TransportError, parseRetryAfter } from './errors.js';
 export {
   ERROR_TABLE,

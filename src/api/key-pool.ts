@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { GenbatchError } from '../util/errors.js';
 
 /** The service lets an account hold this many keys. */
 export const MAX_KEYS = 5;
@@ -21,7 +22,7 @@ export function keyFingerprint(key: string): string {
 // shown), so only what no key can hold is refused: spaces, quotes, a missing prefix.
 const KEY_SHAPE = /^[^\s"'`_]+_[^\s"'`]+$/;
 
-export class KeyPoolError extends Error {}
+export class KeyPoolError extends GenbatchError {}
 
 const SEPARATOR = /[,\n\r]+/;
 

@@ -1,7 +1,7 @@
 // The errors and the policy alone, not the client: a command that never talks HTTP does not load undici.
 import { ApiError, ResponseShapeError, StorageError, TransportError } from '../api/errors.js';
 import { reactionTo } from '../api/policy.js';
-import { OutputDirTakenError } from '../download/output-dir.js';
+import { OutputsTakenError } from '../sink/index.js';
 import type { RunSummary } from '../runner/index.js';
 import { OPEN_STATES, StateFileError } from '../store/index.js';
 
@@ -27,7 +27,7 @@ export function describeFailure(error: unknown): { exitCode: number; message: st
       message: `${error.message}\nCheck that the service (or simulator) at the base URL is reachable, then run the same command again.`,
     };
   }
-  if (error instanceof OutputDirTakenError) return { exitCode: EXIT.usage, message: error.message };
+  if (error instanceof OutputsTakenError) return { exitCode: EXIT.usage, message: error.message };
   if (error instanceof StateFileError) return { exitCode: EXIT.environment, message: error.message };
   if (error instanceof ResponseShapeError || error instanceof StorageError)
     return { exitCode: EXIT.incomplete, message: error.message };

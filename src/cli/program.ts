@@ -5,27 +5,22 @@ const manifestCommands = () => import('./commands/manifest-commands.js');
 const stateCommands = () => import('./commands/state-commands.js');
 const serviceInfo = () => import('./commands/service-info.js');
 import { EXIT, ExitError, describeFailure, exitCodeOf } from './exit.js';
+import { addFlags, ESTIMATE_FLAGS, RUN_FLAGS, SERVER_FLAGS, withDefaults } from './flags.js';
 import { GENBATCH_VERSION } from '../util/version.js';
 import {
   accountState,
-  canarySize,
   jobVisibility,
   keyCount,
   keyDailyCap,
   revokeAfter,
   scopes,
-  maxBlocked,
   mediaType,
-  nonNegativeInt,
   nonNegativeNumber,
   outage,
-  pollWait,
-  port,
   positiveInt,
   positiveNumber,
   probability,
   range,
-  rate,
 } from './parse.js';
 
 /** What a command line runs against: the process's own for the bin, streams and an environment of their own in the tests. */
@@ -145,37 +140,26 @@ function addManifestCommands(program: Command, ctx: CommandContext): void {
       ctx.print(await (await manifestCommands()).validateCommand(manifest, opts, ctx.env, ctx.io.cwd)),
     );
 
-  withConnection(
-    program
-      .command('estimate')
-      .argument('<manifest>')
-      .description('dry run: credits per model and in total, key days, budget and time; submits nothing'),
-  )
-    .option('--json', 'print the figures as JSON')
-    .option(
-      '--state <path>',
-      "a run's state file: the estimate then also says what remains to spend (default: the manifest's own, when it has run)",
-    )
-    .option('--submit-rate <N/W>', 'submissions per window, e.g. 10/60s', rate)
-    .option('--max-images-in-flight <n>', 'image jobs in flight', positiveInt)
-    .option('--max-videos-in-flight <n>', 'video jobs in flight', positiveInt)
-    .option('--daily-cap <credits>', "the key's daily cap (default: what /me says, else 20000)", positiveInt)
-    .option('--max-credits <credits>', 'budget for the run (default: budget.maxCredits)', positiveInt)
-    .option(
-      '--redo-rejected',
-      'also count the items rejected in genbatch review, as run --redo-rejected makes them again',
-    )
-    .action(async (manifest: string, opts) => {
-      // Exit 3 when the balance, the budget or the daily cap make the run impossible as planned; the figures print all the same.
-      const estimate = await (await manifestCommands()).estimateCommand(manifest, opts, ctx.env, ctx.io.cwd);
-      ctx.print(estimate.text);
-      ctx.exit(estimate.exitCode);
-    });
+  addFlags(
+    withConnection(
+      program
+        .command('estimate')
+        .argument('<manifest>')
+        .description('dry run: credits per model and in total, key days, budget and time; submits nothing'),
+    ),
+    ESTIMATE_FLAGS,
+  ).action(async (manifest: string, opts) => {
+    // Exit 3 when the balance, the budget or the daily cap make the run impossible as planned; the figures print all the same.
+    const estimate = await (await manifestCommands()).estimateCommand(manifest, opts, ctx.env, ctx.io.cwd);
+    ctx.print(estimate.text);
+    ctx.exit(estimate.exitCode);
+  });
 }
 
 function addRun(program: Command, ctx: CommandContext): void {
-  runOptions(
+  addFlags(
     withConnection(program.command('run').argument('<manifest>').description('run, or resume, a manifest')),
+    RUN_FLAGS,
   ).action(async (manifest: string, opts) => {
     const { runCommand } = await import('./commands/run.js');
     const handle = await runCommand(manifest, opts, ctx.env, ctx.io.cwd, ctx.io.stderr, ctx.io.stdout);
@@ -187,69 +171,6 @@ function addRun(program: Command, ctx: CommandContext): void {
     ctx.print(opts.json ? JSON.stringify(json, null, 2) : report);
     ctx.exit(exitCodeOf(summary));
   });
-}
-
-function runOptions(cmd: Command): Command {
-  return cmd
-    .option('--state <path>', 'the SQLite state file (default .genbatch/<name>.sqlite beside the manifest)')
-    .option('--out <dir>', "where outputs go (default the manifest's output.dir, else out/<name> beside it)")
-    .option('--submit-rate <N/W>', 'submissions per window (default 10/60s)', rate)
-    .option('--read-rate <N/W>', 'reads per window (default 120/60s)', rate)
-    .option('--upload-rate <N/W>', 'upload grants per window (default 30/60s)', rate)
-    .option('--max-images-in-flight <n>', 'default 10', positiveInt)
-    .option('--max-videos-in-flight <n>', 'default 5', positiveInt)
-    .option('--daily-cap <credits>', "the key's daily cap (default 20000)", positiveInt)
-    .option('--max-credits <credits>', 'budget for this run, net of refunds (default budget.maxCredits)', positiveInt)
-    .option('--poll-wait <s>', 'long-poll seconds (1 to 30, default 30)', pollWait)
-    .option('--max-retries <n>', 'new attempts after a job fails or expires (default 2)', nonNegativeInt)
-    .option('--max-blocked <n>', 'stop at this many blocked submissions in 7 days (default 20, at most 29)', maxBlocked)
-    .option(
-      '--canary <n|p%>',
-      'run this many items first (a count, or a percentage such as 1%), spread over the models, and go on only if they pass',
-      canarySize,
-    )
-    .option(
-      '--notify <url>',
-      'POST a small JSON event to this webhook when the run ends, stops early, waits for the daily cap, or stalls',
-    )
-    .option('--notify-command <cmd>', 'run this command with the event as JSON on stdin, instead of a webhook')
-    .option(
-      '--only <selector>',
-      'run just these items now (an id, a glob such as "sku-1*", or tag:NAME; repeatable), and what they wait for; a later plain run does the rest',
-      (value: string, earlier: string[] = []) => [...earlier, value],
-    )
-    .option(
-      '--unreachable-minutes <m>',
-      'exit 4 after the service has answered nothing for this long (decimals allowed; default 30); a shorter outage is waited out',
-      positiveNumber,
-    )
-    .option(
-      '--stall-minutes <m>',
-      'with --notify: minutes without progress that make a "stalled" event (default 30)',
-      positiveNumber,
-    )
-    .option(
-      '--canary-max-failures <n>',
-      'canary items that may fail or be blocked and the run still go on (default 0)',
-      nonNegativeInt,
-    )
-    .option('--redo-changed', 'resubmit items whose content changed after they were submitted')
-    .option(
-      '--redo-rejected',
-      'regenerate the items whose current output was rejected in genbatch review: one new attempt each; the rejected outputs stay on disk',
-    )
-    .option('--max-output-mb <n>', 'refuse an output larger than this (default 2048)', positiveInt)
-    .option('--sidecars', 'also write a metadata file (<output>.json) next to each output')
-    .option(
-      '--time-scale <x>',
-      'divide the key day and the default rate windows by this (rehearsals on a time-scaled simulator; 60 with --simulate)',
-      positiveNumber,
-    )
-    .option(
-      '--coordinator <url>',
-      "a postgres:// URL: every genbatch process using it shares each key's limits (default GENBATCH_COORDINATOR; none: this process is the key's only user)",
-    )
-    .option('--json', 'at the end, print the run summary as JSON (progress stays on stderr)');
 }
 
 function addStateCommands(program: Command, ctx: CommandContext): void {
@@ -343,7 +264,7 @@ function addServiceCommands(program: Command, ctx: CommandContext): void {
 }
 
 function addReview(program: Command, ctx: CommandContext): void {
-  program
+  const review = program
     .command('review')
     .argument('<manifest>')
     .description(
@@ -351,27 +272,24 @@ function addReview(program: Command, ctx: CommandContext): void {
     )
     .option('--state <path>', 'the SQLite state file')
     .option('--simulate', "the rehearsal's state (run --simulate), not the real run's")
-    .option('--port <n>', 'port (0 picks a free one)', port, 0)
-    .option('--host <address>', 'address to listen on (loopback unless you say otherwise)', '127.0.0.1')
-    .option('--json', 'print where it serves as JSON (url, port, state, outDir); the keys help goes to stderr')
-    .action(async (manifest: string, opts) => {
-      const { reviewCommand } = await import('./commands/review.js');
-      const { server, banner, serving } = await reviewCommand(manifest, opts, ctx.io.cwd);
-      if (opts.json) {
-        ctx.print(JSON.stringify(serving, null, 2));
-        ctx.io.stderr.write(`${banner}\n`);
-      } else ctx.print(banner);
-      await ctx.io.untilStopped();
-      await server.close();
-    });
+    .option('--json', 'print where it serves as JSON (url, port, state, outDir); the keys help goes to stderr');
+  addFlags(review, SERVER_FLAGS).action(async (manifest: string, opts) => {
+    const { reviewCommand } = await import('./commands/review.js');
+    const { server, banner, serving } = await reviewCommand(manifest, opts, ctx.io.cwd);
+    if (opts.json) {
+      ctx.print(JSON.stringify(serving, null, 2));
+      ctx.io.stderr.write(`${banner}\n`);
+    } else ctx.print(banner);
+    await ctx.io.untilStopped();
+    await server.close();
+  });
 }
 
 function addSimulate(program: Command, ctx: CommandContext): void {
-  simulatorFaults(
-    simulatorChoices(program.command('simulate').description('start the embedded service simulator on loopback')),
-  ).action(async (opts) => {
+  const simulate = program.command('simulate').description('start the embedded service simulator on loopback');
+  simulatorFaults(simulatorChoices(addFlags(simulate, SERVER_FLAGS))).action(async (opts) => {
     const { simulateCommand } = await import('./commands/simulate.js');
-    const { simulator, banner } = await simulateCommand(opts);
+    const { simulator, banner } = await simulateCommand(withDefaults(opts, SERVER_FLAGS));
     ctx.print(banner);
     await ctx.io.untilStopped();
     await simulator.close();
@@ -381,8 +299,6 @@ function addSimulate(program: Command, ctx: CommandContext): void {
 /** The simulator's setup: where it listens, its time, its account and keys, and its choices where the spec is silent. */
 function simulatorChoices(cmd: Command): Command {
   return cmd
-    .option('--port <n>', 'port (0 picks a free one)', port, 0)
-    .option('--host <address>', 'loopback address to listen on', '127.0.0.1')
     .option('--time-scale <x>', 'divide every service duration by this', positiveNumber)
     .option('--seed <n>', 'seed for the simulated randomness', nonNegativeNumber)
     .option('--credits <n>', 'starting balance', nonNegativeNumber)

@@ -97,6 +97,17 @@ function paceText(p: LiveFacts['pace']): string {
  * the run's course (started, waiting, resumed, stopping), never one per item;
  * the per-item events are in the JSON log.
  */
+/** Events of single requests and transfers, which the live line does not print. */
+const PER_REQUEST: ReadonlySet<RunEvent['kind']> = new Set([
+  'submitted',
+  'answer',
+  'polled',
+  'rate-limited',
+  'downloaded',
+  'download-failed',
+  'outage',
+]);
+
 export class Progress {
   private timer: NodeJS.Timeout | undefined;
   private startedLine: NodeJS.Timeout | undefined;
@@ -145,8 +156,10 @@ export class Progress {
   }
 
   onEvent = (event: RunEvent): void => {
+    // A request's own events are the counts' and the pace's to show, redrawn from the state: no line of their own.
+    if (PER_REQUEST.has(event.kind)) return;
     this.sayStarted();
-    if (event.kind === 'submitted') {
+    if (event.kind === 'accepted') {
       this.submittedAt.push(Date.now());
       if (this.waitingUntil !== undefined) {
         this.waitingUntil = undefined;

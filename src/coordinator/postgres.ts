@@ -3,11 +3,12 @@ import pg from 'pg';
 import { scrubSecrets } from '../util/secrets.js';
 import { COORDINATOR_MIGRATIONS } from './migrations.js';
 import { safeUrl } from './url.js';
+import { GenbatchError } from '../util/errors.js';
 
 export type SendKind = 'submit' | 'read' | 'upload';
 
 /** The database cannot be reached or refused a statement: what waits on it goes on waiting. */
-export class CoordinatorError extends Error {
+export class CoordinatorError extends GenbatchError {
   override readonly name = 'CoordinatorError';
 }
 
@@ -272,7 +273,7 @@ export class Coordinator {
     }
   }
 
-  /** Never the URL's password in a message. */
+  /** Never the URL's password in a message (nor the driver's error as its cause: its message may hold it). */
   private error(error: unknown): CoordinatorError {
     const password = safeUrl(this.url)?.password;
     const message = (error as Error)?.message ?? String(error);

@@ -1,8 +1,9 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, open, rename, rm } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { createHash } from 'node:crypto';
+import { dirname } from 'node:path';
 import type { ApiClient, Download } from '../api/index.js';
-import { defaultExtension, resolveInside } from '../manifest/index.js';
+import { defaultExtension } from '../manifest/index.js';
+import { OutputExistsError, type OutputSink, type SinkWriter } from '../sink/index.js';
+import { GenbatchError } from '../util/errors.js';
 
 export interface DownloadedFile {
   /** Relative to the output dir. */
@@ -28,16 +29,16 @@ export type DownloadErrorCode =
   | 'WRITE_FAILED'
   | string;
 
-export class DownloadError extends Error {
-  override readonly name = 'DownloadError';
+export class DownloadError extends GenbatchError {
   constructor(
     message: string,
     /** True when a fresh link may help (expired, refused, cut short). */
     readonly refreshable: boolean,
     /** What went wrong, by kind; a file system error keeps its own code (ENOSPC, EACCES, …). */
     readonly code: DownloadErrorCode,
+    options?: { cause?: unknown },
   ) {
-    super(message);
+    super(message, options);
   }
 
   /** ENOSPC, EACCES, EPERM, EROFS or EDQUOT: the output dir cannot take the file, whatever the link. */
@@ -54,7 +55,7 @@ export class DownloadError extends Error {
 /** A file system error as a DownloadError, told by its code (never by its message, which holds the path). */
 export function fileSystemError(error: unknown, what: string): DownloadError {
   const code = (error as NodeJS.ErrnoException).code ?? 'WRITE_FAILED';
-  return new DownloadError(`cannot write ${what}: ${code}`, false, code);
+  return new DownloadError(`cannot write ${what}: ${code}`, false, code, { cause: error });
 }
 
 /**
@@ -84,65 +85,8 @@ export async function extensionFor(contentType: string | null | undefined, type:
   return ext && /^[a-z0-9]{1,8}$/.test(ext) ? ext : defaultExtension(type);
 }
 
-/** Where an output's bytes go before its rename: a new file (injectable, so that tests can make the disk full). */
-export interface OutputFile {
-  /** Appends every byte of `chunks`. */
-  write(chunks: readonly Buffer[]): Promise<void>;
-  /** Flushes the file to the disk and closes it: its modification time (ms). */
-  finish(): Promise<number>;
-  /** Closes it, unfinished (the caller removes it). */
-  close(): Promise<void>;
-}
-
-/** A new file at `path` (never an existing one: a temporary name of ours). */
-export async function openOutputFile(path: string): Promise<OutputFile> {
-  const handle = await open(path, 'wx');
-  return {
-    async write(chunks) {
-      const buffer = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
-      for (let at = 0; at < buffer.length; ) at += (await handle.write(buffer, at, buffer.length - at)).bytesWritten;
-    },
-    async finish() {
-      await handle.sync();
-      const { mtimeMs } = await handle.stat();
-      await handle.close();
-      return mtimeMs;
-    },
-    close: () => handle.close(),
-  };
-}
-
 /** Bytes gathered before a write: one write for an image, a few hundred for a video. */
 const WRITE_BYTES = 1024 * 1024;
-
-/**
- * Directories outputs were saved in: a catalog's 100,000 outputs would
- * otherwise cost as many mkdir calls. One removed since is made again when a
- * file cannot be opened in it (ENOENT).
- */
-const madeDirs = new Set<string>();
-const MADE_DIRS_KEPT = 10_000;
-
-async function makeDir(dir: string): Promise<void> {
-  await mkdir(dir, { recursive: true });
-  if (madeDirs.size >= MADE_DIRS_KEPT) madeDirs.clear();
-  madeDirs.add(dir);
-}
-
-async function openInDir(
-  dir: string,
-  path: string,
-  openFile: (path: string) => Promise<OutputFile>,
-): Promise<OutputFile> {
-  try {
-    return await openFile(path);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-    madeDirs.delete(dir);
-    await makeDir(dir);
-    return openFile(path);
-  }
-}
 
 /** The output link, opened: what it serves must be of the item's type and within the size limit. */
 async function openLink(
@@ -178,7 +122,7 @@ async function openLink(
 /** The body into the file, hashed and counted on the way, written a megabyte at a time; its byte count. */
 async function writeBody(
   dl: Download,
-  file: OutputFile,
+  file: SinkWriter,
   hash: ReturnType<typeof createHash>,
   maxBytes: number,
   signal: AbortSignal | undefined,
@@ -209,57 +153,63 @@ async function writeBody(
 }
 
 /**
- * Reads one output into a temporary file beside its final name, hashing it
- * and counting its bytes on the way, checks its size against Content-Length,
- * syncs it, and renames it into place: a file under its final name is always
- * whole.
+ * Reads one output into the sink (a temporary beside its final name), hashing
+ * it and counting its bytes on the way, checks its size against
+ * Content-Length, and commits it: under its final name a file is always
+ * whole, and a new output never replaces a file it does not own.
  */
 export async function downloadOutput(
   client: ApiClient,
   url: string,
-  outDir: string,
+  sink: OutputSink,
   type: 'image' | 'video',
-  nameFor: (ext: string) => string,
+  /** The output's name (claimed for it) and whether an earlier copy of it may be there to replace. */
+  nameFor: (ext: string) => { path: string; mode: 'new' | 'replace' },
   signal?: AbortSignal,
   /** A bigger (or endless) body is cut off: it would only fill the disk. */
   maxBytes = 2 * 1024 ** 3,
-  /** Opens the temporary file; injectable so tests can make the disk full. */
-  openFile: (path: string) => Promise<OutputFile> = openOutputFile,
 ): Promise<DownloadedFile> {
   const { dl, contentType } = await openLink(client, url, type, maxBytes, signal);
-  const relPath = nameFor(await extensionFor(contentType, type));
-  const finalPath = resolveInside(outDir, relPath);
-  const dir = dirname(finalPath);
+  const { path: relPath, mode } = nameFor(await extensionFor(contentType, type));
+  let file: SinkWriter;
   try {
-    if (!madeDirs.has(dir)) await makeDir(dir);
+    file = await sink.create(relPath, mode);
   } catch (error) {
     dl.cancel();
+    // Its folder cannot be made, or its temporary opened: the place, not the link.
     throw fileSystemError(error, dirname(relPath) === '.' ? 'the output dir' : dirname(relPath));
   }
-  const tmpPath = join(dir, `.${basename(finalPath)}.${randomBytes(4).toString('hex')}.part`);
   const hash = createHash('sha256');
   let bytes = 0;
-  let mtimeMs = 0;
-  let file: OutputFile | undefined;
   try {
-    file = await openInDir(dir, tmpPath, openFile);
     bytes = await writeBody(dl, file, hash, maxBytes, signal);
     if (dl.contentLength !== undefined && bytes !== dl.contentLength) {
       throw new DownloadError(`the download was cut short: ${bytes} of ${dl.contentLength} bytes`, true, 'CUT_SHORT');
     }
     if (bytes === 0) throw new DownloadError('the output is empty', true, 'EMPTY');
-    // Synced before the rename, so the rename publishes a whole file.
-    mtimeMs = Math.trunc(await file.finish());
-    file = undefined;
-    await rename(tmpPath, finalPath);
+    const sha256 = hash.digest('hex');
+    const mtimeMs = await file.commit({ bytes, sha256 });
+    return { path: relPath, bytes, sha256, contentType, mtimeMs };
   } catch (error) {
     dl.cancel();
-    await file?.close().catch(() => {});
-    await rm(tmpPath, { force: true });
-    if (error instanceof DownloadError) throw error;
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code && DISK_CODES.has(code)) throw fileSystemError(error, relPath);
-    throw new DownloadError(`the download failed: ${(error as Error).message}`, true, code ?? 'LINK_FAILED');
+    await file.abort();
+    throw asDownloadError(error, relPath);
   }
-  return { path: relPath, bytes, sha256: hash.digest('hex'), contentType, mtimeMs };
+}
+
+/** What a failed write or commit says, as a DownloadError: the disk's codes, a name held by another file, or the link's failure. */
+function asDownloadError(error: unknown, relPath: string): DownloadError {
+  if (error instanceof DownloadError) return error;
+  if (error instanceof OutputExistsError)
+    return new DownloadError(
+      `the output would be saved as ${relPath}, which holds a file the state does not know; it is not overwritten. Move that file away and run the same command again`,
+      false,
+      'NAME_TAKEN',
+      { cause: error },
+    );
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code && DISK_CODES.has(code)) return fileSystemError(error, relPath);
+  return new DownloadError(`the download failed: ${(error as Error).message}`, true, code ?? 'LINK_FAILED', {
+    cause: error,
+  });
 }

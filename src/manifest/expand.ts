@@ -1,8 +1,8 @@
-import { access, constants, stat } from 'node:fs/promises';
 import { relative, resolve } from 'node:path';
 import type { IssueList } from './issues.js';
 import { ItemContext } from './item-context.js';
-import { readRows, RowsFiles } from './rows.js';
+import { ExpansionReads } from './disk-checks.js';
+import { readRows } from './rows.js';
 import type { FileInputSpec, Manifest, ManifestItem } from './schema.js';
 import { type ManifestSource, fieldPath } from './source.js';
 import { render, toText, uniqueTemplateNames, type TemplateContext } from './templates.js';
@@ -16,16 +16,6 @@ const VIDEO_ONLY = ['duration', 'image', 'referenceImages', 'video', 'source'] a
 const VIDEO_INPUTS = ['image', 'referenceImages', 'video', 'source'] as const;
 /** Items per batch the expansion gives: small enough for a 5 ms step of the run to take one. */
 const BATCH_ITEMS = 256;
-
-/**
- * What an expansion reads from disk, kept: rows files' bytes, and the checks
- * of input files. Expanding again with the same reads gives the same items.
- */
-export class ExpansionReads {
-  readonly fileChecks = new Map<string, Promise<string | undefined>>();
-  readonly mediaChecks = new Map<string, Promise<string | undefined>>();
-  constructor(readonly rowsFiles = new RowsFiles()) {}
-}
 
 /** Expands every item of a parsed manifest, reporting each problem where it was written. */
 export class Expander {
@@ -45,7 +35,7 @@ export class Expander {
     /** Which items to expand, by index: all of them unless some failed the schema. */
     private readonly only?: ReadonlySet<number>,
     /** What was read from disk: kept, so that expanding again reads what was checked. */
-    private readonly reads = new ExpansionReads(),
+    private readonly reads: ExpansionReads = new ExpansionReads(),
   ) {}
 
   /** An expander of the same manifest that reads what this one read, reporting to `issues`. */
@@ -99,7 +89,7 @@ export class Expander {
     }
     const absRows = resolve(this.source.dir, rows);
     const rowsFile = relative(this.cwd, absRows) || rows;
-    const problem = await this.checkFile(absRows);
+    const problem = await this.reads.file(absRows);
     if (problem)
       return this.report(
         ['items', index, 'rows'],
@@ -289,7 +279,7 @@ export class Expander {
       const path = render(spec, withFields);
       if (!path.ok) return void fail(field, path.message, at);
       const abs = resolve(this.source.dir, path.value);
-      const problem = (await this.checkFile(abs)) ?? (await this.checkMedia(abs, expects(field)));
+      const problem = (await this.reads.file(abs)) ?? (await this.reads.media(abs, expects(field)));
       if (problem) return void fail(field, `${problem}: ${path.value} (relative to the manifest)`, at);
       return { kind: 'file', path: abs, display: path.value };
     };
@@ -349,45 +339,6 @@ export class Expander {
     let pos = this.positions.get(index);
     if (!pos) this.positions.set(index, (pos = this.source.locate(['items', index])));
     return pos;
-  }
-
-  /** The file's bytes must be the kind of media the field takes (a renamed video is not an image). */
-  private checkMedia(abs: string, expected: 'image' | 'video'): Promise<string | undefined> {
-    const key = `${expected}\n${abs}`;
-    let check = this.reads.mediaChecks.get(key);
-    if (!check) {
-      // Loaded for the first input file only: a prompt-only catalog starts without it.
-      check = import('file-type')
-        .then(({ fileTypeFromFile }) => fileTypeFromFile(abs))
-        .then(
-          (type) => {
-            const kind = type?.mime.split('/')[0];
-            if (kind === expected) return undefined;
-            return `expected ${expected === 'image' ? 'an image' : 'a video'} file, found ${type ? `${type.mime} content` : 'content that is neither an image nor a video'}`;
-          },
-          () => 'cannot read the file',
-        );
-      this.reads.mediaChecks.set(key, check);
-    }
-    return check;
-  }
-
-  private checkFile(abs: string): Promise<string | undefined> {
-    let check = this.reads.fileChecks.get(abs);
-    if (!check) {
-      check = (async () => {
-        try {
-          if (!(await stat(abs)).isFile()) return 'not a file';
-          await access(abs, constants.R_OK);
-          return undefined;
-        } catch (error) {
-          const code = (error as NodeJS.ErrnoException).code;
-          return code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'not readable' : `cannot read (${code})`;
-        }
-      })();
-      this.reads.fileChecks.set(abs, check);
-    }
-    return check;
   }
 }
 

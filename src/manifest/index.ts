@@ -14,3 +14,4 @@ export { dependenciesOf, fileInputsOf, type InputRef, type ItemSpec, type Resolv
 export { ItemsTally } from './shapes.js';
 export { outputRelativePath, resolveInside, defaultExtension, DEFAULT_OUTPUT_NAME } from './output-paths.js';
 export { manifestSchema, type Manifest } from './schema.js';
+export { runBudget } from './budget.js';

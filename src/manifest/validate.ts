@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import type { ItemShape } from '../store/index.js';
-import { Expander, ExpansionReads } from './expand.js';
+import { ExpansionReads } from './disk-checks.js';
+import { Expander } from './expand.js';
 import { formatIssue, IssueList, type ManifestIssue } from './issues.js';
 import { DEFAULT_OUTPUT_NAME, outputTemplateProblem } from './output-paths.js';
 import { RowsFiles } from './rows.js';

@@ -66,7 +66,7 @@ export class Notifier {
   }
 
   readonly onEvent = (event: RunEvent): void => {
-    if (event.kind === 'submitted' || event.kind === 'item-final' || event.kind === 'job-ended') {
+    if (event.kind === 'accepted' || event.kind === 'item-final' || event.kind === 'job-ended') {
       this.lastProgress = this.now();
       this.waitingNotified = false;
       this.armStall();

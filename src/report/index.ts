@@ -1,11 +1,10 @@
-import { join } from 'node:path';
 import type { ItemSpec } from '../manifest/index.js';
 import type { Store } from '../store/index.js';
-import { AtomicFile } from '../util/atomic-write.js';
+import type { OutputSink, SinkWriter } from '../sink/index.js';
 import { galleryCard, galleryHead, galleryTail, type GalleryHeader } from './gallery.js';
 import { postersFor, type InlinedPosters, type PosterSource } from './posters.js';
 import { csvHeader, csvLines, jsonLines, resultPages, summarizeStore, type ResultSummary } from './results.js';
-import { uplotAssets } from './plots.js';
+import { pages } from './pages.js';
 import { runSeries } from './series.js';
 import { writeSidecars } from './sidecars.js';
 import { runSeconds } from './status.js';
@@ -39,11 +38,11 @@ export interface WrittenReport {
  * state file alone: one pass over the items a page at a time (never all of
  * them in memory), each file put in place whole or not at all.
  */
-export async function writeReport(store: Store, outDir: string, opts: ReportOptions): Promise<WrittenReport> {
+export async function writeReport(store: Store, outputs: OutputSink, opts: ReportOptions): Promise<WrittenReport> {
   const summary = summarizeStore(store);
-  const files: AtomicFile[] = [];
+  const files: SinkWriter[] = [];
   const open = async (name: string) => {
-    const file = await AtomicFile.open(join(outDir, name));
+    const file = await outputs.create(name, 'replace');
     files.push(file);
     return file;
   };
@@ -53,9 +52,9 @@ export async function writeReport(store: Store, outDir: string, opts: ReportOpti
     const html = opts.html ? await open('index.html') : undefined;
     const written: WrittenReport = {
       items: summary.items,
-      jsonl: jsonl.path,
-      csv: csv.path,
-      ...(html ? { html: html.path } : {}),
+      jsonl: jsonl.location,
+      csv: csv.location,
+      ...(html ? { html: html.location } : {}),
       ...(opts.sidecars ? { sidecars: 0 } : {}),
     };
     await csv.write(csvHeader(summary.valueNames));
@@ -65,14 +64,14 @@ export async function writeReport(store: Store, outDir: string, opts: ReportOpti
     for (const rows of resultPages(store)) {
       await jsonl.write(jsonLines(rows));
       await csv.write(csvLines(rows, summary.valueNames));
-      if (opts.sidecars) written.sidecars! += await writeSidecars(outDir, rows);
+      if (opts.sidecars) written.sidecars! += await writeSidecars(outputs, rows);
       if (html) {
         const drawn = await postersFor(rows, posters.source, posters.inlined);
         await html.write(`${first ? '' : ','}${rows.map((r) => galleryCard(r, drawn.get(r.id))).join(',')}`);
       }
       first = false;
     }
-    if (html) await html.write(galleryTail());
+    if (html) await html.write(galleryTail(await pages()));
     for (const file of files) await file.commit();
     return written;
   } catch (error) {
@@ -93,7 +92,8 @@ async function galleryHeader(store: Store, summary: ResultSummary, opts: ReportO
     failures: store.itemReports.failuresByCode(),
     run: { seconds: runSeconds(sessions), sessions: sessions.length },
     tags: store.itemReports.byTag().map((t) => ({ tag: t.tag, items: t.items, net: t.charged - t.refunded })),
-    ...(series.t.length ? { plots: { series, uplot: await uplotAssets() } } : {}),
+    code: await pages(),
+    ...(series.t.length ? { plots: series } : {}),
   };
 }
 

@@ -1,28 +1,11 @@
 import { DEFAULT_KEY_LIMITS, keyDayOf, type KeyLimits } from '../scheduler/limits.js';
+import type { RunSeries } from '../browser/data.js';
 import type { SeriesBuckets, Store } from '../store/index.js';
+
+export type { RunSeries } from '../browser/data.js';
 
 /** Plots with more points than this get wider buckets: a multi-day run stays a few kilobytes. */
 const MAX_POINTS = 720;
-
-/** The run's plots, as uPlot takes them: x in seconds, one array per line, nulls where a line has nothing to say. */
-export interface RunSeries {
-  /** The bucket's width (ms): the submission window, or a whole number of them. */
-  bucketMs: number;
-  /** The submission window the limit is counted in (ms, as the run paced it). */
-  windowMs: number;
-  t: number[];
-  /** Submissions per window (averaged when a bucket holds several windows). */
-  submissions: number[];
-  submitLimit: number;
-  /** Credits charged net, cumulated. */
-  credits: number[];
-  /** The credits the daily cap allowed up to then (the cap times the key days begun). */
-  capAllowed: number[];
-  budget: number | null;
-  /** Jobs sent and not yet ended, at the end of each bucket. */
-  inFlight: number[];
-  inFlightLimit: number;
-}
 
 /** The run's submissions, credits and jobs in flight over time, from the state alone. */
 export function runSeries(store: Store, budget: number | null): RunSeries {

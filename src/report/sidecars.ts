@@ -1,5 +1,4 @@
-import { resolveInside } from '../manifest/output-paths.js';
-import { writeFileAtomic } from '../util/atomic-write.js';
+import type { OutputSink } from '../sink/index.js';
 import type { ResultRow } from './results.js';
 
 /** What a sidecar holds: its item's result row, and which of the item's files it sits beside. */
@@ -9,12 +8,19 @@ export type Sidecar = ResultRow & { file: ResultRow['files'][number] };
 export const sidecarPathOf = (outputPath: string) => `${outputPath}.json`;
 
 /** Writes a metadata sidecar next to each of these rows' outputs; returns how many. */
-export async function writeSidecars(outDir: string, rows: readonly ResultRow[]): Promise<number> {
+export async function writeSidecars(outputs: OutputSink, rows: readonly ResultRow[]): Promise<number> {
   let written = 0;
   for (const row of rows) {
     for (const file of row.files) {
       const sidecar: Sidecar = { ...row, file };
-      await writeFileAtomic(resolveInside(outDir, sidecarPathOf(file.path)), `${JSON.stringify(sidecar, null, 2)}\n`);
+      const writer = await outputs.create(sidecarPathOf(file.path), 'replace');
+      try {
+        await writer.write(`${JSON.stringify(sidecar, null, 2)}\n`);
+        await writer.commit();
+      } catch (error) {
+        await writer.abort();
+        throw error;
+      }
       written++;
     }
   }

@@ -1,6 +1,4 @@
-import { PLOTS_SCRIPT, PLOTS_STYLE, uplotAssets } from '../report/plots.js';
-import { APP_SCRIPT } from './app-script.js';
-import { APP_STYLE, PAGE_HTML } from './page.js';
+import { pages } from '../report/pages.js';
 
 export interface Asset {
   type: string;
@@ -13,14 +11,14 @@ export interface PageAssets {
 }
 
 export async function pageAssets(): Promise<PageAssets> {
-  const uplot = await uplotAssets();
+  const { review, uplot } = await pages();
   const js = 'text/javascript; charset=utf-8';
   const css = 'text/css; charset=utf-8';
   return {
     byPath: new Map<string, Asset>([
-      ['/', { type: 'text/html; charset=utf-8', body: PAGE_HTML }],
-      ['/app.js', { type: js, body: `${PLOTS_SCRIPT}\n${APP_SCRIPT}` }],
-      ['/app.css', { type: css, body: `${APP_STYLE}\n${PLOTS_STYLE}` }],
+      ['/', { type: 'text/html; charset=utf-8', body: review.html }],
+      ['/app.js', { type: js, body: review.js }],
+      ['/app.css', { type: css, body: review.css }],
       ['/uplot.js', { type: js, body: uplot.js }],
       ['/uplot.css', { type: css, body: uplot.css }],
     ]),

@@ -1,35 +1,28 @@
-import { createReadStream } from 'node:fs';
-import { realpath, stat } from 'node:fs/promises';
 import type { ServerResponse } from 'node:http';
-import { sep } from 'node:path';
 import mime from 'mime-types';
-import { resolveInside } from '../manifest/output-paths.js';
+import type { OutputSink } from '../sink/index.js';
 
 /**
- * Serves one output file, named relative to the output dir. Anything that is
- * not a recorded output, or resolves (through `..` or a link) outside the
- * dir, is a 404: nothing else on disk can be reached through the server.
+ * Serves one output file, named relative to where the outputs are. Anything
+ * that is not a recorded output, or that the sink does not hold inside its
+ * place (`..`, a link out of the folder), is a 404: nothing else can be
+ * reached through the server.
  */
 export async function serveOutput(
   res: ServerResponse,
-  outDir: string,
+  outputs: OutputSink,
   relative: string,
   isOutput: (path: string) => boolean,
   range?: string,
 ): Promise<void> {
-  const path = await insideOutDir(outDir, relative, isOutput);
-  const size = path
-    ? await stat(path).then(
-        (s) => (s.isFile() ? s.size : undefined),
-        () => undefined,
-      )
-    : undefined;
-  if (!path || size === undefined) {
+  const file = isOutput(relative) ? await outputs.open(relative) : undefined;
+  if (!file) {
     res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('not found');
     return;
   }
+  const { size } = file;
   const headers = {
-    'content-type': mime.lookup(path) || 'application/octet-stream',
+    'content-type': mime.lookup(relative) || 'application/octet-stream',
     'accept-ranges': 'bytes',
     // A path never changes its bytes: paid outputs are never overwritten (a regeneration is a new version).
     'cache-control': 'private, max-age=86400, immutable',
@@ -47,7 +40,8 @@ export async function serveOutput(
       'content-range': `bytes ${part.start}-${part.end}/${size}`,
     });
   else res.writeHead(200, { ...headers, 'content-length': size });
-  createReadStream(path, part)
+  file
+    .read(part)
     .on('error', () => res.destroy())
     .pipe(res);
 }
@@ -59,20 +53,4 @@ function byteRange(header: string, size: number): { start: number; end: number }
   const start = m[1] === '' ? Math.max(0, size - Number(m[2])) : Number(m[1]);
   const end = m[1] === '' || m[2] === '' ? size - 1 : Math.min(Number(m[2]), size - 1);
   return start > end || start >= size ? 'unsatisfiable' : { start, end };
-}
-
-async function insideOutDir(
-  outDir: string,
-  relative: string,
-  isOutput: (path: string) => boolean,
-): Promise<string | undefined> {
-  if (!isOutput(relative)) return undefined;
-  let path: string;
-  try {
-    path = resolveInside(outDir, relative);
-  } catch {
-    return undefined;
-  }
-  const [real, root] = await Promise.all([realpath(path).catch(() => undefined), realpath(outDir).catch(() => outDir)]);
-  return real?.startsWith(root + sep) ? real : undefined;
 }

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { runSeries } from '../report/series.js';
+import type { OutputSink } from '../sink/index.js';
 import { applyDecision, decisionBody, sliceOf } from './api.js';
 import { pageAssets, type PageAssets } from './assets.js';
 import { guardFor, refusal, type Guard } from './guard.js';
@@ -12,7 +13,8 @@ import { reviewSummary } from './summary.js';
 
 export interface ReviewServerOptions {
   statePath: string;
-  outDir: string;
+  /** Where the outputs are. */
+  outputs: OutputSink;
   title: string;
   /** The manifest's budget (budget.maxCredits), drawn against the credits. */
   budget: number | null;
@@ -66,7 +68,7 @@ export async function startReviewServer(opts: ReviewServerOptions): Promise<Revi
   let guard: Guard | undefined;
   const server = createServer((req, res) => {
     for (const [k, v] of Object.entries(SECURITY_HEADERS)) res.setHeader(k, v);
-    handle(req, res, { guard: guard!, state, assets, live, source, outDir: opts.outDir, token }).catch((error) => {
+    handle(req, res, { guard: guard!, state, assets, live, source, outputs: opts.outputs, token }).catch((error) => {
       if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' });
       res.end(`error: ${(error as Error).message}`);
     });
@@ -103,7 +105,7 @@ interface Context {
   assets: PageAssets;
   live: LiveFeed;
   source: { summary(): unknown; series(): unknown };
-  outDir: string;
+  outputs: OutputSink;
   token: string;
 }
 
@@ -124,7 +126,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, ctx: Context): 
   if (path.startsWith('/files/')) {
     const relative = safeDecode(path.slice('/files/'.length));
     const outputs = ctx.state.store.outputs;
-    return serveOutput(res, ctx.outDir, relative ?? '', (p) => outputs.ownerOf(p) !== undefined, req.headers.range);
+    return serveOutput(res, ctx.outputs, relative ?? '', (p) => outputs.ownerOf(p) !== undefined, req.headers.range);
   }
   const asset = ctx.assets.byPath.get(path);
   if (asset) {

@@ -1,21 +1,10 @@
+import type { ReviewSummaryData } from '../browser/data.js';
 import { liveEta } from '../report/status.js';
 import { DEFAULT_KEY_LIMITS, keyDayOf, type KeyLimits } from '../scheduler/limits.js';
-import { lockHolder, type ItemState, type ReviewCounts, type Store } from '../store/index.js';
+import { lockHolder, type ItemState, type Store } from '../store/index.js';
 
-/** What the live view's header shows: counts, credits against the budget and cap, the pace, the ETA. */
-export interface ReviewSummary {
-  title: string;
-  items: number;
-  states: Partial<Record<ItemState, number>>;
-  review: ReviewCounts;
-  credits: { charged: number; refunded: number; net: number; budget: number | null };
-  today: { charged: number; dailyCap: number };
-  pace: { sent: number; limit: number; windowMs: number; timeScale: number };
-  inFlight: number;
-  run: { running: boolean; pausedSince: number | null };
-  eta: { seconds: number; at: string } | null;
-  models: string[];
-}
+/** What the live view's header shows (the page reads it as ReviewSummaryData). */
+export type ReviewSummary = ReviewSummaryData;
 
 export function reviewSummary(
   store: Store,

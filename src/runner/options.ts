@@ -1,10 +1,10 @@
-import type { OutputFile } from '../download/download.js';
+import type { OutputSink } from '../sink/index.js';
 import type { Logger } from '../log/logger.js';
 import type { CanarySize } from './feed/canary.js';
-import type { RunEvent } from './core/control.js';
 
 export interface RunOptions {
-  outDir: string;
+  /** Where verified outputs go, and the results with them. */
+  outputs: OutputSink;
   /** A rehearsal on the simulator: its output dir is never a real run's. */
   rehearsal?: boolean;
   /** Long-poll seconds per GET of a job (the spec allows up to 30). */
@@ -29,11 +29,8 @@ export interface RunOptions {
   downloadConcurrency: number;
   /** Outputs larger than this are refused (an endless body would fill the disk). */
   maxOutputBytes?: number;
-  /** Opens an output's temporary file (injectable: tests make the disk full). */
-  openOutput?: (path: string) => Promise<OutputFile>;
   /** How long a step of a first sync may hold the event loop (5 ms; tests make every step a few rows). */
   syncStepMs?: number;
   now: () => number;
   logger?: Logger;
-  onEvent?: (event: RunEvent) => void;
 }

@@ -4,7 +4,8 @@ import type { ManifestTop } from '../manifest/index.js';
 import type { Store } from '../store/index.js';
 import { ModerationBreaker } from './feed/breaker.js';
 import { RunClock } from './core/clock.js';
-import { Control, type RunEvent } from './core/control.js';
+import { Control } from './core/control.js';
+import { logEvents } from './core/events.js';
 import { coordinatorNotices } from './keys/coordination.js';
 import { Credits } from './keys/credits.js';
 import { Feeder } from './feed/feeder.js';
@@ -32,6 +33,8 @@ export interface RunParts {
   readonly firstSync: FirstSync;
   /** Whether the coordinator's database answers: submissions wait for it while it does not (a known wait). */
   readonly coordinator: { down: boolean };
+  /** The run's listeners leave the keys' clients (which may outlive it): called once the run ends. */
+  detach(): void;
 }
 
 /** What the parts tell the run as it goes. */
@@ -57,11 +60,10 @@ export function buildParts(inputs: RunInputs, hooks: PartsHooks): RunParts {
   // Every poll, upload and download in flight listens for the interrupt: one per slot and download, plus the queues'.
   const listeners =
     keys.reduce((n, k) => n + k.limits.imagesInFlight + k.limits.videosInFlight, 0) + opts.downloadConcurrency + 64;
-  const onEvent = (event: RunEvent) => {
-    hooks.activity();
-    opts.onEvent?.(event);
-  };
-  const control = new Control(opts.logger, onEvent, listeners);
+  const control = new Control(opts.logger, listeners);
+  // Anything said is activity: the watchdog's quiet starts again.
+  const hearing = [control.events.on(() => hooks.activity())];
+  if (opts.logger) hearing.push(control.events.on(logEvents(opts.logger)));
   const coordinator = { down: false };
   const noticed = coordinatorNotices(control);
   const coordinatorSaid = (reachable: boolean, message: string) => {
@@ -74,7 +76,22 @@ export function buildParts(inputs: RunInputs, hooks: PartsHooks): RunParts {
   const feeder = new Feeder(store, clock, control);
   const downloads = new PQueue({ concurrency: opts.downloadConcurrency });
   wakeOnTaskEnds(lanes, downloads, control);
+  for (const lane of lanes.all) hearing.push(forwardAnswers(lane, control));
+  const service = watchService({
+    lanes,
+    clock,
+    control,
+    now: opts.now,
+    unreachableMs: opts.unreachableMs,
+    logger: opts.logger,
+    onActivity: () => hooks.activity(),
+  });
+  hearing.push(service.stopHearing);
   return {
+    detach: () => {
+      for (const stop of hearing) stop();
+      lanes.stop();
+    },
     store,
     clock,
     control,
@@ -83,15 +100,7 @@ export function buildParts(inputs: RunInputs, hooks: PartsHooks): RunParts {
     feeder,
     breaker: new ModerationBreaker(store, clock, control, opts.maxBlocked),
     roster: new KeyRoster(lanes, store, (id) => feeder.holds(id), control, opts.now),
-    reachability: watchService({
-      lanes,
-      clock,
-      control,
-      now: opts.now,
-      unreachableMs: opts.unreachableMs,
-      logger: opts.logger,
-      onActivity: () => hooks.activity(),
-    }),
+    reachability: service.reachability,
     pauseGate: new PauseGate(),
     downloads,
     firstSync: new FirstSync(store, inputs.manifest, opts, control, inputs.toSync),
@@ -117,6 +126,22 @@ function creditsOf(inputs: RunInputs, clock: RunClock, control: Control, lanes: 
       if (until !== undefined) store.runs.beat(hooks.runId(), opts.now(), until);
     },
   );
+}
+
+/** Each answer of the key's client as a run event, and each 429 as `rate-limited`. */
+function forwardAnswers(lane: KeyLane, control: Control): () => void {
+  const keyFp = lane.fingerprint;
+  return lane.client.answers.on(({ method, path, limit, status, ms, code, retryAfterMs }) => {
+    control.emit({ kind: 'answer', keyFp, method, path, limit, status, ms, ...(code ? { code } : {}) });
+    if (status === 429)
+      control.emit({
+        kind: 'rate-limited',
+        keyFp,
+        limit,
+        code: code ?? 'HTTP_429',
+        ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+      });
+  });
 }
 
 /**

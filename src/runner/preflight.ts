@@ -1,4 +1,3 @@
-import { claimOutputDir, probeOutputDir } from '../download/output-dir.js';
 import type { Store } from '../store/index.js';
 import type { Control } from './core/control.js';
 import type { FirstSync } from './sync/first-sync.js';
@@ -16,7 +15,7 @@ export async function preflight(
   control: Control,
   firstSync: FirstSync,
 ): Promise<boolean> {
-  const unwritable = await probeOutputDir(opts.outDir);
+  const unwritable = await opts.outputs.probe();
   if (unwritable) {
     await firstSync.all(); // every item in the state, for the summary and the next run
     control.stop(
@@ -30,7 +29,7 @@ export async function preflight(
     control.stop('nothing-selected', `${only} matches no item of the manifest: nothing was submitted`);
     return false;
   }
-  await claimOutputDir(opts.outDir, {
+  await opts.outputs.claim({
     state: store.db.name,
     runId: store.meta('run_id')!,
     rehearsal: opts.rehearsal ?? false,

@@ -3,7 +3,8 @@ import type { Job } from '../api/index.js';
 import type { ManifestTop } from '../manifest/index.js';
 import type { ItemRow, Store } from '../store/index.js';
 import { runCanary } from './feed/canary.js';
-import type { StopKind } from './core/control.js';
+import type { RunEvent, StopKind } from './core/control.js';
+import type { EventBus } from '../util/event-bus.js';
 import { recordCrash } from './item/crash.js';
 import { DownloadHealth } from './watch/download-health.js';
 import { downloadJob, type DownloadDeps } from './item/download-task.js';
@@ -76,7 +77,7 @@ export class Runner {
       startJob: (item, lane, price) => this.startJob(item, lane, price, true),
     });
     this.quiet = new QuietWatch(store, p.feeder, p.reachability, p.control, this.knownWaits(), opts.now, opts.logger);
-    this.settings = { outDir: opts.outDir, maxRetries: opts.maxRetries, runStartedAt: 0, logger: opts.logger };
+    this.settings = { outputs: opts.outputs, maxRetries: opts.maxRetries, runStartedAt: 0, logger: opts.logger };
     const acts: RunActs = {
       accepted: (itemId) => this.feed.answered(itemId),
       completed: (itemId, jobId, job) => this.startDownload(itemId, jobId, job),
@@ -85,6 +86,11 @@ export class Runner {
     };
     this.jobDeps = jobTaskDeps(p, this.settings, opts, acts);
     this.downloadDeps = downloadTaskDeps(p, manifest, opts, acts);
+  }
+
+  /** Every event of the run, to any number of listeners: subscribe before `run()`. */
+  get events(): EventBus<RunEvent> {
+    return this.p.control.events;
   }
 
   /** The run's keys, each with its buckets, slots and daily cap. */
@@ -103,6 +109,7 @@ export class Runner {
     } finally {
       this.watchdog.stop();
       watchers.stop();
+      this.p.detach();
     }
   }
 
@@ -145,7 +152,7 @@ export class Runner {
       store: this.store,
       lanes: this.lanes,
       roster: this.p.roster,
-      outDir: this.opts.outDir,
+      outputs: this.opts.outputs,
       now: this.opts.now,
       logger: this.opts.logger,
       signal: this.p.control.abort.signal,

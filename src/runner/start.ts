@@ -6,14 +6,14 @@ import { untilAnswered, type UntilAnsweredOptions } from '../api/until-answered.
 import type { Coordinator } from '../coordinator/postgres.js';
 import { describeCoordinator } from '../coordinator/url.js';
 import { createLogger, type Logger } from '../log/logger.js';
-import { IssueList, type ManifestIssue, type ManifestTop } from '../manifest/index.js';
+import { IssueList, runBudget, type ManifestIssue, type ManifestTop } from '../manifest/index.js';
 import { checkValid, issueReport, loadValid } from '../manifest/load-valid.js';
 import { checkAgainstService, shapeProblems } from '../manifest/online.js';
 import type { KeyLimits } from '../scheduler/limits.js';
 import { OPEN_STATES, Store } from '../store/index.js';
 import { openStateReadOnly, statePathFor } from '../store/state-path.js';
+import { FolderSink, type OutputSink } from '../sink/index.js';
 import { EXIT, ExitError, usageError } from '../util/exit-error.js';
-import type { RunEvent } from './core/control.js';
 import type { ToSync } from './sync/first-sync.js';
 import type { RunOptions } from './options.js';
 import { setUpPool, type PoolSetup } from '../api/pool-setup.js';
@@ -48,10 +48,7 @@ export interface RunRequest {
   /** Texts the log must never hold (the keys). */
   secrets: string[];
   /** The rest of the run's options, as the flags give them. */
-  options: Omit<
-    RunOptions,
-    'outDir' | 'rehearsal' | 'timeScale' | 'redoChanged' | 'unreachableMs' | 'logger' | 'onEvent' | 'now'
-  >;
+  options: Omit<RunOptions, 'outputs' | 'rehearsal' | 'timeScale' | 'redoChanged' | 'unreachableMs' | 'logger' | 'now'>;
 }
 
 /** A run assembled and checked, before its first submission: what it runs, where it writes, with which keys. */
@@ -59,6 +56,10 @@ export interface PreparedRun extends OpenedService {
   manifest: ManifestTop;
   statePath: string;
   outDir: string;
+  /** Where the outputs go: the out dir. */
+  outputs: OutputSink;
+  /** The run's budget (--max-credits, else the manifest's), net of refunds. */
+  budget: number | undefined;
   logPath: string;
   itemCount: number;
   warnings: readonly ManifestIssue[];
@@ -104,6 +105,9 @@ export async function prepareRun(request: RunRequest, connecting: Promise<RunCon
     manifest,
     statePath,
     outDir,
+    budget: runBudget(request.options.maxCredits, manifest.manifest),
+    // A rehearsal starts over each time: an earlier rehearsal's outputs in its folder are replaced.
+    outputs: new FolderSink(outDir, { replaceStrays: request.rehearsal }),
     logPath: join(dirname(statePath), `${manifest.name}${suffix}.log`),
     itemCount: checked ? checked.count : plan.resume!.synced.items,
     warnings: checked?.warnings ?? [],
@@ -113,8 +117,8 @@ export async function prepareRun(request: RunRequest, connecting: Promise<RunCon
   };
 }
 
-/** The run's log opened and its runner built; `onEvent` hears every event of the run. */
-export function startRun(prepared: PreparedRun, request: RunRequest, onEvent: (event: RunEvent) => void): StartedRun {
+/** The run's log opened and its runner built; its events are heard through `runner.events`. */
+export function startRun(prepared: PreparedRun, request: RunRequest): StartedRun {
   const { store, pool, coordinator, catalog, manifest, connection } = prepared;
   mkdirSync(dirname(prepared.logPath), { recursive: true });
   const logFile = createWriteStream(prepared.logPath, { flags: 'a' });
@@ -122,18 +126,17 @@ export function startRun(prepared: PreparedRun, request: RunRequest, onEvent: (e
   const logger = createLogger({ secrets, destination: logFile });
   // The keys as the run gets them, each with the coordinator its limits are shared through (if any).
   const laneKeys = pool.keys.map((key) => ({ ...key, coordinator }));
-  const maxCredits = request.options.maxCredits ?? manifest.manifest.budget?.maxCredits;
+  const maxCredits = prepared.budget;
   const options: RunOptions = {
     ...request.options,
     ...(maxCredits !== undefined ? { maxCredits } : {}),
-    outDir: prepared.outDir,
+    outputs: prepared.outputs,
     rehearsal: request.rehearsal,
     timeScale: request.timeScale,
     redoChanged: request.redoChanged,
     unreachableMs: request.waitForService.unreachableMs,
     now: Date.now,
     logger,
-    onEvent,
   };
   const runner = new Runner(laneKeys, store, manifest, options, catalog, prepared.toSync);
   const close = async () => {
@@ -282,6 +285,8 @@ async function openCoordinator(url: string | undefined, timeScale: number): Prom
     throw new ExitError(
       EXIT.environment,
       `${(error as Error).message}\nThe coordinator at ${describeCoordinator(url)} cannot be used; nothing was submitted. Check that it is reachable (or leave out --coordinator to pace this process alone), then run the same command again.`,
+      undefined,
+      { cause: error },
     );
   }
 }

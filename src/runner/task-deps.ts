@@ -73,9 +73,8 @@ export function downloadTaskDeps(
     storage: lanes.all[0]!.client,
     naming: { outputName: manifest.outputName, vars: manifest.vars },
     settings: {
-      outDir: opts.outDir,
+      outputs: opts.outputs,
       maxOutputBytes: opts.maxOutputBytes,
-      openOutput: opts.openOutput,
       logger: opts.logger,
     },
     report: {

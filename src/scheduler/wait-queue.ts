@@ -1,5 +1,6 @@
+import { GenbatchError } from '../util/errors.js';
 /** A request still waiting for its turn when the run stops or is interrupted: it was never sent. */
-export class NotSentError extends Error {
+export class NotSentError extends GenbatchError {
   override readonly name = 'NotSentError';
 }
 

@@ -1,5 +1,6 @@
+import { GenbatchError } from '../util/errors.js';
 /** An error the simulated service answers with: `{ error: { code, message, details? } }`. */
-export class SimError extends Error {
+export class SimError extends GenbatchError {
   constructor(
     readonly status: number,
     readonly code: string,

@@ -2,10 +2,11 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION } from './migrations.js';
+import { GenbatchError } from '../util/errors.js';
 
 export type Db = Database.Database;
 
-export class StateFileError extends Error {
+export class StateFileError extends GenbatchError {
   override readonly name = 'StateFileError';
 }
 
@@ -21,7 +22,7 @@ export function openDbReadWriteUnlocked(path: string): Db {
     db = new Database(path, { fileMustExist: true });
     db.pragma('busy_timeout = 5000');
   } catch (error) {
-    throw new StateFileError(`cannot open the state file ${path}: ${(error as Error).message}`);
+    throw new StateFileError(`cannot open the state file ${path}: ${(error as Error).message}`, { cause: error });
   }
   const appId = db.pragma('application_id', { simple: true }) as number;
   const version = db.pragma('user_version', { simple: true }) as number;
@@ -42,7 +43,7 @@ export function openDbReadOnly(path: string): Db | 'older' {
     db = new Database(path, { readonly: true, fileMustExist: true });
     db.pragma('busy_timeout = 5000');
   } catch (error) {
-    throw new StateFileError(`cannot open the state file ${path}: ${(error as Error).message}`);
+    throw new StateFileError(`cannot open the state file ${path}: ${(error as Error).message}`, { cause: error });
   }
   try {
     const appId = db.pragma('application_id', { simple: true }) as number;

@@ -89,6 +89,7 @@ export class Store {
     } catch (error) {
       throw new StateFileError(
         `cannot create the state directory ${dirname(path)}: ${(error as NodeJS.ErrnoException).code ?? error}`,
+        { cause: error },
       );
     }
     const release = acquireLock(path);

@@ -39,6 +39,6 @@ export function openStateReadOnly(path: string): Store {
   try {
     return Store.openReadOnly(path);
   } catch (error) {
-    throw new ExitError(EXIT.environment, (error as Error).message);
+    throw new ExitError(EXIT.environment, (error as Error).message, undefined, { cause: error });
   }
 }

@@ -185,7 +185,7 @@ describe('on a terminal that reports no width', () => {
       const progress = new Progress(tty.out, store, 5, { pace: { limit: 10, windowMs: 60_000, timeScale: 60 } });
       progress.start();
       for (let i = 0; i < 3; i++)
-        progress.onEvent({ kind: 'submitted', itemId: `i${i}`, attempt: 1, jobId: 'j', credits: 8 });
+        progress.onEvent({ kind: 'accepted', itemId: `i${i}`, attempt: 1, jobId: 'j', credits: 8 });
       progress.stop();
       const last = tty.written().split('\r\x1b[2K').at(-1)!.trim();
       expect(last).toMatch(/^0% done 0\/5 · running 0 · credits 0 net · 3\/10 per window \(time x60\)$/);

@@ -6,6 +6,7 @@ import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import type { ApiClient } from '../../src/api/index.js';
 import { downloadOutput } from '../../src/download/download.js';
+import { FolderSink } from '../../src/sink/index.js';
 
 /** A storage link that serves these chunks (and says it serves `length` bytes). */
 function serving(chunks: Buffer[], length = chunks.reduce((n, c) => n + c.length, 0)): ApiClient {
@@ -28,9 +29,9 @@ describe('saving an output', () => {
     const file = await downloadOutput(
       serving(chunks),
       'https://storage.test/o',
-      dir,
+      new FolderSink(dir),
       'image',
-      (ext) => `shots/a-1.${ext}`,
+      (ext) => ({ path: `shots/a-1.${ext}`, mode: 'new' }),
     );
     const whole = Buffer.concat(chunks);
     expect(file).toMatchObject({
@@ -49,17 +50,17 @@ describe('saving an output', () => {
     await downloadOutput(
       serving([Buffer.from('first')]),
       'https://storage.test/o',
-      dir,
+      new FolderSink(dir),
       'image',
-      (ext) => `shots/a-1.${ext}`,
+      (ext) => ({ path: `shots/a-1.${ext}`, mode: 'new' }),
     );
     rmSync(join(dir, 'shots'), { recursive: true });
     await downloadOutput(
       serving([Buffer.from('second')]),
       'https://storage.test/o',
-      dir,
+      new FolderSink(dir),
       'image',
-      (ext) => `shots/b-1.${ext}`,
+      (ext) => ({ path: `shots/b-1.${ext}`, mode: 'new' }),
     );
     expect(readFileSync(join(dir, 'shots/b-1.png'), 'utf8')).toBe('second');
   });
@@ -70,9 +71,9 @@ describe('saving an output', () => {
       downloadOutput(
         serving([Buffer.from('only part')], 1000),
         'https://storage.test/o',
-        dir,
+        new FolderSink(dir),
         'image',
-        (ext) => `c-1.${ext}`,
+        (ext) => ({ path: `c-1.${ext}`, mode: 'new' }),
       ),
     ).rejects.toMatchObject({ code: 'CUT_SHORT', refreshable: true });
     expect(readdirSync(dir)).toEqual([]);

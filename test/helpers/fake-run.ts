@@ -4,10 +4,12 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import type { ApiClient, Job } from '../../src/api/index.js';
 import { loadManifest } from '../../src/manifest/index.js';
-import { Runner, type RunOptions } from '../../src/runner/index.js';
+import { Runner, type RunEvent, type RunOptions } from '../../src/runner/index.js';
+import { EventBus } from '../../src/util/event-bus.js';
 import type { KeyLimits } from '../../src/scheduler/limits.js';
 import { makePng } from '../../src/simulator/media.js';
 import { Store } from '../../src/store/index.js';
+import { FolderSink } from '../../src/sink/index.js';
 
 /** The one job of a fake run, completed, with one output link. */
 export const completedJob = {
@@ -27,7 +29,7 @@ export const completedJob = {
 export async function fakeRun(
   client: Partial<Record<keyof ApiClient, unknown>>,
   limits: KeyLimits,
-  options: Partial<RunOptions> = {},
+  options: Partial<RunOptions> & { onEvent?: (event: RunEvent) => void } = {},
 ): Promise<{ runner: Runner; store: Store; done: Promise<Awaited<ReturnType<Runner['run']>>>; cleanUp: () => void }> {
   const dir = mkdtempSync(join(tmpdir(), 'genbatch-fake-run-'));
   writeFileSync(
@@ -36,8 +38,7 @@ export async function fakeRun(
   );
   const { loaded } = await loadManifest('m.yaml', dir);
   const fake = {
-    observeRemaining() {},
-    observeAnswers() {},
+    answers: new EventBus(),
     async getJob(): Promise<Job> {
       return completedJob;
     },
@@ -48,8 +49,9 @@ export async function fakeRun(
     ...client,
   } as unknown as ApiClient;
   const store = Store.open(join(dir, 'state.sqlite'));
+  const { onEvent, ...rest } = options;
   const runOptions: RunOptions = {
-    outDir: join(dir, 'out'),
+    outputs: new FolderSink(join(dir, 'out')),
     pollWaitSeconds: 30,
     maxRetries: 2,
     maxBlocked: 20,
@@ -57,11 +59,12 @@ export async function fakeRun(
     timeScale: 600,
     downloadConcurrency: 2,
     now: Date.now,
-    ...options,
+    ...rest,
   };
   const runner = new Runner([{ fingerprint: 'fp-fake', client: fake, limits }], store, loaded!, runOptions, undefined, {
     items: loaded!.items,
   });
+  if (onEvent) runner.events.on(onEvent);
   return {
     runner,
     store,

@@ -1,38 +1,43 @@
 import type { ApiClient } from '../../src/api/index.js';
 import { Catalog } from '../../src/api/catalog.js';
-import type { OutputFile } from '../../src/download/download.js';
 import { loadManifest } from '../../src/manifest/index.js';
 import { Runner, type RunOptions, type RunSummary } from '../../src/runner/index.js';
-import { DEFAULT_KEY_LIMITS } from '../../src/scheduler/limits.js';
+import { DEFAULT_KEY_LIMITS, type KeyLimits } from '../../src/scheduler/limits.js';
+import { FolderSink, type OutputSink } from '../../src/sink/index.js';
 import { Store } from '../../src/store/index.js';
 import type { RunWorkspace } from './run.js';
 import type { TestSim } from './sim.js';
 
 /**
  * The workspace's manifest run by the Runner in this process (at 600x), for
- * what the CLI cannot inject: another client, a file that fails as a full disk does.
+ * what the CLI cannot inject: another client, a sink that fails as a full disk does.
  */
 export async function runInProcess(
   t: TestSim,
   ws: RunWorkspace,
   inject: {
     client?: ApiClient;
-    openOutput?: (path: string) => Promise<OutputFile>;
+    /** Where outputs go, instead of the workspace's out dir (a fake sink, a full disk). */
+    outputs?: OutputSink;
     options?: Partial<RunOptions>;
+    /** Subscribes to the run's events before it starts. */
+    listen?: (runner: Runner) => void;
+    /** The key's limits, instead of the service's at 600x. */
+    limits?: KeyLimits;
   } = {},
 ): Promise<RunSummary> {
   const { loaded } = await loadManifest('m.yaml', ws.dir);
   const store = Store.open(ws.statePath);
   try {
-    const limits = {
+    const limits = inject.limits ?? {
       ...DEFAULT_KEY_LIMITS,
       submit: { count: 10, windowMs: 100 },
       read: { count: 120, windowMs: 100 },
       upload: { count: 30, windowMs: 100 },
     };
     const catalog = await Catalog.fetch(t.client, ['image']);
-    const options = {
-      outDir: ws.outDir,
+    const options: RunOptions = {
+      outputs: inject.outputs ?? new FolderSink(ws.outDir),
       pollWaitSeconds: 30,
       maxRetries: 2,
       maxBlocked: 20,
@@ -40,11 +45,12 @@ export async function runInProcess(
       timeScale: 600,
       downloadConcurrency: 4,
       now: Date.now,
-      ...(inject.openOutput ? { openOutput: inject.openOutput } : {}),
       ...inject.options,
     };
     const keys = [{ fingerprint: 'fp-test', client: inject.client ?? t.client, limits }];
-    return await new Runner(keys, store, loaded!, options, catalog, { items: loaded!.items }).run();
+    const runner = new Runner(keys, store, loaded!, options, catalog, { items: loaded!.items });
+    inject.listen?.(runner);
+    return await runner.run();
   } finally {
     store.close();
   }

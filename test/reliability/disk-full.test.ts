@@ -1,14 +1,15 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { exitCodeOf } from '../../src/cli/exit.js';
-import { openOutputFile, type OutputFile } from '../../src/download/download.js';
+import { FolderSink, openFolderFile, type FolderFile } from '../../src/sink/index.js';
 import { describe, expect, it } from 'vitest';
 import { expectNoDoubleChargeAndVerifiedOutputs, imageManifest, readState, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 import { runInProcess } from '../helpers/in-process.js';
 
-/** A real file that takes a few bytes, then fails as a full disk does. */
-async function fullDisk(path: string): Promise<OutputFile> {
-  const file = await openOutputFile(path);
+/** A real file that takes a few bytes of an output, then fails as a full disk does. */
+async function fullDisk(path: string): Promise<FolderFile> {
+  const file = await openFolderFile(path);
+  if (!path.includes('.png.')) return file;
   let written = 0;
   return {
     ...file,
@@ -24,7 +25,7 @@ describe('a full disk while downloading', () => {
   it('stops with a clear message, keeps every state, leaves no partial file; the same run later finishes without a resubmission', async () => {
     const t = await startTestSim({ timeScale: 600 });
     const ws = workspace(t.sim, imageManifest(3));
-    const first = await runInProcess(t, ws, { openOutput: fullDisk });
+    const first = await runInProcess(t, ws, { outputs: new FolderSink(ws.outDir, { openFile: fullDisk }) });
     expect(exitCodeOf(first)).toBe(4);
     expect(first.stop).toMatchObject({ kind: 'disk' });
     expect(first.stop!.message).toMatch(

@@ -12,12 +12,15 @@ import {
   TransportError,
   type ApiClient,
   type Job,
+  type ApiAnswer,
 } from '../../src/api/index.js';
 import { loadManifest } from '../../src/manifest/index.js';
 import { Runner } from '../../src/runner/index.js';
 import { makePng } from '../../src/simulator/media.js';
 import { canonicalJson } from '../../src/util/canonical-json.js';
 import { FINAL_STATES, OPEN_STATES, Store } from '../../src/store/index.js';
+import { EventBus } from '../../src/util/event-bus.js';
+import { FolderSink } from '../../src/sink/index.js';
 
 /**
  * A model-based test of an item's life: random sequences of service answers
@@ -77,17 +80,12 @@ class ScriptedService {
 
   constructor(private readonly script: Script) {}
 
-  /** It sends no X-RateLimit-Remaining. */
-  observeRemaining(): void {}
-
-  private answered: (() => void) | undefined;
-  observeAnswers(observer: () => void): void {
-    this.answered = observer;
-  }
+  /** Its answers (it sends no X-RateLimit-Remaining). */
+  readonly answers = new EventBus<ApiAnswer>();
 
   /** The run's probe after a request got no answer: this service always answers it (no outage: each fault is the request's own). */
   async me(): Promise<unknown> {
-    this.answered?.();
+    this.answers.emit({ kind: 'answer', method: 'GET', path: '/me', limit: 'read', status: 200, ms: 0 });
     return {};
   }
 
@@ -240,7 +238,7 @@ async function runSequence(script: Script): Promise<void> {
         store,
         loaded!,
         {
-          outDir,
+          outputs: new FolderSink(outDir),
           pollWaitSeconds: 30,
           maxRetries: 2,
           maxBlocked: 20,

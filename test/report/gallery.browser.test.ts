@@ -220,7 +220,7 @@ describe('the gallery, opened in headless Chromium from the file system', () => 
     const dir = mkdtempSync(join(tmpdir(), 'genbatch-gallery-'));
     writeFileSync(
       join(dir, 'index.html'),
-      renderGallery({
+      await renderGallery({
         title: 'big',
         generatedAt: Date.now(),
         rows,
@@ -277,7 +277,7 @@ describe('the gallery, opened in headless Chromium from the file system', () => 
     for (const r of rows) for (const f of r.files) writeFileSync(join(dir, f.path), makePng(r.id));
     writeFileSync(
       join(dir, 'index.html'),
-      renderGallery({
+      await renderGallery({
         title: 'review',
         generatedAt: Date.now(),
         rows,
@@ -381,7 +381,7 @@ describe('the gallery, opened in headless Chromium from the file system', () => 
     }
     writeFileSync(
       join(dir, 'index.html'),
-      renderGallery({
+      await renderGallery({
         title: 'groups',
         generatedAt: Date.now(),
         rows,

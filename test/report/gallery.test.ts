@@ -33,7 +33,7 @@ const render = (rows: ResultRow[], posters = new Map<string, string>()) =>
   });
 
 describe('the gallery page', () => {
-  it('treats every value from the manifest or the service as text, and every file name as one path', () => {
+  it('treats every value from the manifest or the service as text, and every file name as one path', async () => {
     const hostile = row({
       id: '"><img src=x onerror=alert(1)>',
       model: '"><script>alert(2)</script>',
@@ -41,7 +41,7 @@ describe('the gallery page', () => {
       files: [{ path: 'sub dir/a#b?c&d".png', bytes: 1, sha256: 'h' }],
     });
     const failed = row({ id: 'f', state: 'failed', errorCode: 'E<1>', errorMessage: '<script>alert(4)</script>' });
-    const html = render([hostile, failed]);
+    const html = await render([hostile, failed]);
     // Two script elements: the items as JSON, and the page's own code. No value can open another.
     expect(html.match(/<script\b/g)).toHaveLength(2);
     const data = /<script type="application\/json" id="items">([\s\S]*?)<\/script>/.exec(html)![1]!;
@@ -58,8 +58,8 @@ describe('the gallery page', () => {
     expect(html).toContain('<option value="&#34;&#62;&#60;script&#62;alert(2)&#60;/script&#62;">');
   });
 
-  it('has no reference that would leave the file system: a CSP forbids the network', () => {
-    const html = render([row({ files: [{ path: 'a.png', bytes: 1, sha256: 'h' }] })]);
+  it('has no reference that would leave the file system: a CSP forbids the network', async () => {
+    const html = await render([row({ files: [{ path: 'a.png', bytes: 1, sha256: 'h' }] })]);
     expect(html).toContain(`content="default-src 'none'; img-src 'self' data:; media-src 'self';`);
     expect(html).not.toMatch(/(?:src|href)="(?:https?:)?\/\//);
   });

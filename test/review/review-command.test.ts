@@ -7,6 +7,7 @@ import { cleanEnv, runCliInProcess, startCli } from '../helpers/cli.js';
 import { raw, startTestReview } from '../helpers/review.js';
 import { expectNoDoubleChargeAndVerifiedOutputs, imageManifest, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
+import { FolderSink } from '../../src/sink/index.js';
 
 describe('genbatch review, the command', () => {
   it('works beside a run that holds the state, neither blocking the other, and stops at once on Ctrl-C', {
@@ -77,7 +78,7 @@ describe('genbatch review on a rehearsal', () => {
     const statePath = join(dir, '.genbatch', 'm.simulated.sqlite');
     const server = await startTestReview({
       statePath,
-      outDir: join(dir, 'out', 'm.simulated'),
+      outputs: new FolderSink(join(dir, 'out', 'm.simulated')),
       title: 'm',
       budget: null,
     });

@@ -11,6 +11,7 @@ import { runCliInProcess } from '../helpers/cli.js';
 import { startTestReview } from '../helpers/review.js';
 import { expectNoDoubleChargeAndVerifiedOutputs, imageManifest, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
+import { FolderSink } from '../../src/sink/index.js';
 
 const SCREENSHOT = resolve('test-artifacts/review.png');
 
@@ -54,7 +55,7 @@ describe('genbatch review in a browser', () => {
     const t = await startTestSim({ timeScale: 600 });
     const ws = workspace(t.sim, imageManifest(6));
     expect((await ws.run()).code).toBe(0);
-    const opts = { statePath: ws.statePath, outDir: ws.outDir, title: 'catalog', budget: 100 };
+    const opts = { statePath: ws.statePath, outputs: new FolderSink(ws.outDir), title: 'catalog', budget: 100 };
     const first = await startTestReview(opts);
     const browser = await launchChromium();
     const page = await openReview(browser, first.url);
@@ -154,7 +155,12 @@ describe('genbatch review in a browser', () => {
     store.reviews.decide('item-1', 1, 'rejected', 'wrong colour', Date.now());
     store.close();
     expect((await ws.run(['--redo-rejected'])).code).toBe(0);
-    const server = await startTestReview({ statePath: ws.statePath, outDir: ws.outDir, title: 'm', budget: null });
+    const server = await startTestReview({
+      statePath: ws.statePath,
+      outputs: new FolderSink(ws.outDir),
+      title: 'm',
+      budget: null,
+    });
     const page = await openReview(await launchChromium(), server.url);
     await page.waitForFunction(() => document.querySelectorAll('.card').length === 2);
     await page.keyboard.press('ArrowRight');
@@ -179,7 +185,7 @@ describe('genbatch review in a browser', () => {
     expect((await ws.run(['--only', 'item-0'])).code).toBe(0);
     const server = await startTestReview({
       statePath: ws.statePath,
-      outDir: ws.outDir,
+      outputs: new FolderSink(ws.outDir),
       title: 'm',
       budget: null,
       liveEveryMs: 500,

@@ -4,12 +4,18 @@ import { describe, expect, it } from 'vitest';
 import { raw, startTestReview } from '../helpers/review.js';
 import { imageManifest, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
+import { FolderSink } from '../../src/sink/index.js';
 
 async function reviewedRun(items = 3) {
   const t = await startTestSim({ timeScale: 600 });
   const ws = workspace(t.sim, imageManifest(items));
   expect((await ws.run()).code).toBe(0);
-  const server = await startTestReview({ statePath: ws.statePath, outDir: ws.outDir, title: 'm', budget: null });
+  const server = await startTestReview({
+    statePath: ws.statePath,
+    outputs: new FolderSink(ws.outDir),
+    title: 'm',
+    budget: null,
+  });
   return { t, ws, server };
 }
 

@@ -88,7 +88,7 @@ describe("a key's daily cap", () => {
       async () => {},
     );
     const cap = new DailyCap(state, 'fp-a', 10, clock, room);
-    const credits = new Credits(state, clock, new Control(undefined, undefined, 10), {}, () => [cap]);
+    const credits = new Credits(state, clock, new Control(undefined, 10), {}, () => [cap]);
     const reservation = credits.forAttempt({ id: 'a', model: 'studio-xl', spec: '{}' } as never, cap, 2, true);
     expect(await reservation.reserve()).toBe('reserved');
     expect(reserved).toEqual([

@@ -16,6 +16,7 @@ import { DEFAULT_KEY_LIMITS } from '../../src/scheduler/limits.js';
 import { Store } from '../../src/store/index.js';
 import { expectNoDoubleChargeAndVerifiedOutputs, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
+import { FolderSink } from '../../src/sink/index.js';
 
 // A first run of a large catalog starts on its first items while the rest are written into the state.
 
@@ -161,7 +162,7 @@ describe('the first sync of a state, in steps', () => {
       };
       const catalog = await Catalog.fetch(t.client, ['image', 'video']);
       const options = {
-        outDir: ws.outDir,
+        outputs: new FolderSink(ws.outDir),
         limits,
         pollWaitSeconds: 30,
         maxRetries: 2,

@@ -7,6 +7,7 @@ import { RunClock } from '../../src/runner/core/clock.js';
 import { KeyLane, KeyLanes } from '../../src/runner/keys/lanes.js';
 import { DEFAULT_KEY_LIMITS } from '../../src/scheduler/limits.js';
 import { Store } from '../../src/store/index.js';
+import { EventBus } from '../../src/util/event-bus.js';
 
 const stores: Store[] = [];
 afterEach(() => {
@@ -14,7 +15,7 @@ afterEach(() => {
 });
 
 function laneFor(fingerprint: string, store: Store, now: () => number): KeyLane {
-  const client = { observeRemaining: () => {} } as unknown as ApiClient;
+  const client = { answers: new EventBus() } as unknown as ApiClient;
   const limits = { ...DEFAULT_KEY_LIMITS, submit: { count: 2, windowMs: 1000 } };
   return new KeyLane({ fingerprint, client, limits }, store, new RunClock(now, 1), new AbortController().signal, 10);
 }

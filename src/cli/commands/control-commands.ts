@@ -48,7 +48,7 @@ export async function controlCommand(
   try {
     opened = Store.openForControl(statePath);
   } catch (error) {
-    throw new ExitError(EXIT.environment, (error as Error).message);
+    throw new ExitError(EXIT.environment, (error as Error).message, undefined, { cause: error });
   }
   const { store, runPid } = opened;
   try {

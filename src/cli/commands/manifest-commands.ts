@@ -2,7 +2,7 @@ import { relative } from 'node:path';
 import { existsSync } from 'node:fs';
 import { blockers, estimate, formatDuration, type Estimate } from '../../estimate/index.js';
 import { openStateReadOnly, statePathFor } from '../../store/state-path.js';
-import { IssueList, type LoadedManifest, type ManifestIssue } from '../../manifest/index.js';
+import { IssueList, runBudget, type LoadedManifest, type ManifestIssue } from '../../manifest/index.js';
 import { combinedLimits, DEFAULT_KEY_LIMITS, formatRate, type KeyLimits, type Rate } from '../../scheduler/limits.js';
 import type { ConnectionFlags } from '../connection.js';
 import { EXIT, ExitError } from '../exit.js';
@@ -178,7 +178,7 @@ export async function estimateCommand(
     );
     const limits = combinedLimits(pool.keys.map((k) => k.limits));
     const keyCaps = pool.keys.map((k) => k.limits.dailyCap);
-    const maxCredits = opts.maxCredits ?? loaded.manifest.budget?.maxCredits;
+    const maxCredits = runBudget(opts.maxCredits, loaded.manifest);
     const of = (items: LoadedManifest['items']) =>
       estimate({
         items,

@@ -3,6 +3,8 @@ import { startReviewServer, type ReviewServer } from '../../review/server.js';
 import { StateFileError } from '../../store/index.js';
 import { existingStatePathFor, openStateReadOnly } from '../../store/state-path.js';
 import { EXIT, ExitError, usageError } from '../exit.js';
+import { FolderSink } from '../../sink/index.js';
+import { SERVER_FLAGS, withDefaults } from '../flags.js';
 
 export interface ReviewFlags {
   state?: string;
@@ -25,7 +27,7 @@ export async function reviewCommand(
   flags: ReviewFlags,
   cwd: string,
 ): Promise<{ server: ReviewServer; banner: string; serving: ReviewServing }> {
-  const host = flags.host ?? '127.0.0.1';
+  const { host, port } = withDefaults(flags, SERVER_FLAGS) as Required<Pick<ReviewFlags, 'host' | 'port'>>;
   // A wildcard address has no name a browser would send as Host: the Host check would refuse every request.
   if (host === '0.0.0.0' || host === '::' || host === '[::]')
     throw usageError(`--host ${host} listens on every address; give the one address to serve on (default 127.0.0.1)`);
@@ -38,16 +40,18 @@ export async function reviewCommand(
   try {
     server = await startReviewServer({
       statePath,
-      outDir,
+      outputs: new FolderSink(outDir),
       title: manifest.name,
       budget: manifest.maxCredits ?? null,
       host,
-      port: flags.port ?? 0,
+      port,
     });
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (error instanceof StateFileError || code === 'EADDRINUSE' || code === 'EADDRNOTAVAIL' || code === 'EACCES')
-      throw new ExitError(EXIT.environment, `cannot start the review app: ${(error as Error).message}`);
+      throw new ExitError(EXIT.environment, `cannot start the review app: ${(error as Error).message}`, undefined, {
+        cause: error,
+      });
     throw error;
   }
   const loopback = ['127.0.0.1', '::1', 'localhost'].includes(host);

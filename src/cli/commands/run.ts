@@ -1,4 +1,3 @@
-import { resolve } from 'node:path';
 import { keyTextsIn } from '../../api/key-pool.js';
 import type { Logger } from '../../log/logger.js';
 import { Notifier } from '../../notify/notifier.js';
@@ -13,10 +12,12 @@ import {
 } from '../../runner/index.js';
 import type { PoolSetup } from '../../api/pool-setup.js';
 import { DEFAULT_KEY_LIMITS, type KeyLimits, type Rate } from '../../scheduler/limits.js';
-import { OPEN_STATES, type Store } from '../../store/index.js';
+import type { Store } from '../../store/index.js';
 import { connect, type ConnectionFlags } from '../connection.js';
 import { usageError } from '../exit.js';
-import { count, num, paintFor, type Paint } from '../format.js';
+import { endOfRunText } from '../end-of-run.js';
+import { RUN_FLAGS, withDefaults } from '../flags.js';
+import { count, num, paintFor } from '../format.js';
 import { Progress } from '../progress.js';
 import { warningReport } from '../../manifest/load-valid.js';
 
@@ -48,16 +49,16 @@ export interface RunFlags extends ConnectionFlags {
   coordinator?: string;
 }
 
-/** The key's limits with time scaled, then the explicit flags. */
+/** The key's limits with time scaled, then the explicit flags (the others at their declared defaults). */
 function limitsFrom(f: RunFlags, timeScale: number): KeyLimits {
   const scale = (r: Rate): Rate => ({ count: r.count, windowMs: r.windowMs / timeScale });
   return {
     submit: f.submitRate ?? scale(DEFAULT_KEY_LIMITS.submit),
     read: f.readRate ?? scale(DEFAULT_KEY_LIMITS.read),
     upload: f.uploadRate ?? scale(DEFAULT_KEY_LIMITS.upload),
-    imagesInFlight: f.maxImagesInFlight ?? DEFAULT_KEY_LIMITS.imagesInFlight,
-    videosInFlight: f.maxVideosInFlight ?? DEFAULT_KEY_LIMITS.videosInFlight,
-    dailyCap: f.dailyCap ?? DEFAULT_KEY_LIMITS.dailyCap,
+    imagesInFlight: f.maxImagesInFlight!,
+    videosInFlight: f.maxVideosInFlight!,
+    dailyCap: f.dailyCap!,
   };
 }
 
@@ -95,17 +96,15 @@ export async function runCommand(
   const prepared = await prepareRun(request, connect(flags, env, request.timeScale));
   const { store } = prepared;
   const progress = progressFor(progressOut, store, prepared.itemCount, prepared.pool, request.timeScale, env);
-  let notifier: Notifier | undefined;
-  const started = startRun(prepared, request, (event) => {
-    progress.onEvent(event);
-    notifier?.onEvent(event);
-  });
-  notifier = notifierFor(flags, {
+  const started = startRun(prepared, request);
+  started.runner.events.on(progress.onEvent);
+  const notifier = notifierFor(flags, {
     run: store.meta('run_id') ?? runIdFor(prepared.manifest.source.absPath, prepared.manifest.name),
     manifest: prepared.manifest.source.absPath,
     store,
     logger: started.logger,
   });
+  if (notifier) started.runner.events.on(notifier.onEvent);
   const shown = { progress, notifier, logger: started.logger };
   sayStart(progressOut, request, prepared, shown);
   const done = started.runner
@@ -126,14 +125,15 @@ export async function runCommand(
 /** What the flags ask of the run, settled once: the one place a flag becomes a setting of the run. */
 function requestOf(
   path: string,
-  flags: RunFlags,
+  given: RunFlags,
   env: NodeJS.ProcessEnv,
   cwd: string,
   progressOut: NodeJS.WriteStream,
 ): RunRequest {
+  const flags = withDefaults(given, RUN_FLAGS);
   const rehearsal = flags.simulate ?? false;
   const timeScale = flags.timeScale ?? (rehearsal ? 60 : 1);
-  const minutes = flags.unreachableMinutes ?? 30;
+  const minutes = flags.unreachableMinutes!;
   return {
     manifestPath: path,
     cwd,
@@ -156,14 +156,14 @@ function requestOf(
     },
     secrets: keyTextsIn(env),
     options: {
-      pollWaitSeconds: flags.pollWait ?? 30,
-      maxRetries: flags.maxRetries ?? 2,
+      pollWaitSeconds: flags.pollWait!,
+      maxRetries: flags.maxRetries!,
       ...(flags.maxCredits !== undefined ? { maxCredits: flags.maxCredits } : {}),
-      maxBlocked: flags.maxBlocked ?? 20,
-      ...(flags.canary ? { canary: { size: flags.canary, maxFailures: flags.canaryMaxFailures ?? 0 } } : {}),
+      maxBlocked: flags.maxBlocked!,
+      ...(flags.canary ? { canary: { size: flags.canary, maxFailures: flags.canaryMaxFailures! } } : {}),
       ...(flags.only ? { only: flags.only } : {}),
       downloadConcurrency: 4,
-      maxOutputBytes: (flags.maxOutputMb ?? 2048) * 1024 * 1024,
+      maxOutputBytes: flags.maxOutputMb! * 1024 * 1024,
     },
   };
 }
@@ -255,7 +255,7 @@ async function finishRun(
   };
   const total = Object.values(summary.counts).reduce((a, b) => a + b, 0);
   await shown.notifier?.ended(summary.stop?.message ?? `finished: ${summary.counts.done} of ${total} items done`);
-  const text = report(summary, outDir, request.cwd, logPath, path, paintFor(reportOut, env));
+  const text = endOfRunText(summary, outDir, request.cwd, logPath, path, paintFor(reportOut, env));
   return { summary, report: `${text}\n${files}`, json };
 }
 
@@ -267,12 +267,12 @@ async function writeResults(
 ): Promise<{ results: RunResult['results']; files: string }> {
   try {
     const { writeReport } = await import('../../report/index.js'); // needed at the end only: not loaded before the first submission
-    const written = await writeReport(prepared.store, prepared.outDir, {
+    const written = await writeReport(prepared.store, prepared.outputs, {
       title: prepared.manifest.name,
       html: true,
       sidecars: flags.sidecars ?? false,
       now: Date.now(),
-      budget: flags.maxCredits ?? prepared.manifest.manifest.budget?.maxCredits ?? null,
+      budget: prepared.budget ?? null,
     });
     const sidecars = written.sidecars !== undefined ? `\nsidecars: ${written.sidecars} next to the outputs` : '';
     return {
@@ -320,103 +320,8 @@ function notifierFor(
     ...(flags.notify ? { url: flags.notify } : { command: flags.notifyCommand! }),
     run: ctx.run,
     manifest: ctx.manifest,
-    stallMs: (flags.stallMinutes ?? 30) * 60_000,
+    stallMs: withDefaults(flags, RUN_FLAGS).stallMinutes! * 60_000,
     snapshot: () => ({ counts: ctx.store.itemReports.counts(), credits: ctx.store.attempts.totals() }),
     logger: ctx.logger,
   });
-}
-
-/** Problem items the end of a run names with their message; status lists them all. */
-const PROBLEMS_SHOWN = 10;
-
-function report(
-  s: RunSummary,
-  outDir: string,
-  cwd: string,
-  logPath: string,
-  manifestArg: string,
-  paint: Paint,
-): string {
-  const c = s.counts;
-  const open = OPEN_STATES.reduce((n, state) => n + c[state], 0);
-  const total = Object.values(c).reduce((a, b) => a + b, 0);
-  const bad = c.failed + c.rejected + c.blocked + c.skipped;
-  const lines = [
-    (c.done === total ? paint.green : (t: string) => t)(`done ${num(c.done)}/${num(total)}`) +
-      (bad
-        ? paint.red(
-            `, failed ${num(c.failed)}, rejected ${num(c.rejected)}, blocked ${num(c.blocked)}, skipped ${num(c.skipped)}`,
-          )
-        : '') +
-      (open ? paint.yellow(`, not finished ${open}`) : ''),
-    `credits: ${num(s.credits.charged)} charged, ${num(s.credits.refunded)} refunded, ${num(s.credits.charged - s.credits.refunded)} net`,
-    `outputs: ${resolve(cwd, outDir)}`,
-    `log: ${logPath}`,
-  ];
-  lines.push(...failureLines(s, paint, manifestArg));
-  if (s.changed.length)
-    lines.push(
-      `${count(s.changed.length, 'item')} changed after they were submitted and keep their result (--redo-changed resubmits them): ${s.changed.slice(0, 5).join(', ')}${s.changed.length > 5 ? ', …' : ''}`,
-    );
-  lines.push(...keyLines(s, paint));
-  return [...lines, ...afterwardLines(s, paint, manifestArg)].join('\n');
-}
-
-/** The failures by code, and the first problem items with their message. */
-function failureLines(s: RunSummary, paint: Paint, manifestArg: string): string[] {
-  if (!Object.keys(s.failures).length) return [];
-  const byCode = Object.entries(s.failures)
-    .map(([k, v]) => `${k} ${v}`)
-    .join(', ');
-  const lines = [paint.red(`failures by code: ${byCode}`)];
-  const shown = s.problems.slice(0, PROBLEMS_SHOWN);
-  for (const p of shown) lines.push(`  ${paint.bold(p.id)} (${p.state}) ${paint.red(p.code)}: ${p.message}`);
-  const total = Object.values(s.failures).reduce((a, b) => a + b, 0);
-  if (total > shown.length)
-    lines.push(`  … and ${count(total - shown.length, 'more item')}: genbatch status ${manifestArg} lists them all`);
-  return lines;
-}
-
-/** Keys refused during the run, and keys the run lacks, with the items that wait for each. */
-function keyLines(s: RunSummary, paint: Paint): string[] {
-  const lines: string[] = [];
-  for (const [fingerprint, r] of Object.entries(s.keysRefused)) {
-    lines.push(
-      paint.yellow(
-        `the key ${fingerprint} was refused during the run (${r.code}: ${r.message})${r.waiting ? `; ${count(r.waiting, 'item')} sent with it wait${r.waiting === 1 ? 's' : ''} for it (${r.waiting === 1 ? 'it' : 'they'} may have been accepted: resent or read with another key, ${r.waiting === 1 ? 'it' : 'they'} could be paid for twice)` : ''}`,
-      ),
-    );
-  }
-  for (const [fingerprint, n] of Object.entries(s.keysMissing)) {
-    lines.push(
-      `${count(n, 'item')} ${n === 1 ? 'was' : 'were'} sent with the API key whose fingerprint is ${fingerprint}, which this run does not have: ${n === 1 ? 'it waits' : 'they wait'} for a run with that key (resent or read with another key, ${n === 1 ? 'it' : 'they'} could be paid for twice)`,
-    );
-  }
-  return lines;
-}
-
-/** What was left for later, why the run stopped, and what can be done about what failed. */
-function afterwardLines(s: RunSummary, paint: Paint, manifestArg: string): string[] {
-  const c = s.counts;
-  const lines: string[] = [];
-  if (s.notSelected)
-    lines.push(
-      `${count(s.notSelected, 'item')} not selected by --only ${s.notSelected === 1 ? 'waits' : 'wait'} for a later run (the same command without --only runs ${s.notSelected === 1 ? 'it' : 'them'})`,
-    );
-  if (s.removed)
-    lines.push(
-      `${count(s.removed, 'item')} of an earlier version of the manifest ${s.removed === 1 ? 'is' : 'are'} no longer in it: not run and not counted here; what ${s.removed === 1 ? 'it' : 'they'} already had stays in the state and the output dir`,
-    );
-  if (s.stop) lines.push(paint.yellow(`stopped: ${s.stop.message}`));
-  // What can be done about what failed, in the user's own words.
-  const retryable = c.failed + c.skipped;
-  if (retryable)
-    lines.push(
-      `to submit the ${count(retryable, 'failed or skipped item')} again (new attempts, paid again): genbatch retry ${manifestArg} (--code CODE or --id ID to choose; genbatch status ${manifestArg} lists them), then run it again`,
-    );
-  if (c.blocked)
-    lines.push(
-      `${count(c.blocked, 'blocked item')} (moderation) ${c.blocked === 1 ? 'is' : 'are'} never resent unchanged: change the prompt to submit again`,
-    );
-  return lines;
 }

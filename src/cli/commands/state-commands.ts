@@ -9,6 +9,7 @@ import { count, localDateTime, num, paintFor, table, type Paint } from '../forma
 const when = (iso: string | null) => (iso ? localDateTime(Date.parse(iso)) : 'unknown');
 import { existingStatePathFor, openStateReadOnly } from '../../store/state-path.js';
 import { locate } from '../../manifest/load-valid.js';
+import { FolderSink } from '../../sink/index.js';
 
 /** Which state a command looks at: --state, else the real run's, or with --simulate the rehearsal's. */
 interface StateFlags {
@@ -118,7 +119,7 @@ export async function retryCommand(
   try {
     store = Store.open(statePath);
   } catch (error) {
-    throw new ExitError(EXIT.environment, (error as Error).message);
+    throw new ExitError(EXIT.environment, (error as Error).message, undefined, { cause: error });
   }
   try {
     if (opts.rejected) return retryRejected(store, statePath, opts);
@@ -183,7 +184,7 @@ export async function reportCommand(
   try {
     const outDir = opts.out ? resolve(cwd, opts.out) : (store.runs.all().at(-1)?.out_dir ?? manifest.outputDir);
     const { writeReport } = await import('../../report/index.js');
-    const w = await writeReport(store, outDir, {
+    const w = await writeReport(store, new FolderSink(outDir), {
       title: manifest.name,
       html: opts.html ?? false,
       sidecars: opts.sidecars ?? false,

@@ -1,20 +1,9 @@
 import { setMaxListeners } from 'node:events';
 import type { Logger } from '../../log/logger.js';
-import type { Waiting } from '../../store/waiting.js';
+import { EventBus } from '../../util/event-bus.js';
+import type { RunEvent } from './events.js';
 
-export type RunEvent =
-  | { kind: 'submitted'; itemId: string; attempt: number; jobId: string; credits: number }
-  | { kind: 'job-ended'; itemId: string; jobId: string; status: string; code?: string }
-  | { kind: 'item-final'; itemId: string; state: string; code?: string; message?: string }
-  | { kind: 'retrying'; itemId: string; attempt: number; reason: string }
-  | { kind: 'waiting'; reason: string; untilMs: number }
-  | { kind: 'stopping'; reason: string }
-  | { kind: 'notice'; message: string }
-  /** Another shell paused the run (`genbatch pause`): no new submissions since then; or resumed it. */
-  | { kind: 'paused'; since: number }
-  | { kind: 'resumed' }
-  /** Nothing was sent, answered or said for `quietMs` though work is open, and no known wait explains it: a bug, said with what each state waits for. */
-  | { kind: 'stall'; quietMs: number; waiting: Waiting[] };
+export type { RunEvent } from './events.js';
 
 /** How an item's download gave up. */
 export interface DownloadFailure {
@@ -42,6 +31,8 @@ const WAKE_FLOOR_MS = 250;
 
 /** The run's control: its events, the stop (and the interrupt it aborts), and the wake-up its loops wait on. */
 export class Control {
+  /** Every event of the run, to any number of listeners. */
+  readonly events: EventBus<RunEvent>;
   /** Aborts everything that waits (polls, downloads, queued requests): an interrupt or a refused key. */
   readonly abort = new AbortController();
   /** Aborted when the run takes no new work (any stop but the budget's, which lets reserved submissions go): queued submissions and uploads are cancelled, never sent. */
@@ -51,11 +42,14 @@ export class Control {
   private woken = new Promise<void>((r) => (this.wakeUp = r));
 
   constructor(
-    private readonly logger: Logger | undefined,
-    private readonly onEvent: ((event: RunEvent) => void) | undefined,
+    logger: Logger | undefined,
     /** Requests that may listen for the interrupt at once: one per slot and download, plus the queues'. */
     listeners: number,
   ) {
+    // A listener's bug is logged; it never breaks the run that emitted.
+    this.events = new EventBus((error, event) =>
+      logger?.error({ err: error, event: event.kind }, 'an event listener failed'),
+    );
     setMaxListeners(listeners, this.abort.signal);
     setMaxListeners(listeners, this.noNewWork.signal);
   }
@@ -84,8 +78,7 @@ export class Control {
   }
 
   emit(event: RunEvent): void {
-    this.logger?.info(event, event.kind);
-    this.onEvent?.(event);
+    this.events.emit(event);
   }
 
   wake(): void {

@@ -42,7 +42,7 @@ async function uploadedBody(task: ItemTask): Promise<ImageSubmission | VideoSubm
         now: clock.now,
         validityMarginMs: clock.scaled(10 * 60_000),
         inFlight: lane.uploadsInFlight,
-        outDir: settings.outDir,
+        outputs: settings.outputs,
         signal: lane.noNewWork,
       });
     } catch (error) {

@@ -1,15 +1,16 @@
 import type { ImageSubmission, VideoSubmission } from '../../api/index.js';
 import type { InputRef, ItemSpec } from '../../manifest/index.js';
+import type { OutputSink } from '../../sink/index.js';
 import type { Store } from '../../store/index.js';
 import { InputError, uploadKeyFor, type UploadContext } from './uploads.js';
-import { join } from 'node:path';
 
 /** The first output on disk of a finished item's latest job, for `{ from: item }` inputs. */
-function outputOf(store: Store, outDir: string, itemId: string): string {
+function outputOf(store: Store, outputs: OutputSink, itemId: string): string {
   const jobId = store.attempts.latest(itemId)?.job_id;
   const first = jobId ? store.outputs.ofJob(jobId).find((o) => o.path) : undefined;
-  if (!first?.path) throw new InputError(`the output of ${itemId} is not on disk`);
-  return join(outDir, first.path);
+  const path = first?.path ? outputs.localPath(first.path) : undefined;
+  if (!path) throw new InputError(`the output of ${itemId} is not on disk`);
+  return path;
 }
 
 /**
@@ -19,11 +20,11 @@ function outputOf(store: Store, outDir: string, itemId: string): string {
  */
 export async function buildBody(
   spec: ItemSpec,
-  ctx: UploadContext & { outDir: string },
+  ctx: UploadContext & { outputs: OutputSink },
 ): Promise<ImageSubmission | VideoSubmission> {
   const target = spec.type;
   const key = (ref: InputRef, expect: 'image' | 'video') =>
-    uploadKeyFor(ctx, ref.kind === 'file' ? ref.path : outputOf(ctx.store, ctx.outDir, ref.id), target, expect);
+    uploadKeyFor(ctx, ref.kind === 'file' ? ref.path : outputOf(ctx.store, ctx.outputs, ref.id), target, expect);
   const common = {
     prompt: spec.prompt,
     model: spec.model,

@@ -1,5 +1,6 @@
 import { policy, waitMs, type ApiClient, type Job, type Reaction } from '../../api/index.js';
-import { DownloadError, downloadOutput, type OutputFile } from '../../download/download.js';
+import { DownloadError, downloadOutput } from '../../download/download.js';
+import type { OutputSink } from '../../sink/index.js';
 import type { Logger } from '../../log/logger.js';
 import { outputRelativePath } from '../../manifest/index.js';
 import type { ErrorNote, ItemRow, Store } from '../../store/index.js';
@@ -23,9 +24,8 @@ export interface DownloadDeps {
   /** The manifest's output name template and vars. */
   readonly naming: { readonly outputName: string; readonly vars: ReadonlyMap<string, string> };
   readonly settings: {
-    readonly outDir: string;
+    readonly outputs: OutputSink;
     readonly maxOutputBytes?: number | undefined;
-    readonly openOutput?: ((path: string) => Promise<OutputFile>) | undefined;
     readonly logger?: Logger | undefined;
   };
   readonly report: {
@@ -169,19 +169,22 @@ class DownloadTask {
   private async saveOne(idx: number, url: string, last: boolean): Promise<'saved' | 'ended' | 'refresh'> {
     const { store, clock, control, settings } = this.deps;
     const itemId = this.item.id;
+    const startedAt = clock.now();
     try {
       const file = await downloadOutput(
         this.deps.storage,
         url,
-        settings.outDir,
+        settings.outputs,
         this.item.type,
         (ext) => this.claimName(idx, ext),
         this.signal,
         settings.maxOutputBytes,
-        settings.openOutput,
       );
-      if (store.life.outputSaved(itemId, this.jobId, idx, file, clock.now(), last))
-        control.emit({ kind: 'item-final', itemId, state: 'done' });
+      const { jobId } = this;
+      const done = store.life.outputSaved(itemId, jobId, idx, file, clock.now(), last);
+      const ms = clock.now() - startedAt;
+      control.emit({ kind: 'downloaded', itemId, jobId, output: idx, path: file.path, bytes: file.bytes, ms });
+      if (done) control.emit({ kind: 'item-final', itemId, state: 'done' });
       if (!last) return 'saved';
       this.deps.report.ended(undefined);
       return 'ended';
@@ -195,7 +198,9 @@ class DownloadTask {
         { item: itemId, job: this.jobId, output: idx, error: this.last.message },
         'download failed',
       );
-      if (!(error instanceof DownloadError) || error.refreshable) return 'refresh';
+      const retry = !(error instanceof DownloadError) || error.refreshable;
+      control.emit({ kind: 'download-failed', itemId, jobId: this.jobId, output: idx, code: this.last.code, retry });
+      if (retry) return 'refresh';
       this.failedForGood(error);
       return 'ended';
     }
@@ -216,7 +221,7 @@ class DownloadTask {
   }
 
   /** The output's path inside the out dir, claimed for this item: never another item's file. */
-  private claimName(idx: number, ext: string): string {
+  private claimName(idx: number, ext: string): { path: string; mode: 'new' | 'replace' } {
     const { store, clock, naming } = this.deps;
     const item = this.item;
     const version = store.outputs.versionFor(item.id, this.jobId);
@@ -247,6 +252,7 @@ class DownloadTask {
       );
     }
     store.outputs.claimPath(this.jobId, idx, item.id, name.path, version, clock.now());
-    return name.path;
+    // Claimed before by this very output (a save cut short, or a copy found altered): what is there may be replaced.
+    return { path: name.path, mode: owner ? 'replace' : 'new' };
   }
 }

@@ -1,5 +1,6 @@
 import { ApiError, type Job, type Reaction } from '../../api/index.js';
 import type { Logger } from '../../log/logger.js';
+import type { OutputSink } from '../../sink/index.js';
 import type { ErrorNote, ItemRow, Store } from '../../store/index.js';
 import type { RunClock } from '../core/clock.js';
 import type { Control } from '../core/control.js';
@@ -28,7 +29,8 @@ export interface JobTaskDeps {
   /** When a new job's first poll leaves: learnt from the model's shortest job so far. */
   readonly firstPoll: FirstPoll;
   readonly settings: {
-    readonly outDir: string;
+    /** Where outputs are: an earlier item's output is read from there as an input. */
+    readonly outputs: OutputSink;
     readonly maxRetries: number;
     /** When this run began: an attempt sent before it may have been accepted then. */
     readonly runStartedAt: number;

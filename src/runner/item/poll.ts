@@ -29,6 +29,7 @@ export async function pollJob(task: ItemTask, jobId: string, acceptedAt: number 
         return lane.client.getJob(jobId, deps.pollWait.seconds, signal);
       }, signal);
       failures = 0;
+      deps.control.emit({ kind: 'polled', itemId: task.itemId, jobId, status: job.status });
       if (job.status === 'COMPLETED' && acceptedAt !== undefined) firstPoll.ended(fixed.model, acceptedAt, clock.now());
       if (isTerminalStatus(job.status)) return job;
     } catch (error) {

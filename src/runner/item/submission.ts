@@ -96,10 +96,18 @@ export class Submission {
       // Committed (with the others leaving in this turn) before it leaves; once committed it leaves, interrupt or not, as if on the wire.
       const record = { id: attempt.item_id, n: attempt.n, now: clock.now(), keyFp: lane.fingerprint };
       if (!(await deps.sends.record(record))) return undefined;
+      const resend = send.sent;
       send.sent = true;
       // The commit was a turn of the event loop later: the day is asked again right before the request leaves (recorded, it is resent with its key).
       if (dayTurned()) return 'again';
       send.sentAt = clock.now();
+      deps.control.emit({
+        kind: 'submitted',
+        itemId: attempt.item_id,
+        attempt: attempt.n,
+        keyFp: lane.fingerprint,
+        resend,
+      });
       return fixed.type === 'image'
         ? lane.client.submitImage(body, attempt.idempotency_key)
         : lane.client.submitVideo(body, attempt.idempotency_key);
@@ -116,7 +124,7 @@ export class Submission {
     this.acceptedAt = now;
     deps.report.accepted(attempt.item_id);
     deps.control.emit({
-      kind: 'submitted',
+      kind: 'accepted',
       itemId: attempt.item_id,
       attempt: attempt.n,
       jobId: job.id,

@@ -4,8 +4,9 @@ import type { ApiClient } from '../../api/index.js';
 import type { Pacer } from '../../scheduler/pacer.js';
 import type { Store } from '../../store/index.js';
 import { fileSha256 } from '../core/identity.js';
+import { GenbatchError } from '../../util/errors.js';
 
-export class InputError extends Error {
+export class InputError extends GenbatchError {
   override readonly name = 'InputError';
 }
 

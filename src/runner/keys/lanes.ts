@@ -40,6 +40,7 @@ export class KeyLane {
   /** Aborted when the key leaves the run or the run takes no new work: its queued submissions and upload grants are never sent. */
   readonly noNewWork: AbortSignal;
   private readonly leaving = new AbortController();
+  private readonly stopHearing: () => void;
   private readonly scopes: readonly JobType[] | undefined;
   /** Why the service refused the key, once it did. */
   refused: { code: string; message: string } | undefined;
@@ -74,7 +75,10 @@ export class KeyLane {
         upload: new Bucket(key.limits.upload, now),
       };
     }
-    key.client.observeRemaining((kind, remaining) => this.buckets[kind].serviceRemaining(remaining));
+    // What the service says is left of a limit paces this key's bucket; heard until the lane stops.
+    this.stopHearing = key.client.answers.on((answer) => {
+      if (answer.remaining !== undefined) this.buckets[answer.limit].serviceRemaining(answer.remaining);
+    });
     this.slots = { image: new Slots(key.limits.imagesInFlight), video: new Slots(key.limits.videosInFlight) };
     const sharedDay = coordinator
       ? new SharedKeyDay(coordinator, key.fingerprint, key.limits.dailyCap, onCoordinator, (ms) => sleep(ms))
@@ -135,6 +139,7 @@ export class KeyLane {
 
   stop(): void {
     for (const bucket of Object.values(this.buckets)) bucket.stop();
+    this.stopHearing();
   }
 }
 

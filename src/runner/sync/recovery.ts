@@ -1,6 +1,4 @@
-import { readdir, rm } from 'node:fs/promises';
-import { join } from 'node:path';
-import { checkOutput } from '../../download/verify.js';
+import type { OutputSink } from '../../sink/index.js';
 import type { Logger } from '../../log/logger.js';
 import type { ItemRow, Store } from '../../store/index.js';
 import type { KeyRoster } from '../keys/roster.js';
@@ -11,7 +9,8 @@ export interface RecoveryDeps {
   readonly store: Store;
   readonly lanes: KeyLanes;
   readonly roster: KeyRoster;
-  readonly outDir: string;
+  /** Where the outputs are: what a killed run left half-written is removed, the done items' outputs checked. */
+  readonly outputs: OutputSink;
   readonly now: () => number;
   readonly logger?: Logger | undefined;
   /** Aborted on an interrupt: the check of done outputs stops there. */
@@ -28,7 +27,7 @@ export interface RecoveryDeps {
  */
 export async function recover(deps: RecoveryDeps): Promise<{ verifying: Promise<void> }> {
   const { store, roster, lanes, now } = deps;
-  await removePartials(deps.outDir);
+  await deps.outputs.cleanUp();
   for (const state of ['queued', 'submitting', 'maybe_accepted', 'running'] as const) {
     // A resend deferred to a later time is the feeder's to start when it is due.
     // An item the manifest dropped before its attempt was sent is never sent; one sent may be paid for, so it goes on.
@@ -55,7 +54,7 @@ async function verifyDone(deps: RecoveryDeps): Promise<void> {
     if (deps.signal.aborted) return;
     const check =
       out.path && out.bytes !== null && out.sha256
-        ? await checkOutput(deps.outDir, {
+        ? await deps.outputs.check({
             path: out.path,
             bytes: out.bytes,
             sha256: out.sha256,
@@ -70,13 +69,4 @@ async function verifyDone(deps: RecoveryDeps): Promise<void> {
     }
   }
   for (const [itemId, jobId] of again) deps.startDownload(itemId, jobId);
-}
-
-/** Temporary files of downloads a killed run left behind (never under a final name). */
-async function removePartials(dir: string): Promise<void> {
-  const entries = await readdir(dir, { recursive: true, withFileTypes: true }).catch(() => []);
-  for (const e of entries) {
-    if (e.isFile() && /^\..+\.[0-9a-f]{8}\.part$/.test(e.name))
-      await rm(join(e.parentPath ?? dir, e.name), { force: true });
-  }
 }

@@ -26,7 +26,7 @@ export function watchService(deps: {
   unreachableMs: number | undefined;
   logger?: { warn(obj: object, msg: string): void } | undefined;
   onActivity: () => void;
-}): Reachability {
+}): { reachability: Reachability; stopHearing: () => void } {
   const { lanes, clock, control, now, logger, onActivity } = deps;
   const probeEveryMs = Math.min(1_000, Math.max(100, clock.scaled(1_000)));
   const reachability = new Reachability({
@@ -43,12 +43,14 @@ export function watchService(deps: {
     signal: control.abort.signal,
     onDown: (since, reason) => {
       logger?.warn({ since, reason }, 'service unreachable');
+      control.emit({ kind: 'outage', phase: 'down', since, reason });
       control.emit({
         kind: 'notice',
         message: `the service is unreachable (${reason}); submissions pause, and it is asked again every ${Math.round(probeEveryMs)} ms. Nothing paid is lost.`,
       });
     },
     onUp: (since) => {
+      control.emit({ kind: 'outage', phase: 'up', since });
       control.emit({
         kind: 'notice',
         message: `the service answers again, after ${((now() - since) / 1000).toFixed(1)} s unreachable; submissions go on`,
@@ -61,10 +63,12 @@ export function watchService(deps: {
         `the service has answered nothing since ${utc(since)} (${((now() - since) / 60_000).toFixed(1)} minutes; last: ${reason}). Nothing paid is lost: run the same command again once it is reachable, and it resends what may have been accepted with the same keys and downloads what was paid for.`,
       ),
   });
-  for (const lane of lanes.all)
-    lane.client.observeAnswers(() => {
-      reachability.answered();
-      onActivity();
-    });
-  return reachability;
+  // Any answer of any key's client says the service is there; heard until the run ends.
+  const stops = lanes.all.map((lane) => lane.client.answers.on(() => reachability.answered()));
+  return {
+    reachability,
+    stopHearing: () => {
+      for (const stop of stops) stop();
+    },
+  };
 }

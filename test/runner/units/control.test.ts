@@ -4,7 +4,8 @@ import { Control, type RunEvent } from '../../../src/runner/core/control.js';
 describe('Control, built alone', () => {
   it('a budget stop lets reserved submissions go; an interrupt also aborts polls and downloads; the first stop wins', () => {
     const events: RunEvent[] = [];
-    const budget = new Control(undefined, (e) => events.push(e), 10);
+    const budget = new Control(undefined, 10);
+    budget.events.on((e) => events.push(e));
     budget.stop('budget', 'spent');
     expect(budget.noNewWork.signal.aborted).toBe(false);
     expect(budget.abort.signal.aborted).toBe(false);
@@ -12,20 +13,20 @@ describe('Control, built alone', () => {
     expect(budget.stopReason).toEqual({ kind: 'budget', message: 'spent' });
     expect(events).toEqual([{ kind: 'stopping', reason: 'spent' }]);
 
-    const interrupted = new Control(undefined, undefined, 10);
+    const interrupted = new Control(undefined, 10);
     interrupted.stop('interrupted', 'Ctrl-C');
     expect(interrupted.noNewWork.signal.aborted).toBe(true);
     expect(interrupted.abort.signal.aborted).toBe(true);
 
     // A full disk stops new work, but paid jobs are still polled and recorded.
-    const disk = new Control(undefined, undefined, 10);
+    const disk = new Control(undefined, 10);
     disk.stop('disk', 'full');
     expect(disk.noNewWork.signal.aborted).toBe(true);
     expect(disk.abort.signal.aborted).toBe(false);
   });
 
   it('a wait for an event ends at the wake, not at its bound; a wait with nothing to wake it ends at its bound', async () => {
-    const control = new Control(undefined, undefined, 10);
+    const control = new Control(undefined, 10);
     let woken = false;
     const waiting = control.waitForEvent(60_000).then(() => (woken = true));
     await Promise.resolve();

@@ -20,7 +20,8 @@ function setUp(opts: { maxCredits?: number; caps?: number[]; prices?: Record<str
   const now = { t: 100 * DAY + 3_600_000 };
   const clock = new RunClock(() => now.t, 1);
   const events: RunEvent[] = [];
-  const control = new Control(undefined, (e) => events.push(e), 10);
+  const control = new Control(undefined, 10);
+  control.events.on((e) => events.push(e));
   const caps = (opts.caps ?? [100]).map((cap, i) => new DailyCap(store, `fp-${i}`, cap, clock));
   const waits: (number | undefined)[] = [];
   const credits = new Credits(

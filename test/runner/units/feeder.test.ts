@@ -30,7 +30,7 @@ function feederOver(items: { id: string; priority?: number; dependsOn?: string[]
     false,
   );
   const now = { t: 1_000 };
-  return { store, now, feeder: new Feeder(store, new RunClock(() => now.t, 1), new Control(undefined, undefined, 10)) };
+  return { store, now, feeder: new Feeder(store, new RunClock(() => now.t, 1), new Control(undefined, 10)) };
 }
 
 describe('Feeder, built alone', () => {

@@ -15,6 +15,8 @@ import type { Reachability } from '../../../src/runner/watch/reachability.js';
 import { SendBatch } from '../../../src/runner/item/send-batch.js';
 import { DEFAULT_KEY_LIMITS } from '../../../src/scheduler/limits.js';
 import { Store } from '../../../src/store/index.js';
+import { EventBus } from '../../../src/util/event-bus.js';
+import { FolderSink } from '../../../src/sink/index.js';
 
 const stores: Store[] = [];
 afterEach(() => {
@@ -48,8 +50,7 @@ function taskWith(answers: (() => Promise<Job>)[]) {
   );
   const keys: string[] = [];
   const client = {
-    observeRemaining() {},
-    observeAnswers() {},
+    answers: new EventBus(),
     async submitImage(_body: unknown, key: string) {
       keys.push(key);
       return answers.shift()!();
@@ -60,7 +61,8 @@ function taskWith(answers: (() => Promise<Job>)[]) {
   } as unknown as ApiClient;
   const clock = new RunClock(Date.now, 3600);
   const events: RunEvent[] = [];
-  const control = new Control(undefined, (e) => events.push(e), 20);
+  const control = new Control(undefined, 20);
+  control.events.on((e) => events.push(e));
   const lane = new KeyLane(
     { fingerprint: 'fp-a', client, limits: { ...DEFAULT_KEY_LIMITS, submit: { count: 10, windowMs: 100 } } },
     store,
@@ -84,7 +86,7 @@ function taskWith(answers: (() => Promise<Job>)[]) {
     sends: new SendBatch(store),
     pollWait,
     firstPoll: new FirstPoll(() => 0),
-    settings: { outDir: join(dir, 'out'), maxRetries: 2, runStartedAt: Date.now() },
+    settings: { outputs: new FolderSink(join(dir, 'out')), maxRetries: 2, runStartedAt: Date.now() },
     report: {
       charged() {},
       refunded() {},

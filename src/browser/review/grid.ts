@@ -1,0 +1,182 @@
+import type { CardsPage, ReviewCardData } from '../data.js';
+import { byId, el } from '../dom.js';
+import { api, app, CARD_H, CARD_W, fileUrl, fmt, GAP, SLICE } from './state.js';
+
+/**
+ * The grid: a tall empty space with only the visible rows of cards in it,
+ * fetched a slice at a time on demand. Moving the focus tells `onMoved`
+ * (the lightbox follows it).
+ */
+export const grid = { onMoved: (_index: number) => {} };
+
+function query(offset: number): string {
+  let q = `/api/items?offset=${offset}&limit=${SLICE}`;
+  for (const [k, v] of Object.entries(app.filter)) if (v) q += `&${k}=${encodeURIComponent(v)}`;
+  return q;
+}
+
+async function fetchSlice(index: number): Promise<void> {
+  const gen = app.generation;
+  const issued = app.editSeq;
+  const page = await api<CardsPage>(query(index * SLICE));
+  if (gen !== app.generation) return;
+  const mine = new Map((app.slices.get(index) ?? []).map((c) => [c.id, c]));
+  app.slices.set(
+    index,
+    page.cards.map((c) => ((app.edited.get(c.id) ?? 0) > issued && mine.has(c.id) ? mine.get(c.id)! : c)),
+  );
+  if (page.total !== app.total) {
+    app.total = page.total;
+    layout();
+  }
+  render();
+}
+
+function loadSlice(index: number): Promise<void> {
+  if (app.slices.has(index)) return Promise.resolve();
+  return track(index);
+}
+
+function track(index: number): Promise<void> {
+  const known = app.pending.get(index);
+  if (known) return known;
+  const p = fetchSlice(index)
+    .catch(() => {})
+    .then(() => {
+      app.pending.delete(index);
+    });
+  app.pending.set(index, p);
+  return p;
+}
+
+export function cardAt(i: number): ReviewCardData | undefined {
+  return app.slices.get(Math.floor(i / SLICE))?.[i % SLICE];
+}
+
+export async function reload(keepFocus: boolean): Promise<void> {
+  app.generation++;
+  app.slices.clear();
+  app.pending.clear();
+  if (!keepFocus) {
+    app.focus = 0;
+    app.anchor = -1;
+    app.scroller.scrollTop = 0;
+  }
+  await loadSlice(0);
+  showCounts();
+}
+
+/** Fetches again the slices on screen (the live view: new outputs, other states); what is shown stays until they arrive. */
+export function refreshVisible(): void {
+  const [from, to] = visibleRange();
+  const first = Math.floor(from / SLICE);
+  const last = Math.floor(Math.max(from, to - 1) / SLICE);
+  for (let k = first; k <= last; k++) void track(k);
+}
+
+export function layout(): void {
+  app.cols = Math.max(1, Math.floor((app.scroller.clientWidth - GAP) / (CARD_W + GAP)));
+  app.space.style.height = `${Math.ceil(app.total / app.cols) * (CARD_H + GAP) + GAP}px`;
+  showCounts();
+}
+
+function visibleRange(): [number, number] {
+  const rowH = CARD_H + GAP;
+  const firstRow = Math.max(0, Math.floor(app.scroller.scrollTop / rowH) - 1);
+  const lastRow = Math.ceil((app.scroller.scrollTop + app.scroller.clientHeight) / rowH) + 1;
+  return [firstRow * app.cols, Math.min(app.total, lastRow * app.cols)];
+}
+
+export function render(): void {
+  const [from, to] = visibleRange();
+  const nodes: HTMLElement[] = [];
+  for (let i = from; i < to; i++) {
+    const card = cardAt(i);
+    if (!card) {
+      void loadSlice(Math.floor(i / SLICE));
+      continue;
+    }
+    nodes.push(cardNode(card, i));
+  }
+  app.space.replaceChildren(...nodes);
+}
+
+export function decisionOf(card: ReviewCardData): string | null {
+  return card.decision ?? (card.version ? 'unreviewed' : null);
+}
+
+function isSelected(i: number): boolean {
+  if (app.anchor < 0) return false;
+  return i >= Math.min(app.anchor, app.focus) && i <= Math.max(app.anchor, app.focus);
+}
+
+function media(card: ReviewCardData): HTMLElement {
+  if (!card.file) return el('div', { className: 'empty', text: card.state });
+  if (card.type === 'video') return el('video', { src: fileUrl(card.file), preload: 'metadata', muted: '' });
+  return el('img', { src: fileUrl(card.file), alt: card.prompt, loading: 'lazy', decoding: 'async' });
+}
+
+function cardNode(card: ReviewCardData, i: number): HTMLElement {
+  const d = decisionOf(card);
+  const classes = `card${i === app.focus ? ' focus' : ''}${isSelected(i) ? ' selected' : ''}${card.decision ? ` d-${card.decision}-card` : ''}`;
+  const node = el(
+    'article',
+    { className: classes, 'data-index': String(i), 'data-id': card.id, 'data-decision': d ?? '', title: card.prompt },
+    el('div', { className: 'media' }, media(card)),
+    el(
+      'div',
+      { className: 'meta' },
+      el('span', { className: 'id', text: card.id }),
+      el('span', { className: 'badge', text: card.state }),
+      d ? el('span', { className: `badge d-${d}`, text: d }) : null,
+      (card.version ?? 0) > 1 ? el('span', { className: 'badge', text: `v${card.version}` }) : null,
+      card.note ? el('span', { className: 'note', text: card.note }) : null,
+    ),
+  );
+  const row = Math.floor(i / app.cols);
+  const col = i % app.cols;
+  Object.assign(node.style, {
+    left: `${GAP + col * (CARD_W + GAP)}px`,
+    top: `${GAP + row * (CARD_H + GAP)}px`,
+    width: `${CARD_W}px`,
+    height: `${CARD_H}px`,
+  });
+  return node;
+}
+
+export function showCounts(): void {
+  byId('shown').textContent = `${fmt(app.total)} shown`;
+  const n = app.anchor < 0 ? 0 : Math.abs(app.focus - app.anchor) + 1;
+  byId('selection').textContent = n > 1 ? `${n} selected` : '';
+}
+
+/** Focus on card `i` (a range from the anchor with `extend`), scrolled into view. */
+export function moveTo(index: number, extend: boolean): void {
+  if (app.total === 0) return;
+  const i = Math.max(0, Math.min(app.total - 1, index));
+  if (extend) {
+    if (app.anchor < 0) app.anchor = app.focus;
+  } else app.anchor = -1;
+  app.focus = i;
+  const rowH = CARD_H + GAP;
+  const top = Math.floor(i / app.cols) * rowH;
+  const { scroller } = app;
+  if (top < scroller.scrollTop) scroller.scrollTop = top;
+  else if (top + rowH > scroller.scrollTop + scroller.clientHeight)
+    scroller.scrollTop = top + rowH - scroller.clientHeight + GAP;
+  render();
+  showCounts();
+  grid.onMoved(i);
+}
+
+/** The selected cards (or the focused one) that have an output to decide on. */
+export function targets(): ReviewCardData[] {
+  const from = app.anchor < 0 ? app.focus : Math.min(app.anchor, app.focus);
+  const to = app.anchor < 0 ? app.focus : Math.max(app.anchor, app.focus);
+  const list: ReviewCardData[] = [];
+  for (let i = from; i <= to; i++) {
+    const c = cardAt(i);
+    if (c?.version) list.push(c);
+  }
+  return list;
+}

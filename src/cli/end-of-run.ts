@@ -1,0 +1,100 @@
+import { resolve } from 'node:path';
+import type { RunSummary } from '../runner/index.js';
+import { OPEN_STATES } from '../store/index.js';
+import { count, num, type Paint } from './format.js';
+
+/** Problem items the end of a run names with their message; status lists them all. */
+const PROBLEMS_SHOWN = 10;
+
+/** What a run prints when it ends: counts, credits, where things are, what failed and why, and what to do next. */
+export function endOfRunText(
+  s: RunSummary,
+  outDir: string,
+  cwd: string,
+  logPath: string,
+  manifestArg: string,
+  paint: Paint,
+): string {
+  const c = s.counts;
+  const open = OPEN_STATES.reduce((n, state) => n + c[state], 0);
+  const total = Object.values(c).reduce((a, b) => a + b, 0);
+  const bad = c.failed + c.rejected + c.blocked + c.skipped;
+  const lines = [
+    (c.done === total ? paint.green : (t: string) => t)(`done ${num(c.done)}/${num(total)}`) +
+      (bad
+        ? paint.red(
+            `, failed ${num(c.failed)}, rejected ${num(c.rejected)}, blocked ${num(c.blocked)}, skipped ${num(c.skipped)}`,
+          )
+        : '') +
+      (open ? paint.yellow(`, not finished ${open}`) : ''),
+    `credits: ${num(s.credits.charged)} charged, ${num(s.credits.refunded)} refunded, ${num(s.credits.charged - s.credits.refunded)} net`,
+    `outputs: ${resolve(cwd, outDir)}`,
+    `log: ${logPath}`,
+  ];
+  lines.push(...failureLines(s, paint, manifestArg));
+  if (s.changed.length)
+    lines.push(
+      `${count(s.changed.length, 'item')} changed after they were submitted and keep their result (--redo-changed resubmits them): ${s.changed.slice(0, 5).join(', ')}${s.changed.length > 5 ? ', …' : ''}`,
+    );
+  lines.push(...keyLines(s, paint));
+  return [...lines, ...afterwardLines(s, paint, manifestArg)].join('\n');
+}
+
+/** The failures by code, and the first problem items with their message. */
+function failureLines(s: RunSummary, paint: Paint, manifestArg: string): string[] {
+  if (!Object.keys(s.failures).length) return [];
+  const byCode = Object.entries(s.failures)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ');
+  const lines = [paint.red(`failures by code: ${byCode}`)];
+  const shown = s.problems.slice(0, PROBLEMS_SHOWN);
+  for (const p of shown) lines.push(`  ${paint.bold(p.id)} (${p.state}) ${paint.red(p.code)}: ${p.message}`);
+  const total = Object.values(s.failures).reduce((a, b) => a + b, 0);
+  if (total > shown.length)
+    lines.push(`  … and ${count(total - shown.length, 'more item')}: genbatch status ${manifestArg} lists them all`);
+  return lines;
+}
+
+/** Keys refused during the run, and keys the run lacks, with the items that wait for each. */
+function keyLines(s: RunSummary, paint: Paint): string[] {
+  const lines: string[] = [];
+  for (const [fingerprint, r] of Object.entries(s.keysRefused)) {
+    lines.push(
+      paint.yellow(
+        `the key ${fingerprint} was refused during the run (${r.code}: ${r.message})${r.waiting ? `; ${count(r.waiting, 'item')} sent with it wait${r.waiting === 1 ? 's' : ''} for it (${r.waiting === 1 ? 'it' : 'they'} may have been accepted: resent or read with another key, ${r.waiting === 1 ? 'it' : 'they'} could be paid for twice)` : ''}`,
+      ),
+    );
+  }
+  for (const [fingerprint, n] of Object.entries(s.keysMissing)) {
+    lines.push(
+      `${count(n, 'item')} ${n === 1 ? 'was' : 'were'} sent with the API key whose fingerprint is ${fingerprint}, which this run does not have: ${n === 1 ? 'it waits' : 'they wait'} for a run with that key (resent or read with another key, ${n === 1 ? 'it' : 'they'} could be paid for twice)`,
+    );
+  }
+  return lines;
+}
+
+/** What was left for later, why the run stopped, and what can be done about what failed. */
+function afterwardLines(s: RunSummary, paint: Paint, manifestArg: string): string[] {
+  const c = s.counts;
+  const lines: string[] = [];
+  if (s.notSelected)
+    lines.push(
+      `${count(s.notSelected, 'item')} not selected by --only ${s.notSelected === 1 ? 'waits' : 'wait'} for a later run (the same command without --only runs ${s.notSelected === 1 ? 'it' : 'them'})`,
+    );
+  if (s.removed)
+    lines.push(
+      `${count(s.removed, 'item')} of an earlier version of the manifest ${s.removed === 1 ? 'is' : 'are'} no longer in it: not run and not counted here; what ${s.removed === 1 ? 'it' : 'they'} already had stays in the state and the output dir`,
+    );
+  if (s.stop) lines.push(paint.yellow(`stopped: ${s.stop.message}`));
+  // What can be done about what failed, in the user's own words.
+  const retryable = c.failed + c.skipped;
+  if (retryable)
+    lines.push(
+      `to submit the ${count(retryable, 'failed or skipped item')} again (new attempts, paid again): genbatch retry ${manifestArg} (--code CODE or --id ID to choose; genbatch status ${manifestArg} lists them), then run it again`,
+    );
+  if (c.blocked)
+    lines.push(
+      `${count(c.blocked, 'blocked item')} (moderation) ${c.blocked === 1 ? 'is' : 'are'} never resent unchanged: change the prompt to submit again`,
+    );
+  return lines;
+}

@@ -1,0 +1,67 @@
+import type { LimitKind } from '../../api/index.js';
+import type { Logger } from '../../log/logger.js';
+import type { Waiting } from '../../store/waiting.js';
+
+/**
+ * What a run says as it goes, to any number of listeners (the live line, the
+ * log, notifications, the watchdog, a library's caller, metrics). Each event
+ * names its item where it has one.
+ */
+export type RunEvent = ItemEvent | ServiceEvent | RunStateEvent;
+
+/** One item's life: its submission, its job, its outputs. */
+export type ItemEvent =
+  /** A submission left, its record committed first (`resend`: the same key again). */
+  | { kind: 'submitted'; itemId: string; attempt: number; keyFp: string; resend: boolean }
+  /** The service answered a submission with a job, charged `credits`. */
+  | { kind: 'accepted'; itemId: string; attempt: number; jobId: string; credits: number }
+  /** A poll of the item's job was answered. */
+  | { kind: 'polled'; itemId: string; jobId: string; status: string }
+  | { kind: 'job-ended'; itemId: string; jobId: string; status: string; code?: string }
+  /** One output saved and verified (`ms`: from opening its link to its rename into place). */
+  | { kind: 'downloaded'; itemId: string; jobId: string; output: number; path: string; bytes: number; ms: number }
+  /** One try at an output failed; `retry`: a fresh link is tried next, else the item waits for a later run. */
+  | { kind: 'download-failed'; itemId: string; jobId: string; output: number; code: string; retry: boolean }
+  /** The item reached a state this run leaves it in (done, failed, blocked, held, …). */
+  | { kind: 'item-final'; itemId: string; state: string; code?: string; message?: string }
+  | { kind: 'retrying'; itemId: string; attempt: number; reason: string };
+
+/** The service and the keys: every answer, every 429, outages. */
+export type ServiceEvent =
+  /** The service answered a request of the key (any HTTP status). */
+  | {
+      kind: 'answer';
+      keyFp: string;
+      method: string;
+      path: string;
+      limit: LimitKind;
+      status: number;
+      ms: number;
+      code?: string;
+    }
+  /** A 429: the key's `limit` is reached (`code` says which: RATE_LIMITED, CONCURRENCY_LIMIT, DAILY_CAP_REACHED). */
+  | { kind: 'rate-limited'; keyFp: string; limit: LimitKind; code: string; retryAfterMs?: number }
+  /** The service answers nothing since `since` (down), or answers again (up). */
+  | { kind: 'outage'; phase: 'down' | 'up'; since: number; reason?: string };
+
+/** The run as a whole. */
+export type RunStateEvent =
+  | { kind: 'waiting'; reason: string; untilMs: number }
+  | { kind: 'stopping'; reason: string }
+  | { kind: 'notice'; message: string }
+  /** Another shell paused the run (`genbatch pause`): no new submissions since then; or resumed it. */
+  | { kind: 'paused'; since: number }
+  | { kind: 'resumed' }
+  /** Nothing was sent, answered or said for `quietMs` though work is open, and no known wait explains it: a bug, said with what each state waits for. */
+  | { kind: 'stall'; quietMs: number; waiting: Waiting[] };
+
+/** Events a log keeps only at debug level: one per request, which the client logs already. */
+const CHATTY: ReadonlySet<RunEvent['kind']> = new Set(['answer', 'polled', 'submitted']);
+
+/** The run's log as a listener: every event, the per-request ones at debug. */
+export function logEvents(logger: Logger): (event: RunEvent) => void {
+  return (event) => {
+    if (CHATTY.has(event.kind)) logger.debug(event, event.kind);
+    else logger.info(event, event.kind);
+  };
+}

@@ -1,0 +1,84 @@
+import type { Readable } from 'node:stream';
+
+/**
+ * Where verified outputs go, and where the results that describe them are
+ * written: one interface, whatever the place is (a folder first). Every
+ * reader and writer of outputs (downloads, recovery, the reports, review)
+ * goes through it, so that a new place is one new implementation.
+ */
+export interface OutputSink {
+  /** The place as a user names it: a folder's absolute path. */
+  readonly location: string;
+  /** Proves that files can be written there, before anything is paid for: the problem, or undefined. */
+  probe(): Promise<SinkProblem | undefined>;
+  /** Marks the place as this state's, or refuses it when it holds another state's outputs (OutputsTakenError). */
+  claim(owner: OutputsOwner): Promise<void>;
+  /**
+   * A file under `relPath`, written to a temporary and put in place whole by
+   * its commit. An output is put in place only where nothing else is
+   * (`mode: 'new'`), unless what is there is an earlier copy of the same
+   * output (`'replace'`); the results and the gallery replace theirs.
+   */
+  create(relPath: string, mode: 'new' | 'replace', options?: { durable?: boolean }): Promise<SinkWriter>;
+  /** What is there now of an output as it was verified. */
+  check(recorded: RecordedOutput): Promise<OutputCheck>;
+  /** A file to read (the whole, or a byte range of it for a video's scrubbing); undefined when it is not there or not inside. */
+  open(relPath: string): Promise<OpenedFile | undefined>;
+  /** A path on this machine where the file can be read (an input uploaded from an earlier item's output), if there is one. */
+  localPath(relPath: string): string | undefined;
+  /** Removes what a killed run left half-written (temporaries, probes). */
+  cleanUp(): Promise<void>;
+}
+
+/** A file being written: bytes in, then put in place whole (commit) or dropped (abort). */
+export interface SinkWriter {
+  /** Where the file will be, as the sink names it (for messages). */
+  readonly location: string;
+  write(data: string | Uint8Array | readonly Uint8Array[]): Promise<void>;
+  /**
+   * Puts the file in place. `expected` (its byte count and sha256, as the
+   * writer counted them) is what the place must hold once it is done; a new
+   * output whose name is held by other bytes is refused (OutputExistsError).
+   * Resolves with the file's modification time (ms, whole).
+   */
+  commit(expected?: { bytes: number; sha256: string }): Promise<number>;
+  abort(): Promise<void>;
+}
+
+/** An output as recorded when it was verified. */
+export interface RecordedOutput {
+  path: string;
+  bytes: number;
+  sha256: string;
+  mtime_ms: number | null;
+}
+
+export type OutputCheck =
+  | { verdict: 'unchanged' }
+  /** Touched since (its modification time moved) but still the same bytes. */
+  | { verdict: 'same-bytes'; mtimeMs: number }
+  | { verdict: 'missing' | 'resized' | 'altered' };
+
+export interface ByteRange {
+  start: number;
+  end: number;
+}
+
+export interface OpenedFile {
+  size: number;
+  /** The whole file, or the range asked for. */
+  read(range?: ByteRange): Readable;
+}
+
+/** Why outputs cannot be written: a file system's or a store's code, and what to tell the user. */
+export interface SinkProblem {
+  code: string;
+  message: string;
+}
+
+/** Whose outputs a place holds: a state file (by its path and run id), real or a rehearsal. */
+export interface OutputsOwner {
+  state: string;
+  runId: string;
+  rehearsal: boolean;
+}
