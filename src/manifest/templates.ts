@@ -18,6 +18,8 @@ interface Compiled {
   parts: string[];
   /** Each name once, made when first asked for. */
   unique?: string[];
+  /** The template's own text holds braces that are no {{name}}: a malformed template, whatever the values. */
+  malformed: boolean;
 }
 const compiled = new Map<string, Compiled>();
 
@@ -25,7 +27,10 @@ function compiledOf(text: string): Compiled {
   let entry = compiled.get(text);
   if (!entry) {
     // split() with a capturing group keeps the names at the odd indexes.
-    entry = { parts: text.split(TEMPLATE) };
+    const parts = text.split(TEMPLATE);
+    // Only the template's literal text is looked at: the values put in it are data, used as written.
+    const malformed = parts.some((part, i) => i % 2 === 0 && (part.includes('{{') || part.includes('}}')));
+    entry = { parts, malformed };
     if (compiled.size > 10_000) compiled.clear();
     compiled.set(text, entry);
   }
@@ -36,7 +41,13 @@ const compile = (text: string): string[] => compiledOf(text).parts;
 
 export function render(text: string, context: TemplateContext): Rendered {
   if (!text.includes('{{')) return { ok: true, value: text };
-  const parts = compile(text);
+  const { parts, malformed } = compiledOf(text);
+  if (malformed) {
+    return {
+      ok: false,
+      message: `a malformed template in ${JSON.stringify(text)}: expected {{name}} with a name of letters, digits and _`,
+    };
+  }
   let value = parts[0]!;
   let unknown: string[] | undefined;
   for (let i = 1; i < parts.length; i += 2) {
@@ -49,12 +60,6 @@ export function render(text: string, context: TemplateContext): Rendered {
     return {
       ok: false,
       message: `unknown template name ${unknown.map((n) => `{{${n}}}`).join(', ')}; known here: ${known.length ? known.join(', ') : '(none)'}`,
-    };
-  }
-  if (value.includes('{{') || value.includes('}}')) {
-    return {
-      ok: false,
-      message: `a malformed template in ${JSON.stringify(text)}: expected {{name}} with a name of letters, digits and _`,
     };
   }
   return { ok: true, value };

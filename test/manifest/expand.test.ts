@@ -138,3 +138,36 @@ items:
     expect(issues.count).toBe(1000);
   });
 });
+
+describe('values are data, templates are text', () => {
+  it('sends a row, matrix or vars value that holds {{…}} as written, and still refuses a malformed template', async () => {
+    const m = await load({
+      'm.yaml': `version: 1
+defaults: { model: studio-xl }
+vars: { brand: Acme, motto: "{{not a template}}" }
+items:
+  - rows: feed.csv
+    id: "sku-{{sku}}"
+    prompt: "{{title}}, product photo for {{brand}}"
+  - id: "tee-{{color}}"
+    prompt: "A {{color}} tee, {{motto}}"
+    matrix: { color: ["{{red}}"] }
+`,
+      'feed.csv': 'sku,title\n1,{{brand}} special edition\n2,"Mug }} {{ odd"\n',
+    });
+    expect(m.items.map((i) => i.prompt)).toEqual([
+      '{{brand}} special edition, product photo for Acme',
+      'Mug }} {{ odd, product photo for Acme',
+      'A {{red}} tee, {{not a template}}',
+    ]);
+    expect(m.items.map((i) => i.id)).toEqual(['sku-1', 'sku-2', 'tee-{{red}}']);
+
+    const dir = workspace({
+      'bad.yaml': 'version: 1\ndefaults: { model: studio-xl }\nitems:\n  - id: a\n    prompt: "A mug for {{brand-name}} }}"\n',
+    });
+    const { issues } = await loadManifest('bad.yaml', dir);
+    expect(issues.issues.map(formatIssue)).toEqual([
+      expect.stringMatching(/items\[0\]\.prompt: a malformed template in "A mug for \{\{brand-name\}\} \}\}"/),
+    ]);
+  });
+});
