@@ -215,13 +215,32 @@ function csvRecord(r: ResultRow, valueNames: readonly string[]): unknown[] {
   ];
 }
 
+/**
+ * A text cell a spreadsheet would take for a formula (CSV injection,
+ * CWE-1236): one that starts with =, +, @, a tab or a carriage return, or
+ * with - before something that is not a number. Written with a leading ' it
+ * is shown as the text it is; numbers (-5, -2.5e3) stay numbers.
+ */
+export function spreadsheetSafe(text: string): string {
+  const first = text[0];
+  if (first === '=' || first === '+' || first === '@' || first === '\t' || first === '\r') return `'${text}`;
+  if (first === '-' && !Number.isFinite(Number(text))) return `'${text}`;
+  return text;
+}
+
+/** Every string cell made safe to open in a spreadsheet; numbers are written as they are. */
+const SAFE = { cast: { string: spreadsheetSafe } };
+
 /** The CSV's header: our columns, then the rows' own (sku, title…); one named like ours gets a var_ prefix. */
 export function csvHeader(valueNames: readonly string[]): string {
-  return stringify([[...CSV_COLUMNS, ...valueNames.map((k) => (CSV_COLUMNS.includes(k) ? `var_${k}` : k))]]);
+  return stringify([[...CSV_COLUMNS, ...valueNames.map((k) => (CSV_COLUMNS.includes(k) ? `var_${k}` : k))]], SAFE);
 }
 
 export function csvLines(rows: readonly ResultRow[], valueNames: readonly string[]): string {
-  return stringify(rows.map((r) => csvRecord(r, valueNames)));
+  return stringify(
+    rows.map((r) => csvRecord(r, valueNames)),
+    SAFE,
+  );
 }
 
 export function jsonLines(rows: readonly ResultRow[]): string {

@@ -163,7 +163,8 @@ items:
     expect(m.items.map((i) => i.id)).toEqual(['sku-1', 'sku-2', 'tee-{{red}}']);
 
     const dir = workspace({
-      'bad.yaml': 'version: 1\ndefaults: { model: studio-xl }\nitems:\n  - id: a\n    prompt: "A mug for {{brand-name}} }}"\n',
+      'bad.yaml':
+        'version: 1\ndefaults: { model: studio-xl }\nitems:\n  - id: a\n    prompt: "A mug for {{brand-name}} }}"\n',
     });
     const { issues } = await loadManifest('bad.yaml', dir);
     expect(issues.issues.map(formatIssue)).toEqual([
