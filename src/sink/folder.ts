@@ -53,6 +53,8 @@ export async function openFolderFile(path: string): Promise<FolderFile> {
 /** Temporaries are named `.<name>.<8 hex>.part` beside their final name: never a final name, so a killed run's are found and removed. */
 const PART = /^\..+\.[0-9a-f]{8}\.part$/;
 const PROBE_PREFIX = '.genbatch-probe-';
+/** A probe a run killed between its write and its removal left at the top of the folder. */
+const PROBE = /^\.genbatch-probe-[0-9a-f]{8}$/;
 /** Directories already made: a catalog's 100,000 outputs would otherwise cost as many mkdir calls. */
 const MADE_DIRS_KEPT = 10_000;
 /** Where link(2) is refused (some network and FAT file systems), a check and a rename put a new file in place instead. */
@@ -142,11 +144,13 @@ export class FolderSink implements OutputSink {
     return resolveInside(this.location, relPath);
   }
 
-  /** Temporaries of writes a killed run left behind (never under a final name). */
+  /** Temporaries of writes, and probes, a killed run left behind (never under a final name). */
   async cleanUp(): Promise<void> {
     const entries = await readdir(this.location, { recursive: true, withFileTypes: true }).catch(() => []);
     for (const e of entries) {
-      if (e.isFile() && PART.test(e.name)) await rm(join(e.parentPath ?? this.location, e.name), { force: true });
+      const dir = e.parentPath ?? this.location;
+      const leftover = PART.test(e.name) || (dir === this.location && PROBE.test(e.name));
+      if (e.isFile() && leftover) await rm(join(dir, e.name), { force: true });
     }
   }
 
