@@ -12,6 +12,12 @@ export { locateManifest, type ManifestLocation } from './locate.js';
 export { formatIssue, IssueList, type ManifestIssue } from './issues.js';
 export { dependenciesOf, fileInputsOf, type InputRef, type ItemSpec, type ResolvedItem } from './types.js';
 export { ItemsTally } from './shapes.js';
-export { outputRelativePath, resolveInside, defaultExtension, DEFAULT_OUTPUT_NAME } from './output-paths.js';
+export {
+  outputRelativePath,
+  outLocationProblem,
+  resolveInside,
+  defaultExtension,
+  DEFAULT_OUTPUT_NAME,
+} from './output-paths.js';
 export { manifestSchema, type Manifest } from './schema.js';
 export { runBudget } from './budget.js';

@@ -131,3 +131,16 @@ export function resolveInside(outDir: string, relativePath: string): string {
 export function defaultExtension(type: 'image' | 'video'): string {
   return type === 'image' ? 'png' : 'mp4';
 }
+
+/** A location written as a URL (`s3://…`, `gs://…`): a scheme, then `://`. */
+const URL_LIKE = /^[a-z][a-z0-9+.-]*:\/\//i;
+
+/**
+ * What is wrong with an out dir as written (`--out`, `output.dir`): outputs
+ * go to a folder; a URL would otherwise become a folder named after its
+ * scheme (`./s3:/catalog/spring`), and credits would be spent there.
+ */
+export function outLocationProblem(location: string): string | undefined {
+  if (!URL_LIKE.test(location)) return undefined;
+  return `${location} is a URL; outputs go to a folder (relative to where it is given, or absolute)`;
+}

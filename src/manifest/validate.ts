@@ -3,7 +3,7 @@ import type { ItemShape } from '../store/index.js';
 import { ExpansionReads } from './disk-checks.js';
 import { Expander } from './expand.js';
 import { formatIssue, IssueList, type ManifestIssue } from './issues.js';
-import { DEFAULT_OUTPUT_NAME, outputTemplateProblem } from './output-paths.js';
+import { DEFAULT_OUTPUT_NAME, outLocationProblem, outputTemplateProblem } from './output-paths.js';
 import { RowsFiles } from './rows.js';
 import { AcrossItems } from './rules.js';
 import { ItemsTally } from './shapes.js';
@@ -227,6 +227,8 @@ async function readTop(path: string, cwd: string): Promise<TopRead> {
   const outputName = manifest.output?.name ?? DEFAULT_OUTPUT_NAME;
   const templateProblem = outputTemplateProblem(outputName, [...vars.keys()]);
   if (templateProblem) report(['output', 'name'], templateProblem);
+  const dirProblem = manifest.output?.dir === undefined ? undefined : outLocationProblem(manifest.output.dir);
+  if (dirProblem) report(['output', 'dir'], dirProblem);
   const name = manifest.name ?? source.stem;
   const outputDir = resolve(source.dir, manifest.output?.dir ?? `out/${name}`);
   return {

@@ -6,7 +6,7 @@ import { untilAnswered, type UntilAnsweredOptions } from '../api/until-answered.
 import type { Coordinator } from '../coordinator/postgres.js';
 import { describeCoordinator } from '../coordinator/url.js';
 import { createLogger, type Logger } from '../log/logger.js';
-import { IssueList, runBudget, type ManifestIssue, type ManifestTop } from '../manifest/index.js';
+import { IssueList, outLocationProblem, runBudget, type ManifestIssue, type ManifestTop } from '../manifest/index.js';
 import { checkValid, issueReport, loadValid } from '../manifest/load-valid.js';
 import { checkAgainstService, shapeProblems } from '../manifest/online.js';
 import type { KeyLimits } from '../scheduler/limits.js';
@@ -85,6 +85,11 @@ export interface StartedRun {
  * catalog, and the state opened. Nothing is submitted here.
  */
 export async function prepareRun(request: RunRequest, connecting: Promise<RunConnection>): Promise<PreparedRun> {
+  const outProblem = request.out === undefined ? undefined : outLocationProblem(request.out);
+  if (outProblem) {
+    await (await connecting.catch(() => undefined))?.close();
+    throw usageError(`--out ${outProblem}. Nothing was submitted.`);
+  }
   const keys = askKeys(connecting, request.limits, request.timeScale, request.waitForService);
   const prepared = await prepareManifest(request).catch(async (error: unknown) => {
     // The manifest's problem is what the user hears about, not the service's answer.

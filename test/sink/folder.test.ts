@@ -78,7 +78,10 @@ describe('the folder sink', () => {
     writeFileSync(join(sink.location, 'd', '.kept2.png.0a1b2c3d.part'), 'half');
     writeFileSync(join(sink.location, '.results.csv.deadbeef.part'), 'half');
     // A SIGKILL between the probe's write and its removal leaves it (seen in one of 60 seeded chaos runs).
-    writeFileSync(join(sink.location, '.genbatch-probe-151f7b1c'), 'genbatch checks that outputs can be written here\n');
+    writeFileSync(
+      join(sink.location, '.genbatch-probe-151f7b1c'),
+      'genbatch checks that outputs can be written here\n',
+    );
     await sink.cleanUp();
     expect(readdirSync(join(sink.location, 'd'))).toEqual(['kept.png']);
     expect(readdirSync(sink.location)).toEqual(['d']);
