@@ -1,5 +1,8 @@
 import { InvalidArgumentError } from 'commander';
 import { parseRate, type Rate } from '../scheduler/limits.js';
+import type { OutageMode, ScheduledOutage } from '../simulator/index.js';
+
+const OUTAGE_MODES: readonly OutageMode[] = ['refuse', 'reset', 'hang', 'blackhole'];
 
 /** commander argument parsers with messages that say what was expected. */
 export function nonNegativeNumber(value: string): number {
@@ -62,10 +65,7 @@ export function range(value: string): [number, number] {
 }
 
 /** "CHARGE:SECONDS[:MODE]", repeatable: an outage of the simulator at its CHARGE-th charge (whose answer is lost), for SECONDS of real time. */
-export function outage(
-  value: string,
-  earlier: { atCharge: number; seconds: number; mode: 'refuse' | 'reset' | 'hang' }[] = [],
-): { atCharge: number; seconds: number; mode: 'refuse' | 'reset' | 'hang' }[] {
+export function outage(value: string, earlier: ScheduledOutage[] = []): ScheduledOutage[] {
   const [charge, seconds, mode = 'refuse', ...rest] = value.split(':');
   const atCharge = Number(charge);
   const length = Number(seconds);
@@ -74,13 +74,13 @@ export function outage(
     !Number.isInteger(atCharge) ||
     atCharge < 1 ||
     !(length > 0) ||
-    !['refuse', 'reset', 'hang'].includes(mode)
+    !OUTAGE_MODES.includes(mode as OutageMode)
   ) {
     throw new InvalidArgumentError(
-      `expected CHARGE:SECONDS[:refuse|reset|hang] (e.g. 10:20 or 5:3:reset), got "${value}"`,
+      `expected CHARGE:SECONDS[:${OUTAGE_MODES.join('|')}] (e.g. 10:20 or 5:3:reset), got "${value}"`,
     );
   }
-  return [...earlier, { atCharge, seconds: length, mode: mode as 'refuse' | 'reset' | 'hang' }];
+  return [...earlier, { atCharge, seconds: length, mode: mode as OutageMode }];
 }
 
 /** A real key's daily cap: the spec's default of 20,000 is its most; it "can be set lower". */

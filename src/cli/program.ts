@@ -348,7 +348,7 @@ function simulatorFaults(cmd: Command): Command {
     .option('--upload-ttl <s>', 'uploaded material lifetime in service seconds', positiveNumber)
     .option(
       '--outage <charge:seconds[:mode]>',
-      'go off the network at that charge (its answer is lost) for that many real seconds: refuse (default), reset or hang; repeatable',
+      'go off the network at that charge (its answer is lost) for that many real seconds: refuse (default), reset, hang, or blackhole (requests read and never answered, even after it ends); repeatable',
       outage,
     );
 }

@@ -1,4 +1,10 @@
-export { startSimulator, type RunningSimulator, type StartOptions } from './server.js';
+export {
+  startSimulator,
+  type OutageMode,
+  type RunningSimulator,
+  type ScheduledOutage,
+  type StartOptions,
+} from './server.js';
 export { MARKERS } from './submissions.js';
 export type { SimulatorOptions, SimKeyOptions } from './options.js';
 export type { LedgerEvent } from './ledger.js';

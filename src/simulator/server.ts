@@ -21,9 +21,12 @@ export interface StartOptions extends SimulatorOptions {
 /**
  * How the service is unreachable: `refuse` closes the port (ECONNREFUSED);
  * `reset` accepts each connection and resets it (ECONNRESET); `hang` accepts
- * each connection and never reads from it (the client's timeout).
+ * each connection and never reads from it (the client's timeout);
+ * `blackhole` reads every request and answers none, and the requests it
+ * swallowed stay unanswered after it ends (a load balancer that lost its
+ * backends): only new requests are answered then.
  */
-export type OutageMode = 'refuse' | 'reset' | 'hang';
+export type OutageMode = 'refuse' | 'reset' | 'hang' | 'blackhole';
 
 export interface ScheduledOutage {
   atCharge: number;
@@ -91,7 +94,7 @@ export async function startSimulator(options: StartOptions = {}): Promise<Runnin
     const url = new URL(req.url ?? '/', origin);
     if (url.pathname.startsWith('/storage/'))
       return serveStorage(req, res, url, storage, opts.limits.maxVideoUploadBytes);
-    return serveApi(req, res, url, service, () => network.isDown);
+    return serveApi(req, res, url, service, () => network.mode);
   });
   const address = await network.start(options.port ?? 0);
   origin = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
@@ -154,6 +157,10 @@ class Network {
     return this.down !== undefined;
   }
 
+  get mode(): OutageMode | undefined {
+    return this.down;
+  }
+
   async start(port: number): Promise<AddressInfo> {
     await this.listen(port);
     const address = this.server.address() as AddressInfo;
@@ -161,10 +168,10 @@ class Network {
     return address;
   }
 
-  /** Cut at once (the answer being written is lost); the port's state follows in turn. */
+  /** Cut at once (the answer being written is lost; a black hole cuts nothing, it only stops answering); the port's state follows in turn. */
   outage(mode: OutageMode): Promise<void> {
     this.down = mode;
-    this.cutAll();
+    if (mode !== 'blackhole') this.cutAll();
     return this.serially(async () => {
       if (this.down === 'refuse') await this.stopListening();
       else if (this.down && !this.listening && !this.closed) await this.listen(this.port);
@@ -253,6 +260,8 @@ async function serveStorage(
     setTimeout(() => res.destroy(), 20);
     return;
   }
+  // The full Content-Length said, half the bytes sent, then nothing: the connection stays open until the client gives up.
+  if (out.delivery === 'stall') return void res.write(out.body.subarray(0, Math.floor(out.body.length / 2)));
   if (out.delivery === 'slow') {
     for (let i = 0; i < out.body.length; i += 512) {
       res.write(out.body.subarray(i, i + 512));
@@ -268,9 +277,11 @@ async function serveApi(
   res: ServerResponse,
   url: URL,
   service: Service,
-  isDown: () => boolean,
+  outage: () => OutageMode | undefined,
 ): Promise<void> {
   const method = req.method ?? 'GET';
+  // Swallowed: never reaches the service, never answered, its connection left open.
+  if (outage() === 'blackhole') return;
   if (url.pathname === '/__sim/ledger' && method === 'GET')
     return sendJson(res, 200, {}, { totals: service.ledger.totals(), events: service.ledger.events });
   if (!url.pathname.startsWith('/v1/')) {
@@ -286,7 +297,10 @@ async function serveApi(
     body,
     ...(bodyError ? { bodyError } : {}),
   });
-  if (out.drop || isDown()) {
+  const down = outage();
+  // An answer a black hole swallows is never sent; one a cut connection loses goes with it.
+  if (down === 'blackhole') return;
+  if (out.drop || down) {
     req.socket.destroy();
     return;
   }

@@ -7,8 +7,8 @@ export interface StorageResponse {
   status: number;
   headers: Record<string, string>;
   body: Buffer;
-  /** How to send the body: cut short after half, slowly in small pieces, or without end (bounded). */
-  delivery?: 'truncate' | 'slow' | 'endless';
+  /** How to send the body: cut short after half, slowly in small pieces, without end (bounded), or half of it and then nothing on an open connection. */
+  delivery?: 'truncate' | 'slow' | 'endless' | 'stall';
 }
 
 /** S3-style error bodies: object storage is not the service and does not speak its JSON errors. */
@@ -88,7 +88,9 @@ export class Storage {
           'Content-Disposition': `${disposition}; filename="${job.id}-${index}.${ext}"`,
         },
         body,
-        ...(fault === 'truncate' || fault === 'slow' || fault === 'endless' ? { delivery: fault } : {}),
+        ...(fault === 'truncate' || fault === 'slow' || fault === 'endless' || fault === 'stall'
+          ? { delivery: fault }
+          : {}),
       };
     }
     service.ledger.record({

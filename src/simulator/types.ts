@@ -35,5 +35,5 @@ export type FaultInjector = (req: SimRequest, seen: number) => SimResponse | 're
 export type ResponseTamperer = (req: SimRequest, response: SimResponse, seen: number) => SimResponse | undefined;
 
 /** The same for object storage downloads: cut the body short, send it slowly, refuse, lie about its type, or never end it. */
-export type StorageFault = 'truncate' | 'slow' | 'forbidden' | 'html' | 'endless' | undefined;
+export type StorageFault = 'truncate' | 'slow' | 'forbidden' | 'html' | 'endless' | 'stall' | undefined;
 export type StorageFaultInjector = (path: string, seen: number) => StorageFault;

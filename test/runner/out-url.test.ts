@@ -11,7 +11,9 @@ describe('an out dir given as a URL', () => {
     const ws = workspace(t.sim, imageManifest(2));
     const result = await ws.run(['--out', 'gs://catalog/spring']);
     expect(result.code, result.stderr).toBe(2);
-    expect(result.stderr).toMatch(/--out gs:\/\/catalog\/spring is a URL; outputs go to a folder.*Nothing was submitted/);
+    expect(result.stderr).toMatch(
+      /--out gs:\/\/catalog\/spring is a URL; outputs go to a folder.*Nothing was submitted/,
+    );
     expect(existsSync(join(ws.dir, 'gs:'))).toBe(false);
     expect(t.sim.service.ledger.of('charge')).toHaveLength(0);
 

@@ -9,7 +9,7 @@ import {
 } from '../../api/index.js';
 import { NotSentError } from '../../scheduler/bucket.js';
 import type { AttemptRow, ErrorNote } from '../../store/index.js';
-import { keyRefusedNote } from '../keys/lanes.js';
+import { holdSlotOfMaybeJob, keyRefusedNote } from '../keys/lanes.js';
 import { forgetUploads } from './attempt.js';
 import { errorOf, type ItemTask } from './job-deps.js';
 
@@ -96,21 +96,31 @@ function waitForBucket(
   return 'again';
 }
 
-/** The same key again later, within the reaction's budget of resends; then the item fails (503) or is held "maybe accepted". */
+/**
+ * The same key again later, within the reaction's budget of resends; then
+ * the item fails (503) or is held "maybe accepted". A 503 said no job was
+ * made: the slot is freed meanwhile. Any other answer left the job's fate
+ * open: it may be running on the service, so the task keeps its slot and
+ * waits for the resend's time itself ('again').
+ */
 function resendLater(
   task: ItemTask,
   attempt: AttemptRow,
   reaction: Extract<Reaction, { do: 'resend-later' | 'resend-with-backoff' | 'query-later' }>,
   e: ErrorNote,
   error: unknown,
-): undefined {
+): undefined | 'again' {
   const { clock, store } = task.deps;
   // A 503's one resend is counted apart from the resends after no answer, which must not use it up.
   const unavailable = reaction.do === 'resend-later';
   const resends = unavailable ? attempt.unavailable_resends : attempt.resends;
   if (resends < reaction.maxResends) {
     const wait = waitMs(reaction, resends, error, clock.scaled)!;
-    return deferResend(task, attempt, wait, unavailable ? 'unavailable' : 'no-answer');
+    if (unavailable) return deferResend(task, attempt, wait, 'unavailable');
+    // Recorded (the count, and the time a resumed run resends it at), then waited for here with the slot.
+    const now = task.now();
+    task.deps.store.life.deferResend(task.itemId, attempt.n, now + wait, now, 'no-answer');
+    return 'again';
   }
   if (!unavailable) return holdMaybeAccepted(task, attempt, e);
   if (store.life.recordRefused(attempt.item_id, attempt.n, e, 'failed', task.now()))
@@ -155,8 +165,10 @@ function markItem(
  */
 function holdMaybeAccepted(task: ItemTask, attempt: AttemptRow, e: { code: string; message: string }): undefined {
   const message = `${e.message} (the submission may have been accepted; run the same command again to resend it with the same key: it is never paid twice)`;
-  if (task.deps.store.life.recordMaybeAccepted(task.itemId, attempt.n, { code: e.code, message }, task.now()))
+  if (task.deps.store.life.recordMaybeAccepted(task.itemId, attempt.n, { code: e.code, message }, task.now())) {
     task.final('maybe_accepted', e.code, message);
+    holdSlotOfMaybeJob(task.lane, task.fixed.type, task.deps.clock.scaled);
+  }
   return undefined;
 }
 

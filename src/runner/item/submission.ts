@@ -1,5 +1,6 @@
 import type { ImageSubmission, Job, VideoSubmission } from '../../api/index.js';
 import type { AttemptRow } from '../../store/index.js';
+import { sleep } from '../../util/clock.js';
 import { newAttempt } from './attempt.js';
 import type { ItemTask } from './job-deps.js';
 import { refusal, type SendState } from './refusals.js';
@@ -18,8 +19,9 @@ export class Submission {
   constructor(private readonly task: ItemTask) {}
 
   /** The job's id once the service answered with one; undefined when the item left this task (ended, deferred, held, stopped). */
-  async submit(attempt: AttemptRow): Promise<string | undefined> {
+  async submit(sent: AttemptRow): Promise<string | undefined> {
     const { task } = this;
+    let attempt = sent;
     const body = JSON.parse(attempt.body) as ImageSubmission & VideoSubmission;
     // Sent before this run, or resent in it after an answer that left its fate open: a job may exist under its key.
     const send: SendState = {
@@ -29,6 +31,8 @@ export class Submission {
       sentAt: 0,
     };
     for (;;) {
+      // A resend deferred after an answer that left its fate open waits here, its slot held (a job may be running).
+      if (!(await this.untilDue())) return undefined;
       if (!(await this.throughGates(send.sent))) return undefined;
       let job: Job | undefined | 'again';
       try {
@@ -36,7 +40,11 @@ export class Submission {
       } catch (error) {
         task.credits.release();
         const next = await refusal(task, attempt, body, error, send, !this.reuploaded);
-        if (next === 'again') continue;
+        if (next === 'again') {
+          // Its counts of resends moved: the next refusal reads them as they are now.
+          attempt = task.deps.store.attempts.latest(task.itemId) ?? attempt;
+          continue;
+        }
         if (next === 'reupload') return this.reupload();
         return next;
       }
@@ -47,6 +55,14 @@ export class Submission {
       }
       return this.accepted(attempt, job);
     }
+  }
+
+  /** Until the item's time to be resent (now, unless a resend was deferred); false when the run takes no new work first. */
+  private async untilDue(): Promise<boolean> {
+    const { deps, lane } = this.task;
+    const wait = this.task.item().not_before - deps.clock.now();
+    if (wait > 0) await deps.report.timed(sleep(wait, lane.noNewWork).catch(() => {}));
+    return !lane.noNewWork.aborted;
   }
 
   /** Material that expired before use: uploaded again, in a new attempt (the 400 charged nothing), once. */

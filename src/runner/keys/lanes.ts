@@ -139,6 +139,8 @@ export class KeyLane {
 
   stop(): void {
     for (const bucket of Object.values(this.buckets)) bucket.stop();
+    this.slots.image.stop();
+    this.slots.video.stop();
     this.stopHearing();
   }
 }
@@ -225,6 +227,19 @@ function leastLoaded(lanes: readonly KeyLane[], now: number): KeyLane | undefine
       [best, bestLeaves, bestBusy] = [lane, leaves, lane.busy];
   }
   return best;
+}
+
+/**
+ * How long a job the service may be running without this run knowing it
+ * (a submission held "maybe accepted") is counted in flight: twice the
+ * spec's longest typical duration (images 10 to 90 s, videos 1 to 10 min),
+ * after which any such job has ended.
+ */
+const MAYBE_RUNNING_MS: Record<JobType, number> = { image: 180_000, video: 1_200_000 };
+
+/** A slot of the lane held for a job that a submission held "maybe accepted" may have made. */
+export function holdSlotOfMaybeJob(lane: KeyLane, type: JobType, scaled: (ms: number) => number): void {
+  lane.slots[type].holdFor(scaled(MAYBE_RUNNING_MS[type]));
 }
 
 /** Why an item waits for a key the service refused: it was sent with it, and may have been accepted then. */

@@ -29,11 +29,13 @@ export async function recover(deps: RecoveryDeps): Promise<{ verifying: Promise<
   const { store, roster, lanes, now } = deps;
   await deps.outputs.cleanUp();
   for (const state of ['queued', 'submitting', 'maybe_accepted', 'running'] as const) {
-    // A resend deferred to a later time is the feeder's to start when it is due.
+    // A submission sent by a killed run may be a job running on the service: its task starts now and holds its slot,
+    // waiting for the time of a resend deferred to later; a slot given to a new item meanwhile would be one too many.
     // An item the manifest dropped before its attempt was sent is never sent; one sent may be paid for, so it goes on.
     for (const item of store.queue.inState(state)) {
       const lane = roster.laneOf(item);
-      if (lane && item.not_before <= now() && !(item.removed && state === 'queued')) deps.startJob(item, lane);
+      const due = item.not_before <= now() || state === 'submitting';
+      if (lane && due && !(item.removed && state === 'queued')) deps.startJob(item, lane);
     }
   }
   for (const { id, job_id, key_fp } of store.queue.downloadsToResume()) {
