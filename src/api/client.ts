@@ -1,4 +1,4 @@
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type * as z from 'zod';
 import type { Logger } from '../log/logger.js';
@@ -177,25 +177,62 @@ export class ApiClient {
     } while (cursor);
   }
 
-  /** Step 2 of an upload: PUT the bytes to the presigned URL with exactly the granted Content-Type. */
-  async putUpload(uploadUrl: string, body: Buffer | Readable, contentType: string, size: number): Promise<void> {
+  /**
+   * Step 2 of an upload: PUT the bytes to the presigned URL with exactly the
+   * granted Content-Type. With `idleMs`, a body that storage stops taking, or
+   * an answer that does not come, for that long ends the transfer with a
+   * TransportError of code STALLED.
+   */
+  async putUpload(
+    uploadUrl: string,
+    body: Buffer | Readable,
+    contentType: string,
+    size: number,
+    idleMs?: number,
+  ): Promise<void> {
     const where = describeStorageUrl(uploadUrl);
-    const res = await this.send(uploadUrl, 'PUT', where, {
-      headers: { 'content-type': contentType, 'content-length': String(size) },
-      body,
-      headersTimeout: this.timeoutMs * 4,
-    });
-    const text = await res.body.text();
-    if (res.statusCode < 200 || res.statusCode >= 300)
-      throw storageError(res.statusCode, text, `PUT ${where}`, 'upload', this.secrets());
+    const idle = idleMs === undefined ? undefined : new IdleWatch(idleMs);
+    try {
+      const res = await this.send(uploadUrl, 'PUT', where, {
+        headers: { 'content-type': contentType, 'content-length': String(size) },
+        body: idle && !Buffer.isBuffer(body) ? Readable.from(idle.watch(body)) : body,
+        headersTimeout: idleMs ?? this.timeoutMs * 4,
+        ...(idleMs !== undefined ? { bodyTimeout: idleMs } : {}),
+        ...(idle ? { signal: idle.signal } : {}),
+      });
+      const text = await res.body.text();
+      if (res.statusCode < 200 || res.statusCode >= 300)
+        throw storageError(res.statusCode, text, `PUT ${where}`, 'upload', this.secrets());
+    } catch (error) {
+      if (!idle?.signal.aborted) throw error;
+      throw new TransportError(
+        'STALLED',
+        `PUT ${where}: the upload stalled: no byte moved for ${idleMs! / 1000} s`,
+        'PUT',
+        where,
+        {
+          cause: error,
+        },
+      );
+    } finally {
+      idle?.stop();
+    }
   }
 
-  /** Opens an output link; the caller must consume or destroy the body. */
-  async download(url: string, signal?: AbortSignal): Promise<Download> {
+  /**
+   * Opens an output link; the caller must consume or destroy the body. With
+   * `idleMs`, headers that do not come, or a body that moves no byte, for that
+   * long end the transfer (a stalled one would otherwise hold it for undici's
+   * default of five minutes).
+   */
+  async download(url: string, signal?: AbortSignal, idleMs?: number): Promise<Download> {
     if (!/^https?:\/\//i.test(url))
       throw new StorageError(0, undefined, 'An output link is not an http(s) URL.', 'download');
     const where = describeStorageUrl(url);
-    const res = await this.send(url, 'GET', where, { ...(signal ? { signal } : {}) });
+    const res = await this.send(url, 'GET', where, {
+      ...(signal ? { signal } : {}),
+      ...(idleMs !== undefined ? { headersTimeout: idleMs, bodyTimeout: idleMs } : {}),
+    });
     if (res.statusCode < 200 || res.statusCode >= 300) {
       const text = await res.body.text().catch(() => '');
       throw storageError(res.statusCode, text, `GET ${where}`, 'download', this.secrets());
@@ -310,6 +347,39 @@ export class ApiClient {
       if (opts.signal?.aborted) throw error;
       throw transportError(error, method, where, this.secrets());
     }
+  }
+}
+
+/** Aborts when the bytes it watches stop moving for `idleMs`: storage that stopped reading an upload. */
+class IdleWatch {
+  private readonly controller = new AbortController();
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly idleMs: number) {
+    this.arm();
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  async *watch(source: Readable): AsyncGenerator<Buffer> {
+    for await (const chunk of source as AsyncIterable<Buffer>) {
+      this.arm();
+      yield chunk;
+    }
+    // The whole body is out: the answer's wait is the headers timeout's.
+    this.stop();
+  }
+
+  stop(): void {
+    clearTimeout(this.timer);
+  }
+
+  private arm(): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.controller.abort(), this.idleMs);
+    this.timer.unref();
   }
 }
 

@@ -132,6 +132,12 @@ export const RUN_FLAGS = {
     flags: '--redo-rejected',
     help: 'regenerate the items whose current output was rejected in genbatch review: one new attempt each; the rejected outputs stay on disk',
   }),
+  idleTimeout: spec({
+    flags: '--idle-timeout <s>',
+    help: 'abandon a download or upload that moves no byte for this long, and try it again (decimals allowed)',
+    parse: positiveNumber,
+    default: 30,
+  }),
   maxOutputMb: spec({
     flags: '--max-output-mb <n>',
     help: 'refuse an output larger than this',

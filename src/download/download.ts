@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { dirname } from 'node:path';
 import type { ApiClient, Download } from '../api/index.js';
 import { defaultExtension } from '../manifest/index.js';
+import type { TransferProgress } from '../scheduler/transfers.js';
 import { OutputExistsError, type OutputSink, type SinkWriter } from '../sink/index.js';
 import { GenbatchError } from '../util/errors.js';
 
@@ -95,12 +96,13 @@ async function openLink(
   type: 'image' | 'video',
   maxBytes: number,
   signal: AbortSignal | undefined,
+  idleMs: number | undefined,
 ): Promise<{ dl: Download; contentType: string | null }> {
   let dl: Download;
   try {
-    dl = await client.download(url, signal);
+    dl = await client.download(url, signal, idleMs);
   } catch (error) {
-    throw new DownloadError((error as Error).message, true, 'LINK_FAILED');
+    throw new DownloadError((error as Error).message, true, 'LINK_FAILED', { cause: error });
   }
   const contentType = dl.contentType?.split(';')[0]?.trim().toLowerCase() ?? null;
   if (contentType && !contentType.startsWith(`${type}/`) && contentType !== 'application/octet-stream') {
@@ -126,12 +128,14 @@ async function writeBody(
   hash: ReturnType<typeof createHash>,
   maxBytes: number,
   signal: AbortSignal | undefined,
+  progress: TransferProgress | undefined,
 ): Promise<number> {
   let bytes = 0;
   let gathered: Buffer[] = [];
   let gatheredBytes = 0;
   for await (const chunk of dl.body as AsyncIterable<Buffer>) {
     signal?.throwIfAborted();
+    progress?.moved();
     hash.update(chunk);
     bytes += chunk.length;
     if (bytes > maxBytes)
@@ -165,11 +169,10 @@ export async function downloadOutput(
   type: 'image' | 'video',
   /** The output's name (claimed for it) and whether an earlier copy of it may be there to replace. */
   nameFor: (ext: string) => { path: string; mode: 'new' | 'replace' },
-  signal?: AbortSignal,
-  /** A bigger (or endless) body is cut off: it would only fill the disk. */
-  maxBytes = 2 * 1024 ** 3,
+  options: DownloadOptions = {},
 ): Promise<DownloadedFile> {
-  const { dl, contentType } = await openLink(client, url, type, maxBytes, signal);
+  const { signal, maxBytes = 2 * 1024 ** 3, idleMs, progress } = options;
+  const { dl, contentType } = await openLink(client, url, type, maxBytes, signal, idleMs);
   const { path: relPath, mode } = nameFor(await extensionFor(contentType, type));
   let file: SinkWriter;
   try {
@@ -181,8 +184,9 @@ export async function downloadOutput(
   }
   const hash = createHash('sha256');
   let bytes = 0;
+  progress?.began();
   try {
-    bytes = await writeBody(dl, file, hash, maxBytes, signal);
+    bytes = await writeBody(dl, file, hash, maxBytes, signal, progress);
     if (dl.contentLength !== undefined && bytes !== dl.contentLength) {
       throw new DownloadError(`the download was cut short: ${bytes} of ${dl.contentLength} bytes`, true, 'CUT_SHORT');
     }
@@ -193,13 +197,36 @@ export async function downloadOutput(
   } catch (error) {
     dl.cancel();
     await file.abort();
-    throw asDownloadError(error, relPath);
+    throw asDownloadError(error, relPath, idleMs);
+  } finally {
+    progress?.ended();
   }
 }
 
-/** What a failed write or commit says, as a DownloadError: the disk's codes, a name held by another file, or the link's failure. */
-function asDownloadError(error: unknown, relPath: string): DownloadError {
+export interface DownloadOptions {
+  /** An interrupt: the transfer stops. */
+  signal?: AbortSignal | undefined;
+  /** A bigger (or endless) body is cut off: it would only fill the disk. */
+  maxBytes?: number | undefined;
+  /** No byte for this long (the headers, or between pieces of the body): the transfer is abandoned. */
+  idleMs?: number | undefined;
+  /** Told of each piece that arrives. */
+  progress?: TransferProgress | undefined;
+}
+
+/** Undici's codes for a body, or headers, that stopped coming. */
+const STALL_CODES = new Set(['UND_ERR_BODY_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT']);
+
+/** What a failed write or commit says, as a DownloadError: the disk's codes, a name held by another file, a stall, or the link's failure. */
+function asDownloadError(error: unknown, relPath: string, idleMs: number | undefined): DownloadError {
   if (error instanceof DownloadError) return error;
+  if (STALL_CODES.has((error as { code?: string }).code ?? ''))
+    return new DownloadError(
+      `the transfer stalled: no byte for ${idleMs === undefined ? 'too long' : `${idleMs / 1000} s`}; it was abandoned and is tried again from a fresh link`,
+      true,
+      'STALLED',
+      { cause: error },
+    );
   if (error instanceof OutputExistsError)
     return new DownloadError(
       `the output would be saved as ${relPath}, which holds a file the state does not know; it is not overwritten. Move that file away and run the same command again`,

@@ -1,6 +1,6 @@
 import { estimateEta } from '../estimate/eta.js';
 import { keyDayOf, type KeyLimits } from '../scheduler/limits.js';
-import { waitingFor, type Waiting } from '../store/waiting.js';
+import { waitingFor, type RunWaits, type Waiting } from '../store/waiting.js';
 import { lockHolder, type ItemProblem, type ItemState, type RunRow, type Store } from '../store/index.js';
 
 /** `genbatch status --json`: a stable shape (documented in the README); fields are only ever added. */
@@ -82,12 +82,18 @@ export function collectStatus(store: Store, where: { manifest: string; state: st
       unreachableSince: iso(unreachableSince),
       pausedSince: iso(pausedSince),
     },
-    waiting: waitingFor(store, now, { running, waitingUntil, unreachableSince, pausedSince }),
+    waiting: waitingFor(store, now, { running, waitingUntil, unreachableSince, pausedSince, stalled: stalledOf(last) }),
     tags: store.itemReports.byTag().map((t) => ({ ...t, net: t.charged - t.refunded })),
     review: store.reviews.counts(counts.done),
     eta: running && last ? etaOf(store, last, charged, now) : null,
     keys: keysOf(store, keyDayOf(now, last?.time_scale ?? 1)),
   };
+}
+
+/** The downloads the run's last heartbeat found silent, if any. */
+function stalledOf(run: RunRow | undefined): RunWaits['stalled'] {
+  if (!run?.stalled_transfers || run.stalled_since === null) return undefined;
+  return { count: run.stalled_transfers, since: run.stalled_since, idleMs: run.idle_timeout_ms };
 }
 
 function keysOf(store: Store, today: number): Status['keys'] {

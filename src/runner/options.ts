@@ -27,6 +27,8 @@ export interface RunOptions {
   /** Divides the key day, the 7-day window and back-off delays: for rehearsals on a time-scaled simulator. */
   timeScale: number;
   downloadConcurrency: number;
+  /** A transfer (a download, an upload) that moves no byte for this long (real ms) is abandoned and tried again. */
+  idleTimeoutMs: number;
   /** Outputs larger than this are refused (an endless body would fill the disk). */
   maxOutputBytes?: number;
   /** How long a step of a first sync may hold the event loop (5 ms; tests make every step a few rows). */

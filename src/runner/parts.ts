@@ -1,6 +1,6 @@
-import PQueue from 'p-queue';
 import type { Catalog } from '../api/catalog.js';
 import type { ManifestTop } from '../manifest/index.js';
+import { Transfers } from '../scheduler/transfers.js';
 import type { Store } from '../store/index.js';
 import { ModerationBreaker } from './feed/breaker.js';
 import { RunClock } from './core/clock.js';
@@ -29,7 +29,7 @@ export interface RunParts {
   readonly roster: KeyRoster;
   readonly reachability: Reachability;
   readonly pauseGate: PauseGate;
-  readonly downloads: PQueue;
+  readonly downloads: Transfers;
   readonly firstSync: FirstSync;
   /** Whether the coordinator's database answers: submissions wait for it while it does not (a known wait). */
   readonly coordinator: { down: boolean };
@@ -74,7 +74,11 @@ export function buildParts(inputs: RunInputs, hooks: PartsHooks): RunParts {
     keys.map((k) => new KeyLane(k, store, clock, control.noNewWork.signal, listeners, coordinatorSaid)),
   );
   const feeder = new Feeder(store, clock, control);
-  const downloads = new PQueue({ concurrency: opts.downloadConcurrency });
+  // A download silent for a quarter of the idle timeout (a second at most) gives its place to the next one.
+  const quietMs = Math.min(1_000, opts.idleTimeoutMs / 4);
+  const downloads = new Transfers(opts.downloadConcurrency, quietMs, opts.now, (itemId, since) =>
+    control.emit({ kind: 'transfer-stalled', itemId, transfer: 'download', since }),
+  );
   wakeOnTaskEnds(lanes, downloads, control);
   for (const lane of lanes.all) hearing.push(forwardAnswers(lane, control));
   const service = watchService({
@@ -123,7 +127,7 @@ function creditsOf(inputs: RunInputs, clock: RunClock, control: Control, lanes: 
     () => lanes.active.map((l) => l.cap),
     (until) => {
       // The run waits for the daily cap, every key alike: status says until when.
-      if (until !== undefined) store.runs.beat(hooks.runId(), opts.now(), until);
+      if (until !== undefined) store.runs.beat(hooks.runId(), opts.now(), { waitingUntil: until });
     },
   );
 }
@@ -150,11 +154,11 @@ function forwardAnswers(lane: KeyLane, control: Control): () => void {
  * download frees no slot and never puts an item back: only the queue's end
  * (the run may be over) or an item with dependents wakes them.
  */
-function wakeOnTaskEnds(lanes: KeyLanes, downloads: PQueue, control: Control): void {
+function wakeOnTaskEnds(lanes: KeyLanes, downloads: Transfers, control: Control): void {
   const wake = () => control.wake();
   for (const lane of lanes.all) {
     lane.slots.image.onTaskEnd(wake);
     lane.slots.video.onTaskEnd(wake);
   }
-  downloads.on('idle', wake);
+  downloads.onEachIdle(wake);
 }

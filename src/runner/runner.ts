@@ -77,7 +77,13 @@ export class Runner {
       startJob: (item, lane, price) => this.startJob(item, lane, price, true),
     });
     this.quiet = new QuietWatch(store, p.feeder, p.reachability, p.control, this.knownWaits(), opts.now, opts.logger);
-    this.settings = { outputs: opts.outputs, maxRetries: opts.maxRetries, runStartedAt: 0, logger: opts.logger };
+    this.settings = {
+      outputs: opts.outputs,
+      maxRetries: opts.maxRetries,
+      idleTimeoutMs: opts.idleTimeoutMs,
+      runStartedAt: 0,
+      logger: opts.logger,
+    };
     const acts: RunActs = {
       accepted: (itemId) => this.feed.answered(itemId),
       completed: (itemId, jobId, job) => this.startDownload(itemId, jobId, job),
@@ -182,8 +188,8 @@ export class Runner {
   }
 
   private startDownload(itemId: string, jobId: string, fresh?: Job): void {
-    void this.p.downloads.add(() =>
-      downloadJob(this.downloadDeps, this.p.roster.laneOfJob(itemId), itemId, jobId, fresh)
+    void this.p.downloads.add(itemId, (progress) =>
+      downloadJob(this.downloadDeps, this.p.roster.laneOfJob(itemId), itemId, jobId, progress, fresh)
         .catch((error: unknown) => recordCrash(this.store, this.opts, itemId, error))
         .finally(() => {
           if (this.store.queue.hasDependents(itemId)) this.p.control.wake();
@@ -220,6 +226,10 @@ export class Runner {
       waitingForBreaker: () => this.feed.waitingForBreaker,
       syncing: () => this.p.firstSync.syncing,
       timedWaits: () => this.timedWaits + this.p.downloads.pending,
+      stalledDownloads: () => {
+        const stalled = this.p.downloads.stalled();
+        return stalled && { ...stalled, idleMs: this.opts.idleTimeoutMs };
+      },
     };
   }
 }

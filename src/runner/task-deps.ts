@@ -75,6 +75,7 @@ export function downloadTaskDeps(
     settings: {
       outputs: opts.outputs,
       maxOutputBytes: opts.maxOutputBytes,
+      idleTimeoutMs: opts.idleTimeoutMs,
       logger: opts.logger,
     },
     report: {

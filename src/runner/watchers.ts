@@ -19,8 +19,18 @@ export function startWatchers(
   const { store, lanes, credits, reachability, clock, breaker } = parts;
   // The limits the run paces to, all keys together: status's ETA reads them.
   const limits = combinedLimits(lanes.all.map((l) => l.limits));
-  const runId = store.runs.begin(opts.now(), { limits, timeScale: opts.timeScale, outDir: opts.outputs.location });
-  const beat = () => store.runs.beat(runId, opts.now(), credits.waitingUntil, reachability.unreachableSince);
+  const runId = store.runs.begin(opts.now(), {
+    limits,
+    timeScale: opts.timeScale,
+    outDir: opts.outputs.location,
+    idleTimeoutMs: opts.idleTimeoutMs,
+  });
+  const beat = () =>
+    store.runs.beat(runId, opts.now(), {
+      waitingUntil: credits.waitingUntil,
+      unreachableSince: reachability.unreachableSince,
+      stalled: parts.downloads.stalled(),
+    });
   const heartbeat = setInterval(beat, HEARTBEAT_MS);
   heartbeat.unref();
   const inFlight = () => lanes.all.reduce((n, l) => n + l.busy, 0);

@@ -235,6 +235,8 @@ async function serveStorage(
 ): Promise<void> {
   const method = req.method ?? 'GET';
   const path = url.pathname.slice('/storage'.length);
+  // Storage that stops reading an upload and never answers: the connection stays open until the client gives up.
+  if (method === 'PUT' && storage.putStalls(path)) return void req.pause();
   const body = await readBody(req, maxUploadBytes);
   const out =
     method === 'PUT' && body !== 'too-large'

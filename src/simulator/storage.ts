@@ -27,6 +27,14 @@ export class Storage {
 
   constructor(private readonly service: Service) {}
 
+  /** Whether this PUT stalls: storage stops reading its body and never answers (the test's injector decides, by path and try). */
+  putStalls(path: string): boolean {
+    const key = `PUT ${path}`;
+    const seen = this.seen.get(key) ?? 0;
+    this.seen.set(key, seen + 1);
+    return this.inject?.(path, seen) === 'stall';
+  }
+
   put(path: string, query: URLSearchParams, contentType: string | undefined, body: Buffer): StorageResponse {
     const { service } = this;
     const now = service.now();

@@ -266,6 +266,13 @@ export const MIGRATIONS: readonly string[] = [
   -- The review app's live view asks for the outputs downloaded since it last looked.
   CREATE INDEX outputs_downloaded ON outputs (downloaded_at) WHERE downloaded_at IS NOT NULL;
   `,
+  // 20
+  `
+  -- Transfers that went silent (status names them while the run waits for them), and the idle timeout that ends each.
+  ALTER TABLE runs ADD COLUMN stalled_transfers INTEGER;
+  ALTER TABLE runs ADD COLUMN stalled_since INTEGER;
+  ALTER TABLE runs ADD COLUMN idle_timeout_ms INTEGER;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

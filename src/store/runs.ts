@@ -10,6 +10,21 @@ export interface RunRow {
   out_dir: string;
   waiting_until: number | null;
   unreachable_since: number | null;
+  /** Transfers silent inside their body at the last heartbeat, and since when the oldest moved no byte. */
+  stalled_transfers: number | null;
+  stalled_since: number | null;
+  /** After how long (ms) a silent transfer is abandoned and tried again. */
+  idle_timeout_ms: number | null;
+}
+
+/** What a heartbeat says of the run's waits. */
+export interface Beat {
+  /** Every key waits for its daily cap until then. */
+  waitingUntil?: number | undefined;
+  /** The service has answered nothing since then. */
+  unreachableSince?: number | undefined;
+  /** Transfers silent inside their body. */
+  stalled?: { count: number; since: number } | undefined;
 }
 
 /** Run sessions: one row per `genbatch run` of this state file, kept alive by a heartbeat. */
@@ -21,31 +36,39 @@ export class Runs {
 
   constructor(db: Db) {
     this.insert = db.prepare(
-      'INSERT INTO runs (started_at, heartbeat_at, limits, time_scale, out_dir) VALUES (@now, @now, @limits, @timeScale, @outDir)',
+      'INSERT INTO runs (started_at, heartbeat_at, limits, time_scale, out_dir, idle_timeout_ms) VALUES (@now, @now, @limits, @timeScale, @outDir, @idleTimeoutMs)',
     );
     this.beatStmt = db.prepare(
-      'UPDATE runs SET heartbeat_at = @now, waiting_until = @waitingUntil, unreachable_since = @unreachableSince WHERE id = @id',
+      'UPDATE runs SET heartbeat_at = @now, waiting_until = @waitingUntil, unreachable_since = @unreachableSince, stalled_transfers = @stalled, stalled_since = @stalledSince WHERE id = @id',
     );
     this.endStmt = db.prepare(
-      'UPDATE runs SET heartbeat_at = @now, ended_at = @now, waiting_until = NULL, unreachable_since = NULL WHERE id = @id',
+      'UPDATE runs SET heartbeat_at = @now, ended_at = @now, waiting_until = NULL, unreachable_since = NULL, stalled_transfers = NULL, stalled_since = NULL WHERE id = @id',
     );
     this.allStmt = db.prepare<[], RunRow>('SELECT * FROM runs ORDER BY id');
   }
 
-  begin(now: number, run: { limits: unknown; timeScale: number; outDir: string }): number {
+  begin(now: number, run: { limits: unknown; timeScale: number; outDir: string; idleTimeoutMs?: number }): number {
     return Number(
-      this.insert.run({ now, limits: JSON.stringify(run.limits), timeScale: run.timeScale, outDir: run.outDir })
-        .lastInsertRowid,
+      this.insert.run({
+        now,
+        limits: JSON.stringify(run.limits),
+        timeScale: run.timeScale,
+        outDir: run.outDir,
+        idleTimeoutMs: run.idleTimeoutMs ?? null,
+      }).lastInsertRowid,
     );
   }
 
-  /** The run is alive; while it waits for the daily cap, until when; while the service answers nothing, since when. */
-  beat(id: number, now: number, waitingUntil: number | undefined, unreachableSince?: number): void {
+  /** The run is alive, and what it waits for: the daily cap until when, the service since when, silent transfers. */
+  beat(id: number, now: number, waits: Beat = {}): void {
+    const { waitingUntil, unreachableSince, stalled } = waits;
     this.beatStmt.run({
       id,
       now,
       waitingUntil: waitingUntil && waitingUntil > now ? waitingUntil : null,
       unreachableSince: unreachableSince ?? null,
+      stalled: stalled?.count ?? null,
+      stalledSince: stalled?.since ?? null,
     });
   }
 

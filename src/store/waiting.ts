@@ -18,6 +18,8 @@ export interface RunWaits {
   unreachableSince?: number | null | undefined;
   /** Paused from another shell since then (a run holding the state or not). */
   pausedSince?: number | null | undefined;
+  /** Downloads silent inside their body, since when the oldest moved no byte, and after how long each is abandoned. */
+  stalled?: { count: number; since: number; idleMs: number | null } | null | undefined;
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -28,6 +30,8 @@ interface RunWaitsSaid {
   unreachable: string | undefined;
   cap: number | undefined;
   paused: string | undefined;
+  /** What a download waits for while some are silent. */
+  download: string;
 }
 
 /** Why each open item is not done yet, by state: every wait has a reason and, where it is a matter of time, a time. */
@@ -42,12 +46,18 @@ export function waitingFor(store: Store, now: number, run: RunWaits): Waiting[] 
         : undefined,
     cap: run.running && run.waitingUntil && run.waitingUntil > now ? run.waitingUntil : undefined,
     paused: run.pausedSince ? `genbatch resume (paused since ${iso(run.pausedSince)}: nothing new is sent)` : undefined,
+    download: run.running && run.stalled ? `its download (${stalledWords(run.stalled)})` : 'its download',
   };
   const add = (state: ItemState, items: number, what: string, until?: number | null) => {
     if (items > 0) out.push({ state, items, for: what, ...(until ? { until: iso(until) } : {}) });
   };
   for (const row of store.itemReports.waitsByState(now)) addWaits(row, said, add);
   return out;
+}
+
+function stalledWords(stalled: NonNullable<RunWaits['stalled']>): string {
+  const after = stalled.idleMs ? `after ${stalled.idleMs / 1000} s` : 'after the idle timeout';
+  return `${stalled.count} stalled: no byte since ${iso(stalled.since)}; each is abandoned and tried again ${after}`;
 }
 
 function addWaits(
@@ -90,7 +100,7 @@ function addWaits(
       return;
     }
     case 'downloading':
-      add(state, n, run.running ? 'its download' : 'a run, which downloads it (paid for)');
+      add(state, n, run.running ? run.download : 'a run, which downloads it (paid for)');
       return;
     default:
       return;

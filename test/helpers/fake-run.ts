@@ -58,6 +58,7 @@ export async function fakeRun(
     redoChanged: false,
     timeScale: 600,
     downloadConcurrency: 2,
+    idleTimeoutMs: 30_000,
     now: Date.now,
     ...rest,
   };

@@ -44,6 +44,7 @@ export async function runInProcess(
       redoChanged: false,
       timeScale: 600,
       downloadConcurrency: 4,
+      idleTimeoutMs: 30_000,
       now: Date.now,
       ...inject.options,
     };

@@ -246,6 +246,7 @@ async function runSequence(script: Script): Promise<void> {
           // Backoffs and deferrals last a millisecond or so, and a key day 8.6 s: at 1,000,000x a day was 86 ms, more than half of it inside the day-end guard (no submission in its last 50 ms).
           timeScale: 10_000,
           downloadConcurrency: 2,
+          idleTimeoutMs: 30_000,
           now: Date.now,
         },
         undefined,

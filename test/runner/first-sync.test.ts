@@ -170,6 +170,7 @@ describe('the first sync of a state, in steps', () => {
         redoChanged: false,
         timeScale: 600,
         downloadConcurrency: 4,
+        idleTimeoutMs: 30_000,
         now: Date.now,
         syncStepMs: 0,
       };

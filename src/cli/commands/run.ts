@@ -45,6 +45,7 @@ export interface RunFlags extends ConnectionFlags {
   redoRejected?: boolean;
   timeScale?: number;
   maxOutputMb?: number;
+  idleTimeout?: number;
   sidecars?: boolean;
   coordinator?: string;
 }
@@ -164,6 +165,7 @@ function requestOf(
       ...(flags.only ? { only: flags.only } : {}),
       downloadConcurrency: 4,
       maxOutputBytes: flags.maxOutputMb! * 1024 * 1024,
+      idleTimeoutMs: flags.idleTimeout! * 1000,
     },
   };
 }

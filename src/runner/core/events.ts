@@ -20,6 +20,8 @@ export type ItemEvent =
   | { kind: 'job-ended'; itemId: string; jobId: string; status: string; code?: string }
   /** One output saved and verified (`ms`: from opening its link to its rename into place). */
   | { kind: 'downloaded'; itemId: string; jobId: string; output: number; path: string; bytes: number; ms: number }
+  /** A transfer moved no byte for a while inside its body (since `since`): it gives its place to the next, and is abandoned at the idle timeout. */
+  | { kind: 'transfer-stalled'; itemId: string; transfer: 'download' | 'upload'; since: number }
   /** One try at an output failed; `retry`: a fresh link is tried next, else the item waits for a later run. */
   | { kind: 'download-failed'; itemId: string; jobId: string; output: number; code: string; retry: boolean }
   /** The item reached a state this run leaves it in (done, failed, blocked, held, …). */

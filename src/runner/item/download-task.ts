@@ -1,5 +1,6 @@
 import { policy, waitMs, type ApiClient, type Job, type Reaction } from '../../api/index.js';
 import { DownloadError, downloadOutput } from '../../download/download.js';
+import type { TransferProgress } from '../../scheduler/transfers.js';
 import type { OutputSink } from '../../sink/index.js';
 import type { Logger } from '../../log/logger.js';
 import { outputRelativePath } from '../../manifest/index.js';
@@ -26,6 +27,8 @@ export interface DownloadDeps {
   readonly settings: {
     readonly outputs: OutputSink;
     readonly maxOutputBytes?: number | undefined;
+    /** A transfer that moves no byte for this long is abandoned and tried again from a fresh link. */
+    readonly idleTimeoutMs: number;
     readonly logger?: Logger | undefined;
   };
   readonly report: {
@@ -48,9 +51,10 @@ export function downloadJob(
   lane: KeyLane | undefined,
   itemId: string,
   jobId: string,
+  progress: TransferProgress,
   fresh?: Job,
 ): Promise<void> {
-  return new DownloadTask(deps, lane, deps.store.items.get(itemId)!, jobId).run(fresh);
+  return new DownloadTask(deps, lane, deps.store.items.get(itemId)!, jobId, progress).run(fresh);
 }
 
 /** Why the latest try failed. */
@@ -67,6 +71,8 @@ class DownloadTask {
     private readonly lane: KeyLane | undefined,
     private readonly item: ItemRow,
     private readonly jobId: string,
+    /** Tells the download queue each byte moved: a silent transfer gives its place to the next. */
+    private readonly progress: TransferProgress,
   ) {}
 
   private get signal(): AbortSignal {
@@ -177,8 +183,12 @@ class DownloadTask {
         settings.outputs,
         this.item.type,
         (ext) => this.claimName(idx, ext),
-        this.signal,
-        settings.maxOutputBytes,
+        {
+          signal: this.signal,
+          maxBytes: settings.maxOutputBytes,
+          idleMs: settings.idleTimeoutMs,
+          progress: this.progress,
+        },
       );
       const { jobId } = this;
       const done = store.life.outputSaved(itemId, jobId, idx, file, clock.now(), last);

@@ -32,6 +32,8 @@ export interface JobTaskDeps {
     /** Where outputs are: an earlier item's output is read from there as an input. */
     readonly outputs: OutputSink;
     readonly maxRetries: number;
+    /** A transfer (an upload) that moves no byte for this long is abandoned. */
+    readonly idleTimeoutMs?: number | undefined;
     /** When this run began: an attempt sent before it may have been accepted then. */
     readonly runStartedAt: number;
     readonly logger?: Logger | undefined;

@@ -20,6 +20,8 @@ export interface KnownWaits {
   syncing(): boolean;
   /** First polls and backoffs under way, and downloads. */
   timedWaits(): number;
+  /** Downloads silent inside their body (each has its time: the idle timeout), and that timeout. */
+  stalledDownloads(): { count: number; since: number; idleMs: number } | undefined;
 }
 
 /**
@@ -53,6 +55,7 @@ export class QuietWatch {
       running: true,
       waitingUntil: this.waits.capUntil(),
       unreachableSince: this.reachability.unreachableSince,
+      stalled: this.waits.stalledDownloads(),
     });
     const held = this.feeder
       .heldIds()
