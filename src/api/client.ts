@@ -76,8 +76,18 @@ export function createDispatcher(): Agent {
   });
 }
 
+/** A request of the service's under way: when it left, how long it may rightly wait (a long poll's wait), and its abort. */
+interface Outstanding {
+  sentAt: number;
+  waitMs: number;
+  controller: AbortController;
+  abandoned: boolean;
+}
+
 /** The one HTTP client of the service and its object storage. */
 export class ApiClient {
+  /** The service's requests under way: an outage may have swallowed them (see abandonSentBefore). */
+  private readonly outstanding = new Set<Outstanding>();
   private readonly base: URL;
   private readonly dispatcher: Dispatcher;
   private readonly ownsDispatcher: boolean;
@@ -96,8 +106,41 @@ export class ApiClient {
     this.now = options.now ?? Date.now;
   }
 
-  me(signal?: AbortSignal): Promise<Account> {
-    return this.call('GET', '/me', meEnvelope, signal ? { signal } : {});
+  /** The key's account; `timeoutMs` bounds this request alone (a probe of a service that may swallow it). */
+  me(signal?: AbortSignal, timeoutMs?: number): Promise<Account> {
+    return this.call('GET', '/me', meEnvelope, {
+      ...(signal ? { signal } : {}),
+      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+    });
+  }
+
+  /**
+   * When the oldest request under way was sent, among those not answered
+   * `silentMs` after they should have been (a long poll's wait counted in).
+   */
+  overdueSince(now: number, silentMs: number): number | undefined {
+    let oldest: number | undefined;
+    for (const o of this.outstanding)
+      if (now - o.sentAt > o.waitMs + silentMs && (oldest === undefined || o.sentAt < oldest)) oldest = o.sentAt;
+    return oldest;
+  }
+
+  /**
+   * The requests sent before `before` that are still waiting are given up:
+   * the service answers again, but an outage that swallowed them (a load
+   * balancer that lost its backends) never will. Each fails with a
+   * TransportError of code ABANDONED, and its caller sends it again (a
+   * submission with its same key). Returns how many.
+   */
+  abandonSentBefore(before: number): number {
+    let n = 0;
+    for (const o of this.outstanding) {
+      if (o.sentAt >= before || o.abandoned) continue;
+      o.abandoned = true;
+      o.controller.abort();
+      n++;
+    }
+    return n;
   }
 
   listModels(type: MediaType): Promise<Model[]> {
@@ -121,6 +164,7 @@ export class ApiClient {
     const query = waitSeconds > 0 ? `?wait=${waitSeconds}` : '';
     return this.call('GET', `/jobs/${encodeURIComponent(id)}${query}`, jobEnvelope, {
       timeoutMs: this.timeoutMs + waitSeconds * 1000 + Math.min(LONG_POLL_MARGIN_MS, this.timeoutMs),
+      waitMs: waitSeconds * 1000,
       ...(signal ? { signal } : {}),
     });
   }
@@ -264,7 +308,49 @@ export class ApiClient {
     method: string,
     path: string,
     schema: S,
-    opts: { body?: unknown; idempotencyKey?: string; timeoutMs?: number; signal?: AbortSignal } = {},
+    opts: { body?: unknown; idempotencyKey?: string; timeoutMs?: number; waitMs?: number; signal?: AbortSignal } = {},
+  ): Promise<z.output<S>> {
+    const request = this.track(opts.waitMs ?? 0, opts.signal);
+    try {
+      return await this.callOnce(method, path, schema, { ...opts, signal: request.controller.signal });
+    } catch (error) {
+      if (!request.abandoned || opts.signal?.aborted) throw error;
+      const where = `${this.base.pathname}${path}`;
+      throw new TransportError(
+        'ABANDONED',
+        `${method} ${where}: no answer, and the service answers other requests again: given up, to be sent again`,
+        method,
+        where,
+        { cause: error },
+      );
+    } finally {
+      this.outstanding.delete(request);
+      request.stop();
+    }
+  }
+
+  /** A request under way, aborted by its caller's signal or by abandonSentBefore. */
+  private track(waitMs: number, signal: AbortSignal | undefined): Outstanding & { stop(): void } {
+    const controller = new AbortController();
+    const onAbort = () => controller.abort(signal?.reason);
+    if (signal?.aborted) controller.abort(signal.reason);
+    else signal?.addEventListener('abort', onAbort, { once: true });
+    const request = {
+      sentAt: this.now(),
+      waitMs,
+      controller,
+      abandoned: false,
+      stop: () => signal?.removeEventListener('abort', onAbort),
+    };
+    this.outstanding.add(request);
+    return request;
+  }
+
+  private async callOnce<S extends z.ZodType>(
+    method: string,
+    path: string,
+    schema: S,
+    opts: { body?: unknown; idempotencyKey?: string; timeoutMs?: number; signal: AbortSignal },
   ): Promise<z.output<S>> {
     const url = `${this.base.href}${path}`;
     const logPath = `${this.base.pathname}${path}`;
@@ -281,14 +367,14 @@ export class ApiClient {
       ...(opts.body !== undefined ? { body: JSON.stringify(opts.body) } : {}),
       headersTimeout: timeout,
       bodyTimeout: timeout,
-      ...(opts.signal ? { signal: opts.signal } : {}),
+      signal: opts.signal,
     });
     const answer = answerOf(method, path, res);
     // The body is always read, also for 429/503: an unread body pins the connection.
     // Cut off mid-body, the answer was not had: a submission may have been accepted all the same (the service answered, though).
     const text = await res.body.text().catch((error: unknown) => {
       this.answers.emit({ ...answer, ms: this.now() - started });
-      if (opts.signal?.aborted) throw error;
+      if (opts.signal.aborted) throw error;
       throw transportError(error, method, logPath, this.secrets());
     });
     answer.ms = this.now() - started;

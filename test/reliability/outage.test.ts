@@ -180,6 +180,34 @@ describe('outages of every kind are ridden out', () => {
     expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
   });
 
+  // Issue 43's measurement: the service read every request and answered none for 15 s, then answered new ones while the
+  // requests it swallowed stayed unanswered (a load balancer that lost its backends); the run waited out their own
+  // timeouts, 61 s in all after the return.
+  it('a black hole: the requests it swallowed are abandoned once the service answers again and resent at once', {
+    timeout: 60_000,
+  }, async () => {
+    const t = await startTestSim({ timeScale: 60, outages: [{ atCharge: 8, seconds: 4, mode: 'blackhole' }] });
+    const ws = workspace(t.sim, imageManifest(30), {}, 60);
+    const outage = watchOutage(t);
+    const run = await ws.run();
+    const endedAt = Date.now();
+    const backAt = outage.backAt();
+    expect(run.code, run.stderr).toBe(0);
+    expect(backAt).toBeDefined();
+    const after = posts(t, backAt!);
+    expect(after.length).toBeGreaterThan(0);
+    expect(after[0]!.at - backAt!).toBeLessThan(2_000);
+    // Not a request waited out its own timeout (30 s, and a long poll's wait on top).
+    expect(endedAt - backAt!).toBeLessThan(8_000);
+    const charges = t.sim.service.ledger.of('charge');
+    expect(charges).toHaveLength(30);
+    expect(new Set(charges.map((c) => c.idempotencyKey)).size).toBe(30);
+    expect(t.sim.service.ledger.countStatus(429)).toBe(0);
+    expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
+    expect(run.stderr).toMatch(/service is unreachable/i);
+    expect(run.stderr).not.toMatch(/nothing moved/);
+  });
+
   it('at the real pace: refused for 2 s, the run is back to submitting within 2 s of the return', {
     timeout: 60_000,
   }, async () => {

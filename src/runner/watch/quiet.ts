@@ -44,7 +44,8 @@ export class QuietWatch {
 
   explained(): boolean {
     const { waits } = this;
-    if (waits.capUntil() !== undefined || this.reachability.isDown || waits.coordinatorDown()) return true;
+    if (waits.capUntil() !== undefined || this.reachability.isDown || this.reachability.isProbing) return true;
+    if (waits.coordinatorDown()) return true;
     if (waits.paused() || waits.waitingForBreaker() || waits.syncing() || waits.timedWaits() > 0) return true;
     const now = this.now();
     return (['image', 'video'] as const).some((type) => (this.feeder.nextDue(type) ?? 0) > now);

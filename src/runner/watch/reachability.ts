@@ -1,5 +1,5 @@
+import { setMaxListeners } from 'node:events';
 import { TransportError } from '../../api/index.js';
-import { sleep } from '../../util/clock.js';
 
 /**
  * What a request that got no answer (refused, reset, no DNS, timed out) was
@@ -13,25 +13,36 @@ export type NoAnswer = 'outage' | 'own' | 'stopped';
 
 export interface ReachabilityOptions {
   now: () => number;
-  /** Asks the service something cheap (through its read limit); rejects with TransportError while it is unreachable. */
+  /** Asks the service something cheap (through its read limit), within a short timeout; rejects with TransportError while it is unreachable. */
   probe: (signal: AbortSignal) => Promise<unknown>;
-  /** Real milliseconds between probes while nothing answers. */
+  /** Real milliseconds between probes while nothing answers (a probe may still wait for its answer: they overlap). */
   probeEveryMs: number;
   /** With nothing answering for this long (real milliseconds), `onGiveUp`. */
   giveUpAfterMs: number;
+  /**
+   * A request not answered this long after it should have been, with nothing
+   * answered since it was sent, makes the service suspect: a service that
+   * reads requests and answers none (a black hole) fails nothing on its own.
+   */
+  silentMs: number;
+  /** When the oldest request under way was sent, among those overdue by `silentMs` (any key's client). */
+  overdueSince: (now: number, silentMs: number) => number | undefined;
   /** Aborted when the run stops: every wait ends. */
   signal: AbortSignal;
   onDown(since: number, reason: string): void;
-  onUp(since: number): void;
+  /** The service answers again after an outage: requests sent before `at` are abandoned by the caller, to be sent again. */
+  onUp(since: number, at: number): void;
   onGiveUp(since: number, reason: string): void;
 }
 
 /**
  * Whether the service answers at all: one per run, shared by every key (they
  * reach the same service). While it does not, submissions pause as a whole
- * and one probe asks, instead of a backoff per item that would run out its
+ * and probes ask, instead of a backoff per item that would run out its
  * resends (and leave paid jobs unread) on a blip. Any answer (an error too)
- * says the service is back, and wakes everything that waits for it.
+ * says the service is back, and wakes everything that waits for it. A
+ * service that goes silent without failing anything (requests read, never
+ * answered) is suspected from its overdue requests and probed the same way.
  */
 export class Reachability {
   private lastAnswerAt = -Infinity;
@@ -43,17 +54,22 @@ export class Reachability {
   private probing: Promise<void> | undefined;
   private waiters = new Set<(up: boolean) => void>();
   private gaveUp = false;
+  private readonly silenceWatch: NodeJS.Timeout;
 
   constructor(private readonly opts: ReachabilityOptions) {
     opts.signal.addEventListener('abort', () => this.release(false), { once: true });
+    this.silenceWatch = setInterval(() => this.lookForSilence(), Math.max(100, opts.silentMs / 4));
+    this.silenceWatch.unref();
+    opts.signal.addEventListener('abort', () => clearInterval(this.silenceWatch), { once: true });
   }
 
   /** The service answered a request (any HTTP status). */
   answered(): void {
-    this.lastAnswerAt = this.opts.now();
+    const now = this.opts.now();
+    this.lastAnswerAt = now;
     const since = this.downSince;
     this.downSince = undefined;
-    if (since !== undefined) this.opts.onUp(since);
+    if (since !== undefined) this.opts.onUp(since, now);
     if (this.waiters.size > 0) this.release(true);
   }
 
@@ -66,6 +82,16 @@ export class Reachability {
     return this.downSince !== undefined;
   }
 
+  /** Probes are asking whether the service answers (it failed a request, or went silent): a known wait. */
+  get isProbing(): boolean {
+    return this.probing !== undefined;
+  }
+
+  /** The watch of silence ends (the run is over). */
+  stop(): void {
+    clearInterval(this.silenceWatch);
+  }
+
   /** Before a request: at once while the service answers; while it does not, once it answers again (true) or the run stops (false). */
   async ready(signal: AbortSignal): Promise<boolean> {
     if (this.downSince === undefined) return !signal.aborted && !this.gaveUp;
@@ -75,7 +101,7 @@ export class Reachability {
   /**
    * A request sent at `sentAt` got no answer: was that an outage (then this
    * waits until the service answers again) or the request's own failure?
-   * A probe decides: one in flight at a time, whoever asks.
+   * A probe decides: one round of probes at a time, whoever asks.
    */
   async noAnswer(sentAt: number, error: unknown, signal: AbortSignal): Promise<NoAnswer> {
     if (!(error instanceof TransportError)) return 'own';
@@ -85,7 +111,17 @@ export class Reachability {
     return this.lastDownAt >= sentAt ? 'outage' : 'own';
   }
 
-  /** Resolves true when the service answers (asking it with one probe at a time), false when the run stops first. */
+  /** A request overdue while nothing has answered for as long: the service may have gone silent; probes tell. */
+  private lookForSilence(): void {
+    if (this.probing || this.gaveUp || this.opts.signal.aborted) return;
+    const now = this.opts.now();
+    const since = this.opts.overdueSince(now, this.opts.silentMs);
+    if (since === undefined || now - this.lastAnswerAt < this.opts.silentMs) return;
+    this.reason = `no answer for ${((now - since) / 1000).toFixed(1)} s`;
+    void this.untilUp(this.opts.signal);
+  }
+
+  /** Resolves true when the service answers (probing it until then), false when the run stops first. */
   private untilUp(signal: AbortSignal): Promise<boolean> {
     if (signal.aborted || this.gaveUp || this.opts.signal.aborted) return Promise.resolve(false);
     return new Promise<boolean>((resolve) => {
@@ -101,41 +137,104 @@ export class Reachability {
     });
   }
 
+  /**
+   * A probe every `probeEveryMs` until one is answered; they overlap, so the
+   * service's return is seen within one interval even when earlier probes
+   * were swallowed. The first failure is asked again at once before the
+   * service is called down (a keep-alive connection it closed fails once).
+   */
   private async probeUntilUp(): Promise<void> {
     const { opts } = this;
-    const startedAt = opts.now();
-    let failures = 0;
-    while (this.waiters.size > 0 && !opts.signal.aborted) {
-      const sentAt = opts.now();
-      try {
-        await opts.probe(opts.signal);
-        this.answered();
-        return;
-      } catch (error) {
-        if (opts.signal.aborted) return;
-        // Any answer, an error one too, is the service's: it is reachable.
-        if (!(error instanceof TransportError)) return this.answered();
-        if (this.lastAnswerAt > sentAt) return this.release(true);
-        this.reason = error.message;
-        const now = opts.now();
-        this.lastDownAt = now;
-        // A pooled connection the service closed fails once on its own: asked again at once on a new one before saying anything.
-        if (++failures === 1) continue;
-        if (this.downSince === undefined) {
-          this.downSince = Math.min(startedAt, now);
-          opts.onDown(this.downSince, this.reason);
-        }
-        if (now - this.downSince >= opts.giveUpAfterMs) {
+    const round = new ProbeRound(opts.now(), opts.signal);
+    try {
+      while (this.waiters.size > 0 && !opts.signal.aborted && !round.settled) {
+        void this.probeOnce(round);
+        await round.next(opts.probeEveryMs);
+        if (this.downSince !== undefined && opts.now() - this.downSince >= opts.giveUpAfterMs) {
           this.gaveUp = true;
           opts.onGiveUp(this.downSince, this.reason);
           return this.release(false);
         }
       }
-      await sleep(opts.probeEveryMs, opts.signal).catch(() => {});
+    } finally {
+      round.end();
+    }
+  }
+
+  private async probeOnce(round: ProbeRound): Promise<void> {
+    const { opts } = this;
+    const sentAt = opts.now();
+    try {
+      await opts.probe(round.signal);
+      round.settle();
+      this.answered();
+    } catch (error) {
+      if (round.settled || opts.signal.aborted) return;
+      // Any answer, an error one too, is the service's: it is reachable.
+      if (!(error instanceof TransportError) || this.lastAnswerAt > sentAt) {
+        round.settle();
+        return this.lastAnswerAt > sentAt ? this.release(true) : this.answered();
+      }
+      this.reason = error.message;
+      const now = opts.now();
+      this.lastDownAt = now;
+      if (++round.failures >= 2 && this.downSince === undefined) {
+        this.downSince = Math.min(round.startedAt, now);
+        opts.onDown(this.downSince, this.reason);
+      }
+      // The first failure is asked again at once; the others wait for the interval.
+      if (round.failures === 1) round.wakeUp();
     }
   }
 
   private release(up: boolean): void {
     for (const waiter of [...this.waiters]) waiter(up);
+  }
+}
+
+/** One round of probes: its failures, the wake-up of its loop, and the abort of the probes still out once it is settled. */
+class ProbeRound {
+  failures = 0;
+  settled = false;
+  private readonly controller = new AbortController();
+  private wake: () => void = () => {};
+
+  constructor(
+    readonly startedAt: number,
+    private readonly runSignal: AbortSignal,
+  ) {
+    // Probes overlap (one an interval, each waiting up to its timeout): each listens for the round's end, twice.
+    setMaxListeners(256, this.controller.signal);
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** Until `ms` pass, the round is settled (or woken), or the run stops; the timer goes with the wait. */
+  async next(ms: number): Promise<void> {
+    if (this.settled || this.runSignal.aborted) return;
+    let timer: NodeJS.Timeout | undefined;
+    const stop = () => this.wake();
+    this.runSignal.addEventListener('abort', stop, { once: true });
+    await new Promise<void>((resolve) => {
+      this.wake = resolve;
+      timer = setTimeout(resolve, ms);
+    });
+    clearTimeout(timer);
+    this.runSignal.removeEventListener('abort', stop);
+  }
+
+  wakeUp(): void {
+    this.wake();
+  }
+
+  settle(): void {
+    this.settled = true;
+    this.wake();
+  }
+
+  end(): void {
+    this.controller.abort();
   }
 }

@@ -29,16 +29,24 @@ export function watchService(deps: {
 }): { reachability: Reachability; stopHearing: () => void } {
   const { lanes, clock, control, now, logger, onActivity } = deps;
   const probeEveryMs = Math.min(1_000, Math.max(100, clock.scaled(1_000)));
+  // A request this late (half a minute of the service's time, 1 to 5 s of real time) with nothing answered since is a
+  // silence worth a probe; a probe waits as long for its own answer.
+  const silentMs = Math.min(5_000, Math.max(1_000, clock.scaled(30_000)));
   const reachability = new Reachability({
     now,
     probe: (signal) => {
       const lane = lanes.active[0] ?? lanes.all[0]!;
       return lane.buckets.read.run(() => {
         onActivity();
-        return lane.client.me(signal);
+        return lane.client.me(signal, silentMs);
       }, signal);
     },
     probeEveryMs,
+    silentMs,
+    overdueSince: (at, silent) => {
+      const overdue = lanes.all.map((lane) => lane.client.overdueSince(at, silent)).filter((s) => s !== undefined);
+      return overdue.length ? Math.min(...overdue) : undefined;
+    },
     giveUpAfterMs: deps.unreachableMs ?? UNREACHABLE_MS,
     signal: control.abort.signal,
     onDown: (since, reason) => {
@@ -49,11 +57,13 @@ export function watchService(deps: {
         message: `the service is unreachable (${reason}); submissions pause, and it is asked again every ${Math.round(probeEveryMs)} ms. Nothing paid is lost.`,
       });
     },
-    onUp: (since) => {
+    onUp: (since, at) => {
+      // What the outage swallowed will never be answered: given up now, sent again at once (submissions with their keys).
+      const abandoned = lanes.all.reduce((n, lane) => n + lane.client.abandonSentBefore(at), 0);
       control.emit({ kind: 'outage', phase: 'up', since });
       control.emit({
         kind: 'notice',
-        message: `the service answers again, after ${((now() - since) / 1000).toFixed(1)} s unreachable; submissions go on`,
+        message: `the service answers again, after ${((now() - since) / 1000).toFixed(1)} s unreachable; submissions go on${abandoned ? ` (${abandoned} request${abandoned === 1 ? '' : 's'} it never answered sent again)` : ''}`,
       });
       control.wake();
     },
@@ -69,6 +79,7 @@ export function watchService(deps: {
     reachability,
     stopHearing: () => {
       for (const stop of stops) stop();
+      reachability.stop();
     },
   };
 }
