@@ -116,12 +116,14 @@ export class ApiClient {
 
   /**
    * When the oldest request under way was sent, among those not answered
-   * `silentMs` after they should have been (a long poll's wait counted in).
+   * `silentMs` after they should have been (a long poll's wait counted in,
+   * as `scaled` makes it real time: a time-scaled simulator's wait is short).
    */
-  overdueSince(now: number, silentMs: number): number | undefined {
+  overdueSince(now: number, silentMs: number, scaled: (ms: number) => number = (ms) => ms): number | undefined {
     let oldest: number | undefined;
     for (const o of this.outstanding)
-      if (now - o.sentAt > o.waitMs + silentMs && (oldest === undefined || o.sentAt < oldest)) oldest = o.sentAt;
+      if (now - o.sentAt > scaled(o.waitMs) + silentMs && (oldest === undefined || o.sentAt < oldest))
+        oldest = o.sentAt;
     return oldest;
   }
 
@@ -133,9 +135,18 @@ export class ApiClient {
    * submission with its same key). Returns how many.
    */
   abandonSentBefore(before: number): number {
+    return this.abandon((o) => o.sentAt < before);
+  }
+
+  /** The requests still waiting `lateMs` past what they may rightly wait are given up (as abandonSentBefore does). */
+  abandonOverdue(now: number, lateMs: number, scaled: (ms: number) => number = (ms) => ms): number {
+    return this.abandon((o) => now - o.sentAt > scaled(o.waitMs) + lateMs);
+  }
+
+  private abandon(which: (o: Outstanding) => boolean): number {
     let n = 0;
     for (const o of this.outstanding) {
-      if (o.sentAt >= before || o.abandoned) continue;
+      if (o.abandoned || !which(o)) continue;
       o.abandoned = true;
       o.controller.abort();
       n++;

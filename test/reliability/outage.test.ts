@@ -208,6 +208,22 @@ describe('outages of every kind are ridden out', () => {
     expect(run.stderr).not.toMatch(/nothing moved/);
   });
 
+  it('a black hole too short to be seen: what it swallowed is given up as lost while the service answers others', {
+    timeout: 30_000,
+  }, async () => {
+    const t = await startTestSim({ timeScale: 600, outages: [{ atCharge: 4, seconds: 0.3, mode: 'blackhole' }] });
+    const ws = workspace(t.sim, imageManifest(12));
+    const startedAt = Date.now();
+    const run = await ws.run();
+    expect(run.code, run.stderr).toBe(0);
+    // Not the 30 s a swallowed request would wait for its own timeout.
+    expect(Date.now() - startedAt).toBeLessThan(10_000);
+    const charges = t.sim.service.ledger.of('charge');
+    expect(new Set(charges.map((c) => c.idempotencyKey)).size).toBe(12);
+    expect(charges).toHaveLength(12);
+    expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
+  });
+
   it('at the real pace: refused for 2 s, the run is back to submitting within 2 s of the return', {
     timeout: 60_000,
   }, async () => {

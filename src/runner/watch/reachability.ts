@@ -27,6 +27,10 @@ export interface ReachabilityOptions {
   silentMs: number;
   /** When the oldest request under way was sent, among those overdue by `silentMs` (any key's client). */
   overdueSince: (now: number, silentMs: number) => number | undefined;
+  /** Gives up the requests overdue by `lateMs` (each then fails as no answer, and is sent again): how many. */
+  abandonOverdue: (now: number, lateMs: number) => number;
+  /** Requests were given up as lost while the service answered others. */
+  onLost?: (count: number) => void;
   /** Aborted when the run stops: every wait ends. */
   signal: AbortSignal;
   onDown(since: number, reason: string): void;
@@ -116,7 +120,13 @@ export class Reachability {
     if (this.probing || this.gaveUp || this.opts.signal.aborted) return;
     const now = this.opts.now();
     const since = this.opts.overdueSince(now, this.opts.silentMs);
-    if (since === undefined || now - this.lastAnswerAt < this.opts.silentMs) return;
+    if (since === undefined) return;
+    if (now - this.lastAnswerAt < this.opts.silentMs) {
+      // The service answers others: a request this late was lost on its own (a silence that ended swallowed it).
+      const lost = this.opts.abandonOverdue(now, 2 * this.opts.silentMs);
+      if (lost > 0) this.opts.onLost?.(lost);
+      return;
+    }
     this.reason = `no answer for ${((now - since) / 1000).toFixed(1)} s`;
     void this.untilUp(this.opts.signal);
   }

@@ -43,8 +43,13 @@ export function watchService(deps: {
     },
     probeEveryMs,
     silentMs,
+    abandonOverdue: (at, late) =>
+      lanes.all.reduce((n, lane) => n + lane.client.abandonOverdue(at, late, clock.scaled), 0),
+    onLost: (count) => logger?.warn({ count }, 'requests never answered while the service answered others: sent again'),
     overdueSince: (at, silent) => {
-      const overdue = lanes.all.map((lane) => lane.client.overdueSince(at, silent)).filter((s) => s !== undefined);
+      const overdue = lanes.all
+        .map((lane) => lane.client.overdueSince(at, silent, clock.scaled))
+        .filter((s) => s !== undefined);
       return overdue.length ? Math.min(...overdue) : undefined;
     },
     giveUpAfterMs: deps.unreachableMs ?? UNREACHABLE_MS,
