@@ -1,6 +1,7 @@
 // npm run bench chaos: whole runs of the real CLI against the simulator, each with a seeded mix of faults
-// (outages that refuse or reset, answers lost after the charge, 5xx, 429 storms, cut downloads, expired
-// links, a full disk where a tmpfs can be mounted, SIGKILL and SIGTERM at random instants), run again
+// (outages that refuse, reset or swallow every request (a black hole), answers lost after the charge, 5xx,
+// 429 storms, cut and stalled downloads, expired links, a full disk where a tmpfs can be mounted, SIGKILL
+// and SIGTERM at random instants), run again
 // with the same command until they end; then the simulator's ledger and the output dir are checked
 // against the promise: never paid twice, nothing paid for lost, never over a limit, never a hang.
 // CHAOS_RUNS=N (default 1000) runs seeds 1..N; CHAOS_SEED=S replays one seed and says what happened.
@@ -73,6 +74,10 @@ export function planFor(seed, canMount) {
       afterWork: int(1, 3 * items),
       delayMs: r() < 0.5 ? 0 : Math.round(between(0, 80)),
     });
+  // The silent faults (drawn last, so the draws above are as they were): a download that goes quiet mid-body, an
+  // outage that reads every request and answers none, and whose swallowed requests stay unanswered after it.
+  plan.stalledDownloads = r() < 0.3 ? 0.2 : 0;
+  for (const o of plan.outages) if (r() < 0.35) o.mode = 'blackhole';
   // Every run gets two faults at least.
   if (
     plan.outages.length +
@@ -84,6 +89,7 @@ export function planFor(seed, canMount) {
         plan.serverErrors,
         plan.storm,
         plan.cutDownloads,
+        plan.stalledDownloads,
         plan.expiredLinks,
         plan.diskFull,
       ].filter(Boolean).length <
@@ -214,11 +220,17 @@ export async function chaosRun(seed, { canMount = false, say = () => {} } = {}) 
       }
       return undefined;
     };
-    sim.storage.inject = () => {
+    sim.storage.inject = (path) => {
+      if (!path.startsWith('/outputs/')) return undefined;
       if (plan.cutDownloads && random() < plan.cutDownloads) {
         count('cut download');
         faultNow();
         return 'truncate';
+      }
+      if (plan.stalledDownloads && random() < plan.stalledDownloads) {
+        count('stalled download');
+        faultNow();
+        return 'stall';
       }
       return undefined;
     };
@@ -231,6 +243,8 @@ export async function chaosRun(seed, { canMount = false, say = () => {} } = {}) 
       '--time-scale',
       String(TIME_SCALE),
       ...(plan.unreachableMinutes ? ['--unreachable-minutes', String(plan.unreachableMinutes)] : []),
+      // A stalled download is abandoned after a second: the 30 s default would be most of a life at this scale.
+      ...(plan.stalledDownloads ? ['--idle-timeout', '1'] : []),
     ];
     let recovery = 0;
     const lives = [];

@@ -81,6 +81,7 @@ export function buildParts(inputs: RunInputs, hooks: PartsHooks): RunParts {
   );
   wakeOnTaskEnds(lanes, downloads, control);
   for (const lane of lanes.all) hearing.push(forwardAnswers(lane, control));
+  hearing.push(giveUpOnTheWireAfterInterrupt(lanes, control));
   const service = watchService({
     lanes,
     clock,
@@ -130,6 +131,31 @@ function creditsOf(inputs: RunInputs, clock: RunClock, control: Control, lanes: 
       if (until !== undefined) store.runs.beat(hooks.runId(), opts.now(), { waitingUntil: until });
     },
   );
+}
+
+/** How long requests already on the wire may take to record their answer after an interrupt. */
+const INTERRUPT_GRACE_MS = 1_000;
+
+/**
+ * An interrupt lets requests already on the wire record their answer, for a
+ * second: then they are given up (a submission stays committed, resent with
+ * its key by the next run), so the process exits within a second or two
+ * even when the service swallows requests and answers none.
+ */
+function giveUpOnTheWireAfterInterrupt(lanes: KeyLanes, control: Control): () => void {
+  let timer: NodeJS.Timeout | undefined;
+  const onAbort = () => {
+    if (control.stopReason?.kind !== 'interrupted') return;
+    timer = setTimeout(() => {
+      for (const lane of lanes.all) lane.client.abandonSentBefore(Infinity);
+    }, INTERRUPT_GRACE_MS);
+    timer.unref();
+  };
+  control.abort.signal.addEventListener('abort', onAbort, { once: true });
+  return () => {
+    clearTimeout(timer);
+    control.abort.signal.removeEventListener('abort', onAbort);
+  };
 }
 
 /** Each answer of the key's client as a run event, and each 429 as `rate-limited`. */

@@ -48,6 +48,26 @@ describe('an interrupt at the real pace', () => {
     expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
   });
 
+  it('while the service swallows requests (a black hole), the requests on the wire are given up after a second: exit 130 within 2 s', async () => {
+    // At the real pace: from the 3rd charge on, every request is read and none answered (its answer swallowed too).
+    const t = await startTestSim({
+      timeScale: 1,
+      imageSeconds: [4, 4],
+      outages: [{ atCharge: 3, seconds: 30, mode: 'blackhole' }],
+    });
+    const ws = workspace(t.sim, imageManifest(6), {}, 1);
+    const run = ws.start();
+    await charged(t, 3);
+    const sent = Date.now();
+    run.child.kill('SIGINT');
+    const [code] = (await once(run.child, 'exit')) as [number | null];
+    expect(Date.now() - sent).toBeLessThan(2_000);
+    expect(code, run.output()).toBe(130);
+    // The 3rd submission's answer was swallowed: its key is in the state, for the next run to resend.
+    const known = new Set(readState(ws.statePath).attempts.map((a) => a.idempotency_key));
+    for (const c of t.sim.service.ledger.of('charge')) expect(known.has(c.idempotencyKey)).toBe(true);
+  });
+
   it('submissions waiting for the rate limit are cancelled, not drained: exit 130 within 2 s with 2 of 12 queued for a minute', async () => {
     // A key allowed 12 images in flight (its /me says so), still 10 submissions a minute.
     const t = await startTestSim({ timeScale: 1, imageSeconds: [60, 60], limits: { imagesInFlight: 12 } });
