@@ -81,7 +81,7 @@ export function buildParts(inputs: RunInputs, hooks: PartsHooks): RunParts {
   );
   wakeOnTaskEnds(lanes, downloads, control);
   for (const lane of lanes.all) hearing.push(forwardAnswers(lane, control));
-  hearing.push(giveUpOnTheWireAfterInterrupt(lanes, control));
+  hearing.push(giveUpOnTheWireAfterStop(lanes, control));
   const service = watchService({
     lanes,
     clock,
@@ -140,16 +140,21 @@ const INTERRUPT_GRACE_MS = 1_000;
  * An interrupt lets requests already on the wire record their answer, for a
  * second: then they are given up (a submission stays committed, resent with
  * its key by the next run), so the process exits within a second or two
- * even when the service swallows requests and answers none.
+ * even when the service swallows requests and answers none. A run that stops
+ * because nothing answers gives them up at once: none will be answered.
  */
-function giveUpOnTheWireAfterInterrupt(lanes: KeyLanes, control: Control): () => void {
+function giveUpOnTheWireAfterStop(lanes: KeyLanes, control: Control): () => void {
   let timer: NodeJS.Timeout | undefined;
+  const giveUp = () => {
+    for (const lane of lanes.all) lane.client.abandonSentBefore(Infinity);
+  };
   const onAbort = () => {
-    if (control.stopReason?.kind !== 'interrupted') return;
-    timer = setTimeout(() => {
-      for (const lane of lanes.all) lane.client.abandonSentBefore(Infinity);
-    }, INTERRUPT_GRACE_MS);
-    timer.unref();
+    const kind = control.stopReason?.kind;
+    if (kind === 'unreachable') giveUp();
+    else if (kind === 'interrupted') {
+      timer = setTimeout(giveUp, INTERRUPT_GRACE_MS);
+      timer.unref();
+    }
   };
   control.abort.signal.addEventListener('abort', onAbort, { once: true });
   return () => {

@@ -245,42 +245,50 @@ describe('outages of every kind are ridden out', () => {
     expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
   });
 
-  it('unreachable past --unreachable-minutes: exit 4 saying since when, nothing lost; the same command then finishes without paying twice', {
-    timeout: 60_000,
-  }, async () => {
-    const t = await startTestSim({ timeScale: 60 });
-    const ws = workspace(t.sim, imageManifest(12), {}, 60);
-    // The service dies as it charges the 5th job (its answer is lost) and stays away.
-    const unwatch = t.sim.service.ledger.watch((e) => {
-      if (e.kind === 'charge' && t.sim.service.ledger.of('charge').length === 5) void t.sim.outage('refuse');
-    });
-    const running = ws.run(['--unreachable-minutes', '0.05']);
-    // Meanwhile status says why the run is quiet: since when nothing answers, and what each state waits for.
-    let status: any;
-    await vi.waitFor(
-      async () => {
-        const out = await runCliInProcess(['status', 'm.yaml', '--json'], ws.env, ws.dir);
-        status = JSON.parse(out.stdout);
-        expect(status.run.unreachableSince).not.toBeNull();
-      },
-      { timeout: 10_000, interval: 100 },
-    );
-    expect(status.run.running).toBe(true);
-    expect(status.waiting.length).toBeGreaterThan(0);
-    for (const w of status.waiting) expect(w.for).toMatch(/the service to answer again|backoff|its time to be resent/);
-    const first = await running;
-    unwatch();
-    expect(first.code, first.stderr).toBe(4);
-    expect(first.stderr).toMatch(/answered nothing since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC/);
-    expect(first.stderr).toMatch(/Nothing paid is lost/);
-    const charged = t.sim.service.ledger.of('charge').length;
-    expect(charged).toBe(5);
-    await t.sim.restore();
-    const second = await ws.run();
-    expect(second.code, second.stderr).toBe(0);
-    const charges = t.sim.service.ledger.of('charge');
-    expect(charges).toHaveLength(12);
-    expect(new Set(charges.map((c) => c.idempotencyKey)).size).toBe(12);
-    expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
-  });
+  it.each(['refuse', 'blackhole'] as const)(
+    'unreachable past --unreachable-minutes (%s): exit 4 at once saying since when, nothing lost; the same command then finishes without paying twice',
+    {
+      timeout: 60_000,
+    },
+    async (mode) => {
+      const t = await startTestSim({ timeScale: 60 });
+      const ws = workspace(t.sim, imageManifest(12), {}, 60);
+      // The service dies as it charges the 5th job (its answer is lost) and stays away.
+      const unwatch = t.sim.service.ledger.watch((e) => {
+        if (e.kind === 'charge' && t.sim.service.ledger.of('charge').length === 5) void t.sim.outage(mode);
+      });
+      const startedAt = Date.now();
+      const running = ws.run(['--unreachable-minutes', '0.05']);
+      // Meanwhile status says why the run is quiet: since when nothing answers, and what each state waits for.
+      let status: any;
+      await vi.waitFor(
+        async () => {
+          const out = await runCliInProcess(['status', 'm.yaml', '--json'], ws.env, ws.dir);
+          status = JSON.parse(out.stdout);
+          expect(status.run.unreachableSince).not.toBeNull();
+        },
+        { timeout: 10_000, interval: 100 },
+      );
+      expect(status.run.running).toBe(true);
+      expect(status.waiting.length).toBeGreaterThan(0);
+      for (const w of status.waiting)
+        expect(w.for).toMatch(/the service to answer again|backoff|its time to be resent/);
+      const first = await running;
+      unwatch();
+      expect(first.code, first.stderr).toBe(4);
+      // 3 s unreachable, then the requests on the wire are given up: none waits out its own 30 s timeout.
+      expect(Date.now() - startedAt).toBeLessThan(10_000);
+      expect(first.stderr).toMatch(/answered nothing since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC/);
+      expect(first.stderr).toMatch(/Nothing paid is lost/);
+      const charged = t.sim.service.ledger.of('charge').length;
+      expect(charged).toBe(5);
+      await t.sim.restore();
+      const second = await ws.run();
+      expect(second.code, second.stderr).toBe(0);
+      const charges = t.sim.service.ledger.of('charge');
+      expect(charges).toHaveLength(12);
+      expect(new Set(charges.map((c) => c.idempotencyKey)).size).toBe(12);
+      expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
+    },
+  );
 });
