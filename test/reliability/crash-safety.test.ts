@@ -12,7 +12,7 @@ import {
 } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 
-const KILLS = 25;
+const KILLS = 15;
 const images = Array.from({ length: 10 }, (_, i) => `  - { id: shot-${i}, prompt: "shot ${i}" }`).join('\n');
 const MIXED = `version: 1\ndefaults: { model: studio-xl, aspectRatio: "16:9" }\nitems:\n${images}\n${PIPELINE_ITEMS}`;
 

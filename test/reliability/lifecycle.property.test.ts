@@ -329,7 +329,7 @@ const script = fc.record({
 });
 
 /** How many sequences the suite tries; `npm run bench -- lifecycle` tries many more. */
-const SEQUENCES = Number(process.env.GENBATCH_LIFECYCLE_RUNS ?? 400);
+const SEQUENCES = Number(process.env.GENBATCH_LIFECYCLE_RUNS ?? 250);
 
 describe("an item's life under any sequence of answers, interrupts and resumes", () => {
   it(`${SEQUENCES} sequences: no item paid twice, no paid job abandoned, every item final`, {

@@ -39,11 +39,12 @@ function watchOutage(t: TestSim): { backAt: () => number | undefined } {
 
 describe('the service goes away mid-run and comes back on the same port', () => {
   // Issue 33's measurement: the answer of the 10th charge is lost as the service dies, every connection is refused
-  // for 20 real seconds, then the service listens again with all its state. The run stalled forever.
-  it('refused for 20 s after a lost answer: the lost key is resent, submissions resume at once, nothing is paid twice', {
+  // for 20 real seconds (8 here: the length changes nothing of what is asserted), then the service listens again with
+  // all its state. The run stalled forever.
+  it('refused for 8 s after a lost answer: the lost key is resent, submissions resume at once, nothing is paid twice', {
     timeout: 90_000,
   }, async () => {
-    const t = await startTestSim({ timeScale: 60, outages: [{ atCharge: 10, seconds: 20, mode: 'refuse' }] });
+    const t = await startTestSim({ timeScale: 60, outages: [{ atCharge: 10, seconds: 8, mode: 'refuse' }] });
     const ws = workspace(t.sim, imageManifest(40), {}, 60);
     const outage = watchOutage(t);
     const inFlight = watchInFlight(ws.statePath);

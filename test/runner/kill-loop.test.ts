@@ -12,7 +12,7 @@ import {
 } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 
-const KILLS = 12;
+const KILLS = 8;
 
 describe('killed at any instant, resumed with the same command', () => {
   it(`survives ${KILLS} SIGKILLs: no item charged twice, every output on disk with the right bytes`, {
