@@ -59,6 +59,6 @@ await build({
   logLevel: 'warning',
 });
 const text = (...parts) => Promise.all(parts.map((p) => readFile(join(browser, p), 'utf8')));
-await writeFile(join(pages, 'review-app.css'), (await text('review/app.css', 'plots.css')).join('\n'));
-await writeFile(join(pages, 'gallery.css'), (await text('gallery/gallery.css', 'plots.css')).join('\n'));
+await writeFile(join(pages, 'review-app.css'), (await text('theme.css', 'review/app.css', 'plots.css')).join('\n'));
+await writeFile(join(pages, 'gallery.css'), (await text('theme.css', 'gallery/gallery.css', 'plots.css')).join('\n'));
 await writeFile(join(pages, 'review-page.html'), (await text('review/page.html')).join(''));

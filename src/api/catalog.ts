@@ -5,11 +5,12 @@ import type { MediaType, Model } from './types.js';
 export class Catalog {
   constructor(readonly models: ReadonlyMap<string, Model>) {}
 
-  static async fetch(client: ApiClient, types: Iterable<MediaType>): Promise<Catalog> {
+  /** `timeoutMs` bounds each request (a run's start-up asks again rather than wait for an answer that may never come). */
+  static async fetch(client: ApiClient, types: Iterable<MediaType>, timeoutMs?: number): Promise<Catalog> {
     const models = new Map<string, Model>();
     // Asked together: one round trip, not one per type.
     const kinds = [...new Set(types)];
-    const lists = await Promise.all(kinds.map((type) => client.listModels(type)));
+    const lists = await Promise.all(kinds.map((type) => client.listModels(type, timeoutMs)));
     for (const [i, type] of kinds.entries()) for (const model of lists[i]!) models.set(`${type}:${model.id}`, model);
     return new Catalog(models);
   }

@@ -154,8 +154,8 @@ export class ApiClient {
     return n;
   }
 
-  listModels(type: MediaType): Promise<Model[]> {
-    return this.call('GET', `/models?type=${type}`, modelList(type));
+  listModels(type: MediaType, timeoutMs?: number): Promise<Model[]> {
+    return this.call('GET', `/models?type=${type}`, modelList(type), timeoutMs !== undefined ? { timeoutMs } : {});
   }
 
   createUpload(grant: UploadGrantRequest): Promise<UploadGrant> {

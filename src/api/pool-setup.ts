@@ -59,10 +59,12 @@ export async function setUpPool(
   clients: readonly PoolKeyClient[],
   flags: KeyLimits,
   timeScale: number,
+  /** Bounds each key's `/me` (a start-up asks again rather than wait for an answer that may never come). */
+  timeoutMs?: number,
 ): Promise<PoolSetup> {
   const setup: PoolSetup = { keys: [], accounts: [], refused: [], scopes: [] };
   // Asked together: a pool starts as soon as one key would.
-  const answers = await Promise.allSettled(clients.map(({ client }) => client.me()));
+  const answers = await Promise.allSettled(clients.map(({ client }) => client.me(undefined, timeoutMs)));
   for (const [i, { fingerprint, client }] of clients.entries()) {
     const answer = answers[i]!;
     if (answer.status === 'rejected') {

@@ -20,6 +20,13 @@ import { setUpPool, type PoolSetup } from '../api/pool-setup.js';
 import { planResume } from './sync/resume.js';
 import { Runner } from './runner.js';
 
+/**
+ * How long a start-up request (each key's /me, the catalog) waits for its
+ * answer before it is asked again: a service that swallows requests (a black
+ * hole) would otherwise hold the start for the client's 30 s each time.
+ */
+const STARTUP_TIMEOUT_MS = 5_000;
+
 /** The keys a run goes with, as the command line connected them (to the service, or to an in-process simulator). */
 export interface RunConnection {
   keys: { fingerprint: string; client: ApiClient }[];
@@ -200,7 +207,7 @@ async function openService(
   const types = new Set(shapes.map((s) => s.type));
   // The catalog is asked of the first key while the keys' /me answers may still be on their way.
   const firstKey = connection.keys[0]!;
-  const earlyCatalog = Catalog.fetch(firstKey.client, types).catch(() => undefined);
+  const earlyCatalog = Catalog.fetch(firstKey.client, types, STARTUP_TIMEOUT_MS).catch(() => undefined);
   let coordinator: Coordinator | undefined;
   try {
     const pool = await keys.pool;
@@ -214,7 +221,11 @@ async function openService(
     // Asked again of the pool's first key if the first key was refused or the early answer failed, as it was asked before.
     const early = pool.keys[0]!.fingerprint === firstKey.fingerprint ? await earlyCatalog : undefined;
     const catalog =
-      early ?? (await untilAnswered(() => Catalog.fetch(pool.keys[0]!.client, types), request.waitForService));
+      early ??
+      (await untilAnswered(
+        () => Catalog.fetch(pool.keys[0]!.client, types, STARTUP_TIMEOUT_MS),
+        request.waitForService,
+      ));
     await checkShapes(path, cwd, shapes, prepared.manifest, catalog, pool);
     return { connection, pool, coordinator, catalog, store: Store.open(prepared.statePath) };
   } catch (error) {
@@ -255,7 +266,7 @@ function askKeys(
   // Discarded (the manifest failed first): a wait for the service ends at once.
   const discarded = new AbortController();
   const pool = connecting.then((connection) =>
-    untilAnswered(() => setUpPool(connection.keys, limits, timeScale), {
+    untilAnswered(() => setUpPool(connection.keys, limits, timeScale, STARTUP_TIMEOUT_MS), {
       ...wait,
       signal: discarded.signal,
     }),

@@ -225,6 +225,22 @@ describe('outages of every kind are ridden out', () => {
     expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
   });
 
+  it('a run started in a black hole asks again rather than wait 30 s for answers that never come', {
+    timeout: 30_000,
+  }, async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(t.sim, imageManifest(3));
+    await t.sim.outage('blackhole');
+    const backAt = Date.now() + 1_000;
+    setTimeout(() => void t.sim.restore(), 1_000);
+    const run = await ws.run();
+    expect(run.code, run.stderr).toBe(0);
+    // Its swallowed start-up requests were asked again within 5 s: not the client's 30 s.
+    expect(Date.now() - backAt).toBeLessThan(8_000);
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(3);
+    expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
+  });
+
   it('at the real pace: refused for 2 s, the run is back to submitting within 2 s of the return', {
     timeout: 60_000,
   }, async () => {

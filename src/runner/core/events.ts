@@ -1,4 +1,4 @@
-import type { LimitKind } from '../../api/index.js';
+import type { ApiAnswer, LimitKind } from '../../api/index.js';
 import type { Logger } from '../../log/logger.js';
 import type { Waiting } from '../../store/waiting.js';
 
@@ -31,16 +31,7 @@ export type ItemEvent =
 /** The service and the keys: every answer, every 429, outages. */
 export type ServiceEvent =
   /** The service answered a request of the key (any HTTP status). */
-  | {
-      kind: 'answer';
-      keyFp: string;
-      method: string;
-      path: string;
-      limit: LimitKind;
-      status: number;
-      ms: number;
-      code?: string;
-    }
+  | (Omit<ApiAnswer, 'remaining' | 'retryAfterMs'> & { keyFp: string })
   /** A 429: the key's `limit` is reached (`code` says which: RATE_LIMITED, CONCURRENCY_LIMIT, DAILY_CAP_REACHED). */
   | { kind: 'rate-limited'; keyFp: string; limit: LimitKind; code: string; retryAfterMs?: number }
   /** The service answers nothing since `since` (down), or answers again (up). */
