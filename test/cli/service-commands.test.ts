@@ -105,6 +105,6 @@ describe('simulate --outage', () => {
       { atCharge: 10, seconds: 20, mode: 'refuse' },
     ]);
     for (const bad of ['10', '0:5', '3:-1', '3:2:later', '3:2:reset:x'])
-      expect(() => outage(bad)).toThrow(/CHARGE:SECONDS\[:refuse\|reset\|hang\]/);
+      expect(() => outage(bad)).toThrow(/CHARGE:SECONDS\[:refuse\|reset\|hang\|blackhole\]/);
   });
 });

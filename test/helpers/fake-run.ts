@@ -39,6 +39,10 @@ export async function fakeRun(
   const { loaded } = await loadManifest('m.yaml', dir);
   const fake = {
     answers: new EventBus(),
+    // It keeps no requests under way: nothing of it is ever overdue, nothing to give up.
+    overdueSince: () => undefined,
+    abandonOverdue: () => 0,
+    abandonSentBefore: () => 0,
     async getJob(): Promise<Job> {
       return completedJob;
     },

@@ -82,6 +82,16 @@ class ScriptedService {
 
   /** Its answers (it sends no X-RateLimit-Remaining). */
   readonly answers = new EventBus<ApiAnswer>();
+  /** It answers every request (or fails it) at once: nothing is ever overdue, nothing to give up. */
+  overdueSince(): undefined {
+    return undefined;
+  }
+  abandonOverdue(): number {
+    return 0;
+  }
+  abandonSentBefore(): number {
+    return 0;
+  }
 
   /** The run's probe after a request got no answer: this service always answers it (no outage: each fault is the request's own). */
   async me(): Promise<unknown> {
