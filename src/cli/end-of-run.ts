@@ -28,7 +28,7 @@ export function endOfRunText(
         : '') +
       (open ? paint.yellow(`, not finished ${open}`) : ''),
     `credits: ${num(s.credits.charged)} charged, ${num(s.credits.refunded)} refunded, ${num(s.credits.charged - s.credits.refunded)} net`,
-    `outputs: ${resolve(cwd, outDir)}`,
+    `outputs: ${outDir.startsWith('s3://') ? outDir : resolve(cwd, outDir)}`,
     `log: ${logPath}`,
   ];
   lines.push(...failureLines(s, paint, manifestArg));
@@ -85,6 +85,7 @@ function afterwardLines(s: RunSummary, paint: Paint, manifestArg: string): strin
     lines.push(
       `${count(s.removed, 'item')} of an earlier version of the manifest ${s.removed === 1 ? 'is' : 'are'} no longer in it: not run and not counted here; what ${s.removed === 1 ? 'it' : 'they'} already had stays in the state and the output dir`,
     );
+  if (s.publication) lines.push(...publicationLines(s.publication, paint));
   if (s.stop) lines.push(paint.yellow(`stopped: ${s.stop.message}`));
   // What can be done about what failed, in the user's own words.
   const retryable = c.failed + c.skipped;
@@ -95,6 +96,21 @@ function afterwardLines(s: RunSummary, paint: Paint, manifestArg: string): strin
   if (c.blocked)
     lines.push(
       `${count(c.blocked, 'blocked item')} (moderation) ${c.blocked === 1 ? 'is' : 'are'} never resent unchanged: change the prompt to submit again`,
+    );
+  return lines;
+}
+
+/** Outputs going to a bucket: how many are there, and what waits (with why and what to do). */
+function publicationLines(
+  p: NonNullable<RunSummary['publication']>,
+  paint: { yellow(text: string): string },
+): string[] {
+  const lines = [`${count(p.published, 'output')} published to ${p.location}`];
+  if (p.waiting > 0)
+    lines.push(
+      paint.yellow(
+        `${count(p.waiting, 'output')} ${p.waiting === 1 ? 'waits' : 'wait'} to be published (saved and verified in ${p.staging}${p.failed ? `; ${p.failed} of them under a name another object holds: see the log` : ''}): run the same command to publish ${p.waiting === 1 ? 'it' : 'them'}, nothing is paid again`,
+      ),
     );
   return lines;
 }

@@ -47,7 +47,9 @@ export function exitCodeOf(summary: RunSummary): number {
   const open = OPEN_STATES.reduce((n, s) => n + counts[s], 0);
   const total = Object.values(counts).reduce((a, b) => a + b, 0);
   if (stop?.kind === 'interrupted') return EXIT.interrupted;
-  if (stop?.kind === 'disk' || stop?.kind === 'unreachable') return EXIT.environment;
+  if (stop?.kind === 'disk' || stop?.kind === 'unreachable' || stop?.kind === 'publishing') return EXIT.environment;
+  // Outputs paid for and saved, not yet in the bucket: the same command publishes them.
+  if ((summary.publication?.waiting ?? 0) > 0) return EXIT.environment;
   if (stop?.kind === 'nothing-selected') return EXIT.usage;
   if (stop && open > 0) return EXIT.stopped;
   return counts.done === total ? EXIT.ok : EXIT.incomplete;

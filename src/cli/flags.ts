@@ -30,7 +30,7 @@ export const RUN_FLAGS = {
   }),
   out: spec({
     flags: '--out <dir>',
-    help: 'where outputs go',
+    help: 'where outputs go: a folder, or s3://BUCKET/PREFIX (endpoint, region and credentials from the AWS environment)',
     defaultText: "the manifest's output.dir, else out/<name> beside it",
   }),
   submitRate: spec({
@@ -137,6 +137,16 @@ export const RUN_FLAGS = {
     help: 'abandon a download or upload that moves no byte for this long, and try it again (decimals allowed)',
     parse: positiveNumber,
     default: 30,
+  }),
+  keepLocal: spec({
+    flags: '--keep-local',
+    help: 'with --out s3://...: keep the local copy of each output once it is published',
+  }),
+  maxUnpublishedMb: spec({
+    flags: '--max-unpublished-mb <n>',
+    help: 'with --out s3://...: submissions wait while this much of saved outputs waits to be published',
+    parse: positiveInt,
+    default: 2048,
   }),
   maxOutputMb: spec({
     flags: '--max-output-mb <n>',

@@ -176,7 +176,7 @@ export async function downloadOutput(
   const { path: relPath, mode } = nameFor(await extensionFor(contentType, type));
   let file: SinkWriter;
   try {
-    file = await sink.create(relPath, mode);
+    file = await sink.create(relPath, mode, { output: true });
   } catch (error) {
     dl.cancel();
     // Its folder cannot be made, or its temporary opened: the place, not the link.

@@ -15,6 +15,9 @@ export { ItemsTally } from './shapes.js';
 export {
   outputRelativePath,
   outLocationProblem,
+  bucketLocationOf,
+  resolveOutLocation,
+  type BucketLocation,
   resolveInside,
   defaultExtension,
   DEFAULT_OUTPUT_NAME,

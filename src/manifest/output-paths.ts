@@ -134,13 +134,47 @@ export function defaultExtension(type: 'image' | 'video'): string {
 
 /** A location written as a URL (`s3://…`, `gs://…`): a scheme, then `://`. */
 const URL_LIKE = /^[a-z][a-z0-9+.-]*:\/\//i;
+/** `s3://BUCKET` or `s3://BUCKET/PREFIX`. */
+const BUCKET_URL = /^s3:\/\/([^/]*)(?:\/(.*))?$/;
+/** S3's rule for a bucket's name (R2, MinIO and B2 keep it): 3-63 of lower-case letters, digits, dots and hyphens. */
+const BUCKET_NAME = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
+
+/** A bucket and the prefix (no leading or trailing slash) under which outputs go. */
+export interface BucketLocation {
+  bucket: string;
+  prefix: string;
+}
+
+/** The bucket an `s3://` out location names, or undefined when it names none (a folder, or another scheme). */
+export function bucketLocationOf(location: string): BucketLocation | undefined {
+  const m = BUCKET_URL.exec(location);
+  if (!m || !BUCKET_NAME.test(m[1]!)) return undefined;
+  const parts = (m[2] ?? '').split('/').filter(Boolean);
+  if (parts.some((part) => part === '.' || part === '..')) return undefined;
+  return { bucket: m[1]!, prefix: parts.join('/') };
+}
+
+/** The location as the state and messages write it: a bucket's URL without a trailing slash, a folder's absolute path. */
+export function resolveOutLocation(base: string, location: string): string {
+  const bucket = bucketLocationOf(location);
+  if (bucket) return `s3://${bucket.bucket}${bucket.prefix ? `/${bucket.prefix}` : ''}`;
+  return resolve(base, location);
+}
 
 /**
- * What is wrong with an out dir as written (`--out`, `output.dir`): outputs
- * go to a folder; a URL would otherwise become a folder named after its
- * scheme (`./s3:/catalog/spring`), and credits would be spent there.
+ * What is wrong with an out location as written (`--out`, `output.dir`):
+ * outputs go to a folder or an S3-compatible bucket (`s3://BUCKET/PREFIX`);
+ * another URL would otherwise become a folder named after its scheme
+ * (`./gs:/catalog/spring`), and credits would be spent there.
  */
 export function outLocationProblem(location: string): string | undefined {
   if (!URL_LIKE.test(location)) return undefined;
-  return `${location} is a URL; outputs go to a folder (relative to where it is given, or absolute)`;
+  if (/^s3:\/\//i.test(location)) {
+    if (bucketLocationOf(location)) return undefined;
+    const prefix = location.slice(5).split('/');
+    if (prefix.some((part, i) => i > 0 && (part === '.' || part === '..')))
+      return `${location} has "." or ".." in its prefix; give the prefix as plain names (s3://BUCKET/catalog/spring)`;
+    return `${location} does not name a bucket: expected s3://BUCKET/PREFIX, the bucket 3-63 lower-case letters, digits, dots or hyphens`;
+  }
+  return `${location} is a URL; outputs go to a folder (relative to where it is given, or absolute) or to a bucket (s3://BUCKET/PREFIX)`;
 }

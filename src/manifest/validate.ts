@@ -1,9 +1,8 @@
-import { resolve } from 'node:path';
 import type { ItemShape } from '../store/index.js';
 import { ExpansionReads } from './disk-checks.js';
 import { Expander } from './expand.js';
 import { formatIssue, IssueList, type ManifestIssue } from './issues.js';
-import { DEFAULT_OUTPUT_NAME, outLocationProblem, outputTemplateProblem } from './output-paths.js';
+import { DEFAULT_OUTPUT_NAME, outLocationProblem, outputTemplateProblem, resolveOutLocation } from './output-paths.js';
 import { RowsFiles } from './rows.js';
 import { AcrossItems } from './rules.js';
 import { ItemsTally } from './shapes.js';
@@ -230,7 +229,7 @@ async function readTop(path: string, cwd: string): Promise<TopRead> {
   const dirProblem = manifest.output?.dir === undefined ? undefined : outLocationProblem(manifest.output.dir);
   if (dirProblem) report(['output', 'dir'], dirProblem);
   const name = manifest.name ?? source.stem;
-  const outputDir = resolve(source.dir, manifest.output?.dir ?? `out/${name}`);
+  const outputDir = resolveOutLocation(source.dir, manifest.output?.dir ?? `out/${name}`);
   return {
     issues,
     top: { source, manifest, name, outputDir, outputName, vars },

@@ -13,7 +13,7 @@ export interface ResultRow {
   /** Seconds, for a video. */
   duration: string | null;
   /** The current version's outputs, relative to the output dir. */
-  files: { path: string; bytes: number; sha256: string }[];
+  files: { path: string; bytes: number; sha256: string; url?: string }[];
   /** The current version (1, or higher once the item was regenerated); null before any output is on disk. (Every row the report writes has it, as `versions`.) */
   version?: number | null;
   /** Every version on disk, oldest first: a regeneration never overwrites the outputs it replaces. */
@@ -76,7 +76,16 @@ export function* resultPages(store: Store, pageSize = PAGE_SIZE): Generator<Resu
   }
 }
 
-type FileFact = [path: string, bytes: number, sha256: string, version: number, jobId: string, current: 0 | 1];
+type FileFact = [
+  path: string,
+  bytes: number,
+  sha256: string,
+  version: number,
+  jobId: string,
+  current: 0 | 1,
+  /** The object it was published to (outputs going to a bucket). */
+  url: string | null,
+];
 
 type ReviewFact = [version: number, decision: ReviewDecision, note: string | null, at: number];
 
@@ -112,7 +121,7 @@ function resultRow(item: ItemFacts): ResultRow {
     aspectRatio: item.aspect_ratio,
     resolution: item.resolution,
     duration: item.duration,
-    files: files.map(([path, bytes, sha256]) => ({ path, bytes, sha256 })),
+    files: files.map(([path, bytes, sha256, , , , url]) => ({ path, bytes, sha256, ...(url ? { url } : {}) })),
     version,
     versions: versionsOf(all, reviews),
     review: (version !== null && reviews.get(version)) || null,
@@ -182,6 +191,7 @@ const CSV_COLUMNS = [
   'earlier_files',
   'review',
   'review_note',
+  'objects',
 ];
 
 function csvRecord(r: ResultRow, valueNames: readonly string[]): unknown[] {
@@ -211,6 +221,10 @@ function csvRecord(r: ResultRow, valueNames: readonly string[]): unknown[] {
       .join(' '),
     r.review?.decision ?? '',
     r.review?.note ?? '',
+    r.files
+      .map((f) => f.url ?? '')
+      .join(' ')
+      .trim(),
     ...valueNames.map((k) => r.values[k] ?? ''),
   ];
 }

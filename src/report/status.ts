@@ -46,6 +46,12 @@ export interface Status {
    * the current key day, and the open items that wait for it or run on it.
    */
   keys: { fingerprint: string; jobs: number; charged: number; refunded: number; chargedToday: number; open: number }[];
+  /**
+   * Outputs going to a bucket (the last run's --out s3://...): how many are
+   * published, how many saved outputs wait to be (with their bytes), and how
+   * many of those a run could not publish (a name another object holds).
+   */
+  publication: { to: string; published: number; waiting: number; waitingBytes: number; failed: number } | null;
 }
 
 const iso = (ms: number | null | undefined) => (ms ? new Date(ms).toISOString() : null);
@@ -87,6 +93,7 @@ export function collectStatus(store: Store, where: { manifest: string; state: st
     review: store.reviews.counts(counts.done),
     eta: running && last ? etaOf(store, last, charged, now) : null,
     keys: keysOf(store, keyDayOf(now, last?.time_scale ?? 1)),
+    publication: last?.out_dir?.startsWith('s3://') ? { to: last.out_dir, ...store.publications.counts() } : null,
   };
 }
 

@@ -29,6 +29,8 @@ export interface RunOptions {
   downloadConcurrency: number;
   /** A transfer (a download, an upload) that moves no byte for this long (real ms) is abandoned and tried again. */
   idleTimeoutMs: number;
+  /** Outputs going to a bucket: submissions wait while more than this many bytes of saved outputs wait to be published. */
+  maxUnpublishedBytes?: number;
   /** Outputs larger than this are refused (an endless body would fill the disk). */
   maxOutputBytes?: number;
   /** How long a step of a first sync may hold the event loop (5 ms; tests make every step a few rows). */

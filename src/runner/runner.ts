@@ -19,10 +19,16 @@ import type { KeyLane, KeyLanes, LaneKey } from './keys/lanes.js';
 import type { RunOptions } from './options.js';
 import { QuietWatch } from './watch/quiet.js';
 import { recover } from './sync/recovery.js';
+import { Publisher } from './publish/publisher.js';
 import { summarize, type RunSummary } from './summary.js';
 import { Watchdog } from './watch/watchdog.js';
 
 export type { RunSummary } from './summary.js';
+
+/** Saved outputs that may wait to be published before submissions wait for the bucket: 2 GiB of local disk. */
+const MAX_UNPUBLISHED_BYTES = 2 * 1024 ** 3;
+/** Thirty minutes, as --unreachable-minutes says by default. */
+const UNREACHABLE_MS = 30 * 60_000;
 
 /** Two minutes of the service's time (two seconds at the least) with nothing sent, answered or said: the watchdog looks. */
 const QUIET_MS = 120_000;
@@ -43,6 +49,8 @@ export class Runner {
   private readonly settings: JobTaskDeps['settings'] & { runStartedAt: number };
   private readonly jobDeps: JobTaskDeps;
   private readonly downloadDeps: DownloadDeps;
+  /** Outputs going to a bucket: each saved one is published by it. */
+  private readonly publisher: Publisher | undefined;
   /** Waits that have their time (first polls, backoffs) under way now. */
   private timedWaits = 0;
   private runId = 0;
@@ -70,8 +78,10 @@ export class Runner {
       explained: () => this.quiet.explained(),
       onQuiet: (quietMs, stalled) => this.quiet.quiet(quietMs, stalled),
     });
+    this.publisher = publisherOf(p, opts);
     this.feed = new FeedLoops({
       ...p,
+      publisher: this.publisher,
       syncing: () => p.firstSync.syncing,
       idle: () => this.idle(),
       startJob: (item, lane, price) => this.startJob(item, lane, price, true),
@@ -125,6 +135,7 @@ export class Runner {
     await firstSync.first();
     this.changed = store.itemSync.changedIds();
     if (!(await preflight(store, opts, control, firstSync))) return this.summary();
+    this.publisher?.start();
     await this.recover();
     const canary = opts.canary;
     if (canary && !(await runCanary(store, control, this.p.feeder, canary, () => this.drain()))) {
@@ -151,6 +162,7 @@ export class Runner {
     await this.verifying;
     await Promise.all(this.lanes.all.flatMap((lane) => [lane.slots.image.onIdle(), lane.slots.video.onIdle()]));
     await this.p.downloads.onIdle();
+    await this.publisher?.onIdle();
   }
 
   private async recover(): Promise<void> {
@@ -209,7 +221,12 @@ export class Runner {
   }
 
   private summary(): RunSummary {
-    const facts = { only: this.opts.only !== undefined, changed: this.changed };
+    const publishing = this.opts.outputs.publishing;
+    const facts = {
+      only: this.opts.only !== undefined,
+      changed: this.changed,
+      publishing: publishing && { location: publishing.location, staging: publishing.staging },
+    };
     return summarize(this.store, this.p.control.stopReason, this.p.roster, facts);
   }
 
@@ -226,10 +243,30 @@ export class Runner {
       waitingForBreaker: () => this.feed.waitingForBreaker,
       syncing: () => this.p.firstSync.syncing,
       timedWaits: () => this.timedWaits + this.p.downloads.pending,
+      publishing: () => this.publisher?.busy ?? false,
       stalledDownloads: () => {
         const stalled = this.p.downloads.stalled();
         return stalled && { ...stalled, idleMs: this.opts.idleTimeoutMs };
       },
     };
   }
+}
+
+/** With outputs going to a bucket, the publisher of the saved ones, hearing of each as it is saved. */
+function publisherOf(p: RunParts, opts: RunOptions): Publisher | undefined {
+  const publishing = opts.outputs.publishing;
+  if (!publishing) return undefined;
+  const publisher = new Publisher({
+    store: p.store,
+    control: p.control,
+    publishing,
+    now: opts.now,
+    unreachableMs: opts.unreachableMs ?? UNREACHABLE_MS,
+    maxWaitingBytes: opts.maxUnpublishedBytes ?? MAX_UNPUBLISHED_BYTES,
+    logger: opts.logger,
+  });
+  p.control.events.on((event) => {
+    if (event.kind === 'downloaded') publisher.saved(event.jobId, event.output);
+  });
+  return publisher;
 }

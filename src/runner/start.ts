@@ -1,18 +1,26 @@
 import { createWriteStream, existsSync, mkdirSync, rmSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { ApiClient } from '../api/client.js';
 import { Catalog } from '../api/catalog.js';
 import { untilAnswered, type UntilAnsweredOptions } from '../api/until-answered.js';
 import type { Coordinator } from '../coordinator/postgres.js';
 import { describeCoordinator } from '../coordinator/url.js';
 import { createLogger, type Logger } from '../log/logger.js';
-import { IssueList, outLocationProblem, runBudget, type ManifestIssue, type ManifestTop } from '../manifest/index.js';
+import {
+  IssueList,
+  bucketLocationOf,
+  outLocationProblem,
+  resolveOutLocation,
+  runBudget,
+  type ManifestIssue,
+  type ManifestTop,
+} from '../manifest/index.js';
 import { checkValid, issueReport, loadValid } from '../manifest/load-valid.js';
 import { checkAgainstService, shapeProblems } from '../manifest/online.js';
 import type { KeyLimits } from '../scheduler/limits.js';
 import { OPEN_STATES, Store } from '../store/index.js';
 import { openStateReadOnly, statePathFor } from '../store/state-path.js';
-import { FolderSink, type OutputSink } from '../sink/index.js';
+import { openOutputSink, type OutputSink } from '../sink/index.js';
 import { EXIT, ExitError, usageError } from '../util/exit-error.js';
 import type { ToSync } from './sync/first-sync.js';
 import type { RunOptions } from './options.js';
@@ -52,8 +60,10 @@ export interface RunRequest {
   coordinatorUrl?: string | undefined;
   /** How long to wait for a service that answers nothing yet, and what to say meanwhile. */
   waitForService: UntilAnsweredOptions;
-  /** Texts the log must never hold (the keys). */
+  /** Texts the log must never hold (the keys, the bucket's secret). */
   secrets: string[];
+  /** Outputs going to a bucket: keep each local copy once it is published. */
+  keepLocal?: boolean;
   /** The rest of the run's options, as the flags give them. */
   options: Omit<RunOptions, 'outputs' | 'rehearsal' | 'timeScale' | 'redoChanged' | 'unreachableMs' | 'logger' | 'now'>;
 }
@@ -62,6 +72,7 @@ export interface RunRequest {
 export interface PreparedRun extends OpenedService {
   manifest: ManifestTop;
   statePath: string;
+  /** Where outputs go: a folder's absolute path, or `s3://BUCKET/PREFIX`. */
   outDir: string;
   /** Where the outputs go: the out dir. */
   outputs: OutputSink;
@@ -107,7 +118,17 @@ export async function prepareRun(request: RunRequest, connecting: Promise<RunCon
   const { manifest, statePath, checked, plan } = prepared;
   // A rehearsal never writes where a real run's outputs are.
   const suffix = request.rehearsal ? '.simulated' : '';
-  const outDir = `${request.out ? resolve(request.cwd, request.out) : manifest.outputDir}${suffix}`;
+  const outDir = rehearsalPlace(
+    request.out ? resolveOutLocation(request.cwd, request.out) : manifest.outputDir,
+    suffix,
+  );
+  // A rehearsal starts over each time: an earlier rehearsal's outputs in its folder are replaced.
+  const outputs = await openOutputSink(outDir, {
+    statePath,
+    keepLocal: request.keepLocal ?? false,
+    rehearsal: request.rehearsal,
+    idleMs: request.options.idleTimeoutMs,
+  });
   const redoneRejected = request.redoRejected
     ? opened.store.items.putBackRejected(opened.store.reviews.rejectedCurrent(), Date.now())
     : [];
@@ -118,8 +139,7 @@ export async function prepareRun(request: RunRequest, connecting: Promise<RunCon
     statePath,
     outDir,
     budget: runBudget(request.options.maxCredits, manifest.manifest),
-    // A rehearsal starts over each time: an earlier rehearsal's outputs in its folder are replaced.
-    outputs: new FolderSink(outDir, { replaceStrays: request.rehearsal }),
+    outputs,
     logPath: join(dirname(statePath), `${manifest.name}${suffix}.log`),
     itemCount: checked ? checked.count : plan.resume!.synced.items,
     warnings: checked?.warnings ?? [],
@@ -349,4 +369,11 @@ function isRehearsalState(statePath: string): boolean {
   } finally {
     store.close();
   }
+}
+
+/** A rehearsal's place beside the real one: `out.simulated`, or a bucket's `PREFIX.simulated` (`simulated` at its root). */
+function rehearsalPlace(location: string, suffix: string): string {
+  const bucket = suffix ? bucketLocationOf(location) : undefined;
+  if (bucket && !bucket.prefix) return `${location}/simulated`;
+  return `${location}${suffix}`;
 }

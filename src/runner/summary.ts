@@ -20,6 +20,8 @@ export interface RunSummary {
   keysMissing: Record<string, number>;
   /** Keys the service refused during the run (by fingerprint), and how many items wait for each. */
   keysRefused: Record<string, { code: string; message: string; waiting: number }>;
+  /** Outputs going to a bucket: how many are published, and how many wait (saved in `staging`) for the same command. */
+  publication?: { location: string; staging: string; published: number; waiting: number; failed: number };
 }
 
 /** The run's summary from the state, as it ended. */
@@ -27,7 +29,7 @@ export function summarize(
   store: Store,
   stopped: { kind: StopKind; message: string } | undefined,
   roster: KeyRoster,
-  facts: { only: boolean; changed: string[] },
+  facts: { only: boolean; changed: string[]; publishing?: { location: string; staging: string } | undefined },
 ): RunSummary {
   // With --only, the run is judged by what it was asked to do.
   const all = store.itemReports.counts();
@@ -52,5 +54,11 @@ export function summarize(
     problems: store.itemReports.problems().slice(0, 20),
     removed: store.itemReports.removed(),
     ...roster.summary(),
+    ...(facts.publishing ? { publication: { ...facts.publishing, ...publicationCounts(store) } } : {}),
   };
+}
+
+function publicationCounts(store: Store): { published: number; waiting: number; failed: number } {
+  const { published, waiting, failed } = store.publications.counts();
+  return { published, waiting, failed };
 }

@@ -108,7 +108,11 @@ export class FolderSink implements OutputSink {
     await marker.commit();
   }
 
-  async create(relPath: string, mode: 'new' | 'replace', options: { durable?: boolean } = {}): Promise<SinkWriter> {
+  async create(
+    relPath: string,
+    mode: 'new' | 'replace',
+    options: { durable?: boolean; output?: boolean } = {},
+  ): Promise<SinkWriter> {
     const finalPath = resolveInside(this.location, relPath);
     const dir = dirname(finalPath);
     if (!this.madeDirs.has(dir)) await this.makeDir(dir);
@@ -142,6 +146,10 @@ export class FolderSink implements OutputSink {
 
   localPath(relPath: string): string {
     return resolveInside(this.location, relPath);
+  }
+
+  async localFile(relPath: string): Promise<string | undefined> {
+    return this.realPathInside(relPath);
   }
 
   /** Temporaries of writes, and probes, a killed run left behind (never under a final name). */

@@ -6,7 +6,13 @@ export type {
   OutputCheck,
   OutputSink,
   OutputsOwner,
+  Publishing,
+  StagedOutput,
   RecordedOutput,
   SinkProblem,
   SinkWriter,
 } from './sink.js';
+export { BucketSink, ObjectTakenError } from './bucket/bucket-sink.js';
+export { ObjectStoreError, type ObjectStore, type ObjectSource, type StoredObject } from './bucket/object-store.js';
+export { openOutputSink, stagingDirFor } from './open.js';
+export { bucketSecretsIn } from './bucket/secrets.js';

@@ -7,8 +7,10 @@ import type { Readable } from 'node:stream';
  * goes through it, so that a new place is one new implementation.
  */
 export interface OutputSink {
-  /** The place as a user names it: a folder's absolute path. */
+  /** The place as a user names it: a folder's absolute path, a bucket's `s3://BUCKET/PREFIX`. */
   readonly location: string;
+  /** A place whose outputs are saved locally first, then published (a bucket): how they are. */
+  readonly publishing?: Publishing;
   /** Proves that files can be written there, before anything is paid for: the problem, or undefined. */
   probe(): Promise<SinkProblem | undefined>;
   /** Marks the place as this state's, or refuses it when it holds another state's outputs (OutputsTakenError). */
@@ -18,14 +20,19 @@ export interface OutputSink {
    * its commit. An output is put in place only where nothing else is
    * (`mode: 'new'`), unless what is there is an earlier copy of the same
    * output (`'replace'`); the results and the gallery replace theirs.
+   * `output`: a paid output (a place that publishes saves it locally first).
    */
-  create(relPath: string, mode: 'new' | 'replace', options?: { durable?: boolean }): Promise<SinkWriter>;
+  create(
+    relPath: string,
+    mode: 'new' | 'replace',
+    options?: { durable?: boolean; output?: boolean },
+  ): Promise<SinkWriter>;
   /** What is there now of an output as it was verified. */
   check(recorded: RecordedOutput): Promise<OutputCheck>;
   /** A file to read (the whole, or a byte range of it for a video's scrubbing); undefined when it is not there or not inside. */
   open(relPath: string): Promise<OpenedFile | undefined>;
   /** A path on this machine where the file can be read (an input uploaded from an earlier item's output), if there is one. */
-  localPath(relPath: string): string | undefined;
+  localFile(relPath: string): Promise<string | undefined>;
   /** Removes what a killed run left half-written (temporaries, probes). */
   cleanUp(): Promise<void>;
 }
@@ -51,6 +58,33 @@ export interface RecordedOutput {
   bytes: number;
   sha256: string;
   mtime_ms: number | null;
+  /** Verified in the bucket it was published to (its local copy may be gone). */
+  published?: boolean;
+}
+
+/** An output saved and verified locally, to be published. */
+export interface StagedOutput {
+  path: string;
+  bytes: number;
+  sha256: string;
+  contentType: string | null;
+}
+
+/**
+ * How a place that publishes does it: each output saved locally (staged),
+ * then published and verified there, and only then its local copy dropped.
+ */
+export interface Publishing {
+  /** The place (`s3://BUCKET/PREFIX`). */
+  readonly location: string;
+  /** The folder where outputs wait to be published. */
+  readonly staging: string;
+  /** The URL an output's object has once published. */
+  urlOf(relPath: string): string;
+  /** Puts the staged output there, create-only, and verifies it: resolves with its URL. */
+  publish(out: StagedOutput, signal?: AbortSignal): Promise<string>;
+  /** Removes the staged copy (kept with --keep-local): called only once the publication is recorded. */
+  dropLocal(relPath: string): Promise<void>;
 }
 
 export type OutputCheck =

@@ -10,6 +10,7 @@ import { ReadyQueue } from './ready-queue.js';
 import { Lifecycle } from './lifecycle.js';
 import { acquireLock, lockHolder } from './lock.js';
 import { RunControl } from './control.js';
+import { Publications } from './publications.js';
 import { Outputs } from './outputs.js';
 import { ReviewQueries } from './review-queries.js';
 import { Reviews } from './reviews.js';
@@ -29,6 +30,7 @@ export {
 export type { ErrorNote, SentRecord } from './lifecycle.js';
 export type { AttemptForReconcile, AttemptRow } from './attempts.js';
 export type { OutputRow } from './outputs.js';
+export type { PublicationCounts, Unpublished } from './publications.js';
 export type { ReviewCounts, ReviewDecision, ReviewRow } from './reviews.js';
 export type { NewOutput, ReviewCard, ReviewFilter, SeriesBuckets, VersionDetail } from './review-queries.js';
 export type { UploadRow } from './uploads.js';
@@ -47,6 +49,8 @@ export class Store {
   readonly itemReports: ItemReports;
   readonly attempts: Attempts;
   readonly outputs: Outputs;
+  /** Outputs published to a bucket, and those that wait to be. */
+  readonly publications: Publications;
   readonly reviews: Reviews;
   /** What genbatch review reads: cards by filter, new outputs, versions, the run's series. */
   readonly reviewQueries: ReviewQueries;
@@ -68,6 +72,7 @@ export class Store {
   ) {
     this.attempts = new Attempts(db);
     this.outputs = new Outputs(db);
+    this.publications = new Publications(db);
     this.reviews = new Reviews(db);
     this.reviewQueries = new ReviewQueries(db);
     this.accounting = new Accounting(db);

@@ -42,7 +42,7 @@ export class ItemReports {
          (SELECT json_group_array(job_id) FROM (SELECT job_id FROM attempts WHERE item_id = i.id AND job_id IS NOT NULL ORDER BY n)) AS job_ids,
          (SELECT coalesce(sum(charged), 0) FROM attempts WHERE item_id = i.id) AS charged,
          (SELECT coalesce(sum(refunded), 0) FROM attempts WHERE item_id = i.id) AS refunded,
-         (SELECT json_group_array(json_array(path, bytes, sha256, version, job_id, superseded_at IS NULL)) FROM (SELECT path, bytes, sha256, version, job_id, superseded_at FROM outputs WHERE item_id = i.id AND path IS NOT NULL AND sha256 IS NOT NULL ORDER BY version, idx)) AS files,
+         (SELECT json_group_array(json_array(path, bytes, sha256, version, job_id, superseded_at IS NULL, published_to)) FROM (SELECT path, bytes, sha256, version, job_id, superseded_at, published_to FROM outputs WHERE item_id = i.id AND path IS NOT NULL AND sha256 IS NOT NULL ORDER BY version, idx)) AS files,
          (SELECT json_group_array(json_array(version, decision, note, decided_at)) FROM reviews WHERE item_id = i.id) AS reviews
        FROM items i WHERE (i.seq, i.rowid) > (?, ?) ORDER BY i.seq, i.rowid LIMIT ?`,
     );

@@ -16,6 +16,11 @@ export interface OutputRow {
   version: number;
   /** When a later job of the item completed: these outputs stay on disk, no longer current. */
   superseded_at: number | null;
+  /** When it was verified in the bucket (outputs published to one), and the object's URL. */
+  published_at: number | null;
+  published_to: string | null;
+  /** Why the latest publication of it failed for good in a run (a name held by another object). */
+  publish_error: string | null;
 }
 
 /** A downloaded output as verified on disk. */

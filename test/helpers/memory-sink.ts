@@ -68,7 +68,7 @@ export class MemorySink implements OutputSink {
     };
   }
 
-  localPath(): undefined {
+  async localFile(): Promise<undefined> {
     return undefined;
   }
 

@@ -3,7 +3,7 @@ import { startReviewServer, type ReviewServer } from '../../review/server.js';
 import { StateFileError } from '../../store/index.js';
 import { existingStatePathFor, openStateReadOnly } from '../../store/state-path.js';
 import { EXIT, ExitError, usageError } from '../exit.js';
-import { FolderSink } from '../../sink/index.js';
+import { openOutputSink } from '../../sink/index.js';
 import { SERVER_FLAGS, withDefaults } from '../flags.js';
 
 export interface ReviewFlags {
@@ -40,7 +40,7 @@ export async function reviewCommand(
   try {
     server = await startReviewServer({
       statePath,
-      outputs: new FolderSink(outDir),
+      outputs: await openOutputSink(outDir, { statePath }),
       title: manifest.name,
       budget: manifest.maxCredits ?? null,
       host,

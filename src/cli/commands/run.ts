@@ -16,6 +16,7 @@ import type { Store } from '../../store/index.js';
 import { connect, type ConnectionFlags } from '../connection.js';
 import { usageError } from '../exit.js';
 import { endOfRunText } from '../end-of-run.js';
+import { bucketSecretsIn } from '../../sink/index.js';
 import { RUN_FLAGS, withDefaults } from '../flags.js';
 import { count, num, paintFor } from '../format.js';
 import { Progress } from '../progress.js';
@@ -46,6 +47,8 @@ export interface RunFlags extends ConnectionFlags {
   timeScale?: number;
   maxOutputMb?: number;
   idleTimeout?: number;
+  keepLocal?: boolean;
+  maxUnpublishedMb?: number;
   sidecars?: boolean;
   coordinator?: string;
 }
@@ -155,7 +158,8 @@ function requestOf(
           `the service is unreachable (${reason}); waiting for it, up to ${num(minutes)} minutes (Ctrl-C stops; nothing was sent)\n`,
         ),
     },
-    secrets: keyTextsIn(env),
+    secrets: [...keyTextsIn(env), ...bucketSecretsIn(env)],
+    keepLocal: flags.keepLocal ?? false,
     options: {
       pollWaitSeconds: flags.pollWait!,
       maxRetries: flags.maxRetries!,
@@ -166,6 +170,7 @@ function requestOf(
       downloadConcurrency: 4,
       maxOutputBytes: flags.maxOutputMb! * 1024 * 1024,
       idleTimeoutMs: flags.idleTimeout! * 1000,
+      maxUnpublishedBytes: flags.maxUnpublishedMb! * 1024 * 1024,
     },
   };
 }

@@ -1,4 +1,3 @@
-import { resolve } from 'node:path';
 import { formatDuration } from '../../estimate/duration.js';
 import { collectStatus, type Status } from '../../report/status.js';
 import { Store } from '../../store/index.js';
@@ -9,7 +8,8 @@ import { count, localDateTime, num, paintFor, table, type Paint } from '../forma
 const when = (iso: string | null) => (iso ? localDateTime(Date.parse(iso)) : 'unknown');
 import { existingStatePathFor, openStateReadOnly } from '../../store/state-path.js';
 import { locate } from '../../manifest/load-valid.js';
-import { FolderSink } from '../../sink/index.js';
+import { resolveOutLocation } from '../../manifest/index.js';
+import { openOutputSink } from '../../sink/index.js';
 
 /** Which state a command looks at: --state, else the real run's, or with --simulate the rehearsal's. */
 interface StateFlags {
@@ -82,6 +82,11 @@ function statusTable(s: Status, paint: Paint): string {
     );
   }
   lines.push(...runLines(s));
+  const pub = s.publication;
+  if (pub)
+    lines.push(
+      `published to ${pub.to}: ${num(pub.published)}; waiting: ${num(pub.waiting)} (${num(Math.ceil(pub.waitingBytes / 1024 ** 2))} MB saved locally${pub.failed ? `, ${num(pub.failed)} under a name another object holds` : ''})`,
+    );
   if (s.items.done > 0)
     lines.push(
       `review: ${num(s.review.approved)} approved, ${num(s.review.rejected)} rejected, ${num(s.review.unreviewed)} unreviewed`,
@@ -182,9 +187,11 @@ export async function reportCommand(
   const statePath = existingStatePathFor(manifest, opts, cwd);
   const store = openStateReadOnly(statePath);
   try {
-    const outDir = opts.out ? resolve(cwd, opts.out) : (store.runs.all().at(-1)?.out_dir ?? manifest.outputDir);
+    const outDir = opts.out
+      ? resolveOutLocation(cwd, opts.out)
+      : (store.runs.all().at(-1)?.out_dir ?? manifest.outputDir);
     const { writeReport } = await import('../../report/index.js');
-    const w = await writeReport(store, new FolderSink(outDir), {
+    const w = await writeReport(store, await openOutputSink(outDir, { statePath }), {
       title: manifest.name,
       html: opts.html ?? false,
       sidecars: opts.sidecars ?? false,

@@ -21,6 +21,7 @@ export type StopKind =
   | 'moderation'
   | 'refused'
   | 'disk'
+  | 'publishing'
   | 'canary'
   | 'unreachable'
   | 'drained'

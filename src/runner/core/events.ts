@@ -24,6 +24,10 @@ export type ItemEvent =
   | { kind: 'transfer-stalled'; itemId: string; transfer: 'download' | 'upload'; since: number }
   /** One try at an output failed; `retry`: a fresh link is tried next, else the item waits for a later run. */
   | { kind: 'download-failed'; itemId: string; jobId: string; output: number; code: string; retry: boolean }
+  /** One output verified in the bucket (`url`) and recorded; its local copy then dropped unless kept. */
+  | { kind: 'published'; itemId: string; jobId: string; output: number; url: string; bytes: number; ms: number }
+  /** One try at publishing an output failed (`retry`: it is tried again after a backoff, else by a later run). */
+  | { kind: 'publish-failed'; itemId: string; jobId: string; output: number; code: string; retry: boolean }
   /** The item reached a state this run leaves it in (done, failed, blocked, held, …). */
   | { kind: 'item-final'; itemId: string; state: string; code?: string; message?: string }
   | { kind: 'retrying'; itemId: string; attempt: number; reason: string };

@@ -24,6 +24,8 @@ export interface FeedDeps {
   readonly roster: KeyRoster;
   readonly reachability: Reachability;
   readonly pauseGate: PauseGate;
+  /** Outputs going to a bucket: while too many wait to be published, nothing new is sent. */
+  readonly publisher?: { readonly full: boolean } | undefined;
   /** A first sync is still writing items: more may come. */
   syncing(): boolean;
   /** Nothing of the run is under way: no task, download, check or sync. */
@@ -102,8 +104,10 @@ export class FeedLoops {
       // Every key's slots are taken: a task's end (or a key leaving, a stop) wakes this.
       return this.waitForEvent();
     }
-    // Nothing answers, or another shell paused the run: nothing new is started (an answer, or resume, wakes this).
-    if (this.deps.reachability.isDown || this.deps.pauseGate.isPaused) return this.waitForEvent();
+    // Nothing answers, another shell paused the run, or the bucket lags: nothing new is started (an answer, resume, or
+    // a shrinking backlog wakes this).
+    const { reachability, pauseGate, publisher } = this.deps;
+    if (reachability.isDown || pauseGate.isPaused || publisher?.full) return this.waitForEvent();
     const next = this.next(type, free);
     return typeof next === 'object' && !(next instanceof Promise) ? this.start(type, next, free) : next;
   }

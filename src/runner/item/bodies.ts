@@ -5,10 +5,10 @@ import type { Store } from '../../store/index.js';
 import { InputError, uploadKeyFor, type UploadContext } from './uploads.js';
 
 /** The first output on disk of a finished item's latest job, for `{ from: item }` inputs. */
-function outputOf(store: Store, outputs: OutputSink, itemId: string): string {
+async function outputOf(store: Store, outputs: OutputSink, itemId: string): Promise<string> {
   const jobId = store.attempts.latest(itemId)?.job_id;
   const first = jobId ? store.outputs.ofJob(jobId).find((o) => o.path) : undefined;
-  const path = first?.path ? outputs.localPath(first.path) : undefined;
+  const path = first?.path ? await outputs.localFile(first.path) : undefined;
   if (!path) throw new InputError(`the output of ${itemId} is not on disk`);
   return path;
 }
@@ -23,8 +23,8 @@ export async function buildBody(
   ctx: UploadContext & { outputs: OutputSink },
 ): Promise<ImageSubmission | VideoSubmission> {
   const target = spec.type;
-  const key = (ref: InputRef, expect: 'image' | 'video') =>
-    uploadKeyFor(ctx, ref.kind === 'file' ? ref.path : outputOf(ctx.store, ctx.outputs, ref.id), target, expect);
+  const key = async (ref: InputRef, expect: 'image' | 'video') =>
+    uploadKeyFor(ctx, ref.kind === 'file' ? ref.path : await outputOf(ctx.store, ctx.outputs, ref.id), target, expect);
   const common = {
     prompt: spec.prompt,
     model: spec.model,

@@ -61,6 +61,7 @@ async function verifyDone(deps: RecoveryDeps): Promise<void> {
             bytes: out.bytes,
             sha256: out.sha256,
             mtime_ms: out.mtime_ms,
+            published: out.published_at !== null,
           })
         : { verdict: 'missing' as const };
     if (check.verdict === 'same-bytes') store.outputs.stillVerified(out.job_id, out.idx, check.mtimeMs);

@@ -1,0 +1,258 @@
+import { randomBytes } from 'node:crypto';
+import { createWriteStream, existsSync } from 'node:fs';
+import { mkdir, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import mime from 'mime-types';
+import { resolveInside, type BucketLocation } from '../../manifest/index.js';
+import type { FolderSink } from '../folder.js';
+import { checkOwner, OWNER_FILE, ownerText, parseOwner } from '../owner.js';
+import type {
+  OpenedFile,
+  OutputCheck,
+  OutputSink,
+  OutputsOwner,
+  Publishing,
+  RecordedOutput,
+  SinkProblem,
+  SinkWriter,
+  StagedOutput,
+} from '../sink.js';
+import { ObjectStoreError, type ObjectStore } from './object-store.js';
+
+/** A name already held in the bucket by other bytes: the output is not put over it. */
+export class ObjectTakenError extends ObjectStoreError {}
+
+/** Where results and pages are written before they are put in the bucket, inside the staging folder. */
+const REPORTS_DIR = '.reports';
+/** Copies of published outputs fetched back to be uploaded as another item's input. */
+const INPUTS_DIR = '.inputs';
+
+/**
+ * Outputs published to an S3-compatible bucket in two durable steps: each is
+ * saved and verified in a staging folder beside the state (as in any out
+ * dir), then put in the bucket create-only, verified there (size and
+ * sha256) and recorded; only then is the local copy removed (unless kept).
+ * The results, the sidecars and the gallery go straight to the bucket.
+ */
+export class BucketSink implements OutputSink {
+  readonly location: string;
+  readonly publishing: Publishing;
+
+  constructor(
+    where: BucketLocation,
+    private readonly store: ObjectStore,
+    /** The staging folder: outputs wait there, verified, until they are published. */
+    private readonly staging: FolderSink,
+    private readonly options: { keepLocal: boolean },
+  ) {
+    this.location = `s3://${where.bucket}${where.prefix ? `/${where.prefix}` : ''}`;
+    const prefix = where.prefix ? `${where.prefix}/` : '';
+    this.keyOf = (relPath) => `${prefix}${relPath.split('\\').join('/')}`;
+    this.publishing = {
+      location: this.location,
+      staging: staging.location,
+      urlOf: (relPath) => `s3://${where.bucket}/${this.keyOf(relPath)}`,
+      publish: (out, signal) => this.publish(out, signal),
+      dropLocal: (relPath) => this.dropLocal(relPath),
+    };
+  }
+
+  private readonly keyOf: (relPath: string) => string;
+
+  /** The staging folder takes files, and the bucket takes (and gives back) an object under the prefix. */
+  async probe(): Promise<SinkProblem | undefined> {
+    const local = await this.staging.probe();
+    if (local) return local;
+    const key = this.keyOf(`.genbatch-probe-${randomBytes(4).toString('hex')}`);
+    const file = join(this.staging.location, `.probe-${randomBytes(4).toString('hex')}`);
+    try {
+      const text = 'genbatch checks that outputs can be written here\n';
+      await mkdir(this.staging.location, { recursive: true });
+      await pipeline([text], createWriteStream(file));
+      await this.store.putReplace(key, { path: file, bytes: text.length, contentType: 'text/plain' });
+      await this.store.delete(key).catch(() => undefined);
+      return undefined;
+    } catch (error) {
+      return bucketProblem(this.location, error);
+    } finally {
+      await rm(file, { force: true });
+    }
+  }
+
+  async claim(owner: OutputsOwner): Promise<void> {
+    const got = await this.store.get(this.keyOf(OWNER_FILE));
+    const current = got ? parseOwner(await textOf(got.body)) : undefined;
+    checkOwner(this.location, current, owner, existsSync);
+    if (current && current.state === owner.state) return;
+    const marker = await this.create(OWNER_FILE, 'replace');
+    await marker.write(ownerText(owner));
+    await marker.commit();
+  }
+
+  /** An output is saved in the staging folder (then published); anything else is put in the bucket at its commit. */
+  async create(relPath: string, mode: 'new' | 'replace', options: { durable?: boolean; output?: boolean } = {}) {
+    if (options.output) return this.staging.create(relPath, mode, options);
+    resolveInside(this.staging.location, relPath);
+    const local = `${REPORTS_DIR}/${randomBytes(4).toString('hex')}-${relPath.split(/[\\/]/).join('_')}`;
+    const writer = await this.staging.create(local, 'replace', { durable: false });
+    return new BucketWriter(writer, this.publishing.urlOf(relPath), async (signal) => {
+      const path = this.staging.localPath(local);
+      const { size } = await stat(path);
+      try {
+        await this.store.putReplace(
+          this.keyOf(relPath),
+          { path, bytes: size, contentType: contentTypeOf(relPath) },
+          signal,
+        );
+      } finally {
+        await rm(path, { force: true });
+      }
+    });
+  }
+
+  /** A published output is as it was verified in the bucket; one waiting to be is checked in the staging folder. */
+  async check(recorded: RecordedOutput): Promise<OutputCheck> {
+    if (recorded.published) return { verdict: 'unchanged' };
+    return this.staging.check(recorded);
+  }
+
+  /** The staged copy while there is one, else the object. */
+  async open(relPath: string): Promise<OpenedFile | undefined> {
+    const local = await this.staging.open(relPath);
+    if (local) return local;
+    try {
+      resolveInside(this.staging.location, relPath);
+    } catch {
+      return undefined;
+    }
+    const first = await this.store.get(this.keyOf(relPath), { start: 0, end: 0 });
+    if (!first) return undefined;
+    first.body.destroy();
+    return {
+      size: first.size,
+      read: (range) => {
+        const out = new PassThrough();
+        this.store
+          .get(this.keyOf(relPath), range)
+          .then(async (got) => {
+            if (got) await pipeline(got.body, out);
+            else out.end();
+          })
+          .catch((error: unknown) => out.destroy(error as Error));
+        return out;
+      },
+    };
+  }
+
+  /** The staged copy, else the object fetched back into the staging folder (an input of a later item). */
+  async localFile(relPath: string): Promise<string | undefined> {
+    const staged = await this.staging.localFile(relPath);
+    if (staged) return staged;
+    const got = await this.store.get(this.keyOf(relPath));
+    if (!got) return undefined;
+    const path = resolveInside(join(this.staging.location, INPUTS_DIR), relPath);
+    await mkdir(join(path, '..'), { recursive: true });
+    await pipeline(got.body, createWriteStream(path));
+    return path;
+  }
+
+  async cleanUp(): Promise<void> {
+    await this.staging.cleanUp();
+    await rm(join(this.staging.location, REPORTS_DIR), { recursive: true, force: true });
+  }
+
+  /**
+   * Puts a staged output in the bucket, create-only, and verifies it there.
+   * An object already under its key with the same size and sha256 is this
+   * output published by a run killed before it recorded so: nothing is put
+   * again. One with other bytes is never overwritten (ObjectTakenError).
+   */
+  private async publish(out: StagedOutput, signal?: AbortSignal): Promise<string> {
+    const key = this.keyOf(out.path);
+    const url = this.publishing.urlOf(out.path);
+    const there = await this.store.head(key, signal);
+    if (there) return this.sameOrTaken(there, out, url);
+    const path = this.staging.localPath(out.path);
+    const source = {
+      path,
+      bytes: out.bytes,
+      sha256: out.sha256,
+      contentType: out.contentType ?? contentTypeOf(out.path),
+    };
+    const put = await this.store.putNew(key, source, signal);
+    const now = await this.store.head(key, signal);
+    if (!now) throw new ObjectStoreError(`${url} was put but is not there`, 'failed', 'NOT_THERE');
+    if (put === 'exists') return this.sameOrTaken(now, out, url);
+    if (now.size !== out.bytes || now.sha256 !== out.sha256)
+      throw new ObjectStoreError(
+        `${url} holds ${now.size} bytes (sha256 ${now.sha256 ?? 'none'}) after the upload of ${out.bytes} bytes (sha256 ${out.sha256})`,
+        'failed',
+        'VERIFY_FAILED',
+      );
+    return url;
+  }
+
+  private sameOrTaken(there: { size: number; sha256: string | undefined }, out: StagedOutput, url: string): string {
+    if (there.size === out.bytes && there.sha256 === out.sha256) return url;
+    throw new ObjectTakenError(
+      `${url} holds another object (${there.size} bytes); it is not overwritten. Move it away (or give another --out prefix) and run the same command again: the output waits in ${this.staging.location}`,
+      'failed',
+      'NAME_TAKEN',
+    );
+  }
+
+  private async dropLocal(relPath: string): Promise<void> {
+    if (this.options.keepLocal) return;
+    await rm(this.staging.localPath(relPath), { force: true });
+  }
+}
+
+/** A file put in the bucket whole at its commit (written locally first, so a failed run leaves no partial object). */
+class BucketWriter implements SinkWriter {
+  constructor(
+    private readonly local: SinkWriter,
+    readonly location: string,
+    private readonly put: (signal?: AbortSignal) => Promise<void>,
+  ) {}
+
+  write(data: string | Uint8Array | readonly Uint8Array[]): Promise<void> {
+    return this.local.write(data);
+  }
+
+  async commit(): Promise<number> {
+    const mtimeMs = await this.local.commit();
+    await this.put();
+    return mtimeMs;
+  }
+
+  abort(): Promise<void> {
+    return this.local.abort();
+  }
+}
+
+function contentTypeOf(relPath: string): string {
+  return mime.lookup(relPath) || 'application/octet-stream';
+}
+
+async function textOf(body: NodeJS.ReadableStream): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of body) chunks.push(Buffer.from(chunk as Buffer));
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** What to tell the user when the bucket cannot be written: by the store's answer. */
+export function bucketProblem(location: string, error: unknown): SinkProblem {
+  const e = error as ObjectStoreError;
+  const code = e.code ?? 'WRITE_FAILED';
+  const what =
+    e.fault === 'no-bucket'
+      ? 'the bucket does not exist: create it, or give another --out s3://BUCKET/PREFIX'
+      : e.fault === 'denied'
+        ? 'the credentials may not write there: check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (or AWS_PROFILE) and the bucket policy'
+        : e.fault === 'unreachable'
+          ? 'nothing answered: check AWS_ENDPOINT_URL (or the network) and the region'
+          : 'check the endpoint, the region and the credentials';
+  return { code, message: `cannot write to ${location} (${code}): ${what}` };
+}

@@ -1,0 +1,62 @@
+import type { Readable } from 'node:stream';
+import { GenbatchError } from '../../util/errors.js';
+import type { ByteRange } from '../sink.js';
+
+/** An object as the bucket describes it: its size, and the sha256 genbatch stored with it (if any). */
+export interface StoredObject {
+  size: number;
+  sha256: string | undefined;
+}
+
+/** A local file to put whole under a key, with what it must hold once there. */
+export interface ObjectSource {
+  /** The file on this machine. */
+  path: string;
+  bytes: number;
+  sha256: string;
+  contentType: string;
+}
+
+/**
+ * The few operations genbatch asks of an S3-compatible bucket, keys being
+ * full object keys. One implementation speaks S3 through the AWS SDK; tests
+ * give fakes that slow down, go silent or refuse.
+ */
+export interface ObjectStore {
+  readonly bucket: string;
+  /** The object under `key`, or undefined when there is none. */
+  head(key: string, signal?: AbortSignal): Promise<StoredObject | undefined>;
+  /**
+   * Puts the file under `key` only where no object is ('created'); 'exists'
+   * when the store says one is there (If-None-Match). A store that ignores
+   * the condition overwrites: callers look first (head).
+   */
+  putNew(key: string, source: ObjectSource, signal?: AbortSignal): Promise<'created' | 'exists'>;
+  /** Puts (or replaces) a small object: the results, the gallery, the owner marker. */
+  putReplace(key: string, source: Omit<ObjectSource, 'sha256'>, signal?: AbortSignal): Promise<void>;
+  /** The object's bytes (all, or a range), or undefined when there is none. */
+  get(key: string, range?: ByteRange): Promise<{ size: number; body: Readable } | undefined>;
+  delete(key: string): Promise<void>;
+}
+
+/**
+ * How a bucket refused, as genbatch acts on it:
+ * - `slow-down`: it answered "not now" (503 SlowDown, other 5xx, 429): back off and try again;
+ * - `unreachable`: nothing answered (refused, reset, timed out): waited out like the service;
+ * - `denied`: the credentials may not do it (403, a bad key, a wrong signature): a person must act;
+ * - `no-bucket`: the bucket does not exist;
+ * - `failed`: anything else about this one object.
+ */
+export type ObjectStoreFault = 'slow-down' | 'unreachable' | 'denied' | 'no-bucket' | 'failed';
+
+export class ObjectStoreError extends GenbatchError {
+  constructor(
+    message: string,
+    readonly fault: ObjectStoreFault,
+    /** The store's own code (SlowDown, AccessDenied, ECONNREFUSED, …). */
+    readonly code: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}

@@ -1,0 +1,43 @@
+import { bucketLocationOf } from '../manifest/index.js';
+import type { ObjectStore } from './bucket/object-store.js';
+import { BucketSink } from './bucket/bucket-sink.js';
+import { FolderSink } from './folder.js';
+import type { OutputSink } from './sink.js';
+
+export interface SinkSettings {
+  /** The state file: a bucket's outputs are staged in a folder beside it. */
+  statePath: string;
+  /** Keep the staged copies once published (--keep-local). */
+  keepLocal?: boolean;
+  /** A rehearsal starts over in its own place: what an earlier one left in its folder is replaced. */
+  rehearsal?: boolean;
+  /** No byte for this long on a bucket request: it is given up and tried again. */
+  idleMs?: number;
+  /** Where the bucket's endpoint, region and credentials are read (the SDK's chain); the process's by default. */
+  env?: NodeJS.ProcessEnv;
+  /** A bucket other than S3 through the SDK (tests). */
+  objectStore?: (bucket: string) => ObjectStore;
+}
+
+/** The staging folder of a state whose outputs go to a bucket: `<state>.staging` beside it. */
+export function stagingDirFor(statePath: string): string {
+  return `${statePath.replace(/\.sqlite$/, '')}.staging`;
+}
+
+/**
+ * The place an out location names: a folder, or a bucket (`s3://…`, its
+ * SDK loaded only then: a command that writes to a folder never pays for it).
+ */
+export async function openOutputSink(location: string, settings: SinkSettings): Promise<OutputSink> {
+  const bucket = bucketLocationOf(location);
+  if (!bucket) return new FolderSink(location, { replaceStrays: settings.rehearsal ?? false });
+  const store =
+    settings.objectStore?.(bucket.bucket) ??
+    new (await import('./bucket/s3-store.js')).S3ObjectStore({
+      bucket: bucket.bucket,
+      idleMs: settings.idleMs ?? 30_000,
+      ...(settings.env ? { env: settings.env } : {}),
+    });
+  const staging = new FolderSink(stagingDirFor(settings.statePath), { replaceStrays: settings.rehearsal ?? false });
+  return new BucketSink(bucket, store, staging, { keepLocal: settings.keepLocal ?? false });
+}
