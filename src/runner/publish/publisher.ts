@@ -180,6 +180,8 @@ export class Publisher {
       this.stop(`the bucket has not taken an output for ${Math.round(troubledMs / 1000)} s (${message})`);
       return;
     }
+    // Publications that were under way together fail together: one backoff for them all, not one doubling each.
+    if (now() < this.resumeAt) return;
     this.backoffMs = Math.min(LONGEST_BACKOFF_MS, this.backoffMs ? this.backoffMs * 2 : FIRST_BACKOFF_MS);
     this.resumeAt = now() + this.backoffMs;
     control.emit({ kind: 'waiting', reason: this.waitReason ?? message, untilMs: this.resumeAt });

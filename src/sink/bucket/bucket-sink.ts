@@ -112,10 +112,18 @@ export class BucketSink implements OutputSink {
     });
   }
 
-  /** A published output is as it was verified in the bucket; one waiting to be is checked in the staging folder. */
+  /**
+   * A published output is as it was verified in the bucket; one waiting to
+   * be is checked in the staging folder, and, when its copy is gone, in the
+   * bucket (published since the state was read, by this run or a killed one).
+   */
   async check(recorded: RecordedOutput): Promise<OutputCheck> {
     if (recorded.published) return { verdict: 'unchanged' };
-    return this.staging.check(recorded);
+    const local = await this.staging.check(recorded);
+    if (local.verdict !== 'missing') return local;
+    const there = await this.store.head(this.keyOf(recorded.path)).catch(() => undefined);
+    const same = there?.size === recorded.bytes && there.sha256 === recorded.sha256;
+    return same ? { verdict: 'unchanged' } : local;
   }
 
   /** The staged copy while there is one, else the object. */

@@ -1,0 +1,202 @@
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { exitCodeOf } from '../../src/cli/exit.js';
+import { stagingDirFor } from '../../src/sink/index.js';
+import { FakeBucket, fakeBucketSink } from '../helpers/fake-bucket.js';
+import { runInProcess } from '../helpers/in-process.js';
+import { imageManifest, readState, workspace } from '../helpers/run.js';
+import { startTestSim } from '../helpers/sim.js';
+
+/** The outputs' files left in a staging folder (not its reports' temporaries). */
+function staged(statePath: string): string[] {
+  const dir = stagingDirFor(statePath);
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.png'));
+}
+
+/** Every output of the state is in the bucket, with the bytes and sha256 it was verified as, and recorded. */
+function expectAllPublished(bucket: FakeBucket, statePath: string, count: number): void {
+  const outputs = readState(statePath).outputs as unknown as {
+    path: string;
+    sha256: string;
+    published_to: string | null;
+  }[];
+  expect(outputs).toHaveLength(count);
+  for (const o of outputs) {
+    const object = bucket.objects.get(`spring/${o.path}`)!;
+    expect(object, o.path).toBeDefined();
+    expect(createHash('sha256').update(object.bytes).digest('hex')).toBe(o.sha256);
+    expect(object.sha256).toBe(o.sha256);
+    expect(object.contentType).toBe('image/png');
+    expect(o.published_to).toBe(`s3://catalog/spring/${o.path}`);
+  }
+}
+
+describe('outputs published to a bucket', () => {
+  it('are each put once, create-only, verified, recorded, then removed locally; slow-downs and a silent spell are waited out', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(t.sim, imageManifest(8));
+    const bucket = new FakeBucket();
+    // The first three uploads meet 503 SlowDown, the next two nothing at all (a timeout): then the bucket answers.
+    let putTries = 0;
+    bucket.fault = (op) => {
+      if (op !== 'putNew') return undefined;
+      putTries++;
+      if (putTries <= 3) return { fault: 'slow-down', code: 'SlowDown' };
+      if (putTries <= 5) return { fault: 'unreachable', code: 'TimeoutError' };
+      return undefined;
+    };
+    const events: string[] = [];
+    const summary = await runInProcess(t, ws, {
+      outputs: fakeBucketSink(bucket, ws.statePath),
+      listen: (r) => r.events.on((e) => e.kind.startsWith('publish') && events.push(`${e.kind}`)),
+    });
+    expect(exitCodeOf(summary)).toBe(0);
+    expect(summary.publication).toMatchObject({ published: 8, waiting: 0, location: 's3://catalog/spring' });
+    expectAllPublished(bucket, ws.statePath, 8);
+    // Each output put once: no retry put one twice.
+    expect(bucket.puts).toHaveLength(8);
+    expect(new Set(bucket.puts).size).toBe(8);
+    expect(events.filter((e) => e === 'publish-failed')).toHaveLength(5);
+    expect(staged(ws.statePath)).toEqual([]);
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(8);
+    expect(bucket.objects.has('spring/.genbatch-outputs.json')).toBe(true);
+  });
+
+  it('a bucket silent past --unreachable-minutes stops submissions (exit 4) and keeps every saved output; the same command publishes them, unpaid', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(t.sim, imageManifest(6));
+    const bucket = new FakeBucket();
+    let down = true;
+    bucket.fault = (op) => (down && op === 'putNew' ? { fault: 'unreachable', code: 'ECONNREFUSED' } : undefined);
+    const first = await runInProcess(t, ws, {
+      outputs: fakeBucketSink(bucket, ws.statePath),
+      options: { unreachableMs: 1_500 },
+    });
+    expect(exitCodeOf(first)).toBe(4);
+    expect(first.stop?.kind).toBe('publishing');
+    expect(first.stop?.message).toMatch(
+      /cannot be published to s3:\/\/catalog\/spring: the bucket has not taken an output/,
+    );
+    expect(first.publication?.published).toBe(0);
+    expect(first.publication?.waiting).toBeGreaterThan(0);
+    expect(staged(ws.statePath)).toHaveLength(first.publication!.waiting);
+    const savedByFirst = readState(ws.statePath).outputs.filter((o) => o.sha256).length;
+    const downloads = t.sim.service.ledger.of('download').length;
+
+    down = false;
+    const second = await runInProcess(t, ws, { outputs: fakeBucketSink(bucket, ws.statePath) });
+    expect(exitCodeOf(second)).toBe(0);
+    expectAllPublished(bucket, ws.statePath, 6);
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(6);
+    // The outputs saved by the first run were published from their local copies, not downloaded again.
+    expect(t.sim.service.ledger.of('download').length - downloads).toBe(6 - savedByFirst);
+    expect(staged(ws.statePath)).toEqual([]);
+  });
+
+  it('credentials refused in mid-run stop new submissions (exit 4); jobs in flight are still saved; nothing paid is lost', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(t.sim, imageManifest(30));
+    const bucket = new FakeBucket();
+    let refused = true;
+    bucket.fault = (op) =>
+      refused && op === 'putNew' && bucket.puts.length >= 2 ? { fault: 'denied', code: 'AccessDenied' } : undefined;
+    const first = await runInProcess(t, ws, { outputs: fakeBucketSink(bucket, ws.statePath) });
+    expect(exitCodeOf(first)).toBe(4);
+    expect(first.stop?.message).toMatch(
+      /cannot be published to s3:\/\/catalog\/spring: .*AccessDenied.*run the same command/,
+    );
+    const charged = t.sim.service.ledger.of('charge').length;
+    expect(charged).toBeLessThan(30);
+    // Every job that was paid for is saved locally or published: none is left behind.
+    const state = readState(ws.statePath);
+    expect(state.outputs.filter((o) => o.sha256)).toHaveLength(charged);
+
+    refused = false;
+    const second = await runInProcess(t, ws, { outputs: fakeBucketSink(bucket, ws.statePath) });
+    expect(exitCodeOf(second)).toBe(0);
+    expectAllPublished(bucket, ws.statePath, 30);
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(30);
+    expect(new Set(bucket.puts).size).toBe(bucket.puts.length);
+  });
+
+  it('never puts an output over an object of other bytes, even where the store ignores If-None-Match; a later run publishes it once moved away', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(t.sim, imageManifest(3));
+    const bucket = new FakeBucket();
+    bucket.honoursIfNoneMatch = false;
+    const theirs = { bytes: Buffer.from('somebody else'), sha256: undefined, contentType: 'image/png' };
+    bucket.objects.set('spring/item-1-1.png', theirs);
+    const first = await runInProcess(t, ws, { outputs: fakeBucketSink(bucket, ws.statePath) });
+    expect(exitCodeOf(first)).toBe(4);
+    expect(first.publication).toMatchObject({ published: 2, waiting: 1, failed: 1 });
+    expect(bucket.objects.get('spring/item-1-1.png')).toBe(theirs);
+    expect(staged(ws.statePath)).toEqual(['item-1-1.png']);
+    const publishError = (readState(ws.statePath).outputs as unknown as { path: string; publish_error: string }[]).find(
+      (o) => o.path === 'item-1-1.png',
+    )!.publish_error;
+    expect(publishError).toMatch(/s3:\/\/catalog\/spring\/item-1-1.png holds another object .* it is not overwritten/);
+
+    bucket.objects.delete('spring/item-1-1.png');
+    const second = await runInProcess(t, ws, { outputs: fakeBucketSink(bucket, ws.statePath) });
+    expect(exitCodeOf(second)).toBe(0);
+    expectAllPublished(bucket, ws.statePath, 3);
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(3);
+  });
+
+  it('an object a killed run put but did not record is taken as published (same size and sha256), not put again', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(t.sim, imageManifest(3));
+    const bucket = new FakeBucket();
+    // The bucket takes every put, then the record of it never happens: the run is gone before (as after a SIGKILL).
+    let dead = true;
+    bucket.fault = (op) =>
+      dead && op === 'head' && bucket.puts.length > 0 ? { fault: 'denied', code: 'Killed' } : undefined;
+    await runInProcess(t, ws, { outputs: fakeBucketSink(bucket, ws.statePath) });
+    const putBefore = bucket.puts.length;
+    expect(putBefore).toBeGreaterThan(0);
+    dead = false;
+    const second = await runInProcess(t, ws, { outputs: fakeBucketSink(bucket, ws.statePath) });
+    expect(exitCodeOf(second)).toBe(0);
+    expectAllPublished(bucket, ws.statePath, 3);
+    expect(bucket.puts).toHaveLength(3);
+    expect(new Set(bucket.puts).size).toBe(3);
+  });
+
+  it('while the saved outputs waiting to be published pass the bound, no new submission leaves; they go on once the bucket takes them', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(t.sim, imageManifest(40));
+    const bucket = new FakeBucket();
+    let down = true;
+    bucket.fault = (op) => (down && op === 'putNew' ? { fault: 'unreachable', code: 'ECONNRESET' } : undefined);
+    let chargedWhileDown = 0;
+    const run = runInProcess(t, ws, {
+      outputs: fakeBucketSink(bucket, ws.statePath),
+      // One output's bytes: the first saved output fills the backlog.
+      options: { maxUnpublishedBytes: 1 },
+    });
+    // Down until the run has sat with a full backlog: every job in flight saved, nothing new sent.
+    await new Promise<void>((resolve) => {
+      const look = setInterval(() => {
+        const state = readState(ws.statePath);
+        const saved = state.outputs.filter((o) => o.sha256).length;
+        const charged = t.sim.service.ledger.of('charge').length;
+        if (saved > 0 && saved === charged) {
+          chargedWhileDown = charged;
+          clearInterval(look);
+          resolve();
+        }
+      }, 50);
+    });
+    // Given the time to send more, it sends none while the backlog is full.
+    await new Promise((r) => setTimeout(r, 500));
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(chargedWhileDown);
+    expect(chargedWhileDown).toBeLessThan(40);
+    down = false;
+    const summary = await run;
+    expect(exitCodeOf(summary)).toBe(0);
+    expectAllPublished(bucket, ws.statePath, 40);
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(40);
+  });
+});
