@@ -81,12 +81,7 @@ function statusTable(s: Status, paint: Paint): string {
       ),
     );
   }
-  lines.push(...runLines(s));
-  const pub = s.publication;
-  if (pub)
-    lines.push(
-      `published to ${pub.to}: ${num(pub.published)}; waiting: ${num(pub.waiting)} (${num(Math.ceil(pub.waitingBytes / 1024 ** 2))} MB saved locally${pub.failed ? `, ${num(pub.failed)} under a name another object holds` : ''})`,
-    );
+  lines.push(...runLines(s), ...(s.publication ? [publicationLine(s.publication)] : []));
   if (s.items.done > 0)
     lines.push(
       `review: ${num(s.review.approved)} approved, ${num(s.review.rejected)} rejected, ${num(s.review.unreviewed)} unreviewed`,
@@ -247,4 +242,10 @@ function runLines(s: Status): string[] {
     ];
   if (run.sessions > 0) return [`not running; last active ${when(run.lastActiveAt)}`];
   return [];
+}
+
+/** Outputs going to a bucket: how many are there, and what waits locally. */
+function publicationLine(p: NonNullable<Status['publication']>): string {
+  const held = p.failed ? `, ${num(p.failed)} under a name another object holds` : '';
+  return `published to ${p.to}: ${num(p.published)}; waiting: ${num(p.waiting)} (${num(Math.ceil(p.waitingBytes / 1024 ** 2))} MB saved locally${held})`;
 }
