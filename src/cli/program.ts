@@ -218,7 +218,7 @@ function addStateCommands(program: Command, ctx: CommandContext): void {
     .option('--sidecars', 'also write a metadata file (<output>.json) next to each output')
     .option('--json', 'print the files written as JSON')
     .action(async (manifest: string, opts) =>
-      ctx.print(await (await stateCommands()).reportCommand(manifest, opts, ctx.io.cwd)),
+      ctx.print(await (await stateCommands()).reportCommand(manifest, opts, ctx.io.cwd, ctx.env)),
     );
 
   program
@@ -275,7 +275,7 @@ function addReview(program: Command, ctx: CommandContext): void {
     .option('--json', 'print where it serves as JSON (url, port, state, outDir); the keys help goes to stderr');
   addFlags(review, SERVER_FLAGS).action(async (manifest: string, opts) => {
     const { reviewCommand } = await import('./commands/review.js');
-    const { server, banner, serving } = await reviewCommand(manifest, opts, ctx.io.cwd);
+    const { server, banner, serving } = await reviewCommand(manifest, opts, ctx.io.cwd, ctx.env);
     if (opts.json) {
       ctx.print(JSON.stringify(serving, null, 2));
       ctx.io.stderr.write(`${banner}\n`);

@@ -64,6 +64,8 @@ export interface RunRequest {
   secrets: string[];
   /** Outputs going to a bucket: keep each local copy once it is published. */
   keepLocal?: boolean;
+  /** Where a bucket's endpoint, region and credentials are read (the AWS SDK's chain). */
+  env?: NodeJS.ProcessEnv;
   /** The rest of the run's options, as the flags give them. */
   options: Omit<RunOptions, 'outputs' | 'rehearsal' | 'timeScale' | 'redoChanged' | 'unreachableMs' | 'logger' | 'now'>;
 }
@@ -128,6 +130,7 @@ export async function prepareRun(request: RunRequest, connecting: Promise<RunCon
     keepLocal: request.keepLocal ?? false,
     rehearsal: request.rehearsal,
     idleMs: request.options.idleTimeoutMs,
+    ...(request.env ? { env: request.env } : {}),
   });
   const redoneRejected = request.redoRejected
     ? opened.store.items.putBackRejected(opened.store.reviews.rejectedCurrent(), Date.now())

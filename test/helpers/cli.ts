@@ -18,7 +18,7 @@ export interface CliResult {
 /** Environment without the caller's GENBATCH_* variables, plus `extra`. */
 export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env = { ...process.env };
-  for (const name of Object.keys(env)) if (name.startsWith('GENBATCH_')) delete env[name];
+  for (const name of Object.keys(env)) if (name.startsWith('GENBATCH_') || name.startsWith('AWS_')) delete env[name];
   // Output is asserted as plain text: a FORCE_COLOR set where the tests run must not colour it.
   delete env.FORCE_COLOR;
   return { ...env, ...extra };

@@ -26,6 +26,7 @@ export async function reviewCommand(
   path: string,
   flags: ReviewFlags,
   cwd: string,
+  env: NodeJS.ProcessEnv = process.env,
 ): Promise<{ server: ReviewServer; banner: string; serving: ReviewServing }> {
   const { host, port } = withDefaults(flags, SERVER_FLAGS) as Required<Pick<ReviewFlags, 'host' | 'port'>>;
   // A wildcard address has no name a browser would send as Host: the Host check would refuse every request.
@@ -40,7 +41,7 @@ export async function reviewCommand(
   try {
     server = await startReviewServer({
       statePath,
-      outputs: await openOutputSink(outDir, { statePath }),
+      outputs: await openOutputSink(outDir, { statePath, env }),
       title: manifest.name,
       budget: manifest.maxCredits ?? null,
       host,

@@ -160,6 +160,7 @@ function requestOf(
     },
     secrets: [...keyTextsIn(env), ...bucketSecretsIn(env)],
     keepLocal: flags.keepLocal ?? false,
+    env,
     options: {
       pollWaitSeconds: flags.pollWait!,
       maxRetries: flags.maxRetries!,

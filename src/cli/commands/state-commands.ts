@@ -177,6 +177,7 @@ export async function reportCommand(
   path: string,
   opts: StateFlags & { out?: string; html?: boolean; sidecars?: boolean; json?: boolean },
   cwd: string,
+  env: NodeJS.ProcessEnv = process.env,
 ): Promise<string> {
   const manifest = await locate(path, cwd);
   const statePath = existingStatePathFor(manifest, opts, cwd);
@@ -186,7 +187,7 @@ export async function reportCommand(
       ? resolveOutLocation(cwd, opts.out)
       : (store.runs.all().at(-1)?.out_dir ?? manifest.outputDir);
     const { writeReport } = await import('../../report/index.js');
-    const w = await writeReport(store, await openOutputSink(outDir, { statePath }), {
+    const w = await writeReport(store, await openOutputSink(outDir, { statePath, env }), {
       title: manifest.name,
       html: opts.html ?? false,
       sidecars: opts.sidecars ?? false,

@@ -151,9 +151,21 @@ export class S3ObjectStore implements ObjectStore {
 export function clientConfig(env: NodeJS.ProcessEnv, idleMs: number): S3ClientConfig {
   const endpoint = env.AWS_ENDPOINT_URL_S3 || env.AWS_ENDPOINT_URL || undefined;
   const region = env.AWS_REGION || env.AWS_DEFAULT_REGION || (endpoint ? 'us-east-1' : undefined);
+  // Keys given in this environment are used as given; otherwise the SDK's chain finds them (a profile, SSO, a role).
+  const keys = env.AWS_ACCESS_KEY_ID && env.AWS_SECRET_ACCESS_KEY;
   return {
     ...(endpoint ? { endpoint, forcePathStyle: true } : {}),
     ...(region ? { region } : {}),
+    ...(env.AWS_PROFILE ? { profile: env.AWS_PROFILE } : {}),
+    ...(keys
+      ? {
+          credentials: {
+            accessKeyId: env.AWS_ACCESS_KEY_ID!,
+            secretAccessKey: env.AWS_SECRET_ACCESS_KEY!,
+            ...(env.AWS_SESSION_TOKEN ? { sessionToken: env.AWS_SESSION_TOKEN } : {}),
+          },
+        }
+      : {}),
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
     maxAttempts: 1,
