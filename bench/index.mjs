@@ -9,6 +9,7 @@ import { pauseBench } from './pause.mjs';
 import { chaosBench } from './chaos.mjs';
 import { daysBench } from './days.mjs';
 import { reviewBench } from './review.mjs';
+import { publishBench } from './publish.mjs';
 
 const parts = {
   manifest: manifestBench,
@@ -21,6 +22,7 @@ const parts = {
   chaos: chaosBench,
   days: daysBench,
   review: reviewBench,
+  publish: publishBench,
 };
 const wanted = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(parts);
 let ok = true;

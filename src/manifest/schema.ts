@@ -74,7 +74,11 @@ export const manifestSchema = z.strictObject({
   defaults: defaultsSchema.optional().describe('merged into every item'),
   output: z
     .strictObject({
-      dir: z.string().min(1).optional().describe('relative to the manifest; default out/<name>'),
+      dir: z
+        .string()
+        .min(1)
+        .optional()
+        .describe('a folder relative to the manifest, or s3://BUCKET/PREFIX; default out/<name>'),
       name: z
         .string()
         .min(1)

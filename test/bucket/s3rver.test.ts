@@ -19,7 +19,9 @@ async function textOf(body: NodeJS.ReadableStream): Promise<Buffer> {
 
 function stagedPngs(statePath: string): string[] {
   const dir = stagingDirFor(statePath);
-  return existsSync(dir) ? readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.png')) : [];
+  return existsSync(dir)
+    ? readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.png'))
+    : [];
 }
 
 describe('outputs published to an S3-compatible server (s3rver, through the AWS SDK)', () => {
@@ -41,7 +43,11 @@ describe('outputs published to an S3-compatible server (s3rver, through the AWS 
     const outputs = readState(ws.statePath).outputs;
     for (const o of outputs) {
       const got = (await bucket.get(`spring/${o.path}`))!;
-      expect(createHash('sha256').update(await textOf(got.body)).digest('hex')).toBe(o.sha256);
+      expect(
+        createHash('sha256')
+          .update(await textOf(got.body))
+          .digest('hex'),
+      ).toBe(o.sha256);
       expect((await bucket.head(`spring/${o.path}`))?.sha256).toBe(o.sha256);
     }
     expect(s3.created.filter((k) => k.endsWith('.png')).sort()).toEqual(outputs.map((o) => `spring/${o.path}`).sort());
@@ -69,9 +75,11 @@ describe('outputs published to an S3-compatible server (s3rver, through the AWS 
     });
     const served = await fetch(`${review.base}/files/${outputs[0]!.path}?token=${review.token}`);
     expect(served.status).toBe(200);
-    expect(createHash('sha256').update(Buffer.from(await served.arrayBuffer())).digest('hex')).toBe(
-      outputs[0]!.sha256,
-    );
+    expect(
+      createHash('sha256')
+        .update(Buffer.from(await served.arrayBuffer()))
+        .digest('hex'),
+    ).toBe(outputs[0]!.sha256);
     const page = await (await fetch(`${review.base}/?token=${review.token}`)).text();
     expect(page).not.toContain('S3RVER');
     // The bucket's secret reaches neither the output nor the log.
@@ -94,9 +102,15 @@ describe('outputs published to an S3-compatible server (s3rver, through the AWS 
     expect(wrongKey.stderr + wrongKey.stdout).toMatch(
       /cannot write to s3:\/\/catalog\/spring \(InvalidAccessKeyId\): the credentials may not write there: check AWS_ACCESS_KEY_ID/,
     );
-    const noBucket = await runCliInProcess(ws.args(['--out', 's3://no-such-bucket/spring']), { ...ws.env, ...s3.env }, ws.dir);
+    const noBucket = await runCliInProcess(
+      ws.args(['--out', 's3://no-such-bucket/spring']),
+      { ...ws.env, ...s3.env },
+      ws.dir,
+    );
     expect(noBucket.code).toBe(4);
-    expect(noBucket.stderr + noBucket.stdout).toMatch(/cannot write to s3:\/\/no-such-bucket\/spring \(NoSuchBucket\): the bucket does not exist/);
+    expect(noBucket.stderr + noBucket.stdout).toMatch(
+      /cannot write to s3:\/\/no-such-bucket\/spring \(NoSuchBucket\): the bucket does not exist/,
+    );
     expect(t.sim.service.ledger.of('request').filter((r) => r.method === 'POST')).toHaveLength(0);
     expect(t.sim.service.ledger.of('charge')).toHaveLength(0);
   });
@@ -120,10 +134,14 @@ describe('outputs published to an S3-compatible server (s3rver, through the AWS 
     expect(pngs).toHaveLength(12);
     expect(new Set(pngs).size).toBe(12);
     expect(t.sim.service.ledger.of('charge')).toHaveLength(12);
-    expect(readState(ws.statePath).outputs.filter((o) => (o as unknown as { published_to: string }).published_to)).toHaveLength(12);
+    expect(
+      readState(ws.statePath).outputs.filter((o) => (o as unknown as { published_to: string }).published_to),
+    ).toHaveLength(12);
   });
 
-  it('puts a 150 MB video in parts, create-only, with its sha256 kept as the object metadata', { timeout: 60_000 }, async () => {
+  it('puts a 150 MB video in parts, create-only, with its sha256 kept as the object metadata', {
+    timeout: 60_000,
+  }, async () => {
     const s3 = await startTestBucket();
     const path = join(mkdtempSync(join(tmpdir(), 'genbatch-big-')), 'spin-1.mp4');
     const chunk = Buffer.alloc(1024 * 1024);

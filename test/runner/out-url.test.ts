@@ -20,6 +20,26 @@ describe('an out dir given as a URL', () => {
     const url = workspace(t.sim, imageManifest(2, undefined, 'output: { dir: "ftp://host/outs" }\n'));
     const checked = await runCliInProcess(['validate', 'm.yaml'], url.env, url.dir);
     expect(checked.code).toBe(2);
-    expect(checked.stderr).toMatch(/m\.yaml:\d+:\d+: output\.dir: .*ftp:\/\/host\/outs.*a folder/);
+    expect(checked.stderr).toMatch(
+      /m\.yaml:\d+:\d+: output\.dir: .*ftp:\/\/host\/outs.*a folder.*or to a bucket \(s3:\/\/BUCKET\/PREFIX\)/,
+    );
+  });
+
+  it('s3://BUCKET/PREFIX names a bucket; one with no valid bucket or with .. in its prefix is refused where it is written', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const good = workspace(t.sim, imageManifest(2, undefined, 'output: { dir: "s3://catalog/spring/2026" }\n'));
+    const valid = await runCliInProcess(['validate', 'm.yaml'], good.env, good.dir);
+    expect(valid.code, valid.stderr).toBe(0);
+    expect(valid.stdout).toContain('outputs go to s3://catalog/spring/2026');
+    const upper = workspace(t.sim, imageManifest(2, undefined, 'output: { dir: "s3://Catalog_Bucket/spring" }\n'));
+    const refused = await runCliInProcess(['validate', 'm.yaml'], upper.env, upper.dir);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(
+      /m\.yaml:\d+:\d+: output\.dir: s3:\/\/Catalog_Bucket\/spring does not name a bucket/,
+    );
+    const dots = await runCliInProcess(['run', 'm.yaml', '--out', 's3://catalog/../other'], good.env, good.dir);
+    expect(dots.code).toBe(2);
+    expect(dots.stderr).toMatch(/has "\." or "\.\." in its prefix/);
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(0);
   });
 });

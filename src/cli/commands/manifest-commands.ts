@@ -25,7 +25,7 @@ async function service() {
 
 function summary(m: LoadedManifest, cwd: string): string {
   const images = m.items.filter((i) => i.type === 'image').length;
-  return `${m.source.file}: valid: ${m.items.length} items (${images} image, ${m.items.length - images} video); outputs go to ${relative(cwd, m.outputDir) || '.'}`;
+  return `${m.source.file}: valid: ${m.items.length} items (${images} image, ${m.items.length - images} video); outputs go to ${m.outputDir.startsWith('s3://') ? m.outputDir : relative(cwd, m.outputDir) || '.'}`;
 }
 
 export async function validateCommand(

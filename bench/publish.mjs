@@ -1,0 +1,96 @@
+// Outputs published to a local S3-compatible server (s3rver, from npm) by `genbatch run --out s3://...`.
+// Goals: publication ends under 2 s after the last download at 60x (2,000 images); peak RSS under 250 MB while
+// 150 MB videos are published (multipart, parts of 8 MiB, 4 at once).
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import S3rver from 's3rver';
+import { startSimulator } from '../dist/simulator/index.js';
+import { fmt, measureCli, root } from './measure.mjs';
+
+const IMAGES = 2_000;
+const TIME_SCALE = 60;
+const GOAL = { trailMs: 2_000, rssMb: 250 };
+
+export async function publishBench() {
+  const server = new S3rver({
+    port: 0,
+    address: '127.0.0.1',
+    silent: true,
+    directory: mkdtempSync(join(tmpdir(), 'genbatch-bench-s3-')),
+    configureBuckets: [{ name: 'catalog' }],
+  });
+  const { port } = await server.run();
+  const env = {
+    AWS_ENDPOINT_URL: `http://127.0.0.1:${port}`,
+    AWS_REGION: 'us-east-1',
+    AWS_ACCESS_KEY_ID: 'S3RVER',
+    AWS_SECRET_ACCESS_KEY: 'S3RVER',
+  };
+  try {
+    const images = await imagesCase(env);
+    const videos = await videosCase(env);
+    return images && videos;
+  } finally {
+    await server.close();
+  }
+}
+
+async function imagesCase(awsEnv) {
+  const sim = await startSimulator({ timeScale: TIME_SCALE, seed: 11 });
+  try {
+    const dir = mkdtempSync(join(tmpdir(), 'genbatch-bench-publish-'));
+    const items = Array.from({ length: IMAGES }, (_, i) => `  - { id: p${i}, prompt: "product ${i}" }`).join('\n');
+    writeFileSync(join(dir, 'm.yaml'), `version: 1\ndefaults: { model: studio-lite }\nitems:\n${items}\n`);
+    const env = { ...awsEnv, GENBATCH_BASE_URL: sim.baseUrl, GENBATCH_API_KEY: sim.apiKey };
+    const args = ['run', 'm.yaml', '--time-scale', String(TIME_SCALE), '--out', 's3://catalog/bench'];
+    const r = await measureCli(args, { cwd: dir, env });
+    if (r.code !== 0) throw new Error(`run exited ${r.code}: ${r.stdout}${r.stderr}`);
+    const db = new Database(join(dir, '.genbatch', 'm.sqlite'), { readonly: true });
+    const o = db
+      .prepare(
+        `SELECT count(published_at) AS published, sum(bytes) AS bytes, min(published_at) AS firstPublished,
+                max(published_at) AS lastPublished, max(downloaded_at) AS lastDownloaded FROM outputs`,
+      )
+      .get();
+    db.close();
+    const spanSeconds = (o.lastPublished - o.firstPublished) / 1000;
+    const trailMs = o.lastPublished - o.lastDownloaded;
+    const pass = o.published === IMAGES && trailMs < GOAL.trailMs;
+    console.log(
+      `publish ${IMAGES} images at ${TIME_SCALE}x to s3rver: wall ${fmt(r.wallSeconds, 1)} s; ${o.published} published, ` +
+        `${fmt(o.published / spanSeconds, 1)} objects/s and ${fmt(o.bytes / 1024 / 1024 / spanSeconds)} MB/s over the run ` +
+        `(${fmt(o.bytes / 1024 / 1024, 1)} MB); the last published ${fmt(trailMs, 0)} ms after the last download (goal < ${GOAL.trailMs}); ` +
+        `CPU ${fmt(r.cpuSeconds)} s; peak RSS ${fmt(r.peakRssMb, 0)} MB: ${pass ? 'met' : 'MISSED'}`,
+    );
+    return pass;
+  } finally {
+    await sim.close();
+  }
+}
+
+async function videosCase(awsEnv) {
+  const rssFile = join(mkdtempSync(join(tmpdir(), 'genbatch-bench-')), 'rss');
+  const child = spawn(
+    process.execPath,
+    ['--import', join(root, 'bench', 'rss-probe.mjs'), join(root, 'bench', 'publish-big.mjs')],
+    {
+      env: { ...process.env, ...awsEnv, BENCH_RSS_FILE: rssFile },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  const code = await new Promise((resolve) => child.on('close', resolve));
+  if (code !== 0 || !existsSync(rssFile)) throw new Error(`the video publication exited ${code}: ${out}`);
+  const { seconds, bytes } = JSON.parse(out);
+  const rssMb = JSON.parse(readFileSync(rssFile, 'utf8')).maxRss / 1024 / 1024;
+  const pass = rssMb < GOAL.rssMb;
+  console.log(
+    `publish 3 videos of 150 MB at once to s3rver (multipart): ${fmt(seconds, 1)} s, ${fmt(bytes / 1024 / 1024 / seconds, 1)} MB/s; ` +
+      `peak RSS ${fmt(rssMb, 0)} MB (goal < ${GOAL.rssMb}): ${pass ? 'met' : 'MISSED'}`,
+  );
+  return pass;
+}
