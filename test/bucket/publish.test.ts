@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { exitCodeOf } from '../../src/cli/exit.js';
-import { stagingDirFor } from '../../src/sink/index.js';
+import { BucketSink, FolderSink, stagingDirFor } from '../../src/sink/index.js';
 import { FakeBucket, fakeBucketSink } from '../helpers/fake-bucket.js';
 import { runInProcess } from '../helpers/in-process.js';
 import { imageManifest, readState, workspace } from '../helpers/run.js';
@@ -198,5 +199,39 @@ describe('outputs published to a bucket', () => {
     expect(exitCodeOf(summary)).toBe(0);
     expectAllPublished(bucket, ws.statePath, 40);
     expect(t.sim.service.ledger.of('charge')).toHaveLength(40);
+  });
+
+  it('a redone item publishes v2 beside v1, an input from a published output is fetched back from the bucket; --keep-local keeps the copies', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const manifest = (take: string) =>
+      `version: 1\nitems:\n  - { id: a, model: studio-lite, prompt: "${take}" }\n  - { id: b, model: studio-edit, prompt: "edit of a", inputs: [{ from: a }] }\n`;
+    const ws = workspace(t.sim, manifest('first take'));
+    const bucket = new FakeBucket();
+    const sink = () => fakeBucketSink(bucket, ws.statePath);
+    expect(exitCodeOf(await runInProcess(t, ws, { outputs: sink(), options: { only: ['a'] } }))).toBe(0);
+    expect(staged(ws.statePath)).toEqual([]);
+    const firstTake = bucket.objects.get('spring/a-1.png')!;
+    // b's input is a's output, now only in the bucket: fetched back, then uploaded to the service.
+    expect(exitCodeOf(await runInProcess(t, ws, { outputs: sink() }))).toBe(0);
+    const uploaded = t.sim.service.ledger.of('upload-put').filter((p) => p.status === 200);
+    expect(uploaded).toHaveLength(1);
+    expect(bucket.objects.has('spring/b-1.png')).toBe(true);
+
+    writeFileSync(join(ws.dir, 'm.yaml'), manifest('second take, much longer than the first'));
+    const kept = new FakeBucket();
+    for (const [k, v] of bucket.objects) kept.objects.set(k, v);
+    const keepLocal = new BucketSink(
+      { bucket: 'catalog', prefix: 'spring' },
+      kept,
+      new FolderSink(stagingDirFor(ws.statePath)),
+      {
+        keepLocal: true,
+      },
+    );
+    expect(exitCodeOf(await runInProcess(t, ws, { outputs: keepLocal, options: { redoChanged: true } }))).toBe(0);
+    expect(kept.objects.get('spring/a-1.png')).toBe(firstTake);
+    expect(kept.puts).toContain('spring/a-1.v2.png');
+    expect(staged(ws.statePath)).toContain('a-1.v2.png');
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(3);
   });
 });
