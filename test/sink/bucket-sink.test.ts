@@ -58,6 +58,8 @@ describe('a bucket as an out location', () => {
     expect(asStoreError(sdkError('InvalidAccessKeyId', 403), 'PUT').fault).toBe('denied');
     expect(asStoreError(sdkError('NoSuchBucket', 404), 'PUT').fault).toBe('no-bucket');
     expect(asStoreError(sdkError('EntityTooLarge', 400), 'PUT').fault).toBe('failed');
+    // Nothing reached the bucket and waiting will not mend it: a person must act.
+    expect(asStoreError(new Error('Region is missing'), 'PUT').fault).toBe('denied');
   });
 
   it('is proven writable before anything is paid: a refused signature or a missing bucket is said with the bucket and what to do', async () => {

@@ -168,7 +168,9 @@ export class BucketSink implements OutputSink {
 
   async cleanUp(): Promise<void> {
     await this.staging.cleanUp();
+    // Results written but not put, and inputs fetched back from the bucket: made again when needed.
     await rm(join(this.staging.location, REPORTS_DIR), { recursive: true, force: true });
+    await rm(join(this.staging.location, INPUTS_DIR), { recursive: true, force: true });
   }
 
   /**
@@ -258,7 +260,7 @@ export function bucketProblem(location: string, error: unknown): SinkProblem {
     e.fault === 'no-bucket'
       ? 'the bucket does not exist: create it, or give another --out s3://BUCKET/PREFIX'
       : e.fault === 'denied'
-        ? 'the credentials may not write there: check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (or AWS_PROFILE) and the bucket policy'
+        ? 'the credentials may not write there, or none were found: check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (or AWS_PROFILE), AWS_REGION and the bucket policy'
         : e.fault === 'unreachable'
           ? 'nothing answered: check AWS_ENDPOINT_URL (or the network) and the region'
           : 'check the endpoint, the region and the credentials';

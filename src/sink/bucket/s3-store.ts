@@ -16,8 +16,8 @@ import { ObjectStoreError, type ObjectSource, type ObjectStore, type StoredObjec
 
 /** Files up to this size go in one PUT with Content-MD5 (the store checks the bytes); larger ones in parts. */
 const SINGLE_PUT_MAX = 16 * 1024 * 1024;
-/** Parts of a multipart upload, and how many at once: what a large video holds in memory (16 MiB; four at once, 64). */
-const PART_SIZE = 8 * 1024 * 1024;
+/** Parts of a multipart upload (S3's smallest), and how many at once: what a video holds in memory (10 MiB; four at once, 40). */
+const PART_SIZE = 5 * 1024 * 1024;
 const PARTS_AT_ONCE = 2;
 /** The user-defined metadata that carries an object's sha256 (`x-amz-meta-sha256`): a multipart ETag is no digest. */
 const SHA256_META = 'sha256';
@@ -89,8 +89,7 @@ export class S3ObjectStore implements ObjectStore {
           queueSize: PARTS_AT_ONCE,
           leavePartsOnError: false,
         });
-        signal?.addEventListener('abort', () => void upload.abort(), { once: true });
-        await upload.done();
+        await uploadWithin(upload, signal);
       }
       return 'created';
     } catch (error) {
@@ -114,8 +113,7 @@ export class S3ObjectStore implements ObjectStore {
         queueSize: PARTS_AT_ONCE,
         leavePartsOnError: false,
       });
-      signal?.addEventListener('abort', () => void upload.abort(), { once: true });
-      await upload.done();
+      await uploadWithin(upload, signal);
     } catch (error) {
       throw asStoreError(error, `PUT s3://${this.bucket}/${key}`);
     }
@@ -190,6 +188,17 @@ function createClient(config: S3ClientConfig): S3Client {
   }
 }
 
+/** A multipart upload that an abort of `signal` (an interrupt) ends, its listener gone once it is done. */
+async function uploadWithin(upload: Upload, signal: AbortSignal | undefined): Promise<void> {
+  const abort = () => void upload.abort();
+  signal?.addEventListener('abort', abort, { once: true });
+  try {
+    await upload.done();
+  } finally {
+    signal?.removeEventListener('abort', abort);
+  }
+}
+
 async function md5Of(path: string): Promise<string> {
   const hash = createHash('md5');
   await pipeline(createReadStream(path), hash);
@@ -235,7 +244,9 @@ export function asStoreError(error: unknown, what: string): ObjectStoreError {
   const code = (error as { code?: string }).code;
   const said = `${what}: ${status ? `${status} ` : ''}${name}${(error as Error).message && (error as Error).message !== name ? ` (${(error as Error).message})` : ''}`;
   if (name === 'NoSuchBucket') return new ObjectStoreError(said, 'no-bucket', name, { cause: error });
-  if (DENIED.has(name) || status === 401 || status === 403)
+  // No region, no credentials found: nothing reached the bucket, and waiting will not mend it.
+  const unconfigured = status === undefined && /region is missing|credential/i.test((error as Error).message ?? '');
+  if (DENIED.has(name) || status === 401 || status === 403 || unconfigured)
     return new ObjectStoreError(said, 'denied', name, { cause: error });
   if (status === undefined || UNREACHABLE.has(name) || (code && UNREACHABLE.has(code)))
     return new ObjectStoreError(said, 'unreachable', code ?? name, { cause: error });
