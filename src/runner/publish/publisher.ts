@@ -145,6 +145,11 @@ export class Publisher {
       code?: string;
       message: string;
     };
+    if (code === 'NOT_STAGED') {
+      // Its local copy was found lost: the download that brings it back queues it again.
+      this.gone(out, false);
+      return;
+    }
     const retry = this.triesAgain(out, fault, code);
     control.emit({ kind: 'publish-failed', itemId: out.item_id, jobId: out.job_id, output: out.idx, code, retry });
     logger?.warn({ item: out.item_id, output: out.path, code, error: message }, 'publication failed');

@@ -185,6 +185,9 @@ export class BucketSink implements OutputSink {
     const there = await this.store.head(key, signal);
     if (there) return this.sameOrTaken(there, out, url);
     const path = this.staging.localPath(out.path);
+    // Gone since it was saved (a resume found it lost and downloads it again): that download publishes it.
+    if (!existsSync(path))
+      throw new ObjectStoreError(`${out.path} is no longer in ${this.staging.location}`, 'failed', 'NOT_STAGED');
     const source = {
       path,
       bytes: out.bytes,
