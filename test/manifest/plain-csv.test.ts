@@ -111,8 +111,11 @@ describe('the fast CSV reader', () => {
     let answered = 0;
     let runs = 0;
     await fc.assert(
-      fc.asyncProperty(csvText, fc.array(fc.nat(), { maxLength: 4 }), async (text, at) => {
+      fc.asyncProperty(csvText, fc.array(fc.nat(), { maxLength: 4 }), async (generated, at) => {
         runs++;
+        // As a file holds it: a stray character put inside an emoji leaves halves of it that no UTF-8 file can hold
+        // (writing them makes U+FFFD), so both readers get the text a file would decode to.
+        const text = Buffer.from(generated).toString('utf8');
         const mine = fast(cut(text, at));
         const theirs = await csvParse(text);
         if (mine === undefined) return;
