@@ -3,7 +3,13 @@ import { recordWarning, takeWarnings } from './warnings.js';
 
 const LEAKS = ['TCPServerWrap', 'ProcessWrap'];
 
-process.on('warning', (warning) => recordWarning(`${warning.name}: ${warning.message}`));
+// Once per process: test files share their worker's process (vitest's isolate: false), and a listener added per file
+// would itself pass Node's limit of ten and print a warning.
+const listening = globalThis as { __genbatchHearsWarnings?: boolean };
+if (!listening.__genbatchHearsWarnings) {
+  listening.__genbatchHearsWarnings = true;
+  process.on('warning', (warning) => recordWarning(`${warning.name}: ${warning.message}`));
+}
 
 /** No test may print a Node warning, in this process or in a CLI it started. */
 afterEach(async () => {
