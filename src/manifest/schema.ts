@@ -12,6 +12,30 @@ export const fileInput = z.union([
   z.strictObject({ from: z.string().min(1).describe('the id of an earlier item whose output is used') }),
 ]);
 
+/** A web copy of each image output: made once it is verified, beside it, the original untouched. */
+export const derivativeSchema = z.strictObject({
+  format: z.enum(['webp', 'jpeg', 'avif', 'png']).describe("the copy's format"),
+  width: z.int().min(1).max(16384).optional().describe('the largest width, in pixels (the ratio is kept)'),
+  height: z.int().min(1).max(16384).optional().describe('the largest height, in pixels (the ratio is kept)'),
+  quality: z.int().min(1).max(100).optional().describe("1-100 (webp, jpeg, avif; the format's default otherwise)"),
+  enlarge: z.boolean().optional().describe('make it larger than the original when asked to (never by default)'),
+});
+
+/** What finishes each image output: its web copies, and whether they are marked as AI-made. */
+const finishingFields = {
+  derivatives: z
+    .array(derivativeSchema)
+    .min(1)
+    .optional()
+    .describe('web copies of each image output, named beside it (hero-1.1600w.webp); images only'),
+  mark: z
+    .boolean()
+    .optional()
+    .describe(
+      'mark each derivative as AI-made in its XMP (IPTC DigitalSourceType trainedAlgorithmicMedia); default true',
+    ),
+};
+
 const itemFields = {
   type: z.enum(['image', 'video']).optional().describe('image (default) or video'),
   model: z.string().min(1).optional().describe('a model id from `genbatch models`'),
@@ -44,6 +68,7 @@ const itemFields = {
     .describe(
       'orders ready items: higher first, then manifest order (default 0; templates allowed, so a rows column can give it)',
     ),
+  ...finishingFields,
 };
 
 export const ITEM_FIELDS = Object.keys(itemFields) as (keyof typeof itemFields)[];
@@ -72,6 +97,7 @@ export const manifestSchema = z.strictObject({
   version: z.literal(1),
   name: z.string().min(1).optional().describe('defaults to the file name'),
   defaults: defaultsSchema.optional().describe('merged into every item'),
+  ...finishingFields,
   output: z
     .strictObject({
       dir: z
@@ -112,3 +138,4 @@ export const manifestSchema = z.strictObject({
 export type Manifest = z.infer<typeof manifestSchema>;
 export type ManifestItem = z.infer<typeof itemSchema>;
 export type FileInputSpec = z.infer<typeof fileInput>;
+export type DerivativeSpec = z.infer<typeof derivativeSchema>;

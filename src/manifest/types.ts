@@ -30,7 +30,25 @@ export interface ResolvedItem {
   priority?: number;
   /** The item's own template values: its row's columns and its matrix values (not the manifest's vars). Carried to the results; not part of its content hash. */
   values?: Record<string, string>;
+  /** An image's finishing: its web copies and their marking. Not content: changing it changes no key. */
+  finish?: Finishing;
   where: ItemOrigin;
+}
+
+/** A web copy of an image output (see the manifest's `derivatives`). */
+export interface Derivative {
+  format: 'webp' | 'jpeg' | 'avif' | 'png';
+  width?: number;
+  height?: number;
+  quality?: number;
+  enlarge?: boolean;
+}
+
+/** What is made of each image output once it is verified. */
+export interface Finishing {
+  derivatives: Derivative[];
+  /** Each copy carries XMP saying it is AI-made (IPTC DigitalSourceType), with the model, job and item. */
+  mark: boolean;
 }
 
 /** What is stored per item: the resolved item without its manifest position. */

@@ -13,7 +13,7 @@ export interface ResultRow {
   /** Seconds, for a video. */
   duration: string | null;
   /** The current version's outputs, relative to the output dir. */
-  files: { path: string; bytes: number; sha256: string; url?: string }[];
+  files: { path: string; bytes: number; sha256: string; url?: string; derivatives?: DerivativeFact[] }[];
   /** The current version (1, or higher once the item was regenerated); null before any output is on disk. (Every row the report writes has it, as `versions`.) */
   version?: number | null;
   /** Every version on disk, oldest first: a regeneration never overwrites the outputs it replaces. */
@@ -85,7 +85,19 @@ type FileFact = [
   current: 0 | 1,
   /** The object it was published to (outputs going to a bucket). */
   url: string | null,
+  /** Its web copies: path, format, width, height, bytes, sha256. */
+  derivatives: [string, string, number, number, number, string][],
 ];
+
+/** A web copy of an output, as the results list it. */
+export interface DerivativeFact {
+  path: string;
+  format: string;
+  width: number;
+  height: number;
+  bytes: number;
+  sha256: string;
+}
 
 type ReviewFact = [version: number, decision: ReviewDecision, note: string | null, at: number];
 
@@ -121,7 +133,24 @@ function resultRow(item: ItemFacts): ResultRow {
     aspectRatio: item.aspect_ratio,
     resolution: item.resolution,
     duration: item.duration,
-    files: files.map(([path, bytes, sha256, , , , url]) => ({ path, bytes, sha256, ...(url ? { url } : {}) })),
+    files: files.map(([path, bytes, sha256, , , , url, copies]) => ({
+      path,
+      bytes,
+      sha256,
+      ...(url ? { url } : {}),
+      ...(copies.length
+        ? {
+            derivatives: copies.map(([path, format, width, height, bytes, sha256]) => ({
+              path,
+              format,
+              width,
+              height,
+              bytes,
+              sha256,
+            })),
+          }
+        : {}),
+    })),
     version,
     versions: versionsOf(all, reviews),
     review: (version !== null && reviews.get(version)) || null,
@@ -192,6 +221,7 @@ const CSV_COLUMNS = [
   'review',
   'review_note',
   'objects',
+  'derivatives',
 ];
 
 function csvRecord(r: ResultRow, valueNames: readonly string[]): unknown[] {
@@ -225,6 +255,7 @@ function csvRecord(r: ResultRow, valueNames: readonly string[]): unknown[] {
       .map((f) => f.url ?? '')
       .join(' ')
       .trim(),
+    r.files.flatMap((f) => (f.derivatives ?? []).map((d) => d.path)).join(' '),
     ...valueNames.map((k) => r.values[k] ?? ''),
   ];
 }

@@ -20,6 +20,7 @@ import type { RunOptions } from './options.js';
 import { QuietWatch } from './watch/quiet.js';
 import { recover } from './sync/recovery.js';
 import { Publisher } from './publish/publisher.js';
+import { Finisher } from './finish/finisher.js';
 import { summarize, type RunSummary } from './summary.js';
 import { Watchdog } from './watch/watchdog.js';
 
@@ -51,6 +52,8 @@ export class Runner {
   private readonly downloadDeps: DownloadDeps;
   /** Outputs going to a bucket: each saved one is published by it. */
   private readonly publisher: Publisher | undefined;
+  /** Each saved image output's web copies. */
+  private readonly finisher: Finisher;
   /** Waits that have their time (first polls, backoffs) under way now. */
   private timedWaits = 0;
   private runId = 0;
@@ -79,6 +82,7 @@ export class Runner {
       onQuiet: (quietMs, stalled) => this.quiet.quiet(quietMs, stalled),
     });
     this.publisher = publisherOf(p, opts);
+    this.finisher = finisherOf(p, opts);
     this.feed = new FeedLoops({
       ...p,
       publisher: this.publisher,
@@ -136,6 +140,7 @@ export class Runner {
     this.changed = store.itemSync.changedIds();
     if (!(await preflight(store, opts, control, firstSync))) return this.summary();
     this.publisher?.start();
+    this.finisher.start();
     await this.recover();
     const canary = opts.canary;
     if (canary && !(await runCanary(store, control, this.p.feeder, canary, () => this.drain()))) {
@@ -162,6 +167,8 @@ export class Runner {
     await this.verifying;
     await Promise.all(this.lanes.all.flatMap((lane) => [lane.slots.image.onIdle(), lane.slots.video.onIdle()]));
     await this.p.downloads.onIdle();
+    // Copies are written through the sink (published with the outputs when it is a bucket): made before the last wait.
+    await this.finisher.onIdle();
     await this.publisher?.onIdle();
   }
 
@@ -243,7 +250,7 @@ export class Runner {
       waitingForBreaker: () => this.feed.waitingForBreaker,
       syncing: () => this.p.firstSync.syncing,
       timedWaits: () => this.timedWaits + this.p.downloads.pending,
-      publishing: () => this.publisher?.busy ?? false,
+      publishing: () => (this.publisher?.busy ?? false) || this.finisher.busy,
       stalledDownloads: () => {
         const stalled = this.p.downloads.stalled();
         return stalled && { ...stalled, idleMs: this.opts.idleTimeoutMs };
@@ -269,4 +276,19 @@ function publisherOf(p: RunParts, opts: RunOptions): Publisher | undefined {
     if (event.kind === 'downloaded') publisher.saved(event.jobId, event.output);
   });
   return publisher;
+}
+
+/** The maker of each saved image output's web copies, hearing of each output as it is saved. */
+function finisherOf(p: RunParts, opts: RunOptions): Finisher {
+  const finisher = new Finisher({
+    store: p.store,
+    control: p.control,
+    outputs: opts.outputs,
+    now: opts.now,
+    logger: opts.logger,
+  });
+  p.control.events.on((event) => {
+    if (event.kind === 'downloaded') finisher.saved(event.itemId, event.jobId, event.output);
+  });
+  return finisher;
 }

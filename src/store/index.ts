@@ -11,6 +11,7 @@ import { Lifecycle } from './lifecycle.js';
 import { acquireLock, lockHolder } from './lock.js';
 import { RunControl } from './control.js';
 import { Publications } from './publications.js';
+import { Derivatives } from './derivatives.js';
 import { Outputs } from './outputs.js';
 import { ReviewQueries } from './review-queries.js';
 import { Reviews } from './reviews.js';
@@ -31,6 +32,7 @@ export type { ErrorNote, SentRecord } from './lifecycle.js';
 export type { AttemptForReconcile, AttemptRow } from './attempts.js';
 export type { OutputRow } from './outputs.js';
 export type { PublicationCounts, Unpublished } from './publications.js';
+export type { DerivativeRow, ToFinish } from './derivatives.js';
 export type { ReviewCounts, ReviewDecision, ReviewRow } from './reviews.js';
 export type { NewOutput, ReviewCard, ReviewFilter, SeriesBuckets, VersionDetail } from './review-queries.js';
 export type { UploadRow } from './uploads.js';
@@ -51,6 +53,8 @@ export class Store {
   readonly outputs: Outputs;
   /** Outputs published to a bucket, and those that wait to be. */
   readonly publications: Publications;
+  /** Web copies of image outputs. */
+  readonly derivatives: Derivatives;
   readonly reviews: Reviews;
   /** What genbatch review reads: cards by filter, new outputs, versions, the run's series. */
   readonly reviewQueries: ReviewQueries;
@@ -73,6 +77,7 @@ export class Store {
     this.attempts = new Attempts(db);
     this.outputs = new Outputs(db);
     this.publications = new Publications(db);
+    this.derivatives = new Derivatives(db);
     this.reviews = new Reviews(db);
     this.reviewQueries = new ReviewQueries(db);
     this.accounting = new Accounting(db);

@@ -42,7 +42,9 @@ export class ItemReports {
          (SELECT json_group_array(job_id) FROM (SELECT job_id FROM attempts WHERE item_id = i.id AND job_id IS NOT NULL ORDER BY n)) AS job_ids,
          (SELECT coalesce(sum(charged), 0) FROM attempts WHERE item_id = i.id) AS charged,
          (SELECT coalesce(sum(refunded), 0) FROM attempts WHERE item_id = i.id) AS refunded,
-         (SELECT json_group_array(json_array(path, bytes, sha256, version, job_id, superseded_at IS NULL, published_to)) FROM (SELECT path, bytes, sha256, version, job_id, superseded_at, published_to FROM outputs WHERE item_id = i.id AND path IS NOT NULL AND sha256 IS NOT NULL ORDER BY version, idx)) AS files,
+         (SELECT json_group_array(json_array(path, bytes, sha256, version, job_id, superseded_at IS NULL, published_to,
+            json((SELECT json_group_array(json_array(d.path, d.format, d.width, d.height, d.bytes, d.sha256)) FROM derivatives d WHERE d.job_id = o.job_id AND d.idx = o.idx))))
+          FROM (SELECT path, bytes, sha256, version, job_id, idx, superseded_at, published_to FROM outputs WHERE item_id = i.id AND path IS NOT NULL AND sha256 IS NOT NULL ORDER BY version, idx) o) AS files,
          (SELECT json_group_array(json_array(version, decision, note, decided_at)) FROM reviews WHERE item_id = i.id) AS reviews
        FROM items i WHERE (i.seq, i.rowid) > (?, ?) ORDER BY i.seq, i.rowid LIMIT ?`,
     );

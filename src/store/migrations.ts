@@ -282,6 +282,23 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE outputs ADD COLUMN publish_error TEXT;
   CREATE INDEX outputs_unpublished ON outputs (downloaded_at) WHERE published_at IS NULL AND sha256 IS NOT NULL;
   `,
+  // 22
+  `
+  -- Web copies of image outputs (derivatives): made once the output is verified, each recorded as written, so a
+  -- resumed run makes only the missing ones. The original output is never modified.
+  CREATE TABLE derivatives (
+    job_id TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    path TEXT NOT NULL,
+    format TEXT NOT NULL,
+    width INTEGER NOT NULL,
+    height INTEGER NOT NULL,
+    bytes INTEGER NOT NULL,
+    sha256 TEXT NOT NULL,
+    made_at INTEGER NOT NULL,
+    PRIMARY KEY (job_id, idx, path)
+  );
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

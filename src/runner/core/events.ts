@@ -24,6 +24,10 @@ export type ItemEvent =
   | { kind: 'transfer-stalled'; itemId: string; transfer: 'download' | 'upload'; since: number }
   /** One try at an output failed; `retry`: a fresh link is tried next, else the item waits for a later run. */
   | { kind: 'download-failed'; itemId: string; jobId: string; output: number; code: string; retry: boolean }
+  /** A web copy of an output made and written beside it (`path`), marked as AI-made unless the manifest says not. */
+  | { kind: 'derived'; itemId: string; jobId: string; output: number; path: string; bytes: number; ms: number }
+  /** A web copy could not be made (the original is untouched; the next run tries again). */
+  | { kind: 'derive-failed'; itemId: string; jobId: string; output: number; path: string; message: string }
   /** One output verified in the bucket (`url`) and recorded; its local copy then dropped unless kept. */
   | { kind: 'published'; itemId: string; jobId: string; output: number; url: string; bytes: number; ms: number }
   /** One try at publishing an output failed (`retry`: it is tried again after a backoff, else by a later run). */

@@ -168,8 +168,9 @@ async function prepareSync(
     row(item, seq) {
       // The priority orders the work; it is neither the request nor content.
       const { where: _where, priority, ...spec } = item;
-      // The row's values ride along for the results but are not content: the keys of earlier runs stay as they were.
-      const { values: _values, tags: _tags, ...content } = spec;
+      // The row's values and the finishing ride along (results, web copies) but are not content: the keys of earlier
+      // runs stay as they were.
+      const { values: _values, tags: _tags, finish: _finish, ...content } = spec;
       const files: Record<string, string> = {};
       for (const ref of fileInputsOf(item)) files[ref.display] = fileHashes.get(ref.path)!;
       const dependsOn = [...new Set(dependenciesOf(item).map((d) => d.id))];

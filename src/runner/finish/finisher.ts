@@ -1,0 +1,139 @@
+import { createHash } from 'node:crypto';
+import PQueue from 'p-queue';
+import { makeCopy } from '../../finish/derivative.js';
+import type { Logger } from '../../log/logger.js';
+import { derivativePath, type Derivative, type Finishing } from '../../manifest/index.js';
+import type { OutputSink } from '../../sink/index.js';
+import type { Store, ToFinish } from '../../store/index.js';
+import type { Control } from '../core/control.js';
+
+/** Copies made at once: each is CPU work for libvips, beside the run's own. */
+const AT_ONCE = 2;
+
+export interface FinisherDeps {
+  readonly store: Store;
+  readonly control: Control;
+  readonly outputs: OutputSink;
+  readonly now: () => number;
+  readonly logger?: Logger | undefined;
+}
+
+/**
+ * Makes the web copies of each image output once it is verified, off the
+ * submission path, a few at a time: read the original (never written), make
+ * each missing copy, write it through the sink beside the original, record
+ * it. A copy that fails is said and left for the next run; the output and
+ * its item stay as they are.
+ */
+export class Finisher {
+  private readonly queue = new PQueue({ concurrency: AT_ONCE });
+
+  constructor(private readonly deps: FinisherDeps) {}
+
+  /** What an earlier run left unfinished (a kill between copies, a copy that failed). */
+  start(): void {
+    for (const row of this.deps.store.derivatives.toFinish()) {
+      const finish = JSON.parse(row.finish) as Finishing;
+      if (row.made < finish.derivatives.length) this.add(row, finish);
+    }
+  }
+
+  /** An output just saved: its copies, if its item asks for any. */
+  saved(itemId: string, jobId: string, idx: number): void {
+    const item = this.deps.store.items.get(itemId);
+    if (item?.type !== 'image') return;
+    const spec = this.deps.store.items.specOf(itemId);
+    const finish = spec ? (JSON.parse(spec) as { finish?: Finishing }).finish : undefined;
+    const output = this.deps.store.outputs.ofJob(jobId).find((o) => o.idx === idx);
+    if (!finish || !output?.path) return;
+    const row = { item_id: itemId, job_id: jobId, idx, path: output.path, model: item.model, finish: '', made: 0 };
+    this.add(row, finish);
+  }
+
+  /** Copies being made or waiting (a known wait for the watchdog). */
+  get busy(): boolean {
+    return this.queue.size + this.queue.pending > 0;
+  }
+
+  onIdle(): Promise<void> {
+    return this.queue.onIdle();
+  }
+
+  private add(row: ToFinish, finish: Finishing): void {
+    void this.queue.add(() => this.finishOne(row, finish));
+  }
+
+  private async finishOne(row: ToFinish, finish: Finishing): Promise<void> {
+    const { store, outputs } = this.deps;
+    if (this.deps.control.abort.signal.aborted) return;
+    const have = new Set(store.derivatives.ofOutput(row.job_id, row.idx).map((d) => d.path));
+    const missing = finish.derivatives.filter((d) => !have.has(derivativePath(row.path, d)));
+    if (missing.length === 0) return;
+    const original = await readWhole(outputs, row.path);
+    if (!original) return this.failed(row, row.path, 'the original is not there to read');
+    const mark = finish.mark ? { model: row.model, jobId: row.job_id, itemId: row.item_id } : undefined;
+    for (const d of missing) {
+      if (this.deps.control.abort.signal.aborted) return;
+      await this.makeOne(row, original, d, mark).catch((error: unknown) =>
+        this.failed(row, derivativePath(row.path, d), (error as Error).message),
+      );
+    }
+  }
+
+  private async makeOne(
+    row: ToFinish,
+    original: Buffer,
+    d: Derivative,
+    mark: Parameters<typeof makeCopy>[2],
+  ): Promise<void> {
+    const { store, outputs, control, now } = this.deps;
+    const startedAt = now();
+    const path = derivativePath(row.path, d);
+    const copy = await makeCopy(original, d, mark);
+    // A copy is made again, the same, from the same original: one a killed run left there is replaced.
+    const file = await outputs.create(path, 'replace', { durable: false });
+    try {
+      await file.write(copy.data);
+      await file.commit();
+    } catch (error) {
+      await file.abort();
+      throw error;
+    }
+    const sha256 = createHash('sha256').update(copy.data).digest('hex');
+    const { format, width, height } = copy;
+    const bytes = copy.data.length;
+    store.derivatives.made({
+      job_id: row.job_id,
+      idx: row.idx,
+      path,
+      format,
+      width,
+      height,
+      bytes,
+      sha256,
+      made_at: now(),
+    });
+    const event = { itemId: row.item_id, jobId: row.job_id, output: row.idx };
+    control.emit({ kind: 'derived', ...event, path, bytes, ms: now() - startedAt });
+  }
+
+  private failed(row: ToFinish, path: string, message: string): void {
+    this.deps.logger?.warn({ item: row.item_id, output: row.path, derivative: path, error: message }, 'copy not made');
+    this.deps.control.emit({
+      kind: 'derive-failed',
+      itemId: row.item_id,
+      jobId: row.job_id,
+      output: row.idx,
+      path,
+      message,
+    });
+  }
+}
+
+async function readWhole(outputs: OutputSink, path: string): Promise<Buffer | undefined> {
+  const file = await outputs.open(path);
+  if (!file) return undefined;
+  const chunks: Buffer[] = [];
+  for await (const chunk of file.read()) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
