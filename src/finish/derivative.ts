@@ -13,7 +13,7 @@ type Sharp = typeof import('sharp').default;
 let loaded: Promise<Sharp> | undefined;
 
 /** sharp is loaded by the first copy made: a run without derivatives never loads libvips. */
-function sharpModule(): Promise<Sharp> {
+export function sharpModule(): Promise<Sharp> {
   loaded ??= import('sharp').then((m) => {
     const sharp = m.default;
     // One image at a time per copy: the run bounds how many copies are made at once.

@@ -7,7 +7,7 @@ import type { FileInputSpec, Manifest, ManifestItem } from './schema.js';
 import { type ManifestSource, fieldPath } from './source.js';
 import { render, toText, uniqueTemplateNames, type TemplateContext } from './templates.js';
 import type { ManifestIssue } from './issues.js';
-import type { Finishing, InputRef, ResolvedItem } from './types.js';
+import type { Finishing, InputRef, OutputChecks, ResolvedItem } from './types.js';
 import { derivativeSuffix } from './output-paths.js';
 
 type Merged = Omit<ManifestItem, 'matrix' | 'rows' | 'repeat'>;
@@ -45,9 +45,13 @@ export class Expander {
   }
 
   /** The finishing given at the manifest's top level: under `defaults`, which is under the item's own. */
-  private get topFinishing(): Pick<Merged, 'derivatives' | 'mark'> {
-    const { derivatives, mark } = this.manifest;
-    return { ...(derivatives ? { derivatives } : {}), ...(mark !== undefined ? { mark } : {}) };
+  private get topFinishing(): Pick<Merged, 'derivatives' | 'mark' | 'checks'> {
+    const { derivatives, mark, checks } = this.manifest;
+    return {
+      ...(derivatives ? { derivatives } : {}),
+      ...(mark !== undefined ? { mark } : {}),
+      ...(checks ? { checks } : {}),
+    };
   }
 
   /**
@@ -245,11 +249,9 @@ export class Expander {
     checkInputsOfType(merged, f.type, check.fail);
     // Web copies are made of images: a video written with them is a mistake (genbatch assumes no ffmpeg).
     const own = this.manifest.items[index] as Record<string, unknown>;
-    if (f.type === 'video' && own.derivatives !== undefined)
-      check.fail(
-        'derivatives',
-        'derivatives are made of image outputs; a video item cannot have them (no ffmpeg is assumed)',
-      );
+    for (const field of ['derivatives', 'checks'] as const)
+      if (f.type === 'video' && own[field] !== undefined)
+        check.fail(field, `${field} apply only to image outputs; a video item cannot have them (no ffmpeg is assumed)`);
     const twice = sameNamedDerivative(merged.derivatives);
     if (twice)
       check.fail('derivatives', `two derivatives would both be named *.${twice}: give each its own size or format`);
@@ -453,8 +455,15 @@ function matrixCombos(matrix: Record<string, (string | number | boolean)[]>): Co
 
 /** An image's finishing, merged from the top level, defaults and the item; none for a video or without derivatives. */
 function finishingOf(merged: Merged, type: 'image' | 'video'): Finishing | undefined {
-  if (type !== 'image' || !merged.derivatives) return undefined;
-  return { derivatives: merged.derivatives, mark: merged.mark ?? true };
+  const checks = checksOf(merged.checks);
+  if (type !== 'image' || (!merged.derivatives && !checks)) return undefined;
+  return { derivatives: merged.derivatives ?? [], mark: merged.mark ?? true, ...(checks ? { checks } : {}) };
+}
+
+function checksOf(checks: Merged['checks']): OutputChecks | undefined {
+  if (!checks?.blank && !checks?.size) return undefined;
+  const [width, height] = (checks.size ?? '').split('x').map(Number);
+  return { ...(checks.blank ? { blank: true } : {}), ...(width && height ? { size: { width, height } } : {}) };
 }
 
 /** The name two derivatives would share (`1600w.webp`), if any. */

@@ -15,6 +15,7 @@ export {
   fileInputsOf,
   type Derivative,
   type Finishing,
+  type OutputChecks,
   type InputRef,
   type ItemSpec,
   type ResolvedItem,

@@ -28,6 +28,17 @@ const finishingFields = {
     .min(1)
     .optional()
     .describe('web copies of each image output, named beside it (hero-1.1600w.webp); images only'),
+  checks: z
+    .strictObject({
+      blank: z.boolean().optional().describe('reject an output that is flat (almost no variation)'),
+      size: z
+        .string()
+        .regex(/^[1-9]\d*x[1-9]\d*$/, 'expected WxH, such as "1600x2000"')
+        .optional()
+        .describe('reject an output whose size is not WxH (within 2%)'),
+    })
+    .optional()
+    .describe('reject broken image outputs automatically, with the reason, before anyone reviews them; images only'),
   mark: z
     .boolean()
     .optional()

@@ -44,9 +44,18 @@ export interface Derivative {
   enlarge?: boolean;
 }
 
-/** What is made of each image output once it is verified. */
+/** What is checked of each image output once it is verified: a failed check rejects it, as a reviewer would. */
+export interface OutputChecks {
+  /** Flat: almost no variation in any channel. */
+  blank?: boolean;
+  /** The size expected, within 2%. */
+  size?: { width: number; height: number };
+}
+
+/** What is made and checked of each image output once it is verified. */
 export interface Finishing {
   derivatives: Derivative[];
+  checks?: OutputChecks;
   /** Each copy carries XMP saying it is AI-made (IPTC DigitalSourceType), with the model, job and item. */
   mark: boolean;
 }

@@ -48,6 +48,8 @@ export interface ReviewNote {
   note: string | null;
   /** When it was decided (ms since the epoch). */
   at: number;
+  /** Taken by the manifest's checks (the reason is the note), not by a person. */
+  byCheck?: true;
 }
 
 /**
@@ -99,7 +101,7 @@ export interface DerivativeFact {
   sha256: string;
 }
 
-type ReviewFact = [version: number, decision: ReviewDecision, note: string | null, at: number];
+type ReviewFact = [version: number, decision: ReviewDecision, note: string | null, at: number, by: string];
 
 function versionsOf(files: readonly FileFact[], reviews: ReadonlyMap<number, ReviewNote>): OutputVersion[] {
   const versions: OutputVersion[] = [];
@@ -116,7 +118,12 @@ function versionsOf(files: readonly FileFact[], reviews: ReadonlyMap<number, Rev
 
 function reviewsOf(json: string): Map<number, ReviewNote> {
   const facts = JSON.parse(json) as ReviewFact[];
-  return new Map(facts.map(([version, decision, note, at]) => [version, { version, decision, note, at }]));
+  return new Map(
+    facts.map(([version, decision, note, at, by]) => [
+      version,
+      { version, decision, note, at, ...(by === 'check' ? { byCheck: true as const } : {}) },
+    ]),
+  );
 }
 
 function resultRow(item: ItemFacts): ResultRow {

@@ -35,7 +35,7 @@ export interface Status {
   /** Items and credits per tag (only the items that have tags). */
   tags: { tag: string; items: number; done: number; charged: number; refunded: number; net: number }[];
   /** Review decisions (genbatch review) on the done items' current outputs. */
-  review: { approved: number; rejected: number; unreviewed: number };
+  review: { approved: number; rejected: number; unreviewed: number; rejectedByChecks: number };
   /** What the open items of each state wait for (a reason, and a time where it is a matter of time): why a run is quiet. */
   waiting: Waiting[];
   /** Only while a run is under way. */

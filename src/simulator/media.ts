@@ -18,8 +18,10 @@ function pngChunk(type: string, data: Buffer): Buffer {
  * A valid PNG whose colours and embedded text derive from `seed`, so every
  * job's output is different bytes (the runner's hashes must tell them apart).
  */
-export function makePng(seed: string, width = 192, height = 192): Buffer {
+export function makePng(seed: string, width = 192, height = 192, flat = false): Buffer {
   const h = createHash('sha256').update(seed).digest();
+  // A flat image: one grey everywhere (what a broken generation looks like).
+  if (flat) h.fill(128, 0, 7);
   const [r1, g1, b1, r2, g2, b2] = [h[0]!, h[1]!, h[2]!, h[3]!, h[4]!, h[5]!];
   const stripe = 8 + (h[6]! % 24);
   const raw = Buffer.alloc((width * 3 + 1) * height);
@@ -28,7 +30,7 @@ export function makePng(seed: string, width = 192, height = 192): Buffer {
     raw[o++] = 0; // filter: none
     for (let x = 0; x < width; x++) {
       const t = (x + y) / (width + height);
-      const band = Math.floor((x + 2 * y) / stripe) % 2 === 0 ? 1 : 0.85;
+      const band = flat || Math.floor((x + 2 * y) / stripe) % 2 === 0 ? 1 : 0.85;
       raw[o++] = Math.round((r1 * (1 - t) + r2 * t) * band);
       raw[o++] = Math.round((g1 * (1 - t) + g2 * t) * band);
       raw[o++] = Math.round((b1 * (1 - t) + b2 * t) * band);

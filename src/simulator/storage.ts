@@ -1,6 +1,7 @@
 import type { Service } from './service.js';
 import { OUTPUT_CONTENT_TYPE } from './jobs.js';
 import { makeMp4, makePng } from './media.js';
+import { MARKERS } from './submissions.js';
 import type { StorageFaultInjector } from './types.js';
 
 export interface StorageResponse {
@@ -86,7 +87,8 @@ export class Storage {
       response = storageError(403, 'AccessDenied', 'Request has expired.');
     } else {
       const seed = `${job.id}/${index}`;
-      const body = job.type === 'image' ? makePng(seed) : makeMp4(seed);
+      const flat = job.prompt.includes(MARKERS.flat);
+      const body = job.type === 'image' ? makePng(seed, 192, 192, flat) : makeMp4(seed);
       const ext = job.type === 'image' ? 'png' : 'mp4';
       const disposition = query.get('disposition') === 'attachment' ? 'attachment' : 'inline';
       response = {

@@ -40,6 +40,8 @@ export const MARKERS = {
   moderationUnavailable: '[sim:moderation-unavailable]',
   /** The first output links issued for the job are already expired. */
   expiredLink: '[sim:expired-link]',
+  /** The job's image outputs are one flat grey (for the manifest's `checks: { blank: true }`). */
+  flat: '[sim:flat]',
 } as const;
 
 /** POST /images and POST /videos: idempotency, checks in the service's order, charge, job. */

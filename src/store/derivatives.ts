@@ -24,6 +24,9 @@ export interface ToFinish {
   finish: string;
   /** How many of its copies are recorded. */
   made: number;
+  /** The item's version these outputs are, and whether it has a review decision (a person's or a check's). */
+  version: number;
+  reviewed: number;
 }
 
 /** Web copies of image outputs, recorded as each is written (size and sha256), so a resume makes only what is missing. */
@@ -44,8 +47,9 @@ export class Derivatives {
     );
     // The current, verified outputs of image items that ask for copies.
     this.toFinishStmt = db.prepare<[], ToFinish>(
-      `SELECT o.item_id, o.job_id, o.idx, o.path, i.model, json_extract(i.spec, '$.finish') AS finish,
-              (SELECT count(*) FROM derivatives d WHERE d.job_id = o.job_id AND d.idx = o.idx) AS made
+      `SELECT o.item_id, o.job_id, o.idx, o.path, o.version, i.model, json_extract(i.spec, '$.finish') AS finish,
+              (SELECT count(*) FROM derivatives d WHERE d.job_id = o.job_id AND d.idx = o.idx) AS made,
+              EXISTS (SELECT 1 FROM reviews r WHERE r.item_id = o.item_id AND r.version = o.version) AS reviewed
        FROM outputs o JOIN items i ON i.id = o.item_id
        WHERE o.sha256 IS NOT NULL AND o.path IS NOT NULL AND o.superseded_at IS NULL
          AND i.type = 'image' AND json_extract(i.spec, '$.finish') IS NOT NULL

@@ -9,6 +9,8 @@ export interface ReviewRow {
   decision: ReviewDecision;
   note: string | null;
   decided_at: number;
+  /** A person's decision, or the manifest's checks' (their reason in `note`). */
+  by: 'person' | 'check';
 }
 
 export interface ReviewCounts {
@@ -16,6 +18,8 @@ export interface ReviewCounts {
   rejected: number;
   /** Done items whose current version has no decision yet. */
   unreviewed: number;
+  /** Of the rejected, those the manifest's checks rejected (no person has decided since). */
+  rejectedByChecks: number;
 }
 
 /** Joins a review to the item's current version: the one whose outputs are not superseded. */
@@ -30,6 +34,7 @@ const CURRENT =
  */
 export class Reviews {
   private readonly decideStmt;
+  private readonly checkStmt;
   private readonly clearStmt;
   private readonly ofItemStmt;
   private readonly countsStmt;
@@ -41,12 +46,20 @@ export class Reviews {
        SELECT @itemId, @version, @decision, @note, @now
        WHERE EXISTS (SELECT 1 FROM outputs WHERE item_id = @itemId AND version = @version AND sha256 IS NOT NULL)
        ON CONFLICT (item_id, version) DO UPDATE SET decision = excluded.decision,
-         note = CASE WHEN @keepNote THEN reviews.note ELSE excluded.note END, decided_at = excluded.decided_at`,
+         note = CASE WHEN @keepNote THEN reviews.note ELSE excluded.note END, decided_at = excluded.decided_at,
+         by = 'person'`,
+    );
+    // A check never overrides a decision already there (a person's, or an earlier check's).
+    this.checkStmt = db.prepare(
+      `INSERT INTO reviews (item_id, version, decision, note, decided_at, by)
+       SELECT @itemId, @version, 'rejected', @note, @now, 'check'
+       WHERE EXISTS (SELECT 1 FROM outputs WHERE item_id = @itemId AND version = @version AND sha256 IS NOT NULL)
+       ON CONFLICT (item_id, version) DO NOTHING`,
     );
     this.clearStmt = db.prepare('DELETE FROM reviews WHERE item_id = ? AND version = ?');
     this.ofItemStmt = db.prepare<[string], ReviewRow>('SELECT * FROM reviews WHERE item_id = ? ORDER BY version');
-    this.countsStmt = db.prepare<[], { decision: ReviewDecision; n: number }>(
-      `SELECT r.decision, count(*) AS n FROM reviews r ${CURRENT} GROUP BY r.decision`,
+    this.countsStmt = db.prepare<[], { decision: ReviewDecision; by: string; n: number }>(
+      `SELECT r.decision, r.by, count(*) AS n FROM reviews r ${CURRENT} GROUP BY r.decision, r.by`,
     );
     this.rejectedStmt = db
       .prepare<[], string>(
@@ -76,6 +89,11 @@ export class Reviews {
     return this.decideStmt.run({ itemId, version, decision, note: note ?? null, keepNote, now }).changes === 1;
   }
 
+  /** The manifest's checks reject a version (`reason` says why), unless a decision is there already: true when taken. */
+  rejectByCheck(itemId: string, version: number, reason: string, now: number): boolean {
+    return this.checkStmt.run({ itemId, version, note: reason, now }).changes === 1;
+  }
+
   ofItem(itemId: string): ReviewRow[] {
     return this.ofItemStmt.all(itemId);
   }
@@ -83,8 +101,12 @@ export class Reviews {
   /** Decisions on current versions; `done` (the done items) gives the unreviewed ones. */
   counts(done: number): ReviewCounts {
     const c = { approved: 0, rejected: 0 };
-    for (const { decision, n } of this.countsStmt.all()) c[decision] = n;
-    return { ...c, unreviewed: Math.max(0, done - c.approved - c.rejected) };
+    let rejectedByChecks = 0;
+    for (const { decision, by, n } of this.countsStmt.all()) {
+      c[decision] += n;
+      if (decision === 'rejected' && by === 'check') rejectedByChecks += n;
+    }
+    return { ...c, unreviewed: Math.max(0, done - c.approved - c.rejected), rejectedByChecks };
   }
 
   /** Done items whose current version was rejected: what --redo-rejected regenerates, in manifest order. */

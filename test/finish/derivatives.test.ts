@@ -106,7 +106,7 @@ items:
     const result = await runCliInProcess(['validate', 'm.yaml'], ws.env, ws.dir);
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(
-      /m\.yaml:8:\d+: items\[0\]\.derivatives: derivatives are made of image outputs; a video item cannot have them/,
+      /m\.yaml:8:\d+: items\[0\]\.derivatives: derivatives apply only to image outputs; a video item cannot have them/,
     );
     expect(result.stderr).toMatch(
       /m\.yaml:12:\d+: items\[1\]\.derivatives: two derivatives would both be named \*\.800w\.webp/,

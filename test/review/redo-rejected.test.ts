@@ -34,7 +34,7 @@ describe('regenerating what review rejected', () => {
       ['item-3', 1, 'rejected'],
     ]);
     const status = JSON.parse((await runCliInProcess(['status', 'm.yaml', '--json'], ws.env, ws.dir)).stdout);
-    expect(status.review).toEqual({ approved: 1, rejected: 2, unreviewed: 1 });
+    expect(status.review).toEqual({ approved: 1, rejected: 2, unreviewed: 1, rejectedByChecks: 0 });
 
     // studio-lite costs 2 a job: two rejects cost 4.
     const estimate = await runCliInProcess(['estimate', 'm.yaml', '--redo-rejected', '--json'], ws.env, ws.dir);

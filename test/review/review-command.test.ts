@@ -47,7 +47,7 @@ describe('genbatch review, the command', () => {
     const [runCode] = (await once(run.child, 'exit')) as [number];
     expect(runCode, run.output()).toBe(0);
     const status = JSON.parse((await runCliInProcess(['status', 'm.yaml', '--json'], ws.env, ws.dir)).stdout);
-    expect(status.review).toEqual({ approved: 1, rejected: 0, unreviewed: 3 });
+    expect(status.review).toEqual({ approved: 1, rejected: 0, unreviewed: 3, rejectedByChecks: 0 });
     expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
   });
 

@@ -84,7 +84,7 @@ function statusTable(s: Status, paint: Paint): string {
   lines.push(...runLines(s), ...(s.publication ? [publicationLine(s.publication)] : []));
   if (s.items.done > 0)
     lines.push(
-      `review: ${num(s.review.approved)} approved, ${num(s.review.rejected)} rejected, ${num(s.review.unreviewed)} unreviewed`,
+      `review: ${num(s.review.approved)} approved, ${num(s.review.rejected)} rejected${s.review.rejectedByChecks ? ` (${num(s.review.rejectedByChecks)} by the manifest's checks)` : ''}, ${num(s.review.unreviewed)} unreviewed`,
     );
   if (s.tags.length)
     lines.push(

@@ -28,6 +28,8 @@ export type ItemEvent =
   | { kind: 'derived'; itemId: string; jobId: string; output: number; path: string; bytes: number; ms: number }
   /** A web copy could not be made (the original is untouched; the next run tries again). */
   | { kind: 'derive-failed'; itemId: string; jobId: string; output: number; path: string; message: string }
+  /** The manifest's checks rejected the item's version (a flat image, a wrong size): `reason` says which. */
+  | { kind: 'rejected-by-check'; itemId: string; version: number; reason: string }
   /** One output verified in the bucket (`url`) and recorded; its local copy then dropped unless kept. */
   | { kind: 'published'; itemId: string; jobId: string; output: number; url: string; bytes: number; ms: number }
   /** One try at publishing an output failed (`retry`: it is tried again after a backoff, else by a later run). */

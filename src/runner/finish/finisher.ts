@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
 import PQueue from 'p-queue';
+import { checkImage } from '../../finish/checks.js';
 import { makeCopy } from '../../finish/derivative.js';
 import type { Logger } from '../../log/logger.js';
-import { derivativePath, type Derivative, type Finishing } from '../../manifest/index.js';
+import { derivativePath, type Derivative, type Finishing, type OutputChecks } from '../../manifest/index.js';
 import type { OutputSink } from '../../sink/index.js';
 import type { Store, ToFinish } from '../../store/index.js';
 import type { Control } from '../core/control.js';
@@ -34,7 +35,8 @@ export class Finisher {
   start(): void {
     for (const row of this.deps.store.derivatives.toFinish()) {
       const finish = JSON.parse(row.finish) as Finishing;
-      if (row.made < finish.derivatives.length) this.add(row, finish);
+      const unchecked = finish.checks !== undefined && !row.reviewed;
+      if (row.made < finish.derivatives.length || unchecked) this.add(row, finish);
     }
   }
 
@@ -46,7 +48,18 @@ export class Finisher {
     const finish = spec ? (JSON.parse(spec) as { finish?: Finishing }).finish : undefined;
     const output = this.deps.store.outputs.ofJob(jobId).find((o) => o.idx === idx);
     if (!finish || !output?.path) return;
-    const row = { item_id: itemId, job_id: jobId, idx, path: output.path, model: item.model, finish: '', made: 0 };
+    const { path, version } = output;
+    const row = {
+      item_id: itemId,
+      job_id: jobId,
+      idx,
+      path,
+      version,
+      model: item.model,
+      finish: '',
+      made: 0,
+      reviewed: 0,
+    };
     this.add(row, finish);
   }
 
@@ -68,9 +81,11 @@ export class Finisher {
     if (this.deps.control.abort.signal.aborted) return;
     const have = new Set(store.derivatives.ofOutput(row.job_id, row.idx).map((d) => d.path));
     const missing = finish.derivatives.filter((d) => !have.has(derivativePath(row.path, d)));
-    if (missing.length === 0) return;
+    const check = finish.checks && !row.reviewed ? finish.checks : undefined;
+    if (missing.length === 0 && !check) return;
     const original = await readWhole(outputs, row.path);
     if (!original) return this.failed(row, row.path, 'the original is not there to read');
+    if (check) await this.check(row, original, check);
     const mark = finish.mark ? { model: row.model, jobId: row.job_id, itemId: row.item_id } : undefined;
     for (const d of missing) {
       if (this.deps.control.abort.signal.aborted) return;
@@ -115,6 +130,17 @@ export class Finisher {
     });
     const event = { itemId: row.item_id, jobId: row.job_id, output: row.idx };
     control.emit({ kind: 'derived', ...event, path, bytes, ms: now() - startedAt });
+  }
+
+  /** A failed check rejects the output's version, as a reviewer would, with why; the output itself stays. */
+  private async check(row: ToFinish, original: Buffer, checks: OutputChecks): Promise<void> {
+    const { store, control, now } = this.deps;
+    const reason = await checkImage(original, checks).catch((error: unknown) => {
+      this.failed(row, row.path, `the checks could not read it: ${(error as Error).message}`);
+      return undefined;
+    });
+    if (reason && store.reviews.rejectByCheck(row.item_id, row.version, reason, now()))
+      control.emit({ kind: 'rejected-by-check', itemId: row.item_id, version: row.version, reason });
   }
 
   private failed(row: ToFinish, path: string, message: string): void {
