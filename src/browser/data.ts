@@ -51,6 +51,8 @@ export interface GalleryCard {
   review?: { decision: Decision; note: string | null };
   /** The current version, when the item was regenerated (2 and up). */
   version?: number;
+  /** The web copies of its outputs (derivatives): where each is, and its format and size. */
+  copies?: { href: string; label: string }[];
 }
 
 /** One card of the review grid: the item and its current version's first output. */

@@ -155,6 +155,7 @@ function cardData(r: ResultRow, poster: string | undefined): GalleryCard {
     model: r.model,
     prompt: r.prompt,
     files: r.files.map((f) => relativeUrl(f.path)),
+    ...copiesOf(r),
     charged: r.creditsCharged,
     refunded: r.creditsRefunded,
     code: r.errorCode,
@@ -172,3 +173,11 @@ function cardData(r: ResultRow, poster: string | undefined): GalleryCard {
 
 /** JSON that cannot end its <script> element early, whatever a prompt holds. */
 const asJsonInHtml = (value: unknown) => JSON.stringify(value).replace(/</g, '\\u003c');
+
+/** The web copies of a row's outputs, as the card links them: `webp 96×96`. */
+function copiesOf(r: ResultRow): Pick<GalleryCard, 'copies'> {
+  const copies = r.files.flatMap((f) =>
+    (f.derivatives ?? []).map((d) => ({ href: relativeUrl(d.path), label: `${d.format} ${d.width}×${d.height}` })),
+  );
+  return copies.length ? { copies } : {};
+}

@@ -237,4 +237,14 @@ describe('outputs published to a bucket', () => {
     expect(staged(ws.statePath)).toContain('a-1.v2.png');
     expect(t.sim.service.ledger.of('charge')).toHaveLength(3);
   });
+
+  it('web copies go to the bucket beside their outputs', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(t.sim, imageManifest(2, undefined, 'derivatives: [{ format: webp, width: 96 }]\n'));
+    const bucket = new FakeBucket();
+    expect(exitCodeOf(await runInProcess(t, ws, { outputs: fakeBucketSink(bucket, ws.statePath) }))).toBe(0);
+    expectAllPublished(bucket, ws.statePath, 2);
+    for (const i of [0, 1]) expect(bucket.objects.get(`spring/item-${i}-1.96w.webp`)?.contentType).toBe('image/webp');
+    expect(staged(ws.statePath)).toEqual([]);
+  });
 });

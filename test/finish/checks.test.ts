@@ -1,7 +1,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { FolderSink } from '../../src/sink/index.js';
 import { runCliInProcess } from '../helpers/cli.js';
+import { raw, startTestReview } from '../helpers/review.js';
 import { readState, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 
@@ -40,6 +42,20 @@ describe("the manifest's checks of each image output", () => {
     expect(byId.get('wide').review.note).toBe(
       "rejected by the manifest's checks: size: 192x192, expected 400x300 (within 2%)",
     );
+    // The review app lists them among the rejected, with the reason as their note.
+    const review = await startTestReview({
+      statePath: ws.statePath,
+      outputs: new FolderSink(ws.outDir),
+      title: 'm',
+      budget: null,
+    });
+    const rejected = JSON.parse(
+      (await raw(review.base, 'GET', `/api/items?token=${review.token}&review=rejected`)).body,
+    ).cards.map((c: { id: string; note: string }) => [c.id, c.note]);
+    expect(rejected).toEqual([
+      ['grey', byId.get('grey').review.note],
+      ['wide', byId.get('wide').review.note],
+    ]);
     // A check never deletes a paid output.
     for (const o of readState(ws.statePath).outputs) expect(existsSync(join(ws.outDir, o.path))).toBe(true);
 

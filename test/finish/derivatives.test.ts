@@ -26,7 +26,7 @@ describe('web copies of each image output (derivatives)', () => {
   it('are made beside the untouched original: fitted, never enlarged, marked as AI-made, listed in the results', async () => {
     const t = await startTestSim({ timeScale: 600 });
     const ws = workspace(t.sim, manifest);
-    const result = await ws.run();
+    const result = await ws.run(['--sidecars']);
     expect(result.code, result.stderr).toBe(0);
     const state = readState(ws.statePath);
     for (const o of state.outputs) {
@@ -62,6 +62,13 @@ describe('web copies of each image output (derivatives)', () => {
       { path: 'mug-1.96w.webp', format: 'webp', width: 96, height: 96, bytes: small.length, sha256: sha(small) },
     ]);
     expect(readFileSync(join(ws.outDir, 'results.csv'), 'utf8')).toContain('mug-1.400w.jpg mug-1.96w.webp');
+    const sidecar = JSON.parse(readFileSync(join(ws.outDir, 'mug-1.png.json'), 'utf8'));
+    expect(sidecar.file.derivatives).toEqual(mug.files[0].derivatives);
+    // The gallery links each copy from its card.
+    const gallery = readFileSync(join(ws.outDir, 'index.html'), 'utf8');
+    expect(gallery).toContain(
+      '"copies":[{"href":"mug-1.400w.jpg","label":"jpeg 192×192"},{"href":"mug-1.96w.webp","label":"webp 96×96"}]',
+    );
   });
 
   it('a resumed run makes only the copies that are missing, and pays for nothing', async () => {

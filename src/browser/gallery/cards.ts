@@ -54,8 +54,18 @@ export function card(item: GalleryCard): HTMLElement {
       ),
       item.code ? el('p', { class: 'error' }, el('code', { text: item.code }), ` ${item.message ?? ''}`) : null,
       files,
+      copiesLine(item),
     ),
   );
+}
+
+/** Links to the item's web copies (derivatives), by format and size. */
+function copiesLine(item: GalleryCard): HTMLElement | null {
+  if (!item.copies?.length) return null;
+  const line = el('p', { class: 'copies' }, 'copies: ');
+  for (const [i, copy] of item.copies.entries())
+    line.append(i ? ' · ' : '', el('a', { href: copy.href, text: copy.label }));
+  return line;
 }
 
 /** The facts the lightbox lists beside the output, those that have a value. */
@@ -72,6 +82,7 @@ export function facts(item: GalleryCard): [string, string][] {
     ['credits', credits],
     ['job', item.jobId],
     ['file', item.files.join(' ') || null],
+    ['copies', item.copies?.map((c) => `${c.href} (${c.label})`).join(' ') || null],
     ['version', item.version ? String(item.version) : null],
     ['review', item.review ? `${item.review.decision}${item.review.note ? `: ${item.review.note}` : ''}` : null],
     ['error', item.code ? `${item.code} ${item.message ?? ''}` : null],
