@@ -10,6 +10,7 @@ import { chaosBench } from './chaos.mjs';
 import { daysBench } from './days.mjs';
 import { reviewBench } from './review.mjs';
 import { publishBench } from './publish.mjs';
+import { derivativesBench } from './derivatives.mjs';
 
 const parts = {
   manifest: manifestBench,
@@ -23,6 +24,7 @@ const parts = {
   days: daysBench,
   review: reviewBench,
   publish: publishBench,
+  derivatives: derivativesBench,
 };
 const wanted = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(parts);
 let ok = true;

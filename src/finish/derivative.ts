@@ -25,30 +25,50 @@ export function sharpModule(): Promise<Sharp> {
 }
 
 /**
- * One web copy of an image: turned upright, fitted inside the size asked
- * (the ratio kept, never enlarged unless asked), in sRGB, in the format
- * asked, with no metadata of the original's but, unless `mark` is undefined,
- * XMP that marks it as AI-made. The original's bytes are only read.
+ * The web copies of an image, one at a time: the original is decoded once
+ * (turned upright, in sRGB), then each copy is fitted inside the size asked
+ * (the ratio kept, never enlarged unless asked), in the format asked, with
+ * no metadata of the original's but, unless `mark` is undefined, XMP that
+ * marks it as AI-made. The original's bytes are only read.
  */
-export async function makeCopy(original: Buffer, d: Derivative, mark: MarkFacts | undefined): Promise<MadeCopy> {
+export async function* copiesOf(
+  original: Buffer,
+  derivatives: readonly Derivative[],
+  mark: MarkFacts | undefined,
+): AsyncGenerator<MadeCopy & { derivative: Derivative }> {
   const sharp = await sharpModule();
-  let image = sharp(original, { failOn: 'error' }).rotate();
-  if (d.width || d.height)
-    image = image.resize({
-      ...(d.width ? { width: d.width } : {}),
-      ...(d.height ? { height: d.height } : {}),
-      fit: 'inside',
-      withoutEnlargement: !d.enlarge,
-    });
-  image = image.toColourspace('srgb');
-  if (mark) image = image.withXmp(aiMarkXmp(mark));
+  // Decoded once for all the copies: the PNG's inflate costs as much as a copy's resize.
+  const pixels = await sharp(original, { failOn: 'error' })
+    .rotate()
+    .toColourspace('srgb')
+    .raw()
+    .toBuffer({ resolveWithObject: true });
+  for (const d of derivatives) {
+    let image = sharp(pixels.data, { raw: pixels.info });
+    if (d.width || d.height)
+      image = image.resize({
+        ...(d.width ? { width: d.width } : {}),
+        ...(d.height ? { height: d.height } : {}),
+        fit: 'inside',
+        withoutEnlargement: !d.enlarge,
+      });
+    if (mark) image = image.withXmp(aiMarkXmp(mark));
+    const { data, info } = await encode(image, d).toBuffer({ resolveWithObject: true });
+    yield { data, format: d.format, width: info.width, height: info.height, derivative: d };
+  }
+}
+
+/**
+ * The format asked. WebP at libwebp's effort 2, not its default 4: four
+ * times faster (a 1600w copy of a 2048x2560 original: 110 ms of CPU, not
+ * 440), a little larger; JPEG through mozjpeg, flattened on white.
+ */
+function encode(image: import('sharp').Sharp, d: Derivative): import('sharp').Sharp {
   const q = d.quality === undefined ? {} : { quality: d.quality };
-  if (d.format === 'webp') image = image.webp(q);
-  else if (d.format === 'jpeg') image = image.jpeg({ ...q, mozjpeg: true });
-  else if (d.format === 'avif') image = image.avif(q);
-  else image = image.png();
-  const { data, info } = await image.toBuffer({ resolveWithObject: true });
-  return { data, format: d.format, width: info.width, height: info.height };
+  if (d.format === 'webp') return image.webp({ ...q, effort: 2 });
+  if (d.format === 'jpeg') return image.flatten({ background: '#ffffff' }).jpeg({ ...q, mozjpeg: true });
+  if (d.format === 'avif') return image.avif(q);
+  return image.png();
 }
 
 /** The XMP a copy carries, as text (for checks and tests): undefined when it has none. */

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import PQueue from 'p-queue';
 import { checkImage } from '../../finish/checks.js';
-import { makeCopy } from '../../finish/derivative.js';
+import { copiesOf, type MadeCopy } from '../../finish/derivative.js';
 import type { Logger } from '../../log/logger.js';
 import { derivativePath, type Derivative, type Finishing, type OutputChecks } from '../../manifest/index.js';
 import type { OutputSink } from '../../sink/index.js';
@@ -87,24 +87,21 @@ export class Finisher {
     if (!original) return this.failed(row, row.path, 'the original is not there to read');
     if (check) await this.check(row, original, check);
     const mark = finish.mark ? { model: row.model, jobId: row.job_id, itemId: row.item_id } : undefined;
-    for (const d of missing) {
-      if (this.deps.control.abort.signal.aborted) return;
-      await this.makeOne(row, original, d, mark).catch((error: unknown) =>
-        this.failed(row, derivativePath(row.path, d), (error as Error).message),
-      );
+    try {
+      for await (const copy of copiesOf(original, missing, mark)) {
+        if (this.deps.control.abort.signal.aborted) return;
+        await this.write(row, copy);
+      }
+    } catch (error) {
+      this.failed(row, row.path, (error as Error).message);
     }
   }
 
-  private async makeOne(
-    row: ToFinish,
-    original: Buffer,
-    d: Derivative,
-    mark: Parameters<typeof makeCopy>[2],
-  ): Promise<void> {
+  /** A copy written beside its original, through the sink, then recorded. */
+  private async write(row: ToFinish, copy: MadeCopy & { derivative: Derivative }): Promise<void> {
     const { store, outputs, control, now } = this.deps;
     const startedAt = now();
-    const path = derivativePath(row.path, d);
-    const copy = await makeCopy(original, d, mark);
+    const path = derivativePath(row.path, copy.derivative);
     // A copy is made again, the same, from the same original: one a killed run left there is replaced.
     const file = await outputs.create(path, 'replace', { durable: false });
     try {
