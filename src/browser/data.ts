@@ -89,6 +89,8 @@ export interface VersionData {
   version: number;
   current: boolean;
   files: string[];
+  /** Its outputs' web copies (derivatives). */
+  copies: { path: string; format: string; width: number; height: number }[];
   decision: Decision | null;
   note: string | null;
 }

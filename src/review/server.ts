@@ -125,8 +125,10 @@ async function handle(req: IncomingMessage, res: ServerResponse, ctx: Context): 
   const path = url.pathname;
   if (path.startsWith('/files/')) {
     const relative = safeDecode(path.slice('/files/'.length));
-    const outputs = ctx.state.store.outputs;
-    return serveOutput(res, ctx.outputs, relative ?? '', (p) => outputs.ownerOf(p) !== undefined, req.headers.range);
+    const { outputs, derivatives } = ctx.state.store;
+    // Recorded outputs and their recorded web copies: nothing else.
+    const known = (p: string) => outputs.ownerOf(p) !== undefined || derivatives.isCopy(p);
+    return serveOutput(res, ctx.outputs, relative ?? '', known, req.headers.range);
   }
   const asset = ctx.assets.byPath.get(path);
   if (asset) {

@@ -34,6 +34,7 @@ export class Derivatives {
   private readonly madeStmt;
   private readonly ofOutputStmt;
   private readonly toFinishStmt;
+  private readonly isCopyStmt;
 
   constructor(db: Db) {
     this.madeStmt = db.prepare(
@@ -42,6 +43,7 @@ export class Derivatives {
        ON CONFLICT (job_id, idx, path) DO UPDATE SET format = @format, width = @width, height = @height,
          bytes = @bytes, sha256 = @sha256, made_at = @made_at`,
     );
+    this.isCopyStmt = db.prepare<[string], number>('SELECT 1 FROM derivatives WHERE path = ? LIMIT 1').pluck();
     this.ofOutputStmt = db.prepare<[string, number], DerivativeRow>(
       'SELECT * FROM derivatives WHERE job_id = ? AND idx = ? ORDER BY path',
     );
@@ -59,6 +61,11 @@ export class Derivatives {
 
   made(row: DerivativeRow): void {
     this.madeStmt.run(row);
+  }
+
+  /** Whether a path is a recorded copy (the review server serves recorded outputs and copies, nothing else). */
+  isCopy(path: string): boolean {
+    return this.isCopyStmt.get(path) !== undefined;
   }
 
   ofOutput(jobId: string, idx: number): DerivativeRow[] {

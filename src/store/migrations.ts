@@ -298,6 +298,8 @@ export const MIGRATIONS: readonly string[] = [
     made_at INTEGER NOT NULL,
     PRIMARY KEY (job_id, idx, path)
   );
+  -- The review server serves a copy only when its path is recorded.
+  CREATE INDEX derivatives_path ON derivatives (path);
   -- Who took a review decision: a person (genbatch review), or the manifest's checks (a flat image, a wrong size).
   ALTER TABLE reviews ADD COLUMN by TEXT NOT NULL DEFAULT 'person';
   `,

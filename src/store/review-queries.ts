@@ -45,6 +45,8 @@ export interface VersionDetail {
   jobId: string;
   current: boolean;
   files: string[];
+  /** The web copies of its outputs: where each is, its format and size. */
+  copies: { path: string; format: string; width: number; height: number }[];
   decision: ReviewDecision | null;
   note: string | null;
   decidedAt: number | null;
@@ -94,9 +96,12 @@ export class ReviewQueries {
         decision: ReviewDecision | null;
         note: string | null;
         decided_at: number | null;
+        copies: string;
       }
     >(
-      `SELECT o.version, o.job_id, o.superseded_at IS NULL AS current, o.path, r.decision, r.note, r.decided_at
+      `SELECT o.version, o.job_id, o.superseded_at IS NULL AS current, o.path, r.decision, r.note, r.decided_at,
+              (SELECT json_group_array(json_object('path', d.path, 'format', d.format, 'width', d.width, 'height', d.height))
+               FROM derivatives d WHERE d.job_id = o.job_id AND d.idx = o.idx) AS copies
        FROM outputs o LEFT JOIN reviews r ON r.item_id = o.item_id AND r.version = o.version
        WHERE o.item_id = ? AND o.sha256 IS NOT NULL AND o.path IS NOT NULL ORDER BY o.version, o.idx`,
     );
@@ -135,13 +140,17 @@ export class ReviewQueries {
     const versions: VersionDetail[] = [];
     for (const row of this.versionsStmt.all(itemId)) {
       const last = versions.at(-1);
-      if (last?.version === row.version) last.files.push(row.path);
-      else
+      const copies = JSON.parse(row.copies) as VersionDetail['copies'];
+      if (last?.version === row.version) {
+        last.files.push(row.path);
+        last.copies.push(...copies);
+      } else
         versions.push({
           version: row.version,
           jobId: row.job_id,
           current: row.current === 1,
           files: [row.path],
+          copies,
           decision: row.decision,
           note: row.note,
           decidedAt: row.decided_at,

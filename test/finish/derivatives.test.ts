@@ -5,7 +5,9 @@ import Database from 'better-sqlite3';
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
 import { TRAINED_ALGORITHMIC_MEDIA } from '../../src/finish/xmp.js';
+import { FolderSink } from '../../src/sink/index.js';
 import { runCliInProcess } from '../helpers/cli.js';
+import { raw, startTestReview } from '../helpers/review.js';
 import { readState, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 
@@ -66,6 +68,22 @@ describe('web copies of each image output (derivatives)', () => {
     expect(sidecar.file.derivatives).toEqual(mug.files[0].derivatives);
     // The gallery links each copy from its card.
     const gallery = readFileSync(join(ws.outDir, 'index.html'), 'utf8');
+    // The review app lists each version's copies, and serves a recorded copy (nothing else).
+    const review = await startTestReview({
+      statePath: ws.statePath,
+      outputs: new FolderSink(ws.outDir),
+      title: 'm',
+      budget: null,
+    });
+    const versions = JSON.parse((await raw(review.base, 'GET', `/api/versions?id=mug&token=${review.token}`)).body);
+    expect(versions.versions[0].copies).toEqual([
+      { path: 'mug-1.400w.jpg', format: 'jpeg', width: 192, height: 192 },
+      { path: 'mug-1.96w.webp', format: 'webp', width: 96, height: 96 },
+    ]);
+    const served = await raw(review.base, 'GET', `/files/mug-1.96w.webp?token=${review.token}`);
+    expect(served.status).toBe(200);
+    expect(served.headers['content-type']).toBe('image/webp');
+    expect((await raw(review.base, 'GET', `/files/mug-1.97w.webp?token=${review.token}`)).status).toBe(404);
     expect(gallery).toContain(
       '"copies":[{"href":"mug-1.400w.jpg","label":"jpeg 192×192"},{"href":"mug-1.96w.webp","label":"webp 96×96"}]',
     );

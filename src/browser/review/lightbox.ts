@@ -39,6 +39,10 @@ async function showVersions(c: ReviewCardData): Promise<void> {
         {},
         el('b', { text: `v${ver.version}${ver.current ? ' (current)' : ''}` }),
         ` ${ver.decision ?? 'unreviewed'}${ver.note ? `: ${ver.note}` : ''}`,
+        ...ver.copies.flatMap((copy) => [
+          ' · ',
+          el('a', { href: fileUrl(copy.path), target: '_blank', text: `${copy.format} ${copy.width}×${copy.height}` }),
+        ]),
       );
       return figure(fileUrl(ver.files[0]!), c.type, caption, ver.current);
     }),
