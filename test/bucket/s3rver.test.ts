@@ -7,7 +7,7 @@ import { S3ObjectStore } from '../../src/sink/bucket/s3-store.js';
 import { openOutputSink, stagingDirFor } from '../../src/sink/index.js';
 import { exitCodeWithin, runCliInProcess, startCli } from '../helpers/cli.js';
 import { startTestReview } from '../helpers/review.js';
-import { imageManifest, readState, workspace } from '../helpers/run.js';
+import { imageManifest, killLoop, readState, workspace } from '../helpers/run.js';
 import { startTestBucket } from '../helpers/s3.js';
 import { startTestSim } from '../helpers/sim.js';
 
@@ -137,6 +137,27 @@ describe('outputs published to an S3-compatible server (s3rver, through the AWS 
     expect(
       readState(ws.statePath).outputs.filter((o) => (o as unknown as { published_to: string }).published_to),
     ).toHaveLength(12);
+  });
+
+  it('killed 6 times at any instant, then finished by the same command: every object put once, each item paid once', {
+    timeout: 120_000,
+  }, async () => {
+    const t = await startTestSim({ timeScale: 60 });
+    const s3 = await startTestBucket();
+    const plain = workspace(t.sim, imageManifest(24), {}, 60);
+    const env = { ...plain.env, ...s3.env };
+    const args = (extra: string[] = []) => plain.args(['--out', 's3://catalog/spring', ...extra]);
+    const ws = { ...plain, env, args, run: (extra: string[] = []) => runCliInProcess(args(extra), env, plain.dir) };
+    const { final } = await killLoop(t.sim, ws, 6);
+    expect(final.code, final.stdout + final.stderr).toBe(0);
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(24);
+    // A put cut off by a kill stored nothing; a put the kill let finish is recognised by the next run, not repeated.
+    const pngs = s3.created.filter((k) => k.endsWith('.png'));
+    expect(pngs).toHaveLength(24);
+    expect(new Set(pngs).size).toBe(24);
+    const outputs = readState(ws.statePath).outputs as unknown as { path: string; published_to: string }[];
+    expect(outputs.map((o) => o.published_to).sort()).toEqual(pngs.map((k) => `s3://catalog/${k}`).sort());
+    expect(stagedPngs(ws.statePath)).toEqual([]);
   });
 
   it('puts a 150 MB video in parts, create-only, with its sha256 kept as the object metadata', {
