@@ -26,6 +26,9 @@ describe('every key day filled', () => {
       { items: 2, credits: 16 },
     ]);
     expect(plan.endsOnDay).toBe(2);
+    // Started as a key day begins: the run's first four items need a fraction of the day's 4 s, but a run started
+    // in the day's last tenth would see it turn after one item, whatever the scheduler does.
+    await new Promise((resolve) => setTimeout(resolve, DAY_MS - (Date.now() % DAY_MS) + 10));
     const res = await ws.run(['--daily-cap', '20', '--max-images-in-flight', '1']);
     expect(res.code, res.stdout + res.stderr).toBe(0);
     const charges = t.sim.service.ledger.of('charge').map((c) => ({
