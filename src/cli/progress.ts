@@ -41,6 +41,8 @@ export interface LiveFacts {
   now: number;
   /** With several keys: the open items each key has (by fingerprint). */
   keys?: { fingerprint: string; open: number }[] | undefined;
+  /** Outputs going to a bucket: those saved that wait to be published. */
+  unpublished?: number | undefined;
 }
 
 /**
@@ -66,6 +68,7 @@ export function liveLine(f: LiveFacts, columns = Infinity): string {
   if (later) parts.push(`resend later ${num(later)}`);
   if (c.queued) parts.push(`queued ${num(c.queued)}`);
   if (c.downloading) parts.push(`downloading ${num(c.downloading)}`);
+  if (f.unpublished) parts.push(`to publish ${num(f.unpublished)}`);
   if (c.maybe_accepted) parts.push(`maybe accepted ${num(c.maybe_accepted)}`);
   if (failed) parts.push(`failed ${num(failed)}`);
   parts.push(`credits ${num(f.credits.charged - f.credits.refunded)} net`);
@@ -115,6 +118,8 @@ export class Progress {
   private eta: { seconds: number | undefined; at: number; keys?: LiveFacts['keys'] } = { seconds: undefined, at: 0 };
   private waitingUntil: number | undefined;
   private pausedSince: number | undefined;
+  /** Outputs going to a bucket: saved and not yet published (counted from the state once, then by the events). */
+  private unpublished: number | undefined;
 
   private readonly paint: Paint;
   private readonly keys: readonly string[];
@@ -127,11 +132,14 @@ export class Progress {
     opts: {
       /** The run's keys, by fingerprint: with several, the line shows each one's open items. */
       keys?: readonly string[];
+      /** The outputs go to a bucket: the line counts those waiting to be published. */
+      publishing?: boolean;
       pace?: PaceLimit;
       env?: NodeJS.ProcessEnv;
     } = {},
   ) {
     this.keys = opts.keys ?? [];
+    if (opts.publishing) this.unpublished = store.publications.counts().waiting;
     this.pace = opts.pace ?? REAL_PACE;
     this.paint = paintFor(out, opts.env ?? process.env);
   }
@@ -159,6 +167,8 @@ export class Progress {
     // A request's own events are the counts' and the pace's to show, redrawn from the state: no line of their own.
     if (PER_REQUEST.has(event.kind)) return;
     this.sayStarted();
+    if (this.unpublished !== undefined && (event.kind === 'downloaded' || event.kind === 'published'))
+      this.unpublished += event.kind === 'downloaded' ? 1 : -1;
     if (event.kind === 'accepted') {
       this.submittedAt.push(Date.now());
       if (this.waitingUntil !== undefined) {
@@ -213,6 +223,7 @@ export class Progress {
       pace: { ...this.pace, sent: this.submittedAt.length },
       now,
       keys: this.eta.keys,
+      unpublished: this.unpublished,
     };
   }
 

@@ -99,6 +99,11 @@ describe('the live line', () => {
     );
   });
 
+  it('counts the saved outputs that wait to be published when they go to a bucket', () => {
+    expect(liveLine(facts({ unpublished: 1234 }))).toContain('downloading 2 · to publish 1,234 · failed 7');
+    expect(liveLine(facts({ unpublished: 0 }))).not.toContain('to publish');
+  });
+
   it('fits 80 columns by dropping parts from the right, never the ETA', () => {
     const line = liveLine(facts(), 80);
     expect(line.length).toBeLessThan(80);

@@ -10,7 +10,6 @@ import {
   type RunRequest,
   type RunSummary,
 } from '../../runner/index.js';
-import type { PoolSetup } from '../../api/pool-setup.js';
 import { DEFAULT_KEY_LIMITS, type KeyLimits, type Rate } from '../../scheduler/limits.js';
 import type { Store } from '../../store/index.js';
 import { connect, type ConnectionFlags } from '../connection.js';
@@ -99,7 +98,7 @@ export async function runCommand(
   // Connected at once: each key's /me is on its way while the manifest is read and checked.
   const prepared = await prepareRun(request, connect(flags, env, request.timeScale));
   const { store } = prepared;
-  const progress = progressFor(progressOut, store, prepared.itemCount, prepared.pool, request.timeScale, env);
+  const progress = progressFor(progressOut, store, prepared, request.timeScale, env);
   const started = startRun(prepared, request);
   started.runner.events.on(progress.onEvent);
   const notifier = notifierFor(flags, {
@@ -179,12 +178,13 @@ function requestOf(
 function progressFor(
   out: NodeJS.WriteStream,
   store: Store,
-  itemCount: number,
-  pool: PoolSetup,
+  prepared: Pick<PreparedRun, 'itemCount' | 'pool' | 'outputs'>,
   timeScale: number,
   env: NodeJS.ProcessEnv,
 ): Progress {
-  return new Progress(out, store, itemCount, {
+  const { pool } = prepared;
+  return new Progress(out, store, prepared.itemCount, {
+    publishing: prepared.outputs.publishing !== undefined,
     keys: pool.keys.map((k) => k.fingerprint),
     // The keys' limits are in real time already (the service's window divided by the time scale).
     pace: {

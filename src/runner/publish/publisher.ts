@@ -67,12 +67,11 @@ export class Publisher {
     return !this.stopped && this.waitingBytes > this.deps.maxWaitingBytes;
   }
 
-  /** Why the run waits on the bucket, if it does (status and the watchdog say it). */
-  get waitReason(): string | undefined {
-    if (this.troubleSince === undefined && !this.full) return undefined;
-    const waiting = `${this.queue.length + this.running} output(s) wait to be published to ${this.deps.publishing.location}`;
-    if (this.troubleSince === undefined) return `${waiting}: submissions wait for the backlog to shrink`;
-    return `${waiting}: the bucket has not taken one since ${new Date(this.troubleSince).toISOString()}; it is tried again (the run exits 4 past --unreachable-minutes)`;
+  /** What the run waits for while the bucket takes nothing: said with each backoff (the live line, the log). */
+  private get waitReason(): string {
+    const waiting = this.queue.length + this.running;
+    const since = new Date(this.troubleSince ?? this.deps.now()).toISOString();
+    return `${this.deps.publishing.location} to take ${waiting} saved output${waiting === 1 ? '' : 's'} (none taken since ${since}; the run exits 4 past --unreachable-minutes)`;
   }
 
   /** Whether publications are under way or waiting (the watchdog counts it as a known wait). */
@@ -189,7 +188,7 @@ export class Publisher {
     if (now() < this.resumeAt) return;
     this.backoffMs = Math.min(LONGEST_BACKOFF_MS, this.backoffMs ? this.backoffMs * 2 : FIRST_BACKOFF_MS);
     this.resumeAt = now() + this.backoffMs;
-    control.emit({ kind: 'waiting', reason: this.waitReason ?? message, untilMs: this.resumeAt });
+    control.emit({ kind: 'waiting', reason: this.waitReason, untilMs: this.resumeAt });
   }
 
   /** Publishing cannot go on in this run: no new submissions; what was saved stays for the same command. */
