@@ -1,5 +1,5 @@
 import { stringify } from 'csv-stringify/sync';
-import type { ItemFacts, ItemState, ReviewDecision, Store } from '../store/index.js';
+import type { DerivativeRow, ItemFacts, ItemState, ReviewDecision, Store } from '../store/index.js';
 
 /** One row per item: what users hand to the next tool instead of reading SQLite. */
 export interface ResultRow {
@@ -91,15 +91,8 @@ type FileFact = [
   derivatives: [string, string, number, number, number, string][],
 ];
 
-/** A web copy of an output, as the results list it. */
-export interface DerivativeFact {
-  path: string;
-  format: string;
-  width: number;
-  height: number;
-  bytes: number;
-  sha256: string;
-}
+/** A web copy of an output, as the results list it: what the state recorded of it when it was written. */
+export type DerivativeFact = Pick<DerivativeRow, 'path' | 'format' | 'width' | 'height' | 'bytes' | 'sha256'>;
 
 type ReviewFact = [version: number, decision: ReviewDecision, note: string | null, at: number, by: string];
 
