@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { buffer } from 'node:stream/consumers';
 import PQueue from 'p-queue';
 import { checkImage } from '../../finish/checks.js';
 import { copiesOf, type MadeCopy } from '../../finish/derivative.js';
@@ -83,7 +84,8 @@ export class Finisher {
     const missing = finish.derivatives.filter((d) => !have.has(derivativePath(row.path, d)));
     const check = finish.checks && !row.reviewed ? finish.checks : undefined;
     if (missing.length === 0 && !check) return;
-    const original = await readWhole(outputs, row.path);
+    const file = await outputs.open(row.path);
+    const original = file && (await buffer(file.read()));
     if (!original) return this.failed(row, row.path, 'the original is not there to read');
     if (check) await this.check(row, original, check);
     const mark = finish.mark ? { model: row.model, jobId: row.job_id, itemId: row.item_id } : undefined;
@@ -151,12 +153,4 @@ export class Finisher {
       message,
     });
   }
-}
-
-async function readWhole(outputs: OutputSink, path: string): Promise<Buffer | undefined> {
-  const file = await outputs.open(path);
-  if (!file) return undefined;
-  const chunks: Buffer[] = [];
-  for await (const chunk of file.read()) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
 }

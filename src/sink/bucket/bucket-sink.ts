@@ -3,6 +3,7 @@ import { createWriteStream, existsSync } from 'node:fs';
 import { mkdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
+import { text } from 'node:stream/consumers';
 import { pipeline } from 'node:stream/promises';
 import mime from 'mime-types';
 import { resolveInside, type BucketLocation } from '../../manifest/index.js';
@@ -83,7 +84,7 @@ export class BucketSink implements OutputSink {
 
   async claim(owner: OutputsOwner): Promise<void> {
     const got = await this.store.get(this.keyOf(OWNER_FILE));
-    const current = got ? parseOwner(await textOf(got.body)) : undefined;
+    const current = got ? parseOwner(await text(got.body)) : undefined;
     checkOwner(this.location, current, owner, existsSync);
     if (current && current.state === owner.state) return;
     const marker = await this.create(OWNER_FILE, 'replace');
@@ -135,11 +136,10 @@ export class BucketSink implements OutputSink {
     } catch {
       return undefined;
     }
-    const first = await this.store.get(this.keyOf(relPath), { start: 0, end: 0 });
-    if (!first) return undefined;
-    first.body.destroy();
+    const there = await this.store.head(this.keyOf(relPath));
+    if (!there) return undefined;
     return {
-      size: first.size,
+      size: there.size,
       read: (range) => {
         const out = new PassThrough();
         this.store
@@ -247,12 +247,6 @@ class BucketWriter implements SinkWriter {
 
 function contentTypeOf(relPath: string): string {
   return mime.lookup(relPath) || 'application/octet-stream';
-}
-
-async function textOf(body: NodeJS.ReadableStream): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of body) chunks.push(Buffer.from(chunk as Buffer));
-  return Buffer.concat(chunks).toString('utf8');
 }
 
 /** What to tell the user when the bucket cannot be written: by the store's answer. */
