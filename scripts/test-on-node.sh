@@ -1,27 +1,33 @@
 #!/usr/bin/env bash
 # The suite again on another Node line (by default 24, the maintained LTS), taken from the npm registry's `node`
-# package (its binary and headers come inside registry packages: nothing else is downloaded). The native addon
-# (better-sqlite3) is built for that Node from source against those headers, then the machine Node's build is put
-# back, so node_modules still works with it afterwards. Run after `npm test` (it uses the build that made).
-# Not in CI yet: on Node 24.19 and later, better-sqlite3 12 aborts the process when a Statement is collected by an
-# idle GC (Assertion failed: (env) != nullptr in node::RemoveEnvironmentCleanupHook); see docs/design.md.
+# package: nothing else is downloaded. Run after `npm test` (it uses the build that made).
+#
+# The SQLite driver is the one a user of that Node gets: package.json admits better-sqlite3 12 (Node 20) or 13
+# (Node 22 and later, Node-API prebuilds inside the package), and npm picks the newest whose `engines` admit the
+# Node that installs. The lockfile holds 12 (CI installs on Node 20), so 13 is installed apart with that Node and
+# put in place for the run, then 12 is put back. 12 aborts on Node 24.19+ (see docs/design.md, "Node 24").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 version="${1:-24.21.0}"
 where="$(mktemp -d)"
 # The tests that run a CLI as an unprivileged user need to reach this Node binary.
 chmod 755 "$where"
-addon=node_modules/better-sqlite3/build/Release/better_sqlite3.node
-cp "$addon" "$where/machine-node.addon"
+machine_driver="$where/machine-better-sqlite3"
 restore() {
-  cp "$where/machine-node.addon" "$addon"
+  if [ -d "$machine_driver" ]; then
+    rm -rf node_modules/better-sqlite3
+    mv "$machine_driver" node_modules/better-sqlite3
+  fi
   rm -rf "$where"
 }
 trap restore EXIT
-npm install --prefix "$where" --no-save --no-audit --no-fund --loglevel=error "node@$version"
-bin="$where/node_modules/node/bin"
-headers="$(dirname "$(ls -d "$where"/node_modules/node/node_modules/node-*/include | head -1)")"
-echo "the suite on $("$bin/node" --version) (and the machine's $(node --version) above)"
-PATH="$bin:$PATH" npm rebuild better-sqlite3 --nodedir="$headers" --loglevel=error
-PATH="$bin:$PATH" node -e "new (require('better-sqlite3'))(':memory:')"
+quiet=(--no-save --no-audit --no-fund --loglevel=error)
+npm install --prefix "$where/node" "${quiet[@]}" "node@$version"
+bin="$where/node/node_modules/node/bin"
+driver="$(node -p "require('./package.json').dependencies['better-sqlite3'].split('||').pop().trim()")"
+PATH="$bin:$PATH" npm install --prefix "$where/driver" "${quiet[@]}" "better-sqlite3@$driver"
+mv node_modules/better-sqlite3 "$machine_driver"
+cp -r "$where/driver/node_modules/better-sqlite3" node_modules/better-sqlite3
+echo "the suite on Node $("$bin/node" --version) with better-sqlite3 $(PATH="$bin:$PATH" node -p "require('better-sqlite3/package.json').version")"
+PATH="$bin:$PATH" node -e "new (require('better-sqlite3'))(':memory:').prepare('select 1').get()"
 PATH="$bin:$PATH" npx vitest run
