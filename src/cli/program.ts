@@ -4,8 +4,8 @@ import type { Writable } from 'node:stream';
 const manifestCommands = () => import('./commands/manifest-commands.js');
 const stateCommands = () => import('./commands/state-commands.js');
 const serviceInfo = () => import('./commands/service-info.js');
-import { EXIT, ExitError, describeFailure, exitCodeOf } from './exit.js';
-import { addFlags, ESTIMATE_FLAGS, RUN_FLAGS, SERVER_FLAGS, withDefaults } from './flags.js';
+import { EXIT, ExitError, describeFailure } from '../library/outcome.js';
+import { addFlags, ESTIMATE_FLAGS, RUN_FLAGS, SERVER_FLAGS, withDefaults } from '../options/flags.js';
 import { GENBATCH_VERSION } from '../util/version.js';
 import {
   accountState,
@@ -21,7 +21,7 @@ import {
   positiveNumber,
   probability,
   range,
-} from './parse.js';
+} from '../options/parse.js';
 
 /** What a command line runs against: the process's own for the bin, streams and an environment of their own in the tests. */
 export interface CliIo {
@@ -161,15 +161,21 @@ function addRun(program: Command, ctx: CommandContext): void {
     withConnection(program.command('run').argument('<manifest>').description('run, or resume, a manifest')),
     RUN_FLAGS,
   ).action(async (manifest: string, opts) => {
-    const { runCommand } = await import('./commands/run.js');
-    const handle = await runCommand(manifest, opts, ctx.env, ctx.io.cwd, ctx.io.stderr, ctx.io.stdout);
-    const stopSignals = ctx.io.onSignals?.(
-      () => handle.interrupt(),
-      () => handle.resumeHint,
-    );
-    const { summary, report, json } = await handle.done.finally(() => stopSignals?.());
-    ctx.print(opts.json ? JSON.stringify(json, null, 2) : report);
-    ctx.exit(exitCodeOf(summary));
+    const { runCommand, resumeHintFor } = await import('./commands/run.js');
+    let stopSignals: (() => void) | undefined;
+    const { outcome, report } = await runCommand(
+      manifest,
+      opts,
+      ctx.env,
+      ctx.io.cwd,
+      ctx.io.stderr,
+      ctx.io.stdout,
+      (interrupt) => {
+        stopSignals = ctx.io.onSignals?.(interrupt, () => resumeHintFor(opts));
+      },
+    ).finally(() => stopSignals?.());
+    ctx.print(opts.json ? JSON.stringify(outcome, null, 2) : report);
+    ctx.exit(outcome.exitCode);
   });
 }
 

@@ -6,7 +6,8 @@ import { EXIT, ExitError } from '../util/exit-error.js';
 
 const MAX_PRINTED = 50;
 
-export function issueReport(issues: IssueList): string {
+/** The problems as lines (the first 50), and how many there are. */
+export function issueReport(issues: Pick<IssueList, 'issues' | 'count'>): string {
   const shown = issues.issues.slice(0, MAX_PRINTED).map(formatIssue);
   const hidden = issues.count - shown.length;
   const more = hidden > 0 ? [`… and ${hidden} more like these`] : [];

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { exitCodeOf } from '../../src/cli/exit.js';
+import { exitCodeOf } from '../../src/library/outcome.js';
 import { DEFAULT_KEY_LIMITS } from '../../src/scheduler/limits.js';
 import { BucketSink, FolderSink, stagingDirFor } from '../../src/sink/index.js';
 import { FakeBucket, fakeBucketSink } from '../helpers/fake-bucket.js';

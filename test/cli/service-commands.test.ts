@@ -3,7 +3,7 @@ import { execFile } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { outage } from '../../src/cli/parse.js';
+import { outage } from '../../src/options/parse.js';
 import { simulatorOptions } from '../../src/cli/commands/simulate.js';
 import { describe, expect, it } from 'vitest';
 import { ApiClient } from '../../src/api/index.js';

@@ -1,5 +1,5 @@
 import { existsSync, readdirSync } from 'node:fs';
-import { exitCodeOf } from '../../src/cli/exit.js';
+import { exitCodeOf } from '../../src/library/outcome.js';
 import { FolderSink, openFolderFile, type FolderFile } from '../../src/sink/index.js';
 import { describe, expect, it } from 'vitest';
 import { expectNoDoubleChargeAndVerifiedOutputs, imageManifest, readState, workspace } from '../helpers/run.js';

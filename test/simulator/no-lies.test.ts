@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { simulatorOptions } from '../../src/cli/commands/simulate.js';
-import { keyDailyCap, revokeAfter, scopes } from '../../src/cli/parse.js';
+import { keyDailyCap, revokeAfter, scopes } from '../../src/options/parse.js';
 import { moderates } from '../../src/simulator/submissions.js';
 import { runCliInProcess } from '../helpers/cli.js';
 import { imageBody, newKey, startTestSim } from '../helpers/sim.js';

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Store, type ControlAnswer, type ControlMode } from '../../store/index.js';
-import { EXIT, ExitError } from '../exit.js';
+import { EXIT, ExitError } from '../../library/outcome.js';
 import { localDateTime, num } from '../format.js';
 import { existingStatePathFor } from '../../store/state-path.js';
 import { locate } from '../../manifest/load-valid.js';

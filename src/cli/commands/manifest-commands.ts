@@ -1,32 +1,15 @@
 import { relative } from 'node:path';
-import { existsSync } from 'node:fs';
-import { blockers, estimate, formatDuration, type Estimate } from '../../estimate/index.js';
-import { openStateReadOnly, statePathFor } from '../../store/state-path.js';
-import { IssueList, runBudget, type LoadedManifest, type ManifestIssue } from '../../manifest/index.js';
-import { combinedLimits, DEFAULT_KEY_LIMITS, formatRate, type KeyLimits, type Rate } from '../../scheduler/limits.js';
-import type { ConnectionFlags } from '../connection.js';
-import { EXIT, ExitError } from '../exit.js';
+import { type blockers, formatDuration, type Estimate } from '../../estimate/index.js';
+import type { LoadedManifest } from '../../manifest/index.js';
+import { formatRate, type KeyLimits } from '../../scheduler/limits.js';
+import type { ConnectionFlags } from '../../library/connection.js';
+import type { EstimateSettings } from '../../library/estimate.js';
+import type { ValidateResult } from '../../library/validate.js';
+import { EXIT, ExitError } from '../../library/outcome.js';
 import { count, num, table } from '../format.js';
-import { issueReport, loadValid, warningReport } from '../../manifest/load-valid.js';
-import type { PoolSetup } from '../../api/pool-setup.js';
+import { issueReport, warningReport } from '../../manifest/load-valid.js';
 
 export { issueReport, loadValid, locate } from '../../manifest/load-valid.js';
-
-/** What talks to the service, loaded by the commands that do: a plain validate reads files only, without the HTTP client (about 0.1 s to load). */
-async function service() {
-  const [{ connect }, { Catalog }, { setUpPool }, { checkAgainstService }] = await Promise.all([
-    import('../connection.js'),
-    import('../../api/catalog.js'),
-    import('../../api/pool-setup.js'),
-    import('../../manifest/online.js'),
-  ]);
-  return { connect, Catalog, setUpPool, checkAgainstService };
-}
-
-function summary(m: LoadedManifest, cwd: string): string {
-  const images = m.items.filter((i) => i.type === 'image').length;
-  return `${m.source.file}: valid: ${m.items.length} items (${images} image, ${m.items.length - images} video); outputs go to ${m.outputDir.startsWith('s3://') ? m.outputDir : relative(cwd, m.outputDir) || '.'}`;
-}
 
 export async function validateCommand(
   path: string,
@@ -34,59 +17,30 @@ export async function validateCommand(
   env: NodeJS.ProcessEnv,
   cwd: string,
 ): Promise<string> {
-  const loaded = await loadValidOrJson(path, cwd, opts.json);
-  const asJson = (online: boolean | undefined) =>
-    JSON.stringify(
-      {
-        manifest: loaded.source.file,
-        name: loaded.name,
-        valid: true,
-        items: itemCounts(loaded),
-        outputDir: loaded.outputDir,
-        online: online ?? null,
-        issues: [],
-        warnings: loaded.warnings,
-      },
-      null,
-      2,
-    );
-  const warned = loaded.warnings.length ? `\n${warningReport(loaded.warnings)}` : '';
-  if (!opts.online) return opts.json ? asJson(undefined) : `${summary(loaded, cwd)}${warned}`;
-  const { connect, Catalog, setUpPool, checkAgainstService } = await service();
-  const connection = await connect(opts, env);
-  try {
-    // With several keys, what they may submit together: each item goes to a key that has its scope.
-    const pool = await setUpPool(connection.keys, DEFAULT_KEY_LIMITS, 1);
-    if (pool.keys.length === 0)
-      throw new ExitError(
-        EXIT.stopped,
-        `the service refused every key: ${pool.refused.map((r) => `${r.fingerprint} ${r.code}`).join(', ')}`,
-      );
-    const catalog = await Catalog.fetch(
-      pool.keys[0]!.client,
-      loaded.items.map((i) => i.type),
-    );
-    const issues = new IssueList();
-    checkAgainstService(loaded.items, loaded.source, catalog, pool.scopes, issues);
-    if (issues.count > 0) throw invalid(loaded.source.file, issues, opts.json);
-    return opts.json
-      ? asJson(true)
-      : `${summary(loaded, cwd)}\nonline: every model, kind, mode and allowed value checks out against the service, and the key has the scopes it needs.${warned}`;
-  } finally {
-    await connection.close();
-  }
+  const { validateWith } = await import('../../library/validate.js');
+  const found = await validateWith(path, opts, env, cwd);
+  if (!found.valid) throw invalid(found, opts.json);
+  const { more: _more, ...document } = found;
+  if (opts.json) return JSON.stringify(document, null, 2);
+  const warned = found.warnings.length ? `\n${warningReport(found.warnings)}` : '';
+  const online = found.online
+    ? '\nonline: every model, kind, mode and allowed value checks out against the service, and the key has the scopes it needs.'
+    : '';
+  return `${summary(found, cwd)}${online}${warned}`;
 }
 
-function itemCounts(m: LoadedManifest): { total: number; image: number; video: number } {
-  const image = m.items.filter((i) => i.type === 'image').length;
-  return { total: m.items.length, image, video: m.items.length - image };
+function summary(found: ValidateResult, cwd: string): string {
+  const items = found.items!;
+  const out = found.outputDir!;
+  return `${found.manifest}: valid: ${items.total} items (${items.image} image, ${items.video} video); outputs go to ${out.startsWith('s3://') ? out : relative(cwd, out) || '.'}`;
 }
 
 /** Exit 2; with --json the issues go to stdout as one document (the one-line reason to stderr). */
-function invalid(file: string, issues: IssueList, json: boolean | undefined): ExitError {
+function invalid(found: ValidateResult, json: boolean | undefined): ExitError {
+  const issues = { issues: found.issues, count: found.issues.length + found.more };
   if (!json) return new ExitError(EXIT.usage, issueReport(issues));
   const document = JSON.stringify(
-    { manifest: file, valid: false, issues: issues.issues, more: issues.count - issues.issues.length },
+    { manifest: found.manifest, valid: false, issues: found.issues, more: found.more },
     null,
     2,
   );
@@ -97,60 +51,7 @@ function invalid(file: string, issues: IssueList, json: boolean | undefined): Ex
   );
 }
 
-async function loadValidOrJson(
-  path: string,
-  cwd: string,
-  json: boolean | undefined,
-): Promise<LoadedManifest & { warnings: ManifestIssue[] }> {
-  if (!json) return loadValid(path, cwd);
-  const { loadManifest } = await import('../../manifest/validate.js');
-  const { loaded, issues, warnings } = await loadManifest(path, cwd);
-  if (!loaded || issues.count > 0) throw invalid(path, issues, true);
-  return { ...loaded, warnings };
-}
-
-export interface EstimateFlags extends ConnectionFlags {
-  json?: boolean;
-  state?: string;
-  submitRate?: Rate;
-  maxImagesInFlight?: number;
-  maxVideosInFlight?: number;
-  dailyCap?: number;
-  maxCredits?: number;
-  /** Count the items rejected in review as to be made again (run --redo-rejected). */
-  redoRejected?: boolean;
-}
-
-/** What a state says of a manifest that has run: each item's state, and the credits charged net. */
-interface RunSoFar {
-  states: Map<string, string>;
-  spent: number;
-  /** Done items whose current version was rejected in review. */
-  rejected: Set<string>;
-}
-
-function runSoFar(m: LoadedManifest, opts: EstimateFlags, cwd: string): RunSoFar | undefined {
-  const path = statePathFor(m, opts.state, cwd, Boolean(opts.simulate) && !opts.state);
-  if (!existsSync(path)) {
-    if (opts.redoRejected)
-      throw new ExitError(
-        EXIT.usage,
-        `--redo-rejected: ${path} does not exist; nothing has run, so nothing was rejected.`,
-      );
-    return undefined;
-  }
-  const store = openStateReadOnly(path);
-  try {
-    const totals = store.attempts.totals();
-    const rejected = new Set(opts.redoRejected ? store.reviews.rejectedCurrent() : []);
-    return { states: store.itemSync.states(), spent: totals.charged - totals.refunded, rejected };
-  } finally {
-    store.close();
-  }
-}
-
-/** Items a run has not sent yet: not in the state, pending, or queued (an attempt committed but never sent). */
-const NOT_SENT = new Set(['pending', 'queued']);
+export type EstimateFlags = EstimateSettings & { json?: boolean };
 
 export async function estimateCommand(
   path: string,
@@ -158,124 +59,20 @@ export async function estimateCommand(
   env: NodeJS.ProcessEnv,
   cwd: string,
 ): Promise<{ text: string; exitCode: number }> {
-  const loaded = await loadValid(path, cwd);
-  const soFar = runSoFar(loaded, opts, cwd);
-  const { connect, Catalog, setUpPool } = await service();
-  const connection = await connect(opts, env);
-  try {
-    // Each key's own limits and cap (its /me, in the service's time); several keys run side by side.
-    const pool = await setUpPool(connection.keys, limitsOf(opts), 1);
-    if (pool.keys.length === 0)
-      throw new ExitError(
-        EXIT.stopped,
-        `the service refused every key: ${pool.refused.map((r) => `${r.fingerprint} ${r.code}`).join(', ')}`,
-      );
-    // The balance is the account's, the same for each of its keys.
-    const me = pool.accounts[0]!;
-    const catalog = await Catalog.fetch(
-      pool.keys[0]!.client,
-      loaded.items.map((i) => i.type),
-    );
-    const limits = combinedLimits(pool.keys.map((k) => k.limits));
-    const keyCaps = pool.keys.map((k) => k.limits.dailyCap);
-    const maxCredits = runBudget(opts.maxCredits, loaded.manifest);
-    const of = (items: LoadedManifest['items']) =>
-      estimate({
-        items,
-        catalog,
-        prices: loaded.manifest.prices,
-        limits,
-        keyCaps,
-        balance: me.credits,
-        perTag: loaded.manifest.budget?.perTag,
-        planKeys: pool.keys.map((k, i) => ({
-          key: k.fingerprint,
-          cap: k.limits.dailyCap,
-          submitEveryMs: k.limits.submit.windowMs / k.limits.submit.count,
-          slots: { image: k.limits.imagesInFlight, video: k.limits.videosInFlight },
-          usedToday: pool.accounts[i]?.usedToday,
-        })),
-        ...(maxCredits !== undefined ? { maxCredits } : {}),
-      });
-    const result = of(loaded.items);
-    const remaining = soFar
-      ? of(loaded.items.filter((i) => NOT_SENT.has(soFar.states.get(i.id) ?? 'pending') || soFar.rejected.has(i.id)))
-      : undefined;
-    const redo = opts.redoRejected && soFar ? of(loaded.items.filter((i) => soFar.rejected.has(i.id))) : undefined;
-    // What the rest of the run needs is judged, not what the whole manifest cost from the start.
-    const problems = blockers(remaining ?? result, soFar?.spent ?? 0);
-    const exitCode = problems.length ? EXIT.stopped : EXIT.ok;
-    const simulated = Boolean(opts.simulate);
-    if (opts.json) {
-      const json = estimateJson(loaded, result, remaining, soFar?.spent ?? 0, problems, pool, limits, simulated);
-      const redoJson = redo ? { redoRejected: { items: redo.items.total, credits: redo.credits.total } } : {};
-      return { text: JSON.stringify({ ...json, ...redoJson }, null, 2), exitCode };
-    }
-    const redoLine = redo
-      ? `\nregenerating ${count(redo.items.total, 'item')} rejected in review: ${num(redo.credits.total)} credits (counted in what remains)`
-      : '';
-    return {
-      text: `${formatEstimate(loaded, result, limits, { simulated, remaining, spent: soFar?.spent ?? 0, problems })}${redoLine}`,
-      exitCode,
-    };
-  } finally {
-    await connection.close();
+  const { estimateWith, estimateDocument } = await import('../../library/estimate.js');
+  const parts = await estimateWith(path, opts, env, cwd);
+  const { exitCode, redo } = parts;
+  if (opts.json) {
+    const { exitCode: _code, ...document } = estimateDocument(parts);
+    return { text: JSON.stringify(document, null, 2), exitCode };
   }
-}
-
-/** The limits the flags give, over the spec's defaults. */
-function limitsOf(opts: EstimateFlags): KeyLimits {
+  const redoLine = redo
+    ? `\nregenerating ${count(redo.items.total, 'item')} rejected in review: ${num(redo.credits.total)} credits (counted in what remains)`
+    : '';
+  const { loaded, result, limits, simulated, remaining, spent, problems } = parts;
   return {
-    ...DEFAULT_KEY_LIMITS,
-    ...(opts.submitRate ? { submit: opts.submitRate } : {}),
-    ...(opts.maxImagesInFlight ? { imagesInFlight: opts.maxImagesInFlight } : {}),
-    ...(opts.maxVideosInFlight ? { videosInFlight: opts.maxVideosInFlight } : {}),
-    ...(opts.dailyCap ? { dailyCap: opts.dailyCap } : {}),
-  };
-}
-
-/** What `estimate --json` prints. */
-function estimateJson(
-  loaded: LoadedManifest,
-  result: Estimate,
-  remaining: Estimate | undefined,
-  spent: number,
-  problems: ReturnType<typeof blockers>,
-  pool: PoolSetup,
-  limits: KeyLimits,
-  simulated: boolean,
-): Record<string, unknown> {
-  const rest = remaining
-    ? {
-        remaining: {
-          items: remaining.items,
-          credits: remaining.credits,
-          duration: remaining.duration,
-          alreadyCharged: spent,
-        },
-      }
-    : {};
-  const keys = pool.keys.map((k) => ({
-    fingerprint: k.fingerprint,
-    submitRate: formatRate(k.limits.submit),
-    imagesInFlight: k.limits.imagesInFlight,
-    videosInFlight: k.limits.videosInFlight,
-    dailyCap: k.limits.dailyCap,
-  }));
-  return {
-    manifest: loaded.source.file,
-    name: loaded.name,
-    simulated,
-    ...result,
-    ...rest,
-    blockers: problems,
-    limits: {
-      submitRate: formatRate(limits.submit),
-      imagesInFlight: limits.imagesInFlight,
-      videosInFlight: limits.videosInFlight,
-    },
-    keys,
-    refusedKeys: pool.refused,
+    text: `${formatEstimate(loaded, result, limits, { simulated, remaining, spent, problems })}${redoLine}`,
+    exitCode,
   };
 }
 

@@ -2,9 +2,9 @@ import { locate } from '../../manifest/load-valid.js';
 import { startReviewServer, type ReviewServer } from '../../review/server.js';
 import { StateFileError } from '../../store/index.js';
 import { existingStatePathFor, openStateReadOnly } from '../../store/state-path.js';
-import { EXIT, ExitError, usageError } from '../exit.js';
+import { EXIT, ExitError, usageError } from '../../library/outcome.js';
 import { openOutputSink } from '../../sink/index.js';
-import { SERVER_FLAGS, withDefaults } from '../flags.js';
+import { SERVER_FLAGS, withDefaults } from '../../options/flags.js';
 
 export interface ReviewFlags {
   state?: string;

@@ -1,5 +1,5 @@
 import type { Account, MediaType, Model } from '../../api/index.js';
-import { connect, type ConnectionFlags } from '../connection.js';
+import { connect, type ConnectionFlags } from '../../library/connection.js';
 import { catalogVideoPrice } from '../../estimate/prices.js';
 import { localDateTime, num, table } from '../format.js';
 

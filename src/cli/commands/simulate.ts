@@ -1,5 +1,5 @@
 import { startSimulator, type RunningSimulator, type StartOptions } from '../../simulator/index.js';
-import { usageError } from '../exit.js';
+import { usageError } from '../../library/outcome.js';
 
 export interface SimulateFlags {
   port?: number;

@@ -1,7 +1,7 @@
 import { formatDuration } from '../../estimate/duration.js';
 import { collectStatus, type Status } from '../../report/status.js';
 import { Store } from '../../store/index.js';
-import { EXIT, ExitError } from '../exit.js';
+import { EXIT, ExitError } from '../../library/outcome.js';
 import { count, localDateTime, num, paintFor, table, type Paint } from '../format.js';
 
 /** status --json keeps ISO times; the table says them in local time with the zone. */

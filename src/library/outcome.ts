@@ -54,3 +54,10 @@ export function exitCodeOf(summary: RunSummary): number {
   if (stop && open > 0) return EXIT.stopped;
   return counts.done === total ? EXIT.ok : EXIT.incomplete;
 }
+
+/** An error of a run that could not start, as `run()` rejects with it: its exit code and message as the CLI gives them. */
+export function asRunError(error: unknown): ExitError {
+  if (error instanceof ExitError) return error;
+  const { exitCode, message } = describeFailure(error);
+  return new ExitError(exitCode, message, undefined, { cause: error });
+}

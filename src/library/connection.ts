@@ -1,7 +1,7 @@
 import { ApiClient } from '../api/index.js';
 import { KeyPoolError, keyFingerprint, keysFromEnv, type PoolKey } from '../api/key-pool.js';
 import type { RunningSimulator } from '../simulator/index.js';
-import { usageError } from './exit.js';
+import { usageError } from '../util/exit-error.js';
 
 export interface ConnectionFlags {
   baseUrl?: string;

@@ -1,0 +1,215 @@
+import { existsSync } from 'node:fs';
+import type { PoolSetup } from '../api/pool-setup.js';
+import { blockers, estimate as estimateItems, type Estimate } from '../estimate/index.js';
+import { loadValid } from '../manifest/load-valid.js';
+import { runBudget, type LoadedManifest } from '../manifest/index.js';
+import { combinedLimits, DEFAULT_KEY_LIMITS, formatRate, type KeyLimits, type Rate } from '../scheduler/limits.js';
+import { openStateReadOnly, statePathFor } from '../store/state-path.js';
+import { EXIT, ExitError } from '../util/exit-error.js';
+import { connect, type ConnectionFlags } from './connection.js';
+import { environmentFor, type Credentials } from './environment.js';
+import { asRunError } from './outcome.js';
+import { settingsFrom, type GivenSettings } from './settings.js';
+
+/** The estimate's settings: `genbatch estimate`'s flags in camelCase (read by the run flags' parsers, which they share). */
+export interface EstimateSettings extends ConnectionFlags {
+  state?: string;
+  submitRate?: Rate;
+  maxImagesInFlight?: number;
+  maxVideosInFlight?: number;
+  dailyCap?: number;
+  maxCredits?: number;
+  /** Count the items rejected in review as to be made again (run --redo-rejected). */
+  redoRejected?: boolean;
+}
+
+export type EstimateOptions = Pick<
+  GivenSettings,
+  'state' | 'submitRate' | 'maxImagesInFlight' | 'maxVideosInFlight' | 'dailyCap' | 'maxCredits' | 'redoRejected'
+> &
+  Credentials & {
+    cwd?: string;
+    /** Against the embedded simulator's catalog, balance and cap, not the service's. */
+    simulate?: boolean;
+  };
+
+/** What `estimate()` finds: the document `genbatch estimate --json` prints, and whether the run can go as planned. */
+export type EstimateResult = Record<string, unknown> &
+  Estimate & {
+    manifest: string;
+    name: string;
+    simulated: boolean;
+    blockers: ReturnType<typeof blockers>;
+    /** 0 when the run can go as planned; 3 when the balance, the budget or the daily cap stop it (the CLI's exit code). */
+    exitCode: number;
+  };
+
+/** A dry run, as `genbatch estimate --json` gives it: credits, time, key days, the plan; nothing is submitted. */
+export async function estimate(manifest: string, options: EstimateOptions = {}): Promise<EstimateResult> {
+  const { cwd, apiKey, env, ...given } = options;
+  try {
+    const settings = settingsFrom(given as GivenSettings) as EstimateSettings;
+    const parts = await estimateWith(manifest, settings, environmentFor({ apiKey, env }), cwd ?? process.cwd());
+    return estimateDocument(parts);
+  } catch (error) {
+    throw asRunError(error);
+  }
+}
+
+/** What an estimate is made of, for the document and for the command line's text. */
+export interface EstimateParts {
+  loaded: LoadedManifest;
+  result: Estimate;
+  /** On a manifest that has run: what is not sent yet. */
+  remaining: Estimate | undefined;
+  /** With redoRejected: the items rejected in review. */
+  redo: Estimate | undefined;
+  spent: number;
+  problems: ReturnType<typeof blockers>;
+  pool: PoolSetup;
+  limits: KeyLimits;
+  simulated: boolean;
+  exitCode: number;
+}
+
+/** What a state says of a manifest that has run: each item's state, and the credits charged net. */
+interface RunSoFar {
+  states: Map<string, string>;
+  spent: number;
+  /** Done items whose current version was rejected in review. */
+  rejected: Set<string>;
+}
+
+function runSoFar(m: LoadedManifest, opts: EstimateSettings, cwd: string): RunSoFar | undefined {
+  const path = statePathFor(m, opts.state, cwd, Boolean(opts.simulate) && !opts.state);
+  if (!existsSync(path)) {
+    if (opts.redoRejected)
+      throw new ExitError(
+        EXIT.usage,
+        `--redo-rejected: ${path} does not exist; nothing has run, so nothing was rejected.`,
+      );
+    return undefined;
+  }
+  const store = openStateReadOnly(path);
+  try {
+    const totals = store.attempts.totals();
+    const rejected = new Set(opts.redoRejected ? store.reviews.rejectedCurrent() : []);
+    return { states: store.itemSync.states(), spent: totals.charged - totals.refunded, rejected };
+  } finally {
+    store.close();
+  }
+}
+
+/** Items a run has not sent yet: not in the state, pending, or queued (an attempt committed but never sent). */
+const NOT_SENT = new Set(['pending', 'queued']);
+
+/** The estimate for the library and the command line alike. */
+export async function estimateWith(
+  path: string,
+  opts: EstimateSettings,
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+): Promise<EstimateParts> {
+  const loaded = await loadValid(path, cwd);
+  const soFar = runSoFar(loaded, opts, cwd);
+  const [{ Catalog }, { setUpPool }] = await Promise.all([import('../api/catalog.js'), import('../api/pool-setup.js')]);
+  const connection = await connect(opts, env);
+  try {
+    // Each key's own limits and cap (its /me, in the service's time); several keys run side by side.
+    const pool = await setUpPool(connection.keys, limitsOf(opts), 1);
+    if (pool.keys.length === 0)
+      throw new ExitError(
+        EXIT.stopped,
+        `the service refused every key: ${pool.refused.map((r) => `${r.fingerprint} ${r.code}`).join(', ')}`,
+      );
+    // The balance is the account's, the same for each of its keys.
+    const me = pool.accounts[0]!;
+    const catalog = await Catalog.fetch(
+      pool.keys[0]!.client,
+      loaded.items.map((i) => i.type),
+    );
+    const limits = combinedLimits(pool.keys.map((k) => k.limits));
+    const keyCaps = pool.keys.map((k) => k.limits.dailyCap);
+    const maxCredits = runBudget(opts.maxCredits, loaded.manifest);
+    const of = (items: LoadedManifest['items']) =>
+      estimateItems({
+        items,
+        catalog,
+        prices: loaded.manifest.prices,
+        limits,
+        keyCaps,
+        balance: me.credits,
+        perTag: loaded.manifest.budget?.perTag,
+        planKeys: pool.keys.map((k, i) => ({
+          key: k.fingerprint,
+          cap: k.limits.dailyCap,
+          submitEveryMs: k.limits.submit.windowMs / k.limits.submit.count,
+          slots: { image: k.limits.imagesInFlight, video: k.limits.videosInFlight },
+          usedToday: pool.accounts[i]?.usedToday,
+        })),
+        ...(maxCredits !== undefined ? { maxCredits } : {}),
+      });
+    const result = of(loaded.items);
+    const remaining = soFar
+      ? of(loaded.items.filter((i) => NOT_SENT.has(soFar.states.get(i.id) ?? 'pending') || soFar.rejected.has(i.id)))
+      : undefined;
+    const redo = opts.redoRejected && soFar ? of(loaded.items.filter((i) => soFar.rejected.has(i.id))) : undefined;
+    // What the rest of the run needs is judged, not what the whole manifest cost from the start.
+    const problems = blockers(remaining ?? result, soFar?.spent ?? 0);
+    const exitCode = problems.length ? EXIT.stopped : EXIT.ok;
+    const simulated = Boolean(opts.simulate);
+    return { loaded, result, remaining, redo, spent: soFar?.spent ?? 0, problems, pool, limits, simulated, exitCode };
+  } finally {
+    await connection.close();
+  }
+}
+
+/** The limits the settings give, over the spec's defaults. */
+function limitsOf(opts: EstimateSettings): KeyLimits {
+  return {
+    ...DEFAULT_KEY_LIMITS,
+    ...(opts.submitRate ? { submit: opts.submitRate } : {}),
+    ...(opts.maxImagesInFlight ? { imagesInFlight: opts.maxImagesInFlight } : {}),
+    ...(opts.maxVideosInFlight ? { videosInFlight: opts.maxVideosInFlight } : {}),
+    ...(opts.dailyCap ? { dailyCap: opts.dailyCap } : {}),
+  };
+}
+
+/** What `estimate --json` prints, with the exit code the figures give. */
+export function estimateDocument(parts: EstimateParts): EstimateResult {
+  const { loaded, result, remaining, spent, problems, pool, limits, simulated, redo } = parts;
+  const rest = remaining
+    ? {
+        remaining: {
+          items: remaining.items,
+          credits: remaining.credits,
+          duration: remaining.duration,
+          alreadyCharged: spent,
+        },
+      }
+    : {};
+  const keys = pool.keys.map((k) => ({
+    fingerprint: k.fingerprint,
+    submitRate: formatRate(k.limits.submit),
+    imagesInFlight: k.limits.imagesInFlight,
+    videosInFlight: k.limits.videosInFlight,
+    dailyCap: k.limits.dailyCap,
+  }));
+  return {
+    manifest: loaded.source.file,
+    name: loaded.name,
+    simulated,
+    ...result,
+    ...rest,
+    blockers: problems,
+    limits: {
+      submitRate: formatRate(limits.submit),
+      imagesInFlight: limits.imagesInFlight,
+      videosInFlight: limits.videosInFlight,
+    },
+    keys,
+    refusedKeys: pool.refused,
+    ...(redo ? { redoRejected: { items: redo.items.total, credits: redo.credits.total } } : {}),
+    exitCode: parts.exitCode,
+  };
+}

@@ -1,0 +1,13 @@
+// genbatch as a library: what `import { validate, estimate, run } from 'genbatch'` gives a program.
+// Nothing here prints, exits the process or takes its signals.
+export { validate, type ValidateOptions, type ValidateResult } from './validate.js';
+export { estimate, type EstimateOptions, type EstimateResult } from './estimate.js';
+export { run, type RunHandle, type RunOptions, type RunOutcome } from './run.js';
+export type { GenbatchEvent, StartEvent } from './events.js';
+export type { Credentials } from './environment.js';
+export type { RunEvent, RunSummary, StopKind } from '../runner/index.js';
+export type { ItemEvent, RunStateEvent, ServiceEvent } from '../runner/core/events.js';
+export type { ManifestIssue } from '../manifest/index.js';
+export type { Rate } from '../scheduler/limits.js';
+export { EXIT, ExitError } from '../util/exit-error.js';
+export { GenbatchError } from '../util/errors.js';

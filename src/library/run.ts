@@ -1,0 +1,230 @@
+import type { Logger } from '../log/logger.js';
+import { Notifier } from '../notify/notifier.js';
+import { RUN_FLAGS, withDefaults } from '../options/flags.js';
+import {
+  prepareRun,
+  runIdFor,
+  startRun,
+  type PreparedRun,
+  type RunRequest,
+  type RunSummary,
+  type Runner,
+} from '../runner/index.js';
+import type { Store } from '../store/index.js';
+import { EXIT, ExitError } from '../util/exit-error.js';
+import { connect } from './connection.js';
+import { EventChannel, type GenbatchEvent } from './events.js';
+import { environmentFor, type Credentials } from './environment.js';
+import { asRunError, exitCodeOf } from './outcome.js';
+import { requestOf, settingsFrom, type GivenSettings, type RunSettings } from './settings.js';
+
+/** What `run()` takes: the CLI's run flags in camelCase, the credentials, and a signal that stops the run. */
+export type RunOptions = GivenSettings &
+  Credentials & {
+    /** Aborting it is Ctrl-C: nothing new is sent, what is on the wire records its answer, exit code 130. */
+    signal?: AbortSignal;
+    /** Where a relative manifest, state or out dir is read from (default: the process's working directory). */
+    cwd?: string;
+    /** Events kept for a reader that falls behind (default 10,000); older ones are dropped and counted. */
+    eventBuffer?: number;
+  };
+
+/** What a run ended with: its summary, where things are, the results files written, and the CLI's exit code. */
+export type RunOutcome = RunSummary & {
+  manifest: string;
+  state: string;
+  outDir: string;
+  log: string;
+  rehearsal: boolean;
+  results: { jsonl: string; csv: string; html: string | null; sidecars?: number } | null;
+  /** Why the results files could not be written (a full disk, say); `genbatch report` writes them from the state. */
+  resultsProblem?: string;
+  exitCode: number;
+};
+
+/** A run under way: its events as they happen, and its outcome once it ends. */
+export interface RunHandle {
+  events: AsyncIterable<GenbatchEvent>;
+  /** Resolves when the run has ended and closed all it held; rejects (an error with `exitCode`) when it cannot start. */
+  done: Promise<RunOutcome>;
+}
+
+/** What the command line adds to a run: the live line and the texts, once the run is assembled. */
+export interface RunHooks {
+  onServiceWait?(reason: string, minutes: number): void;
+  /** The run is assembled; `runner.events` can be listened to before its first submission. */
+  onStarted?(started: { prepared: PreparedRun; request: RunRequest; runner: Runner; logger: Logger }): void;
+  /** The run has ended (or failed) and its state is still open: the last word of a live line. */
+  onEnded?(): void;
+}
+
+/**
+ * Runs a manifest, or resumes it, as `genbatch run` does, without printing,
+ * exiting or taking signals. The process ends by itself once `done` settles.
+ */
+export function run(manifest: string, options: RunOptions = {}): RunHandle {
+  const { signal, cwd, eventBuffer, apiKey, baseUrl, env, ...given } = options;
+  const channel = new EventChannel<GenbatchEvent>(eventBuffer ?? 10_000);
+  const done = (async () => {
+    const settings = { ...settingsFrom(given), ...(baseUrl ? { baseUrl } : {}) };
+    const environment = environmentFor({ apiKey, env });
+    return runWith(manifest, settings, environment, cwd ?? process.cwd(), { signal, emit: (e) => channel.push(e) });
+  })().catch((error: unknown) => {
+    throw asRunError(error);
+  });
+  // Ended either way: the reader's loop ends too.
+  done.then(
+    () => channel.close(),
+    () => channel.close(),
+  );
+  return { events: channel, done };
+}
+
+/** How a run is watched and stopped from outside: its events, an abort signal, the command line's hooks. */
+export interface RunWatch extends RunHooks {
+  signal?: AbortSignal | undefined;
+  emit?: (event: GenbatchEvent) => void;
+}
+
+/** The run itself, for `run()` and the command line alike. */
+export async function runWith(
+  path: string,
+  settings: RunSettings,
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+  watch: RunWatch,
+): Promise<RunOutcome> {
+  const minutes = withDefaults(settings, RUN_FLAGS).unreachableMinutes!;
+  const request = requestOf(path, settings, env, cwd, (reason) => {
+    watch.emit?.({ kind: 'service-unreachable', reason, unreachableMs: minutes * 60_000 });
+    watch.onServiceWait?.(reason, minutes);
+  });
+  if (watch.signal) request.waitForService.signal = watch.signal;
+  throwIfAborted(watch.signal);
+  // Connected at once: each key's /me is on its way while the manifest is read and checked.
+  const prepared = await prepareRun(request, connect(settings, env, request.timeScale));
+  const started = startRun(prepared, request);
+  const { runner, logger } = started;
+  const stopListening = watch.emit ? runner.events.on(watch.emit) : undefined;
+  const notifier = notifierFor(settings, prepared, logger);
+  if (notifier) runner.events.on(notifier.onEvent);
+  const interrupt = () =>
+    runner.stop(
+      'interrupted',
+      `interrupted. ${request.rehearsal ? 'A rehearsal starts over each time: nothing of it is resumed.' : 'The state is saved: run the same command to resume; nothing is paid twice.'}`,
+    );
+  watch.signal?.addEventListener('abort', interrupt, { once: true });
+  try {
+    watch.emit?.(startedEvent(prepared, request));
+    watch.onStarted?.({ prepared, request, runner, logger });
+    notifier?.start();
+    logger.info(
+      {
+        manifest: prepared.manifest.source.absPath,
+        state: prepared.statePath,
+        outDir: prepared.outDir,
+        timeScale: request.timeScale,
+      },
+      'run started',
+    );
+    if (watch.signal?.aborted) interrupt();
+    const summary = await runner.run();
+    const outcome = await finish(summary, prepared, request, settings, logger);
+    await notifier?.ended(summary.stop?.message ?? `finished: ${summary.counts.done} of ${total(summary)} items done`);
+    return outcome;
+  } finally {
+    watch.signal?.removeEventListener('abort', interrupt);
+    notifier?.stop();
+    watch.onEnded?.();
+    stopListening?.();
+    logger.info('run ended');
+    await started.close();
+  }
+}
+
+/** An abort before anything was prepared: nothing was sent, said as the CLI says it. */
+function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new ExitError(EXIT.interrupted, 'interrupted: nothing was sent.');
+}
+
+function startedEvent(prepared: PreparedRun, request: RunRequest): GenbatchEvent {
+  return {
+    kind: 'started',
+    manifest: prepared.manifest.source.absPath,
+    state: prepared.statePath,
+    outDir: prepared.outDir,
+    log: prepared.logPath,
+    items: prepared.itemCount,
+    resumed: prepared.resumed,
+    rehearsal: request.rehearsal,
+    keys: prepared.pool.keys.map((k) => k.fingerprint),
+  };
+}
+
+const total = (summary: RunSummary) => Object.values(summary.counts).reduce((a, b) => a + b, 0);
+
+/** The run ended: its results files, and the outcome with its exit code. */
+async function finish(
+  summary: RunSummary,
+  prepared: PreparedRun,
+  request: RunRequest,
+  settings: RunSettings,
+  logger: Logger,
+): Promise<RunOutcome> {
+  const { results, problem } = await writeResults(prepared, settings, logger);
+  return {
+    manifest: prepared.manifest.source.file,
+    state: prepared.statePath,
+    outDir: prepared.outDir,
+    log: prepared.logPath,
+    rehearsal: request.rehearsal,
+    ...summary,
+    results,
+    ...(problem ? { resultsProblem: problem } : {}),
+    exitCode: exitCodeOf(summary),
+  };
+}
+
+/** results.jsonl, results.csv and the gallery; the run's outcome stands whatever happens to them. */
+async function writeResults(
+  prepared: PreparedRun,
+  settings: RunSettings,
+  logger: Logger,
+): Promise<{ results: RunOutcome['results']; problem?: string }> {
+  try {
+    const { writeReport } = await import('../report/index.js'); // needed at the end only: not loaded before the first submission
+    const written = await writeReport(prepared.store, prepared.outputs, {
+      title: prepared.manifest.name,
+      html: true,
+      sidecars: settings.sidecars ?? false,
+      now: Date.now(),
+      budget: prepared.budget ?? null,
+    });
+    return {
+      results: {
+        jsonl: written.jsonl,
+        csv: written.csv,
+        html: written.html ?? null,
+        ...(written.sidecars !== undefined ? { sidecars: written.sidecars } : {}),
+      },
+    };
+  } catch (error) {
+    // A full disk, say: the state has it all, and `genbatch report` writes them once that is fixed.
+    logger.error({ err: error }, 'report not written');
+    return { results: null, problem: (error as Error).message };
+  }
+}
+
+/** A notifier when --notify or --notify-command asks for one. */
+function notifierFor(settings: RunSettings, prepared: PreparedRun, logger: Logger): Notifier | undefined {
+  if (!settings.notify && !settings.notifyCommand) return undefined;
+  const store: Store = prepared.store;
+  return new Notifier({
+    ...(settings.notify ? { url: settings.notify } : { command: settings.notifyCommand! }),
+    run: store.meta('run_id') ?? runIdFor(prepared.manifest.source.absPath, prepared.manifest.name),
+    manifest: prepared.manifest.source.absPath,
+    stallMs: withDefaults(settings, RUN_FLAGS).stallMinutes! * 60_000,
+    snapshot: () => ({ counts: store.itemReports.counts(), credits: store.attempts.totals() }),
+    logger,
+  });
+}
