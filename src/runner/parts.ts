@@ -74,11 +74,7 @@ export function buildParts(inputs: RunInputs, hooks: PartsHooks): RunParts {
     keys.map((k) => new KeyLane(k, store, clock, control.noNewWork.signal, listeners, coordinatorSaid)),
   );
   const feeder = new Feeder(store, clock, control);
-  // A download silent for a quarter of the idle timeout (a second at most) gives its place to the next one.
-  const quietMs = Math.min(1_000, opts.idleTimeoutMs / 4);
-  const downloads = new Transfers(opts.downloadConcurrency, quietMs, opts.now, (itemId, since) =>
-    control.emit({ kind: 'transfer-stalled', itemId, transfer: 'download', since }),
-  );
+  const downloads = downloadTransfers(opts, control);
   wakeOnTaskEnds(lanes, downloads, control);
   for (const lane of lanes.all) hearing.push(forwardAnswers(lane, control));
   hearing.push(giveUpOnTheWireAfterStop(lanes, control));
@@ -192,4 +188,24 @@ function wakeOnTaskEnds(lanes: KeyLanes, downloads: Transfers, control: Control)
     lane.slots.video.onTaskEnd(wake);
   }
   downloads.onEachIdle(wake);
+}
+
+/** The downloads' places: one silent for a quarter of the idle timeout (a second at most) gives its place to the next one. */
+function downloadTransfers(opts: RunOptions, control: Control): Transfers {
+  const quietMs = Math.min(1_000, opts.idleTimeoutMs / 4);
+  return new Transfers(
+    opts.downloadConcurrency,
+    quietMs,
+    opts.now,
+    (itemId, since) => control.emit({ kind: 'transfer-stalled', itemId, transfer: 'download', since }),
+    (itemId, since, how) =>
+      control.emit({
+        kind: 'transfer-stall-ended',
+        itemId,
+        transfer: 'download',
+        since,
+        stalledMs: opts.now() - since,
+        how,
+      }),
+  );
 }

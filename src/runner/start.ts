@@ -291,7 +291,7 @@ function askKeys(
   const pool = connecting.then((connection) =>
     untilAnswered(() => setUpPool(connection.keys, limits, timeScale, STARTUP_TIMEOUT_MS), {
       ...wait,
-      signal: discarded.signal,
+      signal: wait.signal ? AbortSignal.any([wait.signal, discarded.signal]) : discarded.signal,
     }),
   );
   // Awaited later, or never when the manifest fails first: a failure meanwhile is no unhandled rejection.

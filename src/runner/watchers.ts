@@ -1,5 +1,6 @@
 import { combinedLimits } from '../scheduler/limits.js';
 import { watchRunControl } from './watch/control-watch.js';
+import { countEvents } from './watch/counting.js';
 import { keepCoordinatorLeases } from './keys/coordination.js';
 import type { RunOptions } from './options.js';
 import type { RunParts } from './parts.js';
@@ -10,7 +11,8 @@ const HEARTBEAT_MS = 1_000;
  * What watches a run while it works, begun with it: a heartbeat in the state
  * (so status can tell a live run from a killed one, and says why it waits),
  * the control row another shell writes (pause, resume, drain), and with a
- * coordinator the leases and the blocked count shared by every process.
+ * coordinator the leases and the blocked count shared by every process;
+ * and the counts `genbatch metrics` reads.
  */
 export function startWatchers(
   parts: RunParts,
@@ -25,6 +27,12 @@ export function startWatchers(
     outDir: opts.outputs.location,
     idleTimeoutMs: opts.idleTimeoutMs,
   });
+  // Each key's own cap, as its /me and the flags settled it: metrics says how much of it a key day used.
+  store.setMeta(
+    'key_daily_caps',
+    JSON.stringify(Object.fromEntries(lanes.all.map((l) => [l.fingerprint, l.limits.dailyCap]))),
+  );
+  const stopCounting = countEvents(store, parts.control.events, opts.now, opts.logger);
   const beat = () =>
     store.runs.beat(runId, opts.now(), {
       waitingUntil: credits.waitingUntil,
@@ -46,6 +54,7 @@ export function startWatchers(
       clearInterval(heartbeat);
       stopWatchingControl();
       shared?.stop();
+      stopCounting();
       store.runs.end(runId, opts.now());
     },
   };

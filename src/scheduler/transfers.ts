@@ -43,6 +43,8 @@ export class Transfers {
     private readonly now: () => number,
     /** A transfer went silent inside a body (once per silence). */
     private readonly onStalled: (label: string, since: number) => void = () => {},
+    /** A silence reported stalled is over: the transfer moved again, or ended (abandoned at the idle timeout, or failed). */
+    private readonly onStallEnded: (label: string, since: number, how: 'moved' | 'ended') => void = () => {},
   ) {}
 
   /** Waiting for a place. */
@@ -91,6 +93,7 @@ export class Transfers {
     this.running.add(entry);
     this.watch();
     const moved = () => {
+      if (entry.reported) this.onStallEnded(label, entry.lastMoved, 'moved');
       entry.lastMoved = this.now();
       entry.quiet = false;
       entry.reported = false;
@@ -108,6 +111,7 @@ export class Transfers {
         },
       });
     } finally {
+      if (entry.reported) this.onStallEnded(label, entry.lastMoved, 'ended');
       this.running.delete(entry);
       this.pump();
       if (this.pending === 0 && this.size === 0) this.becameIdle();

@@ -1,6 +1,8 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Accounting } from './accounting.js';
+import { Counters } from './counters.js';
+import { MetricsQueries } from './metrics-queries.js';
 import { Attempts } from './attempts.js';
 import { openDb, openDbReadOnly, openDbReadWriteUnlocked, StateFileError, type Db } from './db.js';
 import { ItemReports } from './item-reports.js';
@@ -37,8 +39,10 @@ export type { ReviewCounts, ReviewDecision, ReviewRow } from './reviews.js';
 export type { NewOutput, ReviewCard, ReviewFilter, SeriesBuckets, VersionDetail } from './review-queries.js';
 export type { UploadRow } from './uploads.js';
 export type { RunRow } from './runs.js';
+export type { CounterDelta } from './counters.js';
 export type { ControlAnswer, ControlMode, ControlRequest } from './control.js';
 export { lockHolder } from './lock.js';
+export { JOB_SECONDS_BUCKETS } from './migrations.js';
 
 /** The run's durable state: one SQLite file, one writer process. */
 export class Store {
@@ -59,6 +63,8 @@ export class Store {
   /** What genbatch review reads: cards by filter, new outputs, versions, the run's series. */
   readonly reviewQueries: ReviewQueries;
   readonly accounting: Accounting;
+  readonly counters: Counters;
+  readonly metrics: MetricsQueries;
   readonly uploads: Uploads;
   readonly runs: Runs;
   /** What pause, resume and drain ask of the run, and what it answered. */
@@ -81,6 +87,8 @@ export class Store {
     this.reviews = new Reviews(db);
     this.reviewQueries = new ReviewQueries(db);
     this.accounting = new Accounting(db);
+    this.counters = new Counters(db);
+    this.metrics = new MetricsQueries(db);
     this.life = new Lifecycle(db, this.attempts, this.accounting, this.outputs);
     this.items = new Items(db, this.life);
     this.itemSync = new ItemSyncer(db, this.life);

@@ -22,6 +22,15 @@ export type ItemEvent =
   | { kind: 'downloaded'; itemId: string; jobId: string; output: number; path: string; bytes: number; ms: number }
   /** A transfer moved no byte for a while inside its body (since `since`): it gives its place to the next, and is abandoned at the idle timeout. */
   | { kind: 'transfer-stalled'; itemId: string; transfer: 'download' | 'upload'; since: number }
+  /** A stalled transfer's silence is over (`stalledMs` since its last byte): it moved again, or ended (abandoned or failed). */
+  | {
+      kind: 'transfer-stall-ended';
+      itemId: string;
+      transfer: 'download' | 'upload';
+      since: number;
+      stalledMs: number;
+      how: 'moved' | 'ended';
+    }
   /** One try at an output failed; `retry`: a fresh link is tried next, else the item waits for a later run. */
   | { kind: 'download-failed'; itemId: string; jobId: string; output: number; code: string; retry: boolean }
   /** A web copy of an output made and written beside it (`path`), marked as AI-made unless the manifest says not. */
