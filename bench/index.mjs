@@ -11,6 +11,7 @@ import { daysBench } from './days.mjs';
 import { reviewBench } from './review.mjs';
 import { publishBench } from './publish.mjs';
 import { derivativesBench } from './derivatives.mjs';
+import { metricsBench } from './metrics.mjs';
 
 const parts = {
   manifest: manifestBench,
@@ -25,6 +26,7 @@ const parts = {
   review: reviewBench,
   publish: publishBench,
   derivatives: derivativesBench,
+  metrics: metricsBench,
 };
 const wanted = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(parts);
 let ok = true;

@@ -11,9 +11,9 @@ export const skuOf = (i) => `SKU-${String(i).padStart(6, '0')}`;
 /**
  * Every item attempted once at the key's pace (10 a minute, so the run spans days), 1 in 50
  * failed and refunded. With `outDir`, every output is on disk (hard links of one PNG);
- * with `reviewed`, 1 in 10 done items approved and 1 in 20 rejected.
+ * with `reviewed`, 1 in 10 done items approved and 1 in 20 rejected; with `tagged`, two tags an item.
  */
-export function buildCatalogState(path, { items, outDir, reviewed = false }) {
+export function buildCatalogState(path, { items, outDir, reviewed = false, tagged = false }) {
   const store = Store.open(path);
   const start = Date.now() - items * 6_000;
   store.itemSync.sync(
@@ -28,6 +28,8 @@ export function buildCatalogState(path, { items, outDir, reviewed = false }) {
           aspectRatio: '4:5',
           resolution: '2K',
           values: { sku: skuOf(i), title: `Ceramic item ${i}` },
+          // With `tagged`: a season for all, and one of five product lines.
+          ...(tagged ? { tags: ['spring', `line-${i % 5}`] } : {}),
         };
         yield {
           id: spec.id,

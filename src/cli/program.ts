@@ -97,6 +97,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
   addStateCommands(program, ctx);
   addServiceCommands(program, ctx);
   addReview(program, ctx);
+  addMetrics(program, ctx);
   addSimulate(program, ctx);
 
   try {
@@ -282,6 +283,32 @@ function addReview(program: Command, ctx: CommandContext): void {
   addFlags(review, SERVER_FLAGS).action(async (manifest: string, opts) => {
     const { reviewCommand } = await import('./commands/review.js');
     const { server, banner, serving } = await reviewCommand(manifest, opts, ctx.io.cwd, ctx.env);
+    if (opts.json) {
+      ctx.print(JSON.stringify(serving, null, 2));
+      ctx.io.stderr.write(`${banner}\n`);
+    } else ctx.print(banner);
+    await ctx.io.untilStopped();
+    await server.close();
+  });
+}
+
+function addMetrics(program: Command, ctx: CommandContext): void {
+  const metrics = program
+    .command('metrics')
+    .argument('<manifest>')
+    .description(
+      "serve the state's figures at /metrics for Prometheus (loopback, a token on every scrape), read from the state at each scrape",
+    )
+    .option('--state <path>', 'the SQLite state file')
+    .option('--simulate', "the rehearsal's state (run --simulate), not the real run's")
+    .option(
+      '--token-file <path>',
+      'the token scrapes must carry, from the first line of a file (default: a random one)',
+    )
+    .option('--json', 'print where it serves as JSON (url, port, state)');
+  addFlags(metrics, SERVER_FLAGS).action(async (manifest: string, opts) => {
+    const { metricsCommand } = await import('./commands/metrics.js');
+    const { server, banner, serving } = await metricsCommand(manifest, opts, ctx.io.cwd);
     if (opts.json) {
       ctx.print(JSON.stringify(serving, null, 2));
       ctx.io.stderr.write(`${banner}\n`);

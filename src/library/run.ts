@@ -102,7 +102,12 @@ export async function runWith(
   if (watch.signal) request.waitForService.signal = watch.signal;
   throwIfAborted(watch.signal);
   // Connected at once: each key's /me is on its way while the manifest is read and checked.
-  const prepared = await prepareRun(request, connect(settings, env, request.timeScale));
+  const prepared = await prepareRun(request, connect(settings, env, request.timeScale)).catch((error: unknown) => {
+    // An abort that ended a wait for the service: nothing was sent.
+    if (watch.signal?.aborted)
+      throw new ExitError(EXIT.interrupted, 'interrupted: nothing was sent.', undefined, { cause: error });
+    throw error;
+  });
   const started = startRun(prepared, request);
   const { runner, logger } = started;
   const stopListening = watch.emit ? runner.events.on(watch.emit) : undefined;

@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { runSeries } from '../report/series.js';
 import type { OutputSink } from '../sink/index.js';
 import { applyDecision, decisionBody, sliceOf } from './api.js';
 import { pageAssets, type PageAssets } from './assets.js';
-import { guardFor, refusal, type Guard } from './guard.js';
+import { guardFor, refusal, type Guard } from '../serve/guard.js';
+import { listen } from '../serve/listen.js';
 import { serveOutput } from './files.js';
 import { LiveFeed } from './live.js';
 import { StateHandle } from './state-handle.js';
@@ -87,16 +88,6 @@ export async function startReviewServer(opts: ReviewServerOptions): Promise<Revi
       await new Promise<void>((done) => server.close(() => done()));
     },
   };
-}
-
-function listen(server: Server, host: string, port: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
 }
 
 interface Context {

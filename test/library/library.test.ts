@@ -1,4 +1,6 @@
 import { execFile, spawn } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -134,6 +136,29 @@ describe('genbatch as a library', () => {
     expect(error.message).toContain('m.yaml:3');
     expect(events).toEqual([]);
     expect(t.sim.service.ledger.of('charge')).toHaveLength(0);
+  });
+
+  it('an abort while the start waits for a service that answers nothing: exit code 130, nothing sent', async () => {
+    const closed = createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise((r) => closed.close(r));
+    const dir = mkdtempSync(join(tmpdir(), 'genbatch-abort-'));
+    writeFileSync(join(dir, 'm.yaml'), imageManifest(2));
+    const controller = new AbortController();
+    const handle = run('m.yaml', {
+      cwd: dir,
+      baseUrl: `http://127.0.0.1:${port}/v1`,
+      apiKey: 'sk-test-0123456789abcdef',
+      signal: controller.signal,
+    });
+    const kinds: string[] = [];
+    for await (const event of handle.events) {
+      kinds.push(event.kind);
+      if (event.kind === 'service-unreachable') controller.abort();
+    }
+    expect(kinds).toEqual(['service-unreachable']);
+    expect(await rejection(handle.done)).toMatchObject({ exitCode: 130 });
   });
 
   it('an option takes what its flag takes, and is refused with the same words', async () => {

@@ -4,7 +4,7 @@ import type { IncomingMessage } from 'node:http';
 /** The header a write carries the token in: never the URL, which a page can be tricked into loading. */
 export const TOKEN_HEADER = 'x-genbatch-token';
 
-/** Who may talk to the review server: the token in its URL, at the address it is bound to. */
+/** Who may talk to a local server (review, metrics): the token in its URL, at the address it is bound to. */
 export interface Guard {
   token: string;
   /** Host headers accepted: the bound address and port (and localhost's names, when bound to loopback). */
@@ -28,7 +28,10 @@ export function refusal(req: IncomingMessage, url: URL, guard: Guard, write: boo
   const host = req.headers.host ?? '';
   if (!guard.hosts.has(host.toLowerCase())) return 'this server answers only at the address it printed';
   const header = req.headers[TOKEN_HEADER];
-  const given = typeof header === 'string' ? header : write ? undefined : (url.searchParams.get('token') ?? undefined);
+  // A scraper (Prometheus) sends it as a bearer token: a header, as safe as ours.
+  const bearer = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
+  const inHeader = typeof header === 'string' ? header : bearer;
+  const given = inHeader ?? (write ? undefined : (url.searchParams.get('token') ?? undefined));
   if (given === undefined || !sameToken(given, guard.token))
     return write ? `a write needs the token in the ${TOKEN_HEADER} header` : 'the token is missing or wrong';
   const origin = req.headers.origin;

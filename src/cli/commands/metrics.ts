@@ -1,0 +1,74 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { locate } from '../../manifest/load-valid.js';
+import { startMetricsServer, type MetricsServer } from '../../metrics/server.js';
+import { EXIT, ExitError, usageError } from '../../library/outcome.js';
+import { SERVER_FLAGS, withDefaults } from '../../options/flags.js';
+import { statePathFor } from '../../store/state-path.js';
+
+export interface MetricsFlags {
+  state?: string;
+  simulate?: boolean;
+  port?: number;
+  host?: string;
+  tokenFile?: string;
+}
+
+/** What `metrics --json` prints: where to scrape. */
+export interface MetricsServing {
+  url: string;
+  port: number;
+  state: string;
+}
+
+/** Serves the manifest's state as Prometheus metrics: the server, and the lines to print. */
+export async function metricsCommand(
+  path: string,
+  flags: MetricsFlags,
+  cwd: string,
+): Promise<{ server: MetricsServer; banner: string; serving: MetricsServing }> {
+  const { host, port } = withDefaults(flags, SERVER_FLAGS) as Required<Pick<MetricsFlags, 'host' | 'port'>>;
+  if (host === '0.0.0.0' || host === '::' || host === '[::]')
+    throw usageError(`--host ${host} listens on every address; give the one address to serve on (default 127.0.0.1)`);
+  const manifest = await locate(path, cwd);
+  // The state need not exist yet: a scraper set up before the first run sees genbatch_state_present 0.
+  const statePath = statePathFor(manifest, flags.state, cwd, Boolean(flags.simulate) && !flags.state);
+  const token = flags.tokenFile ? tokenFrom(resolve(cwd, flags.tokenFile)) : undefined;
+  let server: MetricsServer;
+  try {
+    server = await startMetricsServer({ statePath, host, port, ...(token ? { token } : {}) });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EADDRINUSE' || code === 'EADDRNOTAVAIL' || code === 'EACCES')
+      throw new ExitError(EXIT.environment, `cannot serve metrics: ${(error as Error).message}`, undefined, {
+        cause: error,
+      });
+    throw error;
+  }
+  const loopback = ['127.0.0.1', '::1', 'localhost'].includes(host);
+  const banner = [
+    ...(loopback
+      ? []
+      : [
+          `warning: ${host} is not loopback: other machines can reach it over plain HTTP; the token is all that guards it`,
+        ]),
+    `metrics of ${manifest.name} (state ${statePath}), read from the state at each scrape`,
+    `scrape ${server.url}`,
+    `(Prometheus: metrics_path /metrics, the token as a bearer token${flags.tokenFile ? ` from ${flags.tokenFile}` : ''}; see docs/metrics.md). Ctrl-C stops.`,
+  ].join('\n');
+  return { server, banner, serving: { url: server.url, port: server.port, state: statePath } };
+}
+
+/** The token a scraper keeps in a file (Prometheus' credentials_file): its first line. */
+function tokenFrom(file: string): string {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw usageError(`--token-file ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+  const token = text.split(/\r?\n/)[0]!.trim();
+  if (token.length < 16)
+    throw usageError(`--token-file ${file}: its first line must hold a token of 16 characters or more`);
+  return token;
+}
