@@ -1,11 +1,14 @@
 import { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
+export type { ApiAnswer, LimitKind } from './answers.js';
 import type * as z from 'zod';
 import type { Logger } from '../log/logger.js';
 import { EventBus } from '../util/event-bus.js';
 import { scrubSecrets } from '../util/secrets.js';
 import { Agent, request } from './http.js';
 import { ResponseShapeError, StorageError, TransportError, apiErrorFrom } from './errors.js';
+import { answerOf, header, transportError, type ApiAnswer } from './answers.js';
+import { IdleWatch, describeStorageUrl, storageError } from './storage.js';
 import { jobEnvelope, jobsPage, meEnvelope, modelList, uploadGrantEnvelope } from './schemas.js';
 import type {
   Account,
@@ -40,32 +43,6 @@ export interface Download {
 }
 
 const LONG_POLL_MARGIN_MS = 15_000;
-
-/** The key's limit a request counts against: submissions, reads, or upload grants. */
-export type LimitKind = 'submit' | 'read' | 'upload';
-
-/** The service answered a request (any HTTP status): it is reachable, and its limit headers say what is left. */
-export interface ApiAnswer {
-  kind: 'answer';
-  method: string;
-  /** The path under the base URL's path, without the host. */
-  path: string;
-  limit: LimitKind;
-  status: number;
-  /** From request to the answer's body read. */
-  ms: number;
-  /** The error's code, on an error answer. */
-  code?: string;
-  /** `Retry-After`, on an error answer that carried one. */
-  retryAfterMs?: number;
-  /** `X-RateLimit-Remaining`, when the answer carried it. */
-  remaining?: number;
-}
-
-function limitOf(method: string, path: string): LimitKind {
-  if (method === 'GET') return 'read';
-  return path.startsWith('/uploads') ? 'upload' : 'submit';
-}
 
 export function createDispatcher(): Agent {
   return new Agent({
@@ -445,99 +422,4 @@ export class ApiClient {
       throw transportError(error, method, where, this.secrets());
     }
   }
-}
-
-/** Aborts when the bytes it watches stop moving for `idleMs`: storage that stopped reading an upload. */
-class IdleWatch {
-  private readonly controller = new AbortController();
-  private timer: NodeJS.Timeout | undefined;
-
-  constructor(private readonly idleMs: number) {
-    this.arm();
-  }
-
-  get signal(): AbortSignal {
-    return this.controller.signal;
-  }
-
-  async *watch(source: Readable): AsyncGenerator<Buffer> {
-    for await (const chunk of source as AsyncIterable<Buffer>) {
-      this.arm();
-      yield chunk;
-    }
-    // The whole body is out: the answer's wait is the headers timeout's.
-    this.stop();
-  }
-
-  stop(): void {
-    clearTimeout(this.timer);
-  }
-
-  private arm(): void {
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.controller.abort(), this.idleMs);
-    this.timer.unref();
-  }
-}
-
-function transportError(error: unknown, method: string, where: string, secrets: string[]): TransportError {
-  const code = (error as { code?: unknown }).code;
-  const reason = scrubSecrets(error instanceof Error ? error.message : String(error), secrets);
-  return new TransportError(
-    typeof code === 'string' ? code : 'NETWORK_ERROR',
-    `${method} ${where}: no answer (${typeof code === 'string' ? code : 'network error'}: ${reason})`,
-    method,
-    where,
-    { cause: error },
-  );
-}
-
-/** An answer as its listeners hear it, before its body is read (`ms` is set then). */
-function answerOf(method: string, path: string, res: Dispatcher.ResponseData): ApiAnswer {
-  const answer: ApiAnswer = {
-    kind: 'answer',
-    method,
-    path,
-    limit: limitOf(method, path),
-    status: res.statusCode,
-    ms: 0,
-  };
-  const remaining = Number(header(res.headers, 'x-ratelimit-remaining') ?? NaN);
-  if (Number.isInteger(remaining) && remaining >= 0) answer.remaining = remaining;
-  return answer;
-}
-
-function header(headers: Record<string, string | string[] | undefined>, name: string): string | undefined {
-  const value = headers[name];
-  return Array.isArray(value) ? value[0] : value;
-}
-
-/** Origin and path only: presigned query strings are credentials of their own. */
-function describeStorageUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.origin}${u.pathname}`;
-  } catch {
-    return '(invalid URL)';
-  }
-}
-
-function storageError(
-  status: number,
-  body: string,
-  what: string,
-  operation: 'upload' | 'download',
-  secrets: string[],
-): StorageError {
-  const code = /<Code>([^<]{1,100})<\/Code>/.exec(body)?.[1];
-  const message = /<Message>([^<]{1,300})<\/Message>/.exec(body)?.[1] ?? body.trim().slice(0, 200);
-  return new StorageError(
-    status,
-    code,
-    scrubSecrets(
-      `${what}: storage answered HTTP ${status}${code ? ` ${code}` : ''}${message ? `: ${message}` : ''}`,
-      secrets,
-    ),
-    operation,
-  );
 }

@@ -7,8 +7,8 @@ import type { FileInputSpec, Manifest, ManifestItem } from './schema.js';
 import { type ManifestSource, fieldPath } from './source.js';
 import { render, toText, uniqueTemplateNames, type TemplateContext } from './templates.js';
 import type { ManifestIssue } from './issues.js';
-import type { Finishing, InputRef, OutputChecks, ResolvedItem } from './types.js';
-import { derivativeSuffix } from './output-paths.js';
+import type { InputRef, ResolvedItem } from './types.js';
+import { checkFinishing, finishingOf, topFinishingOf } from './finishing.js';
 
 type Merged = Omit<ManifestItem, 'matrix' | 'rows' | 'repeat'>;
 type Combo = Map<string, string>;
@@ -44,16 +44,6 @@ export class Expander {
     return new Expander(this.source, this.manifest, this.cwd, issues, this.only, this.reads);
   }
 
-  /** The finishing given at the manifest's top level: under `defaults`, which is under the item's own. */
-  private get topFinishing(): Pick<Merged, 'derivatives' | 'mark' | 'checks'> {
-    const { derivatives, mark, checks } = this.manifest;
-    return {
-      ...(derivatives ? { derivatives } : {}),
-      ...(mark !== undefined ? { mark } : {}),
-      ...(checks ? { checks } : {}),
-    };
-  }
-
   /**
    * Every item, expanded, in manifest order, a batch at a time: a caller
    * that checks or writes them as they come never holds 100,000 at once.
@@ -68,7 +58,7 @@ export class Expander {
 
   private async *expandItem(item: ManifestItem, index: number): AsyncGenerator<ResolvedItem[]> {
     const { matrix, rows, repeat, ...own } = item;
-    const merged: Merged = { ...this.topFinishing, ...this.manifest.defaults, ...own };
+    const merged: Merged = { ...topFinishingOf(this.manifest), ...this.manifest.defaults, ...own };
     const combos = matrixCombos(matrix ?? {});
     // Each combination's values as one object, made once: the item's own values, carried to the results.
     const comboValues = combos.map((combo) => (combo.size ? Object.fromEntries(combo) : undefined));
@@ -247,14 +237,7 @@ export class Expander {
   ): ResolvedItem | undefined {
     const sourceId = merged.source === undefined ? undefined : check.text('source', merged.source);
     checkInputsOfType(merged, f.type, check.fail);
-    // Web copies are made of images: a video written with them is a mistake (genbatch assumes no ffmpeg).
-    const own = this.manifest.items[index] as Record<string, unknown>;
-    for (const field of ['derivatives', 'checks'] as const)
-      if (f.type === 'video' && own[field] !== undefined)
-        check.fail(field, `${field} apply only to image outputs; a video item cannot have them (no ffmpeg is assumed)`);
-    const twice = sameNamedDerivative(merged.derivatives);
-    if (twice)
-      check.fail('derivatives', `two derivatives would both be named *.${twice}: give each its own size or format`);
+    checkFinishing(this.manifest.items[index]!, merged, f.type, check.fail);
     const { id, prompt } = named;
     const { model } = f;
     if (!check.ok || id === undefined || model === undefined || prompt === undefined) {
@@ -451,28 +434,4 @@ function matrixCombos(matrix: Record<string, (string | number | boolean)[]>): Co
     combos = combos.flatMap((c) => values.map((v) => new Map([...c, [name, toText(v)]])));
   }
   return combos;
-}
-
-/** An image's finishing, merged from the top level, defaults and the item; none for a video or without derivatives. */
-function finishingOf(merged: Merged, type: 'image' | 'video'): Finishing | undefined {
-  const checks = checksOf(merged.checks);
-  if (type !== 'image' || (!merged.derivatives && !checks)) return undefined;
-  return { derivatives: merged.derivatives ?? [], mark: merged.mark ?? true, ...(checks ? { checks } : {}) };
-}
-
-function checksOf(checks: Merged['checks']): OutputChecks | undefined {
-  if (!checks?.blank && !checks?.size) return undefined;
-  const [width, height] = (checks.size ?? '').split('x').map(Number);
-  return { ...(checks.blank ? { blank: true } : {}), ...(width && height ? { size: { width, height } } : {}) };
-}
-
-/** The name two derivatives would share (`1600w.webp`), if any. */
-function sameNamedDerivative(derivatives: Merged['derivatives']): string | undefined {
-  const seen = new Set<string>();
-  for (const d of derivatives ?? []) {
-    const suffix = derivativeSuffix(d);
-    if (seen.has(suffix)) return suffix;
-    seen.add(suffix);
-  }
-  return undefined;
 }
