@@ -5,8 +5,7 @@ export { estimate, type EstimateOptions, type EstimateResult } from './estimate.
 export { run, type RunHandle, type RunOptions, type RunOutcome } from './run.js';
 export type { GenbatchEvent, StartEvent } from './events.js';
 export type { Credentials } from './environment.js';
-export type { RunEvent, RunSummary, StopKind } from '../runner/index.js';
-export type { ItemEvent, RunStateEvent, ServiceEvent } from '../runner/core/events.js';
+export type { ItemEvent, RunEvent, RunStateEvent, RunSummary, ServiceEvent, StopKind } from '../runner/index.js';
 export type { ManifestIssue } from '../manifest/index.js';
 export type { Rate } from '../scheduler/limits.js';
 export { EXIT, ExitError } from '../util/exit-error.js';
