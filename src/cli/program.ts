@@ -282,14 +282,22 @@ function addReview(program: Command, ctx: CommandContext): void {
     .option('--json', 'print where it serves as JSON (url, port, state, outDir); the keys help goes to stderr');
   addFlags(review, SERVER_FLAGS).action(async (manifest: string, opts) => {
     const { reviewCommand } = await import('./commands/review.js');
-    const { server, banner, serving } = await reviewCommand(manifest, opts, ctx.io.cwd, ctx.env);
-    if (opts.json) {
-      ctx.print(JSON.stringify(serving, null, 2));
-      ctx.io.stderr.write(`${banner}\n`);
-    } else ctx.print(banner);
-    await ctx.io.untilStopped();
-    await server.close();
+    await serveUntilStopped(ctx, opts.json, await reviewCommand(manifest, opts, ctx.io.cwd, ctx.env));
   });
+}
+
+/** A local server's address printed (as JSON with --json, its banner then on stderr), served until Ctrl-C. */
+async function serveUntilStopped(
+  ctx: CommandContext,
+  json: boolean | undefined,
+  started: { server: { close(): Promise<void> }; banner: string; serving: object },
+): Promise<void> {
+  if (json) {
+    ctx.print(JSON.stringify(started.serving, null, 2));
+    ctx.io.stderr.write(`${started.banner}\n`);
+  } else ctx.print(started.banner);
+  await ctx.io.untilStopped();
+  await started.server.close();
 }
 
 function addMetrics(program: Command, ctx: CommandContext): void {
@@ -308,13 +316,7 @@ function addMetrics(program: Command, ctx: CommandContext): void {
     .option('--json', 'print where it serves as JSON (url, port, state)');
   addFlags(metrics, SERVER_FLAGS).action(async (manifest: string, opts) => {
     const { metricsCommand } = await import('./commands/metrics.js');
-    const { server, banner, serving } = await metricsCommand(manifest, opts, ctx.io.cwd);
-    if (opts.json) {
-      ctx.print(JSON.stringify(serving, null, 2));
-      ctx.io.stderr.write(`${banner}\n`);
-    } else ctx.print(banner);
-    await ctx.io.untilStopped();
-    await server.close();
+    await serveUntilStopped(ctx, opts.json, await metricsCommand(manifest, opts, ctx.io.cwd));
   });
 }
 

@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { locate } from '../../manifest/load-valid.js';
 import { startMetricsServer, type MetricsServer } from '../../metrics/server.js';
-import { EXIT, ExitError, usageError } from '../../library/outcome.js';
+import { usageError } from '../../library/outcome.js';
+import { exposure, listenError, refuseWildcard } from './local-server.js';
 import { SERVER_FLAGS, withDefaults } from '../../options/flags.js';
 import { statePathFor } from '../../store/state-path.js';
 
@@ -28,8 +29,7 @@ export async function metricsCommand(
   cwd: string,
 ): Promise<{ server: MetricsServer; banner: string; serving: MetricsServing }> {
   const { host, port } = withDefaults(flags, SERVER_FLAGS) as Required<Pick<MetricsFlags, 'host' | 'port'>>;
-  if (host === '0.0.0.0' || host === '::' || host === '[::]')
-    throw usageError(`--host ${host} listens on every address; give the one address to serve on (default 127.0.0.1)`);
+  refuseWildcard(host);
   const manifest = await locate(path, cwd);
   // The state need not exist yet: a scraper set up before the first run sees genbatch_state_present 0.
   const statePath = statePathFor(manifest, flags.state, cwd, Boolean(flags.simulate) && !flags.state);
@@ -38,20 +38,10 @@ export async function metricsCommand(
   try {
     server = await startMetricsServer({ statePath, host, port, ...(token ? { token } : {}) });
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'EADDRINUSE' || code === 'EADDRNOTAVAIL' || code === 'EACCES')
-      throw new ExitError(EXIT.environment, `cannot serve metrics: ${(error as Error).message}`, undefined, {
-        cause: error,
-      });
-    throw error;
+    throw listenError(error, 'the metrics server');
   }
-  const loopback = ['127.0.0.1', '::1', 'localhost'].includes(host);
   const banner = [
-    ...(loopback
-      ? []
-      : [
-          `warning: ${host} is not loopback: other machines can reach it over plain HTTP; the token is all that guards it`,
-        ]),
+    ...exposure(host),
     `metrics of ${manifest.name} (state ${statePath}), read from the state at each scrape`,
     `scrape ${server.url}`,
     `(Prometheus: metrics_path /metrics, the token as a bearer token${flags.tokenFile ? ` from ${flags.tokenFile}` : ''}; see docs/metrics.md). Ctrl-C stops.`,
