@@ -162,7 +162,7 @@ function addRun(program: Command, ctx: CommandContext): void {
     withConnection(program.command('run').argument('<manifest>').description('run, or resume, a manifest')),
     RUN_FLAGS,
   ).action(async (manifest: string, opts) => {
-    const { runCommand, resumeHintFor } = await import('./commands/run.js');
+    const { runCommand, resumeHint } = await import('./commands/run.js');
     let stopSignals: (() => void) | undefined;
     const { outcome, report } = await runCommand(
       manifest,
@@ -172,7 +172,7 @@ function addRun(program: Command, ctx: CommandContext): void {
       ctx.io.stderr,
       ctx.io.stdout,
       (interrupt) => {
-        stopSignals = ctx.io.onSignals?.(interrupt, () => resumeHintFor(opts));
+        stopSignals = ctx.io.onSignals?.(interrupt, () => resumeHint(Boolean(opts.simulate)));
       },
     ).finally(() => stopSignals?.());
     ctx.print(opts.json ? JSON.stringify(outcome, null, 2) : report);

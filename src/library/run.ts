@@ -51,9 +51,16 @@ export interface RunHandle {
 
 /** What the command line adds to a run: the live line and the texts, once the run is assembled. */
 export interface RunHooks {
-  onServiceWait?(reason: string, minutes: number): void;
+  onServiceWait?(reason: string, unreachableMs: number): void;
   /** The run is assembled; `runner.events` can be listened to before its first submission. */
-  onStarted?(started: { prepared: PreparedRun; request: RunRequest; runner: Runner; logger: Logger }): void;
+  onStarted?(started: {
+    prepared: PreparedRun;
+    request: RunRequest;
+    runner: Runner;
+    logger: Logger;
+    /** Ctrl-C: stops the run as an abort does. */
+    interrupt: () => void;
+  }): void;
   /** The run has ended (or failed) and its state is still open: the last word of a live line. */
   onEnded?(): void;
 }
@@ -94,10 +101,9 @@ export async function runWith(
   cwd: string,
   watch: RunWatch,
 ): Promise<RunOutcome> {
-  const minutes = withDefaults(settings, RUN_FLAGS).unreachableMinutes!;
-  const request = requestOf(path, settings, env, cwd, (reason) => {
-    watch.emit?.({ kind: 'service-unreachable', reason, unreachableMs: minutes * 60_000 });
-    watch.onServiceWait?.(reason, minutes);
+  const request = requestOf(path, settings, env, cwd, (reason, unreachableMs) => {
+    watch.emit?.({ kind: 'service-unreachable', reason, unreachableMs });
+    watch.onServiceWait?.(reason, unreachableMs);
   });
   if (watch.signal) request.waitForService.signal = watch.signal;
   throwIfAborted(watch.signal);
@@ -113,15 +119,11 @@ export async function runWith(
   const stopListening = watch.emit ? runner.events.on(watch.emit) : undefined;
   const notifier = notifierFor(settings, prepared, logger);
   if (notifier) runner.events.on(notifier.onEvent);
-  const interrupt = () =>
-    runner.stop(
-      'interrupted',
-      `interrupted. ${request.rehearsal ? 'A rehearsal starts over each time: nothing of it is resumed.' : 'The state is saved: run the same command to resume; nothing is paid twice.'}`,
-    );
+  const interrupt = () => runner.stop('interrupted', `interrupted. ${resumeHint(request.rehearsal)}`);
   watch.signal?.addEventListener('abort', interrupt, { once: true });
   try {
     watch.emit?.(startedEvent(prepared, request));
-    watch.onStarted?.({ prepared, request, runner, logger });
+    watch.onStarted?.({ prepared, request, runner, logger, interrupt });
     notifier?.start();
     logger.info(
       {
@@ -145,6 +147,13 @@ export async function runWith(
     logger.info('run ended');
     await started.close();
   }
+}
+
+/** What to tell whoever stops a run: how to go on from there. */
+export function resumeHint(rehearsal: boolean): string {
+  return rehearsal
+    ? 'A rehearsal starts over each time: nothing of it is resumed.'
+    : 'The state is saved: run the same command to resume; nothing is paid twice.';
 }
 
 /** An abort before anything was prepared: nothing was sent, said as the CLI says it. */

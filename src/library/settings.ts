@@ -94,7 +94,7 @@ export function requestOf(
   given: RunSettings,
   env: NodeJS.ProcessEnv,
   cwd: string,
-  onServiceWait: (reason: string) => void,
+  onServiceWait: (reason: string, unreachableMs: number) => void,
 ): RunRequest {
   checkNotifySettings(given);
   checkOnlySettings(given);
@@ -117,7 +117,7 @@ export function requestOf(
     waitForService: {
       unreachableMs: minutes * 60_000,
       everyMs: Math.min(1_000, Math.max(100, 1_000 / timeScale)),
-      onWait: onServiceWait,
+      onWait: (reason) => onServiceWait(reason, minutes * 60_000),
     },
     secrets: [...keyTextsIn(env), ...bucketSecretsIn(env)],
     keepLocal: flags.keepLocal ?? false,

@@ -1,5 +1,6 @@
 import type { Logger } from '../../log/logger.js';
 import { runWith, type RunHooks, type RunOutcome } from '../../library/run.js';
+export { resumeHint } from '../../library/run.js';
 import type { RunSettings } from '../../library/settings.js';
 import type { PreparedRun, RunRequest } from '../../runner/index.js';
 import type { Store } from '../../store/index.js';
@@ -26,29 +27,22 @@ export function runCommand(
 ): Promise<{ outcome: RunOutcome; report: string }> {
   let progress: Progress | undefined;
   const hooks: RunHooks = {
-    onServiceWait: (reason, minutes) =>
+    onServiceWait: (reason, unreachableMs) =>
       progressOut.write(
-        `the service is unreachable (${reason}); waiting for it, up to ${num(minutes)} minutes (Ctrl-C stops; nothing was sent)\n`,
+        `the service is unreachable (${reason}); waiting for it, up to ${num(unreachableMs / 60_000)} minutes (Ctrl-C stops; nothing was sent)\n`,
       ),
-    onStarted: ({ prepared, request, runner, logger }) => {
+    onStarted: ({ prepared, request, runner, logger, interrupt }) => {
       progress = progressFor(progressOut, prepared.store, prepared, request.timeScale, env);
       runner.events.on(progress.onEvent);
       sayStart(progressOut, request, prepared, { progress, logger });
-      takeSignals(() => runner.stop('interrupted', `interrupted. ${resumeHintFor(flags)}`));
+      takeSignals(interrupt);
     },
+    onEnded: () => progress?.stop(),
   };
-  hooks.onEnded = () => progress?.stop();
   return runWith(path, flags, env, cwd, hooks).then((outcome) => ({
     outcome,
     report: reportOf(outcome, path, cwd, paintFor(reportOut, env)),
   }));
-}
-
-/** What to tell a user who interrupts: how to go on from here. */
-export function resumeHintFor(flags: RunFlags): string {
-  return flags.simulate
-    ? 'A rehearsal starts over each time: nothing of it is resumed.'
-    : 'The state is saved: run the same command to resume; nothing is paid twice.';
 }
 
 /** The end-of-run text and where the results files are. */
