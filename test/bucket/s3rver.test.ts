@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { appendFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -129,14 +130,12 @@ describe('outputs published to an S3-compatible server (s3rver, through the AWS 
     await exitCodeWithin(cli, 30_000);
     expect(cli.child.signalCode).toBe('SIGKILL');
     const result = await runCliInProcess(ws.args(['--out', 's3://catalog/spring']), env, ws.dir);
-    expect(result.code, result.stderr).toBe(0);
+    expect(result.code, result.stdout + result.stderr).toBe(0);
     const pngs = s3.created.filter((k) => k.endsWith('.png'));
     expect(pngs).toHaveLength(12);
     expect(new Set(pngs).size).toBe(12);
     expect(t.sim.service.ledger.of('charge')).toHaveLength(12);
-    expect(
-      readState(ws.statePath).outputs.filter((o) => (o as unknown as { published_to: string }).published_to),
-    ).toHaveLength(12);
+    expect(readState(ws.statePath).outputs.filter((o) => o.published_to)).toHaveLength(12);
   });
 
   it('killed 6 times at any instant, then finished by the same command: every object put once, each item paid once', {
@@ -155,9 +154,28 @@ describe('outputs published to an S3-compatible server (s3rver, through the AWS 
     const pngs = s3.created.filter((k) => k.endsWith('.png'));
     expect(pngs).toHaveLength(24);
     expect(new Set(pngs).size).toBe(24);
-    const outputs = readState(ws.statePath).outputs as unknown as { path: string; published_to: string }[];
+    const outputs = readState(ws.statePath).outputs;
     expect(outputs.map((o) => o.published_to).sort()).toEqual(pngs.map((k) => `s3://catalog/${k}`).sort());
     expect(stagedPngs(ws.statePath)).toEqual([]);
+  });
+
+  it("the test bucket keeps S3's all-or-nothing PUT: a body cut off (a run killed mid-upload) stores nothing", {
+    timeout: 10_000,
+  }, async () => {
+    const s3 = await startTestBucket();
+    const begun = new Promise<string>((resolve) => s3.onPutBegun(resolve));
+    const put = request(`${s3.env.AWS_ENDPOINT_URL}/catalog/spring/cut-1.png`, {
+      method: 'PUT',
+      headers: { 'content-length': 10_000, 'content-type': 'image/png' },
+    });
+    put.on('error', () => {});
+    put.write(Buffer.alloc(4_000, 7));
+    expect(await begun).toBe('spring/cut-1.png');
+    put.destroy();
+    await s3.putsSettled();
+    const bucket = new S3ObjectStore({ bucket: 'catalog', idleMs: 30_000, env: s3.env });
+    expect(await bucket.head('spring/cut-1.png')).toBeUndefined();
+    expect(s3.created).toEqual([]);
   });
 
   it('puts a 150 MB video in parts, create-only, with its sha256 kept as the object metadata', {

@@ -63,7 +63,15 @@ interface StateRow {
 
 export function readState(statePath: string): {
   items: StateRow[];
-  outputs: { item_id: string; job_id: string; idx: number; path: string; sha256: string; bytes: number }[];
+  outputs: {
+    item_id: string;
+    job_id: string;
+    idx: number;
+    path: string;
+    sha256: string;
+    bytes: number;
+    published_to: string | null;
+  }[];
   attempts: { item_id: string; n: number; job_id: string | null; idempotency_key: string; status: string }[];
 } {
   const db = new Database(statePath, { readonly: true });
