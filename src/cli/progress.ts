@@ -164,11 +164,12 @@ export class Progress {
   }
 
   onEvent = (event: RunEvent): void => {
+    // Counted before the filter below: a download is one of a request's own events.
+    if (this.unpublished !== undefined && (event.kind === 'downloaded' || event.kind === 'published'))
+      this.unpublished += event.kind === 'downloaded' ? 1 : -1;
     // A request's own events are the counts' and the pace's to show, redrawn from the state: no line of their own.
     if (PER_REQUEST.has(event.kind)) return;
     this.sayStarted();
-    if (this.unpublished !== undefined && (event.kind === 'downloaded' || event.kind === 'published'))
-      this.unpublished += event.kind === 'downloaded' ? 1 : -1;
     if (event.kind === 'accepted') {
       this.submittedAt.push(Date.now());
       if (this.waitingUntil !== undefined) {

@@ -25,6 +25,13 @@ function stagedPngs(statePath: string): string[] {
     : [];
 }
 
+/** The live line said as the run ended (stderr is no terminal here: a line when it starts, one when it ends). */
+function endedLine(stderr: string): string {
+  const line = stderr.split('\n').find((l) => l.includes(' UTC ended: '));
+  expect(line, stderr).toBeDefined();
+  return line!;
+}
+
 describe('outputs published to an S3-compatible server (s3rver, through the AWS SDK)', () => {
   it('lands every output, the results and the gallery under the prefix; status, report and review work from the bucket alone', {
     timeout: 60_000,
@@ -39,6 +46,8 @@ describe('outputs published to an S3-compatible server (s3rver, through the AWS 
     expect(result.stdout).toContain('results: s3://catalog/spring/results.jsonl');
     expect(existsSync(ws.outDir)).toBe(false);
     expect(stagedPngs(ws.statePath)).toEqual([]);
+    // The live line counts the outputs saved and not yet published: none once the run ends.
+    expect(endedLine(result.stderr)).not.toContain('to publish');
 
     const bucket = new S3ObjectStore({ bucket: 'catalog', idleMs: 5_000, env: s3.env });
     const outputs = readState(ws.statePath).outputs;
@@ -131,6 +140,7 @@ describe('outputs published to an S3-compatible server (s3rver, through the AWS 
     expect(cli.child.signalCode).toBe('SIGKILL');
     const result = await runCliInProcess(ws.args(['--out', 's3://catalog/spring']), env, ws.dir);
     expect(result.code, result.stdout + result.stderr).toBe(0);
+    expect(endedLine(result.stderr)).not.toContain('to publish');
     const pngs = s3.created.filter((k) => k.endsWith('.png'));
     expect(pngs).toHaveLength(12);
     expect(new Set(pngs).size).toBe(12);
