@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { exitCodeOf } from '../../src/library/outcome.js';
 import { DEFAULT_KEY_LIMITS } from '../../src/scheduler/limits.js';
-import { BucketSink, FolderSink, stagingDirFor } from '../../src/sink/index.js';
+import { BucketSink, FolderSink, ObjectStoreError, stagingDirFor } from '../../src/sink/index.js';
 import { FakeBucket, fakeBucketSink } from '../helpers/fake-bucket.js';
 import { runInProcess } from '../helpers/in-process.js';
 import { imageManifest, readState, workspace } from '../helpers/run.js';
@@ -187,6 +187,26 @@ describe('outputs published to a bucket', () => {
     expectAllPublished(bucket, ws.statePath, 3);
     expect(bucket.puts).toHaveLength(3);
     expect(new Set(bucket.puts).size).toBe(3);
+  });
+
+  it('a run killed as an output is verified in the bucket leaves no local copy behind once the same command runs again', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(t.sim, imageManifest(3));
+    const bucket = new FakeBucket();
+    // Every output is put and verified, then the run is gone before its local copy is removed (as after a SIGKILL).
+    const dying = fakeBucketSink(bucket, ws.statePath);
+    dying.publishing.dropLocal = async () => {
+      throw new ObjectStoreError('the run was killed', 'denied', 'Killed');
+    };
+    await runInProcess(t, ws, { outputs: dying });
+    expect(bucket.puts.length).toBeGreaterThan(0);
+    expect(staged(ws.statePath).length).toBeGreaterThan(0);
+    const second = await runInProcess(t, ws, { outputs: fakeBucketSink(bucket, ws.statePath) });
+    expect(exitCodeOf(second)).toBe(0);
+    expectAllPublished(bucket, ws.statePath, 3);
+    expect(staged(ws.statePath)).toEqual([]);
+    expect(bucket.puts).toHaveLength(3);
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(3);
   });
 
   it('while the saved outputs waiting to be published pass the bound, no new submission leaves; they go on once the bucket takes them', async () => {

@@ -120,8 +120,10 @@ export class Publisher {
     const startedAt = now();
     try {
       const url = await publishing.publish({ ...out, contentType: out.content_type }, control.abort.signal);
+      // The local copy goes before the record: a run killed between the two leaves an object the next run
+      // recognises (its HEAD), not a copy of a recorded output that no run would ever remove.
+      if (this.stillAsVerified(out)) await publishing.dropLocal(out.path);
       store.publications.published(out, url, now());
-      await publishing.dropLocal(out.path);
       this.gone(out);
       this.troubleSince = undefined;
       this.backoffMs = 0;
@@ -131,6 +133,12 @@ export class Publisher {
       if (control.abort.signal.aborted) return;
       this.failed(out, error);
     }
+  }
+
+  /** The output's row still holds the bytes just verified in the bucket (not a copy downloaded again since). */
+  private stillAsVerified(out: Unpublished): boolean {
+    const row = this.deps.store.outputs.ofJob(out.job_id).find((o) => o.idx === out.idx);
+    return row?.sha256 === out.sha256;
   }
 
   private failed(out: Unpublished, error: unknown): void {

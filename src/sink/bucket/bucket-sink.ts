@@ -33,8 +33,9 @@ const INPUTS_DIR = '.inputs';
 /**
  * Outputs published to an S3-compatible bucket in two durable steps: each is
  * saved and verified in a staging folder beside the state (as in any out
- * dir), then put in the bucket create-only, verified there (size and
- * sha256) and recorded; only then is the local copy removed (unless kept).
+ * dir), then put in the bucket create-only and verified there (size and
+ * sha256); only then is the local copy removed (unless kept), and the
+ * publication recorded.
  * The results, the sidecars and the gallery go straight to the bucket.
  */
 export class BucketSink implements OutputSink {
