@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-// s3rver has no types of its own: only its constructor, run, close and events are used.
+// s3rver has no types of its own: only its constructor, run, close, events and store (below) are used.
 // @ts-expect-error
 import S3rver from 's3rver';
 import { onTestFinished } from 'vitest';
