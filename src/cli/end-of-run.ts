@@ -86,6 +86,12 @@ function afterwardLines(s: RunSummary, paint: Paint, manifestArg: string): strin
       `${count(s.removed, 'item')} of an earlier version of the manifest ${s.removed === 1 ? 'is' : 'are'} no longer in it: not run and not counted here; what ${s.removed === 1 ? 'it' : 'they'} already had stays in the state and the output dir`,
     );
   if (s.publication) lines.push(...publicationLines(s.publication, paint));
+  if (s.copies?.missing)
+    lines.push(
+      paint.yellow(
+        `${count(s.copies.missing, 'web copy', 'web copies')} not made yet (see the log for why): run the same command to make ${s.copies.missing === 1 ? 'it' : 'them'}, nothing is paid again`,
+      ),
+    );
   if (s.stop) lines.push(paint.yellow(`stopped: ${s.stop.message}`));
   // What can be done about what failed, in the user's own words.
   const retryable = c.failed + c.skipped;
@@ -105,11 +111,12 @@ function publicationLines(
   p: NonNullable<RunSummary['publication']>,
   paint: { yellow(text: string): string },
 ): string[] {
-  const lines = [`${count(p.published, 'output')} published to ${p.location}`];
+  const copies = p.copiesPublished ? ` and ${count(p.copiesPublished, 'web copy', 'web copies')}` : '';
+  const lines = [`${count(p.published - p.copiesPublished, 'output')}${copies} published to ${p.location}`];
   if (p.waiting > 0)
     lines.push(
       paint.yellow(
-        `${count(p.waiting, 'output')} ${p.waiting === 1 ? 'waits' : 'wait'} to be published (saved and verified in ${p.staging}${p.failed ? `; ${p.failed} of them under a name another object holds: see the log` : ''}): run the same command to publish ${p.waiting === 1 ? 'it' : 'them'}, nothing is paid again`,
+        `${count(p.waiting, 'file')} (${p.copiesWaiting ? `${count(p.copiesWaiting, 'web copy', 'web copies')} among them` : 'outputs'}) ${p.waiting === 1 ? 'waits' : 'wait'} to be published (saved and verified in ${p.staging}${p.failed ? `; ${p.failed} of them under a name another object holds: see the log` : ''}): run the same command to publish ${p.waiting === 1 ? 'it' : 'them'}, nothing is paid again`,
       ),
     );
   return lines;

@@ -32,8 +32,12 @@ export interface LiveFacts {
   credits: { charged: number; refunded: number };
   /** Seconds to go, when known. */
   etaSeconds: number | undefined;
-  /** Submissions wait for the daily cap until then. */
+  /** Submissions wait until then (for the daily cap, unless `waitingFor` says what). */
   waitingUntil: number | undefined;
+  /** What submissions wait for until `waitingUntil`. */
+  waitingFor?: string | undefined;
+  /** The bucket answers nothing but faults since then; its calls give up at `givesUpAt`. */
+  bucket?: { since: number; givesUpAt: number } | undefined;
   /** Paused from another shell since then. */
   pausedSince?: number | undefined;
   /** Submissions sent in the last window of the limit, and the limit. */
@@ -57,9 +61,13 @@ export function liveLine(f: LiveFacts, columns = Infinity): string {
   const pct = f.total ? Math.floor((finished / f.total) * 100) : 100;
   const parts = [`${pct}% done ${num(c.done)}/${num(f.total)}`];
   if (f.pausedSince !== undefined) parts.push(`paused since ${localTime(f.pausedSince)}`);
+  else if (f.bucket)
+    parts.push(
+      `waiting for the bucket since ${localTime(f.bucket.since)} (gives up at ${localTime(f.bucket.givesUpAt)})`,
+    );
   else if (f.waitingUntil !== undefined && f.waitingUntil > f.now) {
     parts.push(
-      `waiting for the daily cap until ${localTime(f.waitingUntil)} (in ${formatDuration((f.waitingUntil - f.now) / 1000)})`,
+      `waiting for ${f.waitingFor ?? 'the daily cap'} until ${localTime(f.waitingUntil)} (in ${formatDuration((f.waitingUntil - f.now) / 1000)})`,
     );
   } else if (f.etaSeconds !== undefined && finished < f.total) parts.push(`ETA ${formatDuration(f.etaSeconds)}`);
   // In flight: what holds a slot. A resend waiting for its time holds none, and is said apart.
@@ -117,6 +125,8 @@ export class Progress {
   private submittedAt: number[] = [];
   private eta: { seconds: number | undefined; at: number; keys?: LiveFacts['keys'] } = { seconds: undefined, at: 0 };
   private waitingUntil: number | undefined;
+  private waitingFor: string | undefined;
+  private bucket: LiveFacts['bucket'];
   private pausedSince: number | undefined;
   /** Outputs going to a bucket: saved and not yet published (counted from the state once, then by the events). */
   private unpublished: number | undefined;
@@ -164,9 +174,10 @@ export class Progress {
   }
 
   onEvent = (event: RunEvent): void => {
-    // Counted before the filter below: a download is one of a request's own events.
-    if (this.unpublished !== undefined && (event.kind === 'downloaded' || event.kind === 'published'))
-      this.unpublished += event.kind === 'downloaded' ? 1 : -1;
+    // Counted before the filter below: a download is one of a request's own events. A copy is published like an output.
+    if (this.unpublished !== undefined && (event.kind === 'downloaded' || event.kind === 'derived'))
+      this.unpublished += 1;
+    else if (this.unpublished !== undefined && event.kind === 'published') this.unpublished -= 1;
     // A request's own events are the counts' and the pace's to show, redrawn from the state: no line of their own.
     if (PER_REQUEST.has(event.kind)) return;
     this.sayStarted();
@@ -179,7 +190,18 @@ export class Progress {
     } else if (event.kind === 'waiting') {
       if (event.untilMs === this.waitingUntil) return;
       this.waitingUntil = event.untilMs;
+      this.waitingFor = event.reason;
       this.say(`waiting for ${event.reason} until ${localTime(event.untilMs)}`);
+    } else if (event.kind === 'bucket-outage') {
+      if (event.phase === 'down') {
+        this.bucket = { since: event.since, givesUpAt: event.givesUpAt };
+        this.say(
+          `the bucket answers nothing but faults (${event.code ?? 'no answer'}): its calls are sent again until ${localTime(event.givesUpAt)}`,
+        );
+      } else {
+        this.bucket = undefined;
+        this.say('the bucket answers again');
+      }
     } else if (event.kind === 'stopping') this.say(`stopping: ${event.reason}`);
     else if (event.kind === 'notice') this.say(`note: ${event.message}`);
     else if (event.kind === 'paused') {
@@ -220,6 +242,8 @@ export class Progress {
       credits: this.store.attempts.totals(),
       etaSeconds: this.eta.seconds,
       waitingUntil: this.waitingUntil,
+      waitingFor: this.waitingFor,
+      bucket: this.bucket,
       pausedSince: this.pausedSince,
       pace: { ...this.pace, sent: this.submittedAt.length },
       now,

@@ -1,7 +1,7 @@
 // The errors and the policy alone, not the client: a command that never talks HTTP does not load undici.
 import { ApiError, ResponseShapeError, StorageError, TransportError } from '../api/errors.js';
 import { reactionTo } from '../api/policy.js';
-import { OutputsTakenError } from '../sink/index.js';
+import { ObjectStoreError, OutputsTakenError, bucketProblemText } from '../sink/index.js';
 import type { RunSummary } from '../runner/index.js';
 import { OPEN_STATES, StateFileError } from '../store/index.js';
 
@@ -28,6 +28,12 @@ export function describeFailure(error: unknown): { exitCode: number; message: st
     };
   }
   if (error instanceof OutputsTakenError) return { exitCode: EXIT.usage, message: error.message };
+  // The bucket, past what its policy rides out (or refusing): what was saved stays for the same command.
+  if (error instanceof ObjectStoreError)
+    return {
+      exitCode: EXIT.environment,
+      message: `${bucketProblemText(error)}. Nothing paid for is lost: run the same command again once the bucket answers.`,
+    };
   if (error instanceof StateFileError) return { exitCode: EXIT.environment, message: error.message };
   if (error instanceof ResponseShapeError || error instanceof StorageError)
     return { exitCode: EXIT.incomplete, message: error.message };
@@ -48,8 +54,8 @@ export function exitCodeOf(summary: RunSummary): number {
   const total = Object.values(counts).reduce((a, b) => a + b, 0);
   if (stop?.kind === 'interrupted') return EXIT.interrupted;
   if (stop?.kind === 'disk' || stop?.kind === 'unreachable' || stop?.kind === 'publishing') return EXIT.environment;
-  // Outputs paid for and saved, not yet in the bucket: the same command publishes them.
-  if ((summary.publication?.waiting ?? 0) > 0) return EXIT.environment;
+  // Outputs paid for and saved, not yet in the bucket, or web copies not made: the same command finishes them.
+  if ((summary.publication?.waiting ?? 0) > 0 || (summary.copies?.missing ?? 0) > 0) return EXIT.environment;
   if (stop?.kind === 'nothing-selected') return EXIT.usage;
   if (stop && open > 0) return EXIT.stopped;
   return counts.done === total ? EXIT.ok : EXIT.incomplete;

@@ -195,11 +195,16 @@ async function finish(
     ...summary,
     results,
     ...(problem ? { resultsProblem: problem } : {}),
-    exitCode: exitCodeOf(summary),
+    exitCode: withResults(exitCodeOf(summary), problem),
   };
 }
 
-/** results.jsonl, results.csv and the gallery; the run's outcome stands whatever happens to them. */
+/** Results that could not be written are owed like outputs: a run that would end 0 or 1 ends 4 (the same command writes them). */
+function withResults(exitCode: number, problem: string | undefined): number {
+  return problem && (exitCode === EXIT.ok || exitCode === EXIT.incomplete) ? EXIT.environment : exitCode;
+}
+
+/** results.jsonl, results.csv and the gallery: what happens to them is said, and decides exit 4 (see withResults). */
 async function writeResults(
   prepared: PreparedRun,
   settings: RunSettings,

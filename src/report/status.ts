@@ -31,6 +31,11 @@ export interface Status {
     unreachableSince: string | null;
     /** Paused (genbatch pause) since then, a run holding the state or not: nothing new is sent until genbatch resume. */
     pausedSince: string | null;
+    /**
+     * While the bucket answers nothing but faults (its last: `code`): since when, and when the run's calls to it
+     * give up (then it exits 4 with what waits kept for the same command).
+     */
+    bucket: { since: string; givesUpAt: string; code: string | null } | null;
   };
   /** Items and credits per tag (only the items that have tags). */
   tags: { tag: string; items: number; done: number; charged: number; refunded: number; net: number }[];
@@ -51,7 +56,20 @@ export interface Status {
    * published, how many saved outputs wait to be (with their bytes), and how
    * many of those a run could not publish (a name another object holds).
    */
-  publication: { to: string; published: number; waiting: number; waitingBytes: number; failed: number } | null;
+  publication: {
+    to: string;
+    /** Outputs and web copies verified in the bucket. */
+    published: number;
+    /** Outputs and web copies saved and verified locally, not yet in the bucket. */
+    waiting: number;
+    waitingBytes: number;
+    failed: number;
+    /** Of `published` and `waiting`, the web copies. */
+    copiesPublished: number;
+    copiesWaiting: number;
+  } | null;
+  /** Web copies the manifest asks of the current image outputs that no run has made yet (the same command makes them). */
+  copies: { missing: number };
 }
 
 const iso = (ms: number | null | undefined) => (ms ? new Date(ms).toISOString() : null);
@@ -87,6 +105,7 @@ export function collectStatus(store: Store, where: { manifest: string; state: st
       waitingUntil: iso(waitingUntil),
       unreachableSince: iso(unreachableSince),
       pausedSince: iso(pausedSince),
+      bucket: running && last?.bucket_trouble_since ? bucketOf(last) : null,
     },
     waiting: waitingFor(store, now, { running, waitingUntil, unreachableSince, pausedSince, stalled: stalledOf(last) }),
     tags: store.itemReports.byTag().map((t) => ({ ...t, net: t.charged - t.refunded })),
@@ -94,6 +113,15 @@ export function collectStatus(store: Store, where: { manifest: string; state: st
     eta: running && last ? etaOf(store, last, charged, now) : null,
     keys: keysOf(store, keyDayOf(now, last?.time_scale ?? 1)),
     publication: last?.out_dir?.startsWith('s3://') ? { to: last.out_dir, ...store.publications.counts() } : null,
+    copies: { missing: store.derivatives.missing() },
+  };
+}
+
+function bucketOf(run: RunRow): Status['run']['bucket'] {
+  return {
+    since: iso(run.bucket_trouble_since)!,
+    givesUpAt: iso(run.bucket_gives_up_at) ?? iso(run.bucket_trouble_since)!,
+    code: run.bucket_trouble_code,
   };
 }
 

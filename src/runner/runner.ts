@@ -28,9 +28,6 @@ export type { RunSummary } from './summary.js';
 
 /** Saved outputs that may wait to be published before submissions wait for the bucket: 2 GiB of local disk. */
 const MAX_UNPUBLISHED_BYTES = 2 * 1024 ** 3;
-/** Thirty minutes, as --unreachable-minutes says by default. */
-const UNREACHABLE_MS = 30 * 60_000;
-
 /** Two minutes of the service's time (two seconds at the least) with nothing sent, answered or said: the watchdog looks. */
 const QUIET_MS = 120_000;
 const QUIET_FLOOR_MS = 2_000;
@@ -139,8 +136,9 @@ export class Runner {
     await firstSync.first();
     this.changed = store.itemSync.changedIds();
     if (!(await preflight(store, opts, control, firstSync))) return this.summary();
-    this.publisher?.start();
+    // The finisher first: a staged copy found gone is unrecorded (to be made again) before the publisher takes up the rest.
     this.finisher?.start();
+    this.publisher?.start();
     await this.recover();
     const canary = opts.canary;
     if (canary && !(await runCanary(store, control, this.p.feeder, canary, () => this.drain()))) {
@@ -268,12 +266,12 @@ function publisherOf(p: RunParts, opts: RunOptions): Publisher | undefined {
     control: p.control,
     publishing,
     now: opts.now,
-    unreachableMs: opts.unreachableMs ?? UNREACHABLE_MS,
     maxWaitingBytes: opts.maxUnpublishedBytes ?? MAX_UNPUBLISHED_BYTES,
     logger: opts.logger,
   });
   p.control.events.on((event) => {
     if (event.kind === 'downloaded') publisher.saved(event.jobId, event.output);
+    else if (event.kind === 'derived') publisher.copied(event.itemId, event.jobId, event.output, event.path);
   });
   return publisher;
 }

@@ -130,6 +130,7 @@ export async function prepareRun(request: RunRequest, connecting: Promise<RunCon
     keepLocal: request.keepLocal ?? false,
     rehearsal: request.rehearsal,
     idleMs: request.options.idleTimeoutMs,
+    unreachableMs: request.waitForService.unreachableMs,
     ...(request.env ? { env: request.env } : {}),
   });
   const redoneRejected = request.redoRejected

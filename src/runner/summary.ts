@@ -21,7 +21,18 @@ export interface RunSummary {
   /** Keys the service refused during the run (by fingerprint), and how many items wait for each. */
   keysRefused: Record<string, { code: string; message: string; waiting: number }>;
   /** Outputs going to a bucket: how many are published, and how many wait (saved in `staging`) for the same command. */
-  publication?: { location: string; staging: string; published: number; waiting: number; failed: number };
+  publication?: {
+    location: string;
+    staging: string;
+    /** Outputs and web copies in the bucket, and waiting in `staging`; of them, the copies. */
+    published: number;
+    waiting: number;
+    failed: number;
+    copiesPublished: number;
+    copiesWaiting: number;
+  };
+  /** Web copies the manifest asks of the current image outputs that are not made yet: the same command makes them. */
+  copies: { missing: number };
 }
 
 /** The run's summary from the state, as it ended. */
@@ -55,10 +66,11 @@ export function summarize(
     removed: store.itemReports.removed(),
     ...roster.summary(),
     ...(facts.publishing ? { publication: { ...facts.publishing, ...publicationCounts(store) } } : {}),
+    copies: { missing: store.derivatives.missing() },
   };
 }
 
-function publicationCounts(store: Store): { published: number; waiting: number; failed: number } {
-  const { published, waiting, failed } = store.publications.counts();
-  return { published, waiting, failed };
+function publicationCounts(store: Store): Omit<NonNullable<RunSummary['publication']>, 'location' | 'staging'> {
+  const { published, waiting, failed, copiesPublished, copiesWaiting } = store.publications.counts();
+  return { published, waiting, failed, copiesPublished, copiesWaiting };
 }

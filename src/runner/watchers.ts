@@ -4,6 +4,8 @@ import { countEvents } from './watch/counting.js';
 import { keepCoordinatorLeases } from './keys/coordination.js';
 import type { RunOptions } from './options.js';
 import type { RunParts } from './parts.js';
+import type { Publishing } from '../sink/index.js';
+import type { Control } from './core/control.js';
 
 const HEARTBEAT_MS = 1_000;
 
@@ -33,11 +35,14 @@ export function startWatchers(
     JSON.stringify(Object.fromEntries(lanes.all.map((l) => [l.fingerprint, l.limits.dailyCap]))),
   );
   const stopCounting = countEvents(store, parts.control.events, opts.now, opts.logger);
+  const publishing = opts.outputs.publishing;
+  const stopWatchingBucket = publishing && watchBucket(publishing, parts.control);
   const beat = () =>
     store.runs.beat(runId, opts.now(), {
       waitingUntil: credits.waitingUntil,
       unreachableSince: reachability.unreachableSince,
       stalled: parts.downloads.stalled(),
+      bucket: publishing?.trouble,
     });
   const heartbeat = setInterval(beat, HEARTBEAT_MS);
   heartbeat.unref();
@@ -55,7 +60,22 @@ export function startWatchers(
       stopWatchingControl();
       shared?.stop();
       stopCounting();
+      stopWatchingBucket?.();
       store.runs.end(runId, opts.now());
     },
   };
+}
+
+/** The bucket's trouble as the run's events: once when it begins (with when its calls give up), once when it ends. */
+function watchBucket(publishing: Publishing, control: Control): () => void {
+  let down: { since: number; givesUpAt: number } | undefined;
+  return publishing.watch((trouble) => {
+    if (trouble && !down) {
+      down = { since: trouble.since, givesUpAt: trouble.givesUpAt };
+      control.emit({ kind: 'bucket-outage', phase: 'down', ...down, code: trouble.code });
+    } else if (!trouble && down) {
+      control.emit({ kind: 'bucket-outage', phase: 'up', ...down });
+      down = undefined;
+    }
+  });
 }

@@ -12,7 +12,8 @@ export type {
   SinkProblem,
   SinkWriter,
 } from './sink.js';
-export { BucketSink, ObjectTakenError } from './bucket/bucket-sink.js';
-export { ObjectStoreError, type ObjectStore, type ObjectSource, type StoredObject } from './bucket/object-store.js';
+export { BucketSink, ObjectTakenError, bucketProblemText } from './bucket/bucket-sink.js';
+export { ObjectStoreError, type ObjectStore, type ObjectSource, type StoreCall, type StoredObject } from './bucket/object-store.js';
 export { openOutputSink, stagingDirFor } from './open.js';
+export { PatientStore, type BucketTrouble, type Patience } from './bucket/patient-store.js';
 export { bucketSecretsIn } from './bucket/secrets.js';

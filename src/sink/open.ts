@@ -13,6 +13,8 @@ export interface SinkSettings {
   rehearsal?: boolean;
   /** No byte for this long on a bucket request: it is given up and tried again. */
   idleMs?: number;
+  /** The bucket answering nothing but faults for this long: its calls give up (--unreachable-minutes). */
+  unreachableMs?: number;
   /** Where the bucket's endpoint, region and credentials are read (the SDK's chain); the process's by default. */
   env?: NodeJS.ProcessEnv;
   /** A bucket other than S3 through the SDK (tests). */
@@ -39,5 +41,6 @@ export async function openOutputSink(location: string, settings: SinkSettings): 
       ...(settings.env ? { env: settings.env } : {}),
     });
   const staging = new FolderSink(stagingDirFor(settings.statePath), { replaceStrays: settings.rehearsal ?? false });
-  return new BucketSink(bucket, store, staging, { keepLocal: settings.keepLocal ?? false });
+  const patience = { idleMs: settings.idleMs ?? 30_000, unreachableMs: settings.unreachableMs ?? 30 * 60_000 };
+  return new BucketSink(bucket, store, staging, { keepLocal: settings.keepLocal ?? false, patience });
 }

@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import type { BucketTrouble } from './bucket/patient-store.js';
 
 /**
  * Where verified outputs go, and where the results that describe them are
@@ -83,8 +84,18 @@ export interface Publishing {
   urlOf(relPath: string): string;
   /** Puts the staged output there, create-only, and verifies it: resolves with its URL. */
   publish(out: StagedOutput, signal?: AbortSignal): Promise<string>;
-  /** Removes the staged copy (kept with --keep-local): called only once the publication is recorded. */
+  /**
+   * Removes the staged copy (kept with --keep-local): called once the object
+   * is verified in the bucket, before the publication is recorded (a kill
+   * between the two leaves an object the next run recognises by its HEAD).
+   */
   dropLocal(relPath: string): Promise<void>;
+  /** Whether a file waits in the staging folder under `relPath`. */
+  isStaged(relPath: string): boolean;
+  /** While the bucket answers nothing but faults: since when, and when its calls give up. */
+  readonly trouble: BucketTrouble | undefined;
+  /** Hears the bucket's trouble begin (and each fault in it) and end (undefined). */
+  watch(listener: (trouble: BucketTrouble | undefined) => void): () => void;
 }
 
 export type OutputCheck =

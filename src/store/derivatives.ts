@@ -11,6 +11,8 @@ export interface DerivativeRow {
   bytes: number;
   sha256: string;
   made_at: number;
+  /** In place: written in the out folder, or verified in the bucket; null while it waits to be published. */
+  published_at?: number | null;
 }
 
 /** A current image output whose item asks for web copies: what a run finishes. */
@@ -35,14 +37,32 @@ export class Derivatives {
   private readonly ofOutputStmt;
   private readonly toFinishStmt;
   private readonly isCopyStmt;
+  private readonly forgetStmt;
+  private readonly unpublishedStmt;
+  private readonly missingStmt;
 
   constructor(db: Db) {
     this.madeStmt = db.prepare(
-      `INSERT INTO derivatives (job_id, idx, path, format, width, height, bytes, sha256, made_at)
-       VALUES (@job_id, @idx, @path, @format, @width, @height, @bytes, @sha256, @made_at)
+      `INSERT INTO derivatives (job_id, idx, path, format, width, height, bytes, sha256, made_at, published_at)
+       VALUES (@job_id, @idx, @path, @format, @width, @height, @bytes, @sha256, @made_at, @published_at)
        ON CONFLICT (job_id, idx, path) DO UPDATE SET format = @format, width = @width, height = @height,
-         bytes = @bytes, sha256 = @sha256, made_at = @made_at`,
+         bytes = @bytes, sha256 = @sha256, made_at = @made_at, published_at = @published_at,
+         published_to = NULL, publish_error = NULL`,
     );
+    this.forgetStmt = db.prepare('DELETE FROM derivatives WHERE job_id = ? AND idx = ? AND path = ? AND published_at IS NULL');
+    this.unpublishedStmt = db.prepare<[], Pick<DerivativeRow, 'job_id' | 'idx' | 'path'>>(
+      'SELECT job_id, idx, path FROM derivatives WHERE published_at IS NULL',
+    );
+    // Copies the current image outputs are owed and that are not recorded (never made, or failed).
+    this.missingStmt = db
+      .prepare<[], number>(
+        `SELECT coalesce(sum(max(0, json_array_length(i.spec, '$.finish.derivatives')
+                  - (SELECT count(*) FROM derivatives d WHERE d.job_id = o.job_id AND d.idx = o.idx))), 0)
+         FROM outputs o JOIN items i ON i.id = o.item_id
+         WHERE o.sha256 IS NOT NULL AND o.path IS NOT NULL AND o.superseded_at IS NULL
+           AND i.type = 'image' AND json_array_length(i.spec, '$.finish.derivatives') > 0`,
+      )
+      .pluck();
     this.isCopyStmt = db.prepare<[string], number>('SELECT 1 FROM derivatives WHERE path = ? LIMIT 1').pluck();
     this.ofOutputStmt = db.prepare<[string, number], DerivativeRow>(
       'SELECT * FROM derivatives WHERE job_id = ? AND idx = ? ORDER BY path',
@@ -59,8 +79,24 @@ export class Derivatives {
     );
   }
 
+  /** Written (in place, or staged to be published when `published_at` is null), with its size and sha256. */
   made(row: DerivativeRow): void {
-    this.madeStmt.run(row);
+    this.madeStmt.run({ ...row, published_at: row.published_at ?? null });
+  }
+
+  /** A copy waiting to be published whose staged file is gone: unrecorded, so that it is made again. */
+  forget(row: Pick<DerivativeRow, 'job_id' | 'idx' | 'path'>): void {
+    this.forgetStmt.run(row.job_id, row.idx, row.path);
+  }
+
+  /** Copies recorded and not yet published. */
+  unpublished(): Pick<DerivativeRow, 'job_id' | 'idx' | 'path'>[] {
+    return this.unpublishedStmt.all();
+  }
+
+  /** Copies the current image outputs ask for and that no run has recorded yet (not made, or failed to be). */
+  missing(): number {
+    return this.missingStmt.get() ?? 0;
   }
 
   /** Whether a path is a recorded copy (the review server serves recorded outputs and copies, nothing else). */

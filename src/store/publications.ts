@@ -1,6 +1,6 @@
 import type { Db } from './db.js';
 
-/** An output saved and verified locally, waiting to be published to the bucket. */
+/** An output or a web copy saved and verified locally, waiting to be published to the bucket. */
 export interface Unpublished {
   job_id: string;
   idx: number;
@@ -9,72 +9,107 @@ export interface Unpublished {
   bytes: number;
   sha256: string;
   content_type: string | null;
+  /** A web copy of output `idx` (1), or the output itself (0). */
+  copy: 0 | 1;
 }
 
-/** What waits to be published: how many outputs and bytes, and how many failed for good in a run. */
+/** What waits to be published: how many files (outputs and copies) and bytes, and how many failed for good in a run. */
 export interface PublicationCounts {
   published: number;
   waiting: number;
   waitingBytes: number;
   failed: number;
+  /** Of `published` and `waiting`, the web copies. */
+  copiesPublished: number;
+  copiesWaiting: number;
 }
 
 /**
  * An output's second durable step when outputs go to a bucket: saved and
- * verified locally (its download), then published, verified in the bucket
- * and recorded here; only then may its local copy go. Each transition is
- * guarded by the bytes it was verified as, so a copy downloaded again since
- * is never taken for the published one.
+ * verified locally (its download, or a copy's making), then published,
+ * verified in the bucket and recorded here. Each transition is guarded by
+ * the bytes it was verified as, so a file saved again since is never taken
+ * for the published one. Web copies live the same life in their own table.
  */
 export class Publications {
   private readonly waitingStmt;
   private readonly publishedStmt;
+  private readonly copyPublishedStmt;
   private readonly failedStmt;
+  private readonly copyFailedStmt;
   private readonly countsStmt;
   private readonly clearFailuresStmt;
+  private readonly clearCopyFailuresStmt;
 
   constructor(db: Db) {
     this.waitingStmt = db.prepare<[], Unpublished>(
-      `SELECT job_id, idx, item_id, path, bytes, sha256, content_type FROM outputs
-       WHERE published_at IS NULL AND sha256 IS NOT NULL AND path IS NOT NULL ORDER BY downloaded_at, job_id, idx`,
+      `SELECT job_id, idx, item_id, path, bytes, sha256, content_type, copy FROM (
+         SELECT job_id, idx, item_id, path, bytes, sha256, content_type, 0 AS copy, downloaded_at AS at FROM outputs
+         WHERE published_at IS NULL AND sha256 IS NOT NULL AND path IS NOT NULL
+         UNION ALL
+         SELECT d.job_id, d.idx, o.item_id, d.path, d.bytes, d.sha256, NULL, 1, d.made_at
+         FROM derivatives d JOIN outputs o ON o.job_id = d.job_id AND o.idx = d.idx
+         WHERE d.published_at IS NULL)
+       ORDER BY at, job_id, idx, copy, path`,
     );
     this.publishedStmt = db.prepare(
       `UPDATE outputs SET published_at = @now, published_to = @url, publish_error = NULL
        WHERE job_id = @jobId AND idx = @idx AND sha256 = @sha256 AND published_at IS NULL`,
     );
+    this.copyPublishedStmt = db.prepare(
+      `UPDATE derivatives SET published_at = @now, published_to = @url, publish_error = NULL
+       WHERE job_id = @jobId AND idx = @idx AND path = @path AND sha256 = @sha256 AND published_at IS NULL`,
+    );
     this.failedStmt = db.prepare(
       'UPDATE outputs SET publish_error = @message WHERE job_id = @jobId AND idx = @idx AND published_at IS NULL',
+    );
+    this.copyFailedStmt = db.prepare(
+      'UPDATE derivatives SET publish_error = @message WHERE job_id = @jobId AND idx = @idx AND path = @path AND published_at IS NULL',
     );
     this.clearFailuresStmt = db.prepare(
       'UPDATE outputs SET publish_error = NULL WHERE publish_error IS NOT NULL AND published_at IS NULL',
     );
+    this.clearCopyFailuresStmt = db.prepare(
+      'UPDATE derivatives SET publish_error = NULL WHERE publish_error IS NOT NULL AND published_at IS NULL',
+    );
     this.countsStmt = db.prepare<[], PublicationCounts>(
-      `SELECT count(published_at) AS published,
-              count(*) FILTER (WHERE published_at IS NULL AND sha256 IS NOT NULL) AS waiting,
-              coalesce(sum(bytes) FILTER (WHERE published_at IS NULL AND sha256 IS NOT NULL), 0) AS waitingBytes,
-              count(publish_error) AS failed
-       FROM outputs`,
+      `SELECT o.published + d.published AS published, o.waiting + d.waiting AS waiting,
+              o.waitingBytes + d.waitingBytes AS waitingBytes, o.failed + d.failed AS failed, d.published AS copiesPublished, d.waiting AS copiesWaiting
+       FROM (SELECT count(published_at) AS published,
+                    count(*) FILTER (WHERE published_at IS NULL AND sha256 IS NOT NULL) AS waiting,
+                    coalesce(sum(bytes) FILTER (WHERE published_at IS NULL AND sha256 IS NOT NULL), 0) AS waitingBytes,
+                    count(publish_error) AS failed
+             FROM outputs) o,
+            (SELECT count(published_to) AS published,
+                    count(*) FILTER (WHERE published_at IS NULL) AS waiting,
+                    coalesce(sum(bytes) FILTER (WHERE published_at IS NULL), 0) AS waitingBytes,
+                    count(publish_error) AS failed
+             FROM derivatives) d`,
     );
   }
 
-  /** Every output saved and not yet published, oldest first (a resumed run publishes what the last one left). */
+  /** Every output and copy saved and not yet published, oldest first (a resumed run publishes what the last one left). */
   waiting(): Unpublished[] {
     return this.waitingStmt.all();
   }
 
-  /** Verified in the bucket at `url`: true when recorded (false: downloaded again since, or recorded already). */
-  published(out: Pick<Unpublished, 'job_id' | 'idx' | 'sha256'>, url: string, now: number): boolean {
-    return this.publishedStmt.run({ jobId: out.job_id, idx: out.idx, sha256: out.sha256, url, now }).changes === 1;
+  /** Verified in the bucket at `url`: true when recorded (false: saved again since, or recorded already). */
+  published(out: Pick<Unpublished, 'job_id' | 'idx' | 'sha256' | 'path' | 'copy'>, url: string, now: number): boolean {
+    const row = { jobId: out.job_id, idx: out.idx, sha256: out.sha256, url, now };
+    const stmt = out.copy ? this.copyPublishedStmt : this.publishedStmt;
+    return stmt.run(out.copy ? { ...row, path: out.path } : row).changes === 1;
   }
 
   /** Not publishable in this run (its name is held by another object): kept locally, tried again by the next run. */
-  failed(out: Pick<Unpublished, 'job_id' | 'idx'>, message: string): void {
-    this.failedStmt.run({ jobId: out.job_id, idx: out.idx, message });
+  failed(out: Pick<Unpublished, 'job_id' | 'idx' | 'path' | 'copy'>, message: string): void {
+    if (out.copy) this.copyFailedStmt.run({ jobId: out.job_id, idx: out.idx, path: out.path, message });
+    else this.failedStmt.run({ jobId: out.job_id, idx: out.idx, message });
   }
 
   /** A new run tries again what an earlier one could not publish. */
   clearFailures(): void {
     this.clearFailuresStmt.run();
+    this.clearCopyFailuresStmt.run();
   }
 
   counts(): PublicationCounts {

@@ -175,7 +175,7 @@ describe('on a terminal', () => {
         .filter(Boolean);
       expect(frames.length).toBeGreaterThan(1);
       for (const frame of frames.filter((f) => !f.startsWith('waiting for'))) expect(frame.length).toBeLessThan(40);
-      expect(frames.at(-1)).toMatch(/^0% · waiting for the daily cap until/);
+      expect(frames.at(-1)).toMatch(/^0% · waiting for the daily credit cap/);
     } finally {
       store.close();
     }

@@ -7,14 +7,22 @@ import {
   stagingDirFor,
   type ObjectSource,
   type ObjectStore,
+  type Patience,
+  type StoreCall,
   type StoredObject,
 } from '../../src/sink/index.js';
 import type { ByteRange } from '../../src/sink/sink.js';
 
 type Op = 'head' | 'putNew' | 'putReplace' | 'get' | 'delete';
 
-/** What a call meets: how the bucket answers it (a fault as its kind and code), or undefined for a normal answer. */
-export type BucketFault = (op: Op, key: string) => { fault: ObjectStoreError['fault']; code: string } | undefined;
+/**
+ * What a call meets: how the bucket answers it (a fault as its kind and code), `'silent'` (it never answers: only
+ * the call's own abort ends it), or undefined for a normal answer.
+ */
+export type BucketFault = (
+  op: Op,
+  key: string,
+) => { fault: ObjectStoreError['fault']; code: string } | 'silent' | undefined;
 
 /**
  * A bucket in memory with the faults of real ones: it slows down, goes
@@ -29,14 +37,17 @@ export class FakeBucket implements ObjectStore {
   honoursIfNoneMatch = true;
   fault: BucketFault = () => undefined;
 
-  async head(key: string): Promise<StoredObject | undefined> {
-    this.meet('head', key);
+  /** Calls that met silence and were abandoned by their caller. */
+  abandoned = 0;
+
+  async head(key: string, call?: StoreCall): Promise<StoredObject | undefined> {
+    await this.meet('head', key, call);
     const o = this.objects.get(key);
     return o && { size: o.bytes.length, sha256: o.sha256 };
   }
 
-  async putNew(key: string, source: ObjectSource): Promise<'created' | 'exists'> {
-    this.meet('putNew', key);
+  async putNew(key: string, source: ObjectSource, call?: StoreCall): Promise<'created' | 'exists'> {
+    await this.meet('putNew', key, call);
     if (this.honoursIfNoneMatch && this.objects.has(key)) return 'exists';
     const bytes = await readFile(source.path);
     this.objects.set(key, { bytes, sha256: source.sha256, contentType: source.contentType });
@@ -44,21 +55,21 @@ export class FakeBucket implements ObjectStore {
     return 'created';
   }
 
-  async putReplace(key: string, source: Omit<ObjectSource, 'sha256'>): Promise<void> {
-    this.meet('putReplace', key);
+  async putReplace(key: string, source: Omit<ObjectSource, 'sha256'>, call?: StoreCall): Promise<void> {
+    await this.meet('putReplace', key, call);
     this.objects.set(key, { bytes: await readFile(source.path), sha256: undefined, contentType: source.contentType });
   }
 
-  async get(key: string, range?: ByteRange): Promise<{ size: number; body: Readable } | undefined> {
-    this.meet('get', key);
+  async get(key: string, range?: ByteRange, call?: StoreCall): Promise<{ size: number; body: Readable } | undefined> {
+    await this.meet('get', key, call);
     const o = this.objects.get(key);
     if (!o) return undefined;
     const bytes = range ? o.bytes.subarray(range.start, range.end + 1) : o.bytes;
     return { size: o.bytes.length, body: Readable.from([bytes]) };
   }
 
-  async delete(key: string): Promise<void> {
-    this.meet('delete', key);
+  async delete(key: string, call?: StoreCall): Promise<void> {
+    await this.meet('delete', key, call);
     this.objects.delete(key);
   }
 
@@ -67,15 +78,39 @@ export class FakeBucket implements ObjectStore {
     return [...this.objects.keys()].filter((k) => /\.(png|mp4)$/.test(k)).sort();
   }
 
-  private meet(op: Op, key: string): void {
+  /** The copies' objects (web copies beside their outputs). */
+  copyKeys(): string[] {
+    return [...this.objects.keys()].filter((k) => /\.(webp|jpe?g|avif)$/.test(k)).sort();
+  }
+
+  private async meet(op: Op, key: string, call: StoreCall | undefined): Promise<void> {
     const f = this.fault(op, key);
-    if (f) throw new ObjectStoreError(`${op} ${key}: ${f.code}`, f.fault, f.code);
+    if (f === 'silent') {
+      // Swallowed: the request stays unanswered until its caller gives it up.
+      await new Promise<never>((_, reject) => {
+        const signal = call?.signal;
+        if (!signal) return;
+        signal.addEventListener('abort', () => {
+          this.abandoned++;
+          reject(signal.reason);
+        });
+      });
+    } else if (f) throw new ObjectStoreError(`${op} ${key}: ${f.code}`, f.fault, f.code);
   }
 }
 
+/** Patience for tests at a shrunken pace: a silent call is given up after 300 ms, the bucket after 20 s of faults. */
+export const TEST_PATIENCE: Patience = { idleMs: 300, unreachableMs: 20_000 };
+
 /** A sink that publishes to `bucket` under `prefix`, staging beside the state. */
-export function fakeBucketSink(bucket: FakeBucket, statePath: string, prefix = 'spring'): BucketSink {
+export function fakeBucketSink(
+  bucket: FakeBucket,
+  statePath: string,
+  prefix = 'spring',
+  patience: Patience = TEST_PATIENCE,
+): BucketSink {
   return new BucketSink({ bucket: bucket.bucket, prefix }, bucket, new FolderSink(stagingDirFor(statePath)), {
     keepLocal: false,
+    patience,
   });
 }

@@ -51,7 +51,7 @@ function reportOf(outcome: RunOutcome, path: string, cwd: string, paint: ReturnT
   const { results } = outcome;
   const files = results
     ? `results: ${results.jsonl}, ${results.csv}\ngallery: ${results.html}${results.sidecars !== undefined ? `\nsidecars: ${results.sidecars} next to the outputs` : ''}`
-    : `the results could not be written (${outcome.resultsProblem}); genbatch report writes them from the state once that is fixed`;
+    : `the results could not be written (${outcome.resultsProblem}); the same command (or genbatch report) writes them from the state once that is fixed`;
   return `${text}\n${files}`;
 }
 

@@ -82,6 +82,8 @@ function statusTable(s: Status, paint: Paint): string {
     );
   }
   lines.push(...runLines(s), ...(s.publication ? [publicationLine(s.publication)] : []));
+  if (s.copies.missing)
+    lines.push(`web copies not made yet: ${num(s.copies.missing)} (run the same command to make them; nothing is paid)`);
   if (s.items.done > 0)
     lines.push(
       `review: ${num(s.review.approved)} approved, ${num(s.review.rejected)} rejected${s.review.rejectedByChecks ? ` (${num(s.review.rejectedByChecks)} by the manifest's checks)` : ''}, ${num(s.review.unreviewed)} unreviewed`,
@@ -235,7 +237,10 @@ function runLines(s: Status): string[] {
     const paused = run.pausedSince
       ? `; paused since ${when(run.pausedSince)} (nothing new is sent; genbatch resume goes on)`
       : '';
-    return [`running: ${s.inFlight} in flight${paused}${wait}${unreachable}${eta}`];
+    const bucket = run.bucket
+      ? `; the bucket has answered nothing but faults (${run.bucket.code ?? 'no answer'}) since ${when(run.bucket.since)}: its calls are sent again until ${when(run.bucket.givesUpAt)}, then the run exits 4`
+      : '';
+    return [`running: ${s.inFlight} in flight${paused}${wait}${unreachable}${bucket}${eta}`];
   }
   if (run.pausedSince)
     return [
@@ -248,5 +253,6 @@ function runLines(s: Status): string[] {
 /** Outputs going to a bucket: how many are there, and what waits locally. */
 function publicationLine(p: NonNullable<Status['publication']>): string {
   const held = p.failed ? `, ${num(p.failed)} under a name another object holds` : '';
-  return `published to ${p.to}: ${num(p.published)}; waiting: ${num(p.waiting)} (${num(Math.ceil(p.waitingBytes / 1024 ** 2))} MB saved locally${held})`;
+  const copies = p.copiesWaiting ? `, ${num(p.copiesWaiting)} of them web copies` : '';
+  return `published to ${p.to}: ${num(p.published)}; waiting: ${num(p.waiting)} (${num(Math.ceil(p.waitingBytes / 1024 ** 2))} MB saved locally${copies}${held})`;
 }

@@ -39,10 +39,19 @@ export type ItemEvent =
   | { kind: 'derive-failed'; itemId: string; jobId: string; output: number; path: string; message: string }
   /** The manifest's checks rejected the item's version (a flat image, a wrong size): `reason` says which. */
   | { kind: 'rejected-by-check'; itemId: string; version: number; reason: string }
-  /** One output verified in the bucket (`url`) and recorded; its local copy then dropped unless kept. */
-  | { kind: 'published'; itemId: string; jobId: string; output: number; url: string; bytes: number; ms: number }
-  /** One try at publishing an output failed (`retry`: it is tried again after a backoff, else by a later run). */
-  | { kind: 'publish-failed'; itemId: string; jobId: string; output: number; code: string; retry: boolean }
+  /** One output (or its web copy `copy`) verified in the bucket (`url`) and recorded; its local file dropped unless kept. */
+  | {
+      kind: 'published';
+      itemId: string;
+      jobId: string;
+      output: number;
+      copy?: string;
+      url: string;
+      bytes: number;
+      ms: number;
+    }
+  /** One try at publishing an output (or its copy `copy`) failed (`retry`: tried again in this run, else by a later one). */
+  | { kind: 'publish-failed'; itemId: string; jobId: string; output: number; copy?: string; code: string; retry: boolean }
   /** The item reached a state this run leaves it in (done, failed, blocked, held, …). */
   | { kind: 'item-final'; itemId: string; state: string; code?: string; message?: string }
   | { kind: 'retrying'; itemId: string; attempt: number; reason: string };
@@ -54,7 +63,12 @@ export type ServiceEvent =
   /** A 429: the key's `limit` is reached (`code` says which: RATE_LIMITED, CONCURRENCY_LIMIT, DAILY_CAP_REACHED). */
   | { kind: 'rate-limited'; keyFp: string; limit: LimitKind; code: string; retryAfterMs?: number }
   /** The service answers nothing since `since` (down), or answers again (up). */
-  | { kind: 'outage'; phase: 'down' | 'up'; since: number; reason?: string };
+  | { kind: 'outage'; phase: 'down' | 'up'; since: number; reason?: string }
+  /**
+   * The bucket answers nothing but faults since `since` (down: its calls are sent again until `givesUpAt`, the last
+   * fault `code`), or answers again (up).
+   */
+  | { kind: 'bucket-outage'; phase: 'down' | 'up'; since: number; givesUpAt: number; code?: string };
 
 /** The run as a whole. */
 export type RunStateEvent =

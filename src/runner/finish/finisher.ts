@@ -24,16 +24,26 @@ export interface FinisherDeps {
  * Makes the web copies of each image output once it is verified, off the
  * submission path, a few at a time: read the original (never written), make
  * each missing copy, write it through the sink beside the original, record
- * it. A copy that fails is said and left for the next run; the output and
- * its item stay as they are.
+ * it. With a bucket a copy is an output: staged and recorded as waiting, then
+ * published (the publisher hears of it through its `derived` event). A copy
+ * that fails, whatever the cause, is said and left for the next run (the run
+ * counts it as owed and exits 4); the output and its item stay as they are.
  */
 export class Finisher {
   private readonly queue = new PQueue({ concurrency: AT_ONCE });
 
   constructor(private readonly deps: FinisherDeps) {}
 
-  /** What an earlier run left unfinished (a kill between copies, a copy that failed). */
+  /**
+   * What an earlier run left unfinished (a kill between copies, a copy that
+   * failed). A staged copy found gone before it was published is made again.
+   * Called before the publisher starts, which takes up the copies still waiting.
+   */
   start(): void {
+    const { publishing } = this.deps.outputs;
+    if (publishing)
+      for (const copy of this.deps.store.derivatives.unpublished())
+        if (!publishing.isStaged(copy.path)) this.deps.store.derivatives.forget(copy);
     for (const row of this.deps.store.derivatives.toFinish()) {
       const finish = JSON.parse(row.finish) as Finishing;
       const unchecked = finish.checks !== undefined && !row.reviewed;
@@ -77,35 +87,41 @@ export class Finisher {
     void this.queue.add(() => this.finishOne(row, finish));
   }
 
+  /** One output's checks and copies: whatever fails (the bucket, the disk, the image) is said, never thrown. */
   private async finishOne(row: ToFinish, finish: Finishing): Promise<void> {
     const { store, outputs } = this.deps;
     if (this.deps.control.abort.signal.aborted) return;
-    const have = new Set(store.derivatives.ofOutput(row.job_id, row.idx).map((d) => d.path));
-    const missing = finish.derivatives.filter((d) => !have.has(derivativePath(row.path, d)));
-    const check = finish.checks && !row.reviewed ? finish.checks : undefined;
-    if (missing.length === 0 && !check) return;
-    const file = await outputs.open(row.path);
-    const original = file && (await buffer(file.read()));
-    if (!original) return this.failed(row, row.path, 'the original is not there to read');
-    if (check) await this.check(row, original, check);
-    const mark = finish.mark ? { model: row.model, jobId: row.job_id, itemId: row.item_id } : undefined;
     try {
+      const have = new Set(store.derivatives.ofOutput(row.job_id, row.idx).map((d) => d.path));
+      const missing = finish.derivatives.filter((d) => !have.has(derivativePath(row.path, d)));
+      const check = finish.checks && !row.reviewed ? finish.checks : undefined;
+      if (missing.length === 0 && !check) return;
+      const file = await outputs.open(row.path);
+      const original = file && (await buffer(file.read()));
+      if (!original) return this.failed(row, row.path, 'the original is not there to read');
+      if (check) await this.check(row, original, check);
+      const mark = finish.mark ? { model: row.model, jobId: row.job_id, itemId: row.item_id } : undefined;
       for await (const copy of copiesOf(original, missing, mark)) {
         if (this.deps.control.abort.signal.aborted) return;
         await this.write(row, copy);
       }
     } catch (error) {
-      this.failed(row, row.path, (error as Error).message);
+      if (!this.deps.control.abort.signal.aborted) this.failed(row, row.path, (error as Error).message);
     }
   }
 
-  /** A copy written beside its original, through the sink, then recorded. */
+  /**
+   * A copy written beside its original, through the sink, then recorded: in
+   * place in a folder; with a bucket, staged (durably: its record names its
+   * bytes) and waiting to be published.
+   */
   private async write(row: ToFinish, copy: MadeCopy & { derivative: Derivative }): Promise<void> {
     const { store, outputs, control, now } = this.deps;
     const startedAt = now();
     const path = derivativePath(row.path, copy.derivative);
+    const staged = outputs.publishing !== undefined;
     // A copy is made again, the same, from the same original: one a killed run left there is replaced.
-    const file = await outputs.create(path, 'replace', { durable: false });
+    const file = await outputs.create(path, 'replace', { durable: staged, output: staged });
     try {
       await file.write(copy.data);
       await file.commit();
@@ -126,6 +142,7 @@ export class Finisher {
       bytes,
       sha256,
       made_at: now(),
+      published_at: staged ? null : now(),
     });
     const event = { itemId: row.item_id, jobId: row.job_id, output: row.idx };
     control.emit({ kind: 'derived', ...event, path, bytes, ms: now() - startedAt });

@@ -21,9 +21,13 @@ import type {
   StagedOutput,
 } from '../sink.js';
 import { ObjectStoreError, type ObjectStore } from './object-store.js';
+import { PatientStore, type Patience } from './patient-store.js';
 
 /** A name already held in the bucket by other bytes: the output is not put over it. */
 export class ObjectTakenError extends ObjectStoreError {}
+
+/** Patience when none is given: the flags' defaults (--idle-timeout 30 s, --unreachable-minutes 30). */
+const DEFAULT_PATIENCE: Patience = { idleMs: 30_000, unreachableMs: 30 * 60_000 };
 
 /** Where results and pages are written before they are put in the bucket, inside the staging folder. */
 const REPORTS_DIR = '.reports';
@@ -35,20 +39,25 @@ const INPUTS_DIR = '.inputs';
  * saved and verified in a staging folder beside the state (as in any out
  * dir), then put in the bucket create-only and verified there (size and
  * sha256); only then is the local copy removed (unless kept), and the
- * publication recorded.
- * The results, the sidecars and the gallery go straight to the bucket.
+ * publication recorded. Web copies go the same way.
+ * The results, the sidecars and the gallery are written locally, then put.
+ * Every call goes through one PatientStore: the bucket's faults are ridden
+ * out there, never at a call site.
  */
 export class BucketSink implements OutputSink {
   readonly location: string;
   readonly publishing: Publishing;
+  private readonly store: PatientStore;
 
   constructor(
     where: BucketLocation,
-    private readonly store: ObjectStore,
+    store: ObjectStore,
     /** The staging folder: outputs wait there, verified, until they are published. */
     private readonly staging: FolderSink,
-    private readonly options: { keepLocal: boolean },
+    private readonly options: { keepLocal: boolean; patience?: Patience | undefined },
   ) {
+    this.store = new PatientStore(store, options.patience ?? DEFAULT_PATIENCE);
+    const patient = this.store;
     this.location = `s3://${where.bucket}${where.prefix ? `/${where.prefix}` : ''}`;
     const prefix = where.prefix ? `${where.prefix}/` : '';
     this.keyOf = (relPath) => `${prefix}${relPath.split('\\').join('/')}`;
@@ -58,6 +67,11 @@ export class BucketSink implements OutputSink {
       urlOf: (relPath) => `s3://${where.bucket}/${this.keyOf(relPath)}`,
       publish: (out, signal) => this.publish(out, signal),
       dropLocal: (relPath) => this.dropLocal(relPath),
+      isStaged: (relPath) => existsSync(this.staging.localPath(relPath)),
+      get trouble() {
+        return patient.trouble;
+      },
+      watch: (listener) => patient.watch(listener),
     };
   }
 
@@ -106,7 +120,7 @@ export class BucketSink implements OutputSink {
         await this.store.putReplace(
           this.keyOf(relPath),
           { path, bytes: size, contentType: contentTypeOf(relPath) },
-          signal,
+          { signal },
         );
       } finally {
         await rm(path, { force: true });
@@ -183,7 +197,7 @@ export class BucketSink implements OutputSink {
   private async publish(out: StagedOutput, signal?: AbortSignal): Promise<string> {
     const key = this.keyOf(out.path);
     const url = this.publishing.urlOf(out.path);
-    const there = await this.store.head(key, signal);
+    const there = await this.store.head(key, { signal });
     if (there) return this.sameOrTaken(there, out, url);
     const path = this.staging.localPath(out.path);
     // Gone since it was saved (a resume found it lost and downloads it again): that download publishes it.
@@ -195,8 +209,8 @@ export class BucketSink implements OutputSink {
       sha256: out.sha256,
       contentType: out.contentType ?? contentTypeOf(out.path),
     };
-    const put = await this.store.putNew(key, source, signal);
-    const now = await this.store.head(key, signal);
+    const put = await this.store.putNew(key, source, { signal });
+    const now = await this.store.head(key, { signal });
     if (!now) throw new ObjectStoreError(`${url} was put but is not there`, 'failed', 'NOT_THERE');
     if (put === 'exists') return this.sameOrTaken(now, out, url);
     if (now.size !== out.bytes || now.sha256 !== out.sha256)
@@ -252,15 +266,22 @@ function contentTypeOf(relPath: string): string {
 
 /** What to tell the user when the bucket cannot be written: by the store's answer. */
 export function bucketProblem(location: string, error: unknown): SinkProblem {
-  const e = error as ObjectStoreError;
-  const code = e.code ?? 'WRITE_FAILED';
-  const what =
-    e.fault === 'no-bucket'
-      ? 'the bucket does not exist: create it, or give another --out s3://BUCKET/PREFIX'
-      : e.fault === 'denied'
-        ? 'the credentials may not write there, or none were found: check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (or AWS_PROFILE), AWS_REGION and the bucket policy'
-        : e.fault === 'unreachable'
-          ? 'nothing answered: check AWS_ENDPOINT_URL (or the network) and the region'
-          : 'check the endpoint, the region and the credentials';
-  return { code, message: `cannot write to ${location} (${code}): ${what}` };
+  const e = error instanceof ObjectStoreError ? error : undefined;
+  const code = e?.code ?? 'WRITE_FAILED';
+  return { code, message: `cannot write to ${location} (${code}): ${whatToDo(e)}` };
+}
+
+/** A bucket's fault in a user's words: what it said, and what to do. */
+export function bucketProblemText(error: ObjectStoreError): string {
+  return `${error.message}: ${whatToDo(error)}`;
+}
+
+function whatToDo(e: ObjectStoreError | undefined): string {
+  return e?.fault === 'no-bucket'
+    ? 'the bucket does not exist: create it, or give another --out s3://BUCKET/PREFIX'
+    : e?.fault === 'denied'
+      ? 'the credentials may not write there, or none were found: check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (or AWS_PROFILE), AWS_REGION and the bucket policy'
+      : e?.fault === 'unreachable' || e?.fault === 'slow-down'
+        ? 'it answered nothing but faults for --unreachable-minutes: check AWS_ENDPOINT_URL (or the network) and the region'
+        : 'check the endpoint, the region and the credentials';
 }

@@ -17,26 +17,34 @@ export interface ObjectSource {
   contentType: string;
 }
 
+/** How one call is made: what ends it (an interrupt, or the idle clock), and a tick for each stretch of bytes that moves. */
+export interface StoreCall {
+  signal?: AbortSignal | undefined;
+  /** Bytes of a body moved (sent or taken): the request is not silent. */
+  progress?: (() => void) | undefined;
+}
+
 /**
  * The few operations genbatch asks of an S3-compatible bucket, keys being
  * full object keys. One implementation speaks S3 through the AWS SDK; tests
- * give fakes that slow down, go silent or refuse.
+ * give fakes that slow down, go silent or refuse. Each is one attempt: the
+ * PatientStore in front of it rides out the bucket's faults.
  */
 export interface ObjectStore {
   readonly bucket: string;
   /** The object under `key`, or undefined when there is none. */
-  head(key: string, signal?: AbortSignal): Promise<StoredObject | undefined>;
+  head(key: string, call?: StoreCall): Promise<StoredObject | undefined>;
   /**
    * Puts the file under `key` only where no object is ('created'); 'exists'
    * when the store says one is there (If-None-Match). A store that ignores
    * the condition overwrites: callers look first (head).
    */
-  putNew(key: string, source: ObjectSource, signal?: AbortSignal): Promise<'created' | 'exists'>;
+  putNew(key: string, source: ObjectSource, call?: StoreCall): Promise<'created' | 'exists'>;
   /** Puts (or replaces) a small object: the results, the gallery, the owner marker. */
-  putReplace(key: string, source: Omit<ObjectSource, 'sha256'>, signal?: AbortSignal): Promise<void>;
+  putReplace(key: string, source: Omit<ObjectSource, 'sha256'>, call?: StoreCall): Promise<void>;
   /** The object's bytes (all, or a range), or undefined when there is none. */
-  get(key: string, range?: ByteRange): Promise<{ size: number; body: Readable } | undefined>;
-  delete(key: string): Promise<void>;
+  get(key: string, range?: ByteRange, call?: StoreCall): Promise<{ size: number; body: Readable } | undefined>;
+  delete(key: string, call?: StoreCall): Promise<void>;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import type { Readable } from 'node:stream';
+import { type Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import {
   DeleteObjectCommand,
@@ -12,7 +12,13 @@ import {
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import type { ByteRange } from '../sink.js';
-import { ObjectStoreError, type ObjectSource, type ObjectStore, type StoredObject } from './object-store.js';
+import {
+  ObjectStoreError,
+  type ObjectSource,
+  type ObjectStore,
+  type StoreCall,
+  type StoredObject,
+} from './object-store.js';
 
 /** Files up to this size go in one PUT with Content-MD5 (the store checks the bytes); larger ones in parts. */
 const SINGLE_PUT_MAX = 16 * 1024 * 1024;
@@ -48,10 +54,10 @@ export class S3ObjectStore implements ObjectStore {
     this.client = createClient(clientConfig(options.env ?? process.env, options.idleMs));
   }
 
-  async head(key: string, signal?: AbortSignal): Promise<StoredObject | undefined> {
+  async head(key: string, call: StoreCall = {}): Promise<StoredObject | undefined> {
     try {
       const head = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }), {
-        abortSignal: signal,
+        abortSignal: call.signal,
       });
       return { size: head.ContentLength ?? 0, sha256: head.Metadata?.[SHA256_META] };
     } catch (error) {
@@ -60,7 +66,7 @@ export class S3ObjectStore implements ObjectStore {
     }
   }
 
-  async putNew(key: string, source: ObjectSource, signal?: AbortSignal): Promise<'created' | 'exists'> {
+  async putNew(key: string, source: ObjectSource, call: StoreCall = {}): Promise<'created' | 'exists'> {
     const params = {
       Bucket: this.bucket,
       Key: key,
@@ -75,21 +81,21 @@ export class S3ObjectStore implements ObjectStore {
         await this.client.send(
           new PutObjectCommand({
             ...params,
-            Body: createReadStream(source.path),
+            Body: bodyOf(source.path, call.progress),
             ContentLength: source.bytes,
             ContentMD5: md5,
           }),
-          { abortSignal: signal },
+          { abortSignal: call.signal },
         );
       } else {
         const upload = new Upload({
           client: this.client,
-          params: { ...params, Body: createReadStream(source.path), ContentLength: source.bytes },
+          params: { ...params, Body: bodyOf(source.path, call.progress), ContentLength: source.bytes },
           partSize: PART_SIZE,
           queueSize: PARTS_AT_ONCE,
           leavePartsOnError: false,
         });
-        await uploadWithin(upload, signal);
+        await uploadWithin(upload, call.signal);
       }
       return 'created';
     } catch (error) {
@@ -98,7 +104,7 @@ export class S3ObjectStore implements ObjectStore {
     }
   }
 
-  async putReplace(key: string, source: Omit<ObjectSource, 'sha256'>, signal?: AbortSignal): Promise<void> {
+  async putReplace(key: string, source: Omit<ObjectSource, 'sha256'>, call: StoreCall = {}): Promise<void> {
     try {
       const upload = new Upload({
         client: this.client,
@@ -106,20 +112,20 @@ export class S3ObjectStore implements ObjectStore {
           Bucket: this.bucket,
           Key: key,
           ContentType: source.contentType,
-          Body: createReadStream(source.path),
+          Body: bodyOf(source.path, call.progress),
           ContentLength: source.bytes,
         },
         partSize: PART_SIZE,
         queueSize: PARTS_AT_ONCE,
         leavePartsOnError: false,
       });
-      await uploadWithin(upload, signal);
+      await uploadWithin(upload, call.signal);
     } catch (error) {
       throw asStoreError(error, `PUT s3://${this.bucket}/${key}`);
     }
   }
 
-  async get(key: string, range?: ByteRange): Promise<{ size: number; body: Readable } | undefined> {
+  async get(key: string, range?: ByteRange, call: StoreCall = {}): Promise<{ size: number; body: Readable } | undefined> {
     try {
       const got = await this.client.send(
         new GetObjectCommand({
@@ -127,6 +133,7 @@ export class S3ObjectStore implements ObjectStore {
           Key: key,
           ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}),
         }),
+        { abortSignal: call.signal },
       );
       const total = /\/(\d+)$/.exec(got.ContentRange ?? '')?.[1];
       return { size: total ? Number(total) : (got.ContentLength ?? 0), body: got.Body as Readable };
@@ -136,9 +143,9 @@ export class S3ObjectStore implements ObjectStore {
     }
   }
 
-  async delete(key: string): Promise<void> {
+  async delete(key: string, call: StoreCall = {}): Promise<void> {
     try {
-      await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }));
+      await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }), { abortSignal: call.signal });
     } catch (error) {
       throw asStoreError(error, `DELETE s3://${this.bucket}/${key}`);
     }
@@ -199,6 +206,20 @@ async function uploadWithin(upload: Upload, signal: AbortSignal | undefined): Pr
   }
 }
 
+/** The file as a request body, ticking `progress` as the request takes each chunk (a socket that takes none is silent). */
+function bodyOf(path: string, progress: (() => void) | undefined): Readable {
+  const file = createReadStream(path);
+  if (!progress) return file;
+  const counted = new Transform({
+    transform(chunk, _encoding, done) {
+      progress();
+      done(null, chunk);
+    },
+  });
+  file.on('error', (error) => counted.destroy(error));
+  return file.pipe(counted);
+}
+
 async function md5Of(path: string): Promise<string> {
   const hash = createHash('md5');
   await pipeline(createReadStream(path), hash);
@@ -223,6 +244,7 @@ const DENIED = new Set([
   'ExpiredToken',
   'CredentialsProviderError',
 ]);
+const LOCAL = new Set(['ENOENT', 'EACCES', 'EISDIR', 'EMFILE']);
 const UNREACHABLE = new Set([
   'ECONNREFUSED',
   'ECONNRESET',
@@ -246,6 +268,8 @@ export function asStoreError(error: unknown, what: string): ObjectStoreError {
   if (name === 'NoSuchBucket') return new ObjectStoreError(said, 'no-bucket', name, { cause: error });
   // No region, no credentials found: nothing reached the bucket, and waiting will not mend it.
   const unconfigured = status === undefined && /region is missing|credential/i.test((error as Error).message ?? '');
+  // The local file to send is gone or unreadable: no fault of the bucket's, and waiting will not mend it.
+  if (code && LOCAL.has(code)) return new ObjectStoreError(said, 'failed', code, { cause: error });
   if (DENIED.has(name) || status === 401 || status === 403 || unconfigured)
     return new ObjectStoreError(said, 'denied', name, { cause: error });
   if (status === undefined || UNREACHABLE.has(name) || (code && UNREACHABLE.has(code)))

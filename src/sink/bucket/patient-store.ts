@@ -1,0 +1,251 @@
+import { Readable } from 'node:stream';
+import type { ByteRange } from '../sink.js';
+import {
+  ObjectStoreError,
+  type ObjectSource,
+  type ObjectStore,
+  type StoreCall,
+  type StoredObject,
+} from './object-store.js';
+
+/** The first backoff after a fault, and the longest: doubled each time in between, half of it jittered. */
+const FIRST_BACKOFF_MS = 200;
+const LONGEST_BACKOFF_MS = 15_000;
+
+/** How long the bucket's faults are ridden out. */
+export interface Patience {
+  /** A request that moves no byte for this long is abandoned and sent again (--idle-timeout). */
+  idleMs: number;
+  /** The bucket answering nothing but faults for this long: a call gives up (--unreachable-minutes). */
+  unreachableMs: number;
+  now?: () => number;
+  random?: () => number;
+}
+
+/** The bucket has answered nothing but faults since `since` (the last one: `code`); calls give up at `givesUpAt`. */
+export interface BucketTrouble {
+  since: number;
+  givesUpAt: number;
+  code: string;
+}
+
+/** Faults that waiting mends: "slow down", and no answer (refused, reset, silent). */
+const PASSING: ReadonlySet<ObjectStoreError['fault']> = new Set(['slow-down', 'unreachable']);
+
+/**
+ * The one fault policy of every call to a bucket, in front of the store that
+ * speaks to it: a slow-down (503, 500, 429), a refused or reset connection
+ * and a request that moves no byte for `idleMs` (a silent connect, answer or
+ * body, whatever the SDK's own timeouts do) are backed off with jitter and
+ * sent again, until the bucket has answered nothing else for
+ * `unreachableMs`; a denial, a missing bucket or any other answer is thrown
+ * at once. The trouble is the bucket's, not one call's: every call shares
+ * since when it lasts, and any answer ends it. A body being read that goes
+ * silent or is cut is taken up again from its next byte.
+ */
+export class PatientStore implements ObjectStore {
+  readonly bucket: string;
+  private troubleSince: number | undefined;
+  private lastCode = '';
+  private readonly listeners = new Set<(trouble: BucketTrouble | undefined) => void>();
+  private readonly now: () => number;
+  private readonly random: () => number;
+
+  constructor(
+    private readonly inner: ObjectStore,
+    private readonly patience: Patience,
+  ) {
+    this.bucket = inner.bucket;
+    this.now = patience.now ?? Date.now;
+    this.random = patience.random ?? Math.random;
+  }
+
+  /** While the bucket answers nothing but faults: since when, and when calls give up. */
+  get trouble(): BucketTrouble | undefined {
+    if (this.troubleSince === undefined) return undefined;
+    return {
+      since: this.troubleSince,
+      givesUpAt: this.troubleSince + this.patience.unreachableMs,
+      code: this.lastCode,
+    };
+  }
+
+  /** Hears the trouble begin (and each new fault in it) and end (undefined). */
+  watch(listener: (trouble: BucketTrouble | undefined) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  head(key: string, call?: StoreCall): Promise<StoredObject | undefined> {
+    return this.call(call, (c) => this.inner.head(key, c));
+  }
+
+  putNew(key: string, source: ObjectSource, call?: StoreCall): Promise<'created' | 'exists'> {
+    return this.call(call, (c) => this.inner.putNew(key, source, c));
+  }
+
+  putReplace(key: string, source: Omit<ObjectSource, 'sha256'>, call?: StoreCall): Promise<void> {
+    return this.call(call, (c) => this.inner.putReplace(key, source, c));
+  }
+
+  delete(key: string, call?: StoreCall): Promise<void> {
+    return this.call(call, (c) => this.inner.delete(key, c));
+  }
+
+  async get(key: string, range?: ByteRange, call?: StoreCall): Promise<{ size: number; body: Readable } | undefined> {
+    const got = await this.call(call, (c) => this.inner.get(key, range, c));
+    if (!got) return undefined;
+    const from = range?.start ?? 0;
+    const to = range ? Math.min(range.end, got.size - 1) : got.size - 1;
+    return { size: got.size, body: Readable.from(this.bodyOf(key, got.body, from, to, call?.signal)) };
+  }
+
+  /** The body's bytes `from`..`to`: taken up again from the next byte when it goes silent or is cut. */
+  private async *bodyOf(
+    key: string,
+    first: Readable,
+    from: number,
+    to: number,
+    signal: AbortSignal | undefined,
+  ): AsyncGenerator<Buffer> {
+    let at = from;
+    let body = first;
+    for (;;) {
+      try {
+        for await (const chunk of untilSilent(body, this.patience.idleMs)) {
+          at += chunk.length;
+          yield chunk;
+        }
+        if (at > to) return;
+        throw new ObjectStoreError(`GET ${key}: the body ended after ${at - from} bytes`, 'unreachable', 'ECONNRESET');
+      } catch (error) {
+        body.destroy();
+        const fault = asFault(error, `GET ${key}`);
+        if (signal?.aborted || !PASSING.has(fault.fault)) throw fault;
+        await this.waitOut(fault, signal);
+        const rest = await this.call({ signal }, (c) => this.inner.get(key, { start: at, end: to }, c));
+        if (!rest) throw new ObjectStoreError(`GET ${key}: the object is gone`, 'failed', 'NoSuchKey');
+        body = rest.body;
+      }
+    }
+  }
+
+  /** One call, sent again after each passing fault until it is answered or the bucket's trouble has lasted too long. */
+  private async call<T>(call: StoreCall | undefined, attempt: (call: StoreCall) => Promise<T>): Promise<T> {
+    const signal = call?.signal;
+    for (let tries = 0; ; tries++) {
+      try {
+        const value = await this.untilIdle(signal, attempt);
+        this.answered();
+        return value;
+      } catch (error) {
+        const fault = asFault(error, 'a bucket call');
+        if (signal?.aborted) throw error;
+        if (!PASSING.has(fault.fault)) {
+          // A refusal is an answer: the bucket is there.
+          this.answered();
+          throw fault;
+        }
+        await this.waitOut(fault, signal, tries);
+      }
+    }
+  }
+
+  /** A passing fault: the trouble goes on (said to the watchers); the backoff is slept, or the call gives up. */
+  private async waitOut(fault: ObjectStoreError, signal: AbortSignal | undefined, tries = 0): Promise<void> {
+    const now = this.now();
+    this.troubleSince ??= now;
+    this.lastCode = fault.code;
+    const trouble = this.trouble!;
+    for (const listener of this.listeners) listener(trouble);
+    if (now >= trouble.givesUpAt)
+      throw new ObjectStoreError(
+        `${fault.message}; the bucket has answered nothing but faults since ${new Date(trouble.since).toISOString()} (--unreachable-minutes)`,
+        'unreachable',
+        fault.code,
+        { cause: fault },
+      );
+    const step = Math.min(LONGEST_BACKOFF_MS, FIRST_BACKOFF_MS * 2 ** Math.min(tries, 16));
+    const wait = Math.min(trouble.givesUpAt - now, step / 2 + (this.random() * step) / 2);
+    await sleep(wait, signal);
+  }
+
+  private answered(): void {
+    if (this.troubleSince === undefined) return;
+    this.troubleSince = undefined;
+    for (const listener of this.listeners) listener(undefined);
+  }
+
+  /** One attempt, abandoned when it moves no byte for the idle timeout (its own timeouts may never fire). */
+  private untilIdle<T>(signal: AbortSignal | undefined, attempt: (call: StoreCall) => Promise<T>): Promise<T> {
+    const { idleMs } = this.patience;
+    const ends = new AbortController();
+    const interrupt = () => ends.abort(signal?.reason);
+    signal?.addEventListener('abort', interrupt, { once: true });
+    let timer: NodeJS.Timeout | undefined;
+    return new Promise<T>((resolve, reject) => {
+      const silent = () => {
+        const error = new ObjectStoreError(`no byte for ${idleMs / 1000} s`, 'unreachable', 'IDLE_TIMEOUT');
+        ends.abort(error);
+        reject(error);
+      };
+      const arm = () => {
+        clearTimeout(timer);
+        timer = setTimeout(silent, idleMs);
+      };
+      arm();
+      if (signal?.aborted) return reject(signal.reason);
+      // An attempt abandoned here may settle later: it is heard (never unhandled) and ignored.
+      attempt({ signal: ends.signal, progress: arm }).then(resolve, reject);
+    }).finally(() => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', interrupt);
+    });
+  }
+}
+
+/** The chunks of `body`, failing once none has come for `idleMs` while one was awaited (a slow reader is not silence). */
+async function* untilSilent(body: Readable, idleMs: number): AsyncGenerator<Buffer> {
+  const chunks = body[Symbol.asyncIterator]();
+  for (;;) {
+    const timer = setTimeout(
+      () => body.destroy(new ObjectStoreError(`no byte for ${idleMs / 1000} s`, 'unreachable', 'IDLE_TIMEOUT')),
+      idleMs,
+    );
+    let next: IteratorResult<Buffer>;
+    try {
+      next = await chunks.next();
+    } finally {
+      clearTimeout(timer);
+    }
+    if (next.done) return;
+    yield next.value;
+  }
+}
+
+/** Any error of a call as a store's fault: one not classed by the store (a socket's own, a stream's) is no answer. */
+function asFault(error: unknown, what: string): ObjectStoreError {
+  if (error instanceof ObjectStoreError) return error;
+  const e = error as { code?: string; name?: string; message?: string };
+  const code = e.code ?? e.name ?? 'Error';
+  // A local file that cannot be read is no fault of the bucket's.
+  if (code === 'ENOENT' || code === 'EACCES' || code === 'EISDIR')
+    return new ObjectStoreError(`${what}: ${e.message ?? code}`, 'failed', code, { cause: error });
+  return new ObjectStoreError(`${what}: ${e.message ?? code}`, 'unreachable', code, { cause: error });
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const done = () => {
+      signal?.removeEventListener('abort', stop);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    const stop = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    signal?.addEventListener('abort', stop, { once: true });
+  });
+}
