@@ -32,10 +32,8 @@ export interface LiveFacts {
   credits: { charged: number; refunded: number };
   /** Seconds to go, when known. */
   etaSeconds: number | undefined;
-  /** Submissions wait until then (for the daily cap, unless `waitingFor` says what). */
+  /** Submissions wait for the daily cap until then. */
   waitingUntil: number | undefined;
-  /** What submissions wait for until `waitingUntil`. */
-  waitingFor?: string | undefined;
   /** The bucket answers nothing but faults since then; its calls give up at `givesUpAt`. */
   bucket?: { since: number; givesUpAt: number } | undefined;
   /** Paused from another shell since then. */
@@ -67,7 +65,7 @@ export function liveLine(f: LiveFacts, columns = Infinity): string {
     );
   else if (f.waitingUntil !== undefined && f.waitingUntil > f.now) {
     parts.push(
-      `waiting for ${f.waitingFor ?? 'the daily cap'} until ${localTime(f.waitingUntil)} (in ${formatDuration((f.waitingUntil - f.now) / 1000)})`,
+      `waiting for the daily cap until ${localTime(f.waitingUntil)} (in ${formatDuration((f.waitingUntil - f.now) / 1000)})`,
     );
   } else if (f.etaSeconds !== undefined && finished < f.total) parts.push(`ETA ${formatDuration(f.etaSeconds)}`);
   // In flight: what holds a slot. A resend waiting for its time holds none, and is said apart.
@@ -125,7 +123,6 @@ export class Progress {
   private submittedAt: number[] = [];
   private eta: { seconds: number | undefined; at: number; keys?: LiveFacts['keys'] } = { seconds: undefined, at: 0 };
   private waitingUntil: number | undefined;
-  private waitingFor: string | undefined;
   private bucket: LiveFacts['bucket'];
   private pausedSince: number | undefined;
   /** Outputs going to a bucket: saved and not yet published (counted from the state once, then by the events). */
@@ -190,7 +187,6 @@ export class Progress {
     } else if (event.kind === 'waiting') {
       if (event.untilMs === this.waitingUntil) return;
       this.waitingUntil = event.untilMs;
-      this.waitingFor = event.reason;
       this.say(`waiting for ${event.reason} until ${localTime(event.untilMs)}`);
     } else if (event.kind === 'bucket-outage') {
       if (event.phase === 'down') {
@@ -242,7 +238,6 @@ export class Progress {
       credits: this.store.attempts.totals(),
       etaSeconds: this.eta.seconds,
       waitingUntil: this.waitingUntil,
-      waitingFor: this.waitingFor,
       bucket: this.bucket,
       pausedSince: this.pausedSince,
       pace: { ...this.pace, sent: this.submittedAt.length },

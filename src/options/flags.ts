@@ -108,7 +108,7 @@ export const RUN_FLAGS = {
   }),
   unreachableMinutes: spec({
     flags: '--unreachable-minutes <m>',
-    help: 'exit 4 after the service has answered nothing for this long (decimals allowed); a shorter outage is waited out',
+    help: 'exit 4 after the service (or the bucket of --out s3://...) has answered nothing but faults for this long (decimals allowed); a shorter outage is waited out',
     parse: positiveNumber,
     default: 30,
   }),
@@ -134,7 +134,7 @@ export const RUN_FLAGS = {
   }),
   idleTimeout: spec({
     flags: '--idle-timeout <s>',
-    help: 'abandon a download or upload that moves no byte for this long, and try it again (decimals allowed)',
+    help: 'abandon a download, an upload or a bucket request that moves no byte for this long, and send it again (decimals allowed)',
     parse: positiveNumber,
     default: 30,
   }),

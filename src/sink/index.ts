@@ -1,6 +1,7 @@
 export { FolderSink, OutputExistsError, openFolderFile, type FolderFile } from './folder.js';
 export { OWNER_FILE, OutputsTakenError } from './owner.js';
 export type {
+  BucketTrouble,
   ByteRange,
   OpenedFile,
   OutputCheck,
@@ -13,7 +14,13 @@ export type {
   SinkWriter,
 } from './sink.js';
 export { BucketSink, ObjectTakenError, bucketProblemText } from './bucket/bucket-sink.js';
-export { ObjectStoreError, type ObjectStore, type ObjectSource, type StoreCall, type StoredObject } from './bucket/object-store.js';
+export {
+  ObjectStoreError,
+  type ObjectStore,
+  type ObjectSource,
+  type StoreCall,
+  type StoredObject,
+} from './bucket/object-store.js';
 export { openOutputSink, stagingDirFor } from './open.js';
-export { PatientStore, type BucketTrouble, type Patience } from './bucket/patient-store.js';
+export { PatientStore, type Patience } from './bucket/patient-store.js';
 export { bucketSecretsIn } from './bucket/secrets.js';

@@ -1,5 +1,4 @@
 import type { Readable } from 'node:stream';
-import type { BucketTrouble } from './bucket/patient-store.js';
 
 /**
  * Where verified outputs go, and where the results that describe them are
@@ -103,6 +102,13 @@ export type OutputCheck =
   /** Touched since (its modification time moved) but still the same bytes. */
   | { verdict: 'same-bytes'; mtimeMs: number }
   | { verdict: 'missing' | 'resized' | 'altered' };
+
+/** The bucket has answered nothing but faults since `since` (the last one: `code`); its calls give up at `givesUpAt`. */
+export interface BucketTrouble {
+  since: number;
+  givesUpAt: number;
+  code: string;
+}
 
 export interface ByteRange {
   start: number;

@@ -49,7 +49,9 @@ export class Derivatives {
          bytes = @bytes, sha256 = @sha256, made_at = @made_at, published_at = @published_at,
          published_to = NULL, publish_error = NULL`,
     );
-    this.forgetStmt = db.prepare('DELETE FROM derivatives WHERE job_id = ? AND idx = ? AND path = ? AND published_at IS NULL');
+    this.forgetStmt = db.prepare(
+      'DELETE FROM derivatives WHERE job_id = ? AND idx = ? AND path = ? AND published_at IS NULL',
+    );
     this.unpublishedStmt = db.prepare<[], Pick<DerivativeRow, 'job_id' | 'idx' | 'path'>>(
       'SELECT job_id, idx, path FROM derivatives WHERE published_at IS NULL',
     );

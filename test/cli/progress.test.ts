@@ -119,6 +119,21 @@ describe('the live line', () => {
     expect(liveLine(f, 80)).not.toContain('ETA');
   });
 
+  it('names the bucket as the wait while it answers nothing but faults, with since when and when it gives up, not the daily cap', () => {
+    const since = Date.parse('2026-11-23T10:00:00Z');
+    const f = facts({
+      bucket: { since, givesUpAt: since + 30 * 60_000 },
+      waitingUntil: Date.parse('2026-11-23T13:12:00Z'),
+      unpublished: 35,
+    });
+    const line = liveLine(f);
+    expect(line).toContain(
+      `waiting for the bucket since ${localTime(since)} (gives up at ${localTime(since + 30 * 60_000)})`,
+    );
+    expect(line).not.toContain('daily cap');
+    expect(line).toContain('to publish 35');
+  });
+
   it('with several keys, ends with each key’s open items by the start of its fingerprint, the first part to give way', () => {
     const f = facts({
       keys: [
@@ -175,7 +190,7 @@ describe('on a terminal', () => {
         .filter(Boolean);
       expect(frames.length).toBeGreaterThan(1);
       for (const frame of frames.filter((f) => !f.startsWith('waiting for'))) expect(frame.length).toBeLessThan(40);
-      expect(frames.at(-1)).toMatch(/^0% · waiting for the daily credit cap/);
+      expect(frames.at(-1)).toMatch(/^0% · waiting for the daily cap until/);
     } finally {
       store.close();
     }

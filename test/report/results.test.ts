@@ -116,7 +116,7 @@ describe('metadata sidecars', () => {
 });
 
 describe('a report that cannot be written', () => {
-  it("does not change the run's outcome: the run says so and report writes it later", async () => {
+  it('ends the run with exit 4 (the results are owed like outputs); report, or the same command, writes them later', async () => {
     const t = await startTestSim({ timeScale: 600 });
     const ws = workspace(
       t.sim,
@@ -125,15 +125,18 @@ describe('a report that cannot be written', () => {
     // A directory where the gallery goes: its rename fails.
     mkdirSync(join(ws.outDir, 'index.html'), { recursive: true });
     const res = await ws.run();
-    expect(res.code).toBe(0);
+    expect(res.code).toBe(4);
     expect(res.stdout).toMatch(/done 1\/1/);
     expect(res.stdout).toMatch(
-      /the results could not be written \(.*index\.html.*\); genbatch report writes them from the state once that is fixed/,
+      /the results could not be written \(.*index\.html.*\); the same command \(or genbatch report\) writes them from the state once that is fixed/,
     );
     expect(readdirSync(ws.outDir).filter((f) => f.endsWith('.tmp'))).toEqual([]);
     rmSync(join(ws.outDir, 'index.html'), { recursive: true });
     expect((await runCliInProcess(['report', 'm.yaml', '--html'], ws.env, ws.dir)).code).toBe(0);
     expect(readFileSync(join(ws.outDir, 'index.html'), 'utf8')).toContain('"id":"a"');
+    // The same command pays nothing and ends 0 once they are written.
+    expect((await ws.run()).code).toBe(0);
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(1);
   });
 });
 

@@ -81,9 +81,7 @@ function statusTable(s: Status, paint: Paint): string {
       ),
     );
   }
-  lines.push(...runLines(s), ...(s.publication ? [publicationLine(s.publication)] : []));
-  if (s.copies.missing)
-    lines.push(`web copies not made yet: ${num(s.copies.missing)} (run the same command to make them; nothing is paid)`);
+  lines.push(...runLines(s), ...deliveryLines(s));
   if (s.items.done > 0)
     lines.push(
       `review: ${num(s.review.approved)} approved, ${num(s.review.rejected)} rejected${s.review.rejectedByChecks ? ` (${num(s.review.rejectedByChecks)} by the manifest's checks)` : ''}, ${num(s.review.unreviewed)} unreviewed`,
@@ -248,6 +246,16 @@ function runLines(s: Status): string[] {
     ];
   if (run.sessions > 0) return [`not running; last active ${when(run.lastActiveAt)}`];
   return [];
+}
+
+/** What the outputs still owe: publication to the bucket, and web copies not made yet. */
+function deliveryLines(s: Status): string[] {
+  const lines = s.publication ? [publicationLine(s.publication)] : [];
+  if (s.copies.missing)
+    lines.push(
+      `web copies not made yet: ${num(s.copies.missing)} (run the same command to make them; nothing is paid)`,
+    );
+  return lines;
 }
 
 /** Outputs going to a bucket: how many are there, and what waits locally. */

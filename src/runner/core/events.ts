@@ -51,7 +51,15 @@ export type ItemEvent =
       ms: number;
     }
   /** One try at publishing an output (or its copy `copy`) failed (`retry`: tried again in this run, else by a later one). */
-  | { kind: 'publish-failed'; itemId: string; jobId: string; output: number; copy?: string; code: string; retry: boolean }
+  | {
+      kind: 'publish-failed';
+      itemId: string;
+      jobId: string;
+      output: number;
+      copy?: string;
+      code: string;
+      retry: boolean;
+    }
   /** The item reached a state this run leaves it in (done, failed, blocked, held, …). */
   | { kind: 'item-final'; itemId: string; state: string; code?: string; message?: string }
   | { kind: 'retrying'; itemId: string; attempt: number; reason: string };

@@ -141,7 +141,15 @@ export class Publisher {
     }
     const retry = this.triesAgain(out, fault, code);
     const copy = out.copy ? { copy: out.path } : {};
-    control.emit({ kind: 'publish-failed', itemId: out.item_id, jobId: out.job_id, output: out.idx, ...copy, code, retry });
+    control.emit({
+      kind: 'publish-failed',
+      itemId: out.item_id,
+      jobId: out.job_id,
+      output: out.idx,
+      ...copy,
+      code,
+      retry,
+    });
     logger?.warn({ item: out.item_id, output: out.path, code, error: message }, 'publication failed');
     if (fault !== 'failed') {
       // The bucket's own trouble, past what its policy rides out (or a denial): nothing more this run.

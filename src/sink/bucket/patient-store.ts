@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import type { ByteRange } from '../sink.js';
+import type { BucketTrouble, ByteRange } from '../sink.js';
 import {
   ObjectStoreError,
   type ObjectSource,
@@ -18,15 +18,10 @@ export interface Patience {
   idleMs: number;
   /** The bucket answering nothing but faults for this long: a call gives up (--unreachable-minutes). */
   unreachableMs: number;
+  /** The first backoff and the longest (tests shrink them): 200 ms and 15 s. */
+  backoffMs?: { first: number; longest: number };
   now?: () => number;
   random?: () => number;
-}
-
-/** The bucket has answered nothing but faults since `since` (the last one: `code`); calls give up at `givesUpAt`. */
-export interface BucketTrouble {
-  since: number;
-  givesUpAt: number;
-  code: string;
 }
 
 /** Faults that waiting mends: "slow down", and no answer (refused, reset, silent). */
@@ -80,8 +75,18 @@ export class PatientStore implements ObjectStore {
     return this.call(call, (c) => this.inner.head(key, c));
   }
 
+  /**
+   * Create-only, sent again only after a look finds nothing under the key: a
+   * put whose answer was lost may have landed, and a store that ignores
+   * If-None-Match (s3rver, some others) would take the resend over it.
+   */
   putNew(key: string, source: ObjectSource, call?: StoreCall): Promise<'created' | 'exists'> {
-    return this.call(call, (c) => this.inner.putNew(key, source, c));
+    let sent = false;
+    return this.call(call, async (c) => {
+      if (sent && (await this.inner.head(key, c))) return 'exists';
+      sent = true;
+      return this.inner.putNew(key, source, c);
+    });
   }
 
   putReplace(key: string, source: Omit<ObjectSource, 'sha256'>, call?: StoreCall): Promise<void> {
@@ -165,7 +170,8 @@ export class PatientStore implements ObjectStore {
         fault.code,
         { cause: fault },
       );
-    const step = Math.min(LONGEST_BACKOFF_MS, FIRST_BACKOFF_MS * 2 ** Math.min(tries, 16));
+    const { first, longest } = this.patience.backoffMs ?? { first: FIRST_BACKOFF_MS, longest: LONGEST_BACKOFF_MS };
+    const step = Math.min(longest, first * 2 ** Math.min(tries, 16));
     const wait = Math.min(trouble.givesUpAt - now, step / 2 + (this.random() * step) / 2);
     await sleep(wait, signal);
   }

@@ -125,7 +125,11 @@ export class S3ObjectStore implements ObjectStore {
     }
   }
 
-  async get(key: string, range?: ByteRange, call: StoreCall = {}): Promise<{ size: number; body: Readable } | undefined> {
+  async get(
+    key: string,
+    range?: ByteRange,
+    call: StoreCall = {},
+  ): Promise<{ size: number; body: Readable } | undefined> {
     try {
       const got = await this.client.send(
         new GetObjectCommand({

@@ -1,0 +1,124 @@
+import { createHash } from 'node:crypto';
+import { once } from 'node:events';
+import { describe, expect, it } from 'vitest';
+import { S3ObjectStore } from '../../src/sink/bucket/s3-store.js';
+import { Store } from '../../src/store/index.js';
+import { runCliInProcess, startCli } from '../helpers/cli.js';
+import { startBucketProxy } from '../helpers/bucket-proxy.js';
+import { imageManifest, readState, workspace } from '../helpers/run.js';
+import { startTestBucket } from '../helpers/s3.js';
+import { startTestSim } from '../helpers/sim.js';
+
+async function bytesOf(body: NodeJS.ReadableStream): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const c of body) chunks.push(Buffer.from(c as Buffer));
+  return Buffer.concat(chunks);
+}
+
+/** Waits for `done()` to hold, looking every 50 ms; fails with `what` after `ms`. */
+async function until(done: () => boolean | Promise<boolean>, what: () => string, ms = 30_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await done())) {
+    if (Date.now() > deadline) throw new Error(`not seen within ${ms} ms: ${what()}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('a real bucket through the AWS SDK, slowing down, refusing and going silent (s3rver behind a fault proxy)', () => {
+  it('every output and web copy lands once, verified; status names the bucket as the wait; exit 0 and no stack trace', {
+    timeout: 90_000,
+  }, async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const s3 = await startTestBucket();
+    const proxy = await startBucketProxy(s3.env);
+    const extra = 'derivatives: [{ format: webp, width: 96 }]\nchecks: { blank: true }\n';
+    const ws = workspace(
+      t.sim,
+      imageManifest(12, (i) => `product ${i}`, extra),
+    );
+    const env = { ...ws.env, ...proxy.env };
+    // About 15% of writes answered 503 SlowDown, and one 500.
+    let puts = 0;
+    proxy.decide = (method) => {
+      if (method !== 'PUT' && method !== 'POST') return 'pass';
+      puts++;
+      if (puts === 5) return 'internal-error';
+      return puts % 7 === 3 ? 'slow-down' : 'pass';
+    };
+    const run = startCli(ws.args(['--out', 's3://catalog/shop', '--idle-timeout', '0.5']), env, ws.dir);
+    await until(
+      () => s3.created.filter((k) => k.endsWith('.png')).length >= 3,
+      () => `three outputs in the bucket: ${run.output()}`,
+    );
+    // Nothing listens for a second, then every request is read and never answered for two.
+    await proxy.refuseFor(1_000);
+    proxy.decide = () => 'silent';
+    // status, from another process, says the run waits for the bucket: since when, and until when it keeps trying.
+    let said: { since: string; givesUpAt: string } | null = null;
+    await until(
+      async () => {
+        const status = await runCliInProcess(['status', 'm.yaml', '--json'], ws.env, ws.dir);
+        said = JSON.parse(status.stdout).run.bucket;
+        return said !== null;
+      },
+      () => `status naming the bucket: ${run.output()}`,
+    );
+    expect(Date.parse(said!.givesUpAt) - Date.parse(said!.since)).toBe(30 * 60_000);
+    await new Promise((r) => setTimeout(r, 2_000));
+    proxy.decide = () => 'pass';
+    const [code] = (await once(run.child, 'exit')) as [number];
+    const output = run.output();
+    expect(code, output).toBe(0);
+    expect(output).not.toMatch(/^\s+at /m);
+    expect(output).toMatch(/the bucket answers nothing but faults/);
+    expect(output).toMatch(/the bucket answers again/);
+    expect(output).toContain('12 outputs and 12 web copies published to s3://catalog/shop');
+    expect(proxy.seen['slow-down']).toBeGreaterThan(0);
+    expect(proxy.seen.silent).toBeGreaterThan(0);
+
+    // Each object once, with the sha256 the state recorded.
+    const bucket = new S3ObjectStore({ bucket: 'catalog', idleMs: 5_000, env: s3.env });
+    const store = Store.open(ws.statePath);
+    try {
+      const outputs = readState(ws.statePath).outputs as unknown as { job_id: string; idx: number; path: string }[];
+      expect(outputs).toHaveLength(12);
+      for (const o of outputs) {
+        const files = [o.path, ...store.derivatives.ofOutput(o.job_id, o.idx).map((d) => d.path)];
+        expect(files).toHaveLength(2);
+        for (const path of files) {
+          const got = (await bucket.get(`shop/${path}`))!;
+          const sha = createHash('sha256')
+            .update(await bytesOf(got.body))
+            .digest('hex');
+          expect((await bucket.head(`shop/${path}`))?.sha256, path).toBe(sha);
+        }
+      }
+    } finally {
+      store.close();
+    }
+    const objects = s3.created.filter((k) => /\.(png|webp)$/.test(k));
+    expect(objects).toHaveLength(24);
+    expect(new Set(objects).size).toBe(24);
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(12);
+  });
+
+  it('a SlowDown on the write check at the start is ridden out, not a refusal of the run', {
+    timeout: 60_000,
+  }, async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const s3 = await startTestBucket();
+    const proxy = await startBucketProxy(s3.env);
+    const ws = workspace(t.sim, imageManifest(2));
+    // The first three writes (the probe's among them) are told to slow down.
+    let writes = 0;
+    proxy.decide = (method) => (method === 'PUT' && ++writes <= 3 ? 'slow-down' : 'pass');
+    const result = await runCliInProcess(
+      ws.args(['--out', 's3://catalog/spring']),
+      { ...ws.env, ...proxy.env },
+      ws.dir,
+    );
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toContain('2 outputs published to s3://catalog/spring');
+    expect(proxy.seen['slow-down']).toBe(3);
+  });
+});

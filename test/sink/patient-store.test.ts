@@ -1,0 +1,187 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough, type Readable } from 'node:stream';
+import { buffer } from 'node:stream/consumers';
+import { describe, expect, it } from 'vitest';
+import { asStoreError } from '../../src/sink/bucket/s3-store.js';
+import { ObjectStoreError, PatientStore, type BucketTrouble, type StoreCall } from '../../src/sink/index.js';
+import type { ByteRange } from '../../src/sink/sink.js';
+import { FakeBucket } from '../helpers/fake-bucket.js';
+
+const FAST = { idleMs: 100, unreachableMs: 5_000 };
+
+/** An error as the AWS SDK throws it, classed as the S3 store classes it. */
+function sdk(name: string, status?: number, code?: string): ObjectStoreError {
+  const raw = Object.assign(new Error(`${name} said`), { name, ...(code ? { code } : {}) });
+  return asStoreError(Object.assign(raw, { $metadata: { httpStatusCode: status } }), 'PUT s3://catalog/x');
+}
+
+/** Every way a real bucket fails a call and waiting mends it. */
+const PASSING = {
+  'a 503 SlowDown': () => sdk('SlowDown', 503),
+  'a 500': () => sdk('InternalError', 500),
+  'a 429': () => sdk('TooManyRequests', 429),
+  'a refused connection': () => sdk('Error', undefined, 'ECONNREFUSED'),
+  'a reset connection': () => sdk('Error', undefined, 'ECONNRESET'),
+};
+
+function source(): { path: string; bytes: number; sha256: string; contentType: string } {
+  const path = join(mkdtempSync(join(tmpdir(), 'genbatch-patient-')), 'a.png');
+  writeFileSync(path, 'png bytes');
+  return { path, bytes: 9, sha256: 'f'.repeat(64), contentType: 'image/png' };
+}
+
+describe('every bucket call rides out the faults that pass', () => {
+  for (const [how, fault] of Object.entries(PASSING))
+    it(`${how}: backed off and sent again, once per fault, and the trouble is said begun and ended`, async () => {
+      const bucket = new FakeBucket();
+      let calls = 0;
+      let looks = 0;
+      bucket.fault = (op) => {
+        if (op === 'head') looks++;
+        if (op !== 'putNew') return undefined;
+        return ++calls <= 2 ? fault() : undefined;
+      };
+      const store = new PatientStore(bucket, FAST);
+      const said: (BucketTrouble | undefined)[] = [];
+      store.watch((t) => said.push(t));
+      expect(await store.putNew('spring/a.png', source())).toBe('created');
+      expect(calls).toBe(3);
+      // Each resend of a create-only put looks first: the lost answer of one that landed is not put again.
+      expect(looks).toBe(2);
+      expect(bucket.puts).toEqual(['spring/a.png']);
+      expect(said).toHaveLength(3);
+      expect(said[0]!.givesUpAt - said[0]!.since).toBe(FAST.unreachableMs);
+      expect(said.at(-1)).toBeUndefined();
+      expect(store.trouble).toBeUndefined();
+    });
+
+  it('a request that gets no answer is abandoned after the idle timeout and sent again', async () => {
+    const bucket = new FakeBucket();
+    await bucket.putNew('spring/a.png', source());
+    let calls = 0;
+    bucket.fault = (op) => (op === 'head' && ++calls === 1 ? 'silent' : undefined);
+    const store = new PatientStore(bucket, FAST);
+    const started = Date.now();
+    expect(await store.head('spring/a.png')).toEqual({ size: 9, sha256: 'f'.repeat(64) });
+    expect(bucket.abandoned).toBe(1);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(FAST.idleMs);
+  });
+
+  it('an upload whose bytes keep moving is not silent, however long it takes', async () => {
+    const ticks: number[] = [];
+    const slow = {
+      bucket: 'catalog',
+      head: async () => undefined,
+      get: async () => undefined,
+      delete: async () => undefined,
+      putReplace: async () => undefined,
+      // Five ticks 60 ms apart: 300 ms in all, each gap under the 100 ms idle timeout.
+      putNew: async (_key: string, _src: unknown, call?: StoreCall) => {
+        for (let i = 0; i < 5; i++) {
+          await new Promise((r) => setTimeout(r, 60));
+          ticks.push(i);
+          call?.progress?.();
+        }
+        return 'created' as const;
+      },
+    };
+    expect(await new PatientStore(slow, FAST).putNew('k', source())).toBe('created');
+    expect(ticks).toHaveLength(5);
+  });
+
+  it('a body that goes silent or is cut is taken up from its next byte: the reader gets every byte once', async () => {
+    const bytes = Buffer.from(Array.from({ length: 10_000 }, (_, i) => i % 251));
+    const asked: (ByteRange | undefined)[] = [];
+    let served = 0;
+    const flaky = {
+      bucket: 'catalog',
+      head: async () => ({ size: bytes.length, sha256: undefined }),
+      delete: async () => undefined,
+      putNew: async () => 'created' as const,
+      putReplace: async () => undefined,
+      get: async (_key: string, range?: ByteRange) => {
+        asked.push(range);
+        const from = range?.start ?? 0;
+        const body = new PassThrough();
+        served++;
+        if (served === 1) {
+          // 3,000 bytes, then silence.
+          body.write(bytes.subarray(from, from + 3_000));
+        } else if (served === 2) {
+          // 2,000 more, then the connection is cut.
+          body.write(bytes.subarray(from, from + 2_000));
+          setTimeout(() => body.destroy(Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' })), 20);
+        } else body.end(bytes.subarray(from));
+        return { size: bytes.length, body: body as Readable };
+      },
+    };
+    const got = await new PatientStore(flaky, FAST).get('spring/v.mp4');
+    expect(got?.size).toBe(10_000);
+    expect((await buffer(got!.body)).equals(bytes)).toBe(true);
+    expect(asked).toEqual([undefined, { start: 3_000, end: 9_999 }, { start: 5_000, end: 9_999 }]);
+  });
+
+  it('a slow reader is not a silent body', async () => {
+    const bucket = new FakeBucket();
+    await bucket.putReplace('r.txt', { ...source(), contentType: 'text/plain' });
+    const got = await new PatientStore(bucket, FAST).get('r.txt');
+    await new Promise((r) => setTimeout(r, 250));
+    expect((await buffer(got!.body)).toString()).toBe('png bytes');
+  });
+});
+
+describe('what waiting does not mend is said at once', () => {
+  for (const [how, fault, kind] of [
+    ['a 403 AccessDenied', () => sdk('AccessDenied', 403), 'denied'],
+    ['a wrong signature', () => sdk('SignatureDoesNotMatch', 403), 'denied'],
+    ['a missing bucket', () => sdk('NoSuchBucket', 404), 'no-bucket'],
+    ['a 400', () => sdk('EntityTooLarge', 400), 'failed'],
+  ] as const)
+    it(`${how}: one call, no wait`, async () => {
+      const bucket = new FakeBucket();
+      let calls = 0;
+      bucket.fault = () => (++calls > 0 ? fault() : undefined);
+      const error = await new PatientStore(bucket, FAST).putNew('k', source()).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ObjectStoreError);
+      expect((error as ObjectStoreError).fault).toBe(kind);
+      expect(calls).toBe(1);
+    });
+
+  it('a local file that is gone is no fault of the bucket', async () => {
+    const error = asStoreError(Object.assign(new Error('no such file'), { code: 'ENOENT' }), 'PUT');
+    expect(error.fault).toBe('failed');
+  });
+});
+
+describe('a bucket that answers nothing but faults', () => {
+  it('is given up once the trouble has lasted --unreachable-minutes, for every call that shares it', async () => {
+    const bucket = new FakeBucket();
+    bucket.fault = () => ({ fault: 'unreachable', code: 'ECONNREFUSED' });
+    const store = new PatientStore(bucket, { idleMs: 100, unreachableMs: 600 });
+    const started = Date.now();
+    const [a, b] = await Promise.all([
+      store.head('a').catch((e: unknown) => e as ObjectStoreError),
+      store.putNew('b', source()).catch((e: unknown) => e as ObjectStoreError),
+    ]);
+    const waited = Date.now() - started;
+    expect(waited).toBeGreaterThanOrEqual(600);
+    for (const e of [a, b]) {
+      expect(e).toBeInstanceOf(ObjectStoreError);
+      expect((e as ObjectStoreError).fault).toBe('unreachable');
+      expect((e as ObjectStoreError).message).toMatch(/answered nothing but faults since .*--unreachable-minutes/);
+    }
+    expect(store.trouble?.code).toBe('ECONNREFUSED');
+  });
+
+  it('an interrupt ends a call waiting out the bucket at once', async () => {
+    const bucket = new FakeBucket();
+    bucket.fault = () => 'silent';
+    const store = new PatientStore(bucket, { idleMs: 60_000, unreachableMs: 60_000 });
+    const abort = new AbortController();
+    const call = store.head('a', { signal: abort.signal }).catch((e: unknown) => e);
+    setTimeout(() => abort.abort(new Error('interrupted')), 50);
+    expect(((await call) as Error).message).toBe('interrupted');
+  });
+});
