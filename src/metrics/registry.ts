@@ -31,6 +31,11 @@ const COUNTED: Record<string, { metric: string; help: string; labels: ('key' | '
     help: 'Seconds the service answered nothing (ended outages)',
     labels: [],
   },
+  bucket_outage_seconds: {
+    metric: 'genbatch_bucket_outage_seconds_total',
+    help: 'Seconds the bucket answered nothing but faults (ended spells)',
+    labels: [],
+  },
   stalled_transfer_seconds: {
     metric: 'genbatch_stalled_transfer_seconds_total',
     help: 'Seconds transfers sat silent inside their body after being reported stalled',
@@ -57,6 +62,9 @@ export class StateMetrics {
   private readonly downloadBytes;
   private readonly counted;
   private readonly flags;
+  private readonly toPublish;
+  private readonly published;
+  private readonly copiesMissing;
 
   constructor() {
     const registers = [this.registry];
@@ -91,12 +99,25 @@ export class StateMetrics {
         { labels: c.labels, counter: counter(c.metric, c.help, c.labels) },
       ]),
     );
+    this.toPublish = gauge(
+      'genbatch_files_to_publish',
+      'Outputs and web copies saved and verified locally, waiting for the bucket',
+      ['kind'],
+    );
+    this.published = counter('genbatch_files_published_total', 'Outputs and web copies verified in the bucket', [
+      'kind',
+    ]);
+    this.copiesMissing = gauge(
+      'genbatch_copies_missing',
+      'Web copies the current image outputs are owed, not made yet',
+    );
     this.flags = {
       present: gauge('genbatch_state_present', 'The state file exists (0 before the first run)'),
       running: gauge('genbatch_run_active', 'A run holds the state now'),
       paused: gauge('genbatch_run_paused', 'The state is paused (genbatch pause)'),
       unreachable: gauge('genbatch_service_unreachable', 'The live run sees the service answer nothing'),
       stalled: gauge('genbatch_transfers_stalled', 'Transfers of the live run silent inside their body'),
+      bucket: gauge('genbatch_bucket_unreachable', 'The live run sees the bucket answer nothing but faults'),
     };
   }
 
@@ -131,5 +152,12 @@ export class StateMetrics {
     flag(this.flags.paused, s.paused);
     flag(this.flags.unreachable, s.unreachable);
     flag(this.flags.stalled, s.stalledTransfers);
+    flag(this.flags.bucket, s.bucketUnreachable);
+    const p = s.publication;
+    this.toPublish.set({ kind: 'output' }, p.waiting - p.copiesWaiting);
+    this.toPublish.set({ kind: 'copy' }, p.copiesWaiting);
+    this.published.inc({ kind: 'output' }, p.published - p.copiesPublished);
+    this.published.inc({ kind: 'copy' }, p.copiesPublished);
+    this.copiesMissing.set(s.copiesMissing);
   }
 }

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { keyDayOf } from '../scheduler/limits.js';
-import { lockHolder, type Store } from '../store/index.js';
+import { lockHolder, type PublicationCounts, type Store } from '../store/index.js';
 import { openStateReadOnly } from '../store/state-path.js';
 
 /** Everything one scrape reports, read from the state in one go. */
@@ -20,6 +20,12 @@ export interface Snapshot {
   paused: boolean;
   unreachable: boolean;
   stalledTransfers: number;
+  /** The live run sees the bucket answer nothing but faults. */
+  bucketUnreachable: boolean;
+  /** Outputs and web copies published to the bucket, and waiting for it (none without a bucket). */
+  publication: PublicationCounts;
+  /** Web copies owed and not made yet. */
+  copiesMissing: number;
 }
 
 const NOTHING: Snapshot = {
@@ -35,6 +41,9 @@ const NOTHING: Snapshot = {
   paused: false,
   unreachable: false,
   stalledTransfers: 0,
+  bucketUnreachable: false,
+  publication: { published: 0, waiting: 0, waitingBytes: 0, failed: 0, copiesPublished: 0, copiesWaiting: 0 },
+  copiesMissing: 0,
 };
 
 /** Reads the state afresh (a run may have replaced or migrated it since the last scrape); none yet is a snapshot of nothing. */
@@ -66,6 +75,9 @@ function snapshotOf(store: Store, statePath: string, now: number): Snapshot {
     paused: store.control.request()?.mode === 'paused',
     unreachable: running && last?.unreachable_since != null,
     stalledTransfers: running ? (last?.stalled_transfers ?? 0) : 0,
+    bucketUnreachable: running && last?.bucket_trouble_since != null,
+    publication: store.publications.counts(),
+    copiesMissing: store.derivatives.missing(),
   };
 }
 

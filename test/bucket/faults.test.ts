@@ -2,7 +2,9 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { exitCodeOf } from '../../src/library/outcome.js';
-import { writeReport } from '../../src/report/index.js';
+import { readSnapshot } from '../../src/metrics/snapshot.js';
+import { StateMetrics } from '../../src/metrics/registry.js';
+import { collectStatus, writeReport } from '../../src/report/index.js';
 import { ObjectStoreError, stagingDirFor, type Patience } from '../../src/sink/index.js';
 import { Store } from '../../src/store/index.js';
 import { FakeBucket, fakeBucketSink } from '../helpers/fake-bucket.js';
@@ -142,6 +144,8 @@ describe("a bucket's faults on every call of a run", () => {
     });
     expect(exitCodeOf(first)).toBe(4);
     expect(first.copies.missing).toBe(6);
+    const snapshot = readSnapshot(ws.statePath, Date.now());
+    expect(snapshot.copiesMissing).toBe(6);
     expect(failed.sort()).toEqual(['bowl', 'grey', 'mug']);
     // The originals are paid for and published all the same.
     expect(first.publication).toMatchObject({ published: 3, waiting: 0 });
@@ -165,6 +169,20 @@ describe("a bucket's faults on every call of a run", () => {
     expect(first.publication!.copiesWaiting).toBeGreaterThan(0);
     const waiting = staged(ws.statePath).filter((f) => !f.endsWith('.png'));
     expect(waiting.length).toBe(first.publication!.copiesWaiting);
+    // status and the metrics count them as waiting.
+    const store = Store.open(ws.statePath);
+    const status = collectStatus(store, { manifest: 'm.yaml', state: ws.statePath }, Date.now());
+    store.close();
+    const p = status.publication!;
+    expect(p.copiesWaiting).toBe(waiting.length);
+    // Outputs are staged too where the denial stopped publishing before them (.png in the staging folder).
+    expect(p.waiting - p.copiesWaiting).toBe(staged(ws.statePath).length - waiting.length);
+    const metrics = new StateMetrics();
+    metrics.fill(readSnapshot(ws.statePath, Date.now()));
+    const scraped = await metrics.registry.metrics();
+    expect(scraped).toContain(`genbatch_files_to_publish{kind="copy"} ${p.copiesWaiting}`);
+    expect(scraped).toContain(`genbatch_files_to_publish{kind="output"} ${p.waiting - p.copiesWaiting}`);
+    expect(scraped).toContain(`genbatch_files_published_total{kind="output"} ${p.published - p.copiesPublished}`);
     // One staged copy is lost meanwhile.
     const { rmSync } = await import('node:fs');
     rmSync(`${stagingDirFor(ws.statePath)}/${waiting[0]}`);

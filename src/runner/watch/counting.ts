@@ -66,6 +66,8 @@ function countOf(event: RunEvent, now: () => number): Counted {
       return { name: 'stalls' };
     case 'outage':
       return event.phase === 'up' ? { name: 'outage_seconds', value: (now() - event.since) / 1000 } : undefined;
+    case 'bucket-outage':
+      return event.phase === 'up' ? { name: 'bucket_outage_seconds', value: (now() - event.since) / 1000 } : undefined;
     case 'transfer-stall-ended':
       return { name: 'stalled_transfer_seconds', value: event.stalledMs / 1000 };
     default:
