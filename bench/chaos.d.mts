@@ -6,7 +6,7 @@ export interface ChaosResult {
   violations: string[];
   /** The longest time, in ms, from a run's last fault to its end. */
   recovery: number;
-  lives: { signal?: string; code: number | null; killed: boolean; ms: number }[];
+  lives: { signal?: string; code: number | null; killed: boolean; ms: number; bucket: boolean }[];
 }
 export function planFor(
   seed: number,
@@ -22,6 +22,15 @@ export function planFor(
   failureRate: number;
   unavailableRate: number;
   unreachableMinutes?: number;
+  /** Half the seeds publish to a faulty bucket, with web copies and checks, and are killed during publication. */
+  bucket?: {
+    slowDown: number;
+    resets: number;
+    tornReads: number;
+    spells: { afterPuts: number; ms: number; mode: 'refuse' | 'silent' }[];
+    signals: { signal: string; afterPuts: number; delayMs: number }[];
+    flat: number;
+  };
 };
 export function chaosRun(
   seed: number,

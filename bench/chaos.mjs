@@ -4,6 +4,9 @@
 // and SIGTERM at random instants), run again
 // with the same command until they end; then the simulator's ledger and the output dir are checked
 // against the promise: never paid twice, nothing paid for lost, never over a limit, never a hang.
+// Half the seeds publish to a bucket (s3rver behind a fault proxy) with web copies and checks: it slows
+// down, refuses, goes silent, resets and tears answers, and the run is killed at any instant of publication;
+// then every output and copy must be in the bucket once, with its recorded sha256, and no staged file left.
 // CHAOS_RUNS=N (default 1000) runs seeds 1..N; CHAOS_SEED=S replays one seed and says what happened.
 import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -15,8 +18,10 @@ import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { main } from '../dist/cli/program.js';
+import { S3ObjectStore } from '../dist/sink/bucket/s3-store.js';
 import { startSimulator } from '../dist/simulator/index.js';
 import { makeMp4, makePng } from '../dist/simulator/media.js';
+import { startFaultProxy, startWholeBucket } from './bucket.mjs';
 import { fmt, root } from './measure.mjs';
 
 const CLI = join(root, 'dist', 'bin', 'genbatch.js');
@@ -26,7 +31,9 @@ const LIFE_LIMIT_MS = 120_000;
 /** A run must end this soon after its last fault (its own work takes well under a second at this scale). */
 const RECOVERY_BOUND_MS = 20_000;
 const EXITS = new Set([0, 1, 3, 4, 130]);
-const GOAL = { runs: 1000, faults: 3000 };
+const GOAL = { runs: 1000, faults: 3000, bucketLives: 1000 };
+/** The prefix bucket lives publish under. */
+const PREFIX = 'chaos';
 
 /** mulberry32: a small seeded generator, so a seed replays the same plan. */
 function seeded(seed) {
@@ -98,16 +105,49 @@ export function planFor(seed, canMount) {
     plan.outages.push({ atCharge: int(1, items), ms: Math.round(between(150, 1500)), mode: 'refuse' });
     plan.signals.push({ signal: 'SIGKILL', afterWork: int(1, 2 * items), delayMs: 0 });
   }
+  // The last mile (drawn after everything above, so those draws are as they were).
+  plan.bucket = r() < 0.5 ? bucketPlanFor(r, items, int, between) : undefined;
+  if (plan.bucket) plan.diskFull = false;
   return plan;
+}
+
+/** A bucket's faults for one seed: rates by request, spells of refusal and silence, kills counted in its PUTs. */
+function bucketPlanFor(r, items, int, between) {
+  const bucket = {
+    slowDown: r() < 0.6 ? 0.15 : 0,
+    resets: r() < 0.4 ? 0.08 : 0,
+    tornReads: r() < 0.4 ? 0.2 : 0,
+    spells: [],
+    signals: [],
+    flat: int(0, items - 1),
+  };
+  for (let i = 0, n = int(0, 2); i < n; i++)
+    bucket.spells.push({
+      afterPuts: int(1, 2 * items),
+      ms: Math.round(between(300, 3000)),
+      mode: r() < 0.5 ? 'refuse' : 'silent',
+    });
+  for (let i = 0, n = int(1, 3); i < n; i++)
+    bucket.signals.push({
+      signal: r() < 0.7 ? 'SIGKILL' : 'SIGTERM',
+      afterPuts: int(1, 3 * items),
+      delayMs: r() < 0.5 ? 0 : Math.round(between(0, 60)),
+    });
+  return bucket;
 }
 
 function manifestFor(plan) {
   const lines = [];
+  const flat = (i) => (plan.bucket?.flat === i ? ' [sim:flat]' : '');
   for (let i = 0; i < plan.items; i++)
     lines.push(
-      `  - { id: item-${i}, prompt: "chaos product ${i}${i < plan.expiredLinks ? ' [sim:expired-link]' : ''}" }`,
+      `  - { id: item-${i}, prompt: "chaos product ${i}${i < plan.expiredLinks ? ' [sim:expired-link]' : ''}${flat(i)}" }`,
     );
-  return `version: 1\ndefaults: { model: studio-lite }\nitems:\n${lines.join('\n')}\n`;
+  // With a bucket: two web copies of each output, and the blank check (one item's frames are flat).
+  const finishing = plan.bucket
+    ? 'derivatives:\n  - { format: webp, width: 96 }\n  - { format: jpeg, width: 64 }\nchecks: { blank: true }\n'
+    : '';
+  return `version: 1\ndefaults: { model: studio-lite }\n${finishing}items:\n${lines.join('\n')}\n`;
 }
 
 /** Whether this machine lets a tmpfs be mounted (root, no seccomp in the way): the full-disk fault needs one. */
@@ -152,6 +192,8 @@ export async function chaosRun(seed, { canMount = false, say = () => {} } = {}) 
   const dir = mkdtempSync(join(tmpdir(), 'genbatch-chaos-'));
   const outRoot = join(dir, 'out');
   let mounted = false;
+  // The bucket lives' bucket, and who hears each write that reaches its proxy (the kills counted in them).
+  const bucket = plan.bucket ? await startBucket(plan.bucket, seed, count, () => faultNow()) : undefined;
   const timers = new Set();
   const later = (ms, fn) => {
     const t = setTimeout(() => {
@@ -236,21 +278,30 @@ export async function chaosRun(seed, { canMount = false, say = () => {} } = {}) 
     };
     for (let i = 0; i < plan.expiredLinks; i++) count('expired link');
 
-    const env = { ...cleanEnv(), GENBATCH_BASE_URL: sim.baseUrl, GENBATCH_API_KEY: sim.apiKey };
+    const env = {
+      ...cleanEnv(),
+      GENBATCH_BASE_URL: sim.baseUrl,
+      GENBATCH_API_KEY: sim.apiKey,
+      ...(bucket ? bucket.proxy.env : {}),
+    };
     const args = [
       'run',
       'm.yaml',
       '--time-scale',
       String(TIME_SCALE),
       ...(plan.unreachableMinutes ? ['--unreachable-minutes', String(plan.unreachableMinutes)] : []),
-      // A stalled download is abandoned after a second: the 30 s default would be most of a life at this scale.
-      ...(plan.stalledDownloads ? ['--idle-timeout', '1'] : []),
+      // A stalled download or a silent bucket request is abandoned after a second: the 30 s default would be most
+      // of a life at this scale.
+      ...(plan.stalledDownloads || bucket ? ['--idle-timeout', '1'] : []),
+      ...(bucket ? ['--out', `s3://catalog/${PREFIX}`] : []),
     ];
     let recovery = 0;
     const lives = [];
     const lifeOf = async (signal) => {
       const startedAt = Date.now();
-      const res = signal ? await childLife(service, dir, env, args, signal) : await inProcessLife(dir, env, args);
+      const res = signal
+        ? await childLife(service, dir, env, args, signal, bucket?.writes)
+        : await inProcessLife(dir, env, args);
       const endedAt = Date.now();
       if (res.hung) {
         violate(`a life did not end within ${LIFE_LIMIT_MS / 1000} s (a hang)`);
@@ -262,17 +313,27 @@ export async function chaosRun(seed, { canMount = false, say = () => {} } = {}) 
       const ended = /^\d\d:\d\d UTC ended: /m.test(res.stderr ?? '');
       if (res.by === 'SIGTERM' && !ended) violate('SIGTERM killed the process instead of its exiting 130');
       if (!res.killed && !EXITS.has(res.code)) violate(`exit ${res.code}: ${res.stderr.slice(-400)}`);
+      if (/^\s+at .+:\d+:\d+\)?$/m.test(res.stderr ?? ''))
+        violate(`a stack trace was printed: ${res.stderr.slice(-600)}`);
       if (!res.killed) recovery = Math.max(recovery, endedAt - Math.max(startedAt, lastFaultAt));
       if (!res.killed && endedAt - Math.max(startedAt, lastFaultAt) > RECOVERY_BOUND_MS)
         violate(`a life ended ${((endedAt - lastFaultAt) / 1000).toFixed(1)} s after the last fault`);
-      lives.push({ signal: signal?.signal, code: res.code, killed: res.killed, ms: endedAt - startedAt });
+      lives.push({
+        signal: signal?.signal,
+        code: res.code,
+        killed: res.killed,
+        ms: endedAt - startedAt,
+        bucket: Boolean(bucket),
+      });
       say(
-        `life ${lives.length}: ${signal ? `${signal.signal} after ${signal.afterWork} work events` : 'in process'} -> ${res.killed ? 'killed' : `exit ${res.code}`} in ${endedAt - startedAt} ms${res.code ? `\n${res.stderr.trim().split('\n').slice(-8).join('\n')}` : ''}`,
+        `life ${lives.length}: ${signal ? `${signal.signal} after ${signal.afterWork ?? signal.afterPuts} ${signal.afterPuts ? 'bucket writes' : 'work events'}` : 'in process'} -> ${res.killed ? 'killed' : `exit ${res.code}`} in ${endedAt - startedAt} ms${res.code ? `\n${res.stderr.trim().split('\n').slice(-8).join('\n')}` : ''}`,
       );
       return res;
     };
     // The chaos: each planned signal gets a life of its own, then lives without until one ends on its own.
     for (const signal of plan.signals) await lifeOf(signal);
+    // Kills at any instant of publication: counted in the writes that reach the bucket.
+    for (const signal of plan.bucket?.signals ?? []) await lifeOf(signal);
     let last = await lifeOf(undefined);
     // Mended: the faults stop, the disk gets room, and the same command runs until the run ends.
     unwatch();
@@ -286,16 +347,19 @@ export async function chaosRun(seed, { canMount = false, say = () => {} } = {}) 
       timers.delete(t);
     }
     if (sim.down) await sim.restore();
+    await bucket?.mend();
     if (mounted) execFileSync('mount', ['-o', 'remount,size=4m', outRoot], { stdio: 'ignore' });
     // Exit 1 may leave work for a later run (a download that kept failing, a job unreadable for a while): the same command takes it up.
     for (let i = 0; i < 3 && (![0, 1].includes(last.code) || openItems(dir) > 0); i++) last = await lifeOf(undefined);
     if (![0, 1].includes(last.code))
       violate(`the mended run still ends with exit ${last.code}: ${last.stderr.slice(-400)}`);
     violations.push(...checkLedger(service, dir, plan));
+    if (bucket) violations.push(...(await checkBucket(service, dir, bucket, last.code)));
     return { seed, plan, faults, violations, recovery, lives };
   } finally {
     for (const t of timers) clearTimeout(t);
     await sim.close();
+    await bucket?.close();
     if (mounted) execFileSync('umount', ['-l', outRoot], { stdio: 'ignore' });
     rmSync(dir, { recursive: true, force: true });
   }
@@ -335,8 +399,11 @@ async function inProcessLife(dir, env, args) {
   return { code, stderr: err.text.value, killed: false };
 }
 
-/** A life of the built CLI, signalled after its `afterWork`-th request that moves the run on. */
-async function childLife(service, dir, env, args, { signal, afterWork, delayMs }) {
+/**
+ * A life of the built CLI, signalled after its `afterWork`-th request that moves the run on, or its
+ * `afterPuts`-th write to the bucket (heard through `writes`).
+ */
+async function childLife(service, dir, env, args, { signal, afterWork, afterPuts, delayMs }, writes) {
   const child = spawn(process.execPath, [CLI, ...args], { cwd: dir, env, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
@@ -349,12 +416,20 @@ async function childLife(service, dir, env, args, { signal, afterWork, delayMs }
   // Counted from this life's own start-up request on: a request of the life before, handled late, is not this one's
   // (and a signal before Node has run a line of the bin kills any process, whatever it does).
   let started = false;
-  const unwatch = service.ledger.watch((e) => {
-    if (e.kind === 'request' && e.path === '/me') started = true;
-    if (!started || !isWork(e) || ++seen !== afterWork) return;
+  const counted = () => {
+    if (!started || ++seen !== (afterWork ?? afterPuts)) return;
     if (delayMs === 0) send();
     else setTimeout(send, delayMs);
+  };
+  const unwatchService = service.ledger.watch((e) => {
+    if (e.kind === 'request' && e.path === '/me') started = true;
+    if (afterWork !== undefined && isWork(e)) counted();
   });
+  if (afterPuts !== undefined) writes?.add(counted);
+  const unwatch = () => {
+    unwatchService();
+    writes?.delete(counted);
+  };
   const timer = setTimeout(() => child.kill('SIGKILL'), LIFE_LIMIT_MS);
   const [code, by] = await closed;
   clearTimeout(timer);
@@ -416,10 +491,10 @@ function checkLedger(service, dir, plan) {
     for (const e of service.ledger.of('request'))
       if (e.status === 429 && !e.injected)
         violations.push(`a 429 ${e.code} the pacing should have prevented (${e.method} ${e.path})`);
-    // Every completed output on disk once, verified; no partial file left.
+    // Every completed output on disk once, verified; no partial file left (a bucket's are checked in it).
     const outDir = join(dir, 'out', 'm');
     const paths = new Set();
-    for (const o of outputs) {
+    for (const o of plan.bucket ? [] : outputs) {
       if (paths.has(o.path)) violations.push(`two outputs claim ${o.path}`);
       paths.add(o.path);
       const file = join(outDir, o.path);
@@ -449,6 +524,147 @@ function checkLedger(service, dir, plan) {
   return violations;
 }
 
+/**
+ * The seed's bucket: s3rver with whole PUTs behind the fault proxy, which meets each request with the plan's
+ * faults (a seeded draw each) and its spells of refusal or silence, counted in the writes; `writes` hears each
+ * write (the kills at publication); `mend` ends the faults.
+ */
+async function startBucket(plan, seed, count, faultNow) {
+  const store = await startWholeBucket();
+  const proxy = await startFaultProxy(store.env);
+  const random = seeded(seed * 13 + 5);
+  const writes = new Set();
+  let puts = 0;
+  let silentUntil = 0;
+  let mended = false;
+  const fault = (kind, way) => {
+    count(kind);
+    faultNow();
+    return way;
+  };
+  proxy.decide = (method) => {
+    if (mended) return 'pass';
+    const write = method === 'PUT' || method === 'POST';
+    if (write) {
+      puts++;
+      for (const w of [...writes]) w();
+      for (const spell of plan.spells) {
+        if (spell.afterPuts !== puts || spell.done) continue;
+        spell.done = true;
+        count(`bucket ${spell.mode === 'refuse' ? 'refused' : 'silent'}`);
+        faultNow();
+        if (spell.mode === 'refuse') void proxy.refuseFor(spell.ms).then(faultNow);
+        else silentUntil = Date.now() + spell.ms;
+      }
+    }
+    if (Date.now() < silentUntil) return 'silent';
+    if (write && plan.slowDown && random() < plan.slowDown) return fault('bucket slow-down', 'slow-down');
+    if (plan.resets && random() < plan.resets) return fault('bucket reset', 'reset');
+    if (!write && method === 'GET' && plan.tornReads && random() < plan.tornReads)
+      return fault('bucket torn read', 'torn');
+    return 'pass';
+  };
+  return {
+    proxy,
+    store,
+    writes,
+    mend: async () => {
+      mended = true;
+      silentUntil = 0;
+      // A refusal still under way ends by itself: wait for the port to listen again.
+      for (let i = 0; i < 100 && proxy.seen.refused && !(await listening(proxy.env.AWS_ENDPOINT_URL)); i++)
+        await new Promise((r) => setTimeout(r, 50));
+    },
+    close: async () => {
+      await proxy.close().catch(() => undefined);
+      await store.close();
+    },
+  };
+}
+
+async function listening(url) {
+  try {
+    await fetch(url, { method: 'HEAD' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The last mile's promise, against the bucket itself: every verified output and every web copy is there once,
+ * with the bytes and sha256 recorded; none is owed or waiting after a run that ended 0 or 1; no staged file is left
+ * after an exit 0; the flat frame, when its item is done, is rejected with its reason.
+ */
+async function checkBucket(service, dir, bucket, lastCode) {
+  const violations = [];
+  const s3 = new S3ObjectStore({ bucket: 'catalog', idleMs: 10_000, env: bucket.store.env });
+  const db = new Database(join(dir, '.genbatch', 'm.sqlite'), { readonly: true });
+  try {
+    const outputs = db.prepare('SELECT * FROM outputs WHERE sha256 IS NOT NULL').all();
+    const copies = db.prepare('SELECT * FROM derivatives').all();
+    const ended = [0, 1].includes(lastCode);
+    const created = new Map();
+    for (const k of bucket.store.created) created.set(k, (created.get(k) ?? 0) + 1);
+    const inBucket = async (path, sha256, what) => {
+      const key = `${PREFIX}/${path}`;
+      const head = await s3.head(key);
+      if (!head) {
+        if (ended) violations.push(`${what} ${path} is not in the bucket`);
+        return undefined;
+      }
+      if (head.sha256 !== sha256) violations.push(`${what} ${path} carries sha256 ${head.sha256}, not ${sha256}`);
+      const got = await s3.get(key);
+      const chunks = [];
+      for await (const c of got.body) chunks.push(c);
+      const bytes = Buffer.concat(chunks);
+      if (createHash('sha256').update(bytes).digest('hex') !== sha256)
+        violations.push(`${what} ${path} in the bucket is not the bytes recorded`);
+      if ((created.get(key) ?? 0) > 1)
+        violations.push(`${what} ${path} was put ${created.get(key)} times (overwritten)`);
+      return bytes;
+    };
+    for (const o of outputs) {
+      if (ended && o.published_at === null) violations.push(`output ${o.path} is not published after exit ${lastCode}`);
+      const bytes = await inBucket(o.path, o.sha256, 'output');
+      const served = makePng(
+        `${o.job_id}/${o.idx}`,
+        192,
+        192,
+        service.jobs.byId.get(o.job_id)?.prompt.includes('[sim:flat]'),
+      );
+      if (bytes && !bytes.equals(served)) violations.push(`output ${o.path} is not the bytes of ${o.job_id}`);
+    }
+    for (const c of copies) {
+      if (ended && c.published_at === null) violations.push(`copy ${c.path} is not published after exit ${lastCode}`);
+      await inBucket(c.path, c.sha256, 'copy');
+    }
+    const owed = db
+      .prepare(
+        `SELECT count(*) AS n FROM outputs o WHERE o.sha256 IS NOT NULL AND o.superseded_at IS NULL
+           AND (SELECT count(*) FROM derivatives d WHERE d.job_id = o.job_id AND d.idx = o.idx) < 2`,
+      )
+      .get().n;
+    if (ended && owed) violations.push(`${owed} outputs lack a web copy after exit ${lastCode}`);
+    const staging = join(dir, '.genbatch', 'm.staging');
+    const left = existsSync(staging)
+      ? readdirSync(staging, { recursive: true }).filter((f) => /\.(png|webp|jpg)$/.test(String(f)))
+      : [];
+    if (lastCode === 0 && left.length) violations.push(`staged files left after exit 0: ${left.join(', ')}`);
+    const flat = db
+      .prepare(
+        `SELECT i.id, r.note FROM items i LEFT JOIN reviews r ON r.item_id = i.id
+         WHERE i.state = 'done' AND i.spec LIKE '%[sim:flat]%'`,
+      )
+      .all();
+    for (const f of flat)
+      if (!/blank: a flat image/.test(f.note ?? '')) violations.push(`flat ${f.id} is not rejected with its reason`);
+  } finally {
+    db.close();
+  }
+  return violations;
+}
+
 /** Runs seeds `from..to` (one worker); prints a JSON line per seed. */
 async function worker(from, to, canMount) {
   for (let seed = from; seed <= to; seed++) {
@@ -466,7 +682,7 @@ async function worker(from, to, canMount) {
       };
     }
     process.stdout.write(
-      `${JSON.stringify({ seed: result.seed, faults: result.faults, violations: result.violations, recovery: result.recovery, lives: result.lives.length })}\n`,
+      `${JSON.stringify({ seed: result.seed, faults: result.faults, violations: result.violations, recovery: result.recovery, lives: result.lives.length, bucketLives: result.lives.filter((l) => l.bucket).length })}\n`,
     );
     if (result.fatal) process.exit(3);
   }
@@ -529,9 +745,14 @@ export async function chaosBench() {
   const violations = results.reduce((n, r) => n + r.violations.length, 0);
   const slowest = results.reduce((m, r) => Math.max(m, r.recovery), 0);
   const lives = results.reduce((n, r) => n + r.lives, 0);
-  const pass = results.length >= GOAL.runs && total >= GOAL.faults && violations === 0;
+  const bucketLives = results.reduce((n, r) => n + (r.bucketLives ?? 0), 0);
+  const pass =
+    results.length >= Math.min(runs, GOAL.runs) &&
+    total >= GOAL.faults * (runs / GOAL.runs) &&
+    bucketLives >= GOAL.bucketLives * (runs / GOAL.runs) &&
+    violations === 0;
   console.log(
-    `chaos: ${results.length} seeded runs (${lives} lives of the CLI), ${total} injected faults, ${violations} invariant violations, slowest end after the last fault ${fmt(slowest / 1000)} s, ${Math.round((Date.now() - started) / 1000)} s in all${canMount ? '' : ' (no tmpfs here: no full-disk faults)'}`,
+    `chaos: ${results.length} seeded runs (${lives} lives of the CLI, ${bucketLives} of them publishing to a faulty bucket), ${total} injected faults, ${violations} invariant violations, slowest end after the last fault ${fmt(slowest / 1000)} s, ${Math.round((Date.now() - started) / 1000)} s in all${canMount ? '' : ' (no tmpfs here: no full-disk faults)'}`,
   );
   console.log(
     `chaos faults by kind: ${Object.entries(faults)
@@ -539,7 +760,9 @@ export async function chaosBench() {
       .map(([k, v]) => `${k} ${v}`)
       .join(', ')}`,
   );
-  console.log(`chaos goal: >= ${GOAL.runs} runs, >= ${GOAL.faults} faults, 0 violations: ${pass ? 'met' : 'MISSED'}`);
+  console.log(
+    `chaos goal: >= ${GOAL.runs} runs, >= ${GOAL.faults} faults, >= ${GOAL.bucketLives} bucket lives, 0 violations: ${pass ? 'met' : 'MISSED'}`,
+  );
   return pass;
 }
 
