@@ -156,6 +156,9 @@ export class S3ObjectStore implements ObjectStore {
   }
 }
 
+const quiet = () => undefined;
+const SILENT = { trace: quiet, debug: quiet, info: quiet, warn: quiet, error: quiet };
+
 /** The SDK's config from the environment: a custom endpoint means path-style, and a region is then optional. */
 export function clientConfig(env: NodeJS.ProcessEnv, idleMs: number): S3ClientConfig {
   const endpoint = env.AWS_ENDPOINT_URL_S3 || env.AWS_ENDPOINT_URL || undefined;
@@ -179,6 +182,9 @@ export function clientConfig(env: NodeJS.ProcessEnv, idleMs: number): S3ClientCo
     responseChecksumValidation: 'WHEN_REQUIRED',
     maxAttempts: 1,
     requestHandler: { connectionTimeout: Math.min(idleMs, 10_000), requestTimeout: idleMs },
+    // Without a logger of its own the SDK writes to the console ("An error was encountered in a non-retryable
+    // streaming request." on a failed PUT): every fault is genbatch's to say, through its policy and its log.
+    logger: SILENT,
   };
 }
 
