@@ -315,6 +315,8 @@ export async function chaosRun(seed, { canMount = false, say = () => {} } = {}) 
       if (!res.killed && !EXITS.has(res.code)) violate(`exit ${res.code}: ${res.stderr.slice(-400)}`);
       if (/^\s+at .+:\d+:\d+\)?$/m.test(res.stderr ?? ''))
         violate(`a stack trace was printed: ${res.stderr.slice(-600)}`);
+      if (/non-retryable|Warning:/.test(res.stderr ?? ''))
+        violate(`a library's own words reached stderr: ${res.stderr.slice(-600)}`);
       if (!res.killed) recovery = Math.max(recovery, endedAt - Math.max(startedAt, lastFaultAt));
       if (!res.killed && endedAt - Math.max(startedAt, lastFaultAt) > RECOVERY_BOUND_MS)
         violate(`a life ended ${((endedAt - lastFaultAt) / 1000).toFixed(1)} s after the last fault`);
