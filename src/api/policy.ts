@@ -176,20 +176,22 @@ function readJobPolicy(error: unknown): Reaction {
  * How long to wait before acting on `reaction` for the `n`th time (0-based),
  * in real time: a backoff's delay, else Retry-After as the service said it,
  * else the reaction's own delay; each delay of ours is in the service's time
- * and `scaled` makes it real (a rehearsal's time runs faster). Undefined for
- * a rate limit without Retry-After: the bucket's own spacing is the wait.
+ * and `scaled` makes it real (a rehearsal's time runs faster). A rate limit
+ * without Retry-After waits the limit's own spacing (`rate`, real: one
+ * request's share of its window). The one place a wait is derived.
  */
 export function waitMs(
   reaction: Reaction,
   n: number,
   error: unknown,
   scaled: (ms: number) => number,
-): number | undefined {
+  rate: { count: number; windowMs: number },
+): number {
   if (reaction.do === 'resend-with-backoff' || reaction.do === 'keep-job') return scaled(backoffMs(n, reaction.baseMs));
   const retryAfter = (error as { retryAfterMs?: unknown } | null | undefined)?.retryAfterMs;
   if (typeof retryAfter === 'number') return retryAfter;
   if ('delayMs' in reaction && reaction.delayMs !== undefined) return scaled(reaction.delayMs);
-  return undefined;
+  return rate.windowMs / rate.count;
 }
 
 /** The largest value a refused field allows, where the service says (`details.max`, `maximum` or `allowed`). */

@@ -1,10 +1,10 @@
 import { Counter, Gauge, Registry } from 'prom-client';
-import { JOB_SECONDS_BUCKETS } from '../store/index.js';
+import { JOB_SECONDS_BUCKETS, type CounterName } from '../store/index.js';
 import { StateHistogram } from './state-histogram.js';
 import type { Snapshot } from './snapshot.js';
 
 /** The counters runs add up in the state, by their name there: the metric, and its labels (a key, the state's `label` as a code). */
-const COUNTED: Record<string, { metric: string; help: string; labels: ('key' | 'code')[] }> = {
+const COUNTED: Record<CounterName, { metric: string; help: string; labels: ('key' | 'code')[] }> = {
   submissions: {
     metric: 'genbatch_submissions_total',
     help: 'Submissions sent (POST /jobs), resends included',
@@ -141,7 +141,7 @@ export class StateMetrics {
     this.downloads.inc(s.downloads.count);
     this.downloadBytes.inc(s.downloads.bytes);
     for (const c of s.counts) {
-      const counted = this.counted.get(c.name);
+      const counted = this.counted.get(c.name as CounterName);
       if (!counted) continue;
       const labels = Object.fromEntries(counted.labels.map((l) => [l, l === 'key' ? c.key : c.label]));
       counted.counter.inc(labels, c.value);

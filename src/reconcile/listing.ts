@@ -64,7 +64,7 @@ export async function listKeyJobs(
           continue;
         }
         if (reaction.do !== 'wait-and-resend') throw error;
-        bucket.pauseFor(waitMs(reaction, 0, error, (ms) => ms) ?? readRate.windowMs / readRate.count);
+        bucket.pauseFor(waitMs(reaction, 0, error, (ms) => ms, readRate));
         continue;
       }
       pages++;

@@ -1,8 +1,25 @@
 import type { Db } from './db.js';
 
+/**
+ * The counts runs keep in the state, by name: the runner adds them, `genbatch
+ * metrics` serves them. One list both sides import, so a name misspelt on
+ * either side is a compile error, not a figure silently dropped.
+ */
+export const COUNTER_NAMES = [
+  'submissions',
+  'rate_limited',
+  'download_failures',
+  'publish_failures',
+  'stalls',
+  'outage_seconds',
+  'bucket_outage_seconds',
+  'stalled_transfer_seconds',
+] as const;
+export type CounterName = (typeof COUNTER_NAMES)[number];
+
 /** One count to add: its name, the key it is of ('' for none), a label ('' for none), and how much. */
 export interface CounterDelta {
-  name: string;
+  name: CounterName;
   keyFp: string;
   label: string;
   value: number;

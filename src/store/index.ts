@@ -39,7 +39,7 @@ export type { ReviewCounts, ReviewDecision, ReviewRow } from './reviews.js';
 export type { NewOutput, ReviewCard, ReviewFilter, SeriesBuckets, VersionDetail } from './review-queries.js';
 export type { UploadRow } from './uploads.js';
 export type { RunRow } from './runs.js';
-export type { CounterDelta } from './counters.js';
+export { COUNTER_NAMES, type CounterDelta, type CounterName } from './counters.js';
 export type { ControlAnswer, ControlMode, ControlRequest } from './control.js';
 export { lockHolder } from './lock.js';
 export { JOB_SECONDS_BUCKETS } from './migrations.js';

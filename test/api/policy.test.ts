@@ -5,26 +5,28 @@ const apiError = (status: number, code: string, retryAfterMs?: number, details =
   new ApiError(status, code, code, details, retryAfterMs, undefined, 'POST', '/images');
 const reset = () => new TransportError('ECONNRESET', 'socket hang up', 'POST', '/images');
 const at60x = (ms: number) => ms / 60;
+/** The key's submission limit, as a lane holds it (real time). */
+const submit = { count: 10, windowMs: 1_000 };
 
 describe('a reaction carries its delay and its budget, and the delay is scaled in one place', () => {
   it('Retry-After is taken as the service said it; our own delays are in the service’s time, scaled', () => {
     const unavailable = policy('submit', apiError(503, 'UPSTREAM_UNAVAILABLE'));
     expect(unavailable).toMatchObject({ do: 'resend-later', maxResends: 1 });
-    expect(waitMs(unavailable, 0, apiError(503, 'UPSTREAM_UNAVAILABLE'), at60x)).toBe(10_000 / 60);
-    expect(waitMs(unavailable, 0, apiError(503, 'UPSTREAM_UNAVAILABLE', 750), at60x)).toBe(750);
+    expect(waitMs(unavailable, 0, apiError(503, 'UPSTREAM_UNAVAILABLE'), at60x, submit)).toBe(10_000 / 60);
+    expect(waitMs(unavailable, 0, apiError(503, 'UPSTREAM_UNAVAILABLE', 750), at60x, submit)).toBe(750);
     const cap = policy('submit', apiError(429, 'DAILY_CAP_REACHED'));
-    expect(waitMs(cap, 0, apiError(429, 'DAILY_CAP_REACHED'), at60x)).toBe(3_600_000 / 60);
-    // A rate limit without Retry-After: the bucket's own spacing is the wait.
-    expect(waitMs(policy('submit', apiError(429, 'RATE_LIMITED')), 0, apiError(429, 'RATE_LIMITED'), at60x)).toBe(
-      undefined,
-    );
+    expect(waitMs(cap, 0, apiError(429, 'DAILY_CAP_REACHED'), at60x, submit)).toBe(3_600_000 / 60);
+    // A rate limit without Retry-After: the limit's own spacing is the wait (one request's share of its window).
+    expect(
+      waitMs(policy('submit', apiError(429, 'RATE_LIMITED')), 0, apiError(429, 'RATE_LIMITED'), at60x, submit),
+    ).toBe(100);
   });
 
   it('a backoff grows with the resends, within its cap, scaled, whatever Retry-After says', () => {
     const lost = policy('submit', reset());
     expect(lost).toEqual({ do: 'resend-with-backoff', maxResends: 8, baseMs: 500 });
     for (let n = 0; n < 30; n++) {
-      const wait = waitMs(lost, n, reset(), at60x)!;
+      const wait = waitMs(lost, n, reset(), at60x, submit);
       const ceiling = Math.min(60_000, 500 * 2 ** n);
       expect(wait).toBeGreaterThanOrEqual(ceiling / 2 / 60);
       expect(wait).toBeLessThanOrEqual(ceiling / 60);

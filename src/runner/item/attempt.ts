@@ -60,7 +60,7 @@ async function uploadedBody(task: ItemTask): Promise<ImageSubmission | VideoSubm
       }
       if (reaction.do !== 'wait-and-resend') return uploadFailed(task, reaction, error);
       const upload = lane.limits.upload;
-      lane.buckets.upload.pauseFor(waitMs(reaction, 0, error, clock.scaled) ?? upload.windowMs / upload.count);
+      lane.buckets.upload.pauseFor(waitMs(reaction, 0, error, clock.scaled, upload));
       if (deps.control.isStopping()) return task.requeue();
     }
   }
@@ -74,7 +74,11 @@ function uploadFailed(task: ItemTask, reaction: Reaction, error: unknown): undef
   if (reaction.do !== 'resend-with-backoff' || failures >= reaction.maxResends)
     return task.finish('failed', 'UPLOAD_FAILED', (error as Error).message);
   const now = clock.now();
-  store.life.uploadFailed(task.itemId, now, now + waitMs(reaction, failures, error, clock.scaled)!);
+  store.life.uploadFailed(
+    task.itemId,
+    now,
+    now + waitMs(reaction, failures, error, clock.scaled, task.lane.limits.upload),
+  );
   return undefined;
 }
 

@@ -146,7 +146,7 @@ class DownloadTask {
     // A refusal of this job's read: its links cannot be had now; the item waits for a later run.
     if (reaction.do === 'keep-job') return 'give-up';
     const read = lane.limits.read;
-    const wait = waitMs(reaction, refresh, error, deps.clock.scaled) ?? read.windowMs / read.count;
+    const wait = waitMs(reaction, refresh, error, deps.clock.scaled, read);
     if (reaction.do === 'wait-and-resend') lane.buckets.read.pauseFor(wait);
     else await sleep(wait);
     return 'again';

@@ -64,7 +64,7 @@ async function pollFailed(
   }
   if (reaction.do === 'adapt-wait') return deps.pollWait.lower(reaction.maxSeconds) ? 'again' : keepJob(task, jobId, e);
   const read = lane.limits.read;
-  const wait = waitMs(reaction, failures, error, clock.scaled) ?? read.windowMs / read.count;
+  const wait = waitMs(reaction, failures, error, clock.scaled, read);
   if (reaction.do === 'wait-and-resend') {
     lane.buckets.read.pauseFor(wait);
     return 'again';

@@ -89,7 +89,7 @@ function waitForBucket(
 ): 'again' | undefined {
   const { lane } = task;
   const submit = lane.limits.submit;
-  const wait = waitMs(reaction, 0, error, task.deps.clock.scaled) ?? submit.windowMs / submit.count;
+  const wait = waitMs(reaction, 0, error, task.deps.clock.scaled, submit);
   if (reaction.bucket === 'rate') lane.buckets.submit.pauseFor(wait);
   else if (reaction.bucket === 'daily-cap') lane.cap.pauseFor(wait);
   else return deferResend(task, attempt, wait);
@@ -115,7 +115,7 @@ function resendLater(
   const unavailable = reaction.do === 'resend-later';
   const resends = unavailable ? attempt.unavailable_resends : attempt.resends;
   if (resends < reaction.maxResends) {
-    const wait = waitMs(reaction, resends, error, clock.scaled)!;
+    const wait = waitMs(reaction, resends, error, clock.scaled, task.lane.limits.submit);
     if (unavailable) return deferResend(task, attempt, wait, 'unavailable');
     // Recorded (the count, and the time a resumed run resends it at), then waited for here with the slot.
     const now = task.now();

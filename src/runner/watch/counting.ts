@@ -1,6 +1,6 @@
 import type { EventBus } from '../../util/event-bus.js';
 import type { Logger } from '../../log/logger.js';
-import type { CounterDelta, Store } from '../../store/index.js';
+import type { CounterDelta, CounterName, Store } from '../../store/index.js';
 import type { RunEvent } from '../core/events.js';
 
 /** How often the counts heard are added to the state: a scrape sees them this late at most. */
@@ -20,7 +20,7 @@ export function countEvents(
   logger: Logger | undefined,
 ): () => void {
   const pending = new Map<string, CounterDelta>();
-  const add = (name: string, keyFp: string, label: string, value: number) => {
+  const add = (name: CounterName, keyFp: string, label: string, value: number) => {
     const id = `${name}\0${keyFp}\0${label}`;
     const delta = pending.get(id);
     if (delta) delta.value += value;
@@ -50,7 +50,7 @@ export function countEvents(
   };
 }
 
-type Counted = { name: string; keyFp?: string; label?: string; value?: number } | undefined;
+type Counted = { name: CounterName; keyFp?: string; label?: string; value?: number } | undefined;
 
 function countOf(event: RunEvent, now: () => number): Counted {
   switch (event.kind) {
