@@ -9,10 +9,10 @@ import { ApiError, ResponseShapeError, StorageError, TransportError } from './er
  */
 export type Reaction =
   /**
-   * 429: pause the named bucket for Retry-After (else `delayMs`; the rate
-   * bucket's own spacing when none), then resend with the same idempotency key.
+   * 429: pause the named limit for Retry-After (else `delayMs`; the rate
+   * window's own spacing when none), then resend with the same idempotency key.
    */
-  | { do: 'wait-and-resend'; bucket: 'rate' | 'concurrency' | 'daily-cap'; delayMs?: number }
+  | { do: 'wait-and-resend'; limit: 'rate' | 'concurrency' | 'daily-cap'; delayMs?: number }
   /** 503: nothing charged; resend with the same key after `delayMs` (or Retry-After), at most `maxResends` times. */
   | { do: 'resend-later'; maxResends: number; delayMs: number }
   /**
@@ -77,11 +77,11 @@ export const ERROR_TABLE: Readonly<Record<string, Reaction>> = {
   ),
   IDEMPOTENCY_IN_FLIGHT: { do: 'query-later', maxResends: 30, delayMs: 1_000 },
   CONTENT_VIOLATION: { do: 'mark-item', as: 'blocked' },
-  RATE_LIMITED: { do: 'wait-and-resend', bucket: 'rate' },
+  RATE_LIMITED: { do: 'wait-and-resend', limit: 'rate' },
   // A job's slot frees when a job ends: the submission is deferred, its slot given to others meanwhile.
-  CONCURRENCY_LIMIT: { do: 'wait-and-resend', bucket: 'concurrency', delayMs: 5_000 },
+  CONCURRENCY_LIMIT: { do: 'wait-and-resend', limit: 'concurrency', delayMs: 5_000 },
   // The service's cap is lower than ours: an hour, unless it says when its day resets.
-  DAILY_CAP_REACHED: { do: 'wait-and-resend', bucket: 'daily-cap', delayMs: 3_600_000 },
+  DAILY_CAP_REACHED: { do: 'wait-and-resend', limit: 'daily-cap', delayMs: 3_600_000 },
   MODERATION_UNAVAILABLE: { do: 'resend-later', maxResends: 1, delayMs: 10_000 },
   UPSTREAM_UNAVAILABLE: { do: 'resend-later', maxResends: 1, delayMs: 10_000 },
 };

@@ -15,7 +15,7 @@ export interface KeyDayRoom {
  * A key day's credits shared by every process on the key: each submission
  * reserves its credits in the coordinator before it leaves, and settles them
  * with what was charged. The strategy behind a DailyCap when processes share
- * a key, as SharedBucket is behind the pacer.
+ * a key, as SharedWindow is behind the pacer.
  */
 export class SharedKeyDay implements KeyDayRoom {
   constructor(

@@ -1,5 +1,5 @@
 import { ApiError, policy, waitMs, type ApiClient, type Job, type JobsPage } from '../api/index.js';
-import { Bucket } from '../scheduler/bucket.js';
+import { RateWindow } from '../scheduler/rate-window.js';
 import type { Rate } from '../scheduler/limits.js';
 
 /** A job of the service's list, with the fields a reconcile reads when the service shows them. */
@@ -42,7 +42,7 @@ export async function listKeyJobs(
   readRate: Rate,
   now: () => number = Date.now,
 ): Promise<KeyListing> {
-  const bucket = new Bucket(readRate, now);
+  const window = new RateWindow(readRate, now);
   const seenIds = new Set<string>();
   const seenCursors = new Set<string>();
   const jobs: ListedJob[] = [];
@@ -55,7 +55,7 @@ export async function listKeyJobs(
       let page: JobsPage;
       try {
         const at = cursor;
-        page = await bucket.run(() => (at ? client.listJobsAfter(at, params) : client.listJobs(params)));
+        page = await window.run(() => (at ? client.listJobsAfter(at, params) : client.listJobs(params)));
       } catch (error) {
         if (!(error instanceof ApiError)) throw error;
         const reaction = policy('list-jobs', error);
@@ -64,7 +64,7 @@ export async function listKeyJobs(
           continue;
         }
         if (reaction.do !== 'wait-and-resend') throw error;
-        bucket.pauseFor(waitMs(reaction, 0, error, (ms) => ms, readRate));
+        window.pauseFor(waitMs(reaction, 0, error, (ms) => ms, readRate));
         continue;
       }
       pages++;
@@ -88,7 +88,7 @@ export async function listKeyJobs(
       cursor = page.nextCursor;
     }
   } finally {
-    bucket.stop();
+    window.stop();
   }
 }
 

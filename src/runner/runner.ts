@@ -110,7 +110,7 @@ export class Runner {
     return this.p.control.events;
   }
 
-  /** The run's keys, each with its buckets, slots and daily cap. */
+  /** The run's keys, each with its rate windows, slots and daily cap. */
   get lanes(): KeyLanes {
     return this.p.lanes;
   }

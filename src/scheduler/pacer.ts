@@ -1,4 +1,4 @@
-/** What paces one kind of request of one key: this process's own window (Bucket), or one shared through the coordinator. */
+/** What paces one kind of request of one key: this process's own window (RateWindow), or one shared through the coordinator. */
 export interface Pacer {
   /** Runs `fn` when the window allows; rejects with NotSentError, without calling `fn`, if `signal` aborts or the pacer stops first. */
   run<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T>;

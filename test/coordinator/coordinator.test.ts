@@ -3,7 +3,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COORDINATOR_MIGRATIONS } from '../../src/coordinator/migrations.js';
 import { Coordinator } from '../../src/coordinator/postgres.js';
-import { SharedBucket } from '../../src/coordinator/shared-bucket.js';
+import { SharedWindow } from '../../src/coordinator/shared-window.js';
 import type { RunningSimulator } from '../../src/simulator/index.js';
 import { runCli, runCliInProcess } from '../helpers/cli.js';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
@@ -53,7 +53,7 @@ describe('the coordinator (--coordinator postgres://…)', () => {
     await coordinator.migrate();
     const rate = { count: 2, windowMs: 60_000 };
     const bucketOf = (fp: string) =>
-      new SharedBucket(
+      new SharedWindow(
         coordinator,
         fp,
         'submit',

@@ -32,7 +32,7 @@ describe('a waiting run does not poll', () => {
     };
     const { runner, done, cleanUp } = await fakeRun({ submitImage }, limits);
     try {
-      const submit = runner.lanes.all[0]!.buckets.submit;
+      const submit = runner.lanes.all[0]!.windows.submit;
       await vi.waitFor(() => expect(posts === 1 && submit.waiting === 1).toBe(true), { timeout: 5000, interval: 5 });
       const looks = vi.spyOn(ReadyQueue.prototype, 'nextDue');
       // A scaled second is 1.7 ms at 600x: a loop that polled would look about a hundred times in this while.

@@ -29,7 +29,7 @@ describe('which key a new item goes to', () => {
     const [full, open] = [laneFor('aaaaaaaaaaaa', store, now), laneFor('bbbbbbbbbbbb', store, now)];
     const lanes = new KeyLanes([full, open]);
     // `full` sent its window's two submissions, answered: nothing leaves it for a second. Its slots are free (those jobs ended).
-    await Promise.all([full.buckets.submit.run(async () => {}), full.buckets.submit.run(async () => {})]);
+    await Promise.all([full.windows.submit.run(async () => {}), full.windows.submit.run(async () => {})]);
     // `open` has one job running and room in its window.
     let endJob!: () => void;
     void open.slots.image.start(() => new Promise<void>((resolve) => (endJob = resolve)));

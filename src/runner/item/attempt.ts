@@ -1,6 +1,6 @@
 import { policy, waitMs, type ImageSubmission, type Reaction, type VideoSubmission } from '../../api/index.js';
 import type { ItemSpec } from '../../manifest/index.js';
-import { NotSentError } from '../../scheduler/bucket.js';
+import { NotSentError } from '../../scheduler/rate-window.js';
 import type { AttemptRow } from '../../store/index.js';
 import { idempotencyKey } from '../core/identity.js';
 import { buildBody } from './bodies.js';
@@ -38,7 +38,7 @@ async function uploadedBody(task: ItemTask): Promise<ImageSubmission | VideoSubm
         client: lane.client,
         keyFp: lane.fingerprint,
         store,
-        bucket: lane.buckets.upload,
+        window: lane.windows.upload,
         now: clock.now,
         validityMarginMs: clock.scaled(10 * 60_000),
         inFlight: lane.uploadsInFlight,
@@ -60,7 +60,7 @@ async function uploadedBody(task: ItemTask): Promise<ImageSubmission | VideoSubm
       }
       if (reaction.do !== 'wait-and-resend') return uploadFailed(task, reaction, error);
       const upload = lane.limits.upload;
-      lane.buckets.upload.pauseFor(waitMs(reaction, 0, error, clock.scaled, upload));
+      lane.windows.upload.pauseFor(waitMs(reaction, 0, error, clock.scaled, upload));
       if (deps.control.isStopping()) return task.requeue();
     }
   }

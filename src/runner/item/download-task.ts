@@ -121,7 +121,7 @@ class DownloadTask {
     let sentAt = deps.clock.now();
     try {
       if (!(await deps.reachability.ready(this.signal))) return 'stop';
-      return await lane.buckets.read.run(() => {
+      return await lane.windows.read.run(() => {
         sentAt = deps.clock.now();
         return lane.client.getJob(this.jobId, 0, this.signal);
       }, this.signal);
@@ -147,7 +147,7 @@ class DownloadTask {
     if (reaction.do === 'keep-job') return 'give-up';
     const read = lane.limits.read;
     const wait = waitMs(reaction, refresh, error, deps.clock.scaled, read);
-    if (reaction.do === 'wait-and-resend') lane.buckets.read.pauseFor(wait);
+    if (reaction.do === 'wait-and-resend') lane.windows.read.pauseFor(wait);
     else await sleep(wait);
     return 'again';
   }

@@ -3,7 +3,7 @@ import { sleep } from '../../util/clock.js';
 import { errorOf, type ItemTask } from './job-deps.js';
 
 /**
- * Long-polls a job through the read bucket, one poll in flight per job, until
+ * Long-polls a job through the read window, one poll in flight per job, until
  * it ends. A paid job is never given up on a read error: when it cannot be
  * read now, the item stays `running` for the next run to ask again. A job
  * this task submitted (`acceptedAt`) is first polled once a job of its model
@@ -24,7 +24,7 @@ export async function pollJob(task: ItemTask, jobId: string, acceptedAt: number 
     let sentAt = clock.now();
     try {
       if (!(await deps.reachability.ready(signal))) return undefined;
-      const job = await lane.buckets.read.run(() => {
+      const job = await lane.windows.read.run(() => {
         sentAt = clock.now();
         return lane.client.getJob(jobId, deps.pollWait.seconds, signal);
       }, signal);
@@ -66,7 +66,7 @@ async function pollFailed(
   const read = lane.limits.read;
   const wait = waitMs(reaction, failures, error, clock.scaled, read);
   if (reaction.do === 'wait-and-resend') {
-    lane.buckets.read.pauseFor(wait);
+    lane.windows.read.pauseFor(wait);
     return 'again';
   }
   const budget = reaction.do === 'keep-job' ? reaction.maxReads : 'maxResends' in reaction ? reaction.maxResends : 0;

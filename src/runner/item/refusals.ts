@@ -7,7 +7,7 @@ import {
   type Reaction,
   type VideoSubmission,
 } from '../../api/index.js';
-import { NotSentError } from '../../scheduler/bucket.js';
+import { NotSentError } from '../../scheduler/rate-window.js';
 import type { AttemptRow, ErrorNote } from '../../store/index.js';
 import { holdSlotOfMaybeJob, keyRefusedNote } from '../keys/lanes.js';
 import { forgetUploads } from './attempt.js';
@@ -54,7 +54,7 @@ export async function refusal(
   deps.settings.logger?.warn({ ...log, reaction: reaction.do }, 'submission refused');
   switch (reaction.do) {
     case 'wait-and-resend':
-      return waitForBucket(task, attempt, reaction, error);
+      return waitForLimit(task, attempt, reaction, error);
     case 'resend-later':
     case 'resend-with-backoff':
     case 'query-later':
@@ -80,8 +80,8 @@ export async function refusal(
   }
 }
 
-/** A 429: a wait for the key's window or day holds the slot (the bucket's queue is the wait); one for a job's slot is a deferral. */
-function waitForBucket(
+/** A 429: a wait for the key's window or day holds the slot (the window's queue is the wait); one for a job's slot is a deferral. */
+function waitForLimit(
   task: ItemTask,
   attempt: AttemptRow,
   reaction: Extract<Reaction, { do: 'wait-and-resend' }>,
@@ -90,8 +90,8 @@ function waitForBucket(
   const { lane } = task;
   const submit = lane.limits.submit;
   const wait = waitMs(reaction, 0, error, task.deps.clock.scaled, submit);
-  if (reaction.bucket === 'rate') lane.buckets.submit.pauseFor(wait);
-  else if (reaction.bucket === 'daily-cap') lane.cap.pauseFor(wait);
+  if (reaction.limit === 'rate') lane.windows.submit.pauseFor(wait);
+  else if (reaction.limit === 'daily-cap') lane.cap.pauseFor(wait);
   else return deferResend(task, attempt, wait);
   return 'again';
 }

@@ -97,14 +97,14 @@ export class Submission {
     return gate === 'reserved';
   }
 
-  /** One send through the key's submit bucket: the job, undefined (not sent: the run stops), or 'again' (through the gates again). */
+  /** One send through the key's submit window: the job, undefined (not sent: the run stops), or 'again' (through the gates again). */
   private async sendOnce(attempt: AttemptRow, body: ImageSubmission & VideoSubmission, send: SendState) {
     const { deps, lane, fixed } = this.task;
     const { clock } = deps;
     const gateDay = clock.dayOf(clock.now());
     // It waited (for the window, or for its record's commit) past the key day it was let through for: through the gate again, for the new day.
     const dayTurned = () => clock.dayOf(clock.now()) !== gateDay || lane.cap.dayEnding(clock.now());
-    return lane.buckets.submit.run(async (): Promise<Job | undefined | 'again'> => {
+    return lane.windows.submit.run(async (): Promise<Job | undefined | 'again'> => {
       if (lane.noNewWork.aborted) return undefined; // queued when the run stopped: not sent (a budget stop lets reserved ones go)
       if (dayTurned()) return 'again';
       // Paused while it waited for its turn: not sent; it waits for resume.

@@ -25,7 +25,7 @@ export interface UploadContext {
   client: ApiClient;
   keyFp: string;
   store: Store;
-  bucket: Pacer;
+  window: Pacer;
   now: () => number;
   /** Material must stay valid at least this long after it is (re)used. */
   validityMarginMs: number;
@@ -39,7 +39,7 @@ export interface UploadContext {
 
 /**
  * The upload key for a file, as an input of `target`: an earlier upload of the
- * same bytes while still valid, else a new grant (through the upload bucket)
+ * same bytes while still valid, else a new grant (through the upload window)
  * and a PUT of the file with exactly the granted Content-Type and size.
  */
 export async function uploadKeyFor(
@@ -83,7 +83,7 @@ async function uploadOnce(
       // the grant's URL expired or was refused: take a new grant below
     }
   }
-  const grant = await ctx.bucket.run(
+  const grant = await ctx.window.run(
     () => ctx.client.createUpload({ kind: media.kind, target, contentType: media.contentType, size: info.size }),
     ctx.signal,
   );

@@ -2,10 +2,10 @@ import { setMaxListeners } from 'node:events';
 import type { ApiClient } from '../../api/index.js';
 import type { AcceptedKey } from '../../api/pool-setup.js';
 import type { Coordinator } from '../../coordinator/postgres.js';
-import { SharedBucket } from '../../coordinator/shared-bucket.js';
+import { SharedWindow } from '../../coordinator/shared-window.js';
 import { SharedKeyDay } from '../../coordinator/shared-day.js';
 import { holdSharedSlot } from '../../coordinator/shared-slots.js';
-import { Bucket } from '../../scheduler/bucket.js';
+import { RateWindow } from '../../scheduler/rate-window.js';
 import type { Pacer } from '../../scheduler/pacer.js';
 import type { KeyLimits } from '../../scheduler/limits.js';
 import { Slots } from '../../scheduler/slots.js';
@@ -23,7 +23,7 @@ export interface LaneKey extends AcceptedKey {
 }
 
 /**
- * One API key of the run with everything that is the key's own: its buckets,
+ * One API key of the run with everything that is the key's own: its rate windows,
  * in-flight slots, daily cap and uploads. An attempt belongs to one lane for
  * good: its resends, polls and uploads never go with another key.
  */
@@ -31,7 +31,7 @@ export class KeyLane {
   readonly fingerprint: string;
   readonly client: ApiClient;
   readonly limits: KeyLimits;
-  readonly buckets: { submit: Pacer; read: Pacer; upload: Pacer };
+  readonly windows: { submit: Pacer; read: Pacer; upload: Pacer };
   readonly coordinator: Coordinator | undefined;
   readonly slots: Record<JobType, Slots>;
   readonly cap: DailyCap;
@@ -65,19 +65,19 @@ export class KeyLane {
     const { coordinator } = key;
     if (coordinator) {
       const shared = (kind: 'submit' | 'read' | 'upload') =>
-        new SharedBucket(coordinator, key.fingerprint, kind, key.limits[kind], onCoordinator);
-      this.buckets = { submit: shared('submit'), read: shared('read'), upload: shared('upload') };
+        new SharedWindow(coordinator, key.fingerprint, kind, key.limits[kind], onCoordinator);
+      this.windows = { submit: shared('submit'), read: shared('read'), upload: shared('upload') };
     } else {
       const recent = recentSubmissions(store, key.fingerprint, key.limits.submit, now());
-      this.buckets = {
-        submit: new Bucket(key.limits.submit, now, recent),
-        read: new Bucket(key.limits.read, now),
-        upload: new Bucket(key.limits.upload, now),
+      this.windows = {
+        submit: new RateWindow(key.limits.submit, now, recent),
+        read: new RateWindow(key.limits.read, now),
+        upload: new RateWindow(key.limits.upload, now),
       };
     }
-    // What the service says is left of a limit paces this key's bucket; heard until the lane stops.
+    // What the service says is left of a limit paces this key's window; heard until the lane stops.
     this.stopHearing = key.client.answers.on((answer) => {
-      if (answer.remaining !== undefined) this.buckets[answer.limit].serviceRemaining(answer.remaining);
+      if (answer.remaining !== undefined) this.windows[answer.limit].serviceRemaining(answer.remaining);
     });
     this.slots = { image: new Slots(key.limits.imagesInFlight), video: new Slots(key.limits.videosInFlight) };
     const sharedDay = coordinator
@@ -125,20 +125,20 @@ export class KeyLane {
 
   /**
    * The service refused the key: it takes no new work. What waits for its
-   * submit or upload bucket is never sent; its paid jobs are left for a run
+   * submit or upload window is never sent; its paid jobs are left for a run
    * in which the key works again. False when it had already left.
    */
   leave(code: string, message: string): boolean {
     if (this.refused) return false;
     this.refused = { code, message };
     this.leaving.abort(new Error(message));
-    this.buckets.submit.stop();
-    this.buckets.upload.stop();
+    this.windows.submit.stop();
+    this.windows.upload.stop();
     return true;
   }
 
   stop(): void {
-    for (const bucket of Object.values(this.buckets)) bucket.stop();
+    for (const window of Object.values(this.windows)) window.stop();
     this.slots.image.stop();
     this.slots.video.stop();
     this.stopHearing();
@@ -229,7 +229,7 @@ function leastLoaded(lanes: readonly KeyLane[], now: number): KeyLane | undefine
   let bestLeaves = Infinity;
   let bestBusy = Infinity;
   for (const lane of lanes) {
-    const submit = lane.buckets.submit;
+    const submit = lane.windows.submit;
     const leaves = submit.leavesAt ? submit.leavesAt(now) : now + submit.waiting * lane.limits.submit.windowMs;
     if (leaves < bestLeaves || (leaves === bestLeaves && lane.busy < bestBusy))
       [best, bestLeaves, bestBusy] = [lane, leaves, lane.busy];

@@ -36,7 +36,7 @@ export function watchService(deps: {
     now,
     probe: (signal) => {
       const lane = lanes.active[0] ?? lanes.all[0]!;
-      return lane.buckets.read.run(() => {
+      return lane.windows.read.run(() => {
         onActivity();
         return lane.client.me(signal, silentMs);
       }, signal);

@@ -66,7 +66,7 @@ class SendWindow {
  * 429's Retry-After) holds every queued request, and a queued request can be
  * cancelled (an interrupt) before anything is sent.
  */
-export class Bucket {
+export class RateWindow {
   private readonly window: SendWindow;
   // No permit to carry: a request's place in the window is counted by the window itself.
   private readonly queue = new WaitQueue<undefined>();
@@ -85,7 +85,7 @@ export class Bucket {
     for (const at of [...recentSends].sort((a, b) => a - b).slice(-rate.count)) this.window.recent(at);
   }
 
-  /** Runs `fn` when the window allows; rejects with NotSentError, without calling `fn`, if `signal` aborts or the bucket stops first. */
+  /** Runs `fn` when the window allows; rejects with NotSentError, without calling `fn`, if `signal` aborts or the window stops first. */
   run<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
     if (this.stopped) return Promise.reject(new NotSentError('not sent: the run is stopping'));
     // Called once per request, when it settles either way: it counts until a window after that.
@@ -135,7 +135,7 @@ export class Bucket {
 
   /**
    * What the service's `X-RateLimit-Remaining` said. It only ever slows the
-   * bucket, never speeds it past its own window. A 0 while this window is
+   * window, never speeds it past its own window. A 0 while this window is
    * full is what the window already holds to: the next request waits for the
    * oldest to leave it, and a share more would cost every full window (6 s a
    * minute at the real pace). A 0 while this window has room says the key is

@@ -18,11 +18,11 @@ const UNREACHABLE_RETRY_MS = 1_000;
  * through the coordinator: a request leaves once the database grants it a
  * place in the window (one statement under a lock), and counts there until
  * one window after its answer. Queued requests wait in one FIFO behind a
- * single pump, as in the local Bucket, so a pause holds them all and an
+ * single pump, as in the local RateWindow, so a pause holds them all and an
  * interrupt cancels them unsent. While the database is unreachable, nothing
  * is sent: requests wait, and `onUnreachable` says so once per outage.
  */
-export class SharedBucket implements Pacer {
+export class SharedWindow implements Pacer {
   private readonly queue = new WaitQueue<string>();
   private pumping = false;
   private stopped = false;
@@ -65,7 +65,7 @@ export class SharedBucket implements Pacer {
     return this.coordinator.pause(this.keyFp, this.kind, held).catch(() => {});
   }
 
-  /** As the local Bucket: a 0 the shared window accounts for adds no wait; with room in it, the key is used outside the coordinator, and every process holds a share. */
+  /** As the local RateWindow: a 0 the shared window accounts for adds no wait; with room in it, the key is used outside the coordinator, and every process holds a share. */
   async serviceRemaining(remaining: number): Promise<void> {
     if (remaining !== 0) return;
     const full = await this.coordinator.sendsInWindow(this.keyFp, this.kind, this.rate.windowMs).then(
