@@ -1,4 +1,4 @@
-import { sleep } from '../util/clock.js';
+import { sleep } from '../util/sleep.js';
 import { TransportError } from './errors.js';
 
 export interface UntilAnsweredOptions {

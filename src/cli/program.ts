@@ -208,8 +208,8 @@ function addStateCommands(program: Command, ctx: CommandContext): void {
       .option('--simulate', "the rehearsal's state (run --simulate), not the real run's")
       .option('--json', 'print as JSON')
       .action(async (manifest: string, opts) => {
-        const { controlCommand } = await import('./commands/control-commands.js');
-        ctx.print(await controlCommand(command, manifest, opts, ctx.io.cwd));
+        const { steeringCommand } = await import('./commands/steering-commands.js');
+        ctx.print(await steeringCommand(command, manifest, opts, ctx.io.cwd));
       });
   }
   program

@@ -72,7 +72,7 @@ function snapshotOf(store: Store, statePath: string, now: number): Snapshot {
     jobSeconds: store.metrics.jobSeconds(),
     downloads: store.metrics.downloads(),
     running,
-    paused: store.control.request()?.mode === 'paused',
+    paused: store.steering.request()?.mode === 'paused',
     unreachable: running && last?.unreachable_since != null,
     stalledTransfers: running ? (last?.stalled_transfers ?? 0) : 0,
     bucketUnreachable: running && last?.bucket_trouble_since != null,

@@ -84,7 +84,7 @@ export function collectStatus(store: Store, where: { manifest: string; state: st
   const seconds = runSeconds(sessions, running ? now : undefined);
   const waitingUntil = running && last?.waiting_until && last.waiting_until > now ? last.waiting_until : null;
   const unreachableSince = running ? (last?.unreachable_since ?? null) : null;
-  const asked = store.control.request();
+  const asked = store.steering.request();
   const pausedSince = asked?.mode === 'paused' ? asked.since : null;
   return {
     manifest: where.manifest,

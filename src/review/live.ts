@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { RunSeries } from '../report/series.js';
 import type { NewOutput, Store } from '../store/index.js';
-import type { ReviewSummary } from './summary.js';
+import type { ReviewSummary } from './header.js';
 
 /** Outputs sent in one event at most: a burst of downloads shows its newest. */
 const NEWEST_MAX = 48;

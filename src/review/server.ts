@@ -10,7 +10,7 @@ import { listen } from '../serve/listen.js';
 import { serveOutput } from './files.js';
 import { LiveFeed } from './live.js';
 import { StateHandle } from './state-handle.js';
-import { reviewSummary } from './summary.js';
+import { reviewSummary } from './header.js';
 
 export interface ReviewServerOptions {
   statePath: string;

@@ -11,7 +11,7 @@ import { downloadJob, type DownloadDeps } from './item/download-task.js';
 import { FeedLoops } from './feed/loops.js';
 import type { ToSync } from './sync/first-sync.js';
 import { preflight } from './preflight.js';
-import { startWatchers } from './watchers.js';
+import { startUpkeep } from './upkeep.js';
 import { buildParts, type RunParts } from './parts.js';
 import { downloadTaskDeps, jobTaskDeps, type RunActs } from './task-deps.js';
 import { JobTask, type JobTaskDeps } from './item/job-task.js';
@@ -117,15 +117,15 @@ export class Runner {
 
   async run(): Promise<RunSummary> {
     this.settings.runStartedAt = this.opts.now();
-    const watchers = startWatchers(this.p, this.opts);
-    this.runId = watchers.runId;
+    const upkeep = startUpkeep(this.p, this.opts);
+    this.runId = upkeep.runId;
     this.watchdog.start();
     try {
-      await watchers.ready;
+      await upkeep.ready;
       return await this.work();
     } finally {
       this.watchdog.stop();
-      watchers.stop();
+      upkeep.stop();
       this.p.detach();
     }
   }

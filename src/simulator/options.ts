@@ -1,4 +1,7 @@
-import type { Clock } from '../util/clock.js';
+/** Time is passed in, so tests can run the simulator with shrunken or fixed time. */
+export interface Clock {
+  now(): number;
+}
 
 export type Scope = 'image' | 'video';
 

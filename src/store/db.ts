@@ -15,7 +15,7 @@ export class StateFileError extends GenbatchError {
  * writing it: nothing is written, migrated or checkpointed. A file of an older
  * schema is opened by openDb instead (migrated) when no run holds it.
  */
-/** Opens a state a live run holds, to write its control row alone: the run keeps the file's schema, which must be this genbatch's. */
+/** Opens a state a live run holds, to write its steering row alone: the run keeps the file's schema, which must be this genbatch's. */
 export function openDbReadWriteUnlocked(path: string): Db {
   let db: Db;
   try {

@@ -11,7 +11,7 @@ import { Items } from './items.js';
 import { ReadyQueue } from './ready-queue.js';
 import { Lifecycle } from './lifecycle.js';
 import { acquireLock, lockHolder } from './lock.js';
-import { RunControl } from './control.js';
+import { Steering } from './steering.js';
 import { Publications } from './publications.js';
 import { Derivatives } from './derivatives.js';
 import { Outputs } from './outputs.js';
@@ -40,7 +40,7 @@ export type { NewOutput, ReviewCard, ReviewFilter, SeriesBuckets, VersionDetail 
 export type { UploadRow } from './uploads.js';
 export type { RunRow } from './runs.js';
 export { COUNTER_NAMES, type CounterDelta, type CounterName } from './counters.js';
-export type { ControlAnswer, ControlMode, ControlRequest } from './control.js';
+export type { SteeringAnswer, SteeringMode, SteeringRequest } from './steering.js';
 export { lockHolder } from './lock.js';
 export { JOB_SECONDS_BUCKETS } from './migrations.js';
 
@@ -68,7 +68,7 @@ export class Store {
   readonly uploads: Uploads;
   readonly runs: Runs;
   /** What pause, resume and drain ask of the run, and what it answered. */
-  readonly control: RunControl;
+  readonly steering: Steering;
   /** The item's named, guarded transitions: the only way the runner changes an item's state. */
   readonly life: Lifecycle;
   private checkpointTimer: NodeJS.Timeout | undefined;
@@ -96,7 +96,7 @@ export class Store {
     this.itemReports = new ItemReports(db);
     this.uploads = new Uploads(db);
     this.runs = new Runs(db);
-    this.control = new RunControl(db);
+    this.steering = new Steering(db);
     this.metaStmt = db.prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?');
   }
 
@@ -144,9 +144,9 @@ export class Store {
   /**
    * Opens to ask the run something (pause, resume, drain): while a run holds
    * the lock, without it (its schema is current: the run migrated it), and
-   * only the control row is written; otherwise with the lock, as a run would.
+   * only the steering row is written; otherwise with the lock, as a run would.
    */
-  static openForControl(path: string): { store: Store; runPid: number | undefined } {
+  static openForSteering(path: string): { store: Store; runPid: number | undefined } {
     const holder = lockHolder(path);
     if (holder?.alive) {
       const db = openDbReadWriteUnlocked(path);

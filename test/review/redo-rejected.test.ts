@@ -8,7 +8,7 @@ import { startTestSim } from '../helpers/sim.js';
 
 /** Decisions as `genbatch review` writes them: through the state, while no run or a run holds it. */
 function decide(statePath: string, decisions: [id: string, version: number, decision: 'approved' | 'rejected'][]) {
-  const { store } = Store.openForControl(statePath);
+  const { store } = Store.openForSteering(statePath);
   try {
     for (const [id, version, decision] of decisions)
       expect(store.reviews.decide(id, version, decision, null, Date.now())).toBe(true);
@@ -91,7 +91,7 @@ describe('regenerating what review rejected', () => {
     const t = await startTestSim({ timeScale: 600 });
     const ws = workspace(t.sim, imageManifest(1));
     expect((await ws.run()).code).toBe(0);
-    const { store } = Store.openForControl(ws.statePath);
+    const { store } = Store.openForSteering(ws.statePath);
     try {
       expect(store.reviews.decide('item-0', 2, 'rejected', null, 1)).toBe(false);
       expect(store.reviews.decide('nope', 1, 'rejected', null, 1)).toBe(false);

@@ -151,7 +151,7 @@ describe('genbatch review in a browser', () => {
     const t = await startTestSim({ timeScale: 600 });
     const ws = workspace(t.sim, imageManifest(2));
     expect((await ws.run()).code).toBe(0);
-    const { store } = Store.openForControl(ws.statePath);
+    const { store } = Store.openForSteering(ws.statePath);
     store.reviews.decide('item-1', 1, 'rejected', 'wrong colour', Date.now());
     store.close();
     expect((await ws.run(['--redo-rejected'])).code).toBe(0);

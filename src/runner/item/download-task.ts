@@ -5,7 +5,7 @@ import type { OutputSink } from '../../sink/index.js';
 import type { Logger } from '../../log/logger.js';
 import { outputRelativePath } from '../../manifest/index.js';
 import type { ErrorNote, ItemRow, Store } from '../../store/index.js';
-import { sleep } from '../../util/clock.js';
+import { sleep } from '../../util/sleep.js';
 import type { RunClock } from '../core/clock.js';
 import type { Control, DownloadFailure } from '../core/control.js';
 import type { KeyLane } from '../keys/lanes.js';

@@ -1,5 +1,5 @@
 import { isTerminalStatus, policy, waitMs, type Job } from '../../api/index.js';
-import { sleep } from '../../util/clock.js';
+import { sleep } from '../../util/sleep.js';
 import { errorOf, type ItemTask } from './job-deps.js';
 
 /**

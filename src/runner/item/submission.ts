@@ -1,6 +1,6 @@
 import type { ImageSubmission, Job, VideoSubmission } from '../../api/index.js';
 import type { AttemptRow } from '../../store/index.js';
-import { sleep } from '../../util/clock.js';
+import { sleep } from '../../util/sleep.js';
 import { newAttempt } from './attempt.js';
 import type { ItemTask } from './job-deps.js';
 import { refusal, type SendState } from './refusals.js';

@@ -10,7 +10,7 @@ import type { Pacer } from '../../scheduler/pacer.js';
 import type { KeyLimits } from '../../scheduler/limits.js';
 import { Slots } from '../../scheduler/slots.js';
 import type { AttemptRow, Store } from '../../store/index.js';
-import { sleep } from '../../util/clock.js';
+import { sleep } from '../../util/sleep.js';
 import type { RunClock } from '../core/clock.js';
 import { DailyCap } from './daily-cap.js';
 

@@ -1,4 +1,5 @@
 import { Readable } from 'node:stream';
+import { sleep } from '../../util/sleep.js';
 import type { BucketTrouble, ByteRange } from '../sink.js';
 import {
   ObjectStoreError,
@@ -238,20 +239,4 @@ function asFault(error: unknown, what: string): ObjectStoreError {
   if (code === 'ENOENT' || code === 'EACCES' || code === 'EISDIR')
     return new ObjectStoreError(`${what}: ${e.message ?? code}`, 'failed', code, { cause: error });
   return new ObjectStoreError(`${what}: ${e.message ?? code}`, 'unreachable', code, { cause: error });
-}
-
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const done = () => {
-      signal?.removeEventListener('abort', stop);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    const stop = () => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    signal?.addEventListener('abort', stop, { once: true });
-  });
 }

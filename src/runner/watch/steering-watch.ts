@@ -1,11 +1,11 @@
-import type { ControlRequest, Store } from '../../store/index.js';
+import type { SteeringRequest, Store } from '../../store/index.js';
 import type { Control } from '../core/control.js';
 import type { PauseGate } from '../core/pause-gate.js';
 
-/** How often the run reads its control row: `pause`, `resume` and `drain` act within this (and a commit). */
+/** How often the run reads its steering row: `pause`, `resume` and `drain` act within this (and a commit). */
 const EVERY_MS = 250;
 
-export interface ControlWatchDeps {
+export interface SteeringWatchDeps {
   store: Store;
   gate: PauseGate;
   control: Control;
@@ -20,12 +20,12 @@ export interface ControlWatchDeps {
  * the command can say what the run did. A run started on a paused state
  * starts paused. Stopped with the run; a drain asked of it ends with it.
  */
-export function watchRunControl(deps: ControlWatchDeps): () => void {
+export function watchSteering(deps: SteeringWatchDeps): () => void {
   const { store, gate, control, now } = deps;
-  let seen: ControlRequest | undefined;
-  const answer = (mode: ControlRequest['mode'] | 'running') => {
+  let seen: SteeringRequest | undefined;
+  const answer = (mode: SteeringRequest['mode'] | 'running') => {
     const counts = store.itemReports.counts();
-    store.control.answered({
+    store.steering.answered({
       mode,
       at: now(),
       pid: process.pid,
@@ -34,9 +34,9 @@ export function watchRunControl(deps: ControlWatchDeps): () => void {
     });
   };
   // A drain was asked of a run that ended (killed) before it was done: this run is not that one.
-  if (store.control.request()?.mode === 'draining') store.control.ask(undefined, now());
+  if (store.steering.request()?.mode === 'draining') store.steering.ask(undefined, now());
   const look = () => {
-    const asked = store.control.request();
+    const asked = store.steering.request();
     if (asked?.mode === seen?.mode && asked?.since === seen?.since) return;
     const first = seen === undefined && asked === undefined;
     seen = asked;
@@ -63,6 +63,6 @@ export function watchRunControl(deps: ControlWatchDeps): () => void {
   return () => {
     clearInterval(timer);
     // A drain is done once its run ends: the next run runs.
-    if (store.control.request()?.mode === 'draining') store.control.ask(undefined, now());
+    if (store.steering.request()?.mode === 'draining') store.steering.ask(undefined, now());
   };
 }

@@ -1,10 +1,4 @@
-/** Time is passed in, so tests can run the real code with shrunken or fixed time. */
-export interface Clock {
-  now(): number;
-}
-
-export const systemClock: Clock = { now: () => Date.now() };
-
+/** A wait that an abort ends at once (rejecting with its reason). */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);

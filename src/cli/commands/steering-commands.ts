@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Store, type ControlAnswer, type ControlMode } from '../../store/index.js';
+import { Store, type SteeringAnswer, type SteeringMode } from '../../store/index.js';
 import { EXIT, ExitError } from '../../library/outcome.js';
 import { localDateTime, num } from '../format.js';
 import { existingStatePathFor } from '../../store/state-path.js';
@@ -25,18 +25,22 @@ export interface ControlResult {
   /** Whether the request is now in the state (a drain with no run records nothing). */
   recorded: boolean;
   /** What the run answered, once it had acted. */
-  answer: ControlAnswer | null;
+  answer: SteeringAnswer | null;
   message: string;
 }
 
-const asks: Record<ControlCommand, ControlMode | undefined> = { pause: 'paused', resume: undefined, drain: 'draining' };
+const asks: Record<ControlCommand, SteeringMode | undefined> = {
+  pause: 'paused',
+  resume: undefined,
+  drain: 'draining',
+};
 
 /**
  * Asks the running `run` of the state, through the state file (no signal, no
  * socket), to pause, resume or drain, and says what it did; with no run, a
  * pause or resume is recorded for the next one, and a drain has nothing to do.
  */
-export async function controlCommand(
+export async function steeringCommand(
   command: ControlCommand,
   path: string,
   flags: ControlFlags,
@@ -44,9 +48,9 @@ export async function controlCommand(
 ): Promise<string> {
   const manifest = await locate(path, cwd);
   const statePath = existingStatePathFor(manifest, flags, cwd);
-  let opened: ReturnType<typeof Store.openForControl>;
+  let opened: ReturnType<typeof Store.openForSteering>;
   try {
-    opened = Store.openForControl(statePath);
+    opened = Store.openForSteering(statePath);
   } catch (error) {
     throw new ExitError(EXIT.environment, (error as Error).message, undefined, { cause: error });
   }
@@ -66,7 +70,7 @@ async function act(
   runPid: number | undefined,
   manifestArg: string,
 ): Promise<Omit<ControlResult, 'command' | 'state' | 'run'>> {
-  const before = store.control.request();
+  const before = store.steering.request();
   const mode = asks[command];
   if (command === 'drain' && runPid === undefined)
     return { recorded: false, answer: null, message: 'no run holds this state: nothing to drain' };
@@ -83,12 +87,12 @@ async function act(
   if (command === 'pause' && before?.mode === 'paused') {
     return {
       recorded: true,
-      answer: store.control.answer() ?? null,
+      answer: store.steering.answer() ?? null,
       message: `already paused since ${localDateTime(before.since)}${runPid === undefined ? ' (no run holds this state)' : ` (the run, pid ${runPid}, sends nothing new)`}`,
     };
   }
   const askedAt = Date.now();
-  store.control.ask(mode, askedAt);
+  store.steering.ask(mode, askedAt);
   if (runPid === undefined) {
     const message =
       command === 'pause'
@@ -118,10 +122,10 @@ async function act(
 async function answerOf(
   store: Store,
   askedAt: number,
-  mode: ControlAnswer['mode'],
-): Promise<ControlAnswer | undefined> {
+  mode: SteeringAnswer['mode'],
+): Promise<SteeringAnswer | undefined> {
   for (const deadline = Date.now() + ANSWER_WAIT_MS; Date.now() < deadline; await sleep(50)) {
-    const answer = store.control.answer();
+    const answer = store.steering.answer();
     if (answer && answer.mode === mode && answer.at >= askedAt) return answer;
   }
   return undefined;

@@ -19,7 +19,7 @@ export function reviewSummary(
   const limits = last ? (JSON.parse(last.limits) as KeyLimits) : DEFAULT_KEY_LIMITS;
   const timeScale = last?.time_scale ?? 1;
   const running = Boolean(last && last.ended_at === null && lockHolder(where.statePath)?.alive);
-  const asked = store.control.request();
+  const asked = store.steering.request();
   const eta = running ? liveEta(store, now) : null;
   return {
     title: where.title,

@@ -1,17 +1,17 @@
 import type { Db } from './db.js';
 
 /** What another shell asked of the run: no new submissions (paused), or finish what is in flight and end (draining). */
-export type ControlMode = 'paused' | 'draining';
+export type SteeringMode = 'paused' | 'draining';
 
-export interface ControlRequest {
-  mode: ControlMode;
+export interface SteeringRequest {
+  mode: SteeringMode;
   /** When it was asked. */
   since: number;
 }
 
 /** What the run did about the last request, so the command that made it can say so. */
-export interface ControlAnswer {
-  mode: ControlMode | 'running';
+export interface SteeringAnswer {
+  mode: SteeringMode | 'running';
   at: number;
   pid: number;
   /** Jobs in flight when it acted (submissions awaiting an answer, jobs being polled). */
@@ -21,12 +21,12 @@ export interface ControlAnswer {
 }
 
 /**
- * The run's control row: `pause`, `resume` and `drain` write it from another
+ * The run's steering row: `pause`, `resume` and `drain` write it from another
  * shell (no signal, no socket), the run reads it every quarter second and
  * answers in its own row. It lives in `meta`, so a paused state stays paused
  * across a kill and a restart.
  */
-export class RunControl {
+export class Steering {
   private readonly getStmt;
   private readonly setStmt;
   private readonly deleteStmt;
@@ -39,21 +39,23 @@ export class RunControl {
     this.deleteStmt = db.prepare('DELETE FROM meta WHERE key = ?');
   }
 
+  // Kept in meta under its first names ('control', 'control_answer'): states already hold them.
+
   /** What is asked of the run now; undefined: run. */
-  request(): ControlRequest | undefined {
-    return this.read<ControlRequest>('control');
+  request(): SteeringRequest | undefined {
+    return this.read<SteeringRequest>('control');
   }
 
-  ask(mode: ControlMode | undefined, now: number): void {
-    if (mode) this.setStmt.run('control', JSON.stringify({ mode, since: now } satisfies ControlRequest));
+  ask(mode: SteeringMode | undefined, now: number): void {
+    if (mode) this.setStmt.run('control', JSON.stringify({ mode, since: now } satisfies SteeringRequest));
     else this.deleteStmt.run('control');
   }
 
-  answer(): ControlAnswer | undefined {
-    return this.read<ControlAnswer>('control_answer');
+  answer(): SteeringAnswer | undefined {
+    return this.read<SteeringAnswer>('control_answer');
   }
 
-  answered(answer: ControlAnswer): void {
+  answered(answer: SteeringAnswer): void {
     this.setStmt.run('control_answer', JSON.stringify(answer));
   }
 

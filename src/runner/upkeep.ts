@@ -1,5 +1,5 @@
 import { combinedLimits } from '../scheduler/limits.js';
-import { watchRunControl } from './watch/control-watch.js';
+import { watchSteering } from './watch/steering-watch.js';
 import { countEvents } from './watch/counting.js';
 import { keepCoordinatorLeases } from './keys/coordination.js';
 import type { RunOptions } from './options.js';
@@ -10,16 +10,13 @@ import type { Control } from './core/control.js';
 const HEARTBEAT_MS = 1_000;
 
 /**
- * What watches a run while it works, begun with it: a heartbeat in the state
+ * The run's upkeep while it works, begun with it: a heartbeat in the state
  * (so status can tell a live run from a killed one, and says why it waits),
- * the control row another shell writes (pause, resume, drain), and with a
+ * the steering row another shell writes (pause, resume, drain), and with a
  * coordinator the leases and the blocked count shared by every process;
- * and the counts `genbatch metrics` reads.
+ * the counts `genbatch metrics` reads; and the bucket's trouble said as events.
  */
-export function startWatchers(
-  parts: RunParts,
-  opts: RunOptions,
-): { runId: number; ready: Promise<void>; stop(): void } {
+export function startUpkeep(parts: RunParts, opts: RunOptions): { runId: number; ready: Promise<void>; stop(): void } {
   const { store, lanes, credits, reachability, clock, breaker } = parts;
   // The limits the run paces to, all keys together: status's ETA reads them.
   const limits = combinedLimits(lanes.all.map((l) => l.limits));
@@ -48,7 +45,7 @@ export function startWatchers(
   heartbeat.unref();
   const inFlight = () => lanes.all.reduce((n, l) => n + l.busy, 0);
   const control = { store, control: parts.control, gate: parts.pauseGate, now: opts.now, inFlight };
-  const stopWatchingControl = watchRunControl(control);
+  const stopWatchingControl = watchSteering(control);
   const shared = keepCoordinatorLeases(lanes, clock, (blocked) => {
     breaker.sharedBlocked = blocked;
   });
