@@ -40,6 +40,8 @@ export interface FaultProxy {
   decide: (method: string, path: string) => ProxyWay;
   /** Requests seen, by how they were answered, and the spells of refusal. */
   seen: Record<ProxyWay | 'refused', number>;
+  /** Requests read and never answered whose connection the client still holds open. */
+  heldOpen(): number;
   /** Refuses every connection for `ms` (nothing listens), then listens again on the same port. */
   refuseFor(ms: number): Promise<void>;
   close(): Promise<void>;

@@ -118,7 +118,9 @@ export async function startFaultProxy(bucketEnv) {
   const sockets = new Set();
   const seen = { pass: 0, 'slow-down': 0, 'internal-error': 0, silent: 0, reset: 0, torn: 0, refused: 0 };
   let port = 0;
+  let held = 0;
   const proxy = {
+    heldOpen: () => held,
     env: { ...bucketEnv },
     decide: () => 'pass',
     seen,
@@ -140,8 +142,12 @@ export async function startFaultProxy(bucketEnv) {
     const way = proxy.decide(req.method ?? 'GET', decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname));
     seen[way]++;
     if (way === 'reset') return req.socket.destroy();
-    // Read, never answered: only the client's own timeout ends it.
-    if (way === 'silent') return req.resume();
+    // Read, never answered: only the client's own timeout ends it (counted while its connection is open).
+    if (way === 'silent') {
+      held++;
+      req.socket.once('close', () => held--);
+      return req.resume();
+    }
     if (way === 'slow-down' || way === 'internal-error') {
       req.resume();
       req.on('end', () => {

@@ -304,7 +304,8 @@ export async function chaosRun(seed, { canMount = false, say = () => {} } = {}) 
         : await inProcessLife(dir, env, args);
       const endedAt = Date.now();
       if (res.hung) {
-        violate(`a life did not end within ${LIFE_LIMIT_MS / 1000} s (a hang)`);
+        violate(`a life did not end within ${LIFE_LIMIT_MS / 1000} s (a hang): ${(res.stderr ?? '').slice(-1500)}`);
+        say(`hung life's stderr:\n${res.stderr ?? '(in process)'}`);
         throw Object.assign(new Error('hang'), { fatal: true });
       }
       if (res.signaled) count(signal.signal);
@@ -436,7 +437,7 @@ async function childLife(service, dir, env, args, { signal, afterWork, afterPuts
   const [code, by] = await closed;
   clearTimeout(timer);
   unwatch();
-  if (by === 'SIGKILL' && !signaled) return { hung: true };
+  if (by === 'SIGKILL' && !signaled) return { hung: true, stderr };
   return { code, by, stderr, signaled, killed: by === 'SIGKILL' };
 }
 

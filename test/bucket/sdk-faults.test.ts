@@ -1,9 +1,12 @@
 import { createHash } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { S3ObjectStore } from '../../src/sink/bucket/s3-store.js';
 import { Store } from '../../src/store/index.js';
-import { runCliInProcess, startCli } from '../helpers/cli.js';
+import { exitCodeWithin, runCliInProcess, startCli } from '../helpers/cli.js';
 import { startBucketProxy } from '../helpers/bucket-proxy.js';
 import { imageManifest, readState, workspace } from '../helpers/run.js';
 import { startTestBucket } from '../helpers/s3.js';
@@ -122,5 +125,50 @@ describe('a real bucket through the AWS SDK, slowing down, refusing and going si
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toContain('2 outputs published to s3://catalog/spring');
     expect(proxy.seen['slow-down']).toBe(3);
+  });
+
+  it('a bucket silent for good: the run gives up past --unreachable-minutes and its process exits 4, no request left open', {
+    timeout: 60_000,
+  }, async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const s3 = await startTestBucket();
+    const proxy = await startBucketProxy(s3.env);
+    proxy.decide = () => 'silent';
+    const ws = workspace(t.sim, imageManifest(2));
+    const args = ['--out', 's3://catalog/spring', '--unreachable-minutes', '0.02', '--idle-timeout', '0.5'];
+    const run = startCli(ws.args(args), { ...ws.env, ...proxy.env }, ws.dir);
+    // The write check gives up after 1.2 s; the results' puts too. Before every request carried its abort, a put
+    // of lib-storage's stayed on the wire and held the process open after its last line (a hang).
+    const code = await exitCodeWithin(run, 20_000);
+    expect(code, run.output()).toBe(4);
+    expect(run.output()).toMatch(/cannot write to s3:\/\/catalog\/spring \(IDLE_TIMEOUT\)/);
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(0);
+  });
+
+  it('an abandoned put, single or multipart, leaves no request on the wire', { timeout: 60_000 }, async () => {
+    const s3 = await startTestBucket();
+    const proxy = await startBucketProxy(s3.env);
+    proxy.decide = () => 'silent';
+    const store = new S3ObjectStore({ bucket: 'catalog', idleMs: 60_000, env: proxy.env });
+    const small = join(tmpdir(), `genbatch-small-${process.pid}.txt`);
+    const large = join(tmpdir(), `genbatch-large-${process.pid}.bin`);
+    writeFileSync(small, 'results');
+    writeFileSync(large, Buffer.alloc(17 * 1024 * 1024, 7));
+    for (const [path, bytes] of [
+      [small, 7],
+      [large, 17 * 1024 * 1024],
+    ] as const) {
+      const abort = new AbortController();
+      const put = store
+        .putReplace('spring/r', { path, bytes, contentType: 'text/plain' }, { signal: abort.signal })
+        .catch((e: unknown) => e);
+      // Once the request is on the wire (read by the bucket, never answered), it is abandoned.
+      for (let i = 0; i < 100 && proxy.heldOpen() === 0; i++) await new Promise((r) => setTimeout(r, 20));
+      expect(proxy.heldOpen()).toBeGreaterThan(0);
+      abort.abort(new Error('abandoned'));
+      expect(await put).toBeInstanceOf(Error);
+      for (let i = 0; i < 50 && proxy.heldOpen() > 0; i++) await new Promise((r) => setTimeout(r, 20));
+      expect(proxy.heldOpen(), `${bytes} bytes`).toBe(0);
+    }
   });
 });

@@ -67,36 +67,10 @@ export class S3ObjectStore implements ObjectStore {
   }
 
   async putNew(key: string, source: ObjectSource, call: StoreCall = {}): Promise<'created' | 'exists'> {
-    const params = {
-      Bucket: this.bucket,
-      Key: key,
-      ContentType: source.contentType,
-      Metadata: { [SHA256_META]: source.sha256 },
-      // Create-only where the store supports it (S3, R2, MinIO); the caller has looked first for those that do not.
-      IfNoneMatch: '*',
-    };
+    // Create-only where the store supports it (S3, R2, MinIO); the caller has looked first for those that do not.
+    const params = { Metadata: { [SHA256_META]: source.sha256 }, IfNoneMatch: '*' };
     try {
-      if (source.bytes <= SINGLE_PUT_MAX) {
-        const md5 = await md5Of(source.path);
-        await this.client.send(
-          new PutObjectCommand({
-            ...params,
-            Body: bodyOf(source.path, call.progress),
-            ContentLength: source.bytes,
-            ContentMD5: md5,
-          }),
-          { abortSignal: call.signal },
-        );
-      } else {
-        const upload = new Upload({
-          client: this.client,
-          params: { ...params, Body: bodyOf(source.path, call.progress), ContentLength: source.bytes },
-          partSize: PART_SIZE,
-          queueSize: PARTS_AT_ONCE,
-          leavePartsOnError: false,
-        });
-        await uploadWithin(upload, call.signal);
-      }
+      await this.put(key, source, params, call);
       return 'created';
     } catch (error) {
       if (statusOf(error) === 412 || nameOf(error) === 'PreconditionFailed') return 'exists';
@@ -106,23 +80,41 @@ export class S3ObjectStore implements ObjectStore {
 
   async putReplace(key: string, source: Omit<ObjectSource, 'sha256'>, call: StoreCall = {}): Promise<void> {
     try {
-      const upload = new Upload({
-        client: this.client,
-        params: {
-          Bucket: this.bucket,
-          Key: key,
-          ContentType: source.contentType,
-          Body: bodyOf(source.path, call.progress),
-          ContentLength: source.bytes,
-        },
-        partSize: PART_SIZE,
-        queueSize: PARTS_AT_ONCE,
-        leavePartsOnError: false,
-      });
-      await uploadWithin(upload, call.signal);
+      await this.put(key, source, {}, call);
     } catch (error) {
       throw asStoreError(error, `PUT s3://${this.bucket}/${key}`);
     }
+  }
+
+  /**
+   * One PUT with Content-MD5 up to SINGLE_PUT_MAX, else a multipart upload.
+   * Every request carries the call's signal: lib-storage's own abort() only
+   * stops waiting, and leaves its request on the wire (a silent bucket's
+   * socket then held the process open after the run had ended).
+   */
+  private async put(
+    key: string,
+    source: Omit<ObjectSource, 'sha256'>,
+    extra: { Metadata?: Record<string, string>; IfNoneMatch?: string },
+    call: StoreCall,
+  ): Promise<void> {
+    const params = { Bucket: this.bucket, Key: key, ContentType: source.contentType, ...extra };
+    const body = { Body: bodyOf(source.path, call.progress), ContentLength: source.bytes };
+    if (source.bytes <= SINGLE_PUT_MAX) {
+      const md5 = await md5Of(source.path);
+      await this.client.send(new PutObjectCommand({ ...params, ...body, ContentMD5: md5 }), {
+        abortSignal: call.signal,
+      });
+      return;
+    }
+    const upload = new Upload({
+      client: sendingWith(this.client, call.signal),
+      params: { ...params, ...body },
+      partSize: PART_SIZE,
+      queueSize: PARTS_AT_ONCE,
+      leavePartsOnError: false,
+    });
+    await uploadWithin(upload, call.signal);
   }
 
   async get(
@@ -203,6 +195,18 @@ function createClient(config: S3ClientConfig): S3Client {
     if (before === undefined) delete process.env[NO_WARNING];
     else process.env[NO_WARNING] = before;
   }
+}
+
+/** The client as an Upload sees it, every request it sends carrying `signal` (an abort ends each on the wire). */
+function sendingWith(client: S3Client, signal: AbortSignal | undefined): S3Client {
+  if (!signal) return client;
+  return new Proxy(client, {
+    get(target, property, receiver) {
+      if (property !== 'send') return Reflect.get(target, property, receiver);
+      return (command: Parameters<S3Client['send']>[0], options?: { abortSignal?: AbortSignal }) =>
+        target.send(command, { ...options, abortSignal: signal });
+    },
+  });
 }
 
 /** A multipart upload that an abort of `signal` (an interrupt) ends, its listener gone once it is done. */
