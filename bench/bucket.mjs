@@ -119,6 +119,9 @@ export async function startFaultProxy(bucketEnv) {
   const seen = { pass: 0, 'slow-down': 0, 'internal-error': 0, silent: 0, reset: 0, torn: 0, refused: 0 };
   let port = 0;
   let held = 0;
+  let refusing;
+  let refuseUntil = 0;
+  let closed = false;
   const proxy = {
     heldOpen: () => held,
     env: { ...bucketEnv },
@@ -126,16 +129,24 @@ export async function startFaultProxy(bucketEnv) {
     seen,
     refuseFor: async (ms) => {
       seen.refused++;
-      await new Promise((resolve) => {
-        server.close(() => resolve());
-        for (const s of sockets) s.destroy();
-      });
-      await new Promise((r) => setTimeout(r, ms));
-      await listen(port);
+      // A spell already under way is lengthened, not started twice.
+      refuseUntil = Math.max(refuseUntil, Date.now() + ms);
+      if (refusing) return refusing;
+      refusing = (async () => {
+        await new Promise((resolve) => {
+          server.close(() => resolve());
+          for (const s of sockets) s.destroy();
+        });
+        while (Date.now() < refuseUntil) await new Promise((r) => setTimeout(r, refuseUntil - Date.now()));
+        if (!closed) await listen(port);
+        refusing = undefined;
+      })();
+      return refusing;
     },
     close: async () => {
+      closed = true;
       for (const s of sockets) s.destroy();
-      await new Promise((r) => server.close(r));
+      if (server.listening) await new Promise((r) => server.close(r));
     },
   };
   const answer = (req, res) => {

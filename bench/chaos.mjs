@@ -691,7 +691,9 @@ async function worker(seeds, canMount) {
     if (result.fatal) process.exit(3);
   }
   // Every run has ended: anything still holding this process open is a leak worth naming.
-  console.error(`chaos worker ${seeds[0]}-${seeds.at(-1)}: resources after its runs: ${process.getActiveResourcesInfo().join(', ')}`);
+  console.error(
+    `chaos worker ${seeds[0]}-${seeds.at(-1)}: resources after its runs: ${process.getActiveResourcesInfo().join(', ')}`,
+  );
   setTimeout(
     () =>
       console.error(

@@ -78,4 +78,28 @@ describe('a bucket as an out location', () => {
     bucket.fault = () => ({ fault: 'no-bucket', code: 'NoSuchBucket' });
     expect((await sink.probe())?.message).toMatch(/the bucket does not exist: create it, or give another --out/);
   });
+
+  it('calls an unpublished output whose local copy is gone lost only when the bucket says it has none, never when it cannot be asked', async () => {
+    const staging = new FolderSink(mkdtempSync(join(tmpdir(), 'genbatch-staging-')));
+    const bucket = new FakeBucket();
+    const patience = { idleMs: 100, unreachableMs: 300, backoffMs: { first: 5, longest: 50 } };
+    const sink = new BucketSink({ bucket: 'catalog', prefix: 'spring' }, bucket, staging, {
+      keepLocal: false,
+      patience,
+    });
+    const recorded = { path: 'a-1.png', bytes: 3, sha256: 'f'.repeat(64), mtime_ms: 1, published: false };
+    // Not staged, not in the bucket: lost, downloaded again.
+    expect((await sink.check(recorded)).verdict).toBe('missing');
+    // The bucket gives up (past --unreachable-minutes): no evidence either way, so nothing is downloaded again on a guess.
+    bucket.fault = () => ({ fault: 'unreachable', code: 'ECONNREFUSED' });
+    expect((await sink.check(recorded)).verdict).toBe('unchanged');
+    // In the bucket with the bytes recorded: published by a run killed before it recorded so.
+    bucket.fault = () => undefined;
+    bucket.objects.set('spring/a-1.png', {
+      bytes: Buffer.from('png'),
+      sha256: 'f'.repeat(64),
+      contentType: 'image/png',
+    });
+    expect((await sink.check(recorded)).verdict).toBe('unchanged');
+  });
 });

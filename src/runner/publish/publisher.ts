@@ -45,10 +45,14 @@ export class Publisher {
     this.pump();
   }
 
-  /** An output just saved: it joins the queue. */
+  /**
+   * An output just saved: it joins the queue. One recorded as published
+   * already (saved again after a look that could not find it) is put through
+   * too: the HEAD finds its object, and its new local copy is removed.
+   */
   saved(jobId: string, idx: number): void {
     const row = this.deps.store.outputs.ofJob(jobId).find((o) => o.idx === idx);
-    if (!row?.sha256 || row.path === null || row.bytes === null || row.published_at !== null) return;
+    if (!row?.sha256 || row.path === null || row.bytes === null) return;
     this.enqueue({ ...row, path: row.path, bytes: row.bytes, sha256: row.sha256, copy: 0 });
     this.pump();
   }

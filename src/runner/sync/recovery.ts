@@ -65,11 +65,24 @@ async function verifyDone(deps: RecoveryDeps): Promise<void> {
           })
         : { verdict: 'missing' as const };
     if (check.verdict === 'same-bytes') store.outputs.stillVerified(out.job_id, out.idx, check.mtimeMs);
-    else if (check.verdict !== 'unchanged') {
+    else if (check.verdict !== 'unchanged' && !publishedSince(store, out)) {
       deps.logger?.warn({ item: out.item_id, output: out.path, verdict: check.verdict }, 'output not as verified');
       // Back to downloading: one download fetches every output the item lacks.
       if (store.life.outputMissing(out.item_id, out.job_id, out.idx, now())) again.set(out.item_id, out.job_id);
     }
   }
   for (const [itemId, jobId] of again) deps.startDownload(itemId, jobId);
+}
+
+/**
+ * Published since the rows were read (the publisher works alongside, and
+ * removes a local copy once its object is verified): not lost, whatever the
+ * look at its local copy found.
+ */
+function publishedSince(
+  store: RecoveryDeps['store'],
+  out: { job_id: string; idx: number; published_at: number | null },
+) {
+  if (out.published_at !== null) return false;
+  return store.outputs.ofJob(out.job_id).some((o) => o.idx === out.idx && o.published_at !== null);
 }

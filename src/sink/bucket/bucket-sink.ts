@@ -137,7 +137,13 @@ export class BucketSink implements OutputSink {
     if (recorded.published) return { verdict: 'unchanged' };
     const local = await this.staging.check(recorded);
     if (local.verdict !== 'missing') return local;
-    const there = await this.store.head(this.keyOf(recorded.path)).catch(() => undefined);
+    let there: Awaited<ReturnType<ObjectStore['head']>>;
+    try {
+      there = await this.store.head(this.keyOf(recorded.path));
+    } catch {
+      // A bucket that could not be asked is no evidence of a loss: it waits to be published (or found lost) later.
+      return { verdict: 'unchanged' };
+    }
     const same = there?.size === recorded.bytes && there.sha256 === recorded.sha256;
     return same ? { verdict: 'unchanged' } : local;
   }
