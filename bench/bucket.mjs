@@ -189,6 +189,11 @@ export async function startFaultProxy(bucketEnv) {
       },
     );
     forward.on('error', () => req.socket.destroy());
+    // A client gone mid-request (killed, or its request abandoned) takes the forwarded request with it: left open,
+    // the bucket would wait for the rest of its body for good, and never close.
+    res.on('close', () => {
+      if (!res.writableFinished) forward.destroy();
+    });
     req.pipe(forward);
   };
   const server = createServer(answer);
