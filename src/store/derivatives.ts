@@ -60,9 +60,9 @@ export class Derivatives {
       .prepare<[], number>(
         `SELECT coalesce(sum(max(0, json_array_length(i.spec, '$.finish.derivatives')
                   - (SELECT count(*) FROM derivatives d WHERE d.job_id = o.job_id AND d.idx = o.idx))), 0)
-         FROM outputs o JOIN items i ON i.id = o.item_id
-         WHERE o.sha256 IS NOT NULL AND o.path IS NOT NULL AND o.superseded_at IS NULL
-           AND i.type = 'image' AND json_array_length(i.spec, '$.finish.derivatives') > 0`,
+         FROM items i INDEXED BY items_asking_copies JOIN outputs o ON o.item_id = i.id
+         WHERE json_array_length(i.spec, '$.finish.derivatives') > 0 AND i.type = 'image'
+           AND o.sha256 IS NOT NULL AND o.path IS NOT NULL AND o.superseded_at IS NULL`,
       )
       .pluck();
     this.isCopyStmt = db.prepare<[string], number>('SELECT 1 FROM derivatives WHERE path = ? LIMIT 1').pluck();
