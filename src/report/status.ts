@@ -1,7 +1,14 @@
 import { estimateEta } from '../estimate/eta.js';
 import { keyDayOf, type KeyLimits } from '../scheduler/limits.js';
 import { waitingFor, type RunWaits, type Waiting } from '../store/waiting.js';
-import { lockHolder, type ItemProblem, type ItemState, type RunRow, type Store } from '../store/index.js';
+import {
+  lockHolder,
+  type ItemProblem,
+  type ItemState,
+  type PublicationCounts,
+  type RunRow,
+  type Store,
+} from '../store/index.js';
 
 /** `genbatch status --json`: a stable shape (documented in the README); fields are only ever added. */
 export interface Status {
@@ -52,22 +59,12 @@ export interface Status {
    */
   keys: { fingerprint: string; jobs: number; charged: number; refunded: number; chargedToday: number; open: number }[];
   /**
-   * Outputs going to a bucket (the last run's --out s3://...): how many are
-   * published, how many saved outputs wait to be (with their bytes), and how
-   * many of those a run could not publish (a name another object holds).
+   * Outputs going to a bucket (the last run's --out s3://...): how many
+   * outputs and web copies are published, how many wait to be (with their
+   * bytes), how many of those a run could not publish (a name another object
+   * holds), and of each, the copies.
    */
-  publication: {
-    to: string;
-    /** Outputs and web copies verified in the bucket. */
-    published: number;
-    /** Outputs and web copies saved and verified locally, not yet in the bucket. */
-    waiting: number;
-    waitingBytes: number;
-    failed: number;
-    /** Of `published` and `waiting`, the web copies. */
-    copiesPublished: number;
-    copiesWaiting: number;
-  } | null;
+  publication: ({ to: string } & PublicationCounts) | null;
   /** Web copies the manifest asks of the current image outputs that no run has made yet (the same command makes them). */
   copies: { missing: number };
 }
