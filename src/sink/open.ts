@@ -1,6 +1,7 @@
 import { bucketLocationOf } from '../manifest/index.js';
 import type { ObjectStore } from './bucket/object-store.js';
 import { BucketSink } from './bucket/bucket-sink.js';
+import { DEFAULT_PATIENCE } from './bucket/patient-store.js';
 import { FolderSink } from './folder.js';
 import type { OutputSink } from './sink.js';
 
@@ -33,14 +34,17 @@ export function stagingDirFor(statePath: string): string {
 export async function openOutputSink(location: string, settings: SinkSettings): Promise<OutputSink> {
   const bucket = bucketLocationOf(location);
   if (!bucket) return new FolderSink(location, { replaceStrays: settings.rehearsal ?? false });
+  const patience = {
+    idleMs: settings.idleMs ?? DEFAULT_PATIENCE.idleMs,
+    unreachableMs: settings.unreachableMs ?? DEFAULT_PATIENCE.unreachableMs,
+  };
   const store =
     settings.objectStore?.(bucket.bucket) ??
     new (await import('./bucket/s3-store.js')).S3ObjectStore({
       bucket: bucket.bucket,
-      idleMs: settings.idleMs ?? 30_000,
+      idleMs: patience.idleMs,
       ...(settings.env ? { env: settings.env } : {}),
     });
   const staging = new FolderSink(stagingDirFor(settings.statePath), { replaceStrays: settings.rehearsal ?? false });
-  const patience = { idleMs: settings.idleMs ?? 30_000, unreachableMs: settings.unreachableMs ?? 30 * 60_000 };
   return new BucketSink(bucket, store, staging, { keepLocal: settings.keepLocal ?? false, patience });
 }

@@ -20,14 +20,11 @@ import type {
   SinkWriter,
   StagedOutput,
 } from '../sink.js';
-import { ObjectStoreError, type ObjectStore } from './object-store.js';
-import { PatientStore, type Patience } from './patient-store.js';
+import { ObjectStoreError, type ObjectStore, type StoredObject } from './object-store.js';
+import { DEFAULT_PATIENCE, PatientStore, type Patience } from './patient-store.js';
 
 /** A name already held in the bucket by other bytes: the output is not put over it. */
 export class ObjectTakenError extends ObjectStoreError {}
-
-/** Patience when none is given: the flags' defaults (--idle-timeout 30 s, --unreachable-minutes 30). */
-const DEFAULT_PATIENCE: Patience = { idleMs: 30_000, unreachableMs: 30 * 60_000 };
 
 /** Where results and pages are written before they are put in the bucket, inside the staging folder. */
 const REPORTS_DIR = '.reports';
@@ -137,7 +134,7 @@ export class BucketSink implements OutputSink {
     if (recorded.published) return { verdict: 'unchanged' };
     const local = await this.staging.check(recorded);
     if (local.verdict !== 'missing') return local;
-    let there: Awaited<ReturnType<ObjectStore['head']>>;
+    let there: StoredObject | undefined;
     try {
       there = await this.store.head(this.keyOf(recorded.path));
     } catch {

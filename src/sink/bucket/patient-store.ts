@@ -25,6 +25,9 @@ export interface Patience {
   random?: () => number;
 }
 
+/** Patience when none is given: the flags' defaults (--idle-timeout 30 s, --unreachable-minutes 30). */
+export const DEFAULT_PATIENCE: Patience = { idleMs: 30_000, unreachableMs: 30 * 60_000 };
+
 /** Faults that waiting mends: "slow down", and no answer (refused, reset, silent). */
 const PASSING: ReadonlySet<ObjectStoreError['fault']> = new Set(['slow-down', 'unreachable']);
 
