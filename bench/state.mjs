@@ -69,7 +69,7 @@ export function buildCatalogState(path, { items, outDir, reviewed = false, tagge
           { jobId: job, status: 'failed', refunded: 8, refundDay: 0, error: failure },
           at + 40_000,
         );
-        store.life.finish(item, 'failed', failure, at + 40_000);
+        store.life.endWithoutOutput(item, 'failed', failure, at + 40_000);
         continue;
       }
       const name = `${item}-1.png`;

@@ -8,7 +8,7 @@ import { type ManifestSource, fieldPath } from './source.js';
 import { render, toText, uniqueTemplateNames, type TemplateContext } from './templates.js';
 import type { ManifestIssue } from './issues.js';
 import type { InputRef, ResolvedItem } from './types.js';
-import { checkFinishing, finishingOf, topFinishingOf } from './finishing.js';
+import { checkCopyPlan, copyPlanOf, topCopyPlanOf } from './copy-plan.js';
 
 type Merged = Omit<ManifestItem, 'matrix' | 'rows' | 'repeat'>;
 type Combo = Map<string, string>;
@@ -58,7 +58,7 @@ export class Expander {
 
   private async *expandItem(item: ManifestItem, index: number): AsyncGenerator<ResolvedItem[]> {
     const { matrix, rows, repeat, ...own } = item;
-    const merged: Merged = { ...topFinishingOf(this.manifest), ...this.manifest.defaults, ...own };
+    const merged: Merged = { ...topCopyPlanOf(this.manifest), ...this.manifest.defaults, ...own };
     const combos = matrixCombos(matrix ?? {});
     // Each combination's values as one object, made once: the item's own values, carried to the results.
     const comboValues = combos.map((combo) => (combo.size ? Object.fromEntries(combo) : undefined));
@@ -237,7 +237,7 @@ export class Expander {
   ): ResolvedItem | undefined {
     const sourceId = merged.source === undefined ? undefined : check.text('source', merged.source);
     checkInputsOfType(merged, f.type, check.fail);
-    checkFinishing(this.manifest.items[index]!, merged, f.type, check.fail);
+    checkCopyPlan(this.manifest.items[index]!, merged, f.type, check.fail);
     const { id, prompt } = named;
     const { model } = f;
     if (!check.ok || id === undefined || model === undefined || prompt === undefined) {
@@ -258,7 +258,7 @@ export class Expander {
     if (f.priority !== undefined && Number(f.priority) !== 0) item.priority = Number(f.priority);
     if (f.tags?.length) item.tags = f.tags;
     if (values) item.values = values;
-    const finish = finishingOf(merged, f.type);
+    const finish = copyPlanOf(merged, f.type);
     if (finish) item.finish = finish;
     item.where = row
       ? { file: this.source.file, line: pos.line, column: pos.column, itemIndex: index, row }

@@ -14,7 +14,7 @@ export {
   dependenciesOf,
   fileInputsOf,
   type Derivative,
-  type Finishing,
+  type CopyPlan,
   type OutputChecks,
   type InputRef,
   type ItemSpec,

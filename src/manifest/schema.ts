@@ -22,7 +22,7 @@ export const derivativeSchema = z.strictObject({
 });
 
 /** What finishes each image output: its web copies, and whether they are marked as AI-made. */
-const finishingFields = {
+const copyFields = {
   derivatives: z
     .array(derivativeSchema)
     .min(1)
@@ -79,7 +79,7 @@ const itemFields = {
     .describe(
       'orders ready items: higher first, then manifest order (default 0; templates allowed, so a rows column can give it)',
     ),
-  ...finishingFields,
+  ...copyFields,
 };
 
 export const ITEM_FIELDS = Object.keys(itemFields) as (keyof typeof itemFields)[];
@@ -108,7 +108,7 @@ export const manifestSchema = z.strictObject({
   version: z.literal(1),
   name: z.string().min(1).optional().describe('defaults to the file name'),
   defaults: defaultsSchema.optional().describe('merged into every item'),
-  ...finishingFields,
+  ...copyFields,
   output: z
     .strictObject({
       dir: z

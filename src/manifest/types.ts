@@ -31,7 +31,7 @@ export interface ResolvedItem {
   /** The item's own template values: its row's columns and its matrix values (not the manifest's vars). Carried to the results; not part of its content hash. */
   values?: Record<string, string>;
   /** An image's finishing: its web copies and their marking. Not content: changing it changes no key. */
-  finish?: Finishing;
+  finish?: CopyPlan;
   where: ItemOrigin;
 }
 
@@ -53,7 +53,7 @@ export interface OutputChecks {
 }
 
 /** What is made and checked of each image output once it is verified. */
-export interface Finishing {
+export interface CopyPlan {
   derivatives: Derivative[];
   checks?: OutputChecks;
   /** Each copy carries XMP saying it is AI-made (IPTC DigitalSourceType), with the model, job and item. */

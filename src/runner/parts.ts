@@ -14,35 +14,28 @@ import { KeyRoster } from './keys/roster.js';
 import { KeyLane, KeyLanes, type LaneKey } from './keys/lanes.js';
 import type { RunOptions } from './options.js';
 import { PauseGate } from './core/pause-gate.js';
-import type { Reachability } from './watch/reachability.js';
+import { RunSession } from './core/session.js';
+import { FeedLoops } from './feed/loops.js';
+import { JobLife } from './life.js';
+import type { Shared } from './shared.js';
+import { DownloadHealth } from './watch/download-health.js';
+import { QuietWatch } from './watch/quiet.js';
 import { watchService } from './watch/service-watch.js';
+import { TimedWaits } from './watch/timed-waits.js';
+import { Watchdog } from './watch/watchdog.js';
 
-/** The parts of a run, each the one owner of its concern, built once and never changed after. */
-export interface RunParts {
-  readonly store: Store;
-  readonly clock: RunClock;
-  readonly control: Control;
-  readonly lanes: KeyLanes;
-  readonly credits: Credits;
-  readonly feeder: Feeder;
-  readonly breaker: ModerationBreaker;
-  readonly roster: KeyRoster;
-  readonly reachability: Reachability;
-  readonly pauseGate: PauseGate;
-  readonly downloads: Transfers;
-  readonly firstSync: FirstSync;
-  /** Whether the coordinator's database answers: submissions wait for it while it does not (a known wait). */
-  readonly coordinator: { down: boolean };
-  /** The run's listeners leave the keys' clients (which may outlive it): called once the run ends. */
-  detach(): void;
-}
+/** Two minutes of the service's time (two seconds at the least) with nothing sent, answered or said: the watchdog looks. */
+const QUIET_MS = 120_000;
+const QUIET_FLOOR_MS = 2_000;
 
-/** What the parts tell the run as it goes. */
-export interface PartsHooks {
-  /** Something was sent, answered or said: the watchdog's quiet starts again. */
-  activity(): void;
-  /** The run's id in the state (for the heartbeat a cap wait writes). */
-  runId(): number;
+/** The parts of a run, each the one owner of its concern, built once, in this order, and never changed after. */
+export interface RunParts extends Shared {
+  /** Each job's life, stage by stage. */
+  readonly life: JobLife;
+  /** Keeps every key's slots full with ready items. */
+  readonly feed: FeedLoops;
+  /** What the watchdog asks when the run goes quiet. */
+  readonly quiet: QuietWatch;
 }
 
 export interface RunInputs {
@@ -54,15 +47,51 @@ export interface RunInputs {
   toSync?: ToSync | undefined;
 }
 
-export function buildParts(inputs: RunInputs, hooks: PartsHooks): RunParts {
+export function buildParts(inputs: RunInputs): RunParts {
+  const shared = sharedParts(inputs);
+  const { store, control, lanes, feeder, firstSync, downloads, reachability } = shared;
+  const life = new JobLife(shared, inputs.manifest, inputs.opts);
+  const feed = new FeedLoops({
+    ...shared,
+    publisher: life.publisher,
+    syncing: () => firstSync.syncing,
+    idle: () =>
+      !firstSync.syncing &&
+      !life.verifying &&
+      lanes.idle() &&
+      downloads.size === 0 &&
+      downloads.pending === 0 &&
+      feeder.held === 0,
+    startJob: (item, lane, price) => life.begin(item, lane, price, true),
+  });
+  const waits = {
+    capUntil: () => shared.credits.waitingUntil,
+    coordinatorDown: () => shared.coordinator.down,
+    paused: () => shared.pauseGate.isPaused,
+    waitingForBreaker: () => shared.breaker.waitingForAnswer,
+    syncing: () => firstSync.syncing,
+    timedWaits: () => shared.waits.count + downloads.pending,
+    publishing: () => life.publishing,
+    stalledDownloads: () => {
+      const stalled = downloads.stalled();
+      return stalled && { ...stalled, idleMs: inputs.opts.idleTimeoutMs };
+    },
+  };
+  const quiet = new QuietWatch(store, feeder, reachability, control, waits, inputs.opts.now, inputs.opts.logger);
+  return { ...shared, life, feed, quiet };
+}
+
+function sharedParts(inputs: RunInputs): Shared {
   const { keys, store, opts } = inputs;
   const clock = new RunClock(opts.now, opts.timeScale);
+  const watchdog = new Watchdog(opts.now, opts.quietMs ?? Math.max(QUIET_FLOOR_MS, clock.scaled(QUIET_MS)));
+  const session = new RunSession();
   // Every poll, upload and download in flight listens for the interrupt: one per slot and download, plus the queues'.
   const listeners =
     keys.reduce((n, k) => n + k.limits.imagesInFlight + k.limits.videosInFlight, 0) + opts.downloadConcurrency + 64;
   const control = new Control(opts.logger, listeners);
   // Anything said is activity: the watchdog's quiet starts again.
-  const hearing = [control.events.on(() => hooks.activity())];
+  const hearing = [control.events.on(() => watchdog.activity())];
   if (opts.logger) hearing.push(control.events.on(logEvents(opts.logger)));
   const coordinator = { down: false };
   const noticed = coordinatorNotices(control);
@@ -85,7 +114,7 @@ export function buildParts(inputs: RunInputs, hooks: PartsHooks): RunParts {
     now: opts.now,
     unreachableMs: opts.unreachableMs,
     logger: opts.logger,
-    onActivity: () => hooks.activity(),
+    onActivity: () => watchdog.activity(),
   });
   hearing.push(service.stopHearing);
   return {
@@ -95,21 +124,31 @@ export function buildParts(inputs: RunInputs, hooks: PartsHooks): RunParts {
     },
     store,
     clock,
+    watchdog,
+    session,
     control,
     lanes,
-    credits: creditsOf(inputs, clock, control, lanes, hooks),
+    credits: creditsOf(inputs, clock, control, lanes, session),
     feeder,
     breaker: new ModerationBreaker(store, clock, control, opts.maxBlocked),
     roster: new KeyRoster(lanes, store, (id) => feeder.holds(id), control, opts.now),
     reachability: service.reachability,
     pauseGate: new PauseGate(),
     downloads,
+    downloadHealth: new DownloadHealth(),
+    waits: new TimedWaits(),
     firstSync: new FirstSync(store, inputs.manifest, opts, control, inputs.toSync),
     coordinator,
   };
 }
 
-function creditsOf(inputs: RunInputs, clock: RunClock, control: Control, lanes: KeyLanes, hooks: PartsHooks): Credits {
+function creditsOf(
+  inputs: RunInputs,
+  clock: RunClock,
+  control: Control,
+  lanes: KeyLanes,
+  session: RunSession,
+): Credits {
   const { store, opts, manifest, catalog } = inputs;
   return new Credits(
     store,
@@ -124,7 +163,7 @@ function creditsOf(inputs: RunInputs, clock: RunClock, control: Control, lanes: 
     () => lanes.active.map((l) => l.cap),
     (until) => {
       // The run waits for the daily cap, every key alike: status says until when.
-      if (until !== undefined) store.runs.beat(hooks.runId(), opts.now(), { waitingUntil: until });
+      if (until !== undefined) store.runs.beat(session.id, opts.now(), { waitingUntil: until });
     },
   );
 }

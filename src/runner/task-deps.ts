@@ -1,4 +1,4 @@
-import type { Job, Reaction } from '../api/index.js';
+import type { Reaction } from '../api/index.js';
 import type { ErrorNote } from '../store/index.js';
 import type { KeyLane } from './keys/lanes.js';
 import type { ManifestTop } from '../manifest/index.js';
@@ -7,7 +7,7 @@ import type { DownloadDeps } from './item/download-task.js';
 import { FirstPoll } from './item/first-poll.js';
 import type { JobTaskDeps } from './item/job-task.js';
 import type { RunOptions } from './options.js';
-import type { RunParts } from './parts.js';
+import type { Shared } from './shared.js';
 import { PollWait } from './item/poll-wait.js';
 import { SendBatch } from './item/send-batch.js';
 
@@ -15,8 +15,6 @@ import { SendBatch } from './item/send-batch.js';
 export interface RunActs {
   /** The item's submission was answered with a job. */
   accepted(itemId: string): void;
-  /** The job completed: its outputs are to be downloaded. */
-  completed(itemId: string, jobId: string, job: Job): void;
   /** A wait that has its time: the watchdog counts it as a reason for quiet. */
   timed<T>(wait: Promise<T>): Promise<T>;
   /** A download succeeded (undefined) or gave up. */
@@ -24,13 +22,8 @@ export interface RunActs {
 }
 
 /** A job task's deps: the shared parts, the poll's settings, and where each report goes. */
-export function jobTaskDeps(
-  parts: RunParts,
-  settings: JobTaskDeps['settings'],
-  opts: RunOptions,
-  acts: RunActs,
-): JobTaskDeps {
-  const { store, clock, control, reachability, pauseGate, credits, lanes } = parts;
+export function jobTaskDeps(parts: Shared, opts: RunOptions, acts: RunActs): JobTaskDeps {
+  const { store, clock, control, reachability, pauseGate, credits, lanes, session } = parts;
   const pollWait = new PollWait(opts.pollWaitSeconds);
   return {
     store,
@@ -41,12 +34,17 @@ export function jobTaskDeps(
     sends: new SendBatch(store),
     pollWait,
     firstPoll: new FirstPoll(() => clock.scaled(pollWait.seconds * 1000)),
-    settings,
+    session,
+    settings: {
+      outputs: opts.outputs,
+      maxRetries: opts.maxRetries,
+      idleTimeoutMs: opts.idleTimeoutMs,
+      logger: opts.logger,
+    },
     report: {
       charged: (model, charged) => credits.noteCharge(model, charged),
       refunded: (tags, refunded) => credits.refunded(tags, refunded),
       accepted: acts.accepted,
-      completed: acts.completed,
       refused: (lane, error, reaction) => refused(parts, lane, error, reaction),
       blocked: (lane) => void lane.coordinator?.noteBlock(lane.fingerprint).catch(() => {}),
       otherKeyHasRoom: (lane, type, need) =>
@@ -57,12 +55,7 @@ export function jobTaskDeps(
 }
 
 /** A download's deps: the shared parts, where outputs go and how they are named. */
-export function downloadTaskDeps(
-  parts: RunParts,
-  manifest: ManifestTop,
-  opts: RunOptions,
-  acts: RunActs,
-): DownloadDeps {
+export function downloadTaskDeps(parts: Shared, manifest: ManifestTop, opts: RunOptions, acts: RunActs): DownloadDeps {
   const { store, clock, control, reachability, lanes } = parts;
   return {
     store,
@@ -87,7 +80,7 @@ export function downloadTaskDeps(
 
 /** The one answer to a refused key or account: the key leaves the run (the others go on), or the run stops. */
 function refused(
-  parts: RunParts,
+  parts: Shared,
   lane: KeyLane,
   error: ErrorNote,
   reaction: Extract<Reaction, { do: 'stop-run' }>,

@@ -16,16 +16,18 @@ const HEARTBEAT_MS = 1_000;
  * coordinator the leases and the blocked count shared by every process;
  * the counts `genbatch metrics` reads; and the bucket's trouble said as events.
  */
-export function startUpkeep(parts: RunParts, opts: RunOptions): { runId: number; ready: Promise<void>; stop(): void } {
+export function startUpkeep(parts: RunParts, opts: RunOptions): { ready: Promise<void>; stop(): void } {
   const { store, lanes, credits, reachability, clock, breaker } = parts;
   // The limits the run paces to, all keys together: status's ETA reads them.
   const limits = combinedLimits(lanes.all.map((l) => l.limits));
-  const runId = store.runs.begin(opts.now(), {
+  const startedAt = opts.now();
+  const runId = store.runs.begin(startedAt, {
     limits,
     timeScale: opts.timeScale,
     outDir: opts.outputs.location,
     idleTimeoutMs: opts.idleTimeoutMs,
   });
+  parts.session.begin(runId, startedAt);
   // Each key's own cap, as its /me and the flags settled it: metrics says how much of it a key day used.
   store.setMeta(
     'key_daily_caps',
@@ -50,7 +52,6 @@ export function startUpkeep(parts: RunParts, opts: RunOptions): { runId: number;
     breaker.sharedBlocked = blocked;
   });
   return {
-    runId,
     ready: shared?.ready ?? Promise.resolve(),
     stop: () => {
       clearInterval(heartbeat);

@@ -16,7 +16,7 @@ export interface DerivativeRow {
 }
 
 /** A current image output whose item asks for web copies: what a run finishes. */
-export interface ToFinish {
+export interface ToCopy {
   item_id: string;
   job_id: string;
   idx: number;
@@ -35,7 +35,7 @@ export interface ToFinish {
 export class Derivatives {
   private readonly madeStmt;
   private readonly ofOutputStmt;
-  private readonly toFinishStmt;
+  private readonly toCopyStmt;
   private readonly isCopyStmt;
   private readonly forgetStmt;
   private readonly unpublishedStmt;
@@ -70,7 +70,7 @@ export class Derivatives {
       'SELECT * FROM derivatives WHERE job_id = ? AND idx = ? ORDER BY path',
     );
     // The current, verified outputs of image items that ask for copies.
-    this.toFinishStmt = db.prepare<[], ToFinish>(
+    this.toCopyStmt = db.prepare<[], ToCopy>(
       `SELECT o.item_id, o.job_id, o.idx, o.path, o.version, i.model, json_extract(i.spec, '$.finish') AS finish,
               (SELECT count(*) FROM derivatives d WHERE d.job_id = o.job_id AND d.idx = o.idx) AS made,
               EXISTS (SELECT 1 FROM reviews r WHERE r.item_id = o.item_id AND r.version = o.version) AS reviewed
@@ -111,7 +111,7 @@ export class Derivatives {
   }
 
   /** Every current image output whose item asks for copies, with how many it has: a run makes what is missing. */
-  toFinish(): ToFinish[] {
-    return this.toFinishStmt.all();
+  toCopy(): ToCopy[] {
+    return this.toCopyStmt.all();
   }
 }

@@ -34,7 +34,7 @@ export type { ErrorNote, SentRecord } from './lifecycle.js';
 export type { AttemptForReconcile, AttemptRow } from './attempts.js';
 export type { OutputRow } from './outputs.js';
 export type { PublicationCounts, Unpublished } from './publications.js';
-export type { DerivativeRow, ToFinish } from './derivatives.js';
+export type { DerivativeRow, ToCopy } from './derivatives.js';
 export type { ReviewCounts, ReviewDecision, ReviewRow } from './reviews.js';
 export type { NewOutput, ReviewCard, ReviewFilter, SeriesBuckets, VersionDetail } from './review-queries.js';
 export type { UploadRow } from './uploads.js';

@@ -297,7 +297,12 @@ export class Lifecycle {
   }
 
   /** Ends an open item without an output. */
-  finish(id: string, to: 'failed' | 'rejected' | 'blocked' | 'skipped', error: ErrorNote, now: number): boolean {
+  endWithoutOutput(
+    id: string,
+    to: 'failed' | 'rejected' | 'blocked' | 'skipped',
+    error: ErrorNote,
+    now: number,
+  ): boolean {
     return this.transition(id, OPEN_STATES, to, now, error);
   }
 

@@ -133,7 +133,7 @@ describe("a bucket's faults on every call of a run", () => {
     const ws = workspace(t.sim, manifest);
     const bucket = new FakeBucket();
     const giving = fakeBucketSink(bucket, ws.statePath, 'spring', PATIENCE);
-    // What a bucket past --unreachable-minutes throws where the finisher reads an original back.
+    // What a bucket past --unreachable-minutes throws where the copier reads an original back.
     giving.open = async () => {
       throw new ObjectStoreError('HEAD s3://catalog/spring/mug-1.png: ECONNREFUSED', 'unreachable', 'ECONNREFUSED');
     };

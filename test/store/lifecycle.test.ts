@@ -46,7 +46,7 @@ describe("the item's transitions are guarded by the states they leave", () => {
     expect(s.life.putBack('a', 'pending', 5)).toBe(false);
     expect(state(s)).toBe('running');
     s.life.recordEnded('a', 1, { jobId: 'job_1', status: 'failed', refunded: 8, refundDay: 0 }, 6);
-    s.life.finish('a', 'failed', { code: 'F', message: 'm' }, 7);
+    s.life.endWithoutOutput('a', 'failed', { code: 'F', message: 'm' }, 7);
     expect(s.life.putBack('a', 'pending', 8)).toBe(true);
     expect(state(s)).toBe('pending');
     expect(s.life.uploadFailed('a', 9, 100)).toBe(true);
@@ -61,7 +61,7 @@ describe("the item's transitions are guarded by the states they leave", () => {
     expect(s.life.startAttempt('a', 1, 'k1', '{}', 2, 'fp-a')).toBe(true);
     expect(s.life.startAttempt('a', 2, 'k2', '{}', 3, 'fp-a')).toBe(false); // a second attempt only from pending
     expect(s.attempts.ofItem('a')).toHaveLength(1);
-    expect(s.life.finish('a', 'failed', { code: 'X', message: 'm' }, 4)).toBe(true);
+    expect(s.life.endWithoutOutput('a', 'failed', { code: 'X', message: 'm' }, 4)).toBe(true);
     // A late acceptance of the same attempt: the item stays failed, the charge is on the books.
     expect(s.life.recordAccepted('a', 1, 'job_1', 8, 0, 5)).toBe(false);
     expect(state(s)).toBe('failed');
@@ -131,7 +131,7 @@ describe("the item's transitions are guarded by the states they leave", () => {
   it('a queued attempt was never sent: it is put back as it is, and an item that moved on sends nothing', () => {
     const s = fresh();
     s.life.startAttempt('a', 1, 'k1', '{}', 2, 'fp-a');
-    expect(s.life.finish('a', 'failed', { code: 'X', message: 'm' }, 3)).toBe(true);
+    expect(s.life.endWithoutOutput('a', 'failed', { code: 'X', message: 'm' }, 3)).toBe(true);
     expect(s.life.recordSent('a', 1, 4, 'fp-a')).toBe(false);
     expect(s.attempts.latest('a')!.status).toBe('created');
     expect(s.items.putBack({ now: 5 })).toEqual({ requeued: 1, conflicts: [] });

@@ -50,7 +50,7 @@ describe('the running tallies agree with the rows they count', () => {
                 life.recordEnded(id, n, { jobId: `job-${id}-${n}`, status: 'completed', refunded: 0, refundDay: 0 }, t),
               () => life.downloaded(id, t),
               () => life.requeue(id, t),
-              () => life.finish(id, 'failed', { code: 'X', message: 'm' }, t),
+              () => life.endWithoutOutput(id, 'failed', { code: 'X', message: 'm' }, t),
               () => life.recordRefused(id, n, { code: 'X', message: 'm' }, 'pending', t),
               () => store.items.putBack({ now: t }),
             ][act]!();

@@ -14,6 +14,8 @@ const WEEK_MS = 7 * KEY_DAY_MS;
 export class ModerationBreaker {
   /** Blocked submissions the coordinator counts for the run's keys, by every process (refreshed by the run). */
   sharedBlocked = 0;
+  /** Feed loops waiting for an answer that may let the breaker go on. */
+  private answerWaits = 0;
 
   constructor(
     private readonly store: Store,
@@ -39,6 +41,22 @@ export class ModerationBreaker {
       `${blocked} submissions were blocked by moderation in the last 7 days; stopping before the service's threshold of 30 costs the key its eligibility. Review the blocked prompts (genbatch status).`,
     );
     return 'stop';
+  }
+
+  /** A feed loop waits for an answer (or any other wake-up): a known wait, which an answered submission ends. */
+  waitForAnswer(wait: Promise<void>): Promise<void> {
+    this.answerWaits++;
+    return wait.finally(() => this.answerWaits--);
+  }
+
+  /** Some feed loop waits for an answer: a known wait. */
+  get waitingForAnswer(): boolean {
+    return this.answerWaits > 0;
+  }
+
+  /** A submission was answered with a job: a loop waiting for it looks again. */
+  answered(): void {
+    if (this.answerWaits > 0) this.control.wake();
   }
 
   /**

@@ -43,21 +43,7 @@ export interface FeedDeps {
 const SYNC_STEPS_BEFORE_YIELD = 256;
 
 export class FeedLoops {
-  /** Feed loops waiting for the moderation breaker: an answered submission wakes them. */
-  private breakerWaits = 0;
-
   constructor(private readonly deps: FeedDeps) {}
-
-  /** Some loop waits for an answer that may let the moderation breaker go on: a known wait. */
-  get waitingForBreaker(): boolean {
-    return this.breakerWaits > 0;
-  }
-
-  /** A submission was answered with a job: a loop waiting for the breaker looks again. */
-  answered(itemId: string): void {
-    this.deps.feeder.answered(itemId);
-    if (this.breakerWaits > 0) this.deps.control.wake();
-  }
 
   /** Both types, until nothing can become ready; a spent tag then stops the run, saying what it left unsent. */
   async run(): Promise<void> {
@@ -127,9 +113,8 @@ export class FeedLoops {
         breaker.held(feeder.unansweredCount);
         return 'done';
       }
-      // An answered submission (answered) or a task's end wakes this.
-      this.breakerWaits++;
-      return this.waitForEvent().finally(() => this.breakerWaits--);
+      // An answered submission (the breaker's `answered`) or a task's end wakes this.
+      return breaker.waitForAnswer(this.waitForEvent());
     }
     return feeder.nextNew(type) ?? this.nothingReady(type, lookedAt);
   }

@@ -48,7 +48,7 @@ async function uploadedBody(task: ItemTask): Promise<ImageSubmission | VideoSubm
       });
     } catch (error) {
       if (error instanceof NotSentError) return task.requeue();
-      if (error instanceof InputError) return task.finish('failed', 'INPUT_ERROR', error.message);
+      if (error instanceof InputError) return task.endWithoutOutput('failed', 'INPUT_ERROR', error.message);
       const noAnswer = await deps.reachability.noAnswer(startedAt, error, lane.noNewWork);
       if (noAnswer === 'stopped') return task.requeue();
       if (noAnswer === 'outage') continue;
@@ -72,7 +72,7 @@ function uploadFailed(task: ItemTask, reaction: Reaction, error: unknown): undef
   // Counted in the state: a resumed run goes on from the same count.
   const failures = task.item().upload_failures;
   if (reaction.do !== 'resend-with-backoff' || failures >= reaction.maxResends)
-    return task.finish('failed', 'UPLOAD_FAILED', (error as Error).message);
+    return task.endWithoutOutput('failed', 'UPLOAD_FAILED', (error as Error).message);
   const now = clock.now();
   store.life.uploadFailed(
     task.itemId,

@@ -40,11 +40,14 @@ export interface DownloadDeps {
 }
 
 /**
- * Downloads a completed job's outputs. A failing or expired link is refreshed
- * by a new GET of the job; a download that cannot finish leaves the item
- * `downloading` for the next resume, and never leads to a resubmission.
- * Links are refreshed with the key of the job's attempt (`lane`); without it
- * (the key left the run) only the links at hand are tried.
+ * Downloads a completed job's outputs, each verified and recorded (the last
+ * one makes the item done): the second stage of the job's life (see
+ * ../life.ts). Resolves to the outputs saved now (their indexes from 1), for
+ * the stages after. A failing or expired link is refreshed by a new GET of
+ * the job; a download that cannot finish leaves the item `downloading` for
+ * the next resume, and never leads to a resubmission. Links are refreshed
+ * with the key of the job's attempt (`lane`); without it (the key left the
+ * run) only the links at hand are tried.
  */
 export function downloadJob(
   deps: DownloadDeps,
@@ -53,7 +56,7 @@ export function downloadJob(
   jobId: string,
   progress: TransferProgress,
   fresh?: Job,
-): Promise<void> {
+): Promise<number[]> {
   return new DownloadTask(deps, lane, deps.store.items.get(itemId)!, jobId, progress).run(fresh);
 }
 
@@ -65,6 +68,8 @@ interface LastError {
 
 class DownloadTask {
   private last: LastError = { message: '', code: 'DOWNLOAD_FAILED' };
+  /** The outputs saved by this download. */
+  private readonly saved: number[] = [];
 
   constructor(
     private readonly deps: DownloadDeps,
@@ -79,13 +84,13 @@ class DownloadTask {
     return this.deps.control.abort.signal;
   }
 
-  async run(fresh: Job | undefined): Promise<void> {
+  async run(fresh: Job | undefined): Promise<number[]> {
     let job = fresh;
     for (let refresh = 0; refresh <= MAX_LINK_REFRESHES; refresh++) {
-      if (this.signal.aborted) return;
+      if (this.signal.aborted) return this.saved;
       if (!job) {
         const got = await this.fetchJob(refresh);
-        if (got === 'stop') return;
+        if (got === 'stop') return this.saved;
         if (got === 'give-up') break;
         // An outage is waited out: it costs the download none of its refreshes.
         if (got === 'outage') refresh--;
@@ -93,20 +98,21 @@ class DownloadTask {
         job = got;
       }
       const saved = await this.saveMissing(job);
-      if (saved !== 'refresh') return;
+      if (saved !== 'refresh') return this.saved;
       job = undefined; // fetch fresh links
     }
     const message = this.last.message || 'the job lists no outputs';
+    this.gaveUp({ code: this.last.code, message, disk: false, itemOnly: false });
+    return this.saved;
+  }
+
+  /** The item waits, downloading, for a later run; the run hears why (the disk, or the same failure again, stops it). */
+  private gaveUp(failure: DownloadFailure): void {
     const { store, clock, control } = this.deps;
+    const { message } = failure;
     store.life.downloadFailed(this.item.id, { code: 'DOWNLOAD_FAILED', message }, clock.now());
-    control.emit({
-      kind: 'item-final',
-      itemId: this.item.id,
-      state: 'downloading',
-      code: 'DOWNLOAD_FAILED',
-      message: this.last.message,
-    });
-    this.deps.report.ended({ code: this.last.code, message, disk: false, itemOnly: false });
+    control.emit({ kind: 'item-final', itemId: this.item.id, state: 'downloading', code: 'DOWNLOAD_FAILED', message });
+    this.deps.report.ended(failure);
   }
 
   /** The job with fresh links, or what to do instead: stop (the run stops), give up (for a later run), try again. */
@@ -192,6 +198,7 @@ class DownloadTask {
       );
       const { jobId } = this;
       const done = store.life.outputSaved(itemId, jobId, idx, file, clock.now(), last);
+      this.saved.push(idx);
       const ms = clock.now() - startedAt;
       control.emit({ kind: 'downloaded', itemId, jobId, output: idx, path: file.path, bytes: file.bytes, ms });
       if (done) control.emit({ kind: 'item-final', itemId, state: 'done' });
@@ -211,23 +218,11 @@ class DownloadTask {
       const retry = !(error instanceof DownloadError) || error.refreshable;
       control.emit({ kind: 'download-failed', itemId, jobId: this.jobId, output: idx, code: this.last.code, retry });
       if (retry) return 'refresh';
-      this.failedForGood(error);
+      // A failure no fresh link mends (the disk, the name): the item waits for a run that fixes it.
+      const { message } = this.last;
+      this.gaveUp({ code: error.code, message, disk: error.diskCode !== undefined, itemOnly: error.itemOnly });
       return 'ended';
     }
-  }
-
-  /** A failure no fresh link mends (the disk, the name): the item waits, downloading, for a run that fixes it. */
-  private failedForGood(error: DownloadError): void {
-    const { store, clock, control } = this.deps;
-    const message = this.last.message;
-    store.life.downloadFailed(this.item.id, { code: 'DOWNLOAD_FAILED', message }, clock.now());
-    control.emit({ kind: 'item-final', itemId: this.item.id, state: 'downloading', code: 'DOWNLOAD_FAILED', message });
-    this.deps.report.ended({
-      code: error.code,
-      message,
-      disk: error.diskCode !== undefined,
-      itemOnly: error.itemOnly,
-    });
   }
 
   /** The output's path inside the out dir, claimed for this item: never another item's file. */

@@ -1,4 +1,4 @@
-import { ApiError, type Job, type Reaction } from '../../api/index.js';
+import { ApiError, type Reaction } from '../../api/index.js';
 import type { Logger } from '../../log/logger.js';
 import type { OutputSink } from '../../sink/index.js';
 import type { ErrorNote, ItemRow, Store } from '../../store/index.js';
@@ -28,14 +28,14 @@ export interface JobTaskDeps {
   readonly pollWait: PollWait;
   /** When a new job's first poll leaves: learnt from the model's shortest job so far. */
   readonly firstPoll: FirstPoll;
+  /** When this run began: an attempt sent before it may have been accepted then. */
+  readonly session: { readonly startedAt: number };
   readonly settings: {
     /** Where outputs are: an earlier item's output is read from there as an input. */
     readonly outputs: OutputSink;
     readonly maxRetries: number;
     /** A transfer (an upload) that moves no byte for this long is abandoned. */
     readonly idleTimeoutMs?: number | undefined;
-    /** When this run began: an attempt sent before it may have been accepted then. */
-    readonly runStartedAt: number;
     readonly logger?: Logger | undefined;
   };
   /** What the task tells the run: each is applied in one place there. */
@@ -46,8 +46,6 @@ export interface JobTaskDeps {
     refunded(tags: readonly string[], credits: number): void;
     /** The item's submission was answered with a job. */
     accepted(itemId: string): void;
-    /** The job completed: its outputs are to be downloaded. */
-    completed(itemId: string, jobId: string, job: Job): void;
     /** The service refused the key (it leaves the run; the run stops when none is left) or the account (the run stops). */
     refused(lane: KeyLane, error: ErrorNote, reaction: Extract<Reaction, { do: 'stop-run' }>): void;
     /** A submission of the key was blocked: every process on the key counts it (with a coordinator). */
@@ -78,7 +76,7 @@ export interface ItemTask {
   /** The item's end, said as an event. */
   final(state: string, code?: string, message?: string): void;
   /** The item ends failed, rejected or blocked (if it may): said as its end. */
-  finish(state: 'failed' | 'rejected' | 'blocked', code: string, message: string): undefined;
+  endWithoutOutput(state: 'failed' | 'rejected' | 'blocked', code: string, message: string): undefined;
   /** Back to pending (after `notBefore`), no slot held. */
   requeue(notBefore?: number): undefined;
 }

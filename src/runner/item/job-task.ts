@@ -9,12 +9,19 @@ import { Submission } from './submission.js';
 
 export type { JobTaskDeps } from './job-deps.js';
 
+/** A job that completed, its end recorded: its outputs are to be downloaded. */
+export interface CompletedJob {
+  readonly jobId: string;
+  readonly job: Job;
+}
+
 /**
  * One item's job, from its attempt to the job's end, holding an in-flight
- * slot of its key's lane throughout. Every change of state is committed
- * before the act it enables; every request goes with the lane's key. Its
- * phases are their own modules: the attempt (uploads, then the key
- * committed), the submission (the gates, the send, the refusals), the poll.
+ * slot of its key's lane throughout: the first stage of the job's life (see
+ * ../life.ts). Every change of state is committed before the act it enables;
+ * every request goes with the lane's key. Its phases are their own modules:
+ * the attempt (uploads, then the key committed), the submission (the gates,
+ * the send, the refusals), the poll.
  */
 export class JobTask implements ItemTask {
   readonly itemId: string;
@@ -39,12 +46,13 @@ export class JobTask implements ItemTask {
     return this.deps.store.items.get(this.itemId)!;
   }
 
-  async run(): Promise<void> {
+  /** The job, to its end: the completed job, or nothing (the item failed, waits, or the run stops). */
+  async run(): Promise<CompletedJob | undefined> {
     let releaseSlot: (() => void) | undefined;
     try {
       let attempt =
         this.item().state === 'pending' ? await newAttempt(this) : this.deps.store.attempts.latest(this.itemId);
-      if (!attempt) return;
+      if (!attempt) return undefined;
       // With other processes on the key, one of its shared in-flight slots, from before the submission to the job's end.
       releaseSlot = await this.lane.holdSharedSlot(
         this.fixed.type,
@@ -52,16 +60,25 @@ export class JobTask implements ItemTask {
         attempt.job_id !== null,
         attempt.job_id !== null ? this.deps.control.abort.signal : this.lane.noNewWork,
       );
-      if (!releaseSlot) return;
+      if (!releaseSlot) return undefined;
       while (attempt) {
         const jobId = attempt.job_id ?? (await this.submission.submit(attempt));
-        if (!jobId) return;
+        if (!jobId) return undefined;
         const acceptedAt = this.submission.acceptedAt;
         this.submission.acceptedAt = undefined;
         const job = await pollJob(this, jobId, acceptedAt);
-        if (!job) return;
-        attempt = await this.ended(attempt, job);
+        if (!job) return undefined;
+        this.deps.control.emit({
+          kind: 'job-ended',
+          itemId: this.itemId,
+          jobId: job.id,
+          status: job.status,
+          ...(job.error ? { code: job.error.code } : {}),
+        });
+        if (job.status === 'COMPLETED') return this.completed(attempt, job);
+        attempt = await this.failed(attempt, job);
       }
+      return undefined;
     } finally {
       releaseSlot?.();
       this.credits.close();
@@ -69,8 +86,8 @@ export class JobTask implements ItemTask {
     }
   }
 
-  finish(state: 'failed' | 'rejected' | 'blocked', code: string, message: string): undefined {
-    if (this.deps.store.life.finish(this.itemId, state, { code, message }, this.now()))
+  endWithoutOutput(state: 'failed' | 'rejected' | 'blocked', code: string, message: string): undefined {
+    if (this.deps.store.life.endWithoutOutput(this.itemId, state, { code, message }, this.now()))
       this.final(state, code, message);
     return undefined;
   }
@@ -90,24 +107,19 @@ export class JobTask implements ItemTask {
     return undefined;
   }
 
-  /** A job ended: download, or a new attempt after FAILED/EXPIRED while retries remain. */
-  private async ended(attempt: AttemptRow, job: Job): Promise<AttemptRow | undefined> {
+  /** The job completed: its end recorded, it goes on to its outputs (unless another process recorded it first). */
+  private completed(attempt: AttemptRow, job: Job): CompletedJob | undefined {
+    const ended = { jobId: job.id, status: 'completed' as const, refunded: 0, refundDay: 0 };
+    return this.deps.store.life.recordEnded(attempt.item_id, attempt.n, ended, this.now())
+      ? { jobId: job.id, job }
+      : undefined;
+  }
+
+  /** The job ended FAILED or EXPIRED: a new attempt while retries remain, else the item ends failed. */
+  private async failed(attempt: AttemptRow, job: Job): Promise<AttemptRow | undefined> {
     const { deps } = this;
     const { store, clock } = deps;
     const now = clock.now();
-    deps.control.emit({
-      kind: 'job-ended',
-      itemId: attempt.item_id,
-      jobId: job.id,
-      status: job.status,
-      ...(job.error ? { code: job.error.code } : {}),
-    });
-    if (job.status === 'COMPLETED') {
-      const ended = { jobId: job.id, status: 'completed' as const, refunded: 0, refundDay: 0 };
-      if (store.life.recordEnded(attempt.item_id, attempt.n, ended, now))
-        deps.report.completed(attempt.item_id, job.id, job);
-      return undefined;
-    }
     const status = job.status === 'EXPIRED' ? 'expired' : 'failed';
     const code = job.error?.code ?? job.status;
     const error = { code, ...(job.error?.message ? { message: job.error.message } : {}) };
@@ -120,7 +132,7 @@ export class JobTask implements ItemTask {
     );
     if (job.refunded > 0) deps.report.refunded(this.credits.tags, job.refunded);
     if (store.attempts.failedCount(attempt.item_id) > deps.settings.maxRetries)
-      return this.finish('failed', code, job.error?.message ?? `the job ended ${job.status}`);
+      return this.endWithoutOutput('failed', code, job.error?.message ?? `the job ended ${job.status}`);
     deps.control.emit({ kind: 'retrying', itemId: attempt.item_id, attempt: attempt.n + 1, reason: code });
     this.requeue();
     if (deps.control.isStopping()) return undefined;

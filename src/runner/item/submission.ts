@@ -25,8 +25,7 @@ export class Submission {
     const body = JSON.parse(attempt.body) as ImageSubmission & VideoSubmission;
     // Sent before this run, or resent in it after an answer that left its fate open: a job may exist under its key.
     const send: SendState = {
-      mayBeAccepted:
-        attempt.sent_at !== null && (attempt.sent_at < task.deps.settings.runStartedAt || attempt.resends > 0),
+      mayBeAccepted: attempt.sent_at !== null && (attempt.sent_at < task.deps.session.startedAt || attempt.resends > 0),
       sent: attempt.sent_at !== null,
       sentAt: 0,
     };

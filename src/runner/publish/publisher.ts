@@ -2,6 +2,7 @@ import type { Logger } from '../../log/logger.js';
 import { ObjectStoreError, type Publishing } from '../../sink/index.js';
 import type { Store, Unpublished } from '../../store/index.js';
 import type { Control } from '../core/control.js';
+import type { StagedCopy } from '../copies/copier.js';
 
 /** Publications under way at once: uploads share the machine's link with the downloads. */
 const AT_ONCE = 4;
@@ -20,7 +21,8 @@ export interface PublisherDeps {
 
 /**
  * Publishes every saved output and web copy to the bucket, oldest first, a
- * few at once: the second durable step of each (see BucketSink). The bucket's
+ * few at once: the last stage of the job's life (see ../life.ts), and the
+ * second durable step of each file (see BucketSink). The bucket's
  * faults are ridden out by the sink's one policy; a publication that still
  * fails for the bucket's sake (past --unreachable-minutes, a denial, no
  * bucket) stops the run (exit 4), with what was saved kept for the same
@@ -58,7 +60,7 @@ export class Publisher {
   }
 
   /** A web copy just staged and recorded: it joins the queue. */
-  copied(itemId: string, jobId: string, idx: number, path: string): void {
+  copied({ itemId, jobId, idx, path }: StagedCopy): void {
     const row = this.deps.store.derivatives.ofOutput(jobId, idx).find((d) => d.path === path);
     if (!row || row.published_at != null) return;
     const { bytes, sha256 } = row;

@@ -3,6 +3,7 @@ import { waitingFor } from '../../store/waiting.js';
 import type { Store } from '../../store/index.js';
 import type { Control } from '../core/control.js';
 import type { Reachability } from './reachability.js';
+import type { QuietLook } from './watchdog.js';
 
 /** What the watchdog asks of the feeder: when the next backoff is due, and which items this run's tasks hold. */
 export interface HeldItems {
@@ -33,7 +34,7 @@ export interface KnownWaits {
  * moved for a while: what each state waits for is logged, the scheduler
  * woken, and a stall no wait explains is said as the bug it is.
  */
-export class QuietWatch {
+export class QuietWatch implements QuietLook {
   constructor(
     private readonly store: Store,
     private readonly feeder: HeldItems,
@@ -44,6 +45,12 @@ export class QuietWatch {
     private readonly logger: Logger | undefined,
   ) {}
 
+  /** Open work remains: a quiet run with none is simply done. */
+  hasWork(): boolean {
+    const work = this.store.itemReports.workByType();
+    return work.image.open + work.video.open > 0;
+  }
+
   explained(): boolean {
     const { waits } = this;
     if (waits.capUntil() !== undefined || this.reachability.isDown || this.reachability.isProbing) return true;
@@ -53,7 +60,7 @@ export class QuietWatch {
     return (['image', 'video'] as const).some((type) => (this.feeder.nextDue(type) ?? 0) > now);
   }
 
-  quiet(quietMs: number, stalled: boolean): void {
+  onQuiet(quietMs: number, stalled: boolean): void {
     const waiting = waitingFor(this.store, this.now(), {
       running: true,
       waitingUntil: this.waits.capUntil(),

@@ -4,31 +4,34 @@
  * and wakes the scheduler. Quiet is fine when a known wait explains it (the
  * daily cap, a backoff, an outage); otherwise it is a stall, which is a bug.
  */
-export interface WatchdogOptions {
-  now: () => number;
-  quietMs: number;
+export interface QuietLook {
   /** Open work remains. */
-  hasWork: () => boolean;
+  hasWork(): boolean;
   /** A known wait with a time to act explains the quiet. */
-  explained: () => boolean;
-  onQuiet: (quietForMs: number, stalled: boolean) => void;
+  explained(): boolean;
+  onQuiet(quietForMs: number, stalled: boolean): void;
 }
 
 export class Watchdog {
   private last: number;
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly opts: WatchdogOptions) {
-    this.last = opts.now();
+  /** Built first of the run's parts: every one of them tells it of activity. */
+  constructor(
+    private readonly now: () => number,
+    readonly quietMs: number,
+  ) {
+    this.last = now();
   }
 
   /** Something was sent, answered or said. */
   activity(): void {
-    this.last = this.opts.now();
+    this.last = this.now();
   }
 
-  start(): void {
-    this.timer = setInterval(() => this.check(), Math.max(50, this.opts.quietMs / 4));
+  /** Looks every quarter of `quietMs`, with the questions the run's other parts answer. */
+  start(look: QuietLook): void {
+    this.timer = setInterval(() => this.check(look), Math.max(50, this.quietMs / 4));
     this.timer.unref();
   }
 
@@ -36,12 +39,11 @@ export class Watchdog {
     clearInterval(this.timer);
   }
 
-  private check(): void {
-    const { opts } = this;
-    const quiet = opts.now() - this.last;
-    if (quiet < opts.quietMs || !opts.hasWork()) return;
+  private check(look: QuietLook): void {
+    const quiet = this.now() - this.last;
+    if (quiet < this.quietMs || !look.hasWork()) return;
     // Said once per quiet spell, then again only after as long again.
-    this.last = opts.now();
-    opts.onQuiet(quiet, !opts.explained());
+    this.last = this.now();
+    look.onQuiet(quiet, !look.explained());
   }
 }

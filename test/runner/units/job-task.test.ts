@@ -86,12 +86,12 @@ function taskWith(answers: (() => Promise<Job>)[]) {
     sends: new SendBatch(store),
     pollWait,
     firstPoll: new FirstPoll(() => 0),
-    settings: { outputs: new FolderSink(join(dir, 'out')), maxRetries: 2, runStartedAt: Date.now() },
+    session: { startedAt: Date.now() },
+    settings: { outputs: new FolderSink(join(dir, 'out')), maxRetries: 2 },
     report: {
       charged() {},
       refunded() {},
       accepted() {},
-      completed: (itemId) => completed.push(itemId),
       refused() {},
       blocked() {},
       otherKeyHasRoom: () => false,
@@ -100,7 +100,11 @@ function taskWith(answers: (() => Promise<Job>)[]) {
   };
   const credits = new Credits(store, clock, control, { prices: { 'studio-lite': 2 } }, () => [lane.cap]);
   const item = store.items.get('a')!;
-  const task = () => new JobTask(deps, lane, store.items.get('a')!, credits.forAttempt(item, lane.cap, 2, true));
+  // The job's life goes on to its download with what the task resolves to: a completed job.
+  const task = () => {
+    const t = new JobTask(deps, lane, store.items.get('a')!, credits.forAttempt(item, lane.cap, 2, true));
+    return { run: async () => void ((await t.run()) && completed.push(t.itemId)) };
+  };
   return { store, task, keys, completed, events };
 }
 

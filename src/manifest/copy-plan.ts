@@ -1,13 +1,13 @@
 import { derivativeSuffix } from './output-paths.js';
 import type { Manifest, ManifestItem } from './schema.js';
-import type { Finishing, OutputChecks } from './types.js';
+import type { CopyPlan, OutputChecks } from './types.js';
 
 // What becomes of an image's outputs once verified: web copies (derivatives), their AI marking, the checks.
 
 type Merged = Omit<ManifestItem, 'matrix' | 'rows' | 'repeat'>;
 
 /** The finishing given at the manifest's top level: under `defaults`, which is under the item's own. */
-export function topFinishingOf(manifest: Manifest): Pick<Merged, 'derivatives' | 'mark' | 'checks'> {
+export function topCopyPlanOf(manifest: Manifest): Pick<Merged, 'derivatives' | 'mark' | 'checks'> {
   const { derivatives, mark, checks } = manifest;
   return {
     ...(derivatives ? { derivatives } : {}),
@@ -17,7 +17,7 @@ export function topFinishingOf(manifest: Manifest): Pick<Merged, 'derivatives' |
 }
 
 /** Web copies are made of images: a video written with them is a mistake (genbatch assumes no ffmpeg); no two copies share a name. */
-export function checkFinishing(
+export function checkCopyPlan(
   own: ManifestItem,
   merged: Merged,
   type: 'image' | 'video',
@@ -31,7 +31,7 @@ export function checkFinishing(
 }
 
 /** An image's finishing, merged from the top level, defaults and the item; none for a video or without derivatives. */
-export function finishingOf(merged: Merged, type: 'image' | 'video'): Finishing | undefined {
+export function copyPlanOf(merged: Merged, type: 'image' | 'video'): CopyPlan | undefined {
   const checks = checksOf(merged.checks);
   if (type !== 'image' || (!merged.derivatives && !checks)) return undefined;
   return { derivatives: merged.derivatives ?? [], mark: merged.mark ?? true, ...(checks ? { checks } : {}) };

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
-import { TRAINED_ALGORITHMIC_MEDIA } from '../../src/finish/xmp.js';
+import { TRAINED_ALGORITHMIC_MEDIA } from '../../src/copies/xmp.js';
 import { FolderSink } from '../../src/sink/index.js';
 import { runCliInProcess } from '../helpers/cli.js';
 import { raw, startTestReview } from '../helpers/review.js';

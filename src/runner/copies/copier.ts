@@ -1,38 +1,49 @@
 import { createHash } from 'node:crypto';
 import { buffer } from 'node:stream/consumers';
 import PQueue from 'p-queue';
-import { checkImage } from '../../finish/checks.js';
-import { copiesOf, type MadeCopy } from '../../finish/derivative.js';
+import { checkImage } from '../../copies/checks.js';
+import { copiesOf, type MadeCopy } from '../../copies/derivative.js';
 import type { Logger } from '../../log/logger.js';
-import { derivativePath, type Derivative, type Finishing, type OutputChecks } from '../../manifest/index.js';
+import { derivativePath, type Derivative, type CopyPlan, type OutputChecks } from '../../manifest/index.js';
 import type { OutputSink } from '../../sink/index.js';
-import type { Store, ToFinish } from '../../store/index.js';
+import type { Store, ToCopy } from '../../store/index.js';
 import type { Control } from '../core/control.js';
 
 /** Copies made at once: each is CPU work for libvips, beside the run's own. */
 const AT_ONCE = 2;
 
-export interface FinisherDeps {
+/** A copy staged and recorded as waiting: the next stage publishes it. */
+export interface StagedCopy {
+  readonly itemId: string;
+  readonly jobId: string;
+  readonly idx: number;
+  readonly path: string;
+}
+
+export interface CopierDeps {
   readonly store: Store;
   readonly control: Control;
   readonly outputs: OutputSink;
   readonly now: () => number;
   readonly logger?: Logger | undefined;
+  /** With a bucket: each copy staged, for the publishing stage. */
+  readonly staged?: ((copy: StagedCopy) => void) | undefined;
 }
 
 /**
  * Makes the web copies of each image output once it is verified, off the
- * submission path, a few at a time: read the original (never written), make
- * each missing copy, write it through the sink beside the original, record
- * it. With a bucket a copy is an output: staged and recorded as waiting, then
- * published (the publisher hears of it through its `derived` event). A copy
+ * submission path, a few at a time: the third stage of the job's life (see
+ * ../life.ts). Read the original (never written), make each missing copy,
+ * write it through the sink beside the original, record it. With a bucket a
+ * copy is an output: staged and recorded as waiting, then handed to the
+ * publishing stage (`staged`). A copy
  * that fails, whatever the cause, is said and left for the next run (the run
  * counts it as owed and exits 4); the output and its item stay as they are.
  */
-export class Finisher {
+export class Copier {
   private readonly queue = new PQueue({ concurrency: AT_ONCE });
 
-  constructor(private readonly deps: FinisherDeps) {}
+  constructor(private readonly deps: CopierDeps) {}
 
   /**
    * What an earlier run left unfinished (a kill between copies, a copy that
@@ -44,8 +55,8 @@ export class Finisher {
     if (publishing)
       for (const copy of this.deps.store.derivatives.unpublished())
         if (!publishing.isStaged(copy.path)) this.deps.store.derivatives.forget(copy);
-    for (const row of this.deps.store.derivatives.toFinish()) {
-      const finish = JSON.parse(row.finish) as Finishing;
+    for (const row of this.deps.store.derivatives.toCopy()) {
+      const finish = JSON.parse(row.finish) as CopyPlan;
       const unchecked = finish.checks !== undefined && !row.reviewed;
       if (row.made < finish.derivatives.length || unchecked) this.add(row, finish);
     }
@@ -56,7 +67,7 @@ export class Finisher {
     const item = this.deps.store.items.get(itemId);
     if (item?.type !== 'image') return;
     const spec = this.deps.store.items.specOf(itemId);
-    const finish = spec ? (JSON.parse(spec) as { finish?: Finishing }).finish : undefined;
+    const finish = spec ? (JSON.parse(spec) as { finish?: CopyPlan }).finish : undefined;
     const output = this.deps.store.outputs.ofJob(jobId).find((o) => o.idx === idx);
     if (!finish || !output?.path) return;
     const { path, version } = output;
@@ -83,12 +94,12 @@ export class Finisher {
     return this.queue.onIdle();
   }
 
-  private add(row: ToFinish, finish: Finishing): void {
-    void this.queue.add(() => this.finishOne(row, finish));
+  private add(row: ToCopy, finish: CopyPlan): void {
+    void this.queue.add(() => this.copyOne(row, finish));
   }
 
   /** One output's checks and copies: whatever fails (the bucket, the disk, the image) is said, never thrown. */
-  private async finishOne(row: ToFinish, finish: Finishing): Promise<void> {
+  private async copyOne(row: ToCopy, finish: CopyPlan): Promise<void> {
     const { store, outputs } = this.deps;
     if (this.deps.control.abort.signal.aborted) return;
     try {
@@ -115,7 +126,7 @@ export class Finisher {
    * place in a folder; with a bucket, staged (durably: its record names its
    * bytes) and waiting to be published.
    */
-  private async write(row: ToFinish, copy: MadeCopy & { derivative: Derivative }): Promise<void> {
+  private async write(row: ToCopy, copy: MadeCopy & { derivative: Derivative }): Promise<void> {
     const { store, outputs, control, now } = this.deps;
     const startedAt = now();
     const path = derivativePath(row.path, copy.derivative);
@@ -146,10 +157,11 @@ export class Finisher {
     });
     const event = { itemId: row.item_id, jobId: row.job_id, output: row.idx };
     control.emit({ kind: 'derived', ...event, path, bytes, ms: now() - startedAt });
+    if (staged) this.deps.staged?.({ itemId: row.item_id, jobId: row.job_id, idx: row.idx, path });
   }
 
   /** A failed check rejects the output's version, as a reviewer would, with why; the output itself stays. */
-  private async check(row: ToFinish, original: Buffer, checks: OutputChecks): Promise<void> {
+  private async check(row: ToCopy, original: Buffer, checks: OutputChecks): Promise<void> {
     const { store, control, now } = this.deps;
     const reason = await checkImage(original, checks).catch((error: unknown) => {
       this.failed(row, row.path, `the checks could not read it: ${(error as Error).message}`);
@@ -159,7 +171,7 @@ export class Finisher {
       control.emit({ kind: 'rejected-by-check', itemId: row.item_id, version: row.version, reason });
   }
 
-  private failed(row: ToFinish, path: string, message: string): void {
+  private failed(row: ToCopy, path: string, message: string): void {
     this.deps.logger?.warn({ item: row.item_id, output: row.path, derivative: path, error: message }, 'copy not made');
     this.deps.control.emit({
       kind: 'derive-failed',

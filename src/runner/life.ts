@@ -1,0 +1,167 @@
+import type { Job } from '../api/index.js';
+import type { ManifestTop } from '../manifest/index.js';
+import type { ItemRow } from '../store/index.js';
+import { Copier } from './copies/copier.js';
+import { recordCrash } from './item/crash.js';
+import { downloadJob, type DownloadDeps } from './item/download-task.js';
+import { JobTask, type JobTaskDeps } from './item/job-task.js';
+import type { KeyLane } from './keys/lanes.js';
+import type { RunOptions } from './options.js';
+import type { Shared } from './shared.js';
+import { Publisher } from './publish/publisher.js';
+import { downloadTaskDeps, jobTaskDeps } from './task-deps.js';
+
+/** Saved outputs that may wait to be published before submissions wait for the bucket: 2 GiB of local disk. */
+const MAX_UNPUBLISHED_BYTES = 2 * 1024 ** 3;
+
+/**
+ * A job's life, top to bottom. Each stage is a call to its room, run where
+ * its resource is, and hands what it made to the next:
+ *
+ * 1. submit and poll (item/job-task.ts), holding an in-flight slot of the
+ *    key: the attempt and its uploads, the submission, the polls, the retries;
+ * 2. download and verify (item/download-task.ts), in a download place: each
+ *    output saved and recorded, the item done with its last one;
+ * 3. copies and checks (copies/copier.ts), a few at a time: each saved image
+ *    output's checks and web copies;
+ * 4. publish (publish/publisher.ts), with a bucket: each saved output and
+ *    each staged copy, put and verified, its local file then removed.
+ *
+ * The item's final state is recorded by the stage that reaches it: failed,
+ * blocked or rejected in 1, done in 2. A killed run's items come back in 1
+ * or 2 (sync/recovery.ts), what 3 and 4 left from the state at their start.
+ * Events only say what happened: no stage waits for one.
+ */
+export class JobLife {
+  private readonly job: JobTaskDeps;
+  private readonly download: DownloadDeps;
+  /** Stage 3: made when the manifest asks for copies or checks anywhere. */
+  readonly copier: Copier | undefined;
+  /** Stage 4: made when outputs go to a bucket. */
+  readonly publisher: Publisher | undefined;
+  /** The done items' outputs being checked on disk, alongside the run (stage 2 for earlier runs' items). */
+  private checking: Promise<void> | undefined;
+
+  constructor(
+    private readonly parts: Shared,
+    manifest: ManifestTop,
+    private readonly opts: RunOptions,
+  ) {
+    const { store, control, feeder, breaker, waits, downloadHealth } = parts;
+    const acts = {
+      accepted: (itemId: string) => {
+        feeder.answered(itemId);
+        breaker.answered();
+      },
+      timed: <T>(wait: Promise<T>) => waits.timed(wait),
+      downloadEnded: (failure: Parameters<DownloadDeps['report']['ended']>[0]) =>
+        downloadHealth.ended(failure, control),
+    };
+    this.job = jobTaskDeps(parts, opts, acts);
+    this.download = downloadTaskDeps(parts, manifest, opts, acts);
+    const publishing = opts.outputs.publishing;
+    const { now, logger } = opts;
+    this.publisher =
+      publishing &&
+      new Publisher({
+        store,
+        control,
+        publishing,
+        now,
+        maxWaitingBytes: opts.maxUnpublishedBytes ?? MAX_UNPUBLISHED_BYTES,
+        logger,
+      });
+    const publisher = this.publisher;
+    this.copier = asksCopies(manifest.manifest)
+      ? new Copier({ store, control, outputs: opts.outputs, now, logger, staged: (copy) => publisher?.copied(copy) })
+      : undefined;
+  }
+
+  /** Stages 3 and 4 take up what earlier runs left them: the copier first (a staged copy found gone is unrecorded, to be made again, before the publisher takes up the rest). */
+  startAfterDownloads(): void {
+    this.copier?.start();
+    this.publisher?.start();
+  }
+
+  /** Stage 1: the item's job on `lane`; `assign`: its credits count against the budget and the key's cap from now. */
+  begin(item: ItemRow, lane: KeyLane, price: number | undefined, assign: boolean): void {
+    const { feeder, credits, roster, store } = this.parts;
+    feeder.claim(item);
+    const reservation = credits.forAttempt(item, lane.cap, price, assign);
+    void lane.slots[item.type].start(async () => {
+      try {
+        const completed = await new JobTask(this.job, lane, item, reservation).run();
+        // Queued while the slot is still held: the run never looks idle between the two stages.
+        if (completed) this.downloadOutputs(item.id, completed.jobId, completed.job);
+      } catch (error) {
+        recordCrash(store, this.opts, item.id, error);
+      } finally {
+        reservation.close();
+        feeder.release(item.id);
+        if (!lane.active) roster.settleForLeftKey(item.id, lane);
+      }
+    });
+  }
+
+  /** Stage 2: the completed job's outputs (`fresh`: the job as its last poll read it, links and all). */
+  downloadOutputs(itemId: string, jobId: string, fresh?: Job): void {
+    const { downloads, roster, store, control } = this.parts;
+    void downloads.add(itemId, async (progress) => {
+      try {
+        const saved = await downloadJob(this.download, roster.laneOfJob(itemId), itemId, jobId, progress, fresh);
+        for (const idx of saved) this.saved(itemId, jobId, idx);
+      } catch (error) {
+        recordCrash(store, this.opts, itemId, error);
+      } finally {
+        if (store.queue.hasDependents(itemId)) control.wake();
+      }
+    });
+  }
+
+  /** Stage 2 for earlier runs' done items: their outputs checked alongside the run; one found gone comes back through `downloadOutputs`. */
+  verify(checking: Promise<void>): void {
+    this.checking = checking.finally(() => {
+      this.checking = undefined;
+      this.parts.control.wake();
+    });
+  }
+
+  /** Stages 3 and 4 of a saved output: its copies and checks, and its publication. */
+  private saved(itemId: string, jobId: string, idx: number): void {
+    this.publisher?.saved(jobId, idx);
+    this.copier?.saved(itemId, jobId, idx);
+  }
+
+  /** Earlier runs' outputs are being checked: the run is not idle (one found gone is downloaded again). */
+  get verifying(): boolean {
+    return this.checking !== undefined;
+  }
+
+  /** Copies being made or files published: a known wait for the watchdog. */
+  get publishing(): boolean {
+    return (this.publisher?.busy ?? false) || (this.copier?.busy ?? false);
+  }
+
+  /** Once the feed has ended: every job's later stages, in order, until none has anything left. */
+  async settled(): Promise<void> {
+    const { lanes, downloads } = this.parts;
+    // Outputs found gone from disk join the downloads: the feed loops may have ended before the check did.
+    await this.checking;
+    await Promise.all(lanes.all.flatMap((lane) => [lane.slots.image.onIdle(), lane.slots.video.onIdle()]));
+    await downloads.onIdle();
+    // Copies are written through the sink (published with the outputs when it is a bucket): made before the last wait.
+    await this.copier?.onIdle();
+    await this.publisher?.onIdle();
+  }
+}
+
+/**
+ * Whether the manifest asks for web copies or checks anywhere: without any,
+ * no copier is made (its look at the state for what is left to copy reads
+ * every output's item: 80 ms of a 100,000-item restart).
+ */
+function asksCopies(manifest: ManifestTop['manifest']): boolean {
+  const asks = (part: { derivatives?: unknown; checks?: unknown } | undefined) =>
+    part?.derivatives !== undefined || part?.checks !== undefined;
+  return asks(manifest) || asks(manifest.defaults) || manifest.items.some(asks);
+}
