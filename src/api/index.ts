@@ -1,11 +1,5 @@
-export {
-  ApiClient,
-  createDispatcher,
-  type ApiAnswer,
-  type ClientOptions,
-  type Download,
-  type LimitKind,
-} from './client.js';
+export { ApiClient, createDispatcher } from './client.js';
+export type { ApiAnswer, ClientOptions, Download, LimitKind } from './client.js';
 export { ApiError, ResponseShapeError, StorageError, TransportError, parseRetryAfter } from './errors.js';
 export {
   ERROR_TABLE,

@@ -1,3 +1,4 @@
+import type { RunClock } from '../scheduler/clock.js';
 import type { KeyLimits, Rate } from '../scheduler/limits.js';
 import type { ApiClient } from './client.js';
 import { ApiError } from './errors.js';
@@ -30,10 +31,13 @@ export interface PoolSetup {
   scopes: string[];
 }
 
+/** What the pool needs of the run's clock: a rate of the service's in the run's time. */
+type RunTime = Pick<RunClock, 'rate'>;
+
 /** The slower of two rates: fewer requests per unit of time. */
-function slower(flag: Rate, own: Rate | undefined, timeScale: number): Rate {
+function slower(flag: Rate, own: Rate | undefined, clock: RunTime): Rate {
   if (!own) return flag;
-  const scaled = { count: own.count, windowMs: own.windowMs / timeScale };
+  const scaled = clock.rate(own);
   return scaled.count / scaled.windowMs < flag.count / flag.windowMs ? scaled : flag;
 }
 
@@ -42,12 +46,12 @@ function slower(flag: Rate, own: Rate | undefined, timeScale: number): Rate {
  * made with a lower cap, or lower limits). `/me` speaks in the service's own
  * time, which a rehearsal scales.
  */
-export function keyLimits(flags: KeyLimits, me: Account, timeScale: number): KeyLimits {
+export function keyLimits(flags: KeyLimits, me: Account, clock: RunTime): KeyLimits {
   const own = me.limits ?? {};
   return {
-    submit: slower(flags.submit, own.submit, timeScale),
-    read: slower(flags.read, own.read, timeScale),
-    upload: slower(flags.upload, own.upload, timeScale),
+    submit: slower(flags.submit, own.submit, clock),
+    read: slower(flags.read, own.read, clock),
+    upload: slower(flags.upload, own.upload, clock),
     imagesInFlight: Math.min(flags.imagesInFlight, own.imagesInFlight ?? Infinity),
     videosInFlight: Math.min(flags.videosInFlight, own.videosInFlight ?? Infinity),
     dailyCap: Math.min(flags.dailyCap, me.dailyCap ?? Infinity),
@@ -58,7 +62,8 @@ export function keyLimits(flags: KeyLimits, me: Account, timeScale: number): Key
 export async function setUpPool(
   clients: readonly PoolKeyClient[],
   flags: KeyLimits,
-  timeScale: number,
+  /** The run's time: `/me` speaks in the service's own. */
+  clock: RunTime,
   /** Bounds each key's `/me` (a start-up asks again rather than wait for an answer that may never come). */
   timeoutMs?: number,
 ): Promise<PoolSetup> {
@@ -76,7 +81,7 @@ export async function setUpPool(
     }
     const me = answer.value;
     const scopes = me.scopes.filter((s): s is 'image' | 'video' => s === 'image' || s === 'video');
-    setup.keys.push({ fingerprint, client, limits: keyLimits(flags, me, timeScale), scopes });
+    setup.keys.push({ fingerprint, client, limits: keyLimits(flags, me, clock), scopes });
     setup.accounts.push(me);
     for (const scope of me.scopes) if (!setup.scopes.includes(scope)) setup.scopes.push(scope);
   }

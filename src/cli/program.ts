@@ -5,23 +5,23 @@ const manifestCommands = () => import('./commands/manifest-commands.js');
 const stateCommands = () => import('./commands/state-commands.js');
 const serviceInfo = () => import('./commands/service-info.js');
 import { EXIT, ExitError, describeFailure } from '../library/outcome.js';
-import { addFlags, ESTIMATE_FLAGS, RUN_FLAGS, SERVER_FLAGS, withDefaults } from '../options/flags.js';
-import { GENBATCH_VERSION } from '../util/version.js';
+import { addFlags, withDefaults, type FlagSpec } from '../options/flag.js';
 import {
-  accountState,
-  jobVisibility,
-  keyCount,
-  keyDailyCap,
-  revokeAfter,
-  scopes,
-  mediaType,
-  nonNegativeNumber,
-  outage,
-  positiveInt,
-  positiveNumber,
-  probability,
-  range,
-} from '../options/parse.js';
+  ESTIMATE_FLAGS,
+  ME_FLAGS,
+  METRICS_FLAGS,
+  MODELS_FLAGS,
+  PROGRAM_FLAGS,
+  RECONCILE_FLAGS,
+  REPORT_FLAGS,
+  RETRY_FLAGS,
+  REVIEW_FLAGS,
+  RUN_FLAGS,
+  STATE_FLAGS,
+  VALIDATE_FLAGS,
+} from '../options/flags.js';
+import { SIMULATOR_FLAGS } from '../options/simulator-flags.js';
+import { GENBATCH_VERSION } from '../util/version.js';
 
 /** What a command line runs against: the process's own for the bin, streams and an environment of their own in the tests. */
 export interface CliIo {
@@ -34,12 +34,6 @@ export interface CliIo {
   onSignals?: (interrupt: () => void, resumeHint: () => string) => () => void;
   /** `simulate` serves until this resolves. */
   untilStopped: () => Promise<void>;
-}
-
-function withConnection(cmd: Command): Command {
-  return cmd
-    .option('--base-url <url>', 'the service base URL, ending in /v1 (default GENBATCH_BASE_URL)')
-    .option('--simulate', 'use an in-process simulator instead of the service (no key, no credits)');
 }
 
 const HELP_AFTER = `
@@ -80,11 +74,13 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     io.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
   };
 
-  const program = new Command()
-    .name('genbatch')
-    .description('Batch runner for the image and video generation API.')
-    .version(GENBATCH_VERSION, '-V, --version', 'print the version')
-    .option('--no-color', 'no colour (also NO_COLOR=1); colour is only ever used on a terminal')
+  const program = addFlags(
+    new Command()
+      .name('genbatch')
+      .description('Batch runner for the image and video generation API.')
+      .version(GENBATCH_VERSION, '-V, --version', 'print the version'),
+    PROGRAM_FLAGS,
+  )
     .addHelpText('after', HELP_AFTER)
     .showHelpAfterError('(add --help for usage)')
     // Before any command is added: each takes these from the program when it is made.
@@ -128,26 +124,21 @@ interface CommandContext {
   exit(code: number): void;
 }
 
-function addManifestCommands(program: Command, ctx: CommandContext): void {
-  withConnection(
-    program
-      .command('validate')
-      .argument('<manifest>')
-      .description('check a manifest; --online also checks it against the service'),
-  )
-    .option('--online', 'also check models, kinds, modes, allowed values and key scopes against the service')
-    .option('--json', 'print the result (or every issue) as JSON')
-    .action(async (manifest: string, opts) =>
-      ctx.print(await (await manifestCommands()).validateCommand(manifest, opts, ctx.env, ctx.io.cwd)),
-    );
+/** A command of `manifest`, its description and its flags (all declared in src/options/). */
+function command(program: Command, name: string, description: string, flags: Record<string, FlagSpec>): Command {
+  return addFlags(program.command(name).argument('<manifest>').description(description), flags);
+}
 
-  addFlags(
-    withConnection(
-      program
-        .command('estimate')
-        .argument('<manifest>')
-        .description('dry run: credits per model and in total, key days, budget and time; submits nothing'),
-    ),
+function addManifestCommands(program: Command, ctx: CommandContext): void {
+  command(program, 'validate', 'check a manifest; --online also checks it against the service', VALIDATE_FLAGS).action(
+    async (manifest: string, opts) =>
+      ctx.print(await (await manifestCommands()).validateCommand(manifest, opts, ctx.env, ctx.io.cwd)),
+  );
+
+  command(
+    program,
+    'estimate',
+    'dry run: credits per model and in total, key days, budget and time; submits nothing',
     ESTIMATE_FLAGS,
   ).action(async (manifest: string, opts) => {
     // Exit 3 when the balance, the budget or the daily cap make the run impossible as planned; the figures print all the same.
@@ -158,10 +149,7 @@ function addManifestCommands(program: Command, ctx: CommandContext): void {
 }
 
 function addRun(program: Command, ctx: CommandContext): void {
-  addFlags(
-    withConnection(program.command('run').argument('<manifest>').description('run, or resume, a manifest')),
-    RUN_FLAGS,
-  ).action(async (manifest: string, opts) => {
+  command(program, 'run', 'run, or resume, a manifest', RUN_FLAGS).action(async (manifest: string, opts) => {
     const { runCommand, resumeHint } = await import('./commands/run.js');
     let stopSignals: (() => void) | undefined;
     const { outcome, report } = await runCommand(
@@ -181,18 +169,12 @@ function addRun(program: Command, ctx: CommandContext): void {
 }
 
 function addStateCommands(program: Command, ctx: CommandContext): void {
-  program
-    .command('status')
-    .argument('<manifest>')
-    .description('progress, credits and failures, from the state file alone')
-    .option('--state <path>', 'the SQLite state file')
-    .option('--simulate', "the rehearsal's state (run --simulate), not the real run's")
-    .option('--json', 'print as JSON')
-    .action(async (manifest: string, opts) =>
+  command(program, 'status', 'progress, credits and failures, from the state file alone', STATE_FLAGS).action(
+    async (manifest: string, opts) =>
       ctx.print(await (await stateCommands()).statusCommand(manifest, opts, ctx.io.cwd, ctx.io.stdout, ctx.env)),
-    );
+  );
 
-  for (const [command, description] of [
+  for (const [name, description] of [
     [
       'pause',
       'the running run of this state sends nothing new (jobs in flight are still polled and downloaded); with no run, recorded: a run started on it starts paused',
@@ -200,87 +182,53 @@ function addStateCommands(program: Command, ctx: CommandContext): void {
     ['resume', 'a paused run (or state) goes on'],
     ['drain', 'the running run sends nothing new, finishes and downloads what is in flight, and exits 3'],
   ] as const) {
-    program
-      .command(command)
-      .argument('<manifest>')
-      .description(description)
-      .option('--state <path>', 'the SQLite state file')
-      .option('--simulate', "the rehearsal's state (run --simulate), not the real run's")
-      .option('--json', 'print as JSON')
-      .action(async (manifest: string, opts) => {
-        const { steeringCommand } = await import('./commands/steering-commands.js');
-        ctx.print(await steeringCommand(command, manifest, opts, ctx.io.cwd));
-      });
+    command(program, name, description, STATE_FLAGS).action(async (manifest: string, opts) => {
+      const { steeringCommand } = await import('./commands/steering-commands.js');
+      ctx.print(await steeringCommand(name, manifest, opts, ctx.io.cwd));
+    });
   }
-  program
-    .command('report')
-    .argument('<manifest>')
-    .description(
-      'write results.jsonl and results.csv (one row per item), and with --html the index.html gallery, into the output dir, from the state file alone',
-    )
-    .option('--state <path>', 'the SQLite state file')
-    .option('--simulate', "the rehearsal's state (run --simulate), not the real run's")
-    .option('--out <dir>', 'the output dir the run wrote to (default: the one it recorded)')
-    .option('--html', 'also write index.html, a gallery of the outputs that opens from the file system')
-    .option('--sidecars', 'also write a metadata file (<output>.json) next to each output')
-    .option('--json', 'print the files written as JSON')
-    .action(async (manifest: string, opts) =>
-      ctx.print(await (await stateCommands()).reportCommand(manifest, opts, ctx.io.cwd, ctx.env)),
-    );
+  command(
+    program,
+    'report',
+    'write results.jsonl and results.csv (one row per item), and with --html the index.html gallery, into the output dir, from the state file alone',
+    REPORT_FLAGS,
+  ).action(async (manifest: string, opts) =>
+    ctx.print(await (await stateCommands()).reportCommand(manifest, opts, ctx.io.cwd, ctx.env)),
+  );
 
-  program
-    .command('retry')
-    .argument('<manifest>')
-    .description('put failed items back with new attempts')
-    .option('--state <path>', 'the SQLite state file')
-    .option('--simulate', "the rehearsal's state (run --simulate), not the real run's")
-    .option('--code <code...>', 'only items that failed with these codes')
-    .option('--id <id...>', 'only these items (also puts back an item stopped on a key conflict: it is paid again)')
-    .option('--rejected', 'put back the done items whose current output was rejected in genbatch review')
-    .option('--json', 'print what was put back as JSON')
-    .action(async (manifest: string, opts) =>
-      ctx.print(await (await stateCommands()).retryCommand(manifest, opts, ctx.io.cwd)),
-    );
+  command(program, 'retry', 'put failed items back with new attempts', RETRY_FLAGS).action(
+    async (manifest: string, opts) => ctx.print(await (await stateCommands()).retryCommand(manifest, opts, ctx.io.cwd)),
+  );
 }
 
 function addServiceCommands(program: Command, ctx: CommandContext): void {
-  withConnection(
-    program
-      .command('reconcile')
-      .argument('<manifest>')
-      .description(
-        "compare the state with the service's job list for every key: paid jobs the state does not know, accepted jobs the service lost, credits on both sides; sends nothing, changes nothing",
-      ),
-  )
-    .option('--state <path>', 'the SQLite state file')
-    .option('--json', 'print as JSON')
-    .action(async (manifest: string, opts) => {
-      const { reconcileCommand } = await import('./commands/reconcile.js');
-      const reconciled = await reconcileCommand(manifest, opts, ctx.env, ctx.io.cwd);
-      ctx.print(reconciled.text);
-      ctx.exit(reconciled.exitCode);
-    });
-  withConnection(program.command('models').description('list the models the key may use'))
-    .option('--type <type>', 'image or video', mediaType)
-    .option('--json', 'print the catalog entries as JSON')
-    .action(async (opts) => ctx.print(await (await serviceInfo()).modelsCommand(opts, ctx.env)));
+  command(
+    program,
+    'reconcile',
+    "compare the state with the service's job list for every key: paid jobs the state does not know, accepted jobs the service lost, credits on both sides; sends nothing, changes nothing",
+    RECONCILE_FLAGS,
+  ).action(async (manifest: string, opts) => {
+    const { reconcileCommand } = await import('./commands/reconcile.js');
+    const reconciled = await reconcileCommand(manifest, opts, ctx.env, ctx.io.cwd);
+    ctx.print(reconciled.text);
+    ctx.exit(reconciled.exitCode);
+  });
+  addFlags(program.command('models').description('list the models the key may use'), MODELS_FLAGS).action(
+    async (opts) => ctx.print(await (await serviceInfo()).modelsCommand(opts, ctx.env)),
+  );
 
-  withConnection(program.command('me').description('show credits, scopes and limits of the key'))
-    .option('--json', 'print the response as JSON')
-    .action(async (opts) => ctx.print(await (await serviceInfo()).meCommand(opts, ctx.env)));
+  addFlags(program.command('me').description('show credits, scopes and limits of the key'), ME_FLAGS).action(
+    async (opts) => ctx.print(await (await serviceInfo()).meCommand(opts, ctx.env)),
+  );
 }
 
 function addReview(program: Command, ctx: CommandContext): void {
-  const review = program
-    .command('review')
-    .argument('<manifest>')
-    .description(
-      'a local web app to watch a run live and approve or reject every output with the keyboard (loopback, a token in its URL); works beside a running run',
-    )
-    .option('--state <path>', 'the SQLite state file')
-    .option('--simulate', "the rehearsal's state (run --simulate), not the real run's")
-    .option('--json', 'print where it serves as JSON (url, port, state, outDir); the keys help goes to stderr');
-  addFlags(review, SERVER_FLAGS).action(async (manifest: string, opts) => {
+  command(
+    program,
+    'review',
+    'a local web app to watch a run live and approve or reject every output with the keyboard (loopback, a token in its URL); works beside a running run',
+    REVIEW_FLAGS,
+  ).action(async (manifest: string, opts) => {
     const { reviewCommand } = await import('./commands/review.js');
     await serveUntilStopped(ctx, opts.json, await reviewCommand(manifest, opts, ctx.io.cwd, ctx.env));
   });
@@ -301,20 +249,12 @@ async function serveUntilStopped(
 }
 
 function addMetrics(program: Command, ctx: CommandContext): void {
-  const metrics = program
-    .command('metrics')
-    .argument('<manifest>')
-    .description(
-      "serve the state's figures at /metrics for Prometheus (loopback, a token on every scrape), read from the state at each scrape",
-    )
-    .option('--state <path>', 'the SQLite state file')
-    .option('--simulate', "the rehearsal's state (run --simulate), not the real run's")
-    .option(
-      '--token-file <path>',
-      'the token scrapes must carry, from the first line of a file (default: a random one)',
-    )
-    .option('--json', 'print where it serves as JSON (url, port, state)');
-  addFlags(metrics, SERVER_FLAGS).action(async (manifest: string, opts) => {
+  command(
+    program,
+    'metrics',
+    "serve the state's figures at /metrics for Prometheus (loopback, a token on every scrape), read from the state at each scrape",
+    METRICS_FLAGS,
+  ).action(async (manifest: string, opts) => {
     const { metricsCommand } = await import('./commands/metrics.js');
     await serveUntilStopped(ctx, opts.json, await metricsCommand(manifest, opts, ctx.io.cwd));
   });
@@ -322,68 +262,11 @@ function addMetrics(program: Command, ctx: CommandContext): void {
 
 function addSimulate(program: Command, ctx: CommandContext): void {
   const simulate = program.command('simulate').description('start the embedded service simulator on loopback');
-  simulatorFaults(simulatorChoices(addFlags(simulate, SERVER_FLAGS))).action(async (opts) => {
+  addFlags(simulate, SIMULATOR_FLAGS).action(async (opts) => {
     const { simulateCommand } = await import('./commands/simulate.js');
-    const { simulator, banner } = await simulateCommand(withDefaults(opts, SERVER_FLAGS));
+    const { simulator, banner } = await simulateCommand(withDefaults(opts, SIMULATOR_FLAGS));
     ctx.print(banner);
     await ctx.io.untilStopped();
     await simulator.close();
   });
-}
-
-/** The simulator's setup: where it listens, its time, its account and keys, and its choices where the spec is silent. */
-function simulatorChoices(cmd: Command): Command {
-  return cmd
-    .option('--time-scale <x>', 'divide every service duration by this', positiveNumber)
-    .option('--seed <n>', 'seed for the simulated randomness', nonNegativeNumber)
-    .option('--credits <n>', 'starting balance', nonNegativeNumber)
-    .option('--daily-cap <credits>', "each key's daily credit cap (at most 20,000, the spec's default)", keyDailyCap)
-    .option(
-      '--keys <n>',
-      'keys of the one simulated account (1 to 5): one balance, each key its own limits and daily cap',
-      keyCount,
-    )
-    .option(
-      '--scopes <list>',
-      "a key's scopes: image, video or image,video; repeat for each key in order (one alone is every key's)",
-      scopes,
-    )
-    .option(
-      '--revoke-after <requests[:key]>',
-      'the operator revokes a key (the first by default) after that many requests: 401 from then on; repeatable',
-      revokeAfter,
-    )
-    .option(
-      '--account-state <state>',
-      "the account's standing: ok, not-eligible, api-disabled or suspended (every request is refused with the spec's 403 code)",
-      accountState,
-    )
-    .option(
-      '--job-visibility <reading>',
-      "which jobs a key lists and reads, where the spec is silent: account (every job of the account, the default) or key (its own and the web application's)",
-      jobVisibility,
-    )
-    .option('--max-prompt-length <n>', 'longest prompt accepted (a simulator choice; default 4000)', positiveInt)
-    .option('--max-image-upload-mb <n>', 'largest image upload (a simulator choice; default 20)', positiveNumber)
-    .option('--max-video-upload-mb <n>', 'largest video upload (a simulator choice; default 200)', positiveNumber);
-}
-
-/** The faults the simulator injects, at random or at a given charge. */
-function simulatorFaults(cmd: Command): Command {
-  return cmd
-    .option('--failure-rate <p>', 'share of jobs that end FAILED', probability)
-    .option('--expiry-rate <p>', 'share of jobs that end EXPIRED', probability)
-    .option('--moderation-rate <p>', 'share of submissions blocked by moderation', probability)
-    .option('--unavailable-rate <p>', 'share of submissions answered 503', probability)
-    .option('--drop-rate <p>', 'share of created jobs whose response is dropped', probability)
-    .option('--latency <ms>', 'added latency per request, N or MIN-MAX milliseconds', range)
-    .option('--image-seconds <s>', 'image job run time, N or MIN-MAX service seconds', range)
-    .option('--video-seconds <s>', 'video job run time, N or MIN-MAX service seconds', range)
-    .option('--link-ttl <s>', 'output link lifetime in service seconds', positiveNumber)
-    .option('--upload-ttl <s>', 'uploaded material lifetime in service seconds', positiveNumber)
-    .option(
-      '--outage <charge:seconds[:mode]>',
-      'go off the network at that charge (its answer is lost) for that many real seconds: refuse (default), reset, hang, or blackhole (requests read and never answered, even after it ends); repeatable',
-      outage,
-    );
 }

@@ -12,10 +12,10 @@ const STARTED_LINE_LATEST_MS = 1_000;
 /** A terminal that reports no width (0 in `script` and some CI runners) is taken as this wide. */
 const DEFAULT_COLUMNS = 80;
 
-/** The submission limit the line shows the pace against: all keys' together, in the service's time. */
+/** The submission limit the line shows the pace against: all keys' together. */
 export interface PaceLimit {
   limit: number;
-  /** The limit's window in the service's own time (60 s for 10/min). */
+  /** The limit's window as it passes here (60 s for 10/min; a rehearsal's is shorter by its time scale). */
   windowMs: number;
   /** A rehearsal's time scale: its window passes this many times faster. */
   timeScale: number;
@@ -225,8 +225,7 @@ export class Progress {
 
   private facts(): LiveFacts {
     const now = Date.now();
-    // The limit's window as it passes here: a rehearsal's is shorter by its time scale.
-    const windowMs = Math.max(1, this.pace.windowMs / this.pace.timeScale);
+    const windowMs = Math.max(1, this.pace.windowMs);
     this.submittedAt = this.submittedAt.filter((t) => t > now - windowMs);
     // The same ETA as `genbatch status`, refreshed every few seconds rather than every frame.
     if (now - this.eta.at > ETA_REFRESH_MS)

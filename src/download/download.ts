@@ -156,6 +156,9 @@ async function writeBody(
   return bytes;
 }
 
+/** The largest output taken unless the run says otherwise (--max-output-mb): an endless body would fill the disk. */
+export const MAX_OUTPUT_BYTES = 2 * 1024 ** 3;
+
 /**
  * Reads one output into the sink (a temporary beside its final name), hashing
  * it and counting its bytes on the way, checks its size against
@@ -171,7 +174,7 @@ export async function downloadOutput(
   nameFor: (ext: string) => { path: string; mode: 'new' | 'replace' },
   options: DownloadOptions = {},
 ): Promise<DownloadedFile> {
-  const { signal, maxBytes = 2 * 1024 ** 3, idleMs, progress } = options;
+  const { signal, maxBytes = MAX_OUTPUT_BYTES, idleMs, progress } = options;
   const { dl, contentType } = await openLink(client, url, type, maxBytes, signal, idleMs);
   const { path: relPath, mode } = nameFor(await extensionFor(contentType, type));
   let file: SinkWriter;

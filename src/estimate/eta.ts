@@ -1,4 +1,5 @@
-import { KEY_DAY_MS, keyDayOf, type KeyLimits } from '../scheduler/limits.js';
+import { RunClock } from '../scheduler/clock.js';
+import type { KeyLimits } from '../scheduler/limits.js';
 import { estimateDuration } from './duration.js';
 
 /** Completions needed before their pace is trusted over the limits. */
@@ -30,6 +31,8 @@ export interface Eta {
  */
 export function estimateEta(input: EtaInput): Eta {
   const { now, run, open, finished } = input;
+  // The run's time, as it recorded its scale.
+  const clock = new RunClock(() => now, run.timeScale);
   const remaining = open.images + open.videos;
   const waitMs = Math.max(0, (run.waitingUntil ?? 0) - now);
   let workMs: number;
@@ -44,26 +47,25 @@ export function estimateEta(input: EtaInput): Eta {
     workMs = remaining * perItemMs;
     basis = 'observed';
   } else {
-    // The limits as the key has them (unscaled), at the spec's typical durations; then scaled back.
-    const unscale = (r: KeyLimits['submit']) => ({ count: r.count, windowMs: r.windowMs * run.timeScale });
+    // The limits as the key has them (in the service's time), at the spec's typical durations; then in the run's.
+    const unscale = (r: KeyLimits['submit']) => ({ count: r.count, windowMs: clock.serviceMs(r.windowMs) });
     const limits = {
       ...run.limits,
       submit: unscale(run.limits.submit),
       read: unscale(run.limits.read),
       upload: unscale(run.limits.upload),
     };
-    workMs =
-      (estimateDuration({ images: open.images, videos: open.videos, credits: 0 }, limits).seconds * 1000) /
-      run.timeScale;
+    workMs = clock.scaled(
+      estimateDuration({ images: open.images, videos: open.videos, credits: 0 }, limits).seconds * 1000,
+    );
     basis = 'limits';
   }
   let finishMs = now + waitMs + (remaining > 0 ? workMs : 0);
   // Credits beyond what today's cap allows wait for later key days.
-  const dayMs = KEY_DAY_MS / run.timeScale;
   const leftToday = Math.max(0, run.limits.dailyCap - input.credits.chargedToday);
   if (input.credits.toSpend > leftToday && run.limits.dailyCap > 0) {
     const extraDays = Math.ceil((input.credits.toSpend - leftToday) / run.limits.dailyCap);
-    const lastDayStart = (keyDayOf(now, run.timeScale) + extraDays) * dayMs;
+    const lastDayStart = clock.dayStart(clock.dayOf(now) + extraDays);
     const lastDayShare =
       (input.credits.toSpend - leftToday - (extraDays - 1) * run.limits.dailyCap) / Math.max(1, input.credits.toSpend);
     finishMs = Math.max(finishMs, lastDayStart + workMs * lastDayShare);

@@ -2,11 +2,11 @@ import { ApiClient } from '../api/index.js';
 import { KeyPoolError, keyFingerprint, keysFromEnv, type PoolKey } from '../api/key-pool.js';
 import type { RunningSimulator } from '../simulator/index.js';
 import { usageError } from '../util/exit-error.js';
+import type { FlagValues } from '../options/flag.js';
+import type { CONNECTION_FLAGS } from '../options/flags.js';
 
-export interface ConnectionFlags {
-  baseUrl?: string;
-  simulate?: boolean;
-}
+/** How a command reaches the service: `--base-url`, `--simulate`. */
+export type ConnectionFlags = FlagValues<typeof CONNECTION_FLAGS>;
 
 export interface Connection {
   client: ApiClient;

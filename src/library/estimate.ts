@@ -3,28 +3,22 @@ import type { PoolSetup } from '../api/pool-setup.js';
 import { blockers, estimate as estimateItems, type Estimate } from '../estimate/index.js';
 import { loadValid } from '../manifest/load-valid.js';
 import { runBudget, type LoadedManifest } from '../manifest/index.js';
-import { combinedLimits, DEFAULT_KEY_LIMITS, formatRate, type KeyLimits, type Rate } from '../scheduler/limits.js';
+import { RunClock } from '../scheduler/clock.js';
+import { combinedLimits, DEFAULT_KEY_LIMITS, formatRate, type KeyLimits } from '../scheduler/limits.js';
 import { openStateReadOnly, statePathFor } from '../store/state-path.js';
 import { EXIT, ExitError } from '../util/exit-error.js';
-import { connect, type ConnectionFlags } from './connection.js';
+import { connect } from './connection.js';
+import type { FlagValues } from '../options/flag.js';
+import { ESTIMATE_FLAGS } from '../options/flags.js';
+import { parseGiven, type GivenRunFlags } from '../options/resolve.js';
 import { environmentFor, type Credentials } from './environment.js';
 import { asRunError } from './outcome.js';
-import { settingsFrom, type GivenSettings } from './settings.js';
 
-/** The estimate's settings: `genbatch estimate`'s flags in camelCase (read by the run flags' parsers, which they share). */
-export interface EstimateSettings extends ConnectionFlags {
-  state?: string;
-  submitRate?: Rate;
-  maxImagesInFlight?: number;
-  maxVideosInFlight?: number;
-  dailyCap?: number;
-  maxCredits?: number;
-  /** Count the items rejected in review as to be made again (run --redo-rejected). */
-  redoRejected?: boolean;
-}
+/** `genbatch estimate`'s flags in camelCase, as their parsers give them. */
+export type EstimateFlags = FlagValues<typeof ESTIMATE_FLAGS>;
 
 export type EstimateOptions = Pick<
-  GivenSettings,
+  GivenRunFlags,
   'state' | 'submitRate' | 'maxImagesInFlight' | 'maxVideosInFlight' | 'dailyCap' | 'maxCredits' | 'redoRejected'
 > &
   Credentials & {
@@ -48,8 +42,8 @@ export type EstimateResult = Record<string, unknown> &
 export async function estimate(manifest: string, options: EstimateOptions = {}): Promise<EstimateResult> {
   const { cwd, apiKey, env, ...given } = options;
   try {
-    const settings = settingsFrom(given as GivenSettings) as EstimateSettings;
-    const parts = await estimateWith(manifest, settings, environmentFor({ apiKey, env }), cwd ?? process.cwd());
+    const flags = parseGiven(given, ESTIMATE_FLAGS) as EstimateFlags;
+    const parts = await estimateWith(manifest, flags, environmentFor({ apiKey, env }), cwd ?? process.cwd());
     return estimateDocument(parts);
   } catch (error) {
     throw asRunError(error);
@@ -57,7 +51,7 @@ export async function estimate(manifest: string, options: EstimateOptions = {}):
 }
 
 /** What an estimate is made of, for the document and for the command line's text. */
-export interface EstimateParts {
+export interface EstimateFigures {
   loaded: LoadedManifest;
   result: Estimate;
   /** On a manifest that has run: what is not sent yet. */
@@ -80,7 +74,7 @@ interface RunSoFar {
   rejected: Set<string>;
 }
 
-function runSoFar(m: LoadedManifest, opts: EstimateSettings, cwd: string): RunSoFar | undefined {
+function runSoFar(m: LoadedManifest, opts: EstimateFlags, cwd: string): RunSoFar | undefined {
   const path = statePathFor(m, opts.state, cwd, Boolean(opts.simulate) && !opts.state);
   if (!existsSync(path)) {
     if (opts.redoRejected)
@@ -106,17 +100,17 @@ const NOT_SENT = new Set(['pending', 'queued']);
 /** The estimate for the library and the command line alike. */
 export async function estimateWith(
   path: string,
-  opts: EstimateSettings,
+  opts: EstimateFlags,
   env: NodeJS.ProcessEnv,
   cwd: string,
-): Promise<EstimateParts> {
+): Promise<EstimateFigures> {
   const loaded = await loadValid(path, cwd);
   const soFar = runSoFar(loaded, opts, cwd);
   const [{ Catalog }, { setUpPool }] = await Promise.all([import('../api/catalog.js'), import('../api/pool-setup.js')]);
   const connection = await connect(opts, env);
   try {
     // Each key's own limits and cap (its /me, in the service's time); several keys run side by side.
-    const pool = await setUpPool(connection.keys, limitsOf(opts), 1);
+    const pool = await setUpPool(connection.keys, limitsOf(opts), new RunClock(Date.now, 1));
     if (pool.keys.length === 0)
       throw new ExitError(
         EXIT.stopped,
@@ -165,7 +159,7 @@ export async function estimateWith(
 }
 
 /** The limits the settings give, over the spec's defaults. */
-function limitsOf(opts: EstimateSettings): KeyLimits {
+function limitsOf(opts: EstimateFlags): KeyLimits {
   return {
     ...DEFAULT_KEY_LIMITS,
     ...(opts.submitRate ? { submit: opts.submitRate } : {}),
@@ -176,7 +170,7 @@ function limitsOf(opts: EstimateSettings): KeyLimits {
 }
 
 /** What `estimate --json` prints, with the exit code the figures give. */
-export function estimateDocument(parts: EstimateParts): EstimateResult {
+export function estimateDocument(parts: EstimateFigures): EstimateResult {
   const { loaded, result, remaining, spent, problems, pool, limits, simulated, redo } = parts;
   const rest = remaining
     ? {

@@ -1,8 +1,11 @@
 // genbatch as a library: what `import { validate, estimate, run } from 'genbatch'` gives a program.
 // Nothing here prints, exits the process or takes its signals.
-export { validate, type ValidateOptions, type ValidateResult } from './validate.js';
-export { estimate, type EstimateOptions, type EstimateResult } from './estimate.js';
-export { run, type RunHandle, type RunOptions, type RunOutcome } from './run.js';
+export { validate } from './validate.js';
+export type { ValidateOptions, ValidateResult } from './validate.js';
+export { estimate } from './estimate.js';
+export type { EstimateOptions, EstimateResult } from './estimate.js';
+export { run } from './run.js';
+export type { RunHandle, RunOptions, RunOutcome } from './run.js';
 export type { GenbatchEvent, StartEvent } from './events.js';
 export type { Credentials } from './environment.js';
 export type { ItemEvent, RunEvent, RunStateEvent, RunSummary, ServiceEvent, StopKind } from '../runner/index.js';

@@ -1,25 +1,17 @@
 import type { Logger } from '../log/logger.js';
 import { Notifier } from '../notify/notifier.js';
-import { RUN_FLAGS, withDefaults } from '../options/flags.js';
-import {
-  prepareRun,
-  runIdFor,
-  startRun,
-  type PreparedRun,
-  type RunRequest,
-  type RunSummary,
-  type Runner,
-} from '../runner/index.js';
+import { parseGiven, resolveRunOptions } from '../options/resolve.js';
+import type { GivenRunFlags, ResolvedRunOptions, RunFlags } from '../options/resolve.js';
+import { prepareRun, runIdFor, startRun, type PreparedRun, type RunSummary, type Runner } from '../runner/index.js';
 import type { Store } from '../store/index.js';
 import { EXIT, ExitError } from '../util/exit-error.js';
 import { connect } from './connection.js';
 import { EventChannel, type GenbatchEvent } from './events.js';
 import { environmentFor, type Credentials } from './environment.js';
 import { asRunError, exitCodeOf } from './outcome.js';
-import { requestOf, settingsFrom, type GivenSettings, type RunSettings } from './settings.js';
 
 /** What `run()` takes: the CLI's run flags in camelCase, the credentials, and a signal that stops the run. */
-export type RunOptions = GivenSettings &
+export type RunOptions = GivenRunFlags &
   Credentials & {
     /** Aborting it is Ctrl-C: nothing new is sent, what is on the wire records its answer, exit code 130. */
     signal?: AbortSignal;
@@ -55,7 +47,7 @@ export interface RunHooks {
   /** The run is assembled; `runner.events` can be listened to before its first submission. */
   onStarted?(started: {
     prepared: PreparedRun;
-    request: RunRequest;
+    options: ResolvedRunOptions;
     runner: Runner;
     logger: Logger;
     /** Ctrl-C: stops the run as an abort does. */
@@ -73,9 +65,9 @@ export function run(manifest: string, options: RunOptions = {}): RunHandle {
   const { signal, cwd, eventBuffer, apiKey, baseUrl, env, ...given } = options;
   const channel = new EventChannel<GenbatchEvent>(eventBuffer ?? 10_000);
   const done = (async () => {
-    const settings = { ...settingsFrom(given), ...(baseUrl ? { baseUrl } : {}) };
+    const flags = { ...parseGiven(given), ...(baseUrl ? { baseUrl } : {}) };
     const environment = environmentFor({ apiKey, env });
-    return runWith(manifest, settings, environment, cwd ?? process.cwd(), { signal, emit: (e) => channel.push(e) });
+    return runWith(manifest, flags, environment, cwd ?? process.cwd(), { signal, emit: (e) => channel.push(e) });
   })().catch((error: unknown) => {
     throw asRunError(error);
   });
@@ -96,47 +88,54 @@ export interface RunWatch extends RunHooks {
 /** The run itself, for `run()` and the command line alike. */
 export async function runWith(
   path: string,
-  settings: RunSettings,
+  flags: RunFlags,
   env: NodeJS.ProcessEnv,
   cwd: string,
   watch: RunWatch,
 ): Promise<RunOutcome> {
-  const request = requestOf(path, settings, env, cwd, (reason, unreachableMs) => {
-    watch.emit?.({ kind: 'service-unreachable', reason, unreachableMs });
-    watch.onServiceWait?.(reason, unreachableMs);
-  });
-  if (watch.signal) request.waitForService.signal = watch.signal;
+  const options = resolveRunOptions(flags, { manifestPath: path, cwd, env });
+  const { unreachableMs } = options;
+  const wait = {
+    // A service that answers nothing yet is waited for, as a run waits for it (--unreachable-minutes).
+    onWait: (reason: string) => {
+      watch.emit?.({ kind: 'service-unreachable', reason, unreachableMs });
+      watch.onServiceWait?.(reason, unreachableMs);
+    },
+    signal: watch.signal,
+  };
   throwIfAborted(watch.signal);
   // Connected at once: each key's /me is on its way while the manifest is read and checked.
-  const prepared = await prepareRun(request, connect(settings, env, request.timeScale)).catch((error: unknown) => {
+  const connection = { baseUrl: options.baseUrl, simulate: options.rehearsal };
+  const connecting = connect(connection, env, options.clock.timeScale);
+  const prepared = await prepareRun(options, connecting, wait).catch((error: unknown) => {
     // An abort that ended a wait for the service: nothing was sent.
     if (watch.signal?.aborted)
       throw new ExitError(EXIT.interrupted, 'interrupted: nothing was sent.', undefined, { cause: error });
     throw error;
   });
-  const started = startRun(prepared, request);
+  const started = startRun(prepared, options);
   const { runner, logger } = started;
   const stopListening = watch.emit ? runner.events.on(watch.emit) : undefined;
-  const notifier = notifierFor(settings, prepared, logger);
+  const notifier = notifierFor(options, prepared, logger);
   if (notifier) runner.events.on(notifier.onEvent);
-  const interrupt = () => runner.stop('interrupted', `interrupted. ${resumeHint(request.rehearsal)}`);
+  const interrupt = () => runner.stop('interrupted', `interrupted. ${resumeHint(options.rehearsal)}`);
   watch.signal?.addEventListener('abort', interrupt, { once: true });
   try {
-    watch.emit?.(startedEvent(prepared, request));
-    watch.onStarted?.({ prepared, request, runner, logger, interrupt });
+    watch.emit?.(startedEvent(prepared, options));
+    watch.onStarted?.({ prepared, options, runner, logger, interrupt });
     notifier?.start();
     logger.info(
       {
         manifest: prepared.manifest.source.absPath,
         state: prepared.statePath,
         outDir: prepared.outDir,
-        timeScale: request.timeScale,
+        timeScale: options.clock.timeScale,
       },
       'run started',
     );
     if (watch.signal?.aborted) interrupt();
     const summary = await runner.run();
-    const outcome = await finish(summary, prepared, request, settings, logger);
+    const outcome = await outcomeOf(summary, prepared, options, logger);
     await notifier?.ended(summary.stop?.message ?? `finished: ${summary.counts.done} of ${total(summary)} items done`);
     return outcome;
   } finally {
@@ -161,7 +160,7 @@ function throwIfAborted(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw new ExitError(EXIT.interrupted, 'interrupted: nothing was sent.');
 }
 
-function startedEvent(prepared: PreparedRun, request: RunRequest): GenbatchEvent {
+function startedEvent(prepared: PreparedRun, options: ResolvedRunOptions): GenbatchEvent {
   return {
     kind: 'started',
     manifest: prepared.manifest.source.absPath,
@@ -170,7 +169,7 @@ function startedEvent(prepared: PreparedRun, request: RunRequest): GenbatchEvent
     log: prepared.logPath,
     items: prepared.itemCount,
     resumed: prepared.resumed,
-    rehearsal: request.rehearsal,
+    rehearsal: options.rehearsal,
     keys: prepared.pool.keys.map((k) => k.fingerprint),
   };
 }
@@ -178,20 +177,19 @@ function startedEvent(prepared: PreparedRun, request: RunRequest): GenbatchEvent
 const total = (summary: RunSummary) => Object.values(summary.counts).reduce((a, b) => a + b, 0);
 
 /** The run ended: its results files, and the outcome with its exit code. */
-async function finish(
+async function outcomeOf(
   summary: RunSummary,
   prepared: PreparedRun,
-  request: RunRequest,
-  settings: RunSettings,
+  options: ResolvedRunOptions,
   logger: Logger,
 ): Promise<RunOutcome> {
-  const { results, problem } = await writeResults(prepared, settings, logger);
+  const { results, problem } = await writeResults(prepared, options, logger);
   return {
     manifest: prepared.manifest.source.file,
     state: prepared.statePath,
     outDir: prepared.outDir,
     log: prepared.logPath,
-    rehearsal: request.rehearsal,
+    rehearsal: options.rehearsal,
     ...summary,
     results,
     ...(problem ? { resultsProblem: problem } : {}),
@@ -207,7 +205,7 @@ function withResults(exitCode: number, problem: string | undefined): number {
 /** results.jsonl, results.csv and the gallery: what happens to them is said, and decides exit 4 (see withResults). */
 async function writeResults(
   prepared: PreparedRun,
-  settings: RunSettings,
+  options: ResolvedRunOptions,
   logger: Logger,
 ): Promise<{ results: RunOutcome['results']; problem?: string }> {
   try {
@@ -215,7 +213,7 @@ async function writeResults(
     const written = await writeReport(prepared.store, prepared.outputs, {
       title: prepared.manifest.name,
       html: true,
-      sidecars: settings.sidecars ?? false,
+      sidecars: options.sidecars,
       now: Date.now(),
       budget: prepared.budget ?? null,
     });
@@ -235,14 +233,14 @@ async function writeResults(
 }
 
 /** A notifier when --notify or --notify-command asks for one. */
-function notifierFor(settings: RunSettings, prepared: PreparedRun, logger: Logger): Notifier | undefined {
-  if (!settings.notify && !settings.notifyCommand) return undefined;
+function notifierFor(options: ResolvedRunOptions, prepared: PreparedRun, logger: Logger): Notifier | undefined {
+  if (!options.notify) return undefined;
   const store: Store = prepared.store;
   return new Notifier({
-    ...(settings.notify ? { url: settings.notify } : { command: settings.notifyCommand! }),
+    ...options.notify,
     run: store.meta('run_id') ?? runIdFor(prepared.manifest.source.absPath, prepared.manifest.name),
     manifest: prepared.manifest.source.absPath,
-    stallMs: withDefaults(settings, RUN_FLAGS).stallMinutes! * 60_000,
+    stallMs: options.stallMs,
     snapshot: () => ({ counts: store.itemReports.counts(), credits: store.attempts.totals() }),
     logger,
   });

@@ -1,4 +1,5 @@
 import { IssueList, type LoadedManifest, type ManifestIssue } from '../manifest/index.js';
+import { RunClock } from '../scheduler/clock.js';
 import { DEFAULT_KEY_LIMITS } from '../scheduler/limits.js';
 import { EXIT, ExitError } from '../util/exit-error.js';
 import { environmentFor, type Credentials } from './environment.js';
@@ -104,7 +105,7 @@ async function checkOnline(
   ]);
   const connection = await connect(options, env);
   try {
-    const pool = await setUpPool(connection.keys, DEFAULT_KEY_LIMITS, 1);
+    const pool = await setUpPool(connection.keys, DEFAULT_KEY_LIMITS, new RunClock(Date.now, 1));
     if (pool.keys.length === 0)
       throw new ExitError(
         EXIT.stopped,

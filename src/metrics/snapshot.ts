@@ -1,5 +1,5 @@
+import { RunClock } from '../scheduler/clock.js';
 import { existsSync } from 'node:fs';
-import { keyDayOf } from '../scheduler/limits.js';
 import { lockHolder, type PublicationCounts, type Store } from '../store/index.js';
 import { openStateReadOnly } from '../store/state-path.js';
 
@@ -84,7 +84,9 @@ function snapshotOf(store: Store, statePath: string, now: number): Snapshot {
 /** Each key's cap (as its last run settled it) and what the current key day has charged of it. */
 function dailyCapUse(store: Store, now: number, timeScale: number): Snapshot['dailyCap'] {
   const caps = JSON.parse(store.meta('key_daily_caps') ?? '{}') as Record<string, number>;
-  const used = new Map(store.metrics.keyDay(keyDayOf(now, timeScale)).map((r) => [r.key_fp, r.charged]));
+  const used = new Map(
+    store.metrics.keyDay(new RunClock(Date.now, timeScale).dayOf(now)).map((r) => [r.key_fp, r.charged]),
+  );
   const keys = new Set([...Object.keys(caps), ...used.keys()]);
   return [...keys].sort().map((key) => ({ key, cap: caps[key], used: used.get(key) ?? 0 }));
 }

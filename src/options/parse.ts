@@ -12,8 +12,11 @@ export function nonNegativeNumber(value: string): number {
   return n;
 }
 
+/** How many items a canary runs: a count, or a share of them. */
+export type CanarySize = { count: number } | { percent: number };
+
 /** `--canary`: a count of items (`50`) or a share of them (`1%`, `0.5%`). */
-export function canarySize(value: string): { count: number } | { percent: number } {
+export function canarySize(value: string): CanarySize {
   const percent = /^\s*(\d+(?:\.\d+)?)\s*%\s*$/.exec(value);
   if (percent) {
     const p = Number(percent[1]);

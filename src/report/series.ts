@@ -1,4 +1,5 @@
-import { DEFAULT_KEY_LIMITS, keyDayOf, type KeyLimits } from '../scheduler/limits.js';
+import { RunClock } from '../scheduler/clock.js';
+import { DEFAULT_KEY_LIMITS, type KeyLimits } from '../scheduler/limits.js';
 import type { RunSeries } from '../browser/data.js';
 import type { SeriesBuckets, Store } from '../store/index.js';
 
@@ -42,7 +43,8 @@ function linesOf(
   const refunded = at(raw.refunded);
   const ended = at(raw.ended);
   const out: ReturnType<typeof linesOf> = { ...empty, t: [] };
-  const firstDay = keyDayOf(raw.first, timeScale);
+  const clock = new RunClock(Date.now, timeScale);
+  const firstDay = clock.dayOf(raw.first);
   let credits = 0;
   let inFlight = 0;
   for (let b = from; b <= to; b++) {
@@ -52,7 +54,7 @@ function linesOf(
     out.t.push((b * bucketMs) / 1000);
     out.submissions.push(n / factor);
     out.credits.push(credits);
-    out.capAllowed.push((keyDayOf((b + 1) * bucketMs - 1, timeScale) - firstDay + 1) * limits.dailyCap);
+    out.capAllowed.push((clock.dayOf((b + 1) * bucketMs - 1) - firstDay + 1) * limits.dailyCap);
     out.inFlight.push(Math.max(0, inFlight));
   }
   return out;

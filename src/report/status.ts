@@ -1,5 +1,6 @@
+import { RunClock } from '../scheduler/clock.js';
 import { estimateEta } from '../estimate/eta.js';
-import { keyDayOf, type KeyLimits } from '../scheduler/limits.js';
+import { type KeyLimits } from '../scheduler/limits.js';
 import { waitingFor, type RunWaits, type Waiting } from '../store/waiting.js';
 import {
   lockHolder,
@@ -108,7 +109,7 @@ export function collectStatus(store: Store, where: { manifest: string; state: st
     tags: store.itemReports.byTag().map((t) => ({ ...t, net: t.charged - t.refunded })),
     review: store.reviews.counts(counts.done),
     eta: running && last ? etaOf(store, last, charged, now) : null,
-    keys: keysOf(store, keyDayOf(now, last?.time_scale ?? 1)),
+    keys: keysOf(store, new RunClock(Date.now, last?.time_scale ?? 1).dayOf(now)),
     publication: last?.out_dir?.startsWith('s3://') ? { to: last.out_dir, ...store.publications.counts() } : null,
     copies: { missing: store.derivatives.missing() },
   };
@@ -171,7 +172,7 @@ function etaOf(store: Store, run: RunRow, charged: number, now: number): Status[
     finished: store.itemReports.finishedSince(run.started_at),
     credits: {
       toSpend: perItem * (work.image.pending + work.video.pending),
-      chargedToday: store.accounting.chargedOn(keyDayOf(now, run.time_scale)),
+      chargedToday: store.accounting.chargedOn(new RunClock(Date.now, run.time_scale).dayOf(now)),
     },
   });
   return { seconds: eta.seconds, at: new Date(eta.at).toISOString(), basis: eta.basis };

@@ -1,6 +1,7 @@
+import { RunClock } from '../scheduler/clock.js';
 import type { ReviewSummaryData } from '../browser/data.js';
 import { liveEta } from '../report/status.js';
-import { DEFAULT_KEY_LIMITS, keyDayOf, type KeyLimits } from '../scheduler/limits.js';
+import { DEFAULT_KEY_LIMITS, type KeyLimits } from '../scheduler/limits.js';
 import { lockHolder, type ItemState, type Store } from '../store/index.js';
 
 /** What the live view's header shows (the page reads it as ReviewSummaryData). */
@@ -27,7 +28,10 @@ export function reviewSummary(
     states,
     review: store.reviews.counts(counts.done),
     credits: { charged, refunded, net: charged - refunded, budget: where.budget },
-    today: { charged: store.accounting.chargedOn(keyDayOf(now, timeScale)), dailyCap: limits.dailyCap },
+    today: {
+      charged: store.accounting.chargedOn(new RunClock(Date.now, timeScale).dayOf(now)),
+      dailyCap: limits.dailyCap,
+    },
     pace: {
       sent: store.reviewQueries.sentSince(now - limits.submit.windowMs),
       limit: limits.submit.count,

@@ -1,14 +1,13 @@
 export { Runner, type RunSummary } from './runner.js';
 export type { RunEvent, StopKind } from './core/control.js';
 export type { ItemEvent, RunStateEvent, ServiceEvent } from './core/events.js';
-export type { CanarySize } from './feed/canary.js';
 export { runIdFor } from './core/identity.js';
-export type { RunOptions } from './options.js';
+export type { RunInputs } from './parts.js';
 export {
   prepareRun,
   startRun,
   type PreparedRun,
   type RunConnection,
-  type RunRequest,
+  type ServiceWait,
   type StartedRun,
 } from './start.js';

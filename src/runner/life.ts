@@ -3,16 +3,14 @@ import type { ManifestTop } from '../manifest/index.js';
 import type { ItemRow } from '../store/index.js';
 import { Copier } from './copies/copier.js';
 import { recordCrash } from './item/crash.js';
-import { downloadJob, type DownloadDeps } from './item/download-task.js';
-import { JobTask, type JobTaskDeps } from './item/job-task.js';
+import { downloadJob } from './item/download-task.js';
+import type { DownloadDeps } from './item/download-task.js';
+import { JobTask } from './item/job-task.js';
+import type { JobTaskDeps } from './item/job-task.js';
 import type { KeyLane } from './keys/lanes.js';
-import type { RunOptions } from './options.js';
-import type { Shared } from './shared.js';
+import type { RunInputs, Shared } from './shared.js';
 import { Publisher } from './publish/publisher.js';
 import { downloadTaskDeps, jobTaskDeps } from './task-deps.js';
-
-/** Saved outputs that may wait to be published before submissions wait for the bucket: 2 GiB of local disk. */
-const MAX_UNPUBLISHED_BYTES = 2 * 1024 ** 3;
 
 /**
  * A job's life, top to bottom. Each stage is a call to its room, run where
@@ -42,11 +40,16 @@ export class JobLife {
   /** The done items' outputs being checked on disk, alongside the run (stage 2 for earlier runs' items). */
   private checking: Promise<void> | undefined;
 
+  /** What a crash is recorded with. */
+  private readonly said: { now: () => number; logger?: RunInputs['logger'] };
+
   constructor(
     private readonly parts: Shared,
-    manifest: ManifestTop,
-    private readonly opts: RunOptions,
+    inputs: RunInputs,
   ) {
+    const { manifest, options: opts, outputs, logger } = inputs;
+    const { now } = parts.clock;
+    this.said = { now, logger };
     const { store, control, feeder, breaker, waits, downloadHealth } = parts;
     const acts = {
       accepted: (itemId: string) => {
@@ -57,10 +60,9 @@ export class JobLife {
       downloadEnded: (failure: Parameters<DownloadDeps['report']['ended']>[0]) =>
         downloadHealth.ended(failure, control),
     };
-    this.job = jobTaskDeps(parts, opts, acts);
-    this.download = downloadTaskDeps(parts, manifest, opts, acts);
-    const publishing = opts.outputs.publishing;
-    const { now, logger } = opts;
+    this.job = jobTaskDeps(parts, inputs, acts);
+    this.download = downloadTaskDeps(parts, inputs, acts);
+    const publishing = outputs.publishing;
     this.publisher =
       publishing &&
       new Publisher({
@@ -68,12 +70,12 @@ export class JobLife {
         control,
         publishing,
         now,
-        maxWaitingBytes: opts.maxUnpublishedBytes ?? MAX_UNPUBLISHED_BYTES,
+        maxWaitingBytes: opts.maxUnpublishedBytes,
         logger,
       });
     const publisher = this.publisher;
     this.copier = asksCopies(manifest.manifest)
-      ? new Copier({ store, control, outputs: opts.outputs, now, logger, staged: (copy) => publisher?.copied(copy) })
+      ? new Copier({ store, control, outputs, now, logger, staged: (copy) => publisher?.copied(copy) })
       : undefined;
   }
 
@@ -94,7 +96,7 @@ export class JobLife {
         // Queued while the slot is still held: the run never looks idle between the two stages.
         if (completed) this.downloadOutputs(item.id, completed.jobId, completed.job);
       } catch (error) {
-        recordCrash(store, this.opts, item.id, error);
+        recordCrash(store, this.said, item.id, error);
       } finally {
         reservation.close();
         feeder.release(item.id);
@@ -111,7 +113,7 @@ export class JobLife {
         const saved = await downloadJob(this.download, roster.laneOfJob(itemId), itemId, jobId, progress, fresh);
         for (const idx of saved) this.saved(itemId, jobId, idx);
       } catch (error) {
-        recordCrash(store, this.opts, itemId, error);
+        recordCrash(store, this.said, itemId, error);
       } finally {
         if (store.queue.hasDependents(itemId)) control.wake();
       }

@@ -1,23 +1,22 @@
-import type { Catalog } from '../api/catalog.js';
-import type { ManifestTop } from '../manifest/index.js';
 import { Transfers } from '../scheduler/transfers.js';
-import type { Store } from '../store/index.js';
 import { ModerationBreaker } from './feed/breaker.js';
-import { RunClock } from './core/clock.js';
 import { Control } from './core/control.js';
 import { logEvents } from './core/events.js';
 import { coordinatorNotices } from './keys/coordination.js';
 import { Credits } from './keys/credits.js';
 import { Feeder } from './feed/feeder.js';
-import { FirstSync, type ToSync } from './sync/first-sync.js';
+import { FirstSync } from './sync/first-sync.js';
 import { KeyRoster } from './keys/roster.js';
-import { KeyLane, KeyLanes, type LaneKey } from './keys/lanes.js';
-import type { RunOptions } from './options.js';
+import { KeyLane, KeyLanes } from './keys/lanes.js';
+import type { ResolvedRunOptions } from '../options/resolve.js';
+import type { RunClock } from '../scheduler/clock.js';
 import { PauseGate } from './core/pause-gate.js';
 import { RunSession } from './core/session.js';
 import { FeedLoops } from './feed/loops.js';
 import { JobLife } from './life.js';
-import type { Shared } from './shared.js';
+import type { RunInputs, Shared } from './shared.js';
+
+export type { RunInputs } from './shared.js';
 import { DownloadHealth } from './watch/download-health.js';
 import { QuietWatch } from './watch/quiet.js';
 import { watchService } from './watch/service-watch.js';
@@ -38,19 +37,10 @@ export interface RunParts extends Shared {
   readonly quiet: QuietWatch;
 }
 
-export interface RunInputs {
-  keys: readonly LaneKey[];
-  store: Store;
-  manifest: ManifestTop;
-  opts: RunOptions;
-  catalog: Catalog | undefined;
-  toSync?: ToSync | undefined;
-}
-
 export function buildParts(inputs: RunInputs): RunParts {
   const shared = sharedParts(inputs);
   const { store, control, lanes, feeder, firstSync, downloads, reachability } = shared;
-  const life = new JobLife(shared, inputs.manifest, inputs.opts);
+  const life = new JobLife(shared, inputs);
   const feed = new FeedLoops({
     ...shared,
     publisher: life.publisher,
@@ -74,25 +64,25 @@ export function buildParts(inputs: RunInputs): RunParts {
     publishing: () => life.publishing,
     stalledDownloads: () => {
       const stalled = downloads.stalled();
-      return stalled && { ...stalled, idleMs: inputs.opts.idleTimeoutMs };
+      return stalled && { ...stalled, idleMs: inputs.options.idleTimeoutMs };
     },
   };
-  const quiet = new QuietWatch(store, feeder, reachability, control, waits, inputs.opts.now, inputs.opts.logger);
+  const quiet = new QuietWatch(store, feeder, reachability, control, waits, shared.clock.now, inputs.logger);
   return { ...shared, life, feed, quiet };
 }
 
 function sharedParts(inputs: RunInputs): Shared {
-  const { keys, store, opts } = inputs;
-  const clock = new RunClock(opts.now, opts.timeScale);
-  const watchdog = new Watchdog(opts.now, opts.quietMs ?? Math.max(QUIET_FLOOR_MS, clock.scaled(QUIET_MS)));
+  const { keys, store, options: opts, logger } = inputs;
+  const { clock } = opts;
+  const watchdog = new Watchdog(clock.now, inputs.quietMs ?? Math.max(QUIET_FLOOR_MS, clock.scaled(QUIET_MS)));
   const session = new RunSession();
   // Every poll, upload and download in flight listens for the interrupt: one per slot and download, plus the queues'.
   const listeners =
     keys.reduce((n, k) => n + k.limits.imagesInFlight + k.limits.videosInFlight, 0) + opts.downloadConcurrency + 64;
-  const control = new Control(opts.logger, listeners);
+  const control = new Control(logger, listeners);
   // Anything said is activity: the watchdog's quiet starts again.
   const hearing = [control.events.on(() => watchdog.activity())];
-  if (opts.logger) hearing.push(control.events.on(logEvents(opts.logger)));
+  if (logger) hearing.push(control.events.on(logEvents(logger)));
   const coordinator = { down: false };
   const noticed = coordinatorNotices(control);
   const coordinatorSaid = (reachable: boolean, message: string) => {
@@ -111,9 +101,9 @@ function sharedParts(inputs: RunInputs): Shared {
     lanes,
     clock,
     control,
-    now: opts.now,
+    now: clock.now,
     unreachableMs: opts.unreachableMs,
-    logger: opts.logger,
+    logger,
     onActivity: () => watchdog.activity(),
   });
   hearing.push(service.stopHearing);
@@ -131,13 +121,19 @@ function sharedParts(inputs: RunInputs): Shared {
     credits: creditsOf(inputs, clock, control, lanes, session),
     feeder,
     breaker: new ModerationBreaker(store, clock, control, opts.maxBlocked),
-    roster: new KeyRoster(lanes, store, (id) => feeder.holds(id), control, opts.now),
+    roster: new KeyRoster(lanes, store, (id) => feeder.holds(id), control, clock.now),
     reachability: service.reachability,
     pauseGate: new PauseGate(),
     downloads,
     downloadHealth: new DownloadHealth(),
     waits: new TimedWaits(),
-    firstSync: new FirstSync(store, inputs.manifest, opts, control, inputs.toSync),
+    firstSync: new FirstSync(
+      store,
+      inputs.manifest,
+      { ...opts, now: clock.now, syncStepMs: inputs.syncStepMs },
+      control,
+      inputs.toSync,
+    ),
     coordinator,
   };
 }
@@ -149,13 +145,13 @@ function creditsOf(
   lanes: KeyLanes,
   session: RunSession,
 ): Credits {
-  const { store, opts, manifest, catalog } = inputs;
+  const { store, manifest, catalog } = inputs;
   return new Credits(
     store,
     clock,
     control,
     {
-      maxCredits: opts.maxCredits,
+      maxCredits: inputs.budget,
       catalog,
       prices: manifest.manifest.prices,
       perTag: manifest.manifest.budget?.perTag,
@@ -163,7 +159,7 @@ function creditsOf(
     () => lanes.active.map((l) => l.cap),
     (until) => {
       // The run waits for the daily cap, every key alike: status says until when.
-      if (until !== undefined) store.runs.beat(session.id, opts.now(), { waitingUntil: until });
+      if (until !== undefined) store.runs.beat(session.id, clock.now(), { waitingUntil: until });
     },
   );
 }
@@ -230,12 +226,13 @@ function wakeOnTaskEnds(lanes: KeyLanes, downloads: Transfers, control: Control)
 }
 
 /** The downloads' places: one silent for a quarter of the idle timeout (a second at most) gives its place to the next one. */
-function downloadTransfers(opts: RunOptions, control: Control): Transfers {
+function downloadTransfers(opts: ResolvedRunOptions, control: Control): Transfers {
+  const { now } = opts.clock;
   const quietMs = Math.min(1_000, opts.idleTimeoutMs / 4);
   return new Transfers(
     opts.downloadConcurrency,
     quietMs,
-    opts.now,
+    now,
     (itemId, since) => control.emit({ kind: 'transfer-stalled', itemId, transfer: 'download', since }),
     (itemId, since, how) =>
       control.emit({
@@ -243,7 +240,7 @@ function downloadTransfers(opts: RunOptions, control: Control): Transfers {
         itemId,
         transfer: 'download',
         since,
-        stalledMs: opts.now() - since,
+        stalledMs: now() - since,
         how,
       }),
   );

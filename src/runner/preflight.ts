@@ -1,7 +1,7 @@
 import type { Store } from '../store/index.js';
 import type { Control } from './core/control.js';
 import type { FirstSync } from './sync/first-sync.js';
-import type { RunOptions } from './options.js';
+import type { RunInputs } from './shared.js';
 import { selects } from './feed/selection.js';
 
 /**
@@ -11,11 +11,11 @@ import { selects } from './feed/selection.js';
  */
 export async function preflight(
   store: Store,
-  opts: RunOptions,
+  run: RunInputs,
   control: Control,
   firstSync: FirstSync,
 ): Promise<boolean> {
-  const unwritable = await opts.outputs.probe();
+  const unwritable = await run.outputs.probe();
   if (unwritable) {
     await firstSync.all(); // every item in the state, for the summary and the next run
     control.stop(
@@ -24,15 +24,15 @@ export async function preflight(
     );
     return false;
   }
-  if (opts.only && store.queue.select(selects(opts.only)).length === 0) {
-    const only = `--only ${opts.only.join(' --only ')}`;
+  if (run.options.only && store.queue.select(selects(run.options.only)).length === 0) {
+    const only = `--only ${run.options.only.join(' --only ')}`;
     control.stop('nothing-selected', `${only} matches no item of the manifest: nothing was submitted`);
     return false;
   }
-  await opts.outputs.claim({
+  await run.outputs.claim({
     state: store.db.name,
     runId: store.meta('run_id')!,
-    rehearsal: opts.rehearsal ?? false,
+    rehearsal: run.options.rehearsal,
   });
   return true;
 }

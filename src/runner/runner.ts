@@ -1,15 +1,12 @@
-import type { Catalog } from '../api/catalog.js';
-import type { ManifestTop } from '../manifest/index.js';
 import type { Store } from '../store/index.js';
 import { runCanary } from './feed/canary.js';
 import type { RunEvent, StopKind } from './core/control.js';
 import type { EventBus } from '../util/event-bus.js';
-import type { ToSync } from './sync/first-sync.js';
 import { preflight } from './preflight.js';
 import { startUpkeep } from './upkeep.js';
-import { buildParts, type RunParts } from './parts.js';
-import type { KeyLanes, LaneKey } from './keys/lanes.js';
-import type { RunOptions } from './options.js';
+import { buildParts } from './parts.js';
+import type { RunInputs, RunParts } from './parts.js';
+import type { KeyLanes } from './keys/lanes.js';
 import { recover } from './sync/recovery.js';
 import { summarize, type RunSummary } from './summary.js';
 
@@ -27,17 +24,12 @@ export class Runner {
   /** Items whose content changed since they were submitted (the summary says so). */
   private changed: string[] = [];
 
-  constructor(
-    /** The run's API keys (one, or a pool), each with its limits. */
-    keys: readonly LaneKey[],
-    private readonly store: Store,
-    manifest: ManifestTop,
-    private readonly opts: RunOptions,
-    catalog: Catalog | undefined,
-    toSync?: ToSync,
-  ) {
-    if (keys.length === 0) throw new Error('a run needs at least one API key');
-    this.p = buildParts({ keys, store, manifest, opts, catalog, toSync });
+  private readonly store: Store;
+
+  constructor(private readonly inputs: RunInputs) {
+    if (inputs.keys.length === 0) throw new Error('a run needs at least one API key');
+    this.store = inputs.store;
+    this.p = buildParts(inputs);
   }
 
   /** Every event of the run, to any number of listeners: subscribe before `run()`. */
@@ -51,7 +43,7 @@ export class Runner {
   }
 
   async run(): Promise<RunSummary> {
-    const upkeep = startUpkeep(this.p, this.opts);
+    const upkeep = startUpkeep(this.p, this.inputs);
     this.p.watchdog.start(this.p.quiet);
     try {
       await upkeep.ready;
@@ -64,14 +56,14 @@ export class Runner {
   }
 
   private async work(): Promise<RunSummary> {
-    const { store, opts } = this;
+    const { store, inputs } = this;
     const { control, firstSync } = this.p;
     await firstSync.first();
     this.changed = store.itemSync.changedIds();
-    if (!(await preflight(store, opts, control, firstSync))) return this.summary();
+    if (!(await preflight(store, inputs, control, firstSync))) return this.summary();
     this.p.life.startAfterDownloads();
     await this.recover();
-    const canary = opts.canary;
+    const canary = inputs.options.canary;
     if (canary && !(await runCanary(store, control, this.p.feeder, canary, () => this.drain()))) {
       this.lanes.stop();
       return this.summary();
@@ -102,9 +94,9 @@ export class Runner {
       store: this.store,
       lanes: this.lanes,
       roster: this.p.roster,
-      outputs: this.opts.outputs,
-      now: this.opts.now,
-      logger: this.opts.logger,
+      outputs: this.inputs.outputs,
+      now: this.p.clock.now,
+      logger: this.inputs.logger,
       signal: this.p.control.abort.signal,
       startJob: (item, lane) => life.begin(item, lane, credits.priceOf(item), false),
       startDownload: (itemId, jobId) => life.downloadOutputs(itemId, jobId),
@@ -113,9 +105,9 @@ export class Runner {
   }
 
   private summary(): RunSummary {
-    const publishing = this.opts.outputs.publishing;
+    const publishing = this.inputs.outputs.publishing;
     const facts = {
-      only: this.opts.only !== undefined,
+      only: this.inputs.options.only !== undefined,
       changed: this.changed,
       publishing: publishing && { location: publishing.location, staging: publishing.staging },
     };

@@ -1,15 +1,20 @@
+import type { Catalog } from '../api/catalog.js';
+import type { Logger } from '../log/logger.js';
+import type { ManifestTop } from '../manifest/index.js';
+import type { ResolvedRunOptions } from '../options/resolve.js';
+import type { OutputSink } from '../sink/index.js';
 import type { Transfers } from '../scheduler/transfers.js';
 import type { Store } from '../store/index.js';
-import type { RunClock } from './core/clock.js';
+import type { RunClock } from '../scheduler/clock.js';
 import type { Control } from './core/control.js';
 import type { PauseGate } from './core/pause-gate.js';
 import type { RunSession } from './core/session.js';
 import type { ModerationBreaker } from './feed/breaker.js';
 import type { Feeder } from './feed/feeder.js';
 import type { Credits } from './keys/credits.js';
-import type { KeyLanes } from './keys/lanes.js';
+import type { KeyLanes, LaneKey } from './keys/lanes.js';
 import type { KeyRoster } from './keys/roster.js';
-import type { FirstSync } from './sync/first-sync.js';
+import type { FirstSync, ToSync } from './sync/first-sync.js';
 import type { DownloadHealth } from './watch/download-health.js';
 import type { Reachability } from './watch/reachability.js';
 import type { TimedWaits } from './watch/timed-waits.js';
@@ -41,4 +46,24 @@ export interface Shared {
   readonly coordinator: { down: boolean };
   /** The run's listeners leave the keys' clients (which may outlive it): called once the run ends. */
   detach(): void;
+}
+
+/** What a run is built from: its options, resolved once, and what its start opened for it. */
+export interface RunInputs {
+  readonly options: ResolvedRunOptions;
+  /** The run's API keys (one, or a pool), each with its limits. */
+  readonly keys: readonly LaneKey[];
+  readonly store: Store;
+  readonly manifest: ManifestTop;
+  readonly catalog: Catalog | undefined;
+  readonly toSync?: ToSync | undefined;
+  /** Where verified outputs go, opened from `options.out`. */
+  readonly outputs: OutputSink;
+  /** --max-credits, else the manifest's budget, net of refunds. */
+  readonly budget: number | undefined;
+  readonly logger?: Logger | undefined;
+  /** How long nothing may be sent, answered or said before the watchdog looks (tests make it short). */
+  readonly quietMs?: number | undefined;
+  /** How long a step of a first sync may hold the event loop (tests make every step a few rows). */
+  readonly syncStepMs?: number | undefined;
 }

@@ -2,7 +2,8 @@ import { createWriteStream, existsSync, mkdirSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { ApiClient } from '../api/client.js';
 import { Catalog } from '../api/catalog.js';
-import { untilAnswered, type UntilAnsweredOptions } from '../api/until-answered.js';
+import { untilAnswered } from '../api/until-answered.js';
+import type { UntilAnsweredOptions } from '../api/until-answered.js';
 import type { Coordinator } from '../coordinator/postgres.js';
 import { describeCoordinator } from '../coordinator/url.js';
 import { createLogger, type Logger } from '../log/logger.js';
@@ -17,13 +18,13 @@ import {
 } from '../manifest/index.js';
 import { checkValid, issueReport, loadValid } from '../manifest/load-valid.js';
 import { checkAgainstService, shapeProblems } from '../manifest/online.js';
-import type { KeyLimits } from '../scheduler/limits.js';
 import { OPEN_STATES, Store } from '../store/index.js';
 import { openStateReadOnly, statePathFor } from '../store/state-path.js';
 import { openOutputSink, type OutputSink } from '../sink/index.js';
 import { EXIT, ExitError, usageError } from '../util/exit-error.js';
 import type { ToSync } from './sync/first-sync.js';
-import type { RunOptions } from './options.js';
+import type { ResolvedRunOptions } from '../options/resolve.js';
+import type { RunClock } from '../scheduler/clock.js';
 import { setUpPool, type PoolSetup } from '../api/pool-setup.js';
 import { planResume } from './sync/resume.js';
 import { Runner } from './runner.js';
@@ -42,32 +43,10 @@ export interface RunConnection {
   close(): Promise<void>;
 }
 
-/** What a run is asked to do, settled from its command line once. */
-export interface RunRequest {
-  manifestPath: string;
-  cwd: string;
-  rehearsal: boolean;
-  timeScale: number;
-  /** --state, else the manifest's own (a rehearsal's `.simulated` one). */
-  statePath?: string | undefined;
-  /** --out, else the manifest's output dir (a rehearsal's gets `.simulated`). */
-  out?: string | undefined;
-  redoChanged: boolean;
-  /** Put the items whose current version was rejected in review back, for a new attempt each. */
-  redoRejected?: boolean;
-  /** The limits the flags give, built once; each key's own may be lower. */
-  limits: KeyLimits;
-  coordinatorUrl?: string | undefined;
-  /** How long to wait for a service that answers nothing yet, and what to say meanwhile. */
-  waitForService: UntilAnsweredOptions;
-  /** Texts the log must never hold (the keys, the bucket's secret). */
-  secrets: string[];
-  /** Outputs going to a bucket: keep each local copy once it is published. */
-  keepLocal?: boolean;
-  /** Where a bucket's endpoint, region and credentials are read (the AWS SDK's chain). */
-  env?: NodeJS.ProcessEnv;
-  /** The rest of the run's options, as the flags give them. */
-  options: Omit<RunOptions, 'outputs' | 'rehearsal' | 'timeScale' | 'redoChanged' | 'unreachableMs' | 'logger' | 'now'>;
+/** What a start says while the service answers nothing yet, and what ends that wait (an interrupt). */
+export interface ServiceWait {
+  onWait(reason: string): void;
+  signal?: AbortSignal | undefined;
 }
 
 /** A run assembled and checked, before its first submission: what it runs, where it writes, with which keys. */
@@ -104,19 +83,24 @@ export interface StartedRun {
  * the pool, the coordinator and the catalog, the manifest against the
  * catalog, and the state opened. Nothing is submitted here.
  */
-export async function prepareRun(request: RunRequest, connecting: Promise<RunConnection>): Promise<PreparedRun> {
+export async function prepareRun(
+  request: ResolvedRunOptions,
+  connecting: Promise<RunConnection>,
+  wait: ServiceWait,
+): Promise<PreparedRun> {
+  const waitForService = untilAnsweredBy(request, wait);
   const outProblem = request.out === undefined ? undefined : outLocationProblem(request.out);
   if (outProblem) {
     await (await connecting.catch(() => undefined))?.close();
     throw usageError(`--out ${outProblem}. Nothing was submitted.`);
   }
-  const keys = askKeys(connecting, request.limits, request.timeScale, request.waitForService);
+  const keys = askKeys(connecting, request, waitForService);
   const prepared = await prepareManifest(request).catch(async (error: unknown) => {
     // The manifest's problem is what the user hears about, not the service's answer.
     await keys.discard();
     throw error;
   });
-  const opened = await openService(request, keys, prepared);
+  const opened = await openService(request, keys, prepared, waitForService);
   const { manifest, statePath, checked, plan } = prepared;
   // A rehearsal never writes where a real run's outputs are.
   const suffix = request.rehearsal ? '.simulated' : '';
@@ -127,11 +111,11 @@ export async function prepareRun(request: RunRequest, connecting: Promise<RunCon
   // A rehearsal starts over each time: an earlier rehearsal's outputs in its folder are replaced.
   const outputs = await openOutputSink(outDir, {
     statePath,
-    keepLocal: request.keepLocal ?? false,
+    keepLocal: request.keepLocal,
     rehearsal: request.rehearsal,
-    idleMs: request.options.idleTimeoutMs,
-    unreachableMs: request.waitForService.unreachableMs,
-    ...(request.env ? { env: request.env } : {}),
+    idleMs: request.idleTimeoutMs,
+    unreachableMs: request.unreachableMs,
+    env: request.env,
   });
   const redoneRejected = request.redoRejected
     ? opened.store.items.putBackRejected(opened.store.reviews.rejectedCurrent(), Date.now())
@@ -142,7 +126,7 @@ export async function prepareRun(request: RunRequest, connecting: Promise<RunCon
     manifest,
     statePath,
     outDir,
-    budget: runBudget(request.options.maxCredits, manifest.manifest),
+    budget: runBudget(request.maxCredits, manifest.manifest),
     outputs,
     logPath: join(dirname(statePath), `${manifest.name}${suffix}.log`),
     itemCount: checked ? checked.count : plan.resume!.synced.items,
@@ -153,28 +137,36 @@ export async function prepareRun(request: RunRequest, connecting: Promise<RunCon
   };
 }
 
+/** How long a start waits for a service that answers nothing yet (--unreachable-minutes), asking again every second of the service's time. */
+function untilAnsweredBy(options: ResolvedRunOptions, wait: ServiceWait): UntilAnsweredOptions {
+  return {
+    unreachableMs: options.unreachableMs,
+    everyMs: Math.min(1_000, Math.max(100, options.clock.scaled(1_000))),
+    onWait: wait.onWait,
+    ...(wait.signal ? { signal: wait.signal } : {}),
+  };
+}
+
 /** The run's log opened and its runner built; its events are heard through `runner.events`. */
-export function startRun(prepared: PreparedRun, request: RunRequest): StartedRun {
+export function startRun(prepared: PreparedRun, options: ResolvedRunOptions): StartedRun {
   const { store, pool, coordinator, catalog, manifest, connection } = prepared;
   mkdirSync(dirname(prepared.logPath), { recursive: true });
   const logFile = createWriteStream(prepared.logPath, { flags: 'a' });
-  const secrets = [...request.secrets, connection.simulator?.apiKey ?? ''].filter(Boolean);
+  const secrets = [...options.secrets, connection.simulator?.apiKey ?? ''].filter(Boolean);
   const logger = createLogger({ secrets, destination: logFile });
   // The keys as the run gets them, each with the coordinator its limits are shared through (if any).
   const laneKeys = pool.keys.map((key) => ({ ...key, coordinator }));
-  const maxCredits = prepared.budget;
-  const options: RunOptions = {
-    ...request.options,
-    ...(maxCredits !== undefined ? { maxCredits } : {}),
+  const runner = new Runner({
+    options,
+    keys: laneKeys,
+    store,
+    manifest,
+    catalog,
+    toSync: prepared.toSync,
     outputs: prepared.outputs,
-    rehearsal: request.rehearsal,
-    timeScale: request.timeScale,
-    redoChanged: request.redoChanged,
-    unreachableMs: request.waitForService.unreachableMs,
-    now: Date.now,
+    budget: prepared.budget,
     logger,
-  };
-  const runner = new Runner(laneKeys, store, manifest, options, catalog, prepared.toSync);
+  });
   const close = async () => {
     // Its last line is on disk and its file closed when the command returns (a command run in a longer-lived process leaves no descriptor open).
     await new Promise((done) => logFile.end(done));
@@ -193,7 +185,7 @@ interface PreparedManifest {
   statePath: string;
 }
 
-async function prepareManifest(request: RunRequest): Promise<PreparedManifest> {
+async function prepareManifest(request: ResolvedRunOptions): Promise<PreparedManifest> {
   const { manifestPath: path, cwd } = request;
   const statePathOf = (top: ManifestTop) =>
     statePathFor(top, request.statePath, cwd, request.rehearsal && !request.statePath);
@@ -221,9 +213,10 @@ interface OpenedService {
 }
 
 async function openService(
-  request: RunRequest,
+  request: ResolvedRunOptions,
   keys: ReturnType<typeof askKeys>,
   prepared: PreparedManifest,
+  waitForService: UntilAnsweredOptions,
 ): Promise<OpenedService> {
   const { manifestPath: path, cwd } = request;
   const connection = await keys.connecting;
@@ -240,16 +233,13 @@ async function openService(
         EXIT.stopped,
         `the service refused every key of GENBATCH_API_KEYS: ${pool.refused.map((r) => `${r.fingerprint} ${r.code}`).join(', ')}. Nothing was submitted.`,
       );
-    coordinator = await openCoordinator(request.coordinatorUrl, request.timeScale);
+    coordinator = await openCoordinator(request.coordinatorUrl, request.clock);
     // The service's view (models, kinds, modes, allowed values, scopes): a mismatch is exit 2 before anything is sent.
     // Asked again of the pool's first key if the first key was refused or the early answer failed, as it was asked before.
     const early = pool.keys[0]!.fingerprint === firstKey.fingerprint ? await earlyCatalog : undefined;
     const catalog =
       early ??
-      (await untilAnswered(
-        () => Catalog.fetch(pool.keys[0]!.client, types, STARTUP_TIMEOUT_MS),
-        request.waitForService,
-      ));
+      (await untilAnswered(() => Catalog.fetch(pool.keys[0]!.client, types, STARTUP_TIMEOUT_MS), waitForService));
     await checkShapes(path, cwd, shapes, prepared.manifest, catalog, pool);
     return { connection, pool, coordinator, catalog, store: Store.open(prepared.statePath) };
   } catch (error) {
@@ -283,14 +273,13 @@ async function checkShapes(
 /** The connection, then each key's view (scopes, its own limits and cap; a key the service refuses is left out); nothing awaited until the caller wants them. */
 function askKeys(
   connecting: Promise<RunConnection>,
-  limits: KeyLimits,
-  timeScale: number,
+  { limits, clock }: ResolvedRunOptions,
   wait: UntilAnsweredOptions,
 ): { connecting: Promise<RunConnection>; pool: Promise<PoolSetup>; discard: () => Promise<void> } {
   // Discarded (the manifest failed first): a wait for the service ends at once.
   const discarded = new AbortController();
   const pool = connecting.then((connection) =>
-    untilAnswered(() => setUpPool(connection.keys, limits, timeScale, STARTUP_TIMEOUT_MS), {
+    untilAnswered(() => setUpPool(connection.keys, limits, clock, STARTUP_TIMEOUT_MS), {
       ...wait,
       signal: wait.signal ? AbortSignal.any([wait.signal, discarded.signal]) : discarded.signal,
     }),
@@ -313,14 +302,14 @@ function askKeys(
  * migrated; none without one. Its leases last a minute of the service's time
  * (2 s at the least): a process that dies frees its slots that much later.
  */
-async function openCoordinator(url: string | undefined, timeScale: number): Promise<Coordinator | undefined> {
+async function openCoordinator(url: string | undefined, clock: RunClock): Promise<Coordinator | undefined> {
   if (!url) return undefined;
   if (!/^postgres(ql)?:\/\//i.test(url))
     throw usageError(`--coordinator takes a postgres:// URL; got one that is not (${describeCoordinator(url)}).`);
   try {
     // Loaded only when asked for: pg costs a run without a coordinator nothing at start.
     const { Coordinator } = await import('../coordinator/postgres.js');
-    return await Coordinator.open(url, { leaseMs: Math.max(2_000, 60_000 / timeScale) });
+    return await Coordinator.open(url, { leaseMs: Math.max(2_000, clock.scaled(60_000)) });
   } catch (error) {
     throw new ExitError(
       EXIT.environment,

@@ -1,13 +1,11 @@
 import type { Reaction } from '../api/index.js';
 import type { ErrorNote } from '../store/index.js';
 import type { KeyLane } from './keys/lanes.js';
-import type { ManifestTop } from '../manifest/index.js';
 import type { DownloadFailure } from './core/control.js';
 import type { DownloadDeps } from './item/download-task.js';
 import { FirstPoll } from './item/first-poll.js';
 import type { JobTaskDeps } from './item/job-task.js';
-import type { RunOptions } from './options.js';
-import type { Shared } from './shared.js';
+import type { RunInputs, Shared } from './shared.js';
 import { PollWait } from './item/poll-wait.js';
 import { SendBatch } from './item/send-batch.js';
 
@@ -22,7 +20,8 @@ export interface RunActs {
 }
 
 /** A job task's deps: the shared parts, the poll's settings, and where each report goes. */
-export function jobTaskDeps(parts: Shared, opts: RunOptions, acts: RunActs): JobTaskDeps {
+export function jobTaskDeps(parts: Shared, inputs: RunInputs, acts: RunActs): JobTaskDeps {
+  const opts = inputs.options;
   const { store, clock, control, reachability, pauseGate, credits, lanes, session } = parts;
   const pollWait = new PollWait(opts.pollWaitSeconds);
   return {
@@ -36,10 +35,10 @@ export function jobTaskDeps(parts: Shared, opts: RunOptions, acts: RunActs): Job
     firstPoll: new FirstPoll(() => clock.scaled(pollWait.seconds * 1000)),
     session,
     settings: {
-      outputs: opts.outputs,
+      outputs: inputs.outputs,
       maxRetries: opts.maxRetries,
       idleTimeoutMs: opts.idleTimeoutMs,
-      logger: opts.logger,
+      logger: inputs.logger,
     },
     report: {
       charged: (model, charged) => credits.noteCharge(model, charged),
@@ -55,7 +54,8 @@ export function jobTaskDeps(parts: Shared, opts: RunOptions, acts: RunActs): Job
 }
 
 /** A download's deps: the shared parts, where outputs go and how they are named. */
-export function downloadTaskDeps(parts: Shared, manifest: ManifestTop, opts: RunOptions, acts: RunActs): DownloadDeps {
+export function downloadTaskDeps(parts: Shared, inputs: RunInputs, acts: RunActs): DownloadDeps {
+  const { manifest, options: opts } = inputs;
   const { store, clock, control, reachability, lanes } = parts;
   return {
     store,
@@ -66,10 +66,10 @@ export function downloadTaskDeps(parts: Shared, manifest: ManifestTop, opts: Run
     storage: lanes.all[0]!.client,
     naming: { outputName: manifest.outputName, vars: manifest.vars },
     settings: {
-      outputs: opts.outputs,
+      outputs: inputs.outputs,
       maxOutputBytes: opts.maxOutputBytes,
       idleTimeoutMs: opts.idleTimeoutMs,
-      logger: opts.logger,
+      logger: inputs.logger,
     },
     report: {
       refused: (lane, error, reaction) => refused(parts, lane, error, reaction),

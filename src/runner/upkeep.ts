@@ -2,7 +2,7 @@ import { combinedLimits } from '../scheduler/limits.js';
 import { watchSteering } from './watch/steering-watch.js';
 import { countEvents } from './watch/counting.js';
 import { keepCoordinatorLeases } from './keys/coordination.js';
-import type { RunOptions } from './options.js';
+import type { RunInputs } from './shared.js';
 import type { RunParts } from './parts.js';
 import type { Publishing } from '../sink/index.js';
 import type { Control } from './core/control.js';
@@ -16,16 +16,17 @@ const HEARTBEAT_MS = 1_000;
  * coordinator the leases and the blocked count shared by every process;
  * the counts `genbatch metrics` reads; and the bucket's trouble said as events.
  */
-export function startUpkeep(parts: RunParts, opts: RunOptions): { ready: Promise<void>; stop(): void } {
+export function startUpkeep(parts: RunParts, run: RunInputs): { ready: Promise<void>; stop(): void } {
+  const { now, timeScale } = parts.clock;
   const { store, lanes, credits, reachability, clock, breaker } = parts;
   // The limits the run paces to, all keys together: status's ETA reads them.
   const limits = combinedLimits(lanes.all.map((l) => l.limits));
-  const startedAt = opts.now();
+  const startedAt = now();
   const runId = store.runs.begin(startedAt, {
     limits,
-    timeScale: opts.timeScale,
-    outDir: opts.outputs.location,
-    idleTimeoutMs: opts.idleTimeoutMs,
+    timeScale,
+    outDir: run.outputs.location,
+    idleTimeoutMs: run.options.idleTimeoutMs,
   });
   parts.session.begin(runId, startedAt);
   // Each key's own cap, as its /me and the flags settled it: metrics says how much of it a key day used.
@@ -33,11 +34,11 @@ export function startUpkeep(parts: RunParts, opts: RunOptions): { ready: Promise
     'key_daily_caps',
     JSON.stringify(Object.fromEntries(lanes.all.map((l) => [l.fingerprint, l.limits.dailyCap]))),
   );
-  const stopCounting = countEvents(store, parts.control.events, opts.now, opts.logger);
-  const publishing = opts.outputs.publishing;
+  const stopCounting = countEvents(store, parts.control.events, now, run.logger);
+  const publishing = run.outputs.publishing;
   const stopWatchingBucket = publishing && watchBucket(publishing, parts.control);
   const beat = () =>
-    store.runs.beat(runId, opts.now(), {
+    store.runs.beat(runId, now(), {
       waitingUntil: credits.waitingUntil,
       unreachableSince: reachability.unreachableSince,
       stalled: parts.downloads.stalled(),
@@ -46,7 +47,7 @@ export function startUpkeep(parts: RunParts, opts: RunOptions): { ready: Promise
   const heartbeat = setInterval(beat, HEARTBEAT_MS);
   heartbeat.unref();
   const inFlight = () => lanes.all.reduce((n, l) => n + l.busy, 0);
-  const control = { store, control: parts.control, gate: parts.pauseGate, now: opts.now, inFlight };
+  const control = { store, control: parts.control, gate: parts.pauseGate, now, inFlight };
   const stopWatchingControl = watchSteering(control);
   const shared = keepCoordinatorLeases(lanes, clock, (blocked) => {
     breaker.sharedBlocked = blocked;
@@ -59,7 +60,7 @@ export function startUpkeep(parts: RunParts, opts: RunOptions): { ready: Promise
       shared?.stop();
       stopCounting();
       stopWatchingBucket?.();
-      store.runs.end(runId, opts.now());
+      store.runs.end(runId, now());
     },
   };
 }

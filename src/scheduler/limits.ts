@@ -41,11 +41,6 @@ export function formatRate(rate: Rate): string {
 /** The key's day, over which the daily cap counts; a time-scaled rehearsal shortens it. */
 export const KEY_DAY_MS = 86_400_000;
 
-/** Which key day `at` falls in (days since the epoch, UTC), at a time scale. */
-export function keyDayOf(at: number, timeScale: number): number {
-  return Math.floor(at / (KEY_DAY_MS / timeScale));
-}
-
 /**
  * What several keys allow together, as one key's limits: their rates added
  * (over the first key's window), their in-flight slots and daily caps summed.

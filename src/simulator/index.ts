@@ -3,7 +3,6 @@ export {
   type OutageMode,
   type RunningSimulator,
   type ScheduledOutage,
-  type StartOptions,
 } from './server.js';
 export { MARKERS } from './submissions.js';
 export type { SimulatorOptions, SimKeyOptions } from './options.js';

@@ -41,6 +41,17 @@ export type KeyLimitName =
   | 'videosInFlight';
 
 export interface SimulatorOptions {
+  /** 0 picks a free port. */
+  port?: number;
+  /**
+   * Outages at set points, for rehearsing a service that goes away: at the
+   * `atCharge`-th charge (its answer is lost with the connection) the service
+   * goes off the network for `seconds` of real time, then comes back on the
+   * same port with all its state.
+   */
+  outages?: readonly ScheduledOutage[];
+  /** Loopback only: the simulator is never reachable from another machine. */
+  host?: string;
   /** Every duration of the service (rate windows, job run times, link and upload lifetimes, the day) is divided by this. */
   timeScale?: number;
   seed?: number;
@@ -186,4 +197,20 @@ export function resolveOptions(options: SimulatorOptions): ResolvedOptions {
     keys: options.keys ?? [{ label: 'main' }],
     clock: options.clock ?? { now: () => Date.now() },
   };
+}
+
+/**
+ * How the service is unreachable: `refuse` closes the port (ECONNREFUSED);
+ * `reset` accepts each connection and resets it (ECONNRESET); `hang` accepts
+ * each connection and never reads from it (the client's timeout);
+ * `blackhole` reads every request and answers none, and the requests it
+ * swallowed stay unanswered after it ends (a load balancer that lost its
+ * backends): only new requests are answered then.
+ */
+export type OutageMode = 'refuse' | 'reset' | 'hang' | 'blackhole';
+
+export interface ScheduledOutage {
+  atCharge: number;
+  seconds: number;
+  mode?: OutageMode;
 }

@@ -1,38 +1,11 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { resolveOptions, type SimulatorOptions } from './options.js';
+import { resolveOptions } from './options.js';
+import type { OutageMode, ScheduledOutage, SimulatorOptions } from './options.js';
+
+export type { OutageMode, ScheduledOutage } from './options.js';
 import { Service } from './service.js';
 import { Storage } from './storage.js';
-
-export interface StartOptions extends SimulatorOptions {
-  /** 0 picks a free port. */
-  port?: number;
-  /**
-   * Outages at set points, for rehearsing a service that goes away: at the
-   * `atCharge`-th charge (its answer is lost with the connection) the service
-   * goes off the network for `seconds` of real time, then comes back on the
-   * same port with all its state.
-   */
-  outages?: readonly ScheduledOutage[];
-  /** Loopback only: the simulator is never reachable from another machine. */
-  host?: string;
-}
-
-/**
- * How the service is unreachable: `refuse` closes the port (ECONNREFUSED);
- * `reset` accepts each connection and resets it (ECONNRESET); `hang` accepts
- * each connection and never reads from it (the client's timeout);
- * `blackhole` reads every request and answers none, and the requests it
- * swallowed stay unanswered after it ends (a load balancer that lost its
- * backends): only new requests are answered then.
- */
-export type OutageMode = 'refuse' | 'reset' | 'hang' | 'blackhole';
-
-export interface ScheduledOutage {
-  atCharge: number;
-  seconds: number;
-  mode?: OutageMode;
-}
 
 export interface RunningSimulator {
   /** Ends with `/v1`, like the real service's base URL. */
@@ -82,7 +55,7 @@ function sendJson(res: ServerResponse, status: number, headers: Record<string, s
   res.end(text);
 }
 
-export async function startSimulator(options: StartOptions = {}): Promise<RunningSimulator> {
+export async function startSimulator(options: SimulatorOptions = {}): Promise<RunningSimulator> {
   const host = options.host ?? '127.0.0.1';
   if (!LOOPBACK.test(host))
     throw new Error(`The simulator listens on loopback only; ${host} is not a loopback address.`);

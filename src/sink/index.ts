@@ -22,5 +22,5 @@ export {
   type StoredObject,
 } from './bucket/object-store.js';
 export { openOutputSink, stagingDirFor } from './open.js';
-export { PatientStore, type Patience } from './bucket/patient-store.js';
+export { DEFAULT_PATIENCE, PatientStore, type Patience } from './bucket/patient-store.js';
 export { bucketSecretsIn } from './bucket/secrets.js';

@@ -202,7 +202,7 @@ describe('on a terminal that reports no width', () => {
     const store = Store.open(join(mkdtempSync(join(tmpdir(), 'genbatch-progress-')), 's.sqlite'));
     try {
       const tty = terminal(0);
-      const progress = new Progress(tty.out, store, 5, { pace: { limit: 10, windowMs: 60_000, timeScale: 60 } });
+      const progress = new Progress(tty.out, store, 5, { pace: { limit: 10, windowMs: 1_000, timeScale: 60 } });
       progress.start();
       for (let i = 0; i < 3; i++)
         progress.onEvent({ kind: 'accepted', itemId: `i${i}`, attempt: 1, jobId: 'j', credits: 8 });

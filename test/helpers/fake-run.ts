@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import type { ApiClient, Job } from '../../src/api/index.js';
 import { loadManifest } from '../../src/manifest/index.js';
-import { Runner, type RunEvent, type RunOptions } from '../../src/runner/index.js';
+import { Runner, type RunEvent } from '../../src/runner/index.js';
+import { testOptions } from './run-options.js';
 import { EventBus } from '../../src/util/event-bus.js';
 import type { KeyLimits } from '../../src/scheduler/limits.js';
 import { makePng } from '../../src/simulator/media.js';
@@ -29,7 +30,7 @@ export const completedJob = {
 export async function fakeRun(
   client: Partial<Record<keyof ApiClient, unknown>>,
   limits: KeyLimits,
-  options: Partial<RunOptions> & { onEvent?: (event: RunEvent) => void } = {},
+  options: { quietMs?: number; onEvent?: (event: RunEvent) => void } = {},
 ): Promise<{ runner: Runner; store: Store; done: Promise<Awaited<ReturnType<Runner['run']>>>; cleanUp: () => void }> {
   const dir = mkdtempSync(join(tmpdir(), 'genbatch-fake-run-'));
   writeFileSync(
@@ -53,21 +54,17 @@ export async function fakeRun(
     ...client,
   } as unknown as ApiClient;
   const store = Store.open(join(dir, 'state.sqlite'));
-  const { onEvent, ...rest } = options;
-  const runOptions: RunOptions = {
+  const { onEvent, quietMs } = options;
+  const runner = new Runner({
+    options: testOptions({ downloadConcurrency: 2 }),
+    keys: [{ fingerprint: 'fp-fake', client: fake, limits }],
+    store,
+    manifest: loaded!,
+    catalog: undefined,
+    toSync: { items: loaded!.items },
     outputs: new FolderSink(join(dir, 'out')),
-    pollWaitSeconds: 30,
-    maxRetries: 2,
-    maxBlocked: 20,
-    redoChanged: false,
-    timeScale: 600,
-    downloadConcurrency: 2,
-    idleTimeoutMs: 30_000,
-    now: Date.now,
-    ...rest,
-  };
-  const runner = new Runner([{ fingerprint: 'fp-fake', client: fake, limits }], store, loaded!, runOptions, undefined, {
-    items: loaded!.items,
+    budget: undefined,
+    quietMs,
   });
   if (onEvent) runner.events.on(onEvent);
   return {

@@ -1,7 +1,9 @@
 import type { ApiClient } from '../../src/api/index.js';
 import { Catalog } from '../../src/api/catalog.js';
 import { loadManifest } from '../../src/manifest/index.js';
-import { Runner, type RunOptions, type RunSummary } from '../../src/runner/index.js';
+import { Runner, type RunSummary } from '../../src/runner/index.js';
+import type { ResolvedRunOptions } from '../../src/options/resolve.js';
+import { testOptions } from './run-options.js';
 import { DEFAULT_KEY_LIMITS, type KeyLimits } from '../../src/scheduler/limits.js';
 import { FolderSink, type OutputSink } from '../../src/sink/index.js';
 import { Store } from '../../src/store/index.js';
@@ -19,7 +21,7 @@ export async function runInProcess(
     client?: ApiClient;
     /** Where outputs go, instead of the workspace's out dir (a fake sink, a full disk). */
     outputs?: OutputSink;
-    options?: Partial<RunOptions>;
+    options?: Partial<Omit<ResolvedRunOptions, 'clock'>> & { timeScale?: number };
     /** Subscribes to the run's events before it starts. */
     listen?: (runner: Runner) => void;
     /** The key's limits, instead of the service's at 600x. */
@@ -36,20 +38,17 @@ export async function runInProcess(
       upload: { count: 30, windowMs: 100 },
     };
     const catalog = await Catalog.fetch(t.client, ['image']);
-    const options: RunOptions = {
-      outputs: inject.outputs ?? new FolderSink(ws.outDir),
-      pollWaitSeconds: 30,
-      maxRetries: 2,
-      maxBlocked: 20,
-      redoChanged: false,
-      timeScale: 600,
-      downloadConcurrency: 4,
-      idleTimeoutMs: 30_000,
-      now: Date.now,
-      ...inject.options,
-    };
     const keys = [{ fingerprint: 'fp-test', client: inject.client ?? t.client, limits }];
-    const runner = new Runner(keys, store, loaded!, options, catalog, { items: loaded!.items });
+    const runner = new Runner({
+      options: testOptions(inject.options),
+      keys,
+      store,
+      manifest: loaded!,
+      catalog,
+      toSync: { items: loaded!.items },
+      outputs: inject.outputs ?? new FolderSink(ws.outDir),
+      budget: undefined,
+    });
     inject.listen?.(runner);
     return await runner.run();
   } finally {

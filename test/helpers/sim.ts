@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { onTestFinished } from 'vitest';
 import { ApiClient } from '../../src/api/index.js';
-import { startSimulator, type RunningSimulator, type StartOptions } from '../../src/simulator/index.js';
+import { startSimulator, type RunningSimulator, type SimulatorOptions } from '../../src/simulator/index.js';
 
 export interface TestSim {
   sim: RunningSimulator;
@@ -15,7 +15,7 @@ export interface TestSim {
 }
 
 /** A simulator on port 0 and a client for it, both closed when the test ends. */
-export async function startTestSim(options: StartOptions = {}): Promise<TestSim> {
+export async function startTestSim(options: SimulatorOptions = {}): Promise<TestSim> {
   const sim = await startSimulator({ port: 0, ...options });
   const client = new ApiClient({ baseUrl: sim.baseUrl, apiKey: sim.apiKey });
   onTestFinished(async () => {

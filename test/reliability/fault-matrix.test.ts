@@ -2,7 +2,7 @@ import { readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { SimResponse } from '../../src/simulator/types.js';
 import type { StorageFault } from '../../src/simulator/types.js';
-import type { LedgerEvent, StartOptions } from '../../src/simulator/index.js';
+import type { LedgerEvent, SimulatorOptions } from '../../src/simulator/index.js';
 import {
   expectNoDoubleChargeAndVerifiedOutputs,
   imageManifest,
@@ -31,7 +31,7 @@ interface Row {
     | 'stop the item, pay nothing more'
     | 'stop run'
     | 'refresh link';
-  sim?: StartOptions;
+  sim?: SimulatorOptions;
   prompt?: string;
   args?: string[];
   /** Answers for the first POST /images, in order (then the service answers). */

@@ -21,6 +21,7 @@ import { canonicalJson } from '../../src/util/canonical-json.js';
 import { FINAL_STATES, OPEN_STATES, Store } from '../../src/store/index.js';
 import { EventBus } from '../../src/util/event-bus.js';
 import { FolderSink } from '../../src/sink/index.js';
+import { testOptions } from '../helpers/run-options.js';
 
 /**
  * A model-based test of an item's life: random sequences of service answers
@@ -243,25 +244,17 @@ async function runSequence(script: Script): Promise<void> {
         videosInFlight: 5,
         dailyCap: 1_000_000,
       };
-      const runner = new Runner(
-        [{ fingerprint: 'fp-scripted', client: service as unknown as ApiClient, limits }],
+      const runner = new Runner({
+        // Backoffs and deferrals last a millisecond or so, and a key day 8.6 s: at 1,000,000x a day was 86 ms, more than half of it inside the day-end guard (no submission in its last 50 ms).
+        options: testOptions({ timeScale: 10_000, downloadConcurrency: 2 }),
+        keys: [{ fingerprint: 'fp-scripted', client: service as unknown as ApiClient, limits }],
         store,
-        loaded!,
-        {
-          outputs: new FolderSink(outDir),
-          pollWaitSeconds: 30,
-          maxRetries: 2,
-          maxBlocked: 20,
-          redoChanged: false,
-          // Backoffs and deferrals last a millisecond or so, and a key day 8.6 s: at 1,000,000x a day was 86 ms, more than half of it inside the day-end guard (no submission in its last 50 ms).
-          timeScale: 10_000,
-          downloadConcurrency: 2,
-          idleTimeoutMs: 30_000,
-          now: Date.now,
-        },
-        undefined,
-        { items: loaded!.items },
-      );
+        manifest: loaded!,
+        catalog: undefined,
+        toSync: { items: loaded!.items },
+        outputs: new FolderSink(outDir),
+        budget: undefined,
+      });
       service.onCall = () => {
         if (interrupts.length && service.calls >= interrupts[0]!) {
           interrupts.shift();

@@ -57,6 +57,14 @@ function cycles(graph: Map<string, Set<string>>): string[] {
 describe("the code's floors", () => {
   const files = walk(src).filter((f) => f.endsWith('.ts'));
 
+  it('every flag of every command is declared in src/options, none inline in the CLI', () => {
+    const inline = files
+      .filter((f) => !relative(src, f).startsWith(`options${sep}`))
+      .filter((f) => /\.(option|requiredOption)\(|new Option\(/.test(readFileSync(f, 'utf8')))
+      .map((f) => relative(root, f));
+    expect(inline).toEqual([]);
+  });
+
   it('no folder of src/ imports a folder that imports it back, however far round', () => {
     expect(cycles(folderGraph(files, 1))).toEqual([]);
   });

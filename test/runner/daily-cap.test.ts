@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Coordinator } from '../../src/coordinator/postgres.js';
-import { RunClock } from '../../src/runner/core/clock.js';
+import { RunClock } from '../../src/scheduler/clock.js';
 import { Control } from '../../src/runner/core/control.js';
 import { DailyCap } from '../../src/runner/keys/daily-cap.js';
 import { Credits } from '../../src/runner/keys/credits.js';

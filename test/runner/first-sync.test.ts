@@ -17,6 +17,7 @@ import { Store } from '../../src/store/index.js';
 import { expectNoDoubleChargeAndVerifiedOutputs, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 import { FolderSink } from '../../src/sink/index.js';
+import { testOptions } from '../helpers/run-options.js';
 
 // A first run of a large catalog starts on its first items while the rest are written into the state.
 
@@ -161,27 +162,17 @@ describe('the first sync of a state, in steps', () => {
         upload: { count: 30, windowMs: 100 },
       };
       const catalog = await Catalog.fetch(t.client, ['image', 'video']);
-      const options = {
-        outputs: new FolderSink(ws.outDir),
-        limits,
-        pollWaitSeconds: 30,
-        maxRetries: 2,
-        maxBlocked: 20,
-        redoChanged: false,
-        timeScale: 600,
-        downloadConcurrency: 4,
-        idleTimeoutMs: 30_000,
-        now: Date.now,
-        syncStepMs: 0,
-      };
-      const summary = await new Runner(
-        [{ fingerprint: 'fp-test', client: t.client, limits }],
+      const summary = await new Runner({
+        options: testOptions({ limits }),
+        keys: [{ fingerprint: 'fp-test', client: t.client, limits }],
         store,
-        top,
-        options,
+        manifest: top,
         catalog,
-        { items, fingerprint: 'sources' },
-      ).run();
+        toSync: { items, fingerprint: 'sources' },
+        outputs: new FolderSink(ws.outDir),
+        budget: undefined,
+        syncStepMs: 0,
+      }).run();
       expect(batches).toBe(8);
       expect(summary.counts.done).toBe(152);
       expect(syncedSources(store)).toMatchObject({ fingerprint: 'sources', items: 152 });

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ApiClient } from '../../src/api/index.js';
-import { RunClock } from '../../src/runner/core/clock.js';
+import { RunClock } from '../../src/scheduler/clock.js';
 import { KeyLane, KeyLanes } from '../../src/runner/keys/lanes.js';
 import { DEFAULT_KEY_LIMITS } from '../../src/scheduler/limits.js';
 import { Store } from '../../src/store/index.js';

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { ApiClient, ApiError, reactionTo, type Reaction } from '../../src/api/index.js';
-import type { StartOptions } from '../../src/simulator/index.js';
+import type { SimulatorOptions } from '../../src/simulator/index.js';
 import { imageBody, newKey, rejection, startTestSim, type TestSim } from '../helpers/sim.js';
 
 interface Case {
   code: string;
   status: number;
-  sim?: StartOptions;
+  sim?: SimulatorOptions;
   provoke: (t: TestSim) => Promise<unknown>;
   reaction: Reaction['do'];
   /** Jobs the provoking steps legitimately created before the error; the error itself charges nothing. */

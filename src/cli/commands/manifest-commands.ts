@@ -2,8 +2,9 @@ import { relative } from 'node:path';
 import { type blockers, formatDuration, type Estimate } from '../../estimate/index.js';
 import type { LoadedManifest } from '../../manifest/index.js';
 import { formatRate, type KeyLimits } from '../../scheduler/limits.js';
-import type { ConnectionFlags } from '../../library/connection.js';
-import type { EstimateSettings } from '../../library/estimate.js';
+import type { FlagValues } from '../../options/flag.js';
+import type { VALIDATE_FLAGS } from '../../options/flags.js';
+import type { EstimateFlags } from '../../library/estimate.js';
 import type { ValidateResult } from '../../library/validate.js';
 import { EXIT, ExitError } from '../../library/outcome.js';
 import { count, num, table } from '../format.js';
@@ -13,7 +14,7 @@ export { issueReport, loadValid, locate } from '../../manifest/load-valid.js';
 
 export async function validateCommand(
   path: string,
-  opts: ConnectionFlags & { online?: boolean; json?: boolean },
+  opts: FlagValues<typeof VALIDATE_FLAGS>,
   env: NodeJS.ProcessEnv,
   cwd: string,
 ): Promise<string> {
@@ -50,8 +51,6 @@ function invalid(found: ValidateResult, json: boolean | undefined): ExitError {
     document,
   );
 }
-
-export type EstimateFlags = EstimateSettings & { json?: boolean };
 
 export async function estimateCommand(
   path: string,

@@ -4,16 +4,11 @@ import { locate } from '../../manifest/load-valid.js';
 import { startMetricsServer, type MetricsServer } from '../../metrics/server.js';
 import { usageError } from '../../library/outcome.js';
 import { exposure, listenError, refuseWildcard } from './local-server.js';
-import { SERVER_FLAGS, withDefaults } from '../../options/flags.js';
+import { withDefaults, type FlagValues } from '../../options/flag.js';
+import { METRICS_FLAGS } from '../../options/flags.js';
 import { statePathFor } from '../../store/state-path.js';
 
-export interface MetricsFlags {
-  state?: string;
-  simulate?: boolean;
-  port?: number;
-  host?: string;
-  tokenFile?: string;
-}
+export type MetricsFlags = FlagValues<typeof METRICS_FLAGS>;
 
 /** What `metrics --json` prints: where to scrape. */
 export interface MetricsServing {
@@ -28,7 +23,7 @@ export async function metricsCommand(
   flags: MetricsFlags,
   cwd: string,
 ): Promise<{ server: MetricsServer; banner: string; serving: MetricsServing }> {
-  const { host, port } = withDefaults(flags, SERVER_FLAGS) as Required<Pick<MetricsFlags, 'host' | 'port'>>;
+  const { host, port } = withDefaults(flags, METRICS_FLAGS) as Required<Pick<MetricsFlags, 'host' | 'port'>>;
   refuseWildcard(host);
   const manifest = await locate(path, cwd);
   // The state need not exist yet: a scraper set up before the first run sees genbatch_state_present 0.

@@ -2,7 +2,9 @@ import type { AttemptForReconcile, ItemEcho } from '../../store/index.js';
 import { DEFAULT_KEY_LIMITS } from '../../scheduler/limits.js';
 import { listKeyJobs, type KeyListing } from '../../reconcile/listing.js';
 import { reconcile, type ReconcileReport } from '../../reconcile/reconcile.js';
-import { connect, type ConnectionFlags } from '../../library/connection.js';
+import { connect } from '../../library/connection.js';
+import type { FlagValues } from '../../options/flag.js';
+import type { RECONCILE_FLAGS } from '../../options/flags.js';
 import { EXIT } from '../../library/outcome.js';
 import { count, num, table } from '../format.js';
 import { existingStatePathFor, openStateReadOnly } from '../../store/state-path.js';
@@ -18,7 +20,7 @@ const SHOWN = 20;
  */
 export async function reconcileCommand(
   path: string,
-  opts: ConnectionFlags & { state?: string; json?: boolean },
+  opts: FlagValues<typeof RECONCILE_FLAGS>,
   env: NodeJS.ProcessEnv,
   cwd: string,
 ): Promise<{ text: string; exitCode: number }> {

@@ -4,14 +4,10 @@ import { StateFileError } from '../../store/index.js';
 import { existingStatePathFor, openStateReadOnly } from '../../store/state-path.js';
 import { exposure, listenError, refuseWildcard } from './local-server.js';
 import { openOutputSink } from '../../sink/index.js';
-import { SERVER_FLAGS, withDefaults } from '../../options/flags.js';
+import { withDefaults, type FlagValues } from '../../options/flag.js';
+import { REVIEW_FLAGS } from '../../options/flags.js';
 
-export interface ReviewFlags {
-  state?: string;
-  simulate?: boolean;
-  port?: number;
-  host?: string;
-}
+export type ReviewFlags = FlagValues<typeof REVIEW_FLAGS>;
 
 /** What `review --json` prints: where the app is served, for a script that opens it. */
 export interface ReviewServing {
@@ -28,7 +24,7 @@ export async function reviewCommand(
   cwd: string,
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<{ server: ReviewServer; banner: string; serving: ReviewServing }> {
-  const { host, port } = withDefaults(flags, SERVER_FLAGS) as Required<Pick<ReviewFlags, 'host' | 'port'>>;
+  const { host, port } = withDefaults(flags, REVIEW_FLAGS) as Required<Pick<ReviewFlags, 'host' | 'port'>>;
   refuseWildcard(host);
   const manifest = await locate(path, cwd);
   const statePath = existingStatePathFor(manifest, flags, cwd);

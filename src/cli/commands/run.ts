@@ -1,15 +1,13 @@
 import type { Logger } from '../../log/logger.js';
 import { runWith, type RunHooks, type RunOutcome } from '../../library/run.js';
 export { resumeHint } from '../../library/run.js';
-import type { RunSettings } from '../../library/settings.js';
-import type { PreparedRun, RunRequest } from '../../runner/index.js';
+import type { ResolvedRunOptions, RunFlags } from '../../options/resolve.js';
+import type { PreparedRun } from '../../runner/index.js';
 import type { Store } from '../../store/index.js';
 import { endOfRunText } from '../end-of-run.js';
 import { count, num, paintFor } from '../format.js';
 import { Progress } from '../progress.js';
 import { warningReport } from '../../manifest/load-valid.js';
-
-export type RunFlags = RunSettings & { json?: boolean };
 
 /**
  * `genbatch run`: the library's run with the live line and the texts. The
@@ -31,10 +29,10 @@ export function runCommand(
       progressOut.write(
         `the service is unreachable (${reason}); waiting for it, up to ${num(unreachableMs / 60_000)} minutes (Ctrl-C stops; nothing was sent)\n`,
       ),
-    onStarted: ({ prepared, request, runner, logger, interrupt }) => {
-      progress = progressFor(progressOut, prepared.store, prepared, request.timeScale, env);
+    onStarted: ({ prepared, options, runner, logger, interrupt }) => {
+      progress = progressFor(progressOut, prepared.store, prepared, options.clock.timeScale, env);
       runner.events.on(progress.onEvent);
-      sayStart(progressOut, request, prepared, { progress, logger });
+      sayStart(progressOut, options, prepared, { progress, logger });
       takeSignals(interrupt);
     },
     onEnded: () => progress?.stop(),
@@ -66,10 +64,10 @@ function progressFor(
   return new Progress(out, store, prepared.itemCount, {
     publishing: prepared.outputs.publishing !== undefined,
     keys: pool.keys.map((k) => k.fingerprint),
-    // The keys' limits are in real time already (the service's window divided by the time scale).
+    // The keys' limits are in the run's real time already.
     pace: {
       limit: pool.keys.reduce((n, k) => n + k.limits.submit.count, 0),
-      windowMs: pool.keys[0]!.limits.submit.windowMs * timeScale,
+      windowMs: pool.keys[0]!.limits.submit.windowMs,
       timeScale,
     },
     env,
@@ -83,7 +81,7 @@ interface Shown {
 }
 
 /** What the run says before its first submission: warnings, refused keys, the keys, a resume, a rehearsal. */
-function sayStart(out: NodeJS.WriteStream, request: RunRequest, prepared: PreparedRun, shown: Shown): void {
+function sayStart(out: NodeJS.WriteStream, request: ResolvedRunOptions, prepared: PreparedRun, shown: Shown): void {
   const { pool, manifest, statePath } = prepared;
   if (prepared.warnings.length) out.write(`${warningReport(prepared.warnings)}\n`);
   for (const r of pool.refused)
@@ -92,7 +90,7 @@ function sayStart(out: NodeJS.WriteStream, request: RunRequest, prepared: Prepar
     );
   if (pool.keys.length > 1)
     out.write(
-      `${pool.keys.length} keys: ${pool.keys.map((k) => `${k.fingerprint} (${k.limits.submit.count}/${formatWindow(k.limits.submit.windowMs * request.timeScale)}, cap ${num(k.limits.dailyCap)})`).join(', ')}\n`,
+      `${pool.keys.length} keys: ${pool.keys.map((k) => `${k.fingerprint} (${k.limits.submit.count}/${formatWindow(request.clock.serviceMs(k.limits.submit.windowMs))}, cap ${num(k.limits.dailyCap)})`).join(', ')}\n`,
     );
   if (prepared.resumed)
     out.write(
@@ -108,7 +106,7 @@ function sayStart(out: NodeJS.WriteStream, request: RunRequest, prepared: Prepar
   }
   if (request.rehearsal)
     out.write(
-      `rehearsal on the embedded simulator (no key, no credits, time x${request.timeScale}): ${request.redoRejected ? 'it goes on with its own state to redo its rejects' : 'it starts over each time'}; outputs go to ${prepared.outDir}, the state to ${statePath}\n`,
+      `rehearsal on the embedded simulator (no key, no credits, time x${request.clock.timeScale}): ${request.redoRejected ? 'it goes on with its own state to redo its rejects' : 'it starts over each time'}; outputs go to ${prepared.outDir}, the state to ${statePath}\n`,
     );
   shown.progress.start();
 }

@@ -1,5 +1,7 @@
 import type { Account, MediaType, Model } from '../../api/index.js';
-import { connect, type ConnectionFlags } from '../../library/connection.js';
+import { connect } from '../../library/connection.js';
+import type { FlagValues } from '../../options/flag.js';
+import type { ME_FLAGS, MODELS_FLAGS } from '../../options/flags.js';
 import { catalogVideoPrice } from '../../estimate/prices.js';
 import { localDateTime, num, table } from '../format.js';
 
@@ -16,12 +18,7 @@ function creditsOf(m: Model): string {
   return low === high ? num(low) : `${num(low)}–${num(high)}`;
 }
 
-export interface ModelsOptions extends ConnectionFlags {
-  type?: MediaType;
-  json?: boolean;
-}
-
-export async function modelsCommand(opts: ModelsOptions, env: NodeJS.ProcessEnv): Promise<string> {
+export async function modelsCommand(opts: FlagValues<typeof MODELS_FLAGS>, env: NodeJS.ProcessEnv): Promise<string> {
   const connection = await connect(opts, env);
   try {
     const types: MediaType[] = opts.type ? [opts.type] : ['image', 'video'];
@@ -50,7 +47,7 @@ export async function modelsCommand(opts: ModelsOptions, env: NodeJS.ProcessEnv)
   }
 }
 
-export async function meCommand(opts: ConnectionFlags & { json?: boolean }, env: NodeJS.ProcessEnv): Promise<string> {
+export async function meCommand(opts: FlagValues<typeof ME_FLAGS>, env: NodeJS.ProcessEnv): Promise<string> {
   const connection = await connect(opts, env);
   try {
     const each: { fingerprint: string; me: Account }[] = [];

@@ -1,36 +1,13 @@
-import { startSimulator, type RunningSimulator, type StartOptions } from '../../simulator/index.js';
+import { startSimulator } from '../../simulator/index.js';
+import type { RunningSimulator, SimulatorOptions } from '../../simulator/index.js';
 import { usageError } from '../../library/outcome.js';
+import type { FlagValues } from '../../options/flag.js';
+import type { SIMULATOR_FLAGS } from '../../options/simulator-flags.js';
 
-export interface SimulateFlags {
-  port?: number;
-  host?: string;
-  timeScale?: number;
-  seed?: number;
-  credits?: number;
-  dailyCap?: number;
-  /** Keys of the one account, up to 5. */
-  keys?: number;
-  failureRate?: number;
-  expiryRate?: number;
-  moderationRate?: number;
-  unavailableRate?: number;
-  dropRate?: number;
-  latency?: [number, number];
-  imageSeconds?: [number, number];
-  videoSeconds?: [number, number];
-  linkTtl?: number;
-  uploadTtl?: number;
-  outage?: StartOptions['outages'];
-  scopes?: ('image' | 'video')[][];
-  revokeAfter?: { requests: number; key: number }[];
-  accountState?: StartOptions['accountState'];
-  jobVisibility?: StartOptions['jobVisibility'];
-  maxPromptLength?: number;
-  maxImageUploadMb?: number;
-  maxVideoUploadMb?: number;
-}
+/** `simulate`'s flags, as their parsers give them. */
+export type SimulateFlags = FlagValues<typeof SIMULATOR_FLAGS>;
 
-export function simulatorOptions(f: SimulateFlags): StartOptions {
+export function simulatorOptions(f: SimulateFlags): SimulatorOptions {
   const count = f.keys ?? 1;
   if ((f.scopes?.length ?? 0) > 1 && f.scopes!.length !== count)
     throw usageError(
@@ -38,7 +15,7 @@ export function simulatorOptions(f: SimulateFlags): StartOptions {
     );
   const beyond = f.revokeAfter?.find((r) => r.key > count);
   if (beyond) throw usageError(`--revoke-after names key ${beyond.key}, and the simulator has ${count}`);
-  const opts: StartOptions = {
+  const opts: SimulatorOptions = {
     keys: Array.from({ length: count }, (_, i) => {
       const keyScopes = f.scopes?.length === 1 ? f.scopes[0] : f.scopes?.[i];
       const revoke = f.revokeAfter?.filter((r) => r.key === i + 1).at(-1);
@@ -56,7 +33,7 @@ export function simulatorOptions(f: SimulateFlags): StartOptions {
     ...(f.maxVideoUploadMb !== undefined ? { maxVideoUploadBytes: Math.round(f.maxVideoUploadMb * 1024 * 1024) } : {}),
   };
   if (Object.keys(limits).length) opts.limits = limits;
-  const copy: [keyof StartOptions, unknown][] = [
+  const copy: [keyof SimulatorOptions, unknown][] = [
     ['port', f.port],
     ['host', f.host],
     ['timeScale', f.timeScale],

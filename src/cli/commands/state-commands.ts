@@ -10,12 +10,10 @@ import { existingStatePathFor, openStateReadOnly } from '../../store/state-path.
 import { locate } from '../../manifest/load-valid.js';
 import { resolveOutLocation } from '../../manifest/index.js';
 import { openOutputSink } from '../../sink/index.js';
+import type { FlagValues } from '../../options/flag.js';
+import type { REPORT_FLAGS, RETRY_FLAGS, STATE_FLAGS } from '../../options/flags.js';
 
-/** Which state a command looks at: --state, else the real run's, or with --simulate the rehearsal's. */
-interface StateFlags {
-  state?: string;
-  simulate?: boolean;
-}
+type StateFlags = FlagValues<typeof STATE_FLAGS>;
 
 /** Items with a problem the status table lists; --json lists them all. */
 const PROBLEMS_SHOWN = 20;
@@ -25,7 +23,7 @@ const clip = (text: string, max: number) => (text.length > max ? `${text.slice(0
 /** Progress from the state file alone: no network. */
 export async function statusCommand(
   path: string,
-  opts: StateFlags & { json?: boolean },
+  opts: StateFlags,
   cwd: string,
   out: { isTTY?: boolean },
   env: NodeJS.ProcessEnv,
@@ -108,11 +106,7 @@ function statusTable(s: Status, paint: Paint): string {
 }
 
 /** Puts failed items back with new attempts (by code, if given); blocked items are never resent unchanged. */
-export async function retryCommand(
-  path: string,
-  opts: StateFlags & { code?: string[]; id?: string[]; rejected?: boolean; json?: boolean },
-  cwd: string,
-): Promise<string> {
+export async function retryCommand(path: string, opts: FlagValues<typeof RETRY_FLAGS>, cwd: string): Promise<string> {
   const manifest = await locate(path, cwd);
   const statePath = existingStatePathFor(manifest, opts, cwd);
   let store: Store;
@@ -175,7 +169,7 @@ function retryRejected(
 /** Writes results.jsonl and results.csv (and the gallery, sidecars) from the state file alone: no network. */
 export async function reportCommand(
   path: string,
-  opts: StateFlags & { out?: string; html?: boolean; sidecars?: boolean; json?: boolean },
+  opts: FlagValues<typeof REPORT_FLAGS>,
   cwd: string,
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<string> {

@@ -4,17 +4,13 @@ import { EXIT, ExitError } from '../../library/outcome.js';
 import { localDateTime, num } from '../format.js';
 import { existingStatePathFor } from '../../store/state-path.js';
 import { locate } from '../../manifest/load-valid.js';
+import type { FlagValues } from '../../options/flag.js';
+import type { STATE_FLAGS } from '../../options/flags.js';
 
 export type ControlCommand = 'pause' | 'resume' | 'drain';
 
 /** How long a command waits for the run to say it acted: it looks every quarter second. */
 const ANSWER_WAIT_MS = 3_000;
-
-interface ControlFlags {
-  state?: string;
-  simulate?: boolean;
-  json?: boolean;
-}
 
 /** What `pause`, `resume` and `drain` print with --json. */
 export interface ControlResult {
@@ -43,7 +39,7 @@ const asks: Record<ControlCommand, SteeringMode | undefined> = {
 export async function steeringCommand(
   command: ControlCommand,
   path: string,
-  flags: ControlFlags,
+  flags: FlagValues<typeof STATE_FLAGS>,
   cwd: string,
 ): Promise<string> {
   const manifest = await locate(path, cwd);

@@ -1,6 +1,6 @@
 import { KEY_DAY_MS } from '../../scheduler/limits.js';
 import type { Store } from '../../store/index.js';
-import type { RunClock } from '../core/clock.js';
+import type { RunClock } from '../../scheduler/clock.js';
 import type { Control } from '../core/control.js';
 
 const WEEK_MS = 7 * KEY_DAY_MS;

@@ -1,9 +1,7 @@
 import { ENDED_WITHOUT_OUTPUT, type ItemState, type Store } from '../../store/index.js';
 import type { Control } from '../core/control.js';
+import type { CanarySize } from '../../options/parse.js';
 import type { Feeder } from './feeder.js';
-
-/** How many items the canary runs: a count, or a share of the eligible items. */
-export type CanarySize = { count: number } | { percent: number };
 
 /** What a state remembers of its canary, so a resumed run neither repeats a passed one nor pays for a new one. */
 export interface CanaryRecord {

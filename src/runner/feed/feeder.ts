@@ -1,5 +1,5 @@
 import { UNANSWERED_STATES, type ItemRow, type Store } from '../../store/index.js';
-import type { RunClock } from '../core/clock.js';
+import type { RunClock } from '../../scheduler/clock.js';
 import type { Control } from '../core/control.js';
 
 /** An item to start: `key_fp` is set on a resend (its attempt's key, null from before keys were recorded), undefined on a new item. */

@@ -1,6 +1,6 @@
 import type { ItemRow, Store } from '../../store/index.js';
 import type { ModerationBreaker } from './breaker.js';
-import type { RunClock } from '../core/clock.js';
+import type { RunClock } from '../../scheduler/clock.js';
 import type { Control } from '../core/control.js';
 import type { Credits } from '../keys/credits.js';
 import type { Feeder, NextItem } from './feeder.js';
@@ -12,28 +12,6 @@ import type { Reachability } from '../watch/reachability.js';
 /** What a loop does next: stop, look again at once, or wait for this first. */
 type Step = 'done' | 'again' | Promise<void>;
 
-/** What the feed loops use of the run. */
-export interface FeedDeps {
-  readonly store: Store;
-  readonly clock: RunClock;
-  readonly control: Control;
-  readonly feeder: Feeder;
-  readonly breaker: ModerationBreaker;
-  readonly credits: Credits;
-  readonly lanes: KeyLanes;
-  readonly roster: KeyRoster;
-  readonly reachability: Reachability;
-  readonly pauseGate: PauseGate;
-  /** Outputs going to a bucket: while too many wait to be published, nothing new is sent. */
-  readonly publisher?: { readonly full: boolean } | undefined;
-  /** A first sync is still writing items: more may come. */
-  syncing(): boolean;
-  /** Nothing of the run is under way: no task, download, check or sync. */
-  idle(): boolean;
-  /** Starts the item's job task on `lane`, its credits assigned to the key. */
-  startJob(item: ItemRow, lane: KeyLane, price: number | undefined): void;
-}
-
 /**
  * Keeps each type's slots full, on every key with room, with ready items in
  * their order (priority, then manifest order), until none can become ready.
@@ -43,7 +21,28 @@ export interface FeedDeps {
 const SYNC_STEPS_BEFORE_YIELD = 256;
 
 export class FeedLoops {
-  constructor(private readonly deps: FeedDeps) {}
+  constructor(
+    private readonly deps: {
+      readonly store: Store;
+      readonly clock: RunClock;
+      readonly control: Control;
+      readonly feeder: Feeder;
+      readonly breaker: ModerationBreaker;
+      readonly credits: Credits;
+      readonly lanes: KeyLanes;
+      readonly roster: KeyRoster;
+      readonly reachability: Reachability;
+      readonly pauseGate: PauseGate;
+      /** Outputs going to a bucket: while too many wait to be published, nothing new is sent. */
+      readonly publisher?: { readonly full: boolean } | undefined;
+      /** A first sync is still writing items: more may come. */
+      syncing(): boolean;
+      /** Nothing of the run is under way: no task, download, check or sync. */
+      idle(): boolean;
+      /** Starts the item's job task on `lane`, its credits assigned to the key. */
+      startJob(item: ItemRow, lane: KeyLane, price: number | undefined): void;
+    },
+  ) {}
 
   /** Both types, until nothing can become ready; a spent tag then stops the run, saying what it left unsent. */
   async run(): Promise<void> {

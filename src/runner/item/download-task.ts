@@ -6,7 +6,7 @@ import type { Logger } from '../../log/logger.js';
 import { outputRelativePath } from '../../manifest/index.js';
 import type { ErrorNote, ItemRow, Store } from '../../store/index.js';
 import { sleep } from '../../util/sleep.js';
-import type { RunClock } from '../core/clock.js';
+import type { RunClock } from '../../scheduler/clock.js';
 import type { Control, DownloadFailure } from '../core/control.js';
 import type { KeyLane } from '../keys/lanes.js';
 import type { Reachability } from '../watch/reachability.js';

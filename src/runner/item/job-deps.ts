@@ -2,7 +2,7 @@ import { ApiError, type Reaction } from '../../api/index.js';
 import type { Logger } from '../../log/logger.js';
 import type { OutputSink } from '../../sink/index.js';
 import type { ErrorNote, ItemRow, Store } from '../../store/index.js';
-import type { RunClock } from '../core/clock.js';
+import type { RunClock } from '../../scheduler/clock.js';
 import type { Control } from '../core/control.js';
 import type { PauseGate } from '../core/pause-gate.js';
 import type { Reservation } from '../keys/credits.js';

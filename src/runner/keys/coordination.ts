@@ -1,4 +1,4 @@
-import type { RunClock } from '../core/clock.js';
+import type { RunClock } from '../../scheduler/clock.js';
 import type { Control } from '../core/control.js';
 import type { KeyLanes } from './lanes.js';
 

@@ -4,20 +4,10 @@ import type { Manifest } from '../../manifest/index.js';
 import type { ItemRow, Store } from '../../store/index.js';
 import { releaseOnce } from '../../util/once.js';
 import type { ItemSpec } from '../../manifest/index.js';
-import type { RunClock } from '../core/clock.js';
+import type { RunClock } from '../../scheduler/clock.js';
 import type { Control } from '../core/control.js';
 import type { RoomTaken } from '../../coordinator/shared-day.js';
 import type { DailyCap } from './daily-cap.js';
-
-export interface CreditsOptions {
-  /** The run's budget, net of refunds. */
-  maxCredits?: number | undefined;
-  catalog?: Catalog | undefined;
-  /** The manifest's own prices, for models the catalog does not price. */
-  prices?: Manifest['prices'];
-  /** Per tag, the credits its items may be charged, net of refunds (`budget.perTag`). */
-  perTag?: Readonly<Record<string, number>> | undefined;
-}
 
 /** One budgeted tag's credits: charged net of refunds (the state's, then this run's), and those of its items under way. */
 interface TagCredits {
@@ -55,7 +45,15 @@ export class Credits {
     private readonly store: Store,
     private readonly clock: RunClock,
     private readonly control: Control,
-    private readonly opts: CreditsOptions,
+    private readonly opts: {
+      /** The run's budget, net of refunds. */
+      maxCredits?: number | undefined;
+      catalog?: Catalog | undefined;
+      /** The manifest's own prices, for models the catalog does not price. */
+      prices?: Manifest['prices'];
+      /** Per tag, the credits its items may be charged, net of refunds (`budget.perTag`). */
+      perTag?: Readonly<Record<string, number>> | undefined;
+    },
     /** The caps of the keys still in the run: the run waits when all of them do. */
     private readonly activeCaps: () => readonly DailyCap[],
     /** Called when every key starts waiting for its cap (until then) or one stops (undefined). */

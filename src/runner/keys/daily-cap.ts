@@ -2,7 +2,7 @@ import type { Store } from '../../store/index.js';
 import { releaseOnce } from '../../util/once.js';
 import { KEY_DAY_MS } from '../../scheduler/limits.js';
 import type { KeyDayRoom } from '../../coordinator/shared-day.js';
-import type { RunClock } from '../core/clock.js';
+import type { RunClock } from '../../scheduler/clock.js';
 
 /**
  * No submission leaves this close to the end of a key day: its request's

@@ -11,7 +11,7 @@ import type { KeyLimits } from '../../scheduler/limits.js';
 import { Slots } from '../../scheduler/slots.js';
 import type { AttemptRow, Store } from '../../store/index.js';
 import { sleep } from '../../util/sleep.js';
-import type { RunClock } from '../core/clock.js';
+import type { RunClock } from '../../scheduler/clock.js';
 import { DailyCap } from './daily-cap.js';
 
 export type JobType = 'image' | 'video';

@@ -9,16 +9,6 @@ const AT_ONCE = 4;
 /** Tries of one output that fails for a reason of its own (not the bucket's health) before the run leaves it to the next. */
 const OWN_FAILURES = 3;
 
-export interface PublisherDeps {
-  readonly store: Store;
-  readonly control: Control;
-  readonly publishing: Publishing;
-  readonly now: () => number;
-  /** While this many bytes of saved outputs wait to be published, no new submission leaves. */
-  readonly maxWaitingBytes: number;
-  readonly logger?: Logger | undefined;
-}
-
 /**
  * Publishes every saved output and web copy to the bucket, oldest first, a
  * few at once: the last stage of the job's life (see ../life.ts), and the
@@ -37,7 +27,17 @@ export class Publisher {
   private stopped = false;
   private idleWaiters: (() => void)[] = [];
 
-  constructor(private readonly deps: PublisherDeps) {}
+  constructor(
+    private readonly deps: {
+      readonly store: Store;
+      readonly control: Control;
+      readonly publishing: Publishing;
+      readonly now: () => number;
+      /** While this many bytes of saved outputs wait to be published, no new submission leaves. */
+      readonly maxWaitingBytes: number;
+      readonly logger?: Logger | undefined;
+    },
+  ) {}
 
   /** What an earlier run left unpublished (and this one could not publish) is tried again. */
   start(): void {

@@ -2,7 +2,7 @@ import { setImmediate as yieldToEvents } from 'node:timers/promises';
 import type { ManifestTop, ResolvedItem } from '../../manifest/index.js';
 import type { Store } from '../../store/index.js';
 import type { Control } from '../core/control.js';
-import { syncFreshInSteps, syncItems, type ItemsToSync, type SyncOptions, type SyncSteps } from './manifest-sync.js';
+import { syncFreshInSteps, syncItems, type ItemsToSync, type SyncView, type SyncSteps } from './manifest-sync.js';
 
 /** How long a step of a first sync holds the event loop: submissions and answers wait no longer than that. */
 const SYNC_STEP_MS = 5;
@@ -28,7 +28,7 @@ export class FirstSync {
   constructor(
     private readonly store: Store,
     private readonly manifest: ManifestTop,
-    private readonly opts: SyncOptions,
+    private readonly opts: SyncView,
     private readonly control: Control,
     private toSync: ToSync | undefined,
   ) {}

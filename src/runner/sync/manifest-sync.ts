@@ -2,20 +2,15 @@ import { dependenciesOf, fileInputsOf, ItemsTally, type ManifestTop, type Resolv
 import type { ItemShape, ItemSync, Store } from '../../store/index.js';
 import { contentHashOf, fileSha256, runIdFor } from '../core/identity.js';
 import { snapshotInputs, type SyncedSources } from './sources.js';
+import type { ResolvedRunOptions } from '../../options/resolve.js';
 
 /** What a sync uses of the run's options. */
-export interface SyncOptions {
+/** What a sync reads of the run's options (a canary or --only makes the run wait for every item), its clock and its step. */
+export type SyncView = Pick<ResolvedRunOptions, 'redoChanged' | 'rehearsal' | 'canary' | 'only'> & {
   now: () => number;
-  /** Items whose content changed after they were submitted are made again. */
-  redoChanged: boolean;
-  /** A rehearsal's state says so. */
-  rehearsal?: boolean | undefined;
   /** How long a step of a first sync may hold the event loop. */
   syncStepMs?: number | undefined;
-  /** A canary or an --only selection chooses among every item: the run waits for all of them to be written. */
-  canary?: unknown;
-  only?: readonly string[] | undefined;
-}
+};
 
 const SYNCED_SOURCES = 'synced_sources';
 
@@ -66,7 +61,7 @@ export async function syncItems(
   store: Store,
   manifest: ManifestTop,
   items: ItemsToSync | readonly ResolvedItem[],
-  opts: SyncOptions,
+  opts: SyncView,
   fingerprint?: string,
 ): Promise<{ added: number; changed: string[] }> {
   const source = toSource(items);
@@ -108,7 +103,7 @@ export async function syncFreshInSteps(
   store: Store,
   manifest: ManifestTop,
   items: ItemsToSync | readonly ResolvedItem[],
-  opts: SyncOptions,
+  opts: SyncView,
   fingerprint?: string,
 ): Promise<SyncSteps | undefined> {
   if (!store.itemSync.isEmpty()) return undefined;
@@ -146,7 +141,7 @@ async function prepareSync(
   store: Store,
   manifest: ManifestTop,
   source: ItemsToSync,
-  opts: SyncOptions,
+  opts: SyncView,
   fingerprint: string | undefined,
 ): Promise<{ row: (item: ResolvedItem, seq: number) => ItemSync; finish: () => void }> {
   // Input files are hashed first (the only async part), so the rows can be made one at a time as they are written:

@@ -4,8 +4,13 @@ import type { ItemRow, Store } from '../../store/index.js';
 import type { KeyRoster } from '../keys/roster.js';
 import type { KeyLane, KeyLanes } from '../keys/lanes.js';
 
-/** What recovery uses of the run. */
-export interface RecoveryDeps {
+/**
+ * Picks up where a killed run left off: resend, poll, download. What it
+ * costs before the first submission is bounded by the in-flight work, not
+ * by what already ran: downloads are queued from one query. The done items'
+ * outputs are checked on disk alongside the run (the promise it returns).
+ */
+export async function recover(deps: {
   readonly store: Store;
   readonly lanes: KeyLanes;
   readonly roster: KeyRoster;
@@ -17,15 +22,7 @@ export interface RecoveryDeps {
   readonly signal: AbortSignal;
   startJob(item: ItemRow, lane: KeyLane): void;
   startDownload(itemId: string, jobId: string): void;
-}
-
-/**
- * Picks up where a killed run left off: resend, poll, download. What it
- * costs before the first submission is bounded by the in-flight work, not
- * by what already ran: downloads are queued from one query. The done items'
- * outputs are checked on disk alongside the run (the promise it returns).
- */
-export async function recover(deps: RecoveryDeps): Promise<{ verifying: Promise<void> }> {
+}): Promise<{ verifying: Promise<void> }> {
   const { store, roster, lanes, now } = deps;
   await deps.outputs.cleanUp();
   for (const state of ['queued', 'submitting', 'maybe_accepted', 'running'] as const) {
@@ -47,7 +44,7 @@ export async function recover(deps: RecoveryDeps): Promise<{ verifying: Promise<
 }
 
 /** Done items' outputs as they are on disk: one gone, or not what was paid for, is downloaded again from a fresh link (or reported when none can be had). */
-async function verifyDone(deps: RecoveryDeps): Promise<void> {
+async function verifyDone(deps: Parameters<typeof recover>[0]): Promise<void> {
   const { store, now } = deps;
   // Started once every output of the item is marked: a download started at its first missing one would not fetch the others.
   const again = new Map<string, string>();
@@ -79,10 +76,7 @@ async function verifyDone(deps: RecoveryDeps): Promise<void> {
  * removes a local copy once its object is verified): not lost, whatever the
  * look at its local copy found.
  */
-function publishedSince(
-  store: RecoveryDeps['store'],
-  out: { job_id: string; idx: number; published_at: number | null },
-) {
+function publishedSince(store: Store, out: { job_id: string; idx: number; published_at: number | null }) {
   if (out.published_at !== null) return false;
   return store.outputs.ofJob(out.job_id).some((o) => o.idx === out.idx && o.published_at !== null);
 }

@@ -1,9 +1,7 @@
-import type { RunClock } from '../core/clock.js';
+import type { RunClock } from '../../scheduler/clock.js';
 import type { Control } from '../core/control.js';
 import type { KeyLanes } from '../keys/lanes.js';
 import { Reachability } from './reachability.js';
-
-const UNREACHABLE_MS = 30 * 60_000;
 
 const utc = (at: number) =>
   new Date(at)
@@ -23,7 +21,7 @@ export function watchService(deps: {
   clock: RunClock;
   control: Control;
   now: () => number;
-  unreachableMs: number | undefined;
+  unreachableMs: number;
   logger?: { warn(obj: object, msg: string): void } | undefined;
   onActivity: () => void;
 }): { reachability: Reachability; stopHearing: () => void } {
@@ -52,7 +50,7 @@ export function watchService(deps: {
         .filter((s) => s !== undefined);
       return overdue.length ? Math.min(...overdue) : undefined;
     },
-    giveUpAfterMs: deps.unreachableMs ?? UNREACHABLE_MS,
+    giveUpAfterMs: deps.unreachableMs,
     signal: control.abort.signal,
     onDown: (since, reason) => {
       logger?.warn({ since, reason }, 'service unreachable');

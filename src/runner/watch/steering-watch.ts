@@ -5,22 +5,20 @@ import type { PauseGate } from '../core/pause-gate.js';
 /** How often the run reads its steering row: `pause`, `resume` and `drain` act within this (and a commit). */
 const EVERY_MS = 250;
 
-export interface SteeringWatchDeps {
-  store: Store;
-  gate: PauseGate;
-  control: Control;
-  now: () => number;
-  /** Submissions awaiting an answer and jobs being polled now. */
-  inFlight: () => number;
-}
-
 /**
  * Applies what another shell asked through the state (`genbatch pause`,
  * `resume`, `drain`), read every quarter second, and answers in the state so
  * the command can say what the run did. A run started on a paused state
  * starts paused. Stopped with the run; a drain asked of it ends with it.
  */
-export function watchSteering(deps: SteeringWatchDeps): () => void {
+export function watchSteering(deps: {
+  store: Store;
+  gate: PauseGate;
+  control: Control;
+  now: () => number;
+  /** Submissions awaiting an answer and jobs being polled now. */
+  inFlight: () => number;
+}): () => void {
   const { store, gate, control, now } = deps;
   let seen: SteeringRequest | undefined;
   const answer = (mode: SteeringRequest['mode'] | 'running') => {

@@ -2,7 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { RunClock } from '../../../src/runner/core/clock.js';
+import { RunClock } from '../../../src/scheduler/clock.js';
 import { Control, type RunEvent } from '../../../src/runner/core/control.js';
 import { Credits } from '../../../src/runner/keys/credits.js';
 import { DailyCap } from '../../../src/runner/keys/daily-cap.js';

@@ -2,7 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { RunClock } from '../../../src/runner/core/clock.js';
+import { RunClock } from '../../../src/scheduler/clock.js';
 import { Control } from '../../../src/runner/core/control.js';
 import { Feeder } from '../../../src/runner/feed/feeder.js';
 import { Store } from '../../../src/store/index.js';

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ApiError, type ApiClient, type Job } from '../../../src/api/index.js';
-import { RunClock } from '../../../src/runner/core/clock.js';
+import { RunClock } from '../../../src/scheduler/clock.js';
 import { Control, type RunEvent } from '../../../src/runner/core/control.js';
 import { Credits } from '../../../src/runner/keys/credits.js';
 import { FirstPoll } from '../../../src/runner/item/first-poll.js';
