@@ -1,7 +1,7 @@
 // The errors and the policy alone, not the client: a command that never talks HTTP does not load undici.
 import { ApiError, ResponseShapeError, StorageError, TransportError } from '../api/errors.js';
 import { reactionTo } from '../api/policy.js';
-import { ObjectStoreError, OutputsTakenError, bucketProblemText } from '../sink/index.js';
+import { ObjectStoreError, OutputsHeldError, OutputsTakenError, bucketProblemText } from '../sink/index.js';
 import type { RunSummary } from '../runner/index.js';
 import { OPEN_STATES, StateFileError } from '../store/index.js';
 
@@ -28,6 +28,8 @@ export function describeFailure(error: unknown): { exitCode: number; message: st
     };
   }
   if (error instanceof OutputsTakenError) return { exitCode: EXIT.usage, message: error.message };
+  // Another live process holds the place: nothing was sent; the same command goes on once it is free.
+  if (error instanceof OutputsHeldError) return { exitCode: EXIT.environment, message: error.message };
   // The bucket, past what its policy rides out (or refusing): what was saved stays for the same command.
   if (error instanceof ObjectStoreError)
     return {
@@ -43,6 +45,9 @@ export function describeFailure(error: unknown): { exitCode: number; message: st
   };
 }
 
+/** Stops that the environment caused (the disk, the service, the bucket, another process on the place): exit 4. */
+const ENVIRONMENT_STOPS = new Set(['disk', 'unreachable', 'publishing', 'taken-over']);
+
 /**
  * A run's exit code: 130 interrupted; 4 the outputs could not be written (the
  * environment); 3 stopped early with work left (budget, credits, key refused,
@@ -53,7 +58,7 @@ export function exitCodeOf(summary: RunSummary): number {
   const open = OPEN_STATES.reduce((n, s) => n + counts[s], 0);
   const total = Object.values(counts).reduce((a, b) => a + b, 0);
   if (stop?.kind === 'interrupted') return EXIT.interrupted;
-  if (stop?.kind === 'disk' || stop?.kind === 'unreachable' || stop?.kind === 'publishing') return EXIT.environment;
+  if (stop && ENVIRONMENT_STOPS.has(stop.kind)) return EXIT.environment;
   // Outputs paid for and saved, not yet in the bucket, or web copies not made: the same command finishes them.
   if ((summary.publication?.waiting ?? 0) > 0 || (summary.copies?.missing ?? 0) > 0) return EXIT.environment;
   if (stop?.kind === 'nothing-selected') return EXIT.usage;

@@ -238,7 +238,7 @@ function notifierFor(options: ResolvedRunOptions, prepared: PreparedRun, logger:
   const store: Store = prepared.store;
   return new Notifier({
     ...options.notify,
-    run: store.meta('run_id') ?? runIdFor(prepared.manifest.source.absPath, prepared.manifest.name),
+    run: store.meta('run_id') ?? runIdFor(prepared.manifest, prepared.outDir),
     manifest: prepared.manifest.source.absPath,
     stallMs: options.stallMs,
     snapshot: () => ({ counts: store.itemReports.counts(), credits: store.attempts.totals() }),

@@ -106,6 +106,13 @@ const videoPriceTable = z.record(
 export const manifestSchema = z.strictObject({
   $schema: z.string().optional(),
   version: z.literal(1),
+  id: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      "the run's identity, from which every idempotency key is made; default: the name and where the outputs go",
+    ),
   name: z.string().min(1).optional().describe('defaults to the file name'),
   defaults: defaultsSchema.optional().describe('merged into every item'),
   ...copyFields,

@@ -187,6 +187,10 @@ export const RUN_FLAGS = {
     help: "a postgres:// URL: every genbatch process using it shares each key's limits",
     defaultText: "GENBATCH_COORDINATOR, else none: this process is the key's only user",
   }),
+  takeOver: flag({
+    flags: '--take-over',
+    help: 'take the output place over from another genbatch process whose lease has not lapsed: only when you know that machine is gone (its lease lapses by itself within 2 minutes)',
+  }),
   json: flag({
     flags: '--json',
     help: 'at the end, print the run summary as JSON (progress stays on stderr)',

@@ -41,6 +41,8 @@ export interface ResolvedRunOptions {
   /** Outputs going to a bucket: keep each local copy once it is published. */
   readonly keepLocal: boolean;
   readonly redoChanged: boolean;
+  /** --take-over: the place is taken from a holder whose lease has not lapsed (an operator knows it is gone). */
+  readonly takeOver: boolean;
   /** Put the items whose current version was rejected in review back, for a new attempt each. */
   readonly redoRejected: boolean;
   /** The limits the flags give, in the run's real time; each key's own may be lower. */
@@ -137,6 +139,7 @@ export function resolveRunOptions(
     out: f.out,
     keepLocal: f.keepLocal ?? false,
     redoChanged: f.redoChanged ?? false,
+    takeOver: f.takeOver ?? false,
     redoRejected: f.redoRejected ?? false,
     limits,
     coordinatorUrl: f.coordinator ?? env.GENBATCH_COORDINATOR,

@@ -1,6 +1,6 @@
 import { RunClock } from '../scheduler/clock.js';
 import { estimateEta } from '../estimate/eta.js';
-import { type KeyLimits } from '../scheduler/limits.js';
+import type { KeyLimits } from '../scheduler/limits.js';
 import { waitingFor, type RunWaits, type Waiting } from '../store/waiting.js';
 import {
   lockHolder,

@@ -18,6 +18,7 @@ import type { RunInputs, Shared } from './shared.js';
 
 export type { RunInputs } from './shared.js';
 import { DownloadHealth } from './watch/download-health.js';
+import { OutputsLease } from './watch/lease.js';
 import { QuietWatch } from './watch/quiet.js';
 import { watchService } from './watch/service-watch.js';
 import { TimedWaits } from './watch/timed-waits.js';
@@ -126,11 +127,12 @@ function sharedParts(inputs: RunInputs): Shared {
     pauseGate: new PauseGate(),
     downloads,
     downloadHealth: new DownloadHealth(),
+    lease: new OutputsLease(inputs.outputs, control, clock.now, logger, inputs.leaseMs),
     waits: new TimedWaits(),
     firstSync: new FirstSync(
       store,
       inputs.manifest,
-      { ...opts, now: clock.now, syncStepMs: inputs.syncStepMs },
+      { ...opts, now: clock.now, outLocation: inputs.outputs.location, syncStepMs: inputs.syncStepMs },
       control,
       inputs.toSync,
     ),

@@ -1,4 +1,6 @@
+import { sha256 } from './core/identity.js';
 import type { Store } from '../store/index.js';
+import type { OutputsLease } from './watch/lease.js';
 import type { Control } from './core/control.js';
 import type { FirstSync } from './sync/first-sync.js';
 import type { RunInputs } from './shared.js';
@@ -14,6 +16,7 @@ export async function preflight(
   run: RunInputs,
   control: Control,
   firstSync: FirstSync,
+  lease: OutputsLease,
 ): Promise<boolean> {
   const unwritable = await run.outputs.probe();
   if (unwritable) {
@@ -29,10 +32,16 @@ export async function preflight(
     control.stop('nothing-selected', `${only} matches no item of the manifest: nothing was submitted`);
     return false;
   }
-  await run.outputs.claim({
+  // A state that has sent no key yet may take the identity the place records (its state lost, or on another machine).
+  const fresh = !store.attempts.anyMade();
+  const { source } = run.manifest;
+  const owner = {
     state: store.db.name,
     runId: store.meta('run_id')!,
     rehearsal: run.options.rehearsal,
-  });
+    manifest: { path: source.absPath, sha256: sha256(source.text) },
+  };
+  const runId = await lease.claim(owner, fresh, run.options.takeOver);
+  if (runId !== owner.runId) store.setMeta('run_id', runId);
   return true;
 }

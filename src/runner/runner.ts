@@ -49,6 +49,7 @@ export class Runner {
       await upkeep.ready;
       return await this.work();
     } finally {
+      await this.p.lease.release();
       this.p.watchdog.stop();
       upkeep.stop();
       this.p.detach();
@@ -60,7 +61,7 @@ export class Runner {
     const { control, firstSync } = this.p;
     await firstSync.first();
     this.changed = store.itemSync.changedIds();
-    if (!(await preflight(store, inputs, control, firstSync))) return this.summary();
+    if (!(await preflight(store, inputs, control, firstSync, this.p.lease))) return this.summary();
     this.p.life.startAfterDownloads();
     await this.recover();
     const canary = inputs.options.canary;

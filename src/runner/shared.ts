@@ -18,6 +18,7 @@ import type { FirstSync, ToSync } from './sync/first-sync.js';
 import type { DownloadHealth } from './watch/download-health.js';
 import type { Reachability } from './watch/reachability.js';
 import type { TimedWaits } from './watch/timed-waits.js';
+import type { OutputsLease } from './watch/lease.js';
 import type { Watchdog } from './watch/watchdog.js';
 
 /** The parts every stage of a job's life shares: all but the life, the feed and the watchdog's questions. */
@@ -42,6 +43,8 @@ export interface Shared {
   /** First polls and backoffs under way: reasons for quiet. */
   readonly waits: TimedWaits;
   readonly firstSync: FirstSync;
+  /** The run's hold on the place its outputs go: claimed before anything is paid for, renewed, given up at the end. */
+  readonly lease: OutputsLease;
   /** Whether the coordinator's database answers: submissions wait for it while it does not (a known wait). */
   readonly coordinator: { down: boolean };
   /** The run's listeners leave the keys' clients (which may outlive it): called once the run ends. */
@@ -64,6 +67,8 @@ export interface RunInputs {
   readonly logger?: Logger | undefined;
   /** How long nothing may be sent, answered or said before the watchdog looks (tests make it short). */
   readonly quietMs?: number | undefined;
+  /** How long a claim on the output place lives unrenewed (tests make it short). */
+  readonly leaseMs?: number | undefined;
   /** How long a step of a first sync may hold the event loop (tests make every step a few rows). */
   readonly syncStepMs?: number | undefined;
 }

@@ -5,13 +5,12 @@ import { basename, dirname, join, sep } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { resolveInside } from '../manifest/index.js';
 import { GenbatchError } from '../util/errors.js';
-import { checkOwner, OWNER_FILE, ownerText, parseOwner } from './owner.js';
+import { OWNER_FILE } from './owner.js';
 import type {
   ByteRange,
   OpenedFile,
   OutputCheck,
   OutputSink,
-  OutputsOwner,
   RecordedOutput,
   SinkProblem,
   SinkWriter,
@@ -95,16 +94,15 @@ export class FolderSink implements OutputSink {
     return undefined;
   }
 
-  async claim(owner: OutputsOwner): Promise<void> {
-    const path = join(this.location, OWNER_FILE);
-    const current = await readFile(path, 'utf8').then(
-      (text) => parseOwner(text),
-      (error: NodeJS.ErrnoException) => (error.code === 'ENOENT' ? undefined : Promise.reject(error)),
+  async readMarker(): Promise<string | undefined> {
+    return readFile(join(this.location, OWNER_FILE), 'utf8').catch((error: NodeJS.ErrnoException) =>
+      error.code === 'ENOENT' ? undefined : Promise.reject(error),
     );
-    checkOwner(this.location, current, owner, existsSync);
-    if (current && current.state === owner.state) return;
-    const marker = await this.create(OWNER_FILE, 'replace');
-    await marker.write(ownerText(owner));
+  }
+
+  async writeMarker(text: string): Promise<void> {
+    const marker = await this.create(OWNER_FILE, 'replace', { durable: true });
+    await marker.write(text);
     await marker.commit();
   }
 

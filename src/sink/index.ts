@@ -1,11 +1,22 @@
 export { FolderSink, OutputExistsError, openFolderFile, type FolderFile } from './folder.js';
-export { OWNER_FILE, OutputsTakenError } from './owner.js';
+export {
+  claimOutputs,
+  LEASE_MS,
+  OWNER_FILE,
+  OutputsHeldError,
+  OutputsTakenError,
+  OwnerLostError,
+  releaseClaim,
+  renewClaim,
+  type MarkerFile,
+} from './owner.js';
 export type {
   BucketTrouble,
   ByteRange,
   OpenedFile,
   OutputCheck,
   OutputSink,
+  OutputsHolder,
   OutputsOwner,
   Publishing,
   StagedOutput,

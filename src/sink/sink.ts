@@ -13,8 +13,10 @@ export interface OutputSink {
   readonly publishing?: Publishing;
   /** Proves that files can be written there, before anything is paid for: the problem, or undefined. */
   probe(): Promise<SinkProblem | undefined>;
-  /** Marks the place as this state's, or refuses it when it holds another state's outputs (OutputsTakenError). */
-  claim(owner: OutputsOwner): Promise<void>;
+  /** The owner marker at the top of the place (see owner.ts: who may write here, and who holds it now); undefined when none. */
+  readMarker(): Promise<string | undefined>;
+  /** The owner marker written whole, in place of the one there. */
+  writeMarker(text: string): Promise<void>;
   /**
    * A file under `relPath`, written to a temporary and put in place whole by
    * its commit. An output is put in place only where nothing else is
@@ -127,9 +129,21 @@ export interface SinkProblem {
   message: string;
 }
 
-/** Whose outputs a place holds: a state file (by its path and run id), real or a rehearsal. */
+/** Whose outputs a place holds: a run (its identity, and its state file where it ran), real or a rehearsal. */
 export interface OutputsOwner {
   state: string;
   runId: string;
   rehearsal: boolean;
+  /** The manifest the run is made from: its path where it ran, and its bytes' sha256. */
+  manifest?: { path: string; sha256: string };
+  /** The process that holds the place now, until its lease lapses (renewed while it runs). */
+  holder?: OutputsHolder;
+}
+
+/** A process holding a place: which, since when, and until when unless it renews its lease (0: given up). */
+export interface OutputsHolder {
+  host: string;
+  pid: number;
+  since: number;
+  until: number;
 }

@@ -57,6 +57,7 @@ export class Attempts {
   private readonly endedStmt;
   private readonly refusedStmt;
   private readonly conflictStmt;
+  private readonly anyStmt;
   private readonly totalsStmt;
   private readonly endedBadlyStmt;
   private readonly ofItemStmt;
@@ -111,6 +112,7 @@ export class Attempts {
     this.byKeyStmt = db.prepare<[], { key_fp: string; jobs: number; charged: number; refunded: number }>(
       "SELECT coalesce(key_fp, '') AS key_fp, count(job_id) AS jobs, sum(charged) AS charged, sum(refunded) AS refunded FROM attempts WHERE sent_at IS NOT NULL GROUP BY 1 ORDER BY 1",
     );
+    this.anyStmt = db.prepare<[], { one: number }>('SELECT 1 AS one FROM attempts LIMIT 1');
     // Kept by triggers (migration 7): one row, read on every submission and every frame of the live line.
     this.totalsStmt = db.prepare<[], { charged: number; refunded: number }>(
       'SELECT charged, refunded FROM attempt_totals',
@@ -120,6 +122,11 @@ export class Attempts {
   /** `keyFp`: the API key whose uploads and source jobs the body names; it is sent with that key alone. */
   create(itemId: string, n: number, key: string, body: string, now: number, keyFp: string | null = null): void {
     this.insert.run({ itemId, n, key, body, now, keyFp });
+  }
+
+  /** Whether any attempt was ever committed: a state that made none has sent no key yet. */
+  anyMade(): boolean {
+    return this.anyStmt.get() !== undefined;
   }
 
   latest(itemId: string): AttemptRow | undefined {

@@ -14,15 +14,24 @@ import {
 export class MemorySink implements OutputSink {
   readonly location = 'memory://outputs';
   readonly files = new Map<string, { bytes: Buffer; mtimeMs: number }>();
-  owner: OutputsOwner | undefined;
+  marker: string | undefined;
   private clock = 1_000;
 
   async probe() {
     return undefined;
   }
 
-  async claim(owner: OutputsOwner): Promise<void> {
-    this.owner = owner;
+  /** The run that claimed the place, as its marker names it. */
+  get owner(): OutputsOwner | undefined {
+    return this.marker === undefined ? undefined : (JSON.parse(this.marker) as OutputsOwner);
+  }
+
+  async readMarker(): Promise<string | undefined> {
+    return this.marker;
+  }
+
+  async writeMarker(text: string): Promise<void> {
+    this.marker = text;
   }
 
   async create(relPath: string, mode: 'new' | 'replace'): Promise<SinkWriter> {

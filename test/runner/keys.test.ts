@@ -1,11 +1,29 @@
 import { describe, expect, it } from 'vitest';
 import { contentHashOf, idempotencyKey, runIdFor } from '../../src/runner/core/identity.js';
 
+/** A manifest's top as the run id reads it: its name, its `id:`, the folder it is in. */
+const top = (name: string, dir: string, id?: string) =>
+  ({ name, manifest: id ? { id } : {}, source: { dir } }) as unknown as Parameters<typeof runIdFor>[0];
+
 describe('idempotency keys', () => {
   it('are the same from one genbatch version to the next: a lost state file still resends the key an earlier version sent', () => {
     // Values an earlier version derived (name-based UUIDs in genbatch's namespace): a change here would pay twice for work already sent.
-    expect(runIdFor('/work/m.yaml', 'm')).toBe('e695c4d3-9c9a-5670-8677-ff946d583385');
     expect(idempotencyKey('r', 'i', 'h', 1)).toBe('3b8cc6aa-9d57-5e2d-a8fd-9628a61673a8');
+    expect(runIdFor(top('m', '/work'), '/work/out/m')).toBe('d9f75867-7e12-59c5-822f-8d64e12bbde1');
+    expect(runIdFor(top('m', '/work', 'catalog-2026'), '/x')).toBe('eccf937b-b7d3-50fe-b0c8-85d91808cdda');
+  });
+
+  it("come from the run's name and destination, or its id: never a path of this machine", () => {
+    const here = runIdFor(top('m', '/work'), '/work/out/m');
+    // The same manifest checked out elsewhere, its outputs beside it: the same run, the same keys.
+    expect(runIdFor(top('m', '/srv/checkout'), '/srv/checkout/out/m')).toBe(here);
+    // The same bucket, however its URL ends.
+    expect(runIdFor(top('m', '/a'), 's3://b/p/')).toBe(runIdFor(top('m', '/b'), 's3://b/p'));
+    // Another name, or another destination outside the manifest's folder: another run.
+    expect(runIdFor(top('n', '/work'), '/work/out/m')).not.toBe(here);
+    expect(runIdFor(top('m', '/work'), '/elsewhere/out/m')).not.toBe(here);
+    // An explicit id is the run, wherever its outputs go.
+    expect(runIdFor(top('m', '/a', 'cat'), 's3://b/p')).toBe(runIdFor(top('z', '/b', 'cat'), '/tmp/x'));
   });
 
   it("take an item's content hash as an earlier version derived it: local paths left out, keys in any order", () => {

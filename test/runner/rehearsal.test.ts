@@ -54,10 +54,13 @@ describe('a rehearsal never touches a real run', () => {
     const again = await ws.run();
     expect(again.code, again.stdout).toBe(0);
     expect(posts(t)).toBe(before);
+    // The results are written again, and the owner marker with this run's lease: the outputs are as they were.
     expect(snapshot(ws.outDir)).toEqual({
       ...outputs,
-      ...pick(snapshot(ws.outDir), ['results.jsonl', 'results.csv', 'index.html']),
+      ...pick(snapshot(ws.outDir), ['results.jsonl', 'results.csv', 'index.html', '.genbatch-outputs.json']),
     });
+    const marker = JSON.parse(readFileSync(join(ws.outDir, '.genbatch-outputs.json'), 'utf8'));
+    expect(marker).toMatchObject({ state: ws.statePath, rehearsal: false, holder: { until: 0 } });
   });
 
   it('status, retry and report look at the rehearsal only with --simulate, and say where the other state is', async () => {
@@ -98,7 +101,7 @@ describe('a rehearsal never touches a real run', () => {
     );
     expect(other.code).toBe(2);
     expect(other.stderr).toMatch(
-      /shared holds the outputs of the run whose state is .*m\.sqlite; this run .*would overwrite them, so nothing was submitted\. Pass another --out/,
+      /shared holds the outputs of the run whose state is .*m\.sqlite \(manifest .*m\.yaml\); this run .*would overwrite them, so nothing was submitted\. Pass another --out/,
     );
     expect(posts(t)).toBe(before);
     expect(snapshot(join(ws.dir, 'shared'))).toEqual(outputs);

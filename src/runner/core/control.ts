@@ -25,7 +25,8 @@ export type StopKind =
   | 'canary'
   | 'unreachable'
   | 'drained'
-  | 'nothing-selected';
+  | 'nothing-selected'
+  | 'taken-over';
 
 /** The shortest real time a wait for an event lasts before looking again anyway (see waitForEvent). */
 const WAKE_FLOOR_MS = 250;

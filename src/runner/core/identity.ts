@@ -2,7 +2,9 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
+import { isAbsolute, relative, sep } from 'node:path';
 import type * as Uuid from 'uuid';
+import type { ManifestTop } from '../../manifest/index.js';
 import { canonicalJson } from '../../util/canonical-json.js';
 
 // uuid's CommonJS build: its ES module build is some twenty files, 15 ms more of every start.
@@ -11,9 +13,27 @@ const { v5: uuidv5 } = createRequire(import.meta.url)('uuid') as typeof Uuid;
 /** genbatch's own UUID namespace for name-based (v5) UUIDs. */
 const NAMESPACE = 'a7c6e0d2-5a3e-4b8e-9f61-2f1d7c9b4e10';
 
-/** A run's identity: the same manifest (path and name) gives the same run id, even from a new state file. */
-export function runIdFor(manifestPath: string, name: string): string {
-  return uuidv5(`run\n${manifestPath}\n${name}`, NAMESPACE);
+/**
+ * A run's identity, from what a team means by "this run": the manifest's
+ * `id:`, else its name and where its outputs go. Never a path of this
+ * machine: the same manifest run from another checkout, or another machine,
+ * resends the same idempotency keys. A state keeps the identity it recorded
+ * first (`run_id`), whatever this gives later.
+ */
+export function runIdFor(top: Pick<ManifestTop, 'name' | 'manifest' | 'source'>, outLocation: string): string {
+  if (top.manifest.id !== undefined) return uuidv5(`run-id\n${top.manifest.id}`, NAMESPACE);
+  return uuidv5(`run\n${top.name}\n${destinationOf(outLocation, top.source.dir)}`, NAMESPACE);
+}
+
+/**
+ * Where the outputs go, as every machine names it: a bucket's URL; a folder
+ * inside the manifest's own, relative to it (a checkout elsewhere is the
+ * same run); any other folder by its absolute path.
+ */
+function destinationOf(outLocation: string, manifestDir: string): string {
+  if (/^s3:\/\//i.test(outLocation)) return outLocation.replace(/\/+$/, '');
+  const inside = relative(manifestDir, outLocation);
+  return inside && !inside.startsWith('..') && !isAbsolute(inside) ? inside.split(sep).join('/') : outLocation;
 }
 
 /**

@@ -8,6 +8,8 @@ import type { ResolvedRunOptions } from '../../options/resolve.js';
 /** What a sync reads of the run's options (a canary or --only makes the run wait for every item), its clock and its step. */
 export type SyncView = Pick<ResolvedRunOptions, 'redoChanged' | 'rehearsal' | 'canary' | 'only'> & {
   now: () => number;
+  /** Where the outputs go: with the manifest's name, the run's identity (unless the manifest gives an `id:`). */
+  outLocation: string;
   /** How long a step of a first sync may hold the event loop. */
   syncStepMs?: number | undefined;
 };
@@ -152,7 +154,7 @@ async function prepareSync(
   // One commit, one flush, for the run's meta. The sources are cleared first: a sync cut off half-way must never pass for the one the fingerprint names.
   store.tx(() => {
     if (!store.meta('run_id')) {
-      store.setMeta('run_id', runIdFor(manifest.source.absPath, manifest.name));
+      store.setMeta('run_id', runIdFor(manifest, opts.outLocation));
       store.setMeta('manifest', manifest.source.absPath);
       store.setMeta('created_at', new Date(opts.now()).toISOString());
       if (opts.rehearsal) store.setMeta('rehearsal', '1');

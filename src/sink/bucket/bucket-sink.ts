@@ -8,12 +8,11 @@ import { pipeline } from 'node:stream/promises';
 import mime from 'mime-types';
 import { resolveInside, type BucketLocation } from '../../manifest/index.js';
 import type { FolderSink } from '../folder.js';
-import { checkOwner, OWNER_FILE, ownerText, parseOwner } from '../owner.js';
+import { OWNER_FILE } from '../owner.js';
 import type {
   OpenedFile,
   OutputCheck,
   OutputSink,
-  OutputsOwner,
   Publishing,
   RecordedOutput,
   SinkProblem,
@@ -94,14 +93,15 @@ export class BucketSink implements OutputSink {
     }
   }
 
-  async claim(owner: OutputsOwner): Promise<void> {
+  async readMarker(): Promise<string | undefined> {
     const got = await this.store.get(this.keyOf(OWNER_FILE));
-    const current = got ? parseOwner(await text(got.body)) : undefined;
-    checkOwner(this.location, current, owner, existsSync);
-    if (current && current.state === owner.state) return;
-    const marker = await this.create(OWNER_FILE, 'replace');
-    await marker.write(ownerText(owner));
-    await marker.commit();
+    return got ? text(got.body) : undefined;
+  }
+
+  async writeMarker(marker: string): Promise<void> {
+    const writer = await this.create(OWNER_FILE, 'replace');
+    await writer.write(marker);
+    await writer.commit();
   }
 
   /** An output is saved in the staging folder (then published); anything else is put in the bucket at its commit. */
