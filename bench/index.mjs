@@ -12,6 +12,7 @@ import { reviewBench } from './review.mjs';
 import { publishBench } from './publish.mjs';
 import { derivativesBench } from './derivatives.mjs';
 import { metricsBench } from './metrics.mjs';
+import { snapshotBench } from './snapshot.mjs';
 
 const parts = {
   manifest: manifestBench,
@@ -27,6 +28,7 @@ const parts = {
   publish: publishBench,
   derivatives: derivativesBench,
   metrics: metricsBench,
+  snapshot: snapshotBench,
 };
 const wanted = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(parts);
 let ok = true;

@@ -124,6 +124,7 @@ export async function runWith(
     watch.emit?.(startedEvent(prepared, options));
     watch.onStarted?.({ prepared, options, runner, logger, interrupt });
     notifier?.start();
+    if (prepared.restored) logger.warn({ restored: prepared.restored }, 'state restored from its snapshot');
     logger.info(
       {
         manifest: prepared.manifest.source.absPath,

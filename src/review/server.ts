@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { runSeries } from '../report/series.js';
-import type { OutputSink } from '../sink/index.js';
+import { parseOwner, SnapshotKeeper, type OutputSink } from '../sink/index.js';
 import { applyDecision, decisionBody, sliceOf } from './api.js';
 import { pageAssets, type PageAssets } from './assets.js';
 import { guardFor, refusal, type Guard } from '../serve/guard.js';
@@ -25,6 +25,8 @@ export interface ReviewServerOptions {
   port?: number;
   /** How often the live view looks at the state (ms). */
   liveEveryMs?: number;
+  /** With outputs in a bucket: how often decisions made here go there in the state's snapshot (ms; 30 s). */
+  snapshotEveryMs?: number;
 }
 
 export interface ReviewServer {
@@ -65,6 +67,8 @@ export async function startReviewServer(opts: ReviewServerOptions): Promise<Revi
     series: () => runSeries(state.store, opts.budget),
   };
   const live = new LiveFeed(source, opts.liveEveryMs ?? 500);
+  const keeper = keeperOf(opts, state);
+  keeper?.start();
   state.onReplaced = () => live.reset();
   let guard: Guard | undefined;
   const server = createServer((req, res) => {
@@ -78,14 +82,21 @@ export async function startReviewServer(opts: ReviewServerOptions): Promise<Revi
   const port = (server.address() as AddressInfo).port;
   guard = guardFor(token, host, port);
   const shownHost = host.includes(':') ? `[${host}]` : host;
+  let closing: Promise<void> | undefined;
   return {
     url: `http://${shownHost}:${port}/?token=${token}`,
     port,
-    async close() {
-      live.close();
-      state.close();
-      server.closeAllConnections();
-      await new Promise<void>((done) => server.close(() => done()));
+    close() {
+      // Closed once, however often asked (a command's end, and a test's).
+      closing ??= (async () => {
+        live.close();
+        // The decisions made since the last snapshot go to the bucket before the state is let go.
+        await keeper?.end();
+        state.close();
+        server.closeAllConnections();
+        await new Promise<void>((done) => server.close(() => done()));
+      })();
+      return closing;
     },
   };
 }
@@ -204,4 +215,22 @@ function safeJson(text: string): unknown {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * Reviewers often work after the run has ended: with outputs in a bucket,
+ * their decisions go there in the state's snapshot every 30 s and when the
+ * app stops. Only while the place's marker names this state: a reviewer left
+ * on an old machine never overwrites what the run's new machine keeps there.
+ */
+function keeperOf(opts: ReviewServerOptions, state: StateHandle): SnapshotKeeper | undefined {
+  const { snapshots } = opts.outputs;
+  if (!snapshots || state.store.meta('rehearsal') === '1') return undefined;
+  return new SnapshotKeeper(snapshots, () => state.store, {
+    everyMs: opts.snapshotEveryMs,
+    allowed: async () => {
+      const marker = await opts.outputs.readMarker();
+      return marker !== undefined && parseOwner(marker)?.state === opts.statePath;
+    },
+  });
 }

@@ -19,6 +19,7 @@ import type { RunInputs, Shared } from './shared.js';
 export type { RunInputs } from './shared.js';
 import { DownloadHealth } from './watch/download-health.js';
 import { OutputsLease } from './watch/lease.js';
+import { SnapshotKeeper } from '../sink/index.js';
 import { QuietWatch } from './watch/quiet.js';
 import { watchService } from './watch/service-watch.js';
 import { TimedWaits } from './watch/timed-waits.js';
@@ -84,15 +85,7 @@ function sharedParts(inputs: RunInputs): Shared {
   // Anything said is activity: the watchdog's quiet starts again.
   const hearing = [control.events.on(() => watchdog.activity())];
   if (logger) hearing.push(control.events.on(logEvents(logger)));
-  const coordinator = { down: false };
-  const noticed = coordinatorNotices(control);
-  const coordinatorSaid = (reachable: boolean, message: string) => {
-    coordinator.down = !reachable;
-    noticed(reachable, message);
-  };
-  const lanes = new KeyLanes(
-    keys.map((k) => new KeyLane(k, store, clock, control.noNewWork.signal, listeners, coordinatorSaid)),
-  );
+  const { lanes, coordinator } = lanesOf(inputs, control, listeners);
   const feeder = new Feeder(store, clock, control);
   const downloads = downloadTransfers(opts, control);
   wakeOnTaskEnds(lanes, downloads, control);
@@ -108,6 +101,7 @@ function sharedParts(inputs: RunInputs): Shared {
     onActivity: () => watchdog.activity(),
   });
   hearing.push(service.stopHearing);
+  const lease = new OutputsLease(inputs.outputs, control, clock.now, logger, inputs.leaseMs);
   return {
     detach: () => {
       for (const stop of hearing) stop();
@@ -127,7 +121,8 @@ function sharedParts(inputs: RunInputs): Shared {
     pauseGate: new PauseGate(),
     downloads,
     downloadHealth: new DownloadHealth(),
-    lease: new OutputsLease(inputs.outputs, control, clock.now, logger, inputs.leaseMs),
+    lease,
+    keeper: keeperOf(inputs, lease),
     waits: new TimedWaits(),
     firstSync: new FirstSync(
       store,
@@ -138,6 +133,41 @@ function sharedParts(inputs: RunInputs): Shared {
     ),
     coordinator,
   };
+}
+
+/** Each key's lane, and whether the coordinator its limits are shared through answers (a known wait while it does not). */
+function lanesOf(
+  inputs: RunInputs,
+  control: Control,
+  listeners: number,
+): { lanes: KeyLanes; coordinator: { down: boolean } } {
+  const { keys, store, options } = inputs;
+  const coordinator = { down: false };
+  const noticed = coordinatorNotices(control);
+  const coordinatorSaid = (reachable: boolean, message: string) => {
+    coordinator.down = !reachable;
+    noticed(reachable, message);
+  };
+  const lanes = new KeyLanes(
+    keys.map((k) => new KeyLane(k, store, options.clock, control.noNewWork.signal, listeners, coordinatorSaid)),
+  );
+  return { lanes, coordinator };
+}
+
+/** A rehearsal starts over each time: only a real run's state is kept beside its outputs. */
+function keeperOf(inputs: RunInputs, lease: OutputsLease): SnapshotKeeper | undefined {
+  const { snapshots } = inputs.outputs;
+  if (!snapshots || inputs.options.rehearsal) return undefined;
+  const { store, logger } = inputs;
+  return new SnapshotKeeper(snapshots, () => store, {
+    everyMs: inputs.snapshotEveryMs,
+    // Only the place's holder writes its snapshots: a refused run, or one taken over, never names its state there.
+    allowed: () => lease.holds,
+    said: (what) =>
+      'taken' in what
+        ? logger?.info({ snapshot: what.taken.key, bytes: what.taken.bytes, ms: what.taken.ms }, 'state snapshot taken')
+        : logger?.warn({ error: what.failed }, 'state snapshot not taken'),
+  });
 }
 
 function creditsOf(

@@ -49,6 +49,8 @@ export class Runner {
       await upkeep.ready;
       return await this.work();
     } finally {
+      // The state's last snapshot before the place is let go: the next holder restores what this run did.
+      await this.p.keeper?.end();
       await this.p.lease.release();
       this.p.watchdog.stop();
       upkeep.stop();
@@ -62,6 +64,7 @@ export class Runner {
     await firstSync.first();
     this.changed = store.itemSync.changedIds();
     if (!(await preflight(store, inputs, control, firstSync, this.p.lease))) return this.summary();
+    this.p.keeper?.start();
     this.p.life.startAfterDownloads();
     await this.recover();
     const canary = inputs.options.canary;

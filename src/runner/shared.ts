@@ -2,7 +2,7 @@ import type { Catalog } from '../api/catalog.js';
 import type { Logger } from '../log/logger.js';
 import type { ManifestTop } from '../manifest/index.js';
 import type { ResolvedRunOptions } from '../options/resolve.js';
-import type { OutputSink } from '../sink/index.js';
+import type { OutputSink, SnapshotKeeper } from '../sink/index.js';
 import type { Transfers } from '../scheduler/transfers.js';
 import type { Store } from '../store/index.js';
 import type { RunClock } from '../scheduler/clock.js';
@@ -45,6 +45,8 @@ export interface Shared {
   readonly firstSync: FirstSync;
   /** The run's hold on the place its outputs go: claimed before anything is paid for, renewed, given up at the end. */
   readonly lease: OutputsLease;
+  /** With outputs in a bucket: the state's snapshots beside them, while the run changes it and at its end. */
+  readonly keeper: SnapshotKeeper | undefined;
   /** Whether the coordinator's database answers: submissions wait for it while it does not (a known wait). */
   readonly coordinator: { down: boolean };
   /** The run's listeners leave the keys' clients (which may outlive it): called once the run ends. */
@@ -67,6 +69,8 @@ export interface RunInputs {
   readonly logger?: Logger | undefined;
   /** How long nothing may be sent, answered or said before the watchdog looks (tests make it short). */
   readonly quietMs?: number | undefined;
+  /** How often a changed state is snapshot to the bucket (tests make it short). */
+  readonly snapshotEveryMs?: number | undefined;
   /** How long a claim on the output place lives unrenewed (tests make it short). */
   readonly leaseMs?: number | undefined;
   /** How long a step of a first sync may hold the event loop (tests make every step a few rows). */

@@ -16,7 +16,7 @@ import {
   type ManifestIssue,
   type ManifestTop,
 } from '../manifest/index.js';
-import { checkValid, issueReport, loadValid } from '../manifest/load-valid.js';
+import { checkValid, issueReport, loadValid, locate } from '../manifest/load-valid.js';
 import { checkAgainstService, shapeProblems } from '../manifest/online.js';
 import { OPEN_STATES, Store } from '../store/index.js';
 import { openStateReadOnly, statePathFor } from '../store/state-path.js';
@@ -67,6 +67,8 @@ export interface PreparedRun extends OpenedService {
   toSync: ToSync | undefined;
   /** The items put back because their current version was rejected in review (--redo-rejected). */
   redoneRejected: readonly string[];
+  /** No state was here: the newest whole snapshot beside the outputs was restored (and those passed over, torn). */
+  restored: { from: string; takenAt: number; skipped: readonly string[] } | undefined;
 }
 
 /** A run under way: its runner, its log, and how to close what it holds once it ends. */
@@ -95,6 +97,11 @@ export async function prepareRun(
     throw usageError(`--out ${outProblem}. Nothing was submitted.`);
   }
   const keys = askKeys(connecting, request, waitForService);
+  // A state kept beside the outputs comes back before anything reads the state: this run then goes on from it.
+  const restored = await restoreState(request).catch(async (error: unknown) => {
+    await keys.discard();
+    throw error;
+  });
   const prepared = await prepareManifest(request).catch(async (error: unknown) => {
     // The manifest's problem is what the user hears about, not the service's answer.
     await keys.discard();
@@ -122,6 +129,7 @@ export async function prepareRun(
     : [];
   return {
     redoneRejected,
+    restored,
     ...opened,
     manifest,
     statePath,
@@ -175,6 +183,38 @@ export function startRun(prepared: PreparedRun, options: ResolvedRunOptions): St
     await connection.close();
   };
   return { runner, logger, close };
+}
+
+/**
+ * With outputs in a bucket and no state here (a new machine, a lost disk):
+ * the newest whole snapshot of the state from beside the outputs, put where
+ * the state goes. A rehearsal starts over and never restores.
+ */
+async function restoreState(request: ResolvedRunOptions): Promise<PreparedRun['restored']> {
+  if (request.rehearsal) return undefined;
+  const top = await locate(request.manifestPath, request.cwd).catch(() => undefined);
+  // A manifest that cannot be read is said by its check, with where each problem is.
+  if (!top) return undefined;
+  const statePath = statePathFor(top, request.statePath, request.cwd);
+  if (existsSync(statePath)) return undefined;
+  const outDir = request.out ? resolveOutLocation(request.cwd, request.out) : top.outputDir;
+  if (!bucketLocationOf(outDir)) return undefined;
+  const sink = await openOutputSink(outDir, {
+    statePath,
+    idleMs: request.idleTimeoutMs,
+    unreachableMs: request.unreachableMs,
+    env: request.env,
+  });
+  // A bucket that cannot be written is said by the run's own write check, as for any run (exit 4, nothing sent).
+  if (!sink.snapshots || (await sink.probe())) return undefined;
+  const restored = await sink.snapshots.restore(Store.damage);
+  return (
+    restored && {
+      from: `${outDir}/${restored.key.split('/').slice(-4).join('/')}`,
+      takenAt: restored.takenAt,
+      skipped: restored.skipped,
+    }
+  );
 }
 
 /** The manifest as the run takes it: checked (not held), or its items read back from the state on a resume. */

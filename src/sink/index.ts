@@ -3,6 +3,7 @@ export {
   claimOutputs,
   LEASE_MS,
   OWNER_FILE,
+  parseOwner,
   OutputsHeldError,
   OutputsTakenError,
   OwnerLostError,
@@ -23,6 +24,9 @@ export type {
   RecordedOutput,
   SinkProblem,
   SinkWriter,
+  Snapshotable,
+  StateCopies,
+  TakenSnapshot,
 } from './sink.js';
 export { BucketSink, ObjectTakenError, bucketProblemText } from './bucket/bucket-sink.js';
 export {
@@ -35,3 +39,9 @@ export {
 export { openOutputSink, stagingDirFor } from './open.js';
 export { DEFAULT_PATIENCE, PatientStore, type Patience } from './bucket/patient-store.js';
 export { bucketSecretsIn } from './bucket/secrets.js';
+export {
+  SNAPSHOT_EVERY_MS,
+  SnapshotError,
+  SnapshotKeeper,
+  StateSnapshots,
+} from './bucket/state-snapshots.js';

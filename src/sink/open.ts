@@ -46,5 +46,9 @@ export async function openOutputSink(location: string, settings: SinkSettings): 
       ...(settings.env ? { env: settings.env } : {}),
     });
   const staging = new FolderSink(stagingDirFor(settings.statePath), { replaceStrays: settings.rehearsal ?? false });
-  return new BucketSink(bucket, store, staging, { keepLocal: settings.keepLocal ?? false, patience });
+  return new BucketSink(bucket, store, staging, {
+    keepLocal: settings.keepLocal ?? false,
+    patience,
+    statePath: settings.statePath,
+  });
 }

@@ -11,6 +11,8 @@ export interface OutputSink {
   readonly location: string;
   /** A place whose outputs are saved locally first, then published (a bucket): how they are. */
   readonly publishing?: Publishing;
+  /** A place that keeps the state beside the outputs (a bucket): its snapshots. */
+  readonly snapshots?: StateCopies;
   /** Proves that files can be written there, before anything is paid for: the problem, or undefined. */
   probe(): Promise<SinkProblem | undefined>;
   /** The owner marker at the top of the place (see owner.ts: who may write here, and who holds it now); undefined when none. */
@@ -146,4 +148,26 @@ export interface OutputsHolder {
   pid: number;
   since: number;
   until: number;
+}
+
+/** What a state gives a snapshot: a consistent copy of itself, and a mark that changes with every commit. */
+export interface Snapshotable {
+  backupTo(path: string): Promise<void>;
+  changeMark(): string;
+}
+
+/** A snapshot taken: where it went, how big it is, how long it took. */
+export interface TakenSnapshot {
+  key: string;
+  bytes: number;
+  ms: number;
+}
+
+/** A state's snapshots beside the outputs (see bucket/state-snapshots.ts). */
+export interface StateCopies {
+  take(state: Snapshotable, now?: () => number): Promise<TakenSnapshot>;
+  /** The newest whole snapshot put where the state goes; undefined when none was taken. */
+  restore(
+    damaged: (path: string) => string | undefined,
+  ): Promise<{ key: string; takenAt: number; skipped: string[] } | undefined>;
 }

@@ -1,5 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
 import { Accounting } from './accounting.js';
 import { Counters } from './counters.js';
 import { MetricsQueries } from './metrics-queries.js';
@@ -171,6 +172,33 @@ export class Store {
       Store.open(path).close();
     } else probe.close();
     return new Store(openDbReadWriteUnlocked(path), () => {}, true);
+  }
+
+  /** A consistent copy of the whole state at `path`, taken while runs and reviewers write (SQLite's online backup). */
+  async backupTo(path: string): Promise<void> {
+    await this.db.backup(path);
+  }
+
+  /** Changes whenever anything was committed, by this connection or another: whether a new snapshot is owed. */
+  changeMark(): string {
+    const other = this.db.pragma('data_version', { simple: true }) as number;
+    const own = (this.db.prepare('SELECT total_changes() AS n').get() as { n: number }).n;
+    return `${other}:${own}`;
+  }
+
+  /** Why a state file (a snapshot being restored) cannot be used, or undefined when SQLite finds it whole. */
+  static damage(path: string): string | undefined {
+    try {
+      const db = new Database(path, { readonly: true, fileMustExist: true });
+      try {
+        const check = db.pragma('quick_check', { simple: true });
+        return check === 'ok' ? undefined : `SQLite finds it damaged (${String(check)})`;
+      } finally {
+        db.close();
+      }
+    } catch (error) {
+      return `SQLite cannot read it (${(error as Error).message})`;
+    }
   }
 
   /** Runs `fn` in one short IMMEDIATE transaction. */

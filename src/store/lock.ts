@@ -1,26 +1,7 @@
 import { openSync, readFileSync, rmSync, writeSync, closeSync } from 'node:fs';
+import { processAlive as alive } from '../util/process-alive.js';
 import { hostname } from 'node:os';
 import { StateFileError } from './db.js';
-
-function alive(pid: number): boolean {
-  try {
-    // A killed holder nobody has reaped yet is a zombie: it answers kill(0) but holds nothing.
-    if (
-      readFileSync(`/proc/${pid}/stat`, 'utf8')
-        .replace(/^.*\) /s, '')
-        .startsWith('Z')
-    )
-      return false;
-  } catch {
-    // no /proc entry (gone, or not Linux): kill(0) decides
-  }
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /**
  * One process per state file. The lock file names its holder; a holder that

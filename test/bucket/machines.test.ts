@@ -1,7 +1,10 @@
 import { rmSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { describe, expect, it, vi } from 'vitest';
+import Database from 'better-sqlite3';
 import { S3ObjectStore } from '../../src/sink/bucket/s3-store.js';
+import { openOutputSink } from '../../src/sink/index.js';
+import { raw, startTestReview } from '../helpers/review.js';
 import { parseOwner } from '../../src/sink/owner.js';
 import { exitCodeWithin, runCliInProcess, startCli } from '../helpers/cli.js';
 import { imageManifest, readState, workspace } from '../helpers/run.js';
@@ -83,6 +86,49 @@ describe('a run outlives the machine it started on', () => {
     } finally {
       machineA.child.kill('SIGKILL');
       await exitCodeWithin(machineA, 10_000);
+    }
+  });
+
+  it("A's state comes back on B from beside the outputs: its review decisions, its attempts; nothing is paid again", {
+    timeout: 90_000,
+  }, async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const s3 = await startTestBucket();
+    const manifest = imageManifest(6);
+    const a = workspace(t.sim, manifest);
+    const b = workspace(t.sim, manifest);
+    const env = { ...a.env, ...s3.env };
+    const onA = await runCliInProcess(a.args(OUT), env, a.dir);
+    expect(onA.code, onA.stdout + onA.stderr).toBe(0);
+    // A reviewer on A, after the run: the decision goes to the bucket in the state's snapshot when the app stops.
+    const review = await startTestReview({
+      statePath: a.statePath,
+      outputs: await openOutputSink('s3://catalog/ml', { statePath: a.statePath, env: s3.env }),
+      title: 'm',
+      budget: null,
+    });
+    const decision = JSON.stringify({ itemId: 'item-2', version: 1, decision: 'rejected', note: 'wrong colour' });
+    const headers = { 'content-type': 'application/json', 'x-genbatch-token': review.token };
+    expect((await raw(review.base, 'POST', '/api/review', headers, decision)).status).toBe(200);
+    await review.close();
+    const attemptsOnA = readState(a.statePath).attempts.length;
+    rmSync(a.dir, { recursive: true, force: true });
+
+    const onB = await runCliInProcess(b.args(OUT), env, b.dir);
+    expect(onB.code, onB.stdout + onB.stderr).toBe(0);
+    expect(onB.stderr).toMatch(
+      /no state was here: restored it from s3:\/\/catalog\/ml\/\.genbatch\/state\/m\/\d+-\w+\.sqlite\.gz \(taken /,
+    );
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(6);
+    expect(readState(b.statePath).attempts).toHaveLength(attemptsOnA);
+    const db = new Database(b.statePath, { readonly: true });
+    try {
+      expect(db.prepare("SELECT decision, note FROM reviews WHERE item_id = 'item-2'").get()).toEqual({
+        decision: 'rejected',
+        note: 'wrong colour',
+      });
+    } finally {
+      db.close();
     }
   });
 });

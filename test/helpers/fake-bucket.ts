@@ -32,8 +32,10 @@ export type BucketFault = (
 export class FakeBucket implements ObjectStore {
   readonly bucket = 'catalog';
   readonly objects = new Map<string, { bytes: Buffer; sha256: string | undefined; contentType: string }>();
-  /** Every create-only put that stored bytes, by key. */
+  /** Every create-only put of an output or a copy that stored bytes, by key. */
   readonly puts: string[] = [];
+  /** Every snapshot of the state put beside the outputs. */
+  readonly snapshotPuts: string[] = [];
   honoursIfNoneMatch = true;
   fault: BucketFault = () => undefined;
 
@@ -51,7 +53,9 @@ export class FakeBucket implements ObjectStore {
     if (this.honoursIfNoneMatch && this.objects.has(key)) return 'exists';
     const bytes = await readFile(source.path);
     this.objects.set(key, { bytes, sha256: source.sha256, contentType: source.contentType });
-    this.puts.push(key);
+    // The state's snapshots are counted apart: `puts` is what the run published.
+    if (key.includes('.genbatch/state/')) this.snapshotPuts.push(key);
+    else this.puts.push(key);
     return 'created';
   }
 

@@ -84,6 +84,13 @@ interface Shown {
 function sayStart(out: NodeJS.WriteStream, request: ResolvedRunOptions, prepared: PreparedRun, shown: Shown): void {
   const { pool, manifest, statePath } = prepared;
   if (prepared.warnings.length) out.write(`${warningReport(prepared.warnings)}\n`);
+  const { restored } = prepared;
+  if (restored) {
+    for (const torn of restored.skipped) out.write(`a snapshot of the state was passed over: ${torn}\n`);
+    out.write(
+      `no state was here: restored it from ${restored.from} (taken ${new Date(restored.takenAt).toISOString()}) to ${statePath}; the run goes on from there\n`,
+    );
+  }
   for (const r of pool.refused)
     out.write(
       `the key ${r.fingerprint} was refused (${r.code}: ${r.message}); the run goes on with the other ${count(pool.keys.length, 'key')}\n`,

@@ -12,19 +12,10 @@ import {
   type OutputsOwner,
 } from '../../sink/index.js';
 import type { Control } from '../core/control.js';
+import { processAlive } from '../../util/process-alive.js';
 
 /** How long a run's end waits to give its lease up. */
 const RELEASE_WAIT_MS = 5_000;
-
-/** Whether a process of this machine runs: signal 0 asks without sending anything. */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /**
  * The run's hold on the place its outputs go: claimed before anything is
@@ -45,6 +36,11 @@ export class OutputsLease {
     private readonly leaseMs = LEASE_MS,
   ) {}
 
+  /** Whether this run holds the place now: only then does it write there what only the holder may (the state's snapshots). */
+  get holds(): boolean {
+    return this.holder !== undefined;
+  }
+
   /** Claims the place (see claimOutputs): the run's identity to go on with; what the claim found is said. */
   async claim(owner: OutputsOwner, fresh: boolean, takeOver: boolean): Promise<string> {
     const claimed = await claimOutputs(this.place, this.place.location, owner, {
@@ -54,7 +50,7 @@ export class OutputsLease {
       takeOver,
       fresh,
       stateExists: existsSync,
-      alive,
+      alive: processAlive,
     });
     this.holder = claimed.holder;
     for (const message of claimed.notices) {

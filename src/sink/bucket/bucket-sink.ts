@@ -21,6 +21,7 @@ import type {
 } from '../sink.js';
 import { ObjectStoreError, type ObjectStore, type StoredObject } from './object-store.js';
 import { DEFAULT_PATIENCE, PatientStore, type Patience } from './patient-store.js';
+import { StateSnapshots } from './state-snapshots.js';
 
 /** A name already held in the bucket by other bytes: the output is not put over it. */
 export class ObjectTakenError extends ObjectStoreError {}
@@ -43,6 +44,8 @@ const INPUTS_DIR = '.inputs';
 export class BucketSink implements OutputSink {
   readonly location: string;
   readonly publishing: Publishing;
+  /** The state kept beside the outputs: its snapshots under the prefix. */
+  readonly snapshots: StateSnapshots;
   private readonly store: PatientStore;
 
   constructor(
@@ -50,13 +53,16 @@ export class BucketSink implements OutputSink {
     store: ObjectStore,
     /** The staging folder: outputs wait there, verified, until they are published. */
     private readonly staging: FolderSink,
-    private readonly options: { keepLocal: boolean; patience?: Patience | undefined },
+    private readonly options: { keepLocal: boolean; patience?: Patience | undefined; statePath?: string },
   ) {
     this.store = new PatientStore(store, options.patience ?? DEFAULT_PATIENCE);
     const patient = this.store;
     this.location = `s3://${where.bucket}${where.prefix ? `/${where.prefix}` : ''}`;
     const prefix = where.prefix ? `${where.prefix}/` : '';
     this.keyOf = (relPath) => `${prefix}${relPath.split('\\').join('/')}`;
+    // The state beside its staging folder (`<state>.staging`) unless named.
+    const statePath = options.statePath ?? staging.location.replace(/\.staging$/, '.sqlite');
+    this.snapshots = new StateSnapshots(this.store, this.keyOf, statePath, staging.location);
     this.publishing = {
       location: this.location,
       staging: staging.location,
