@@ -58,7 +58,7 @@ export class StateSnapshots implements StateCopies {
     try {
       await state.backupTo(copy);
       const hash = createHash('sha256');
-      await pipeline(createReadStream(copy), createGzip({ level: 6 }), tap(hash), createWriteStream(packed));
+      await pipeline(createReadStream(copy), createGzip({ level: 1 }), tap(hash), createWriteStream(packed));
       const sha256 = hash.digest('hex');
       const { size: bytes } = await stat(packed);
       const takenAt = now();
