@@ -1,8 +1,9 @@
 import { existsSync } from 'node:fs';
 import type { PoolSetup } from '../api/pool-setup.js';
 import { blockers, estimate as estimateItems, type Estimate } from '../estimate/index.js';
-import { loadValid } from '../manifest/load-valid.js';
-import { runBudget, type LoadedManifest } from '../manifest/index.js';
+import { issueReport, loadValid } from '../manifest/load-valid.js';
+import { checkAgainstService } from '../manifest/online.js';
+import { IssueList, runBudget, type LoadedManifest } from '../manifest/index.js';
 import { RunClock } from '../scheduler/clock.js';
 import { combinedLimits, DEFAULT_KEY_LIMITS, formatRate, type KeyLimits } from '../scheduler/limits.js';
 import { openStateReadOnly, statePathFor } from '../store/state-path.js';
@@ -122,6 +123,11 @@ export async function estimateWith(
       pool.keys[0]!.client,
       loaded.items.map((i) => i.type),
     );
+    // The catalog the estimate prices from says a typo (an unknown model, a value it does not take) where it is, as
+    // validate --online does: priced at 0, it would pass a CI step `validate && estimate`.
+    const issues = new IssueList();
+    checkAgainstService(loaded.items, loaded.source, catalog, pool.scopes, issues);
+    if (issues.count > 0) throw new ExitError(EXIT.usage, issueReport(issues));
     const limits = combinedLimits(pool.keys.map((k) => k.limits));
     const keyCaps = pool.keys.map((k) => k.limits.dailyCap);
     const maxCredits = runBudget(opts.maxCredits, loaded.manifest);

@@ -1,5 +1,6 @@
 import type { Catalog } from '../api/catalog.js';
 import { IssueList } from './issues.js';
+import { closestTo } from './zod-issues.js';
 import { type ManifestSource, fieldPath } from './source.js';
 import type { ItemShape } from '../store/index.js';
 import type { InputRef, ResolvedItem } from './types.js';
@@ -31,10 +32,12 @@ export function checkAgainstService(
     countOfType.set(item.type, (countOfType.get(item.type) ?? 0) + 1);
     const model = catalog.get(item.type, item.model);
     if (!model) {
+      const ids = catalog.ids(item.type);
+      const close = closestTo(item.model, ids);
       report(
         item,
         'model',
-        `unknown ${item.type} model ${JSON.stringify(item.model)}; the catalog has ${catalog.ids(item.type).join(', ') || 'none'}`,
+        `unknown ${item.type} model ${JSON.stringify(item.model)}${close ? `; did you mean ${close}?` : ''} (the catalog has ${ids.join(', ') || 'none'})`,
       );
       continue;
     }

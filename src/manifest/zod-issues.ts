@@ -11,6 +11,11 @@ function knownKeysAt(path: readonly PropertyKey[]): string[] {
   return ['from'];
 }
 
+/** The known word a typo most likely meant (at most two edits away), for "did you mean". */
+export function closestTo(word: string, known: readonly string[]): string | undefined {
+  return known.filter((k) => distance(k, word) <= 2).sort((a, b) => distance(a, word) - distance(b, word))[0];
+}
+
 function distance(a: string, b: string): number {
   const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array<number>(b.length).fill(0)]);
   for (let j = 1; j <= b.length; j++) d[0]![j] = j;
@@ -60,7 +65,7 @@ export function explainIssue(issue: z.core.$ZodIssue, data: unknown): { path: Pr
     case 'unrecognized_keys':
       return issue.keys.map((key) => {
         const known = knownKeysAt(path);
-        const close = known.filter((k) => distance(k, key) <= 2).sort((a, b) => distance(a, key) - distance(b, key))[0];
+        const close = closestTo(key, known);
         return {
           path: [...path, key],
           message: `unknown field ${JSON.stringify(key)}${close ? `; did you mean ${close}?` : `; expected one of ${known.join(', ')}`}`,

@@ -44,7 +44,7 @@ items:
     expect(res.code).toBe(2);
     const lines = res.stderr.split('\n');
     const expected = [
-      'm.yaml:3:14: items[0].model: unknown image model "studio-xxl"; the catalog has studio-xl, studio-lite, studio-edit',
+      'm.yaml:3:14: items[0].model: unknown image model "studio-xxl"; did you mean studio-xl? (the catalog has studio-xl, studio-lite, studio-edit)',
       'm.yaml:4:14: items[1].model: studio-edit is an edit model; it needs inputs to edit',
       'm.yaml:5:43: items[2].inputs: studio-xl generates from text; editing inputs needs a model of kind edit',
       'm.yaml:6:43: items[3].resolution: studio-xl does not take resolution "8K"; allowed: 1K, 2K, 4K',
@@ -185,6 +185,23 @@ describe('genbatch estimate', () => {
     expect(budget.stdout).toContain(
       `cannot run as planned (budget): the budget of 4 credits is short by 8 (${2 * charged} already charged net)`,
     );
+  });
+
+  it('a model the catalog does not know, or a value it does not take, is a located error (exit 2), never priced at 0', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'genbatch-estimate-'));
+    writeFileSync(
+      join(dir, 'm.yaml'),
+      'version: 1\nitems:\n  - { id: a, model: studio-xll, prompt: p }\n  - { id: b, model: studio-xl, prompt: p, resolution: 8K }\n',
+    );
+    for (const json of [[], ['--json']]) {
+      const res = await runCliInProcess(['estimate', 'm.yaml', '--simulate', ...json], cleanEnv(), dir);
+      expect(res.code).toBe(2);
+      expect(res.stdout).toBe('');
+      expect(res.stderr).toContain(
+        'm.yaml:3:14: items[0].model: unknown image model "studio-xll"; did you mean studio-xl? (the catalog has',
+      );
+      expect(res.stderr).toContain('m.yaml:4:43: items[1].resolution: studio-xl does not take resolution "8K"');
+    }
   });
 
   it('an invalid manifest is exit 2 before any request', async () => {
