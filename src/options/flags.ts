@@ -18,6 +18,13 @@ import {
 // named here, in each command's group.
 
 const repeatable = (value: string, earlier: string[] = []): string[] => [...earlier, value];
+const commaList = (value: string, earlier: string[] = []): string[] => [
+  ...earlier,
+  ...value
+    .split(',')
+    .map((v) => v.trim())
+    .filter(Boolean),
+];
 
 /** How a command reaches the service: its base URL, or the embedded simulator. */
 export const CONNECTION_FLAGS = {
@@ -246,13 +253,21 @@ export const REPORT_FLAGS = {
   sidecars: SIDECARS,
 };
 
-/** What `retry` takes. Its lists take one value per flag, so the manifest after them is never taken for one. */
+/**
+ * What `retry` takes. Its lists take one value (or a comma-separated few) per flag, repeatable: a list that took
+ * every word after it swallowed the manifest (`retry --code GENERATION_FAILED catalog.yaml`).
+ */
 export const RETRY_FLAGS = {
   ...stateFlags('print what was put back as JSON'),
-  code: flag({ flags: '--code <code...>', help: 'only items that failed with these codes' }),
+  code: flag({
+    flags: '--code <code>',
+    help: 'only items that failed with this code (repeatable, or CODE,CODE)',
+    parse: commaList,
+  }),
   id: flag({
-    flags: '--id <id...>',
-    help: 'only these items (also puts back an item stopped on a key conflict: it is paid again)',
+    flags: '--id <id>',
+    help: 'only this item (repeatable, or ID,ID; also puts back an item stopped on a key conflict: it is paid again)',
+    parse: commaList,
   }),
   rejected: flag({
     flags: '--rejected',

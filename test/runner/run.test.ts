@@ -258,7 +258,8 @@ describe('genbatch retry and status', () => {
     const nothing = await runCliInProcess(['retry', 'm.yaml', '--code', 'SOMETHING_ELSE'], ws.env, ws.dir);
     expect(nothing.code).toBe(2);
     expect(nothing.stderr).toMatch(/no item stopped with SOMETHING_ELSE; the codes there are: GENERATION_FAILED/);
-    const retried = await runCliInProcess(['retry', 'm.yaml', '--code', 'GENERATION_FAILED'], ws.env, ws.dir);
+    // The flag before the manifest, as the help's example has it: the manifest is never taken for a code.
+    const retried = await runCliInProcess(['retry', '--code', 'GENERATION_FAILED', 'm.yaml'], ws.env, ws.dir);
     expect(retried.code).toBe(0);
     expect(retried.stdout).toMatch(/^1 item put back/);
     expect(readState(ws.statePath).items[0]!.state).toBe('pending');
