@@ -14,6 +14,8 @@ export function endOfRunText(
   logPath: string,
   manifestArg: string,
   paint: Paint,
+  /** A rehearsal: its hints name its own state (--simulate), and say that running it again starts over. */
+  rehearsal = false,
 ): string {
   const c = s.counts;
   const open = OPEN_STATES.reduce((n, state) => n + c[state], 0);
@@ -31,13 +33,14 @@ export function endOfRunText(
     `outputs: ${outDir.startsWith('s3://') ? outDir : resolve(cwd, outDir)}`,
     `log: ${logPath}`,
   ];
-  lines.push(...failureLines(s, paint, manifestArg));
+  const stateArg = rehearsal ? `${manifestArg} --simulate` : manifestArg;
+  lines.push(...failureLines(s, paint, stateArg));
   if (s.changed.length)
     lines.push(
       `${count(s.changed.length, 'item')} changed after they were submitted and keep their result (--redo-changed resubmits them): ${s.changed.slice(0, 5).join(', ')}${s.changed.length > 5 ? ', …' : ''}`,
     );
   lines.push(...keyLines(s, paint));
-  return [...lines, ...afterwardLines(s, paint, manifestArg)].join('\n');
+  return [...lines, ...afterwardLines(s, paint, stateArg, rehearsal)].join('\n');
 }
 
 /** The failures by code, and the first problem items with their message. */
@@ -74,7 +77,7 @@ function keyLines(s: RunSummary, paint: Paint): string[] {
 }
 
 /** What was left for later, why the run stopped, and what can be done about what failed. */
-function afterwardLines(s: RunSummary, paint: Paint, manifestArg: string): string[] {
+function afterwardLines(s: RunSummary, paint: Paint, manifestArg: string, rehearsal: boolean): string[] {
   const c = s.counts;
   const lines: string[] = [];
   if (s.notSelected)
@@ -95,7 +98,11 @@ function afterwardLines(s: RunSummary, paint: Paint, manifestArg: string): strin
   if (s.stop) lines.push(paint.yellow(`stopped: ${s.stop.message}`));
   // What can be done about what failed, in the user's own words.
   const retryable = c.failed + c.skipped;
-  if (retryable)
+  if (retryable && rehearsal)
+    lines.push(
+      `a rehearsal starts over each time: run it again (with --simulate) to try the ${count(retryable, 'failed or skipped item')} afresh; genbatch status ${manifestArg} lists them`,
+    );
+  else if (retryable)
     lines.push(
       `to submit the ${count(retryable, 'failed or skipped item')} again (new attempts, paid again): genbatch retry ${manifestArg} (--code CODE or --id ID to choose; genbatch status ${manifestArg} lists them), then run it again`,
     );

@@ -75,6 +75,14 @@ describe('a rehearsal never touches a real run', () => {
     );
     expect(rehearsal.code).toBe(1);
     expect(rehearsal.stdout).not.toMatch(/resume/);
+    // Its hints name its own state: the status it points to is the rehearsal's.
+    expect(rehearsal.stdout).toContain(
+      'a rehearsal starts over each time: run it again (with --simulate) to try the 1 failed or skipped item afresh; genbatch status m.yaml --simulate lists them',
+    );
+    expect(rehearsal.stdout).not.toMatch(/genbatch retry m\.yaml/);
+    const paused = await runCliInProcess(['pause', 'm.yaml', '--simulate'], ws.env, ws.dir);
+    expect(paused.stdout).toContain('(genbatch resume m.yaml --simulate goes on)');
+    expect((await runCliInProcess(['resume', 'm.yaml', '--simulate'], ws.env, ws.dir)).code).toBe(0);
     const status = await runCliInProcess(['status', 'm.yaml', '--json'], ws.env, ws.dir);
     expect(status.code).toBe(2);
     expect(status.stderr).toMatch(/a rehearsal's state is at .*m\.simulated\.sqlite: add --simulate/);

@@ -45,7 +45,7 @@ export function runCommand(
 
 /** The end-of-run text and where the results files are. */
 function reportOf(outcome: RunOutcome, path: string, cwd: string, paint: ReturnType<typeof paintFor>): string {
-  const text = endOfRunText(outcome, outcome.outDir, cwd, outcome.log, path, paint);
+  const text = endOfRunText(outcome, outcome.outDir, cwd, outcome.log, path, paint, outcome.rehearsal);
   const { results } = outcome;
   const files = results
     ? `results: ${results.jsonl}, ${results.csv}\ngallery: ${results.html}${results.sidecars !== undefined ? `\nsidecars: ${results.sidecars} next to the outputs` : ''}`

@@ -52,7 +52,8 @@ export async function steeringCommand(
   }
   const { store, runPid } = opened;
   try {
-    const result = await act(command, store, runPid, path);
+    // A rehearsal's state is named by --simulate: what a hint says to run must carry it.
+    const result = await act(command, store, runPid, flags.simulate ? `${path} --simulate` : path);
     const full: ControlResult = { command, state: statePath, run: runPid ?? null, ...result };
     return flags.json ? JSON.stringify(full, null, 2) : full.message;
   } finally {
