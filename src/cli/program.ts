@@ -21,6 +21,7 @@ import {
   VALIDATE_FLAGS,
 } from '../options/flags.js';
 import { SIMULATOR_FLAGS } from '../options/simulator-flags.js';
+import { helpFooter } from '../options/help.js';
 import { GENBATCH_VERSION } from '../util/version.js';
 
 /** What a command line runs against: the process's own for the bin, streams and an environment of their own in the tests. */
@@ -37,22 +38,14 @@ export interface CliIo {
 }
 
 const HELP_AFTER = `
-Environment:
-  GENBATCH_API_KEY    the API key (never a flag, never logged or stored)
-  GENBATCH_BASE_URL   the service's base URL, ending in /v1 (or --base-url)
-  --simulate          on any command that talks to the service: an in-process simulator, no key, no credits
-
 Examples:
   genbatch validate catalog.yaml --online
   genbatch estimate catalog.yaml
-  genbatch run catalog.yaml --simulate      a rehearsal: outputs go to <out dir>.simulated
+  genbatch run catalog.yaml --simulate      a rehearsal on the embedded simulator (no key, no credits): outputs go to <out dir>.simulated
   genbatch run catalog.yaml                 run, or resume after a stop or a crash: nothing is paid twice
   genbatch status catalog.yaml
-  genbatch retry catalog.yaml --code GENERATION_FAILED
-
-Exit codes:
-  0 every item done   1 some items failed   2 usage or invalid manifest   3 stopped early (budget, credits, key)
-  4 the environment (service unreachable, state held, output dir, disk)   130 interrupted`;
+  genbatch retry --code GENERATION_FAILED catalog.yaml
+${helpFooter()}`;
 
 /**
  * Parses `argv` (as process.argv: node, script, arguments), runs the command
@@ -124,10 +117,13 @@ interface CommandContext {
   exit(code: number): void;
 }
 
-/** A command of `manifest`, its description and its flags (all declared in src/options/). */
+/** A command of `manifest`, its description and its flags (all declared in src/options/), its help's footer. */
 function command(program: Command, name: string, description: string, flags: Record<string, FlagSpec>): Command {
-  return addFlags(program.command(name).argument('<manifest>').description(description), flags);
+  return withFooter(addFlags(program.command(name).argument('<manifest>').description(description), flags));
 }
+
+/** Every command's --help ends with the environment it reads and what its exit code means. */
+const withFooter = (cmd: Command): Command => cmd.addHelpText('after', helpFooter());
 
 function addManifestCommands(program: Command, ctx: CommandContext): void {
   command(program, 'validate', 'check a manifest; --online also checks it against the service', VALIDATE_FLAGS).action(
@@ -213,13 +209,13 @@ function addServiceCommands(program: Command, ctx: CommandContext): void {
     ctx.print(reconciled.text);
     ctx.exit(reconciled.exitCode);
   });
-  addFlags(program.command('models').description('list the models the key may use'), MODELS_FLAGS).action(
+  withFooter(addFlags(program.command('models').description('list the models the key may use'), MODELS_FLAGS)).action(
     async (opts) => ctx.print(await (await serviceInfo()).modelsCommand(opts, ctx.env)),
   );
 
-  addFlags(program.command('me').description('show credits, scopes and limits of the key'), ME_FLAGS).action(
-    async (opts) => ctx.print(await (await serviceInfo()).meCommand(opts, ctx.env)),
-  );
+  withFooter(
+    addFlags(program.command('me').description('show credits, scopes and limits of the key'), ME_FLAGS),
+  ).action(async (opts) => ctx.print(await (await serviceInfo()).meCommand(opts, ctx.env)));
 }
 
 function addReview(program: Command, ctx: CommandContext): void {
@@ -262,7 +258,7 @@ function addMetrics(program: Command, ctx: CommandContext): void {
 
 function addSimulate(program: Command, ctx: CommandContext): void {
   const simulate = program.command('simulate').description('start the embedded service simulator on loopback');
-  addFlags(simulate, SIMULATOR_FLAGS).action(async (opts) => {
+  withFooter(addFlags(simulate, SIMULATOR_FLAGS)).action(async (opts) => {
     const { simulateCommand } = await import('./commands/simulate.js');
     const { simulator, banner } = await simulateCommand(withDefaults(opts, SIMULATOR_FLAGS));
     ctx.print(banner);

@@ -56,8 +56,13 @@ export function liveLine(f: LiveFacts, columns = Infinity): string {
   const c = f.counts;
   const failed = c.failed + c.rejected + c.blocked + c.skipped;
   const finished = c.done + failed;
+  // The share is of the items that ended (done, failed, blocked…): "100% done 2/4" read as all done when two failed.
   const pct = f.total ? Math.floor((finished / f.total) * 100) : 100;
-  const parts = [`${pct}% done ${num(c.done)}/${num(f.total)}`];
+  const parts = [
+    finished >= f.total
+      ? `all ${num(f.total)} ended, ${num(c.done)} done`
+      : `${pct}% ended, ${num(c.done)}/${num(f.total)} done`,
+  ];
   if (f.pausedSince !== undefined) parts.push(`paused since ${localTime(f.pausedSince)}`);
   else if (f.bucket)
     parts.push(

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cleanEnv, runCli } from '../helpers/cli.js';
+import { cleanEnv, runCli, runCliInProcess } from '../helpers/cli.js';
 
 describe('CLI conventions', () => {
   it('--version prints the package version', async () => {
@@ -36,9 +36,19 @@ describe('CLI conventions', () => {
       '--simulate',
       'Examples:',
       'Exit codes:',
-      '130 interrupted',
+      '130  interrupted',
     ])
       expect(res.stdout).toContain(needle);
+  });
+
+  it("every command's help ends with the environment it reads and what each exit code means", async () => {
+    const commands = ['validate', 'estimate', 'run', 'status', 'pause', 'resume', 'drain', 'report', 'retry'];
+    for (const command of [...commands, 'reconcile', 'models', 'me', 'review', 'metrics', 'simulate']) {
+      const res = await runCliInProcess([command, '--help'], cleanEnv(), process.cwd());
+      expect(res.code, command).toBe(0);
+      expect(res.stdout, command).toMatch(/Environment:\n {2}GENBATCH_API_KEY /);
+      expect(res.stdout, command).toMatch(/Exit codes:\n {4}0 {2}every item done[\s\S]* {2}130 {2}interrupted/);
+    }
   });
 });
 

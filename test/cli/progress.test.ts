@@ -95,7 +95,7 @@ describe('times of day', () => {
 describe('the live line', () => {
   it('leads with the percentage, done/total and the ETA, then running, failed, credits and the pace', () => {
     expect(liveLine(facts())).toBe(
-      '12% done 12,345/100,000 · ETA 3 h 12 min · running 10 · queued 3 · downloading 2 · failed 7 · credits 98,760 net · 10/10 per min',
+      '12% ended, 12,345/100,000 done · ETA 3 h 12 min · running 10 · queued 3 · downloading 2 · failed 7 · credits 98,760 net · 10/10 per min',
     );
   });
 
@@ -107,7 +107,7 @@ describe('the live line', () => {
   it('fits 80 columns by dropping parts from the right, never the ETA', () => {
     const line = liveLine(facts(), 80);
     expect(line.length).toBeLessThan(80);
-    expect(line).toMatch(/^12% done 12,345\/100,000 · ETA 3 h 12 min · running 10/);
+    expect(line).toMatch(/^12% ended, 12,345\/100,000 done · ETA 3 h 12 min · running 10/);
     expect(line).not.toMatch(/·\s*$/);
     // Very narrow: the percentage and the ETA.
     expect(liveLine(facts(), 30)).toBe('12% · ETA 3 h 12 min');
@@ -208,7 +208,7 @@ describe('on a terminal that reports no width', () => {
         progress.onEvent({ kind: 'accepted', itemId: `i${i}`, attempt: 1, jobId: 'j', credits: 8 });
       progress.stop();
       const last = tty.written().split('\r\x1b[2K').at(-1)!.trim();
-      expect(last).toMatch(/^0% done 0\/5 · running 0 · credits 0 net · 3\/10 per window \(time x60\)$/);
+      expect(last).toMatch(/^0% ended, 0\/5 done · running 0 · credits 0 net · 3\/10 per window \(time x60\)$/);
       expect(last.length).toBeLessThan(80);
     } finally {
       store.close();
@@ -225,8 +225,8 @@ describe('off a terminal', () => {
     const progress = res.stderr.split('\n').filter(Boolean);
     expect(progress.length).toBeLessThanOrEqual(4);
     // Said at the run's first event, once the first submissions are on their way.
-    expect(progress[0]).toMatch(/^\d\d:\d\d \S+ started: 0% done 0\/30 · (ETA [^·]+ · )?running \d+/);
-    expect(progress.at(-1)).toMatch(/ended: 100% done 30\/30 · running 0 · credits \d+ net/);
+    expect(progress[0]).toMatch(/^\d\d:\d\d \S+ started: 0% ended, 0\/30 done · (ETA [^·]+ · )?running \d+/);
+    expect(progress.at(-1)).toMatch(/ended: all 30 ended, 30 done · running 0 · credits \d+ net/);
     expect(res.stderr).not.toMatch(/item-\d+/);
   });
 });
@@ -260,7 +260,7 @@ describe('under a real pseudo-terminal', () => {
     const visible = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, '');
     for (const frame of frames) {
       expect(visible(frame).length).toBeLessThan(60);
-      expect(visible(frame)).toMatch(/^\d+% done \d\/2 · /);
+      expect(visible(frame)).toMatch(/^(\d+% ended, \d\/2 done|all 2 ended, \d done) · /);
     }
     expect(frames.at(-1)).toContain('\x1b[31mfailed 1\x1b[39m');
     expect(out).toContain('\x1b[31m, failed 1, rejected 0, blocked 0, skipped 0\x1b[39m');

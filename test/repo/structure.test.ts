@@ -124,3 +124,16 @@ describe('prose that cannot drift', () => {
       expect(readFileSync(join(root, page), 'utf8'), page).not.toMatch(/\.\.\/shared|shared\/hooks/);
   });
 });
+
+describe('one table of exit codes', () => {
+  it("docs/reference.md's table is the one every command's --help prints", async () => {
+    const { EXIT_MEANINGS } = await import('../../src/util/exit-error.js');
+    const reference = readFileSync(join(root, 'docs', 'reference.md'), 'utf8');
+    const section = reference.slice(reference.indexOf('## Exit codes'));
+    const rows = [...section.slice(0, section.indexOf('\n## ')).matchAll(/^\| (\d+) \| (.+) \|$/gm)].map((m) => ({
+      code: Number(m[1]),
+      meaning: m[2],
+    }));
+    expect(rows).toEqual(EXIT_MEANINGS);
+  });
+});
