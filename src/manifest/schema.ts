@@ -50,7 +50,7 @@ const copyFields = {
 const itemFields = {
   type: z.enum(['image', 'video']).optional().describe('image (default) or video'),
   model: z.string().min(1).optional().describe('a model id from `genbatch models`'),
-  prompt: z.string().min(1).optional(),
+  prompt: z.string().min(1).optional().describe('what to generate; templates allowed'),
   aspectRatio: z.string().min(1).optional().describe('<w>:<h>, e.g. "4:5"'),
   resolution: z.string().min(1).optional().describe('e.g. 2K for images, 720p for videos'),
   duration: z
@@ -104,8 +104,8 @@ const videoPriceTable = z.record(
 );
 
 export const manifestSchema = z.strictObject({
-  $schema: z.string().optional(),
-  version: z.literal(1),
+  $schema: z.string().optional().describe('the JSON Schema editors check the manifest with'),
+  version: z.literal(1).describe('the manifest format: 1'),
   id: z
     .string()
     .min(1)
@@ -129,7 +129,8 @@ export const manifestSchema = z.strictObject({
         .optional()
         .describe('per output file; {{id}}, {{n}} (from 1), {{ext}}, {{model}}, {{type}} and vars'),
     })
-    .optional(),
+    .optional()
+    .describe('where outputs go and how they are named'),
   budget: z
     .strictObject({
       maxCredits: z
@@ -144,13 +145,17 @@ export const manifestSchema = z.strictObject({
           "per tag, the credits its items may be charged, net of refunds: that tag's items stop once it is spent; an item with several tags counts in each",
         ),
     })
-    .optional(),
-  vars: z.record(varName, scalar).optional(),
+    .optional()
+    .describe('what the run may spend (--max-credits overrides maxCredits)'),
+  vars: z.record(varName, scalar).optional().describe('values templates can use: {{name}}'),
   prices: z
     .record(z.string().describe('model id'), z.union([z.number().nonnegative(), videoPriceTable]))
     .optional()
     .describe('credits the catalog does not give: a number per job, or resolution → duration → credits'),
-  items: z.array(itemSchema).min(1, 'a manifest needs at least one item'),
+  items: z
+    .array(itemSchema)
+    .min(1, 'a manifest needs at least one item')
+    .describe('what to generate: each entry one item, or many with matrix, rows or repeat'),
 });
 
 export type Manifest = z.infer<typeof manifestSchema>;

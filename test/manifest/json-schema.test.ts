@@ -25,3 +25,14 @@ describe('schemas/manifest.schema.json', () => {
     expect(validate({ version: 1, items: [{ id: 'a', promt: 'x' }] })).toBe(false);
   });
 });
+
+describe('docs/manifest.md', () => {
+  it('is what the zod schema generates, every field with its type, what it is and an example', async () => {
+    const { manifestReferenceText, fieldsWithoutExample } = await import('../../src/manifest/manifest-doc.js');
+    const page = readFileSync(new URL('../../docs/manifest.md', import.meta.url), 'utf8');
+    expect(page).toBe(manifestReferenceText());
+    expect(fieldsWithoutExample()).toEqual([]);
+    for (const field of ['`id`', '`output.dir`', '`items[].rows`', '`items[].inputs[].from`', '`derivatives[].format`'])
+      expect(page).toContain(`| ${field} |`);
+  });
+});
