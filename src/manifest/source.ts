@@ -52,9 +52,16 @@ export class ManifestSource {
       logLevel: 'error',
     });
     const source = new ManifestSource(file, absPath, text, doc, lines);
-    for (const error of doc.errors) {
+    // A tab that indents a line makes the parser see the lines after it wrongly too: its own error, with the fix, is the
+    // one said (the others are noise that goes once the tab does).
+    const tabs = doc.errors.filter((e) => e.code === 'TAB_AS_INDENT');
+    for (const error of tabs.length ? tabs : doc.errors) {
       const pos = lines.linePos(error.pos[0]);
-      issues.add({ file, line: pos.line, column: pos.col, field: '(syntax)', message: error.message.split('\n')[0]! });
+      const message =
+        error.code === 'TAB_AS_INDENT'
+          ? 'a tab indents this line; YAML indents with spaces only: replace the tab with spaces'
+          : error.message.split('\n')[0]!;
+      issues.add({ file, line: pos.line, column: pos.col, field: '(syntax)', message });
     }
     return doc.errors.length > 0 ? undefined : source;
   }

@@ -92,7 +92,7 @@ export const RUN_FLAGS = {
   }),
   dailyCap: flag({
     flags: '--daily-cap <credits>',
-    help: "the key's daily cap",
+    help: "the key's daily cap (a key whose /me says a lower one keeps its own)",
     parse: positiveInt,
     default: DEFAULT_KEY_LIMITS.dailyCap,
   }),
@@ -216,12 +216,8 @@ export const ESTIMATE_FLAGS = {
   submitRate: RUN_FLAGS.submitRate,
   maxImagesInFlight: RUN_FLAGS.maxImagesInFlight,
   maxVideosInFlight: RUN_FLAGS.maxVideosInFlight,
-  dailyCap: flag({
-    flags: '--daily-cap <credits>',
-    help: "the key's daily cap",
-    parse: positiveInt,
-    defaultText: `what /me says, else ${DEFAULT_KEY_LIMITS.dailyCap}`,
-  }),
+  // The same cap as run's: 20,000 unless the key's /me says a lower one.
+  dailyCap: RUN_FLAGS.dailyCap,
   maxCredits: RUN_FLAGS.maxCredits,
   redoRejected: flag({
     flags: '--redo-rejected',
@@ -300,7 +296,7 @@ export const SERVER_FLAGS = {
   port: flag({ flags: '--port <n>', help: 'port (0 picks a free one)', parse: port, default: 0 }),
   host: flag({
     flags: '--host <address>',
-    help: 'address to listen on (loopback unless you say otherwise)',
+    help: "the one address to listen on: loopback, or one of this machine's addresses (said as reachable from other machines, the token still needed); every address at once (0.0.0.0, ::) is refused",
     default: '127.0.0.1',
   }),
 };

@@ -69,6 +69,8 @@ export interface PreparedRun extends OpenedService {
   redoneRejected: readonly string[];
   /** No state was here: the newest whole snapshot beside the outputs was restored (and those passed over, torn). */
   restored: { from: string; takenAt: number; skipped: readonly string[] } | undefined;
+  /** The state was made by another manifest file of the same name, still there: this run goes on with its state. */
+  madeBy: string | undefined;
 }
 
 /** A run under way: its runner, its log, and how to close what it holds once it ends. */
@@ -127,9 +129,11 @@ export async function prepareRun(
   const redoneRejected = request.redoRejected
     ? opened.store.items.putBackRejected(opened.store.reviews.rejectedCurrent(), Date.now())
     : [];
+  const recorded = opened.store.meta('manifest');
   return {
     redoneRejected,
     restored,
+    madeBy: recorded && recorded !== manifest.source.absPath && existsSync(recorded) ? recorded : undefined,
     ...opened,
     manifest,
     statePath,

@@ -124,6 +124,23 @@ describe('a rehearsal never touches a real run', () => {
   });
 });
 
+describe('a state keyed by a name two manifest files share', () => {
+  it('is said, naming the other file, when a copy of a manifest goes on with its state', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(t.sim, imageManifest(2));
+    expect((await ws.run()).code).toBe(0);
+    // A copy with another budget, the same name: the state is keyed by the name.
+    writeFileSync(join(ws.dir, 'copy.yaml'), `name: m\n${imageManifest(2)}`);
+    const copy = await runCliInProcess(['run', 'copy.yaml', '--time-scale', '600'], ws.env, ws.dir);
+    expect(copy.code, copy.stderr).toBe(0);
+    expect(copy.stderr).toContain(
+      `the state ${ws.statePath} is the run of ${join(ws.dir, 'm.yaml')}, another manifest file named m: this run goes on with it`,
+    );
+    // The manifest itself says nothing of the sort.
+    expect((await ws.run()).stderr).not.toContain('another manifest file');
+  });
+});
+
 function pick(o: Record<string, string>, keys: string[]): Record<string, string> {
   return Object.fromEntries(keys.filter((k) => k in o).map((k) => [k, o[k]!]));
 }

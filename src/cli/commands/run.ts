@@ -84,6 +84,10 @@ interface Shown {
 function sayStart(out: NodeJS.WriteStream, request: ResolvedRunOptions, prepared: PreparedRun, shown: Shown): void {
   const { pool, manifest, statePath } = prepared;
   if (prepared.warnings.length) out.write(`${warningReport(prepared.warnings)}\n`);
+  if (prepared.madeBy)
+    out.write(
+      `the state ${statePath} is the run of ${prepared.madeBy}, another manifest file named ${manifest.name}: this run goes on with it (its items, budget and outputs as recorded there). To keep the two apart, give this one another name: (or --state FILE)\n`,
+    );
   const { restored } = prepared;
   if (restored) {
     for (const torn of restored.skipped) out.write(`a snapshot of the state was passed over: ${torn}\n`);
