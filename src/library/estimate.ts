@@ -76,6 +76,9 @@ interface RunSoFar {
 }
 
 function runSoFar(m: LoadedManifest, opts: EstimateFlags, cwd: string): RunSoFar | undefined {
+  // A rehearsal starts over each time: what an earlier one sent is not what the next one will (but --redo-rejected
+  // goes on with its state, and --state names one).
+  if (opts.simulate && !opts.state && !opts.redoRejected) return undefined;
   const path = statePathFor(m, opts.state, cwd, Boolean(opts.simulate) && !opts.state);
   if (!existsSync(path)) {
     if (opts.redoRejected)

@@ -204,6 +204,24 @@ describe('genbatch estimate', () => {
     }
   });
 
+  it('after a rehearsal, estimate --simulate prices a fresh one (a rehearsal starts over); after a whole real run, nothing remains', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const env = cleanEnv({ GENBATCH_BASE_URL: t.sim.baseUrl, GENBATCH_API_KEY: t.sim.apiKey });
+    const dir = mkdtempSync(join(tmpdir(), 'genbatch-estimate-'));
+    const items = Array.from({ length: 5 }, (_, i) => `  - { id: mug-${i}, prompt: "mug ${i}" }`).join('\n');
+    writeFileSync(join(dir, 'm.yaml'), `version: 1\ndefaults: { model: studio-lite }\nitems:\n${items}\n`);
+    const fresh = await runCliInProcess(['estimate', 'm.yaml', '--simulate'], cleanEnv(), dir);
+    expect((await runCliInProcess(['run', 'm.yaml', '--simulate'], cleanEnv(), dir)).code).toBe(0);
+    const after = await runCliInProcess(['estimate', 'm.yaml', '--simulate'], cleanEnv(), dir);
+    expect(after.stdout).not.toContain('remaining:');
+    expect(after.stdout.match(/^time: .*$/m)?.[0]).toBe(fresh.stdout.match(/^time: .*$/m)?.[0]);
+    expect((await runCliInProcess(['run', 'm.yaml', '--time-scale', '600'], env, dir)).code).toBe(0);
+    const done = await runCliInProcess(['estimate', 'm.yaml'], env, dir);
+    expect(done.stdout).toContain('remaining: nothing: all 5 items were sent (10 credits charged net)');
+    expect(done.stdout).toMatch(/^time: {6}about 0 s for the rest/m);
+    expect(done.stdout).not.toContain('plan:');
+  });
+
   it('an invalid manifest is exit 2 before any request', async () => {
     const res = await runCliInProcess(
       ['estimate', 'test/fixtures/bad/12-duplicate-ids-after-matrix.yaml', '--simulate'],

@@ -139,7 +139,9 @@ function formatEstimate(
       `${n(e.credits.unpricedItems)} items have no known price: the catalog gives none; add them under prices: in the manifest.`,
     );
   const r = more.remaining;
-  if (r)
+  if (r && r.items.total === 0)
+    lines.push(`remaining: nothing: all ${n(e.items.total)} items were sent (${n(more.spent)} credits charged net)`);
+  else if (r)
     lines.push(
       `remaining: ${n(r.items.total)} of ${n(e.items.total)} items not sent yet, ${r.credits.complete ? '' : 'at least '}${n(r.credits.total)} credits, about ${formatDuration(r.duration.seconds)} (${n(more.spent)} credits already charged net)`,
     );
@@ -158,12 +160,14 @@ function formatEstimate(
       `budget:    ${n(judged.budget.maxCredits)} credits, ${within ? 'within budget' : `over budget: the run stops after about ${n(judged.budget.itemsWithin)} items`}`,
     );
   }
+  // With a run under way, the time and the plan are the rest's, as the balance and the budget are.
+  const rest = r ? ' for the rest' : '';
   lines.push(
-    `time:      about ${formatDuration(e.duration.seconds)}, limited by the ${e.duration.limitedBy}`,
+    `time:      about ${formatDuration(judged.duration.seconds)}${rest}, limited by the ${judged.duration.limitedBy}`,
     `           (submissions ${formatRate(limits.submit)}; ${limits.imagesInFlight} images in flight at ~50 s, ${limits.videosInFlight} videos at ~5.5 min, the spec's typical durations)`,
   );
   if (e.tags.length) lines.push('', tagTable(e.tags));
-  if (e.plan) lines.push('', ...planLines(e.plan));
+  if (judged.plan && judged.items.total > 0) lines.push('', ...planLines(judged.plan));
   for (const p of more.problems) lines.push(`cannot run as planned (${p.reason}): ${p.message}`);
   return lines.join('\n');
 }
