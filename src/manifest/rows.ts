@@ -52,7 +52,7 @@ export async function* readRows(
   try {
     const bytes = await files.read(absPath);
     if (/\.jsonl$|\.ndjson$/i.test(absPath)) yield* readJsonl(bytes, file, issues);
-    else yield* readCsv(bytes);
+    else yield* readCsv(bytes, file, issues);
   } catch (error) {
     const e = error as NodeJS.ErrnoException & { lines?: number };
     const reason = e.code === 'ENOENT' ? 'no such file' : e.code === 'EACCES' ? 'not readable' : e.message;
@@ -76,7 +76,7 @@ function* decodedChunks(bytes: Buffer): Generator<string> {
 
 const NEWLINE = 0x0a;
 
-async function* readCsv(bytes: Buffer): AsyncGenerator<Row[]> {
+async function* readCsv(bytes: Buffer, file: string, issues: IssueList): AsyncGenerator<Row[]> {
   const reader = new PlainCsvReader();
   let given = 0;
   for (const chunk of decodedChunks(bytes)) {
@@ -91,7 +91,7 @@ async function* readCsv(bytes: Buffer): AsyncGenerator<Row[]> {
     return;
   }
   // csv-parse reads the file from its start; the rows the fast reader gave are the same ones, and are not given twice.
-  yield* skipRows(readCsvWithCsvParse(bytes), given);
+  yield* skipRows(readCsvWithCsvParse(bytes, file, issues), given);
 }
 
 async function* skipRows(batches: AsyncGenerator<Row[]>, count: number): AsyncGenerator<Row[]> {
@@ -111,20 +111,33 @@ function* slices(bytes: Buffer): Generator<Buffer> {
   for (let at = 0; at < bytes.length; at += CHUNK_BYTES) yield bytes.subarray(at, at + CHUNK_BYTES);
 }
 
-export async function* readCsvWithCsvParse(bytes: Buffer): AsyncGenerator<Row[]> {
+export async function* readCsvWithCsvParse(bytes: Buffer, file = '', issues?: IssueList): AsyncGenerator<Row[]> {
   const { LineTaggedParser } = await import('./csv-parser.js'); // only a file the fast reader leaves needs csv-parse: not loaded at start
-  const file = Readable.from(slices(bytes), { objectMode: false });
-  const parser = file.pipe(
+  const source = Readable.from(slices(bytes), { objectMode: false });
+  const parser = source.pipe(
     new LineTaggedParser({
-      columns: (header: string[]) => header.map((h) => h.trim()),
       bom: true,
       skip_empty_lines: true,
       relax_quotes: false,
+      // Ragged rows are set aside by the parser, each said below with its line.
+      relax_column_count: true,
     }),
   );
   // pipe() leaves its source running when the parser stops on an error: end it with the parser.
-  parser.once('close', () => file.destroy());
-  yield* batches(parser);
+  parser.once('close', () => source.destroy());
+  try {
+    yield* batches(parser);
+  } finally {
+    const columns = parser.header ?? [];
+    for (const { line, found } of parser.ragged)
+      issues?.add({
+        file,
+        line,
+        column: 1,
+        field: 'rows',
+        message: `this row has ${found} field${found === 1 ? '' : 's'}, the header ${columns.length} (${columns.join(', ')}): give each row one value per column (quote a value that holds a comma)`,
+      });
+  }
 }
 
 /**
