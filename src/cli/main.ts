@@ -14,6 +14,12 @@ const onSignal = () => {
 };
 process.on('SIGINT', onSignal);
 process.on('SIGTERM', onSignal);
+// A reader that stopped reading (`genbatch … --help | head`, a live line piped into a closed pager) closes the pipe:
+// what is still said there is dropped, and the command goes on to its own end and exit code, with no stack trace.
+for (const stream of [process.stdout, process.stderr])
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE' && error.code !== 'ERR_STREAM_DESTROYED') throw error;
+  });
 /** Gives the process's signals to `handler` until the returned function is called. */
 const takeSignals = (handler: () => void) => {
   taker = handler;

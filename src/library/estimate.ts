@@ -3,7 +3,8 @@ import type { PoolSetup } from '../api/pool-setup.js';
 import { blockers, estimate as estimateItems, type Estimate } from '../estimate/index.js';
 import { issueReport, loadValid } from '../manifest/load-valid.js';
 import { checkAgainstService } from '../manifest/online.js';
-import { IssueList, runBudget, type LoadedManifest } from '../manifest/index.js';
+import { dependenciesOf, IssueList, runBudget, type LoadedManifest } from '../manifest/index.js';
+import { selects } from '../runner/index.js';
 import { RunClock } from '../scheduler/clock.js';
 import { combinedLimits, DEFAULT_KEY_LIMITS, formatRate, type KeyLimits } from '../scheduler/limits.js';
 import { openStateReadOnly, statePathFor } from '../store/state-path.js';
@@ -20,7 +21,16 @@ export type EstimateFlags = FlagValues<typeof ESTIMATE_FLAGS>;
 
 export type EstimateOptions = Pick<
   GivenRunFlags,
-  'state' | 'submitRate' | 'maxImagesInFlight' | 'maxVideosInFlight' | 'dailyCap' | 'maxCredits' | 'redoRejected'
+  | 'state'
+  | 'only'
+  | 'submitRate'
+  | 'readRate'
+  | 'uploadRate'
+  | 'maxImagesInFlight'
+  | 'maxVideosInFlight'
+  | 'dailyCap'
+  | 'maxCredits'
+  | 'redoRejected'
 > &
   Credentials & {
     cwd?: string;
@@ -108,7 +118,9 @@ export async function estimateWith(
   env: NodeJS.ProcessEnv,
   cwd: string,
 ): Promise<EstimateFigures> {
-  const loaded = await loadValid(path, cwd);
+  const whole = await loadValid(path, cwd);
+  // --only: the items it chooses and what they wait for, as run --only sends them.
+  const loaded = opts.only ? { ...whole, items: chosen(whole.items, opts.only) } : whole;
   const soFar = runSoFar(loaded, opts, cwd);
   const [{ Catalog }, { setUpPool }] = await Promise.all([import('../api/catalog.js'), import('../api/pool-setup.js')]);
   const connection = await connect(opts, env);
@@ -167,11 +179,28 @@ export async function estimateWith(
   }
 }
 
+/** The items `only` chooses, and every item they wait for (however far back), in manifest order. */
+function chosen(items: LoadedManifest['items'], only: readonly string[]): LoadedManifest['items'] {
+  const pick = selects(only);
+  const byId = new Map(items.map((i) => [i.id, i]));
+  const wanted = new Set<string>();
+  const want = (id: string): void => {
+    if (wanted.has(id)) return;
+    wanted.add(id);
+    const item = byId.get(id);
+    if (item) for (const dep of dependenciesOf(item)) want(dep.id);
+  };
+  for (const item of items) if (pick(item.id, item.tags ?? [])) want(item.id);
+  return items.filter((i) => wanted.has(i.id));
+}
+
 /** The limits the settings give, over the spec's defaults. */
 function limitsOf(opts: EstimateFlags): KeyLimits {
   return {
     ...DEFAULT_KEY_LIMITS,
     ...(opts.submitRate ? { submit: opts.submitRate } : {}),
+    ...(opts.readRate ? { read: opts.readRate } : {}),
+    ...(opts.uploadRate ? { upload: opts.uploadRate } : {}),
     ...(opts.maxImagesInFlight ? { imagesInFlight: opts.maxImagesInFlight } : {}),
     ...(opts.maxVideosInFlight ? { videosInFlight: opts.maxVideosInFlight } : {}),
     ...(opts.dailyCap ? { dailyCap: opts.dailyCap } : {}),

@@ -205,20 +205,18 @@ export const RUN_FLAGS = {
 };
 
 /** What `estimate` takes. */
+/**
+ * What `estimate` takes: every flag of `run`, so `run` can be priced by its own command line. `--only`, the
+ * limits, `--daily-cap` and `--max-credits` change the figures; the others change nothing here.
+ */
 export const ESTIMATE_FLAGS = {
-  ...CONNECTION_FLAGS,
+  ...RUN_FLAGS,
   json: flag({ flags: '--json', help: 'print the figures as JSON' }),
   state: flag({
     flags: '--state <path>',
     help: "a run's state file: the estimate then also says what remains to spend",
     defaultText: "the manifest's own, when it has run",
   }),
-  submitRate: RUN_FLAGS.submitRate,
-  maxImagesInFlight: RUN_FLAGS.maxImagesInFlight,
-  maxVideosInFlight: RUN_FLAGS.maxVideosInFlight,
-  // The same cap as run's: 20,000 unless the key's /me says a lower one.
-  dailyCap: RUN_FLAGS.dailyCap,
-  maxCredits: RUN_FLAGS.maxCredits,
   redoRejected: flag({
     flags: '--redo-rejected',
     help: 'also count the items rejected in genbatch review, as run --redo-rejected makes them again',

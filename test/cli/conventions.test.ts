@@ -2,7 +2,9 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cleanEnv, runCli, runCliInProcess } from '../helpers/cli.js';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { CLI, cleanEnv, runCli, runCliInProcess } from '../helpers/cli.js';
 
 describe('CLI conventions', () => {
   it('--version prints the package version', async () => {
@@ -39,6 +41,20 @@ describe('CLI conventions', () => {
       '130  interrupted',
     ])
       expect(res.stdout).toContain(needle);
+  });
+
+  it("a reader that closes the pipe early (--help | head) meets no stack trace, and the exit code is the command's", async () => {
+    const child = spawn(process.execPath, [CLI, 'run', '--help'], {
+      env: cleanEnv(),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let err = '';
+    child.stderr!.on('data', (d) => (err += d));
+    // The pipe closed before the help is written, as a reader that stopped early leaves it.
+    child.stdout!.destroy();
+    const [code] = await once(child, 'exit');
+    expect(err).toBe('');
+    expect(code).toBe(0);
   });
 
   it("every command's help ends with the environment it reads and what each exit code means", async () => {

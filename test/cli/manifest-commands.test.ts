@@ -222,6 +222,41 @@ describe('genbatch estimate', () => {
     expect(done.stdout).not.toContain('plan:');
   });
 
+  it('takes every flag of run: --only prices the chosen items and what they wait for; the others change nothing', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'genbatch-estimate-'));
+    writeFileSync(
+      join(dir, 'm.yaml'),
+      [
+        'version: 1',
+        'defaults: { model: studio-lite }',
+        'items:',
+        '  - { id: base, prompt: p }',
+        '  - { id: edit-1, model: studio-edit, prompt: p, inputs: [{ from: base }] }',
+        '  - { id: other, prompt: p, tags: [rush] }',
+        '',
+      ].join('\n'),
+    );
+    const estimateOf = async (args: string[]) => {
+      const res = await runCliInProcess(['estimate', 'm.yaml', '--simulate', '--json', ...args], cleanEnv(), dir);
+      expect(res.code, res.stderr).toBe(0);
+      return JSON.parse(res.stdout);
+    };
+    expect((await estimateOf([])).items.total).toBe(3);
+    expect((await estimateOf(['--only', 'edit-*'])).items.total).toBe(2);
+    expect((await estimateOf(['--only', 'tag:rush'])).items.total).toBe(1);
+    // A run's own command line, priced as it is: what cannot change the spend is taken and changes nothing.
+    const same = await estimateOf([
+      '--out',
+      'elsewhere',
+      '--max-retries',
+      '5',
+      '--redo-changed',
+      '--idle-timeout',
+      '9',
+    ]);
+    expect(same.credits).toEqual((await estimateOf([])).credits);
+  });
+
   it('an invalid manifest is exit 2 before any request', async () => {
     const res = await runCliInProcess(
       ['estimate', 'test/fixtures/bad/12-duplicate-ids-after-matrix.yaml', '--simulate'],
