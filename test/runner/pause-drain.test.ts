@@ -133,4 +133,24 @@ describe('pause, resume and drain from another shell', () => {
     );
     expect((await control(ws, 'resume')).stdout).toMatch(/^not paused/);
   });
+
+  it('before anything ran: a pause is recorded (the first run starts paused), a resume or a drain has nothing to act on', {
+    timeout: 60_000,
+  }, async () => {
+    const t = await startTestSim({ timeScale: 60 });
+    const ws = workspace(t.sim, imageManifest(3), {}, 60);
+    expect(await control(ws, 'resume')).toMatchObject({ code: 0, stdout: 'not paused: m.yaml has not run yet\n' });
+    expect(await control(ws, 'drain')).toMatchObject({ code: 0, stdout: 'nothing to drain: m.yaml has not run yet\n' });
+    const paused = await control(ws, 'pause');
+    expect(paused.code).toBe(0);
+    expect(paused.stdout).toMatch(/^paused: no run holds this state; recorded, so a run started on it starts paused/);
+    // The first run takes the state the pause made: it starts paused and sends nothing until resumed.
+    const run = ws.start();
+    await run.waitFor(/paused since/);
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(0);
+    expect((await control(ws, 'resume')).stdout).toMatch(/^resumed: the run/);
+    const [code] = (await once(run.child, 'exit')) as [number];
+    expect(code, run.output()).toBe(0);
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(3);
+  });
 });

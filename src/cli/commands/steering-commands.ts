@@ -2,7 +2,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Store, type SteeringAnswer, type SteeringMode } from '../../store/index.js';
 import { EXIT, ExitError } from '../../library/outcome.js';
 import { localDateTime, num } from '../format.js';
-import { existingStatePathFor } from '../../store/state-path.js';
+import { existsSync } from 'node:fs';
+import { existingStatePathFor, statePathFor } from '../../store/state-path.js';
 import { locate } from '../../manifest/load-valid.js';
 import type { FlagValues } from '../../options/flag.js';
 import type { STATE_FLAGS } from '../../options/flags.js';
@@ -43,6 +44,16 @@ export async function steeringCommand(
   cwd: string,
 ): Promise<string> {
   const manifest = await locate(path, cwd);
+  const rehearsal = Boolean(flags.simulate) && !flags.state;
+  const own = statePathFor(manifest, flags.state, cwd, rehearsal);
+  // Nothing ran yet, here or as the other kind of run (whose state the refusal below points to), and no path given.
+  const nothingRan =
+    !flags.state && !existsSync(own) && !existsSync(statePathFor(manifest, undefined, cwd, !rehearsal));
+  if (nothingRan) {
+    const early = beforeAnyRun(command, own, flags, path);
+    if (early)
+      return flags.json ? JSON.stringify({ command, state: own, run: null, ...early }, null, 2) : early.message;
+  }
   const statePath = existingStatePathFor(manifest, flags, cwd);
   let opened: ReturnType<typeof Store.openForSteering>;
   try {
@@ -125,5 +136,29 @@ async function answerOf(
     const answer = store.steering.answer();
     if (answer && answer.mode === mode && answer.at >= askedAt) return answer;
   }
+  return undefined;
+}
+
+/**
+ * Before anything ran (no state yet): a pause is recorded in a new state, so
+ * the first run starts paused; a resume or a drain has nothing to act on. A
+ * rehearsal starts over each time, so nothing is recorded for it.
+ */
+function beforeAnyRun(
+  command: ControlCommand,
+  statePath: string,
+  flags: FlagValues<typeof STATE_FLAGS>,
+  path: string,
+): Omit<ControlResult, 'command' | 'state' | 'run'> | undefined {
+  if (command === 'resume') return { recorded: false, answer: null, message: `not paused: ${path} has not run yet` };
+  if (command === 'drain')
+    return { recorded: false, answer: null, message: `nothing to drain: ${path} has not run yet` };
+  if (flags.simulate)
+    throw new ExitError(
+      EXIT.usage,
+      `no rehearsal has run yet (${statePath}), and one starts over each time: pause it while it runs (genbatch pause ${path} --simulate)`,
+    );
+  // The state made here is the one the first run takes up: it records the pause, and nothing else.
+  Store.open(statePath).close();
   return undefined;
 }
