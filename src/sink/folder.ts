@@ -102,8 +102,14 @@ export class FolderSink implements OutputSink {
 
   async writeMarker(text: string): Promise<void> {
     const marker = await this.create(OWNER_FILE, 'replace', { durable: true });
-    await marker.write(text);
-    await marker.commit();
+    try {
+      await marker.write(text);
+      await marker.commit();
+    } catch (error) {
+      // A full disk, say: the temporary and its handle go, the marker there stays as it was.
+      await marker.abort();
+      throw error;
+    }
   }
 
   async create(

@@ -106,8 +106,13 @@ export class BucketSink implements OutputSink {
 
   async writeMarker(marker: string): Promise<void> {
     const writer = await this.create(OWNER_FILE, 'replace');
-    await writer.write(marker);
-    await writer.commit();
+    try {
+      await writer.write(marker);
+      await writer.commit();
+    } catch (error) {
+      await writer.abort();
+      throw error;
+    }
   }
 
   /** An output is saved in the staging folder (then published); anything else is put in the bucket at its commit. */
