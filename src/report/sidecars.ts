@@ -1,4 +1,4 @@
-import type { OutputSink } from '../sink/index.js';
+import { writeWhole, type OutputSink } from '../sink/index.js';
 import type { ResultRow } from './results.js';
 
 /** What a sidecar holds: its item's result row, and which of the item's files it sits beside. */
@@ -13,14 +13,7 @@ export async function writeSidecars(outputs: OutputSink, rows: readonly ResultRo
   for (const row of rows) {
     for (const file of row.files) {
       const sidecar: Sidecar = { ...row, file };
-      const writer = await outputs.create(sidecarPathOf(file.path), 'replace');
-      try {
-        await writer.write(`${JSON.stringify(sidecar, null, 2)}\n`);
-        await writer.commit();
-      } catch (error) {
-        await writer.abort();
-        throw error;
-      }
+      await writeWhole(outputs, sidecarPathOf(file.path), 'replace', `${JSON.stringify(sidecar, null, 2)}\n`);
       written++;
     }
   }

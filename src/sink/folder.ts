@@ -6,6 +6,7 @@ import { pipeline } from 'node:stream/promises';
 import { resolveInside } from '../manifest/index.js';
 import { GenbatchError } from '../util/errors.js';
 import { OWNER_FILE } from './owner.js';
+import { writeWhole } from './write-whole.js';
 import type {
   ByteRange,
   OpenedFile,
@@ -101,15 +102,7 @@ export class FolderSink implements OutputSink {
   }
 
   async writeMarker(text: string): Promise<void> {
-    const marker = await this.create(OWNER_FILE, 'replace', { durable: true });
-    try {
-      await marker.write(text);
-      await marker.commit();
-    } catch (error) {
-      // A full disk, say: the temporary and its handle go, the marker there stays as it was.
-      await marker.abort();
-      throw error;
-    }
+    await writeWhole(this, OWNER_FILE, 'replace', text, { durable: true });
   }
 
   async create(

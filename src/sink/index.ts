@@ -45,3 +45,4 @@ export {
   SnapshotKeeper,
   StateSnapshots,
 } from './bucket/state-snapshots.js';
+export { writeWhole } from './write-whole.js';

@@ -5,7 +5,7 @@ import { checkImage } from '../../copies/checks.js';
 import { copiesOf, type MadeCopy } from '../../copies/derivative.js';
 import type { Logger } from '../../log/logger.js';
 import { derivativePath, type Derivative, type CopyPlan, type OutputChecks } from '../../manifest/index.js';
-import type { OutputSink } from '../../sink/index.js';
+import { writeWhole, type OutputSink } from '../../sink/index.js';
 import type { Store, ToCopy } from '../../store/index.js';
 import type { Control } from '../core/control.js';
 
@@ -132,14 +132,7 @@ export class Copier {
     const path = derivativePath(row.path, copy.derivative);
     const staged = outputs.publishing !== undefined;
     // A copy is made again, the same, from the same original: one a killed run left there is replaced.
-    const file = await outputs.create(path, 'replace', { durable: staged, output: staged });
-    try {
-      await file.write(copy.data);
-      await file.commit();
-    } catch (error) {
-      await file.abort();
-      throw error;
-    }
+    await writeWhole(outputs, path, 'replace', copy.data, { durable: staged, output: staged });
     const sha256 = createHash('sha256').update(copy.data).digest('hex');
     const { format, width, height } = copy;
     const bytes = copy.data.length;

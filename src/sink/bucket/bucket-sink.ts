@@ -9,6 +9,7 @@ import mime from 'mime-types';
 import { resolveInside, type BucketLocation } from '../../manifest/index.js';
 import type { FolderSink } from '../folder.js';
 import { OWNER_FILE } from '../owner.js';
+import { writeWhole } from '../write-whole.js';
 import type {
   OpenedFile,
   OutputCheck,
@@ -105,14 +106,7 @@ export class BucketSink implements OutputSink {
   }
 
   async writeMarker(marker: string): Promise<void> {
-    const writer = await this.create(OWNER_FILE, 'replace');
-    try {
-      await writer.write(marker);
-      await writer.commit();
-    } catch (error) {
-      await writer.abort();
-      throw error;
-    }
+    await writeWhole(this, OWNER_FILE, 'replace', marker);
   }
 
   /** An output is saved in the staging folder (then published); anything else is put in the bucket at its commit. */
