@@ -1,7 +1,7 @@
 import type UPlot from 'uplot';
 import type { RunSeries } from './data.js';
 
-/** uPlot, loaded as a script of its own: it refuses to start in a browser whose language Intl does not know (a POSIX "en-US@posix"). */
+/** uPlot, loaded as a script of its own (behind the language fallback of language.ts): a page without plots never loads it. */
 const uPlotGlobal = (): typeof UPlot | undefined => (globalThis as { uPlot?: typeof UPlot }).uPlot;
 
 interface Line {
@@ -93,7 +93,7 @@ export class RunPlots {
     this.charts = [];
     const Plot = uPlotGlobal();
     if (typeof Plot !== 'function') {
-      this.note('the plots need a browser language Intl knows');
+      this.note('the plots could not be drawn in this browser');
       return;
     }
     if (!s.t.length) {

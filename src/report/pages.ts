@@ -44,7 +44,7 @@ export function pages(): Promise<Pages> {
       read(join(dir, 'review-page.html')),
       read(join(dir, 'gallery.js')),
       read(join(dir, 'gallery.css')),
-      read(require.resolve('uplot/dist/uPlot.iife.min.js')),
+      read(join(dir, 'uplot.js')),
       read(require.resolve('uplot/dist/uPlot.min.css')),
     ]);
     return {

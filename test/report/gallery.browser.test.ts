@@ -199,6 +199,55 @@ describe('the gallery, opened in headless Chromium from the file system', () => 
     expect(shown.images.length).toBeGreaterThan(0);
   });
 
+  it.each([
+    ['a POSIX locale', 'en-US@posix'],
+    ['no language', ''],
+  ])('draws the plots in a browser with %s, in English', async (_, language) => {
+    const t = [0, 60_000, 120_000];
+    const dir = mkdtempSync(join(tmpdir(), 'genbatch-gallery-'));
+    writeFileSync(
+      join(dir, 'index.html'),
+      await renderGallery({
+        title: 'plots',
+        generatedAt: Date.now(),
+        rows: [],
+        posters: new Map(),
+        credits: { charged: 2400, refunded: 0, net: 2400 },
+        failures: {},
+        run: { seconds: 120, sessions: 1 },
+        plots: {
+          bucketMs: 60_000,
+          windowMs: 60_000,
+          t,
+          submissions: [10, 10, 5],
+          submitLimit: 10,
+          credits: [800, 1600, 2400],
+          capAllowed: [20_000, 20_000, 20_000],
+          budget: null,
+          inFlight: [10, 10, 5],
+          inFlightLimit: 10,
+        },
+      }),
+    );
+    const browser = await launchChromium();
+    const page = await browser.newPage();
+    const problems: string[] = [];
+    page.on('pageerror', (e) => problems.push(e.message));
+    page.on('console', (m) => {
+      if (m.type() === 'warning' || m.type() === 'error') problems.push(m.text());
+    });
+    // What Chromium reports under LANG=C on some machines, forced here whatever this machine's locale.
+    await page.addInitScript(
+      (tag) => Object.defineProperty(navigator, 'language', { get: () => tag, configurable: true }),
+      language,
+    );
+    await page.goto(pathToFileURL(join(dir, 'index.html')).href);
+    expect(await page.evaluate(() => navigator.language)).toBe('en');
+    expect(await page.$$('#plots canvas')).toHaveLength(3);
+    expect(await page.$$('.plots-empty')).toHaveLength(0);
+    expect(problems).toEqual([]);
+  });
+
   it('a big catalog draws a page of cards at a time, and its filters count every item, drawn or not', async () => {
     const rows: ResultRow[] = Array.from({ length: 450 }, (_, i) => ({
       id: `sku-${i}`,
