@@ -162,17 +162,29 @@ export interface ResolvedOptions {
   clock: Clock;
 }
 
+/** What the simulator does when told nothing (in service seconds where a duration); `simulate --help` says these. */
+export const SIMULATOR_DEFAULTS = {
+  timeScale: 1,
+  seed: 1,
+  credits: 100_000,
+  imageSeconds: [10, 90] as [number, number],
+  videoSeconds: [60, 600] as [number, number],
+  linkTtlSeconds: 15 * 60,
+  uploadTtlSeconds: 60 * 60,
+} as const;
+
 export function resolveOptions(options: SimulatorOptions): ResolvedOptions {
-  const timeScale = options.timeScale ?? 1;
+  const d = SIMULATOR_DEFAULTS;
+  const timeScale = options.timeScale ?? d.timeScale;
   if (!(timeScale > 0)) throw new Error(`timeScale must be a positive number, got ${timeScale}`);
   const ms = (seconds: number) => (seconds * 1000) / timeScale;
   const limits = { ...DEFAULT_LIMITS, ...options.limits };
-  const image = options.imageSeconds ?? [10, 90];
-  const video = options.videoSeconds ?? [60, 600];
+  const image = options.imageSeconds ?? d.imageSeconds;
+  const video = options.videoSeconds ?? d.videoSeconds;
   return {
     timeScale,
-    seed: options.seed ?? 1,
-    credits: options.credits ?? 100_000,
+    seed: options.seed ?? d.seed,
+    credits: options.credits ?? d.credits,
     subscriptionCredits: options.subscriptionCredits ?? 0,
     failureRate: options.failureRate ?? 0,
     expiryRate: options.expiryRate ?? 0,
@@ -187,8 +199,8 @@ export function resolveOptions(options: SimulatorOptions): ResolvedOptions {
     imageOutputs: options.imageOutputs ?? 1,
     limits,
     windowMs: ms(limits.windowSeconds),
-    linkTtlMs: ms(options.linkTtlSeconds ?? 15 * 60),
-    uploadTtlMs: ms(options.uploadTtlSeconds ?? 60 * 60),
+    linkTtlMs: ms(options.linkTtlSeconds ?? d.linkTtlSeconds),
+    uploadTtlMs: ms(options.uploadTtlSeconds ?? d.uploadTtlSeconds),
     dayMs: ms(DAY_SECONDS),
     idempotencyRetentionMs: ms(IDEMPOTENCY_RETENTION_SECONDS),
     moderationWindowMs: ms(MODERATION_WINDOW_SECONDS),

@@ -66,9 +66,44 @@ describe('CLI conventions', () => {
       expect(res.stdout, command).toMatch(/Exit codes:\n {4}0 {2}every item done[\s\S]* {2}130 {2}interrupted/);
     }
   });
+
+  it("simulate --help gives each knob's default, as the simulator takes it when told nothing", async () => {
+    const res = await runCliInProcess(['simulate', '--help'], cleanEnv(), process.cwd());
+    const options = res.stdout.slice(res.stdout.indexOf('Options:'), res.stdout.indexOf('Environment:'));
+    // One entry per flag: its first line starts with "  --"; its wrapped lines are indented further.
+    const entries = options.split(/\n(?= {2}-)/).slice(1);
+    const withoutDefault = entries.filter((e) => !e.includes('--help') && !/\(default\s[^)]+\)\s*$/.test(e));
+    expect(withoutDefault).toEqual([]);
+    expect(entries.length).toBeGreaterThan(25);
+    const flat = options.replace(/\s+/g, ' ');
+    for (const said of ['(default 100,000)', 'service seconds (default 10-90)', '(default 900)', '(default 1)'])
+      expect(flat).toContain(said);
+  });
 });
 
 describe('messages in words, not error codes', () => {
+  it('a template typo is said once: the rows it is in, their count, what was meant; each line says whose it is', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'genbatch-typo-'));
+    writeFileSync(
+      join(dir, 'm.yaml'),
+      'version: 1\nitems:\n  - rows: rows.csv\n    id: "{{sku}}"\n    model: studio-xl\n    prompt: "{{titel}}"\n    aspectRatio: wide\n',
+    );
+    writeFileSync(
+      join(dir, 'rows.csv'),
+      `sku,title\n${Array.from({ length: 5 }, (_, i) => `s${i},t${i}`).join('\n')}\n`,
+    );
+    const res = await runCli(['validate', 'm.yaml'], undefined, dir);
+    expect(res.code).toBe(2);
+    expect(res.stderr.trim().split('\n')).toEqual([
+      'genbatch: m.yaml:6:5: items[0].prompt: unknown template name {{titel}}; did you mean {{title}}? known here: aspectRatio, id, model, sku, title, type (in 5 rows: rows.csv:2, 3, 4, 5, 6)',
+      'genbatch: m.yaml:7:5: items[0].aspectRatio: expected <w>:<h> such as "4:5", found "wide" (in 5 rows: rows.csv:2, 3, 4, 5, 6)',
+      'genbatch: 2 problems found; nothing was submitted.',
+    ]);
+    writeFileSync(join(dir, 'one.yaml'), 'version: 1\nitems:\n  - { id: a, model: studio-xl, prompt: p }\n');
+    const one = await runCli(['validate', 'one.yaml'], undefined, dir);
+    expect(one.stdout).toContain('one.yaml: valid: 1 item (1 image, 0 video)');
+  });
+
   it('a manifest that is not there, or is a folder, is said so, with where it was looked for', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'genbatch-missing-'));
     const missing = await runCli(['validate', 'nope.yaml'], undefined, dir);
