@@ -124,6 +124,11 @@ export class Store {
     }
   }
 
+  /** A state with nothing in it, in memory: what a manifest that never ran reads as. */
+  static empty(): Store {
+    return new Store(openDb(':memory:'), () => {}, true);
+  }
+
   /**
    * Opens for reading only (status, report): no lock, nothing written, so a
    * live run's state is never touched. A file of an older schema is migrated

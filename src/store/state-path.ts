@@ -15,22 +15,32 @@ export function statePathFor(manifest: StateOwner, flag: string | undefined, cwd
   return join(manifest.source.dir, '.genbatch', `${manifest.name}${simulated ? '.simulated' : ''}.sqlite`);
 }
 
-/** Where a command finds an existing state: the rehearsal's (`.simulated`) with --simulate, else the real one; missing, a usage error that says where else to look. */
+/** Where a command looks for a state: the rehearsal's (`.simulated`) with --simulate, else the real one; whether it is there, and where else to look. */
+export function lookForState(
+  manifest: StateOwner,
+  flags: { state?: string | undefined; simulate?: boolean | undefined },
+  cwd: string,
+): { path: string; found: boolean; elsewhere?: string } {
+  const rehearsal = Boolean(flags.simulate) && !flags.state;
+  const path = statePathFor(manifest, flags.state, cwd, rehearsal);
+  if (existsSync(path)) return { path, found: true };
+  const other = flags.state ? undefined : statePathFor(manifest, undefined, cwd, !rehearsal);
+  if (!other || !existsSync(other)) return { path, found: false };
+  const elsewhere = rehearsal
+    ? `the real run's state is at ${other}: leave out --simulate`
+    : `a rehearsal's state is at ${other}: add --simulate to look at it`;
+  return { path, found: false, elsewhere };
+}
+
+/** Where a command finds an existing state; missing, a usage error that says where else to look. */
 export function existingStatePathFor(
   manifest: StateOwner,
   flags: { state?: string | undefined; simulate?: boolean | undefined },
   cwd: string,
 ): string {
-  const rehearsal = Boolean(flags.simulate) && !flags.state;
-  const path = statePathFor(manifest, flags.state, cwd, rehearsal);
-  if (existsSync(path)) return path;
-  const other = flags.state ? undefined : statePathFor(manifest, undefined, cwd, !rehearsal);
-  const hint =
-    other && existsSync(other)
-      ? rehearsal
-        ? ` (the real run's state is at ${other}: leave out --simulate)`
-        : ` (a rehearsal's state is at ${other}: add --simulate to look at it)`
-      : ' (genbatch run <manifest>), or pass --state PATH';
+  const { path, found, elsewhere } = lookForState(manifest, flags, cwd);
+  if (found) return path;
+  const hint = elsewhere ? ` (${elsewhere})` : ' (genbatch run <manifest>), or pass --state PATH';
   throw usageError(`no state file at ${path}: nothing has run yet${hint}`);
 }
 

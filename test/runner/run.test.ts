@@ -1,4 +1,5 @@
 import { once } from 'node:events';
+import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { expectNoDoubleChargeAndVerifiedOutputs, imageManifest, readState, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
@@ -269,12 +270,18 @@ describe('genbatch retry and status', () => {
     expect(new Set(doomed.map((c) => c.idempotencyKey)).size).toBe(2);
   });
 
-  it('status reads the state file alone and says so when there is none', async () => {
+  it('status reads the state file alone, and says nothing has run when there is none (exit 0)', async () => {
     const t = await startTestSim(scaled);
     const ws = workspace(t.sim, imageManifest(3));
     const before = await runCliInProcess(['status', 'm.yaml'], ws.env, ws.dir);
-    expect(before.code).toBe(2);
-    expect(before.stderr).toMatch(/no state file/);
+    expect(before.code).toBe(0);
+    expect(before.stdout).toContain(`m.yaml: nothing has run yet (its state will be ${ws.statePath})`);
+    const json = await runCliInProcess(['status', 'm.yaml', '--json'], ws.env, ws.dir);
+    expect(json.code).toBe(0);
+    const nothing = JSON.parse(json.stdout) as { state: string; items: { total: number }; run: { sessions: number } };
+    expect(nothing).toMatchObject({ state: ws.statePath, items: { total: 0 }, run: { sessions: 0 } });
+    // Asking made no state: the run that follows is the first.
+    expect(existsSync(ws.statePath)).toBe(false);
     await ws.run();
     const requests = t.sim.service.ledger.of('request').length;
     const table = await runCliInProcess(['status', 'm.yaml'], ws.env, ws.dir);

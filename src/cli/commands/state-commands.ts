@@ -6,7 +6,7 @@ import { count, localDateTime, num, paintFor, table, type Paint } from '../forma
 
 /** status --json keeps ISO times; the table says them in local time with the zone. */
 const when = (iso: string | null) => (iso ? localDateTime(Date.parse(iso)) : 'unknown');
-import { existingStatePathFor, openStateReadOnly } from '../../store/state-path.js';
+import { existingStatePathFor, lookForState, openStateReadOnly } from '../../store/state-path.js';
 import { locate } from '../../manifest/load-valid.js';
 import { resolveOutLocation } from '../../manifest/index.js';
 import { openOutputSink } from '../../sink/index.js';
@@ -29,15 +29,21 @@ export async function statusCommand(
   env: NodeJS.ProcessEnv,
 ): Promise<string> {
   const manifest = await locate(path, cwd);
-  const statePath = existingStatePathFor(manifest, opts, cwd);
-  const store = openStateReadOnly(statePath);
+  const state = lookForState(manifest, opts, cwd);
+  // A manifest that never ran has a status too: nothing yet (the same document, all zero, run.sessions 0).
+  const store = state.found ? openStateReadOnly(state.path) : Store.empty();
   let status: Status;
   try {
-    status = collectStatus(store, { manifest: manifest.source.file, state: statePath }, Date.now());
+    status = collectStatus(store, { manifest: manifest.source.file, state: state.path }, Date.now());
   } finally {
     store.close();
   }
-  return opts.json ? JSON.stringify(status, null, 2) : statusTable(status, paintFor(out, env));
+  if (opts.json) return JSON.stringify(status, null, 2);
+  if (!state.found)
+    return state.elsewhere
+      ? `${status.manifest}: nothing has run here yet (${state.elsewhere})`
+      : `${status.manifest}: nothing has run yet (its state will be ${state.path}); genbatch run ${path}${opts.simulate ? ' --simulate' : ''} starts it`;
+  return statusTable(status, paintFor(out, env));
 }
 
 function statusTable(s: Status, paint: Paint): string {
