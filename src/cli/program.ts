@@ -104,9 +104,17 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     }
     const failure = describeFailure(error);
     if (error instanceof ExitError && error.stdout !== undefined) io.stdout.write(`${error.stdout}\n`);
-    io.stderr.write(`genbatch: ${failure.message}\n`);
+    io.stderr.write(`${prefixed(failure.message)}\n`);
     return failure.exitCode;
   }
+}
+
+/** Each line of an error says whose it is; an indented line goes on the one above. */
+function prefixed(message: string): string {
+  return message
+    .split('\n')
+    .map((line) => (line === '' || /^\s/.test(line) ? line : `genbatch: ${line}`))
+    .join('\n');
 }
 
 /** What a command's action needs of the command line: its io and environment, a way to print, its exit code. */

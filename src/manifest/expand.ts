@@ -1,5 +1,5 @@
 import { relative, resolve } from 'node:path';
-import type { IssueList } from './issues.js';
+import type { IssueList, RowAt } from './issues.js';
 import { ItemContext } from './item-context.js';
 import { ExpansionReads } from './disk-checks.js';
 import { readRows } from './rows.js';
@@ -125,8 +125,7 @@ export class Expander {
 
   private report(path: (string | number)[], message: string, row?: { file: string; line: number }): void {
     const pos = this.source.locate(path);
-    const suffix = row ? ` (row at ${row.file}:${row.line})` : '';
-    this.issues.add({ file: this.source.file, ...pos, field: fieldPath(path), message: `${message}${suffix}` });
+    this.issues.add({ file: this.source.file, ...pos, field: fieldPath(path), message, row });
   }
 
   /** The item, at once when it names no files; a promise when their checks must be waited for. */
@@ -356,7 +355,6 @@ function checkId(id: string, fail: (message: string) => void): void {
 }
 
 /** Where a row was written, for a row's item. */
-type RowAt = { file: string; line: number };
 
 /** One item's checks while it is resolved (see checkFor). */
 interface Check {

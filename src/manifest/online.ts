@@ -1,6 +1,6 @@
 import type { Catalog } from '../api/catalog.js';
 import { IssueList } from './issues.js';
-import { closestTo } from './zod-issues.js';
+import { closestTo } from './closest.js';
 import { type ManifestSource, fieldPath } from './source.js';
 import type { ItemShape } from '../store/index.js';
 import type { InputRef, ResolvedItem } from './types.js';
@@ -22,8 +22,7 @@ export function checkAgainstService(
 ): void {
   const report = (item: ResolvedItem, field: string, message: string) => {
     const path = ['items', item.where.itemIndex, field];
-    const row = item.where.row ? ` (row at ${item.where.row.file}:${item.where.row.line})` : '';
-    issues.add({ file: source.file, ...source.locate(path), field: fieldPath(path), message: `${message}${row}` });
+    issues.add({ file: source.file, ...source.locate(path), field: fieldPath(path), message, row: item.where.row });
   };
   const firstOfType = new Map<string, ResolvedItem>();
   const countOfType = new Map<string, number>();
@@ -81,7 +80,7 @@ export function checkAgainstService(
       report(
         item,
         'type',
-        `the key lacks the ${type} scope, which the manifest's ${countOfType.get(type)} ${type} item(s) need; create a key with it`,
+        `the key lacks the ${type} scope, which the manifest's ${countOfType.get(type) === 1 ? `1 ${type} item needs` : `${countOfType.get(type)} ${type} items need`}; create a key with it`,
       );
   }
 }

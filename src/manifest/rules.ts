@@ -109,7 +109,7 @@ export class AcrossItems {
       if (out.ok)
         this.issues.add({
           ...l,
-          message: `items ${JSON.stringify(this.ids[sharing])} and ${JSON.stringify(item.id)} would write the same file ${out.path}${l.row}`,
+          message: `items ${JSON.stringify(this.ids[sharing])} and ${JSON.stringify(item.id)} would write the same file ${out.path}`,
         });
     }
     alike.push(seq);
@@ -119,7 +119,7 @@ export class AcrossItems {
     const loc = this.at(item.where, 'id');
     this.issues.add({
       ...loc,
-      message: `duplicate id ${JSON.stringify(item.id)}: ids must be unique after expansion (first at ${this.placeOf(first)})${loc.row}`,
+      message: `duplicate id ${JSON.stringify(item.id)}: ids must be unique after expansion (first at ${this.placeOf(first)})`,
     });
   }
 
@@ -132,8 +132,11 @@ export class AcrossItems {
     return [first, ...(this.clashes.get(key) ?? [])].find((j) => this.ids[j] === id);
   }
 
-  /** What can only be judged once every item is in: references and cycles. `invalidIds`: items whose own errors were reported. */
-  finish(invalidIds: ReadonlySet<string>): void {
+  /**
+   * What can only be judged once every item is in: references and cycles. `invalidIds`: items whose own errors were
+   * reported; `everyId`: false when items the schema refused were left out, so an id not met may be one of theirs.
+   */
+  finish(invalidIds: ReadonlySet<string>, everyId = true): void {
     for (const { id, where, deps } of this.dependents) {
       for (const dep of deps) {
         const target = this.seqOf(dep.id);
@@ -141,14 +144,14 @@ export class AcrossItems {
         if (targetType === dep.needs && dep.id !== id) continue;
         const loc = this.at(where, dep.field);
         if (targetType === undefined) {
-          if (!invalidIds.has(dep.id))
-            this.issues.add({ ...loc, message: `no item has the id ${JSON.stringify(dep.id)}${loc.row}` });
+          if (everyId && !invalidIds.has(dep.id))
+            this.issues.add({ ...loc, message: `no item has the id ${JSON.stringify(dep.id)}` });
         } else if (targetType !== dep.needs)
           this.issues.add({
             ...loc,
-            message: `expected ${dep.needs === 'image' ? 'an image' : 'a video'} item, found ${JSON.stringify(dep.id)}, ${targetType === 'image' ? 'an image' : 'a video'} item${loc.row}`,
+            message: `expected ${dep.needs === 'image' ? 'an image' : 'a video'} item, found ${JSON.stringify(dep.id)}, ${targetType === 'image' ? 'an image' : 'a video'} item`,
           });
-        else this.issues.add({ ...loc, message: `an item cannot take its own output${loc.row}` });
+        else this.issues.add({ ...loc, message: `an item cannot take its own output` });
       }
     }
     const graph = new Map(this.dependents.map(({ id, deps }) => [id, deps.map((d) => d.id)]));
@@ -175,7 +178,7 @@ export class AcrossItems {
       });
       if (!out.ok) {
         const l = this.at(item.where, 'id');
-        this.issues.add({ ...l, message: `${out.message}${l.row}` });
+        this.issues.add({ ...l, message: `${out.message}` });
         return;
       }
       if (!shared) continue;
@@ -190,7 +193,7 @@ export class AcrossItems {
         const l = this.at(item.where, 'id');
         this.issues.add({
           ...l,
-          message: `items ${named(other.id, other.n)} and ${named(item.id, n)} would write the same file ${out.path}${hint}${l.row}`,
+          message: `items ${named(other.id, other.n)} and ${named(item.id, n)} would write the same file ${out.path}${hint}`,
         });
         return;
       }
@@ -204,8 +207,7 @@ export class AcrossItems {
     const index = /\[(\d+)\]$/.exec(field)?.[1];
     const path = ['items', where.itemIndex, root, ...(index !== undefined ? [Number(index)] : [])];
     const pos = this.source.locate(path);
-    const row = where.row ? ` (row at ${where.row.file}:${where.row.line})` : '';
-    return { file: this.source.file, ...pos, field: fieldPath(path), row };
+    return { file: this.source.file, ...pos, field: fieldPath(path), row: where.row };
   }
 
   /** Where the item that came `seq`th was written: its row, else its place in the manifest. */

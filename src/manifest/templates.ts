@@ -2,6 +2,8 @@
  * `{{name}}` templates. A name must be known: an unknown one is an error, never
  * an empty string (a typo would otherwise produce thousands of wrong prompts).
  */
+import { closestTo } from './closest.js';
+
 /** What a template reads its names from: a map, or anything that answers the same two questions. */
 export type TemplateContext = Pick<ReadonlyMap<string, string>, 'get' | 'keys'>;
 
@@ -57,9 +59,10 @@ export function render(text: string, context: TemplateContext): Rendered {
   }
   if (unknown) {
     const known = [...context.keys()].sort();
+    const close = unknown.length === 1 ? closestTo(unknown[0]!, known) : undefined;
     return {
       ok: false,
-      message: `unknown template name ${unknown.map((n) => `{{${n}}}`).join(', ')}; known here: ${known.length ? known.join(', ') : '(none)'}`,
+      message: `unknown template name ${unknown.map((n) => `{{${n}}}`).join(', ')}; ${close ? `did you mean {{${close}}}? ` : ''}known here: ${known.length ? known.join(', ') : '(none)'}`,
     };
   }
   return { ok: true, value };

@@ -135,7 +135,7 @@ async function checkItems(
     ? { issues: new IssueList(), top: readAlready, schemaOk: true }
     : await readTop(path, cwd);
   if (!read.top) return { issues: read.issues, warnings: [] };
-  const { top, issues, only, schemaOk, templateProblem } = read;
+  const { top, issues, only, schemaOk, templateProblem, leftOut } = read;
   const expander = new Expander(
     top.source,
     top.manifest,
@@ -144,9 +144,10 @@ async function checkItems(
     only,
     new ExpansionReads(new RowsFiles(rowsRead)),
   );
-  // Checked as they come, in manifest order: no item need be held for it.
-  const across =
-    schemaOk && !templateProblem ? new AcrossItems(top.source, top.outputName, top.vars, issues) : undefined;
+  // Checked as they come, in manifest order: no item need be held for it. With items the schema refused left out,
+  // the others are still checked against each other (unless the output name or vars they are named by was refused).
+  const named = !templateProblem && !leftOut?.has('output') && !leftOut?.has('vars');
+  const across = named ? new AcrossItems(top.source, top.outputName, top.vars, issues) : undefined;
   let count = 0;
   for await (const batch of expander.batches()) {
     for (const item of batch) {
@@ -155,7 +156,7 @@ async function checkItems(
       take(item);
     }
   }
-  across?.finish(expander.invalidIds);
+  across?.finish(expander.invalidIds, !leftOut?.has('items'));
   if (!schemaOk) return { issues, warnings: expander.warnings() };
   if (count === 0 && issues.count === 0)
     issues.add({
@@ -183,6 +184,8 @@ interface TopRead {
   only?: Set<number>;
   schemaOk?: boolean;
   templateProblem?: string;
+  /** What the schema refused and the rest was read without: top-level keys, and `items` when some items were. */
+  leftOut?: ReadonlySet<string>;
 }
 
 async function readTop(path: string, cwd: string): Promise<TopRead> {
@@ -211,6 +214,7 @@ async function readTop(path: string, cwd: string): Promise<TopRead> {
   const parsed = manifestSchema.safeParse(data);
   let manifest: Manifest;
   let only: Set<number> | undefined;
+  let leftOut: Set<string> | undefined;
   if (parsed.success) manifest = parsed.data;
   else {
     for (const issue of parsed.error.issues) for (const e of explainIssue(issue, data)) report(e.path, e.message);
@@ -220,7 +224,7 @@ async function readTop(path: string, cwd: string): Promise<TopRead> {
       parsed.error.issues.map((i) => i.path),
     );
     if (!partial) return { issues };
-    ({ manifest, only } = partial);
+    ({ manifest, only, leftOut } = partial);
   }
   const vars = new Map(Object.entries(manifest.vars ?? {}).map(([k, v]) => [k, toText(v)]));
   const outputName = manifest.output?.name ?? DEFAULT_OUTPUT_NAME;
@@ -234,6 +238,7 @@ async function readTop(path: string, cwd: string): Promise<TopRead> {
     issues,
     top: { source, manifest, name, outputDir, outputName, vars },
     ...(only ? { only } : {}),
+    ...(leftOut ? { leftOut } : {}),
     schemaOk: parsed.success,
     ...(templateProblem ? { templateProblem } : {}),
   };
@@ -243,7 +248,7 @@ async function readTop(path: string, cwd: string): Promise<TopRead> {
 function salvage(
   data: Record<string, unknown>,
   badPaths: PropertyKey[][],
-): { manifest: Manifest; only: Set<number> } | undefined {
+): { manifest: Manifest; only: Set<number>; leftOut: Set<string> } | undefined {
   const badTop = new Set(badPaths.map((p) => p[0]).filter((k) => k !== 'items'));
   if (badTop.has('defaults') || badTop.has('vars') || !Array.isArray(data.items)) return undefined;
   const badItems = new Set(
@@ -254,5 +259,7 @@ function salvage(
   if (badPaths.some((p) => p[0] === 'items' && p.length === 1)) return undefined;
   // A top-level value the schema refused (name, output, prices, budget…) is left out, as if unset: its errors are reported already, and its raw value is of no type the rest can read.
   const manifest = Object.fromEntries(Object.entries(data).filter(([key]) => !badTop.has(key))) as unknown as Manifest;
-  return { manifest: { ...manifest, items }, only };
+  const leftOut = new Set([...badTop].map(String));
+  if (badItems.size) leftOut.add('items');
+  return { manifest: { ...manifest, items }, only, leftOut };
 }

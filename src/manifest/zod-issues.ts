@@ -1,4 +1,5 @@
 import type * as z from 'zod';
+import { closestTo } from './closest.js';
 import { defaultsSchema, itemSchema, manifestSchema } from './schema.js';
 
 /** Field names allowed at a path, for "did you mean" on unknown fields. */
@@ -9,26 +10,6 @@ function knownKeysAt(path: readonly PropertyKey[]): string[] {
   if (path[0] === 'output') return ['dir', 'name'];
   if (path[0] === 'budget') return ['maxCredits'];
   return ['from'];
-}
-
-/** The known word a typo most likely meant (at most two edits away), for "did you mean". */
-export function closestTo(word: string, known: readonly string[]): string | undefined {
-  return known.filter((k) => distance(k, word) <= 2).sort((a, b) => distance(a, word) - distance(b, word))[0];
-}
-
-function distance(a: string, b: string): number {
-  const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array<number>(b.length).fill(0)]);
-  for (let j = 1; j <= b.length; j++) d[0]![j] = j;
-  for (let i = 1; i <= a.length; i++) {
-    for (let j = 1; j <= b.length; j++) {
-      d[i]![j] = Math.min(
-        d[i - 1]![j]! + 1,
-        d[i]![j - 1]! + 1,
-        d[i - 1]![j - 1]! + (a[i - 1]!.toLowerCase() === b[j - 1]!.toLowerCase() ? 0 : 1),
-      );
-    }
-  }
-  return d[a.length]![b.length]!;
 }
 
 export function describeValue(value: unknown): string {

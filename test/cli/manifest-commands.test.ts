@@ -50,13 +50,20 @@ items:
       'm.yaml:6:43: items[3].resolution: studio-xl does not take resolution "8K"; allowed: 1K, 2K, 4K',
       'm.yaml:7:60: items[4].image: motion-extend is a video-extend model; image fits image-to-video',
       'm.yaml:8:55: items[5].duration: motion-2 does not take duration "7"; allowed: 5, 10',
-      "m.yaml:7:14: items[4].type: the key lacks the video scope, which the manifest's 2 video item(s) need; create a key with it",
+      "m.yaml:7:14: items[4].type: the key lacks the video scope, which the manifest's 2 video items need; create a key with it",
     ];
     for (const line of expected)
       expect(
         lines.some((l) => l.endsWith(line)),
         line,
       ).toBe(true);
+    // Every line says whose it is, and the problems come in the order of the file.
+    const said = lines.filter(Boolean);
+    expect(said.every((l) => l.startsWith('genbatch: '))).toBe(true);
+    const places = said.flatMap((l) => /^genbatch: m\.yaml:(\d+):(\d+):/.exec(l)?.slice(1).map(Number) ?? []);
+    const order = Array.from({ length: places.length / 2 }, (_, i) => places[2 * i]! * 1000 + places[2 * i + 1]!);
+    expect(order).toHaveLength(expected.length);
+    expect(order).toEqual([...order].sort((a, b) => a - b));
     expect(t.sim.service.ledger.of('charge')).toHaveLength(0);
   });
 });

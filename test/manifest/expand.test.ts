@@ -127,14 +127,29 @@ items:
     expect(issues.count).toBe(1);
   });
 
-  it('caps identical row errors so a bad 1,000-row file stays readable, but counts them all', async () => {
-    const rows = ['sku'].concat(Array.from({ length: 1000 }, (_, i) => String(i))).join('\n');
+  it('says a mistake met in 1,000 rows once, with a did-you-mean, its first rows and their count', async () => {
+    const rows = ['sku,title'].concat(Array.from({ length: 1000 }, (_, i) => `${i},t${i}`)).join('\n');
     const dir = workspace({
-      'm.yaml': 'version: 1\nitems:\n  - rows: r.csv\n    id: "s-{{sku}}"\n    model: m\n    prompt: "{{title}}"\n',
+      'm.yaml': 'version: 1\nitems:\n  - rows: r.csv\n    id: "s-{{sku}}"\n    model: m\n    prompt: "{{titel}}"\n',
       'r.csv': rows,
     });
     const { issues } = await loadManifest('m.yaml', dir);
+    expect(issues.issues.map(formatIssue)).toEqual([
+      'm.yaml:6:5: items[0].prompt: unknown template name {{titel}}; did you mean {{title}}? known here: id, model, sku, title, type (in 1,000 rows, first r.csv:2, 3, 4, 5, 6)',
+    ]);
+    expect(issues.issues[0]).toMatchObject({ row: { file: 'r.csv', line: 2 }, rowCount: 1000 });
+    expect(issues.count).toBe(1);
+  });
+
+  it('caps different errors of one kind so a bad 1,000-row file stays readable, but counts them all', async () => {
+    const rows = Array.from({ length: 1000 }, () => 'not json').join('\n');
+    const dir = workspace({
+      'm.yaml': 'version: 1\nitems:\n  - rows: r.jsonl\n    id: "s-{{sku}}"\n    model: m\n    prompt: "p"\n',
+      'r.jsonl': rows,
+    });
+    const { issues } = await loadManifest('m.yaml', dir);
     expect(issues.issues).toHaveLength(20);
+    expect(issues.issues[19]!.line).toBe(20);
     expect(issues.count).toBe(1000);
   });
 });

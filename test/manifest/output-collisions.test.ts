@@ -23,9 +23,7 @@ async function flaggedRows(ids: string[]): Promise<{ folded: number[]; general: 
   const lines = async (file: string) => {
     const { issues } = await loadManifest(file, dir);
     return {
-      lines: [...new Set(issues.issues.map((i) => Number(/\(row at [^:]+:(\d+)\)/.exec(i.message)?.[1])))].sort(
-        (a, b) => a - b,
-      ),
+      lines: [...new Set(issues.issues.map((i) => i.row?.line ?? 0))].sort((a, b) => a - b),
       messages: issues.issues.map(formatIssue),
     };
   };

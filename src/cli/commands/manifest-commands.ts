@@ -33,7 +33,7 @@ export async function validateCommand(
 function summary(found: ValidateResult, cwd: string): string {
   const items = found.items!;
   const out = found.outputDir!;
-  return `${found.manifest}: valid: ${items.total} items (${items.image} image, ${items.video} video); outputs go to ${out.startsWith('s3://') ? out : relative(cwd, out) || '.'}`;
+  return `${found.manifest}: valid: ${count(items.total, 'item')} (${items.image} image, ${items.video} video); outputs go to ${out.startsWith('s3://') ? out : relative(cwd, out) || '.'}`;
 }
 
 /** Exit 2; with --json the issues go to stdout as one document (the one-line reason to stderr). */
@@ -83,14 +83,14 @@ const PLAN_DAYS_SHOWN = 14;
 /** The plan day by day: each key's items and credits, and the day the run ends. */
 function planLines(plan: NonNullable<Estimate['plan']>): string[] {
   const lines = [
-    `plan: the last item is sent on key day ${plan.endsOnDay} (day 1 is the day the run starts)${plan.notPlaced ? `; ${n(plan.notPlaced)} items cannot be placed (no price, or over every cap)` : ''}`,
+    `plan: the last item is sent on key day ${plan.endsOnDay} (day 1 is the day the run starts)${plan.notPlaced ? `; ${count(plan.notPlaced, 'item')} cannot be placed (no price, or over every cap)` : ''}`,
   ];
   for (const d of plan.days.slice(0, PLAN_DAYS_SHOWN))
     lines.push(
-      `  day ${d.day}: ${d.keys.map((k) => `${k.key.slice(0, 6)} ${n(k.items)} items, ${n(k.credits)} credits`).join('; ')}`,
+      `  day ${d.day}: ${d.keys.map((k) => `${k.key.slice(0, 6)} ${count(k.items, 'item')}, ${count(k.credits, 'credit')}`).join('; ')}`,
     );
   if (plan.days.length > PLAN_DAYS_SHOWN)
-    lines.push(`  … ${plan.days.length - PLAN_DAYS_SHOWN} more days (--json lists them all)`);
+    lines.push(`  … ${count(plan.days.length - PLAN_DAYS_SHOWN, 'more day')} (--json lists them all)`);
   return lines;
 }
 
@@ -112,7 +112,7 @@ function formatEstimate(
   more: { simulated: boolean; remaining: Estimate | undefined; spent: number; problems: ReturnType<typeof blockers> },
 ): string {
   const lines = [
-    `${m.source.file} (${m.name}): ${n(e.items.total)} items, ${n(e.items.image)} image, ${n(e.items.video)} video. Nothing was submitted.`,
+    `${m.source.file} (${m.name}): ${count(e.items.total, 'item')}, ${n(e.items.image)} image, ${n(e.items.video)} video. Nothing was submitted.`,
   ];
   if (more.simulated)
     lines.push("simulated: the balance, daily cap and catalog below are the embedded simulator's, not your key's");
@@ -136,28 +136,30 @@ function formatEstimate(
   lines.push(table(['model', 'type', 'items', 'each', 'credits', 'price from'], rows), '');
   if (!e.credits.complete)
     lines.push(
-      `${n(e.credits.unpricedItems)} items have no known price: the catalog gives none; add them under prices: in the manifest.`,
+      `${count(e.credits.unpricedItems, 'item has', 'items have')} no known price: the catalog gives none; add them under prices: in the manifest.`,
     );
   const r = more.remaining;
   if (r && r.items.total === 0)
-    lines.push(`remaining: nothing: all ${n(e.items.total)} items were sent (${n(more.spent)} credits charged net)`);
+    lines.push(
+      `remaining: nothing: ${e.items.total === 1 ? 'the 1 item was' : `all ${n(e.items.total)} items were`} sent (${count(more.spent, 'credit')} charged net)`,
+    );
   else if (r)
     lines.push(
-      `remaining: ${n(r.items.total)} of ${n(e.items.total)} items not sent yet, ${r.credits.complete ? '' : 'at least '}${n(r.credits.total)} credits, about ${formatDuration(r.duration.seconds)} (${n(more.spent)} credits already charged net)`,
+      `remaining: ${n(r.items.total)} of ${count(e.items.total, 'item')} not sent yet, ${r.credits.complete ? '' : 'at least '}${count(r.credits.total, 'credit')}, about ${formatDuration(r.duration.seconds)} (${count(more.spent, 'credit')} already charged net)`,
     );
   const judged = r ?? e;
   if (judged.balance)
     lines.push(
-      `balance:   ${n(judged.balance.credits)} credits, ${judged.balance.enough ? 'enough' : `short by ${n(judged.credits.total - judged.balance.credits)}`}`,
+      `balance:   ${count(judged.balance.credits, 'credit')}, ${judged.balance.enough ? 'enough' : `short by ${n(judged.credits.total - judged.balance.credits)}`}`,
     );
   const over = e.dailyCap.keys > 1 ? ` over ${e.dailyCap.keys} keys` : '';
   lines.push(
-    `daily cap: ${n(e.dailyCap.credits)} credits per key day${over}: ${e.dailyCap.keyDays} key day${e.dailyCap.keyDays === 1 ? '' : 's'}`,
+    `daily cap: ${count(e.dailyCap.credits, 'credit')} per key day${over}: ${e.dailyCap.keyDays} key day${e.dailyCap.keyDays === 1 ? '' : 's'}`,
   );
   if (judged.budget) {
     const within = !more.problems.some((p) => p.reason === 'budget');
     lines.push(
-      `budget:    ${n(judged.budget.maxCredits)} credits, ${within ? 'within budget' : `over budget: the run stops after about ${n(judged.budget.itemsWithin)} items`}`,
+      `budget:    ${count(judged.budget.maxCredits, 'credit')}, ${within ? 'within budget' : `over budget: the run stops after about ${count(judged.budget.itemsWithin, 'item')}`}`,
     );
   }
   // With a run under way, the time and the plan are the rest's, as the balance and the budget are.

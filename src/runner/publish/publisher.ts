@@ -184,7 +184,7 @@ export class Publisher {
     const waiting = this.deps.store.publications.counts().waiting;
     this.deps.control.stop(
       'publishing',
-      `outputs cannot be published to ${this.deps.publishing.location}: ${reason}. No new submissions; jobs already paid for were polled and saved. ${waiting} file(s) (outputs and web copies) wait in ${this.deps.publishing.staging}: fix it and run the same command again to publish them (nothing is paid again).`,
+      `outputs cannot be published to ${this.deps.publishing.location}: ${reason}. No new submissions; jobs already paid for were polled and saved. ${waiting === 1 ? '1 file (an output or a web copy) waits' : `${waiting} files (outputs and web copies) wait`} in ${this.deps.publishing.staging}: fix it and run the same command again to publish them (nothing is paid again).`,
     );
     this.settle();
   }
