@@ -83,9 +83,14 @@ describe('a rehearsal never touches a real run', () => {
     const paused = await runCliInProcess(['pause', 'm.yaml', '--simulate'], ws.env, ws.dir);
     expect(paused.stdout).toContain('(genbatch resume m.yaml --simulate goes on)');
     expect((await runCliInProcess(['resume', 'm.yaml', '--simulate'], ws.env, ws.dir)).code).toBe(0);
-    const status = await runCliInProcess(['status', 'm.yaml', '--json'], ws.env, ws.dir);
-    expect(status.code).toBe(2);
-    expect(status.stderr).toMatch(/a rehearsal's state is at .*m\.simulated\.sqlite: add --simulate/);
+    // Without --simulate: the real run's status, which is nothing yet, and where the rehearsal's is.
+    const status = await runCliInProcess(['status', 'm.yaml'], ws.env, ws.dir);
+    expect(status.code).toBe(0);
+    expect(status.stdout).toMatch(
+      /nothing has run here yet \(a rehearsal's state is at .*m\.simulated\.sqlite: add --simulate/,
+    );
+    const real = await runCliInProcess(['status', 'm.yaml', '--json'], ws.env, ws.dir);
+    expect(JSON.parse(real.stdout)).toMatchObject({ items: { total: 0 }, run: { sessions: 0 } });
     const simulated = await runCliInProcess(['status', 'm.yaml', '--json', '--simulate'], ws.env, ws.dir);
     expect(JSON.parse(simulated.stdout)).toMatchObject({ items: { total: 2, done: 1, failed: 1 } });
     const retry = await runCliInProcess(['retry', 'm.yaml', '--simulate'], ws.env, ws.dir);
