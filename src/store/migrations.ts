@@ -388,7 +388,92 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE runs ADD COLUMN bucket_gives_up_at INTEGER;
   ALTER TABLE runs ADD COLUMN bucket_trouble_code TEXT;
   `,
+  // 25
+  `
+  -- genbatch review answers every filter, count and search from an index, never a scan of the items.
+  -- Search: each item's id, prompt, row values and tags, found by any piece of 3 characters or more, in any case
+  -- and with or without accents (FTS5's trigram tokenizer). Contentless (the text is the items'), so it costs the
+  -- state no copy of it. Kept in step by triggers: an item is indexed when written, again when its spec changes;
+  -- its state changing (a run's every step) touches nothing here.
+  CREATE VIRTUAL TABLE item_search USING fts5 (
+    text, tokenize = 'trigram remove_diacritics 1', content = '', contentless_delete = 1
+  );
+  INSERT INTO item_search (rowid, text) SELECT rowid, ${searchText('')} FROM items;
+  CREATE TRIGGER item_search_insert AFTER INSERT ON items BEGIN
+    INSERT INTO item_search (rowid, text) VALUES (new.rowid, ${searchText('new.')});
+  END;
+  CREATE TRIGGER item_search_update AFTER UPDATE OF id, spec ON items BEGIN
+    DELETE FROM item_search WHERE rowid = old.rowid;
+    INSERT INTO item_search (rowid, text) VALUES (new.rowid, ${searchText('new.')});
+  END;
+  CREATE TRIGGER item_search_delete AFTER DELETE ON items BEGIN
+    DELETE FROM item_search WHERE rowid = old.rowid;
+  END;
+
+  -- Tags: each item's tags in manifest order, so a tag's cards and their count are a range of this table.
+  CREATE TABLE item_tags (tag TEXT NOT NULL, seq INTEGER NOT NULL, item_rowid INTEGER NOT NULL,
+    PRIMARY KEY (tag, seq, item_rowid)) WITHOUT ROWID;
+  CREATE INDEX item_tags_item ON item_tags (item_rowid);
+  INSERT OR IGNORE INTO item_tags SELECT j.value, i.seq, i.rowid FROM items i, json_each(i.spec, '$.tags') j
+    WHERE i.spec -> '$.tags' IS NOT NULL;
+  CREATE TRIGGER item_tags_insert AFTER INSERT ON items WHEN new.spec -> '$.tags' IS NOT NULL BEGIN
+    INSERT OR IGNORE INTO item_tags SELECT j.value, new.seq, new.rowid FROM json_each(new.spec, '$.tags') j;
+  END;
+  CREATE TRIGGER item_tags_update AFTER UPDATE OF spec, seq ON items BEGIN
+    DELETE FROM item_tags WHERE item_rowid = old.rowid;
+    INSERT OR IGNORE INTO item_tags SELECT j.value, new.seq, new.rowid FROM json_each(new.spec, '$.tags') j;
+  END;
+  CREATE TRIGGER item_tags_delete AFTER DELETE ON items BEGIN
+    DELETE FROM item_tags WHERE item_rowid = old.rowid;
+  END;
+
+  -- The review of each item's current output: NULL (none on disk), unreviewed, approved or rejected. Kept by
+  -- triggers on the outputs (a download, a new version, a file found missing) and the decisions.
+  ALTER TABLE items ADD COLUMN review TEXT;
+  UPDATE items SET review = ${reviewOf('items.id')};
+  CREATE TRIGGER items_review_output AFTER INSERT ON outputs BEGIN
+    UPDATE items SET review = ${reviewOf('new.item_id')} WHERE id = new.item_id;
+  END;
+  CREATE TRIGGER items_review_output_update AFTER UPDATE OF sha256, superseded_at, version, idx, item_id ON outputs BEGIN
+    UPDATE items SET review = ${reviewOf('old.item_id')} WHERE id = old.item_id;
+    UPDATE items SET review = ${reviewOf('new.item_id')} WHERE id = new.item_id AND new.item_id <> old.item_id;
+  END;
+  CREATE TRIGGER items_review_output_delete AFTER DELETE ON outputs BEGIN
+    UPDATE items SET review = ${reviewOf('old.item_id')} WHERE id = old.item_id;
+  END;
+  CREATE TRIGGER items_review_decided AFTER INSERT ON reviews BEGIN
+    UPDATE items SET review = ${reviewOf('new.item_id')} WHERE id = new.item_id;
+  END;
+  CREATE TRIGGER items_review_changed AFTER UPDATE ON reviews BEGIN
+    UPDATE items SET review = ${reviewOf('new.item_id')} WHERE id = new.item_id;
+  END;
+  CREATE TRIGGER items_review_cleared AFTER DELETE ON reviews BEGIN
+    UPDATE items SET review = ${reviewOf('old.item_id')} WHERE id = old.item_id;
+  END;
+
+  -- The grid's filters in manifest order, each with the removed flag first: a filter's cards and its count are a
+  -- range of one index (covering for the count).
+  CREATE INDEX items_grid_state ON items (removed, state, seq);
+  CREATE INDEX items_grid_model ON items (removed, model, seq);
+  CREATE INDEX items_grid_review ON items (removed, review, seq);
+  CREATE INDEX items_grid ON items (removed, seq);
+  `,
 ];
+
+/** What search finds an item by: its id, prompt, row values and tags, one per line (`row`: `new.`, `i.` or ''). */
+export function searchText(row: string): string {
+  const list = (path: string) =>
+    `coalesce((SELECT group_concat(value, char(10)) FROM json_each(${row}spec, '${path}')), '')`;
+  return `${row}id || char(10) || coalesce(${row}spec ->> '$.prompt', '') || char(10) || ${list('$.values')} || char(10) || ${list('$.tags')}`;
+}
+
+/** The review of an item's current first output (the grid's card): NULL when none is on disk. */
+function reviewOf(itemId: string): string {
+  return `(SELECT coalesce(r.decision, 'unreviewed') FROM outputs o
+    LEFT JOIN reviews r ON r.item_id = o.item_id AND r.version = o.version
+    WHERE o.item_id = ${itemId} AND o.idx = 1 AND o.superseded_at IS NULL AND o.sha256 IS NOT NULL
+    ORDER BY o.version DESC LIMIT 1)`;
+}
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
 /** Marks a SQLite file as genbatch state (PRAGMA application_id), so a foreign file is refused. */

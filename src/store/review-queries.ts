@@ -1,6 +1,7 @@
 import type { Statement } from 'better-sqlite3';
 import type { Db } from './db.js';
 import type { ReviewDecision } from './reviews.js';
+import { searchText } from './migrations.js';
 import { ITEM_STATES, type ItemState } from './states.js';
 
 /** What the review app filters its grid by; every field optional. */
@@ -9,7 +10,8 @@ export interface ReviewFilter {
   review?: ReviewDecision | 'unreviewed' | undefined;
   state?: ItemState | undefined;
   model?: string | undefined;
-  /** Words looked for in the item's id and spec (prompt, values, tags), case-insensitively. */
+  tag?: string | undefined;
+  /** Words looked for in the item's id, prompt, row values and tags, in any case and with or without accents. */
   search?: string | undefined;
 }
 
@@ -24,6 +26,8 @@ export interface ReviewCard {
   version: number | null;
   /** Its first output, relative to the output dir. */
   file: string | null;
+  /** A web copy of it to show on the card (the smallest at least 400 pixels wide, else the largest), when made. */
+  copy: string | null;
   decision: ReviewDecision | null;
   note: string | null;
 }
@@ -62,7 +66,10 @@ export interface SeriesBuckets {
   last: number | null;
 }
 
-const CARD_COLUMNS = `i.id, i.state, i.type, i.model, coalesce(i.spec ->> '$.prompt', '') AS prompt, o.version, o.path AS file, r.decision, r.note`;
+/** A card's web copy: a card is about 200 pixels wide, 400 on a dense screen. */
+const CARD_COPY = `(SELECT d.path FROM derivatives d WHERE d.job_id = o.job_id AND d.idx = o.idx
+  ORDER BY d.width < ${400}, CASE WHEN d.width >= ${400} THEN d.width ELSE -d.width END LIMIT 1)`;
+const CARD_COLUMNS = `i.id, i.state, i.type, i.model, coalesce(i.spec ->> '$.prompt', '') AS prompt, o.version, o.path AS file, ${CARD_COPY} AS copy, r.decision, r.note`;
 /** The current version's first verified output, and the decision on it. */
 const CARD_JOINS = `LEFT JOIN outputs o ON o.item_id = i.id AND o.idx = 1 AND o.superseded_at IS NULL AND o.sha256 IS NOT NULL
   LEFT JOIN reviews r ON r.item_id = i.id AND r.version = o.version`;
@@ -77,6 +84,7 @@ export class ReviewQueries {
   private readonly newestStmt;
   private readonly versionsStmt;
   private readonly modelsStmt;
+  private readonly tagsStmt;
   private readonly cache = new Map<string, Statement<unknown[], unknown>>();
 
   constructor(private readonly db: Db) {
@@ -105,18 +113,59 @@ export class ReviewQueries {
        FROM outputs o LEFT JOIN reviews r ON r.item_id = o.item_id AND r.version = o.version
        WHERE o.item_id = ? AND o.sha256 IS NOT NULL AND o.path IS NOT NULL ORDER BY o.version, o.idx`,
     );
-    this.modelsStmt = db.prepare<[], string>('SELECT DISTINCT model FROM items ORDER BY model').pluck();
+    this.modelsStmt = db.prepare<[], string>(skipScan('items', 'model', 'removed = 0')).pluck();
+    this.tagsStmt = db.prepare<[], string>(skipScan('item_tags', 'tag')).pluck();
   }
 
-  /** A slice of the grid: the cards that match, in manifest order, and how many match in all. */
+  /**
+   * A slice of the grid: the cards that match, in manifest order, and how many match in all. Every filter is a
+   * range of an index (state, model, review, tag) or the search index; the count comes first, and says whether the
+   * cards are best read by walking manifest order (many match) or by sorting the few that do.
+   */
   page(filter: ReviewFilter, offset: number, limit: number): { total: number; cards: ReviewCard[] } {
-    const { where, params, joined } = whereOf(filter);
+    const q = queryOf(filter);
+    const total = this.total(q);
+    if (total === 0 || offset >= total) return { total, cards: [] };
+    // Few matches of a search or a tag: fetch them and sort; many: walk manifest order and keep those that match.
+    const few = q.narrowing && total <= FEW;
+    const from = few ? 'items i' : 'items i INDEXED BY items_grid';
+    const removed = few ? '+i.removed = 0' : 'i.removed = 0';
+    // The slice is found in the index alone (a jump past 50,000 cards skips index entries, not joins), then read.
     const cards = this.prepared(
-      `SELECT ${CARD_COLUMNS} FROM items i ${CARD_JOINS} WHERE ${where} ORDER BY i.seq, i.rowid LIMIT @limit OFFSET @offset`,
-    ).all({ ...params, limit, offset }) as ReviewCard[];
-    // The whole of an unfiltered grid is the tally's (a few rows), not a count of every item.
-    const total = where === 'i.removed = 0' ? this.itemCount() : this.count(where, params, joined);
+      `SELECT ${CARD_COLUMNS} FROM (
+         SELECT i.rowid AS slice FROM ${from} WHERE ${[removed, ...q.clauses].join(' AND ')}
+         ORDER BY i.seq, i.rowid LIMIT @limit OFFSET @offset
+       ) JOIN items i ON i.rowid = slice ${CARD_JOINS} ORDER BY i.seq, i.rowid`,
+    ).all({ ...q.params, limit, offset }) as ReviewCard[];
     return { total, cards };
+  }
+
+  /** How many match: a tally, the range of one index, or the search index's own count. */
+  private total(q: GridQuery): number {
+    if (q.clauses.length === 0) return this.itemCount();
+    if (!q.narrowing) return this.countWhere(q);
+    // Nothing removed (the usual case): a search or a tag alone is counted in its own index.
+    const alone = q.clauses.length === 1 && !this.anyRemoved();
+    if (alone && q.params.match !== undefined)
+      return this.get('SELECT count(*) AS n FROM item_search WHERE item_search MATCH @match', q.params);
+    if (alone && q.params.tag !== undefined)
+      return this.get('SELECT count(*) AS n FROM item_tags WHERE tag = @tag', q.params);
+    return this.countWhere(q);
+  }
+
+  private countWhere(q: GridQuery): number {
+    return this.get(
+      `SELECT count(*) AS n FROM items i WHERE ${['i.removed = 0', ...q.clauses].join(' AND ')}`,
+      q.params,
+    );
+  }
+
+  private anyRemoved(): boolean {
+    return this.get('SELECT EXISTS (SELECT 1 FROM items WHERE removed = 1) AS n', {}) === 1;
+  }
+
+  private get(sql: string, params: Record<string, unknown>): number {
+    return (this.prepared(sql).get(params) as { n: number }).n;
   }
 
   /** The cards of these items (a refresh of the ones on screen). */
@@ -169,8 +218,14 @@ export class ReviewQueries {
     return (this.prepared('SELECT count(*) AS n FROM attempts WHERE sent_at >= ?').get(since) as { n: number }).n;
   }
 
+  /** The models of the items, each once: a skip from one to the next in the model index, not a read of every item. */
   models(): string[] {
     return this.modelsStmt.all();
+  }
+
+  /** The tags of the items, each once, as the models are found. */
+  tags(): string[] {
+    return this.tagsStmt.all();
   }
 
   /** The run's submissions, charges, refunds and ends per bucket of `bucketMs`. */
@@ -192,14 +247,12 @@ export class ReviewQueries {
     };
   }
 
+  /** Every item the manifest still has: the tally counts removed items too, and those are few (a partial index). */
   private itemCount(): number {
-    return (this.prepared('SELECT coalesce(sum(n), 0) AS n FROM item_tally').get() as { n: number }).n;
-  }
-
-  /** How many match: the joins (an outputs and a reviews lookup per item) only when the filter reads them. */
-  private count(where: string, params: Record<string, unknown>, joined: boolean): number {
-    const from = joined ? `items i ${CARD_JOINS}` : 'items i';
-    return (this.prepared(`SELECT count(*) AS n FROM ${from} WHERE ${where}`).get(params) as { n: number }).n;
+    return this.get(
+      'SELECT (SELECT coalesce(sum(n), 0) FROM item_tally) - (SELECT count(*) FROM items WHERE removed = 1) AS n',
+      {},
+    );
   }
 
   /** Statements by their text: the filters make a handful of shapes, each prepared once. */
@@ -213,12 +266,25 @@ export class ReviewQueries {
   }
 }
 
-/**
- * The filter as SQL over `i` (items), `o` (current output) and `r` (its
- * review); values are always parameters. `joined`: it reads `o` or `r`.
- */
-function whereOf(filter: ReviewFilter): { where: string; params: Record<string, unknown>; joined: boolean } {
-  const clauses = ['i.removed = 0'];
+/** Matches a search or a tag may have and still be sorted at once (more are read in manifest order). */
+const FEW = 2_000;
+
+/** The filter as clauses over `i` (items); values are always parameters. */
+interface GridQuery {
+  clauses: string[];
+  params: Record<string, unknown>;
+  /** A search or a tag: a set of rows, not a range of the items' own indexes. */
+  narrowing: boolean;
+}
+
+/** The text the search index holds, read from the item for a word the index cannot look up. */
+const SCANNED = `(${searchText('i.')})`;
+
+/** The trigram index finds pieces of 3 characters or more; a shorter word is looked for in the text itself. */
+const INDEXED_LENGTH = 3;
+
+function queryOf(filter: ReviewFilter): GridQuery {
+  const clauses: string[] = [];
   const params: Record<string, unknown> = {};
   if (filter.state && (ITEM_STATES as readonly string[]).includes(filter.state)) {
     clauses.push('i.state = @state');
@@ -228,16 +294,37 @@ function whereOf(filter: ReviewFilter): { where: string; params: Record<string, 
     clauses.push('i.model = @model');
     params.model = filter.model;
   }
-  if (filter.review === 'unreviewed') clauses.push('o.version IS NOT NULL AND r.decision IS NULL');
-  else if (filter.review === 'approved' || filter.review === 'rejected') {
-    clauses.push('r.decision = @decision');
-    params.decision = filter.review;
+  if (filter.review === 'unreviewed' || filter.review === 'approved' || filter.review === 'rejected') {
+    clauses.push('i.review = @review');
+    params.review = filter.review;
   }
-  // LIKE ignores ASCII case and is SQLite's fastest scan of the text (a lower() of every spec took twice as long).
+  if (filter.tag) {
+    clauses.push('i.rowid IN (SELECT item_rowid FROM item_tags WHERE tag = @tag)');
+    params.tag = filter.tag;
+  }
   const words = (filter.search ?? '').split(/\s+/).filter(Boolean).slice(0, 8);
-  words.forEach((word, k) => {
-    clauses.push(`(i.id LIKE @w${k} ESCAPE '\\' OR i.spec LIKE @w${k} ESCAPE '\\')`);
-    params[`w${k}`] = `%${word.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-  });
-  return { where: clauses.join(' AND '), params, joined: filter.review !== undefined };
+  const indexed = words.filter((w) => [...w].length >= INDEXED_LENGTH);
+  if (indexed.length) {
+    // Each word a phrase: its text as written, quotes doubled, so no word is read as FTS syntax.
+    params.match = indexed.map((w) => `"${w.replaceAll('"', '""')}"`).join(' AND ');
+    clauses.push('i.rowid IN (SELECT rowid FROM item_search WHERE item_search MATCH @match)');
+  }
+  // A word too short for the index: a scan of the same text (LIKE folds ASCII case only, and no accents).
+  words
+    .filter((w) => [...w].length < INDEXED_LENGTH)
+    .forEach((word, k) => {
+      // The id and spec as stored first (cheap; they hold every word the text does), then the text itself.
+      clauses.push(`(i.id || i.spec) LIKE @w${k} ESCAPE '\\' AND ${SCANNED} LIKE @w${k} ESCAPE '\\'`);
+      params[`w${k}`] = `%${word.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    });
+  return { clauses, params, narrowing: params.tag !== undefined || params.match !== undefined };
+}
+
+/** Each distinct value of an indexed column, found by jumping from one to the next (`where`: on the rows). */
+function skipScan(table: string, column: string, where?: string): string {
+  const and = where ? ` AND ${where}` : '';
+  return `WITH RECURSIVE v(x) AS (
+      SELECT min(${column}) FROM ${table} WHERE ${where ?? '1'}
+      UNION ALL SELECT (SELECT min(${column}) FROM ${table} WHERE ${column} > v.x${and}) FROM v WHERE v.x IS NOT NULL
+    ) SELECT x FROM v WHERE x IS NOT NULL`;
 }

@@ -1,0 +1,229 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { type ReviewFilter, Store } from '../../src/store/index.js';
+
+/** Prompts as catalogs write them: accents, capitals, words that differ only in those. */
+const PROMPTS = [
+  'Crème brûlée ramekin, studio photo',
+  'CREME pot with a lid',
+  'Café au lait cup, matte',
+  'cafe table, lifestyle',
+  'A naïve Élan vase',
+  'Plain mug',
+  'Straße sign mug',
+  'ÇA VA bowl',
+];
+const MODELS = ['studio-xl', 'studio-lite', 'studio-edit'];
+const N = 240;
+
+interface Made {
+  id: string;
+  seq: number;
+  model: string;
+  prompt: string;
+  values: Record<string, string>;
+  tags: string[];
+}
+
+function itemOf(i: number): Made {
+  return {
+    id: `sku-${String(i).padStart(4, '0')}`,
+    seq: i,
+    model: MODELS[i % 3]!,
+    prompt: `${PROMPTS[i % PROMPTS.length]} ${i}`,
+    values: { colour: i % 2 ? 'Vert sauge' : 'terracotta' },
+    tags: i % 4 === 0 ? ['spring'] : i % 4 === 1 ? ['spring', 'line-é'] : [],
+  };
+}
+
+/** A state as a run leaves it: items written by a sync, attempted, most done with an output, some reviewed. */
+function stateWith(items: Made[], path: string): Store {
+  const store = Store.open(path);
+  const sync = (list: Made[]) =>
+    store.itemSync.sync(
+      list.map((m) => ({
+        id: m.id,
+        seq: m.seq,
+        type: 'image' as const,
+        model: m.model,
+        contentHash: `h${m.seq}`,
+        spec: JSON.stringify({
+          id: m.id,
+          type: 'image',
+          model: m.model,
+          prompt: m.prompt,
+          values: m.values,
+          ...(m.tags.length ? { tags: m.tags } : {}),
+        }),
+        dependsOn: [],
+      })),
+      1_000,
+      false,
+    );
+  sync(items);
+  store.tx(() => {
+    for (const m of items) {
+      const job = `job-${m.seq}`;
+      store.life.startAttempt(m.id, 1, `key-${m.seq}`, '{}', 2_000, 'fp');
+      store.life.recordSent(m.id, 1, 2_000, 'fp');
+      store.life.recordAccepted(m.id, 1, job, 8, 0, 2_050);
+      if (m.seq % 7 === 6) {
+        const error = { code: 'GENERATION_FAILED', message: 'failed' };
+        store.life.recordEnded(m.id, 1, { jobId: job, status: 'failed', refunded: 8, refundDay: 0, error }, 3_000);
+        store.life.endWithoutOutput(m.id, 'failed', error, 3_000);
+        continue;
+      }
+      store.life.recordEnded(m.id, 1, { jobId: job, status: 'completed', refunded: 0, refundDay: 0 }, 3_000);
+      store.outputs.claimPath(job, 1, m.id, `${m.id}-1.png`, 1, 3_000);
+      const file = { path: `${m.id}-1.png`, bytes: 10, sha256: 'ab'.repeat(32), contentType: 'image/png', mtimeMs: 1 };
+      store.life.outputSaved(m.id, job, 1, file, 3_100, true);
+      if (m.seq % 5 === 0) store.reviews.decide(m.id, 1, 'approved', undefined, 4_000);
+      if (m.seq % 5 === 1) store.reviews.decide(m.id, 1, 'rejected', 'no', 4_000);
+    }
+  });
+  // A later version of the manifest without every tenth item: those are removed, never shown.
+  sync(items.filter((m) => m.seq % 10 !== 9));
+  // Undo: a decision cleared is unreviewed again.
+  store.reviews.decide('sku-0005', 1, null, undefined, 5_000);
+  return store;
+}
+
+/** What users expect of a search: any case, with or without accents, each word somewhere in the item. */
+const fold = (text: string) => text.normalize('NFKD').replace(/\p{M}/gu, '').toLowerCase();
+
+function expected(items: Made[], filter: ReviewFilter): string[] {
+  return items
+    .filter((m) => m.seq % 10 !== 9)
+    .filter((m) => {
+      const failed = m.seq % 7 === 6;
+      const review = failed
+        ? null
+        : m.seq === 5
+          ? 'unreviewed'
+          : m.seq % 5 === 0
+            ? 'approved'
+            : m.seq % 5 === 1
+              ? 'rejected'
+              : 'unreviewed';
+      if (filter.state && filter.state !== (failed ? 'failed' : 'done')) return false;
+      if (filter.model && filter.model !== m.model) return false;
+      if (filter.review && filter.review !== review) return false;
+      if (filter.tag && !m.tags.includes(filter.tag)) return false;
+      const text = fold([m.id, m.prompt, ...Object.values(m.values), ...m.tags].join('\n'));
+      return (filter.search ?? '')
+        .split(/\s+/)
+        .filter(Boolean)
+        .every((w) => text.includes(fold(w)));
+    })
+    .map((m) => m.id);
+}
+
+/** Every page of a filter, read as the grid reads them. */
+function allPages(store: Store, filter: ReviewFilter, size = 25): { totals: Set<number>; ids: string[] } {
+  const totals = new Set<number>();
+  const ids: string[] = [];
+  for (let offset = 0; ; offset += size) {
+    const page = store.reviewQueries.page(filter, offset, size);
+    totals.add(page.total);
+    ids.push(...page.cards.map((c) => c.id));
+    if (page.cards.length < size) break;
+  }
+  return { totals, ids };
+}
+
+const FILTERS: ReviewFilter[] = [
+  {},
+  { state: 'failed' },
+  { state: 'done' },
+  { model: 'studio-lite' },
+  { review: 'unreviewed' },
+  { review: 'approved' },
+  { review: 'rejected' },
+  { tag: 'spring' },
+  { tag: 'line-é' },
+  { search: 'creme' },
+  { search: 'CRÈME' },
+  { search: 'brulee ramekin' },
+  { search: 'élan' },
+  { search: 'ELAN' },
+  { search: 'cafe' },
+  { search: 'CAFÉ AU' },
+  { search: 'sauge' },
+  { search: 'sku-012' },
+  { search: 'nothing-matches' },
+  { search: 'mug', model: 'studio-xl', review: 'unreviewed' },
+  { search: 'cafe', tag: 'spring' },
+  { tag: 'spring', state: 'done', review: 'approved' },
+  { model: 'studio-edit', state: 'failed' },
+];
+
+describe('the review grid: search, filters and their counts, from the state', () => {
+  const items = Array.from({ length: N }, (_, i) => itemOf(i));
+  const store = stateWith(items, join(mkdtempSync(join(tmpdir(), 'genbatch-grid-')), 's.sqlite'));
+
+  it.each(FILTERS.map((f) => [JSON.stringify(f), f] as const))(
+    '%s: the cards in manifest order, and a count that matches them',
+    (_, filter) => {
+      const want = expected(items, filter);
+      const { totals, ids } = allPages(store, filter);
+      expect(ids).toEqual(want);
+      expect([...totals]).toEqual([want.length]);
+    },
+  );
+
+  it('finds accented words without accents, and plain words in accented text, in any case', () => {
+    const ids = (search: string) => store.reviewQueries.page({ search }, 0, 500).cards.map((c) => c.prompt);
+    expect(ids('creme').every((p) => /crème|creme/i.test(p))).toBe(true);
+    expect(ids('creme').some((p) => p.startsWith('Crème'))).toBe(true);
+    expect(ids('creme').some((p) => p.startsWith('CREME'))).toBe(true);
+    expect(ids('CRÈME')).toEqual(ids('creme'));
+    expect(ids('Brûlée')).toEqual(ids('brulee'));
+    expect(ids('naive').every((p) => p.includes('naïve'))).toBe(true);
+    expect(ids('naive').length).toBeGreaterThan(0);
+  });
+
+  it.each(['12', 'Va', 'é'])(
+    'a word too short for the index (%s) is still found, in the same text, by a scan that folds ASCII case',
+    (word) => {
+      const ascii = (text: string) => text.replace(/[A-Z]/g, (c) => c.toLowerCase());
+      const want = items
+        .filter((m) => m.seq % 10 !== 9)
+        .filter((m) => ascii([m.id, m.prompt, ...Object.values(m.values), ...m.tags].join('\n')).includes(ascii(word)))
+        .map((m) => m.id);
+      const got = allPages(store, { search: word });
+      expect(got.ids).toEqual(want);
+      expect([...got.totals]).toEqual([want.length]);
+    },
+  );
+
+  it('lists the models and tags of the items, each once', () => {
+    expect(store.reviewQueries.models()).toEqual(['studio-edit', 'studio-lite', 'studio-xl']);
+    expect(store.reviewQueries.tags()).toEqual(['line-é', 'spring']);
+  });
+
+  it('a state from before the search index is given one: every item searchable, tagged and reviewed as before', () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'genbatch-grid-')), 'old.sqlite');
+    const old = stateWith(items, path);
+    // Back to schema 24: without what migration 25 made.
+    old.db.exec(`
+      DROP TRIGGER item_search_insert; DROP TRIGGER item_search_update; DROP TRIGGER item_search_delete;
+      DROP TRIGGER item_tags_insert; DROP TRIGGER item_tags_update; DROP TRIGGER item_tags_delete;
+      DROP TABLE item_search; DROP TABLE item_tags;
+      DROP INDEX items_grid_state; DROP INDEX items_grid_model; DROP INDEX items_grid_review; DROP INDEX items_grid;
+      DROP TRIGGER items_review_output; DROP TRIGGER items_review_output_update; DROP TRIGGER items_review_output_delete;
+      DROP TRIGGER items_review_decided; DROP TRIGGER items_review_changed; DROP TRIGGER items_review_cleared;
+      ALTER TABLE items DROP COLUMN review;
+    `);
+    old.db.pragma('user_version = 24');
+    old.close();
+    const migrated = Store.open(path);
+    try {
+      for (const filter of FILTERS)
+        expect(allPages(migrated, filter).ids, JSON.stringify(filter)).toEqual(expected(items, filter));
+    } finally {
+      migrated.close();
+    }
+  });
+});
