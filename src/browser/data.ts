@@ -66,6 +66,8 @@ export interface ReviewCardData {
   version: number | null;
   /** Its first output, relative to the output dir. */
   file: string | null;
+  /** A web copy of it made for the web (the card shows it rather than the original), when one was made. */
+  copy: string | null;
   decision: Decision | null;
   note: string | null;
 }
@@ -108,6 +110,7 @@ export interface ReviewSummaryData {
   run: { running: boolean; pausedSince: number | null };
   eta: { seconds: number; at: string } | null;
   models: string[];
+  tags: string[];
 }
 
 /** What a decision's POST answers. */

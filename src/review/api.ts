@@ -30,6 +30,7 @@ export function sliceOf(url: URL): { filter: ReviewFilter; offset: number; limit
       review: review === 'approved' || review === 'rejected' || review === 'unreviewed' ? review : undefined,
       state: (q.get('state') || undefined) as ReviewFilter['state'],
       model: q.get('model') || undefined,
+      tag: q.get('tag') || undefined,
       search: q.get('q') || undefined,
     },
     offset: int('offset', 0, Number.MAX_SAFE_INTEGER),

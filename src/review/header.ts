@@ -42,5 +42,6 @@ export function reviewSummary(
     run: { running, pausedSince: asked?.mode === 'paused' ? asked.since : null },
     eta: eta ? { seconds: eta.seconds, at: eta.at } : null,
     models: store.reviewQueries.models(),
+    tags: store.reviewQueries.tags(),
   };
 }

@@ -8,6 +8,7 @@ import { pageAssets, type PageAssets } from './assets.js';
 import { guardFor, refusal, type Guard } from '../serve/guard.js';
 import { listen } from '../serve/listen.js';
 import { serveOutput } from './files.js';
+import { Thumbnails, thumbsBeside } from './thumbs.js';
 import { LiveFeed } from './live.js';
 import { StateHandle } from './state-handle.js';
 import { reviewSummary } from './header.js';
@@ -67,16 +68,19 @@ export async function startReviewServer(opts: ReviewServerOptions): Promise<Revi
     series: () => runSeries(state.store, opts.budget),
   };
   const live = new LiveFeed(source, opts.liveEveryMs ?? 500);
+  const thumbs = new Thumbnails(thumbsBeside(opts.statePath), opts.outputs);
   const keeper = keeperOf(opts, state);
   keeper?.start();
   state.onReplaced = () => live.reset();
   let guard: Guard | undefined;
   const server = createServer((req, res) => {
     for (const [k, v] of Object.entries(SECURITY_HEADERS)) res.setHeader(k, v);
-    handle(req, res, { guard: guard!, state, assets, live, source, outputs: opts.outputs, token }).catch((error) => {
-      if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' });
-      res.end(`error: ${(error as Error).message}`);
-    });
+    handle(req, res, { guard: guard!, state, assets, live, source, outputs: opts.outputs, thumbs, token }).catch(
+      (error) => {
+        if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' });
+        res.end(`error: ${(error as Error).message}`);
+      },
+    );
   });
   await listen(server, host, opts.port ?? 0);
   const port = (server.address() as AddressInfo).port;
@@ -108,6 +112,7 @@ interface Context {
   live: LiveFeed;
   source: { summary(): unknown; series(): unknown };
   outputs: OutputSink;
+  thumbs: Thumbnails;
   token: string;
 }
 
@@ -131,6 +136,10 @@ async function handle(req: IncomingMessage, res: ServerResponse, ctx: Context): 
     // Recorded outputs and their recorded web copies: nothing else.
     const known = (p: string) => outputs.ownerOf(p) !== undefined || derivatives.isCopy(p);
     return serveOutput(res, ctx.outputs, relative ?? '', known, req.headers.range);
+  }
+  if (path.startsWith('/thumbs/')) {
+    const relative = safeDecode(path.slice('/thumbs/'.length)) ?? '';
+    return ctx.thumbs.serve(res, relative, (p) => ctx.state.store.outputs.ownerOf(p) !== undefined);
   }
   const asset = ctx.assets.byPath.get(path);
   if (asset) {

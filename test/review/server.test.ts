@@ -1,4 +1,6 @@
-import { rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import sharp from 'sharp';
+import { makePng } from '../../src/simulator/media.js';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { raw, startTestReview } from '../helpers/review.js';
@@ -141,5 +143,52 @@ describe('the review server, as a local server must be', () => {
       expect(answer.body).not.toContain(t.sim.apiKey);
       expect(JSON.stringify(answer.headers)).not.toContain(t.sim.apiKey);
     }
+  });
+
+  it('shows a card at its size: a thumbnail made once and kept beside the state, or the web copy where one was made', async () => {
+    const { server, ws } = await reviewedRun(2);
+    const { base, token } = server;
+    // An output as the service makes them, 2048 pixels wide.
+    writeFileSync(join(ws.outDir, 'item-0-1.png'), makePng('big', 2048, 2560));
+    const ask = (path: string) => fetch(`${base}${path}?token=${token}`);
+    const first = await ask('/thumbs/item-0-1.png');
+    expect(first.status).toBe(200);
+    expect(first.headers.get('content-type')).toBe('image/webp');
+    const thumb = Buffer.from(await first.arrayBuffer());
+    const meta = await sharp(thumb).metadata();
+    expect([meta.format, meta.width, meta.height]).toEqual(['webp', 320, 400]);
+    // Kept beside the state: the next look reads it, even with the original gone.
+    const kept = join(ws.statePath.replace(/\.sqlite$/, '.thumbs'));
+    expect(readdirSync(kept).filter((f) => f.endsWith('.webp'))).toHaveLength(1);
+    rmSync(join(ws.outDir, 'item-0-1.png'));
+    const again = await ask('/thumbs/item-0-1.png');
+    expect(Buffer.from(await again.arrayBuffer()).equals(thumb)).toBe(true);
+    // Only recorded outputs: nothing else is read through it.
+    for (const path of ['/thumbs/results.jsonl', '/thumbs/%2e%2e/m.yaml', '/thumbs/nope.png'])
+      expect((await raw(base, 'GET', `${path}?token=${token}`)).status, path).toBe(404);
+    expect((await raw(base, 'GET', '/thumbs/item-1-1.png')).status).toBe(403);
+  });
+
+  it('gives a card the web copy of its output when the manifest makes them', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(
+      t.sim,
+      imageManifest(2, undefined, 'derivatives: [{ format: webp, width: 96 }, { format: jpeg, width: 64 }]\n'),
+    );
+    expect((await ws.run()).code).toBe(0);
+    const server = await startTestReview({
+      statePath: ws.statePath,
+      outputs: new FolderSink(ws.outDir),
+      title: 'm',
+      budget: null,
+    });
+    const page = (await (await fetch(`${server.base}/api/items?token=${server.token}`)).json()) as {
+      cards: { id: string; file: string; copy: string | null }[];
+    };
+    // Both copies are under 400 pixels: the largest is shown.
+    expect(page.cards.map((c) => [c.file, c.copy])).toEqual([
+      ['item-0-1.png', 'item-0-1.96w.webp'],
+      ['item-1-1.png', 'item-1-1.96w.webp'],
+    ]);
   });
 });

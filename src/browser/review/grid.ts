@@ -1,6 +1,6 @@
 import type { CardsPage, ReviewCardData } from '../data.js';
 import { byId, el } from '../dom.js';
-import { api, app, CARD_H, CARD_W, fileUrl, fmt, GAP, SLICE } from './state.js';
+import { api, app, CARD_H, CARD_W, cardImageUrl, fileUrl, fmt, GAP, SLICE } from './state.js';
 
 /**
  * The grid: a tall empty space with only the visible rows of cards in it,
@@ -113,7 +113,8 @@ function isSelected(i: number): boolean {
 function media(card: ReviewCardData): HTMLElement {
   if (!card.file) return el('div', { className: 'empty', text: card.state });
   if (card.type === 'video') return el('video', { src: fileUrl(card.file), preload: 'metadata', muted: '' });
-  return el('img', { src: fileUrl(card.file), alt: card.prompt, loading: 'lazy', decoding: 'async' });
+  // Only the cards on screen are in the DOM: each image is wanted now, at the card's size.
+  return el('img', { src: cardImageUrl(card), alt: card.prompt, decoding: 'async', fetchpriority: 'high' });
 }
 
 function cardNode(card: ReviewCardData, i: number): HTMLElement {

@@ -81,6 +81,7 @@ function onFilter(): void {
     review: byId<HTMLSelectElement>('f-review').value,
     state: byId<HTMLSelectElement>('f-state').value,
     model: byId<HTMLSelectElement>('f-model').value,
+    tag: byId<HTMLSelectElement>('f-tag').value,
     q: byId<HTMLInputElement>('f-search').value.trim(),
   };
   void reload(false);
@@ -105,11 +106,15 @@ export function listenToInput(): void {
   byId('help-button').addEventListener('click', () => {
     byId('help').hidden = isShown('help');
   });
-  for (const id of ['f-review', 'f-state', 'f-model']) byId(id).addEventListener('change', onFilter);
+  for (const id of ['f-review', 'f-state', 'f-model', 'f-tag']) byId(id).addEventListener('change', onFilter);
   let searchTimer: ReturnType<typeof setTimeout> | undefined;
-  byId('f-search').addEventListener('input', () => {
+  const search = byId<HTMLInputElement>('f-search');
+  search.addEventListener('input', () => {
     clearTimeout(searchTimer);
-    searchTimer = setTimeout(onFilter, 60);
+    // Words of 3 characters or more are answered from the index at once; a shorter one is a scan: let typing go on.
+    const words = search.value.trim().split(/\s+/).filter(Boolean);
+    if (words.every((w) => [...w].length >= 3)) onFilter();
+    else searchTimer = setTimeout(onFilter, 150);
   });
   byId('filters').addEventListener('submit', (e) => e.preventDefault());
 }

@@ -2,7 +2,7 @@ import type { NewOutputData, ReviewSummaryData, RunSeries } from '../data.js';
 import { byId, el } from '../dom.js';
 import { RunPlots } from '../plots.js';
 import { refreshVisible, reload } from './grid.js';
-import { app, fileUrl, fmt, withToken } from './state.js';
+import { app, cardImageUrl, fmt, withToken } from './state.js';
 
 /** The live header, plots and newest outputs, from the server's events. */
 const plots = new RunPlots();
@@ -50,6 +50,8 @@ export function drawSummary(): void {
       : 'no run is going';
   fillSelect('f-state', Object.keys(s.states));
   fillSelect('f-model', s.models);
+  fillSelect('f-tag', s.tags);
+  byId('f-tag-label').hidden = s.tags.length === 0;
 }
 
 function fillSelect(id: string, values: readonly string[]): void {
@@ -65,7 +67,9 @@ function addNewest(outputs: NewOutputData[]): void {
       o.type === 'video'
         ? el('span', { className: 'vid', text: 'video', title: o.itemId, 'data-item': o.itemId })
         : el('img', {
-            src: fileUrl(o.path),
+            // A thumbnail, after the grid's: the first screen's cards are asked for first.
+            src: cardImageUrl({ file: o.path, copy: null }),
+            fetchpriority: 'low',
             alt: o.itemId,
             title: `${o.itemId}${o.version > 1 ? ` v${o.version}` : ''}`,
             'data-item': o.itemId,

@@ -12,6 +12,7 @@ export interface Filter {
   review: string;
   state: string;
   model: string;
+  tag: string;
   q: string;
 }
 
@@ -20,7 +21,7 @@ export const app = {
   token: new URLSearchParams(location.search).get('token') ?? '',
   scroller: byId('scroller'),
   space: byId('space'),
-  filter: { review: '', state: '', model: '', q: '' } as Filter,
+  filter: { review: '', state: '', model: '', tag: '', q: '' } as Filter,
   total: 0,
   /** Slices of cards by index; dropped when the filter changes. */
   slices: new Map<number, ReviewCardData[]>(),
@@ -48,6 +49,12 @@ export function withToken(url: string): string {
 
 export function fileUrl(path: string): string {
   return withToken(`/files/${path.split('/').map(encodeURIComponent).join('/')}`);
+}
+
+/** What a card shows: the output's web copy when one was made, else a thumbnail the server makes once and keeps. */
+export function cardImageUrl(card: { file: string | null; copy: string | null }): string {
+  if (card.copy) return fileUrl(card.copy);
+  return withToken(`/thumbs/${card.file!.split('/').map(encodeURIComponent).join('/')}`);
 }
 
 /** A read of the API, with the token in a header (writes need it there: a foreign page cannot set one). */
