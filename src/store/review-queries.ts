@@ -86,6 +86,8 @@ export class ReviewQueries {
   private readonly modelsStmt;
   private readonly tagsStmt;
   private readonly cache = new Map<string, Statement<unknown[], unknown>>();
+  /** The search whose matches temp.search_hits holds, and the state's data version then. */
+  private hits: { match: string; version: number } | undefined;
 
   constructor(private readonly db: Db) {
     this.newestStmt = db.prepare<[number, number], NewOutput>(
@@ -119,45 +121,81 @@ export class ReviewQueries {
 
   /**
    * A slice of the grid: the cards that match, in manifest order, and how many match in all. Every filter is a
-   * range of an index (state, model, review, tag) or the search index; the count comes first, and says whether the
-   * cards are best read by walking manifest order (many match) or by sorting the few that do.
+   * range of an index (state, model, review, tag) or the search index; the count comes first, and says how the
+   * slice is best read: the few matches sorted, or manifest order walked keeping those that match.
    */
   page(filter: ReviewFilter, offset: number, limit: number): { total: number; cards: ReviewCard[] } {
     const q = queryOf(filter);
     const total = this.total(q);
     if (total === 0 || offset >= total) return { total, cards: [] };
-    // Few matches of a search or a tag: fetch them and sort; many: walk manifest order and keep those that match.
     const few = q.narrowing && total <= FEW;
+    const search = q.match === undefined ? [] : [this.searchClause(q.match, few, offset, total)];
     const from = few ? 'items i' : 'items i INDEXED BY items_grid';
     const removed = few ? '+i.removed = 0' : 'i.removed = 0';
     // The slice is found in the index alone (a jump past 50,000 cards skips index entries, not joins), then read.
     const cards = this.prepared(
       `SELECT ${CARD_COLUMNS} FROM (
-         SELECT i.rowid AS slice FROM ${from} WHERE ${[removed, ...q.clauses].join(' AND ')}
+         SELECT i.rowid AS slice FROM ${from} WHERE ${[removed, ...q.clauses, ...search].join(' AND ')}
          ORDER BY i.seq, i.rowid LIMIT @limit OFFSET @offset
        ) JOIN items i ON i.rowid = slice ${CARD_JOINS} ORDER BY i.seq, i.rowid`,
     ).all({ ...q.params, limit, offset }) as ReviewCard[];
     return { total, cards };
   }
 
-  /** How many match: a tally, the range of one index, or the search index's own count. */
-  private total(q: GridQuery): number {
-    if (q.clauses.length === 0) return this.itemCount();
-    if (!q.narrowing) return this.countWhere(q);
-    // Nothing removed (the usual case): a search or a tag alone is counted in its own index.
-    const alone = q.clauses.length === 1 && !this.anyRemoved();
-    if (alone && q.params.match !== undefined)
-      return this.get('SELECT count(*) AS n FROM item_search WHERE item_search MATCH @match', q.params);
-    if (alone && q.params.tag !== undefined)
-      return this.get('SELECT count(*) AS n FROM item_tags WHERE tag = @tag', q.params);
-    return this.countWhere(q);
+  /**
+   * How a search's matches are read: kept ones from their table; a few from the index, then sorted; the first
+   * slice of a search most items match by asking the index of each item walked (it finds its slice in a few
+   * hundred); any other slice from the matches kept once in a table, so scrolling reads that, not the index.
+   */
+  private searchClause(match: string, few: boolean, offset: number, total: number): string {
+    if (this.hitsKept(match)) return KEPT_HITS;
+    if (few) return 'i.rowid IN (SELECT rowid FROM item_search WHERE item_search MATCH @match)';
+    if (offset === 0 && total * DENSE >= this.itemCount())
+      return 'EXISTS (SELECT 1 FROM item_search WHERE item_search MATCH @match AND rowid = i.rowid)';
+    this.keepHits(match);
+    return KEPT_HITS;
   }
 
-  private countWhere(q: GridQuery): number {
-    return this.get(
-      `SELECT count(*) AS n FROM items i WHERE ${['i.removed = 0', ...q.clauses].join(' AND ')}`,
-      q.params,
-    );
+  /** How many match: a tally, the range of one index, or the search index's own count. */
+  private total(q: GridQuery): number {
+    const filters = q.clauses.length + (q.match === undefined ? 0 : 1);
+    if (filters === 0) return this.itemCount();
+    if (!q.narrowing) return this.countWhere(q.clauses, q.params);
+    // Nothing removed (the usual case): a search or a tag alone is counted in its own index.
+    const alone = filters === 1 && !this.anyRemoved();
+    if (alone && q.match !== undefined)
+      return this.hitsKept(q.match)
+        ? this.get('SELECT count(*) AS n FROM temp.search_hits', {})
+        : this.get('SELECT count(*) AS n FROM item_search WHERE item_search MATCH @match', q.params);
+    if (alone && q.params.tag !== undefined)
+      return this.get('SELECT count(*) AS n FROM item_tags WHERE tag = @tag', q.params);
+    if (q.match === undefined) return this.countWhere(q.clauses, q.params);
+    this.keepHits(q.match);
+    return this.countWhere([...q.clauses, KEPT_HITS], q.params);
+  }
+
+  /**
+   * The items a search matches, found once in the search index and kept in a temporary table while the state is
+   * unchanged: the slices scrolled to and the counts with other filters read that table, not the index again.
+   */
+  private keepHits(match: string): void {
+    if (this.hitsKept(match)) return;
+    this.db.exec('CREATE TEMP TABLE IF NOT EXISTS search_hits (id INTEGER PRIMARY KEY)');
+    this.db.transaction(() => {
+      this.prepared('DELETE FROM temp.search_hits').run();
+      this.prepared('INSERT INTO temp.search_hits SELECT rowid FROM item_search WHERE item_search MATCH @match').run({
+        match,
+      });
+    })();
+    this.hits = { match, version: this.dataVersion() };
+  }
+
+  private hitsKept(match: string): boolean {
+    return this.hits?.match === match && this.hits.version === this.dataVersion();
+  }
+
+  private countWhere(clauses: readonly string[], params: Record<string, unknown>): number {
+    return this.get(`SELECT count(*) AS n FROM items i WHERE ${['i.removed = 0', ...clauses].join(' AND ')}`, params);
   }
 
   private anyRemoved(): boolean {
@@ -269,10 +307,18 @@ export class ReviewQueries {
 /** Matches a search or a tag may have and still be sorted at once (more are read in manifest order). */
 const FEW = 2_000;
 
-/** The filter as clauses over `i` (items); values are always parameters. */
+/** A search most items match (one in five or more) finds its first slice by asking the index of each item walked. */
+const DENSE = 5;
+
+/** The search's matches, as kept. */
+const KEPT_HITS = 'i.rowid IN (SELECT id FROM temp.search_hits)';
+
+/** The filter as clauses over `i` (items), the search apart; values are always parameters. */
 interface GridQuery {
   clauses: string[];
   params: Record<string, unknown>;
+  /** The search's words the index can look up, as an FTS5 query (`@match`). */
+  match?: string;
   /** A search or a tag: a set of rows, not a range of the items' own indexes. */
   narrowing: boolean;
 }
@@ -307,7 +353,6 @@ function queryOf(filter: ReviewFilter): GridQuery {
   if (indexed.length) {
     // Each word a phrase: its text as written, quotes doubled, so no word is read as FTS syntax.
     params.match = indexed.map((w) => `"${w.replaceAll('"', '""')}"`).join(' AND ');
-    clauses.push('i.rowid IN (SELECT rowid FROM item_search WHERE item_search MATCH @match)');
   }
   // A word too short for the index: a scan of the same text (LIKE folds ASCII case only, and no accents).
   words
@@ -317,7 +362,8 @@ function queryOf(filter: ReviewFilter): GridQuery {
       clauses.push(`(i.id || i.spec) LIKE @w${k} ESCAPE '\\' AND ${SCANNED} LIKE @w${k} ESCAPE '\\'`);
       params[`w${k}`] = `%${word.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
     });
-  return { clauses, params, narrowing: params.tag !== undefined || params.match !== undefined };
+  const match = params.match as string | undefined;
+  return { clauses, params, ...(match ? { match } : {}), narrowing: params.tag !== undefined || match !== undefined };
 }
 
 /** Each distinct value of an indexed column, found by jumping from one to the next (`where`: on the rows). */

@@ -58,8 +58,13 @@ export class Reviews {
     );
     this.clearStmt = db.prepare('DELETE FROM reviews WHERE item_id = ? AND version = ?');
     this.ofItemStmt = db.prepare<[string], ReviewRow>('SELECT * FROM reviews WHERE item_id = ? ORDER BY version');
-    this.countsStmt = db.prepare<[], { decision: ReviewDecision; by: string; n: number }>(
-      `SELECT r.decision, r.by, count(*) AS n FROM reviews r ${CURRENT} GROUP BY r.decision, r.by`,
+    // From the items' review (kept by triggers) in its index, and the few decisions the checks took: no join of every
+    // decision with its output (22 ms at 100,000 items, paid by every refresh of the review app's header).
+    this.countsStmt = db.prepare<[], { approved: number; rejected: number; byChecks: number }>(
+      `SELECT (SELECT count(*) FROM items WHERE removed IN (0, 1) AND review = 'approved') AS approved,
+              (SELECT count(*) FROM items WHERE removed IN (0, 1) AND review = 'rejected') AS rejected,
+              (SELECT count(*) FROM reviews r ${CURRENT} AND o.sha256 IS NOT NULL
+               WHERE r.by = 'check' AND r.decision = 'rejected') AS byChecks`,
     );
     this.rejectedStmt = db
       .prepare<[], string>(
@@ -100,13 +105,8 @@ export class Reviews {
 
   /** Decisions on current versions; `done` (the done items) gives the unreviewed ones. */
   counts(done: number): ReviewCounts {
-    const c = { approved: 0, rejected: 0 };
-    let rejectedByChecks = 0;
-    for (const { decision, by, n } of this.countsStmt.all()) {
-      c[decision] += n;
-      if (decision === 'rejected' && by === 'check') rejectedByChecks += n;
-    }
-    return { ...c, unreviewed: Math.max(0, done - c.approved - c.rejected), rejectedByChecks };
+    const { approved, rejected, byChecks } = this.countsStmt.get()!;
+    return { approved, rejected, unreviewed: Math.max(0, done - approved - rejected), rejectedByChecks: byChecks };
   }
 
   /** Done items whose current version was rejected: what --redo-rejected regenerates, in manifest order. */
