@@ -70,7 +70,8 @@ export class Thumbnails {
     if (!file) return undefined;
     try {
       const sharp = await sharpModule();
-      const thumb = await sharp(await buffer(file.read()), { failOn: 'error' })
+      // Read top to bottom once: libvips resizes as it decodes, without the whole image in memory.
+      const thumb = await sharp(await buffer(file.read()), { failOn: 'error', sequentialRead: true })
         .rotate()
         .resize({ width: THUMB_SIZE, height: THUMB_SIZE, fit: 'inside', withoutEnlargement: true })
         .webp({ quality: 75, effort: 2 })

@@ -22,5 +22,14 @@ window.addEventListener('resize', () => {
   render();
 });
 layout();
-void reload(false).then(() => app.scroller.focus());
-connect();
+void reload(false).then(() => {
+  app.scroller.focus();
+  // The live feed opens with the plots' data, which the server reads from every attempt: after the first screen.
+  void firstScreenShown().then(connect);
+});
+
+/** The first screen's images decoded (or failed), or a second gone by. */
+function firstScreenShown(): Promise<unknown> {
+  const images = Array.from(app.space.querySelectorAll('img'), (img) => img.decode().catch(() => {}));
+  return Promise.race([Promise.all(images), new Promise((done) => setTimeout(done, 1_000))]);
+}

@@ -111,10 +111,10 @@ export function listenToInput(): void {
   const search = byId<HTMLInputElement>('f-search');
   search.addEventListener('input', () => {
     clearTimeout(searchTimer);
-    // Words of 3 characters or more are answered from the index at once; a shorter one is a scan: let typing go on.
+    // Words of 3 characters or more are answered from the index at once; a shorter one means a scan: typing may go on.
     const words = search.value.trim().split(/\s+/).filter(Boolean);
     if (words.every((w) => [...w].length >= 3)) onFilter();
-    else searchTimer = setTimeout(onFilter, 150);
+    else searchTimer = setTimeout(onFilter, 60);
   });
   byId('filters').addEventListener('submit', (e) => e.preventDefault());
 }
