@@ -1,8 +1,7 @@
-import { existsSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { builtDir } from '../util/built.js';
 
 /** A page's own script and stylesheet, as text. */
 export interface PageCode {
@@ -17,19 +16,8 @@ export interface Pages {
   uplot: PageCode;
 }
 
-/**
- * Where the build put the pages' bundles (scripts/bundle.mjs: src/browser into
- * dist/pages): found from this module's place, whether it runs from dist/, from
- * the bin's bundle (dist/bin/chunks) or from src/ under the tests.
- */
-function pagesDir(): string {
-  for (let dir = dirname(fileURLToPath(import.meta.url)); ; dir = dirname(dir)) {
-    const manifest = join(dir, 'package.json');
-    if (existsSync(manifest) && (JSON.parse(readFileSync(manifest, 'utf8')) as { name?: string }).name === 'genbatch')
-      return join(dir, 'dist', 'pages');
-    if (dirname(dir) === dir) throw new Error('the pages of genbatch were not found: run npm run build');
-  }
-}
+/** Where the build put the pages' bundles (scripts/bundle.mjs: src/browser into dist/pages). */
+const pagesDir = () => join(builtDir(), 'pages');
 
 let cached: Promise<Pages> | undefined;
 

@@ -94,6 +94,7 @@ export async function startReviewServer(opts: ReviewServerOptions): Promise<Revi
       // Closed once, however often asked (a command's end, and a test's).
       closing ??= (async () => {
         live.close();
+        thumbs.close();
         // The decisions made since the last snapshot go to the bucket before the state is let go.
         await keeper?.end();
         state.close();

@@ -1,30 +1,35 @@
+import { type ChildProcess, fork } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { buffer } from 'node:stream/consumers';
 import PQueue from 'p-queue';
-import { sharpModule } from '../copies/derivative.js';
 import { FolderSink, type OutputSink, writeWhole } from '../sink/index.js';
+import { builtDir } from '../util/built.js';
 import { serveOutput } from './files.js';
+import type { ThumbAsked, ThumbMade } from './thumb-maker.js';
 
 /** The folder beside a state that keeps its thumbnails: `<state>.thumbs/` (a state's own, like its log). */
 export function thumbsBeside(statePath: string): string {
   return `${statePath.replace(/\.sqlite$/, '')}.thumbs`;
 }
 
-/** A card is about 200 pixels wide: 400 keeps it sharp on a dense screen. */
-export const THUMB_SIZE = 400;
+/** The thumbnail maker ends after this long without work: its memory goes back to the machine. */
+const MAKER_IDLE_MS = 60_000;
+/** A thumbnail not made in this long is not waited for: the card shows the output itself. */
+const MAKE_TIMEOUT_MS = 30_000;
 
 /**
  * Thumbnails for the review grid's cards of outputs with no web copy: a 2048-pixel original is decoded once,
  * by the first card that shows it, and its 400-pixel WebP kept in a folder beside the state, so every later
- * look (and every later session) reads a few kilobytes. One made at a time: the server stays small.
+ * look (and every later session) reads a few kilobytes. Made one at a time, in a child process.
  */
 export class Thumbnails {
   private readonly making = new PQueue({ concurrency: 1 });
   private readonly pending = new Map<string, Promise<Buffer | undefined>>();
   private readonly kept: FolderSink;
+  private readonly maker = new ThumbMaker();
 
   constructor(
     /** The folder they are kept in (made when the first is). */
@@ -49,6 +54,11 @@ export class Thumbnails {
       .end(thumb);
   }
 
+  close(): void {
+    this.making.clear();
+    this.maker.close();
+  }
+
   private thumbOf(relative: string): Promise<Buffer | undefined> {
     let made = this.pending.get(relative);
     if (!made) {
@@ -68,20 +78,75 @@ export class Thumbnails {
   private async make(relative: string, name: string): Promise<Buffer | undefined> {
     const file = await this.outputs.open(relative);
     if (!file) return undefined;
-    try {
-      const sharp = await sharpModule();
-      // Read top to bottom once: libvips resizes as it decodes, without the whole image in memory.
-      const thumb = await sharp(await buffer(file.read()), { failOn: 'error', sequentialRead: true })
-        .rotate()
-        .resize({ width: THUMB_SIZE, height: THUMB_SIZE, fit: 'inside', withoutEnlargement: true })
-        .webp({ quality: 75, effort: 2 })
-        .toBuffer();
-      // Kept whole or not at all; a folder that cannot be written costs only the keeping.
-      await writeWhole(this.kept, name, 'replace', thumb).catch(() => {});
-      return thumb;
-    } catch {
-      // Not an image sharp reads (a video, a format it lacks): the card shows the output itself.
-      return undefined;
+    const thumb = await this.maker.make(await buffer(file.read()));
+    // Kept whole or not at all; a folder that cannot be written costs only the keeping.
+    if (thumb) await writeWhole(this.kept, name, 'replace', thumb).catch(() => {});
+    return thumb;
+  }
+}
+
+/** The child process that makes thumbnails (src/review/thumb-maker.ts), started when needed. */
+class ThumbMaker {
+  private child: ChildProcess | undefined;
+  private next = 1;
+  private readonly waiting = new Map<number, (thumb: Buffer | undefined) => void>();
+  private idle: NodeJS.Timeout | undefined;
+
+  /** The thumbnail of these bytes; undefined when they are no image it reads, or it failed or took too long. */
+  make(data: Buffer): Promise<Buffer | undefined> {
+    const child = this.started();
+    clearTimeout(this.idle);
+    const id = this.next++;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => this.answer(id, undefined), MAKE_TIMEOUT_MS);
+      this.waiting.set(id, (thumb) => {
+        clearTimeout(timer);
+        resolve(thumb);
+      });
+      child.send({ id, data } satisfies ThumbAsked, (error) => {
+        if (error) this.answer(id, undefined);
+      });
+    });
+  }
+
+  close(): void {
+    clearTimeout(this.idle);
+    this.child?.kill();
+    this.child = undefined;
+    for (const id of [...this.waiting.keys()]) this.answer(id, undefined);
+  }
+
+  private started(): ChildProcess {
+    if (this.child) return this.child;
+    const child = fork(join(builtDir(), 'review', 'thumb-maker.js'), [], {
+      serialization: 'advanced',
+      // Nothing of this process's own loader flags; few malloc arenas for libvips's threads.
+      execArgv: [],
+      env: { ...process.env, GENBATCH_THUMB_MAKER: '1', MALLOC_ARENA_MAX: '2' },
+      stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
+    });
+    child.on('message', (m: ThumbMade) => this.answer(m.id, 'thumb' in m ? Buffer.from(m.thumb) : undefined));
+    child.on('exit', () => {
+      if (this.child === child) this.child = undefined;
+      for (const id of [...this.waiting.keys()]) this.answer(id, undefined);
+    });
+    child.on('error', () => {});
+    // It never keeps this process alive by itself: the server's sockets do while a thumbnail is asked for.
+    child.unref();
+    child.channel?.unref();
+    this.child = child;
+    return child;
+  }
+
+  private answer(id: number, thumb: Buffer | undefined): void {
+    const done = this.waiting.get(id);
+    if (!done) return;
+    this.waiting.delete(id);
+    done(thumb);
+    if (this.waiting.size === 0) {
+      clearTimeout(this.idle);
+      this.idle = setTimeout(() => this.close(), MAKER_IDLE_MS);
+      this.idle.unref();
     }
   }
 }

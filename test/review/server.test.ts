@@ -163,6 +163,14 @@ describe('the review server, as a local server must be', () => {
     rmSync(join(ws.outDir, 'item-0-1.png'));
     const again = await ask('/thumbs/item-0-1.png');
     expect(Buffer.from(await again.arrayBuffer()).equals(thumb)).toBe(true);
+    // What the maker cannot read (bytes that are no image) is shown as it is.
+    writeFileSync(join(ws.outDir, 'item-1-1.png'), 'not an image');
+    const unreadable = await ask('/thumbs/item-1-1.png');
+    expect([unreadable.status, unreadable.headers.get('content-type'), await unreadable.text()]).toEqual([
+      200,
+      'image/png',
+      'not an image',
+    ]);
     // Only recorded outputs: nothing else is read through it.
     for (const path of ['/thumbs/results.jsonl', '/thumbs/%2e%2e/m.yaml', '/thumbs/nope.png'])
       expect((await raw(base, 'GET', `${path}?token=${token}`)).status, path).toBe(404);

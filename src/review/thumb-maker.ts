@@ -1,0 +1,37 @@
+/**
+ * A child process of `genbatch review` that makes its thumbnails. libvips decodes on libuv's threads, and glibc
+ * keeps a memory arena for each thread that touched it: in the server that was 50-70 MB it never gave back. Here
+ * it is the child's (started with few arenas), and it goes when the child does, after a minute without work.
+ */
+import { sharpModule } from '../copies/derivative.js';
+
+/** A card is about 200 pixels wide: 400 keeps it sharp on a dense screen. */
+export const THUMB_SIZE = 400;
+
+/** A request: an output's bytes; the answer: its thumbnail (WebP), or why there is none. */
+export interface ThumbAsked {
+  id: number;
+  data: Uint8Array;
+}
+export type ThumbMade = { id: number; thumb: Uint8Array } | { id: number; error: string };
+
+export async function thumbnailOf(data: Uint8Array): Promise<Buffer> {
+  const sharp = await sharpModule();
+  // Read top to bottom once: libvips resizes as it decodes, without the whole image in memory.
+  return sharp(data, { failOn: 'error', sequentialRead: true })
+    .rotate()
+    .resize({ width: THUMB_SIZE, height: THUMB_SIZE, fit: 'inside', withoutEnlargement: true })
+    .webp({ quality: 75, effort: 2 })
+    .toBuffer();
+}
+
+if (process.send && process.env.GENBATCH_THUMB_MAKER === '1') {
+  process.on('message', (asked: ThumbAsked) => {
+    thumbnailOf(asked.data).then(
+      (thumb) => process.send!({ id: asked.id, thumb } satisfies ThumbMade),
+      (error: Error) => process.send!({ id: asked.id, error: error.message } satisfies ThumbMade),
+    );
+  });
+  // The server gone, its child goes too.
+  process.on('disconnect', () => process.exit(0));
+}
