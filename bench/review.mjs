@@ -1,7 +1,10 @@
-// genbatch review on the state of a 100,000-item catalog run, every output on disk, in headless Chromium.
-// Goals: the first cards (their images decoded) within 1 s of opening the page; a filter or a search
-// answers (cards drawn) within 200 ms; the server's peak RSS under 200 MB.
-import { mkdtempSync, writeFileSync } from 'node:fs';
+// genbatch review on the state of a 100,000-item catalog run, every output on disk as the service makes them
+// (2048 x 2560 PNGs), tagged and partly reviewed, in headless Chromium. Each of REVIEW_RUNS runs (5) starts the
+// server and a browser afresh; the figures are their medians. Goals: the first cards (their images decoded)
+// within 300 ms of opening the page; every filter, search and jump within 50 ms to the cards drawn; the
+// server's peak RSS under 150 MB. REVIEW_ITEMS=1000000 reports a state ten times larger against three times
+// those figures, not gated.
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
@@ -9,53 +12,101 @@ import { chromiumLaunchOptions } from '../scripts/chromium.mjs';
 import { fmt, measureCli } from './measure.mjs';
 import { buildCatalogState } from './state.mjs';
 
-const ITEMS = 100_000;
-const GOAL = { firstCardsMs: 1000, answerMs: 200, rssMb: 200 };
+const ITEMS = Number(process.env.REVIEW_ITEMS ?? 100_000);
+const RUNS = Number(process.env.REVIEW_RUNS ?? 5);
+/** A state ten times the catalog answers within three times the goals; reported, not gated. */
+const SCALE = ITEMS > 100_000 ? 3 : 1;
+const GOAL = { firstCardsMs: 300 * SCALE, answerMs: 50 * SCALE, rssMb: 150 };
+
+const median = (values) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)];
+};
 
 export async function reviewBench() {
   const dir = mkdtempSync(join(tmpdir(), 'genbatch-bench-review-'));
   const state = join(dir, 'big.sqlite');
   const built = Date.now();
-  buildCatalogState(state, { items: ITEMS, outDir: join(dir, 'out'), reviewed: true });
+  buildCatalogState(state, {
+    items: ITEMS,
+    outDir: join(dir, 'out'),
+    reviewed: true,
+    tagged: true,
+    image: { width: 2048, height: 2560 },
+  });
   console.log(
-    `review  state of ${ITEMS.toLocaleString('en-US')} items with their outputs on disk built in ${fmt((Date.now() - built) / 1000, 1)} s`,
+    `review  state of ${ITEMS.toLocaleString('en-US')} items (tagged, 1 in 10 approved, 1 in 20 rejected), outputs 2048x2560 PNGs on disk, built in ${fmt((Date.now() - built) / 1000, 1)} s`,
   );
   writeFileSync(
     join(dir, 'big.yaml'),
     'version: 1\nname: big\nitems:\n  - { id: one, model: studio-xl, prompt: "the state holds the real items" }\n',
   );
-  let figures;
-  const server = await measureCli(['review', 'big.yaml', '--state', state], {
-    cwd: dir,
-    during: (child) => {
-      let out = '';
-      child.stdout.on('data', (d) => {
-        out += d;
-        const url = /http:\/\/\S+/.exec(out)?.[0];
-        if (!url || figures) return;
-        figures = inBrowser(url).finally(() => child.kill('SIGINT'));
-      });
-    },
-  });
-  if (!figures) throw new Error(`review printed no URL (exit ${server.code}): ${server.stderr}`);
-  const f = await figures;
-  const answers = Object.entries(f.answers);
+  const runs = [];
+  for (let run = 1; run <= RUNS; run++) {
+    let figures;
+    let makerPeakMb = 0;
+    const server = await measureCli(['review', 'big.yaml', '--state', state], {
+      cwd: dir,
+      during: (child) => {
+        // The thumbnail maker (a child process of the server) is watched too: its peak is reported beside.
+        const watch = setInterval(() => {
+          makerPeakMb = Math.max(makerPeakMb, childrenPeakMb(child.pid));
+        }, 50);
+        child.on('close', () => clearInterval(watch));
+        let out = '';
+        child.stdout.on('data', (d) => {
+          out += d;
+          const url = /http:\/\/\S+/.exec(out)?.[0];
+          if (!url || figures) return;
+          figures = inBrowser(url).finally(() => child.kill('SIGINT'));
+        });
+      },
+    });
+    if (!figures) throw new Error(`review printed no URL (exit ${server.code}): ${server.stderr}`);
+    const f = await figures;
+    runs.push({ ...f, rssMb: server.peakRssMb, cpuSeconds: server.cpuSeconds, makerPeakMb });
+    console.log(
+      `review  run ${run}: first cards ${f.firstCardsMs} ms; ${Object.entries(f.answers)
+        .map(([what, a]) => `${what.split(' (')[0]} ${a.ms}`)
+        .join(
+          ', ',
+        )} ms; jump ${f.scrollMs} ms; RSS ${fmt(server.peakRssMb, 0)} MB (thumbnail maker ${fmt(makerPeakMb, 0)} MB)`,
+    );
+  }
+  const first = median(runs.map((r) => r.firstCardsMs));
+  const rss = median(runs.map((r) => r.rssMb));
+  const scroll = median(runs.map((r) => r.scrollMs));
+  const whats = Object.keys(runs[0].answers);
+  const answers = whats.map((what) => ({
+    what,
+    ms: median(runs.map((r) => r.answers[what].ms)),
+    outsideMs: median(runs.map((r) => r.answers[what].outsideMs)),
+    serverMs: median(runs.map((r) => r.answers[what].serverMs)),
+    shown: runs[0].answers[what].shown,
+    // A word of 1 or 2 characters cannot use the trigram index: measured, and not held to the index's goal.
+    gated: !what.includes('a scan'),
+  }));
   const pass =
-    f.firstCardsMs < GOAL.firstCardsMs &&
-    answers.every(([, a]) => a.ms < GOAL.answerMs) &&
-    server.peakRssMb < GOAL.rssMb;
+    first < GOAL.firstCardsMs &&
+    answers.every((a) => !a.gated || a.ms < GOAL.answerMs) &&
+    scroll < GOAL.answerMs &&
+    rss < GOAL.rssMb;
+  console.log(`review  medians of ${RUNS} runs:`);
   console.log(
-    `review  first cards shown (images decoded) ${f.firstCardsMs} ms after opening the page (goal < ${GOAL.firstCardsMs} ms)`,
+    `review  first cards shown (images decoded) ${first} ms after opening the page (goal < ${GOAL.firstCardsMs} ms); the first run's ${runs[0].firstCardsMs} ms`,
   );
-  for (const [what, a] of answers)
-    console.log(`review  ${what}: ${a.ms} ms to cards drawn (${a.shown}; the server answered in ${a.serverMs} ms)`);
+  for (const a of answers)
+    console.log(
+      `review  ${a.what}: ${a.ms} ms from the input to the cards drawn (${a.shown}; the server answered in ${a.serverMs} ms; ${a.outsideMs} ms seen from the harness)${a.gated ? '' : ', not gated'}`,
+    );
   console.log(
-    `review  a jump to the middle of the grid: ${f.scrollMs} ms to its cards drawn; cards in the DOM: ${f.cardsInDom}`,
+    `review  a jump to the middle of the grid: ${scroll} ms to its cards drawn; cards in the DOM: ${runs[0].cardsInDom}`,
   );
+  const verdict = SCALE > 1 ? 'reported, not gated' : pass ? 'met' : 'MISSED';
   console.log(
-    `review  server peak RSS ${fmt(server.peakRssMb, 0)} MB, ${fmt(server.cpuSeconds)} CPU-s (goals: < ${GOAL.answerMs} ms each, < ${GOAL.rssMb} MB): ${pass ? 'met' : 'MISSED'}`,
+    `review  server peak RSS ${fmt(rss, 0)} MB, ${fmt(median(runs.map((r) => r.cpuSeconds)))} CPU-s; its thumbnail maker's peak ${fmt(Math.max(...runs.map((r) => r.makerPeakMb)), 0)} MB (goals: < ${GOAL.answerMs} ms each, < ${GOAL.rssMb} MB): ${verdict}`,
   );
-  return pass;
+  return SCALE > 1 || pass;
 }
 
 async function inBrowser(url) {
@@ -73,49 +124,110 @@ async function inBrowser(url) {
     await page.waitForSelector('#plots canvas');
     await page.waitForTimeout(500);
     const answers = {};
-    // From the act to the grid drawn with the answer: the slice's response, then two frames.
+    // Timed in the page, as a user meets it: from the input event (the select changed, the text typed) to the
+    // frame that draws the grid with the answer, the first after the page changed the grid once the slice's
+    // response was in. Also from outside (the harness's act to the response, then two frames), which adds the
+    // browser driver's round trips and up to a frame of waiting.
     const answer = async (what, asked, act) => {
-      await page.evaluate(() => performance.clearResourceTimings());
+      await page.evaluate((asked) => {
+        performance.clearResourceTimings();
+        const t = { start: 0, drawn: 0 };
+        window.__answer = t;
+        const mark = () => {
+          if (!t.start) t.start = performance.now();
+        };
+        document.addEventListener('input', mark, { capture: true, once: true });
+        document.addEventListener('change', mark, { capture: true, once: true });
+        const answered = () =>
+          performance
+            .getEntriesByType('resource')
+            .some((e) => e.name.includes('/api/items') && e.name.includes(asked) && e.responseEnd >= t.start);
+        const seen = new MutationObserver(() => {
+          if (!t.start || !answered()) return;
+          seen.disconnect();
+          requestAnimationFrame((frame) => {
+            t.drawn = frame;
+          });
+        });
+        for (const id of ['space', 'shown'])
+          seen.observe(document.getElementById(id), { childList: true, subtree: true, characterData: true });
+      }, asked);
       const at = Date.now();
       // The response to this very query: the page asks for a slice of what the filters now say.
       const answered = page.waitForResponse((r) => r.url().includes('/api/items') && r.url().includes(asked));
       await act();
       await answered;
       await page.evaluate(() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done))));
-      const ms = Date.now() - at;
-      const serverMs = await page.evaluate(() => {
+      const outsideMs = Date.now() - at;
+      await page.waitForFunction(() => window.__answer.drawn > 0);
+      const { ms, serverMs } = await page.evaluate(() => {
         const asked = performance.getEntriesByType('resource').filter((e) => e.name.includes('/api/items'));
-        return Math.round(Math.max(...asked.map((e) => e.responseEnd - e.requestStart)));
+        const t = window.__answer;
+        return {
+          ms: Math.round(t.drawn - t.start),
+          serverMs: Math.round(Math.max(...asked.map((e) => e.responseEnd - e.requestStart))),
+        };
       });
-      answers[what] = { ms, serverMs, shown: await page.textContent('#shown') };
+      answers[what] = { ms, outsideMs, serverMs, shown: await page.textContent('#shown') };
+    };
+    const search = async (what, text) => {
+      await answer(what, `q=${encodeURIComponent(text)}`, () => page.fill('#f-search', text));
     };
     await answer('review filter "rejected"', 'review=rejected', () => page.selectOption('#f-review', 'rejected'));
     await answer('review filter "unreviewed"', 'review=unreviewed', () => page.selectOption('#f-review', 'unreviewed'));
-    await answer('back to all', 'offset=0&limit=120&token=', () => page.selectOption('#f-review', ''));
+    await answer('back to all', 'offset=0&limit=', () => page.selectOption('#f-review', ''));
     await answer('state filter "failed"', 'state=failed', () => page.selectOption('#f-state', 'failed'));
-    await page.selectOption('#f-state', '');
+    await answer('back to all states', 'offset=0&limit=', () => page.selectOption('#f-state', ''));
     await answer('model filter "studio-lite"', 'model=studio-lite', () => page.selectOption('#f-model', 'studio-lite'));
     await page.selectOption('#f-model', '');
-    await answer('search "item 4242"', 'q=item%204242', () => page.fill('#f-search', 'item 4242'));
-    await answer('search "glazed" (every item matches)', 'q=glazed', () => page.fill('#f-search', 'glazed'));
-    await answer('search "nothing-matches"', 'q=nothing-matches', () => page.fill('#f-search', 'nothing-matches'));
+    if (await page.$('#f-tag')) {
+      await answer('tag filter "line-3"', 'tag=line-3', () => page.selectOption('#f-tag', 'line-3'));
+      await page.selectOption('#f-tag', '');
+    }
+    await search('search "item 4242"', 'item 4242');
+    await search('search "glazed" (every item matches)', 'glazed');
+    await search('search "nothing-matches"', 'nothing-matches');
+    await search('search "42" (too short for the index: a scan)', '42');
+    await search('search "CÉRAMIC 777" (case and accents folded)', 'CÉRAMIC 777');
     await page.fill('#f-search', '');
-    await page.waitForFunction(() => document.getElementById('shown').textContent === '100,000 shown');
-    const scrolled = Date.now();
-    await page.evaluate(() => {
-      const s = document.getElementById('scroller');
-      s.scrollTop = s.scrollHeight / 2;
-    });
-    await page.waitForFunction(() => {
-      const top = document.getElementById('scroller').scrollTop;
-      return Array.from(document.querySelectorAll('.card img')).some(
-        (i) => Math.abs(i.closest('.card').offsetTop - top) < 600 && i.complete && i.naturalWidth > 0,
-      );
-    });
-    const scrollMs = Date.now() - scrolled;
+    const total = ITEMS.toLocaleString('en-US');
+    await page.waitForFunction((t) => document.getElementById('shown').textContent === `${t} shown`, total);
+    // A jump to the middle: from the scroll to the frame that draws a card there with its image.
+    const scrollMs = await page.evaluate(
+      () =>
+        new Promise((done) => {
+          const s = document.getElementById('scroller');
+          const start = performance.now();
+          s.scrollTop = s.scrollHeight / 2;
+          const check = (frame) => {
+            const top = s.scrollTop;
+            const shown = Array.from(document.querySelectorAll('.card img')).some(
+              (i) => Math.abs(i.closest('.card').offsetTop - top) < 600 && i.complete && i.naturalWidth > 0,
+            );
+            if (shown) done(Math.round(frame - start));
+            else requestAnimationFrame(check);
+          };
+          requestAnimationFrame(check);
+        }),
+    );
     const cardsInDom = await page.$$eval('.card', (cards) => cards.length);
     return { firstCardsMs, answers, scrollMs, cardsInDom };
   } finally {
     await browser.close();
+  }
+}
+
+/** The highest peak RSS (VmHWM) among a process's children, in MB; 0 where /proc cannot tell. */
+function childrenPeakMb(pid) {
+  try {
+    let peak = 0;
+    for (const task of readdirSync(`/proc/${pid}/task`))
+      for (const kid of readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').split(' ').filter(Boolean)) {
+        const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${kid}/status`, 'utf8'));
+        if (hwm) peak = Math.max(peak, Number(hwm[1]) / 1024);
+      }
+    return peak;
+  } catch {
+    return 0;
   }
 }

@@ -11,9 +11,10 @@ export const skuOf = (i) => `SKU-${String(i).padStart(6, '0')}`;
 /**
  * Every item attempted once at the key's pace (10 a minute, so the run spans days), 1 in 50
  * failed and refunded. With `outDir`, every output is on disk (hard links of one PNG);
- * with `reviewed`, 1 in 10 done items approved and 1 in 20 rejected; with `tagged`, two tags an item.
+ * with `reviewed`, 1 in 10 done items approved and 1 in 20 rejected; with `tagged`, two tags an item;
+ * `image`: the outputs' size (192 x 192 by default, the simulator's).
  */
-export function buildCatalogState(path, { items, outDir, reviewed = false, tagged = false }) {
+export function buildCatalogState(path, { items, outDir, reviewed = false, tagged = false, image }) {
   const store = Store.open(path);
   const start = Date.now() - items * 6_000;
   store.itemSync.sync(
@@ -48,7 +49,8 @@ export function buildCatalogState(path, { items, outDir, reviewed = false, tagge
   // A file system allows some 65,000 links to one file: a source file per 10,000 outputs.
   const sourceOf = (i) => {
     const path = join(outDir, `.bench-source-${Math.floor(i / 10_000)}.png`);
-    if (i % 10_000 === 0 || i === 0) writeFileSync(path, makePng(`bench ${Math.floor(i / 10_000)}`));
+    if (i % 10_000 === 0 || i === 0)
+      writeFileSync(path, makePng(`bench ${Math.floor(i / 10_000)}`, image?.width, image?.height));
     return path;
   };
   if (outDir) mkdirSync(outDir, { recursive: true });

@@ -359,7 +359,9 @@ function queryOf(filter: ReviewFilter): GridQuery {
     .filter((w) => [...w].length < INDEXED_LENGTH)
     .forEach((word, k) => {
       // The id and spec as stored first (cheap; they hold every word the text does), then the text itself.
-      clauses.push(`(i.id || i.spec) LIKE @w${k} ESCAPE '\\' AND ${SCANNED} LIKE @w${k} ESCAPE '\\'`);
+      clauses.push(
+        `(i.id LIKE @w${k} ESCAPE '\\' OR i.spec LIKE @w${k} ESCAPE '\\') AND ${SCANNED} LIKE @w${k} ESCAPE '\\'`,
+      );
       params[`w${k}`] = `%${word.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
     });
   const match = params.match as string | undefined;
