@@ -66,9 +66,11 @@ export interface SeriesBuckets {
   last: number | null;
 }
 
-/** A card's web copy: a card is about 200 pixels wide, 400 on a dense screen. */
+/** A card is about 200 pixels wide, 400 on a dense screen. */
+const CARD_WIDTH = 400;
+/** A card's web copy: the smallest at least CARD_WIDTH wide, else the largest. */
 const CARD_COPY = `(SELECT d.path FROM derivatives d WHERE d.job_id = o.job_id AND d.idx = o.idx
-  ORDER BY d.width < ${400}, CASE WHEN d.width >= ${400} THEN d.width ELSE -d.width END LIMIT 1)`;
+  ORDER BY d.width < ${CARD_WIDTH}, CASE WHEN d.width >= ${CARD_WIDTH} THEN d.width ELSE -d.width END LIMIT 1)`;
 const CARD_COLUMNS = `i.id, i.state, i.type, i.model, coalesce(i.spec ->> '$.prompt', '') AS prompt, o.version, o.path AS file, ${CARD_COPY} AS copy, r.decision, r.note`;
 /** The current version's first verified output, and the decision on it. */
 const CARD_JOINS = `LEFT JOIN outputs o ON o.item_id = i.id AND o.idx = 1 AND o.superseded_at IS NULL AND o.sha256 IS NOT NULL
