@@ -393,15 +393,12 @@ export const MIGRATIONS: readonly string[] = [
   -- genbatch review answers every filter, count and search from an index, never a scan of the items.
   -- Search: each item's id, prompt, row values and tags, found by any piece of 3 characters or more, in any case
   -- and with or without accents (FTS5's trigram tokenizer). Contentless (the text is the items'), so it costs the
-  -- state no copy of it. Kept in step by triggers: an item is indexed when written, again when its spec changes;
-  -- its state changing (a run's every step) touches nothing here.
+  -- state no copy of it. An item is indexed by the sync that inserts it (no per-row trigger on insert: see 11),
+  -- and again by a trigger when its spec changes; its state changing (a run's every step) touches nothing here.
   CREATE VIRTUAL TABLE item_search USING fts5 (
     text, tokenize = 'trigram remove_diacritics 1', content = '', contentless_delete = 1
   );
   INSERT INTO item_search (rowid, text) SELECT rowid, ${searchText('')} FROM items;
-  CREATE TRIGGER item_search_insert AFTER INSERT ON items BEGIN
-    INSERT INTO item_search (rowid, text) VALUES (new.rowid, ${searchText('new.')});
-  END;
   CREATE TRIGGER item_search_update AFTER UPDATE OF id, spec ON items BEGIN
     DELETE FROM item_search WHERE rowid = old.rowid;
     INSERT INTO item_search (rowid, text) VALUES (new.rowid, ${searchText('new.')});
@@ -410,15 +407,13 @@ export const MIGRATIONS: readonly string[] = [
     DELETE FROM item_search WHERE rowid = old.rowid;
   END;
 
-  -- Tags: each item's tags in manifest order, so a tag's cards and their count are a range of this table.
+  -- Tags: each item's tags in manifest order, so a tag's cards and their count are a range of this table. Written
+  -- by the sync that inserts an item, and by a trigger when its spec or place changes.
   CREATE TABLE item_tags (tag TEXT NOT NULL, seq INTEGER NOT NULL, item_rowid INTEGER NOT NULL,
     PRIMARY KEY (tag, seq, item_rowid)) WITHOUT ROWID;
   CREATE INDEX item_tags_item ON item_tags (item_rowid);
   INSERT OR IGNORE INTO item_tags SELECT j.value, i.seq, i.rowid FROM items i, json_each(i.spec, '$.tags') j
     WHERE i.spec -> '$.tags' IS NOT NULL;
-  CREATE TRIGGER item_tags_insert AFTER INSERT ON items WHEN new.spec -> '$.tags' IS NOT NULL BEGIN
-    INSERT OR IGNORE INTO item_tags SELECT j.value, new.seq, new.rowid FROM json_each(new.spec, '$.tags') j;
-  END;
   CREATE TRIGGER item_tags_update AFTER UPDATE OF spec, seq ON items BEGIN
     DELETE FROM item_tags WHERE item_rowid = old.rowid;
     INSERT OR IGNORE INTO item_tags SELECT j.value, new.seq, new.rowid FROM json_each(new.spec, '$.tags') j;

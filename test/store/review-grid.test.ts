@@ -230,6 +230,45 @@ describe('the review grid: search, filters and their counts, from the state', ()
     },
   );
 
+  it('follows an item whose tags or row values change: search and tags read its spec as it is now', () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'genbatch-grid-')), 'c.sqlite');
+    const few = items.slice(0, 20).map((m) => ({ ...m, tags: [] as string[] }));
+    const changing = stateWith(few, path);
+    try {
+      expect(changing.reviewQueries.page({ tag: 'autumn' }, 0, 50).total).toBe(0);
+      // Same content (the request is unchanged), other tags and values: the spec is brought up to date.
+      const moved = few.map((m) => (m.seq === 3 ? { ...m, tags: ['autumn'], values: { colour: 'Ocre brûlé' } } : m));
+      changing.itemSync.sync(
+        moved
+          .filter((m) => m.seq % 10 !== 9)
+          .map((m) => ({
+            id: m.id,
+            seq: m.seq,
+            type: 'image' as const,
+            model: m.model,
+            contentHash: `h${m.seq}`,
+            spec: JSON.stringify({
+              id: m.id,
+              prompt: m.prompt,
+              values: m.values,
+              ...(m.tags.length ? { tags: m.tags } : {}),
+            }),
+            dependsOn: [],
+          })),
+        6_000,
+        false,
+      );
+      const ids = (filter: ReviewFilter) => changing.reviewQueries.page(filter, 0, 50).cards.map((c) => c.id);
+      expect(ids({ tag: 'autumn' })).toEqual(['sku-0003']);
+      expect(ids({ search: 'OCRE brule' })).toEqual(['sku-0003']);
+      expect(ids({ search: 'sauge' })).not.toContain('sku-0003');
+      expect(ids({ search: 'sauge' }).length).toBeGreaterThan(0);
+      expect(changing.reviewQueries.tags()).toEqual(['autumn']);
+    } finally {
+      changing.close();
+    }
+  });
+
   it('lists the models and tags of the items, each once', () => {
     expect(store.reviewQueries.models()).toEqual(['studio-edit', 'studio-lite', 'studio-xl']);
     expect(store.reviewQueries.tags()).toEqual(['line-é', 'spring']);
@@ -240,8 +279,8 @@ describe('the review grid: search, filters and their counts, from the state', ()
     const old = stateWith(items, path);
     // Back to schema 24: without what migration 25 made.
     old.db.exec(`
-      DROP TRIGGER item_search_insert; DROP TRIGGER item_search_update; DROP TRIGGER item_search_delete;
-      DROP TRIGGER item_tags_insert; DROP TRIGGER item_tags_update; DROP TRIGGER item_tags_delete;
+      DROP TRIGGER item_search_update; DROP TRIGGER item_search_delete;
+      DROP TRIGGER item_tags_update; DROP TRIGGER item_tags_delete;
       DROP TABLE item_search; DROP TABLE item_tags;
       DROP INDEX items_grid_state; DROP INDEX items_grid_model; DROP INDEX items_grid_review; DROP INDEX items_grid; DROP INDEX reviews_by_checks;
       DROP TRIGGER items_review_output; DROP TRIGGER items_review_output_update; DROP TRIGGER items_review_output_delete;
