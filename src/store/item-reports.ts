@@ -83,14 +83,17 @@ export class ItemReports {
     );
   }
 
-  /** Items and credits per tag, for the items of the manifest that have tags (through items_tagged: nothing is read when none has). */
+  /**
+   * Items and credits per tag, for the items of the manifest that have tags (through items_tagged: nothing is read
+   * when none has; `+i.removed` keeps the planner off the review grid's (removed, …) indexes, which read every item).
+   */
   byTag(): { tag: string; items: number; done: number; charged: number; refunded: number }[] {
     return this.db
       .prepare(
         `SELECT j.value AS tag, count(*) AS items, sum(i.state = 'done') AS done,
            sum((SELECT coalesce(sum(charged), 0) FROM attempts a WHERE a.item_id = i.id)) AS charged,
            sum((SELECT coalesce(sum(refunded), 0) FROM attempts a WHERE a.item_id = i.id)) AS refunded
-         FROM items i, json_each(i.spec, '$.tags') j WHERE i.spec -> '$.tags' IS NOT NULL AND i.removed = 0 GROUP BY j.value ORDER BY j.value`,
+         FROM items i, json_each(i.spec, '$.tags') j WHERE i.spec -> '$.tags' IS NOT NULL AND +i.removed = 0 GROUP BY j.value ORDER BY j.value`,
       )
       .all() as { tag: string; items: number; done: number; charged: number; refunded: number }[];
   }
