@@ -8,17 +8,14 @@ import { sharpModule } from '../copies/derivative.js';
 /** A card is about 200 pixels wide: 400 keeps it sharp on a dense screen. */
 export const THUMB_SIZE = 400;
 
-/** A request: an output's bytes; the answer: its thumbnail (WebP), or why there is none. */
-export interface ThumbAsked {
-  id: number;
-  data: Uint8Array;
-}
+/** A request: an output's file on this machine, or its bytes; the answer: its thumbnail (WebP), or why there is none. */
+export type ThumbAsked = { id: number; path: string } | { id: number; data: Uint8Array };
 export type ThumbMade = { id: number; thumb: Uint8Array } | { id: number; error: string };
 
-export async function thumbnailOf(data: Uint8Array): Promise<Buffer> {
+export async function thumbnailOf(source: string | Uint8Array): Promise<Buffer> {
   const sharp = await sharpModule();
   // Read top to bottom once: libvips resizes as it decodes, without the whole image in memory.
-  return sharp(data, { failOn: 'error', sequentialRead: true })
+  return sharp(source, { failOn: 'error', sequentialRead: true })
     .rotate()
     .resize({ width: THUMB_SIZE, height: THUMB_SIZE, fit: 'inside', withoutEnlargement: true })
     .webp({ quality: 75, effort: 2 })
@@ -27,7 +24,7 @@ export async function thumbnailOf(data: Uint8Array): Promise<Buffer> {
 
 if (process.send && process.env.GENBATCH_THUMB_MAKER === '1') {
   process.on('message', (asked: ThumbAsked) => {
-    thumbnailOf(asked.data).then(
+    thumbnailOf('path' in asked ? asked.path : asked.data).then(
       (thumb) => process.send!({ id: asked.id, thumb } satisfies ThumbMade),
       (error: Error) => process.send!({ id: asked.id, error: error.message } satisfies ThumbMade),
     );

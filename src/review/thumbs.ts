@@ -76,9 +76,11 @@ export class Thumbnails {
   }
 
   private async make(relative: string, name: string): Promise<Buffer | undefined> {
-    const file = await this.outputs.open(relative);
-    if (!file) return undefined;
-    const thumb = await this.maker.make(await buffer(file.read()));
+    // A folder's output is read by the maker itself; a bucket's comes through here (the server holds one at a time).
+    const path = this.outputs instanceof FolderSink ? await this.outputs.localFile(relative) : undefined;
+    const file = path ? undefined : await this.outputs.open(relative);
+    if (!path && !file) return undefined;
+    const thumb = await this.maker.make(path ?? (await buffer(file!.read())));
     // Kept whole or not at all; a folder that cannot be written costs only the keeping.
     if (thumb) await writeWhole(this.kept, name, 'replace', thumb).catch(() => {});
     return thumb;
@@ -92,8 +94,8 @@ class ThumbMaker {
   private readonly waiting = new Map<number, (thumb: Buffer | undefined) => void>();
   private idle: NodeJS.Timeout | undefined;
 
-  /** The thumbnail of these bytes; undefined when they are no image it reads, or it failed or took too long. */
-  make(data: Buffer): Promise<Buffer | undefined> {
+  /** The thumbnail of a file or bytes; undefined when they are no image it reads, or it failed or took too long. */
+  make(source: string | Buffer): Promise<Buffer | undefined> {
     const child = this.started();
     clearTimeout(this.idle);
     const id = this.next++;
@@ -103,7 +105,8 @@ class ThumbMaker {
         clearTimeout(timer);
         resolve(thumb);
       });
-      child.send({ id, data } satisfies ThumbAsked, (error) => {
+      const asked: ThumbAsked = typeof source === 'string' ? { id, path: source } : { id, data: source };
+      child.send(asked, (error) => {
         if (error) this.answer(id, undefined);
       });
     });

@@ -1,6 +1,7 @@
 import { readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import sharp from 'sharp';
 import { makePng } from '../../src/simulator/media.js';
+import { MemorySink } from '../helpers/memory-sink.js';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { raw, startTestReview } from '../helpers/review.js';
@@ -175,6 +176,17 @@ describe('the review server, as a local server must be', () => {
     for (const path of ['/thumbs/results.jsonl', '/thumbs/%2e%2e/m.yaml', '/thumbs/nope.png'])
       expect((await raw(base, 'GET', `${path}?token=${token}`)).status, path).toBe(404);
     expect((await raw(base, 'GET', '/thumbs/item-1-1.png')).status).toBe(403);
+  });
+
+  it("makes a thumbnail of an output that is in no folder (a bucket's), from its bytes", async () => {
+    const { ws } = await reviewedRun(1);
+    const outputs = new MemorySink();
+    outputs.files.set('item-0-1.png', { bytes: makePng('big', 1600, 1200), mtimeMs: 1 });
+    const server = await startTestReview({ statePath: ws.statePath, outputs, title: 'm', budget: null });
+    const answer = await fetch(`${server.base}/thumbs/item-0-1.png?token=${server.token}`);
+    expect(answer.headers.get('content-type')).toBe('image/webp');
+    const meta = await sharp(Buffer.from(await answer.arrayBuffer())).metadata();
+    expect([meta.width, meta.height]).toEqual([400, 300]);
   });
 
   it('gives a card the web copy of its output when the manifest makes them', async () => {
