@@ -147,6 +147,55 @@ describe('genbatch review in a browser', () => {
     ]);
   });
 
+  it('filters by tag, finds accented words without accents, and shows each card as a thumbnail', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(
+      t.sim,
+      `version: 1
+defaults: { model: studio-lite }
+items:
+  - { id: mug, prompt: "Crème mug", tags: [spring] }
+  - { id: bowl, prompt: "Plain bowl", tags: [autumn] }
+  - { id: vase, prompt: "Café vase", tags: [spring, sale] }
+`,
+    );
+    expect((await ws.run()).code).toBe(0);
+    const server = await startTestReview({
+      statePath: ws.statePath,
+      outputs: new FolderSink(ws.outDir),
+      title: 'tags',
+      budget: null,
+    });
+    const browser = await launchChromium();
+    const page = await openReview(browser, server.url);
+    await page.waitForFunction(() => document.querySelectorAll('.card').length === 3);
+    // Each card shows a thumbnail the server made, decoded.
+    await page.waitForFunction(() =>
+      Array.from(document.querySelectorAll<HTMLImageElement>('.card img')).every(
+        (i) => i.complete && i.naturalWidth > 0,
+      ),
+    );
+    const sources = await page.$$eval('.card img', (images) =>
+      images.map((i) => new URL((i as HTMLImageElement).src).pathname),
+    );
+    expect(sources).toEqual(['/thumbs/mug-1.png', '/thumbs/bowl-1.png', '/thumbs/vase-1.png']);
+    // The tag filter appears with the tags the items have.
+    await page.waitForSelector('#f-tag-label:not([hidden])');
+    expect(await page.$$eval('#f-tag option', (o) => o.map((x) => (x as HTMLOptionElement).value))).toEqual([
+      '',
+      'autumn',
+      'sale',
+      'spring',
+    ]);
+    await page.selectOption('#f-tag', 'spring');
+    await page.waitForFunction(() => document.getElementById('shown')!.textContent === '2 shown');
+    expect((await cardsShown(page)).map(([id]) => id)).toEqual(['mug', 'vase']);
+    await page.fill('#f-search', 'CAFE');
+    await page.waitForFunction(() => document.getElementById('shown')!.textContent === '1 shown');
+    expect((await cardsShown(page)).map(([id]) => id)).toEqual(['vase']);
+    expect((page as Page & { errors: string[] }).errors).toEqual([]);
+  });
+
   it("compares an item's versions side by side after its reject was regenerated", async () => {
     const t = await startTestSim({ timeScale: 600 });
     const ws = workspace(t.sim, imageManifest(2));

@@ -39,7 +39,19 @@ export function decide(decision: Decision | null, note?: string | null): void {
   void send(body);
 }
 
-async function send(body: Record<string, unknown>): Promise<void> {
+/**
+ * Decisions go to the server one after another: each answer carries the cards as saved, and two in flight at once
+ * could be answered out of order on their two connections (an undo's answer, then the older decision's, would put
+ * the undone decision back on the page).
+ */
+let sending: Promise<void> = Promise.resolve();
+
+function send(body: Record<string, unknown>): Promise<void> {
+  sending = sending.then(() => sendNow(body));
+  return sending;
+}
+
+async function sendNow(body: Record<string, unknown>): Promise<void> {
   try {
     const r = await post(body);
     if (r.status !== 200) toast(r.data.error ?? `not saved for ${(r.data.refused ?? []).join(', ')}`);
