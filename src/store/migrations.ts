@@ -427,23 +427,23 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE items ADD COLUMN review TEXT;
   UPDATE items SET review = ${reviewOf('items.id')};
   CREATE TRIGGER items_review_output AFTER INSERT ON outputs BEGIN
-    UPDATE items SET review = ${reviewOf('new.item_id')} WHERE id = new.item_id;
+    ${setReview('new.item_id')};
   END;
   CREATE TRIGGER items_review_output_update AFTER UPDATE OF sha256, superseded_at, version, idx, item_id ON outputs BEGIN
-    UPDATE items SET review = ${reviewOf('old.item_id')} WHERE id = old.item_id;
-    UPDATE items SET review = ${reviewOf('new.item_id')} WHERE id = new.item_id AND new.item_id <> old.item_id;
+    ${setReview('old.item_id')};
+    ${setReview('new.item_id')} AND new.item_id <> old.item_id;
   END;
   CREATE TRIGGER items_review_output_delete AFTER DELETE ON outputs BEGIN
-    UPDATE items SET review = ${reviewOf('old.item_id')} WHERE id = old.item_id;
+    ${setReview('old.item_id')};
   END;
   CREATE TRIGGER items_review_decided AFTER INSERT ON reviews BEGIN
-    UPDATE items SET review = ${reviewOf('new.item_id')} WHERE id = new.item_id;
+    ${setReview('new.item_id')};
   END;
   CREATE TRIGGER items_review_changed AFTER UPDATE ON reviews BEGIN
-    UPDATE items SET review = ${reviewOf('new.item_id')} WHERE id = new.item_id;
+    ${setReview('new.item_id')};
   END;
   CREATE TRIGGER items_review_cleared AFTER DELETE ON reviews BEGIN
-    UPDATE items SET review = ${reviewOf('old.item_id')} WHERE id = old.item_id;
+    ${setReview('old.item_id')};
   END;
 
   -- The grid's filters in manifest order, each with the removed flag first: a filter's cards and its count are a
@@ -462,6 +462,11 @@ export function searchText(row: string): string {
   const list = (path: string) =>
     `coalesce((SELECT group_concat(value, char(10)) FROM json_each(${row}spec, '${path}')), '')`;
   return `${row}id || char(10) || coalesce(${row}spec ->> '$.prompt', '') || char(10) || ${list('$.values')} || char(10) || ${list('$.tags')}`;
+}
+
+/** Sets an item's review from its outputs and decisions as they are now. */
+function setReview(itemId: string): string {
+  return `UPDATE items SET review = ${reviewOf(itemId)} WHERE id = ${itemId}`;
 }
 
 /** The review of an item's current first output (the grid's card): NULL when none is on disk. */

@@ -38,31 +38,34 @@ function itemOf(i: number): Made {
   };
 }
 
+/** Items written by a sync, as a run writes a manifest's (the same content hash, whatever the tags and values). */
+function sync(store: Store, list: Made[], now: number): void {
+  store.itemSync.sync(
+    list.map((m) => ({
+      id: m.id,
+      seq: m.seq,
+      type: 'image' as const,
+      model: m.model,
+      contentHash: `h${m.seq}`,
+      spec: JSON.stringify({
+        id: m.id,
+        type: 'image',
+        model: m.model,
+        prompt: m.prompt,
+        values: m.values,
+        ...(m.tags.length ? { tags: m.tags } : {}),
+      }),
+      dependsOn: [],
+    })),
+    now,
+    false,
+  );
+}
+
 /** A state as a run leaves it: items written by a sync, attempted, most done with an output, some reviewed. */
 function stateWith(items: Made[], path: string): Store {
   const store = Store.open(path);
-  const sync = (list: Made[]) =>
-    store.itemSync.sync(
-      list.map((m) => ({
-        id: m.id,
-        seq: m.seq,
-        type: 'image' as const,
-        model: m.model,
-        contentHash: `h${m.seq}`,
-        spec: JSON.stringify({
-          id: m.id,
-          type: 'image',
-          model: m.model,
-          prompt: m.prompt,
-          values: m.values,
-          ...(m.tags.length ? { tags: m.tags } : {}),
-        }),
-        dependsOn: [],
-      })),
-      1_000,
-      false,
-    );
-  sync(items);
+  sync(store, items, 1_000);
   store.tx(() => {
     for (const m of items) {
       const job = `job-${m.seq}`;
@@ -84,7 +87,11 @@ function stateWith(items: Made[], path: string): Store {
     }
   });
   // A later version of the manifest without every tenth item: those are removed, never shown.
-  sync(items.filter((m) => m.seq % 10 !== 9));
+  sync(
+    store,
+    items.filter((m) => m.seq % 10 !== 9),
+    1_000,
+  );
   // Undo: a decision cleared is unreviewed again.
   store.reviews.decide('sku-0005', 1, null, undefined, 5_000);
   return store;
@@ -238,25 +245,10 @@ describe('the review grid: search, filters and their counts, from the state', ()
       expect(changing.reviewQueries.page({ tag: 'autumn' }, 0, 50).total).toBe(0);
       // Same content (the request is unchanged), other tags and values: the spec is brought up to date.
       const moved = few.map((m) => (m.seq === 3 ? { ...m, tags: ['autumn'], values: { colour: 'Ocre brûlé' } } : m));
-      changing.itemSync.sync(
-        moved
-          .filter((m) => m.seq % 10 !== 9)
-          .map((m) => ({
-            id: m.id,
-            seq: m.seq,
-            type: 'image' as const,
-            model: m.model,
-            contentHash: `h${m.seq}`,
-            spec: JSON.stringify({
-              id: m.id,
-              prompt: m.prompt,
-              values: m.values,
-              ...(m.tags.length ? { tags: m.tags } : {}),
-            }),
-            dependsOn: [],
-          })),
+      sync(
+        changing,
+        moved.filter((m) => m.seq % 10 !== 9),
         6_000,
-        false,
       );
       const ids = (filter: ReviewFilter) => changing.reviewQueries.page(filter, 0, 50).cards.map((c) => c.id);
       expect(ids({ tag: 'autumn' })).toEqual(['sku-0003']);
