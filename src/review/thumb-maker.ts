@@ -4,9 +4,7 @@
  * it is the child's (started with few arenas), and it goes when the child does, after a minute without work.
  */
 import { sharpModule } from '../copies/derivative.js';
-
-/** A card is about 200 pixels wide: 400 keeps it sharp on a dense screen. */
-export const THUMB_SIZE = 400;
+import { CARD_WIDTH } from '../store/review-queries.js';
 
 /** A request: an output's file on this machine, or its bytes; the answer: its thumbnail (WebP), or why there is none. */
 export type ThumbAsked = { id: number; path: string } | { id: number; data: Uint8Array };
@@ -17,7 +15,7 @@ export async function thumbnailOf(source: string | Uint8Array): Promise<Buffer> 
   // Read top to bottom once: libvips resizes as it decodes, without the whole image in memory.
   return sharp(source, { failOn: 'error', sequentialRead: true })
     .rotate()
-    .resize({ width: THUMB_SIZE, height: THUMB_SIZE, fit: 'inside', withoutEnlargement: true })
+    .resize({ width: CARD_WIDTH, height: CARD_WIDTH, fit: 'inside', withoutEnlargement: true })
     .webp({ quality: 75, effort: 2 })
     .toBuffer();
 }

@@ -38,6 +38,7 @@ export type { PublicationCounts, Unpublished } from './publications.js';
 export type { DerivativeRow, ToCopy } from './derivatives.js';
 export type { ReviewCounts, ReviewDecision, ReviewRow } from './reviews.js';
 export type { NewOutput, ReviewCard, ReviewFilter, SeriesBuckets, VersionDetail } from './review-queries.js';
+export { CARD_WIDTH } from './review-queries.js';
 export type { UploadRow } from './uploads.js';
 export type { RunRow } from './runs.js';
 export { COUNTER_NAMES, type CounterDelta, type CounterName } from './counters.js';

@@ -9,9 +9,10 @@ import { imageManifest, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 import { FolderSink } from '../../src/sink/index.js';
 
-async function reviewedRun(items = 3) {
+/** A run of `items` images (`extra`: more of the manifest's top level), and a review server on its state. */
+async function reviewedRun(items = 3, extra = '') {
   const t = await startTestSim({ timeScale: 600 });
-  const ws = workspace(t.sim, imageManifest(items));
+  const ws = workspace(t.sim, imageManifest(items, undefined, extra));
   expect((await ws.run()).code).toBe(0);
   const server = await startTestReview({
     statePath: ws.statePath,
@@ -190,18 +191,10 @@ describe('the review server, as a local server must be', () => {
   });
 
   it('gives a card the web copy of its output when the manifest makes them', async () => {
-    const t = await startTestSim({ timeScale: 600 });
-    const ws = workspace(
-      t.sim,
-      imageManifest(2, undefined, 'derivatives: [{ format: webp, width: 96 }, { format: jpeg, width: 64 }]\n'),
+    const { server } = await reviewedRun(
+      2,
+      'derivatives: [{ format: webp, width: 96 }, { format: jpeg, width: 64 }]\n',
     );
-    expect((await ws.run()).code).toBe(0);
-    const server = await startTestReview({
-      statePath: ws.statePath,
-      outputs: new FolderSink(ws.outDir),
-      title: 'm',
-      budget: null,
-    });
     const page = (await (await fetch(`${server.base}/api/items?token=${server.token}`)).json()) as {
       cards: { id: string; file: string; copy: string | null }[];
     };
