@@ -17,7 +17,7 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import Database from 'better-sqlite3';
+import { openSqlite } from '../dist/store/driver.js';
 import { main } from '../dist/cli/program.js';
 import { S3ObjectStore } from '../dist/sink/bucket/s3-store.js';
 import { startSimulator } from '../dist/simulator/index.js';
@@ -455,7 +455,7 @@ async function childLife(service, dir, env, args, { signal, afterWork, afterPuts
 
 /** Items a later run would still take up. */
 function openItems(dir) {
-  const db = new Database(join(dir, '.genbatch', 'm.sqlite'), { readonly: true });
+  const db = openSqlite(join(dir, '.genbatch', 'm.sqlite'), { readonly: true });
   try {
     return db
       .prepare(
@@ -470,7 +470,7 @@ function openItems(dir) {
 /** The promise, checked against what the simulator did and what is on disk. */
 function checkLedger(service, dir, plan) {
   const violations = [];
-  const db = new Database(join(dir, '.genbatch', 'm.sqlite'), { readonly: true });
+  const db = openSqlite(join(dir, '.genbatch', 'm.sqlite'), { readonly: true });
   try {
     const items = db.prepare('SELECT id, state FROM items ORDER BY seq').all();
     const attempts = db.prepare('SELECT item_id, n, job_id, idempotency_key, status FROM attempts').all();
@@ -614,7 +614,7 @@ async function listening(url) {
 async function checkBucket(service, dir, bucket, lastCode) {
   const violations = [];
   const s3 = new S3ObjectStore({ bucket: 'catalog', idleMs: 10_000, env: bucket.store.env });
-  const db = new Database(join(dir, '.genbatch', 'm.sqlite'), { readonly: true });
+  const db = openSqlite(join(dir, '.genbatch', 'm.sqlite'), { readonly: true });
   try {
     const outputs = db.prepare('SELECT * FROM outputs WHERE sha256 IS NOT NULL').all();
     const copies = db.prepare('SELECT * FROM derivatives').all();

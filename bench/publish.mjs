@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { openSqlite } from '../dist/store/driver.js';
 import S3rver from 's3rver';
 import { startSimulator } from '../dist/simulator/index.js';
 import { startFaultProxy } from './bucket.mjs';
@@ -94,7 +94,7 @@ async function publishRun(awsEnv, count, extra, prefix) {
     const args = ['run', 'm.yaml', '--time-scale', String(TIME_SCALE), '--out', `s3://catalog/${prefix}`, ...extra];
     const r = await measureCli(args, { cwd: dir, env });
     if (r.code !== 0) throw new Error(`run exited ${r.code}: ${r.stdout}${r.stderr}`);
-    const db = new Database(join(dir, '.genbatch', 'm.sqlite'), { readonly: true });
+    const db = openSqlite(join(dir, '.genbatch', 'm.sqlite'), { readonly: true });
     const o = db
       .prepare(
         `SELECT count(published_at) AS published, sum(bytes) AS bytes, min(published_at) AS firstPublished,

@@ -1,10 +1,10 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import Database from 'better-sqlite3';
+import { openSqlite, SqliteDriverError, type Db } from './driver.js';
 import { APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION } from './migrations.js';
 import { GenbatchError } from '../util/errors.js';
 
-export type Db = Database.Database;
+export type { Db } from './driver.js';
 
 export class StateFileError extends GenbatchError {
   override readonly name = 'StateFileError';
@@ -19,9 +19,10 @@ export class StateFileError extends GenbatchError {
 export function openDbReadWriteUnlocked(path: string): Db {
   let db: Db;
   try {
-    db = new Database(path, { fileMustExist: true });
+    db = openSqlite(path, { fileMustExist: true });
     db.pragma('busy_timeout = 5000');
   } catch (error) {
+    if (error instanceof SqliteDriverError) throw error;
     throw new StateFileError(`cannot open the state file ${path}: ${(error as Error).message}`, { cause: error });
   }
   const appId = db.pragma('application_id', { simple: true }) as number;
@@ -40,9 +41,10 @@ export function openDbReadWriteUnlocked(path: string): Db {
 export function openDbReadOnly(path: string): Db | 'older' {
   let db: Db;
   try {
-    db = new Database(path, { readonly: true, fileMustExist: true });
+    db = openSqlite(path, { readonly: true, fileMustExist: true });
     db.pragma('busy_timeout = 5000');
   } catch (error) {
+    if (error instanceof SqliteDriverError) throw error;
     throw new StateFileError(`cannot open the state file ${path}: ${(error as Error).message}`, { cause: error });
   }
   try {
@@ -102,7 +104,7 @@ export function openDb(path: string): Db {
   }
   let db: Db;
   try {
-    db = new Database(path);
+    db = openSqlite(path);
     db.pragma('busy_timeout = 5000');
     db.pragma('journal_mode = WAL');
   } catch (error) {

@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import Database from 'better-sqlite3';
+import { openSqlite } from './driver.js';
 import { Accounting } from './accounting.js';
 import { Counters } from './counters.js';
 import { MetricsQueries } from './metrics-queries.js';
@@ -22,6 +22,7 @@ import { Runs } from './runs.js';
 import { Uploads } from './uploads.js';
 
 export { StateFileError } from './db.js';
+export { openSqlite, SqliteDriverError } from './driver.js';
 export type { ItemEcho, ItemFacts, ItemProblem, ItemRow, ItemShape, ItemSync } from './items.js';
 export {
   ENDED_WITHOUT_OUTPUT,
@@ -195,7 +196,7 @@ export class Store {
   /** Why a state file (a snapshot being restored) cannot be used, or undefined when SQLite finds it whole. */
   static damage(path: string): string | undefined {
     try {
-      const db = new Database(path, { readonly: true, fileMustExist: true });
+      const db = openSqlite(path, { readonly: true, fileMustExist: true });
       try {
         const check = db.pragma('quick_check', { simple: true });
         return check === 'ok' ? undefined : `SQLite finds it damaged (${String(check)})`;

@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { describe, expect, it, vi } from 'vitest';
-import Database from 'better-sqlite3';
+import { openSqlite } from '../../src/store/driver.js';
 import { S3ObjectStore } from '../../src/sink/bucket/s3-store.js';
 import { openOutputSink } from '../../src/sink/index.js';
 import { raw, startTestReview } from '../helpers/review.js';
@@ -121,7 +121,7 @@ describe('a run outlives the machine it started on', () => {
     );
     expect(t.sim.service.ledger.of('charge')).toHaveLength(6);
     expect(readState(b.statePath).attempts).toHaveLength(attemptsOnA);
-    const db = new Database(b.statePath, { readonly: true });
+    const db = openSqlite(b.statePath, { readonly: true });
     try {
       expect(db.prepare("SELECT decision, note FROM reviews WHERE item_id = 'item-2'").get()).toEqual({
         decision: 'rejected',

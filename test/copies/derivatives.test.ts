@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { openSqlite } from '../../src/store/driver.js';
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
 import { TRAINED_ALGORITHMIC_MEDIA } from '../../src/copies/xmp.js';
@@ -94,7 +94,7 @@ describe('web copies of each image output (derivatives)', () => {
     const ws = workspace(t.sim, manifest);
     expect((await ws.run()).code).toBe(0);
     // As after a kill between two copies: one is neither written nor recorded.
-    const db = new Database(ws.statePath);
+    const db = openSqlite(ws.statePath);
     db.prepare("DELETE FROM derivatives WHERE path = 'bowl-1.400w.jpg'").run();
     db.close();
     rmSync(join(ws.outDir, 'bowl-1.400w.jpg'));

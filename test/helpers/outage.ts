@@ -1,4 +1,4 @@
-import Database from 'better-sqlite3';
+import { openSqlite, type Db } from '../../src/store/driver.js';
 import type { LedgerEvent } from '../../src/simulator/index.js';
 import type { TestSim } from './sim.js';
 
@@ -34,10 +34,10 @@ export function watchOutage(t: TestSim): { backAt: () => number | undefined } {
 /** Jobs the state holds in flight (a submission awaiting its answer, or a job being polled): never more than the cap. */
 export function watchInFlight(statePath: string): { max: () => number } {
   let max = 0;
-  let db: Database.Database | undefined;
+  let db: Db | undefined;
   const timer = setInterval(() => {
     try {
-      db ??= new Database(statePath, { readonly: true, fileMustExist: true });
+      db ??= openSqlite(statePath, { readonly: true, fileMustExist: true });
       const { n } = db
         .prepare("SELECT count(*) AS n FROM items WHERE (state = 'submitting' AND not_before = 0) OR state = 'running'")
         .get() as { n: number };

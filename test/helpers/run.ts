@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { openSqlite } from '../../src/store/driver.js';
 import { expect } from 'vitest';
 import { makeMp4, makePng } from '../../src/simulator/media.js';
 import type { RunningSimulator } from '../../src/simulator/index.js';
@@ -74,7 +74,7 @@ export function readState(statePath: string): {
   }[];
   attempts: { item_id: string; n: number; job_id: string | null; idempotency_key: string; status: string }[];
 } {
-  const db = new Database(statePath, { readonly: true });
+  const db = openSqlite(statePath, { readonly: true });
   try {
     return {
       items: db.prepare('SELECT id, state, error_code, error_message FROM items ORDER BY seq').all() as StateRow[],

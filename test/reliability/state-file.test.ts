@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { openSqlite } from '../../src/store/driver.js';
 import { describe, expect, it } from 'vitest';
 import { APPLICATION_ID, SCHEMA_VERSION } from '../../src/store/migrations.js';
 import { imageManifest, readState, workspace } from '../helpers/run.js';
@@ -30,13 +30,13 @@ describe('the state file', () => {
 
   it('a foreign SQLite database is refused, not migrated', async () => {
     const { t, ws } = await setup();
-    const db = new Database(ws.statePath);
+    const db = openSqlite(ws.statePath);
     db.exec('CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL); INSERT INTO invoices (total) VALUES (9.5);');
     db.close();
     const res = await ws.run();
     expect(res.code).toBe(4); // the environment: fix it and run again
     expect(res.stderr).toMatch(/is not a genbatch state file/);
-    const after = new Database(ws.statePath, { readonly: true });
+    const after = openSqlite(ws.statePath, { readonly: true });
     expect(after.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all()).toEqual([{ name: 'invoices' }]);
     after.close();
     expect(t.sim.service.ledger.of('charge')).toHaveLength(0);
@@ -45,7 +45,7 @@ describe('the state file', () => {
   it('a state file from a newer schema is refused with what to do', async () => {
     const { ws } = await setup();
     expect((await ws.run()).code).toBe(0);
-    const db = new Database(ws.statePath);
+    const db = openSqlite(ws.statePath);
     db.pragma('user_version = 99');
     db.close();
     const res = await ws.run();
@@ -53,7 +53,7 @@ describe('the state file', () => {
     expect(res.stderr).toContain(
       `written by a newer genbatch (state schema 99; this one knows ${SCHEMA_VERSION}). Upgrade genbatch`,
     );
-    const check = new Database(ws.statePath, { readonly: true });
+    const check = openSqlite(ws.statePath, { readonly: true });
     expect(check.pragma('application_id', { simple: true })).toBe(APPLICATION_ID);
     expect((check.prepare("SELECT count(*) AS n FROM items WHERE state = 'done'").get() as { n: number }).n).toBe(2);
     check.close();

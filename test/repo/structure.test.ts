@@ -65,6 +65,17 @@ describe("the code's floors", () => {
     expect(inline).toEqual([]);
   });
 
+  it('the SQLite driver is loaded in one place, the one built for this Node (tests and benches included)', () => {
+    const everywhere = [...files, ...walk(join(root, 'test')), ...walk(join(root, 'bench'))].filter((f) =>
+      /\.(ts|mjs)$/.test(f),
+    );
+    const direct = everywhere
+      .filter((f) => !f.endsWith(join('store', 'driver.ts')))
+      .filter((f) => /^import (?!type )[^;]*from 'better-sqlite3(-node20)?'/m.test(readFileSync(f, 'utf8')))
+      .map((f) => relative(root, f));
+    expect(direct).toEqual([]);
+  });
+
   it('no folder of src/ imports a folder that imports it back, however far round', () => {
     expect(cycles(folderGraph(files, 1))).toEqual([]);
   });

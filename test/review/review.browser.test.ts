@@ -2,7 +2,7 @@
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import Database from 'better-sqlite3';
+import { openSqlite } from '../../src/store/driver.js';
 import type { Browser, Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { Store } from '../../src/store/index.js';
@@ -36,7 +36,7 @@ const cardsShown = (page: Page) =>
   );
 
 function decisionsIn(statePath: string): Record<string, [number, string, string | null]> {
-  const db = new Database(statePath, { readonly: true });
+  const db = openSqlite(statePath, { readonly: true });
   try {
     const rows = db.prepare('SELECT item_id, version, decision, note FROM reviews ORDER BY item_id').all() as {
       item_id: string;
@@ -259,7 +259,7 @@ items:
     });
     await page.waitForFunction(() => document.querySelectorAll('.card[data-decision=unreviewed]').length === 12);
     const seen = await page.evaluate(() => (window as unknown as { seen: Record<string, number> }).seen);
-    const db = new Database(ws.statePath, { readonly: true });
+    const db = openSqlite(ws.statePath, { readonly: true });
     const downloads = db
       .prepare("SELECT item_id, downloaded_at FROM outputs WHERE item_id <> 'item-0' ORDER BY downloaded_at")
       .all() as { item_id: string; downloaded_at: number }[];

@@ -1,6 +1,6 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { openSqlite } from '../../src/store/driver.js';
 import { describe, expect, it } from 'vitest';
 import { idempotencyKey } from '../../src/runner/core/identity.js';
 import { imageManifest, readState, workspace } from '../helpers/run.js';
@@ -15,7 +15,7 @@ describe("a run's identity", () => {
     const ws = workspace(t.sim, imageManifest(2));
     expect((await ws.run()).code).toBe(0);
     // The state and its place as an earlier version left them: the identity it derived from the path.
-    const db = new Database(ws.statePath);
+    const db = openSqlite(ws.statePath);
     db.prepare("UPDATE meta SET value = ? WHERE key = 'run_id'").run(EARLIER);
     db.close();
     const marker = join(ws.outDir, '.genbatch-outputs.json');
@@ -24,7 +24,7 @@ describe("a run's identity", () => {
     writeFileSync(join(ws.dir, 'm.yaml'), imageManifest(3));
     expect((await ws.run()).code).toBe(0);
     const added = readState(ws.statePath).attempts.find((a) => a.item_id === 'item-2')!;
-    const read = new Database(ws.statePath, { readonly: true });
+    const read = openSqlite(ws.statePath, { readonly: true });
     const hash = (read.prepare("SELECT content_hash FROM items WHERE id = 'item-2'").get() as { content_hash: string })
       .content_hash;
     read.close();

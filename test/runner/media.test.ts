@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { openSqlite } from '../../src/store/driver.js';
 import { describe, expect, it } from 'vitest';
 import { CLIP, MUG, PIPELINE } from '../helpers/manifests.js';
 import { expectNoDoubleChargeAndVerifiedOutputs, killLoop, readState, workspace } from '../helpers/run.js';
@@ -84,7 +84,7 @@ describe('media inputs and video pipelines', () => {
     const ws = workspace(t.sim, one, { 'mug.png': MUG });
     expect((await ws.run()).code).toBe(0);
     // As if killed after the grant was recorded but before its PUT was confirmed.
-    const db = new Database(ws.statePath);
+    const db = openSqlite(ws.statePath);
     db.prepare('UPDATE uploads SET confirmed = 0').run();
     db.close();
     const { writeFileSync } = await import('node:fs');
@@ -102,7 +102,7 @@ describe('media inputs and video pipelines', () => {
     const ws = workspace(t.sim, one, { 'mug.png': MUG });
     expect((await ws.run()).code).toBe(0);
     // The state believes the upload valid for long; the service let it expire.
-    const db = new Database(ws.statePath);
+    const db = openSqlite(ws.statePath);
     db.prepare('UPDATE uploads SET expires_at = ?').run(Date.now() + 3_600_000);
     db.close();
     await new Promise((r) => setTimeout(r, 600));

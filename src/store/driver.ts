@@ -1,0 +1,72 @@
+import { createRequire } from 'node:module';
+import type BetterSqlite3 from 'better-sqlite3';
+import { GenbatchError } from '../util/errors.js';
+
+export type Db = BetterSqlite3.Database;
+type Driver = typeof BetterSqlite3;
+
+/**
+ * The SQLite driver built for the Node that runs: better-sqlite3 13 (Node-API,
+ * Node 22 and later) or 12 (Node 20; it aborts on Node 24.19 and later, and 13
+ * crashes on 20). package.json lists both as optional dependencies, 12 under
+ * an alias, so one lockfile installs on every line: npm skips the one whose
+ * `engines` refuse this Node, or whose build fails.
+ */
+export const DRIVERS = {
+  current: 'better-sqlite3',
+  node20: 'better-sqlite3-node20',
+} as const;
+
+/** The driver names to try on a Node version, best first. */
+export function driversFor(nodeVersion: string): string[] {
+  const [major = 0, minor = 0] = nodeVersion.replace(/^v/, '').split('.').map(Number);
+  if (major < 22) return [DRIVERS.node20];
+  // 12 is a fallback only where it does not abort (before 24.19).
+  return major > 24 || (major === 24 && minor >= 19) ? [DRIVERS.current] : [DRIVERS.current, DRIVERS.node20];
+}
+
+export class SqliteDriverError extends GenbatchError {
+  override readonly name = 'SqliteDriverError';
+}
+
+let loaded: Driver | undefined;
+let loadedName: string | undefined;
+
+/** Which driver this Node loads, and its version (CI prints it). */
+export function loadedDriver(): string {
+  driver();
+  const require = createRequire(import.meta.url);
+  return `${loadedName} ${(require(`${loadedName}/package.json`) as { version: string }).version}`;
+}
+
+/** The driver, loaded once, on first use (a command that opens no state never loads it). */
+function driver(): Driver {
+  if (loaded) return loaded;
+  const require = createRequire(import.meta.url);
+  const tried: string[] = [];
+  for (const name of driversFor(process.versions.node)) {
+    try {
+      const candidate = require(name) as Driver;
+      // Loading the addon is what fails when it was built for another Node.
+      new candidate(':memory:').close();
+      loaded = candidate;
+      loadedName = name;
+      return candidate;
+    } catch (error) {
+      tried.push(`${name}: ${firstLine(error)}`);
+    }
+  }
+  throw new SqliteDriverError(
+    `genbatch has no SQLite driver for Node ${process.versions.node} (${tried.join('; ')}). Install it again with this Node (npm ci, or npm install -g genbatch).`,
+  );
+}
+
+function firstLine(error: unknown): string {
+  return String((error as Error)?.message ?? error).split('\n')[0]!;
+}
+
+/** Opens a SQLite database with the driver for this Node. */
+export function openSqlite(path: string, options?: BetterSqlite3.Options): Db {
+  const Database = driver();
+  return new Database(path, options);
+}
