@@ -30,7 +30,10 @@ export function limitOf(method: string, path: string): LimitKind {
 
 export function transportError(error: unknown, method: string, where: string, secrets: string[]): TransportError {
   const code = (error as { code?: unknown }).code;
-  const reason = scrubSecrets(error instanceof Error ? error.message : String(error), secrets);
+  // One line: OpenSSL's reasons end in a newline, and a user reads this in one.
+  const reason = scrubSecrets(error instanceof Error ? error.message : String(error), secrets)
+    .replace(/\s+/g, ' ')
+    .trim();
   return new TransportError(
     typeof code === 'string' ? code : 'NETWORK_ERROR',
     `${method} ${where}: no answer (${typeof code === 'string' ? code : 'network error'}: ${reason})`,

@@ -8,6 +8,7 @@ import { scrubSecrets } from '../util/secrets.js';
 import { Agent, request } from './http.js';
 import { ResponseShapeError, StorageError, TransportError, apiErrorFrom } from './errors.js';
 import { answerOf, header, transportError, type ApiAnswer } from './answers.js';
+import { FirstContact } from './first-contact.js';
 import { IdleWatch, describeStorageUrl, storageError } from './storage.js';
 import { jobEnvelope, jobsPage, meEnvelope, modelList, uploadGrantEnvelope } from './schemas.js';
 import type {
@@ -70,6 +71,7 @@ export class ApiClient {
   private readonly ownsDispatcher: boolean;
   private readonly timeoutMs: number;
   private readonly now: () => number;
+  private readonly firstContact: FirstContact;
   /** Every answer of the service to this client, to any number of listeners (a run's lanes, its reachability, its events). */
   readonly answers = new EventBus<ApiAnswer>();
 
@@ -81,6 +83,12 @@ export class ApiClient {
     this.ownsDispatcher = !options.dispatcher;
     this.timeoutMs = options.timeoutMs ?? 30_000;
     this.now = options.now ?? Date.now;
+    this.firstContact = new FirstContact(this.baseUrl);
+  }
+
+  /** The base URL as the user gave it, without a trailing slash (it holds no secret). */
+  get baseUrl(): string {
+    return `${this.base.origin}${this.base.pathname}`.replace(/\/+$/, '');
   }
 
   /** The key's account; `timeoutMs` bounds this request alone (a probe of a service that may swallow it). */
@@ -356,6 +364,8 @@ export class ApiClient {
       headersTimeout: timeout,
       bodyTimeout: timeout,
       signal: opts.signal,
+    }).catch((error: unknown) => {
+      throw this.firstContact.judge(error, method);
     });
     const answer = answerOf(method, path, res);
     // The body is always read, also for 429/503: an unread body pins the connection.
@@ -382,10 +392,19 @@ export class ApiClient {
         code: error.code,
         ...(error.retryAfterMs !== undefined ? { retryAfterMs: error.retryAfterMs } : {}),
       });
-      throw error;
+      throw this.firstContact.judge(error, method);
     }
     this.answers.emit(answer);
-    return this.parse(schema, text, method, logPath);
+    try {
+      const parsed = this.parse(schema, text, method, logPath);
+      this.firstContact.seen();
+      return parsed;
+    } catch (error) {
+      // JSON of another shape may be the service's variant; a page that is not JSON is another server's.
+      const page = error instanceof ResponseShapeError && !isJson(text);
+      const type = header(res.headers, 'content-type')?.split(';')[0]?.trim();
+      throw page ? this.firstContact.judge(error, method, { status: res.statusCode, contentType: type }) : error;
+    }
   }
 
   /** A 2xx answer's body as the schema reads it; anything else is a ResponseShapeError (a submission's may have been accepted). */
@@ -421,5 +440,14 @@ export class ApiClient {
       if (opts.signal?.aborted) throw error;
       throw transportError(error, method, where, this.secrets());
     }
+  }
+}
+
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
   }
 }

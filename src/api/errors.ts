@@ -25,6 +25,8 @@ export class ApiError extends GenbatchError {
     readonly path: string,
     /** What the service said, without the request and the code that `message` leads with: what an item's error shows next to its code. */
     readonly reason: string = message,
+    /** How the answer came: its media type, and whether its body was the service's error document (not some other server's page). */
+    readonly answer: { contentType?: string | undefined; serviceShaped: boolean } = { serviceShaped: true },
   ) {
     super(message);
   }
@@ -105,15 +107,20 @@ export function apiErrorFrom(res: ErrorResponse): ApiError {
   let code = `HTTP_${res.status}`;
   let message = `The service answered HTTP ${res.status}`;
   let details: ErrorDetails = {};
+  let serviceShaped = false;
   try {
     const parsed = JSON.parse(res.bodyText) as { error?: { code?: unknown; message?: unknown; details?: unknown } };
     const err = parsed?.error;
-    if (err && typeof err.code === 'string') code = err.code;
+    if (err && typeof err.code === 'string') {
+      code = err.code;
+      serviceShaped = true;
+    }
     if (err && typeof err.message === 'string') message = err.message;
     if (err?.details && typeof err.details === 'object' && !Array.isArray(err.details))
       details = err.details as ErrorDetails;
   } catch {
-    if (res.bodyText.trim()) message += `: ${res.bodyText.trim().slice(0, 200)}`;
+    // Another server's page (HTML) is said in one line.
+    if (res.bodyText.trim()) message += `: ${res.bodyText.trim().slice(0, 200).replace(/\s+/g, ' ')}`;
   }
   const field = typeof details.field === 'string' ? ` (field ${details.field})` : '';
   return new ApiError(
@@ -126,5 +133,6 @@ export function apiErrorFrom(res: ErrorResponse): ApiError {
     res.method,
     res.path,
     scrubSecrets(`${message}${field}`, res.secrets),
+    { contentType: header('content-type')?.split(';')[0]?.trim(), serviceShaped },
   );
 }

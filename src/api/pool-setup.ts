@@ -87,3 +87,19 @@ export async function setUpPool(
   }
   return setup;
 }
+
+/**
+ * The time scale a service says it runs at: a time-scaled simulator's /me
+ * carries it (`x-simulator.timeScale`); the real service never does.
+ */
+export function serviceTimeScale(me: Account | undefined): number | undefined {
+  const sim = me?.raw?.['x-simulator'] as { timeScale?: unknown } | undefined;
+  return typeof sim?.timeScale === 'number' && Number.isFinite(sim.timeScale) && sim.timeScale > 0
+    ? sim.timeScale
+    : undefined;
+}
+
+/** The pool's keys' limits again, from the same /me answers, in another run time (a service's own time scale adopted). */
+export function rescaledPool(pool: PoolSetup, flags: KeyLimits, clock: RunTime): PoolSetup {
+  return { ...pool, keys: pool.keys.map((key, i) => ({ ...key, limits: keyLimits(flags, pool.accounts[i]!, clock) })) };
+}

@@ -1,16 +1,28 @@
 import { sleep } from '../util/sleep.js';
 import { TransportError } from './errors.js';
+import { NotTheServiceError } from './first-contact.js';
 
 export interface UntilAnsweredOptions {
   /** Give up (rethrow the last failure) once nothing has answered for this long. */
   unreachableMs: number;
+  /**
+   * Counted from the call, not from its first failure, and at most this long:
+   * a service that has not answered once since the start is a configuration
+   * fault (a wrong URL), not an outage to wait out.
+   */
+  firstContactMs?: number;
   /** Between tries. */
   everyMs: number;
-  /** Said once, at the first failure. */
-  onWait?: (reason: string) => void;
+  /** Said once, at the first failure, with how long the wait may last. */
+  onWait?: (reason: string, upToMs: number) => void;
   now?: () => number;
   /** Ends the wait: the last failure is thrown. */
   signal?: AbortSignal;
+}
+
+/** A failure that says nothing answered (or not yet the service itself): asked again. */
+function noAnswerYet(error: unknown): boolean {
+  return error instanceof TransportError || (error instanceof NotTheServiceError && error.transient);
 }
 
 /**
@@ -21,17 +33,24 @@ export interface UntilAnsweredOptions {
  */
 export async function untilAnswered<T>(ask: () => Promise<T>, opts: UntilAnsweredOptions): Promise<T> {
   const now = opts.now ?? Date.now;
-  let since: number | undefined;
+  const limit =
+    opts.firstContactMs === undefined ? opts.unreachableMs : Math.min(opts.firstContactMs, opts.unreachableMs);
+  let since: number | undefined = opts.firstContactMs === undefined ? undefined : now();
+  let said = false;
   for (;;) {
     try {
       return await ask();
     } catch (error) {
-      if (!(error instanceof TransportError)) throw error;
-      if (since === undefined) {
-        since = now();
-        opts.onWait?.(error.message);
+      if (!noAnswerYet(error)) throw error;
+      since ??= now();
+      if (!said) {
+        said = true;
+        opts.onWait?.(
+          error instanceof NotTheServiceError ? `${error.baseUrl}: ${error.what}` : (error as Error).message,
+          limit,
+        );
       }
-      if (now() - since >= opts.unreachableMs || opts.signal?.aborted) throw error;
+      if (now() - since >= limit || opts.signal?.aborted) throw error;
       await sleep(opts.everyMs, opts.signal).catch(() => {});
     }
   }

@@ -56,6 +56,8 @@ export interface EstimateInput {
   maxCredits?: number;
   /** `budget.perTag`: a tag's credits against its budget. */
   perTag?: Readonly<Record<string, number>> | undefined;
+  /** The service's time runs this much faster than real time (a time-scaled simulator): the duration is said in real time. */
+  timeScale?: number;
   /** The keys whose days the plan fills (none: no plan). */
   planKeys?: readonly PlanKey[] | undefined;
 }
@@ -155,7 +157,7 @@ export function estimate(input: EstimateInput): Estimate {
     ...(input.maxCredits !== undefined
       ? { budget: { maxCredits: input.maxCredits, within: total <= input.maxCredits, itemsWithin } }
       : {}),
-    duration: { seconds: Math.round(duration.seconds), limitedBy: duration.limitedBy },
+    duration: { seconds: Math.round(duration.seconds / (input.timeScale ?? 1)), limitedBy: duration.limitedBy },
     maxJobCredits,
     tags,
     ...(input.planKeys?.length ? { plan: planOf(input, input.planKeys) } : {}),

@@ -1,7 +1,7 @@
 import { ApiClient } from '../api/index.js';
 import { KeyPoolError, keyFingerprint, keysFromEnv, type PoolKey } from '../api/key-pool.js';
 import type { RunningSimulator } from '../simulator/index.js';
-import { usageError } from '../util/exit-error.js';
+import { EXIT, ExitError, usageError } from '../util/exit-error.js';
 import type { FlagValues } from '../options/flag.js';
 import type { CONNECTION_FLAGS } from '../options/flags.js';
 
@@ -49,7 +49,8 @@ export async function connect(
     );
   }
   const versionless = withoutVersion(baseUrl);
-  if (versionless) throw usageError(versionless);
+  // A base URL that is set but wrong is the environment's fault, as one that reaches another server is.
+  if (versionless) throw new ExitError(EXIT.environment, versionless);
   let keys: PoolKey[] | undefined;
   try {
     keys = keysFromEnv(env);
@@ -90,5 +91,7 @@ function withoutVersion(baseUrl: string): string | undefined {
   }
   const path = url.pathname.replace(/\/+$/, '');
   if (/\/v1$/.test(path)) return undefined;
-  return `The base URL ${url.origin}${url.pathname} does not end in /v1, the API's version segment: every request would miss. Did you mean ${url.origin}${path}/v1 ? Set GENBATCH_BASE_URL (or --base-url) to the address that ends in /v1.`;
+  // Another version segment is replaced, not kept in front of /v1.
+  const meant = /\/v\d+$/.test(path) ? path.replace(/\/v\d+$/, '/v1') : `${path}/v1`;
+  return `The base URL ${url.origin}${url.pathname} does not end in /v1, the API's version segment: every request would miss. Did you mean ${url.origin}${meant} ? Set GENBATCH_BASE_URL (or --base-url) to the address that ends in /v1.`;
 }

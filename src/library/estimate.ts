@@ -6,7 +6,7 @@ import { checkAgainstService } from '../manifest/online.js';
 import { dependenciesOf, IssueList, runBudget, type LoadedManifest } from '../manifest/index.js';
 import { selects } from '../runner/index.js';
 import { RunClock } from '../scheduler/clock.js';
-import { combinedLimits, DEFAULT_KEY_LIMITS, formatRate, type KeyLimits } from '../scheduler/limits.js';
+import { combinedLimits, DEFAULT_KEY_LIMITS, formatRate, type KeyLimits, type Rate } from '../scheduler/limits.js';
 import { openStateReadOnly, statePathFor } from '../store/state-path.js';
 import { EXIT, ExitError } from '../util/exit-error.js';
 import { connect } from './connection.js';
@@ -122,11 +122,10 @@ export async function estimateWith(
   // --only: the items it chooses and what they wait for, as run --only sends them.
   const loaded = opts.only ? { ...whole, items: chosen(whole.items, opts.only) } : whole;
   const soFar = runSoFar(loaded, opts, cwd);
-  const [{ Catalog }, { setUpPool }] = await Promise.all([import('../api/catalog.js'), import('../api/pool-setup.js')]);
-  const connection = await connect(opts, env);
+  const { Catalog } = await import('../api/catalog.js');
+  const connection = await connect(opts, env, opts.timeScale ?? 60);
   try {
-    // Each key's own limits and cap (its /me, in the service's time); several keys run side by side.
-    const pool = await setUpPool(connection.keys, limitsOf(opts), new RunClock(Date.now, 1));
+    const { pool, timeScale } = await keysAndScale(connection, opts);
     if (pool.keys.length === 0)
       throw new ExitError(
         EXIT.stopped,
@@ -163,6 +162,7 @@ export async function estimateWith(
           usedToday: pool.accounts[i]?.usedToday,
         })),
         ...(maxCredits !== undefined ? { maxCredits } : {}),
+        ...(timeScale !== undefined ? { timeScale } : {}),
       });
     const result = of(loaded.items);
     const remaining = soFar
@@ -177,6 +177,26 @@ export async function estimateWith(
   } finally {
     await connection.close();
   }
+}
+
+/**
+ * Each key's own limits and cap (its /me, in the service's time; several keys
+ * run side by side), and the time scale the duration is said at: the plan is
+ * in the service's time, said in real time at --time-scale, a rehearsal's, or
+ * the one a time-scaled simulator says it runs at.
+ */
+async function keysAndScale(
+  connection: Awaited<ReturnType<typeof connect>>,
+  opts: EstimateFlags,
+): Promise<{ pool: PoolSetup; timeScale: number | undefined }> {
+  const { setUpPool, rescaledPool, serviceTimeScale } = await import('../api/pool-setup.js');
+  const serviceTime = new RunClock(Date.now, 1);
+  const pool = await setUpPool(connection.keys, limitsOf(opts, opts.timeScale ?? 1), serviceTime);
+  if (opts.timeScale !== undefined) return { pool, timeScale: opts.timeScale };
+  const timeScale = opts.simulate ? 60 : serviceTimeScale(pool.accounts[0]);
+  return timeScale === undefined
+    ? { pool, timeScale }
+    : { pool: rescaledPool(pool, limitsOf(opts, timeScale), serviceTime), timeScale };
 }
 
 /** The items `only` chooses, and every item they wait for (however far back), in manifest order. */
@@ -194,13 +214,14 @@ function chosen(items: LoadedManifest['items'], only: readonly string[]): Loaded
   return items.filter((i) => wanted.has(i.id));
 }
 
-/** The limits the settings give, over the spec's defaults. */
-function limitsOf(opts: EstimateFlags): KeyLimits {
+/** The limits the settings give, over the spec's defaults, in the service's time (a rate given in real time is scaled back). */
+function limitsOf(opts: EstimateFlags, timeScale: number): KeyLimits {
+  const inServiceTime = (rate: Rate): Rate => ({ count: rate.count, windowMs: rate.windowMs * timeScale });
   return {
     ...DEFAULT_KEY_LIMITS,
-    ...(opts.submitRate ? { submit: opts.submitRate } : {}),
-    ...(opts.readRate ? { read: opts.readRate } : {}),
-    ...(opts.uploadRate ? { upload: opts.uploadRate } : {}),
+    ...(opts.submitRate ? { submit: inServiceTime(opts.submitRate) } : {}),
+    ...(opts.readRate ? { read: inServiceTime(opts.readRate) } : {}),
+    ...(opts.uploadRate ? { upload: inServiceTime(opts.uploadRate) } : {}),
     ...(opts.maxImagesInFlight ? { imagesInFlight: opts.maxImagesInFlight } : {}),
     ...(opts.maxVideosInFlight ? { videosInFlight: opts.maxVideosInFlight } : {}),
     ...(opts.dailyCap ? { dailyCap: opts.dailyCap } : {}),

@@ -1,9 +1,10 @@
 // The errors and the policy alone, not the client: a command that never talks HTTP does not load undici.
 import { ApiError, ResponseShapeError, StorageError, TransportError } from '../api/errors.js';
+import { NotTheServiceError } from '../api/first-contact.js';
 import { reactionTo } from '../api/policy.js';
 import { ObjectStoreError, OutputsHeldError, OutputsTakenError, bucketProblemText } from '../sink/index.js';
 import type { RunSummary } from '../runner/index.js';
-import { OPEN_STATES, StateFileError } from '../store/index.js';
+import { OPEN_STATES, SqliteDriverError, StateFileError } from '../store/index.js';
 
 import { EXIT, ExitError } from '../util/exit-error.js';
 
@@ -12,6 +13,9 @@ export { EXIT, ExitError, usageError } from '../util/exit-error.js';
 /** The one place errors become messages and exit codes. */
 export function describeFailure(error: unknown): { exitCode: number; message: string } {
   if (error instanceof ExitError) return { exitCode: error.exitCode, message: error.message };
+  // A wrong base URL: the environment, in one line.
+  if (error instanceof NotTheServiceError) return { exitCode: EXIT.environment, message: error.message };
+  if (error instanceof SqliteDriverError) return { exitCode: EXIT.environment, message: error.message };
   if (error instanceof ApiError) {
     const reaction = reactionTo(error);
     const hint = reaction.do === 'stop-run' ? `\n${reaction.hint}` : '';

@@ -93,11 +93,10 @@ export async function runWith(
   cwd: string,
   watch: RunWatch,
 ): Promise<RunOutcome> {
-  const options = resolveRunOptions(flags, { manifestPath: path, cwd, env });
-  const { unreachableMs } = options;
+  const given = resolveRunOptions(flags, { manifestPath: path, cwd, env });
   const wait = {
-    // A service that answers nothing yet is waited for, as a run waits for it (--unreachable-minutes).
-    onWait: (reason: string) => {
+    // A service that answers nothing yet is waited for: briefly before it ever answered (a wrong URL), else as a run waits for it.
+    onWait: (reason: string, unreachableMs: number) => {
       watch.emit?.({ kind: 'service-unreachable', reason, unreachableMs });
       watch.onServiceWait?.(reason, unreachableMs);
     },
@@ -105,14 +104,16 @@ export async function runWith(
   };
   throwIfAborted(watch.signal);
   // Connected at once: each key's /me is on its way while the manifest is read and checked.
-  const connection = { baseUrl: options.baseUrl, simulate: options.rehearsal };
-  const connecting = connect(connection, env, options.clock.timeScale);
-  const prepared = await prepareRun(options, connecting, wait).catch((error: unknown) => {
+  const connection = { baseUrl: given.baseUrl, simulate: given.rehearsal };
+  const connecting = connect(connection, env, given.clock.timeScale);
+  const prepared = await prepareRun(given, connecting, wait).catch((error: unknown) => {
     // An abort that ended a wait for the service: nothing was sent.
     if (watch.signal?.aborted)
       throw new ExitError(EXIT.interrupted, 'interrupted: nothing was sent.', undefined, { cause: error });
     throw error;
   });
+  // At the service's own time scale, where a simulator says one and no flag chose it.
+  const { options } = prepared;
   const started = startRun(prepared, options);
   const { runner, logger } = started;
   const stopListening = watch.emit ? runner.events.on(watch.emit) : undefined;

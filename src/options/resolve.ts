@@ -79,6 +79,14 @@ export interface ResolvedRunOptions {
   readonly secrets: readonly string[];
   /** Where the keys, the bucket's endpoint, region and credentials are read (the AWS SDK's chain). */
   readonly env: NodeJS.ProcessEnv;
+  /**
+   * With no --time-scale (and no --simulate): the same options at the time
+   * scale the service says it runs at. A time-scaled simulator says so in its
+   * /me; the real service never does, and an explicit flag always wins.
+   */
+  readonly atServiceTimeScale: ((scale: number) => ResolvedRunOptions) | undefined;
+  /** Where the time scale came from: --time-scale, a rehearsal's own, the service's word, or none (1). */
+  readonly timeScaleFrom: 'flag' | 'rehearsal' | 'service' | 'none';
 }
 
 /** Downloads at once: each holds a connection and a file; the machine's link is shared with the publications. */
@@ -159,6 +167,15 @@ export function resolveRunOptions(
     stallMs: f.stallMinutes! * 60_000,
     secrets: Object.freeze([...keyTextsIn(env), ...bucketSecretsIn(env)]),
     env,
+    atServiceTimeScale:
+      given.timeScale === undefined && !rehearsal
+        ? (scale: number) =>
+            Object.freeze({
+              ...resolveRunOptions({ ...given, timeScale: scale }, place),
+              timeScaleFrom: 'service' as const,
+            })
+        : undefined,
+    timeScaleFrom: given.timeScale !== undefined ? 'flag' : rehearsal ? 'rehearsal' : 'none',
   });
 }
 

@@ -25,7 +25,7 @@ import { EXIT, ExitError, usageError } from '../util/exit-error.js';
 import type { ToSync } from './sync/first-sync.js';
 import type { ResolvedRunOptions } from '../options/resolve.js';
 import type { RunClock } from '../scheduler/clock.js';
-import { setUpPool, type PoolSetup } from '../api/pool-setup.js';
+import { rescaledPool, serviceTimeScale, setUpPool, type PoolSetup } from '../api/pool-setup.js';
 import { planResume } from './sync/resume.js';
 import { Runner } from './runner.js';
 
@@ -36,6 +36,14 @@ import { Runner } from './runner.js';
  */
 const STARTUP_TIMEOUT_MS = 5_000;
 
+/**
+ * How long a start asks a base URL that has never answered as the service
+ * (refused, silent, a gateway's page): then it is a wrong URL or a service
+ * that is not there, said with exit 4 within 15 s, not waited out for
+ * --unreachable-minutes (a scheduler would restart a silent 30 minutes).
+ */
+export const FIRST_CONTACT_MS = 9_000;
+
 /** The keys a run goes with, as the command line connected them (to the service, or to an in-process simulator). */
 export interface RunConnection {
   keys: { fingerprint: string; client: ApiClient }[];
@@ -45,7 +53,7 @@ export interface RunConnection {
 
 /** What a start says while the service answers nothing yet, and what ends that wait (an interrupt). */
 export interface ServiceWait {
-  onWait(reason: string): void;
+  onWait(reason: string, upToMs: number): void;
   signal?: AbortSignal | undefined;
 }
 
@@ -249,6 +257,8 @@ async function prepareManifest(request: ResolvedRunOptions): Promise<PreparedMan
 
 /** The service as the run uses it: the keys that work, the coordinator, the catalog, and the state opened. */
 interface OpenedService {
+  /** The run's options, at the service's own time scale where it says one and no flag chose it. */
+  options: ResolvedRunOptions;
   connection: RunConnection;
   pool: PoolSetup;
   coordinator: Coordinator | undefined;
@@ -271,13 +281,20 @@ async function openService(
   const earlyCatalog = Catalog.fetch(firstKey.client, types, STARTUP_TIMEOUT_MS).catch(() => undefined);
   let coordinator: Coordinator | undefined;
   try {
-    const pool = await keys.pool;
+    let pool = await keys.pool;
+    let options = request;
+    // A time-scaled simulator says its scale: paced to it unasked (an explicit --time-scale wins).
+    const scale = serviceTimeScale(pool.accounts[0]);
+    if (scale !== undefined && request.atServiceTimeScale && scale !== request.clock.timeScale) {
+      options = request.atServiceTimeScale(scale);
+      pool = rescaledPool(pool, options.limits, options.clock);
+    }
     if (pool.keys.length === 0)
       throw new ExitError(
         EXIT.stopped,
         `the service refused every key of GENBATCH_API_KEYS: ${pool.refused.map((r) => `${r.fingerprint} ${r.code}`).join(', ')}. Nothing was submitted.`,
       );
-    coordinator = await openCoordinator(request.coordinatorUrl, request.clock);
+    coordinator = await openCoordinator(options.coordinatorUrl, options.clock);
     // The service's view (models, kinds, modes, allowed values, scopes): a mismatch is exit 2 before anything is sent.
     // Asked again of the pool's first key if the first key was refused or the early answer failed, as it was asked before.
     const early = pool.keys[0]!.fingerprint === firstKey.fingerprint ? await earlyCatalog : undefined;
@@ -285,7 +302,7 @@ async function openService(
       early ??
       (await untilAnswered(() => Catalog.fetch(pool.keys[0]!.client, types, STARTUP_TIMEOUT_MS), waitForService));
     await checkShapes(path, cwd, shapes, prepared.manifest, catalog, pool);
-    return { connection, pool, coordinator, catalog, store: Store.open(prepared.statePath) };
+    return { connection, pool, coordinator, catalog, store: Store.open(prepared.statePath), options };
   } catch (error) {
     await coordinator?.close();
     await connection.close();
@@ -325,6 +342,7 @@ function askKeys(
   const pool = connecting.then((connection) =>
     untilAnswered(() => setUpPool(connection.keys, limits, clock, STARTUP_TIMEOUT_MS), {
       ...wait,
+      firstContactMs: FIRST_CONTACT_MS,
       signal: wait.signal ? AbortSignal.any([wait.signal, discarded.signal]) : discarded.signal,
     }),
   );

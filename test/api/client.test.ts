@@ -1,3 +1,4 @@
+import { NotTheServiceError } from '../../src/api/first-contact.js';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import {
@@ -89,8 +90,15 @@ describe('the client is strict on what the spec shows', () => {
     expect(reactionTo(e)).toEqual({ do: 'mark-item', as: 'failed' });
   });
 
-  it('rejects a 2xx answer that is not JSON', async () => {
-    const { client } = await clientFor((_req, res) => res.end('<html>gateway</html>'));
+  it('rejects a 2xx answer that is not JSON: another server before the service ever answered, else a bad answer', async () => {
+    let served = 0;
+    const { client } = await clientFor((_req, res) =>
+      served++ === 1
+        ? json(res, 401, { error: { code: 'UNAUTHORIZED', message: 'no' } })
+        : res.end('<html>gateway</html>'),
+    );
+    expect(await rejection(client.me())).toBeInstanceOf(NotTheServiceError);
+    await rejection(client.me());
     expect(await rejection(client.me())).toBeInstanceOf(ResponseShapeError);
   });
 });
@@ -121,7 +129,9 @@ describe('errors', () => {
       res.writeHead(502);
       res.end('Bad Gateway');
     });
-    const e = await rejection(client.me());
+    // Before anything answered, a gateway's page is not yet the service: asked again at the start, for a while.
+    expect(await rejection(client.me())).toMatchObject({ name: 'NotTheServiceError', transient: true });
+    const e = await rejection(client.submitImage({ prompt: 'p', model: 'm' }, newKey()));
     expect(e).toMatchObject({ status: 502, code: 'HTTP_502' });
     expect(reactionTo(e).do).toBe('resend-with-backoff');
   });

@@ -1,5 +1,6 @@
 import { once } from 'node:events';
 import { writeFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -44,16 +45,46 @@ describe('exit 4: the environment, found before paying where it can be', () => {
     expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
   });
 
-  it('an unreachable service is exit 4 with what to check', async () => {
+  it('a base URL where nothing ever answered is exit 4 within seconds, in one line naming it: not a 30-minute wait', {
+    timeout: 30_000,
+  }, async () => {
     const port = await freePort();
-    const ws = workspace(
-      { baseUrl: `http://127.0.0.1:${port}/v1`, apiKey: 'gb_test_unreachable' } as never,
-      imageManifest(1),
-    );
-    const res = await ws.run(['--unreachable-minutes', '0.01']);
+    const base = `http://127.0.0.1:${port}/v1`;
+    const ws = workspace({ baseUrl: base, apiKey: 'gb_test_unreachable' } as never, imageManifest(1));
+    const res = await ws.run();
     expect(res.code, res.stderr).toBe(4);
-    expect(res.stderr).toMatch(/waiting for it, up to 0\.01 minutes/);
-    expect(res.stderr).toMatch(/reachable/);
+    // Not --unreachable-minutes' 30: it has never been the service.
+    expect(res.stderr).toMatch(/waiting for it, up to 9 s/);
+    const said = res.stderr.split('\n').filter((l) => l.startsWith('genbatch:'));
+    expect(said).toEqual([
+      `genbatch: ${base} does not answer like the service (no answer: ECONNREFUSED): is the base URL right?`,
+    ]);
+  });
+
+  it.each([
+    ['another web server (404, HTML)', 'http', 'HTTP 404, text/html'],
+    ['https:// against a plain-HTTP server', 'https', 'TLS: wrong version number; a plain-HTTP server? try http://'],
+  ])('a base URL that reaches %s is exit 4 at once, in one line', async (_what, scheme, what) => {
+    const server = createHttpServer((_req, res) => {
+      res.writeHead(404, { 'content-type': 'text/html; charset=utf-8' });
+      res.end('<html>\n<body><h1>Not Found</h1>\n<hr>nginx</body>\n</html>\n');
+    }).listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      const base = `${scheme}://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+      const ws = workspace({ baseUrl: base, apiKey: 'gb_test_elsewhere' } as never, imageManifest(1));
+      for (const args of [['run', 'm.yaml'], ['validate', 'm.yaml', '--online'], ['me']]) {
+        const res = await runCliInProcess(args, ws.env, ws.dir);
+        expect(res.code, res.stderr).toBe(4);
+        expect(res.stderr).toBe(
+          `genbatch: ${base} does not answer like the service (${what}): is the base URL right?\n`,
+        );
+      }
+    } finally {
+      server.closeAllConnections();
+      server.close();
+      await once(server, 'close');
+    }
   });
 
   it('a service that is not there yet at the start is waited for: the run starts once it answers', async () => {
@@ -70,14 +101,18 @@ describe('exit 4: the environment, found before paying where it can be', () => {
     expect(t.sim.service.ledger.of('charge')).toHaveLength(3);
   });
 
-  it('a base URL without /v1 is a usage error with the likely fix, before any request', async () => {
+  it('a base URL without /v1 is exit 4 with the likely fix, before any request', async () => {
     const t = await startTestSim({ timeScale: 600 });
     const ws = workspace(t.sim, imageManifest(1));
     const base = t.sim.baseUrl.replace(/\/v1$/, '');
     const res = await runCliInProcess(['run', 'm.yaml'], { ...ws.env, GENBATCH_BASE_URL: base }, ws.dir);
-    expect(res.code).toBe(2);
+    expect(res.code).toBe(4);
     expect(res.stderr).toContain(`does not end in /v1`);
     expect(res.stderr).toContain(`Did you mean ${base}/v1 ?`);
+    // Another version segment is replaced, not kept in front of /v1.
+    const v2 = await runCliInProcess(['run', 'm.yaml'], { ...ws.env, GENBATCH_BASE_URL: `${base}/v2` }, ws.dir);
+    expect(v2.code).toBe(4);
+    expect(v2.stderr).toContain(`Did you mean ${base}/v1 ?`);
     expect(t.sim.service.ledger.of('request')).toEqual([]);
   });
 });

@@ -17,12 +17,17 @@ describe("genbatch's errors", () => {
   it('derive from one root and keep what caused them: a refused connection, a full disk', async () => {
     const client = new ApiClient({ baseUrl: `http://127.0.0.1:${await closedPort()}/v1`, apiKey: 'gb_secret' });
     try {
-      const error = await client.me().catch((e: unknown) => e);
+      // A base URL that never answered is said as such, and keeps the refusal underneath.
+      const first = await client.me().catch((e: unknown) => e);
+      expect(first).toBeInstanceOf(GenbatchError);
+      expect((first as Error).name).toBe('NotTheServiceError');
+      const error = (first as Error).cause;
       expect(error).toBeInstanceOf(TransportError);
       expect(error).toBeInstanceOf(GenbatchError);
       expect((error as Error).name).toBe('TransportError');
       expect(((error as Error).cause as NodeJS.ErrnoException).code).toBe('ECONNREFUSED');
       expect((error as Error).message).not.toContain('gb_secret');
+      expect((first as Error).message).not.toContain('gb_secret');
     } finally {
       await client.close();
     }

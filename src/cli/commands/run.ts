@@ -27,7 +27,7 @@ export function runCommand(
   const hooks: RunHooks = {
     onServiceWait: (reason, unreachableMs) =>
       progressOut.write(
-        `the service is unreachable (${reason}); waiting for it, up to ${num(unreachableMs / 60_000)} minutes (Ctrl-C stops; nothing was sent)\n`,
+        `the service is unreachable (${reason}); waiting for it, up to ${unreachableMs < 60_000 ? `${num(unreachableMs / 1000)} s` : `${num(unreachableMs / 60_000)} minutes`} (Ctrl-C stops; nothing was sent)\n`,
       ),
     onStarted: ({ prepared, options, runner, logger, interrupt }) => {
       progress = progressFor(progressOut, prepared.store, prepared, options.clock.timeScale, env);
@@ -115,6 +115,10 @@ function sayStart(out: NodeJS.WriteStream, request: ResolvedRunOptions, prepared
         : 'no item is rejected in review: nothing to regenerate\n',
     );
   }
+  if (request.timeScaleFrom === 'service')
+    out.write(
+      `time x${request.clock.timeScale}: the service says it is a simulator at that scale, so the key's windows and day are ${request.clock.timeScale} times shorter (--time-scale overrides)\n`,
+    );
   if (request.rehearsal)
     out.write(
       `rehearsal on the embedded simulator (no key, no credits, time x${request.clock.timeScale}): ${request.redoRejected ? 'it goes on with its own state to redo its rejects' : 'it starts over each time'}; outputs go to ${prepared.outDir}, the state to ${statePath}\n`,

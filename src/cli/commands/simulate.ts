@@ -73,7 +73,7 @@ export async function simulateCommand(flags: SimulateFlags): Promise<{ simulator
       : `  export GENBATCH_API_KEY=${simulator.apiKey}`,
     ...((flags.timeScale ?? 1) !== 1
       ? [
-          `  genbatch run <manifest> --time-scale ${flags.timeScale}    (paces to this simulator's time; without it a run keeps the real key's pace, ${flags.timeScale}x slower)`,
+          `  genbatch run <manifest>    (paces to this simulator's time, x${flags.timeScale}, which its /me says; --time-scale overrides)`,
         ]
       : []),
     '',
