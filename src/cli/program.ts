@@ -268,7 +268,7 @@ function addSimulate(program: Command, ctx: CommandContext): void {
   const simulate = program.command('simulate').description('start the embedded service simulator on loopback');
   withFooter(addFlags(simulate, SIMULATOR_FLAGS)).action(async (opts) => {
     const { simulateCommand } = await import('./commands/simulate.js');
-    const { simulator, banner } = await simulateCommand(withDefaults(opts, SIMULATOR_FLAGS));
+    const { simulator, banner } = await simulateCommand(withDefaults(opts, SIMULATOR_FLAGS), ctx.env);
     ctx.print(banner);
     await ctx.io.untilStopped();
     await simulator.close();

@@ -26,6 +26,25 @@ describe('genbatch simulate', () => {
     expect(code).toBe(0);
   });
 
+  it('takes the key the environment holds, so one export serves both sides, and never prints it', async () => {
+    const key = 'gbk_mine-and-maybe-real-0123456789';
+    const cli = startCli(['simulate', '--port', '0'], cleanEnv({ GENBATCH_API_KEY: key }));
+    const [, baseUrl] = await cli.waitFor(/base URL: (\S+)/);
+    await cli.waitFor(/Ctrl-C stops it/);
+    expect(cli.output()).toContain("API key: the environment's (GENBATCH_API_KEY)");
+    expect(cli.output()).not.toContain(key);
+    const client = new ApiClient({ baseUrl: baseUrl!, apiKey: key });
+    expect((await client.me()).scopes).toEqual(['image', 'video']);
+    await client.close();
+    cli.child.kill('SIGINT');
+    await once(cli.child, 'exit');
+    // --keys must agree with the keys the environment holds.
+    const res = await runCli(['simulate', '--port', '0', '--keys', '2'], cleanEnv({ GENBATCH_API_KEY: key }));
+    expect(res.code).toBe(2);
+    expect(res.stderr).toMatch(/--keys 2, and the environment holds 1 key/);
+    expect(res.stderr).not.toContain(key);
+  });
+
   it('refuses a non-loopback host', async () => {
     const res = await runCli(['simulate', '--host', '0.0.0.0']);
     expect(res.code).toBe(1);
