@@ -253,6 +253,11 @@ describe('genbatch retry and status', () => {
       t.sim,
       imageManifest(2, (i) => (i === 0 ? 'doomed [sim:fail]' : 'fine')),
     );
+    // A run where nothing failed has nothing to put back: said, and no error (a script's retry && run goes on).
+    const fine = workspace((await startTestSim(scaled)).sim, imageManifest(1));
+    expect((await fine.run()).code).toBe(0);
+    const none = await runCliInProcess(['retry', 'm.yaml', '--code', 'GENERATION_FAILED'], fine.env, fine.dir);
+    expect([none.code, none.stdout.trim()]).toEqual([0, 'no item failed: nothing to put back.']);
     expect((await ws.run(['--max-retries', '0'])).code).toBe(1);
     expect(t.sim.service.ledger.of('charge')).toHaveLength(2);
     // A code no item stopped with is a usage error that names the codes there are.

@@ -131,18 +131,25 @@ export async function retryCommand(path: string, opts: FlagValues<typeof RETRY_F
       );
     const codes = store.itemReports.failuresByCode();
     const unknownCodes = (opts.code ?? []).filter((c) => !(c in codes));
+    const present = Object.keys(codes);
+    // Nothing failed: nothing to put back, and nothing mistyped either.
+    if (unknownCodes.length && present.length === 0)
+      return opts.json
+        ? JSON.stringify({ state: statePath, requeued: 0, blocked: 0, conflicts: [] }, null, 2)
+        : 'no item failed: nothing to put back.';
     if (unknownCodes.length) {
-      const present = Object.keys(codes);
       throw new ExitError(
         EXIT.usage,
-        `no item stopped with ${unknownCodes.join(', ')}; ${present.length ? `the codes there are: ${present.join(', ')}` : 'no item failed'} (genbatch status lists them)`,
+        `no item stopped with ${unknownCodes.join(', ')}; the codes there are: ${present.join(', ')} (genbatch status lists them)`,
       );
     }
     const { requeued, conflicts } = store.items.putBack({ codes: opts.code, ids: opts.id, now: Date.now() });
     const blocked = store.queue.inState('blocked').length;
     if (opts.json) return JSON.stringify({ state: statePath, requeued, blocked, conflicts }, null, 2);
     const notes = [
-      blocked ? `${count(blocked, 'blocked item')} stay blocked: change their prompt to resubmit them.` : '',
+      blocked
+        ? `${blocked === 1 ? '1 blocked item stays' : `${count(blocked, 'blocked item')} stay`} blocked: change ${blocked === 1 ? 'its' : 'their'} prompt to resubmit ${blocked === 1 ? 'it' : 'them'}.`
+        : '',
       conflicts.length
         ? `${count(conflicts.length, 'item')} stopped on a key conflict stay as they are (a job may exist under their key): name them with --id to submit them again, paying again: ${conflicts.slice(0, 5).join(', ')}${conflicts.length > 5 ? ', …' : ''}`
         : '',
