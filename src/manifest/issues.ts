@@ -11,6 +11,8 @@ export interface ManifestIssue {
   row?: RowAt;
   /** How many rows have this same problem (with `row`). */
   rowCount?: number;
+  /** Met in an item that takes the field from `defaults`: located there, once, with how many items take it. */
+  inherited?: boolean;
 }
 
 /** A row of a rows file, by its line. */
@@ -31,6 +33,8 @@ interface Entry {
   /** The first rows with it (at most ROWS_NAMED), and how many in all. */
   rows: RowAt[];
   rowCount: number;
+  /** How many items take the faulty value from defaults. */
+  heirs: number;
   order: number;
 }
 
@@ -48,10 +52,11 @@ export class IssueList {
 
   /** An issue met in a row (`row`) joins the same issue met in other rows. */
   add(found: ManifestIssue): void {
-    const { row, rowCount: _count, ...issue } = found;
+    const { row, rowCount: _count, inherited, ...issue } = found;
     const exact = formatIssue(issue);
     const entry = this.entries.get(exact);
     if (entry) {
+      if (inherited) entry.heirs++;
       if (row) {
         if (entry.rows.length < ROWS_NAMED) entry.rows.push(row);
         entry.rowCount++;
@@ -65,7 +70,13 @@ export class IssueList {
       this.suppressed++;
       return;
     }
-    this.entries.set(exact, { issue, rows: row ? [row] : [], rowCount: row ? 1 : 0, order: this.entries.size });
+    this.entries.set(exact, {
+      issue,
+      rows: row ? [row] : [],
+      rowCount: row ? 1 : 0,
+      heirs: inherited ? 1 : 0,
+      order: this.entries.size,
+    });
   }
 
   /** The issues shown, in the order of their files (as first met), lines and columns. */
@@ -89,7 +100,12 @@ export class IssueList {
   }
 }
 
-function withRows({ issue, rows, rowCount }: Entry): ManifestIssue {
+function withRows({ issue, rows, rowCount, heirs }: Entry): ManifestIssue {
+  if (heirs > 0)
+    return {
+      ...issue,
+      message: `${issue.message} (${heirs === 1 ? '1 item takes' : `${heirs} items take`} it from here)`,
+    };
   if (rowCount === 0) return issue;
   return { ...issue, message: `${issue.message} (${rowsText(rows, rowCount)})`, row: rows[0]!, rowCount };
 }

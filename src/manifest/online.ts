@@ -21,8 +21,12 @@ export function checkAgainstService(
   issues: IssueList,
 ): void {
   const report = (item: ResolvedItem, field: string, message: string) => {
-    const path = ['items', item.where.itemIndex, field];
-    issues.add({ file: source.file, ...source.locate(path), field: fieldPath(path), message, row: item.where.row });
+    const own: [string, number, string] = ['items', item.where.itemIndex, field];
+    // A value taken from defaults is wrong where it is written: said there, once, with how many items take it.
+    const inherited = source.inheritedFrom(own);
+    const path = inherited ?? own;
+    const at = { file: source.file, ...source.locate(path), field: fieldPath(path), message };
+    issues.add(inherited ? { ...at, inherited: true } : { ...at, row: item.where.row });
   };
   const firstOfType = new Map<string, ResolvedItem>();
   const countOfType = new Map<string, number>();

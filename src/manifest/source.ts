@@ -85,6 +85,16 @@ export class ManifestSource {
     return { line: pos.line, column: pos.col };
   }
 
+  /**
+   * Where an item's field is written when the item does not write it: `defaults`
+   * (`['defaults', field]`), so a mistake there is said where it is, once.
+   */
+  inheritedFrom(path: readonly [string, number, string]): [string, string] | undefined {
+    if (this.doc.hasIn(path)) return undefined;
+    const field = path[2];
+    return this.doc.hasIn(['defaults', field]) ? ['defaults', field] : undefined;
+  }
+
   /** A hint when YAML read an unquoted `{{name}}` as a mapping. */
   templateHint(path: readonly (string | number)[]): string {
     const node = this.doc.getIn(path, true) as Node | undefined;

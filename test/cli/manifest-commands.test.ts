@@ -14,7 +14,7 @@ describe('genbatch validate', () => {
   it.each(EXAMPLES)('%s is valid, offline and online', async (manifest) => {
     const offline = await runCli(['validate', manifest], cleanEnv(), root);
     expect(offline.code).toBe(0);
-    expect(offline.stdout).toMatch(/valid: \d+ items/);
+    expect(offline.stdout).toMatch(/valid: \d+ items .*\(models and values not checked: --online\)$/m);
     const online = await runCliInProcess(['validate', manifest, '--online', '--simulate'], cleanEnv(), root);
     expect(online.code).toBe(0);
     expect(online.stdout).toContain('online:');
@@ -65,6 +65,28 @@ items:
     expect(order).toHaveLength(expected.length);
     expect(order).toEqual([...order].sort((a, b) => a - b));
     expect(t.sim.service.ledger.of('charge')).toHaveLength(0);
+  });
+
+  it('a value items take from defaults is said where it is written, once, with how many items take it', async () => {
+    const t = await startTestSim();
+    const dir = mkdtempSync(join(tmpdir(), 'genbatch-online-'));
+    const items = Array.from({ length: 40 }, (_, i) => `  - { id: i${i}, prompt: p }`).join('\n');
+    writeFileSync(
+      join(dir, 'm.yaml'),
+      `version: 1\ndefaults:\n  model: studio-xll\n  resolution: 2k\nitems:\n${items}\n  - { id: own, model: studio-lite, prompt: p }\n  - { id: mine, model: studio-xxl, prompt: p }\n`,
+    );
+    const res = await runCliInProcess(
+      ['validate', 'm.yaml', '--online'],
+      cleanEnv({ GENBATCH_BASE_URL: t.sim.baseUrl, GENBATCH_API_KEY: t.sim.apiKey }),
+      dir,
+    );
+    expect(res.code).toBe(2);
+    expect(res.stderr.split('\n').filter(Boolean)).toEqual([
+      'genbatch: m.yaml:3:3: defaults.model: unknown image model "studio-xll"; did you mean studio-xl? (the catalog has studio-xl, studio-lite, studio-edit) (40 items take it from here)',
+      'genbatch: m.yaml:4:3: defaults.resolution: studio-lite does not take resolution "2k"; allowed: 1K, 2K (1 item takes it from here)',
+      'genbatch: m.yaml:47:17: items[41].model: unknown image model "studio-xxl"; did you mean studio-xl? (the catalog has studio-xl, studio-lite, studio-edit)',
+      'genbatch: 3 problems found; nothing was submitted.',
+    ]);
   });
 });
 

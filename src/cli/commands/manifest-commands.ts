@@ -24,9 +24,10 @@ export async function validateCommand(
   const { more: _more, ...document } = found;
   if (opts.json) return JSON.stringify(document, null, 2);
   const warned = found.warnings.length ? `\n${warningReport(found.warnings)}` : '';
+  // Offline, a valid manifest may still name a model the service does not have: said, with how to check it.
   const online = found.online
     ? '\nonline: every model, kind, mode and allowed value checks out against the service, and the key has the scopes it needs.'
-    : '';
+    : ' (models and values not checked: --online)';
   return `${summary(found, cwd)}${online}${warned}`;
 }
 
