@@ -207,7 +207,10 @@ export class Expander {
     const idRender = render(this.manifest.items[index]!.id, withFields);
     const id = idRender.ok ? idRender.value : undefined;
     if (!idRender.ok) check.fail('id', idRender.message);
-    else if (id !== undefined) checkId(id, (m) => check.fail('id', m));
+    else if (id !== undefined) {
+      checkId(id, (m) => check.fail('id', m));
+      emptyIn(this.manifest.items[index]!.id, withFields, (m) => check.fail('id', m));
+    }
     if (id !== undefined) withFields.set('id', id);
     if (merged.prompt === undefined) {
       check.fail('prompt', 'missing: set prompt on the item or in defaults');
@@ -432,4 +435,14 @@ function matrixCombos(matrix: Record<string, (string | number | boolean)[]>): Co
     combos = combos.flatMap((c) => values.map((v) => new Map([...c, [name, toText(v)]])));
   }
   return combos;
+}
+
+/** An id (and so its file names) built from an empty value names nothing: `pdp-`, `pdp--1.png`, and the next such row collides. */
+function emptyIn(template: string, ctx: TemplateContext, fail: (message: string) => void): void {
+  if (!template.includes('{{')) return;
+  for (const name of uniqueTemplateNames(template))
+    if (ctx.get(name)?.trim() === '')
+      fail(
+        `the id is built from {{${name}}}, which is empty here: give it a value, or leave {{${name}}} out of the id`,
+      );
 }

@@ -54,11 +54,38 @@ export async function* readRows(
     if (/\.jsonl$|\.ndjson$/i.test(absPath)) yield* readJsonl(bytes, file, issues);
     else yield* readCsv(bytes, file, issues);
   } catch (error) {
-    const e = error as NodeJS.ErrnoException & { lines?: number };
+    const e = error as NodeJS.ErrnoException & { lines?: number; index?: number };
+    const quote = e.code ? QUOTE_FAULTS[e.code] : undefined;
     const reason = e.code === 'ENOENT' ? 'no such file' : e.code === 'EACCES' ? 'not readable' : e.message;
-    issues.add({ file, line: e.lines ?? 1, column: 1, field: 'rows', message: `cannot read the rows: ${reason}` });
+    issues.add({
+      file,
+      line: e.lines ?? 1,
+      column: 1,
+      field: 'rows',
+      message: quote
+        ? `${quote[0]} (field ${(e.index ?? 0) + 1} of this row): ${quote[1]}`
+        : `cannot read the rows: ${reason}`,
+    });
   }
 }
+
+/** csv-parse's quote faults, said as what the user wrote (a stray quote), with the fix. */
+const STRAY: [string, string] = [
+  'a stray quote inside a value that is not quoted',
+  'write the value in quotes, each quote in it doubled (Tee 15" wide as "Tee 15"" wide")',
+];
+const QUOTE_FAULTS: Record<string, [string, string]> = {
+  INVALID_OPENING_QUOTE: STRAY,
+  CSV_INVALID_OPENING_QUOTE: STRAY,
+  CSV_INVALID_CLOSING_QUOTE: [
+    'a quote inside a quoted value that is not doubled',
+    'double each quote inside it ("Tee 15"" wide")',
+  ],
+  CSV_QUOTE_NOT_CLOSED: [
+    'a quoted value that is never closed',
+    'end it with a quote (a value holds line breaks only between quotes)',
+  ],
+};
 
 /** The bytes as text, a chunk of whole lines at a time (a newline byte is never inside a UTF-8 character). */
 function* decodedChunks(bytes: Buffer): Generator<string> {

@@ -55,12 +55,13 @@ export class ManifestSource {
     // A tab that indents a line makes the parser see the lines after it wrongly too: its own error, with the fix, is the
     // one said (the others are noise that goes once the tab does).
     const tabs = doc.errors.filter((e) => e.code === 'TAB_AS_INDENT');
-    for (const error of tabs.length ? tabs : doc.errors) {
+    // A tab after leading spaces is not one the parser names: it sees misaligned keys. Said as the tab it is.
+    const hidden =
+      tabs.length === 0 && doc.errors.length > 0 ? tabIndentedAt(text, lines.linePos(doc.errors[0]!.pos[0]).line) : [];
+    for (const line of hidden) issues.add({ file, line, column: 1, field: '(syntax)', message: TAB_HINT });
+    for (const error of tabs.length ? tabs : hidden.length ? [] : doc.errors) {
       const pos = lines.linePos(error.pos[0]);
-      const message =
-        error.code === 'TAB_AS_INDENT'
-          ? 'a tab indents this line; YAML indents with spaces only: replace the tab with spaces'
-          : error.message.split('\n')[0]!;
+      const message = error.code === 'TAB_AS_INDENT' ? TAB_HINT : error.message.split('\n')[0]!;
       issues.add({ file, line: pos.line, column: pos.col, field: '(syntax)', message });
     }
     return doc.errors.length > 0 ? undefined : source;
@@ -104,6 +105,19 @@ export class ManifestSource {
     }
     return '';
   }
+}
+
+const TAB_HINT = 'a tab indents this line; YAML indents with spaces only: replace the tab with spaces';
+
+/**
+ * The line whose indentation holds a tab (after spaces too) where the parser
+ * stumbled first: that tab is the mistake, and what the parser says after it
+ * is noise. A tab elsewhere (inside a block of text, where it is content) is
+ * not blamed.
+ */
+function tabIndentedAt(text: string, failedAt: number): number[] {
+  const line = text.split('\n')[failedAt - 1] ?? '';
+  return /^ *\t[ \t]*\S/.test(line) ? [failedAt] : [];
 }
 
 export function fieldPath(path: readonly PropertyKey[]): string {
