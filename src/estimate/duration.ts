@@ -19,7 +19,8 @@ export interface DurationEstimate {
  * when the credits exceed the daily cap, whole key days spent waiting.
  */
 export function estimateDuration(
-  counts: { images: number; videos: number; credits: number; chainSeconds?: number },
+  /** `keyDays`: the days a plan of the keys' days needs, when there is one (else the credits over the cap). */
+  counts: { images: number; videos: number; credits: number; chainSeconds?: number; keyDays?: number },
   limits: KeyLimits,
 ): DurationEstimate {
   const jobs = counts.images + counts.videos;
@@ -35,9 +36,10 @@ export function estimateDuration(
   const chain = counts.chainSeconds ?? 0;
   const limitedBy: Bound = chain > busy + tail ? 'dependency chain' : busyBound;
   const throughput = Math.max(busy + tail, chain);
-  const keyDays = Math.max(1, Math.ceil(counts.credits / limits.dailyCap));
+  const keyDays = counts.keyDays ?? Math.max(1, Math.ceil(counts.credits / limits.dailyCap));
   if (keyDays === 1) return { seconds: throughput, limitedBy, keyDays };
-  const lastDayShare = (counts.credits - (keyDays - 1) * limits.dailyCap) / counts.credits;
+  // The last day's share of the work; at least a day's worth of it when the plan needs more days than credits/cap.
+  const lastDayShare = Math.max(counts.credits - (keyDays - 1) * limits.dailyCap, 0) / counts.credits;
   const capped = (keyDays - 1) * DAY_SECONDS + throughput * lastDayShare;
   return capped > throughput
     ? { seconds: capped, limitedBy: 'daily cap', keyDays }

@@ -103,6 +103,7 @@ function tally(input: EstimateInput) {
 /** The day-by-day plan of the manifest's items over the keys' days. */
 function planOf(input: EstimateInput, keys: readonly PlanKey[]): Plan {
   const items = input.items.map((item) => ({
+    id: item.id,
     type: item.type,
     credits: priceOf(item, input.catalog.get(item.type, item.model), input.prices).credits,
     priority: item.priority ?? 0,
@@ -139,8 +140,11 @@ export function estimate(input: EstimateInput): Estimate {
   const chainSeconds = longestChainSeconds(
     input.items.map((i) => ({ id: i.id, type: i.type, deps: dependenciesOf(i).map((d) => d.id) })),
   );
+  // With keys to plan, the key days are the plan's: items do not pack a day to its last credit.
+  const plan = input.planKeys?.length ? planOf(input, input.planKeys) : undefined;
+  const planned = plan && plan.endsOnDay > 0 ? { keyDays: plan.endsOnDay } : {};
   const duration = estimateDuration(
-    { images: counts.image, videos: counts.video, credits: total, chainSeconds },
+    { images: counts.image, videos: counts.video, credits: total, chainSeconds, ...planned },
     input.limits,
   );
   return {
@@ -160,7 +164,7 @@ export function estimate(input: EstimateInput): Estimate {
     duration: { seconds: Math.round(duration.seconds / (input.timeScale ?? 1)), limitedBy: duration.limitedBy },
     maxJobCredits,
     tags,
-    ...(input.planKeys?.length ? { plan: planOf(input, input.planKeys) } : {}),
+    ...(plan ? { plan } : {}),
   };
 }
 

@@ -16,6 +16,8 @@ export interface PlanKey {
 
 /** One item as the plan places it: its type, its price (undefined: not placed) and its priority. */
 export interface PlanItem {
+  /** Named when it cannot be placed. */
+  id?: string;
   type: 'image' | 'video';
   credits: number | undefined;
   priority: number;
@@ -33,6 +35,8 @@ export interface Plan {
   endsOnDay: number;
   /** Items no key day can take (a price over every cap) or that have no price. */
   notPlaced: number;
+  /** The ids of those no key day can take or that have no price (the few a plan past its last day leaves are only counted). */
+  notPlacedIds: string[];
 }
 
 type JobType = 'image' | 'video';
@@ -136,7 +140,14 @@ export function planDays(items: readonly PlanItem[], keys: readonly PlanKey[]): 
   }
   const endsOnDay = days.findLast((d) => d.keys.some((k) => k.items > 0))?.day ?? 0;
   const left = queues.image.left || queues.video.left ? placeable.length - placed(days) : 0;
-  return { days: days.slice(0, endsOnDay), endsOnDay, notPlaced: items.length - placeable.length + left };
+  const placeableSeqs = new Set(placeable.map((i) => i.seq));
+  const notPlacedIds = items.flatMap((item, seq) => (placeableSeqs.has(seq) || item.id === undefined ? [] : [item.id]));
+  return {
+    days: days.slice(0, endsOnDay),
+    endsOnDay,
+    notPlaced: items.length - placeable.length + left,
+    notPlacedIds,
+  };
 }
 
 /** One turn of a key at its next moment: an item sent, or the wait for a slot or for the next day. */

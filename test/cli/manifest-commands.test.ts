@@ -135,6 +135,28 @@ describe('genbatch estimate', () => {
     expect(e.budget).toMatchObject({ maxCredits: 15000, within: true });
   });
 
+  it("says one number of key days, the plan's, and names the items no day can take", async () => {
+    const est = (cap: string) =>
+      runCliInProcess(['estimate', 'manifests/demo.yaml', '--simulate', '--daily-cap', cap], cleanEnv(), root);
+    const json = await runCliInProcess(
+      ['estimate', 'manifests/demo.yaml', '--simulate', '--daily-cap', '20', '--json'],
+      cleanEnv(),
+      root,
+    );
+    const e = JSON.parse(json.stdout);
+    // 58 credits in jobs of 8 and 2: 20 a day takes 18, 16, 16 and 8, four days where 58/20 would say three.
+    expect([e.dailyCap.keyDays, e.plan.endsOnDay]).toEqual([4, 4]);
+    const text = (await est('20')).stdout;
+    expect(text).toContain('20 credits per key day: 4 key days');
+    expect(text).toContain('the last item is sent on key day 4');
+    const over = await est('5');
+    expect(over.code).toBe(3);
+    expect(over.stdout).toMatch(
+      /7 items cannot be placed \(no price, or over every cap\): hero-mug, mug-red-studio, mug-red-kitchen, mug-blue-studio, mug-blue-kitchen, …/,
+    );
+    expect(over.stdout).toContain('1 key day for the items that can be placed');
+  });
+
   it('obeys the limit flags, and submits nothing', async () => {
     const t = await startTestSim();
     const env = cleanEnv({ GENBATCH_BASE_URL: t.sim.baseUrl, GENBATCH_API_KEY: t.sim.apiKey });

@@ -84,7 +84,7 @@ const PLAN_DAYS_SHOWN = 14;
 /** The plan day by day: each key's items and credits, and the day the run ends. */
 function planLines(plan: NonNullable<Estimate['plan']>): string[] {
   const lines = [
-    `plan: the last item is sent on key day ${plan.endsOnDay} (day 1 is the day the run starts)${plan.notPlaced ? `; ${count(plan.notPlaced, 'item')} cannot be placed (no price, or over every cap)` : ''}`,
+    `plan: the last item is sent on key day ${plan.endsOnDay} (day 1 is the day the run starts)${plan.notPlaced ? `; ${count(plan.notPlaced, 'item')} cannot be placed (no price, or over every cap)${plan.notPlacedIds.length ? `: ${plan.notPlacedIds.slice(0, 5).join(', ')}${plan.notPlacedIds.length > 5 ? ', …' : ''}` : ''}` : ''}`,
   ];
   for (const d of plan.days.slice(0, PLAN_DAYS_SHOWN))
     lines.push(
@@ -155,7 +155,7 @@ function formatEstimate(
     );
   const over = e.dailyCap.keys > 1 ? ` over ${e.dailyCap.keys} keys` : '';
   lines.push(
-    `daily cap: ${count(e.dailyCap.credits, 'credit')} per key day${over}: ${e.dailyCap.keyDays} key day${e.dailyCap.keyDays === 1 ? '' : 's'}`,
+    `daily cap: ${count(e.dailyCap.credits, 'credit')} per key day${over}: ${e.dailyCap.keyDays} key day${e.dailyCap.keyDays === 1 ? '' : 's'}${e.plan?.notPlaced ? ' for the items that can be placed' : ''}`,
   );
   if (judged.budget) {
     const within = !more.problems.some((p) => p.reason === 'budget');
