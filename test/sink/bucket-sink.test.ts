@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { bucketLocationOf, resolveOutLocation } from '../../src/manifest/index.js';
 import { asStoreError, clientConfig } from '../../src/sink/bucket/s3-store.js';
+import { bucketProblem } from '../../src/sink/bucket/bucket-sink.js';
 import { BucketSink, FolderSink } from '../../src/sink/index.js';
 import { FakeBucket } from '../helpers/fake-bucket.js';
 
@@ -60,6 +61,24 @@ describe('a bucket as an out location', () => {
     expect(asStoreError(sdkError('EntityTooLarge', 400), 'PUT').fault).toBe('failed');
     // Nothing reached the bucket and waiting will not mend it: a person must act.
     expect(asStoreError(new Error('Region is missing'), 'PUT').fault).toBe('denied');
+  });
+
+  it('says a missing region or missing credentials first, as what to set, not as a refusal', () => {
+    const region = bucketProblem('s3://b/p', asStoreError(new Error('Region is missing'), 'PUT s3://b/p/x'));
+    expect(region).toEqual({
+      code: 'NO_REGION',
+      message: expect.stringMatching(/^cannot write to s3:\/\/b\/p \(NO_REGION\): no region is set: set AWS_REGION/),
+    });
+    const none = Object.assign(new Error('Could not load credentials from any providers'), {
+      name: 'CredentialsProviderError',
+    });
+    expect(bucketProblem('s3://b/p', asStoreError(none, 'PUT')).message).toMatch(
+      /\(NO_CREDENTIALS\): no credentials were found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY/,
+    );
+    // A bucket that refuses the credentials it was given is still said as a refusal.
+    expect(bucketProblem('s3://b/p', asStoreError(sdkError('InvalidAccessKeyId', 403), 'PUT')).message).toMatch(
+      /the credentials may not write there/,
+    );
   });
 
   it('is proven writable before anything is paid: a refused signature or a missing bucket is said with the bucket and what to do', async () => {

@@ -285,6 +285,9 @@ export function bucketProblemText(error: ObjectStoreError): string {
 }
 
 function whatToDo(e: ObjectStoreError | undefined): string {
+  // Nothing reached the bucket: the setting that is missing is said first, alone.
+  const missing = e?.fault === 'denied' ? unconfigured(e) : undefined;
+  if (missing) return missing;
   return e?.fault === 'no-bucket'
     ? 'the bucket does not exist: create it, or give another --out s3://BUCKET/PREFIX'
     : e?.fault === 'denied'
@@ -292,4 +295,14 @@ function whatToDo(e: ObjectStoreError | undefined): string {
       : e?.fault === 'unreachable' || e?.fault === 'slow-down'
         ? 'it answered nothing but faults for --unreachable-minutes: check AWS_ENDPOINT_URL (or the network) and the region'
         : 'check the endpoint, the region and the credentials';
+}
+
+/** What the SDK found missing before sending anything: no region, or no credentials. */
+function unconfigured(e: ObjectStoreError): string | undefined {
+  const said = `${e.message} ${(e.cause as Error | undefined)?.message ?? ''}`;
+  if (/region is missing/i.test(said))
+    return "no region is set: set AWS_REGION (auto for Cloudflare R2, the bucket's region for AWS S3) or a region in AWS_PROFILE's config";
+  if (/could not load credentials|credential.*(missing|not found)|no credentials/i.test(said))
+    return 'no credentials were found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE)';
+  return undefined;
 }

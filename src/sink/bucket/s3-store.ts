@@ -285,10 +285,15 @@ export function asStoreError(error: unknown, what: string): ObjectStoreError {
   // The local file to send is gone or unreadable: no fault of the bucket's, and waiting will not mend it.
   if (code && LOCAL.has(code)) return new ObjectStoreError(said, 'failed', code, { cause: error });
   if (DENIED.has(name) || status === 401 || status === 403 || unconfigured)
-    return new ObjectStoreError(said, 'denied', name, { cause: error });
+    return new ObjectStoreError(said, 'denied', unconfigured ? unconfiguredCode(error) : name, { cause: error });
   if (status === undefined || UNREACHABLE.has(name) || (code && UNREACHABLE.has(code)))
     return new ObjectStoreError(said, 'unreachable', code ?? name, { cause: error });
   if (status >= 500 || status === 429 || name === 'SlowDown' || name === 'ConditionalRequestConflict' || status === 409)
     return new ObjectStoreError(said, 'slow-down', name, { cause: error });
   return new ObjectStoreError(said, 'failed', name, { cause: error });
+}
+
+/** The code a missing setting goes by in messages ('Error' says nothing). */
+function unconfiguredCode(error: unknown): string {
+  return /region is missing/i.test((error as Error).message ?? '') ? 'NO_REGION' : 'NO_CREDENTIALS';
 }
