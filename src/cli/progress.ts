@@ -225,7 +225,9 @@ export class Progress {
       if (what) this.out.write(`\r\x1b[2K${what}\n`);
       return;
     }
-    this.out.write(`${localTime(Date.now())} ${what ? `${what}: ` : ''}${liveLine(this.facts())}\n`);
+    // A reason that is a sentence of its own (it ends in a full stop) is set off by a dash, not a colon.
+    const lead = what ? (/[.!?]$/.test(what) ? `${what} — ` : `${what}: `) : '';
+    this.out.write(`${localTime(Date.now())} ${lead}${liveLine(this.facts())}\n`);
   }
 
   private facts(): LiveFacts {

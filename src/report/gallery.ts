@@ -66,7 +66,7 @@ export function galleryHead(g: GalleryHeader): string {
   const states = ALL_STATES.filter((s) => FILTER_STATES.includes(s) || stateCounts.has(s));
   const failures = Object.entries(g.failures);
   const summary = [
-    `<span class="stat"><b>${esc(items)}</b> items</span>`,
+    `<span class="stat"><b>${esc(items)}</b> item${items === 1 ? '' : 's'}</span>`,
     ...states
       .filter((s) => stateCounts.has(s))
       .map((s) => `<span class="stat s-${s}"><b>${esc(stateCounts.get(s)!)}</b> ${s}</span>`),
@@ -76,7 +76,8 @@ export function galleryHead(g: GalleryHeader): string {
       : '<span class="stat failures">no failures</span>',
     `<span class="stat">run time <b>${esc(formatDuration(g.run.seconds))}</b>${g.run.sessions > 1 ? ` over ${esc(g.run.sessions)} sessions` : ''}</span>`,
     ...(g.tags ?? []).map(
-      (t) => `<span class="stat tag">tag <b>${esc(t.tag)}</b>: ${esc(t.items)} items, ${esc(t.net)} credits net</span>`,
+      (t) =>
+        `<span class="stat tag">tag <b>${esc(t.tag)}</b>: ${esc(t.items)} item${t.items === 1 ? '' : 's'}, ${esc(t.net)} credit${t.net === 1 ? '' : 's'} net</span>`,
     ),
   ].join('');
   // Items not yet run are placeholders: hidden at first when there is anything else to look at (a stopped run of 20,000 showed 19,953 of them).

@@ -217,6 +217,23 @@ describe('on a terminal that reports no width', () => {
 });
 
 describe('off a terminal', () => {
+  it('sets a reason that is a sentence of its own off with a dash, not a colon after its full stop', () => {
+    const store = Store.open(join(mkdtempSync(join(tmpdir(), 'genbatch-progress-')), 's.sqlite'));
+    try {
+      const pipe = terminal(80);
+      (pipe.out as { isTTY?: boolean }).isTTY = false;
+      const progress = new Progress(pipe.out, store, 5);
+      progress.onEvent({ kind: 'stopping', reason: 'interrupted. The state is saved; nothing is paid twice.' });
+      progress.onEvent({ kind: 'stopping', reason: 'the budget is reached' });
+      progress.stop();
+      const lines = pipe.written().split('\n').filter(Boolean);
+      expect(lines[0]).toMatch(/ stopping: interrupted\. The state is saved; nothing is paid twice\. — 0% ended/);
+      expect(lines[1]).toMatch(/ stopping: the budget is reached: 0% ended/);
+    } finally {
+      store.close();
+    }
+  });
+
   it('prints a summary when the run starts and ends, not a line per item', async () => {
     const t = await startTestSim({ timeScale: 600 });
     const ws = workspace(t.sim, imageManifest(30));

@@ -88,3 +88,24 @@ describe('the gallery page', () => {
     expect(posters.has('still')).toBe(false);
   });
 });
+
+describe("the gallery's header", () => {
+  it('counts in words that agree: 1 item, 1 credit, 2 items', async () => {
+    const page = await renderGallery({
+      title: 't',
+      generatedAt: 0,
+      rows: [row({ id: 'only' })],
+      posters: new Map(),
+      credits: { charged: 1, refunded: 0, net: 1 },
+      failures: {},
+      run: { seconds: 0, sessions: 1 },
+      tags: [
+        { tag: 'edit', items: 1, net: 1 },
+        { tag: 'hero', items: 2, net: 16 },
+      ],
+    });
+    expect(page).toContain('<b>1</b> item</span>');
+    expect(page).toContain('tag <b>edit</b>: 1 item, 1 credit net');
+    expect(page).toContain('tag <b>hero</b>: 2 items, 16 credits net');
+  });
+});
