@@ -6,6 +6,14 @@ import { setFlagsFromString } from 'node:v8';
 // takes them (a run, to stop cleanly; simulate, to close), an interrupt exits 130 at once. Nothing has
 // been sent then, and every state write is a transaction.
 const INTERRUPTED = 130;
+/**
+ * However the end goes after an interrupt (a bucket or a disk that answers
+ * nothing), the process exits within this: every step is committed before it
+ * is acted on, so the state is whole at any instant, and what the end had not
+ * written yet (results, the gallery, copies for a bucket) the same command
+ * writes. A scheduler's grace period before SIGKILL is often short.
+ */
+const END_WITHIN_MS = 1_800;
 let taker: (() => void) | undefined;
 const onSignal = () => {
   if (taker) return taker();
@@ -52,6 +60,12 @@ process.exitCode = await main(process.argv, {
         '\nstopping: nothing new is sent; requests already on the wire record their answer, then the report is written. Press Ctrl-C again to exit now.\n',
       );
       interrupt();
+      setTimeout(() => {
+        process.stderr.write(
+          `\nexiting now: the end was not done within ${END_WITHIN_MS / 1000} s (something it writes to does not answer); the results and whatever waits to be written are written by the next run. ${resumeHint()}\n`,
+        );
+        process.exit(INTERRUPTED);
+      }, END_WITHIN_MS).unref();
     });
   },
   untilStopped: () => new Promise<void>((resolve) => takeSignals(resolve)),

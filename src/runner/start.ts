@@ -1,4 +1,4 @@
-import { createWriteStream, existsSync, mkdirSync, rmSync } from 'node:fs';
+import { createWriteStream, existsSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { ApiClient } from '../api/client.js';
 import { Catalog } from '../api/catalog.js';
@@ -28,6 +28,7 @@ import type { RunClock } from '../scheduler/clock.js';
 import { rescaledPool, serviceTimeScale, setUpPool, type PoolSetup } from '../api/pool-setup.js';
 import { planResume } from './sync/resume.js';
 import { Runner } from './runner.js';
+import { makeFolderSync } from '../util/make-folder.js';
 
 /**
  * How long a start-up request (each key's /me, the catalog) waits for its
@@ -170,7 +171,7 @@ function untilAnsweredBy(options: ResolvedRunOptions, wait: ServiceWait): UntilA
 /** The run's log opened and its runner built; its events are heard through `runner.events`. */
 export function startRun(prepared: PreparedRun, options: ResolvedRunOptions): StartedRun {
   const { store, pool, coordinator, catalog, manifest, connection } = prepared;
-  mkdirSync(dirname(prepared.logPath), { recursive: true });
+  makeFolderSync(dirname(prepared.logPath));
   const logFile = createWriteStream(prepared.logPath, { flags: 'a' });
   const secrets = [...options.secrets, connection.simulator?.apiKey ?? ''].filter(Boolean);
   const logger = createLogger({ secrets, destination: logFile });

@@ -1,12 +1,13 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, existsSync } from 'node:fs';
-import { link, mkdir, open, readFile, readdir, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { link, open, readFile, readdir, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, sep } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { resolveInside } from '../manifest/index.js';
 import { GenbatchError } from '../util/errors.js';
 import { OWNER_FILE } from './owner.js';
 import { writeWhole } from './write-whole.js';
+import { makeFolder } from '../util/make-folder.js';
 import type {
   ByteRange,
   OpenedFile,
@@ -84,7 +85,7 @@ export class FolderSink implements OutputSink {
   async probe(): Promise<SinkProblem | undefined> {
     const probe = join(this.location, `${PROBE_PREFIX}${randomBytes(4).toString('hex')}`);
     try {
-      await mkdir(this.location, { recursive: true });
+      await makeFolder(this.location);
       await writeFile(probe, 'genbatch checks that outputs can be written here\n', { flush: true });
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code ?? 'WRITE_FAILED';
@@ -160,7 +161,7 @@ export class FolderSink implements OutputSink {
   }
 
   private async makeDir(dir: string): Promise<void> {
-    await mkdir(dir, { recursive: true });
+    await makeFolder(dir);
     if (this.madeDirs.size >= MADE_DIRS_KEPT) this.madeDirs.clear();
     this.madeDirs.add(dir);
   }

@@ -1,8 +1,8 @@
-import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { openSqlite, SqliteDriverError, type Db } from './driver.js';
 import { APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION } from './migrations.js';
 import { GenbatchError } from '../util/errors.js';
+import { makeFolderSync } from '../util/make-folder.js';
 
 export type { Db } from './driver.js';
 
@@ -96,7 +96,7 @@ export function withRelaxedSync<T>(db: Db, fn: () => T): T {
 
 export function openDb(path: string): Db {
   try {
-    mkdirSync(dirname(path), { recursive: true });
+    makeFolderSync(dirname(path));
   } catch (error) {
     throw new StateFileError(
       `cannot create the state directory ${dirname(path)}: ${(error as NodeJS.ErrnoException).code ?? error}`,

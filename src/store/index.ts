@@ -1,4 +1,3 @@
-import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { openSqlite } from './driver.js';
 import { Accounting } from './accounting.js';
@@ -20,6 +19,7 @@ import { ReviewQueries } from './review-queries.js';
 import { Reviews } from './reviews.js';
 import { Runs } from './runs.js';
 import { Uploads } from './uploads.js';
+import { makeFolderSync } from '../util/make-folder.js';
 
 export { StateFileError } from './db.js';
 export { openSqlite, SqliteDriverError } from './driver.js';
@@ -106,7 +106,7 @@ export class Store {
   /** Opens for writing: takes the lock first, so a second process is refused before touching anything. */
   static open(path: string): Store {
     try {
-      mkdirSync(dirname(path), { recursive: true });
+      makeFolderSync(dirname(path));
     } catch (error) {
       throw new StateFileError(
         `cannot create the state directory ${dirname(path)}: ${(error as NodeJS.ErrnoException).code ?? error}`,

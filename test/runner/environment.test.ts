@@ -4,7 +4,7 @@ import { createServer as createHttpServer } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runCliInProcess } from '../helpers/cli.js';
+import { exitCodeWithin, runCliInProcess, startCli } from '../helpers/cli.js';
 import { expectNoDoubleChargeAndVerifiedOutputs, imageManifest, readState, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 
@@ -24,6 +24,18 @@ describe('exit 4: the environment, found before paying where it can be', () => {
     const again = await ws.run();
     expect(again.code, again.stdout).toBe(0);
     expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
+  });
+
+  it('an output dir that cannot be made (procfs) is refused at once, exit 4, not a folder made for good', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(t.sim, imageManifest(2));
+    // In a process of its own: Node's recursive mkdir looped on procfs for good, holding a thread of its pool.
+    const cli = startCli(ws.args(['--out', '/proc/genbatch-out']), ws.env, ws.dir);
+    expect(await exitCodeWithin(cli, 10_000), cli.output()).toBe(4);
+    expect(cli.output()).toMatch(
+      /cannot write to the output dir \/proc\/genbatch-out \(ENOENT\)\. Nothing was submitted/,
+    );
+    expect(posts(t)).toEqual([]);
   });
 
   it('downloads that keep failing the same way stop new submissions; jobs in flight are still polled; a rerun downloads without paying again', async () => {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, existsSync } from 'node:fs';
-import { mkdir, rm, stat } from 'node:fs/promises';
+import { rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { text } from 'node:stream/consumers';
@@ -23,6 +23,7 @@ import type {
 import { ObjectStoreError, type ObjectStore, type StoredObject } from './object-store.js';
 import { DEFAULT_PATIENCE, PatientStore, type Patience } from './patient-store.js';
 import { StateSnapshots } from './state-snapshots.js';
+import { makeFolder } from '../../util/make-folder.js';
 
 /** A name already held in the bucket by other bytes: the output is not put over it. */
 export class ObjectTakenError extends ObjectStoreError {}
@@ -88,7 +89,7 @@ export class BucketSink implements OutputSink {
     const file = join(this.staging.location, `.probe-${randomBytes(4).toString('hex')}`);
     try {
       const text = 'genbatch checks that outputs can be written here\n';
-      await mkdir(this.staging.location, { recursive: true });
+      await makeFolder(this.staging.location);
       await pipeline([text], createWriteStream(file));
       await this.store.putReplace(key, { path: file, bytes: text.length, contentType: 'text/plain' });
       await this.store.delete(key).catch(() => undefined);
@@ -184,7 +185,7 @@ export class BucketSink implements OutputSink {
     const got = await this.store.get(this.keyOf(relPath));
     if (!got) return undefined;
     const path = resolveInside(join(this.staging.location, INPUTS_DIR), relPath);
-    await mkdir(join(path, '..'), { recursive: true });
+    await makeFolder(join(path, '..'));
     await pipeline(got.body, createWriteStream(path));
     return path;
   }

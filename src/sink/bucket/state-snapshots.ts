@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream, existsSync } from 'node:fs';
-import { mkdir, rename, rm, stat } from 'node:fs/promises';
+import { rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -8,6 +8,7 @@ import { createGunzip, createGzip } from 'node:zlib';
 import { GenbatchError } from '../../util/errors.js';
 import type { Snapshotable, StateCopies, TakenSnapshot } from '../sink.js';
 import type { PatientStore } from './patient-store.js';
+import { makeFolder } from '../../util/make-folder.js';
 
 /** Snapshots kept under the prefix: the newest and two before it (a torn one falls back to the one before). */
 const KEPT = 3;
@@ -52,7 +53,7 @@ export class StateSnapshots implements StateCopies {
   /** The state now, to the bucket; the pointer then names it, and snapshots older than the kept ones are removed. */
   async take(state: Snapshotable, now: () => number = Date.now): Promise<TakenSnapshot> {
     const startedAt = now();
-    await mkdir(this.workDir, { recursive: true });
+    await makeFolder(this.workDir);
     const copy = join(this.workDir, `.snapshot-${randomBytes(4).toString('hex')}.sqlite`);
     const packed = `${copy}.gz`;
     try {
@@ -89,7 +90,7 @@ export class StateSnapshots implements StateCopies {
     const listed = await this.listed();
     if (listed.length === 0) return undefined;
     const skipped: string[] = [];
-    await mkdir(dirname(this.statePath), { recursive: true });
+    await makeFolder(dirname(this.statePath));
     for (const entry of listed) {
       const problem = await this.restoreOne(entry, damaged);
       if (!problem) return { key: entry.key, takenAt: entry.takenAt, skipped };
