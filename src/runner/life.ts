@@ -39,6 +39,8 @@ export class JobLife {
   readonly publisher: Publisher | undefined;
   /** The done items' outputs being checked on disk, alongside the run (stage 2 for earlier runs' items). */
   private checking: Promise<void> | undefined;
+  /** Originals whose copies are being made, each handed to the publisher once they are. */
+  private readonly handoffs = new Set<Promise<void>>();
 
   /** What a crash is recorded with. */
   private readonly said: { now: () => number; logger?: RunInputs['logger'] };
@@ -128,10 +130,19 @@ export class JobLife {
     });
   }
 
-  /** Stages 3 and 4 of a saved output: its copies and checks, and its publication. */
+  /**
+   * Stages 3 and 4 of a saved output: its copies and checks, then its
+   * publication. A staged original is removed once published, so it is
+   * published only once its copies were made from it.
+   */
   private saved(itemId: string, jobId: string, idx: number): void {
-    this.publisher?.saved(jobId, idx);
-    this.copier?.saved(itemId, jobId, idx);
+    const copying = this.copier?.saved(itemId, jobId, idx);
+    if (!copying) return void this.publisher?.saved(jobId, idx);
+    const handoff = copying.finally(() => {
+      this.handoffs.delete(handoff);
+      this.publisher?.saved(jobId, idx);
+    });
+    this.handoffs.add(handoff);
   }
 
   /** Earlier runs' outputs are being checked: the run is not idle (one found gone is downloaded again). */
@@ -153,6 +164,8 @@ export class JobLife {
     await downloads.onIdle();
     // Copies are written through the sink (published with the outputs when it is a bucket): made before the last wait.
     await this.copier?.onIdle();
+    // Each original copied is handed on to be published: none still on its way when the publisher is asked.
+    await Promise.all([...this.handoffs]);
     await this.publisher?.onIdle();
   }
 }

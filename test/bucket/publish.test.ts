@@ -287,6 +287,29 @@ describe('outputs published to a bucket', () => {
     expect(t.sim.service.ledger.of('charge')).toHaveLength(3);
   });
 
+  it("a web copy is made from its original even when the original's publication races it: no copy owed, exit 0", async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(t.sim, imageManifest(2, undefined, 'derivatives: [{ format: webp, width: 96 }]\n'));
+    const bucket = new FakeBucket();
+    const sink = fakeBucketSink(bucket, ws.statePath);
+    // The copier opens the staged original, then (as a busy machine may) reads it only after the publisher has
+    // put it in the bucket and removed it locally; or after a second, when nothing publishes it before its copies.
+    const open = sink.open.bind(sink);
+    sink.open = async (relPath) => {
+      const file = await open(relPath);
+      if (relPath.endsWith('-1.png'))
+        for (let waited = 0; waited < 1_000 && existsSync(join(stagingDirFor(ws.statePath), relPath)); waited += 20)
+          await new Promise((r) => setTimeout(r, 20));
+      return file;
+    };
+    const summary = await runInProcess(t, ws, { outputs: sink });
+    expect(summary.copies?.missing ?? 0).toBe(0);
+    expect(exitCodeOf(summary)).toBe(0);
+    expectAllPublished(bucket, ws.statePath, 2);
+    for (const i of [0, 1]) expect(bucket.objects.has(`spring/item-${i}-1.96w.webp`)).toBe(true);
+    expect(staged(ws.statePath)).toEqual([]);
+  });
+
   it('web copies go to the bucket beside their outputs', async () => {
     const t = await startTestSim({ timeScale: 600 });
     const ws = workspace(t.sim, imageManifest(2, undefined, 'derivatives: [{ format: webp, width: 96 }]\n'));

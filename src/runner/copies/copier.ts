@@ -62,14 +62,14 @@ export class Copier {
     }
   }
 
-  /** An output just saved: its copies, if its item asks for any. */
-  saved(itemId: string, jobId: string, idx: number): void {
+  /** An output just saved: its copies, if its item asks for any; resolves once they are made (or failed), if any. */
+  saved(itemId: string, jobId: string, idx: number): Promise<void> | undefined {
     const item = this.deps.store.items.get(itemId);
-    if (item?.type !== 'image') return;
+    if (item?.type !== 'image') return undefined;
     const spec = this.deps.store.items.specOf(itemId);
     const finish = spec ? (JSON.parse(spec) as { finish?: CopyPlan }).finish : undefined;
     const output = this.deps.store.outputs.ofJob(jobId).find((o) => o.idx === idx);
-    if (!finish || !output?.path) return;
+    if (!finish || !output?.path) return undefined;
     const { path, version } = output;
     const row = {
       item_id: itemId,
@@ -82,7 +82,7 @@ export class Copier {
       made: 0,
       reviewed: 0,
     };
-    this.add(row, finish);
+    return this.add(row, finish);
   }
 
   /** Copies being made or waiting (a known wait for the watchdog). */
@@ -94,21 +94,20 @@ export class Copier {
     return this.queue.onIdle();
   }
 
-  private add(row: ToCopy, finish: CopyPlan): void {
-    void this.queue.add(() => this.copyOne(row, finish));
+  private add(row: ToCopy, finish: CopyPlan): Promise<void> {
+    return this.queue.add(() => this.copyOne(row, finish));
   }
 
   /** One output's checks and copies: whatever fails (the bucket, the disk, the image) is said, never thrown. */
   private async copyOne(row: ToCopy, finish: CopyPlan): Promise<void> {
-    const { store, outputs } = this.deps;
+    const { store } = this.deps;
     if (this.deps.control.abort.signal.aborted) return;
     try {
       const have = new Set(store.derivatives.ofOutput(row.job_id, row.idx).map((d) => d.path));
       const missing = finish.derivatives.filter((d) => !have.has(derivativePath(row.path, d)));
       const check = finish.checks && !row.reviewed ? finish.checks : undefined;
       if (missing.length === 0 && !check) return;
-      const file = await outputs.open(row.path);
-      const original = file && (await buffer(file.read()));
+      const original = await this.original(row.path);
       if (!original) return this.failed(row, row.path, 'the original is not there to read');
       if (check) await this.check(row, original, check);
       const mark = finish.mark ? { model: row.model, jobId: row.job_id, itemId: row.item_id } : undefined;
@@ -118,6 +117,24 @@ export class Copier {
       }
     } catch (error) {
       if (!this.deps.control.abort.signal.aborted) this.failed(row, row.path, (error as Error).message);
+    }
+  }
+
+  /**
+   * The original's bytes. Its staged file may go between the open and the
+   * read (an earlier run's output published meanwhile): it is then read
+   * where it went, from the bucket.
+   */
+  private async original(path: string): Promise<Buffer | undefined> {
+    const { outputs } = this.deps;
+    for (let tries = 0; ; tries++) {
+      const file = await outputs.open(path);
+      if (!file) return undefined;
+      try {
+        return await buffer(file.read());
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ENOENT' || tries > 0) throw error;
+      }
     }
   }
 
