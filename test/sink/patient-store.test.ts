@@ -57,6 +57,56 @@ describe('every bucket call rides out the faults that pass', () => {
       expect(store.trouble).toBeUndefined();
     });
 
+  it("back-to-back outages: a call asleep in its backoff goes at the bucket's first answer, not at its backoff's end", async () => {
+    const bucket = new FakeBucket();
+    let refusing = true;
+    let tries = 0;
+    bucket.fault = (op, key) => {
+      if (key !== 'spring/a.png' || op !== 'putNew') return undefined;
+      tries++;
+      return refusing ? { fault: 'unreachable', code: 'ECONNREFUSED' } : undefined;
+    };
+    // A real bucket's backoffs, 200 ms doubling to 15 s, each its full length (no jitter).
+    const store = new PatientStore(bucket, {
+      idleMs: 10_000,
+      unreachableMs: 60_000,
+      backoffMs: { first: 200, longest: 15_000 },
+      random: () => 1,
+    });
+    const put = store.putNew('spring/a.png', source());
+    // Five refusals: the put now sleeps 2 s (the cap while nothing answers; 3.2 s, then 6.4 s and 15 s, uncapped).
+    while (tries < 5) await new Promise((r) => setTimeout(r, 10));
+    refusing = false;
+    await new Promise((r) => setTimeout(r, 50));
+    const back = Date.now();
+    // Any other call the bucket answers ends the outage for every call.
+    expect(await store.head('spring/other.png')).toBeUndefined();
+    expect(await put).toBe('created');
+    expect(Date.now() - back).toBeLessThan(1_000);
+    expect(tries).toBe(6);
+  });
+
+  it('a call sent into a silent bucket is sent again as soon as another call is answered, not at its idle timeout', async () => {
+    const bucket = new FakeBucket();
+    let silent = true;
+    bucket.fault = (op, key) => (silent && op === 'head' && key === 'spring/a.png' ? 'silent' : undefined);
+    const store = new PatientStore(bucket, { idleMs: 30_000, unreachableMs: 60_000 });
+    // A call has failed for want of an answer: the bucket is in trouble.
+    let refused = 0;
+    const before = bucket.fault;
+    bucket.fault = (op, key) =>
+      op === 'delete' && refused++ === 0 ? { fault: 'unreachable', code: 'ECONNRESET' } : before(op, key);
+    const swallowed = store.head('spring/a.png');
+    await new Promise((r) => setTimeout(r, 50));
+    await store.delete('spring/x');
+    silent = false;
+    const back = Date.now();
+    // The delete's resend was answered after the head was sent: the head, swallowed, is sent again at once.
+    expect(await swallowed).toBeUndefined();
+    expect(Date.now() - back).toBeLessThan(5_000);
+    expect(bucket.abandoned).toBe(1);
+  });
+
   it('a request that gets no answer is abandoned after the idle timeout and sent again', async () => {
     const bucket = new FakeBucket();
     await bucket.putNew('spring/a.png', source());

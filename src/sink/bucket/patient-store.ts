@@ -12,6 +12,13 @@ import {
 /** The first backoff after a fault, and the longest: doubled each time in between, half of it jittered. */
 const FIRST_BACKOFF_MS = 200;
 const LONGEST_BACKOFF_MS = 15_000;
+/**
+ * The longest backoff while the bucket answers nothing at all (refused,
+ * reset, silent): its return is seen within this, and the first answer wakes
+ * every call that waits. A slow-down is the bucket's own word to send less:
+ * its backoff keeps the longest above.
+ */
+const LONGEST_NO_ANSWER_MS = 2_000;
 
 /** How long the bucket's faults are ridden out. */
 export interface Patience {
@@ -27,6 +34,9 @@ export interface Patience {
 
 /** Patience when none is given: the flags' defaults (--idle-timeout 30 s, --unreachable-minutes 30). */
 export const DEFAULT_PATIENCE: Patience = { idleMs: 30_000, unreachableMs: 30 * 60_000 };
+
+/** The code of an attempt given up because it was sent into an outage that another call's answer ended. */
+const OUTAGE_ENDED = 'OUTAGE_ENDED';
 
 /** Faults that waiting mends: "slow down", and no answer (refused, reset, silent). */
 const PASSING: ReadonlySet<ObjectStoreError['fault']> = new Set(['slow-down', 'unreachable']);
@@ -47,6 +57,10 @@ export class PatientStore implements ObjectStore {
   private troubleSince: number | undefined;
   private lastCode = '';
   private readonly listeners = new Set<(trouble: BucketTrouble | undefined) => void>();
+  /** Calls asleep in a backoff for want of any answer: the bucket's first answer wakes them. */
+  private readonly sleepers = new Set<() => void>();
+  /** Attempts under way, each with when it last moved a byte: one sent into an outage is given up at its end. */
+  private readonly underWay = new Set<{ movedAt: number; abandon: () => void }>();
   private readonly now: () => number;
   private readonly random: () => number;
 
@@ -143,18 +157,23 @@ export class PatientStore implements ObjectStore {
   private async call<T>(call: StoreCall | undefined, attempt: (call: StoreCall) => Promise<T>): Promise<T> {
     const signal = call?.signal;
     for (let tries = 0; ; tries++) {
+      const sentAt = this.now();
       try {
         const value = await this.untilIdle(signal, attempt);
-        this.answered();
+        this.answered(sentAt);
         return value;
       } catch (error) {
         const fault = asFault(error, 'a bucket call');
         if (signal?.aborted) throw error;
         if (!PASSING.has(fault.fault)) {
           // A refusal is an answer: the bucket is there.
-          this.answered();
+          this.answered(sentAt);
           throw fault;
         }
+        // Sent into an outage that has ended: sent again at once.
+        if (fault.code === OUTAGE_ENDED) continue;
+        // A slow-down is an answer too: those waiting for any go, though this call backs off as asked.
+        if (fault.fault === 'slow-down') this.wakeSleepers();
         await this.waitOut(fault, signal, tries);
       }
     }
@@ -175,15 +194,42 @@ export class PatientStore implements ObjectStore {
         { cause: fault },
       );
     const { first, longest } = this.patience.backoffMs ?? { first: FIRST_BACKOFF_MS, longest: LONGEST_BACKOFF_MS };
-    const step = Math.min(longest, first * 2 ** Math.min(tries, 16));
+    const noAnswer = fault.fault === 'unreachable';
+    const cap = noAnswer ? Math.min(longest, LONGEST_NO_ANSWER_MS) : longest;
+    const step = Math.min(cap, first * 2 ** Math.min(tries, 16));
     const wait = Math.min(trouble.givesUpAt - now, step / 2 + (this.random() * step) / 2);
-    await sleep(wait, signal);
+    if (noAnswer) await this.sleepUntilAnswer(wait, signal);
+    else await sleep(wait, signal);
   }
 
-  private answered(): void {
+  /** A backoff that ends early when the bucket answers any call; rejects as `sleep` does when `signal` aborts. */
+  private sleepUntilAnswer(ms: number, signal: AbortSignal | undefined): Promise<void> {
+    const woken = new AbortController();
+    const wake = () => woken.abort();
+    this.sleepers.add(wake);
+    return sleep(ms, signal ? AbortSignal.any([signal, woken.signal]) : woken.signal)
+      .catch((error: unknown) => {
+        if (signal?.aborted) throw error;
+      })
+      .finally(() => this.sleepers.delete(wake));
+  }
+
+  private wakeSleepers(): void {
+    for (const wake of [...this.sleepers]) wake();
+  }
+
+  /**
+   * A call sent at `sentAt` was answered: the trouble, if any, is over. Every
+   * call asleep for want of an answer goes now, and every attempt that has
+   * moved no byte since before `sentAt` (sent into the outage, swallowed) is
+   * given up and sent again at once.
+   */
+  private answered(sentAt: number): void {
     if (this.troubleSince === undefined) return;
     this.troubleSince = undefined;
     for (const listener of this.listeners) listener(undefined);
+    for (const attempt of [...this.underWay]) if (attempt.movedAt < sentAt) attempt.abandon();
+    this.wakeSleepers();
   }
 
   /** One attempt, abandoned when it moves no byte for the idle timeout (its own timeouts may never fire). */
@@ -193,13 +239,19 @@ export class PatientStore implements ObjectStore {
     const interrupt = () => ends.abort(signal?.reason);
     signal?.addEventListener('abort', interrupt, { once: true });
     let timer: NodeJS.Timeout | undefined;
+    const giveUp = (reject: (error: unknown) => void, error: ObjectStoreError) => {
+      ends.abort(error);
+      reject(error);
+    };
+    const tracked = { movedAt: this.now(), abandon: () => {} };
+    this.underWay.add(tracked);
     return new Promise<T>((resolve, reject) => {
-      const silent = () => {
-        const error = new ObjectStoreError(`no byte for ${idleMs / 1000} s`, 'unreachable', 'IDLE_TIMEOUT');
-        ends.abort(error);
-        reject(error);
-      };
+      const silent = () =>
+        giveUp(reject, new ObjectStoreError(`no byte for ${idleMs / 1000} s`, 'unreachable', 'IDLE_TIMEOUT'));
+      tracked.abandon = () =>
+        giveUp(reject, new ObjectStoreError('sent during an outage that has ended', 'unreachable', OUTAGE_ENDED));
       const arm = () => {
+        tracked.movedAt = this.now();
         clearTimeout(timer);
         timer = setTimeout(silent, idleMs);
       };
@@ -209,6 +261,7 @@ export class PatientStore implements ObjectStore {
       attempt({ signal: ends.signal, progress: arm }).then(resolve, reject);
     }).finally(() => {
       clearTimeout(timer);
+      this.underWay.delete(tracked);
       signal?.removeEventListener('abort', interrupt);
     });
   }
