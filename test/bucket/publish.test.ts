@@ -232,6 +232,8 @@ describe('outputs published to a bucket', () => {
     // Down until the run has sat with a full backlog: every job in flight saved, nothing new sent.
     await new Promise<void>((resolve) => {
       const look = setInterval(() => {
+        // The run makes its state after it has read the manifest: on a busy machine, after the first look.
+        if (!existsSync(ws.statePath)) return;
         const state = readState(ws.statePath);
         const saved = state.outputs.filter((o) => o.sha256).length;
         const charged = t.sim.service.ledger.of('charge').length;
