@@ -31,6 +31,8 @@ export type RunOutcome = RunSummary & {
   results: { jsonl: string; csv: string; html: string | null; sidecars?: number } | null;
   /** Why the results files could not be written (a full disk, say); `genbatch report` writes them from the state. */
   resultsProblem?: string;
+  /** An interrupt's end that the bucket did not answer in time: the results, the last snapshot and the lease's release are the next run's. */
+  leftToNextRun?: boolean;
   exitCode: number;
 };
 
@@ -40,6 +42,9 @@ export interface RunHandle {
   /** Resolves when the run has ended and closed all it held; rejects (an error with `exitCode`) when it cannot start. */
   done: Promise<RunOutcome>;
 }
+
+/** How long an interrupted run's end waits for the bucket. */
+const END_BUCKET_MS = 1_000;
 
 /** What the command line adds to a run: the live line and the texts, once the run is assembled. */
 export interface RunHooks {
@@ -119,7 +124,20 @@ export async function runWith(
   const stopListening = watch.emit ? runner.events.on(watch.emit) : undefined;
   const notifier = notifierFor(options, prepared, logger);
   if (notifier) runner.events.on(notifier.onEvent);
-  const interrupt = () => runner.stop('interrupted', `interrupted. ${resumeHint(options.rehearsal)}`);
+  const bucket = prepared.outputs.publishing;
+  let bucketDeadline: NodeJS.Timeout | undefined;
+  const interrupt = () => {
+    runner.stop('interrupted', `interrupted. ${resumeHint(options.rehearsal)}`);
+    // The bucket gets a second to take what an end writes there (the results, the last snapshot, the lease's
+    // release); what it has not taken by then is the next run's, and the process is not held for it.
+    if (bucket && !bucketDeadline) {
+      bucketDeadline = setTimeout(
+        () => bucket.abandon(`the bucket did not answer within ${END_BUCKET_MS / 1000} s of the interrupt`),
+        END_BUCKET_MS,
+      );
+      bucketDeadline.unref();
+    }
+  };
   watch.signal?.addEventListener('abort', interrupt, { once: true });
   try {
     watch.emit?.(startedEvent(prepared, options));
@@ -142,6 +160,7 @@ export async function runWith(
     return outcome;
   } finally {
     watch.signal?.removeEventListener('abort', interrupt);
+    clearTimeout(bucketDeadline);
     notifier?.stop();
     watch.onEnded?.();
     stopListening?.();
@@ -195,6 +214,7 @@ async function outcomeOf(
     ...summary,
     results,
     ...(problem ? { resultsProblem: problem } : {}),
+    ...(prepared.outputs.publishing?.abandoned ? { leftToNextRun: true } : {}),
     exitCode: withResults(exitCodeOf(summary), problem),
   };
 }

@@ -99,6 +99,10 @@ export interface Publishing {
   readonly trouble: BucketTrouble | undefined;
   /** Hears the bucket's trouble begin (and each fault in it) and end (undefined). */
   watch(listener: (trouble: BucketTrouble | undefined) => void): () => void;
+  /** Every bucket call under way or to come fails at once with `why` (an interrupt's end the bucket did not answer in time). */
+  abandon(why: string): void;
+  /** Whether the calls were abandoned: what they owed is the next run's. */
+  readonly abandoned: boolean;
 }
 
 export type OutputCheck =

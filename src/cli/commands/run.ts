@@ -49,7 +49,9 @@ function reportOf(outcome: RunOutcome, path: string, cwd: string, paint: ReturnT
   const { results } = outcome;
   const files = results
     ? `results: ${results.jsonl}, ${results.csv}\ngallery: ${results.html}${results.sidecars !== undefined ? `\nsidecars: ${results.sidecars} next to the outputs` : ''}`
-    : `the results could not be written (${outcome.resultsProblem}); the same command (or genbatch report) writes them from the state once that is fixed`;
+    : outcome.leftToNextRun
+      ? "the results, the state's last snapshot and the release of the place are written by the next run: the bucket did not answer within a second of the interrupt"
+      : `the results could not be written (${outcome.resultsProblem}); the same command (or genbatch report) writes them from the state once that is fixed`;
   return `${text}\n${files}`;
 }
 

@@ -76,6 +76,10 @@ export class BucketSink implements OutputSink {
         return patient.trouble;
       },
       watch: (listener) => patient.watch(listener),
+      abandon: (why) => patient.abandon(why),
+      get abandoned() {
+        return patient.abandoned;
+      },
     };
   }
 

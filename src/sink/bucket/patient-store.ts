@@ -61,6 +61,8 @@ export class PatientStore implements ObjectStore {
   private readonly sleepers = new Set<() => void>();
   /** Attempts under way, each with when it last moved a byte: one sent into an outage is given up at its end. */
   private readonly underWay = new Set<{ movedAt: number; abandon: () => void }>();
+  /** Aborted when every call is given up at once (an interrupt's end that the bucket did not answer in time). */
+  private readonly closing = new AbortController();
   private readonly now: () => number;
   private readonly random: () => number;
 
@@ -81,6 +83,20 @@ export class PatientStore implements ObjectStore {
       givesUpAt: this.troubleSince + this.patience.unreachableMs,
       code: this.lastCode,
     };
+  }
+
+  /**
+   * Every call under way or to come fails at once with `why`: an interrupted
+   * run gives the bucket a second, and what it has not written by then (the
+   * results, the last snapshot, the lease's release) is the next run's.
+   */
+  abandon(why: string): void {
+    if (!this.closing.signal.aborted) this.closing.abort(new ObjectStoreError(why, 'unreachable', 'ABANDONED'));
+  }
+
+  /** Whether `abandon` was called. */
+  get abandoned(): boolean {
+    return this.closing.signal.aborted;
   }
 
   /** Hears the trouble begin (and each new fault in it) and end (undefined). */
@@ -155,7 +171,8 @@ export class PatientStore implements ObjectStore {
 
   /** One call, sent again after each passing fault until it is answered or the bucket's trouble has lasted too long. */
   private async call<T>(call: StoreCall | undefined, attempt: (call: StoreCall) => Promise<T>): Promise<T> {
-    const signal = call?.signal;
+    const signal = call?.signal ? AbortSignal.any([call.signal, this.closing.signal]) : this.closing.signal;
+    if (signal.aborted) throw signal.reason;
     for (let tries = 0; ; tries++) {
       const sentAt = this.now();
       try {
@@ -164,7 +181,7 @@ export class PatientStore implements ObjectStore {
         return value;
       } catch (error) {
         const fault = asFault(error, 'a bucket call');
-        if (signal?.aborted) throw error;
+        if (signal.aborted) throw this.closing.signal.aborted ? this.closing.signal.reason : error;
         if (!PASSING.has(fault.fault)) {
           // A refusal is an answer: the bucket is there.
           this.answered(sentAt);
