@@ -86,6 +86,33 @@ describe('every bucket call rides out the faults that pass', () => {
     expect(tries).toBe(6);
   });
 
+  it("a SlowDown just after an outage backs off from the start, not from the outage's count of tries", async () => {
+    const bucket = new FakeBucket();
+    const outcomes: ('refuse' | 'slow' | 'ok')[] = ['refuse', 'refuse', 'refuse', 'refuse', 'refuse', 'slow', 'ok'];
+    const at: number[] = [];
+    bucket.fault = (op, key) => {
+      if (key !== 'spring/a.png' || op !== 'putNew') return undefined;
+      at.push(Date.now());
+      const next = outcomes.shift();
+      if (next === 'refuse') return { fault: 'unreachable', code: 'ECONNREFUSED' };
+      if (next === 'slow') return { fault: 'slow-down', code: 'SlowDown' };
+      return undefined;
+    };
+    const store = new PatientStore(bucket, {
+      idleMs: 10_000,
+      unreachableMs: 60_000,
+      backoffMs: { first: 200, longest: 15_000 },
+      random: () => 1,
+    });
+    const put = store.putNew('spring/a.png', source());
+    while (at.length < 5) await new Promise((r) => setTimeout(r, 10));
+    // The bucket is back: another call's answer wakes the put, whose resend is told to slow down.
+    expect(await store.head('spring/other.png')).toBeUndefined();
+    expect(await put).toBe('created');
+    // Its backoff after that SlowDown is the first step's (200 ms), not 2^6 steps' (15 s).
+    expect(at[6]! - at[5]!).toBeLessThan(1_000);
+  });
+
   it('a call sent into a silent bucket is sent again as soon as another call is answered, not at its idle timeout', async () => {
     const bucket = new FakeBucket();
     let silent = true;

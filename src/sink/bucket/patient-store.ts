@@ -188,16 +188,24 @@ export class PatientStore implements ObjectStore {
           throw fault;
         }
         // Sent into an outage that has ended: sent again at once.
-        if (fault.code === OUTAGE_ENDED) continue;
+        if (fault.code === OUTAGE_ENDED) {
+          tries = -1;
+          continue;
+        }
         // A slow-down is an answer too: those waiting for any go, though this call backs off as asked.
         if (fault.fault === 'slow-down') this.wakeSleepers();
-        await this.waitOut(fault, signal, tries);
+        // Woken by the bucket's return: its backoff starts over (an outage's tries would make a SlowDown's 15 s).
+        if (await this.waitOut(fault, signal, tries)) tries = -1;
       }
     }
   }
 
-  /** A passing fault: the trouble goes on (said to the watchers); the backoff is slept, or the call gives up. */
-  private async waitOut(fault: ObjectStoreError, signal: AbortSignal | undefined, tries = 0): Promise<void> {
+  /**
+   * A passing fault: the trouble goes on (said to the watchers); the backoff
+   * is slept, or the call gives up. True when the bucket's first answer after
+   * an outage ended the sleep.
+   */
+  private async waitOut(fault: ObjectStoreError, signal: AbortSignal | undefined, tries = 0): Promise<boolean> {
     const now = this.now();
     this.troubleSince ??= now;
     this.lastCode = fault.code;
@@ -215,18 +223,21 @@ export class PatientStore implements ObjectStore {
     const cap = noAnswer ? Math.min(longest, LONGEST_NO_ANSWER_MS) : longest;
     const step = Math.min(cap, first * 2 ** Math.min(tries, 16));
     const wait = Math.min(trouble.givesUpAt - now, step / 2 + (this.random() * step) / 2);
-    if (noAnswer) await this.sleepUntilAnswer(wait, signal);
-    else await sleep(wait, signal);
+    if (noAnswer) return this.sleepUntilAnswer(wait, signal);
+    await sleep(wait, signal);
+    return false;
   }
 
-  /** A backoff that ends early when the bucket answers any call; rejects as `sleep` does when `signal` aborts. */
-  private sleepUntilAnswer(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  /** A backoff that ends early (true) when the bucket answers any call; rejects as `sleep` does when `signal` aborts. */
+  private sleepUntilAnswer(ms: number, signal: AbortSignal | undefined): Promise<boolean> {
     const woken = new AbortController();
     const wake = () => woken.abort();
     this.sleepers.add(wake);
     return sleep(ms, signal ? AbortSignal.any([signal, woken.signal]) : woken.signal)
+      .then(() => false)
       .catch((error: unknown) => {
         if (signal?.aborted) throw error;
+        return true;
       })
       .finally(() => this.sleepers.delete(wake));
   }
