@@ -32,7 +32,7 @@ const LIFE_LIMIT_MS = 120_000;
 /** A run must end this soon after its last fault (its own work takes well under a second at this scale). */
 const RECOVERY_BOUND_MS = 20_000;
 const EXITS = new Set([0, 1, 3, 4, 130]);
-const GOAL = { runs: 1000, faults: 3000, bucketLives: 1000 };
+const GOAL = { runs: 1000, faults: 3000, bucketLives: 1000, termExitMs: 2_000, backToWorkMs: 5_000 };
 /** The prefix bucket lives publish under. */
 const PREFIX = 'chaos';
 
@@ -133,6 +133,20 @@ function bucketPlanFor(r, items, int, between) {
       signal: r() < 0.7 ? 'SIGKILL' : 'SIGTERM',
       afterPuts: int(1, 3 * items),
       delayMs: r() < 0.5 ? 0 : Math.round(between(0, 60)),
+    });
+  // Drawn last (the draws above are as they were): a spell followed at once by others (outages back to back), and a
+  // life that meets a spell at one of its writes and gets a SIGTERM inside it.
+  if (bucket.spells.length && r() < 0.35)
+    bucket.spells[0].chained = Array.from({ length: int(1, 2) }, () => ({
+      ms: Math.round(between(300, 3000)),
+      mode: r() < 0.5 ? 'refuse' : 'silent',
+    }));
+  if (r() < 0.4)
+    bucket.signals.push({
+      signal: 'SIGTERM',
+      afterPuts: int(1, 2 * items),
+      delayMs: Math.round(between(0, 500)),
+      spell: { ms: Math.round(between(1000, 4000)), mode: r() < 0.5 ? 'refuse' : 'silent' },
     });
   return bucket;
 }
@@ -297,13 +311,18 @@ export async function chaosRun(seed, { canMount = false, say = () => {} } = {}) 
       ...(bucket ? ['--out', `s3://catalog/${PREFIX}`] : []),
     ];
     let recovery = 0;
+    // From a SIGTERM to the process's exit, and from the bucket's return to the next publication: the slowest of each.
+    let termExit = 0;
     const lives = [];
     const lifeOf = async (signal) => {
       const startedAt = Date.now();
       const res = signal
-        ? await childLife(service, dir, env, args, signal, bucket?.writes)
+        ? await childLife(service, dir, env, args, signal, bucket)
         : await inProcessLife(dir, env, args);
       const endedAt = Date.now();
+      bucket?.lifeEnded();
+      if (signal?.signal === 'SIGTERM' && res.exitMs !== undefined && res.code === 130)
+        termExit = Math.max(termExit, res.exitMs);
       if (res.hung) {
         violate(`a life did not end within ${LIFE_LIMIT_MS / 1000} s (a hang): ${(res.stderr ?? '').slice(-1500)}`);
         say(`hung life's stderr:\n${res.stderr ?? '(in process)'}`);
@@ -361,7 +380,7 @@ export async function chaosRun(seed, { canMount = false, say = () => {} } = {}) 
       violate(`the mended run still ends with exit ${last.code}: ${last.stderr.slice(-400)}`);
     violations.push(...checkLedger(service, dir, plan));
     if (bucket) violations.push(...(await checkBucket(service, dir, bucket, last.code)));
-    return { seed, plan, faults, violations, recovery, lives };
+    return { seed, plan, faults, violations, recovery, lives, termExit, backToWork: bucket?.returns.slowest ?? 0 };
   } finally {
     for (const t of timers) clearTimeout(t);
     await sim.close();
@@ -418,21 +437,31 @@ async function inProcessLife(dir, env, args) {
  * A life of the built CLI, signalled after its `afterWork`-th request that moves the run on, or its
  * `afterPuts`-th write to the bucket (heard through `writes`).
  */
-async function childLife(service, dir, env, args, { signal, afterWork, afterPuts, delayMs }, writes) {
+async function childLife(service, dir, env, args, { signal, afterWork, afterPuts, delayMs, spell }, bucket) {
+  const writes = bucket?.writes;
   const child = spawn(process.execPath, [CLI, ...args], { cwd: dir, env, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
   const closed = once(child, 'close');
   let seen = 0;
   let signaled = false;
+  let sentAt;
   const send = () => {
-    if (child.exitCode === null && child.signalCode === null) signaled = child.kill(signal);
+    if (child.exitCode === null && child.signalCode === null) {
+      signaled = child.kill(signal);
+      sentAt = Date.now();
+    }
+  };
+  // A spell of the bucket's begins at this life's write, and the signal lands inside it.
+  const armed = () => {
+    if (spell && bucket) bucket.spell(spell);
   };
   // Counted from this life's own start-up request on: a request of the life before, handled late, is not this one's
   // (and a signal before Node has run a line of the bin kills any process, whatever it does).
   let started = false;
   const counted = () => {
     if (!started || ++seen !== (afterWork ?? afterPuts)) return;
+    armed();
     if (delayMs === 0) send();
     else setTimeout(send, delayMs);
   };
@@ -447,10 +476,11 @@ async function childLife(service, dir, env, args, { signal, afterWork, afterPuts
   };
   const timer = setTimeout(() => child.kill('SIGKILL'), LIFE_LIMIT_MS);
   const [code, by] = await closed;
+  const exitMs = sentAt === undefined ? undefined : Date.now() - sentAt;
   clearTimeout(timer);
   unwatch();
   if (by === 'SIGKILL' && !signaled) return { hung: true, stderr };
-  return { code, by, stderr, signaled, killed: by === 'SIGKILL' };
+  return { code, by, stderr, signaled, killed: by === 'SIGKILL', exitMs };
 }
 
 /** Items a later run would still take up. */
@@ -552,27 +582,55 @@ async function startBucket(plan, seed, count, faultNow) {
   let puts = 0;
   let silentUntil = 0;
   let mended = false;
+  // The bucket's return after a spell, while a write met the spell: the next publication is timed from it.
+  const returns = { at: undefined, blocked: 0, slowest: 0, lastPublished: 0 };
+  const back = () => {
+    if (returns.blocked > 0) returns.at = Date.now();
+    faultNow();
+  };
   const fault = (kind, way) => {
     count(kind);
     faultNow();
     return way;
   };
-  proxy.decide = (method) => {
+  /** A spell of refusal or silence, then each spell chained after it at once. */
+  const spell = ({ mode, ms, chained = [] }) => {
+    count(`bucket ${mode === 'refuse' ? 'refused' : 'silent'}`);
+    if (chained.length) count('bucket outages back to back');
+    faultNow();
+    returns.at = undefined;
+    // Publications were flowing as it began: some wait on it (a refused write never reaches the proxy to be counted).
+    returns.blocked = Date.now() - returns.lastPublished < 1_500 ? 1 : 0;
+    const next = () => (chained.length ? spell({ ...chained[0], chained: chained.slice(1) }) : back());
+    if (mode === 'refuse') void proxy.refuseFor(ms).then(() => !mended && next());
+    else {
+      silentUntil = Date.now() + ms;
+      const timer = setTimeout(() => !mended && next(), ms);
+      timer.unref?.();
+    }
+  };
+  proxy.decide = (method, path) => {
     if (mended) return 'pass';
     const write = method === 'PUT' || method === 'POST';
     if (write) {
       puts++;
       for (const w of [...writes]) w();
-      for (const spell of plan.spells) {
-        if (spell.afterPuts !== puts || spell.done) continue;
-        spell.done = true;
-        count(`bucket ${spell.mode === 'refuse' ? 'refused' : 'silent'}`);
-        faultNow();
-        if (spell.mode === 'refuse') void proxy.refuseFor(spell.ms).then(faultNow);
-        else silentUntil = Date.now() + spell.ms;
+      for (const planned of plan.spells) {
+        if (planned.afterPuts !== puts || planned.done) continue;
+        planned.done = true;
+        spell(planned);
       }
     }
-    if (Date.now() < silentUntil) return 'silent';
+    if (Date.now() < silentUntil) {
+      if (write) returns.blocked++;
+      return 'silent';
+    }
+    // The first write of an output or a copy that goes through after the bucket came back.
+    if (write && /\.(png|webp|jpg)$/.test(path)) {
+      if (returns.at !== undefined) returns.slowest = Math.max(returns.slowest, Date.now() - returns.at);
+      returns.at = undefined;
+      returns.lastPublished = Date.now();
+    }
     if (write && plan.slowDown && random() < plan.slowDown) return fault('bucket slow-down', 'slow-down');
     if (plan.resets && random() < plan.resets) return fault('bucket reset', 'reset');
     if (!write && method === 'GET' && plan.tornReads && random() < plan.tornReads)
@@ -583,6 +641,12 @@ async function startBucket(plan, seed, count, faultNow) {
     proxy,
     store,
     writes,
+    spell,
+    returns,
+    /** A life ended: a return not yet followed by a publication in it is not timed across lives. */
+    lifeEnded: () => {
+      returns.at = undefined;
+    },
     mend: async () => {
       mended = true;
       silentUntil = 0;
@@ -693,11 +757,13 @@ async function worker(seeds, canMount) {
         violations: [`the run threw: ${error.stack ?? error}`],
         recovery: 0,
         lives: [],
+        termExit: 0,
+        backToWork: 0,
         fatal: Boolean(error.fatal),
       };
     }
     process.stdout.write(
-      `${JSON.stringify({ seed: result.seed, faults: result.faults, violations: result.violations, recovery: result.recovery, lives: result.lives.length, bucketLives: result.lives.filter((l) => l.bucket).length })}\n`,
+      `${JSON.stringify({ seed: result.seed, faults: result.faults, violations: result.violations, recovery: result.recovery, lives: result.lives.length, bucketLives: result.lives.filter((l) => l.bucket).length, termExit: result.termExit, backToWork: result.backToWork })}\n`,
     );
     if (result.fatal) process.exit(3);
   }
@@ -719,7 +785,8 @@ export async function chaosBench() {
   const canMount = tmpfsAvailable();
   if (replay) {
     const result = await chaosRun(Number(replay), { canMount, say: (line) => console.log(`  ${line}`) });
-    console.log(JSON.stringify({ plan: result.plan, faults: result.faults, violations: result.violations }, null, 2));
+    const { plan, faults, violations, termExit, backToWork } = result;
+    console.log(JSON.stringify({ plan, faults, violations, termExitMs: termExit, backToWorkMs: backToWork }, null, 2));
     return result.violations.length === 0;
   }
   const runs = Number(process.env.CHAOS_RUNS ?? GOAL.runs);
@@ -761,16 +828,25 @@ export async function chaosBench() {
   const total = Object.values(faults).reduce((a, b) => a + b, 0);
   const violations = results.reduce((n, r) => n + r.violations.length, 0);
   const slowest = results.reduce((m, r) => Math.max(m, r.recovery), 0);
+  const worst = (key) =>
+    results.reduce((m, r) => (r[key] > m.ms ? { ms: r[key], seed: r.seed } : m), { ms: 0, seed: 0 });
+  const term = worst('termExit');
+  const back = worst('backToWork');
+  const figuresMet = term.ms <= GOAL.termExitMs && back.ms <= GOAL.backToWorkMs;
   const lives = results.reduce((n, r) => n + r.lives, 0);
   const bucketLives = results.reduce((n, r) => n + (r.bucketLives ?? 0), 0);
   // The last mile alone is judged by its lives; a whole run by its runs and faults too.
   const bucketOnly = process.env.CHAOS_ONLY === 'bucket';
   const pass =
     violations === 0 &&
+    figuresMet &&
     bucketLives >= GOAL.bucketLives * (bucketOnly ? 1 : runs / GOAL.runs) &&
     (bucketOnly || (results.length >= runs && total >= GOAL.faults * (runs / GOAL.runs)));
   console.log(
     `chaos: ${results.length} seeded runs (${lives} lives of the CLI, ${bucketLives} of them publishing to a faulty bucket), ${total} injected faults, ${violations} invariant violations, slowest end after the last fault ${fmt(slowest / 1000)} s, ${Math.round((Date.now() - started) / 1000)} s in all${canMount ? '' : ' (no tmpfs here: no full-disk faults)'}`,
+  );
+  console.log(
+    `chaos: slowest exit after a SIGTERM ${fmt(term.ms / 1000)} s (seed ${term.seed}; goal <= ${GOAL.termExitMs / 1000} s); slowest publication after the bucket came back ${fmt(back.ms / 1000)} s (seed ${back.seed}; goal <= ${GOAL.backToWorkMs / 1000} s)`,
   );
   console.log(
     `chaos faults by kind: ${Object.entries(faults)
