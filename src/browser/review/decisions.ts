@@ -47,7 +47,17 @@ export function decide(decision: Decision | null, note?: string | null): void {
 let sending: Promise<void> = Promise.resolve();
 
 function send(body: Record<string, unknown>): Promise<void> {
-  sending = sending.then(() => sendNow(body));
+  const ids = 'items' in body ? (body.items as { itemId: string }[]).map((i) => i.itemId) : [body.itemId as string];
+  for (const id of ids) app.unconfirmed.set(id, (app.unconfirmed.get(id) ?? 0) + 1);
+  sending = sending
+    .then(() => sendNow(body))
+    .finally(() => {
+      for (const id of ids) {
+        const left = (app.unconfirmed.get(id) ?? 1) - 1;
+        if (left > 0) app.unconfirmed.set(id, left);
+        else app.unconfirmed.delete(id);
+      }
+    });
   return sending;
 }
 

@@ -23,13 +23,21 @@ async function fetchSlice(index: number): Promise<void> {
   const mine = new Map((app.slices.get(index) ?? []).map((c) => [c.id, c]));
   app.slices.set(
     index,
-    page.cards.map((c) => ((app.edited.get(c.id) ?? 0) > issued && mine.has(c.id) ? mine.get(c.id)! : c)),
+    page.cards.map((c) => (mine.has(c.id) && isNewerHere(c.id, issued) ? mine.get(c.id)! : c)),
   );
   if (page.total !== app.total) {
     app.total = page.total;
     layout();
   }
   render();
+}
+
+/**
+ * The card on the page is newer than a slice issued at `issued`: edited since, or with a decision the server has
+ * not answered yet (the slice may have been read before the decision was saved, however late it was issued).
+ */
+function isNewerHere(id: string, issued: number): boolean {
+  return (app.edited.get(id) ?? 0) > issued || (app.unconfirmed.get(id) ?? 0) > 0;
 }
 
 function loadSlice(index: number): Promise<void> {

@@ -39,6 +39,8 @@ export const app = {
   /** A card decided here after a slice was asked for keeps its local state when that slice arrives. */
   editSeq: 0,
   edited: new Map<string, number>(),
+  /** Cards with a decision sent and not yet answered: no slice read meanwhile may show the server's older card. */
+  unconfirmed: new Map<string, number>(),
 };
 
 export const isShown = (id: string) => !byId(id).hidden;
