@@ -323,5 +323,8 @@ describe('genbatch retry and status', () => {
     const table = await runCliInProcess(['status', 'm.yaml'], ws.env, ws.dir);
     expect(table.stdout).toMatch(/item-0\s+failed\s+GENERATION_FAILED/);
     expect(table.stdout).toMatch(/item-2\s+blocked\s+CONTENT_VIOLATION/);
+    // retry says what it leaves, its verb agreeing with its count.
+    const retried = await runCliInProcess(['retry', 'm.yaml'], ws.env, ws.dir);
+    expect(retried.stdout).toContain('1 blocked item stays blocked: change its prompt to resubmit it.');
   });
 });
