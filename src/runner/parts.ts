@@ -101,7 +101,10 @@ function sharedParts(inputs: RunInputs): Shared {
     onActivity: () => watchdog.activity(),
   });
   hearing.push(service.stopHearing);
-  const lease = new OutputsLease(inputs.outputs, control, clock.now, logger, inputs.leaseMs);
+  const lease = new OutputsLease(inputs.outputs, control, clock.now, logger, inputs.leaseMs, {
+    get: () => store.meta('lease_left'),
+    set: (holder) => (holder ? store.setMeta('lease_left', JSON.stringify(holder)) : store.deleteMeta('lease_left')),
+  });
   return {
     detach: () => {
       for (const stop of hearing) stop();

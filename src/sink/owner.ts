@@ -65,6 +65,8 @@ export interface ClaimAsk {
   stateExists(path: string): boolean;
   /** Whether a process of this machine still runs (a holder on this host whose process is gone has lapsed). */
   alive(pid: number): boolean;
+  /** The holder this state's own last run left unreleased (its place did not answer at its end): gone, wherever it ran. */
+  leftBy?: OutputsHolder | undefined;
 }
 
 /** A claim made: the run's identity (the marker's, when a fresh state takes it), and what to say of it. */
@@ -103,10 +105,16 @@ export async function claimOutputs(
     // A live holder is said first: whatever its run, this one waits for it (or takes over from a machine known gone).
     const held = current.holder;
     if (held && !isMe(held, ask.me) && held.until > ask.now) {
-      const lapsed = held.host === ask.me.host && !ask.alive(held.pid);
+      const own = ask.leftBy !== undefined && sameHolder(held, ask.leftBy);
+      const lapsed = own || (held.host === ask.me.host && !ask.alive(held.pid));
       if (!lapsed && !ask.takeOver) throw heldError(where, held);
+      const why = own
+        ? "this state's own run left it when it ended (the place did not answer then), so it is taken over"
+        : ask.takeOver
+          ? 'taken over (--take-over)'
+          : 'that process is gone, so it is taken over';
       notices.push(
-        `${where} was held by genbatch on ${held.host} (pid ${held.pid}) since ${when(held.since)}, until ${when(held.until)}: ${ask.takeOver ? 'taken over (--take-over)' : 'that process is gone, so it is taken over'}`,
+        `${where} was held by genbatch on ${held.host} (pid ${held.pid}) since ${when(held.since)}, until ${when(held.until)}: ${why}`,
       );
     } else if (held && !isMe(held, ask.me) && held.until > 0) {
       notices.push(

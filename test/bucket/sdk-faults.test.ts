@@ -6,6 +6,7 @@ import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { S3ObjectStore } from '../../src/sink/bucket/s3-store.js';
 import { Store } from '../../src/store/index.js';
+import { openSqlite } from '../../src/store/driver.js';
 import { exitCodeWithin, runCliInProcess, startCli } from '../helpers/cli.js';
 import { startBucketProxy } from '../helpers/bucket-proxy.js';
 import { imageManifest, readState, workspace } from '../helpers/run.js';
@@ -16,6 +17,17 @@ async function bytesOf(body: NodeJS.ReadableStream): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const c of body) chunks.push(Buffer.from(c as Buffer));
   return Buffer.concat(chunks);
+}
+
+/** The lease a state's last run could not give up, as its state remembers it. */
+function leaseLeft(statePath: string): string | undefined {
+  const db = openSqlite(statePath, { readonly: true });
+  try {
+    return (db.prepare("SELECT value FROM meta WHERE key = 'lease_left'").get() as { value: string } | undefined)
+      ?.value;
+  } finally {
+    db.close();
+  }
 }
 
 /** Waits for `done()` to hold, looking every 50 ms; fails with `what` after `ms`. */
@@ -145,10 +157,13 @@ describe('a real bucket through the AWS SDK, slowing down, refusing and going si
       );
       expect(run.output()).not.toMatch(/exiting now/);
       expect(run.output()).not.toMatch(/^\s+at /m);
+      // The lease it could not give up is remembered as its own: the next run of this state takes it, wherever it runs.
+      expect(JSON.parse(leaseLeft(ws.statePath)!)).toMatchObject({ pid: run.child.pid });
       proxy.decide = () => 'pass';
       await back;
       const again = await runCliInProcess(ws.args(['--out', 's3://catalog/term']), env, ws.dir);
       expect(again.code, again.stderr).toBe(0);
+      expect(leaseLeft(ws.statePath)).toBeUndefined();
       const objects = s3.created.filter((k) => k.endsWith('.png'));
       expect(new Set(objects).size).toBe(8);
       expect(objects).toHaveLength(8);

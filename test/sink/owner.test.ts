@@ -85,6 +85,23 @@ describe('the owner marker and its lease', () => {
     expect(again.notices[0]).toMatch(/that process is gone, so it is taken over/);
   });
 
+  it("a lease this state's own run could not give up (an interrupt, the place silent) is its own, wherever that ran", async () => {
+    const p = place();
+    const left = await claimOutputs(p, 's3://catalog/ml', ownerA, ask(A, 0));
+    // The same state (its disk moved to another container: another host name, another pid), well inside the lease.
+    const moved = { host: 'machine-a2', pid: 7 };
+    await expect(claimOutputs(p, 's3://catalog/ml', ownerA, ask(moved, 1_000))).rejects.toThrow(OutputsHeldError);
+    const again = await claimOutputs(p, 's3://catalog/ml', ownerA, ask(moved, 1_000, { leftBy: left.holder }));
+    expect(again.notices[0]).toMatch(/this state's own run left it when it ended .* so it is taken over/);
+    expect(p.owner()?.holder).toMatchObject(moved);
+    // Another holder than the one it left is not taken for it.
+    const other = await claimOutputs(p, 's3://catalog/ml', ownerB, ask(B, 2_000, { takeOver: true }));
+    await expect(
+      claimOutputs(p, 's3://catalog/ml', ownerA, ask(moved, 3_000, { leftBy: left.holder })),
+    ).rejects.toThrow(OutputsHeldError);
+    expect(other.holder.host).toBe('machine-b');
+  });
+
   it('a lease given up at the end lets the next run in at once, and says nothing of it', async () => {
     const p = place();
     const claimed = await claimOutputs(p, 's3://catalog/ml', ownerA, ask(A, 0));

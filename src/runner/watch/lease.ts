@@ -34,6 +34,12 @@ export class OutputsLease {
     private readonly now: () => number,
     private readonly logger: Logger | undefined,
     private readonly leaseMs = LEASE_MS,
+    /**
+     * Kept in the state: the lease this state's last run could not give up (the
+     * place did not answer at its end). The next run of this state takes that
+     * holder as gone, on whatever host it ran: it was this state's own run.
+     */
+    private readonly left?: { get(): string | undefined; set(holder: OutputsHolder | undefined): void },
   ) {}
 
   /** Whether this run holds the place now: only then does it write there what only the holder may (the state's snapshots). */
@@ -51,7 +57,9 @@ export class OutputsLease {
       fresh,
       stateExists: existsSync,
       alive: processAlive,
+      leftBy: leftHolder(this.left?.get()),
     });
+    this.left?.set(undefined);
     this.holder = claimed.holder;
     for (const message of claimed.notices) {
       this.logger?.warn({ place: this.place.location }, message);
@@ -79,8 +87,10 @@ export class OutputsLease {
     const released = (async () => {
       await this.renewing;
       await releaseClaim(this.place, holder);
-    })().catch(() => undefined);
-    await Promise.race([released, giveUp]);
+      return true;
+    })().catch(() => false);
+    // Not given up: the lease lapses by itself, and this state remembers it was its own.
+    if (!(await Promise.race([released, giveUp.then(() => false)]))) this.left?.set(holder);
     clearTimeout(timer);
   }
 
@@ -104,5 +114,14 @@ export class OutputsLease {
       .finally(() => {
         this.renewing = undefined;
       });
+  }
+}
+
+function leftHolder(text: string | undefined): OutputsHolder | undefined {
+  if (!text) return undefined;
+  try {
+    return JSON.parse(text) as OutputsHolder;
+  } catch {
+    return undefined;
   }
 }
