@@ -124,7 +124,8 @@ describe('every bucket call rides out the faults that pass', () => {
     bucket.fault = (op, key) =>
       op === 'delete' && refused++ === 0 ? { fault: 'unreachable', code: 'ECONNRESET' } : before(op, key);
     const swallowed = store.head('spring/a.png');
-    await new Promise((r) => setTimeout(r, 50));
+    // Stuck for over a second (one in flight for less may be landing: it is left to finish).
+    await new Promise((r) => setTimeout(r, 1_100));
     await store.delete('spring/x');
     silent = false;
     const back = Date.now();
@@ -132,6 +133,33 @@ describe('every bucket call rides out the faults that pass', () => {
     expect(await swallowed).toBeUndefined();
     expect(Date.now() - back).toBeLessThan(5_000);
     expect(bucket.abandoned).toBe(1);
+  });
+
+  it('a write in flight while the bucket only slows down is never given up when it answers again', async () => {
+    const bucket = new FakeBucket();
+    // As s3rver and some stores do: a second put of a key lands over the first.
+    bucket.honoursIfNoneMatch = false;
+    let release: () => void = () => {};
+    const landing = new Promise<void>((r) => (release = r));
+    let slowed = 0;
+    bucket.fault = (op, key) =>
+      op === 'putNew' && key === 'spring/b.png' && slowed++ === 0
+        ? { fault: 'slow-down', code: 'SlowDown' }
+        : undefined;
+    const store = new PatientStore(bucket, { idleMs: 10_000, unreachableMs: 60_000 });
+    // A put that takes its time to land (a big object): its bytes are on their way, no progress said for 1.5 s.
+    const inner = bucket.putNew.bind(bucket);
+    bucket.putNew = async (key, source, call) => {
+      if (key === 'spring/a.png') await landing;
+      return inner(key, source, call);
+    };
+    const slow = store.putNew('spring/a.png', source());
+    await new Promise((r) => setTimeout(r, 1_500));
+    // Another put meets a SlowDown and is then answered: the trouble ends, and the first put is left to land.
+    expect(await store.putNew('spring/b.png', source())).toBe('created');
+    release();
+    expect(await slow).toBe('created');
+    expect(bucket.puts.filter((k) => k === 'spring/a.png')).toHaveLength(1);
   });
 
   it('a request that gets no answer is abandoned after the idle timeout and sent again', async () => {

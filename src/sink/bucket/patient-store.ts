@@ -35,6 +35,9 @@ export interface Patience {
 /** Patience when none is given: the flags' defaults (--idle-timeout 30 s, --unreachable-minutes 30). */
 export const DEFAULT_PATIENCE: Patience = { idleMs: 30_000, unreachableMs: 30 * 60_000 };
 
+/** An attempt that has moved no byte for this long when the bucket answers again was swallowed by the outage. */
+const STUCK_MS = 1_000;
+
 /** The code of an attempt given up because it was sent into an outage that another call's answer ended. */
 const OUTAGE_ENDED = 'OUTAGE_ENDED';
 
@@ -61,6 +64,8 @@ export class PatientStore implements ObjectStore {
   private readonly sleepers = new Set<() => void>();
   /** Attempts under way, each with when it last moved a byte: one sent into an outage is given up at its end. */
   private readonly underWay = new Set<{ movedAt: number; abandon: () => void }>();
+  /** The trouble under way has had a call that got no answer at all (not only slow-downs). */
+  private noAnswerSeen = false;
   /** Aborted when every call is given up at once (an interrupt's end that the bucket did not answer in time). */
   private readonly closing = new AbortController();
   private readonly now: () => number;
@@ -208,6 +213,7 @@ export class PatientStore implements ObjectStore {
   private async waitOut(fault: ObjectStoreError, signal: AbortSignal | undefined, tries = 0): Promise<boolean> {
     const now = this.now();
     this.troubleSince ??= now;
+    if (fault.fault === 'unreachable') this.noAnswerSeen = true;
     this.lastCode = fault.code;
     const trouble = this.trouble!;
     for (const listener of this.listeners) listener(trouble);
@@ -255,8 +261,15 @@ export class PatientStore implements ObjectStore {
   private answered(sentAt: number): void {
     if (this.troubleSince === undefined) return;
     this.troubleSince = undefined;
+    const noAnswer = this.noAnswerSeen;
+    this.noAnswerSeen = false;
     for (const listener of this.listeners) listener(undefined);
-    for (const attempt of [...this.underWay]) if (attempt.movedAt < sentAt) attempt.abandon();
+    // Only after an outage of no answers (a slow-down's requests are being served), and only an attempt stuck a while:
+    // a write given up while it is landing would be sent again over itself where a store ignores If-None-Match.
+    const now = this.now();
+    if (noAnswer)
+      for (const attempt of [...this.underWay])
+        if (attempt.movedAt < sentAt && now - attempt.movedAt >= STUCK_MS) attempt.abandon();
     this.wakeSleepers();
   }
 
