@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto';
 import { createWriteStream, mkdtempSync, rmSync } from 'node:fs';
 import { mkdir, rename, rm } from 'node:fs/promises';
 import { createServer, request } from 'node:http';
+import { createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -113,6 +114,24 @@ const S3_ERROR = (code, message) =>
  * torn halfway through its answer (`torn`); and `refuseFor(ms)`, a spell
  * with nothing listening on its port.
  */
+/**
+ * A free loopback port below the kernel's ephemeral range (32768 and up here): a server that stops listening for a
+ * spell of refusal must find its port still free when it listens again. One from port 0 is ephemeral, and another
+ * process binding port 0 meanwhile (the bench's other worker) could be handed it: its run would then talk to
+ * another seed's bucket or service, and restore another seed's state.
+ */
+export async function privatePort() {
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    const free = await new Promise((resolve) => {
+      const probe = createNetServer();
+      probe.once('error', () => resolve(false));
+      probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
+    });
+    if (free) return port;
+  }
+}
+
 export async function startFaultProxy(bucketEnv) {
   const target = new URL(bucketEnv.AWS_ENDPOINT_URL);
   const sockets = new Set();
@@ -209,7 +228,14 @@ export async function startFaultProxy(bucketEnv) {
         resolve();
       });
     });
-  await listen(0);
+  for (;;) {
+    try {
+      await listen(await privatePort());
+      break;
+    } catch {
+      // Taken between the look and the listen: another.
+    }
+  }
   port = server.address().port;
   proxy.env.AWS_ENDPOINT_URL = `http://127.0.0.1:${port}`;
   return proxy;

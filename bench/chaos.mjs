@@ -22,7 +22,7 @@ import { main } from '../dist/cli/program.js';
 import { S3ObjectStore } from '../dist/sink/bucket/s3-store.js';
 import { startSimulator } from '../dist/simulator/index.js';
 import { makeMp4, makePng } from '../dist/simulator/media.js';
-import { startFaultProxy, startWholeBucket } from './bucket.mjs';
+import { privatePort, startFaultProxy, startWholeBucket } from './bucket.mjs';
 import { fmt, root } from './measure.mjs';
 
 const CLI = join(root, 'dist', 'bin', 'genbatch.js');
@@ -196,7 +196,8 @@ export async function chaosRun(seed, { canMount = false, say = () => {} } = {}) 
   const faultNow = () => (lastFaultAt = Date.now());
 
   const sim = await startSimulator({
-    port: 0,
+    // Its refusals stop its listening: a port outside the ephemeral range is not handed to another worker meanwhile.
+    port: await privatePort(),
     timeScale: TIME_SCALE,
     seed,
     dropRate: plan.dropRate,
