@@ -10,6 +10,13 @@ import type { ByteRange } from '../../src/sink/sink.js';
 import { FakeBucket } from '../helpers/fake-bucket.js';
 
 const FAST = { idleMs: 100, unreachableMs: 5_000 };
+/** A real bucket's backoffs, 200 ms doubling to 15 s, each its full length (no jitter). */
+const REAL_BACKOFFS = {
+  idleMs: 10_000,
+  unreachableMs: 60_000,
+  backoffMs: { first: 200, longest: 15_000 },
+  random: () => 1,
+};
 
 /** An error as the AWS SDK throws it, classed as the S3 store classes it. */
 function sdk(name: string, status?: number, code?: string): ObjectStoreError {
@@ -66,13 +73,7 @@ describe('every bucket call rides out the faults that pass', () => {
       tries++;
       return refusing ? { fault: 'unreachable', code: 'ECONNREFUSED' } : undefined;
     };
-    // A real bucket's backoffs, 200 ms doubling to 15 s, each its full length (no jitter).
-    const store = new PatientStore(bucket, {
-      idleMs: 10_000,
-      unreachableMs: 60_000,
-      backoffMs: { first: 200, longest: 15_000 },
-      random: () => 1,
-    });
+    const store = new PatientStore(bucket, REAL_BACKOFFS);
     const put = store.putNew('spring/a.png', source());
     // Five refusals: the put now sleeps 2 s (the cap while nothing answers; 3.2 s, then 6.4 s and 15 s, uncapped).
     while (tries < 5) await new Promise((r) => setTimeout(r, 10));
@@ -98,12 +99,7 @@ describe('every bucket call rides out the faults that pass', () => {
       if (next === 'slow') return { fault: 'slow-down', code: 'SlowDown' };
       return undefined;
     };
-    const store = new PatientStore(bucket, {
-      idleMs: 10_000,
-      unreachableMs: 60_000,
-      backoffMs: { first: 200, longest: 15_000 },
-      random: () => 1,
-    });
+    const store = new PatientStore(bucket, REAL_BACKOFFS);
     const put = store.putNew('spring/a.png', source());
     while (at.length < 5) await new Promise((r) => setTimeout(r, 10));
     // The bucket is back: another call's answer wakes the put, whose resend is told to slow down.
