@@ -2,6 +2,15 @@ import { GenbatchError } from '../util/errors.js';
 import { ApiError, ResponseShapeError, TransportError } from './errors.js';
 
 /**
+ * How long a start asks a base URL that has never answered as the service
+ * (refused, silent, a gateway's page): then it is a wrong URL or a service
+ * that is not there, said with exit 4 within 15 s, not waited out for
+ * --unreachable-minutes (a scheduler would restart a silent 30 minutes). A
+ * simulator started a moment before (`genbatch simulate … &`) is waited for.
+ */
+export const FIRST_CONTACT_MS = 9_000;
+
+/**
  * The base URL reaches something that is not the service: another web
  * server's page, a plain-HTTP server behind `https://`, or nothing at all
  * since the start. A configuration fault, said in one line with the URL and

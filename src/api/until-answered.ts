@@ -1,6 +1,6 @@
 import { sleep } from '../util/sleep.js';
 import { TransportError } from './errors.js';
-import { NotTheServiceError } from './first-contact.js';
+import { FIRST_CONTACT_MS, NotTheServiceError } from './first-contact.js';
 
 export interface UntilAnsweredOptions {
   /** Give up (rethrow the last failure) once nothing has answered for this long. */
@@ -54,4 +54,9 @@ export async function untilAnswered<T>(ask: () => Promise<T>, opts: UntilAnswere
       await sleep(opts.everyMs, opts.signal).catch(() => {});
     }
   }
+}
+
+/** A command's first question to the service: asked again while nothing has answered, for FIRST_CONTACT_MS at most. */
+export function untilFirstAnswer<T>(ask: () => Promise<T>): Promise<T> {
+  return untilAnswered(ask, { unreachableMs: FIRST_CONTACT_MS, firstContactMs: FIRST_CONTACT_MS, everyMs: 250 });
 }

@@ -189,9 +189,14 @@ async function keysAndScale(
   connection: Awaited<ReturnType<typeof connect>>,
   opts: EstimateFlags,
 ): Promise<{ pool: PoolSetup; timeScale: number | undefined }> {
-  const { setUpPool, rescaledPool, serviceTimeScale } = await import('../api/pool-setup.js');
+  const [{ setUpPool, rescaledPool, serviceTimeScale }, { untilFirstAnswer }] = await Promise.all([
+    import('../api/pool-setup.js'),
+    import('../api/until-answered.js'),
+  ]);
   const serviceTime = new RunClock(Date.now, 1);
-  const pool = await setUpPool(connection.keys, limitsOf(opts, opts.timeScale ?? 1), serviceTime);
+  const pool = await untilFirstAnswer(() =>
+    setUpPool(connection.keys, limitsOf(opts, opts.timeScale ?? 1), serviceTime),
+  );
   if (opts.timeScale !== undefined) return { pool, timeScale: opts.timeScale };
   const timeScale = opts.simulate ? 60 : serviceTimeScale(pool.accounts[0]);
   return timeScale === undefined

@@ -97,15 +97,19 @@ async function checkOnline(
   env: NodeJS.ProcessEnv,
 ): Promise<IssueList> {
   // Loaded only to go online: a plain validate reads files, without the HTTP client (about 0.1 s to load).
-  const [{ connect }, { Catalog }, { setUpPool }, { checkAgainstService }] = await Promise.all([
+  const [{ connect }, { Catalog }, { setUpPool }, { checkAgainstService }, { untilFirstAnswer }] = await Promise.all([
     import('./connection.js'),
     import('../api/catalog.js'),
     import('../api/pool-setup.js'),
     import('../manifest/online.js'),
+    import('../api/until-answered.js'),
   ]);
   const connection = await connect(options, env);
   try {
-    const pool = await setUpPool(connection.keys, DEFAULT_KEY_LIMITS, new RunClock(Date.now, 1));
+    // A service not up yet (a simulator started a moment before) is asked again, a few seconds at most.
+    const pool = await untilFirstAnswer(() =>
+      setUpPool(connection.keys, DEFAULT_KEY_LIMITS, new RunClock(Date.now, 1)),
+    );
     if (pool.keys.length === 0)
       throw new ExitError(
         EXIT.stopped,

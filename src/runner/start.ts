@@ -2,6 +2,7 @@ import { createWriteStream, existsSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { ApiClient } from '../api/client.js';
 import { Catalog } from '../api/catalog.js';
+import { FIRST_CONTACT_MS } from '../api/first-contact.js';
 import { untilAnswered } from '../api/until-answered.js';
 import type { UntilAnsweredOptions } from '../api/until-answered.js';
 import type { Coordinator } from '../coordinator/postgres.js';
@@ -36,14 +37,6 @@ import { makeFolderSync } from '../util/make-folder.js';
  * hole) would otherwise hold the start for the client's 30 s each time.
  */
 const STARTUP_TIMEOUT_MS = 5_000;
-
-/**
- * How long a start asks a base URL that has never answered as the service
- * (refused, silent, a gateway's page): then it is a wrong URL or a service
- * that is not there, said with exit 4 within 15 s, not waited out for
- * --unreachable-minutes (a scheduler would restart a silent 30 minutes).
- */
-export const FIRST_CONTACT_MS = 9_000;
 
 /** The keys a run goes with, as the command line connected them (to the service, or to an in-process simulator). */
 export interface RunConnection {

@@ -113,6 +113,19 @@ describe('exit 4: the environment, found before paying where it can be', () => {
     expect(t.sim.service.ledger.of('charge')).toHaveLength(3);
   });
 
+  it('validate --online, estimate and me wait a few seconds for a service started a moment before them', async () => {
+    const port = await freePort();
+    const key = 'gbk_testwaitedfor0000000000000000000';
+    const ws = workspace({ baseUrl: `http://127.0.0.1:${port}/v1`, apiKey: key } as never, imageManifest(2));
+    // As `genbatch simulate … &` and the next line pasted together: the first question leaves before it listens.
+    const asking = ['validate m.yaml --online', 'estimate m.yaml', 'me'].map((c) =>
+      runCliInProcess(c.split(' '), ws.env, ws.dir),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await startTestSim({ port, timeScale: 600, keys: [{ label: 'main', key }] });
+    for (const res of await Promise.all(asking)) expect(res.code, res.stderr).toBe(0);
+  });
+
   it('a base URL without /v1 is exit 4 with the likely fix, before any request', async () => {
     const t = await startTestSim({ timeScale: 600 });
     const ws = workspace(t.sim, imageManifest(1));

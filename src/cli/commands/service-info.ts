@@ -1,4 +1,5 @@
 import type { Account, MediaType, Model } from '../../api/index.js';
+import { untilFirstAnswer } from '../../api/until-answered.js';
 import { connect } from '../../library/connection.js';
 import type { FlagValues } from '../../options/flag.js';
 import type { ME_FLAGS, MODELS_FLAGS } from '../../options/flags.js';
@@ -23,7 +24,7 @@ export async function modelsCommand(opts: FlagValues<typeof MODELS_FLAGS>, env: 
   try {
     const types: MediaType[] = opts.type ? [opts.type] : ['image', 'video'];
     const models: Model[] = [];
-    for (const type of types) models.push(...(await connection.client.listModels(type)));
+    for (const type of types) models.push(...(await untilFirstAnswer(() => connection.client.listModels(type))));
     if (opts.json)
       return JSON.stringify(
         models.map((m) => m.raw),
@@ -51,7 +52,8 @@ export async function meCommand(opts: FlagValues<typeof ME_FLAGS>, env: NodeJS.P
   const connection = await connect(opts, env);
   try {
     const each: { fingerprint: string; me: Account }[] = [];
-    for (const { fingerprint, client } of connection.keys) each.push({ fingerprint, me: await client.me() });
+    for (const { fingerprint, client } of connection.keys)
+      each.push({ fingerprint, me: await untilFirstAnswer(() => client.me()) });
     const pool = each.length > 1;
     // One key: the service's answer as it is. A pool: each key's answer under its fingerprint.
     if (opts.json)
