@@ -1,5 +1,5 @@
 import { mkdirSync, statSync } from 'node:fs';
-import { mkdir, stat } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 
 /**
@@ -9,29 +9,22 @@ import { dirname, resolve } from 'node:path';
  * first missing level is made once, and its error is the answer.
  */
 export async function makeFolder(path: string): Promise<void> {
-  const missing: string[] = [];
-  for (let at = resolve(path); ; ) {
-    const found = await stat(at).then(
-      (s) => s,
-      (error: NodeJS.ErrnoException) => {
-        if (error.code !== 'ENOENT') throw error;
-        return undefined;
-      },
-    );
-    if (found) {
-      if (!found.isDirectory()) throw notAFolder(at);
-      break;
-    }
-    missing.push(at);
-    const up = dirname(at);
-    if (up === at) break;
-    at = up;
-  }
-  for (const dir of missing.reverse()) await mkdir(dir).catch(existing);
+  for (const dir of missingLevels(path)) await mkdir(dir).catch(existing);
 }
 
 /** The same, for the few places that must be synchronous (the state's folder, before the state opens). */
 export function makeFolderSync(path: string): void {
+  for (const dir of missingLevels(path)) {
+    try {
+      mkdirSync(dir);
+    } catch (error) {
+      existing(error);
+    }
+  }
+}
+
+/** The levels of `path` that do not exist yet, outermost first (a few stats, up to the first that exists). */
+function missingLevels(path: string): string[] {
   const missing: string[] = [];
   for (let at = resolve(path); ; ) {
     const found = statSync(at, { throwIfNoEntry: false });
@@ -44,13 +37,7 @@ export function makeFolderSync(path: string): void {
     if (up === at) break;
     at = up;
   }
-  for (const dir of missing.reverse()) {
-    try {
-      mkdirSync(dir);
-    } catch (error) {
-      existing(error);
-    }
-  }
+  return missing.reverse();
 }
 
 /** Another process made it meanwhile: that is what was wanted. */
