@@ -583,9 +583,14 @@ async function startBucket(plan, seed, count, faultNow) {
   let puts = 0;
   let silentUntil = 0;
   let mended = false;
-  // The bucket's return after a spell, while a write met the spell: the next publication is timed from it.
-  const returns = { at: undefined, blocked: 0, slowest: 0, lastPublished: 0 };
+  // The bucket's return after a spell, while a write met the spell: the next write of what waited is timed from it.
+  // What waited is an output or a copy when one met the spell or they were flowing as it began; else it is the run's
+  // own write (the start's look that the bucket takes writes, a snapshot), and the run's first write after is timed:
+  // the next output may be a generation away, which is the service's time, not the bucket's.
+  const returns = { at: undefined, blocked: 0, objects: false, slowest: 0, lastPublished: 0 };
+  const OBJECT = /\.(png|webp|jpg)$/;
   const back = () => {
+    trace('bucket back', returns.blocked, returns.objects);
     if (returns.blocked > 0) returns.at = Date.now();
     faultNow();
   };
@@ -602,6 +607,7 @@ async function startBucket(plan, seed, count, faultNow) {
     returns.at = undefined;
     // Publications were flowing as it began: some wait on it (a refused write never reaches the proxy to be counted).
     returns.blocked = Date.now() - returns.lastPublished < 1_500 ? 1 : 0;
+    returns.objects = returns.blocked > 0;
     const next = () => (chained.length ? spell({ ...chained[0], chained: chained.slice(1) }) : back());
     if (mode === 'refuse') void proxy.refuseFor(ms).then(() => !mended && next());
     else {
@@ -610,7 +616,14 @@ async function startBucket(plan, seed, count, faultNow) {
       timer.unref?.();
     }
   };
+  const t0 = Date.now();
+  const trace = process.env.CHAOS_TRACE ? (...a) => console.error(`+${Date.now() - t0}ms`, ...a) : () => {};
   proxy.decide = (method, path) => {
+    const way = decide(method, path);
+    trace(method, path, way);
+    return way;
+  };
+  const decide = (method, path) => {
     if (mended) return 'pass';
     const write = method === 'PUT' || method === 'POST';
     if (write) {
@@ -624,13 +637,14 @@ async function startBucket(plan, seed, count, faultNow) {
     }
     if (Date.now() < silentUntil) {
       if (write) returns.blocked++;
+      if (write && OBJECT.test(path)) returns.objects = true;
       return 'silent';
     }
-    // The first write of an output or a copy that goes through after the bucket came back.
-    if (write && /\.(png|webp|jpg)$/.test(path)) {
+    // The first write of what waited that goes through after the bucket came back.
+    if (write && (OBJECT.test(path) || (returns.at !== undefined && !returns.objects))) {
       if (returns.at !== undefined) returns.slowest = Math.max(returns.slowest, Date.now() - returns.at);
       returns.at = undefined;
-      returns.lastPublished = Date.now();
+      if (OBJECT.test(path)) returns.lastPublished = Date.now();
     }
     if (write && plan.slowDown && random() < plan.slowDown) return fault('bucket slow-down', 'slow-down');
     if (plan.resets && random() < plan.resets) return fault('bucket reset', 'reset');

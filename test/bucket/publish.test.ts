@@ -80,7 +80,9 @@ describe('outputs published to a bucket', () => {
     const ws = workspace(t.sim, imageManifest(6));
     const bucket = new FakeBucket();
     let down = true;
-    bucket.fault = (op) => (down && op === 'putNew' ? { fault: 'unreachable', code: 'ECONNREFUSED' } : undefined);
+    // Every request about an output refused (its upload, and a look at it).
+    bucket.fault = (_op, key) =>
+      down && key.endsWith('.png') ? { fault: 'unreachable', code: 'ECONNREFUSED' } : undefined;
     const first = await runInProcess(t, ws, {
       outputs: fakeBucketSink(bucket, ws.statePath, 'spring', { idleMs: 300, unreachableMs: 1_500 }),
     });

@@ -50,7 +50,8 @@ describe('every bucket call rides out the faults that pass', () => {
         if (op !== 'putNew') return undefined;
         return ++calls <= 2 ? fault() : undefined;
       };
-      const store = new PatientStore(bucket, FAST);
+      // Backoffs of tens of ms: the put is through long before a look for the bucket's return (every 500 ms) goes.
+      const store = new PatientStore(bucket, { ...FAST, backoffMs: { first: 20, longest: 40 } });
       const said: (BucketTrouble | undefined)[] = [];
       store.watch((t) => said.push(t));
       expect(await store.putNew('spring/a.png', source())).toBe('created');
@@ -68,13 +69,14 @@ describe('every bucket call rides out the faults that pass', () => {
     const bucket = new FakeBucket();
     let refusing = true;
     let tries = 0;
+    // An outage: every request is refused (the store's own looks for the return too).
     bucket.fault = (op, key) => {
-      if (key !== 'spring/a.png' || op !== 'putNew') return undefined;
-      tries++;
+      if (key === 'spring/a.png' && op === 'putReplace') tries++;
       return refusing ? { fault: 'unreachable', code: 'ECONNREFUSED' } : undefined;
     };
     const store = new PatientStore(bucket, REAL_BACKOFFS);
-    const put = store.putNew('spring/a.png', source());
+    // A put that replaces: each try is the put itself (a create-only put's resends look first).
+    const put = store.putReplace('spring/a.png', source());
     // Five refusals: the put now sleeps 2 s (the cap while nothing answers; 3.2 s, then 6.4 s and 15 s, uncapped).
     while (tries < 5) await new Promise((r) => setTimeout(r, 10));
     refusing = false;
@@ -82,7 +84,7 @@ describe('every bucket call rides out the faults that pass', () => {
     const back = Date.now();
     // Any other call the bucket answers ends the outage for every call.
     expect(await store.head('spring/other.png')).toBeUndefined();
-    expect(await put).toBe('created');
+    await put;
     expect(Date.now() - back).toBeLessThan(1_000);
     expect(tries).toBe(6);
   });
@@ -129,6 +131,50 @@ describe('every bucket call rides out the faults that pass', () => {
     expect(await swallowed).toBeUndefined();
     expect(Date.now() - back).toBeLessThan(5_000);
     expect(bucket.abandoned).toBe(1);
+  });
+
+  it('a lone call waiting out a silent bucket sees its return within about a second, though no other call asks', async () => {
+    const bucket = new FakeBucket();
+    let silent = true;
+    let tries = 0;
+    let probes = 0;
+    bucket.fault = (op) => {
+      if (op === 'putReplace') tries++;
+      else if (op === 'head' && silent) probes++;
+      return silent ? 'silent' : undefined;
+    };
+    // The chaos bench's pace: a silent request is given up after a second, the backoffs are a real bucket's.
+    const store = new PatientStore(bucket, { ...REAL_BACKOFFS, idleMs: 1_000 });
+    // A put that replaces (the results, the gallery): each try is the put itself, never a look first.
+    const put = store.putReplace('spring/results.jsonl', source());
+    // The bucket comes back while the put's third try hangs in the silence, sent just before.
+    while (tries < 3) await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setTimeout(r, 100));
+    silent = false;
+    const back = Date.now();
+    await put;
+    // The try sent into the silence is given up at its idle timeout and sent again at once (its backoff would be
+    // 0.8 s more): the put lands about 0.9 s after the return, not 1.7 s.
+    expect(Date.now() - back).toBeLessThan(1_300);
+    // The store looked for the bucket's return itself while the put hung or slept: a cheap look at a key it used.
+    expect(probes).toBeGreaterThan(0);
+  });
+
+  it('no look for the return goes once nothing waits on the bucket, nor once the store is abandoned', async () => {
+    const bucket = new FakeBucket();
+    let looks = 0;
+    bucket.fault = (op) => {
+      if (op === 'head') looks++;
+      return { fault: 'unreachable', code: 'ECONNREFUSED' };
+    };
+    const store = new PatientStore(bucket, { idleMs: 1_000, unreachableMs: 60_000 });
+    const put = store.putNew('spring/a.png', source()).catch((e: unknown) => e as ObjectStoreError);
+    while (looks < 2) await new Promise((r) => setTimeout(r, 10));
+    store.abandon('interrupted');
+    expect(((await put) as ObjectStoreError).code).toBe('ABANDONED');
+    const after = looks;
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(looks).toBe(after);
   });
 
   it('a write in flight while the bucket only slows down is never given up when it answers again', async () => {
@@ -274,6 +320,20 @@ describe('a bucket that answers nothing but faults', () => {
       expect((e as ObjectStoreError).message).toMatch(/answered nothing but faults since .*--unreachable-minutes/);
     }
     expect(store.trouble?.code).toBe('ECONNREFUSED');
+  });
+
+  it('a write that meets nothing but faults gives up after --unreachable-minutes, though looks are answered meanwhile', async () => {
+    const bucket = new FakeBucket();
+    // A bucket (or a proxy before it) that answers a HEAD but resets every upload.
+    bucket.fault = (op) => (op === 'putReplace' ? { fault: 'unreachable', code: 'ECONNRESET' } : undefined);
+    const store = new PatientStore(bucket, { idleMs: 1_000, unreachableMs: 1_500 });
+    const started = Date.now();
+    const error = (await store
+      .putReplace('spring/results.jsonl', source())
+      .catch((e: unknown) => e)) as ObjectStoreError;
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1_500);
+    expect(error.code).toBe('ECONNRESET');
+    expect(error.message).toMatch(/answered this request nothing but faults since .*--unreachable-minutes/);
   });
 
   it('an interrupt ends a call waiting out the bucket at once', async () => {

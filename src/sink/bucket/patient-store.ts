@@ -20,6 +20,14 @@ const LONGEST_BACKOFF_MS = 15_000;
  */
 const LONGEST_NO_ANSWER_MS = 2_000;
 
+/**
+ * While the bucket answers nothing and a call waits on it, a cheap look (a
+ * HEAD of the last key asked for) goes this often, each given up after the
+ * second figure: the return is seen though every call sleeps or hangs.
+ */
+const LOOK_EVERY_MS = 500;
+const LONGEST_LOOK_MS = 2_000;
+
 /** How long the bucket's faults are ridden out. */
 export interface Patience {
   /** A request that moves no byte for this long is abandoned and sent again (--idle-timeout). */
@@ -66,6 +74,13 @@ export class PatientStore implements ObjectStore {
   private readonly underWay = new Set<{ movedAt: number; abandon: () => void }>();
   /** The trouble under way has had a call that got no answer at all (not only slow-downs). */
   private noAnswerSeen = false;
+  /** When an outage of no answers last ended: an attempt sent before then, into it, is sent again at once. */
+  private outageEndedAt = Number.NEGATIVE_INFINITY;
+  /** Calls under way (asleep or sent): the looks for the bucket's return go only while one waits. */
+  private calls = 0;
+  /** The key last asked for (one the credentials may look at), and the looks under way, if any. */
+  private lastKey: string | undefined;
+  private looks: AbortController | undefined;
   /** Aborted when every call is given up at once (an interrupt's end that the bucket did not answer in time). */
   private readonly closing = new AbortController();
   private readonly now: () => number;
@@ -111,7 +126,7 @@ export class PatientStore implements ObjectStore {
   }
 
   head(key: string, call?: StoreCall): Promise<StoredObject | undefined> {
-    return this.call(call, (c) => this.inner.head(key, c));
+    return this.call(key, call, (c) => this.inner.head(key, c));
   }
 
   /**
@@ -121,7 +136,7 @@ export class PatientStore implements ObjectStore {
    */
   putNew(key: string, source: ObjectSource, call?: StoreCall): Promise<'created' | 'exists'> {
     let sent = false;
-    return this.call(call, async (c) => {
+    return this.call(key, call, async (c) => {
       if (sent && (await this.inner.head(key, c))) return 'exists';
       sent = true;
       return this.inner.putNew(key, source, c);
@@ -129,15 +144,15 @@ export class PatientStore implements ObjectStore {
   }
 
   putReplace(key: string, source: Omit<ObjectSource, 'sha256'>, call?: StoreCall): Promise<void> {
-    return this.call(call, (c) => this.inner.putReplace(key, source, c));
+    return this.call(key, call, (c) => this.inner.putReplace(key, source, c));
   }
 
   delete(key: string, call?: StoreCall): Promise<void> {
-    return this.call(call, (c) => this.inner.delete(key, c));
+    return this.call(key, call, (c) => this.inner.delete(key, c));
   }
 
   async get(key: string, range?: ByteRange, call?: StoreCall): Promise<{ size: number; body: Readable } | undefined> {
-    const got = await this.call(call, (c) => this.inner.get(key, range, c));
+    const got = await this.call(key, call, (c) => this.inner.get(key, range, c));
     if (!got) return undefined;
     const from = range?.start ?? 0;
     const to = range ? Math.min(range.end, got.size - 1) : got.size - 1;
@@ -167,7 +182,7 @@ export class PatientStore implements ObjectStore {
         const fault = asFault(error, `GET ${key}`);
         if (signal?.aborted || !PASSING.has(fault.fault)) throw fault;
         await this.waitOut(fault, signal);
-        const rest = await this.call({ signal }, (c) => this.inner.get(key, { start: at, end: to }, c));
+        const rest = await this.call(key, { signal }, (c) => this.inner.get(key, { start: at, end: to }, c));
         if (!rest) throw new ObjectStoreError(`GET ${key}: the object is gone`, 'failed', 'NoSuchKey');
         body = rest.body;
       }
@@ -175,9 +190,27 @@ export class PatientStore implements ObjectStore {
   }
 
   /** One call, sent again after each passing fault until it is answered or the bucket's trouble has lasted too long. */
-  private async call<T>(call: StoreCall | undefined, attempt: (call: StoreCall) => Promise<T>): Promise<T> {
+  private async call<T>(
+    key: string,
+    call: StoreCall | undefined,
+    attempt: (call: StoreCall) => Promise<T>,
+  ): Promise<T> {
     const signal = call?.signal ? AbortSignal.any([call.signal, this.closing.signal]) : this.closing.signal;
     if (signal.aborted) throw signal.reason;
+    this.lastKey = key;
+    this.calls++;
+    try {
+      return await this.tries(signal, attempt);
+    } finally {
+      // Nothing waits on the bucket any more: a look under way for its return is given up (it would hold the exit).
+      if (--this.calls === 0 && this.sleepers.size === 0) this.looks?.abort();
+    }
+  }
+
+  private async tries<T>(signal: AbortSignal, attempt: (call: StoreCall) => Promise<T>): Promise<T> {
+    // Since when this call has met nothing but faults: it gives up after as long as the bucket's trouble would, though
+    // other calls are answered meanwhile (a bucket that answers looks but never takes a write).
+    let faultedSince: number | undefined;
     for (let tries = 0; ; tries++) {
       const sentAt = this.now();
       try {
@@ -186,21 +219,22 @@ export class PatientStore implements ObjectStore {
         return value;
       } catch (error) {
         const fault = asFault(error, 'a bucket call');
+        faultedSince ??= this.now();
         if (signal.aborted) throw this.closing.signal.aborted ? this.closing.signal.reason : error;
         if (!PASSING.has(fault.fault)) {
           // A refusal is an answer: the bucket is there.
           this.answered(sentAt);
           throw fault;
         }
-        // Sent into an outage that has ended: sent again at once.
-        if (fault.code === OUTAGE_ENDED) {
+        // Sent into an outage that has ended since (given up by its end, or at its own idle timeout): sent again at once.
+        if (fault.code === OUTAGE_ENDED || (fault.fault === 'unreachable' && this.outageEndedAt >= sentAt)) {
           tries = -1;
           continue;
         }
         // A slow-down is an answer too: those waiting for any go, though this call backs off as asked.
         if (fault.fault === 'slow-down') this.wakeSleepers();
         // Woken by the bucket's return: its backoff starts over (an outage's tries would make a SlowDown's 15 s).
-        if (await this.waitOut(fault, signal, tries)) tries = -1;
+        if (await this.waitOut(fault, signal, tries, faultedSince)) tries = -1;
       }
     }
   }
@@ -210,16 +244,22 @@ export class PatientStore implements ObjectStore {
    * is slept, or the call gives up. True when the bucket's first answer after
    * an outage ended the sleep.
    */
-  private async waitOut(fault: ObjectStoreError, signal: AbortSignal | undefined, tries = 0): Promise<boolean> {
+  private async waitOut(
+    fault: ObjectStoreError,
+    signal: AbortSignal | undefined,
+    tries = 0,
+    faultedSince = Number.POSITIVE_INFINITY,
+  ): Promise<boolean> {
     const now = this.now();
     this.troubleSince ??= now;
     if (fault.fault === 'unreachable') this.noAnswerSeen = true;
     this.lastCode = fault.code;
     const trouble = this.trouble!;
     for (const listener of this.listeners) listener(trouble);
-    if (now >= trouble.givesUpAt)
+    const since = Math.min(trouble.since, faultedSince);
+    if (now >= since + this.patience.unreachableMs)
       throw new ObjectStoreError(
-        `${fault.message}; the bucket has answered nothing but faults since ${new Date(trouble.since).toISOString()} (--unreachable-minutes)`,
+        `${fault.message}; the bucket has answered ${since < trouble.since ? 'this request ' : ''}nothing but faults since ${new Date(since).toISOString()} (--unreachable-minutes)`,
         'unreachable',
         fault.code,
         { cause: fault },
@@ -228,8 +268,11 @@ export class PatientStore implements ObjectStore {
     const noAnswer = fault.fault === 'unreachable';
     const cap = noAnswer ? Math.min(longest, LONGEST_NO_ANSWER_MS) : longest;
     const step = Math.min(cap, first * 2 ** Math.min(tries, 16));
-    const wait = Math.min(trouble.givesUpAt - now, step / 2 + (this.random() * step) / 2);
-    if (noAnswer) return this.sleepUntilAnswer(wait, signal);
+    const wait = Math.min(since + this.patience.unreachableMs - now, step / 2 + (this.random() * step) / 2);
+    if (noAnswer) {
+      void this.lookForReturn();
+      return this.sleepUntilAnswer(wait, signal);
+    }
     await sleep(wait, signal);
     return false;
   }
@@ -248,6 +291,41 @@ export class PatientStore implements ObjectStore {
       .finally(() => this.sleepers.delete(wake));
   }
 
+  /**
+   * While the bucket answers nothing and a call waits, a HEAD of the last key
+   * every half second: its answer (any answer: a 404, a 403) ends the outage
+   * for every call, as a call's own would.
+   */
+  private async lookForReturn(): Promise<void> {
+    const key = this.lastKey;
+    if (this.looks || key === undefined) return;
+    const looks = new AbortController();
+    this.looks = looks;
+    const signal = AbortSignal.any([looks.signal, this.closing.signal]);
+    const idleMs = Math.min(this.patience.idleMs, LONGEST_LOOK_MS);
+    try {
+      while (this.noAnswerSeen && (this.calls > 0 || this.sleepers.size > 0)) {
+        await sleep(LOOK_EVERY_MS, signal);
+        if (!this.noAnswerSeen) return;
+        const sentAt = this.now();
+        try {
+          await this.untilIdle(signal, (c) => this.inner.head(key, c), idleMs);
+          this.answered(sentAt);
+        } catch (error) {
+          if (signal.aborted) return;
+          const fault = asFault(error, `HEAD ${key}`);
+          // A slow-down is the bucket's answer: the calls asleep go, and one of theirs ends the trouble.
+          if (fault.fault === 'slow-down') this.wakeSleepers();
+          else if (!PASSING.has(fault.fault)) this.answered(sentAt);
+        }
+      }
+    } catch {
+      // Given up (nothing waits, or every call is abandoned): the looks end.
+    } finally {
+      if (this.looks === looks) this.looks = undefined;
+    }
+  }
+
   private wakeSleepers(): void {
     for (const wake of [...this.sleepers]) wake();
   }
@@ -263,10 +341,12 @@ export class PatientStore implements ObjectStore {
     this.troubleSince = undefined;
     const noAnswer = this.noAnswerSeen;
     this.noAnswerSeen = false;
+    this.looks?.abort();
+    const now = this.now();
+    if (noAnswer) this.outageEndedAt = now;
     for (const listener of this.listeners) listener(undefined);
     // Only after an outage of no answers (a slow-down's requests are being served), and only an attempt stuck a while:
     // a write given up while it is landing would be sent again over itself where a store ignores If-None-Match.
-    const now = this.now();
     if (noAnswer)
       for (const attempt of [...this.underWay])
         if (attempt.movedAt < sentAt && now - attempt.movedAt >= STUCK_MS) attempt.abandon();
@@ -274,8 +354,11 @@ export class PatientStore implements ObjectStore {
   }
 
   /** One attempt, abandoned when it moves no byte for the idle timeout (its own timeouts may never fire). */
-  private untilIdle<T>(signal: AbortSignal | undefined, attempt: (call: StoreCall) => Promise<T>): Promise<T> {
-    const { idleMs } = this.patience;
+  private untilIdle<T>(
+    signal: AbortSignal | undefined,
+    attempt: (call: StoreCall) => Promise<T>,
+    idleMs = this.patience.idleMs,
+  ): Promise<T> {
     const ends = new AbortController();
     const interrupt = () => ends.abort(signal?.reason);
     signal?.addEventListener('abort', interrupt, { once: true });
