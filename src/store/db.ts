@@ -1,6 +1,6 @@
 import { dirname } from 'node:path';
 import { openSqlite, SqliteDriverError, type Db } from './driver.js';
-import { APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION } from './migrations.js';
+import { APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION } from './migrations/index.js';
 import { GenbatchError } from '../util/errors.js';
 import { makeFolderSync } from '../util/make-folder.js';
 

@@ -45,7 +45,7 @@ export type { RunRow } from './runs.js';
 export { COUNTER_NAMES, type CounterDelta, type CounterName } from './counters.js';
 export type { SteeringAnswer, SteeringMode, SteeringRequest } from './steering.js';
 export { lockHolder } from './lock.js';
-export { JOB_SECONDS_BUCKETS } from './migrations.js';
+export { JOB_SECONDS_BUCKETS } from './job-seconds.js';
 
 /** The run's durable state: one SQLite file, one writer process. */
 export class Store {

@@ -1,7 +1,7 @@
 import type { Statement } from 'better-sqlite3';
 import type { Db } from './db.js';
 import type { ReviewDecision } from './reviews.js';
-import { searchText } from './migrations.js';
+import { searchText } from './search-text.js';
 import { ITEM_STATES, type ItemState } from './states.js';
 
 /** What the review app filters its grid by; every field optional. */

@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { openSqlite } from '../../src/store/driver.js';
 import { describe, expect, it } from 'vitest';
-import { APPLICATION_ID, SCHEMA_VERSION } from '../../src/store/migrations.js';
+import { APPLICATION_ID, SCHEMA_VERSION } from '../../src/store/migrations/index.js';
 import { imageManifest, readState, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 import { runCliInProcess } from '../helpers/cli.js';
