@@ -107,14 +107,6 @@ const S3_ERROR = (code, message) =>
   `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>${message}</Message><RequestId>proxy</RequestId></Error>`;
 
 /**
- * A loopback HTTP proxy in front of a test bucket that gives the faults of a
- * real one on demand, by request (`decide(method, path)`): 503 SlowDown and
- * 500 InternalError as S3 words them, a request read and never answered
- * (`silent`), a connection reset before it is forwarded (`reset`), a body
- * torn halfway through its answer (`torn`); and `refuseFor(ms)`, a spell
- * with nothing listening on its port.
- */
-/**
  * A free loopback port below the kernel's ephemeral range (32768 and up here): a server that stops listening for a
  * spell of refusal must find its port still free when it listens again. One from port 0 is ephemeral, and another
  * process binding port 0 meanwhile (the bench's other worker) could be handed it: its run would then talk to
@@ -132,6 +124,14 @@ export async function privatePort() {
   }
 }
 
+/**
+ * A loopback HTTP proxy in front of a test bucket that gives the faults of a
+ * real one on demand, by request (`decide(method, path)`): 503 SlowDown and
+ * 500 InternalError as S3 words them, a request read and never answered
+ * (`silent`), a connection reset before it is forwarded (`reset`), a body
+ * torn halfway through its answer (`torn`); and `refuseFor(ms)`, a spell
+ * with nothing listening on its port.
+ */
 export async function startFaultProxy(bucketEnv) {
   const target = new URL(bucketEnv.AWS_ENDPOINT_URL);
   const sockets = new Set();

@@ -105,12 +105,6 @@ function paceText(p: LiveFacts['pace']): string {
   return p.windowMs === 60_000 ? `${sent} per min` : `${sent} per ${formatDuration(p.windowMs / 1000)}`;
 }
 
-/**
- * What a run shows while it works. On a terminal: one live line, redrawn.
- * Otherwise (a log file, CI): a summary line every 30 s and on each change of
- * the run's course (started, waiting, resumed, stopping), never one per item;
- * the per-item events are in the JSON log.
- */
 /** Events of single requests and transfers, which the live line does not print. */
 const PER_REQUEST: ReadonlySet<RunEvent['kind']> = new Set([
   'submitted',
@@ -122,6 +116,12 @@ const PER_REQUEST: ReadonlySet<RunEvent['kind']> = new Set([
   'outage',
 ]);
 
+/**
+ * What a run shows while it works. On a terminal: one live line, redrawn.
+ * Otherwise (a log file, CI): a summary line every 30 s and on each change of
+ * the run's course (started, waiting, resumed, stopping), never one per item;
+ * the per-item events are in the JSON log.
+ */
 export class Progress {
   private timer: NodeJS.Timeout | undefined;
   private startedLine: NodeJS.Timeout | undefined;

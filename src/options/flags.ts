@@ -204,7 +204,6 @@ export const RUN_FLAGS = {
   }),
 };
 
-/** What `estimate` takes. */
 /**
  * What `estimate` takes: every flag of `run`, so `run` can be priced by its own command line. `--only`, the
  * limits, `--daily-cap` and `--max-credits` change the figures; the others change nothing here.

@@ -90,8 +90,6 @@ export class Jobs {
     return soonest;
   }
 
-  /** The account's jobs, newest first. */
-  /** A key's page of the job list: its own jobs and the account's web-application jobs (another key's are not listed). */
   /** Whether `key` sees the job: any job of its account, or (the strict reading) those it made and the web application's. */
   visibleTo(job: SimJob, key: SimKey, visibility: JobVisibility): boolean {
     return (
@@ -99,6 +97,7 @@ export class Jobs {
     );
   }
 
+  /** A key's page of the job list, newest first: the jobs `visibleTo` lets it see. */
   list(key: SimKey, visibility: JobVisibility, type: string | undefined, beforeSeq: number, limit: number): SimJob[] {
     const out: SimJob[] = [];
     const all = [...this.byId.values()].filter(

@@ -10,11 +10,6 @@ export class StateFileError extends GenbatchError {
   override readonly name = 'StateFileError';
 }
 
-/**
- * Opens a state file to read only, as status and report do while a run may be
- * writing it: nothing is written, migrated or checkpointed. A file of an older
- * schema is opened by openDb instead (migrated) when no run holds it.
- */
 /** Opens a state a live run holds, to write its steering row alone: the run keeps the file's schema, which must be this genbatch's. */
 export function openDbReadWriteUnlocked(path: string): Db {
   let db: Db;
@@ -38,6 +33,11 @@ export function openDbReadWriteUnlocked(path: string): Db {
   return db;
 }
 
+/**
+ * Opens a state file to read only, as status and report do while a run may be
+ * writing it: nothing is written, migrated or checkpointed. A file of an older
+ * schema is opened by openDb instead (migrated) when no run holds it.
+ */
 export function openDbReadOnly(path: string): Db | 'older' {
   let db: Db;
   try {
@@ -71,10 +71,6 @@ export function openDbReadOnly(path: string): Db | 'older' {
 }
 
 /**
- * Opens (or creates) a state file: WAL, full sync (a committed idempotency key
- * survives a power cut, not only a kill), a bounded WAL, and the schema migrated.
- */
-/**
  * Runs `fn` with its commits written to the WAL but not flushed to the disk
  * (synchronous = NORMAL): safe from a crash or a kill, and on a power cut lost
  * only as a suffix of commits. For what is learnt after a request (a job's id,
@@ -94,6 +90,10 @@ export function withRelaxedSync<T>(db: Db, fn: () => T): T {
   }
 }
 
+/**
+ * Opens (or creates) a state file: WAL, full sync (a committed idempotency key
+ * survives a power cut, not only a kill), a bounded WAL, and the schema migrated.
+ */
 export function openDb(path: string): Db {
   try {
     makeFolderSync(dirname(path));

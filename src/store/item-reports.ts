@@ -157,7 +157,6 @@ export class ItemReports {
     return out;
   }
 
-  /** What reports need of every item, without its whole stored spec. */
   /** A page of the report, in manifest order, after the given place (start with -Infinity, 0). */
   reportPage(afterSeq: number, afterRow: number, limit: number): ItemFacts[] {
     return this.reportStmt.all(afterSeq, afterRow, limit);

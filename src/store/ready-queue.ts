@@ -67,7 +67,6 @@ export class ReadyQueue {
     );
   }
 
-  /** Pending items of a type that are due and whose dependencies are all done, in manifest order after `afterSeq`. */
   /** Ready items of a type, highest priority first, then in manifest order, after the item `after` in that order. */
   ready(
     type: 'image' | 'video',

@@ -1,6 +1,6 @@
-/** An item's states, and their groups, defined once: the store's SQL and the runner read them from here. */
 /**
- * `queued`: its attempt (key and body) is committed and waits for a submission
+ * An item's states, and their groups, defined once: the store's SQL and the
+ * runner read them from here. `queued`: its attempt (key and body) is committed and waits for a submission
  * token, never sent; `submitting`: sent (or to be resent after a backoff) and
  * not yet answered with a job; `maybe_accepted`: no answer said whether the
  * attempt made a job, and this run's resends ran out: a later run resends the

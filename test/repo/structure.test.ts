@@ -2,6 +2,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { stackedDocComments } from '../../scripts/doc-comments.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const src = join(root, 'src');
@@ -56,6 +57,12 @@ function cycles(graph: Map<string, Set<string>>): string[] {
 
 describe("the code's floors", () => {
   const files = walk(src).filter((f) => f.endsWith('.ts'));
+
+  it("lint finds a doc comment stacked on another (an editor shows only the second), and none on a file's head", () => {
+    const text = ['/** The file. */', '', '/** Old words, left behind. */', '/**', ' * What f does.', ' */', 'f();'];
+    expect(stackedDocComments(text.join('\n'))).toEqual([4]);
+    expect(stackedDocComments('/** One. */\nconst a = 1;\n/** Two. */\nconst b = 2;\n')).toEqual([]);
+  });
 
   it('every flag of every command is declared in src/options, none inline in the CLI', () => {
     const inline = files

@@ -12,14 +12,14 @@ import type { Reachability } from '../watch/reachability.js';
 /** What a loop does next: stop, look again at once, or wait for this first. */
 type Step = 'done' | 'again' | Promise<void>;
 
+/** Synchronous steps in a row after which a feed loop lets the event loop run (a catalog hands out thousands at a time). */
+const SYNC_STEPS_BEFORE_YIELD = 256;
+
 /**
  * Keeps each type's slots full, on every key with room, with ready items in
  * their order (priority, then manifest order), until none can become ready.
  * One loop per type; each waits on the run's wake-ups, never on a busy clock.
  */
-/** Synchronous steps in a row after which a feed loop lets the event loop run (a catalog hands out thousands at a time). */
-const SYNC_STEPS_BEFORE_YIELD = 256;
-
 export class FeedLoops {
   constructor(
     private readonly deps: {

@@ -146,6 +146,14 @@ export class KeyLane {
 }
 
 /**
+ * A killed run's last sends may reach the service this long after their
+ * record was committed: with 100 ms, a loaded 2-core machine saw two 429s
+ * in 40 submissions killed 8 times at 60x (once in four suites). At the real
+ * pace the share of the window (6 s, capped at 2 s) rules.
+ */
+const MIN_SEND_MARGIN_MS = 300;
+
+/**
  * The key's submissions of the last window, read back after a restart, as
  * the window must count them. A send's time is taken before its record is
  * committed, and the service counts the request when it arrives: a few
@@ -155,14 +163,6 @@ export class KeyLane {
  * 2 s at the most), they leave the window after the service's count does:
  * a restart sends into no 429.
  */
-/**
- * A killed run's last sends may reach the service this long after their
- * record was committed: with 100 ms, a loaded 2-core machine saw two 429s
- * in 40 submissions killed 8 times at 60x (once in four suites). At the real
- * pace the share of the window (6 s, capped at 2 s) rules.
- */
-const MIN_SEND_MARGIN_MS = 300;
-
 function recentSubmissions(
   store: Store,
   keyFp: string,

@@ -4,7 +4,6 @@ import { contentHashOf, fileSha256, runIdFor } from '../core/identity.js';
 import { snapshotInputs, type SyncedSources } from './sources.js';
 import type { ResolvedRunOptions } from '../../options/resolve.js';
 
-/** What a sync uses of the run's options. */
 /** What a sync reads of the run's options (a canary or --only makes the run wait for every item), its clock and its step. */
 export type SyncView = Pick<ResolvedRunOptions, 'redoChanged' | 'rehearsal' | 'canary' | 'only'> & {
   now: () => number;
