@@ -66,7 +66,7 @@ export interface ReviewCardData {
   version: number | null;
   /** Its first output, relative to the output dir. */
   file: string | null;
-  /** A web copy of it made for the web (the card shows it rather than the original), when one was made. */
+  /** A web copy of it to show on the card (the smallest at least 400 pixels wide, else the largest), when made. */
   copy: string | null;
   decision: Decision | null;
   note: string | null;

@@ -1,7 +1,7 @@
 import type { GalleryCard, RunSeries } from '../browser/data.js';
 import { inScript, pages, type Pages } from './pages.js';
 import { formatDuration } from '../estimate/index.js';
-import type { ItemState } from '../store/index.js';
+import { FINAL_STATES, type ItemState, OPEN_STATES } from '../store/index.js';
 import { escapeHtml as esc, relativeUrl } from './html.js';
 import { summarizeRows, type ResultRow, type ResultSummary } from './results.js';
 
@@ -30,19 +30,8 @@ export interface GalleryInput extends Omit<GalleryHeader, 'summary' | 'code'> {
 
 /** The states the filters always offer; others appear when some item is in them. */
 const FILTER_STATES: readonly ItemState[] = ['done', 'failed', 'blocked', 'skipped'];
-const ALL_STATES: readonly ItemState[] = [
-  'done',
-  'failed',
-  'rejected',
-  'blocked',
-  'skipped',
-  'pending',
-  'queued',
-  'submitting',
-  'maybe_accepted',
-  'running',
-  'downloading',
-];
+/** Every state, the ended ones first: the filters' order. */
+const ALL_STATES: readonly ItemState[] = [...FINAL_STATES, ...OPEN_STATES];
 
 /**
  * One HTML file that shows a run's outputs: no server, no network (a CSP

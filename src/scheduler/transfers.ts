@@ -1,3 +1,4 @@
+import { Waiters } from '../util/waiters.js';
 /** What a transfer tells its queue as its bytes move. */
 export interface TransferProgress {
   /** A body began to arrive (or leave). */
@@ -34,7 +35,7 @@ export class Transfers {
   private readonly waiting: { label: string; start: () => void }[] = [];
   private readonly running = new Set<Running>();
   private readonly idleListeners: (() => void)[] = [];
-  private idleWaiters: (() => void)[] = [];
+  private readonly idleWaiters = new Waiters();
   private sweep: NodeJS.Timeout | undefined;
 
   constructor(
@@ -80,7 +81,7 @@ export class Transfers {
   /** Resolves once nothing runs or waits. */
   onIdle(): Promise<void> {
     if (this.pending === 0 && this.size === 0) return Promise.resolve();
-    return new Promise((resolve) => this.idleWaiters.push(resolve));
+    return this.idleWaiters.wait();
   }
 
   /** Calls `listener` each time the queue becomes idle. */
@@ -156,9 +157,7 @@ export class Transfers {
   }
 
   private becameIdle(): void {
-    const waiters = this.idleWaiters;
-    this.idleWaiters = [];
-    for (const resolve of waiters) resolve();
+    this.idleWaiters.release();
     for (const listener of this.idleListeners) listener();
   }
 }

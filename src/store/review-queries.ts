@@ -1,4 +1,5 @@
 import type { Statement } from 'better-sqlite3';
+import type { ReviewCardData } from '../browser/data.js';
 import type { Db } from './db.js';
 import type { ReviewDecision } from './reviews.js';
 import { searchText } from './search-text.js';
@@ -15,21 +16,10 @@ export interface ReviewFilter {
   search?: string | undefined;
 }
 
-/** One card of the review grid: the item and its current version's first output. */
-export interface ReviewCard {
-  id: string;
+/** One card of the review grid (the page's shape), with the state and the decision as the store types them. */
+export interface ReviewCard extends ReviewCardData {
   state: ItemState;
-  type: 'image' | 'video';
-  model: string;
-  prompt: string;
-  /** The current version, when one is on disk. */
-  version: number | null;
-  /** Its first output, relative to the output dir. */
-  file: string | null;
-  /** A web copy of it to show on the card (the smallest at least 400 pixels wide, else the largest), when made. */
-  copy: string | null;
   decision: ReviewDecision | null;
-  note: string | null;
 }
 
 /** An output downloaded since the app last asked: the live view's newest cards. */

@@ -1,10 +1,11 @@
+import { Waiters } from '../../util/waiters.js';
 /**
  * Whether submissions may leave: closed while the run is paused (another
  * shell's `genbatch pause`). Polls and downloads never wait for it.
  */
 export class PauseGate {
   private pausedSince: number | undefined;
-  private readonly waiters = new Set<() => void>();
+  private readonly waiters = new Waiters<boolean>();
 
   get since(): number | undefined {
     return this.pausedSince;
@@ -20,23 +21,13 @@ export class PauseGate {
 
   resume(): void {
     this.pausedSince = undefined;
-    for (const open of [...this.waiters]) open();
+    this.waiters.release(true);
   }
 
   /** At once while not paused; while paused, when resumed (true) or when `signal` aborts first (false). */
   wait(signal: AbortSignal): Promise<boolean> {
     if (signal.aborted) return Promise.resolve(false);
     if (this.pausedSince === undefined) return Promise.resolve(true);
-    return new Promise<boolean>((resolve) => {
-      const done = (open: boolean) => {
-        this.waiters.delete(onOpen);
-        signal.removeEventListener('abort', onAbort);
-        resolve(open);
-      };
-      const onOpen = () => done(true);
-      const onAbort = () => done(false);
-      this.waiters.add(onOpen);
-      signal.addEventListener('abort', onAbort, { once: true });
-    });
+    return this.waiters.wait(signal, false);
   }
 }

@@ -5,7 +5,7 @@ import type { Control } from '../core/control.js';
 import type { Credits } from '../keys/credits.js';
 import type { Feeder, NextItem } from './feeder.js';
 import type { KeyRoster } from '../keys/roster.js';
-import { holdSlotOfMaybeJob, type JobType, type KeyLane, type KeyLanes } from '../keys/lanes.js';
+import { holdMaybeAccepted, type JobType, type KeyLane, type KeyLanes } from '../keys/lanes.js';
 import type { PauseGate } from '../core/pause-gate.js';
 import type { Reachability } from '../watch/reachability.js';
 
@@ -195,14 +195,10 @@ export class FeedLoops {
    * run resends it with its key), and passed over by the feeder from now on.
    */
   private holdResend(next: NextItem, code: string, message: string): Step {
-    const { feeder, store, clock, control, lanes } = this.deps;
+    const { feeder, lanes } = this.deps;
     feeder.holdResend(next.id);
-    if (store.life.recordMaybeAccepted(next.id, next.attempt, { code, message }, clock.now())) {
-      control.emit({ kind: 'item-final', itemId: next.id, state: 'maybe_accepted', code, message });
-      // Its job may be running on the service: its key counts it in flight.
-      const lane = lanes.get(next.key_fp ?? lanes.all[0]!.fingerprint);
-      if (lane) holdSlotOfMaybeJob(lane, next.type, clock.scaled);
-    }
+    const lane = lanes.get(next.key_fp ?? lanes.all[0]!.fingerprint);
+    holdMaybeAccepted(this.deps, lane, next, { code, message });
     return 'again';
   }
 

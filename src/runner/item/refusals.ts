@@ -9,7 +9,7 @@ import {
 } from '../../api/index.js';
 import { NotSentError } from '../../scheduler/rate-window.js';
 import type { AttemptRow, ErrorNote } from '../../store/index.js';
-import { holdSlotOfMaybeJob, keyRefusedNote } from '../keys/lanes.js';
+import { holdMaybeAccepted, keyRefusedNote } from '../keys/lanes.js';
 import { forgetUploads } from './attempt.js';
 import { errorOf, type ItemTask } from './job-deps.js';
 
@@ -72,11 +72,11 @@ export async function refusal(
       if (!send.mayBeAccepted) deps.store.life.recordRefused(attempt.item_id, attempt.n, e, 'pending', task.now());
       deps.report.refused(lane, e, reaction);
       if (send.mayBeAccepted)
-        return holdMaybeAccepted(task, attempt, reaction.scope === 'key' ? keyRefusedNote(lane, attempt) : e);
+        return maybeAccepted(task, attempt, reaction.scope === 'key' ? keyRefusedNote(lane, attempt) : e);
       return undefined;
     default:
       // Never answers to a submission; if one ever did, the safe reading is "maybe accepted".
-      return holdMaybeAccepted(task, attempt, e);
+      return maybeAccepted(task, attempt, e);
   }
 }
 
@@ -122,7 +122,7 @@ function resendLater(
     task.deps.store.life.deferResend(task.itemId, attempt.n, now + wait, now, 'no-answer');
     return 'again';
   }
-  if (!unavailable) return holdMaybeAccepted(task, attempt, e);
+  if (!unavailable) return maybeAccepted(task, attempt, e);
   if (store.life.recordRefused(attempt.item_id, attempt.n, e, 'failed', task.now()))
     task.final('failed', e.code, e.message);
   return undefined;
@@ -158,17 +158,15 @@ function markItem(
   return undefined;
 }
 
-/**
- * The submission may have created a job and no answer said which: the item
- * stays `submitting`, its attempt committed, and the next run resends the
- * same key and body. `retry` never replaces such an attempt.
- */
-function holdMaybeAccepted(task: ItemTask, attempt: AttemptRow, e: { code: string; message: string }): undefined {
+/** The submission may have created a job and no answer said which: held for a later run, told how to go on. */
+function maybeAccepted(task: ItemTask, attempt: AttemptRow, e: { code: string; message: string }): undefined {
   const message = `${e.message} (the submission may have been accepted; run the same command again to resend it with the same key: it is never paid twice)`;
-  if (task.deps.store.life.recordMaybeAccepted(task.itemId, attempt.n, { code: e.code, message }, task.now())) {
-    task.final('maybe_accepted', e.code, message);
-    holdSlotOfMaybeJob(task.lane, task.fixed.type, task.deps.clock.scaled);
-  }
+  holdMaybeAccepted(
+    task.deps,
+    task.lane,
+    { id: task.itemId, attempt: attempt.n, type: task.fixed.type },
+    { code: e.code, message },
+  );
   return undefined;
 }
 

@@ -10,8 +10,9 @@ import type { Pacer } from '../../scheduler/pacer.js';
 import type { KeyLimits } from '../../scheduler/limits.js';
 import { Slots } from '../../scheduler/slots.js';
 import type { AttemptRow, Store } from '../../store/index.js';
-import { sleep } from '../../util/sleep.js';
 import type { RunClock } from '../../scheduler/clock.js';
+import type { Control } from '../core/control.js';
+import { sleep } from '../../util/sleep.js';
 import { DailyCap } from './daily-cap.js';
 
 export type JobType = 'image' | 'video';
@@ -245,9 +246,23 @@ function leastLoaded(lanes: readonly KeyLane[], now: number): KeyLane | undefine
  */
 const MAYBE_RUNNING_MS: Record<JobType, number> = { image: 180_000, video: 1_200_000 };
 
-/** A slot of the lane held for a job that a submission held "maybe accepted" may have made. */
-export function holdSlotOfMaybeJob(lane: KeyLane, type: JobType, scaled: (ms: number) => number): void {
-  lane.slots[type].holdFor(scaled(MAYBE_RUNNING_MS[type]));
+/**
+ * A submission that may have made a job, and no answer said which: the item
+ * is held `maybe_accepted` with why (a later run resends the same key and
+ * body; `retry` never replaces it), said as its end, and a slot of its key
+ * counts the job the service may be running. False when the item had
+ * moved on meanwhile.
+ */
+export function holdMaybeAccepted(
+  run: { store: Store; control: Pick<Control, 'emit'>; clock: Pick<RunClock, 'now' | 'scaled'> },
+  lane: KeyLane | undefined,
+  item: { id: string; attempt: number; type: JobType },
+  why: { code: string; message: string },
+): boolean {
+  if (!run.store.life.recordMaybeAccepted(item.id, item.attempt, why, run.clock.now())) return false;
+  run.control.emit({ kind: 'item-final', itemId: item.id, state: 'maybe_accepted', ...why });
+  lane?.slots[item.type].holdFor(run.clock.scaled(MAYBE_RUNNING_MS[item.type]));
+  return true;
 }
 
 /** Why an item waits for a key the service refused: it was sent with it, and may have been accepted then. */

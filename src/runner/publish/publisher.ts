@@ -1,3 +1,4 @@
+import { Waiters } from '../../util/waiters.js';
 import type { Logger } from '../../log/logger.js';
 import { ObjectStoreError, type Publishing } from '../../sink/index.js';
 import type { Store, Unpublished } from '../../store/index.js';
@@ -25,7 +26,7 @@ export class Publisher {
   private running = 0;
   private waitingBytes = 0;
   private stopped = false;
-  private idleWaiters: (() => void)[] = [];
+  private readonly idleWaiters = new Waiters();
 
   constructor(
     private readonly deps: {
@@ -82,7 +83,7 @@ export class Publisher {
   /** Once every output is published, or publishing stopped for this run. */
   onIdle(): Promise<void> {
     if (!this.busy) return Promise.resolve();
-    return new Promise((resolve) => this.idleWaiters.push(resolve));
+    return this.idleWaiters.wait();
   }
 
   private enqueue(out: Unpublished): void {
@@ -199,9 +200,7 @@ export class Publisher {
 
   private settle(): void {
     if (this.busy) return;
-    const waiters = this.idleWaiters;
-    this.idleWaiters = [];
-    for (const resolve of waiters) resolve();
+    this.idleWaiters.release();
     this.deps.control.wake();
   }
 }

@@ -1,3 +1,4 @@
+import { Waiters } from '../../util/waiters.js';
 import { setMaxListeners } from 'node:events';
 import { TransportError } from '../../api/index.js';
 
@@ -28,7 +29,7 @@ export class Reachability {
   /** When an outage was last seen going on: a request sent before then may have been lost to it. */
   private lastDownAt = -Infinity;
   private probing: Promise<void> | undefined;
-  private waiters = new Set<(up: boolean) => void>();
+  private readonly waiters = new Waiters<boolean>();
   private gaveUp = false;
   private readonly silenceWatch: NodeJS.Timeout;
 
@@ -134,17 +135,9 @@ export class Reachability {
   /** Resolves true when the service answers (probing it until then), false when the run stops first. */
   private untilUp(signal: AbortSignal): Promise<boolean> {
     if (signal.aborted || this.gaveUp || this.opts.signal.aborted) return Promise.resolve(false);
-    return new Promise<boolean>((resolve) => {
-      const done = (up: boolean) => {
-        this.waiters.delete(done);
-        signal.removeEventListener('abort', onAbort);
-        resolve(up);
-      };
-      const onAbort = () => done(false);
-      signal.addEventListener('abort', onAbort, { once: true });
-      this.waiters.add(done);
-      this.probing ??= this.probeUntilUp().finally(() => (this.probing = undefined));
-    });
+    const up = this.waiters.wait(signal, false);
+    this.probing ??= this.probeUntilUp().finally(() => (this.probing = undefined));
+    return up;
   }
 
   /**
@@ -198,7 +191,7 @@ export class Reachability {
   }
 
   private release(up: boolean): void {
-    for (const waiter of [...this.waiters]) waiter(up);
+    this.waiters.release(up);
   }
 }
 
