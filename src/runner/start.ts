@@ -115,19 +115,9 @@ export async function prepareRun(
   const { manifest, statePath, checked, plan } = prepared;
   // A rehearsal never writes where a real run's outputs are.
   const suffix = request.rehearsal ? '.simulated' : '';
-  const outDir = rehearsalPlace(
-    request.out ? resolveOutLocation(request.cwd, request.out) : manifest.outputDir,
-    suffix,
-  );
+  const outDir = rehearsalPlace(outPlaceOf(request, manifest), suffix);
   // A rehearsal starts over each time: an earlier rehearsal's outputs in its folder are replaced.
-  const outputs = await openOutputSink(outDir, {
-    statePath,
-    keepLocal: request.keepLocal,
-    rehearsal: request.rehearsal,
-    idleMs: request.idleTimeoutMs,
-    unreachableMs: request.unreachableMs,
-    env: request.env,
-  });
+  const outputs = await openOutputSink(outDir, sinkSettingsOf(request, statePath));
   const redoneRejected = request.redoRejected
     ? opened.store.items.putBackRejected(opened.store.reviews.rejectedCurrent(), Date.now())
     : [];
@@ -148,6 +138,23 @@ export async function prepareRun(
     resumed: !checked,
     // The runner holds what it needs of the checked manifest until its items are written.
     toSync: checked ? { items: checked, fingerprint: plan.fingerprint } : undefined,
+  };
+}
+
+/** Where the outputs go, before a rehearsal's suffix: --out, else the manifest's output dir. */
+function outPlaceOf(request: ResolvedRunOptions, top: Pick<ManifestTop, 'outputDir'>): string {
+  return request.out ? resolveOutLocation(request.cwd, request.out) : top.outputDir;
+}
+
+/** The output sink's settings, the same for the run and for a restore of its state. */
+function sinkSettingsOf(request: ResolvedRunOptions, statePath: string): Parameters<typeof openOutputSink>[1] {
+  return {
+    statePath,
+    keepLocal: request.keepLocal,
+    rehearsal: request.rehearsal,
+    idleMs: request.idleTimeoutMs,
+    unreachableMs: request.unreachableMs,
+    env: request.env,
   };
 }
 
@@ -203,14 +210,9 @@ async function restoreState(request: ResolvedRunOptions): Promise<PreparedRun['r
   if (!top) return undefined;
   const statePath = statePathFor(top, request.statePath, request.cwd);
   if (existsSync(statePath)) return undefined;
-  const outDir = request.out ? resolveOutLocation(request.cwd, request.out) : top.outputDir;
+  const outDir = outPlaceOf(request, top);
   if (!bucketLocationOf(outDir)) return undefined;
-  const sink = await openOutputSink(outDir, {
-    statePath,
-    idleMs: request.idleTimeoutMs,
-    unreachableMs: request.unreachableMs,
-    env: request.env,
-  });
+  const sink = await openOutputSink(outDir, sinkSettingsOf(request, statePath));
   // A bucket that cannot be written is said by the run's own write check, as for any run (exit 4, nothing sent).
   if (!sink.snapshots || (await sink.probe())) return undefined;
   const restored = await sink.snapshots.restore(Store.damage);

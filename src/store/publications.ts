@@ -24,6 +24,22 @@ export interface PublicationCounts {
   copiesWaiting: number;
 }
 
+type KindStatements = ReturnType<typeof kindStatements>;
+
+/** A kind's publication statements (outputs, or web copies): `row` names one of its rows. */
+function kindStatements(db: Db, table: 'outputs' | 'derivatives', row: string) {
+  return {
+    published: db.prepare(
+      `UPDATE ${table} SET published_at = @now, published_to = @url, publish_error = NULL
+       WHERE ${row} AND sha256 = @sha256 AND published_at IS NULL`,
+    ),
+    failed: db.prepare(`UPDATE ${table} SET publish_error = @message WHERE ${row} AND published_at IS NULL`),
+    clearFailures: db.prepare(
+      `UPDATE ${table} SET publish_error = NULL WHERE publish_error IS NOT NULL AND published_at IS NULL`,
+    ),
+  };
+}
+
 /**
  * An output's second durable step when outputs go to a bucket: saved and
  * verified locally (its download, or a copy's making), then published,
@@ -33,13 +49,9 @@ export interface PublicationCounts {
  */
 export class Publications {
   private readonly waitingStmt;
-  private readonly publishedStmt;
-  private readonly copyPublishedStmt;
-  private readonly failedStmt;
-  private readonly copyFailedStmt;
+  /** Each kind's statements, written once: an output's row is named by its job and index, a copy's by its path too. */
+  private readonly of: { output: KindStatements; copy: KindStatements };
   private readonly countsStmt;
-  private readonly clearFailuresStmt;
-  private readonly clearCopyFailuresStmt;
 
   constructor(db: Db) {
     this.waitingStmt = db.prepare<[], Unpublished>(
@@ -52,26 +64,10 @@ export class Publications {
          WHERE d.published_at IS NULL)
        ORDER BY at, job_id, idx, copy, path`,
     );
-    this.publishedStmt = db.prepare(
-      `UPDATE outputs SET published_at = @now, published_to = @url, publish_error = NULL
-       WHERE job_id = @jobId AND idx = @idx AND sha256 = @sha256 AND published_at IS NULL`,
-    );
-    this.copyPublishedStmt = db.prepare(
-      `UPDATE derivatives SET published_at = @now, published_to = @url, publish_error = NULL
-       WHERE job_id = @jobId AND idx = @idx AND path = @path AND sha256 = @sha256 AND published_at IS NULL`,
-    );
-    this.failedStmt = db.prepare(
-      'UPDATE outputs SET publish_error = @message WHERE job_id = @jobId AND idx = @idx AND published_at IS NULL',
-    );
-    this.copyFailedStmt = db.prepare(
-      'UPDATE derivatives SET publish_error = @message WHERE job_id = @jobId AND idx = @idx AND path = @path AND published_at IS NULL',
-    );
-    this.clearFailuresStmt = db.prepare(
-      'UPDATE outputs SET publish_error = NULL WHERE publish_error IS NOT NULL AND published_at IS NULL',
-    );
-    this.clearCopyFailuresStmt = db.prepare(
-      'UPDATE derivatives SET publish_error = NULL WHERE publish_error IS NOT NULL AND published_at IS NULL',
-    );
+    this.of = {
+      output: kindStatements(db, 'outputs', 'job_id = @jobId AND idx = @idx'),
+      copy: kindStatements(db, 'derivatives', 'job_id = @jobId AND idx = @idx AND path = @path'),
+    };
     this.countsStmt = db.prepare<[], PublicationCounts>(
       `SELECT o.published + d.published AS published, o.waiting + d.waiting AS waiting,
               o.waitingBytes + d.waitingBytes AS waitingBytes, o.failed + d.failed AS failed, d.published AS copiesPublished, d.waiting AS copiesWaiting
@@ -96,20 +92,21 @@ export class Publications {
   /** Verified in the bucket at `url`: true when recorded (false: saved again since, or recorded already). */
   published(out: Pick<Unpublished, 'job_id' | 'idx' | 'sha256' | 'path' | 'copy'>, url: string, now: number): boolean {
     const row = { jobId: out.job_id, idx: out.idx, sha256: out.sha256, url, now };
-    const stmt = out.copy ? this.copyPublishedStmt : this.publishedStmt;
-    return stmt.run(out.copy ? { ...row, path: out.path } : row).changes === 1;
+    if (out.copy) return this.of.copy.published.run({ ...row, path: out.path }).changes === 1;
+    return this.of.output.published.run(row).changes === 1;
   }
 
   /** Not publishable in this run (its name is held by another object): kept locally, tried again by the next run. */
   failed(out: Pick<Unpublished, 'job_id' | 'idx' | 'path' | 'copy'>, message: string): void {
-    if (out.copy) this.copyFailedStmt.run({ jobId: out.job_id, idx: out.idx, path: out.path, message });
-    else this.failedStmt.run({ jobId: out.job_id, idx: out.idx, message });
+    const row = { jobId: out.job_id, idx: out.idx, message };
+    if (out.copy) this.of.copy.failed.run({ ...row, path: out.path });
+    else this.of.output.failed.run(row);
   }
 
   /** A new run tries again what an earlier one could not publish. */
   clearFailures(): void {
-    this.clearFailuresStmt.run();
-    this.clearCopyFailuresStmt.run();
+    this.of.output.clearFailures.run();
+    this.of.copy.clearFailures.run();
   }
 
   counts(): PublicationCounts {
