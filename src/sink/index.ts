@@ -28,7 +28,8 @@ export type {
   StateCopies,
   TakenSnapshot,
 } from './sink.js';
-export { BucketSink, ObjectTakenError, bucketProblemText } from './bucket/bucket-sink.js';
+export { BucketSink, ObjectTakenError } from './bucket/bucket-sink.js';
+export { bucketPolicy, bucketProblemText, classify, type PublicationReaction } from './bucket/bucket-policy.js';
 export {
   ObjectStoreError,
   type ObjectStore,

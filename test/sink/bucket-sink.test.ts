@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { bucketLocationOf, resolveOutLocation } from '../../src/manifest/index.js';
-import { asStoreError, clientConfig } from '../../src/sink/bucket/s3-store.js';
-import { bucketProblem } from '../../src/sink/bucket/bucket-sink.js';
+import { clientConfig } from '../../src/sink/bucket/s3-store.js';
+import { bucketProblem, classify as asStoreError } from '../../src/sink/bucket/bucket-policy.js';
 import { BucketSink, FolderSink } from '../../src/sink/index.js';
 import { FakeBucket } from '../helpers/fake-bucket.js';
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { PassThrough, type Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
 import { describe, expect, it } from 'vitest';
-import { asStoreError } from '../../src/sink/bucket/s3-store.js';
+import { classify as asStoreError } from '../../src/sink/bucket/bucket-policy.js';
 import { ObjectStoreError, PatientStore, type BucketTrouble, type StoreCall } from '../../src/sink/index.js';
 import type { ByteRange } from '../../src/sink/sink.js';
 import { FakeBucket } from '../helpers/fake-bucket.js';

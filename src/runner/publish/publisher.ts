@@ -1,14 +1,12 @@
 import { Waiters } from '../../util/waiters.js';
 import type { Logger } from '../../log/logger.js';
-import { ObjectStoreError, type Publishing } from '../../sink/index.js';
+import { bucketPolicy, ObjectStoreError, type Publishing } from '../../sink/index.js';
 import type { Store, Unpublished } from '../../store/index.js';
 import type { Control } from '../core/control.js';
 import type { StagedCopy } from '../copies/copier.js';
 
 /** Publications under way at once: uploads share the machine's link with the downloads. */
 const AT_ONCE = 4;
-/** Tries of one output that fails for a reason of its own (not the bucket's health) before the run leaves it to the next. */
-const OWN_FAILURES = 3;
 
 /**
  * Publishes every saved output and web copy to the bucket, oldest first, a
@@ -136,18 +134,23 @@ export class Publisher {
 
   private failed(out: Unpublished, error: unknown): void {
     const { control, logger, store } = this.deps;
-    const { fault, code, message } =
+    const fault =
       error instanceof ObjectStoreError
         ? error
-        : { fault: 'failed' as const, code: 'PUBLISH_FAILED', message: (error as Error).message };
-    if (code === 'NOT_STAGED') {
-      // Its local file was found lost: an output's download brings it back and queues it again; a copy is made again.
+        : new ObjectStoreError((error as Error).message, 'failed', 'PUBLISH_FAILED', { cause: error });
+    const key = `${out.job_id}/${out.idx}/${out.path}`;
+    const failures = fault.fault === 'failed' ? (this.ownFailures.get(key) ?? 0) + 1 : 0;
+    if (failures) this.ownFailures.set(key, failures);
+    const reaction = bucketPolicy('publish', fault, failures);
+    if (reaction.do === 'stage-again') {
+      // An output's download brings its file back and queues it again; a copy is made again.
       if (out.copy) store.derivatives.forget(out);
       this.gone(out, false);
       return;
     }
-    const retry = this.triesAgain(out, fault, code);
+    const { code, message } = fault;
     const copy = out.copy ? { copy: out.path } : {};
+    const retry = reaction.do === 'try-again';
     control.emit({
       kind: 'publish-failed',
       itemId: out.item_id,
@@ -158,24 +161,14 @@ export class Publisher {
       retry,
     });
     logger?.warn({ item: out.item_id, output: out.path, code, error: message }, 'publication failed');
-    if (fault !== 'failed') {
-      // The bucket's own trouble, past what its policy rides out (or a denial): nothing more this run.
+    if (reaction.do === 'stop-run') {
       this.queue.unshift(out);
       this.stop(message);
-    } else if (!retry) {
+    } else if (reaction.do === 'leave-to-next-run') {
       // Kept locally, recorded with why: the next run tries it again.
       store.publications.failed(out, message);
       this.gone(out, false);
     } else this.queue.unshift(out);
-  }
-
-  /** Whether this run tries the file again after a failure of its own (a verification): a few times, a taken name never. */
-  private triesAgain(out: Unpublished, fault: string, code: string): boolean {
-    if (fault !== 'failed' || code === 'NAME_TAKEN') return false;
-    const key = `${out.job_id}/${out.idx}/${out.path}`;
-    const failures = (this.ownFailures.get(key) ?? 0) + 1;
-    this.ownFailures.set(key, failures);
-    return failures < OWN_FAILURES;
   }
 
   /** Publishing cannot go on in this run: no new submissions; what was saved stays for the same command. */

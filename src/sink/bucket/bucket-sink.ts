@@ -20,6 +20,7 @@ import type {
   SinkWriter,
   StagedOutput,
 } from '../sink.js';
+import { bucketPolicy, bucketProblem, classify } from './bucket-policy.js';
 import { ObjectStoreError, type ObjectStore, type StoredObject } from './object-store.js';
 import { DEFAULT_PATIENCE, PatientStore, type Patience } from './patient-store.js';
 import { StateSnapshots } from './state-snapshots.js';
@@ -147,9 +148,11 @@ export class BucketSink implements OutputSink {
     let there: StoredObject | undefined;
     try {
       there = await this.store.head(this.keyOf(recorded.path));
-    } catch {
+    } catch (error) {
       // A bucket that could not be asked is no evidence of a loss: it waits to be published (or found lost) later.
-      return { verdict: 'unchanged' };
+      if (bucketPolicy('look', classify(error, `HEAD ${recorded.path}`)).do === 'not-lost')
+        return { verdict: 'unchanged' };
+      throw error;
     }
     const same = there?.size === recorded.bytes && there.sha256 === recorded.sha256;
     return same ? { verdict: 'unchanged' } : local;
@@ -275,39 +278,4 @@ class BucketWriter implements SinkWriter {
 
 function contentTypeOf(relPath: string): string {
   return mime.lookup(relPath) || 'application/octet-stream';
-}
-
-/** What to tell the user when the bucket cannot be written: by the store's answer. */
-export function bucketProblem(location: string, error: unknown): SinkProblem {
-  const e = error instanceof ObjectStoreError ? error : undefined;
-  const code = e?.code ?? 'WRITE_FAILED';
-  return { code, message: `cannot write to ${location} (${code}): ${whatToDo(e)}` };
-}
-
-/** A bucket's fault in a user's words: what it said, and what to do. */
-export function bucketProblemText(error: ObjectStoreError): string {
-  return `${error.message}: ${whatToDo(error)}`;
-}
-
-function whatToDo(e: ObjectStoreError | undefined): string {
-  // Nothing reached the bucket: the setting that is missing is said first, alone.
-  const missing = e?.fault === 'denied' ? unconfigured(e) : undefined;
-  if (missing) return missing;
-  return e?.fault === 'no-bucket'
-    ? 'the bucket does not exist: create it, or give another --out s3://BUCKET/PREFIX'
-    : e?.fault === 'denied'
-      ? 'the credentials may not write there, or none were found: check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (or AWS_PROFILE), AWS_REGION and the bucket policy'
-      : e?.fault === 'unreachable' || e?.fault === 'slow-down'
-        ? 'it answered nothing but faults for --unreachable-minutes: check AWS_ENDPOINT_URL (or the network) and the region'
-        : 'check the endpoint, the region and the credentials';
-}
-
-/** What the SDK found missing before sending anything: no region, or no credentials. */
-function unconfigured(e: ObjectStoreError): string | undefined {
-  const said = `${e.message} ${(e.cause as Error | undefined)?.message ?? ''}`;
-  if (/region is missing/i.test(said))
-    return "no region is set: set AWS_REGION (auto for Cloudflare R2, the bucket's region for AWS S3) or a region in AWS_PROFILE's config";
-  if (/could not load credentials|credential.*(missing|not found)|no credentials/i.test(said))
-    return 'no credentials were found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE)';
-  return undefined;
 }

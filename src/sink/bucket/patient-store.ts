@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream';
 import { sleep } from '../../util/sleep.js';
+import { bucketPolicy, type CallReaction, classify, FIRST_BACKOFF_MS, LONGEST_BACKOFF_MS } from './bucket-policy.js';
 import type { BucketTrouble, ByteRange } from '../sink.js';
 import {
   ObjectStoreError,
@@ -9,17 +10,6 @@ import {
   type StoredObject,
 } from './object-store.js';
 
-/** The first backoff after a fault, and the longest: doubled each time in between, half of it jittered. */
-const FIRST_BACKOFF_MS = 200;
-const LONGEST_BACKOFF_MS = 15_000;
-/**
- * The longest backoff while the bucket answers nothing at all (refused,
- * reset, silent): its return is seen within this, and the first answer wakes
- * every call that waits. A slow-down is the bucket's own word to send less:
- * its backoff keeps the longest above.
- */
-const LONGEST_NO_ANSWER_MS = 2_000;
-
 /**
  * While the bucket answers nothing and a call waits on it, a cheap look (a
  * HEAD of the last key asked for) goes this often, each given up after the
@@ -27,6 +17,8 @@ const LONGEST_NO_ANSWER_MS = 2_000;
  */
 const LOOK_EVERY_MS = 500;
 const LONGEST_LOOK_MS = 2_000;
+
+type BackOff = Extract<CallReaction, { do: 'back-off' }>;
 
 /** How long the bucket's faults are ridden out. */
 export interface Patience {
@@ -48,9 +40,6 @@ const STUCK_MS = 1_000;
 
 /** The code of an attempt given up because it was sent into an outage that another call's answer ended. */
 const OUTAGE_ENDED = 'OUTAGE_ENDED';
-
-/** Faults that waiting mends: "slow down", and no answer (refused, reset, silent). */
-const PASSING: ReadonlySet<ObjectStoreError['fault']> = new Set(['slow-down', 'unreachable']);
 
 /**
  * The one fault policy of every call to a bucket, in front of the store that
@@ -179,9 +168,10 @@ export class PatientStore implements ObjectStore {
         throw new ObjectStoreError(`GET ${key}: the body ended after ${at - from} bytes`, 'unreachable', 'ECONNRESET');
       } catch (error) {
         body.destroy();
-        const fault = asFault(error, `GET ${key}`);
-        if (signal?.aborted || !PASSING.has(fault.fault)) throw fault;
-        await this.waitOut(fault, signal);
+        const fault = classify(error, `GET ${key}`);
+        const reaction = bucketPolicy('call', fault);
+        if (signal?.aborted || reaction.do !== 'back-off') throw fault;
+        await this.waitOut(fault, reaction, signal);
         const rest = await this.call(key, { signal }, (c) => this.inner.get(key, { start: at, end: to }, c));
         if (!rest) throw new ObjectStoreError(`GET ${key}: the object is gone`, 'failed', 'NoSuchKey');
         body = rest.body;
@@ -218,23 +208,24 @@ export class PatientStore implements ObjectStore {
         this.answered(sentAt);
         return value;
       } catch (error) {
-        const fault = asFault(error, 'a bucket call');
+        const fault = classify(error, 'a bucket call');
         faultedSince ??= this.now();
         if (signal.aborted) throw this.closing.signal.aborted ? this.closing.signal.reason : error;
-        if (!PASSING.has(fault.fault)) {
+        const reaction = bucketPolicy('call', fault);
+        if (reaction.do !== 'back-off') {
           // A refusal is an answer: the bucket is there.
           this.answered(sentAt);
           throw fault;
         }
         // Sent into an outage that has ended since (given up by its end, or at its own idle timeout): sent again at once.
-        if (fault.code === OUTAGE_ENDED || (fault.fault === 'unreachable' && this.outageEndedAt >= sentAt)) {
+        if (fault.code === OUTAGE_ENDED || (reaction.noAnswer && this.outageEndedAt >= sentAt)) {
           tries = -1;
           continue;
         }
         // A slow-down is an answer too: those waiting for any go, though this call backs off as asked.
-        if (fault.fault === 'slow-down') this.wakeSleepers();
+        if (!reaction.noAnswer) this.wakeSleepers();
         // Woken by the bucket's return: its backoff starts over (an outage's tries would make a SlowDown's 15 s).
-        if (await this.waitOut(fault, signal, tries, faultedSince)) tries = -1;
+        if (await this.waitOut(fault, reaction, signal, tries, faultedSince)) tries = -1;
       }
     }
   }
@@ -246,13 +237,14 @@ export class PatientStore implements ObjectStore {
    */
   private async waitOut(
     fault: ObjectStoreError,
+    reaction: BackOff,
     signal: AbortSignal | undefined,
     tries = 0,
     faultedSince = Number.POSITIVE_INFINITY,
   ): Promise<boolean> {
     const now = this.now();
     this.troubleSince ??= now;
-    if (fault.fault === 'unreachable') this.noAnswerSeen = true;
+    if (reaction.noAnswer) this.noAnswerSeen = true;
     this.lastCode = fault.code;
     const trouble = this.trouble!;
     for (const listener of this.listeners) listener(trouble);
@@ -265,11 +257,10 @@ export class PatientStore implements ObjectStore {
         { cause: fault },
       );
     const { first, longest } = this.patience.backoffMs ?? { first: FIRST_BACKOFF_MS, longest: LONGEST_BACKOFF_MS };
-    const noAnswer = fault.fault === 'unreachable';
-    const cap = noAnswer ? Math.min(longest, LONGEST_NO_ANSWER_MS) : longest;
+    const cap = Math.min(longest, reaction.longestMs);
     const step = Math.min(cap, first * 2 ** Math.min(tries, 16));
     const wait = Math.min(since + this.patience.unreachableMs - now, step / 2 + (this.random() * step) / 2);
-    if (noAnswer) {
+    if (reaction.noAnswer) {
       void this.lookForReturn();
       return this.sleepUntilAnswer(wait, signal);
     }
@@ -313,10 +304,11 @@ export class PatientStore implements ObjectStore {
           this.answered(sentAt);
         } catch (error) {
           if (signal.aborted) return;
-          const fault = asFault(error, `HEAD ${key}`);
+          const fault = classify(error, `HEAD ${key}`);
           // A slow-down is the bucket's answer: the calls asleep go, and one of theirs ends the trouble.
-          if (fault.fault === 'slow-down') this.wakeSleepers();
-          else if (!PASSING.has(fault.fault)) this.answered(sentAt);
+          const reaction = bucketPolicy('call', fault);
+          if (reaction.do === 'throw') this.answered(sentAt);
+          else if (!reaction.noAnswer) this.wakeSleepers();
         }
       }
     } catch {
@@ -408,15 +400,4 @@ async function* untilSilent(body: Readable, idleMs: number): AsyncGenerator<Buff
     if (next.done) return;
     yield next.value;
   }
-}
-
-/** Any error of a call as a store's fault: one not classed by the store (a socket's own, a stream's) is no answer. */
-function asFault(error: unknown, what: string): ObjectStoreError {
-  if (error instanceof ObjectStoreError) return error;
-  const e = error as { code?: string; name?: string; message?: string };
-  const code = e.code ?? e.name ?? 'Error';
-  // A local file that cannot be read is no fault of the bucket's.
-  if (code === 'ENOENT' || code === 'EACCES' || code === 'EISDIR')
-    return new ObjectStoreError(`${what}: ${e.message ?? code}`, 'failed', code, { cause: error });
-  return new ObjectStoreError(`${what}: ${e.message ?? code}`, 'unreachable', code, { cause: error });
 }

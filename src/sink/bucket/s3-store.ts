@@ -12,6 +12,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import type { ByteRange } from '../sink.js';
+import { classify } from './bucket-policy.js';
 import {
   ObjectStoreError,
   type ObjectSource,
@@ -62,7 +63,7 @@ export class S3ObjectStore implements ObjectStore {
       return { size: head.ContentLength ?? 0, sha256: head.Metadata?.[SHA256_META] };
     } catch (error) {
       if (statusOf(error) === 404 && nameOf(error) !== 'NoSuchBucket') return undefined;
-      throw asStoreError(error, `HEAD s3://${this.bucket}/${key}`);
+      throw classify(error, `HEAD s3://${this.bucket}/${key}`);
     }
   }
 
@@ -74,7 +75,7 @@ export class S3ObjectStore implements ObjectStore {
       return 'created';
     } catch (error) {
       if (statusOf(error) === 412 || nameOf(error) === 'PreconditionFailed') return 'exists';
-      throw asStoreError(error, `PUT s3://${this.bucket}/${key}`);
+      throw classify(error, `PUT s3://${this.bucket}/${key}`);
     }
   }
 
@@ -82,7 +83,7 @@ export class S3ObjectStore implements ObjectStore {
     try {
       await this.put(key, source, {}, call);
     } catch (error) {
-      throw asStoreError(error, `PUT s3://${this.bucket}/${key}`);
+      throw classify(error, `PUT s3://${this.bucket}/${key}`);
     }
   }
 
@@ -135,7 +136,7 @@ export class S3ObjectStore implements ObjectStore {
       return { size: total ? Number(total) : (got.ContentLength ?? 0), body: got.Body as Readable };
     } catch (error) {
       if (statusOf(error) === 404 && nameOf(error) !== 'NoSuchBucket') return undefined;
-      throw asStoreError(error, `GET s3://${this.bucket}/${key}`);
+      throw classify(error, `GET s3://${this.bucket}/${key}`);
     }
   }
 
@@ -143,7 +144,7 @@ export class S3ObjectStore implements ObjectStore {
     try {
       await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }), { abortSignal: call.signal });
     } catch (error) {
-      throw asStoreError(error, `DELETE s3://${this.bucket}/${key}`);
+      throw classify(error, `DELETE s3://${this.bucket}/${key}`);
     }
   }
 }
@@ -247,53 +248,4 @@ function statusOf(error: unknown): number | undefined {
 function nameOf(error: unknown): string {
   const e = error as { name?: string; Code?: string; code?: string };
   return e.Code ?? e.name ?? e.code ?? 'Error';
-}
-
-const DENIED = new Set([
-  'AccessDenied',
-  'InvalidAccessKeyId',
-  'SignatureDoesNotMatch',
-  'AccountProblem',
-  'InvalidToken',
-  'ExpiredToken',
-  'CredentialsProviderError',
-]);
-const LOCAL = new Set(['ENOENT', 'EACCES', 'EISDIR', 'EMFILE']);
-const UNREACHABLE = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  'EPIPE',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'TimeoutError',
-  'RequestTimeout',
-]);
-
-/** An SDK error as genbatch acts on it; its message never holds a credential (the SDK's never do). */
-export function asStoreError(error: unknown, what: string): ObjectStoreError {
-  if (error instanceof ObjectStoreError) return error;
-  const status = statusOf(error);
-  const name = nameOf(error);
-  const code = (error as { code?: string }).code;
-  const said = `${what}: ${status ? `${status} ` : ''}${name}${(error as Error).message && (error as Error).message !== name ? ` (${(error as Error).message})` : ''}`;
-  if (name === 'NoSuchBucket') return new ObjectStoreError(said, 'no-bucket', name, { cause: error });
-  // No region, no credentials found: nothing reached the bucket, and waiting will not mend it.
-  const unconfigured = status === undefined && /region is missing|credential/i.test((error as Error).message ?? '');
-  // The local file to send is gone or unreadable: no fault of the bucket's, and waiting will not mend it.
-  if (code && LOCAL.has(code)) return new ObjectStoreError(said, 'failed', code, { cause: error });
-  if (DENIED.has(name) || status === 401 || status === 403 || unconfigured)
-    return new ObjectStoreError(said, 'denied', unconfigured ? unconfiguredCode(error) : name, { cause: error });
-  if (status === undefined || UNREACHABLE.has(name) || (code && UNREACHABLE.has(code)))
-    return new ObjectStoreError(said, 'unreachable', code ?? name, { cause: error });
-  if (status >= 500 || status === 429 || name === 'SlowDown' || name === 'ConditionalRequestConflict' || status === 409)
-    return new ObjectStoreError(said, 'slow-down', name, { cause: error });
-  return new ObjectStoreError(said, 'failed', name, { cause: error });
-}
-
-/** The code a missing setting goes by in messages ('Error' says nothing). */
-function unconfiguredCode(error: unknown): string {
-  return /region is missing/i.test((error as Error).message ?? '') ? 'NO_REGION' : 'NO_CREDENTIALS';
 }
