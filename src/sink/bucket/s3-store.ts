@@ -14,7 +14,6 @@ import { Upload } from '@aws-sdk/lib-storage';
 import type { ByteRange } from '../sink.js';
 import { classify } from './bucket-policy.js';
 import {
-  ObjectStoreError,
   type ObjectSource,
   type ObjectStore,
   type StoreCall,
