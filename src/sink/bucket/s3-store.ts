@@ -13,12 +13,7 @@ import {
 import { Upload } from '@aws-sdk/lib-storage';
 import type { ByteRange } from '../sink.js';
 import { classify } from './bucket-policy.js';
-import {
-  type ObjectSource,
-  type ObjectStore,
-  type StoreCall,
-  type StoredObject,
-} from './object-store.js';
+import type { ObjectSource, ObjectStore, StoreCall, StoredObject } from './object-store.js';
 
 /** Files up to this size go in one PUT with Content-MD5 (the store checks the bytes); larger ones in parts. */
 const SINGLE_PUT_MAX = 16 * 1024 * 1024;
