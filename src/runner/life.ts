@@ -8,7 +8,7 @@ import type { DownloadDeps } from './item/download-task.js';
 import { JobTask } from './item/job-task.js';
 import type { JobTaskDeps } from './item/job-task.js';
 import type { KeyLane } from './keys/lanes.js';
-import type { RunInputs, Shared } from './shared.js';
+import type { RunContext } from './shared.js';
 import { Publisher } from './publish/publisher.js';
 import { downloadTaskDeps, jobTaskDeps } from './task-deps.js';
 
@@ -43,13 +43,10 @@ export class JobLife {
   private readonly handoffs = new Set<Promise<void>>();
 
   /** What a crash is recorded with. */
-  private readonly said: { now: () => number; logger?: RunInputs['logger'] };
+  private readonly said: { now: () => number; logger?: RunContext['logger'] };
 
-  constructor(
-    private readonly parts: Shared,
-    inputs: RunInputs,
-  ) {
-    const { manifest, options: opts, outputs, logger } = inputs;
+  constructor(private readonly parts: RunContext) {
+    const { manifest, options: opts, outputs, logger } = parts;
     const { now } = parts.clock;
     this.said = { now, logger };
     const { store, control, feeder, breaker, waits, downloadHealth } = parts;
@@ -62,8 +59,8 @@ export class JobLife {
       downloadEnded: (failure: Parameters<DownloadDeps['report']['ended']>[0]) =>
         downloadHealth.ended(failure, control),
     };
-    this.job = jobTaskDeps(parts, inputs, acts);
-    this.download = downloadTaskDeps(parts, inputs, acts);
+    this.job = jobTaskDeps(parts, acts);
+    this.download = downloadTaskDeps(parts, acts);
     const publishing = outputs.publishing;
     this.publisher =
       publishing &&

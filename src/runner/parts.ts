@@ -14,7 +14,7 @@ import { PauseGate } from './core/pause-gate.js';
 import { RunSession } from './core/session.js';
 import { FeedLoops } from './feed/loops.js';
 import { JobLife } from './life.js';
-import type { RunInputs, Shared } from './shared.js';
+import type { RunContext, RunInputs } from './shared.js';
 
 export type { RunInputs } from './shared.js';
 import { DownloadHealth } from './watch/download-health.js';
@@ -30,7 +30,7 @@ const QUIET_MS = 120_000;
 const QUIET_FLOOR_MS = 2_000;
 
 /** The parts of a run, each the one owner of its concern, built once, in this order, and never changed after. */
-export interface RunParts extends Shared {
+export interface RunParts extends RunContext {
   /** Each job's life, stage by stage. */
   readonly life: JobLife;
   /** Keeps every key's slots full with ready items. */
@@ -40,9 +40,9 @@ export interface RunParts extends Shared {
 }
 
 export function buildParts(inputs: RunInputs): RunParts {
-  const shared = sharedParts(inputs);
+  const shared = contextOf(inputs);
   const { store, control, lanes, feeder, firstSync, downloads, reachability } = shared;
-  const life = new JobLife(shared, inputs);
+  const life = new JobLife(shared);
   const feed = new FeedLoops({
     ...shared,
     publisher: life.publisher,
@@ -73,7 +73,7 @@ export function buildParts(inputs: RunInputs): RunParts {
   return { ...shared, life, feed, quiet };
 }
 
-function sharedParts(inputs: RunInputs): Shared {
+function contextOf(inputs: RunInputs): RunContext {
   const { keys, store, options: opts, logger } = inputs;
   const { clock } = opts;
   const watchdog = new Watchdog(clock.now, inputs.quietMs ?? Math.max(QUIET_FLOOR_MS, clock.scaled(QUIET_MS)));
@@ -106,11 +106,11 @@ function sharedParts(inputs: RunInputs): Shared {
     set: (holder) => (holder ? store.setMeta('lease_left', JSON.stringify(holder)) : store.deleteMeta('lease_left')),
   });
   return {
+    ...inputs,
     detach: () => {
       for (const stop of hearing) stop();
       lanes.stop();
     },
-    store,
     clock,
     watchdog,
     session,

@@ -1,9 +1,5 @@
 import { sha256 } from './core/identity.js';
-import type { Store } from '../store/index.js';
-import type { OutputsLease } from './watch/lease.js';
-import type { Control } from './core/control.js';
-import type { FirstSync } from './sync/first-sync.js';
-import type { RunInputs } from './shared.js';
+import type { RunContext } from './shared.js';
 import { selects } from './feed/selection.js';
 
 /**
@@ -11,13 +7,8 @@ import { selects } from './feed/selection.js';
  * `--only` selects something, and the dir is claimed for this state. False
  * (the run stopped, saying why) when one does not.
  */
-export async function preflight(
-  store: Store,
-  run: RunInputs,
-  control: Control,
-  firstSync: FirstSync,
-  lease: OutputsLease,
-): Promise<boolean> {
+export async function preflight(run: RunContext): Promise<boolean> {
+  const { store, control, firstSync, lease } = run;
   const unwritable = await run.outputs.probe();
   if (unwritable) {
     await firstSync.all(); // every item in the state, for the summary and the next run

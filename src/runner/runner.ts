@@ -1,4 +1,3 @@
-import type { Store } from '../store/index.js';
 import { runCanary } from './feed/canary.js';
 import type { RunEvent, StopKind } from './core/control.js';
 import type { EventBus } from '../util/event-bus.js';
@@ -24,11 +23,8 @@ export class Runner {
   /** Items whose content changed since they were submitted (the summary says so). */
   private changed: string[] = [];
 
-  private readonly store: Store;
-
-  constructor(private readonly inputs: RunInputs) {
+  constructor(inputs: RunInputs) {
     if (inputs.keys.length === 0) throw new Error('a run needs at least one API key');
-    this.store = inputs.store;
     this.p = buildParts(inputs);
   }
 
@@ -43,7 +39,7 @@ export class Runner {
   }
 
   async run(): Promise<RunSummary> {
-    const upkeep = startUpkeep(this.p, this.inputs);
+    const upkeep = startUpkeep(this.p);
     this.p.watchdog.start(this.p.quiet);
     try {
       await upkeep.ready;
@@ -59,15 +55,14 @@ export class Runner {
   }
 
   private async work(): Promise<RunSummary> {
-    const { store, inputs } = this;
-    const { control, firstSync } = this.p;
+    const { store, control, firstSync, options } = this.p;
     await firstSync.first();
     this.changed = store.itemSync.changedIds();
-    if (!(await preflight(store, inputs, control, firstSync, this.p.lease))) return this.summary();
+    if (!(await preflight(this.p))) return this.summary();
     this.p.keeper?.start();
     this.p.life.startAfterDownloads();
     await this.recover();
-    const canary = inputs.options.canary;
+    const canary = options.canary;
     if (canary && !(await runCanary(store, control, this.p.feeder, canary, () => this.drain()))) {
       this.lanes.stop();
       return this.summary();
@@ -95,12 +90,12 @@ export class Runner {
   private async recover(): Promise<void> {
     const { life, credits } = this.p;
     const { verifying } = await recover({
-      store: this.store,
+      store: this.p.store,
       lanes: this.lanes,
       roster: this.p.roster,
-      outputs: this.inputs.outputs,
+      outputs: this.p.outputs,
       now: this.p.clock.now,
-      logger: this.inputs.logger,
+      logger: this.p.logger,
       signal: this.p.control.abort.signal,
       startJob: (item, lane) => life.begin(item, lane, credits.priceOf(item), false),
       startDownload: (itemId, jobId) => life.downloadOutputs(itemId, jobId),
@@ -109,12 +104,12 @@ export class Runner {
   }
 
   private summary(): RunSummary {
-    const publishing = this.inputs.outputs.publishing;
+    const publishing = this.p.outputs.publishing;
     const facts = {
-      only: this.inputs.options.only !== undefined,
+      only: this.p.options.only !== undefined,
       changed: this.changed,
       publishing: publishing && { location: publishing.location, staging: publishing.staging },
     };
-    return summarize(this.store, this.p.control.stopReason, this.p.roster, facts);
+    return summarize(this.p.store, this.p.control.stopReason, this.p.roster, facts);
   }
 }

@@ -21,9 +21,13 @@ import type { TimedWaits } from './watch/timed-waits.js';
 import type { OutputsLease } from './watch/lease.js';
 import type { Watchdog } from './watch/watchdog.js';
 
-/** The parts every stage of a job's life shares: all but the life, the feed and the watchdog's questions. */
-export interface Shared {
-  readonly store: Store;
+/**
+ * One run's context, built once at its start (parts.ts): what it is built
+ * from (its options, resolved once, and what the start opened) and the
+ * parts every stage of a job's life shares (all but the life, the feed and
+ * the watchdog's questions). Each stage takes it with its own collaborators.
+ */
+export interface RunContext extends RunInputs {
   readonly clock: RunClock;
   /** Built first: every other part tells it of activity. */
   readonly watchdog: Watchdog;

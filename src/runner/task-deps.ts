@@ -5,7 +5,7 @@ import type { DownloadFailure } from './core/control.js';
 import type { DownloadDeps } from './item/download-task.js';
 import { FirstPoll } from './item/first-poll.js';
 import type { JobTaskDeps } from './item/job-task.js';
-import type { RunInputs, Shared } from './shared.js';
+import type { RunContext } from './shared.js';
 import { PollWait } from './item/poll-wait.js';
 import { SendBatch } from './item/send-batch.js';
 
@@ -19,10 +19,9 @@ export interface RunActs {
   downloadEnded(failure: DownloadFailure | undefined): void;
 }
 
-/** A job task's deps: the shared parts, the poll's settings, and where each report goes. */
-export function jobTaskDeps(parts: Shared, inputs: RunInputs, acts: RunActs): JobTaskDeps {
-  const opts = inputs.options;
-  const { store, clock, control, reachability, pauseGate, credits, lanes, session } = parts;
+/** A job task's deps: the run's context, the poll's settings, and where each report goes. */
+export function jobTaskDeps(run: RunContext, acts: RunActs): JobTaskDeps {
+  const { options: opts, store, clock, control, reachability, pauseGate, credits, lanes, session } = run;
   const pollWait = new PollWait(opts.pollWaitSeconds);
   return {
     store,
@@ -35,16 +34,16 @@ export function jobTaskDeps(parts: Shared, inputs: RunInputs, acts: RunActs): Jo
     firstPoll: new FirstPoll(() => clock.scaled(pollWait.seconds * 1000)),
     session,
     settings: {
-      outputs: inputs.outputs,
+      outputs: run.outputs,
       maxRetries: opts.maxRetries,
       idleTimeoutMs: opts.idleTimeoutMs,
-      logger: inputs.logger,
+      logger: run.logger,
     },
     report: {
       charged: (model, charged) => credits.noteCharge(model, charged),
       refunded: (tags, refunded) => credits.refunded(tags, refunded),
       accepted: acts.accepted,
-      refused: (lane, error, reaction) => refused(parts, lane, error, reaction),
+      refused: (lane, error, reaction) => refused(run, lane, error, reaction),
       blocked: (lane) => void lane.coordinator?.noteBlock(lane.fingerprint).catch(() => {}),
       otherKeyHasRoom: (lane, type, need) =>
         lanes.serving(type).some((l) => l !== lane && !l.cap.isWaiting(clock.now(), need)),
@@ -53,10 +52,9 @@ export function jobTaskDeps(parts: Shared, inputs: RunInputs, acts: RunActs): Jo
   };
 }
 
-/** A download's deps: the shared parts, where outputs go and how they are named. */
-export function downloadTaskDeps(parts: Shared, inputs: RunInputs, acts: RunActs): DownloadDeps {
-  const { manifest, options: opts } = inputs;
-  const { store, clock, control, reachability, lanes } = parts;
+/** A download's deps: the run's context, where outputs go and how they are named. */
+export function downloadTaskDeps(run: RunContext, acts: RunActs): DownloadDeps {
+  const { manifest, options: opts, store, clock, control, reachability, lanes } = run;
   return {
     store,
     clock,
@@ -66,13 +64,13 @@ export function downloadTaskDeps(parts: Shared, inputs: RunInputs, acts: RunActs
     storage: lanes.all[0]!.client,
     naming: { outputName: manifest.outputName, vars: manifest.vars },
     settings: {
-      outputs: inputs.outputs,
+      outputs: run.outputs,
       maxOutputBytes: opts.maxOutputBytes,
       idleTimeoutMs: opts.idleTimeoutMs,
-      logger: inputs.logger,
+      logger: run.logger,
     },
     report: {
-      refused: (lane, error, reaction) => refused(parts, lane, error, reaction),
+      refused: (lane, error, reaction) => refused(run, lane, error, reaction),
       ended: acts.downloadEnded,
     },
   };
@@ -80,7 +78,7 @@ export function downloadTaskDeps(parts: Shared, inputs: RunInputs, acts: RunActs
 
 /** The one answer to a refused key or account: the key leaves the run (the others go on), or the run stops. */
 function refused(
-  parts: Shared,
+  parts: RunContext,
   lane: KeyLane,
   error: ErrorNote,
   reaction: Extract<Reaction, { do: 'stop-run' }>,

@@ -2,8 +2,7 @@ import { combinedLimits } from '../scheduler/limits.js';
 import { watchSteering } from './watch/steering-watch.js';
 import { countEvents } from './watch/counting.js';
 import { keepCoordinatorLeases } from './keys/coordination.js';
-import type { RunInputs } from './shared.js';
-import type { RunParts } from './parts.js';
+import type { RunContext } from './shared.js';
 import type { Publishing } from '../sink/index.js';
 import type { Control } from './core/control.js';
 
@@ -16,7 +15,7 @@ const HEARTBEAT_MS = 1_000;
  * coordinator the leases and the blocked count shared by every process;
  * the counts `genbatch metrics` reads; and the bucket's trouble said as events.
  */
-export function startUpkeep(parts: RunParts, run: RunInputs): { ready: Promise<void>; stop(): void } {
+export function startUpkeep(parts: RunContext): { ready: Promise<void>; stop(): void } {
   const { now, timeScale } = parts.clock;
   const { store, lanes, credits, reachability, clock, breaker } = parts;
   // The limits the run paces to, all keys together: status's ETA reads them.
@@ -25,8 +24,8 @@ export function startUpkeep(parts: RunParts, run: RunInputs): { ready: Promise<v
   const runId = store.runs.begin(startedAt, {
     limits,
     timeScale,
-    outDir: run.outputs.location,
-    idleTimeoutMs: run.options.idleTimeoutMs,
+    outDir: parts.outputs.location,
+    idleTimeoutMs: parts.options.idleTimeoutMs,
   });
   parts.session.begin(runId, startedAt);
   // Each key's own cap, as its /me and the flags settled it: metrics says how much of it a key day used.
@@ -34,8 +33,8 @@ export function startUpkeep(parts: RunParts, run: RunInputs): { ready: Promise<v
     'key_daily_caps',
     JSON.stringify(Object.fromEntries(lanes.all.map((l) => [l.fingerprint, l.limits.dailyCap]))),
   );
-  const stopCounting = countEvents(store, parts.control.events, now, run.logger);
-  const publishing = run.outputs.publishing;
+  const stopCounting = countEvents(store, parts.control.events, now, parts.logger);
+  const publishing = parts.outputs.publishing;
   const stopWatchingBucket = publishing && watchBucket(publishing, parts.control);
   const beat = () =>
     store.runs.beat(runId, now(), {
