@@ -692,7 +692,7 @@ async function listening(url) {
  */
 async function checkBucket(service, dir, bucket, lastCode) {
   const violations = [];
-  const s3 = new S3ObjectStore({ bucket: 'catalog', idleMs: 10_000, env: bucket.store.env });
+  const s3 = new S3ObjectStore({ bucket: 'catalog', idleTimeoutMs: 10_000, env: bucket.store.env });
   const db = openSqlite(join(dir, '.genbatch', 'm.sqlite'), { readonly: true });
   try {
     const outputs = db.prepare('SELECT * FROM outputs WHERE sha256 IS NOT NULL').all();

@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { join } from 'node:path';
+import { DEFAULT_PATIENCE } from '../dist/options/flags.js';
 import { openOutputSink } from '../dist/sink/index.js';
 import { Store } from '../dist/store/index.js';
 import { startWholeBucket } from './bucket.mjs';
@@ -22,7 +23,7 @@ export async function snapshotBench() {
     const state = join(dir, 'a', 'ml.sqlite');
     buildCatalogState(state, { items: ITEMS, reviewed: true, tagged: true });
     const stateBytes = statSync(state).size;
-    const sink = await openOutputSink('s3://catalog/ml', { statePath: state, env: s3.env });
+    const sink = await openOutputSink('s3://catalog/ml', { statePath: state, env: s3.env, patience: DEFAULT_PATIENCE });
     const store = Store.open(state);
     const takes = [];
     let cpu = 0;
@@ -44,7 +45,11 @@ export async function snapshotBench() {
     const packed = takes.at(-1).bytes;
     // A fresh machine: no state, the bucket alone.
     const fresh = join(dir, 'b', 'ml.sqlite');
-    const restoring = await openOutputSink('s3://catalog/ml', { statePath: fresh, env: s3.env });
+    const restoring = await openOutputSink('s3://catalog/ml', {
+      statePath: fresh,
+      env: s3.env,
+      patience: DEFAULT_PATIENCE,
+    });
     const startedAt = performance.now();
     const restored = await restoring.snapshots.restore(Store.damage);
     const restoreMs = performance.now() - startedAt;

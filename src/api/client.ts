@@ -219,7 +219,7 @@ export class ApiClient {
 
   /**
    * Step 2 of an upload: PUT the bytes to the presigned URL with exactly the
-   * granted Content-Type. With `idleMs`, a body that storage stops taking, or
+   * granted Content-Type. With `idleTimeoutMs`, a body that storage stops taking, or
    * an answer that does not come, for that long ends the transfer with a
    * TransportError of code STALLED.
    */
@@ -228,16 +228,16 @@ export class ApiClient {
     body: Buffer | Readable,
     contentType: string,
     size: number,
-    idleMs?: number,
+    idleTimeoutMs?: number,
   ): Promise<void> {
     const where = describeStorageUrl(uploadUrl);
-    const idle = idleMs === undefined ? undefined : new IdleWatch(idleMs);
+    const idle = idleTimeoutMs === undefined ? undefined : new IdleWatch(idleTimeoutMs);
     try {
       const res = await this.send(uploadUrl, 'PUT', where, {
         headers: { 'content-type': contentType, 'content-length': String(size) },
         body: idle && !Buffer.isBuffer(body) ? Readable.from(idle.watch(body)) : body,
-        headersTimeout: idleMs ?? this.timeoutMs * 4,
-        ...(idleMs !== undefined ? { bodyTimeout: idleMs } : {}),
+        headersTimeout: idleTimeoutMs ?? this.timeoutMs * 4,
+        ...(idleTimeoutMs !== undefined ? { bodyTimeout: idleTimeoutMs } : {}),
         ...(idle ? { signal: idle.signal } : {}),
       });
       const text = await res.body.text();
@@ -247,7 +247,7 @@ export class ApiClient {
       if (!idle?.signal.aborted) throw error;
       throw new TransportError(
         'STALLED',
-        `PUT ${where}: the upload stalled: no byte moved for ${idleMs! / 1000} s`,
+        `PUT ${where}: the upload stalled: no byte moved for ${idleTimeoutMs! / 1000} s`,
         'PUT',
         where,
         {
@@ -261,17 +261,17 @@ export class ApiClient {
 
   /**
    * Opens an output link; the caller must consume or destroy the body. With
-   * `idleMs`, headers that do not come, or a body that moves no byte, for that
+   * `idleTimeoutMs`, headers that do not come, or a body that moves no byte, for that
    * long end the transfer (a stalled one would otherwise hold it for undici's
    * default of five minutes).
    */
-  async download(url: string, signal?: AbortSignal, idleMs?: number): Promise<Download> {
+  async download(url: string, signal?: AbortSignal, idleTimeoutMs?: number): Promise<Download> {
     if (!/^https?:\/\//i.test(url))
       throw new StorageError(0, undefined, 'An output link is not an http(s) URL.', 'download');
     const where = describeStorageUrl(url);
     const res = await this.send(url, 'GET', where, {
       ...(signal ? { signal } : {}),
-      ...(idleMs !== undefined ? { headersTimeout: idleMs, bodyTimeout: idleMs } : {}),
+      ...(idleTimeoutMs !== undefined ? { headersTimeout: idleTimeoutMs, bodyTimeout: idleTimeoutMs } : {}),
     });
     if (res.statusCode < 200 || res.statusCode >= 300) {
       const text = await res.body.text().catch(() => '');

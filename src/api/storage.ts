@@ -2,12 +2,12 @@ import type { Readable } from 'node:stream';
 import { scrubSecrets } from '../util/secrets.js';
 import { StorageError } from './errors.js';
 
-/** Aborts when the bytes it watches stop moving for `idleMs`: storage that stopped reading an upload. */
+/** Aborts when the bytes it watches stop moving for `idleTimeoutMs`: storage that stopped reading an upload. */
 export class IdleWatch {
   private readonly controller = new AbortController();
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly idleMs: number) {
+  constructor(private readonly idleTimeoutMs: number) {
     this.arm();
   }
 
@@ -30,7 +30,7 @@ export class IdleWatch {
 
   private arm(): void {
     clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.controller.abort(), this.idleMs);
+    this.timer = setTimeout(() => this.controller.abort(), this.idleTimeoutMs);
     this.timer.unref();
   }
 }

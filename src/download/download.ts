@@ -96,11 +96,11 @@ async function openLink(
   type: 'image' | 'video',
   maxBytes: number,
   signal: AbortSignal | undefined,
-  idleMs: number | undefined,
+  idleTimeoutMs: number | undefined,
 ): Promise<{ dl: Download; contentType: string | null }> {
   let dl: Download;
   try {
-    dl = await client.download(url, signal, idleMs);
+    dl = await client.download(url, signal, idleTimeoutMs);
   } catch (error) {
     throw new DownloadError((error as Error).message, true, 'LINK_FAILED', { cause: error });
   }
@@ -174,8 +174,8 @@ export async function downloadOutput(
   nameFor: (ext: string) => { path: string; mode: 'new' | 'replace' },
   options: DownloadOptions = {},
 ): Promise<DownloadedFile> {
-  const { signal, maxBytes = MAX_OUTPUT_BYTES, idleMs, progress } = options;
-  const { dl, contentType } = await openLink(client, url, type, maxBytes, signal, idleMs);
+  const { signal, maxBytes = MAX_OUTPUT_BYTES, idleTimeoutMs, progress } = options;
+  const { dl, contentType } = await openLink(client, url, type, maxBytes, signal, idleTimeoutMs);
   const { path: relPath, mode } = nameFor(await extensionFor(contentType, type));
   let file: SinkWriter;
   try {
@@ -200,7 +200,7 @@ export async function downloadOutput(
   } catch (error) {
     dl.cancel();
     await file.abort();
-    throw asDownloadError(error, relPath, idleMs);
+    throw asDownloadError(error, relPath, idleTimeoutMs);
   } finally {
     progress?.ended();
   }
@@ -212,7 +212,7 @@ export interface DownloadOptions {
   /** A bigger (or endless) body is cut off: it would only fill the disk. */
   maxBytes?: number | undefined;
   /** No byte for this long (the headers, or between pieces of the body): the transfer is abandoned. */
-  idleMs?: number | undefined;
+  idleTimeoutMs?: number | undefined;
   /** Told of each piece that arrives. */
   progress?: TransferProgress | undefined;
 }
@@ -221,11 +221,11 @@ export interface DownloadOptions {
 const STALL_CODES = new Set(['UND_ERR_BODY_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT']);
 
 /** What a failed write or commit says, as a DownloadError: the disk's codes, a name held by another file, a stall, or the link's failure. */
-function asDownloadError(error: unknown, relPath: string, idleMs: number | undefined): DownloadError {
+function asDownloadError(error: unknown, relPath: string, idleTimeoutMs: number | undefined): DownloadError {
   if (error instanceof DownloadError) return error;
   if (STALL_CODES.has((error as { code?: string }).code ?? ''))
     return new DownloadError(
-      `the transfer stalled: no byte for ${idleMs === undefined ? 'too long' : `${idleMs / 1000} s`}; it was abandoned and is tried again from a fresh link`,
+      `the transfer stalled: no byte for ${idleTimeoutMs === undefined ? 'too long' : `${idleTimeoutMs / 1000} s`}; it was abandoned and is tried again from a fresh link`,
       true,
       'STALLED',
       { cause: error },

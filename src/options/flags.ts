@@ -1,6 +1,6 @@
 import { MAX_OUTPUT_BYTES } from '../download/download.js';
 import { DEFAULT_KEY_LIMITS, formatRate } from '../scheduler/limits.js';
-import { DEFAULT_PATIENCE } from '../sink/index.js';
+import type { Patience } from '../sink/index.js';
 import { flag } from './flag.js';
 import {
   canarySize,
@@ -138,7 +138,7 @@ export const RUN_FLAGS = {
     help: 'exit 4 after the service (or the bucket of --out s3://...) has answered nothing but faults for this long (decimals allowed); a shorter outage is waited out',
     parse: positiveNumber,
     // The bucket's policy gives up when the service's watch does: one declaration of both.
-    default: DEFAULT_PATIENCE.unreachableMs / 60_000,
+    default: 30,
   }),
   stallMinutes: flag({
     flags: '--stall-minutes <m>',
@@ -164,7 +164,7 @@ export const RUN_FLAGS = {
     flags: '--idle-timeout <s>',
     help: 'abandon a download, an upload or a bucket request that moves no byte for this long, and send it again (decimals allowed)',
     parse: positiveNumber,
-    default: DEFAULT_PATIENCE.idleMs / 1000,
+    default: 30,
   }),
   keepLocal: flag({
     flags: '--keep-local',
@@ -318,4 +318,10 @@ export const METRICS_FLAGS = {
 /** What the program itself takes, before any command. */
 export const PROGRAM_FLAGS = {
   color: flag({ flags: '--no-color', help: 'no colour (also NO_COLOR=1); colour is only ever used on a terminal' }),
+};
+
+/** A bucket's patience where no flag sets it (report, review): the defaults of --idle-timeout and --unreachable-minutes. */
+export const DEFAULT_PATIENCE: Patience = {
+  idleTimeoutMs: RUN_FLAGS.idleTimeout.default! * 1000,
+  unreachableMs: RUN_FLAGS.unreachableMinutes.default! * 60_000,
 };

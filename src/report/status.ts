@@ -126,7 +126,7 @@ function bucketOf(run: RunRow): Status['run']['bucket'] {
 /** The downloads the run's last heartbeat found silent, if any. */
 function stalledOf(run: RunRow | undefined): RunWaits['stalled'] {
   if (!run?.stalled_transfers || run.stalled_since === null) return undefined;
-  return { count: run.stalled_transfers, since: run.stalled_since, idleMs: run.idle_timeout_ms };
+  return { count: run.stalled_transfers, since: run.stalled_since, idleTimeoutMs: run.idle_timeout_ms };
 }
 
 function keysOf(store: Store, today: number): Status['keys'] {

@@ -69,7 +69,7 @@ export class JobLife {
         control,
         publishing,
         now,
-        maxWaitingBytes: opts.maxUnpublishedBytes,
+        maxUnpublishedBytes: opts.maxUnpublishedBytes,
         logger,
       });
     const publisher = this.publisher;

@@ -66,7 +66,7 @@ export function buildParts(inputs: RunInputs): RunParts {
     publishing: () => life.publishing,
     stalledDownloads: () => {
       const stalled = downloads.stalled();
-      return stalled && { ...stalled, idleMs: inputs.options.idleTimeoutMs };
+      return stalled && { ...stalled, idleTimeoutMs: inputs.options.idleTimeoutMs };
     },
   };
   const quiet = new QuietWatch(store, feeder, reachability, control, waits, shared.clock.now, inputs.logger);
@@ -186,7 +186,7 @@ function creditsOf(
     clock,
     control,
     {
-      maxCredits: inputs.budget,
+      budget: inputs.budget,
       catalog,
       prices: manifest.manifest.prices,
       perTag: manifest.manifest.budget?.perTag,

@@ -152,8 +152,7 @@ function sinkSettingsOf(request: ResolvedRunOptions, statePath: string): Paramet
     statePath,
     keepLocal: request.keepLocal,
     rehearsal: request.rehearsal,
-    idleMs: request.idleTimeoutMs,
-    unreachableMs: request.unreachableMs,
+    patience: { idleTimeoutMs: request.idleTimeoutMs, unreachableMs: request.unreachableMs },
     env: request.env,
   };
 }

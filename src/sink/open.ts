@@ -1,7 +1,7 @@
 import { bucketLocationOf } from '../manifest/index.js';
 import type { ObjectStore } from './bucket/object-store.js';
 import { BucketSink } from './bucket/bucket-sink.js';
-import { DEFAULT_PATIENCE } from './bucket/patient-store.js';
+import type { Patience } from './bucket/patient-store.js';
 import { FolderSink } from './folder.js';
 import type { OutputSink } from './sink.js';
 
@@ -12,10 +12,8 @@ export interface SinkSettings {
   keepLocal?: boolean;
   /** A rehearsal starts over in its own place: what an earlier one left in its folder is replaced. */
   rehearsal?: boolean;
-  /** No byte for this long on a bucket request: it is given up and tried again. */
-  idleMs?: number;
-  /** The bucket answering nothing but faults for this long: its calls give up (--unreachable-minutes). */
-  unreachableMs?: number;
+  /** How long a bucket's faults are ridden out (--idle-timeout, --unreachable-minutes). */
+  patience: Patience;
   /** Where the bucket's endpoint, region and credentials are read (the SDK's chain); the process's by default. */
   env?: NodeJS.ProcessEnv;
   /** A bucket other than S3 through the SDK (tests). */
@@ -34,15 +32,12 @@ export function stagingDirFor(statePath: string): string {
 export async function openOutputSink(location: string, settings: SinkSettings): Promise<OutputSink> {
   const bucket = bucketLocationOf(location);
   if (!bucket) return new FolderSink(location, { replaceStrays: settings.rehearsal ?? false });
-  const patience = {
-    idleMs: settings.idleMs ?? DEFAULT_PATIENCE.idleMs,
-    unreachableMs: settings.unreachableMs ?? DEFAULT_PATIENCE.unreachableMs,
-  };
+  const { patience } = settings;
   const store =
     settings.objectStore?.(bucket.bucket) ??
     new (await import('./bucket/s3-store.js')).S3ObjectStore({
       bucket: bucket.bucket,
-      idleMs: patience.idleMs,
+      idleTimeoutMs: patience.idleTimeoutMs,
       ...(settings.env ? { env: settings.env } : {}),
     });
   const staging = new FolderSink(stagingDirFor(settings.statePath), { replaceStrays: settings.rehearsal ?? false });

@@ -19,7 +19,7 @@ export interface RunWaits {
   /** Paused from another shell since then (a run holding the state or not). */
   pausedSince?: number | null | undefined;
   /** Downloads silent inside their body, since when the oldest moved no byte, and after how long each is abandoned. */
-  stalled?: { count: number; since: number; idleMs: number | null } | null | undefined;
+  stalled?: { count: number; since: number; idleTimeoutMs: number | null } | null | undefined;
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -56,7 +56,7 @@ export function waitingFor(store: Store, now: number, run: RunWaits): Waiting[] 
 }
 
 function stalledWords(stalled: NonNullable<RunWaits['stalled']>): string {
-  const after = stalled.idleMs ? `after ${stalled.idleMs / 1000} s` : 'after the idle timeout';
+  const after = stalled.idleTimeoutMs ? `after ${stalled.idleTimeoutMs / 1000} s` : 'after the idle timeout';
   return `${stalled.count} stalled: no byte since ${iso(stalled.since)}; each is abandoned and tried again ${after}`;
 }
 

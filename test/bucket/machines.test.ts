@@ -1,3 +1,4 @@
+import { DEFAULT_PATIENCE } from '../../src/options/flags.js';
 import { rmSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { describe, expect, it, vi } from 'vitest';
@@ -66,7 +67,7 @@ describe('a run outlives the machine it started on', () => {
     const a = workspace(t.sim, manifest, {}, 60);
     const b = workspace(t.sim, manifest, {}, 60);
     const env = { ...a.env, ...s3.env };
-    const bucket = new S3ObjectStore({ bucket: 'catalog', idleMs: 5_000, env: s3.env });
+    const bucket = new S3ObjectStore({ bucket: 'catalog', idleTimeoutMs: 5_000, env: s3.env });
     const machineA = startCli(a.args(OUT), env, a.dir);
     try {
       const held = await vi.waitFor(
@@ -103,7 +104,11 @@ describe('a run outlives the machine it started on', () => {
     // A reviewer on A, after the run: the decision goes to the bucket in the state's snapshot when the app stops.
     const review = await startTestReview({
       statePath: a.statePath,
-      outputs: await openOutputSink('s3://catalog/ml', { statePath: a.statePath, env: s3.env }),
+      outputs: await openOutputSink('s3://catalog/ml', {
+        statePath: a.statePath,
+        env: s3.env,
+        patience: DEFAULT_PATIENCE,
+      }),
       title: 'm',
       budget: null,
     });

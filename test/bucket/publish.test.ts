@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { exitCodeOf } from '../../src/library/outcome.js';
 import { DEFAULT_KEY_LIMITS } from '../../src/scheduler/limits.js';
 import { BucketSink, FolderSink, ObjectStoreError, stagingDirFor } from '../../src/sink/index.js';
-import { FakeBucket, fakeBucketSink } from '../helpers/fake-bucket.js';
+import { FakeBucket, fakeBucketSink, TEST_PATIENCE } from '../helpers/fake-bucket.js';
 import { runInProcess } from '../helpers/in-process.js';
 import { imageManifest, readState, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
@@ -84,7 +84,7 @@ describe('outputs published to a bucket', () => {
     bucket.fault = (_op, key) =>
       down && key.endsWith('.png') ? { fault: 'unreachable', code: 'ECONNREFUSED' } : undefined;
     const first = await runInProcess(t, ws, {
-      outputs: fakeBucketSink(bucket, ws.statePath, 'spring', { idleMs: 300, unreachableMs: 1_500 }),
+      outputs: fakeBucketSink(bucket, ws.statePath, 'spring', { idleTimeoutMs: 300, unreachableMs: 1_500 }),
     });
     expect(exitCodeOf(first)).toBe(4);
     expect(first.stop?.kind).toBe('publishing');
@@ -280,9 +280,7 @@ describe('outputs published to a bucket', () => {
       { bucket: 'catalog', prefix: 'spring' },
       kept,
       new FolderSink(stagingDirFor(ws.statePath)),
-      {
-        keepLocal: true,
-      },
+      { keepLocal: true, patience: TEST_PATIENCE },
     );
     expect(exitCodeOf(await runInProcess(t, ws, { outputs: keepLocal, options: { redoChanged: true } }))).toBe(0);
     expect(kept.objects.get('spring/a-1.png')).toBe(firstTake);

@@ -1,3 +1,4 @@
+import { DEFAULT_PATIENCE } from '../../src/options/flags.js';
 import { createHash } from 'node:crypto';
 import { appendFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
@@ -49,7 +50,7 @@ describe('outputs published to an S3-compatible server (s3rver, through the AWS 
     // The live line counts the outputs saved and not yet published: none once the run ends.
     expect(endedLine(result.stderr)).not.toContain('to publish');
 
-    const bucket = new S3ObjectStore({ bucket: 'catalog', idleMs: 5_000, env: s3.env });
+    const bucket = new S3ObjectStore({ bucket: 'catalog', idleTimeoutMs: 5_000, env: s3.env });
     const outputs = readState(ws.statePath).outputs;
     for (const o of outputs) {
       const got = (await bucket.get(`spring/${o.path}`))!;
@@ -79,7 +80,11 @@ describe('outputs published to an S3-compatible server (s3rver, through the AWS 
     // No local copy is left: the review server reads the output from the bucket, the page never sees a credential.
     const review = await startTestReview({
       statePath: ws.statePath,
-      outputs: await openOutputSink('s3://catalog/spring', { statePath: ws.statePath, env: s3.env }),
+      outputs: await openOutputSink('s3://catalog/spring', {
+        statePath: ws.statePath,
+        env: s3.env,
+        patience: DEFAULT_PATIENCE,
+      }),
       title: 'm',
       budget: null,
     });
@@ -183,7 +188,7 @@ describe('outputs published to an S3-compatible server (s3rver, through the AWS 
     expect(await begun).toBe('spring/cut-1.png');
     put.destroy();
     await s3.putsSettled();
-    const bucket = new S3ObjectStore({ bucket: 'catalog', idleMs: 30_000, env: s3.env });
+    const bucket = new S3ObjectStore({ bucket: 'catalog', idleTimeoutMs: 30_000, env: s3.env });
     expect(await bucket.head('spring/cut-1.png')).toBeUndefined();
     expect(s3.created).toEqual([]);
   });
@@ -204,7 +209,7 @@ describe('outputs published to an S3-compatible server (s3rver, through the AWS 
     }
     try {
       const sha256 = hash.digest('hex');
-      const bucket = new S3ObjectStore({ bucket: 'catalog', idleMs: 30_000, env: s3.env });
+      const bucket = new S3ObjectStore({ bucket: 'catalog', idleTimeoutMs: 30_000, env: s3.env });
       const source = { path, bytes: 150 * 1024 * 1024, sha256, contentType: 'video/mp4' };
       expect(await bucket.putNew('spring/spin-1.mp4', source)).toBe('created');
       expect(await bucket.head('spring/spin-1.mp4')).toEqual({ size: 150 * 1024 * 1024, sha256 });

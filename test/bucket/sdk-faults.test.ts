@@ -94,7 +94,7 @@ describe('a real bucket through the AWS SDK, slowing down, refusing and going si
     expect(proxy.seen.silent).toBeGreaterThan(0);
 
     // Each object once, with the sha256 the state recorded.
-    const bucket = new S3ObjectStore({ bucket: 'catalog', idleMs: 5_000, env: s3.env });
+    const bucket = new S3ObjectStore({ bucket: 'catalog', idleTimeoutMs: 5_000, env: s3.env });
     const store = Store.open(ws.statePath);
     try {
       const outputs = readState(ws.statePath).outputs as unknown as { job_id: string; idx: number; path: string }[];
@@ -213,7 +213,7 @@ describe('a real bucket through the AWS SDK, slowing down, refusing and going si
     const s3 = await startTestBucket();
     const proxy = await startBucketProxy(s3.env);
     proxy.decide = () => 'silent';
-    const store = new S3ObjectStore({ bucket: 'catalog', idleMs: 60_000, env: proxy.env });
+    const store = new S3ObjectStore({ bucket: 'catalog', idleTimeoutMs: 60_000, env: proxy.env });
     const small = join(tmpdir(), `genbatch-small-${process.pid}.txt`);
     const large = join(tmpdir(), `genbatch-large-${process.pid}.bin`);
     writeFileSync(small, 'results');

@@ -104,7 +104,7 @@ export class FakeBucket implements ObjectStore {
 }
 
 /** Patience for tests at a shrunken pace: a silent call is given up after 300 ms, the bucket after 20 s of faults. */
-export const TEST_PATIENCE: Patience = { idleMs: 300, unreachableMs: 20_000 };
+export const TEST_PATIENCE: Patience = { idleTimeoutMs: 300, unreachableMs: 20_000 };
 
 /** A sink that publishes to `bucket` under `prefix`, staging beside the state. */
 export function fakeBucketSink(

@@ -1,3 +1,4 @@
+import { DEFAULT_PATIENCE } from '../../src/options/flags.js';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -84,7 +85,10 @@ describe('a bucket as an out location', () => {
   it('is proven writable before anything is paid: a refused signature or a missing bucket is said with the bucket and what to do', async () => {
     const staging = new FolderSink(mkdtempSync(join(tmpdir(), 'genbatch-staging-')));
     const bucket = new FakeBucket();
-    const sink = new BucketSink({ bucket: 'catalog', prefix: 'spring' }, bucket, staging, { keepLocal: false });
+    const sink = new BucketSink({ bucket: 'catalog', prefix: 'spring' }, bucket, staging, {
+      keepLocal: false,
+      patience: DEFAULT_PATIENCE,
+    });
     expect(await sink.probe()).toBeUndefined();
     expect([...bucket.objects.keys()]).toEqual([]);
     bucket.fault = (op) => (op === 'putReplace' ? { fault: 'denied', code: 'SignatureDoesNotMatch' } : undefined);
@@ -101,7 +105,7 @@ describe('a bucket as an out location', () => {
   it('calls an unpublished output whose local copy is gone lost only when the bucket says it has none, never when it cannot be asked', async () => {
     const staging = new FolderSink(mkdtempSync(join(tmpdir(), 'genbatch-staging-')));
     const bucket = new FakeBucket();
-    const patience = { idleMs: 100, unreachableMs: 300, backoffMs: { first: 5, longest: 50 } };
+    const patience = { idleTimeoutMs: 100, unreachableMs: 300, backoffMs: { first: 5, longest: 50 } };
     const sink = new BucketSink({ bucket: 'catalog', prefix: 'spring' }, bucket, staging, {
       keepLocal: false,
       patience,

@@ -9,10 +9,10 @@ import { ObjectStoreError, PatientStore, type BucketTrouble, type StoreCall } fr
 import type { ByteRange } from '../../src/sink/sink.js';
 import { FakeBucket } from '../helpers/fake-bucket.js';
 
-const FAST = { idleMs: 100, unreachableMs: 5_000 };
+const FAST = { idleTimeoutMs: 100, unreachableMs: 5_000 };
 /** A real bucket's backoffs, 200 ms doubling to 15 s, each its full length (no jitter). */
 const REAL_BACKOFFS = {
-  idleMs: 10_000,
+  idleTimeoutMs: 10_000,
   unreachableMs: 60_000,
   backoffMs: { first: 200, longest: 15_000 },
   random: () => 1,
@@ -115,7 +115,7 @@ describe('every bucket call rides out the faults that pass', () => {
     const bucket = new FakeBucket();
     let silent = true;
     bucket.fault = (op, key) => (silent && op === 'head' && key === 'spring/a.png' ? 'silent' : undefined);
-    const store = new PatientStore(bucket, { idleMs: 30_000, unreachableMs: 60_000 });
+    const store = new PatientStore(bucket, { idleTimeoutMs: 30_000, unreachableMs: 60_000 });
     // A call has failed for want of an answer: the bucket is in trouble.
     let refused = 0;
     const before = bucket.fault;
@@ -144,7 +144,7 @@ describe('every bucket call rides out the faults that pass', () => {
       return silent ? 'silent' : undefined;
     };
     // The chaos bench's pace: a silent request is given up after a second, the backoffs are a real bucket's.
-    const store = new PatientStore(bucket, { ...REAL_BACKOFFS, idleMs: 1_000 });
+    const store = new PatientStore(bucket, { ...REAL_BACKOFFS, idleTimeoutMs: 1_000 });
     // A put that replaces (the results, the gallery): each try is the put itself, never a look first.
     const put = store.putReplace('spring/results.jsonl', source());
     // The bucket comes back while the put's third try hangs in the silence, sent just before.
@@ -167,7 +167,7 @@ describe('every bucket call rides out the faults that pass', () => {
       if (op === 'head') looks++;
       return { fault: 'unreachable', code: 'ECONNREFUSED' };
     };
-    const store = new PatientStore(bucket, { idleMs: 1_000, unreachableMs: 60_000 });
+    const store = new PatientStore(bucket, { idleTimeoutMs: 1_000, unreachableMs: 60_000 });
     const put = store.putNew('spring/a.png', source()).catch((e: unknown) => e as ObjectStoreError);
     while (looks < 2) await new Promise((r) => setTimeout(r, 10));
     store.abandon('interrupted');
@@ -188,7 +188,7 @@ describe('every bucket call rides out the faults that pass', () => {
       op === 'putNew' && key === 'spring/b.png' && slowed++ === 0
         ? { fault: 'slow-down', code: 'SlowDown' }
         : undefined;
-    const store = new PatientStore(bucket, { idleMs: 10_000, unreachableMs: 60_000 });
+    const store = new PatientStore(bucket, { idleTimeoutMs: 10_000, unreachableMs: 60_000 });
     // A put that takes its time to land (a big object): its bytes are on their way, no progress said for 1.5 s.
     const inner = bucket.putNew.bind(bucket);
     bucket.putNew = async (key, source, call) => {
@@ -213,7 +213,7 @@ describe('every bucket call rides out the faults that pass', () => {
     const started = Date.now();
     expect(await store.head('spring/a.png')).toEqual({ size: 9, sha256: 'f'.repeat(64) });
     expect(bucket.abandoned).toBe(1);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(FAST.idleMs);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(FAST.idleTimeoutMs);
   });
 
   it('an upload whose bytes keep moving is not silent, however long it takes', async () => {
@@ -306,7 +306,7 @@ describe('a bucket that answers nothing but faults', () => {
   it('is given up once the trouble has lasted --unreachable-minutes, for every call that shares it', async () => {
     const bucket = new FakeBucket();
     bucket.fault = () => ({ fault: 'unreachable', code: 'ECONNREFUSED' });
-    const store = new PatientStore(bucket, { idleMs: 100, unreachableMs: 600 });
+    const store = new PatientStore(bucket, { idleTimeoutMs: 100, unreachableMs: 600 });
     const started = Date.now();
     const [a, b] = await Promise.all([
       store.head('a').catch((e: unknown) => e as ObjectStoreError),
@@ -326,7 +326,7 @@ describe('a bucket that answers nothing but faults', () => {
     const bucket = new FakeBucket();
     // A bucket (or a proxy before it) that answers a HEAD but resets every upload.
     bucket.fault = (op) => (op === 'putReplace' ? { fault: 'unreachable', code: 'ECONNRESET' } : undefined);
-    const store = new PatientStore(bucket, { idleMs: 1_000, unreachableMs: 1_500 });
+    const store = new PatientStore(bucket, { idleTimeoutMs: 1_000, unreachableMs: 1_500 });
     const started = Date.now();
     const error = (await store
       .putReplace('spring/results.jsonl', source())
@@ -339,7 +339,7 @@ describe('a bucket that answers nothing but faults', () => {
   it('an interrupt ends a call waiting out the bucket at once', async () => {
     const bucket = new FakeBucket();
     bucket.fault = () => 'silent';
-    const store = new PatientStore(bucket, { idleMs: 60_000, unreachableMs: 60_000 });
+    const store = new PatientStore(bucket, { idleTimeoutMs: 60_000, unreachableMs: 60_000 });
     const abort = new AbortController();
     const call = store.head('a', { signal: abort.signal }).catch((e: unknown) => e);
     setTimeout(() => abort.abort(new Error('interrupted')), 50);

@@ -5,7 +5,7 @@ import { existingStatePathFor, openStateReadOnly } from '../../store/state-path.
 import { exposure, listenError, refuseWildcard } from './local-server.js';
 import { openOutputSink } from '../../sink/index.js';
 import { withDefaults, type FlagValues } from '../../options/flag.js';
-import { REVIEW_FLAGS } from '../../options/flags.js';
+import { DEFAULT_PATIENCE, REVIEW_FLAGS } from '../../options/flags.js';
 
 export type ReviewFlags = FlagValues<typeof REVIEW_FLAGS>;
 
@@ -35,7 +35,7 @@ export async function reviewCommand(
   try {
     server = await startReviewServer({
       statePath,
-      outputs: await openOutputSink(outDir, { statePath, env }),
+      outputs: await openOutputSink(outDir, { statePath, env, patience: DEFAULT_PATIENCE }),
       title: manifest.name,
       budget: manifest.maxCredits ?? null,
       host,

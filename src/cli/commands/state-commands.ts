@@ -11,7 +11,7 @@ import { locate } from '../../manifest/load-valid.js';
 import { resolveOutLocation } from '../../manifest/index.js';
 import { openOutputSink } from '../../sink/index.js';
 import type { FlagValues } from '../../options/flag.js';
-import type { REPORT_FLAGS, RETRY_FLAGS, STATE_FLAGS } from '../../options/flags.js';
+import { DEFAULT_PATIENCE, type REPORT_FLAGS, type RETRY_FLAGS, type STATE_FLAGS } from '../../options/flags.js';
 
 type StateFlags = FlagValues<typeof STATE_FLAGS>;
 
@@ -194,7 +194,7 @@ export async function reportCommand(
       ? resolveOutLocation(cwd, opts.out)
       : (store.runs.all().at(-1)?.out_dir ?? manifest.outputDir);
     const { writeReport } = await import('../../report/index.js');
-    const w = await writeReport(store, await openOutputSink(outDir, { statePath, env }), {
+    const w = await writeReport(store, await openOutputSink(outDir, { statePath, env, patience: DEFAULT_PATIENCE }), {
       title: manifest.name,
       html: opts.html ?? false,
       sidecars: opts.sidecars ?? false,

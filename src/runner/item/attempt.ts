@@ -44,7 +44,7 @@ async function uploadedBody(task: ItemTask): Promise<ImageSubmission | VideoSubm
         inFlight: lane.uploadsInFlight,
         outputs: settings.outputs,
         signal: lane.noNewWork,
-        idleMs: settings.idleTimeoutMs,
+        idleTimeoutMs: settings.idleTimeoutMs,
       });
     } catch (error) {
       if (error instanceof NotSentError) return task.requeue();

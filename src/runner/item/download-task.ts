@@ -192,7 +192,7 @@ class DownloadTask {
         {
           signal: this.signal,
           maxBytes: settings.maxOutputBytes,
-          idleMs: settings.idleTimeoutMs,
+          idleTimeoutMs: settings.idleTimeoutMs,
           progress: this.progress,
         },
       );

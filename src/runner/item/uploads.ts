@@ -34,7 +34,7 @@ export interface UploadContext {
   /** An interrupt: grants still waiting for their turn are not sent. */
   signal?: AbortSignal;
   /** A PUT that moves no byte for this long is abandoned (and the upload tried again later). */
-  idleMs?: number | undefined;
+  idleTimeoutMs?: number | undefined;
 }
 
 /**
@@ -76,7 +76,13 @@ async function uploadOnce(
   if (valid && known.upload_url) {
     // A run killed during this PUT: send the same bytes to the same grant (it overwrites; no new upload).
     try {
-      await ctx.client.putUpload(known.upload_url, createReadStream(path), known.content_type, known.size, ctx.idleMs);
+      await ctx.client.putUpload(
+        known.upload_url,
+        createReadStream(path),
+        known.content_type,
+        known.size,
+        ctx.idleTimeoutMs,
+      );
       ctx.store.uploads.confirmed(known.key);
       return known.key;
     } catch {
@@ -101,7 +107,7 @@ async function uploadOnce(
     },
     ctx.now(),
   );
-  await ctx.client.putUpload(grant.uploadUrl, createReadStream(path), media.contentType, info.size, ctx.idleMs);
+  await ctx.client.putUpload(grant.uploadUrl, createReadStream(path), media.contentType, info.size, ctx.idleTimeoutMs);
   ctx.store.uploads.confirmed(grant.key);
   return grant.key;
 }

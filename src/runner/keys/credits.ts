@@ -47,7 +47,7 @@ export class Credits {
     private readonly control: Control,
     private readonly opts: {
       /** The run's budget, net of refunds. */
-      maxCredits?: number | undefined;
+      budget?: number | undefined;
       catalog?: Catalog | undefined;
       /** The manifest's own prices, for models the catalog does not price. */
       prices?: Manifest['prices'];
@@ -121,12 +121,12 @@ export class Credits {
   }
 
   get budget(): number | undefined {
-    return this.opts.maxCredits;
+    return this.opts.budget;
   }
 
   /** True (and the run stops) when `price` more would pass the budget. */
   overBudget(price: number): boolean {
-    const max = this.opts.maxCredits;
+    const max = this.opts.budget;
     if (max === undefined) return false;
     const { charged, refunded } = this.store.attempts.totals();
     if (charged - refunded + this.reserved + this.assigned + price <= max) return false;

@@ -33,7 +33,7 @@ export class Publisher {
       readonly publishing: Publishing;
       readonly now: () => number;
       /** While this many bytes of saved outputs wait to be published, no new submission leaves. */
-      readonly maxWaitingBytes: number;
+      readonly maxUnpublishedBytes: number;
       readonly logger?: Logger | undefined;
     },
   ) {}
@@ -69,7 +69,7 @@ export class Publisher {
 
   /** Saved outputs wait past the bound: no new submission leaves until the backlog shrinks. */
   get full(): boolean {
-    return !this.stopped && this.waitingBytes > this.deps.maxWaitingBytes;
+    return !this.stopped && this.waitingBytes > this.deps.maxUnpublishedBytes;
   }
 
   /** Whether publications are under way or waiting (the watchdog counts it as a known wait). */

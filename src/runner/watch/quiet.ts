@@ -24,7 +24,7 @@ export interface KnownWaits {
   /** Outputs being published to a bucket, or waiting for it to take them again. */
   publishing(): boolean;
   /** Downloads silent inside their body (each has its time: the idle timeout), and that timeout. */
-  stalledDownloads(): { count: number; since: number; idleMs: number } | undefined;
+  stalledDownloads(): { count: number; since: number; idleTimeoutMs: number } | undefined;
 }
 
 /**

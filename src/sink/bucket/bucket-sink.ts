@@ -22,7 +22,7 @@ import type {
 } from '../sink.js';
 import { bucketPolicy, bucketProblem, classify } from './bucket-policy.js';
 import { ObjectStoreError, type ObjectStore, type StoredObject } from './object-store.js';
-import { DEFAULT_PATIENCE, PatientStore, type Patience } from './patient-store.js';
+import { PatientStore, type Patience } from './patient-store.js';
 import { StateSnapshots } from './state-snapshots.js';
 import { makeFolder } from '../../util/make-folder.js';
 
@@ -56,9 +56,9 @@ export class BucketSink implements OutputSink {
     store: ObjectStore,
     /** The staging folder: outputs wait there, verified, until they are published. */
     private readonly staging: FolderSink,
-    private readonly options: { keepLocal: boolean; patience?: Patience | undefined; statePath?: string },
+    private readonly options: { keepLocal: boolean; patience: Patience; statePath?: string },
   ) {
-    this.store = new PatientStore(store, options.patience ?? DEFAULT_PATIENCE);
+    this.store = new PatientStore(store, options.patience);
     const patient = this.store;
     this.location = `s3://${where.bucket}${where.prefix ? `/${where.prefix}` : ''}`;
     const prefix = where.prefix ? `${where.prefix}/` : '';

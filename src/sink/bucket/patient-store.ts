@@ -23,7 +23,7 @@ type BackOff = Extract<CallReaction, { do: 'back-off' }>;
 /** How long the bucket's faults are ridden out. */
 export interface Patience {
   /** A request that moves no byte for this long is abandoned and sent again (--idle-timeout). */
-  idleMs: number;
+  idleTimeoutMs: number;
   /** The bucket answering nothing but faults for this long: a call gives up (--unreachable-minutes). */
   unreachableMs: number;
   /** The first backoff and the longest (tests shrink them): 200 ms and 15 s. */
@@ -31,9 +31,6 @@ export interface Patience {
   now?: () => number;
   random?: () => number;
 }
-
-/** Patience when none is given: the flags' defaults (--idle-timeout 30 s, --unreachable-minutes 30). */
-export const DEFAULT_PATIENCE: Patience = { idleMs: 30_000, unreachableMs: 30 * 60_000 };
 
 /** An attempt that has moved no byte for this long when the bucket answers again was swallowed by the outage. */
 const STUCK_MS = 1_000;
@@ -44,7 +41,7 @@ const OUTAGE_ENDED = 'OUTAGE_ENDED';
 /**
  * The one fault policy of every call to a bucket, in front of the store that
  * speaks to it: a slow-down (503, 500, 429), a refused or reset connection
- * and a request that moves no byte for `idleMs` (a silent connect, answer or
+ * and a request that moves no byte for `idleTimeoutMs` (a silent connect, answer or
  * body, whatever the SDK's own timeouts do) are backed off with jitter and
  * sent again, until the bucket has answered nothing else for
  * `unreachableMs`; a denial, a missing bucket or any other answer is thrown
@@ -160,7 +157,7 @@ export class PatientStore implements ObjectStore {
     let body = first;
     for (;;) {
       try {
-        for await (const chunk of untilSilent(body, this.patience.idleMs)) {
+        for await (const chunk of untilSilent(body, this.patience.idleTimeoutMs)) {
           at += chunk.length;
           yield chunk;
         }
@@ -293,14 +290,14 @@ export class PatientStore implements ObjectStore {
     const looks = new AbortController();
     this.looks = looks;
     const signal = AbortSignal.any([looks.signal, this.closing.signal]);
-    const idleMs = Math.min(this.patience.idleMs, LONGEST_LOOK_MS);
+    const idleTimeoutMs = Math.min(this.patience.idleTimeoutMs, LONGEST_LOOK_MS);
     try {
       while (this.noAnswerSeen && (this.calls > 0 || this.sleepers.size > 0)) {
         await sleep(LOOK_EVERY_MS, signal);
         if (!this.noAnswerSeen) return;
         const sentAt = this.now();
         try {
-          await this.untilIdle(signal, (c) => this.inner.head(key, c), idleMs);
+          await this.untilIdle(signal, (c) => this.inner.head(key, c), idleTimeoutMs);
           this.answered(sentAt);
         } catch (error) {
           if (signal.aborted) return;
@@ -349,7 +346,7 @@ export class PatientStore implements ObjectStore {
   private untilIdle<T>(
     signal: AbortSignal | undefined,
     attempt: (call: StoreCall) => Promise<T>,
-    idleMs = this.patience.idleMs,
+    idleTimeoutMs = this.patience.idleTimeoutMs,
   ): Promise<T> {
     const ends = new AbortController();
     const interrupt = () => ends.abort(signal?.reason);
@@ -363,13 +360,13 @@ export class PatientStore implements ObjectStore {
     this.underWay.add(tracked);
     return new Promise<T>((resolve, reject) => {
       const silent = () =>
-        giveUp(reject, new ObjectStoreError(`no byte for ${idleMs / 1000} s`, 'unreachable', 'IDLE_TIMEOUT'));
+        giveUp(reject, new ObjectStoreError(`no byte for ${idleTimeoutMs / 1000} s`, 'unreachable', 'IDLE_TIMEOUT'));
       tracked.abandon = () =>
         giveUp(reject, new ObjectStoreError('sent during an outage that has ended', 'unreachable', OUTAGE_ENDED));
       const arm = () => {
         tracked.movedAt = this.now();
         clearTimeout(timer);
-        timer = setTimeout(silent, idleMs);
+        timer = setTimeout(silent, idleTimeoutMs);
       };
       arm();
       if (signal?.aborted) return reject(signal.reason);
@@ -383,13 +380,13 @@ export class PatientStore implements ObjectStore {
   }
 }
 
-/** The chunks of `body`, failing once none has come for `idleMs` while one was awaited (a slow reader is not silence). */
-async function* untilSilent(body: Readable, idleMs: number): AsyncGenerator<Buffer> {
+/** The chunks of `body`, failing once none has come for `idleTimeoutMs` while one was awaited (a slow reader is not silence). */
+async function* untilSilent(body: Readable, idleTimeoutMs: number): AsyncGenerator<Buffer> {
   const chunks = body[Symbol.asyncIterator]();
   for (;;) {
     const timer = setTimeout(
-      () => body.destroy(new ObjectStoreError(`no byte for ${idleMs / 1000} s`, 'unreachable', 'IDLE_TIMEOUT')),
-      idleMs,
+      () => body.destroy(new ObjectStoreError(`no byte for ${idleTimeoutMs / 1000} s`, 'unreachable', 'IDLE_TIMEOUT')),
+      idleTimeoutMs,
     );
     let next: IteratorResult<Buffer>;
     try {

@@ -27,7 +27,7 @@ const NO_WARNING = 'AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED';
 export interface S3StoreOptions {
   bucket: string;
   /** No byte for this long on a request's socket: it is given up (and tried again by the caller). */
-  idleMs: number;
+  idleTimeoutMs: number;
   /** The environment the SDK's chain reads (endpoint, region, credentials, profile). */
   env?: NodeJS.ProcessEnv;
 }
@@ -46,7 +46,7 @@ export class S3ObjectStore implements ObjectStore {
 
   constructor(options: S3StoreOptions) {
     this.bucket = options.bucket;
-    this.client = createClient(clientConfig(options.env ?? process.env, options.idleMs));
+    this.client = createClient(clientConfig(options.env ?? process.env, options.idleTimeoutMs));
   }
 
   async head(key: string, call: StoreCall = {}): Promise<StoredObject | undefined> {
@@ -147,7 +147,7 @@ const quiet = () => undefined;
 const SILENT = { trace: quiet, debug: quiet, info: quiet, warn: quiet, error: quiet };
 
 /** The SDK's config from the environment: a custom endpoint means path-style, and a region is then optional. */
-export function clientConfig(env: NodeJS.ProcessEnv, idleMs: number): S3ClientConfig {
+export function clientConfig(env: NodeJS.ProcessEnv, idleTimeoutMs: number): S3ClientConfig {
   const endpoint = env.AWS_ENDPOINT_URL_S3 || env.AWS_ENDPOINT_URL || undefined;
   const region = env.AWS_REGION || env.AWS_DEFAULT_REGION || (endpoint ? 'us-east-1' : undefined);
   // Keys given in this environment are used as given; otherwise the SDK's chain finds them (a profile, SSO, a role).
@@ -168,7 +168,7 @@ export function clientConfig(env: NodeJS.ProcessEnv, idleMs: number): S3ClientCo
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
     maxAttempts: 1,
-    requestHandler: { connectionTimeout: Math.min(idleMs, 10_000), requestTimeout: idleMs },
+    requestHandler: { connectionTimeout: Math.min(idleTimeoutMs, 10_000), requestTimeout: idleTimeoutMs },
     // Without a logger of its own the SDK writes to the console ("An error was encountered in a non-retryable
     // streaming request." on a failed PUT): every fault is genbatch's to say, through its policy and its log.
     logger: SILENT,

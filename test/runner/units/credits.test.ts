@@ -14,7 +14,7 @@ afterEach(() => {
   for (const s of stores.splice(0)) s.close();
 });
 
-function setUp(opts: { maxCredits?: number; caps?: number[]; prices?: Record<string, number> } = {}) {
+function setUp(opts: { budget?: number; caps?: number[]; prices?: Record<string, number> } = {}) {
   const store = Store.open(join(mkdtempSync(join(tmpdir(), 'genbatch-credits-')), 's.sqlite'));
   stores.push(store);
   const now = { t: 100 * DAY + 3_600_000 };
@@ -28,7 +28,7 @@ function setUp(opts: { maxCredits?: number; caps?: number[]; prices?: Record<str
     store,
     clock,
     control,
-    { maxCredits: opts.maxCredits, prices: opts.prices ?? { small: 2, large: 8 } },
+    { budget: opts.budget, prices: opts.prices ?? { small: 2, large: 8 } },
     () => caps,
     (until) => waits.push(until),
   );
@@ -39,7 +39,7 @@ function setUp(opts: { maxCredits?: number; caps?: number[]; prices?: Record<str
 
 describe('Credits, built alone', () => {
   it('prices an attempt once, from the manifest, and counts assigned and reserved credits against the budget', async () => {
-    const { credits, caps, item, control } = setUp({ maxCredits: 20 });
+    const { credits, caps, item, control } = setUp({ budget: 20 });
     const large = item('a', 'large');
     expect(credits.priceOf(large)).toBe(8);
     const first = credits.forAttempt(large, caps[0]!, 8, true);
