@@ -19,7 +19,7 @@ import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { openSqlite } from '../dist/store/driver.js';
 import { main } from '../dist/cli/program.js';
-import { S3ObjectStore } from '../dist/sink/bucket/s3-store.js';
+import { S3ObjectStore } from '../dist/sink/bucket/s3-object-store.js';
 import { startSimulator } from '../dist/simulator/index.js';
 import { makeMp4, makePng } from '../dist/simulator/media.js';
 import { privatePort, startFaultProxy, startWholeBucket } from './bucket.mjs';

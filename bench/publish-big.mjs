@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_PATIENCE } from '../dist/options/flags.js';
 import { BucketSink, FolderSink } from '../dist/sink/index.js';
-import { S3ObjectStore } from '../dist/sink/bucket/s3-store.js';
+import { S3ObjectStore } from '../dist/sink/bucket/s3-object-store.js';
 
 const AT_ONCE = 4;
 const staging = mkdtempSync(join(tmpdir(), 'genbatch-bench-big-'));

@@ -46,16 +46,16 @@ export class JobLife {
   private readonly said: { now: () => number; logger?: RunContext['logger'] };
 
   constructor(private readonly parts: RunContext) {
-    const { manifest, options: opts, outputs, logger } = parts;
+    const { manifest, options, outputs, logger } = parts;
     const { now } = parts.clock;
     this.said = { now, logger };
-    const { store, control, feeder, breaker, waits, downloadHealth } = parts;
+    const { store, control, feeder, breaker, timedWaits, downloadHealth } = parts;
     const acts = {
       accepted: (itemId: string) => {
         feeder.answered(itemId);
         breaker.answered();
       },
-      timed: <T>(wait: Promise<T>) => waits.timed(wait),
+      timed: <T>(wait: Promise<T>) => timedWaits.timed(wait),
       downloadEnded: (failure: Parameters<DownloadDeps['report']['ended']>[0]) =>
         downloadHealth.ended(failure, control),
     };
@@ -69,7 +69,7 @@ export class JobLife {
         control,
         publishing,
         now,
-        maxUnpublishedBytes: opts.maxUnpublishedBytes,
+        maxUnpublishedBytes: options.maxUnpublishedBytes,
         logger,
       });
     const publisher = this.publisher;
@@ -147,8 +147,8 @@ export class JobLife {
     return this.checking !== undefined;
   }
 
-  /** Copies being made or files published: a known wait for the watchdog. */
-  get publishing(): boolean {
+  /** Stages 3 and 4 at work (copies being made, files published): a known wait for the watchdog. */
+  get laterStagesBusy(): boolean {
     return (this.publisher?.busy ?? false) || (this.copier?.busy ?? false);
   }
 

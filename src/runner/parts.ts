@@ -20,7 +20,7 @@ export type { RunInputs } from './shared.js';
 import { DownloadHealth } from './watch/download-health.js';
 import { OutputsLease } from './watch/lease.js';
 import { SnapshotKeeper } from '../sink/index.js';
-import { QuietWatch } from './watch/quiet.js';
+import { type KnownWaits, QuietWatch } from './watch/quiet.js';
 import { watchService } from './watch/service-watch.js';
 import { TimedWaits } from './watch/timed-waits.js';
 import { Watchdog } from './watch/watchdog.js';
@@ -56,38 +56,38 @@ export function buildParts(inputs: RunInputs): RunParts {
       feeder.held === 0,
     startJob: (item, lane, price) => life.begin(item, lane, price, true),
   });
-  const waits = {
+  const known: KnownWaits = {
     capUntil: () => shared.credits.waitingUntil,
     coordinatorDown: () => shared.coordinator.down,
     paused: () => shared.pauseGate.isPaused,
     waitingForBreaker: () => shared.breaker.waitingForAnswer,
     syncing: () => firstSync.syncing,
-    timedWaits: () => shared.waits.count + downloads.pending,
-    publishing: () => life.publishing,
+    timedWaits: () => shared.timedWaits.count + downloads.pending,
+    laterStages: () => life.laterStagesBusy,
     stalledDownloads: () => {
       const stalled = downloads.stalled();
       return stalled && { ...stalled, idleTimeoutMs: inputs.options.idleTimeoutMs };
     },
   };
-  const quiet = new QuietWatch(store, feeder, reachability, control, waits, shared.clock.now, inputs.logger);
+  const quiet = new QuietWatch(store, feeder, reachability, control, known, shared.clock.now, inputs.logger);
   return { ...shared, life, feed, quiet };
 }
 
 function contextOf(inputs: RunInputs): RunContext {
-  const { keys, store, options: opts, logger } = inputs;
-  const { clock } = opts;
+  const { keys, store, options, logger } = inputs;
+  const { clock } = options;
   const watchdog = new Watchdog(clock.now, inputs.quietMs ?? Math.max(QUIET_FLOOR_MS, clock.scaled(QUIET_MS)));
   const session = new RunSession();
   // Every poll, upload and download in flight listens for the interrupt: one per slot and download, plus the queues'.
   const listeners =
-    keys.reduce((n, k) => n + k.limits.imagesInFlight + k.limits.videosInFlight, 0) + opts.downloadConcurrency + 64;
+    keys.reduce((n, k) => n + k.limits.imagesInFlight + k.limits.videosInFlight, 0) + options.downloadConcurrency + 64;
   const control = new Control(logger, listeners);
   // Anything said is activity: the watchdog's quiet starts again.
   const hearing = [control.events.on(() => watchdog.activity())];
   if (logger) hearing.push(control.events.on(logEvents(logger)));
   const { lanes, coordinator } = lanesOf(inputs, control, listeners);
   const feeder = new Feeder(store, clock, control);
-  const downloads = downloadTransfers(opts, control);
+  const downloads = downloadTransfers(options, control);
   wakeOnTaskEnds(lanes, downloads, control);
   for (const lane of lanes.all) hearing.push(forwardAnswers(lane, control));
   hearing.push(giveUpOnTheWireAfterStop(lanes, control));
@@ -96,7 +96,7 @@ function contextOf(inputs: RunInputs): RunContext {
     clock,
     control,
     now: clock.now,
-    unreachableMs: opts.unreachableMs,
+    unreachableMs: options.unreachableMs,
     logger,
     onActivity: () => watchdog.activity(),
   });
@@ -118,7 +118,7 @@ function contextOf(inputs: RunInputs): RunContext {
     lanes,
     credits: creditsOf(inputs, clock, control, lanes, session),
     feeder,
-    breaker: new ModerationBreaker(store, clock, control, opts.maxBlocked),
+    breaker: new ModerationBreaker(store, clock, control, options.maxBlocked),
     roster: new KeyRoster(lanes, store, (id) => feeder.holds(id), control, clock.now),
     reachability: service.reachability,
     pauseGate: new PauseGate(),
@@ -126,11 +126,11 @@ function contextOf(inputs: RunInputs): RunContext {
     downloadHealth: new DownloadHealth(),
     lease,
     keeper: keeperOf(inputs, lease),
-    waits: new TimedWaits(),
+    timedWaits: new TimedWaits(),
     firstSync: new FirstSync(
       store,
       inputs.manifest,
-      { ...opts, now: clock.now, outLocation: inputs.outputs.location, syncStepMs: inputs.syncStepMs },
+      { ...options, now: clock.now, outLocation: inputs.outputs.location, syncStepMs: inputs.syncStepMs },
       control,
       inputs.toSync,
     ),
@@ -261,11 +261,11 @@ function wakeOnTaskEnds(lanes: KeyLanes, downloads: Transfers, control: Control)
 }
 
 /** The downloads' places: one silent for a quarter of the idle timeout (a second at most) gives its place to the next one. */
-function downloadTransfers(opts: ResolvedRunOptions, control: Control): Transfers {
-  const { now } = opts.clock;
-  const quietMs = Math.min(1_000, opts.idleTimeoutMs / 4);
+function downloadTransfers(options: ResolvedRunOptions, control: Control): Transfers {
+  const { now } = options.clock;
+  const quietMs = Math.min(1_000, options.idleTimeoutMs / 4);
   return new Transfers(
-    opts.downloadConcurrency,
+    options.downloadConcurrency,
     quietMs,
     now,
     (itemId, since) => control.emit({ kind: 'transfer-stalled', itemId, transfer: 'download', since }),

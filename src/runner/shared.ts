@@ -12,7 +12,7 @@ import type { RunSession } from './core/session.js';
 import type { ModerationBreaker } from './feed/breaker.js';
 import type { Feeder } from './feed/feeder.js';
 import type { Credits } from './keys/credits.js';
-import type { KeyLanes, LaneKey } from './keys/lanes.js';
+import type { KeyLanes, RunKey } from './keys/lanes.js';
 import type { KeyRoster } from './keys/roster.js';
 import type { FirstSync, ToSync } from './sync/first-sync.js';
 import type { DownloadHealth } from './watch/download-health.js';
@@ -45,7 +45,7 @@ export interface RunContext extends RunInputs {
   /** A full disk, or the same download failure again and again, stops the run. */
   readonly downloadHealth: DownloadHealth;
   /** First polls and backoffs under way: reasons for quiet. */
-  readonly waits: TimedWaits;
+  readonly timedWaits: TimedWaits;
   readonly firstSync: FirstSync;
   /** The run's hold on the place its outputs go: claimed before anything is paid for, renewed, given up at the end. */
   readonly lease: OutputsLease;
@@ -61,7 +61,7 @@ export interface RunContext extends RunInputs {
 export interface RunInputs {
   readonly options: ResolvedRunOptions;
   /** The run's API keys (one, or a pool), each with its limits. */
-  readonly keys: readonly LaneKey[];
+  readonly keys: readonly RunKey[];
   readonly store: Store;
   readonly manifest: ManifestTop;
   readonly catalog: Catalog | undefined;

@@ -90,35 +90,35 @@ export interface StartedRun {
  * catalog, and the state opened. Nothing is submitted here.
  */
 export async function prepareRun(
-  request: ResolvedRunOptions,
+  options: ResolvedRunOptions,
   connecting: Promise<RunConnection>,
   wait: ServiceWait,
 ): Promise<PreparedRun> {
-  const waitForService = untilAnsweredBy(request, wait);
-  const outProblem = request.out === undefined ? undefined : outLocationProblem(request.out);
+  const waitForService = untilAnsweredBy(options, wait);
+  const outProblem = options.out === undefined ? undefined : outLocationProblem(options.out);
   if (outProblem) {
     await (await connecting.catch(() => undefined))?.close();
     throw usageError(`--out ${outProblem}. Nothing was submitted.`);
   }
-  const keys = askKeys(connecting, request, waitForService);
+  const keys = askKeys(connecting, options, waitForService);
   // A state kept beside the outputs comes back before anything reads the state: this run then goes on from it.
-  const restored = await restoreState(request).catch(async (error: unknown) => {
+  const restored = await restoreState(options).catch(async (error: unknown) => {
     await keys.discard();
     throw error;
   });
-  const prepared = await prepareManifest(request).catch(async (error: unknown) => {
+  const prepared = await prepareManifest(options).catch(async (error: unknown) => {
     // The manifest's problem is what the user hears about, not the service's answer.
     await keys.discard();
     throw error;
   });
-  const opened = await openService(request, keys, prepared, waitForService);
+  const opened = await openService(options, keys, prepared, waitForService);
   const { manifest, statePath, checked, plan } = prepared;
   // A rehearsal never writes where a real run's outputs are.
-  const suffix = request.rehearsal ? '.simulated' : '';
-  const outDir = rehearsalPlace(outPlaceOf(request, manifest), suffix);
+  const suffix = options.rehearsal ? '.simulated' : '';
+  const outDir = rehearsalPlace(outPlaceOf(options, manifest), suffix);
   // A rehearsal starts over each time: an earlier rehearsal's outputs in its folder are replaced.
-  const outputs = await openOutputSink(outDir, sinkSettingsOf(request, statePath));
-  const redoneRejected = request.redoRejected
+  const outputs = await openOutputSink(outDir, sinkSettingsOf(options, statePath));
+  const redoneRejected = options.redoRejected
     ? opened.store.items.putBackRejected(opened.store.reviews.rejectedCurrent(), Date.now())
     : [];
   const recorded = opened.store.meta('manifest');
@@ -130,7 +130,7 @@ export async function prepareRun(
     manifest,
     statePath,
     outDir,
-    budget: runBudget(request.maxCredits, manifest.manifest),
+    budget: runBudget(options.maxCredits, manifest.manifest),
     outputs,
     logPath: join(dirname(statePath), `${manifest.name}${suffix}.log`),
     itemCount: checked ? checked.count : plan.resume!.synced.items,
@@ -142,18 +142,18 @@ export async function prepareRun(
 }
 
 /** Where the outputs go, before a rehearsal's suffix: --out, else the manifest's output dir. */
-function outPlaceOf(request: ResolvedRunOptions, top: Pick<ManifestTop, 'outputDir'>): string {
-  return request.out ? resolveOutLocation(request.cwd, request.out) : top.outputDir;
+function outPlaceOf(options: ResolvedRunOptions, top: Pick<ManifestTop, 'outputDir'>): string {
+  return options.out ? resolveOutLocation(options.cwd, options.out) : top.outputDir;
 }
 
 /** The output sink's settings, the same for the run and for a restore of its state. */
-function sinkSettingsOf(request: ResolvedRunOptions, statePath: string): Parameters<typeof openOutputSink>[1] {
+function sinkSettingsOf(options: ResolvedRunOptions, statePath: string): Parameters<typeof openOutputSink>[1] {
   return {
     statePath,
-    keepLocal: request.keepLocal,
-    rehearsal: request.rehearsal,
-    patience: { idleTimeoutMs: request.idleTimeoutMs, unreachableMs: request.unreachableMs },
-    env: request.env,
+    keepLocal: options.keepLocal,
+    rehearsal: options.rehearsal,
+    patience: { idleTimeoutMs: options.idleTimeoutMs, unreachableMs: options.unreachableMs },
+    env: options.env,
   };
 }
 
@@ -202,16 +202,16 @@ export function startRun(prepared: PreparedRun, options: ResolvedRunOptions): St
  * the newest whole snapshot of the state from beside the outputs, put where
  * the state goes. A rehearsal starts over and never restores.
  */
-async function restoreState(request: ResolvedRunOptions): Promise<PreparedRun['restored']> {
-  if (request.rehearsal) return undefined;
-  const top = await locate(request.manifestPath, request.cwd).catch(() => undefined);
+async function restoreState(options: ResolvedRunOptions): Promise<PreparedRun['restored']> {
+  if (options.rehearsal) return undefined;
+  const top = await locate(options.manifestPath, options.cwd).catch(() => undefined);
   // A manifest that cannot be read is said by its check, with where each problem is.
   if (!top) return undefined;
-  const statePath = statePathFor(top, request.statePath, request.cwd);
+  const statePath = statePathFor(top, options.statePath, options.cwd);
   if (existsSync(statePath)) return undefined;
-  const outDir = outPlaceOf(request, top);
+  const outDir = outPlaceOf(options, top);
   if (!bucketLocationOf(outDir)) return undefined;
-  const sink = await openOutputSink(outDir, sinkSettingsOf(request, statePath));
+  const sink = await openOutputSink(outDir, sinkSettingsOf(options, statePath));
   // A bucket that cannot be written is said by the run's own write check, as for any run (exit 4, nothing sent).
   if (!sink.snapshots || (await sink.probe())) return undefined;
   const restored = await sink.snapshots.restore(Store.damage);
@@ -232,12 +232,12 @@ interface PreparedManifest {
   statePath: string;
 }
 
-async function prepareManifest(request: ResolvedRunOptions): Promise<PreparedManifest> {
-  const { manifestPath: path, cwd } = request;
+async function prepareManifest(options: ResolvedRunOptions): Promise<PreparedManifest> {
+  const { manifestPath: path, cwd } = options;
   const statePathOf = (top: ManifestTop) =>
-    statePathFor(top, request.statePath, cwd, request.rehearsal && !request.statePath);
+    statePathFor(top, options.statePath, cwd, options.rehearsal && !options.statePath);
   // A resume whose sources are unchanged takes its items from the state (a rehearsal starts over, --redo-changed looks at each item).
-  const plan = request.rehearsal ? {} : await planResume(path, cwd, statePathOf, !request.redoChanged);
+  const plan = options.rehearsal ? {} : await planResume(path, cwd, statePathOf, !options.redoChanged);
   // Checked without holding the items: the run expands them again as it writes them into the state.
   const checked = plan.resume ? undefined : await checkValid(path, cwd, plan.top, plan.rowsRead);
   // The top level only: the items live in the state once synced, not in memory for the whole run.
@@ -245,8 +245,8 @@ async function prepareManifest(request: ResolvedRunOptions): Promise<PreparedMan
   const statePath = statePathOf(manifest);
   // A fresh in-process simulator knows none of an earlier run's jobs: a rehearsal starts over, and never on a real run's state.
   // Redoing a finished rehearsal's rejects goes on with its state; anything else of a rehearsal starts over.
-  if (request.rehearsal && request.redoRejected) keepFinishedRehearsal(statePath);
-  else if (request.rehearsal) startRehearsalOver(statePath, !request.statePath);
+  if (options.rehearsal && options.redoRejected) keepFinishedRehearsal(statePath);
+  else if (options.rehearsal) startRehearsalOver(statePath, !options.statePath);
   return { plan, checked, manifest, statePath };
 }
 
@@ -262,12 +262,12 @@ interface OpenedService {
 }
 
 async function openService(
-  request: ResolvedRunOptions,
+  given: ResolvedRunOptions,
   keys: ReturnType<typeof askKeys>,
   prepared: PreparedManifest,
   waitForService: UntilAnsweredOptions,
 ): Promise<OpenedService> {
-  const { manifestPath: path, cwd } = request;
+  const { manifestPath: path, cwd } = given;
   const connection = await keys.connecting;
   const shapes = prepared.plan.resume ? prepared.plan.resume.shapes : prepared.checked!.shapes;
   const types = new Set(shapes.map((s) => s.type));
@@ -277,11 +277,11 @@ async function openService(
   let coordinator: Coordinator | undefined;
   try {
     let pool = await keys.pool;
-    let options = request;
+    let options = given;
     // A time-scaled simulator says its scale: paced to it unasked (an explicit --time-scale wins).
     const scale = serviceTimeScale(pool.accounts[0]);
-    if (scale !== undefined && request.atServiceTimeScale && scale !== request.clock.timeScale) {
-      options = request.atServiceTimeScale(scale);
+    if (scale !== undefined && given.atServiceTimeScale && scale !== given.clock.timeScale) {
+      options = given.atServiceTimeScale(scale);
       pool = rescaledPool(pool, options.limits, options.clock);
     }
     if (pool.keys.length === 0)

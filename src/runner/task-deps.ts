@@ -21,8 +21,8 @@ export interface RunActs {
 
 /** A job task's deps: the run's context, the poll's settings, and where each report goes. */
 export function jobTaskDeps(run: RunContext, acts: RunActs): JobTaskDeps {
-  const { options: opts, store, clock, control, reachability, pauseGate, credits, lanes, session } = run;
-  const pollWait = new PollWait(opts.pollWaitSeconds);
+  const { options, store, clock, control, reachability, pauseGate, credits, lanes, session } = run;
+  const pollWait = new PollWait(options.pollWaitSeconds);
   return {
     store,
     clock,
@@ -35,8 +35,8 @@ export function jobTaskDeps(run: RunContext, acts: RunActs): JobTaskDeps {
     session,
     settings: {
       outputs: run.outputs,
-      maxRetries: opts.maxRetries,
-      idleTimeoutMs: opts.idleTimeoutMs,
+      maxRetries: options.maxRetries,
+      idleTimeoutMs: options.idleTimeoutMs,
       logger: run.logger,
     },
     report: {
@@ -54,7 +54,7 @@ export function jobTaskDeps(run: RunContext, acts: RunActs): JobTaskDeps {
 
 /** A download's deps: the run's context, where outputs go and how they are named. */
 export function downloadTaskDeps(run: RunContext, acts: RunActs): DownloadDeps {
-  const { manifest, options: opts, store, clock, control, reachability, lanes } = run;
+  const { manifest, options, store, clock, control, reachability, lanes } = run;
   return {
     store,
     clock,
@@ -65,8 +65,8 @@ export function downloadTaskDeps(run: RunContext, acts: RunActs): DownloadDeps {
     naming: { outputName: manifest.outputName, vars: manifest.vars },
     settings: {
       outputs: run.outputs,
-      maxOutputBytes: opts.maxOutputBytes,
-      idleTimeoutMs: opts.idleTimeoutMs,
+      maxOutputBytes: options.maxOutputBytes,
+      idleTimeoutMs: options.idleTimeoutMs,
       logger: run.logger,
     },
     report: {

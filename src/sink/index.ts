@@ -38,7 +38,7 @@ export {
   type StoredObject,
 } from './bucket/object-store.js';
 export { openOutputSink, stagingDirFor } from './open.js';
-export { PatientStore, type Patience } from './bucket/patient-store.js';
+export { PatientBucket, type Patience } from './bucket/patient-bucket.js';
 export { bucketSecretsIn } from './bucket/secrets.js';
 export {
   SNAPSHOT_EVERY_MS,

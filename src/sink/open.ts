@@ -1,7 +1,7 @@
 import { bucketLocationOf } from '../manifest/index.js';
 import type { ObjectStore } from './bucket/object-store.js';
 import { BucketSink } from './bucket/bucket-sink.js';
-import type { Patience } from './bucket/patient-store.js';
+import type { Patience } from './bucket/patient-bucket.js';
 import { FolderSink } from './folder.js';
 import type { OutputSink } from './sink.js';
 
@@ -35,7 +35,7 @@ export async function openOutputSink(location: string, settings: SinkSettings): 
   const { patience } = settings;
   const store =
     settings.objectStore?.(bucket.bucket) ??
-    new (await import('./bucket/s3-store.js')).S3ObjectStore({
+    new (await import('./bucket/s3-object-store.js')).S3ObjectStore({
       bucket: bucket.bucket,
       idleTimeoutMs: patience.idleTimeoutMs,
       ...(settings.env ? { env: settings.env } : {}),

@@ -3,7 +3,7 @@ import { rmSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { describe, expect, it, vi } from 'vitest';
 import { openSqlite } from '../../src/store/driver.js';
-import { S3ObjectStore } from '../../src/sink/bucket/s3-store.js';
+import { S3ObjectStore } from '../../src/sink/bucket/s3-object-store.js';
 import { openOutputSink } from '../../src/sink/index.js';
 import { raw, startTestReview } from '../helpers/review.js';
 import { parseOwner } from '../../src/sink/owner.js';

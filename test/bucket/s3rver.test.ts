@@ -5,7 +5,7 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { S3ObjectStore } from '../../src/sink/bucket/s3-store.js';
+import { S3ObjectStore } from '../../src/sink/bucket/s3-object-store.js';
 import { openOutputSink, stagingDirFor } from '../../src/sink/index.js';
 import { exitCodeWithin, runCliInProcess, startCli } from '../helpers/cli.js';
 import { startTestReview } from '../helpers/review.js';

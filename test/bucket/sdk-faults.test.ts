@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { S3ObjectStore } from '../../src/sink/bucket/s3-store.js';
+import { S3ObjectStore } from '../../src/sink/bucket/s3-object-store.js';
 import { Store } from '../../src/store/index.js';
 import { openSqlite } from '../../src/store/driver.js';
 import { exitCodeWithin, runCliInProcess, startCli } from '../helpers/cli.js';

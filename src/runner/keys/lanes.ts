@@ -18,7 +18,7 @@ import { DailyCap } from './daily-cap.js';
 export type JobType = 'image' | 'video';
 
 /** One API key as the run gets it. */
-export interface LaneKey extends AcceptedKey {
+export interface RunKey extends AcceptedKey {
   /** Shares the key's limits with every process using the same database; without, this process assumes it is the key's only user. */
   coordinator?: Coordinator | undefined;
 }
@@ -47,7 +47,7 @@ export class KeyLane {
   refused: { code: string; message: string } | undefined;
 
   constructor(
-    key: LaneKey,
+    key: RunKey,
     store: Store,
     clock: RunClock,
     runNoNewWork: AbortSignal,

@@ -21,8 +21,8 @@ export interface KnownWaits {
   syncing(): boolean;
   /** First polls and backoffs under way, and downloads. */
   timedWaits(): number;
-  /** Outputs being published to a bucket, or waiting for it to take them again. */
-  publishing(): boolean;
+  /** Copies being made, or outputs published to a bucket (or waiting for it to take them again). */
+  laterStages(): boolean;
   /** Downloads silent inside their body (each has its time: the idle timeout), and that timeout. */
   stalledDownloads(): { count: number; since: number; idleTimeoutMs: number } | undefined;
 }
@@ -54,7 +54,7 @@ export class QuietWatch implements QuietLook {
   explained(): boolean {
     const { waits } = this;
     if (waits.capUntil() !== undefined || this.reachability.isDown || this.reachability.isProbing) return true;
-    if (waits.coordinatorDown() || waits.publishing()) return true;
+    if (waits.coordinatorDown() || waits.laterStages()) return true;
     if (waits.paused() || waits.waitingForBreaker() || waits.syncing() || waits.timedWaits() > 0) return true;
     const now = this.now();
     return (['image', 'video'] as const).some((type) => (this.feeder.nextDue(type) ?? 0) > now);

@@ -76,7 +76,7 @@ export const LONGEST_NO_ANSWER_MS = 2_000;
 /** Tries of one publication that fails for a reason of its own (not the bucket's health) before the run leaves it. */
 const OWN_FAILURES = 3;
 
-/** What one bucket call does about a fault (PatientStore): ride it out, or throw it to its caller. */
+/** What one bucket call does about a fault (PatientBucket): ride it out, or throw it to its caller. */
 export type CallReaction =
   /** Back off (at most `longestMs`) and send it again; `noAnswer`: the bucket's first answer to any call wakes it. */
   { do: 'back-off'; longestMs: number; noAnswer: boolean } | { do: 'throw' };

@@ -22,7 +22,7 @@ import type {
 } from '../sink.js';
 import { bucketPolicy, bucketProblem, classify } from './bucket-policy.js';
 import { ObjectStoreError, type ObjectStore, type StoredObject } from './object-store.js';
-import { PatientStore, type Patience } from './patient-store.js';
+import { PatientBucket, type Patience } from './patient-bucket.js';
 import { StateSnapshots } from './state-snapshots.js';
 import { makeFolder } from '../../util/make-folder.js';
 
@@ -41,7 +41,7 @@ const INPUTS_DIR = '.inputs';
  * sha256); only then is the local copy removed (unless kept), and the
  * publication recorded. Web copies go the same way.
  * The results, the sidecars and the gallery are written locally, then put.
- * Every call goes through one PatientStore: the bucket's faults are ridden
+ * Every call goes through one PatientBucket: the bucket's faults are ridden
  * out there, never at a call site.
  */
 export class BucketSink implements OutputSink {
@@ -49,7 +49,7 @@ export class BucketSink implements OutputSink {
   readonly publishing: Publishing;
   /** The state kept beside the outputs: its snapshots under the prefix. */
   readonly snapshots: StateSnapshots;
-  private readonly store: PatientStore;
+  private readonly bucket: PatientBucket;
 
   constructor(
     where: BucketLocation,
@@ -58,14 +58,14 @@ export class BucketSink implements OutputSink {
     private readonly staging: FolderSink,
     private readonly options: { keepLocal: boolean; patience: Patience; statePath?: string },
   ) {
-    this.store = new PatientStore(store, options.patience);
-    const patient = this.store;
+    this.bucket = new PatientBucket(store, options.patience);
+    const patient = this.bucket;
     this.location = `s3://${where.bucket}${where.prefix ? `/${where.prefix}` : ''}`;
     const prefix = where.prefix ? `${where.prefix}/` : '';
     this.keyOf = (relPath) => `${prefix}${relPath.split('\\').join('/')}`;
     // The state beside its staging folder (`<state>.staging`) unless named.
     const statePath = options.statePath ?? staging.location.replace(/\.staging$/, '.sqlite');
-    this.snapshots = new StateSnapshots(this.store, this.keyOf, statePath, staging.location);
+    this.snapshots = new StateSnapshots(this.bucket, this.keyOf, statePath, staging.location);
     this.publishing = {
       location: this.location,
       staging: staging.location,
@@ -96,8 +96,8 @@ export class BucketSink implements OutputSink {
       const text = 'genbatch checks that outputs can be written here\n';
       await makeFolder(this.staging.location);
       await pipeline([text], createWriteStream(file));
-      await this.store.putReplace(key, { path: file, bytes: text.length, contentType: 'text/plain' });
-      await this.store.delete(key).catch(() => undefined);
+      await this.bucket.putReplace(key, { path: file, bytes: text.length, contentType: 'text/plain' });
+      await this.bucket.delete(key).catch(() => undefined);
       return undefined;
     } catch (error) {
       return bucketProblem(this.location, error);
@@ -107,7 +107,7 @@ export class BucketSink implements OutputSink {
   }
 
   async readMarker(): Promise<string | undefined> {
-    const got = await this.store.get(this.keyOf(OWNER_FILE));
+    const got = await this.bucket.get(this.keyOf(OWNER_FILE));
     return got ? text(got.body) : undefined;
   }
 
@@ -125,7 +125,7 @@ export class BucketSink implements OutputSink {
       const path = this.staging.localPath(local);
       const { size } = await stat(path);
       try {
-        await this.store.putReplace(
+        await this.bucket.putReplace(
           this.keyOf(relPath),
           { path, bytes: size, contentType: contentTypeOf(relPath) },
           { signal },
@@ -147,7 +147,7 @@ export class BucketSink implements OutputSink {
     if (local.verdict !== 'missing') return local;
     let there: StoredObject | undefined;
     try {
-      there = await this.store.head(this.keyOf(recorded.path));
+      there = await this.bucket.head(this.keyOf(recorded.path));
     } catch (error) {
       // A bucket that could not be asked is no evidence of a loss: it waits to be published (or found lost) later.
       if (bucketPolicy('look', classify(error, `HEAD ${recorded.path}`)).do === 'not-lost')
@@ -167,13 +167,13 @@ export class BucketSink implements OutputSink {
     } catch {
       return undefined;
     }
-    const there = await this.store.head(this.keyOf(relPath));
+    const there = await this.bucket.head(this.keyOf(relPath));
     if (!there) return undefined;
     return {
       size: there.size,
       read: (range) => {
         const out = new PassThrough();
-        this.store
+        this.bucket
           .get(this.keyOf(relPath), range)
           .then(async (got) => {
             if (got) await pipeline(got.body, out);
@@ -189,7 +189,7 @@ export class BucketSink implements OutputSink {
   async localFile(relPath: string): Promise<string | undefined> {
     const staged = await this.staging.localFile(relPath);
     if (staged) return staged;
-    const got = await this.store.get(this.keyOf(relPath));
+    const got = await this.bucket.get(this.keyOf(relPath));
     if (!got) return undefined;
     const path = resolveInside(join(this.staging.location, INPUTS_DIR), relPath);
     await makeFolder(join(path, '..'));
@@ -213,7 +213,7 @@ export class BucketSink implements OutputSink {
   private async publish(out: StagedOutput, signal?: AbortSignal): Promise<string> {
     const key = this.keyOf(out.path);
     const url = this.publishing.urlOf(out.path);
-    const there = await this.store.head(key, { signal });
+    const there = await this.bucket.head(key, { signal });
     if (there) return this.sameOrTaken(there, out, url);
     const path = this.staging.localPath(out.path);
     // Gone since it was saved (a resume found it lost and downloads it again): that download publishes it.
@@ -225,8 +225,8 @@ export class BucketSink implements OutputSink {
       sha256: out.sha256,
       contentType: out.contentType ?? contentTypeOf(out.path),
     };
-    const put = await this.store.putNew(key, source, { signal });
-    const now = await this.store.head(key, { signal });
+    const put = await this.bucket.putNew(key, source, { signal });
+    const now = await this.bucket.head(key, { signal });
     if (!now) throw new ObjectStoreError(`${url} was put but is not there`, 'failed', 'NOT_THERE');
     if (put === 'exists') return this.sameOrTaken(now, out, url);
     if (now.size !== out.bytes || now.sha256 !== out.sha256)

@@ -28,7 +28,7 @@ export interface StoreCall {
  * The few operations genbatch asks of an S3-compatible bucket, keys being
  * full object keys. One implementation speaks S3 through the AWS SDK; tests
  * give fakes that slow down, go silent or refuse. Each is one attempt: the
- * PatientStore in front of it rides out the bucket's faults.
+ * PatientBucket in front of it rides out the bucket's faults.
  */
 export interface ObjectStore {
   readonly bucket: string;

@@ -7,7 +7,7 @@ import { pipeline } from 'node:stream/promises';
 import { createGunzip, createGzip } from 'node:zlib';
 import { GenbatchError } from '../../util/errors.js';
 import type { Snapshotable, StateCopies, TakenSnapshot } from '../sink.js';
-import type { PatientStore } from './patient-store.js';
+import type { PatientBucket } from './patient-bucket.js';
 import { makeFolder } from '../../util/make-folder.js';
 
 /** Snapshots kept under the prefix: the newest and two before it (a torn one falls back to the one before). */
@@ -40,7 +40,7 @@ export class StateSnapshots implements StateCopies {
   private readonly dir: string;
 
   constructor(
-    private readonly store: PatientStore,
+    private readonly bucket: PatientBucket,
     private readonly keyOf: (relPath: string) => string,
     /** The state file whose snapshots these are. */
     private readonly statePath: string,
@@ -66,10 +66,10 @@ export class StateSnapshots implements StateCopies {
       const key = this.keyOf(
         `${this.dir}/${String(takenAt).padStart(15, '0')}-${randomBytes(3).toString('hex')}.sqlite.gz`,
       );
-      await this.store.putNew(key, { path: packed, bytes, sha256, contentType: 'application/gzip' });
+      await this.bucket.putNew(key, { path: packed, bytes, sha256, contentType: 'application/gzip' });
       const listed = [{ key, sha256, bytes, takenAt }, ...(await this.listed())];
       await this.writePointer(listed.slice(0, KEPT));
-      for (const old of listed.slice(KEPT)) await this.store.delete(old.key).catch(() => undefined);
+      for (const old of listed.slice(KEPT)) await this.bucket.delete(old.key).catch(() => undefined);
       return { key, bytes, ms: now() - startedAt };
     } finally {
       await rm(copy, { force: true });
@@ -109,7 +109,7 @@ export class StateSnapshots implements StateCopies {
     const packed = `${this.statePath}.restore-${randomBytes(4).toString('hex')}.gz`;
     const unpacked = packed.replace(/\.gz$/, '');
     try {
-      const got = await this.store.get(entry.key);
+      const got = await this.bucket.get(entry.key);
       if (!got) return 'not there';
       const hash = createHash('sha256');
       await pipeline(got.body, tap(hash), createWriteStream(packed));
@@ -129,7 +129,7 @@ export class StateSnapshots implements StateCopies {
   }
 
   private async listed(): Promise<SnapshotEntry[]> {
-    const got = await this.store.get(this.keyOf(`${this.dir}/latest.json`));
+    const got = await this.bucket.get(this.keyOf(`${this.dir}/latest.json`));
     if (!got) return [];
     const chunks: Buffer[] = [];
     for await (const c of got.body) chunks.push(Buffer.from(c as Buffer));
@@ -146,7 +146,7 @@ export class StateSnapshots implements StateCopies {
     const text = `${JSON.stringify({ snapshots, note: 'genbatch: the state snapshots of this run, newest first' }, null, 2)}\n`;
     try {
       await pipeline([text], createWriteStream(path));
-      await this.store.putReplace(this.keyOf(`${this.dir}/latest.json`), {
+      await this.bucket.putReplace(this.keyOf(`${this.dir}/latest.json`), {
         path,
         bytes: Buffer.byteLength(text),
         contentType: 'application/json',

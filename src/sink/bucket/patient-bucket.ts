@@ -49,7 +49,7 @@ const OUTAGE_ENDED = 'OUTAGE_ENDED';
  * since when it lasts, and any answer ends it. A body being read that goes
  * silent or is cut is taken up again from its next byte.
  */
-export class PatientStore implements ObjectStore {
+export class PatientBucket implements ObjectStore {
   readonly bucket: string;
   private troubleSince: number | undefined;
   private lastCode = '';

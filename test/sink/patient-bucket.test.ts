@@ -5,7 +5,7 @@ import { PassThrough, type Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
 import { describe, expect, it } from 'vitest';
 import { classify as asStoreError } from '../../src/sink/bucket/bucket-policy.js';
-import { ObjectStoreError, PatientStore, type BucketTrouble, type StoreCall } from '../../src/sink/index.js';
+import { ObjectStoreError, PatientBucket, type BucketTrouble, type StoreCall } from '../../src/sink/index.js';
 import type { ByteRange } from '../../src/sink/sink.js';
 import { FakeBucket } from '../helpers/fake-bucket.js';
 
@@ -51,7 +51,7 @@ describe('every bucket call rides out the faults that pass', () => {
         return ++calls <= 2 ? fault() : undefined;
       };
       // Backoffs of tens of ms: the put is through long before a look for the bucket's return (every 500 ms) goes.
-      const store = new PatientStore(bucket, { ...FAST, backoffMs: { first: 20, longest: 40 } });
+      const store = new PatientBucket(bucket, { ...FAST, backoffMs: { first: 20, longest: 40 } });
       const said: (BucketTrouble | undefined)[] = [];
       store.watch((t) => said.push(t));
       expect(await store.putNew('spring/a.png', source())).toBe('created');
@@ -74,7 +74,7 @@ describe('every bucket call rides out the faults that pass', () => {
       if (key === 'spring/a.png' && op === 'putReplace') tries++;
       return refusing ? { fault: 'unreachable', code: 'ECONNREFUSED' } : undefined;
     };
-    const store = new PatientStore(bucket, REAL_BACKOFFS);
+    const store = new PatientBucket(bucket, REAL_BACKOFFS);
     // A put that replaces: each try is the put itself (a create-only put's resends look first).
     const put = store.putReplace('spring/a.png', source());
     // Five refusals: the put now sleeps 2 s (the cap while nothing answers; 3.2 s, then 6.4 s and 15 s, uncapped).
@@ -101,7 +101,7 @@ describe('every bucket call rides out the faults that pass', () => {
       if (next === 'slow') return { fault: 'slow-down', code: 'SlowDown' };
       return undefined;
     };
-    const store = new PatientStore(bucket, REAL_BACKOFFS);
+    const store = new PatientBucket(bucket, REAL_BACKOFFS);
     const put = store.putNew('spring/a.png', source());
     while (at.length < 5) await new Promise((r) => setTimeout(r, 10));
     // The bucket is back: another call's answer wakes the put, whose resend is told to slow down.
@@ -115,7 +115,7 @@ describe('every bucket call rides out the faults that pass', () => {
     const bucket = new FakeBucket();
     let silent = true;
     bucket.fault = (op, key) => (silent && op === 'head' && key === 'spring/a.png' ? 'silent' : undefined);
-    const store = new PatientStore(bucket, { idleTimeoutMs: 30_000, unreachableMs: 60_000 });
+    const store = new PatientBucket(bucket, { idleTimeoutMs: 30_000, unreachableMs: 60_000 });
     // A call has failed for want of an answer: the bucket is in trouble.
     let refused = 0;
     const before = bucket.fault;
@@ -144,7 +144,7 @@ describe('every bucket call rides out the faults that pass', () => {
       return silent ? 'silent' : undefined;
     };
     // The chaos bench's pace: a silent request is given up after a second, the backoffs are a real bucket's.
-    const store = new PatientStore(bucket, { ...REAL_BACKOFFS, idleTimeoutMs: 1_000 });
+    const store = new PatientBucket(bucket, { ...REAL_BACKOFFS, idleTimeoutMs: 1_000 });
     // A put that replaces (the results, the gallery): each try is the put itself, never a look first.
     const put = store.putReplace('spring/results.jsonl', source());
     // The bucket comes back while the put's third try hangs in the silence, sent just before.
@@ -167,7 +167,7 @@ describe('every bucket call rides out the faults that pass', () => {
       if (op === 'head') looks++;
       return { fault: 'unreachable', code: 'ECONNREFUSED' };
     };
-    const store = new PatientStore(bucket, { idleTimeoutMs: 1_000, unreachableMs: 60_000 });
+    const store = new PatientBucket(bucket, { idleTimeoutMs: 1_000, unreachableMs: 60_000 });
     const put = store.putNew('spring/a.png', source()).catch((e: unknown) => e as ObjectStoreError);
     while (looks < 2) await new Promise((r) => setTimeout(r, 10));
     store.abandon('interrupted');
@@ -188,7 +188,7 @@ describe('every bucket call rides out the faults that pass', () => {
       op === 'putNew' && key === 'spring/b.png' && slowed++ === 0
         ? { fault: 'slow-down', code: 'SlowDown' }
         : undefined;
-    const store = new PatientStore(bucket, { idleTimeoutMs: 10_000, unreachableMs: 60_000 });
+    const store = new PatientBucket(bucket, { idleTimeoutMs: 10_000, unreachableMs: 60_000 });
     // A put that takes its time to land (a big object): its bytes are on their way, no progress said for 1.5 s.
     const inner = bucket.putNew.bind(bucket);
     bucket.putNew = async (key, source, call) => {
@@ -209,7 +209,7 @@ describe('every bucket call rides out the faults that pass', () => {
     await bucket.putNew('spring/a.png', source());
     let calls = 0;
     bucket.fault = (op) => (op === 'head' && ++calls === 1 ? 'silent' : undefined);
-    const store = new PatientStore(bucket, FAST);
+    const store = new PatientBucket(bucket, FAST);
     const started = Date.now();
     expect(await store.head('spring/a.png')).toEqual({ size: 9, sha256: 'f'.repeat(64) });
     expect(bucket.abandoned).toBe(1);
@@ -234,7 +234,7 @@ describe('every bucket call rides out the faults that pass', () => {
         return 'created' as const;
       },
     };
-    expect(await new PatientStore(slow, FAST).putNew('k', source())).toBe('created');
+    expect(await new PatientBucket(slow, FAST).putNew('k', source())).toBe('created');
     expect(ticks).toHaveLength(5);
   });
 
@@ -264,7 +264,7 @@ describe('every bucket call rides out the faults that pass', () => {
         return { size: bytes.length, body: body as Readable };
       },
     };
-    const got = await new PatientStore(flaky, FAST).get('spring/v.mp4');
+    const got = await new PatientBucket(flaky, FAST).get('spring/v.mp4');
     expect(got?.size).toBe(10_000);
     expect((await buffer(got!.body)).equals(bytes)).toBe(true);
     expect(asked).toEqual([undefined, { start: 3_000, end: 9_999 }, { start: 5_000, end: 9_999 }]);
@@ -273,7 +273,7 @@ describe('every bucket call rides out the faults that pass', () => {
   it('a slow reader is not a silent body', async () => {
     const bucket = new FakeBucket();
     await bucket.putReplace('r.txt', { ...source(), contentType: 'text/plain' });
-    const got = await new PatientStore(bucket, FAST).get('r.txt');
+    const got = await new PatientBucket(bucket, FAST).get('r.txt');
     await new Promise((r) => setTimeout(r, 250));
     expect((await buffer(got!.body)).toString()).toBe('png bytes');
   });
@@ -290,7 +290,7 @@ describe('what waiting does not mend is said at once', () => {
       const bucket = new FakeBucket();
       let calls = 0;
       bucket.fault = () => (++calls > 0 ? fault() : undefined);
-      const error = await new PatientStore(bucket, FAST).putNew('k', source()).catch((e: unknown) => e);
+      const error = await new PatientBucket(bucket, FAST).putNew('k', source()).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(ObjectStoreError);
       expect((error as ObjectStoreError).fault).toBe(kind);
       expect(calls).toBe(1);
@@ -306,7 +306,7 @@ describe('a bucket that answers nothing but faults', () => {
   it('is given up once the trouble has lasted --unreachable-minutes, for every call that shares it', async () => {
     const bucket = new FakeBucket();
     bucket.fault = () => ({ fault: 'unreachable', code: 'ECONNREFUSED' });
-    const store = new PatientStore(bucket, { idleTimeoutMs: 100, unreachableMs: 600 });
+    const store = new PatientBucket(bucket, { idleTimeoutMs: 100, unreachableMs: 600 });
     const started = Date.now();
     const [a, b] = await Promise.all([
       store.head('a').catch((e: unknown) => e as ObjectStoreError),
@@ -326,7 +326,7 @@ describe('a bucket that answers nothing but faults', () => {
     const bucket = new FakeBucket();
     // A bucket (or a proxy before it) that answers a HEAD but resets every upload.
     bucket.fault = (op) => (op === 'putReplace' ? { fault: 'unreachable', code: 'ECONNRESET' } : undefined);
-    const store = new PatientStore(bucket, { idleTimeoutMs: 1_000, unreachableMs: 1_500 });
+    const store = new PatientBucket(bucket, { idleTimeoutMs: 1_000, unreachableMs: 1_500 });
     const started = Date.now();
     const error = (await store
       .putReplace('spring/results.jsonl', source())
@@ -339,7 +339,7 @@ describe('a bucket that answers nothing but faults', () => {
   it('an interrupt ends a call waiting out the bucket at once', async () => {
     const bucket = new FakeBucket();
     bucket.fault = () => 'silent';
-    const store = new PatientStore(bucket, { idleTimeoutMs: 60_000, unreachableMs: 60_000 });
+    const store = new PatientBucket(bucket, { idleTimeoutMs: 60_000, unreachableMs: 60_000 });
     const abort = new AbortController();
     const call = store.head('a', { signal: abort.signal }).catch((e: unknown) => e);
     setTimeout(() => abort.abort(new Error('interrupted')), 50);
