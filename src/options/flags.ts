@@ -168,7 +168,7 @@ export const RUN_FLAGS = {
   }),
   keepLocal: flag({
     flags: '--keep-local',
-    help: 'with --out s3://...: keep the local copy of each output once it is published',
+    help: 'with --out s3://...: keep the local file of each output once it is published',
   }),
   maxUnpublishedMb: flag({
     flags: '--max-unpublished-mb <n>',

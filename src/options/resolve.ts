@@ -38,7 +38,7 @@ export interface ResolvedRunOptions {
   readonly statePath: string | undefined;
   /** --out, else the manifest's output dir (a rehearsal's gets `.simulated`). */
   readonly out: string | undefined;
-  /** Outputs going to a bucket: keep each local copy once it is published. */
+  /** Outputs going to a bucket: keep each local file once it is published. */
   readonly keepLocal: boolean;
   readonly redoChanged: boolean;
   /** --take-over: the place is taken from a holder whose lease has not lapsed (an operator knows it is gone). */

@@ -23,7 +23,7 @@ import { downloadTaskDeps, jobTaskDeps } from './task-deps.js';
  * 3. copies and checks (copies/copier.ts), a few at a time: each saved image
  *    output's checks and web copies;
  * 4. publish (publish/publisher.ts), with a bucket: each saved output and
- *    each staged copy, put and verified, its local file then removed.
+ *    each staged web copy, put and verified, its local file then removed.
  *
  * The item's final state is recorded by the stage that reaches it: failed,
  * blocked or rejected in 1, done in 2. A killed run's items come back in 1
@@ -78,7 +78,7 @@ export class JobLife {
       : undefined;
   }
 
-  /** Stages 3 and 4 take up what earlier runs left them: the copier first (a staged copy found gone is unrecorded, to be made again, before the publisher takes up the rest). */
+  /** Stages 3 and 4 take up what earlier runs left them: the copier first (a staged web copy found gone is unrecorded, to be made again, before the publisher takes up the rest). */
   startAfterDownloads(): void {
     this.copier?.start();
     this.publisher?.start();

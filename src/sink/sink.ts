@@ -62,7 +62,7 @@ export interface RecordedOutput {
   bytes: number;
   sha256: string;
   mtime_ms: number | null;
-  /** Verified in the bucket it was published to (its local copy may be gone). */
+  /** Verified in the bucket it was published to (its local file may be gone). */
   published?: boolean;
 }
 
@@ -76,7 +76,7 @@ export interface StagedOutput {
 
 /**
  * How a place that publishes does it: each output saved locally (staged),
- * then published and verified there, and only then its local copy dropped.
+ * then published and verified there, and only then its local file dropped.
  */
 export interface Publishing {
   /** The place (`s3://BUCKET/PREFIX`). */
@@ -88,7 +88,7 @@ export interface Publishing {
   /** Puts the staged output there, create-only, and verifies it: resolves with its URL. */
   publish(out: StagedOutput, signal?: AbortSignal): Promise<string>;
   /**
-   * Removes the staged copy (kept with --keep-local): called once the object
+   * Removes the staged file (kept with --keep-local): called once the object
    * is verified in the bucket, before the publication is recorded (a kill
    * between the two leaves an object the next run recognises by its HEAD).
    */
@@ -154,7 +154,7 @@ export interface OutputsHolder {
   until: number;
 }
 
-/** What a state gives a snapshot: a consistent copy of itself, and a mark that changes with every commit. */
+/** What a state gives a snapshot: a consistent backup of itself, and a mark that changes with every commit. */
 export interface Snapshotable {
   backupTo(path: string): Promise<void>;
   changeMark(): string;

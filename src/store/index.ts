@@ -181,7 +181,7 @@ export class Store {
     return new Store(openDbReadWriteUnlocked(path), () => {}, true);
   }
 
-  /** A consistent copy of the whole state at `path`, taken while runs and reviewers write (SQLite's online backup). */
+  /** A consistent backup of the whole state at `path`, taken while runs and reviewers write (SQLite's online backup). */
   async backupTo(path: string): Promise<void> {
     await this.db.backup(path);
   }

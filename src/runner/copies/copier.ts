@@ -47,7 +47,7 @@ export class Copier {
 
   /**
    * What an earlier run left unfinished (a kill between copies, a copy that
-   * failed). A staged copy found gone before it was published is made again.
+   * failed). A staged web copy found gone before it was published is made again.
    * Called before the publisher starts, which takes up the copies still waiting.
    */
   start(): void {

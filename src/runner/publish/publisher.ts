@@ -49,7 +49,7 @@ export class Publisher {
   /**
    * An output just saved: it joins the queue. One recorded as published
    * already (saved again after a look that could not find it) is put through
-   * too: the HEAD finds its object, and its new local copy is removed.
+   * too: the HEAD finds its object, and its new local file is removed.
    */
   saved(jobId: string, idx: number): void {
     const row = this.deps.store.outputs.ofJob(jobId).find((o) => o.idx === idx);
@@ -110,7 +110,7 @@ export class Publisher {
     const startedAt = now();
     try {
       const url = await publishing.publish({ ...out, contentType: out.content_type }, control.abort.signal);
-      // The local copy goes before the record: a run killed between the two leaves an object the next run
+      // The local file goes before the record: a run killed between the two leaves an object the next run
       // recognises (its HEAD), not a copy of a recorded output that no run would ever remove.
       if (this.stillAsVerified(out)) await publishing.dropLocal(out.path);
       store.publications.published(out, url, now());

@@ -73,8 +73,8 @@ async function verifyDone(deps: Parameters<typeof recover>[0]): Promise<void> {
 
 /**
  * Published since the rows were read (the publisher works alongside, and
- * removes a local copy once its object is verified): not lost, whatever the
- * look at its local copy found.
+ * removes a local file once its object is verified): not lost, whatever the
+ * look at its local file found.
  */
 function publishedSince(store: Store, out: { job_id: string; idx: number; published_at: number | null }) {
   if (out.published_at !== null) return false;

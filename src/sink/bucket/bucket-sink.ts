@@ -38,7 +38,7 @@ const INPUTS_DIR = '.inputs';
  * Outputs published to an S3-compatible bucket in two durable steps: each is
  * saved and verified in a staging folder beside the state (as in any out
  * dir), then put in the bucket create-only and verified there (size and
- * sha256); only then is the local copy removed (unless kept), and the
+ * sha256); only then is the local file removed (unless kept), and the
  * publication recorded. Web copies go the same way.
  * The results, the sidecars and the gallery are written locally, then put.
  * Every call goes through one PatientBucket: the bucket's faults are ridden
@@ -158,7 +158,7 @@ export class BucketSink implements OutputSink {
     return same ? { verdict: 'unchanged' } : local;
   }
 
-  /** The staged copy while there is one, else the object. */
+  /** The staged file while there is one, else the object. */
   async open(relPath: string): Promise<OpenedFile | undefined> {
     const local = await this.staging.open(relPath);
     if (local) return local;
@@ -185,7 +185,7 @@ export class BucketSink implements OutputSink {
     };
   }
 
-  /** The staged copy, else the object fetched back into the staging folder (an input of a later item). */
+  /** The staged file, else the object fetched back into the staging folder (an input of a later item). */
   async localFile(relPath: string): Promise<string | undefined> {
     const staged = await this.staging.localFile(relPath);
     if (staged) return staged;
