@@ -4,7 +4,7 @@ import type { ItemRow } from '../store/index.js';
 import { Copier } from './copies/copier.js';
 import { recordCrash } from './item/crash.js';
 import { downloadJob } from './item/download-task.js';
-import type { DownloadDeps } from './item/download-task.js';
+import type { DownloadDeps, SavedOutput } from './item/download-task.js';
 import { JobTask } from './item/job-task.js';
 import type { JobTaskDeps } from './item/job-task.js';
 import type { KeyLane } from './keys/lanes.js';
@@ -110,7 +110,7 @@ export class JobLife {
     void downloads.add(itemId, async (progress) => {
       try {
         const saved = await downloadJob(this.download, roster.laneOfJob(itemId), itemId, jobId, progress, fresh);
-        for (const idx of saved) this.saved(itemId, jobId, idx);
+        for (const output of saved) this.saved(output);
       } catch (error) {
         recordCrash(store, this.said, itemId, error);
       } finally {
@@ -132,12 +132,12 @@ export class JobLife {
    * publication. A staged original is removed once published, so it is
    * published only once its copies were made from it.
    */
-  private saved(itemId: string, jobId: string, idx: number): void {
-    const copying = this.copier?.saved(itemId, jobId, idx);
-    if (!copying) return void this.publisher?.saved(jobId, idx);
+  private saved(output: SavedOutput): void {
+    const copying = this.copier?.saved(output);
+    if (!copying) return void this.publisher?.saved(output);
     const handoff = copying.finally(() => {
       this.handoffs.delete(handoff);
-      this.publisher?.saved(jobId, idx);
+      this.publisher?.saved(output);
     });
     this.handoffs.add(handoff);
   }

@@ -8,6 +8,7 @@ import { derivativePath, type Derivative, type CopyPlan, type OutputChecks } fro
 import { writeWhole, type OutputSink } from '../../sink/index.js';
 import type { Store, ToCopy } from '../../store/index.js';
 import type { Control } from '../core/control.js';
+import type { SavedOutput } from '../item/download-task.js';
 
 /** Copies made at once: each is CPU work for libvips, beside the run's own. */
 const AT_ONCE = 2;
@@ -18,6 +19,8 @@ export interface StagedCopy {
   readonly jobId: string;
   readonly idx: number;
   readonly path: string;
+  readonly bytes: number;
+  readonly sha256: string;
 }
 
 /**
@@ -63,14 +66,14 @@ export class Copier {
   }
 
   /** An output just saved: its copies, if its item asks for any; resolves once they are made (or failed), if any. */
-  saved(itemId: string, jobId: string, idx: number): Promise<void> | undefined {
+  saved(output: SavedOutput): Promise<void> | undefined {
+    const { itemId, jobId, idx, path, version } = output;
+    // The item's own data (its type, model and copy plan), not the previous stage's product: read from the state.
     const item = this.deps.store.items.get(itemId);
     if (item?.type !== 'image') return undefined;
     const spec = this.deps.store.items.specOf(itemId);
     const finish = spec ? (JSON.parse(spec) as { finish?: CopyPlan }).finish : undefined;
-    const output = this.deps.store.outputs.ofJob(jobId).find((o) => o.idx === idx);
-    if (!finish || !output?.path) return undefined;
-    const { path, version } = output;
+    if (!finish) return undefined;
     const row = {
       item_id: itemId,
       job_id: jobId,
@@ -167,7 +170,7 @@ export class Copier {
     });
     const event = { itemId: row.item_id, jobId: row.job_id, output: row.idx };
     control.emit({ kind: 'derived', ...event, path, bytes, ms: now() - startedAt });
-    if (staged) this.deps.staged?.({ itemId: row.item_id, jobId: row.job_id, idx: row.idx, path });
+    if (staged) this.deps.staged?.({ itemId: row.item_id, jobId: row.job_id, idx: row.idx, path, bytes, sha256 });
   }
 
   /** A failed check rejects the output's version, as a reviewer would, with why; the output itself stays. */

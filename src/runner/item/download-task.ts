@@ -1,5 +1,5 @@
 import { policy, waitMs, type ApiClient, type Job, type Reaction } from '../../api/index.js';
-import { DownloadError, downloadOutput } from '../../download/download.js';
+import { DownloadError, downloadOutput, type DownloadedFile } from '../../download/download.js';
 import type { TransferProgress } from '../../scheduler/transfers.js';
 import type { OutputSink } from '../../sink/index.js';
 import type { Logger } from '../../log/logger.js';
@@ -39,10 +39,19 @@ export interface DownloadDeps {
   };
 }
 
+/** An output a download saved and verified: the stage's product, handed to the next as a value. */
+export interface SavedOutput extends DownloadedFile {
+  readonly itemId: string;
+  readonly jobId: string;
+  readonly idx: number;
+  /** The item's version this output belongs to. */
+  readonly version: number;
+}
+
 /**
  * Downloads a completed job's outputs, each verified and recorded (the last
  * one makes the item done): the second stage of the job's life (see
- * ../life.ts). Resolves to the outputs saved now (their indexes from 1), for
+ * ../life.ts). Resolves to the outputs saved now, as values for
  * the stages after. A failing or expired link is refreshed by a new GET of
  * the job; a download that cannot finish leaves the item `downloading` for
  * the next resume, and never leads to a resubmission. Links are refreshed
@@ -56,7 +65,7 @@ export function downloadJob(
   jobId: string,
   progress: TransferProgress,
   fresh?: Job,
-): Promise<number[]> {
+): Promise<SavedOutput[]> {
   return new DownloadTask(deps, lane, deps.store.items.get(itemId)!, jobId, progress).run(fresh);
 }
 
@@ -69,7 +78,7 @@ interface LastError {
 class DownloadTask {
   private last: LastError = { message: '', code: 'DOWNLOAD_FAILED' };
   /** The outputs saved by this download. */
-  private readonly saved: number[] = [];
+  private readonly saved: SavedOutput[] = [];
 
   constructor(
     private readonly deps: DownloadDeps,
@@ -84,7 +93,7 @@ class DownloadTask {
     return this.deps.control.abort.signal;
   }
 
-  async run(fresh: Job | undefined): Promise<number[]> {
+  async run(fresh: Job | undefined): Promise<SavedOutput[]> {
     let job = fresh;
     for (let refresh = 0; refresh <= MAX_LINK_REFRESHES; refresh++) {
       if (this.signal.aborted) return this.saved;
@@ -182,13 +191,18 @@ class DownloadTask {
     const { store, clock, control, settings } = this.deps;
     const itemId = this.item.id;
     const startedAt = clock.now();
+    let version = 0;
     try {
       const file = await downloadOutput(
         this.deps.storage,
         url,
         settings.outputs,
         this.item.type,
-        (ext) => this.claimName(idx, ext),
+        (ext) => {
+          const claimed = this.claimName(idx, ext);
+          version = claimed.version;
+          return claimed;
+        },
         {
           signal: this.signal,
           maxBytes: settings.maxOutputBytes,
@@ -198,7 +212,7 @@ class DownloadTask {
       );
       const { jobId } = this;
       const done = store.life.outputSaved(itemId, jobId, idx, file, clock.now(), last);
-      this.saved.push(idx);
+      this.saved.push({ ...file, itemId, jobId, idx, version });
       const ms = clock.now() - startedAt;
       control.emit({ kind: 'downloaded', itemId, jobId, output: idx, path: file.path, bytes: file.bytes, ms });
       if (done) control.emit({ kind: 'item-final', itemId, state: 'done' });
@@ -226,7 +240,7 @@ class DownloadTask {
   }
 
   /** The output's path inside the out dir, claimed for this item: never another item's file. */
-  private claimName(idx: number, ext: string): { path: string; mode: 'new' | 'replace' } {
+  private claimName(idx: number, ext: string): { path: string; mode: 'new' | 'replace'; version: number } {
     const { store, clock, naming } = this.deps;
     const item = this.item;
     const version = store.outputs.versionFor(item.id, this.jobId);
@@ -258,6 +272,6 @@ class DownloadTask {
     }
     store.outputs.claimPath(this.jobId, idx, item.id, name.path, version, clock.now());
     // Claimed before by this very output (a save cut short, or a copy found altered): what is there may be replaced.
-    return { path: name.path, mode: owner ? 'replace' : 'new' };
+    return { path: name.path, mode: owner ? 'replace' : 'new', version };
   }
 }

@@ -4,6 +4,7 @@ import { bucketPolicy, ObjectStoreError, type Publishing } from '../../sink/inde
 import type { Store, Unpublished } from '../../store/index.js';
 import type { Control } from '../core/control.js';
 import type { StagedCopy } from '../copies/copier.js';
+import type { SavedOutput } from '../item/download-task.js';
 
 /** Publications under way at once: uploads share the machine's link with the downloads. */
 const AT_ONCE = 4;
@@ -51,18 +52,14 @@ export class Publisher {
    * already (saved again after a look that could not find it) is put through
    * too: the HEAD finds its object, and its new local file is removed.
    */
-  saved(jobId: string, idx: number): void {
-    const row = this.deps.store.outputs.ofJob(jobId).find((o) => o.idx === idx);
-    if (!row?.sha256 || row.path === null || row.bytes === null) return;
-    this.enqueue({ ...row, path: row.path, bytes: row.bytes, sha256: row.sha256, copy: 0 });
+  saved(output: SavedOutput): void {
+    const { itemId: item_id, jobId: job_id, idx, path, bytes, sha256, contentType: content_type } = output;
+    this.enqueue({ job_id, idx, item_id, path, bytes, sha256, content_type, copy: 0 });
     this.pump();
   }
 
   /** A web copy just staged and recorded: it joins the queue. */
-  copied({ itemId, jobId, idx, path }: StagedCopy): void {
-    const row = this.deps.store.derivatives.ofOutput(jobId, idx).find((d) => d.path === path);
-    if (!row || row.published_at != null) return;
-    const { bytes, sha256 } = row;
+  copied({ itemId, jobId, idx, path, bytes, sha256 }: StagedCopy): void {
     this.enqueue({ job_id: jobId, idx, item_id: itemId, path, bytes, sha256, content_type: null, copy: 1 });
     this.pump();
   }
