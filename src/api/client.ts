@@ -5,7 +5,7 @@ import type * as z from 'zod';
 import type { Logger } from '../log/logger.js';
 import { EventBus } from '../util/event-bus.js';
 import { scrubSecrets } from '../util/secrets.js';
-import { Agent, request } from './http.js';
+import { createDispatcher, request } from './http.js';
 import { ResponseShapeError, StorageError, TransportError, apiErrorFrom } from './errors.js';
 import { answerOf, header, transportError, type ApiAnswer } from './answers.js';
 import { FirstContact } from './first-contact.js';
@@ -44,15 +44,6 @@ export interface Download {
 }
 
 const LONG_POLL_MARGIN_MS = 15_000;
-
-export function createDispatcher(): Agent {
-  return new Agent({
-    keepAliveTimeout: 10_000,
-    keepAliveMaxTimeout: 60_000,
-    connections: 32,
-    connect: { timeout: 10_000 },
-  });
-}
 
 /** A request of the service's under way: when it left, how long it may rightly wait (a long poll's wait), and its abort. */
 interface Outstanding {

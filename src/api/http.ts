@@ -10,6 +10,16 @@ import requestOn from 'undici/lib/api/api-request.js';
 export const Agent = UndiciAgentClass;
 export type Agent = UndiciAgent;
 
+/** One keep-alive pool per origin: the client's unless a test gives its own. */
+export function createDispatcher(): Agent {
+  return new Agent({
+    keepAliveTimeout: 10_000,
+    keepAliveMaxTimeout: 60_000,
+    connections: 32,
+    connect: { timeout: 10_000 },
+  });
+}
+
 export type RequestOptions = Omit<Dispatcher.RequestOptions, 'origin' | 'path'>;
 
 /** undici's `request(url, { dispatcher })`, without its index. */

@@ -1,4 +1,5 @@
-export { ApiClient, createDispatcher } from './client.js';
+export { ApiClient } from './client.js';
+export { createDispatcher } from './http.js';
 export type { ApiAnswer, ClientOptions, Download, LimitKind } from './client.js';
 export { ApiError, ResponseShapeError, StorageError, TransportError, parseRetryAfter } from './errors.js';
 export {
