@@ -62,11 +62,13 @@ export class JobTask implements ItemTask {
       );
       if (!releaseSlot) return undefined;
       while (attempt) {
-        const jobId = attempt.job_id ?? (await this.submission.submit(attempt));
-        if (!jobId) return undefined;
-        const acceptedAt = this.submission.acceptedAt;
-        this.submission.acceptedAt = undefined;
-        const job = await pollJob(this, jobId, acceptedAt);
+        // A job accepted before (a resumed one) is polled at once; this task's own, once its first poll is due.
+        const accepted =
+          attempt.job_id !== null
+            ? { jobId: attempt.job_id, acceptedAt: undefined }
+            : await this.submission.submit(attempt);
+        if (!accepted) return undefined;
+        const job = await pollJob(this, accepted.jobId, accepted.acceptedAt);
         if (!job) return undefined;
         this.deps.control.emit({
           kind: 'job-ended',

@@ -5,6 +5,12 @@ import { newAttempt } from './attempt.js';
 import type { ItemTask } from './job-deps.js';
 import { refusal, type SendState } from './refusals.js';
 
+/** A submission's product: the job the service answered with, and when (its first poll waits from then). */
+export interface Accepted {
+  readonly jobId: string;
+  readonly acceptedAt: number;
+}
+
 /**
  * An attempt's submission: its stored body sent with its key until the
  * service answers with a job; resends only ever reuse that key. Every send
@@ -13,13 +19,11 @@ import { refusal, type SendState } from './refusals.js';
  */
 export class Submission {
   private reuploaded = false;
-  /** When this task's own submission was accepted: its job's first poll waits from then (a resumed job is polled at once). */
-  acceptedAt: number | undefined;
 
   constructor(private readonly task: ItemTask) {}
 
-  /** The job's id once the service answered with one; undefined when the item left this task (ended, deferred, held, stopped). */
-  async submit(sent: AttemptRow): Promise<string | undefined> {
+  /** The job once the service answered with one; undefined when the item left this task (ended, deferred, held, stopped). */
+  async submit(sent: AttemptRow): Promise<Accepted | undefined> {
     const { task } = this;
     let attempt = sent;
     const body = JSON.parse(attempt.body) as ImageSubmission & VideoSubmission;
@@ -65,7 +69,7 @@ export class Submission {
   }
 
   /** Material that expired before use: uploaded again, in a new attempt (the 400 charged nothing), once. */
-  private async reupload(): Promise<string | undefined> {
+  private async reupload(): Promise<Accepted | undefined> {
     this.reuploaded = true;
     const next = await newAttempt(this.task);
     return next ? this.submit(next) : undefined;
@@ -130,13 +134,12 @@ export class Submission {
   }
 
   /** The service answered with a job: its charge is recorded, its credits settled. */
-  private accepted(attempt: AttemptRow, job: Job): string {
+  private accepted(attempt: AttemptRow, job: Job): Accepted {
     const { deps, fixed, credits } = this.task;
     const charged = job.charged ?? credits.price ?? 0;
     if (job.charged !== undefined) deps.report.charged(fixed.model, job.charged);
     const now = this.task.now();
     deps.store.life.recordAccepted(attempt.item_id, attempt.n, job.id, charged, deps.clock.dayOf(now), now);
-    this.acceptedAt = now;
     deps.report.accepted(attempt.item_id);
     deps.control.emit({
       kind: 'accepted',
@@ -146,6 +149,6 @@ export class Submission {
       credits: charged,
     });
     credits.settle(charged);
-    return job.id;
+    return { jobId: job.id, acceptedAt: now };
   }
 }
