@@ -159,51 +159,70 @@ async function writeBody(
 /** The largest output taken unless the run says otherwise (--max-output-mb): an endless body would fill the disk. */
 export const MAX_OUTPUT_BYTES = 2 * 1024 ** 3;
 
-/**
- * Reads one output into the sink (a temporary beside its final name), hashing
- * it and counting its bytes on the way, checks its size against
- * Content-Length, and commits it: under its final name a file is always
- * whole, and a new output never replaces a file it does not own.
- */
-export async function downloadOutput(
+/** An output's link opened: its media type (and so its extension) known, its body not read yet. */
+export interface OpenedOutput {
+  readonly contentType: string | null;
+  readonly ext: string;
+  /**
+   * Reads the body into the sink (a temporary beside its final name),
+   * hashing it and counting its bytes on the way, checks its size against
+   * Content-Length, and commits it: under its final name a file is always
+   * whole, and a new output never replaces a file it does not own. `mode`:
+   * whether an earlier file of this very output may be there to replace.
+   */
+  saveAs(sink: OutputSink, name: { path: string; mode: 'new' | 'replace' }): Promise<DownloadedFile>;
+  /** Leaves the body unread (no name could be had for it). */
+  cancel(): void;
+}
+
+/** Opens an output's link: its headers read, so the caller can name the file before its body is read. */
+export async function openOutput(
   client: ApiClient,
   url: string,
-  sink: OutputSink,
   type: 'image' | 'video',
-  /** The output's name (claimed for it) and whether an earlier copy of it may be there to replace. */
-  nameFor: (ext: string) => { path: string; mode: 'new' | 'replace' },
   options: DownloadOptions = {},
-): Promise<DownloadedFile> {
+): Promise<OpenedOutput> {
   const { signal, maxBytes = MAX_OUTPUT_BYTES, idleTimeoutMs, progress } = options;
   const { dl, contentType } = await openLink(client, url, type, maxBytes, signal, idleTimeoutMs);
-  const { path: relPath, mode } = nameFor(await extensionFor(contentType, type));
-  let file: SinkWriter;
-  try {
-    file = await sink.create(relPath, mode, { output: true });
-  } catch (error) {
-    dl.cancel();
-    // Its folder cannot be made, or its temporary opened: the place, not the link.
-    throw fileSystemError(error, dirname(relPath) === '.' ? 'the output dir' : dirname(relPath));
-  }
-  const hash = createHash('sha256');
-  let bytes = 0;
-  progress?.began();
-  try {
-    bytes = await writeBody(dl, file, hash, maxBytes, signal, progress);
-    if (dl.contentLength !== undefined && bytes !== dl.contentLength) {
-      throw new DownloadError(`the download was cut short: ${bytes} of ${dl.contentLength} bytes`, true, 'CUT_SHORT');
-    }
-    if (bytes === 0) throw new DownloadError('the output is empty', true, 'EMPTY');
-    const sha256 = hash.digest('hex');
-    const mtimeMs = await file.commit({ bytes, sha256 });
-    return { path: relPath, bytes, sha256, contentType, mtimeMs };
-  } catch (error) {
-    dl.cancel();
-    await file.abort();
-    throw asDownloadError(error, relPath, idleTimeoutMs);
-  } finally {
-    progress?.ended();
-  }
+  const ext = await extensionFor(contentType, type);
+  return {
+    contentType,
+    ext,
+    cancel: () => dl.cancel(),
+    saveAs: async (sink, { path: relPath, mode }) => {
+      let file: SinkWriter;
+      try {
+        file = await sink.create(relPath, mode, { output: true });
+      } catch (error) {
+        dl.cancel();
+        // Its folder cannot be made, or its temporary opened: the place, not the link.
+        throw fileSystemError(error, dirname(relPath) === '.' ? 'the output dir' : dirname(relPath));
+      }
+      const hash = createHash('sha256');
+      let bytes = 0;
+      progress?.began();
+      try {
+        bytes = await writeBody(dl, file, hash, maxBytes, signal, progress);
+        if (dl.contentLength !== undefined && bytes !== dl.contentLength) {
+          throw new DownloadError(
+            `the download was cut short: ${bytes} of ${dl.contentLength} bytes`,
+            true,
+            'CUT_SHORT',
+          );
+        }
+        if (bytes === 0) throw new DownloadError('the output is empty', true, 'EMPTY');
+        const sha256 = hash.digest('hex');
+        const mtimeMs = await file.commit({ bytes, sha256 });
+        return { path: relPath, bytes, sha256, contentType, mtimeMs };
+      } catch (error) {
+        dl.cancel();
+        await file.abort();
+        throw asDownloadError(error, relPath, idleTimeoutMs);
+      } finally {
+        progress?.ended();
+      }
+    },
+  };
 }
 
 export interface DownloadOptions {

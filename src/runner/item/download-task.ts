@@ -1,5 +1,5 @@
 import { policy, waitMs, type ApiClient, type Job, type Reaction } from '../../api/index.js';
-import { DownloadError, downloadOutput, type DownloadedFile } from '../../download/download.js';
+import { DownloadError, openOutput, type DownloadedFile } from '../../download/download.js';
 import type { TransferProgress } from '../../scheduler/transfers.js';
 import type { OutputSink } from '../../sink/index.js';
 import type { Logger } from '../../log/logger.js';
@@ -191,25 +191,23 @@ class DownloadTask {
     const { store, clock, control, settings } = this.deps;
     const itemId = this.item.id;
     const startedAt = clock.now();
-    let version = 0;
     try {
-      const file = await downloadOutput(
-        this.deps.storage,
-        url,
-        settings.outputs,
-        this.item.type,
-        (ext) => {
-          const claimed = this.claimName(idx, ext);
-          version = claimed.version;
-          return claimed;
-        },
-        {
-          signal: this.signal,
-          maxBytes: settings.maxOutputBytes,
-          idleTimeoutMs: settings.idleTimeoutMs,
-          progress: this.progress,
-        },
-      );
+      const opened = await openOutput(this.deps.storage, url, this.item.type, {
+        signal: this.signal,
+        maxBytes: settings.maxOutputBytes,
+        idleTimeoutMs: settings.idleTimeoutMs,
+        progress: this.progress,
+      });
+      // Named once its media type is known (its extension), before a byte of its body is read.
+      let claimed: ReturnType<typeof this.claimName>;
+      try {
+        claimed = this.claimName(idx, opened.ext);
+      } catch (error) {
+        opened.cancel();
+        throw error;
+      }
+      const file = await opened.saveAs(settings.outputs, claimed);
+      const { version } = claimed;
       const { jobId } = this;
       const done = store.life.outputSaved(itemId, jobId, idx, file, clock.now(), last);
       this.saved.push({ ...file, itemId, jobId, idx, version });
