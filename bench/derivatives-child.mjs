@@ -1,7 +1,7 @@
 // Child of the derivatives bench (rss-probe.mjs preloaded): makes a WebP 1600w and a JPEG 800w of IMAGES
 // 2048x2560 PNGs, two originals at a time as a run's copier does, each marked as AI-made. Prints its figures.
 import sharp from 'sharp';
-import { copiesOf } from '../dist/copies/derivative.js';
+import { copiesOf } from '../dist/copies/web-copy.js';
 
 const IMAGES = Number(process.argv[2] ?? 1000);
 const AT_ONCE = 2;

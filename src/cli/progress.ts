@@ -177,7 +177,7 @@ export class Progress {
 
   onEvent = (event: RunEvent): void => {
     // Counted before the filter below: a download is one of a request's own events. A copy is published like an output.
-    if (this.unpublished !== undefined && (event.kind === 'downloaded' || event.kind === 'derived'))
+    if (this.unpublished !== undefined && (event.kind === 'downloaded' || event.kind === 'copy-made'))
       this.unpublished += 1;
     else if (this.unpublished !== undefined && event.kind === 'published') this.unpublished -= 1;
     // A request's own events are the counts' and the pace's to show, redrawn from the state: no line of their own.

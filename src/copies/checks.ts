@@ -1,5 +1,5 @@
 import type { OutputChecks } from '../manifest/index.js';
-import { sharpModule } from './derivative.js';
+import { sharpModule } from './web-copy.js';
 
 /** Below this standard deviation in every channel (of 255), an image is flat: a blank frame, a uniform grey. */
 const FLAT_STDEV = 2;

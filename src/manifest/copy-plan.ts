@@ -1,4 +1,4 @@
-import { derivativeSuffix } from './output-paths.js';
+import { webCopySuffix } from './output-paths.js';
 import type { Manifest, ManifestItem } from './schema.js';
 import type { CopyPlan, OutputChecks } from './types.js';
 
@@ -26,7 +26,7 @@ export function checkCopyPlan(
   for (const field of ['derivatives', 'checks'] as const)
     if (type === 'video' && own[field] !== undefined)
       fail(field, `${field} apply only to image outputs; a video item cannot have them (no ffmpeg is assumed)`);
-  const twice = sameNamedDerivative(merged.derivatives);
+  const twice = sameNamedCopy(merged.derivatives);
   if (twice) fail('derivatives', `two derivatives would both be named *.${twice}: give each its own size or format`);
 }
 
@@ -44,10 +44,10 @@ function checksOf(checks: Merged['checks']): OutputChecks | undefined {
 }
 
 /** The name two derivatives would share (`1600w.webp`), if any. */
-function sameNamedDerivative(derivatives: Merged['derivatives']): string | undefined {
+function sameNamedCopy(derivatives: Merged['derivatives']): string | undefined {
   const seen = new Set<string>();
   for (const d of derivatives ?? []) {
-    const suffix = derivativeSuffix(d);
+    const suffix = webCopySuffix(d);
     if (seen.has(suffix)) return suffix;
     seen.add(suffix);
   }

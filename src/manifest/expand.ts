@@ -260,8 +260,8 @@ export class Expander {
     if (f.priority !== undefined && Number(f.priority) !== 0) item.priority = Number(f.priority);
     if (f.tags?.length) item.tags = f.tags;
     if (values) item.values = values;
-    const finish = copyPlanOf(merged, f.type);
-    if (finish) item.finish = finish;
+    const plan = copyPlanOf(merged, f.type);
+    if (plan) item.finish = plan;
     item.where = row
       ? { file: this.source.file, line: pos.line, column: pos.column, itemIndex: index, row }
       : { file: this.source.file, line: pos.line, column: pos.column, itemIndex: index };

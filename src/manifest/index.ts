@@ -13,7 +13,7 @@ export { formatIssue, IssueList, type ManifestIssue } from './issues.js';
 export {
   dependenciesOf,
   fileInputsOf,
-  type Derivative,
+  type WebCopySpec,
   type CopyPlan,
   type OutputChecks,
   type InputRef,
@@ -24,7 +24,7 @@ export { ItemsTally } from './shapes.js';
 export {
   outputRelativePath,
   outLocationProblem,
-  derivativePath,
+  webCopyPath,
   bucketLocationOf,
   resolveOutLocation,
   type BucketLocation,

@@ -179,21 +179,17 @@ export function outLocationProblem(location: string): string | undefined {
   return `${location} is a URL; outputs go to a folder (relative to where it is given, or absolute) or to a bucket (s3://BUCKET/PREFIX)`;
 }
 
-/** What a derivative adds to its output's name: its size (`1600w`, `900h`, `1600x900`, `full`) and its format. */
-export function derivativeSuffix(d: {
-  format: string;
-  width?: number | undefined;
-  height?: number | undefined;
-}): string {
+/** What a web copy adds to its output's name: its size (`1600w`, `900h`, `1600x900`, `full`) and its format. */
+export function webCopySuffix(d: { format: string; width?: number | undefined; height?: number | undefined }): string {
   const size =
     d.width && d.height ? `${d.width}x${d.height}` : d.width ? `${d.width}w` : d.height ? `${d.height}h` : 'full';
   return `${size}.${d.format === 'jpeg' ? 'jpg' : d.format}`;
 }
 
-/** A derivative's path beside its output: `hero-1.png` gives `hero-1.1600w.webp`, `hero-1.v2.png` `hero-1.v2.1600w.webp`. */
-export function derivativePath(outputPath: string, d: Parameters<typeof derivativeSuffix>[0]): string {
+/** A web copy's path beside its output: `hero-1.png` gives `hero-1.1600w.webp`, `hero-1.v2.png` `hero-1.v2.1600w.webp`. */
+export function webCopyPath(outputPath: string, d: Parameters<typeof webCopySuffix>[0]): string {
   const dot = outputPath.lastIndexOf('.');
   const slash = Math.max(outputPath.lastIndexOf('/'), outputPath.lastIndexOf('\\'));
   const stem = dot > slash + 1 ? outputPath.slice(0, dot) : outputPath;
-  return `${stem}.${derivativeSuffix(d)}`;
+  return `${stem}.${webCopySuffix(d)}`;
 }

@@ -13,7 +13,7 @@ export const fileInput = z.union([
 ]);
 
 /** A web copy of each image output: made once it is verified, beside it, the original untouched. */
-export const derivativeSchema = z.strictObject({
+export const webCopySchema = z.strictObject({
   format: z.enum(['webp', 'jpeg', 'avif', 'png']).describe("the copy's format"),
   width: z.int().min(1).max(16384).optional().describe('the largest width, in pixels (the ratio is kept)'),
   height: z.int().min(1).max(16384).optional().describe('the largest height, in pixels (the ratio is kept)'),
@@ -24,7 +24,7 @@ export const derivativeSchema = z.strictObject({
 /** What finishes each image output: its web copies, and whether they are marked as AI-made. */
 const copyFields = {
   derivatives: z
-    .array(derivativeSchema)
+    .array(webCopySchema)
     .min(1)
     .optional()
     .describe('web copies of each image output, named beside it (hero-1.1600w.webp); images only'),
@@ -43,7 +43,7 @@ const copyFields = {
     .boolean()
     .optional()
     .describe(
-      'mark each derivative as AI-made in its XMP (IPTC DigitalSourceType trainedAlgorithmicMedia); default true',
+      'mark each web copy as AI-made in its XMP (IPTC DigitalSourceType trainedAlgorithmicMedia); default true',
     ),
 };
 
@@ -161,4 +161,3 @@ export const manifestSchema = z.strictObject({
 export type Manifest = z.infer<typeof manifestSchema>;
 export type ManifestItem = z.infer<typeof itemSchema>;
 export type FileInputSpec = z.infer<typeof fileInput>;
-export type DerivativeSpec = z.infer<typeof derivativeSchema>;

@@ -30,13 +30,13 @@ export interface ResolvedItem {
   priority?: number;
   /** The item's own template values: its row's columns and its matrix values (not the manifest's vars). Carried to the results; not part of its content hash. */
   values?: Record<string, string>;
-  /** An image's finishing: its web copies and their marking. Not content: changing it changes no key. */
+  /** An image's copy plan: its web copies, their marking, its checks. Not content: changing it changes no key. Named `finish` in the specs states already hold. */
   finish?: CopyPlan;
   where: ItemOrigin;
 }
 
 /** A web copy of an image output (see the manifest's `derivatives`). */
-export interface Derivative {
+export interface WebCopySpec {
   format: 'webp' | 'jpeg' | 'avif' | 'png';
   width?: number;
   height?: number;
@@ -54,7 +54,7 @@ export interface OutputChecks {
 
 /** What is made and checked of each image output once it is verified. */
 export interface CopyPlan {
-  derivatives: Derivative[];
+  derivatives: WebCopySpec[];
   checks?: OutputChecks;
   /** Each copy carries XMP saying it is AI-made (IPTC DigitalSourceType), with the model, job and item. */
   mark: boolean;

@@ -77,7 +77,7 @@ function snapshotOf(store: Store, statePath: string, now: number): Snapshot {
     stalledTransfers: running ? (last?.stalled_transfers ?? 0) : 0,
     bucketUnreachable: running && last?.bucket_trouble_since != null,
     publication: store.publications.counts(),
-    copiesMissing: store.derivatives.missing(),
+    copiesMissing: store.webCopies.missing(),
   };
 }
 

@@ -1,5 +1,5 @@
 import { stringify } from 'csv-stringify/sync';
-import type { DerivativeRow, ItemFacts, ItemState, ReviewDecision, Store } from '../store/index.js';
+import type { WebCopyRow, ItemFacts, ItemState, ReviewDecision, Store } from '../store/index.js';
 
 /** One row per item: what users hand to the next tool instead of reading SQLite. */
 export interface ResultRow {
@@ -13,7 +13,7 @@ export interface ResultRow {
   /** Seconds, for a video. */
   duration: string | null;
   /** The current version's outputs, relative to the output dir. */
-  files: { path: string; bytes: number; sha256: string; url?: string; derivatives?: DerivativeFact[] }[];
+  files: { path: string; bytes: number; sha256: string; url?: string; derivatives?: WebCopyFact[] }[];
   /** The current version (1, or higher once the item was regenerated); null before any output is on disk. (Every row the report writes has it, as `versions`.) */
   version?: number | null;
   /** Every version on disk, oldest first: a regeneration never overwrites the outputs it replaces. */
@@ -92,7 +92,7 @@ type FileFact = [
 ];
 
 /** A web copy of an output, as the results list it: what the state recorded of it when it was written. */
-export type DerivativeFact = Pick<DerivativeRow, 'path' | 'format' | 'width' | 'height' | 'bytes' | 'sha256'>;
+export type WebCopyFact = Pick<WebCopyRow, 'path' | 'format' | 'width' | 'height' | 'bytes' | 'sha256'>;
 
 type ReviewFact = [version: number, decision: ReviewDecision, note: string | null, at: number, by: string];
 

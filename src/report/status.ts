@@ -111,7 +111,7 @@ export function collectStatus(store: Store, where: { manifest: string; state: st
     eta: running && last ? etaOf(store, last, charged, now) : null,
     keys: keysOf(store, new RunClock(Date.now, last?.time_scale ?? 1).dayOf(now)),
     publication: last?.out_dir?.startsWith('s3://') ? { to: last.out_dir, ...store.publications.counts() } : null,
-    copies: { missing: store.derivatives.missing() },
+    copies: { missing: store.webCopies.missing() },
   };
 }
 

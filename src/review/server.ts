@@ -133,9 +133,9 @@ async function handle(req: IncomingMessage, res: ServerResponse, ctx: Context): 
   const path = url.pathname;
   if (path.startsWith('/files/')) {
     const relative = safeDecode(path.slice('/files/'.length));
-    const { outputs, derivatives } = ctx.state.store;
+    const { outputs, webCopies } = ctx.state.store;
     // Recorded outputs and their recorded web copies: nothing else.
-    const known = (p: string) => outputs.ownerOf(p) !== undefined || derivatives.isCopy(p);
+    const known = (p: string) => outputs.ownerOf(p) !== undefined || webCopies.isCopy(p);
     return serveOutput(res, ctx.outputs, relative ?? '', known, req.headers.range);
   }
   if (path.startsWith('/thumbs/')) {

@@ -3,7 +3,7 @@
  * keeps a memory arena for each thread that touched it: in the server that was 50-70 MB it never gave back. Here
  * it is the child's (started with few arenas), and it goes when the child does, after a minute without work.
  */
-import { sharpModule } from '../copies/derivative.js';
+import { sharpModule } from '../copies/web-copy.js';
 import { CARD_WIDTH } from '../store/review-queries.js';
 
 /** A request: an output's file on this machine, or its bytes; the answer: its thumbnail (WebP), or why there is none. */

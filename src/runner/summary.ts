@@ -66,7 +66,7 @@ export function summarize(
     removed: store.itemReports.removed(),
     ...roster.summary(),
     ...(facts.publishing ? { publication: { ...facts.publishing, ...publicationCounts(store) } } : {}),
-    copies: { missing: store.derivatives.missing() },
+    copies: { missing: store.webCopies.missing() },
   };
 }
 

@@ -13,7 +13,7 @@ import { Lifecycle } from './lifecycle.js';
 import { acquireLock, lockHolder } from './lock.js';
 import { Steering } from './steering.js';
 import { Publications } from './publications.js';
-import { Derivatives } from './derivatives.js';
+import { WebCopies } from './web-copies.js';
 import { Outputs } from './outputs.js';
 import { ReviewQueries } from './review-queries.js';
 import { Reviews } from './reviews.js';
@@ -36,7 +36,7 @@ export type { ErrorNote, SentRecord } from './lifecycle.js';
 export type { AttemptForReconcile, AttemptRow } from './attempts.js';
 export type { OutputRow } from './outputs.js';
 export type { PublicationCounts, Unpublished } from './publications.js';
-export type { DerivativeRow, ToCopy } from './derivatives.js';
+export type { WebCopyRow, ToCopy } from './web-copies.js';
 export type { ReviewCounts, ReviewDecision, ReviewRow } from './reviews.js';
 export type { NewOutput, ReviewCard, ReviewFilter, SeriesBuckets, VersionDetail } from './review-queries.js';
 export { CARD_WIDTH } from './review-queries.js';
@@ -61,7 +61,7 @@ export class Store {
   /** Outputs published to a bucket, and those that wait to be. */
   readonly publications: Publications;
   /** Web copies of image outputs. */
-  readonly derivatives: Derivatives;
+  readonly webCopies: WebCopies;
   readonly reviews: Reviews;
   /** What genbatch review reads: cards by filter, new outputs, versions, the run's series. */
   readonly reviewQueries: ReviewQueries;
@@ -86,7 +86,7 @@ export class Store {
     this.attempts = new Attempts(db);
     this.outputs = new Outputs(db);
     this.publications = new Publications(db);
-    this.derivatives = new Derivatives(db);
+    this.webCopies = new WebCopies(db);
     this.reviews = new Reviews(db);
     this.reviewQueries = new ReviewQueries(db);
     this.accounting = new Accounting(db);

@@ -86,7 +86,7 @@ describe("a bucket's faults on every call of a run", () => {
       for (const o of state.outputs as unknown as { job_id: string; idx: number; path: string; sha256: string }[]) {
         const object = bucket.objects.get(`spring/${o.path}`)!;
         expect(sha(object.bytes)).toBe(o.sha256);
-        const copies = db.derivatives.ofOutput(o.job_id, o.idx);
+        const copies = db.webCopies.ofOutput(o.job_id, o.idx);
         expect(copies).toHaveLength(2);
         for (const c of copies) {
           const copy = bucket.objects.get(`spring/${c.path}`)!;
@@ -122,7 +122,7 @@ describe("a bucket's faults on every call of a run", () => {
     expect([...met.values()].filter((n) => n > WAYS.length).length).toBeGreaterThan(0);
     expect(bucket.abandoned).toBeGreaterThanOrEqual(9);
     expect(kinds).not.toContain('publish-failed');
-    expect(kinds).not.toContain('derive-failed');
+    expect(kinds).not.toContain('copy-failed');
     expect(kinds).toContain('bucket-outage');
     expect(staged(ws.statePath)).toEqual([]);
     expect(t.sim.service.ledger.of('charge')).toHaveLength(3);
@@ -140,7 +140,7 @@ describe("a bucket's faults on every call of a run", () => {
     const failed: string[] = [];
     const first = await runInProcess(t, ws, {
       outputs: giving,
-      listen: (r) => r.events.on((e) => e.kind === 'derive-failed' && failed.push(e.itemId)),
+      listen: (r) => r.events.on((e) => e.kind === 'copy-failed' && failed.push(e.itemId)),
     });
     expect(exitCodeOf(first)).toBe(4);
     expect(first.copies.missing).toBe(6);

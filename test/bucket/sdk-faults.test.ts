@@ -100,7 +100,7 @@ describe('a real bucket through the AWS SDK, slowing down, refusing and going si
       const outputs = readState(ws.statePath).outputs as unknown as { job_id: string; idx: number; path: string }[];
       expect(outputs).toHaveLength(12);
       for (const o of outputs) {
-        const files = [o.path, ...store.derivatives.ofOutput(o.job_id, o.idx).map((d) => d.path)];
+        const files = [o.path, ...store.webCopies.ofOutput(o.job_id, o.idx).map((d) => d.path)];
         expect(files).toHaveLength(2);
         for (const path of files) {
           const got = (await bucket.get(`shop/${path}`))!;

@@ -1,6 +1,6 @@
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_OUTPUT_NAME, derivativePath, outputRelativePath, resolveInside } from '../../src/manifest/index.js';
+import { DEFAULT_OUTPUT_NAME, webCopyPath, outputRelativePath, resolveInside } from '../../src/manifest/index.js';
 
 const values = (id: string, n = 1) => ({
   id,
@@ -58,12 +58,12 @@ describe('output file names never leave the output dir', () => {
 
 describe('a web copy is named beside its output', () => {
   it('by its size and format, after the version, in the same folder', () => {
-    expect(derivativePath('hero-1.png', { format: 'webp', width: 1600 })).toBe('hero-1.1600w.webp');
-    expect(derivativePath('hero-1.v2.png', { format: 'webp', width: 1600 })).toBe('hero-1.v2.1600w.webp');
-    expect(derivativePath('mugs/red/hero-1.png', { format: 'jpeg', height: 800 })).toBe('mugs/red/hero-1.800h.jpg');
-    expect(derivativePath('hero-1.png', { format: 'avif', width: 1600, height: 900 })).toBe('hero-1.1600x900.avif');
-    expect(derivativePath('hero-1.png', { format: 'png' })).toBe('hero-1.full.png');
+    expect(webCopyPath('hero-1.png', { format: 'webp', width: 1600 })).toBe('hero-1.1600w.webp');
+    expect(webCopyPath('hero-1.v2.png', { format: 'webp', width: 1600 })).toBe('hero-1.v2.1600w.webp');
+    expect(webCopyPath('mugs/red/hero-1.png', { format: 'jpeg', height: 800 })).toBe('mugs/red/hero-1.800h.jpg');
+    expect(webCopyPath('hero-1.png', { format: 'avif', width: 1600, height: 900 })).toBe('hero-1.1600x900.avif');
+    expect(webCopyPath('hero-1.png', { format: 'png' })).toBe('hero-1.full.png');
     // A dot in a folder's name is not the file's extension.
-    expect(derivativePath('v1.2/hero', { format: 'webp', width: 10 })).toBe('v1.2/hero.10w.webp');
+    expect(webCopyPath('v1.2/hero', { format: 'webp', width: 10 })).toBe('v1.2/hero.10w.webp');
   });
 });

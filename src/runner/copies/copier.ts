@@ -2,9 +2,9 @@ import { createHash } from 'node:crypto';
 import { buffer } from 'node:stream/consumers';
 import PQueue from 'p-queue';
 import { checkImage } from '../../copies/checks.js';
-import { copiesOf, type MadeCopy } from '../../copies/derivative.js';
+import { copiesOf, type MadeCopy } from '../../copies/web-copy.js';
 import type { Logger } from '../../log/logger.js';
-import { derivativePath, type Derivative, type CopyPlan, type OutputChecks } from '../../manifest/index.js';
+import { webCopyPath, type WebCopySpec, type CopyPlan, type OutputChecks } from '../../manifest/index.js';
 import { writeWhole, type OutputSink } from '../../sink/index.js';
 import type { Store, ToCopy } from '../../store/index.js';
 import type { Control } from '../core/control.js';
@@ -56,12 +56,12 @@ export class Copier {
   start(): void {
     const { publishing } = this.deps.outputs;
     if (publishing)
-      for (const copy of this.deps.store.derivatives.unpublished())
-        if (!publishing.isStaged(copy.path)) this.deps.store.derivatives.forget(copy);
-    for (const row of this.deps.store.derivatives.toCopy()) {
-      const finish = JSON.parse(row.finish) as CopyPlan;
-      const unchecked = finish.checks !== undefined && !row.reviewed;
-      if (row.made < finish.derivatives.length || unchecked) this.add(row, finish);
+      for (const copy of this.deps.store.webCopies.unpublished())
+        if (!publishing.isStaged(copy.path)) this.deps.store.webCopies.forget(copy);
+    for (const row of this.deps.store.webCopies.toCopy()) {
+      const plan = JSON.parse(row.finish) as CopyPlan;
+      const unchecked = plan.checks !== undefined && !row.reviewed;
+      if (row.made < plan.derivatives.length || unchecked) this.add(row, plan);
     }
   }
 
@@ -72,8 +72,9 @@ export class Copier {
     const item = this.deps.store.items.get(itemId);
     if (item?.type !== 'image') return undefined;
     const spec = this.deps.store.items.specOf(itemId);
-    const finish = spec ? (JSON.parse(spec) as { finish?: CopyPlan }).finish : undefined;
-    if (!finish) return undefined;
+    // The plan is stored under `finish` in the item's spec (the name it was first written under).
+    const plan = spec ? (JSON.parse(spec) as { finish?: CopyPlan }).finish : undefined;
+    if (!plan) return undefined;
     const row = {
       item_id: itemId,
       job_id: jobId,
@@ -85,7 +86,7 @@ export class Copier {
       made: 0,
       reviewed: 0,
     };
-    return this.add(row, finish);
+    return this.add(row, plan);
   }
 
   /** Copies being made or waiting (a known wait for the watchdog). */
@@ -97,23 +98,23 @@ export class Copier {
     return this.queue.onIdle();
   }
 
-  private add(row: ToCopy, finish: CopyPlan): Promise<void> {
-    return this.queue.add(() => this.copyOne(row, finish));
+  private add(row: ToCopy, plan: CopyPlan): Promise<void> {
+    return this.queue.add(() => this.copyOne(row, plan));
   }
 
   /** One output's checks and copies: whatever fails (the bucket, the disk, the image) is said, never thrown. */
-  private async copyOne(row: ToCopy, finish: CopyPlan): Promise<void> {
+  private async copyOne(row: ToCopy, plan: CopyPlan): Promise<void> {
     const { store } = this.deps;
     if (this.deps.control.abort.signal.aborted) return;
     try {
-      const have = new Set(store.derivatives.ofOutput(row.job_id, row.idx).map((d) => d.path));
-      const missing = finish.derivatives.filter((d) => !have.has(derivativePath(row.path, d)));
-      const check = finish.checks && !row.reviewed ? finish.checks : undefined;
+      const have = new Set(store.webCopies.ofOutput(row.job_id, row.idx).map((d) => d.path));
+      const missing = plan.derivatives.filter((d) => !have.has(webCopyPath(row.path, d)));
+      const check = plan.checks && !row.reviewed ? plan.checks : undefined;
       if (missing.length === 0 && !check) return;
       const original = await this.original(row.path);
       if (!original) return this.failed(row, row.path, 'the original is not there to read');
       if (check) await this.check(row, original, check);
-      const mark = finish.mark ? { model: row.model, jobId: row.job_id, itemId: row.item_id } : undefined;
+      const mark = plan.mark ? { model: row.model, jobId: row.job_id, itemId: row.item_id } : undefined;
       for await (const copy of copiesOf(original, missing, mark)) {
         if (this.deps.control.abort.signal.aborted) return;
         await this.write(row, copy);
@@ -146,17 +147,17 @@ export class Copier {
    * place in a folder; with a bucket, staged (durably: its record names its
    * bytes) and waiting to be published.
    */
-  private async write(row: ToCopy, copy: MadeCopy & { derivative: Derivative }): Promise<void> {
+  private async write(row: ToCopy, copy: MadeCopy & { spec: WebCopySpec }): Promise<void> {
     const { store, outputs, control, now } = this.deps;
     const startedAt = now();
-    const path = derivativePath(row.path, copy.derivative);
+    const path = webCopyPath(row.path, copy.spec);
     const staged = outputs.publishing !== undefined;
     // A copy is made again, the same, from the same original: one a killed run left there is replaced.
     await writeWhole(outputs, path, 'replace', copy.data, { durable: staged, output: staged });
     const sha256 = createHash('sha256').update(copy.data).digest('hex');
     const { format, width, height } = copy;
     const bytes = copy.data.length;
-    store.derivatives.made({
+    store.webCopies.made({
       job_id: row.job_id,
       idx: row.idx,
       path,
@@ -169,7 +170,7 @@ export class Copier {
       published_at: staged ? null : now(),
     });
     const event = { itemId: row.item_id, jobId: row.job_id, output: row.idx };
-    control.emit({ kind: 'derived', ...event, path, bytes, ms: now() - startedAt });
+    control.emit({ kind: 'copy-made', ...event, path, bytes, ms: now() - startedAt });
     if (staged) this.deps.staged?.({ itemId: row.item_id, jobId: row.job_id, idx: row.idx, path, bytes, sha256 });
   }
 
@@ -185,9 +186,9 @@ export class Copier {
   }
 
   private failed(row: ToCopy, path: string, message: string): void {
-    this.deps.logger?.warn({ item: row.item_id, output: row.path, derivative: path, error: message }, 'copy not made');
+    this.deps.logger?.warn({ item: row.item_id, output: row.path, copy: path, error: message }, 'copy not made');
     this.deps.control.emit({
-      kind: 'derive-failed',
+      kind: 'copy-failed',
       itemId: row.item_id,
       jobId: row.job_id,
       output: row.idx,

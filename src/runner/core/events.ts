@@ -34,9 +34,9 @@ export type ItemEvent =
   /** One try at an output failed; `retry`: a fresh link is tried next, else the item waits for a later run. */
   | { kind: 'download-failed'; itemId: string; jobId: string; output: number; code: string; retry: boolean }
   /** A web copy of an output made and written beside it (`path`), marked as AI-made unless the manifest says not. */
-  | { kind: 'derived'; itemId: string; jobId: string; output: number; path: string; bytes: number; ms: number }
+  | { kind: 'copy-made'; itemId: string; jobId: string; output: number; path: string; bytes: number; ms: number }
   /** A web copy could not be made (the original is untouched; the next run tries again). */
-  | { kind: 'derive-failed'; itemId: string; jobId: string; output: number; path: string; message: string }
+  | { kind: 'copy-failed'; itemId: string; jobId: string; output: number; path: string; message: string }
   /** The manifest's checks rejected the item's version (a flat image, a wrong size): `reason` says which. */
   | { kind: 'rejected-by-check'; itemId: string; version: number; reason: string }
   /** One output (or its web copy `copy`) verified in the bucket (`url`) and recorded; its local file dropped unless kept. */

@@ -124,7 +124,7 @@ export class Publisher {
   /** The row still holds the bytes just verified in the bucket (not a file saved again since). */
   private stillAsVerified(out: Unpublished): boolean {
     const { store } = this.deps;
-    const rows = out.copy ? store.derivatives.ofOutput(out.job_id, out.idx) : store.outputs.ofJob(out.job_id);
+    const rows = out.copy ? store.webCopies.ofOutput(out.job_id, out.idx) : store.outputs.ofJob(out.job_id);
     const row = rows.find((r) => (out.copy ? r.path === out.path : r.idx === out.idx));
     return row?.sha256 === out.sha256;
   }
@@ -141,7 +141,7 @@ export class Publisher {
     const reaction = bucketPolicy('publish', fault, failures);
     if (reaction.do === 'stage-again') {
       // An output's download brings its file back and queues it again; a copy is made again.
-      if (out.copy) store.derivatives.forget(out);
+      if (out.copy) store.webCopies.forget(out);
       this.gone(out, false);
       return;
     }

@@ -104,7 +104,7 @@ describe('web copies of each image output (derivatives)', () => {
     expect(statSync(join(ws.outDir, 'bowl-1.400w.jpg')).size).toBeGreaterThan(0);
     expect(statSync(join(ws.outDir, 'bowl-1.96w.webp')).mtimeMs).toBe(untouched);
     const log = readFileSync(join(ws.dir, '.genbatch', 'm.log'), 'utf8');
-    const made = log.split('\n').filter((l) => l.includes('"kind":"derived"'));
+    const made = log.split('\n').filter((l) => l.includes('"kind":"copy-made"'));
     expect(made).toHaveLength(7);
     expect(made.at(-1)).toContain('bowl-1.400w.jpg');
     expect(t.sim.service.ledger.of('charge')).toHaveLength(3);

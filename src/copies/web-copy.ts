@@ -1,10 +1,10 @@
-import type { Derivative } from '../manifest/index.js';
+import type { WebCopySpec } from '../manifest/index.js';
 import { aiMarkXmp, type MarkFacts } from './xmp.js';
 
 /** A copy as made: its bytes and what they are. */
 export interface MadeCopy {
   data: Buffer;
-  format: Derivative['format'];
+  format: WebCopySpec['format'];
   width: number;
   height: number;
 }
@@ -33,9 +33,9 @@ export function sharpModule(): Promise<Sharp> {
  */
 export async function* copiesOf(
   original: Buffer,
-  derivatives: readonly Derivative[],
+  derivatives: readonly WebCopySpec[],
   mark: MarkFacts | undefined,
-): AsyncGenerator<MadeCopy & { derivative: Derivative }> {
+): AsyncGenerator<MadeCopy & { spec: WebCopySpec }> {
   const sharp = await sharpModule();
   // Decoded once for all the copies: the PNG's inflate costs as much as a copy's resize.
   const pixels = await sharp(original, { failOn: 'error' })
@@ -54,7 +54,7 @@ export async function* copiesOf(
       });
     if (mark) image = image.withXmp(aiMarkXmp(mark));
     const { data, info } = await encode(image, d).toBuffer({ resolveWithObject: true });
-    yield { data, format: d.format, width: info.width, height: info.height, derivative: d };
+    yield { data, format: d.format, width: info.width, height: info.height, spec: d };
   }
 }
 
@@ -63,7 +63,7 @@ export async function* copiesOf(
  * times faster (a 1600w copy of a 2048x2560 original: 110 ms of CPU, not
  * 440), a little larger; JPEG through mozjpeg, flattened on white.
  */
-function encode(image: import('sharp').Sharp, d: Derivative): import('sharp').Sharp {
+function encode(image: import('sharp').Sharp, d: WebCopySpec): import('sharp').Sharp {
   const q = d.quality === undefined ? {} : { quality: d.quality };
   if (d.format === 'webp') return image.webp({ ...q, effort: 2 });
   if (d.format === 'jpeg') return image.flatten({ background: '#ffffff' }).jpeg({ ...q, mozjpeg: true });

@@ -1,7 +1,7 @@
 import type { Db } from './db.js';
 
 /** A web copy of an output, as written. */
-export interface DerivativeRow {
+export interface WebCopyRow {
   job_id: string;
   idx: number;
   path: string;
@@ -32,7 +32,7 @@ export interface ToCopy {
 }
 
 /** Web copies of image outputs, recorded as each is written (size and sha256), so a resume makes only what is missing. */
-export class Derivatives {
+export class WebCopies {
   private readonly madeStmt;
   private readonly ofOutputStmt;
   private readonly toCopyStmt;
@@ -52,7 +52,7 @@ export class Derivatives {
     this.forgetStmt = db.prepare(
       'DELETE FROM derivatives WHERE job_id = ? AND idx = ? AND path = ? AND published_at IS NULL',
     );
-    this.unpublishedStmt = db.prepare<[], Pick<DerivativeRow, 'job_id' | 'idx' | 'path'>>(
+    this.unpublishedStmt = db.prepare<[], Pick<WebCopyRow, 'job_id' | 'idx' | 'path'>>(
       'SELECT job_id, idx, path FROM derivatives WHERE published_at IS NULL',
     );
     // Copies the current image outputs are owed and that are not recorded (never made, or failed).
@@ -66,7 +66,7 @@ export class Derivatives {
       )
       .pluck();
     this.isCopyStmt = db.prepare<[string], number>('SELECT 1 FROM derivatives WHERE path = ? LIMIT 1').pluck();
-    this.ofOutputStmt = db.prepare<[string, number], DerivativeRow>(
+    this.ofOutputStmt = db.prepare<[string, number], WebCopyRow>(
       'SELECT * FROM derivatives WHERE job_id = ? AND idx = ? ORDER BY path',
     );
     // The current, verified outputs of image items that ask for copies.
@@ -82,17 +82,17 @@ export class Derivatives {
   }
 
   /** Written (in place, or staged to be published when `published_at` is null), with its size and sha256. */
-  made(row: DerivativeRow): void {
+  made(row: WebCopyRow): void {
     this.madeStmt.run({ ...row, published_at: row.published_at ?? null });
   }
 
   /** A copy waiting to be published whose staged file is gone: unrecorded, so that it is made again. */
-  forget(row: Pick<DerivativeRow, 'job_id' | 'idx' | 'path'>): void {
+  forget(row: Pick<WebCopyRow, 'job_id' | 'idx' | 'path'>): void {
     this.forgetStmt.run(row.job_id, row.idx, row.path);
   }
 
   /** Copies recorded and not yet published. */
-  unpublished(): Pick<DerivativeRow, 'job_id' | 'idx' | 'path'>[] {
+  unpublished(): Pick<WebCopyRow, 'job_id' | 'idx' | 'path'>[] {
     return this.unpublishedStmt.all();
   }
 
@@ -106,7 +106,7 @@ export class Derivatives {
     return this.isCopyStmt.get(path) !== undefined;
   }
 
-  ofOutput(jobId: string, idx: number): DerivativeRow[] {
+  ofOutput(jobId: string, idx: number): WebCopyRow[] {
     return this.ofOutputStmt.all(jobId, idx);
   }
 
