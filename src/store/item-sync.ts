@@ -16,7 +16,7 @@ export class ItemSyncer {
   private readonly updateUnsent;
   private readonly markChanged;
   private readonly clearDeps;
-  private readonly insertDep;
+  private readonly insertDependency;
   private readonly statesStmt;
   private readonly changedStmt;
   private readonly shapesStmt;
@@ -45,7 +45,7 @@ export class ItemSyncer {
     );
     this.markChanged = db.prepare('UPDATE items SET seq = @seq, changed = @changed, updated_at = @now WHERE id = @id');
     this.clearDeps = db.prepare('DELETE FROM deps');
-    this.insertDep = db.prepare('INSERT OR IGNORE INTO deps (item_id, dep_id) VALUES (?, ?)');
+    this.insertDependency = db.prepare('INSERT OR IGNORE INTO deps (item_id, dep_id) VALUES (?, ?)');
     this.statesStmt = db.prepare<[], { id: string; state: ItemState }>('SELECT id, state FROM items');
     this.changedStmt = db.prepare<[], { id: string }>('SELECT id FROM items WHERE changed = 1 ORDER BY seq').pluck();
     this.shapesStmt = db.prepare<[], ItemShape>(
@@ -136,7 +136,7 @@ export class ItemSyncer {
   }
 
   private insertDeps(item: ItemSync): void {
-    for (const dep of item.dependsOn) this.insertDep.run(item.id, dep);
+    for (const dependency of item.dependsOn) this.insertDependency.run(item.id, dependency);
   }
 
   /** A new item, counted by type for the tally, and indexed for search and by its tags (migration 25). */
