@@ -1,7 +1,9 @@
 // genbatch review on the state of a 100,000-item catalog run, every output on disk as the service makes them
 // (2048 x 2560 PNGs), tagged and partly reviewed, in headless Chromium. Each of REVIEW_RUNS runs (5) starts the
-// server and a browser afresh; the figures are their medians. Goals: the first cards (their images decoded)
-// within 300 ms of opening the page; every filter, search and jump within 50 ms to the cards drawn; the
+// server and a browser afresh. The first run is cold (its thumbnails are made as the page asks for them) and
+// is said apart; the others' minimum, median and maximum are said, and the verdict is on the median. Goals: the
+// first cards (their images decoded, in the page's clock from its navigation's start) within 300 ms warm and
+// 600 ms cold, with where that time goes; every filter, search and jump within 50 ms to the cards drawn; the
 // server's peak RSS under 150 MB. REVIEW_ITEMS=1000000 reports a state ten times larger against three times
 // those figures, not gated.
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -16,7 +18,7 @@ const ITEMS = Number(process.env.REVIEW_ITEMS ?? 100_000);
 const RUNS = Number(process.env.REVIEW_RUNS ?? 5);
 /** A state ten times the catalog answers within three times the goals; reported, not gated. */
 const SCALE = ITEMS > 100_000 ? 3 : 1;
-const GOAL = { firstCardsMs: 300 * SCALE, answerMs: 50 * SCALE, rssMb: 150 };
+const GOAL = { firstCardsMs: 300 * SCALE, coldFirstCardsMs: 600 * SCALE, answerMs: 50 * SCALE, rssMb: 150 };
 
 const median = (values) => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -66,14 +68,20 @@ export async function reviewBench() {
     const f = await figures;
     runs.push({ ...f, rssMb: server.peakRssMb, cpuSeconds: server.cpuSeconds, makerPeakMb });
     console.log(
-      `review  run ${run}: first cards ${f.firstCardsMs} ms; ${Object.entries(f.answers)
+      `review  run ${run}: first cards ${f.firstCardsMs} ms (harness ${f.outsideFirstMs} ms); ${Object.entries(
+        f.answers,
+      )
         .map(([what, a]) => `${what.split(' (')[0]} ${a.ms}`)
         .join(
           ', ',
         )} ms; jump ${f.scrollMs} ms; RSS ${fmt(server.peakRssMb, 0)} MB (thumbnail maker ${fmt(makerPeakMb, 0)} MB)`,
     );
   }
-  const first = median(runs.map((r) => r.firstCardsMs));
+  // The first run is cold (the thumbnails are made as the page asks for them): said apart, with its own goal.
+  const cold = runs[0];
+  const warm = runs.length > 1 ? runs.slice(1) : runs;
+  const firstSpread = spread(warm.map((r) => r.firstCardsMs));
+  const first = firstSpread.median;
   const rss = median(runs.map((r) => r.rssMb));
   const scroll = median(runs.map((r) => r.scrollMs));
   const whats = Object.keys(runs[0].answers);
@@ -88,12 +96,18 @@ export async function reviewBench() {
   }));
   const pass =
     first < GOAL.firstCardsMs &&
+    cold.firstCardsMs < GOAL.coldFirstCardsMs &&
     answers.every((a) => !a.gated || a.ms < GOAL.answerMs) &&
     scroll < GOAL.answerMs &&
     rss < GOAL.rssMb;
   console.log(`review  medians of ${RUNS} runs:`);
   console.log(
-    `review  first cards shown (images decoded) ${first} ms after opening the page (goal < ${GOAL.firstCardsMs} ms); the first run's ${runs[0].firstCardsMs} ms`,
+    `review  first cards shown (images decoded), in the page's clock: warm min ${firstSpread.min}, median ${first}, max ${firstSpread.max} ms (goal: median < ${GOAL.firstCardsMs} ms); cold ${cold.firstCardsMs} ms (goal < ${GOAL.coldFirstCardsMs} ms); seen from the harness ${median(warm.map((r) => r.outsideFirstMs))} ms`,
+  );
+  const t = (r) => r.timeline;
+  const at = (get) => median(warm.map((r) => get(t(r)) ?? Number.NaN));
+  console.log(
+    `review  where the first screen's time goes (warm medians, ms from navigation): HTML in ${at((x) => x.html)}, DOM ready ${at((x) => x.domReady)}, scripts and styles ${at((x) => x.code?.from)}-${at((x) => x.code?.to)}, grid JSON ${at((x) => x.grid?.from)}-${at((x) => x.grid?.to)}, first ten thumbnails ${at((x) => x.thumbnails?.from)}-${at((x) => x.thumbnails?.to)}, live feed ${at((x) => x.live?.from)}-${at((x) => x.live?.to)}, cards decoded and drawn ${first}; ${at((x) => x.requests)} requests by then`,
   );
   for (const a of answers)
     console.log(
@@ -113,13 +127,23 @@ async function inBrowser(url) {
   const browser = await chromium.launch(await chromiumLaunchOptions());
   try {
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 }, locale: 'en-US' });
+    // Timed in the page, from its navigation's start to the first frame with the first ten cards' images decoded
+    // (a poll each frame from the document's birth): the harness's round trips are not the page's.
+    await page.addInitScript(() => {
+      const poll = () => {
+        const images = Array.from(document.querySelectorAll('.card img')).slice(0, 10);
+        if (images.length === 10 && images.every((i) => i.complete && i.naturalWidth > 0))
+          window.__firstCards = performance.now();
+        else requestAnimationFrame(poll);
+      };
+      requestAnimationFrame(poll);
+    });
     const started = Date.now();
     await page.goto(url);
-    await page.waitForFunction(() => {
-      const images = Array.from(document.querySelectorAll('.card img')).slice(0, 10);
-      return images.length === 10 && images.every((i) => i.complete && i.naturalWidth > 0);
-    });
-    const firstCardsMs = Date.now() - started;
+    await page.waitForFunction(() => window.__firstCards !== undefined);
+    const outsideFirstMs = Date.now() - started;
+    const timeline = await page.evaluate(firstScreenTimeline);
+    const firstCardsMs = timeline.firstCards;
     // The filters are timed once the page has drawn its plots and the rest of its first screen.
     await page.waitForSelector('#plots canvas');
     await page.waitForTimeout(500);
@@ -211,10 +235,48 @@ async function inBrowser(url) {
         }),
     );
     const cardsInDom = await page.$$eval('.card', (cards) => cards.length);
-    return { firstCardsMs, answers, scrollMs, cardsInDom };
+    return { firstCardsMs, outsideFirstMs, timeline, answers, scrollMs, cardsInDom };
   } finally {
     await browser.close();
   }
+}
+
+/**
+ * Where the first screen's time goes, in the page's own clock (ms from its navigation's start): the HTML,
+ * the scripts and styles, the grid's first JSON, the first ten thumbnails (from the first asked to the last
+ * in), the live feed's first answer, and the frame that showed the cards decoded. Runs in the page.
+ */
+function firstScreenTimeline() {
+  const nav = performance.getEntriesByType('navigation')[0];
+  const resources = performance.getEntriesByType('resource');
+  const round = (n) => (n === undefined || !Number.isFinite(n) ? undefined : Math.round(n));
+  const ends = (test) => resources.filter((e) => test(e.name));
+  const span = (list) =>
+    list.length
+      ? {
+          from: round(Math.min(...list.map((e) => e.startTime))),
+          to: round(Math.max(...list.map((e) => e.responseEnd))),
+        }
+      : undefined;
+  const firstTen = Array.from(document.querySelectorAll('.card img'))
+    .slice(0, 10)
+    .map((i) => i.currentSrc || i.src);
+  return {
+    html: round(nav?.responseEnd),
+    domReady: round(nav?.domContentLoadedEventEnd),
+    code: span(ends((n) => /\.(js|css)(\?|$)/.test(n))),
+    grid: span(ends((n) => n.includes('/api/items')).slice(0, 1)),
+    thumbnails: span(resources.filter((e) => firstTen.includes(e.name))),
+    live: span(ends((n) => /\/api\/(live|events|feed)/.test(n)).slice(0, 1)),
+    firstCards: round(window.__firstCards),
+    requests: resources.length,
+  };
+}
+
+/** The minimum, median and maximum of some figures. */
+function spread(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  return { min: sorted[0], median: sorted[Math.floor(sorted.length / 2)], max: sorted.at(-1) };
 }
 
 /** The highest peak RSS (VmHWM) among a process's children, in MB; 0 where /proc cannot tell. */
