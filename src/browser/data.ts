@@ -72,6 +72,9 @@ export interface ReviewCardData {
   note: string | null;
 }
 
+/** The cards the review grid asks for at a time; the page's first slice comes inside the page itself. */
+export const SLICE = 120;
+
 /** A slice of the review grid. */
 export interface CardsPage {
   total: number;

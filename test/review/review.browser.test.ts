@@ -19,12 +19,29 @@ const SCREENSHOT = resolve('test-artifacts/review.png');
 async function openReview(browser: Browser, url: string): Promise<Page> {
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 }, locale: 'en-US' });
   const errors: string[] = [];
+  // When the first card was put in the grid, in the page's clock.
+  await page.addInitScript(() => {
+    new MutationObserver((_, seen) => {
+      if (!document.querySelector('.card')) return;
+      (window as unknown as { firstCardAt: number }).firstCardAt = performance.now();
+      seen.disconnect();
+    }).observe(document, { childList: true, subtree: true });
+  });
   page.on('pageerror', (e) => errors.push(e.message));
   page.on('console', (m) => {
     if (m.type() === 'error') errors.push(m.text());
   });
   await page.goto(url);
   await page.waitForSelector('.card');
+  // The first cards come inside the page: no question about the grid went before them.
+  const askedBefore = await page.evaluate(() => {
+    const at = (window as unknown as { firstCardAt: number }).firstCardAt;
+    return performance
+      .getEntriesByType('resource')
+      .filter((e) => e.name.includes('/api/items') && e.startTime < at)
+      .map((e) => e.name);
+  });
+  expect(askedBefore).toEqual([]);
   (page as Page & { errors: string[] }).errors = errors;
   return page;
 }

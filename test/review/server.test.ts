@@ -53,6 +53,33 @@ describe('the review server, as a local server must be', () => {
       expect(Object.keys(answer.headers).filter((h) => h.startsWith('access-control-'))).toEqual([]);
   });
 
+  it("serves the grid's first slice inside the page, and no prompt closes its script element", async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const hostile = 'a mug </script><script>document.title="owned"</script> \u2028 end';
+    const ws = workspace(
+      t.sim,
+      `version: 1\ndefaults: { model: studio-lite }\nitems:\n  - { id: mug, prompt: ${JSON.stringify(hostile)} }\n  - { id: bowl, prompt: "a bowl" }\n`,
+    );
+    expect((await ws.run()).code).toBe(0);
+    const server = await startTestReview({
+      statePath: ws.statePath,
+      outputs: new FolderSink(ws.outDir),
+      title: 'm',
+      budget: null,
+    });
+    const page = await raw(server.base, 'GET', `/?token=${server.token}`);
+    const block = /<script type="application\/json" id="first-slice">([\s\S]*?)<\/script>/.exec(page.body)?.[1];
+    expect(block).toBeDefined();
+    const first = JSON.parse(block!) as { total: number; cards: { id: string; prompt: string }[] };
+    expect(first.total).toBe(2);
+    expect(first.cards.map((c) => [c.id, c.prompt])).toEqual([
+      ['mug', hostile],
+      ['bowl', 'a bowl'],
+    ]);
+    // The page's own scripts follow the block untouched: the prompt opened no element of its own.
+    expect(page.body.match(/<script/g)).toHaveLength(3);
+  });
+
   it('takes a write only with the token in a header, from its own page', async () => {
     const { server, ws } = await reviewedRun(1);
     const { base, token } = server;

@@ -15,10 +15,26 @@ function query(offset: number): string {
   return q;
 }
 
+/** The grid's first slice, inside the page as it was served: taken once, by the unfiltered grid's first slice. */
+let served: CardsPage | undefined = servedSlice();
+
+function servedSlice(): CardsPage | undefined {
+  const text = document.getElementById('first-slice')?.textContent;
+  try {
+    const page = text ? (JSON.parse(text) as CardsPage | string) : undefined;
+    return typeof page === 'object' && Array.isArray(page.cards) ? page : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 async function fetchSlice(index: number): Promise<void> {
   const gen = app.generation;
   const issued = app.editSeq;
-  const page = await api<CardsPage>(query(index * SLICE));
+  const unfiltered = !Object.values(app.filter).some(Boolean);
+  const first = index === 0 && unfiltered ? served : undefined;
+  served = undefined;
+  const page = first ?? (await api<CardsPage>(query(index * SLICE)));
   if (gen !== app.generation) return;
   const mine = new Map((app.slices.get(index) ?? []).map((c) => [c.id, c]));
   app.slices.set(

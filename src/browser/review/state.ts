@@ -2,7 +2,7 @@ import type { DecisionAnswer, ReviewCardData, ReviewSummaryData } from '../data.
 import { byId } from '../dom.js';
 
 /** The grid's geometry: cards of a fixed size, fetched in slices. */
-export const SLICE = 120;
+export { SLICE } from '../data.js';
 export const CARD_W = 210;
 export const CARD_H = 250;
 export const GAP = 10;
