@@ -23,6 +23,17 @@ export interface StagedCopy {
   readonly sha256: string;
 }
 
+/** What the copier is given. */
+export interface CopierDeps {
+  readonly store: Store;
+  readonly control: Control;
+  readonly outputs: OutputSink;
+  readonly now: () => number;
+  readonly logger?: Logger | undefined;
+  /** With a bucket: each copy staged, for the publishing stage. */
+  readonly staged?: ((copy: StagedCopy) => void) | undefined;
+}
+
 /**
  * Makes the web copies of each image output once it is verified, off the
  * submission path, a few at a time: the third stage of the job's life (see
@@ -36,17 +47,7 @@ export interface StagedCopy {
 export class Copier {
   private readonly queue = new PQueue({ concurrency: AT_ONCE });
 
-  constructor(
-    private readonly deps: {
-      readonly store: Store;
-      readonly control: Control;
-      readonly outputs: OutputSink;
-      readonly now: () => number;
-      readonly logger?: Logger | undefined;
-      /** With a bucket: each copy staged, for the publishing stage. */
-      readonly staged?: ((copy: StagedCopy) => void) | undefined;
-    },
-  ) {}
+  constructor(private readonly deps: CopierDeps) {}
 
   /**
    * What an earlier run left unfinished (a kill between copies, a copy that

@@ -15,34 +15,35 @@ type Step = 'done' | 'again' | Promise<void>;
 /** Synchronous steps in a row after which a feed loop lets the event loop run (a catalog hands out thousands at a time). */
 const SYNC_STEPS_BEFORE_YIELD = 256;
 
+/** What the feed loops are given: the run's parts they steer by, and the run's own questions. */
+export interface FeedLoopsDeps {
+  readonly store: Store;
+  readonly clock: RunClock;
+  readonly control: Control;
+  readonly feeder: Feeder;
+  readonly breaker: ModerationBreaker;
+  readonly credits: Credits;
+  readonly lanes: KeyLanes;
+  readonly roster: KeyRoster;
+  readonly reachability: Reachability;
+  readonly pauseGate: PauseGate;
+  /** Outputs going to a bucket: while too many wait to be published, nothing new is sent. */
+  readonly publisher?: { readonly full: boolean } | undefined;
+  /** A first sync is still writing items: more may come. */
+  syncing(): boolean;
+  /** Nothing of the run is under way: no task, download, check or sync. */
+  idle(): boolean;
+  /** Starts the item's job task on `lane`, its credits assigned to the key. */
+  startJob(item: ItemRow, lane: KeyLane, price: number | undefined): void;
+}
+
 /**
  * Keeps each type's slots full, on every key with room, with ready items in
  * their order (priority, then manifest order), until none can become ready.
  * One loop per type; each waits on the run's wake-ups, never on a busy clock.
  */
 export class FeedLoops {
-  constructor(
-    private readonly deps: {
-      readonly store: Store;
-      readonly clock: RunClock;
-      readonly control: Control;
-      readonly feeder: Feeder;
-      readonly breaker: ModerationBreaker;
-      readonly credits: Credits;
-      readonly lanes: KeyLanes;
-      readonly roster: KeyRoster;
-      readonly reachability: Reachability;
-      readonly pauseGate: PauseGate;
-      /** Outputs going to a bucket: while too many wait to be published, nothing new is sent. */
-      readonly publisher?: { readonly full: boolean } | undefined;
-      /** A first sync is still writing items: more may come. */
-      syncing(): boolean;
-      /** Nothing of the run is under way: no task, download, check or sync. */
-      idle(): boolean;
-      /** Starts the item's job task on `lane`, its credits assigned to the key. */
-      startJob(item: ItemRow, lane: KeyLane, price: number | undefined): void;
-    },
-  ) {}
+  constructor(private readonly deps: FeedLoopsDeps) {}
 
   /** Both types, until nothing can become ready; a spent tag then stops the run, saying what it left unsent. */
   async run(): Promise<void> {

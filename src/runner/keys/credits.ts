@@ -17,6 +17,17 @@ interface TagCredits {
   assigned: number;
 }
 
+/** What a run's credits are counted against: its budget, the prices, the tags' budgets. */
+export interface CreditsSettings {
+  /** The run's budget, net of refunds. */
+  budget?: number | undefined;
+  catalog?: Catalog | undefined;
+  /** The manifest's own prices, for models the catalog does not price. */
+  prices?: Manifest['prices'];
+  /** Per tag, the credits its items may be charged, net of refunds (`budget.perTag`). */
+  perTag?: Readonly<Record<string, number>> | undefined;
+}
+
 /**
  * The run's credits, in one place: the price of each attempt, the run's
  * budget, each key's daily cap (a DailyCap, with the coordinator's shared
@@ -45,15 +56,7 @@ export class Credits {
     private readonly store: Store,
     private readonly clock: RunClock,
     private readonly control: Control,
-    private readonly opts: {
-      /** The run's budget, net of refunds. */
-      budget?: number | undefined;
-      catalog?: Catalog | undefined;
-      /** The manifest's own prices, for models the catalog does not price. */
-      prices?: Manifest['prices'];
-      /** Per tag, the credits its items may be charged, net of refunds (`budget.perTag`). */
-      perTag?: Readonly<Record<string, number>> | undefined;
-    },
+    private readonly opts: CreditsSettings,
     /** The caps of the keys still in the run: the run waits when all of them do. */
     private readonly activeCaps: () => readonly DailyCap[],
     /** Called when every key starts waiting for its cap (until then) or one stops (undefined). */

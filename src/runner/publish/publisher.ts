@@ -9,6 +9,17 @@ import type { SavedOutput } from '../item/download-task.js';
 /** Publications under way at once: uploads share the machine's link with the downloads. */
 const AT_ONCE = 4;
 
+/** What the publisher is given. */
+export interface PublisherDeps {
+  readonly store: Store;
+  readonly control: Control;
+  readonly publishing: Publishing;
+  readonly now: () => number;
+  /** While this many bytes of saved outputs wait to be published, no new submission leaves. */
+  readonly maxUnpublishedBytes: number;
+  readonly logger?: Logger | undefined;
+}
+
 /**
  * Publishes every saved output and web copy to the bucket, oldest first, a
  * few at once: the last stage of the job's life (see ../life.ts), and the
@@ -27,17 +38,7 @@ export class Publisher {
   private stopped = false;
   private readonly idleWaiters = new Waiters();
 
-  constructor(
-    private readonly deps: {
-      readonly store: Store;
-      readonly control: Control;
-      readonly publishing: Publishing;
-      readonly now: () => number;
-      /** While this many bytes of saved outputs wait to be published, no new submission leaves. */
-      readonly maxUnpublishedBytes: number;
-      readonly logger?: Logger | undefined;
-    },
-  ) {}
+  constructor(private readonly deps: PublisherDeps) {}
 
   /** What an earlier run left unpublished (and this one could not publish) is tried again. */
   start(): void {

@@ -12,6 +12,35 @@ import { TransportError } from '../../api/index.js';
  */
 export type NoAnswer = 'outage' | 'own' | 'stopped';
 
+/** What the service's reachability is built with. */
+export interface ReachabilityOptions {
+  now: () => number;
+  /** Asks the service something cheap (through its read limit), within a short timeout; rejects with TransportError while it is unreachable. */
+  probe: (signal: AbortSignal) => Promise<unknown>;
+  /** Real milliseconds between probes while nothing answers (a probe may still wait for its answer: they overlap). */
+  probeEveryMs: number;
+  /** With nothing answering for this long (real milliseconds), `onGiveUp`. */
+  giveUpAfterMs: number;
+  /**
+   * A request not answered this long after it should have been, with nothing
+   * answered since it was sent, makes the service suspect: a service that
+   * reads requests and answers none (a black hole) fails nothing on its own.
+   */
+  silentMs: number;
+  /** When the oldest request under way was sent, among those overdue by `silentMs` (any key's client). */
+  overdueSince: (now: number, silentMs: number) => number | undefined;
+  /** Gives up the requests overdue by `lateMs` (each then fails as no answer, and is sent again): how many. */
+  abandonOverdue: (now: number, lateMs: number) => number;
+  /** Requests were given up as lost while the service answered others. */
+  onLost?: (count: number) => void;
+  /** Aborted when the run stops: every wait ends. */
+  signal: AbortSignal;
+  onDown(since: number, reason: string): void;
+  /** The service answers again after an outage: requests sent before `at` are abandoned by the caller, to be sent again. */
+  onUp(since: number, at: number): void;
+  onGiveUp(since: number, reason: string): void;
+}
+
 /**
  * Whether the service answers at all: one per run, shared by every key (they
  * reach the same service). While it does not, submissions pause as a whole
@@ -33,35 +62,7 @@ export class Reachability {
   private gaveUp = false;
   private readonly silenceWatch: NodeJS.Timeout;
 
-  constructor(
-    private readonly opts: {
-      now: () => number;
-      /** Asks the service something cheap (through its read limit), within a short timeout; rejects with TransportError while it is unreachable. */
-      probe: (signal: AbortSignal) => Promise<unknown>;
-      /** Real milliseconds between probes while nothing answers (a probe may still wait for its answer: they overlap). */
-      probeEveryMs: number;
-      /** With nothing answering for this long (real milliseconds), `onGiveUp`. */
-      giveUpAfterMs: number;
-      /**
-       * A request not answered this long after it should have been, with nothing
-       * answered since it was sent, makes the service suspect: a service that
-       * reads requests and answers none (a black hole) fails nothing on its own.
-       */
-      silentMs: number;
-      /** When the oldest request under way was sent, among those overdue by `silentMs` (any key's client). */
-      overdueSince: (now: number, silentMs: number) => number | undefined;
-      /** Gives up the requests overdue by `lateMs` (each then fails as no answer, and is sent again): how many. */
-      abandonOverdue: (now: number, lateMs: number) => number;
-      /** Requests were given up as lost while the service answered others. */
-      onLost?: (count: number) => void;
-      /** Aborted when the run stops: every wait ends. */
-      signal: AbortSignal;
-      onDown(since: number, reason: string): void;
-      /** The service answers again after an outage: requests sent before `at` are abandoned by the caller, to be sent again. */
-      onUp(since: number, at: number): void;
-      onGiveUp(since: number, reason: string): void;
-    },
-  ) {
+  constructor(private readonly opts: ReachabilityOptions) {
     opts.signal.addEventListener('abort', () => this.release(false), { once: true });
     this.silenceWatch = setInterval(() => this.lookForSilence(), Math.max(100, opts.silentMs / 4));
     this.silenceWatch.unref();

@@ -34,6 +34,15 @@ const REPORTS_DIR = '.reports';
 /** Copies of published outputs fetched back to be uploaded as another item's input. */
 const INPUTS_DIR = '.inputs';
 
+/** How a bucket sink keeps its files and rides out its bucket's faults. */
+export interface BucketSinkOptions {
+  /** Keep each staged file once published (--keep-local). */
+  keepLocal: boolean;
+  patience: Patience;
+  /** The state file, when not beside the staging folder (`<state>.staging`). */
+  statePath?: string;
+}
+
 /**
  * Outputs published to an S3-compatible bucket in two durable steps: each is
  * saved and verified in a staging folder beside the state (as in any out
@@ -56,7 +65,7 @@ export class BucketSink implements OutputSink {
     store: ObjectStore,
     /** The staging folder: outputs wait there, verified, until they are published. */
     private readonly staging: FolderSink,
-    private readonly options: { keepLocal: boolean; patience: Patience; statePath?: string },
+    private readonly options: BucketSinkOptions,
   ) {
     this.bucket = new PatientBucket(store, options.patience);
     const patient = this.bucket;

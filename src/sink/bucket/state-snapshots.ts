@@ -172,6 +172,16 @@ export const SNAPSHOT_EVERY_MS = 30_000;
 /** How long an end waits for its last snapshot (a bucket that does not answer must not hold the exit). */
 const LAST_SNAPSHOT_WAIT_MS = 60_000;
 
+/** How a snapshot keeper takes its turns. */
+export interface SnapshotKeeperOptions {
+  everyMs?: number | undefined;
+  now?: () => number;
+  /** Whether this process may write the place's snapshots now (it holds the place, or its state is the place's): checked at every turn. */
+  allowed?: () => boolean | Promise<boolean>;
+  /** Each snapshot taken, or why one failed. */
+  said?: (what: { taken: TakenSnapshot } | { failed: string }) => void;
+}
+
 /**
  * Snapshots a state while a run or a reviewer uses it: at most every
  * `everyMs` while anything changed, and once more at the end. A snapshot that
@@ -186,14 +196,7 @@ export class SnapshotKeeper {
     private readonly snapshots: StateCopies,
     /** The state as it is now (a reviewer's handle may reopen it). */
     private readonly state: () => Snapshotable,
-    private readonly opts: {
-      everyMs?: number | undefined;
-      now?: () => number;
-      /** Whether this process may write the place's snapshots now (it holds the place, or its state is the place's): checked at every turn. */
-      allowed?: () => boolean | Promise<boolean>;
-      /** Each snapshot taken, or why one failed. */
-      said?: (what: { taken: TakenSnapshot } | { failed: string }) => void;
-    } = {},
+    private readonly opts: SnapshotKeeperOptions = {},
   ) {}
 
   start(): void {
