@@ -186,6 +186,8 @@ items:
     const browser = await launchChromium();
     const page = await openReview(browser, server.url);
     await page.waitForFunction(() => document.querySelectorAll('.card').length === 3);
+    // The run's plots are drawn once the first screen is shown (uPlot loads after the page's own script).
+    await page.waitForSelector('#plots canvas');
     // Each card shows a thumbnail the server made, decoded.
     await page.waitForFunction(() =>
       Array.from(document.querySelectorAll<HTMLImageElement>('.card img')).every(
