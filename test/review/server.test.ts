@@ -9,10 +9,13 @@ import { imageManifest, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 import { FolderSink } from '../../src/sink/index.js';
 
-/** A run of `items` images (`extra`: more of the manifest's top level), and a review server on its state. */
-async function reviewedRun(items = 3, extra = '') {
+/**
+ * A run of `items` images (`extra`: more of the manifest's top level), or of a manifest of its own, and a
+ * review server on its state.
+ */
+async function reviewedRun(items = 3, extra = '', manifest = imageManifest(items, undefined, extra)) {
   const t = await startTestSim({ timeScale: 600 });
-  const ws = workspace(t.sim, imageManifest(items, undefined, extra));
+  const ws = workspace(t.sim, manifest);
   expect((await ws.run()).code).toBe(0);
   const server = await startTestReview({
     statePath: ws.statePath,
@@ -54,19 +57,12 @@ describe('the review server, as a local server must be', () => {
   });
 
   it("serves the grid's first slice inside the page, and no prompt closes its script element", async () => {
-    const t = await startTestSim({ timeScale: 600 });
     const hostile = 'a mug </script><script>document.title="owned"</script> \u2028 end';
-    const ws = workspace(
-      t.sim,
+    const { server } = await reviewedRun(
+      2,
+      '',
       `version: 1\ndefaults: { model: studio-lite }\nitems:\n  - { id: mug, prompt: ${JSON.stringify(hostile)} }\n  - { id: bowl, prompt: "a bowl" }\n`,
     );
-    expect((await ws.run()).code).toBe(0);
-    const server = await startTestReview({
-      statePath: ws.statePath,
-      outputs: new FolderSink(ws.outDir),
-      title: 'm',
-      budget: null,
-    });
     const page = await raw(server.base, 'GET', `/?token=${server.token}`);
     const block = /<script type="application\/json" id="first-slice">([\s\S]*?)<\/script>/.exec(page.body)?.[1];
     expect(block).toBeDefined();
