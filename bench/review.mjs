@@ -106,8 +106,16 @@ export async function reviewBench() {
   );
   const t = (r) => r.timeline;
   const at = (get) => median(warm.map((r) => get(t(r)) ?? Number.NaN));
+  // A part no warm run asked for before its cards (the grid's first slice comes in the page; the live feed's answer is
+  // still open then) is said as none, not as NaN.
+  const during = (get) => {
+    const spans = warm.map((r) => get(t(r))).filter(Boolean);
+    return spans.length
+      ? `${median(spans.map((x) => x.from))}-${median(spans.map((x) => x.to))}`
+      : 'none before the cards';
+  };
   console.log(
-    `review  where the first screen's time goes (warm medians, ms from navigation): HTML in ${at((x) => x.html)}, DOM ready ${at((x) => x.domReady)}, scripts and styles ${at((x) => x.code?.from)}-${at((x) => x.code?.to)}, grid JSON ${at((x) => x.grid?.from)}-${at((x) => x.grid?.to)}, first ten thumbnails ${at((x) => x.thumbnails?.from)}-${at((x) => x.thumbnails?.to)}, live feed ${at((x) => x.live?.from)}-${at((x) => x.live?.to)}, cards decoded and drawn ${first}; ${at((x) => x.requests)} requests by then`,
+    `review  where the first screen's time goes (warm medians, ms from navigation): HTML in ${at((x) => x.html)}, DOM ready ${at((x) => x.domReady)}, scripts and styles ${during((x) => x.code)}, grid JSON ${during((x) => x.grid)}, first ten thumbnails ${during((x) => x.thumbnails)}, live feed ${during((x) => x.live)}, cards decoded and drawn ${first}; ${at((x) => x.requests)} requests by then`,
   );
   for (const a of answers)
     console.log(
