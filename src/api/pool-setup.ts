@@ -52,8 +52,8 @@ export function keyLimits(flags: KeyLimits, me: Account, clock: RunTime): KeyLim
     submit: slower(flags.submit, own.submit, clock),
     read: slower(flags.read, own.read, clock),
     upload: slower(flags.upload, own.upload, clock),
-    imagesInFlight: Math.min(flags.imagesInFlight, own.imagesInFlight ?? Infinity),
-    videosInFlight: Math.min(flags.videosInFlight, own.videosInFlight ?? Infinity),
+    maxImagesInFlight: Math.min(flags.maxImagesInFlight, own.maxImagesInFlight ?? Infinity),
+    maxVideosInFlight: Math.min(flags.maxVideosInFlight, own.maxVideosInFlight ?? Infinity),
     dailyCap: Math.min(flags.dailyCap, me.dailyCap ?? Infinity),
   };
 }

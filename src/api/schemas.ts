@@ -206,7 +206,7 @@ function findKeyLimits(raw: Record<string, unknown>): NonNullable<Account['limit
     for (const [type, names] of Object.entries(IN_FLIGHT_NAMES) as ['image' | 'video', readonly string[]][]) {
       for (const name of names) {
         const n = numberOrLimit(place[name]);
-        if (n !== undefined) out[type === 'image' ? 'imagesInFlight' : 'videosInFlight'] ??= n;
+        if (n !== undefined) out[type === 'image' ? 'maxImagesInFlight' : 'maxVideosInFlight'] ??= n;
       }
     }
   }

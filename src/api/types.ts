@@ -46,8 +46,8 @@ export interface Account {
     submit?: { count: number; windowMs: number };
     read?: { count: number; windowMs: number };
     upload?: { count: number; windowMs: number };
-    imagesInFlight?: number;
-    videosInFlight?: number;
+    maxImagesInFlight?: number;
+    maxVideosInFlight?: number;
   };
   raw: Record<string, unknown>;
 }

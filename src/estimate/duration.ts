@@ -27,8 +27,8 @@ export function estimateDuration(
   if (jobs === 0) return { seconds: 0, limitedBy: 'submission rate', keyDays: 0 };
   const bounds: [Bound, number][] = [
     ['submission rate', (jobs * limits.submit.windowMs) / 1000 / limits.submit.count],
-    ['image slots', (counts.images * mean(TYPICAL_SECONDS.image)) / limits.imagesInFlight],
-    ['video slots', (counts.videos * mean(TYPICAL_SECONDS.video)) / limits.videosInFlight],
+    ['image slots', (counts.images * mean(TYPICAL_SECONDS.image)) / limits.maxImagesInFlight],
+    ['video slots', (counts.videos * mean(TYPICAL_SECONDS.video)) / limits.maxVideosInFlight],
   ];
   const [busyBound, busy] = bounds.reduce((a, b) => (b[1] > a[1] ? b : a));
   const tail = counts.videos > 0 ? mean(TYPICAL_SECONDS.video) : mean(TYPICAL_SECONDS.image);

@@ -158,7 +158,7 @@ export async function estimateWith(
           key: k.fingerprint,
           cap: k.limits.dailyCap,
           submitEveryMs: k.limits.submit.windowMs / k.limits.submit.count,
-          slots: { image: k.limits.imagesInFlight, video: k.limits.videosInFlight },
+          slots: { image: k.limits.maxImagesInFlight, video: k.limits.maxVideosInFlight },
           usedToday: pool.accounts[i]?.usedToday,
         })),
         ...(maxCredits !== undefined ? { maxCredits } : {}),
@@ -227,8 +227,8 @@ function limitsOf(opts: EstimateFlags, timeScale: number): KeyLimits {
     ...(opts.submitRate ? { submit: inServiceTime(opts.submitRate) } : {}),
     ...(opts.readRate ? { read: inServiceTime(opts.readRate) } : {}),
     ...(opts.uploadRate ? { upload: inServiceTime(opts.uploadRate) } : {}),
-    ...(opts.maxImagesInFlight ? { imagesInFlight: opts.maxImagesInFlight } : {}),
-    ...(opts.maxVideosInFlight ? { videosInFlight: opts.maxVideosInFlight } : {}),
+    ...(opts.maxImagesInFlight ? { maxImagesInFlight: opts.maxImagesInFlight } : {}),
+    ...(opts.maxVideosInFlight ? { maxVideosInFlight: opts.maxVideosInFlight } : {}),
     ...(opts.dailyCap ? { dailyCap: opts.dailyCap } : {}),
   };
 }
@@ -249,8 +249,8 @@ export function estimateDocument(parts: EstimateFigures): EstimateResult {
   const keys = pool.keys.map((k) => ({
     fingerprint: k.fingerprint,
     submitRate: formatRate(k.limits.submit),
-    imagesInFlight: k.limits.imagesInFlight,
-    videosInFlight: k.limits.videosInFlight,
+    imagesInFlight: k.limits.maxImagesInFlight,
+    videosInFlight: k.limits.maxVideosInFlight,
     dailyCap: k.limits.dailyCap,
   }));
   return {
@@ -262,8 +262,8 @@ export function estimateDocument(parts: EstimateFigures): EstimateResult {
     blockers: problems,
     limits: {
       submitRate: formatRate(limits.submit),
-      imagesInFlight: limits.imagesInFlight,
-      videosInFlight: limits.videosInFlight,
+      imagesInFlight: limits.maxImagesInFlight,
+      videosInFlight: limits.maxVideosInFlight,
     },
     keys,
     refusedKeys: pool.refused,

@@ -109,7 +109,7 @@ export async function runWith(
   };
   throwIfAborted(watch.signal);
   // Connected at once: each key's /me is on its way while the manifest is read and checked.
-  const connection = { baseUrl: given.baseUrl, simulate: given.rehearsal };
+  const connection = { baseUrl: given.baseUrl, simulate: given.simulate };
   const connecting = connect(connection, env, given.clock.timeScale);
   const prepared = await prepareRun(given, connecting, wait).catch((error: unknown) => {
     // An abort that ended a wait for the service: nothing was sent.
@@ -119,7 +119,7 @@ export async function runWith(
   });
   // At the service's own time scale, where a simulator says one and no flag chose it.
   const { options } = prepared;
-  const started = startRun(prepared, options);
+  const started = startRun(prepared);
   const { runner, logger } = started;
   const stopListening = watch.emit ? runner.events.on(watch.emit) : undefined;
   const notifier = notifierFor(options, prepared, logger);
@@ -127,7 +127,7 @@ export async function runWith(
   const bucket = prepared.outputs.publishing;
   let bucketDeadline: NodeJS.Timeout | undefined;
   const interrupt = () => {
-    runner.stop('interrupted', `interrupted. ${resumeHint(options.rehearsal)}`);
+    runner.stop('interrupted', `interrupted. ${resumeHint(options.simulate)}`);
     // The bucket gets a second to take what an end writes there (the results, the last snapshot, the lease's
     // release); what it has not taken by then is the next run's, and the process is not held for it.
     if (bucket && !bucketDeadline) {
@@ -190,7 +190,7 @@ function startedEvent(prepared: PreparedRun, options: ResolvedRunOptions): Genba
     log: prepared.logPath,
     items: prepared.itemCount,
     resumed: prepared.resumed,
-    rehearsal: options.rehearsal,
+    rehearsal: options.simulate,
     keys: prepared.pool.keys.map((k) => k.fingerprint),
   };
 }
@@ -210,7 +210,7 @@ async function outcomeOf(
     state: prepared.statePath,
     outDir: prepared.outDir,
     log: prepared.logPath,
-    rehearsal: options.rehearsal,
+    rehearsal: options.simulate,
     ...summary,
     results,
     ...(problem ? { resultsProblem: problem } : {}),

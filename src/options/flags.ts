@@ -82,13 +82,13 @@ export const RUN_FLAGS = {
     flags: '--max-images-in-flight <n>',
     help: 'image jobs in flight',
     parse: positiveInt,
-    default: DEFAULT_KEY_LIMITS.imagesInFlight,
+    default: DEFAULT_KEY_LIMITS.maxImagesInFlight,
   }),
   maxVideosInFlight: flag({
     flags: '--max-videos-in-flight <n>',
     help: 'video jobs in flight',
     parse: positiveInt,
-    default: DEFAULT_KEY_LIMITS.videosInFlight,
+    default: DEFAULT_KEY_LIMITS.maxVideosInFlight,
   }),
   dailyCap: flag({
     flags: '--daily-cap <credits>',

@@ -28,8 +28,8 @@ export type GivenRunFlags = {
 export interface ResolvedRunOptions {
   readonly manifestPath: string;
   readonly cwd: string;
-  /** A rehearsal on the simulator: its state and outputs are never a real run's. */
-  readonly rehearsal: boolean;
+  /** --simulate: a rehearsal on the simulator, whose state and outputs are never a real run's. */
+  readonly simulate: boolean;
   /** The run's time: every duration of the service's is scaled by it, and nowhere else. */
   readonly clock: RunClock;
   /** --base-url, else GENBATCH_BASE_URL (read where the connection is made). */
@@ -86,7 +86,7 @@ export interface ResolvedRunOptions {
    */
   readonly atServiceTimeScale: ((scale: number) => ResolvedRunOptions) | undefined;
   /** Where the time scale came from: --time-scale, a rehearsal's own, the service's word, or none (1). */
-  readonly timeScaleFrom: 'flag' | 'rehearsal' | 'service' | 'none';
+  readonly timeScaleFrom: 'flag' | 'simulate' | 'service' | 'none';
 }
 
 /** Downloads at once: each holds a connection and a file; the machine's link is shared with the publications. */
@@ -126,21 +126,21 @@ export function resolveRunOptions(
   checkNotify(given);
   checkOnly(given);
   const f = withDefaults(given, RUN_FLAGS);
-  const rehearsal = f.simulate ?? false;
-  const clock = new RunClock(place.now ?? Date.now, f.timeScale ?? (rehearsal ? 60 : 1));
+  const simulate = f.simulate ?? false;
+  const clock = new RunClock(place.now ?? Date.now, f.timeScale ?? (simulate ? 60 : 1));
   const { env } = place;
   const limits: KeyLimits = Object.freeze({
     submit: f.submitRate ?? clock.rate(DEFAULT_KEY_LIMITS.submit),
     read: f.readRate ?? clock.rate(DEFAULT_KEY_LIMITS.read),
     upload: f.uploadRate ?? clock.rate(DEFAULT_KEY_LIMITS.upload),
-    imagesInFlight: f.maxImagesInFlight!,
-    videosInFlight: f.maxVideosInFlight!,
+    maxImagesInFlight: f.maxImagesInFlight!,
+    maxVideosInFlight: f.maxVideosInFlight!,
     dailyCap: f.dailyCap!,
   });
   return Object.freeze({
     manifestPath: place.manifestPath,
     cwd: place.cwd,
-    rehearsal,
+    simulate,
     clock,
     baseUrl: f.baseUrl,
     statePath: f.state,
@@ -168,14 +168,14 @@ export function resolveRunOptions(
     secrets: Object.freeze([...keyTextsIn(env), ...bucketSecretsIn(env)]),
     env,
     atServiceTimeScale:
-      given.timeScale === undefined && !rehearsal
+      given.timeScale === undefined && !simulate
         ? (scale: number) =>
             Object.freeze({
               ...resolveRunOptions({ ...given, timeScale: scale }, place),
               timeScaleFrom: 'service' as const,
             })
         : undefined,
-    timeScaleFrom: given.timeScale !== undefined ? 'flag' : rehearsal ? 'rehearsal' : 'none',
+    timeScaleFrom: given.timeScale !== undefined ? 'flag' : simulate ? 'simulate' : 'none',
   });
 }
 

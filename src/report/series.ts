@@ -22,7 +22,7 @@ export function runSeries(store: Store, budget: number | null): RunSeries {
     windowMs,
     submitLimit: limits.submit.count,
     budget,
-    inFlightLimit: limits.imagesInFlight + limits.videosInFlight,
+    inFlightLimit: limits.maxImagesInFlight + limits.maxVideosInFlight,
   };
 }
 

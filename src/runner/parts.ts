@@ -80,7 +80,9 @@ function contextOf(inputs: RunInputs): RunContext {
   const session = new RunSession();
   // Every poll, upload and download in flight listens for the interrupt: one per slot and download, plus the queues'.
   const listeners =
-    keys.reduce((n, k) => n + k.limits.imagesInFlight + k.limits.videosInFlight, 0) + options.downloadConcurrency + 64;
+    keys.reduce((n, k) => n + k.limits.maxImagesInFlight + k.limits.maxVideosInFlight, 0) +
+    options.downloadConcurrency +
+    64;
   const control = new Control(logger, listeners);
   // Anything said is activity: the watchdog's quiet starts again.
   const hearing = [control.events.on(() => watchdog.activity())];
@@ -160,7 +162,7 @@ function lanesOf(
 /** A rehearsal starts over each time: only a real run's state is kept beside its outputs. */
 function keeperOf(inputs: RunInputs, lease: OutputsLease): SnapshotKeeper | undefined {
   const { snapshots } = inputs.outputs;
-  if (!snapshots || inputs.options.rehearsal) return undefined;
+  if (!snapshots || inputs.options.simulate) return undefined;
   const { store, logger } = inputs;
   return new SnapshotKeeper(snapshots, () => store, {
     everyMs: inputs.snapshotEveryMs,

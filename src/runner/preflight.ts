@@ -29,7 +29,7 @@ export async function preflight(run: RunContext): Promise<boolean> {
   const owner = {
     state: store.db.name,
     runId: store.meta('run_id')!,
-    rehearsal: run.options.rehearsal,
+    rehearsal: run.options.simulate,
     manifest: { path: source.absPath, sha256: sha256(source.text) },
   };
   const runId = await lease.claim(owner, fresh, run.options.takeOver);

@@ -57,11 +57,9 @@ export interface RunContext extends RunInputs {
   detach(): void;
 }
 
-/** What a run is built from: its options, resolved once, and what its start opened for it. */
-export interface RunInputs {
+/** What a run's start resolved, opened and read for it: the runner takes these as they are. */
+export interface RunOpened {
   readonly options: ResolvedRunOptions;
-  /** The run's API keys (one, or a pool), each with its limits. */
-  readonly keys: readonly RunKey[];
   readonly store: Store;
   readonly manifest: ManifestTop;
   readonly catalog: Catalog | undefined;
@@ -70,6 +68,12 @@ export interface RunInputs {
   readonly outputs: OutputSink;
   /** --max-credits, else the manifest's budget, net of refunds. */
   readonly budget: number | undefined;
+}
+
+/** What a run is built from: what its start opened, and the keys it goes with. */
+export interface RunInputs extends RunOpened {
+  /** The run's API keys (one, or a pool), each with its limits. */
+  readonly keys: readonly RunKey[];
   readonly logger?: Logger | undefined;
   /** How long nothing may be sent, answered or said before the watchdog looks (tests make it short). */
   readonly quietMs?: number | undefined;

@@ -21,8 +21,9 @@ import { checkValid, issueReport, loadValid, locate } from '../manifest/load-val
 import { checkAgainstService, shapeProblems } from '../manifest/online.js';
 import { OPEN_STATES, Store } from '../store/index.js';
 import { openStateReadOnly, statePathFor } from '../store/state-path.js';
-import { openOutputSink, type OutputSink } from '../sink/index.js';
+import { openOutputSink } from '../sink/index.js';
 import { EXIT, ExitError, usageError } from '../util/exit-error.js';
+import type { RunOpened } from './shared.js';
 import type { ToSync } from './sync/first-sync.js';
 import type { ResolvedRunOptions } from '../options/resolve.js';
 import type { RunClock } from '../scheduler/clock.js';
@@ -52,20 +53,17 @@ export interface ServiceWait {
 }
 
 /** A run assembled and checked, before its first submission: what it runs, where it writes, with which keys. */
-export interface PreparedRun extends OpenedService {
-  manifest: ManifestTop;
+export interface PreparedRun extends OpenedService, RunOpened {
+  readonly catalog: Catalog;
   statePath: string;
   /** Where outputs go: a folder's absolute path, or `s3://BUCKET/PREFIX`. */
   outDir: string;
-  /** Where the outputs go: the out dir. */
-  outputs: OutputSink;
-  /** The run's budget (--max-credits, else the manifest's), net of refunds. */
-  budget: number | undefined;
   logPath: string;
   itemCount: number;
   warnings: readonly ManifestIssue[];
   /** Its items are read back from the state, not expanded again. */
   resumed: boolean;
+  /** The manifest's items still to be written into the state (none on a resume whose sources are unchanged). */
   toSync: ToSync | undefined;
   /** The items put back because their current version was rejected in review (--redo-rejected). */
   redoneRejected: readonly string[];
@@ -114,7 +112,7 @@ export async function prepareRun(
   const opened = await openService(options, keys, prepared, waitForService);
   const { manifest, statePath, checked, plan } = prepared;
   // A rehearsal never writes where a real run's outputs are.
-  const suffix = options.rehearsal ? '.simulated' : '';
+  const suffix = options.simulate ? '.simulated' : '';
   const outDir = rehearsalPlace(outPlaceOf(options, manifest), suffix);
   // A rehearsal starts over each time: an earlier rehearsal's outputs in its folder are replaced.
   const outputs = await openOutputSink(outDir, sinkSettingsOf(options, statePath));
@@ -151,10 +149,16 @@ function sinkSettingsOf(options: ResolvedRunOptions, statePath: string): Paramet
   return {
     statePath,
     keepLocal: options.keepLocal,
-    rehearsal: options.rehearsal,
+    simulate: options.simulate,
     patience: { idleTimeoutMs: options.idleTimeoutMs, unreachableMs: options.unreachableMs },
     env: options.env,
   };
+}
+
+/** What the runner takes of a prepared run, as it is. */
+function openedOf(prepared: PreparedRun): RunOpened {
+  const { options, store, manifest, catalog, toSync, outputs, budget } = prepared;
+  return { options, store, manifest, catalog, toSync, outputs, budget };
 }
 
 /** How long a start waits for a service that answers nothing yet (--unreachable-minutes), asking again every second of the service's time. */
@@ -168,25 +172,15 @@ function untilAnsweredBy(options: ResolvedRunOptions, wait: ServiceWait): UntilA
 }
 
 /** The run's log opened and its runner built; its events are heard through `runner.events`. */
-export function startRun(prepared: PreparedRun, options: ResolvedRunOptions): StartedRun {
-  const { store, pool, coordinator, catalog, manifest, connection } = prepared;
+export function startRun(prepared: PreparedRun): StartedRun {
+  const { options, store, pool, coordinator, connection } = prepared;
   makeFolderSync(dirname(prepared.logPath));
   const logFile = createWriteStream(prepared.logPath, { flags: 'a' });
   const secrets = [...options.secrets, connection.simulator?.apiKey ?? ''].filter(Boolean);
   const logger = createLogger({ secrets, destination: logFile });
   // The keys as the run gets them, each with the coordinator its limits are shared through (if any).
-  const laneKeys = pool.keys.map((key) => ({ ...key, coordinator }));
-  const runner = new Runner({
-    options,
-    keys: laneKeys,
-    store,
-    manifest,
-    catalog,
-    toSync: prepared.toSync,
-    outputs: prepared.outputs,
-    budget: prepared.budget,
-    logger,
-  });
+  const keys = pool.keys.map((key) => ({ ...key, coordinator }));
+  const runner = new Runner({ ...openedOf(prepared), keys, logger });
   const close = async () => {
     // Its last line is on disk and its file closed when the command returns (a command run in a longer-lived process leaves no descriptor open).
     await new Promise((done) => logFile.end(done));
@@ -203,7 +197,7 @@ export function startRun(prepared: PreparedRun, options: ResolvedRunOptions): St
  * the state goes. A rehearsal starts over and never restores.
  */
 async function restoreState(options: ResolvedRunOptions): Promise<PreparedRun['restored']> {
-  if (options.rehearsal) return undefined;
+  if (options.simulate) return undefined;
   const top = await locate(options.manifestPath, options.cwd).catch(() => undefined);
   // A manifest that cannot be read is said by its check, with where each problem is.
   if (!top) return undefined;
@@ -235,9 +229,9 @@ interface PreparedManifest {
 async function prepareManifest(options: ResolvedRunOptions): Promise<PreparedManifest> {
   const { manifestPath: path, cwd } = options;
   const statePathOf = (top: ManifestTop) =>
-    statePathFor(top, options.statePath, cwd, options.rehearsal && !options.statePath);
+    statePathFor(top, options.statePath, cwd, options.simulate && !options.statePath);
   // A resume whose sources are unchanged takes its items from the state (a rehearsal starts over, --redo-changed looks at each item).
-  const plan = options.rehearsal ? {} : await planResume(path, cwd, statePathOf, !options.redoChanged);
+  const plan = options.simulate ? {} : await planResume(path, cwd, statePathOf, !options.redoChanged);
   // Checked without holding the items: the run expands them again as it writes them into the state.
   const checked = plan.resume ? undefined : await checkValid(path, cwd, plan.top, plan.rowsRead);
   // The top level only: the items live in the state once synced, not in memory for the whole run.
@@ -245,20 +239,21 @@ async function prepareManifest(options: ResolvedRunOptions): Promise<PreparedMan
   const statePath = statePathOf(manifest);
   // A fresh in-process simulator knows none of an earlier run's jobs: a rehearsal starts over, and never on a real run's state.
   // Redoing a finished rehearsal's rejects goes on with its state; anything else of a rehearsal starts over.
-  if (options.rehearsal && options.redoRejected) keepFinishedRehearsal(statePath);
-  else if (options.rehearsal) startRehearsalOver(statePath, !options.statePath);
+  if (options.simulate && options.redoRejected) keepFinishedRehearsal(statePath);
+  else if (options.simulate) startRehearsalOver(statePath, !options.statePath);
   return { plan, checked, manifest, statePath };
 }
 
-/** The service as the run uses it: the keys that work, the coordinator, the catalog, and the state opened. */
-interface OpenedService {
-  /** The run's options, at the service's own time scale where it says one and no flag chose it. */
-  options: ResolvedRunOptions;
+/**
+ * The service as the run uses it: the keys that work, the coordinator, the
+ * catalog, the state opened, and the options at the service's own time scale
+ * where it says one and no flag chose it.
+ */
+interface OpenedService extends Pick<RunOpened, 'options' | 'store'> {
   connection: RunConnection;
   pool: PoolSetup;
   coordinator: Coordinator | undefined;
-  catalog: Catalog;
-  store: Store;
+  readonly catalog: Catalog;
 }
 
 async function openService(

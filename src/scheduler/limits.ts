@@ -9,8 +9,8 @@ export interface KeyLimits {
   submit: Rate;
   read: Rate;
   upload: Rate;
-  imagesInFlight: number;
-  videosInFlight: number;
+  maxImagesInFlight: number;
+  maxVideosInFlight: number;
   dailyCap: number;
 }
 
@@ -18,8 +18,8 @@ export const DEFAULT_KEY_LIMITS: KeyLimits = {
   submit: { count: 10, windowMs: 60_000 },
   read: { count: 120, windowMs: 60_000 },
   upload: { count: 30, windowMs: 60_000 },
-  imagesInFlight: 10,
-  videosInFlight: 5,
+  maxImagesInFlight: 10,
+  maxVideosInFlight: 5,
   dailyCap: 20_000,
 };
 
@@ -58,8 +58,8 @@ export function combinedLimits(each: readonly KeyLimits[]): KeyLimits {
     submit: add((l) => l.submit),
     read: add((l) => l.read),
     upload: add((l) => l.upload),
-    imagesInFlight: each.reduce((n, l) => n + l.imagesInFlight, 0),
-    videosInFlight: each.reduce((n, l) => n + l.videosInFlight, 0),
+    maxImagesInFlight: each.reduce((n, l) => n + l.maxImagesInFlight, 0),
+    maxVideosInFlight: each.reduce((n, l) => n + l.maxVideosInFlight, 0),
     dailyCap: each.reduce((n, l) => n + l.dailyCap, 0),
   };
 }

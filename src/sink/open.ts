@@ -11,7 +11,7 @@ export interface SinkSettings {
   /** Keep the staged copies once published (--keep-local). */
   keepLocal?: boolean;
   /** A rehearsal starts over in its own place: what an earlier one left in its folder is replaced. */
-  rehearsal?: boolean;
+  simulate?: boolean;
   /** How long a bucket's faults are ridden out (--idle-timeout, --unreachable-minutes). */
   patience: Patience;
   /** Where the bucket's endpoint, region and credentials are read (the SDK's chain); the process's by default. */
@@ -31,7 +31,7 @@ export function stagingDirFor(statePath: string): string {
  */
 export async function openOutputSink(location: string, settings: SinkSettings): Promise<OutputSink> {
   const bucket = bucketLocationOf(location);
-  if (!bucket) return new FolderSink(location, { replaceStrays: settings.rehearsal ?? false });
+  if (!bucket) return new FolderSink(location, { replaceStrays: settings.simulate ?? false });
   const { patience } = settings;
   const store =
     settings.objectStore?.(bucket.bucket) ??
@@ -40,7 +40,7 @@ export async function openOutputSink(location: string, settings: SinkSettings): 
       idleTimeoutMs: patience.idleTimeoutMs,
       ...(settings.env ? { env: settings.env } : {}),
     });
-  const staging = new FolderSink(stagingDirFor(settings.statePath), { replaceStrays: settings.rehearsal ?? false });
+  const staging = new FolderSink(stagingDirFor(settings.statePath), { replaceStrays: settings.simulate ?? false });
   return new BucketSink(bucket, store, staging, {
     keepLocal: settings.keepLocal ?? false,
     patience,

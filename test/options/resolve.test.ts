@@ -22,7 +22,7 @@ describe("a run's options, resolved once", () => {
     expect(o.maxOutputBytes).toBe(RUN_FLAGS.maxOutputMb.default * 1024 * 1024);
     expect(o.maxUnpublishedBytes).toBe(RUN_FLAGS.maxUnpublishedMb.default * 1024 * 1024);
     expect(o.limits.dailyCap).toBe(RUN_FLAGS.dailyCap.default);
-    expect(o.limits.imagesInFlight).toBe(RUN_FLAGS.maxImagesInFlight.default);
+    expect(o.limits.maxImagesInFlight).toBe(RUN_FLAGS.maxImagesInFlight.default);
     expect(o.limits.submit).toEqual(DEFAULT_KEY_LIMITS.submit);
     expect(o.clock.timeScale).toBe(1);
     expect(o.canary).toBeUndefined();
@@ -30,7 +30,7 @@ describe("a run's options, resolved once", () => {
 
   it('scale the default windows once, in the clock: a rehearsal is 60x unless told', () => {
     const o = resolveRunOptions({ simulate: true }, place);
-    expect(o.rehearsal).toBe(true);
+    expect(o.simulate).toBe(true);
     expect(o.clock.timeScale).toBe(60);
     expect(o.limits.submit).toEqual({ count: 10, windowMs: 1_000 });
     expect(o.clock.serviceMs(o.limits.submit.windowMs)).toBe(60_000);

@@ -240,8 +240,8 @@ async function runSequence(script: Script): Promise<void> {
         submit: FAST,
         read: FAST,
         upload: FAST,
-        imagesInFlight: 10,
-        videosInFlight: 5,
+        maxImagesInFlight: 10,
+        maxVideosInFlight: 5,
         dailyCap: 1_000_000,
       };
       const runner = new Runner({

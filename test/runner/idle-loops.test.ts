@@ -26,8 +26,8 @@ describe('a waiting run does not poll', () => {
       submit: { count: 1, windowMs: 1000 },
       read: { count: 120, windowMs: 100 },
       upload: { count: 30, windowMs: 100 },
-      imagesInFlight: 10,
-      videosInFlight: 5,
+      maxImagesInFlight: 10,
+      maxVideosInFlight: 5,
       dailyCap: 20_000,
     };
     const { runner, done, cleanUp } = await fakeRun({ submitImage }, limits);

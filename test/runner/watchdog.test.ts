@@ -16,8 +16,8 @@ describe('the run watchdog', () => {
       submit: { count: 10, windowMs: 100 },
       read: { count: 120, windowMs: 100 },
       upload: { count: 30, windowMs: 100 },
-      imagesInFlight: 10,
-      videosInFlight: 5,
+      maxImagesInFlight: 10,
+      maxVideosInFlight: 5,
       dailyCap: 20_000,
     };
     // The injected stall: the submission hangs, with no answer and no error.

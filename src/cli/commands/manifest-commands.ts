@@ -167,7 +167,7 @@ function formatEstimate(
   const rest = r ? ' for the rest' : '';
   lines.push(
     `time:      about ${formatDuration(judged.duration.seconds)}${rest}, limited by the ${judged.duration.limitedBy}`,
-    `           (submissions ${formatRate(limits.submit)}; ${limits.imagesInFlight} images in flight at ~50 s, ${limits.videosInFlight} videos at ~5.5 min, the spec's typical durations)`,
+    `           (submissions ${formatRate(limits.submit)}; ${limits.maxImagesInFlight} images in flight at ~50 s, ${limits.maxVideosInFlight} videos at ~5.5 min, the spec's typical durations)`,
   );
   if (e.tags.length) lines.push('', tagTable(e.tags));
   if (judged.plan && judged.items.total > 0) lines.push('', ...planLines(judged.plan));

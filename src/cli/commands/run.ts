@@ -83,7 +83,7 @@ interface Shown {
 }
 
 /** What the run says before its first submission: warnings, refused keys, the keys, a resume, a rehearsal. */
-function sayStart(out: NodeJS.WriteStream, request: ResolvedRunOptions, prepared: PreparedRun, shown: Shown): void {
+function sayStart(out: NodeJS.WriteStream, options: ResolvedRunOptions, prepared: PreparedRun, shown: Shown): void {
   const { pool, manifest, statePath } = prepared;
   if (prepared.warnings.length) out.write(`${warningReport(prepared.warnings)}\n`);
   if (prepared.madeBy)
@@ -103,13 +103,13 @@ function sayStart(out: NodeJS.WriteStream, request: ResolvedRunOptions, prepared
     );
   if (pool.keys.length > 1)
     out.write(
-      `${pool.keys.length} keys: ${pool.keys.map((k) => `${k.fingerprint} (${k.limits.submit.count}/${formatWindow(request.clock.serviceMs(k.limits.submit.windowMs))}, cap ${num(k.limits.dailyCap)})`).join(', ')}\n`,
+      `${pool.keys.length} keys: ${pool.keys.map((k) => `${k.fingerprint} (${k.limits.submit.count}/${formatWindow(options.clock.serviceMs(k.limits.submit.windowMs))}, cap ${num(k.limits.dailyCap)})`).join(', ')}\n`,
     );
   if (prepared.resumed)
     out.write(
       `resuming: ${manifest.source.file} and its files are as the state last saw them; ${count(prepared.itemCount, 'item')} read from the state, not expanded again\n`,
     );
-  if (request.redoRejected) {
+  if (options.redoRejected) {
     const n = prepared.redoneRejected.length;
     out.write(
       n
@@ -117,13 +117,13 @@ function sayStart(out: NodeJS.WriteStream, request: ResolvedRunOptions, prepared
         : 'no item is rejected in review: nothing to regenerate\n',
     );
   }
-  if (request.timeScaleFrom === 'service')
+  if (options.timeScaleFrom === 'service')
     out.write(
-      `time x${request.clock.timeScale}: the service says it is a simulator at that scale, so the key's windows and day are ${request.clock.timeScale} times shorter (--time-scale overrides)\n`,
+      `time x${options.clock.timeScale}: the service says it is a simulator at that scale, so the key's windows and day are ${options.clock.timeScale} times shorter (--time-scale overrides)\n`,
     );
-  if (request.rehearsal)
+  if (options.simulate)
     out.write(
-      `rehearsal on the embedded simulator (no key, no credits, time x${request.clock.timeScale}): ${request.redoRejected ? 'it goes on with its own state to redo its rejects' : 'it starts over each time'}; outputs go to ${prepared.outDir}, the state to ${statePath}\n`,
+      `rehearsal on the embedded simulator (no key, no credits, time x${options.clock.timeScale}): ${options.redoRejected ? 'it goes on with its own state to redo its rejects' : 'it starts over each time'}; outputs go to ${prepared.outDir}, the state to ${statePath}\n`,
     );
   shown.progress.start();
 }

@@ -80,7 +80,7 @@ export class KeyLane {
     this.stopHearing = key.client.answers.on((answer) => {
       if (answer.remaining !== undefined) this.windows[answer.limit].serviceRemaining(answer.remaining);
     });
-    this.slots = { image: new Slots(key.limits.imagesInFlight), video: new Slots(key.limits.videosInFlight) };
+    this.slots = { image: new Slots(key.limits.maxImagesInFlight), video: new Slots(key.limits.maxVideosInFlight) };
     const sharedDay = coordinator
       ? new SharedKeyDay(coordinator, key.fingerprint, key.limits.dailyCap, onCoordinator, (ms) => sleep(ms))
       : undefined;
@@ -99,7 +99,7 @@ export class KeyLane {
     signal: AbortSignal,
   ): Promise<(() => void) | undefined> {
     if (!this.coordinator) return () => {};
-    const cap = type === 'image' ? this.limits.imagesInFlight : this.limits.videosInFlight;
+    const cap = type === 'image' ? this.limits.maxImagesInFlight : this.limits.maxVideosInFlight;
     return holdSharedSlot(
       this.coordinator,
       { keyFp: this.fingerprint, type, cap, item, force: jobRunning },

@@ -28,13 +28,13 @@ export class FirstSync {
   constructor(
     private readonly store: Store,
     private readonly manifest: ManifestTop,
-    private readonly opts: SyncView,
+    private readonly options: SyncView,
     private readonly control: Control,
     private toSync: ToSync | undefined,
   ) {}
 
   private get stepMs(): number {
-    return this.opts.syncStepMs ?? SYNC_STEP_MS;
+    return this.options.syncStepMs ?? SYNC_STEP_MS;
   }
 
   /** Items are still being written: more may come. */
@@ -49,10 +49,10 @@ export class FirstSync {
     this.toSync = undefined;
     // A canary is chosen from every item, and --only selects among them: such a run waits for all of them to be written.
     const steps =
-      this.opts.canary || this.opts.only
+      this.options.canary || this.options.only
         ? undefined
-        : await syncFreshInSteps(this.store, this.manifest, items, this.opts, fingerprint);
-    if (!steps) await syncItems(this.store, this.manifest, items, this.opts, fingerprint);
+        : await syncFreshInSteps(this.store, this.manifest, items, this.options, fingerprint);
+    if (!steps) await syncItems(this.store, this.manifest, items, this.options, fingerprint);
     else if (!(await steps.step(this.stepMs))) this.unsynced = steps;
   }
 

@@ -5,7 +5,7 @@ import { snapshotInputs, type SyncedSources } from './sources.js';
 import type { ResolvedRunOptions } from '../../options/resolve.js';
 
 /** What a sync reads of the run's options (a canary or --only makes the run wait for every item), its clock and its step. */
-export type SyncView = Pick<ResolvedRunOptions, 'redoChanged' | 'rehearsal' | 'canary' | 'only'> & {
+export type SyncView = Pick<ResolvedRunOptions, 'redoChanged' | 'simulate' | 'canary' | 'only'> & {
   now: () => number;
   /** Where the outputs go: with the manifest's name, the run's identity (unless the manifest gives an `id:`). */
   outLocation: string;
@@ -62,13 +62,13 @@ export async function syncItems(
   store: Store,
   manifest: ManifestTop,
   items: ItemsToSync | readonly ResolvedItem[],
-  opts: SyncView,
+  options: SyncView,
   fingerprint?: string,
 ): Promise<{ added: number; changed: string[] }> {
   const source = toSource(items);
   const all = isList(items) ? items : await collect(source);
-  const sync = await prepareSync(store, manifest, source, opts, fingerprint);
-  const result = store.itemSync.sync(rowsOf(all, sync.row), opts.now(), opts.redoChanged);
+  const sync = await prepareSync(store, manifest, source, options, fingerprint);
+  const result = store.itemSync.sync(rowsOf(all, sync.row), options.now(), options.redoChanged);
   sync.finish();
   return result;
 }
@@ -104,12 +104,12 @@ export async function syncFreshInSteps(
   store: Store,
   manifest: ManifestTop,
   items: ItemsToSync | readonly ResolvedItem[],
-  opts: SyncView,
+  options: SyncView,
   fingerprint?: string,
 ): Promise<SyncSteps | undefined> {
   if (!store.itemSync.isEmpty()) return undefined;
   const source = toSource(items);
-  const sync = await prepareSync(store, manifest, source, opts, fingerprint);
+  const sync = await prepareSync(store, manifest, source, options, fingerprint);
   const batches = source.batches()[Symbol.asyncIterator]();
   let seq = 0;
   let done = false;
@@ -128,7 +128,7 @@ export async function syncFreshInSteps(
           }
           for (const item of next.value) rows.push(sync.row(item, seq++));
         }
-        if (rows.length) store.itemSync.insertNew(rows, opts.now());
+        if (rows.length) store.itemSync.insertNew(rows, options.now());
         if (done) sync.finish();
         if (performance.now() >= deadline) break;
       }
@@ -142,7 +142,7 @@ async function prepareSync(
   store: Store,
   manifest: ManifestTop,
   source: ItemsToSync,
-  opts: SyncView,
+  options: SyncView,
   fingerprint: string | undefined,
 ): Promise<{ row: (item: ResolvedItem, seq: number) => ItemSync; finish: () => void }> {
   // Input files are hashed first (the only async part), so the rows can be made one at a time as they are written:
@@ -153,10 +153,10 @@ async function prepareSync(
   // One commit, one flush, for the run's meta. The sources are cleared first: a sync cut off half-way must never pass for the one the fingerprint names.
   store.tx(() => {
     if (!store.meta('run_id')) {
-      store.setMeta('run_id', runIdFor(manifest, opts.outLocation));
+      store.setMeta('run_id', runIdFor(manifest, options.outLocation));
       store.setMeta('manifest', manifest.source.absPath);
-      store.setMeta('created_at', new Date(opts.now()).toISOString());
-      if (opts.rehearsal) store.setMeta('rehearsal', '1');
+      store.setMeta('created_at', new Date(options.now()).toISOString());
+      if (options.simulate) store.setMeta('rehearsal', '1');
     }
     store.deleteMeta(SYNCED_SOURCES);
   });
