@@ -70,6 +70,8 @@ export interface ReviewCardData {
   copy: string | null;
   decision: Decision | null;
   note: string | null;
+  /** Its thumbnail itself, as a `data:` URL: only on the first screen's cards inside the page as served. */
+  inlineThumb?: string;
 }
 
 /** The cards the review grid asks for at a time; the page's first slice comes inside the page itself. */

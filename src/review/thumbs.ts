@@ -19,6 +19,16 @@ export function thumbsBeside(statePath: string): string {
 const MAKER_IDLE_MS = 60_000;
 /** A thumbnail not made in this long is not waited for: the card shows the output itself. */
 const MAKE_TIMEOUT_MS = 30_000;
+/**
+ * The first cards whose thumbnails come inside the page as served, and are made ahead of it: a large screen's
+ * first screen (9 cards across and 4 down at 1920 x 1080), some 600 KB at 14 KB a thumbnail.
+ */
+export const FIRST_SCREEN_THUMBS = 40;
+
+/** A thumbnail's file in the folder: named by its output's path, which never changes its bytes. */
+function keptName(relative: string): string {
+  return `${createHash('sha256').update(relative).digest('hex').slice(0, 32)}.webp`;
+}
 
 /**
  * Thumbnails for the review grid's cards of outputs with no web copy: a 2048-pixel original is decoded once,
@@ -28,7 +38,7 @@ const MAKE_TIMEOUT_MS = 30_000;
 export class Thumbnails {
   private readonly making = new PQueue({ concurrency: 1 });
   private readonly pending = new Map<string, Promise<Buffer | undefined>>();
-  private readonly kept: FolderSink;
+  private readonly folder: FolderSink;
   private readonly maker = new ThumbMaker();
 
   constructor(
@@ -36,7 +46,7 @@ export class Thumbnails {
     readonly dir: string,
     private readonly outputs: OutputSink,
   ) {
-    this.kept = new FolderSink(dir);
+    this.folder = new FolderSink(dir);
   }
 
   /** The thumbnail of a recorded image output; anything it cannot make one of is served as the output itself. */
@@ -54,6 +64,20 @@ export class Thumbnails {
       .end(thumb);
   }
 
+  /**
+   * Made before anything asks for them: the first screen's thumbnails, at the server's start and whenever the page
+   * is served, so a first open does not wait for the maker to start and decode each original as the page asks.
+   */
+  ahead(relatives: readonly string[]): void {
+    // Nothing waits for these: a thumbnail that cannot be made is the card's own output when it is asked for.
+    for (const relative of relatives) this.thumbOf(relative).catch(() => {});
+  }
+
+  /** A thumbnail already made and kept, read (never made here): what the page as served carries inside it. */
+  kept(relative: string): Promise<Buffer | undefined> {
+    return readFile(join(this.dir, keptName(relative))).catch(() => undefined);
+  }
+
   close(): void {
     this.making.clear();
     this.maker.close();
@@ -69,7 +93,7 @@ export class Thumbnails {
   }
 
   private async keptOrMade(relative: string): Promise<Buffer | undefined> {
-    const name = `${createHash('sha256').update(relative).digest('hex').slice(0, 32)}.webp`;
+    const name = keptName(relative);
     const found = await readFile(join(this.dir, name)).catch(() => undefined);
     if (found) return found;
     return this.making.add(() => this.make(relative, name));
@@ -82,7 +106,7 @@ export class Thumbnails {
     if (!path && !file) return undefined;
     const thumb = await this.maker.make(path ?? (await buffer(file!.read())));
     // Kept whole or not at all; a folder that cannot be written costs only the keeping.
-    if (thumb) await writeWhole(this.kept, name, 'replace', thumb).catch(() => {});
+    if (thumb) await writeWhole(this.folder, name, 'replace', thumb).catch(() => {});
     return thumb;
   }
 }

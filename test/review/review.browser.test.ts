@@ -1,6 +1,6 @@
 /// <reference lib="dom" />
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { openSqlite } from '../../src/store/driver.js';
 import type { Browser, Page } from 'playwright-core';
@@ -183,21 +183,35 @@ items:
       title: 'tags',
       budget: null,
     });
+    // The server made the first screen's thumbnails as it started, before any page asked for one.
+    const kept = ws.statePath.replace(/\.sqlite$/, '.thumbs');
+    const made = () => (existsSync(kept) ? readdirSync(kept).filter((f) => f.endsWith('.webp')).length : 0);
+    await expect.poll(made, { timeout: 20_000, interval: 20 }).toBe(3);
     const browser = await launchChromium();
     const page = await openReview(browser, server.url);
     await page.waitForFunction(() => document.querySelectorAll('.card').length === 3);
     // The run's plots are drawn once the first screen is shown (uPlot loads after the page's own script).
     await page.waitForSelector('#plots canvas');
-    // Each card shows a thumbnail the server made, decoded.
-    await page.waitForFunction(() =>
-      Array.from(document.querySelectorAll<HTMLImageElement>('.card img')).every(
-        (i) => i.complete && i.naturalWidth > 0,
-      ),
-    );
-    const sources = await page.$$eval('.card img', (images) =>
-      images.map((i) => new URL((i as HTMLImageElement).src).pathname),
-    );
-    expect(sources).toEqual(['/thumbs/mug-1.png', '/thumbs/bowl-1.png', '/thumbs/vase-1.png']);
+    const decoded = () =>
+      page.waitForFunction(() =>
+        Array.from(document.querySelectorAll<HTMLImageElement>('.card img')).every(
+          (i) => i.complete && i.naturalWidth > 0,
+        ),
+      );
+    // Each card shows a thumbnail the server made, decoded: the first screen's came inside the page.
+    await decoded();
+    const sources = () => page.$$eval('.card img', (images) => images.map((i) => (i as HTMLImageElement).src));
+    expect((await sources()).map((src) => src.split(',')[0])).toEqual(Array(3).fill('data:image/webp;base64'));
+    expect(
+      await page.evaluate(() => {
+        // The newest strip's thumbnails are asked for once the first screen is shown: none before.
+        const at = (window as unknown as { firstCardAt: number }).firstCardAt;
+        return performance
+          .getEntriesByType('resource')
+          .filter((e) => e.name.includes('/thumbs/') && e.startTime < at)
+          .map((e) => e.name);
+      }),
+    ).toEqual([]);
     // The tag filter appears with the tags the items have.
     await page.waitForSelector('#f-tag-label:not([hidden])');
     expect(await page.$$eval('#f-tag option', (o) => o.map((x) => (x as HTMLOptionElement).value))).toEqual([
@@ -209,6 +223,9 @@ items:
     await page.selectOption('#f-tag', 'spring');
     await page.waitForFunction(() => document.getElementById('shown')!.textContent === '2 shown');
     expect((await cardsShown(page)).map(([id]) => id)).toEqual(['mug', 'vase']);
+    // A slice asked for later names its thumbnails, asked for one by one.
+    await decoded();
+    expect((await sources()).map((src) => new URL(src).pathname)).toEqual(['/thumbs/mug-1.png', '/thumbs/vase-1.png']);
     await page.fill('#f-search', 'CAFE');
     await page.waitForFunction(() => document.getElementById('shown')!.textContent === '1 shown');
     expect((await cardsShown(page)).map(([id]) => id)).toEqual(['vase']);

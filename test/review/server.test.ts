@@ -1,4 +1,4 @@
-import { readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import sharp from 'sharp';
 import { makePng } from '../../src/simulator/media.js';
 import { MemorySink } from '../helpers/memory-sink.js';
@@ -11,12 +11,18 @@ import { FolderSink } from '../../src/sink/index.js';
 
 /**
  * A run of `items` images (`extra`: more of the manifest's top level), or of a manifest of its own, and a
- * review server on its state.
+ * review server on its state (started once `before` has changed what the run left).
  */
-async function reviewedRun(items = 3, extra = '', manifest = imageManifest(items, undefined, extra)) {
+async function reviewedRun(
+  items = 3,
+  extra = '',
+  manifest = imageManifest(items, undefined, extra),
+  before?: (ws: ReturnType<typeof workspace>) => void,
+) {
   const t = await startTestSim({ timeScale: 600 });
   const ws = workspace(t.sim, manifest);
   expect((await ws.run()).code).toBe(0);
+  before?.(ws);
   const server = await startTestReview({
     statePath: ws.statePath,
     outputs: new FolderSink(ws.outDir),
@@ -171,10 +177,12 @@ describe('the review server, as a local server must be', () => {
   });
 
   it('shows a card at its size: a thumbnail made once and kept beside the state, or the web copy where one was made', async () => {
-    const { server, ws } = await reviewedRun(2);
+    // An output as the service makes them, 2048 pixels wide, and bytes that are no image.
+    const { server, ws } = await reviewedRun(2, '', undefined, (ws) => {
+      writeFileSync(join(ws.outDir, 'item-0-1.png'), makePng('big', 2048, 2560));
+      writeFileSync(join(ws.outDir, 'item-1-1.png'), 'not an image');
+    });
     const { base, token } = server;
-    // An output as the service makes them, 2048 pixels wide.
-    writeFileSync(join(ws.outDir, 'item-0-1.png'), makePng('big', 2048, 2560));
     const ask = (path: string) => fetch(`${base}${path}?token=${token}`);
     const first = await ask('/thumbs/item-0-1.png');
     expect(first.status).toBe(200);
@@ -189,7 +197,6 @@ describe('the review server, as a local server must be', () => {
     const again = await ask('/thumbs/item-0-1.png');
     expect(Buffer.from(await again.arrayBuffer()).equals(thumb)).toBe(true);
     // What the maker cannot read (bytes that are no image) is shown as it is.
-    writeFileSync(join(ws.outDir, 'item-1-1.png'), 'not an image');
     const unreadable = await ask('/thumbs/item-1-1.png');
     expect([unreadable.status, unreadable.headers.get('content-type'), await unreadable.text()]).toEqual([
       200,
@@ -200,6 +207,26 @@ describe('the review server, as a local server must be', () => {
     for (const path of ['/thumbs/results.jsonl', '/thumbs/%2e%2e/m.yaml', '/thumbs/nope.png'])
       expect((await raw(base, 'GET', `${path}?token=${token}`)).status, path).toBe(404);
     expect((await raw(base, 'GET', '/thumbs/item-1-1.png')).status).toBe(403);
+  });
+
+  it("makes the first screen's thumbnails before the page asks, and serves them inside the page", async () => {
+    const { server, ws } = await reviewedRun(3);
+    const { base, token } = server;
+    const kept = ws.statePath.replace(/\.sqlite$/, '.thumbs');
+    const made = () => (existsSync(kept) ? readdirSync(kept).filter((f) => f.endsWith('.webp')).length : 0);
+    // Nothing asked for a thumbnail: the server's start made them.
+    await expect.poll(made, { timeout: 20_000, interval: 20 }).toBe(3);
+    const page = await raw(base, 'GET', `/?token=${token}`);
+    const block = /<script type="application\/json" id="first-slice">([\s\S]*?)<\/script>/.exec(page.body)?.[1];
+    const cards = (JSON.parse(block!) as { cards: { file: string; inlineThumb?: string }[] }).cards;
+    expect(cards).toHaveLength(3);
+    for (const card of cards) {
+      const [head, data] = (card.inlineThumb ?? '').split(',');
+      expect(head).toBe('data:image/webp;base64');
+      // The same bytes as the thumbnail asked for on its own.
+      const asked = await fetch(`${base}/thumbs/${card.file}?token=${token}`);
+      expect(Buffer.from(data!, 'base64').equals(Buffer.from(await asked.arrayBuffer()))).toBe(true);
+    }
   });
 
   it("makes a thumbnail of an output that is in no folder (a bucket's), from its bytes", async () => {

@@ -54,8 +54,9 @@ export function fileUrl(path: string): string {
 }
 
 /** What a card shows: the output's web copy when one was made, else a thumbnail the server makes once and keeps. */
-export function cardImageUrl(card: { file: string | null; copy: string | null }): string {
+export function cardImageUrl(card: { file: string | null; copy: string | null; inlineThumb?: string }): string {
   if (card.copy) return fileUrl(card.copy);
+  if (card.inlineThumb) return card.inlineThumb;
   return withToken(`/thumbs/${card.file!.split('/').map(encodeURIComponent).join('/')}`);
 }
 
