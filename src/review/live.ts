@@ -30,12 +30,13 @@ export class LiveFeed {
   private readonly clients = new Set<ServerResponse>();
   private readonly timer: NodeJS.Timeout;
   private readonly keepalive: NodeJS.Timeout;
-  private version = -1;
+  /** The state's data_version at the last look: a page is sent what changed after it opened, not what it was sent. */
+  private version: number;
   /** The newest download time sent, and the outputs sent at or after it less the slack (sent once). */
   private since = Date.now();
   private readonly sent = new Map<number, number>();
   private seriesAt = 0;
-  private seriesStale = true;
+  private seriesStale = false;
   private seriesCache: { version: number; text: string } | undefined;
 
   constructor(
@@ -45,6 +46,7 @@ export class LiveFeed {
     // What was downloaded just before the feed started is the page's opening strip, not news.
     for (const o of source.store().reviewQueries.downloadedSince(this.since - SLACK_MS, 10_000))
       this.sent.set(o.rowid, o.downloadedAt);
+    this.version = source.store().reviewQueries.dataVersion();
     this.timer = setInterval(() => this.tick(), everyMs);
     this.keepalive = setInterval(() => this.broadcastRaw(': keepalive\n\n'), KEEPALIVE_MS);
   }

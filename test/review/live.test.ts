@@ -71,4 +71,35 @@ describe('the live feed', () => {
     await vi.waitFor(() => expect(looks()).toBeGreaterThan(before));
     expect(sentIds()).toEqual(['b', 'a']);
   });
+
+  it('sends an opened page the summary and the plots once, and again only once the state changes', () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval', 'Date'] });
+    onTestFinished(() => {
+      vi.useRealTimers();
+    });
+    const path = join(mkdtempSync(join(tmpdir(), 'genbatch-live-')), 'state.sqlite');
+    const run = runStore(path);
+    const reader = Store.openForReview(path);
+    let summaries = 0;
+    const feed = new LiveFeed(
+      { store: () => reader, summary: () => ({ n: ++summaries }) as never, series: () => ({}) as never },
+      10,
+    );
+    onTestFinished(() => {
+      feed.close();
+      reader.close();
+      run.close();
+    });
+    const writes: string[] = [];
+    const res = { writeHead: () => res, write: (text: string) => writes.push(text), on: () => res, end: () => {} };
+    const sent = (name: string) => writes.filter((w) => w.startsWith(`event: ${name}`)).length;
+    feed.attach(res as unknown as ServerResponse);
+    // Looks with nothing committed send nothing more: a page redrew its header and plots, and asked again
+    // for its cards, a look after it opened.
+    vi.advanceTimersByTime(5_000);
+    expect([sent('summary'), sent('series'), summaries]).toEqual([1, 1, 1]);
+    saved(run, 'a');
+    vi.advanceTimersByTime(5_000);
+    expect([sent('summary'), sent('series'), sent('outputs')]).toEqual([2, 2, 1]);
+  });
 });
