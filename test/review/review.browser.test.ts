@@ -12,6 +12,7 @@ import { startTestReview } from '../helpers/review.js';
 import { expectNoDoubleChargeAndVerifiedOutputs, imageManifest, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 import { FolderSink } from '../../src/sink/index.js';
+import { MemorySink } from '../helpers/memory-sink.js';
 
 const SCREENSHOT = resolve('test-artifacts/review.png');
 
@@ -31,7 +32,8 @@ async function openReview(browser: Browser, url: string): Promise<Page> {
   page.on('console', (m) => {
     if (m.type() === 'error') errors.push(m.text());
   });
-  await page.goto(url);
+  // Not its load event: that waits for every image on screen, and a thumbnail may still be being made.
+  await page.goto(url, { waitUntil: 'domcontentloaded' });
   await page.waitForSelector('.card');
   // The first cards come inside the page: no question about the grid went before them.
   const askedBefore = await page.evaluate(() => {
@@ -260,6 +262,40 @@ items:
     await page.waitForFunction(() =>
       Array.from(document.querySelectorAll<HTMLImageElement>('#lb-body img')).every((i) => i.naturalWidth > 0),
     );
+  });
+
+  it('answers a filter while every thumbnail on screen is still being made', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(t.sim, imageManifest(30));
+    expect((await ws.run()).code).toBe(0);
+    // The outputs as a bucket holds them, each read held until the test lets go: no thumbnail can be made yet.
+    let release!: () => void;
+    const held = new Promise<void>((done) => {
+      release = done;
+    });
+    const outputs = new (class extends MemorySink {
+      override async open(relPath: string) {
+        await held;
+        return super.open(relPath);
+      }
+    })();
+    for (const f of readdirSync(ws.outDir).filter((f) => f.endsWith('.png')))
+      outputs.files.set(f, { bytes: readFileSync(join(ws.outDir, f)), mtimeMs: 1 });
+    const server = await startTestReview({ statePath: ws.statePath, outputs, title: 'm', budget: null });
+    const page = await openReview(await launchChromium(), server.url);
+    await page.waitForFunction(() => document.querySelectorAll('.card').length >= 10);
+    // The browser's six connections to the server are not all held by thumbnails: a question gets through.
+    await page.selectOption('#f-review', 'rejected');
+    await page.waitForFunction(() => document.getElementById('shown')!.textContent === '0 shown', undefined, {
+      timeout: 10_000,
+    });
+    release();
+    await page.selectOption('#f-review', '');
+    await page.waitForFunction(() => {
+      const images = Array.from(document.querySelectorAll<HTMLImageElement>('.card img'));
+      return images.length >= 10 && images.every((i) => i.complete && i.naturalWidth > 0);
+    });
+    expect((page as Page & { errors: string[] }).errors).toEqual([]);
   });
 
   it('shows a concurrent run live: each output is on the page within a second of its download', async () => {

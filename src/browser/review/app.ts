@@ -10,7 +10,10 @@ import { listenToInput } from './keys.js';
 import { openLightbox } from './lightbox.js';
 import { connect } from './live.js';
 import { app, isShown } from './state.js';
+import { thumbPlaces } from './thumbs.js';
+import { byId } from '../dom.js';
 
+thumbPlaces(app.space, byId('newest-strip'));
 grid.onMoved = (i) => {
   if (isShown('lightbox')) openLightbox(i);
 };
@@ -28,8 +31,21 @@ void reload(false).then(() => {
   void firstScreenShown().then(connect);
 });
 
-/** The first screen's images decoded (or failed), or a second gone by. */
-function firstScreenShown(): Promise<unknown> {
-  const images = Array.from(app.space.querySelectorAll('img'), (img) => img.decode().catch(() => {}));
-  return Promise.race([Promise.all(images), new Promise((done) => setTimeout(done, 1_000))]);
+/** The first screen's images decoded (or failed), those still waiting their turn too, or a second gone by. */
+function firstScreenShown(): Promise<void> {
+  const until = performance.now() + 1_000;
+  return new Promise((done) => {
+    const look = () => {
+      const images = Array.from(app.space.querySelectorAll('img'));
+      if (performance.now() >= until) done();
+      else if (images.some((img) => img.dataset.thumb)) setTimeout(look, 50);
+      else {
+        const decoded = Promise.all(images.map((img) => img.decode().catch(() => {})));
+        void Promise.race([decoded, new Promise((late) => setTimeout(late, until - performance.now()))]).then(() =>
+          done(),
+        );
+      }
+    };
+    look();
+  });
 }

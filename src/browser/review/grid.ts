@@ -1,6 +1,7 @@
 import type { CardsPage, ReviewCardData } from '../data.js';
 import { byId, el } from '../dom.js';
 import { api, app, CARD_H, CARD_W, cardImageUrl, fileUrl, fmt, GAP, SLICE } from './state.js';
+import { askForThumbs, showThumb } from './thumbs.js';
 
 /**
  * The grid: a tall empty space with only the visible rows of cards in it,
@@ -123,6 +124,7 @@ export function render(): void {
     nodes.push(cardNode(card, i));
   }
   app.space.replaceChildren(...nodes);
+  askForThumbs();
 }
 
 export function decisionOf(card: ReviewCardData): string | null {
@@ -138,7 +140,11 @@ function media(card: ReviewCardData): HTMLElement {
   if (!card.file) return el('div', { className: 'empty', text: card.state });
   if (card.type === 'video') return el('video', { src: fileUrl(card.file), preload: 'metadata', muted: '' });
   // Only the cards on screen are in the DOM: each image is wanted now, at the card's size.
-  return el('img', { src: cardImageUrl(card), alt: card.prompt, decoding: 'async', fetchpriority: 'high' });
+  const img = el('img', { alt: card.prompt, decoding: 'async', fetchpriority: 'high' });
+  const url = cardImageUrl(card);
+  if (!url.startsWith('data:')) return showThumb(img, url);
+  img.src = url;
+  return img;
 }
 
 function cardNode(card: ReviewCardData, i: number): HTMLElement {

@@ -3,6 +3,7 @@ import { byId, el } from '../dom.js';
 import { RunPlots } from '../plots.js';
 import { refreshVisible, reload } from './grid.js';
 import { app, cardImageUrl, fmt, withToken } from './state.js';
+import { askForThumbs, showThumb } from './thumbs.js';
 
 /** The live header, plots and newest outputs, from the server's events. */
 const plots = new RunPlots();
@@ -66,17 +67,20 @@ function addNewest(outputs: NewOutputData[]): void {
     const node =
       o.type === 'video'
         ? el('span', { className: 'vid', text: 'video', title: o.itemId, 'data-item': o.itemId })
-        : el('img', {
-            // A thumbnail, after the grid's: the first screen's cards are asked for first.
-            src: cardImageUrl({ file: o.path, copy: null }),
-            fetchpriority: 'low',
-            alt: o.itemId,
-            title: `${o.itemId}${o.version > 1 ? ` v${o.version}` : ''}`,
-            'data-item': o.itemId,
-          });
+        : // A thumbnail, after the grid's: the cards on screen are asked for first.
+          showThumb(
+            el('img', {
+              fetchpriority: 'low',
+              alt: o.itemId,
+              title: `${o.itemId}${o.version > 1 ? ` v${o.version}` : ''}`,
+              'data-item': o.itemId,
+            }),
+            cardImageUrl({ file: o.path, copy: null }),
+          );
     strip.prepend(node);
   }
   while (strip.children.length > 24) strip.lastChild?.remove();
+  askForThumbs();
 }
 
 let refreshTimer: ReturnType<typeof setTimeout> | undefined;
