@@ -197,7 +197,10 @@ function readApi(path: string, url: URL, ctx: Context): unknown {
   if (path === '/api/series') return ctx.source.series();
   if (path === '/api/items') {
     const { filter, offset, limit } = sliceOf(url);
-    return queries.page(filter, offset, limit);
+    const page = queries.page(filter, offset, limit);
+    // A filter's first screen: its thumbnails are on their way before the page asks for them, four at a time.
+    if (offset === 0) ctx.thumbs.ahead(thumbnailed(page.cards.slice(0, FIRST_SCREEN_THUMBS)));
+    return page;
   }
   if (path === '/api/versions')
     return { itemId: url.searchParams.get('id'), versions: queries.versions(url.searchParams.get('id') ?? '') };

@@ -3,16 +3,12 @@
  * keeps a memory arena for each thread that touched it: in the server that was 50-70 MB it never gave back. Here
  * it is the child's (started with few arenas), and it goes when the child does, after a minute without work.
  */
-import { setPriority } from 'node:os';
 import { sharpModule } from '../copies/web-copy.js';
 import { CARD_WIDTH } from '../store/review-queries.js';
 
 /** A request: an output's file on this machine, or its bytes; the answer: its thumbnail (WebP), or why there is none. */
 export type ThumbAsked = { id: number; path: string } | { id: number; data: Uint8Array };
 export type ThumbMade = { id: number; thumb: Uint8Array } | { id: number; error: string };
-
-/** A nice value: below the server and the browser, above nothing a user runs. */
-const BACKGROUND_PRIORITY = 10;
 
 export async function thumbnailOf(source: string | Uint8Array): Promise<Buffer> {
   const sharp = await sharpModule();
@@ -25,13 +21,6 @@ export async function thumbnailOf(source: string | Uint8Array): Promise<Buffer> 
 }
 
 if (process.send && process.env.GENBATCH_THUMB_MAKER === '1') {
-  // Background work: the server's answers and the browser's drawing come first. A first open was making
-  // thumbnails of each new screen on one of two cores, and a filter's answer took 400 ms, not 20.
-  try {
-    setPriority(BACKGROUND_PRIORITY);
-  } catch {
-    // A system that will not lower it: made at the same priority.
-  }
   process.on('message', (asked: ThumbAsked) => {
     thumbnailOf('path' in asked ? asked.path : asked.data).then(
       (thumb) => process.send!({ id: asked.id, thumb } satisfies ThumbMade),

@@ -25,6 +25,10 @@ const MAKE_TIMEOUT_MS = 30_000;
  */
 export const FIRST_SCREEN_THUMBS = 40;
 
+/** What a page asks for is made first; what is made ahead, after. */
+const ASKED = 1;
+const AHEAD = 0;
+
 /** A thumbnail's file in the folder: named by its output's path, which never changes its bytes. */
 function keptName(relative: string): string {
   return `${createHash('sha256').update(relative).digest('hex').slice(0, 32)}.webp`;
@@ -40,6 +44,8 @@ export class Thumbnails {
   private readonly pending = new Map<string, Promise<Buffer | undefined>>();
   private readonly folder: FolderSink;
   private readonly maker = new ThumbMaker();
+  /** The newest round of thumbnails made ahead. */
+  private round = 0;
 
   constructor(
     /** The folder they are kept in (made when the first is). */
@@ -65,12 +71,23 @@ export class Thumbnails {
   }
 
   /**
-   * Made before anything asks for them: the first screen's thumbnails, at the server's start and whenever the page
-   * is served, so a first open does not wait for the maker to start and decode each original as the page asks.
+   * Made before anything asks for them, after everything a page asked for: the first screen's thumbnails at the
+   * server's start and whenever the page is served, and each filter's first screen as its slice is answered. A
+   * first open waited for the maker to start and decode each original as the page asked, four at a time; a screen
+   * passed quickly left most of its thumbnails unmade. A newer round gives up what an older one has not begun.
    */
   ahead(relatives: readonly string[]): void {
-    // Nothing waits for these: a thumbnail that cannot be made is the card's own output when it is asked for.
-    for (const relative of relatives) this.thumbOf(relative).catch(() => {});
+    if (relatives.length === 0) return;
+    const round = ++this.round;
+    for (const relative of relatives)
+      void this.making.add(
+        async () => {
+          if (round !== this.round || this.pending.has(relative)) return;
+          // Nothing waits for these: one that cannot be made is the card's own output when it is asked for.
+          await this.make(relative).catch(() => {});
+        },
+        { priority: AHEAD },
+      );
   }
 
   /** A thumbnail already made and kept, read (never made here): what the page as served carries inside it. */
@@ -93,13 +110,14 @@ export class Thumbnails {
   }
 
   private async keptOrMade(relative: string): Promise<Buffer | undefined> {
+    return (await this.kept(relative)) ?? this.making.add(() => this.make(relative), { priority: ASKED });
+  }
+
+  /** The thumbnail, made unless it was kept meanwhile (made ahead while this waited its turn). */
+  private async make(relative: string): Promise<Buffer | undefined> {
     const name = keptName(relative);
     const found = await readFile(join(this.dir, name)).catch(() => undefined);
     if (found) return found;
-    return this.making.add(() => this.make(relative, name));
-  }
-
-  private async make(relative: string, name: string): Promise<Buffer | undefined> {
     // A folder's output is read by the maker itself; a bucket's comes through here (the server holds one at a time).
     const path = this.outputs instanceof FolderSink ? await this.outputs.localFile(relative) : undefined;
     const file = path ? undefined : await this.outputs.open(relative);

@@ -229,6 +229,21 @@ describe('the review server, as a local server must be', () => {
     }
   });
 
+  it("makes a filter's first screen of thumbnails as its slice is answered", async () => {
+    // More items than the first screen: the last is on no screen until a search finds it.
+    const { server, ws } = await reviewedRun(45);
+    const { base, token } = server;
+    const kept = ws.statePath.replace(/\.sqlite$/, '.thumbs');
+    const made = () => (existsSync(kept) ? readdirSync(kept).filter((f) => f.endsWith('.webp')).length : 0);
+    await expect.poll(made, { timeout: 20_000, interval: 20 }).toBe(40);
+    const found = await raw(base, 'GET', `/api/items?offset=0&limit=120&q=item-44&token=${token}`, {
+      'x-genbatch-token': token,
+    });
+    expect((JSON.parse(found.body) as { cards: { id: string }[] }).cards.map((c) => c.id)).toEqual(['item-44']);
+    // Nothing asked for its thumbnail: the answer sent it on its way.
+    await expect.poll(made, { timeout: 20_000, interval: 20 }).toBe(41);
+  });
+
   it("makes a thumbnail of an output that is in no folder (a bucket's), from its bytes", async () => {
     const { ws } = await reviewedRun(1);
     const outputs = new MemorySink();
