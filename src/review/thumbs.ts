@@ -25,9 +25,10 @@ const MAKE_TIMEOUT_MS = 30_000;
  */
 export const FIRST_SCREEN_THUMBS = 40;
 
-/** What a page asks for is made first; what is made ahead, after. */
-const ASKED = 1;
-const AHEAD = 0;
+/** What a page asks for is made first; what is made ahead, after, the newest round (a number from 1) first. */
+const ASKED = Number.MAX_SAFE_INTEGER;
+/** The rounds made ahead that are kept waiting: a search typed letter by letter asks for one a letter. */
+const ROUNDS_KEPT = 10;
 
 /** A thumbnail's file in the folder: named by its output's path, which never changes its bytes. */
 function keptName(relative: string): string {
@@ -74,7 +75,8 @@ export class Thumbnails {
    * Made before anything asks for them, after everything a page asked for: the first screen's thumbnails at the
    * server's start and whenever the page is served, and each filter's first screen as its slice is answered. A
    * first open waited for the maker to start and decode each original as the page asked, four at a time; a screen
-   * passed quickly left most of its thumbnails unmade. A newer round gives up what an older one has not begun.
+   * passed quickly left most of its thumbnails unmade. The newest screen's come first; those of screens more
+   * than ROUNDS_KEPT back are given up.
    */
   ahead(relatives: readonly string[]): void {
     if (relatives.length === 0) return;
@@ -82,11 +84,11 @@ export class Thumbnails {
     for (const relative of relatives)
       void this.making.add(
         async () => {
-          if (round !== this.round || this.pending.has(relative)) return;
+          if (round <= this.round - ROUNDS_KEPT || this.pending.has(relative)) return;
           // Nothing waits for these: one that cannot be made is the card's own output when it is asked for.
           await this.make(relative).catch(() => {});
         },
-        { priority: AHEAD },
+        { priority: round },
       );
   }
 
