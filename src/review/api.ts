@@ -18,7 +18,7 @@ export const decisionBody = z.union([
 export type DecisionBody = z.infer<typeof decisionBody>;
 
 /** The grid's query string as a filter and a slice. */
-export function sliceOf(url: URL): { filter: ReviewFilter; offset: number; limit: number } {
+export function sliceOf(url: URL): { filter: ReviewFilter; offset: number; limit: number; screen: number } {
   const q = url.searchParams;
   const int = (name: string, fallback: number, max: number) => {
     const n = Number.parseInt(q.get(name) ?? '', 10);
@@ -35,6 +35,8 @@ export function sliceOf(url: URL): { filter: ReviewFilter; offset: number; limit
     },
     offset: int('offset', 0, Number.MAX_SAFE_INTEGER),
     limit: int('limit', 100, MAX_SLICE) || 1,
+    // Where the page's screen begins in the slice: the thumbnails from there on are made ahead.
+    screen: int('screen', 0, MAX_SLICE),
   };
 }
 

@@ -10,7 +10,7 @@ const SERIES_EVERY_MS = 2_000;
 /** How far back each look reaches past the newest download it sent: a commit's lag after its time. */
 const SLACK_MS = 5_000;
 /** Outputs the page opens with in its newest strip. */
-const NEWEST_SHOWN = 24;
+export const NEWEST_SHOWN = 24;
 /** A comment line now and then keeps idle connections open through anything that times them out. */
 const KEEPALIVE_MS = 15_000;
 

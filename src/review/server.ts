@@ -11,7 +11,7 @@ import { guardFor, refusal, type Guard } from '../serve/guard.js';
 import { listen } from '../serve/listen.js';
 import { serveOutput } from './files.js';
 import { FIRST_SCREEN_THUMBS, Thumbnails, thumbsBeside } from './thumbs.js';
-import { LiveFeed } from './live.js';
+import { LiveFeed, NEWEST_SHOWN } from './live.js';
 import { StateHandle } from './state-handle.js';
 import { reviewSummary } from './header.js';
 
@@ -71,8 +71,11 @@ export async function startReviewServer(opts: ReviewServerOptions): Promise<Revi
   };
   const live = new LiveFeed(source, opts.liveEveryMs ?? 500);
   const thumbs = new Thumbnails(thumbsBeside(opts.statePath), opts.outputs);
-  // The first screen's thumbnails are on their way before the page is opened (a first open made them one by one).
-  thumbs.ahead(thumbnailed(state.store.reviewQueries.page({}, 0, FIRST_SCREEN_THUMBS).cards));
+  // The first screen's thumbnails are on their way before the page is opened (a first open made them one by one),
+  // then the newest strip's.
+  const { reviewQueries } = state.store;
+  thumbs.ahead(reviewQueries.downloadedSince(0, NEWEST_SHOWN).flatMap((o) => (o.type === 'image' ? [o.path] : [])));
+  thumbs.ahead(thumbnailed(reviewQueries.page({}, 0, FIRST_SCREEN_THUMBS).cards));
   const keeper = keeperOf(opts, state);
   keeper?.start();
   state.onReplaced = () => live.reset();
@@ -196,10 +199,11 @@ function readApi(path: string, url: URL, ctx: Context): unknown {
   if (path === '/api/summary') return ctx.source.summary();
   if (path === '/api/series') return ctx.source.series();
   if (path === '/api/items') {
-    const { filter, offset, limit } = sliceOf(url);
+    const { filter, offset, limit, screen } = sliceOf(url);
     const page = queries.page(filter, offset, limit);
-    // A filter's first screen: its thumbnails are on their way before the page asks for them, four at a time.
-    if (offset === 0) ctx.thumbs.ahead(thumbnailed(page.cards.slice(0, FIRST_SCREEN_THUMBS)));
+    // The screen the slice is for (a filter's first, a jump's): its thumbnails are on their way before the page
+    // asks for them, four at a time.
+    ctx.thumbs.ahead(thumbnailed(page.cards.slice(screen, screen + FIRST_SCREEN_THUMBS)));
     return page;
   }
   if (path === '/api/versions')

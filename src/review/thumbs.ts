@@ -31,7 +31,7 @@ const ASKED = Number.MAX_SAFE_INTEGER;
 const ROUNDS_KEPT = 10;
 
 /** A thumbnail's file in the folder: named by its output's path, which never changes its bytes. */
-function keptName(relative: string): string {
+export function keptName(relative: string): string {
   return `${createHash('sha256').update(relative).digest('hex').slice(0, 32)}.webp`;
 }
 

@@ -8,6 +8,7 @@ import { raw, startTestReview } from '../helpers/review.js';
 import { imageManifest, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 import { FolderSink } from '../../src/sink/index.js';
+import { keptName } from '../../src/review/thumbs.js';
 
 /**
  * A run of `items` images (`extra`: more of the manifest's top level), or of a manifest of its own, and a
@@ -229,19 +230,25 @@ describe('the review server, as a local server must be', () => {
     }
   });
 
-  it("makes a filter's first screen of thumbnails as its slice is answered", async () => {
-    // More items than the first screen: the last is on no screen until a search finds it.
-    const { server, ws } = await reviewedRun(45);
+  it("makes the thumbnails of a slice's screen as the slice is answered", async () => {
+    // More items than the first screen and the newest strip, whose thumbnails the start makes: the 45th and the
+    // 51st to the 56th are on neither (the strip is the 24 newest of 90, give or take the ten downloaded at once).
+    const { server, ws } = await reviewedRun(90);
     const { base, token } = server;
     const kept = ws.statePath.replace(/\.sqlite$/, '.thumbs');
-    const made = () => (existsSync(kept) ? readdirSync(kept).filter((f) => f.endsWith('.webp')).length : 0);
-    await expect.poll(made, { timeout: 20_000, interval: 20 }).toBe(40);
-    const found = await raw(base, 'GET', `/api/items?offset=0&limit=120&q=item-44&token=${token}`, {
-      'x-genbatch-token': token,
-    });
+    const made = (id: number) => existsSync(join(kept, keptName(`item-${id}-1.png`)));
+    const ask = (query: string) =>
+      raw(base, 'GET', `/api/items?${query}&token=${token}`, { 'x-genbatch-token': token });
+    // The first screen's, then the newest strip's (the last downloaded is among them).
+    await expect.poll(() => [0, 39, 89].map(made), { timeout: 20_000, interval: 20 }).toEqual([true, true, true]);
+    expect([44, 50, 51, 55].map(made)).toEqual([false, false, false, false]);
+    const found = await ask('offset=0&limit=120&q=item-44');
     expect((JSON.parse(found.body) as { cards: { id: string }[] }).cards.map((c) => c.id)).toEqual(['item-44']);
     // Nothing asked for its thumbnail: the answer sent it on its way.
-    await expect.poll(made, { timeout: 20_000, interval: 20 }).toBe(41);
+    await expect.poll(() => made(44), { timeout: 20_000, interval: 20 }).toBe(true);
+    // A slice asked for a screen that begins inside it (a jump): the thumbnails from there on.
+    await ask('offset=0&limit=120&screen=51');
+    await expect.poll(() => [50, 51, 55].map(made), { timeout: 20_000, interval: 20 }).toEqual([false, true, true]);
   });
 
   it("makes a thumbnail of an output that is in no folder (a bucket's), from its bytes", async () => {

@@ -11,7 +11,9 @@ import { askForThumbs, showThumb } from './thumbs.js';
 export const grid = { onMoved: (_index: number) => {} };
 
 function query(offset: number): string {
-  let q = `/api/items?offset=${offset}&limit=${SLICE}`;
+  // Where the screen begins in this slice: the server makes its thumbnails ahead of the page's asking.
+  const screen = Math.min(SLICE - 1, Math.max(0, visibleRange()[0] - offset));
+  let q = `/api/items?offset=${offset}&limit=${SLICE}&screen=${screen}`;
   for (const [k, v] of Object.entries(app.filter)) if (v) q += `&${k}=${encodeURIComponent(v)}`;
   return q;
 }
