@@ -27,8 +27,12 @@ export const FIRST_SCREEN_THUMBS = 40;
 
 /** What a page asks for is made first; what is made ahead, after, the newest round (a number from 1) first. */
 const ASKED = Number.MAX_SAFE_INTEGER;
-/** The rounds made ahead that are kept waiting: a search typed letter by letter asks for one a letter. */
-const ROUNDS_KEPT = 10;
+/**
+ * The rounds made ahead that are kept waiting: a search typed letter by letter asks for one a letter, and a
+ * screen passed a minute ago is still made once the newer are (at 10, a few filters in quick succession left
+ * the first ones unmade for the next look).
+ */
+const ROUNDS_KEPT = 50;
 
 /** A thumbnail's file in the folder: named by its output's path, which never changes its bytes. */
 export function keptName(relative: string): string {
