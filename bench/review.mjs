@@ -28,18 +28,20 @@ const median = (values) => {
 };
 
 export async function reviewBench() {
-  const dir = mkdtempSync(join(tmpdir(), 'genbatch-bench-review-'));
+  // REVIEW_DIR=<an earlier run's folder> looks at its state again, thumbnails and all: every run is warm then.
+  const dir = process.env.REVIEW_DIR ?? mkdtempSync(join(tmpdir(), 'genbatch-bench-review-'));
   const state = join(dir, 'big.sqlite');
   const built = Date.now();
-  buildCatalogState(state, {
-    items: ITEMS,
-    outDir: join(dir, 'out'),
-    reviewed: true,
-    tagged: true,
-    image: { width: 2048, height: 2560 },
-  });
+  if (!process.env.REVIEW_DIR)
+    buildCatalogState(state, {
+      items: ITEMS,
+      outDir: join(dir, 'out'),
+      reviewed: true,
+      tagged: true,
+      image: { width: 2048, height: 2560 },
+    });
   console.log(
-    `review  state of ${ITEMS.toLocaleString('en-US')} items (tagged, 1 in 10 approved, 1 in 20 rejected), outputs 2048x2560 PNGs on disk, built in ${fmt((Date.now() - built) / 1000, 1)} s`,
+    `review  state of ${ITEMS.toLocaleString('en-US')} items (tagged, 1 in 10 approved, 1 in 20 rejected), outputs 2048x2560 PNGs on disk, ${process.env.REVIEW_DIR ? `in ${dir}` : `built in ${fmt((Date.now() - built) / 1000, 1)} s`}`,
   );
   writeFileSync(
     join(dir, 'big.yaml'),
@@ -107,6 +109,8 @@ export async function reviewBench() {
     coldMs: cold.answers[what].ms,
     outsideMs: median(warm.map((r) => r.answers[what].outsideMs)),
     serverMs: median(warm.map((r) => r.answers[what].serverMs)),
+    sentMs: median(warm.map((r) => r.answers[what].sentMs)),
+    inMs: median(warm.map((r) => r.answers[what].inMs)),
     shown: runs[0].answers[what].shown,
     // A word of 1 or 2 characters cannot use the trigram index: measured, and not held to the index's goal.
     gated: !what.includes('a scan'),
@@ -136,7 +140,7 @@ export async function reviewBench() {
   );
   for (const a of answers)
     console.log(
-      `review  ${a.what}: ${a.ms} ms from the input to the cards drawn, warm median (slowest ${a.max}, cold ${a.coldMs}; ${a.shown}; the server answered in ${a.serverMs} ms; ${a.outsideMs} ms seen from the harness)${a.gated ? '' : ', not gated'}`,
+      `review  ${a.what}: ${a.ms} ms from the input to the cards drawn, warm median (slowest ${a.max}, cold ${a.coldMs}; ${a.shown}; asked at ${a.sentMs} ms, answer in at ${a.inMs}, the server's part ${a.serverMs} ms; ${a.outsideMs} ms seen from the harness)${a.gated ? '' : ', not gated'}`,
     );
   console.log(
     `review  a jump to the middle of the grid: ${scroll} ms to its cards drawn, warm median (cold ${cold.scrollMs}); cards in the DOM: ${runs[0].cardsInDom}`,
@@ -209,15 +213,19 @@ async function inBrowser(url) {
       await page.evaluate(() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done))));
       const outsideMs = Date.now() - at;
       await page.waitForFunction(() => window.__answer.drawn > 0);
-      const { ms, serverMs } = await page.evaluate(() => {
+      const { ms, serverMs, sentMs, inMs } = await page.evaluate(() => {
         const asked = performance.getEntriesByType('resource').filter((e) => e.name.includes('/api/items'));
         const t = window.__answer;
+        const last = asked.at(-1);
         return {
           ms: Math.round(t.drawn - t.start),
           serverMs: Math.round(Math.max(...asked.map((e) => e.responseEnd - e.requestStart))),
+          // Where the time went: the question sent (after the page's own work and a free connection), its answer in.
+          sentMs: Math.round(last.requestStart - t.start),
+          inMs: Math.round(last.responseEnd - t.start),
         };
       });
-      answers[what] = { ms, outsideMs, serverMs, shown: await page.textContent('#shown') };
+      answers[what] = { ms, outsideMs, serverMs, sentMs, inMs, shown: await page.textContent('#shown') };
     };
     const search = async (what, text) => {
       await answer(what, `q=${encodeURIComponent(text)}`, () => page.fill('#f-search', text));
