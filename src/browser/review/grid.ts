@@ -1,7 +1,7 @@
 import type { CardsPage, ReviewCardData } from '../data.js';
 import { byId, el } from '../dom.js';
 import { api, app, CARD_H, CARD_W, cardImageUrl, fileUrl, fmt, GAP, SLICE } from './state.js';
-import { askForThumbs, showThumb } from './thumbs.js';
+import { askForThumbs, holdThumbs, showThumb } from './thumbs.js';
 
 /**
  * The grid: a tall empty space with only the visible rows of cards in it,
@@ -37,18 +37,24 @@ async function fetchSlice(index: number): Promise<void> {
   const unfiltered = !Object.values(app.filter).some(Boolean);
   const first = index === 0 && unfiltered ? served : undefined;
   served = undefined;
-  const page = first ?? (await api<CardsPage>(query(index * SLICE)));
-  if (gen !== app.generation) return;
-  const mine = new Map((app.slices.get(index) ?? []).map((c) => [c.id, c]));
-  app.slices.set(
-    index,
-    page.cards.map((c) => (mine.has(c.id) && isNewerHere(c.id, issued) ? mine.get(c.id)! : c)),
-  );
-  if (page.total !== app.total) {
-    app.total = page.total;
-    layout();
+  // No thumbnail is asked for while a question is out: its answer, and the cards it brings, come first.
+  const release = first ? undefined : holdThumbs();
+  try {
+    const page = first ?? (await api<CardsPage>(query(index * SLICE)));
+    if (gen !== app.generation) return;
+    const mine = new Map((app.slices.get(index) ?? []).map((c) => [c.id, c]));
+    app.slices.set(
+      index,
+      page.cards.map((c) => (mine.has(c.id) && isNewerHere(c.id, issued) ? mine.get(c.id)! : c)),
+    );
+    if (page.total !== app.total) {
+      app.total = page.total;
+      layout();
+    }
+    render();
+  } finally {
+    release?.();
   }
-  render();
 }
 
 /**

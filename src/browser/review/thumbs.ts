@@ -27,6 +27,27 @@ export function showThumb(img: HTMLImageElement, url: string): HTMLImageElement 
   return img;
 }
 
+/** Questions out: no thumbnail is asked for meanwhile (those on their way go on). */
+let held = 0;
+
+/** A question held thumbnails this long at most: an answer that never comes holds nothing for good. */
+const HOLD_MAX_MS = 2_000;
+
+/** Holds new asks until the returned release is called (a question out, whose answer should not wait). */
+export function holdThumbs(): () => void {
+  held++;
+  let released = false;
+  const release = () => {
+    if (released) return;
+    released = true;
+    clearTimeout(timer);
+    held--;
+    askForThumbs();
+  };
+  const timer = setTimeout(release, HOLD_MAX_MS);
+  return release;
+}
+
 /** After a place was drawn: gives up what is no longer shown, and asks for what is, in order. */
 export function askForThumbs(): void {
   const shown = places.flatMap((place) =>
@@ -40,7 +61,7 @@ export function askForThumbs(): void {
       img.removeAttribute('src');
     }
   for (const url of wanted) {
-    if (loading.size >= AT_ONCE) break;
+    if (held > 0 || loading.size >= AT_ONCE) break;
     if (!loading.has(url)) ask(url);
   }
 }
