@@ -1,10 +1,11 @@
 /**
- * The thumbnails the page shows, asked for at most four at a time. The browser keeps six connections to the
- * server; on a first open, every thumbnail waits for the server to make it, and twenty-five of them held all
- * six, so a filter's question waited 400 ms behind them. Two stay free for the page's questions. Only what is
- * on screen is asked for, the grid's before the newest strip's; what scrolled away is given up.
+ * The thumbnails the page shows, asked for at most three at a time. The browser keeps six connections to the
+ * server, and the live feed holds one; on a first open, every thumbnail waits for the server to make it, and
+ * twenty-five of them held all six, so a filter's question waited 400 ms behind them. Two stay free for the
+ * page's questions. Only what is on screen is asked for, the grid's before the newest strip's; what scrolled
+ * away is given up.
  */
-const AT_ONCE = 4;
+const AT_ONCE = 3;
 
 /** Those in the browser's memory: an image shown with one is drawn at once. */
 const loaded = new Set<string>();
