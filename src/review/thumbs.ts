@@ -33,6 +33,8 @@ const ASKED = Number.MAX_SAFE_INTEGER;
  * the first ones unmade for the next look).
  */
 const ROUNDS_KEPT = 50;
+/** Outputs remembered as having a kept thumbnail (some 10 MB at most), then forgotten and read again. */
+const KEPT_SEEN_MAX = 100_000;
 
 /** A thumbnail's file in the folder: named by its output's path, which never changes its bytes. */
 export function keptName(relative: string): string {
@@ -51,6 +53,7 @@ export class Thumbnails {
   private readonly maker = new ThumbMaker();
   /** The newest round of thumbnails made ahead. */
   private round = 0;
+  private readonly keptSeen = new Set<string>();
 
   constructor(
     /** The folder they are kept in (made when the first is). */
@@ -88,7 +91,7 @@ export class Thumbnails {
     for (const relative of relatives)
       void this.making.add(
         async () => {
-          if (round <= this.round - ROUNDS_KEPT || this.pending.has(relative)) return;
+          if (round <= this.round - ROUNDS_KEPT || this.pending.has(relative) || this.keptSeen.has(relative)) return;
           // Nothing waits for these: one that cannot be made is the card's own output when it is asked for.
           await this.make(relative).catch(() => {});
         },
@@ -97,8 +100,16 @@ export class Thumbnails {
   }
 
   /** A thumbnail already made and kept, read (never made here): what the page as served carries inside it. */
-  kept(relative: string): Promise<Buffer | undefined> {
-    return readFile(join(this.dir, keptName(relative))).catch(() => undefined);
+  async kept(relative: string): Promise<Buffer | undefined> {
+    const found = await readFile(join(this.dir, keptName(relative))).catch(() => undefined);
+    if (found) this.seenKept(relative);
+    return found;
+  }
+
+  /** Kept, as this server saw: a round made ahead passes over these without reading them again. */
+  private seenKept(relative: string): void {
+    if (this.keptSeen.size >= KEPT_SEEN_MAX) this.keptSeen.clear();
+    this.keptSeen.add(relative);
   }
 
   close(): void {
@@ -122,7 +133,7 @@ export class Thumbnails {
   /** The thumbnail, made unless it was kept meanwhile (made ahead while this waited its turn). */
   private async make(relative: string): Promise<Buffer | undefined> {
     const name = keptName(relative);
-    const found = await readFile(join(this.dir, name)).catch(() => undefined);
+    const found = await this.kept(relative);
     if (found) return found;
     // A folder's output is read by the maker itself; a bucket's comes through here (the server holds one at a time).
     const path = this.outputs instanceof FolderSink ? await this.outputs.localFile(relative) : undefined;
@@ -130,7 +141,11 @@ export class Thumbnails {
     if (!path && !file) return undefined;
     const thumb = await this.maker.make(path ?? (await buffer(file!.read())));
     // Kept whole or not at all; a folder that cannot be written costs only the keeping.
-    if (thumb) await writeWhole(this.folder, name, 'replace', thumb).catch(() => {});
+    if (thumb)
+      await writeWhole(this.folder, name, 'replace', thumb).then(
+        () => this.seenKept(relative),
+        () => {},
+      );
     return thumb;
   }
 }
