@@ -39,20 +39,26 @@ const saved = (store: Store, id: string) =>
     true,
   );
 
+/** A run's store and a live feed on it (a look every 10 ms) with one page attached: what the page was sent. */
+function attachedFeed(summary: () => unknown = () => ({})) {
+  const path = join(mkdtempSync(join(tmpdir(), 'genbatch-live-')), 'state.sqlite');
+  const run = runStore(path);
+  const reader = Store.openForReview(path);
+  const feed = new LiveFeed({ store: () => reader, summary: summary as never, series: () => ({}) as never }, 10);
+  onTestFinished(() => {
+    feed.close();
+    reader.close();
+    run.close();
+  });
+  const writes: string[] = [];
+  const res = { writeHead: () => res, write: (text: string) => writes.push(text), on: () => res, end: () => {} };
+  feed.attach(res as unknown as ServerResponse);
+  return { run, writes };
+}
+
 describe('the live feed', () => {
   it('sends every output once, even when one claimed earlier is verified later', async () => {
-    const path = join(mkdtempSync(join(tmpdir(), 'genbatch-live-')), 'state.sqlite');
-    const run = runStore(path);
-    const reader = Store.openForReview(path);
-    const feed = new LiveFeed({ store: () => reader, summary: () => ({}) as never, series: () => ({}) as never }, 10);
-    onTestFinished(() => {
-      feed.close();
-      reader.close();
-      run.close();
-    });
-    const writes: string[] = [];
-    const res = { writeHead: () => res, write: (text: string) => writes.push(text), on: () => res, end: () => {} };
-    feed.attach(res as unknown as ServerResponse);
+    const { run, writes } = attachedFeed();
     const sentIds = () =>
       writes
         .filter((w) => w.startsWith('event: outputs'))
@@ -77,23 +83,9 @@ describe('the live feed', () => {
     onTestFinished(() => {
       vi.useRealTimers();
     });
-    const path = join(mkdtempSync(join(tmpdir(), 'genbatch-live-')), 'state.sqlite');
-    const run = runStore(path);
-    const reader = Store.openForReview(path);
     let summaries = 0;
-    const feed = new LiveFeed(
-      { store: () => reader, summary: () => ({ n: ++summaries }) as never, series: () => ({}) as never },
-      10,
-    );
-    onTestFinished(() => {
-      feed.close();
-      reader.close();
-      run.close();
-    });
-    const writes: string[] = [];
-    const res = { writeHead: () => res, write: (text: string) => writes.push(text), on: () => res, end: () => {} };
+    const { run, writes } = attachedFeed(() => ({ n: ++summaries }));
     const sent = (name: string) => writes.filter((w) => w.startsWith(`event: ${name}`)).length;
-    feed.attach(res as unknown as ServerResponse);
     // Looks with nothing committed send nothing more: a page redrew its header and plots, and asked again
     // for its cards, a look after it opened.
     vi.advanceTimersByTime(5_000);
