@@ -17,17 +17,8 @@ export const decisionBody = z.union([
 ]);
 export type DecisionBody = z.infer<typeof decisionBody>;
 
-/** The thumbnails an answer carries at most: a large screen's worth (some 600 KB). */
-const MAX_INLINE = 40;
-
 /** The grid's query string as a filter and a slice. */
-export function sliceOf(url: URL): {
-  filter: ReviewFilter;
-  offset: number;
-  limit: number;
-  screen: number;
-  inline: number;
-} {
+export function sliceOf(url: URL): { filter: ReviewFilter; offset: number; limit: number; screen: number } {
   const q = url.searchParams;
   const int = (name: string, fallback: number, max: number) => {
     const n = Number.parseInt(q.get(name) ?? '', 10);
@@ -46,8 +37,6 @@ export function sliceOf(url: URL): {
     limit: int('limit', 100, MAX_SLICE) || 1,
     // Where the page's screen begins in the slice: the thumbnails from there on are made ahead.
     screen: int('screen', 0, MAX_SLICE),
-    // How many of the screen's thumbnails, those already made, come inside the answer (a slice scrolled to).
-    inline: int('inline', 0, MAX_INLINE),
   };
 }
 

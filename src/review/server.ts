@@ -156,7 +156,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, ctx: Context): 
     return;
   }
   if (path === '/api/events') return ctx.live.attach(res);
-  const data = await readApi(path, url, ctx);
+  const data = readApi(path, url, ctx);
   if (data === undefined) {
     res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('not found');
     return;
@@ -173,7 +173,14 @@ async function handle(req: IncomingMessage, res: ServerResponse, ctx: Context): 
  */
 async function pageBody(html: string, ctx: Context): Promise<string> {
   const first = ctx.state.store.reviewQueries.page({}, 0, SLICE);
-  const cards = await withThumbsInside(first.cards, 0, FIRST_SCREEN_THUMBS, ctx.thumbs);
+  const files = thumbnailed(first.cards.slice(0, FIRST_SCREEN_THUMBS));
+  const kept = new Map(await Promise.all(files.map(async (f) => [f, await ctx.thumbs.kept(f)] as const)));
+  // Those not made yet (new outputs since the server started) are made now, for the page's own asking.
+  ctx.thumbs.ahead(files.filter((f) => !kept.get(f)));
+  const cards = first.cards.map((card) => {
+    const thumb = card.file ? kept.get(card.file) : undefined;
+    return thumb ? { ...card, inlineThumb: `data:image/webp;base64,${thumb.toString('base64')}` } : card;
+  });
   // Inside a script element: no `<` may close it, whatever a prompt holds.
   const inline = JSON.stringify({ ...first, cards })
     .replace(/</g, '\\u003c')
@@ -182,42 +189,22 @@ async function pageBody(html: string, ctx: Context): Promise<string> {
   return html.replaceAll('__TOKEN__', encodeURIComponent(ctx.token)).replace('"__FIRST_SLICE__"', () => inline);
 }
 
-/**
- * The cards, those from `from` on (`count` of them) carrying their thumbnails inside as `data:` URLs where they
- * are made already; the others of them are made now, for the page's own asking.
- */
-async function withThumbsInside(
-  cards: readonly ReviewCard[],
-  from: number,
-  count: number,
-  thumbs: Thumbnails,
-): Promise<ReviewCard[]> {
-  const files = thumbnailed(cards.slice(from, from + count));
-  const kept = new Map(await Promise.all(files.map(async (f) => [f, await thumbs.kept(f)] as const)));
-  thumbs.ahead(files.filter((f) => !kept.get(f)));
-  return cards.map((card) => {
-    const thumb = card.file ? kept.get(card.file) : undefined;
-    return thumb ? { ...card, inlineThumb: `data:image/webp;base64,${thumb.toString('base64')}` } : card;
-  });
-}
-
 /** The outputs of these cards that are shown as thumbnails: images with no web copy. */
 function thumbnailed(cards: readonly ReviewCard[]): string[] {
   return cards.flatMap((c) => (c.type === 'image' && c.file && !c.copy ? [c.file] : []));
 }
 
-async function readApi(path: string, url: URL, ctx: Context): Promise<unknown> {
+function readApi(path: string, url: URL, ctx: Context): unknown {
   const queries = ctx.state.store.reviewQueries;
   if (path === '/api/summary') return ctx.source.summary();
   if (path === '/api/series') return ctx.source.series();
   if (path === '/api/items') {
-    const { filter, offset, limit, screen, inline } = sliceOf(url);
+    const { filter, offset, limit, screen } = sliceOf(url);
     const page = queries.page(filter, offset, limit);
     // The screen the slice is for (a filter's first, a jump's): its thumbnails are on their way before the page
     // asks for them, three at a time.
     ctx.thumbs.ahead(thumbnailed(page.cards.slice(screen, screen + FIRST_SCREEN_THUMBS)));
-    // A slice scrolled to: what the user waits for is the screen's images, and those made come with it.
-    return inline ? { ...page, cards: await withThumbsInside(page.cards, screen, inline, ctx.thumbs) } : page;
+    return page;
   }
   if (path === '/api/versions')
     return { itemId: url.searchParams.get('id'), versions: queries.versions(url.searchParams.get('id') ?? '') };

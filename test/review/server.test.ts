@@ -249,12 +249,6 @@ describe('the review server, as a local server must be', () => {
     // A slice asked for a screen that begins inside it (a jump): the thumbnails from there on.
     await ask('offset=0&limit=120&screen=51');
     await expect.poll(() => [50, 51, 55].map(made), { timeout: 20_000, interval: 20 }).toEqual([false, true, true]);
-    // A slice scrolled to brings the screen's thumbnails made so far inside it, as the page as served does.
-    const scrolled = JSON.parse((await ask('offset=40&limit=20&screen=11&inline=5')).body) as {
-      cards: { id: string; inlineThumb?: string }[];
-    };
-    const inside = scrolled.cards.filter((c) => c.inlineThumb?.startsWith('data:image/webp;base64,')).map((c) => c.id);
-    expect(inside).toEqual(['item-51', 'item-52', 'item-53', 'item-54', 'item-55']);
   });
 
   it("makes a thumbnail of an output that is in no folder (a bucket's), from its bytes", async () => {

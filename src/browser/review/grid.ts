@@ -12,11 +12,8 @@ export const grid = { onMoved: (_index: number) => {} };
 
 function query(offset: number): string {
   // Where the screen begins in this slice: the server makes its thumbnails ahead of the page's asking.
-  const [from, to] = visibleRange();
-  const screen = Math.min(SLICE - 1, Math.max(0, from - offset));
+  const screen = Math.min(SLICE - 1, Math.max(0, visibleRange()[0] - offset));
   let q = `/api/items?offset=${offset}&limit=${SLICE}&screen=${screen}`;
-  // A slice scrolled to brings the screen's thumbnails with it; a question's answer comes light, its cards first.
-  if (offset > 0) q += `&inline=${Math.max(0, Math.min(SLICE - screen, to - offset - screen))}`;
   for (const [k, v] of Object.entries(app.filter)) if (v) q += `&${k}=${encodeURIComponent(v)}`;
   return q;
 }
@@ -46,9 +43,10 @@ async function fetchSlice(index: number): Promise<void> {
     const page = first ?? (await api<CardsPage>(query(index * SLICE)));
     if (gen !== app.generation) return;
     const mine = new Map((app.slices.get(index) ?? []).map((c) => [c.id, c]));
-    const cards = page.cards.map((c) => (mine.has(c.id) && isNewerHere(c.id, issued) ? mine.get(c.id)! : c));
-    app.slices.set(index, cards);
-    keepInside(index, cards);
+    app.slices.set(
+      index,
+      page.cards.map((c) => (mine.has(c.id) && isNewerHere(c.id, issued) ? mine.get(c.id)! : c)),
+    );
     if (page.total !== app.total) {
       app.total = page.total;
       layout();
@@ -57,20 +55,6 @@ async function fetchSlice(index: number): Promise<void> {
   } finally {
     release?.();
   }
-}
-
-/** Slices whose cards carry their thumbnails inside (`data:` URLs), the newest last. */
-const inside: number[] = [];
-/** A long scroll keeps the thumbnails inside only the last few slices: the others' are asked for as URLs again. */
-const SLICES_INSIDE = 8;
-
-function keepInside(index: number, cards: readonly ReviewCardData[]): void {
-  if (!cards.some((c) => c.inlineThumb)) return;
-  const before = inside.indexOf(index);
-  if (before >= 0) inside.splice(before, 1);
-  inside.push(index);
-  while (inside.length > SLICES_INSIDE)
-    for (const card of app.slices.get(inside.shift()!) ?? []) delete card.inlineThumb;
 }
 
 /**
@@ -105,7 +89,6 @@ export function cardAt(i: number): ReviewCardData | undefined {
 export async function reload(keepFocus: boolean): Promise<void> {
   app.generation++;
   app.slices.clear();
-  inside.length = 0;
   app.pending.clear();
   if (!keepFocus) {
     app.focus = 0;
