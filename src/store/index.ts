@@ -47,9 +47,6 @@ export type { SteeringAnswer, SteeringMode, SteeringRequest } from './steering.j
 export { lockHolder } from './lock.js';
 export { JOB_SECONDS_BUCKETS } from './job-seconds.js';
 
-/** The review's mapping of its state: 256 MB, a catalog of 1,000,000 items' pages (SQLite maps no more than the file). */
-const REVIEW_MMAP_BYTES = 256 * 1024 * 1024;
-
 /** The run's durable state: one SQLite file, one writer process. */
 export class Store {
   readonly items: Items;
@@ -181,13 +178,7 @@ export class Store {
         );
       Store.open(path).close();
     } else probe.close();
-    const db = openDbReadWriteUnlocked(path);
-    // Pages read from the file's mapping, not copied into a fresh connection's cache: a review server's first
-    // question of each filter read 100,000 items' index pages that way (a first "unreviewed" 15 ms, then 13 ms;
-    // a first "CÉRAMIC 777" 26 ms, then 12). Nothing of genbatch's shrinks a state file (no VACUUM), so the
-    // mapping never outlives its bytes; a state replaced by a rehearsal is a new file, the old one still mapped.
-    db.pragma(`mmap_size = ${REVIEW_MMAP_BYTES}`);
-    return new Store(db, () => {}, true);
+    return new Store(openDbReadWriteUnlocked(path), () => {}, true);
   }
 
   /** A consistent backup of the whole state at `path`, taken while runs and reviewers write (SQLite's online backup). */
