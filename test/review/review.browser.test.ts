@@ -194,14 +194,29 @@ items:
     await page.waitForFunction(() => document.querySelectorAll('.card').length === 3);
     // The run's plots are drawn once the first screen is shown (uPlot loads after the page's own script).
     await page.waitForSelector('#plots canvas');
-    const decoded = () =>
-      page.waitForFunction(() =>
+    // Each wait is bounded, and one that runs out says where the page stood: which step, which images.
+    const until = (step: string, state: () => boolean) =>
+      page.waitForFunction(state, undefined, { timeout: 10_000 }).catch(async (error: unknown) => {
+        const where = await page.evaluate(() => ({
+          shown: document.getElementById('shown')?.textContent,
+          images: Array.from(document.querySelectorAll<HTMLImageElement>('.card img, #newest-strip img')).map((i) => [
+            i.src.slice(0, 48),
+            i.dataset.thumb?.slice(0, 48),
+            i.complete,
+            i.naturalWidth,
+          ]),
+          asked: performance.getEntriesByType('resource').map((e) => [e.name.slice(22, 70), Math.round(e.duration)]),
+        }));
+        throw new Error(`${step}: ${JSON.stringify(where)}`, { cause: error });
+      });
+    const decoded = (step: string) =>
+      until(step, () =>
         Array.from(document.querySelectorAll<HTMLImageElement>('.card img')).every(
           (i) => i.complete && i.naturalWidth > 0,
         ),
       );
     // Each card shows a thumbnail the server made, decoded: the first screen's came inside the page.
-    await decoded();
+    await decoded('first');
     const sources = () => page.$$eval('.card img', (images) => images.map((i) => (i as HTMLImageElement).src));
     expect((await sources()).map((src) => src.split(',')[0])).toEqual(Array(3).fill('data:image/webp;base64'));
     expect(
@@ -223,13 +238,13 @@ items:
       'spring',
     ]);
     await page.selectOption('#f-tag', 'spring');
-    await page.waitForFunction(() => document.getElementById('shown')!.textContent === '2 shown');
+    await until('tag spring', () => document.getElementById('shown')!.textContent === '2 shown');
     expect((await cardsShown(page)).map(([id]) => id)).toEqual(['mug', 'vase']);
     // A slice asked for later names its thumbnails, asked for one by one.
-    await decoded();
+    await decoded('filtered');
     expect((await sources()).map((src) => new URL(src).pathname)).toEqual(['/thumbs/mug-1.png', '/thumbs/vase-1.png']);
     await page.fill('#f-search', 'CAFE');
-    await page.waitForFunction(() => document.getElementById('shown')!.textContent === '1 shown');
+    await until('search CAFE', () => document.getElementById('shown')!.textContent === '1 shown');
     expect((await cardsShown(page)).map(([id]) => id)).toEqual(['vase']);
     expect((page as Page & { errors: string[] }).errors).toEqual([]);
   });

@@ -252,7 +252,10 @@ describe('the review server, as a local server must be', () => {
   });
 
   it("makes a thumbnail of an output that is in no folder (a bucket's), from its bytes", async () => {
-    const { ws } = await reviewedRun(1);
+    // Only the bucket's server: a folder's, on the same state, would make and keep the folder's own thumbnail.
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(t.sim, imageManifest(1));
+    expect((await ws.run()).code).toBe(0);
     const outputs = new MemorySink();
     outputs.files.set('item-0-1.png', { bytes: makePng('big', 1600, 1200), mtimeMs: 1 });
     const server = await startTestReview({ statePath: ws.statePath, outputs, title: 'm', budget: null });
