@@ -33,8 +33,8 @@ const ASKED = Number.MAX_SAFE_INTEGER;
  * the first ones unmade for the next look).
  */
 const ROUNDS_KEPT = 50;
-/** Outputs remembered as having a kept thumbnail (some 10 MB at most), then forgotten and read again. */
-const KEPT_SEEN_MAX = 100_000;
+/** Outputs remembered as settled (some 10 MB at most), then forgotten and looked at again. */
+const SETTLED_MAX = 100_000;
 
 /** A thumbnail's file in the folder: named by its output's path, which never changes its bytes. */
 export function keptName(relative: string): string {
@@ -53,7 +53,7 @@ export class Thumbnails {
   private readonly maker = new ThumbMaker();
   /** The newest round of thumbnails made ahead. */
   private round = 0;
-  private readonly keptSeen = new Set<string>();
+  private readonly settled = new Set<string>();
 
   constructor(
     /** The folder they are kept in (made when the first is). */
@@ -80,10 +80,10 @@ export class Thumbnails {
 
   /**
    * Made before anything asks for them, after everything a page asked for: the first screen's thumbnails at the
-   * server's start and whenever the page is served, and each filter's first screen as its slice is answered. A
-   * first open waited for the maker to start and decode each original as the page asked, four at a time; a screen
+   * server's start and whenever the page is served, and each slice's screen as the slice is answered. A first
+   * open waited for the maker to start and decode each original as the page asked, three at a time; a screen
    * passed quickly left most of its thumbnails unmade. The newest screen's come first; those of screens more
-   * than ROUNDS_KEPT back are given up.
+   * than ROUNDS_KEPT back are given up, and so are those this server saw kept or could not make.
    */
   ahead(relatives: readonly string[]): void {
     if (relatives.length === 0) return;
@@ -91,7 +91,7 @@ export class Thumbnails {
     for (const relative of relatives)
       void this.making.add(
         async () => {
-          if (round <= this.round - ROUNDS_KEPT || this.pending.has(relative) || this.keptSeen.has(relative)) return;
+          if (round <= this.round - ROUNDS_KEPT || this.pending.has(relative) || this.settled.has(relative)) return;
           // Nothing waits for these: one that cannot be made is the card's own output when it is asked for.
           await this.make(relative).catch(() => {});
         },
@@ -102,14 +102,18 @@ export class Thumbnails {
   /** A thumbnail already made and kept, read (never made here): what the page as served carries inside it. */
   async kept(relative: string): Promise<Buffer | undefined> {
     const found = await readFile(join(this.dir, keptName(relative))).catch(() => undefined);
-    if (found) this.seenKept(relative);
+    if (found) this.settle(relative);
     return found;
   }
 
-  /** Kept, as this server saw: a round made ahead passes over these without reading them again. */
-  private seenKept(relative: string): void {
-    if (this.keptSeen.size >= KEPT_SEEN_MAX) this.keptSeen.clear();
-    this.keptSeen.add(relative);
+  /**
+   * Kept, or not to be made (no image the maker reads, no file), as this server saw: a round made ahead passes
+   * over these, neither reading them again nor starting the maker on an output it failed on. A page's own ask
+   * still tries.
+   */
+  private settle(relative: string): void {
+    if (this.settled.size >= SETTLED_MAX) this.settled.clear();
+    this.settled.add(relative);
   }
 
   close(): void {
@@ -132,20 +136,15 @@ export class Thumbnails {
 
   /** The thumbnail, made unless it was kept meanwhile (made ahead while this waited its turn). */
   private async make(relative: string): Promise<Buffer | undefined> {
-    const name = keptName(relative);
     const found = await this.kept(relative);
     if (found) return found;
     // A folder's output is read by the maker itself; a bucket's comes through here (the server holds one at a time).
     const path = this.outputs instanceof FolderSink ? await this.outputs.localFile(relative) : undefined;
     const file = path ? undefined : await this.outputs.open(relative);
-    if (!path && !file) return undefined;
-    const thumb = await this.maker.make(path ?? (await buffer(file!.read())));
+    const thumb = path || file ? await this.maker.make(path ?? (await buffer(file!.read()))) : undefined;
     // Kept whole or not at all; a folder that cannot be written costs only the keeping.
-    if (thumb)
-      await writeWhole(this.folder, name, 'replace', thumb).then(
-        () => this.seenKept(relative),
-        () => {},
-      );
+    if (thumb) await writeWhole(this.folder, keptName(relative), 'replace', thumb).catch(() => {});
+    this.settle(relative);
     return thumb;
   }
 }
