@@ -122,7 +122,7 @@ export class ReviewQueries {
     if (total === 0 || offset >= total) return { total, cards: [] };
     const few = q.narrowing && total <= FEW;
     const search = q.match === undefined ? [] : [this.searchClause(q.match, few, offset, total)];
-    const from = few ? 'items i' : 'items i INDEXED BY items_grid';
+    const from = few ? 'items i' : `items i INDEXED BY ${q.walk}`;
     const removed = few ? '+i.removed = 0' : 'i.removed = 0';
     // The slice is found in the index alone (a jump past 50,000 cards skips index entries, not joins), then read.
     const cards = this.prepared(
@@ -313,6 +313,11 @@ interface GridQuery {
   match?: string;
   /** A search or a tag: a set of rows, not a range of the items' own indexes. */
   narrowing: boolean;
+  /**
+   * The index walked in manifest order for a slice: a review's, model's or state's own range when one is asked
+   * for (walking every item's for 2,000 failed ones, 1,000 in, took 18-54 ms, their own range 0.1 ms).
+   */
+  walk: 'items_grid' | 'items_grid_review' | 'items_grid_model' | 'items_grid_state';
 }
 
 /** The text the search index holds, read from the item for a word the index cannot look up. */
@@ -357,7 +362,21 @@ function queryOf(filter: ReviewFilter): GridQuery {
       params[`w${k}`] = `%${word.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
     });
   const match = params.match as string | undefined;
-  return { clauses, params, ...(match ? { match } : {}), narrowing: params.tag !== undefined || match !== undefined };
+  const walk =
+    params.review !== undefined
+      ? 'items_grid_review'
+      : params.model !== undefined
+        ? 'items_grid_model'
+        : params.state !== undefined
+          ? 'items_grid_state'
+          : 'items_grid';
+  return {
+    clauses,
+    params,
+    ...(match ? { match } : {}),
+    narrowing: params.tag !== undefined || match !== undefined,
+    walk,
+  };
 }
 
 /** Each distinct value of an indexed column, found by jumping from one to the next (`where`: on the rows). */
