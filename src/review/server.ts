@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SLICE } from '../browser/data.js';
-import type { ReviewCard } from '../store/index.js';
+import type { ReviewCard, ReviewFilter } from '../store/index.js';
 import { runSeries } from '../report/series.js';
 import { parseOwner, SnapshotKeeper, type OutputSink } from '../sink/index.js';
 import { applyDecision, decisionBody, sliceOf } from './api.js';
@@ -94,6 +94,7 @@ export async function startReviewServer(opts: ReviewServerOptions): Promise<Revi
   guard = guardFor(token, host, port);
   const shownHost = host.includes(':') ? `[${host}]` : host;
   let closing: Promise<void> | undefined;
+  countAhead(state, () => closing !== undefined);
   return {
     url: `http://${shownHost}:${port}/?token=${token}`,
     port,
@@ -187,6 +188,31 @@ async function pageBody(html: string, ctx: Context): Promise<string> {
     .replace(/\u2028/g, '\\u2028')
     .replace(/\u2029/g, '\\u2029');
   return html.replaceAll('__TOKEN__', encodeURIComponent(ctx.token)).replace('"__FIRST_SLICE__"', () => inline);
+}
+
+/**
+ * The filters the page offers, counted one a turn of the event loop from the server's start: a reviewer's first
+ * pick is answered from the cache and the totals kept, and a question asked meanwhile waits for one count at most.
+ */
+function countAhead(state: StateHandle, stopped: () => boolean): void {
+  let filters: ReviewFilter[];
+  try {
+    filters = state.store.reviewQueries.offeredFilters();
+  } catch {
+    return;
+  }
+  const next = () => {
+    const filter = filters.shift();
+    if (!filter || stopped()) return;
+    try {
+      state.store.reviewQueries.count(filter);
+    } catch {
+      // A state replaced meanwhile: its filters are counted as they are asked for.
+      return;
+    }
+    setImmediate(next);
+  };
+  setImmediate(next);
 }
 
 /** The outputs of these cards that are shown as thumbnails: images with no web copy. */

@@ -261,6 +261,33 @@ describe('the review grid: search, filters and their counts, from the state', ()
     }
   });
 
+  it('counts anew after any change: a decision made here, or a commit of the run beside', () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'genbatch-grid-')), 'n.sqlite');
+    const few = items.slice(0, 30);
+    const run = stateWith(few, path);
+    const reviewer = Store.openForReview(path);
+    try {
+      const count = (filter: ReviewFilter) => reviewer.reviewQueries.page(filter, 0, 5).total;
+      const approved = expected(few, { review: 'approved' }).length;
+      // Every offered filter counted ahead, as the review app does once its page is shown.
+      for (const filter of reviewer.reviewQueries.offeredFilters())
+        expect(reviewer.reviewQueries.count(filter), JSON.stringify(filter)).toBe(expected(few, filter).length);
+      expect(count({ review: 'approved' })).toBe(approved);
+      // A search scrolled past its first slice keeps its matches in a table: the counts are still right after.
+      reviewer.reviewQueries.page({ search: 'sku' }, 5, 5);
+      const unreviewed = expected(few, { review: 'unreviewed' });
+      reviewer.reviews.decide(unreviewed[0]!, 1, 'approved', undefined, 6_000);
+      expect(count({ review: 'approved' })).toBe(approved + 1);
+      expect(count({ review: 'unreviewed' })).toBe(unreviewed.length - 1);
+      run.reviews.decide(unreviewed[1]!, 1, 'approved', undefined, 6_000);
+      expect(count({ review: 'approved' })).toBe(approved + 2);
+      expect(count({ review: 'unreviewed' })).toBe(unreviewed.length - 2);
+    } finally {
+      reviewer.close();
+      run.close();
+    }
+  });
+
   it('lists the models and tags of the items, each once', () => {
     expect(store.reviewQueries.models()).toEqual(['studio-edit', 'studio-lite', 'studio-xl']);
     expect(store.reviewQueries.tags()).toEqual(['line-é', 'spring']);
