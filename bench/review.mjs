@@ -101,6 +101,7 @@ export async function reviewBench() {
   // The answers too are the warm runs' (the cold run's maker decodes each new screen's originals on the other core
   // while it is timed): the cold run's are said beside them.
   const scroll = median(warm.map((r) => r.scrollMs));
+  const jumpAt = (part) => median(warm.map((r) => r.jump[part] ?? Number.NaN));
   const whats = Object.keys(runs[0].answers);
   const answers = whats.map((what) => ({
     what,
@@ -111,6 +112,7 @@ export async function reviewBench() {
     serverMs: median(warm.map((r) => r.answers[what].serverMs)),
     sentMs: median(warm.map((r) => r.answers[what].sentMs)),
     inMs: median(warm.map((r) => r.answers[what].inMs)),
+    changedMs: median(warm.map((r) => r.answers[what].changedMs)),
     shown: runs[0].answers[what].shown,
     // A word of 1 or 2 characters cannot use the trigram index: measured, and not held to the index's goal.
     gated: !what.includes('a scan'),
@@ -140,10 +142,10 @@ export async function reviewBench() {
   );
   for (const a of answers)
     console.log(
-      `review  ${a.what}: ${a.ms} ms from the input to the cards drawn, warm median (slowest ${a.max}, cold ${a.coldMs}; ${a.shown}; asked at ${a.sentMs} ms, answer in at ${a.inMs}, the server's part ${a.serverMs} ms; ${a.outsideMs} ms seen from the harness)${a.gated ? '' : ', not gated'}`,
+      `review  ${a.what}: ${a.ms} ms from the input to the cards drawn, warm median (slowest ${a.max}, cold ${a.coldMs}; ${a.shown}; asked at ${a.sentMs} ms, answer in at ${a.inMs}, the grid changed at ${a.changedMs}, the server's part ${a.serverMs} ms; ${a.outsideMs} ms seen from the harness)${a.gated ? '' : ', not gated'}`,
     );
   console.log(
-    `review  a jump to the middle of the grid: ${scroll} ms to its cards drawn, warm median (cold ${cold.scrollMs}); cards in the DOM: ${runs[0].cardsInDom}`,
+    `review  a jump to the middle of the grid: ${scroll} ms to its cards drawn, warm median (cold ${cold.scrollMs}; its slice asked at ${jumpAt('sliceAsked')} ms, in at ${jumpAt('sliceIn')}, its first thumbnails asked at ${jumpAt('thumbsAsked')}, the first in at ${jumpAt('thumbIn')}); cards in the DOM: ${runs[0].cardsInDom}`,
   );
   const verdict = SCALE > 1 ? 'reported, not gated' : pass ? 'met' : 'MISSED';
   console.log(
@@ -198,6 +200,7 @@ async function inBrowser(url) {
         const seen = new MutationObserver(() => {
           if (!t.start || !answered()) return;
           seen.disconnect();
+          t.changed = performance.now();
           requestAnimationFrame((frame) => {
             t.drawn = frame;
           });
@@ -213,7 +216,7 @@ async function inBrowser(url) {
       await page.evaluate(() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done))));
       const outsideMs = Date.now() - at;
       await page.waitForFunction(() => window.__answer.drawn > 0);
-      const { ms, serverMs, sentMs, inMs } = await page.evaluate(() => {
+      const { ms, serverMs, sentMs, inMs, changedMs } = await page.evaluate(() => {
         const asked = performance.getEntriesByType('resource').filter((e) => e.name.includes('/api/items'));
         const t = window.__answer;
         const last = asked.at(-1);
@@ -223,9 +226,11 @@ async function inBrowser(url) {
           // Where the time went: the question sent (after the page's own work and a free connection), its answer in.
           sentMs: Math.round(last.requestStart - t.start),
           inMs: Math.round(last.responseEnd - t.start),
+          // The page's own work on the answer: the grid changed, then the frame that drew it.
+          changedMs: Math.round(t.changed - t.start),
         };
       });
-      answers[what] = { ms, outsideMs, serverMs, sentMs, inMs, shown: await page.textContent('#shown') };
+      answers[what] = { ms, outsideMs, serverMs, sentMs, inMs, changedMs, shown: await page.textContent('#shown') };
     };
     const search = async (what, text) => {
       await answer(what, `q=${encodeURIComponent(text)}`, () => page.fill('#f-search', text));
@@ -250,7 +255,7 @@ async function inBrowser(url) {
     const total = ITEMS.toLocaleString('en-US');
     await page.waitForFunction((t) => document.getElementById('shown').textContent === `${t} shown`, total);
     // A jump to the middle: from the scroll to the frame that draws a card there with its image.
-    const scrollMs = await page.evaluate(
+    const jump = await page.evaluate(
       () =>
         new Promise((done) => {
           const s = document.getElementById('scroller');
@@ -261,14 +266,25 @@ async function inBrowser(url) {
             const shown = Array.from(document.querySelectorAll('.card img')).some(
               (i) => Math.abs(i.closest('.card').offsetTop - top) < 600 && i.complete && i.naturalWidth > 0,
             );
-            if (shown) done(Math.round(frame - start));
-            else requestAnimationFrame(check);
+            if (!shown) return requestAnimationFrame(check);
+            // Where the jump's time went: its slice asked and in, its first thumbnails asked and in.
+            const after = performance.getEntriesByType('resource').filter((e) => e.startTime >= start);
+            const slice = after.find((e) => e.name.includes('/api/items'));
+            const thumbs = after.filter((e) => e.name.includes('/thumbs/'));
+            const at = (n) => (n === undefined ? undefined : Math.round(n - start));
+            done({
+              ms: Math.round(frame - start),
+              sliceAsked: at(slice?.startTime),
+              sliceIn: at(slice?.responseEnd),
+              thumbsAsked: at(thumbs[0]?.startTime),
+              thumbIn: at(thumbs.length ? Math.min(...thumbs.map((e) => e.responseEnd)) : undefined),
+            });
           };
           requestAnimationFrame(check);
         }),
     );
     const cardsInDom = await page.$$eval('.card', (cards) => cards.length);
-    return { firstCardsMs, outsideFirstMs, timeline, answers, scrollMs, cardsInDom };
+    return { firstCardsMs, outsideFirstMs, timeline, answers, scrollMs: jump.ms, jump, cardsInDom };
   } finally {
     await browser.close();
   }
