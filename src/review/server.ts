@@ -80,21 +80,26 @@ export async function startReviewServer(opts: ReviewServerOptions): Promise<Revi
   keeper?.start();
   state.onReplaced = () => live.reset();
   let guard: Guard | undefined;
+  let closing: Promise<void> | undefined;
+  // Once a page has shown its first screen (it then opens the live feed): nothing competes with that screen.
+  let counting = false;
+  const shown = () => {
+    if (counting) return;
+    counting = true;
+    countAhead(state, () => closing !== undefined);
+  };
   const server = createServer((req, res) => {
     for (const [k, v] of Object.entries(SECURITY_HEADERS)) res.setHeader(k, v);
-    handle(req, res, { guard: guard!, state, assets, live, source, outputs: opts.outputs, thumbs, token }).catch(
-      (error) => {
-        if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' });
-        res.end(`error: ${(error as Error).message}`);
-      },
-    );
+    const ctx = { guard: guard!, state, assets, live, source, outputs: opts.outputs, thumbs, token, shown };
+    handle(req, res, ctx).catch((error) => {
+      if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' });
+      res.end(`error: ${(error as Error).message}`);
+    });
   });
   await listen(server, host, opts.port ?? 0);
   const port = (server.address() as AddressInfo).port;
   guard = guardFor(token, host, port);
   const shownHost = host.includes(':') ? `[${host}]` : host;
-  let closing: Promise<void> | undefined;
-  countAhead(state, () => closing !== undefined);
   return {
     url: `http://${shownHost}:${port}/?token=${token}`,
     port,
@@ -123,6 +128,8 @@ interface Context {
   outputs: OutputSink;
   thumbs: Thumbnails;
   token: string;
+  /** A page has shown its first screen. */
+  shown: () => void;
 }
 
 async function handle(req: IncomingMessage, res: ServerResponse, ctx: Context): Promise<void> {
@@ -156,7 +163,10 @@ async function handle(req: IncomingMessage, res: ServerResponse, ctx: Context): 
     res.writeHead(200, { 'content-type': asset.type, 'cache-control': 'no-store' }).end(body);
     return;
   }
-  if (path === '/api/events') return ctx.live.attach(res);
+  if (path === '/api/events') {
+    ctx.shown();
+    return ctx.live.attach(res);
+  }
   const data = readApi(path, url, ctx);
   if (data === undefined) {
     res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('not found');
@@ -191,8 +201,9 @@ async function pageBody(html: string, ctx: Context): Promise<string> {
 }
 
 /**
- * The filters the page offers, counted one a turn of the event loop from the server's start: a reviewer's first
- * pick is answered from the cache and the totals kept, and a question asked meanwhile waits for one count at most.
+ * The filters the page offers, counted one a turn of the event loop once a page has shown its first screen: a
+ * reviewer's first pick is answered from the cache and the totals kept, and a question asked meanwhile waits for
+ * one count at most. Counted from the server's start, they held up the first screen's requests on a first open.
  */
 function countAhead(state: StateHandle, stopped: () => boolean): void {
   let filters: ReviewFilter[];
