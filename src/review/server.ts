@@ -203,7 +203,7 @@ async function pageBody(html: string, ctx: Context): Promise<string> {
 /**
  * The filters the page offers, counted one a turn of the event loop once a page has shown its first screen: a
  * reviewer's first pick is answered from the cache and the totals kept, and a question asked meanwhile waits for
- * one count at most. Counted from the server's start, they held up the first screen's requests on a first open.
+ * one count at most. Not from the server's start: a first open's page and scripts would wait behind counts read cold.
  */
 function countAhead(state: StateHandle, stopped: () => boolean): void {
   let filters: ReviewFilter[];
