@@ -79,7 +79,10 @@ export const SLICE = 120;
 
 /** A slice of the review grid. */
 export interface CardsPage {
-  total: number;
+  /** Null while not counted: the first slice of a search most items match comes before its count. */
+  total: number | null;
+  /** With no total: as many as were seen to match. */
+  atLeast?: number;
   cards: ReviewCardData[];
 }
 

@@ -237,12 +237,14 @@ function readApi(path: string, url: URL, ctx: Context): unknown {
   if (path === '/api/series') return ctx.source.series();
   if (path === '/api/items') {
     const { filter, offset, limit, screen } = sliceOf(url);
-    const page = queries.page(filter, offset, limit);
+    const page = queries.slice(filter, offset, limit);
     // The screen the slice is for (a filter's first, a jump's): its thumbnails are on their way before the page
     // asks for them, three at a time.
     ctx.thumbs.ahead(thumbnailed(page.cards.slice(screen, screen + FIRST_SCREEN_THUMBS)));
     return page;
   }
+  // A search's first slice may come before its count: the page asks for the count then.
+  if (path === '/api/count') return { total: queries.count(sliceOf(url).filter) };
   if (path === '/api/versions')
     return { itemId: url.searchParams.get('id'), versions: queries.versions(url.searchParams.get('id') ?? '') };
   return undefined;

@@ -2,18 +2,16 @@ import type { Statement } from 'better-sqlite3';
 import type { ReviewCardData } from '../browser/data.js';
 import type { Db } from './db.js';
 import type { ReviewDecision } from './reviews.js';
-import { searchText } from './search-text.js';
+import { KeptTotals } from './review-totals.js';
+import { type GridQuery, queryOf, type ReviewFilter, totalKey } from './review-filter.js';
 import { ITEM_STATES, type ItemState } from './states.js';
 
-/** What the review app filters its grid by; every field optional. */
-export interface ReviewFilter {
-  /** 'unreviewed': done with no decision on its current version. */
-  review?: ReviewDecision | 'unreviewed' | undefined;
-  state?: ItemState | undefined;
-  model?: string | undefined;
-  tag?: string | undefined;
-  /** Words looked for in the item's id, prompt, row values and tags, in any case and with or without accents. */
-  search?: string | undefined;
+/** A slice as the page asks for it: a search most items match may come before its count. */
+export interface CardsSlice {
+  /** How many match in all; null while not counted yet (`atLeast` then). */
+  total: number | null;
+  atLeast?: number;
+  cards: ReviewCard[];
 }
 
 /** One card of the review grid (the page's shape), with the state and the decision as the store types them. */
@@ -80,10 +78,7 @@ export class ReviewQueries {
   private readonly cache = new Map<string, Statement<unknown[], unknown>>();
   /** The search whose matches temp.search_hits holds, and the state's data version then. */
   private hits: { match: string; version: number } | undefined;
-  /** How many match each filter counted, while the state is as `counted` says (forgotten at any change). */
-  private readonly totals = new Map<string, number>();
-  private counted = { version: -1, changes: -1 };
-  private readonly changesStmt;
+  private readonly totals;
 
   constructor(private readonly db: Db) {
     this.newestStmt = db.prepare<[number, number], NewOutput>(
@@ -113,7 +108,7 @@ export class ReviewQueries {
     );
     this.modelsStmt = db.prepare<[], string>(skipScan('items', 'model', 'removed = 0')).pluck();
     this.tagsStmt = db.prepare<[], string>(skipScan('item_tags', 'tag')).pluck();
-    this.changesStmt = db.prepare<[], number>('SELECT total_changes()').pluck();
+    this.totals = new KeptTotals(db);
   }
 
   /**
@@ -124,19 +119,44 @@ export class ReviewQueries {
   page(filter: ReviewFilter, offset: number, limit: number): { total: number; cards: ReviewCard[] } {
     const q = queryOf(filter);
     const total = this.countOf(q);
-    if (total === 0 || offset >= total) return { total, cards: [] };
+    return { total, cards: this.cardsOf(q, offset, limit, total) };
+  }
+
+  /**
+   * A slice as the page asks for it: the first of a search most items match (one in five or more, seen by
+   * counting only that many) comes before its count, `total` null and `atLeast` the matches seen, and `count`
+   * counts it (a 6-letter word every item holds took 11-20 ms to count, its first slice 3). Any other, as `page`.
+   */
+  slice(filter: ReviewFilter, offset: number, limit: number): CardsSlice {
+    const q = queryOf(filter);
+    const key = totalKey(q);
+    const alone = q.match !== undefined && q.clauses.length === 0 && !this.anyRemoved();
+    if (offset > 0 || !alone || this.totals.get(key) !== undefined) return this.page(filter, offset, limit);
+    const enough = Math.max(1, Math.ceil(this.itemCount() / DENSE));
+    const seen = this.get(
+      'SELECT count(*) AS n FROM (SELECT rowid FROM item_search WHERE item_search MATCH @match LIMIT @enough)',
+      { ...q.params, enough },
+    );
+    if (seen >= enough) return { total: null, atLeast: seen, cards: this.cardsOf(q, 0, limit, seen) };
+    // Fewer than enough: all there are, counted.
+    this.totals.set(key, seen);
+    return { total: seen, cards: this.cardsOf(q, 0, limit, seen) };
+  }
+
+  /** The cards of a slice, `total` (or as many as seen) matching: which says how the slice is best read. */
+  private cardsOf(q: GridQuery, offset: number, limit: number, total: number): ReviewCard[] {
+    if (total === 0 || offset >= total) return [];
     const few = q.narrowing && total <= FEW;
     const search = q.match === undefined ? [] : [this.searchClause(q.match, few, offset, total)];
     const from = few ? 'items i' : `items i INDEXED BY ${q.walk}`;
     const removed = few ? '+i.removed = 0' : 'i.removed = 0';
     // The slice is found in the index alone (a jump past 50,000 cards skips index entries, not joins), then read.
-    const cards = this.prepared(
+    return this.prepared(
       `SELECT ${CARD_COLUMNS} FROM (
          SELECT i.rowid AS slice FROM ${from} WHERE ${[removed, ...q.clauses, ...search].join(' AND ')}
          ORDER BY i.seq, i.rowid LIMIT @limit OFFSET @offset
        ) JOIN items i ON i.rowid = slice ${CARD_JOINS} ORDER BY i.seq, i.rowid`,
     ).all({ ...q.params, limit, offset }) as ReviewCard[];
-    return { total, cards };
   }
 
   /**
@@ -174,21 +194,12 @@ export class ReviewQueries {
     ];
   }
 
-  /**
-   * A total counted is kept until the state changes: another connection's commit (the run's) or a write of this
-   * one (a decision) forgets them all. A count needs a full range of an index, the slice only its first entries.
-   */
+  /** A total counted is kept while the state is unchanged. */
   private countOf(q: GridQuery): number {
-    const now = { version: this.dataVersion(), changes: this.changesStmt.get()! };
-    if (now.version !== this.counted.version || now.changes !== this.counted.changes) {
-      this.totals.clear();
-      this.counted = now;
-    }
-    const key = JSON.stringify([q.clauses, q.params]);
+    const key = totalKey(q);
     let total = this.totals.get(key);
     if (total === undefined) {
       total = this.total(q);
-      if (this.totals.size >= TOTALS_KEPT) this.totals.clear();
       this.totals.set(key, total);
     }
     return total;
@@ -218,17 +229,16 @@ export class ReviewQueries {
    */
   private keepHits(match: string): void {
     if (this.hitsKept(match)) return;
-    const before = this.changesStmt.get();
-    this.db.exec('CREATE TEMP TABLE IF NOT EXISTS search_hits (id INTEGER PRIMARY KEY)');
-    this.db.transaction(() => {
-      this.prepared('DELETE FROM temp.search_hits').run();
-      this.prepared('INSERT INTO temp.search_hits SELECT rowid FROM item_search WHERE item_search MATCH @match').run({
-        match,
-      });
-    })();
+    this.totals.unchanged(() => {
+      this.db.exec('CREATE TEMP TABLE IF NOT EXISTS search_hits (id INTEGER PRIMARY KEY)');
+      this.db.transaction(() => {
+        this.prepared('DELETE FROM temp.search_hits').run();
+        this.prepared('INSERT INTO temp.search_hits SELECT rowid FROM item_search WHERE item_search MATCH @match').run({
+          match,
+        });
+      })();
+    });
     this.hits = { match, version: this.dataVersion() };
-    // Matches kept in a temporary table are no change of the state: the totals counted still hold.
-    if (this.counted.changes === before) this.counted.changes = this.changesStmt.get()!;
   }
 
   private hitsKept(match: string): boolean {
@@ -345,9 +355,6 @@ export class ReviewQueries {
   }
 }
 
-/** Totals kept at most (searches typed are many): then they start over. */
-const TOTALS_KEPT = 1_000;
-
 /** The tags counted ahead: the first in their order, as the page lists them. */
 const OFFERED_TAGS = 50;
 
@@ -359,80 +366,6 @@ const DENSE = 5;
 
 /** The search's matches, as kept. */
 const KEPT_HITS = 'i.rowid IN (SELECT id FROM temp.search_hits)';
-
-/** The filter as clauses over `i` (items), the search apart; values are always parameters. */
-interface GridQuery {
-  clauses: string[];
-  params: Record<string, unknown>;
-  /** The search's words the index can look up, as an FTS5 query (`@match`). */
-  match?: string;
-  /** A search or a tag: a set of rows, not a range of the items' own indexes. */
-  narrowing: boolean;
-  /**
-   * The index walked in manifest order for a slice: a review's, model's or state's own range when one is asked
-   * for (walking every item's for 2,000 failed ones, 1,000 in, took 18-54 ms, their own range 0.1 ms).
-   */
-  walk: 'items_grid' | 'items_grid_review' | 'items_grid_model' | 'items_grid_state';
-}
-
-/** The text the search index holds, read from the item for a word the index cannot look up. */
-const SCANNED = `(${searchText('i.')})`;
-
-/** The trigram index finds pieces of 3 characters or more; a shorter word is looked for in the text itself. */
-const INDEXED_LENGTH = 3;
-
-function queryOf(filter: ReviewFilter): GridQuery {
-  const clauses: string[] = [];
-  const params: Record<string, unknown> = {};
-  if (filter.state && (ITEM_STATES as readonly string[]).includes(filter.state)) {
-    clauses.push('i.state = @state');
-    params.state = filter.state;
-  }
-  if (filter.model) {
-    clauses.push('i.model = @model');
-    params.model = filter.model;
-  }
-  if (filter.review === 'unreviewed' || filter.review === 'approved' || filter.review === 'rejected') {
-    clauses.push('i.review = @review');
-    params.review = filter.review;
-  }
-  if (filter.tag) {
-    clauses.push('i.rowid IN (SELECT item_rowid FROM item_tags WHERE tag = @tag)');
-    params.tag = filter.tag;
-  }
-  const words = (filter.search ?? '').split(/\s+/).filter(Boolean).slice(0, 8);
-  const indexed = words.filter((w) => [...w].length >= INDEXED_LENGTH);
-  if (indexed.length) {
-    // Each word a phrase: its text as written, quotes doubled, so no word is read as FTS syntax.
-    params.match = indexed.map((w) => `"${w.replaceAll('"', '""')}"`).join(' AND ');
-  }
-  // A word too short for the index: a scan of the same text (LIKE folds ASCII case only, and no accents).
-  words
-    .filter((w) => [...w].length < INDEXED_LENGTH)
-    .forEach((word, k) => {
-      // The id and spec as stored first (cheap; they hold every word the text does), then the text itself.
-      clauses.push(
-        `(i.id LIKE @w${k} ESCAPE '\\' OR i.spec LIKE @w${k} ESCAPE '\\') AND ${SCANNED} LIKE @w${k} ESCAPE '\\'`,
-      );
-      params[`w${k}`] = `%${word.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-    });
-  const match = params.match as string | undefined;
-  const walk =
-    params.review !== undefined
-      ? 'items_grid_review'
-      : params.model !== undefined
-        ? 'items_grid_model'
-        : params.state !== undefined
-          ? 'items_grid_state'
-          : 'items_grid';
-  return {
-    clauses,
-    params,
-    ...(match ? { match } : {}),
-    narrowing: params.tag !== undefined || match !== undefined,
-    walk,
-  };
-}
 
 /** Each distinct value of an indexed column, found by jumping from one to the next (`where`: on the rows). */
 function skipScan(table: string, column: string, where?: string): string {

@@ -134,6 +134,17 @@ describe('genbatch review in a browser', () => {
     await page.fill('#f-search', 'product 4');
     await page.waitForFunction(() => document.getElementById('shown')!.textContent === '1 shown');
     expect((await cardsShown(page)).map(([id]) => id)).toEqual(['item-4']);
+    // Every item matches: the first cards come before the count, and the grid grows to it.
+    await page.fill('#f-search', 'product');
+    await page.waitForFunction(() => document.getElementById('shown')!.textContent === '6 shown');
+    expect((await cardsShown(page)).map(([id]) => id)).toEqual([
+      'item-0',
+      'item-1',
+      'item-2',
+      'item-3',
+      'item-4',
+      'item-5',
+    ]);
     await page.fill('#f-search', '');
     await page.waitForFunction(() => document.getElementById('shown')!.textContent === '6 shown');
     await page.screenshot({ path: SCREENSHOT });

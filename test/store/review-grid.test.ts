@@ -288,6 +288,43 @@ describe('the review grid: search, filters and their counts, from the state', ()
     }
   });
 
+  it('answers the first slice of a search most items match before counting it, then counts it', () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'genbatch-grid-')), 'd.sqlite');
+    // No item removed: a search alone is counted in its own index.
+    const all = items.slice(0, 100);
+    const dense = Store.open(path);
+    sync(dense, all, 1_000);
+    try {
+      const queries = dense.reviewQueries;
+      // Nothing removed, nothing run: what matches is what the text holds.
+      const matching = (filter: ReviewFilter) =>
+        all
+          .filter((m) => !filter.model || m.model === filter.model)
+          .filter((m) =>
+            fold([m.id, m.prompt, ...Object.values(m.values), ...m.tags].join('\n')).includes(filter.search!),
+          )
+          .map((m) => m.id);
+      const want = matching({ search: 'sku' });
+      const first = queries.slice({ search: 'sku' }, 0, 25);
+      // A fifth of the items seen to match is enough: the cards come, the count follows when asked.
+      expect(first).toMatchObject({ total: null, atLeast: 20 });
+      expect(first.cards.map((c) => c.id)).toEqual(want.slice(0, 25));
+      expect(queries.count({ search: 'sku' })).toBe(want.length);
+      expect(queries.slice({ search: 'sku' }, 0, 25).total).toBe(want.length);
+      // Scrolled, a few matches, or another filter beside: counted first, as always.
+      expect(queries.slice({ search: 'creme' }, 25, 25).total).toBe(matching({ search: 'creme' }).length);
+      const few = queries.slice({ search: 'sku-001' }, 0, 25);
+      expect([few.total, few.cards.map((c) => c.id)]).toEqual([10, matching({ search: 'sku-001' })]);
+      const mugs = queries.slice({ search: 'mug', model: 'studio-xl' }, 0, 25);
+      expect([mugs.total, mugs.cards.map((c) => c.id)]).toEqual([
+        matching({ search: 'mug', model: 'studio-xl' }).length,
+        matching({ search: 'mug', model: 'studio-xl' }),
+      ]);
+    } finally {
+      dense.close();
+    }
+  });
+
   it('lists the models and tags of the items, each once', () => {
     expect(store.reviewQueries.models()).toEqual(['studio-edit', 'studio-lite', 'studio-xl']);
     expect(store.reviewQueries.tags()).toEqual(['line-é', 'spring']);

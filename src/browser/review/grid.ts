@@ -13,7 +13,11 @@ export const grid = { onMoved: (_index: number) => {} };
 function query(offset: number): string {
   // Where the screen begins in this slice: the server makes its thumbnails ahead of the page's asking.
   const screen = Math.min(SLICE - 1, Math.max(0, visibleRange()[0] - offset));
-  let q = `/api/items?offset=${offset}&limit=${SLICE}&screen=${screen}`;
+  return `/api/items?offset=${offset}&limit=${SLICE}&screen=${screen}${filterParams()}`;
+}
+
+function filterParams(): string {
+  let q = '';
   for (const [k, v] of Object.entries(app.filter)) if (v) q += `&${k}=${encodeURIComponent(v)}`;
   return q;
 }
@@ -47,14 +51,27 @@ async function fetchSlice(index: number): Promise<void> {
       index,
       page.cards.map((c) => (mine.has(c.id) && isNewerHere(c.id, issued) ? mine.get(c.id)! : c)),
     );
-    if (page.total !== app.total) {
-      app.total = page.total;
+    const total = page.total ?? page.atLeast ?? page.cards.length;
+    if (total !== app.total || app.counting !== (page.total === null)) {
+      app.total = total;
+      app.counting = page.total === null;
       layout();
     }
     render();
+    if (page.total === null) void countAfter(gen);
   } finally {
     release?.();
   }
+}
+
+/** The count of a search whose first cards came before it: the grid grows to it once it is in. */
+async function countAfter(gen: number): Promise<void> {
+  const answer = await api<{ total: number }>(`/api/count?${filterParams().slice(1)}`).catch(() => undefined);
+  if (!answer || gen !== app.generation) return;
+  app.total = answer.total;
+  app.counting = false;
+  layout();
+  render();
 }
 
 /**
@@ -184,7 +201,7 @@ function cardNode(card: ReviewCardData, i: number): HTMLElement {
 }
 
 export function showCounts(): void {
-  byId('shown').textContent = `${fmt(app.total)} shown`;
+  byId('shown').textContent = `${fmt(app.total)}${app.counting ? '+' : ''} shown`;
   const n = app.anchor < 0 ? 0 : Math.abs(app.focus - app.anchor) + 1;
   byId('selection').textContent = n > 1 ? `${n} selected` : '';
 }

@@ -23,6 +23,8 @@ export const app = {
   space: byId('space'),
   filter: { review: '', state: '', model: '', tag: '', q: '' } as Filter,
   total: 0,
+  /** The total is as many as were seen to match, and the count is on its way. */
+  counting: false,
   /** Slices of cards by index; dropped when the filter changes. */
   slices: new Map<number, ReviewCardData[]>(),
   pending: new Map<number, Promise<void>>(),
