@@ -239,7 +239,7 @@ function readApi(path: string, url: URL, ctx: Context): unknown {
     const { filter, offset, limit, screen } = sliceOf(url);
     const page = queries.slice(filter, offset, limit);
     // The screen the slice is for (a filter's first, a jump's): its thumbnails are on their way before the page
-    // asks for them, three at a time.
+    // asks for them, two at a time.
     ctx.thumbs.ahead(thumbnailed(page.cards.slice(screen, screen + FIRST_SCREEN_THUMBS)));
     return page;
   }
