@@ -130,8 +130,10 @@ export class ReviewQueries {
   slice(filter: ReviewFilter, offset: number, limit: number): CardsSlice {
     const q = queryOf(filter);
     const key = totalKey(q);
-    const alone = q.match !== undefined && q.clauses.length === 0 && !this.anyRemoved();
-    if (offset > 0 || !alone || this.totals.get(key) !== undefined) return this.page(filter, offset, limit);
+    // A scrolled slice, another filter beside, or an item removed: counted first.
+    if (offset > 0 || q.match === undefined || q.clauses.length > 0 || this.anyRemoved())
+      return this.page(filter, offset, limit);
+    if (this.totals.get(key) !== undefined) return this.page(filter, offset, limit);
     const enough = Math.max(1, Math.ceil(this.itemCount() / DENSE));
     const seen = this.get(
       'SELECT count(*) AS n FROM (SELECT rowid FROM item_search WHERE item_search MATCH @match LIMIT @enough)',

@@ -12,7 +12,7 @@ const AT_ONCE = 2;
 const loaded = new Set<string>();
 /** More than this and the list starts over: one forgotten is asked for again, and the browser's cache answers. */
 const LOADED_MAX = 5_000;
-/** Those asked for, each by an image of its own (the cards' come and go with every frame drawn). */
+/** Those asked for, each by an image of its own held until it loaded (the cards' come and go with every frame). */
 const loading = new Map<string, HTMLImageElement>();
 
 /** The places whose thumbnails are asked for, the first first. */
@@ -71,7 +71,6 @@ function ask(url: string): void {
   const img = new Image();
   loading.set(url, img);
   const done = (ok: boolean) => {
-    if (loading.get(url) !== img) return;
     loading.delete(url);
     if (ok) {
       if (loaded.size >= LOADED_MAX) loaded.clear();
