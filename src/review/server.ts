@@ -72,10 +72,13 @@ export async function startReviewServer(opts: ReviewServerOptions): Promise<Revi
   const live = new LiveFeed(source, opts.liveEveryMs ?? 500);
   const thumbs = new Thumbnails(thumbsBeside(opts.statePath), opts.outputs);
   // The first screen's thumbnails are on their way before the page is opened (a first open made them one by one),
-  // then the newest strip's.
+  // then the newest strip's: one round, in that order (the strip's as a round before began with one of its own,
+  // the maker's slowest, before the first card's).
   const { reviewQueries } = state.store;
-  thumbs.ahead(reviewQueries.downloadedSince(0, NEWEST_SHOWN).flatMap((o) => (o.type === 'image' ? [o.path] : [])));
-  thumbs.ahead(thumbnailed(reviewQueries.page({}, 0, FIRST_SCREEN_THUMBS).cards));
+  thumbs.ahead([
+    ...thumbnailed(reviewQueries.page({}, 0, FIRST_SCREEN_THUMBS).cards),
+    ...reviewQueries.downloadedSince(0, NEWEST_SHOWN).flatMap((o) => (o.type === 'image' ? [o.path] : [])),
+  ]);
   const keeper = keeperOf(opts, state);
   keeper?.start();
   state.onReplaced = () => live.reset();

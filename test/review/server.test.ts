@@ -8,7 +8,9 @@ import { raw, startTestReview } from '../helpers/review.js';
 import { imageManifest, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 import { FolderSink } from '../../src/sink/index.js';
-import { keptName } from '../../src/review/thumbs.js';
+import { FIRST_SCREEN_THUMBS, keptName } from '../../src/review/thumbs.js';
+import { NEWEST_SHOWN } from '../../src/review/live.js';
+import { Store } from '../../src/store/index.js';
 
 /**
  * A run of `items` images (`extra`: more of the manifest's top level), or of a manifest of its own, and a
@@ -228,6 +230,25 @@ describe('the review server, as a local server must be', () => {
       const asked = await fetch(`${base}/thumbs/${card.file}?token=${token}`);
       expect(Buffer.from(data!, 'base64').equals(Buffer.from(await asked.arrayBuffer()))).toBe(true);
     }
+  });
+
+  it("makes every thumbnail of the first screen before the newest strip's", async () => {
+    // On a first open every thumbnail waits for the maker, one at a time: the first screen's are the ones a page
+    // shows first, and a strip's made before them (the slowest, the maker's first) held them all back.
+    const { ws } = await reviewedRun(90);
+    const kept = ws.statePath.replace(/\.sqlite$/, '.thumbs');
+    const at = (file: string) => statSync(join(kept, keptName(file))).mtimeMs;
+    const made = (file: string) => existsSync(join(kept, keptName(file)));
+    const firstScreen = Array.from({ length: FIRST_SCREEN_THUMBS }, (_, i) => `item-${i}-1.png`);
+    const store = Store.openReadOnly(ws.statePath);
+    const strip = store.reviewQueries
+      .downloadedSince(0, NEWEST_SHOWN)
+      .map((o) => o.path)
+      .filter((f) => !firstScreen.includes(f));
+    store.close();
+    expect(strip.length).toBeGreaterThanOrEqual(10);
+    await expect.poll(() => [...firstScreen, ...strip].every(made), { timeout: 30_000, interval: 20 }).toBe(true);
+    expect(Math.min(...strip.map(at))).toBeGreaterThanOrEqual(Math.max(...firstScreen.map(at)));
   });
 
   it("makes the thumbnails of a slice's screen as the slice is answered", async () => {
