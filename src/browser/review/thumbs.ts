@@ -76,12 +76,19 @@ function ask(url: string): void {
       if (loaded.size >= LOADED_MAX) loaded.clear();
       loaded.add(url);
     }
-    // A thumbnail that failed is left to the card's own image to try (and to say it failed).
+    // The first image waiting for it becomes the one loaded (already complete: given a source instead, it loaded
+    // again from the memory cache, a task or two later); any other is given the source. A thumbnail that failed is
+    // left to the card's own image to try (and to say it failed).
+    let loader: HTMLImageElement | undefined = ok ? img : undefined;
     for (const place of places)
       for (const shown of place.querySelectorAll<HTMLImageElement>('img[data-thumb]'))
         if (shown.dataset.thumb === url) {
           delete shown.dataset.thumb;
-          shown.src = url;
+          if (loader) {
+            for (const { name, value } of Array.from(shown.attributes)) loader.setAttribute(name, value);
+            shown.replaceWith(loader);
+            loader = undefined;
+          } else shown.src = url;
         }
     askForThumbs();
   };
