@@ -72,8 +72,8 @@ export async function startReviewServer(opts: ReviewServerOptions): Promise<Revi
   const live = new LiveFeed(source, opts.liveEveryMs ?? 500);
   const thumbs = new Thumbnails(thumbsBeside(opts.statePath), opts.outputs);
   // The first screen's thumbnails are on their way before the page is opened (a first open made them one by one),
-  // then the newest strip's: one round, in that order (the strip's as a round before began with one of its own,
-  // the maker's slowest, before the first card's).
+  // then the newest strip's, in one round: as two, the strip's first was begun before the newer round came, and on a
+  // first open the maker's first (its slowest) thumbnail was not a card's.
   const { reviewQueries } = state.store;
   thumbs.ahead([
     ...thumbnailed(reviewQueries.page({}, 0, FIRST_SCREEN_THUMBS).cards),
