@@ -3,9 +3,8 @@ import { type ChaosResult, chaosRun } from '../../bench/chaos.mjs';
 
 /**
  * One seed of the chaos bench run to its end, then checked (the bench checks the ledger, the output dir and the
- * bucket). The seeds are spread over three files: a file's tests run one after another, and with no timings kept
- * (a clean clone) vitest starts the smallest files last, so six seeds in one file were the suite's last 47 s, on
- * one worker of four.
+ * bucket). The seeds are spread over three files because a file's tests run one after another: six seeds in one
+ * file held one worker of four for 63 s, and were the suite's last 47 s.
  */
 export async function expectSeedHolds(seed: number): Promise<ChaosResult> {
   const lines: string[] = [];
