@@ -1,25 +1,13 @@
-import { type ChildProcess, fork } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import type { ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { buffer } from 'node:stream/consumers';
 import PQueue from 'p-queue';
+import { keptName } from '../copies/thumbs/kept.js';
+import { ThumbMaker } from '../copies/thumbs/maker.js';
 import { FolderSink, type OutputSink, writeWhole } from '../sink/index.js';
-import { builtDir } from '../util/built.js';
 import { serveOutput } from './files.js';
-import type { ThumbAsked, ThumbMade } from './thumb-maker.js';
-
-/** The folder beside a state that keeps its thumbnails: `<state>.thumbs/` (a state's own, like its log). */
-export function thumbsBeside(statePath: string): string {
-  return `${statePath.replace(/\.sqlite$/, '')}.thumbs`;
-}
-
-/** The thumbnail maker ends after this long without work: its memory goes back to the machine. */
-const MAKER_IDLE_MS = 60_000;
-/** A thumbnail not made in this long is not waited for: the card shows the output itself. */
-const MAKE_TIMEOUT_MS = 30_000;
 /**
  * The first cards whose thumbnails come inside the page as served, and are made ahead of it: a large screen's
  * first screen (9 cards across and 4 down at 1920 x 1080), some 600 KB at 14 KB a thumbnail.
@@ -36,11 +24,6 @@ const ASKED = Number.MAX_SAFE_INTEGER;
 const ROUNDS_KEPT = 50;
 /** Outputs remembered as settled (some 10 MB at most), then forgotten and looked at again. */
 const SETTLED_MAX = 100_000;
-
-/** A thumbnail's file in the folder: named by its output's path, which never changes its bytes. */
-export function keptName(relative: string): string {
-  return `${createHash('sha256').update(relative).digest('hex').slice(0, 32)}.webp`;
-}
 
 /**
  * Thumbnails for the review grid's cards of outputs with no web copy: a 2048-pixel original is decoded once,
@@ -150,72 +133,5 @@ export class Thumbnails {
     if (thumb) await writeWhole(this.folder, keptName(relative), 'replace', thumb).catch(() => {});
     this.settle(relative);
     return thumb;
-  }
-}
-
-/** The child process that makes thumbnails (src/review/thumb-maker.ts), started when needed. */
-class ThumbMaker {
-  private child: ChildProcess | undefined;
-  private next = 1;
-  private readonly waiting = new Map<number, (thumb: Buffer | undefined) => void>();
-  private idle: NodeJS.Timeout | undefined;
-
-  /** The thumbnail of a file or bytes; undefined when they are no image it reads, or it failed or took too long. */
-  make(source: string | Buffer): Promise<Buffer | undefined> {
-    const child = this.started();
-    clearTimeout(this.idle);
-    const id = this.next++;
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => this.answer(id, undefined), MAKE_TIMEOUT_MS);
-      this.waiting.set(id, (thumb) => {
-        clearTimeout(timer);
-        resolve(thumb);
-      });
-      const asked: ThumbAsked = typeof source === 'string' ? { id, path: source } : { id, data: source };
-      child.send(asked, (error) => {
-        if (error) this.answer(id, undefined);
-      });
-    });
-  }
-
-  close(): void {
-    clearTimeout(this.idle);
-    this.child?.kill();
-    this.child = undefined;
-    for (const id of [...this.waiting.keys()]) this.answer(id, undefined);
-  }
-
-  private started(): ChildProcess {
-    if (this.child) return this.child;
-    const child = fork(join(builtDir(), 'review', 'thumb-maker.js'), [], {
-      serialization: 'advanced',
-      // Nothing of this process's own loader flags; few malloc arenas for libvips's threads.
-      execArgv: [],
-      env: { ...process.env, GENBATCH_THUMB_MAKER: '1', MALLOC_ARENA_MAX: '2' },
-      stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
-    });
-    child.on('message', (m: ThumbMade) => this.answer(m.id, 'thumb' in m ? Buffer.from(m.thumb) : undefined));
-    child.on('exit', () => {
-      if (this.child === child) this.child = undefined;
-      for (const id of [...this.waiting.keys()]) this.answer(id, undefined);
-    });
-    child.on('error', () => {});
-    // It never keeps this process alive by itself: the server's sockets do while a thumbnail is asked for.
-    child.unref();
-    child.channel?.unref();
-    this.child = child;
-    return child;
-  }
-
-  private answer(id: number, thumb: Buffer | undefined): void {
-    const done = this.waiting.get(id);
-    if (!done) return;
-    this.waiting.delete(id);
-    done(thumb);
-    if (this.waiting.size === 0) {
-      clearTimeout(this.idle);
-      this.idle = setTimeout(() => this.close(), MAKER_IDLE_MS);
-      this.idle.unref();
-    }
   }
 }

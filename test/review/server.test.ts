@@ -8,7 +8,8 @@ import { raw, startTestReview } from '../helpers/review.js';
 import { imageManifest, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 import { FolderSink } from '../../src/sink/index.js';
-import { FIRST_SCREEN_THUMBS, keptName } from '../../src/review/thumbs.js';
+import { keptName } from '../../src/copies/thumbs/kept.js';
+import { FIRST_SCREEN_THUMBS } from '../../src/review/thumbs.js';
 import { NEWEST_SHOWN } from '../../src/review/live.js';
 import { Store } from '../../src/store/index.js';
 

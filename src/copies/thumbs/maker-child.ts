@@ -1,10 +1,11 @@
 /**
- * A child process of `genbatch review` that makes its thumbnails. libvips decodes on libuv's threads, and glibc
- * keeps a memory arena for each thread that touched it: in the server that was 50-70 MB it never gave back. Here
- * it is the child's (started with few arenas), and it goes when the child does, after a minute without work.
+ * The child process that makes thumbnails, for `genbatch review` and for a run as it saves its outputs. libvips
+ * decodes on libuv's threads, and glibc keeps a memory arena for each thread that touched it: in the review server
+ * that was 50-70 MB it never gave back. Here it is the child's (started with few arenas), and it goes when the child
+ * does, after a minute without work.
  */
-import { sharpModule } from '../copies/web-copy.js';
-import { CARD_WIDTH } from '../store/review-queries.js';
+import { CARD_WIDTH } from '../../store/review-queries.js';
+import { sharpModule } from '../web-copy.js';
 
 /** A request: an output's file on this machine, or its bytes; the answer: its thumbnail (WebP), or why there is none. */
 export type ThumbAsked = { id: number; path: string } | { id: number; data: Uint8Array };
@@ -27,6 +28,6 @@ if (process.send && process.env.GENBATCH_THUMB_MAKER === '1') {
       (error: Error) => process.send!({ id: asked.id, error: error.message } satisfies ThumbMade),
     );
   });
-  // The server gone, its child goes too.
+  // Its parent gone, the child goes too.
   process.on('disconnect', () => process.exit(0));
 }
