@@ -1,7 +1,10 @@
 import type { Job } from '../api/index.js';
+import { thumbsBeside } from '../copies/thumbs/kept.js';
 import type { ManifestTop } from '../manifest/index.js';
+import { FolderSink } from '../sink/index.js';
 import type { ItemRow } from '../store/index.js';
 import { Copier } from './copies/copier.js';
+import { RunThumbnails } from './copies/thumbnails.js';
 import { recordCrash } from './item/crash.js';
 import { downloadJob } from './item/download-task.js';
 import type { DownloadDeps, SavedOutput } from './item/download-task.js';
@@ -21,7 +24,8 @@ import { downloadTaskDeps, jobTaskDeps } from './task-deps.js';
  * 2. download and verify (item/download-task.ts), in a download place: each
  *    output saved and recorded, the item done with its last one;
  * 3. copies and checks (copies/copier.ts), a few at a time: each saved image
- *    output's checks and web copies;
+ *    output's checks and web copies; beside them, not waited for by the next
+ *    stage, the review's thumbnail of an output kept here (copies/thumbnails.ts);
  * 4. publish (publish/publisher.ts), with a bucket: each saved output and
  *    each staged web copy, put and verified, its local file then removed.
  *
@@ -37,6 +41,8 @@ export class JobLife {
   readonly copier: Copier | undefined;
   /** Stage 4: made when outputs go to a bucket. */
   readonly publisher: Publisher | undefined;
+  /** Beside stage 3: made when outputs are kept in a folder and the state in a file. */
+  private readonly thumbnails: RunThumbnails | undefined;
   /** The done items' outputs being checked on disk, alongside the run (stage 2 for earlier runs' items). */
   private checking: Promise<void> | undefined;
   /** Originals whose copies are being made, each handed to the publisher once they are. */
@@ -76,6 +82,10 @@ export class JobLife {
     this.copier = asksCopies(manifest.manifest)
       ? new Copier({ store, control, outputs, now, logger, staged: (copy) => publisher?.copied(copy) })
       : undefined;
+    this.thumbnails =
+      parts.statePath && outputs instanceof FolderSink && !publishing
+        ? new RunThumbnails({ dir: thumbsBeside(parts.statePath), outputs, store })
+        : undefined;
   }
 
   /** Stages 3 and 4 take up what earlier runs left them: the copier first (a staged web copy found gone is unrecorded, to be made again, before the publisher takes up the rest). */
@@ -133,6 +143,7 @@ export class JobLife {
    * published only once its copies were made from it.
    */
   private saved(output: SavedOutput): void {
+    this.thumbnails?.saved(output);
     const copying = this.copier?.saved(output);
     if (!copying) return void this.publisher?.saved(output);
     const handoff = copying.finally(() => {
@@ -149,7 +160,7 @@ export class JobLife {
 
   /** Stages 3 and 4 at work (copies being made, files published): a known wait for the watchdog. */
   get laterStagesBusy(): boolean {
-    return (this.publisher?.busy ?? false) || (this.copier?.busy ?? false);
+    return (this.publisher?.busy ?? false) || (this.copier?.busy ?? false) || (this.thumbnails?.busy ?? false);
   }
 
   /** Once the feed has ended: every job's later stages, in order, until none has anything left. */
@@ -164,6 +175,12 @@ export class JobLife {
     // Each original copied is handed on to be published: none still on its way when the publisher is asked.
     await Promise.all([...this.handoffs]);
     await this.publisher?.onIdle();
+    await this.thumbnails?.settled();
+  }
+
+  /** The run has ended: its thumbnail maker too (what it had not made, review makes). */
+  close(): void {
+    this.thumbnails?.close();
   }
 }
 

@@ -49,6 +49,7 @@ export class Runner {
       await this.p.keeper?.end();
       await this.p.lease.release();
       this.p.watchdog.stop();
+      this.p.life.close();
       upkeep.stop();
       this.p.detach();
     }

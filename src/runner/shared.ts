@@ -68,6 +68,8 @@ export interface RunOpened {
   readonly outputs: OutputSink;
   /** --max-credits, else the manifest's budget, net of refunds. */
   readonly budget: number | undefined;
+  /** The state's file: the review's thumbnails of the outputs are kept beside it. */
+  readonly statePath?: string | undefined;
 }
 
 /** What a run is built from: what its start opened, and the keys it goes with. */

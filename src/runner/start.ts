@@ -21,6 +21,7 @@ import { checkValid, issueReport, loadValid, locate } from '../manifest/load-val
 import { checkAgainstService, shapeProblems } from '../manifest/online.js';
 import { OPEN_STATES, Store } from '../store/index.js';
 import { openStateReadOnly, statePathFor } from '../store/state-path.js';
+import { thumbsBeside } from '../copies/thumbs/kept.js';
 import { openOutputSink } from '../sink/index.js';
 import { EXIT, ExitError, usageError } from '../util/exit-error.js';
 import type { RunOpened } from './shared.js';
@@ -157,8 +158,8 @@ function sinkSettingsOf(options: ResolvedRunOptions, statePath: string): Paramet
 
 /** What the runner takes of a prepared run, as it is. */
 function openedOf(prepared: PreparedRun): RunOpened {
-  const { options, store, manifest, catalog, toSync, outputs, budget } = prepared;
-  return { options, store, manifest, catalog, toSync, outputs, budget };
+  const { options, store, manifest, catalog, toSync, outputs, budget, statePath } = prepared;
+  return { options, store, manifest, catalog, toSync, outputs, budget, statePath };
 }
 
 /** How long a start waits for a service that answers nothing yet (--unreachable-minutes), asking again every second of the service's time. */
@@ -376,7 +377,10 @@ function topOf({ source, manifest, name, outputDir, outputName, vars }: Manifest
   return { source, manifest, name, outputDir, outputName, vars };
 }
 
-/** Removes an earlier rehearsal's state; a real run's state given by --state is refused, never touched. */
+/**
+ * Removes an earlier rehearsal's state and the review's thumbnails beside it (its outputs are replaced, at the
+ * same paths); a real run's state given by --state is refused, never touched.
+ */
 function startRehearsalOver(statePath: string, defaultPath: boolean): void {
   if (!existsSync(statePath)) return;
   // .genbatch/<name>.simulated.sqlite is only ever a rehearsal's; a path given by --state must say it is one.
@@ -387,6 +391,7 @@ function startRehearsalOver(statePath: string, defaultPath: boolean): void {
     );
   }
   for (const suffix of ['', '-wal', '-shm']) rmSync(`${statePath}${suffix}`, { force: true });
+  rmSync(thumbsBeside(statePath), { recursive: true, force: true });
 }
 
 /** A rehearsal's rejects are redone on its own state, which a fresh simulator can carry on only once nothing of it is open. */

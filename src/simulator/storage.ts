@@ -1,5 +1,5 @@
 import type { Service } from './service.js';
-import { OUTPUT_CONTENT_TYPE } from './jobs.js';
+import { OUTPUT_CONTENT_TYPE, type SimJob } from './jobs.js';
 import { makeMp4, makePng } from './media.js';
 import { MARKERS } from './submissions.js';
 import type { StorageFaultInjector } from './types.js';
@@ -86,9 +86,7 @@ export class Storage {
     } else if (verdict === 'expired') {
       response = storageError(403, 'AccessDenied', 'Request has expired.');
     } else {
-      const seed = `${job.id}/${index}`;
-      const flat = job.prompt.includes(MARKERS.flat);
-      const body = job.type === 'image' ? makePng(seed, 192, 192, flat) : makeMp4(seed);
+      const body = outputBytes(job, index);
       const ext = job.type === 'image' ? 'png' : 'mp4';
       const disposition = query.get('disposition') === 'attachment' ? 'attachment' : 'inline';
       response = {
@@ -113,4 +111,12 @@ export class Storage {
     });
     return response;
   }
+}
+
+/** The bytes of a job's output (from 1): the same at every download. */
+export function outputBytes(job: Pick<SimJob, 'id' | 'type' | 'prompt'>, index: number): Buffer {
+  const seed = `${job.id}/${index}`;
+  if (job.type !== 'image') return makeMp4(seed);
+  const [width, height] = job.prompt.includes(MARKERS.large) ? [1024, 1280] : [192, 192];
+  return makePng(seed, width, height, job.prompt.includes(MARKERS.flat));
 }

@@ -42,6 +42,8 @@ export const MARKERS = {
   expiredLink: '[sim:expired-link]',
   /** The job's image outputs are one flat grey (for the manifest's `checks: { blank: true }`). */
   flat: '[sim:flat]',
+  /** The job's image outputs are 1024 x 1280, a real 1K output's size (the others are 192 x 192, small for speed). */
+  large: '[sim:large]',
 } as const;
 
 /** POST /images and POST /videos: idempotency, checks in the service's order, charge, job. */

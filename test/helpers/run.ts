@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openSqlite } from '../../src/store/driver.js';
 import { expect } from 'vitest';
-import { makeMp4, makePng } from '../../src/simulator/media.js';
+import { outputBytes } from '../../src/simulator/storage.js';
 import type { RunningSimulator } from '../../src/simulator/index.js';
 import type { LedgerEvent } from '../../src/simulator/ledger.js';
 import { CLI, cleanEnv, runCliInProcess, startCli, type CliResult, type StartedCli } from './cli.js';
@@ -107,7 +107,7 @@ export function expectNoDoubleChargeAndVerifiedOutputs(sim: RunningSimulator, ws
     expect(existsSync(file), file).toBe(true);
     const bytes = readFileSync(file);
     const job = sim.service.jobs.byId.get(out.job_id)!;
-    const served = job.type === 'image' ? makePng(`${out.job_id}/${out.idx}`) : makeMp4(`${out.job_id}/${out.idx}`);
+    const served = outputBytes(job, out.idx);
     expect(createHash('sha256').update(bytes).digest('hex')).toBe(out.sha256);
     expect(bytes.equals(served), `${out.path} has the bytes of ${out.job_id}`).toBe(true);
   }
