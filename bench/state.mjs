@@ -1,7 +1,9 @@
 // A state file as a finished 100,000-item catalog run leaves it, written through the store's own
 // transitions: the report and review benchmarks read it.
-import { linkSync, mkdirSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { keptName, thumbsBeside } from '../dist/copies/thumbs/kept.js';
+import { thumbnailOf } from '../dist/copies/thumbs/maker-child.js';
 import { Store } from '../dist/store/index.js';
 import { DEFAULT_KEY_LIMITS } from '../dist/scheduler/limits.js';
 import { makePng } from '../dist/simulator/media.js';
@@ -48,7 +50,7 @@ export function buildCatalogState(path, { items, outDir, reviewed = false, tagge
   );
   // A file system allows some 65,000 links to one file: a source file per 10,000 outputs.
   const sourceOf = (i) => {
-    const path = join(outDir, `.bench-source-${Math.floor(i / 10_000)}.png`);
+    const path = sourceFile(outDir, i);
     if (i % 10_000 === 0 || i === 0)
       writeFileSync(path, makePng(`bench ${Math.floor(i / 10_000)}`, image?.width, image?.height));
     return path;
@@ -87,4 +89,22 @@ export function buildCatalogState(path, { items, outDir, reviewed = false, tagge
   const run = store.runs.begin(start, { limits: DEFAULT_KEY_LIMITS, timeScale: 1, outDir: outDir ?? '' });
   store.runs.end(run, start + items * 6_000);
   store.close();
+}
+
+/** The file an output of the built state is a hard link of. */
+const sourceFile = (outDir, i) => join(outDir, `.bench-source-${Math.floor(i / 10_000)}.png`);
+
+/**
+ * The review's thumbnails of a built state's outputs, as its run made them while it saved each (outputs larger than
+ * a card): each source's made once by the run's own code, each output's a hard link of its source's.
+ */
+export async function keepRunThumbnails(path, { items, outDir }) {
+  const dir = thumbsBeside(path);
+  mkdirSync(dir, { recursive: true });
+  for (let source = 0; source * 10_000 < items; source++) {
+    const made = join(dir, `.bench-source-${source}.webp`);
+    writeFileSync(made, await thumbnailOf(readFileSync(sourceFile(outDir, source * 10_000))));
+    for (let i = source * 10_000; i < Math.min(items, (source + 1) * 10_000); i++)
+      if (i % 50 !== 49) linkSync(made, join(dir, keptName(`${skuOf(i)}-1.png`)));
+  }
 }
