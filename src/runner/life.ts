@@ -84,7 +84,11 @@ export class JobLife {
       : undefined;
     this.thumbnails =
       parts.statePath && outputs instanceof FolderSink && !publishing
-        ? new RunThumbnails({ dir: thumbsBeside(parts.statePath), outputs, store })
+        ? new RunThumbnails({
+            dir: thumbsBeside(parts.statePath),
+            outputs,
+            specOf: (itemId) => store.items.specOf(itemId),
+          })
         : undefined;
   }
 

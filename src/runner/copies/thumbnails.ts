@@ -6,7 +6,7 @@ import PQueue from 'p-queue';
 import { keptName } from '../../copies/thumbs/kept.js';
 import { ThumbMaker } from '../../copies/thumbs/maker.js';
 import { FolderSink, writeWhole } from '../../sink/index.js';
-import { CARD_WIDTH, type Store } from '../../store/index.js';
+import { CARD_WIDTH } from '../../store/index.js';
 import type { SavedOutput } from '../item/download-task.js';
 
 /**
@@ -16,7 +16,8 @@ import type { SavedOutput } from '../item/download-task.js';
 const WAITING_MAX = 100;
 /** At the run's end, what is still waiting is made within this; the rest is review's to make. */
 const END_WITHIN_MS = 10_000;
-/** A file's first bytes, where PNG, JPEG and WebP say their size (a JPEG's after its metadata). */
+/** A file's first bytes, where PNG and WebP say their size; a JPEG's comes after its metadata, in the first 64 KB. */
+const FIRST_BYTES = 512;
 const HEADER_BYTES = 64 * 1024;
 
 /** What the run's thumbnails are made from. */
@@ -24,7 +25,12 @@ export interface RunThumbnailsDeps {
   /** The folder the review keeps them in (`<state>.thumbs/`). */
   readonly dir: string;
   readonly outputs: FolderSink;
-  readonly store: Store;
+  /** An item's spec as stored (its copy plan is there). */
+  readonly specOf: (itemId: string) => string | undefined;
+  /** The child that makes them (tests give their own). */
+  readonly maker?: Pick<ThumbMaker, 'make' | 'close'>;
+  /** How long the run's end waits for those still waiting (tests make it short). */
+  readonly endWithinMs?: number;
 }
 
 /**
@@ -36,11 +42,12 @@ export interface RunThumbnailsDeps {
  */
 export class RunThumbnails {
   private readonly queue = new PQueue({ concurrency: 1 });
-  private readonly maker = new ThumbMaker();
+  private readonly maker: Pick<ThumbMaker, 'make' | 'close'>;
   private readonly folder: FolderSink;
 
   constructor(private readonly deps: RunThumbnailsDeps) {
     this.folder = new FolderSink(deps.dir);
+    this.maker = deps.maker ?? new ThumbMaker();
   }
 
   /** An output just saved: its thumbnail is made after those before it, unless too many are waiting. */
@@ -58,7 +65,7 @@ export class RunThumbnails {
   async settled(): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<void>((done) => {
-      timer = setTimeout(done, END_WITHIN_MS);
+      timer = setTimeout(done, this.deps.endWithinMs ?? END_WITHIN_MS);
     });
     await Promise.race([this.queue.onIdle(), late]).finally(() => clearTimeout(timer));
   }
@@ -70,17 +77,18 @@ export class RunThumbnails {
   }
 
   private async make(output: SavedOutput): Promise<void> {
+    // The cheapest look first: most outputs of a rehearsal, and of the tests, are no larger than a card.
+    const file = this.deps.outputs.localPath(output.path);
+    if (!(await largerThanCard(file)) || !this.cardShowsOriginal(output.itemId)) return;
     const name = keptName(output.path);
-    if (!this.cardShowsOriginal(output.itemId) || existsSync(join(this.deps.dir, name))) return;
-    const file = await this.deps.outputs.localFile(output.path);
-    if (!file || !(await largerThanCard(file))) return;
+    if (existsSync(join(this.deps.dir, name))) return;
     const thumb = await this.maker.make(file);
     if (thumb) await writeWhole(this.folder, name, 'replace', thumb);
   }
 
   /** A card shows a web copy when the item makes them, else the output (as its thumbnail). */
   private cardShowsOriginal(itemId: string): boolean {
-    const spec = this.deps.store.items.specOf(itemId);
+    const spec = this.deps.specOf(itemId);
     const plan = spec ? (JSON.parse(spec) as { finish?: { derivatives?: unknown[] } }).finish : undefined;
     return !plan?.derivatives?.length;
   }
@@ -88,17 +96,28 @@ export class RunThumbnails {
 
 /**
  * Whether an image is wider or taller than a card, by its header: one no larger is shown as it is (and one
- * whose header says no size is left to review).
+ * whose header says no size is left to review). A PNG or WebP says its size in its first bytes; a JPEG after
+ * its metadata, so a larger read follows when the first says nothing.
  */
 async function largerThanCard(file: string): Promise<boolean> {
   const handle = await open(file, 'r');
   try {
-    const { buffer, bytesRead } = await handle.read(Buffer.alloc(HEADER_BYTES), 0, HEADER_BYTES, 0);
-    const { width, height } = imageSize(buffer.subarray(0, bytesRead));
-    return width > CARD_WIDTH || height > CARD_WIDTH;
-  } catch {
+    for (const length of [FIRST_BYTES, HEADER_BYTES]) {
+      const { buffer, bytesRead } = await handle.read(Buffer.allocUnsafe(length), 0, length, 0);
+      const size = sizeOf(buffer.subarray(0, bytesRead));
+      if (size) return size.width > CARD_WIDTH || size.height > CARD_WIDTH;
+      if (bytesRead < length) return false;
+    }
     return false;
   } finally {
     await handle.close();
+  }
+}
+
+function sizeOf(header: Uint8Array): { width: number; height: number } | undefined {
+  try {
+    return imageSize(header);
+  } catch {
+    return undefined;
   }
 }
