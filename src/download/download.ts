@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { imageSize } from 'image-size';
 import { dirname } from 'node:path';
 import type { ApiClient, Download } from '../api/index.js';
 import { defaultExtension } from '../manifest/index.js';
@@ -14,6 +15,8 @@ export interface DownloadedFile {
   contentType: string | null;
   /** Modification time (ms, whole) of the file as written: a later change to it shows here. */
   mtimeMs: number;
+  /** An image's size as its header says, when it says one. */
+  dimensions?: { width: number; height: number } | undefined;
 }
 
 /** Errors of the file system that no fresh link or other item can get past: the output dir cannot take files. */
@@ -121,7 +124,10 @@ async function openLink(
   return { dl, contentType };
 }
 
-/** The body into the file, hashed and counted on the way, written a megabyte at a time; its byte count. */
+/** A file's first bytes kept as it is read: an image's header says its size there (a JPEG's after its metadata). */
+const HEAD_BYTES = 64 * 1024;
+
+/** The body into the file, hashed and counted on the way, written a megabyte at a time; its byte count and its first bytes. */
 async function writeBody(
   dl: Download,
   file: SinkWriter,
@@ -129,14 +135,16 @@ async function writeBody(
   maxBytes: number,
   signal: AbortSignal | undefined,
   progress: TransferProgress | undefined,
-): Promise<number> {
+): Promise<{ bytes: number; head: Buffer }> {
   let bytes = 0;
   let gathered: Buffer[] = [];
   let gatheredBytes = 0;
+  const head: Buffer[] = [];
   for await (const chunk of dl.body as AsyncIterable<Buffer>) {
     signal?.throwIfAborted();
     progress?.moved();
     hash.update(chunk);
+    if (bytes < HEAD_BYTES) head.push(chunk.subarray(0, HEAD_BYTES - bytes));
     bytes += chunk.length;
     if (bytes > maxBytes)
       throw new DownloadError(
@@ -153,7 +161,17 @@ async function writeBody(
     }
   }
   if (gatheredBytes > 0) await file.write(gathered);
-  return bytes;
+  return { bytes, head: Buffer.concat(head) };
+}
+
+/** An image's size by its header, if it says one the reader knows. */
+function dimensionsOf(head: Buffer): DownloadedFile['dimensions'] {
+  try {
+    const { width, height } = imageSize(head);
+    return { width, height };
+  } catch {
+    return undefined;
+  }
 }
 
 /** The largest output taken unless the run says otherwise (--max-output-mb): an endless body would fill the disk. */
@@ -200,9 +218,10 @@ export async function openOutput(
       }
       const hash = createHash('sha256');
       let bytes = 0;
+      let head: Buffer;
       progress?.began();
       try {
-        bytes = await writeBody(dl, file, hash, maxBytes, signal, progress);
+        ({ bytes, head } = await writeBody(dl, file, hash, maxBytes, signal, progress));
         if (dl.contentLength !== undefined && bytes !== dl.contentLength) {
           throw new DownloadError(
             `the download was cut short: ${bytes} of ${dl.contentLength} bytes`,
@@ -213,7 +232,8 @@ export async function openOutput(
         if (bytes === 0) throw new DownloadError('the output is empty', true, 'EMPTY');
         const sha256 = hash.digest('hex');
         const mtimeMs = await file.commit({ bytes, sha256 });
-        return { path: relPath, bytes, sha256, contentType, mtimeMs };
+        const dimensions = type === 'image' ? dimensionsOf(head) : undefined;
+        return { path: relPath, bytes, sha256, contentType, mtimeMs, dimensions };
       } catch (error) {
         dl.cancel();
         await file.abort();

@@ -1,7 +1,5 @@
 import { existsSync } from 'node:fs';
-import { open } from 'node:fs/promises';
 import { join } from 'node:path';
-import { imageSize } from 'image-size';
 import PQueue from 'p-queue';
 import { keptName } from '../../copies/thumbs/kept.js';
 import { ThumbMaker } from '../../copies/thumbs/maker.js';
@@ -16,9 +14,6 @@ import type { SavedOutput } from '../item/download-task.js';
 const WAITING_MAX = 100;
 /** At the run's end, what is still waiting is made within this; the rest is review's to make. */
 const END_WITHIN_MS = 10_000;
-/** A file's first bytes, where PNG and WebP say their size; a JPEG's comes after its metadata, in the first 64 KB. */
-const FIRST_BYTES = 512;
-const HEADER_BYTES = 64 * 1024;
 
 /** What the run's thumbnails are made from. */
 export interface RunThumbnailsDeps {
@@ -50,9 +45,13 @@ export class RunThumbnails {
     this.maker = deps.maker ?? new ThumbMaker();
   }
 
-  /** An output just saved: its thumbnail is made after those before it, unless too many are waiting. */
+  /**
+   * An output just saved: its thumbnail is made after those before it, if it is an image larger than a card
+   * (its size as the download read it in its header: one no larger is shown as it is), unless too many wait.
+   */
   saved(output: SavedOutput): void {
-    if (!output.contentType?.startsWith('image/') || this.queue.size >= WAITING_MAX) return;
+    const size = output.dimensions;
+    if (!size || (size.width <= CARD_WIDTH && size.height <= CARD_WIDTH) || this.queue.size >= WAITING_MAX) return;
     void this.queue.add(() => this.make(output).catch(() => {}));
   }
 
@@ -77,12 +76,9 @@ export class RunThumbnails {
   }
 
   private async make(output: SavedOutput): Promise<void> {
-    // The cheapest look first: most outputs of a rehearsal, and of the tests, are no larger than a card.
-    const file = this.deps.outputs.localPath(output.path);
-    if (!(await largerThanCard(file)) || !this.cardShowsOriginal(output.itemId)) return;
     const name = keptName(output.path);
-    if (existsSync(join(this.deps.dir, name))) return;
-    const thumb = await this.maker.make(file);
+    if (!this.cardShowsOriginal(output.itemId) || existsSync(join(this.deps.dir, name))) return;
+    const thumb = await this.maker.make(this.deps.outputs.localPath(output.path));
     if (thumb) await writeWhole(this.folder, name, 'replace', thumb);
   }
 
@@ -91,33 +87,5 @@ export class RunThumbnails {
     const spec = this.deps.specOf(itemId);
     const plan = spec ? (JSON.parse(spec) as { finish?: { derivatives?: unknown[] } }).finish : undefined;
     return !plan?.derivatives?.length;
-  }
-}
-
-/**
- * Whether an image is wider or taller than a card, by its header: one no larger is shown as it is (and one
- * whose header says no size is left to review). A PNG or WebP says its size in its first bytes; a JPEG after
- * its metadata, so a larger read follows when the first says nothing.
- */
-async function largerThanCard(file: string): Promise<boolean> {
-  const handle = await open(file, 'r');
-  try {
-    for (const length of [FIRST_BYTES, HEADER_BYTES]) {
-      const { buffer, bytesRead } = await handle.read(Buffer.allocUnsafe(length), 0, length, 0);
-      const size = sizeOf(buffer.subarray(0, bytesRead));
-      if (size) return size.width > CARD_WIDTH || size.height > CARD_WIDTH;
-      if (bytesRead < length) return false;
-    }
-    return false;
-  } finally {
-    await handle.close();
-  }
-}
-
-function sizeOf(header: Uint8Array): { width: number; height: number } | undefined {
-  try {
-    return imageSize(header);
-  } catch {
-    return undefined;
   }
 }

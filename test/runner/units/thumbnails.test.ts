@@ -13,7 +13,8 @@ function outputs(count: number) {
   const saved = Array.from({ length: count }, (_, i) => {
     const path = `item-${i}-1.png`;
     writeFileSync(join(dir, path), png);
-    const file = { path, bytes: png.length, sha256: '', contentType: 'image/png', mtimeMs: 0 };
+    const dimensions = { width: 480, height: 600 };
+    const file = { path, bytes: png.length, sha256: '', contentType: 'image/png', mtimeMs: 0, dimensions };
     return { ...file, itemId: `item-${i}`, jobId: `job-${i}`, idx: 1, version: 1 };
   });
   return { sink: new FolderSink(dir), saved, dir };
@@ -72,8 +73,8 @@ describe("a run's thumbnails, built alone", () => {
     expect(maker.closed).toBe(true);
   });
 
-  it('are not made of an output whose item makes web copies, nor of a video', async () => {
-    const { sink, saved, dir } = outputs(2);
+  it('are not made of an output whose item makes web copies, nor of one no larger than a card, nor of a video', async () => {
+    const { sink, saved, dir } = outputs(3);
     const maker = heldMaker();
     const thumbs = new RunThumbnails({
       dir: join(dir, 'thumbs'),
@@ -83,7 +84,8 @@ describe("a run's thumbnails, built alone", () => {
       maker,
     });
     thumbs.saved(saved[0]!);
-    thumbs.saved({ ...saved[1]!, contentType: 'video/mp4' });
+    thumbs.saved({ ...saved[1]!, dimensions: { width: 400, height: 400 } });
+    thumbs.saved({ ...saved[2]!, contentType: 'video/mp4', dimensions: undefined });
     await thumbs.settled();
     expect(maker.asked).toEqual([]);
   });
