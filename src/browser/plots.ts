@@ -56,6 +56,8 @@ function defs(s: RunSeries): PlotDef[] {
 export class RunPlots {
   private charts: UPlot[] = [];
   private root: HTMLElement | undefined;
+  /** The newest series, in before uPlot's script had run: drawn once the page's scripts have all run. */
+  private waiting: RunSeries | undefined;
 
   get drawn(): boolean {
     return this.root !== undefined;
@@ -71,6 +73,10 @@ export class RunPlots {
 
   update(s: RunSeries): void {
     if (!this.root) return;
+    if (this.waiting) {
+      this.waiting = s;
+      return;
+    }
     if (this.charts.length === 0 || !s.t.length) {
       this.build(s);
       return;
@@ -89,9 +95,21 @@ export class RunPlots {
 
   private build(s: RunSeries): void {
     const root = this.root!;
+    const Plot = uPlotGlobal();
+    // uPlot's script comes after the page's own: a live feed's first series can be in before it has run (on a
+    // slow machine), and the plots were then said undrawable until the state next changed, which after a run is never.
+    if (typeof Plot !== 'function' && document.readyState === 'loading') {
+      if (!this.waiting)
+        document.addEventListener('DOMContentLoaded', () => {
+          const newest = this.waiting!;
+          this.waiting = undefined;
+          this.build(newest);
+        });
+      this.waiting = s;
+      return;
+    }
     root.replaceChildren();
     this.charts = [];
-    const Plot = uPlotGlobal();
     if (typeof Plot !== 'function') {
       this.note('the plots could not be drawn in this browser');
       return;

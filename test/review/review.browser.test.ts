@@ -290,6 +290,46 @@ items:
     );
   });
 
+  it("draws the run's plots when their script runs after the live feed's first series", async () => {
+    // On a loaded machine uPlot's script, after the page's own, ran after the feed's first series: the plots said
+    // they could not be drawn, and once the run had ended nothing changed to draw them again.
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(t.sim, imageManifest(2));
+    expect((await ws.run()).code).toBe(0);
+    const server = await startTestReview({
+      statePath: ws.statePath,
+      outputs: new FolderSink(ws.outDir),
+      title: 'm',
+      budget: null,
+    });
+    const browser = await launchChromium();
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 }, locale: 'en-US' });
+    // The feed's series, as the page hears them.
+    await page.addInitScript(() => {
+      const Base = window.EventSource;
+      window.EventSource = class extends Base {
+        constructor(url: string | URL, init?: EventSourceInit) {
+          super(url, init);
+          this.addEventListener('series', () => {
+            (window as unknown as { seriesIn: boolean }).seriesIn = true;
+          });
+        }
+      };
+    });
+    // uPlot's script held until the first series is in.
+    await page.route('**/uplot.js*', async (route) => {
+      await expect
+        .poll(() => page.evaluate(() => (window as unknown as { seriesIn?: boolean }).seriesIn === true), {
+          timeout: 10_000,
+        })
+        .toBe(true);
+      await route.continue();
+    });
+    await page.goto(server.url, { waitUntil: 'domcontentloaded' });
+    await page.waitForSelector('#plots canvas', { timeout: 10_000 });
+    expect(await page.locator('#plots .plots-empty').count()).toBe(0);
+  });
+
   it('answers a filter while every thumbnail on screen is still being made', async () => {
     const t = await startTestSim({ timeScale: 600 });
     const ws = workspace(t.sim, imageManifest(30));
