@@ -179,7 +179,8 @@ export class JobLife {
     // Each original copied is handed on to be published: none still on its way when the publisher is asked.
     await Promise.all([...this.handoffs]);
     await this.publisher?.onIdle();
-    await this.thumbnails?.settled();
+    // An interrupted run ends at once: what it had not made, review makes.
+    if (!this.parts.control.abort.signal.aborted) await this.thumbnails?.settled();
   }
 
   /** The run has ended: its thumbnail maker too (what it had not made, review makes). */
