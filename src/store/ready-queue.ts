@@ -6,6 +6,7 @@ import type { ItemRow, DoomedItem } from './items.js';
 /** What a run takes up next: ready items in their order (priority, then manifest order; a --only selection), due resends, downloads to resume, and items that can never run. */
 export class ReadyQueue {
   private readonly canaryStmt;
+  private readonly waitsStmt;
   private readonly readyStmt;
   private readonly dueResendsStmt;
   private readonly boundToStmt;
@@ -23,8 +24,18 @@ export class ReadyQueue {
   private selectedCountsStmt: Statement<[], { state: ItemState; n: number }> | undefined;
 
   constructor(private readonly db: Db) {
-    this.canaryStmt = db.prepare<[], { id: string; type: 'image' | 'video'; model: string }>(
-      "SELECT id, type, model FROM items i WHERE state = 'pending' AND removed = 0 AND NOT EXISTS (SELECT 1 FROM deps d WHERE d.item_id = i.id) ORDER BY seq",
+    // Each pending item with what it still waits for: the ids not done, and how many of them can no longer be made.
+    this.canaryStmt = db.prepare<
+      [],
+      { id: string; type: 'image' | 'video'; model: string; waits: string | null; stuck: number }
+    >(
+      `SELECT i.id, i.type, i.model,
+         (SELECT json_group_array(d.dep_id) FROM deps d JOIN items di ON di.id = d.dep_id WHERE d.item_id = i.id AND di.state <> 'done') AS waits,
+         (SELECT count(*) FROM deps d LEFT JOIN items di ON di.id = d.dep_id WHERE d.item_id = i.id AND (di.state IS NULL OR di.state NOT IN ('done', 'pending'))) AS stuck
+       FROM items i WHERE state = 'pending' AND removed = 0 ORDER BY seq`,
+    );
+    this.waitsStmt = db.prepare<[string], { one: number }>(
+      "SELECT 1 AS one FROM deps d LEFT JOIN items di ON di.id = d.dep_id WHERE d.item_id = ? AND (di.state IS NULL OR di.state <> 'done') LIMIT 1",
     );
     // Ready: pending, due, and every dependency done; higher priority first, then in manifest order. Keyset-paged by
     // (rank, seq), rank being -priority: one seek in items_ready past the items a run holds.
@@ -161,9 +172,20 @@ export class ReadyQueue {
     return this.doneOutputsStmt.all();
   }
 
-  /** Items a canary may take: pending, in the manifest, waiting for no other item. */
-  canaryCandidates(): { id: string; type: 'image' | 'video'; model: string }[] {
-    return this.canaryStmt.all();
+  /**
+   * Items a canary may take: pending and in the manifest, in manifest order, each with the items it still waits
+   * for (pending ones, made first); an item waiting for one that can no longer be made is left out.
+   */
+  canaryCandidates(): { id: string; type: 'image' | 'video'; model: string; waitsFor: string[] }[] {
+    return this.canaryStmt
+      .all()
+      .filter((row) => row.stuck === 0)
+      .map(({ id, type, model, waits }) => ({ id, type, model, waitsFor: waits ? (JSON.parse(waits) as string[]) : [] }));
+  }
+
+  /** Whether the item waits for another that is not done yet. */
+  waitsForAny(id: string): boolean {
+    return this.waitsStmt.get(id) !== undefined;
   }
 
   /**

@@ -16,7 +16,7 @@ describe('run --canary', () => {
     );
     const res = await ws.run(['--canary', '2']);
     expect(res.code).toBe(3);
-    expect(res.stderr).toMatch(/canary: 2 items first \(studio-lite, studio-xl\)/);
+    expect(res.stderr).toMatch(/canary: 2 items first \(studio-lite, studio-xl\): i0, i2;/);
     expect(res.stdout).toMatch(
       /the canary failed: 1 of 2 items failed or were blocked \(at most 0 allowed\)\. It cost 2 credits/,
     );
@@ -67,5 +67,56 @@ describe('run --canary', () => {
         .map((d) => d.at),
     );
     expect(charges[2]!.at).toBeGreaterThanOrEqual(canaryDownloaded);
+  });
+
+  describe('on stills and the videos made from them', () => {
+    /** Three stills (studio-xl), each turned into a video (motion-2); `mark` adds a simulator marker to an id's prompt. */
+    const stillsAndVideos = (mark: (id: string) => string = () => '') =>
+      `version: 1\ndefaults: { model: studio-xl }\nitems:\n${[1, 2, 3]
+        .map(
+          (n) =>
+            `  - { id: still-${n}, prompt: "product ${n}${mark(`still-${n}`)}" }\n  - { id: spin-${n}, type: video, model: motion-2, duration: 5, resolution: 720p, prompt: "spin ${n}${mark(`spin-${n}`)}", image: { from: still-${n} } }\n`,
+        )
+        .join('')}`;
+
+    it('a canary of 2 tries one still and the video made from it, before anything else is paid', async () => {
+      const t = await startTestSim({ timeScale: 600 });
+      const ws = workspace(t.sim, stillsAndVideos());
+      const res = await ws.run(['--canary', '2']);
+      expect(res.code).toBe(0);
+      expect(res.stderr).toMatch(/canary: 2 items first \(studio-xl, motion-2\): still-1, spin-1;/);
+      const charges = t.sim.service.ledger.of('charge');
+      expect(charges.slice(0, 2).map((c) => c.prompt)).toEqual(['product 1', 'spin 1']);
+      expect(charges).toHaveLength(6);
+    });
+
+    it('a failed video stops the run after the canary, with nothing else paid', async () => {
+      const t = await startTestSim({ timeScale: 600 });
+      const ws = workspace(
+        t.sim,
+        stillsAndVideos((id) => (id === 'spin-1' ? ' [sim:fail]' : '')),
+      );
+      const res = await ws.run(['--canary', '2']);
+      expect(res.code).toBe(3);
+      expect(res.stdout).toMatch(/the canary failed: 1 of 2 items failed/);
+      expect(res.stdout).toMatch(/spin-1 failed/);
+      // The video's failed attempts are retried as any failure is; nothing outside the canary was ever sent.
+      expect(new Set(t.sim.service.ledger.of('charge').map((c) => c.prompt))).toEqual(
+        new Set(['product 1', 'spin 1 [sim:fail]']),
+      );
+    });
+
+    it('a failed still stops the run: its video is never sent', async () => {
+      const t = await startTestSim({ timeScale: 600 });
+      const ws = workspace(
+        t.sim,
+        stillsAndVideos((id) => (id === 'still-1' ? ' [sim:block]' : '')),
+      );
+      const res = await ws.run(['--canary', '2']);
+      expect(res.code).toBe(3);
+      expect(res.stdout).toMatch(/the canary failed/);
+      expect(res.stdout).toMatch(/still-1 blocked/);
+      expect(t.sim.service.ledger.of('charge')).toHaveLength(0);
+    });
   });
 });

@@ -20,14 +20,20 @@ export function saveCanary(store: Store, record: CanaryRecord): void {
   store.setMeta(META, JSON.stringify(record));
 }
 
+/** How far into a model's items the canary looks for one whose inputs are already in it. */
+const LOOKAHEAD = 1_000;
+
 /**
- * The canary's items: pending items with nothing to wait for, taken in turn
- * from each type and model (in manifest order within each), so every model
- * of the manifest is tried before the bulk is paid for.
+ * The canary's items: at least one of each type and model of the run (the
+ * costly video included), then more in turn from each, up to its size; an
+ * item comes after the pending items it waits for, which join the canary.
+ * Within a model the first item in manifest order whose inputs are already
+ * in the canary is taken, so a video made from a still is tried with it.
  */
 export function chooseCanary(store: Store, size: CanarySize): string[] {
   const candidates = store.queue.canaryCandidates();
   const wanted = 'count' in size ? size.count : Math.ceil((candidates.length * size.percent) / 100);
+  const byId = new Map(candidates.map((c) => [c.id, c]));
   const groups = new Map<string, string[]>();
   for (const c of candidates) {
     const key = `${c.type}\n${c.model}`;
@@ -35,12 +41,34 @@ export function chooseCanary(store: Store, size: CanarySize): string[] {
     if (group) group.push(c.id);
     else groups.set(key, [c.id]);
   }
-  const chosen: string[] = [];
+  const chosen = new Set<string>();
+  // The item and what it waits for that is not chosen yet, inputs first.
+  const needs = (id: string, out: string[] = []): string[] => {
+    if (chosen.has(id) || out.includes(id)) return out;
+    for (const dep of byId.get(id)?.waitsFor ?? []) needs(dep, out);
+    out.push(id);
+    return out;
+  };
+  const take = (group: string[]): boolean => {
+    let best: string[] | undefined;
+    for (const id of group.slice(0, LOOKAHEAD)) {
+      if (chosen.has(id)) continue;
+      const more = needs(id);
+      if (!best || more.length < best.length) best = more;
+      if (best.length === 1) break;
+    }
+    if (!best) return false;
+    for (const id of best) chosen.add(id);
+    return true;
+  };
   const queues = [...groups.values()];
-  for (let i = 0; chosen.length < Math.min(wanted, candidates.length); i++) {
-    for (const q of queues) if (i < q.length && chosen.length < wanted) chosen.push(q[i]!);
+  // One of each model first, whatever the size: the canary is there to try every model before the bulk is paid for.
+  for (const q of queues) take(q);
+  for (let more = true; more && chosen.size < wanted; ) {
+    more = false;
+    for (const q of queues) if (chosen.size < wanted && take(q)) more = true;
   }
-  return chosen;
+  return [...chosen];
 }
 
 export interface CanaryVerdict {
@@ -89,7 +117,7 @@ export async function runCanary(
   const models = [...new Set(ids.map((id) => store.items.get(id)!.model))].join(', ');
   control.emit({
     kind: 'notice',
-    message: `canary: ${ids.length} item${ids.length === 1 ? '' : 's'} first (${models}); the rest only if they pass`,
+    message: `canary: ${ids.length} item${ids.length === 1 ? '' : 's'} first (${models}): ${listed(ids)}; the rest only if they pass`,
   });
   feeder.restrictTo(ids);
   await drain();
@@ -115,4 +143,10 @@ export async function runCanary(
     `the canary failed: ${verdict.failed.length} of ${ids.length} items failed or were blocked (at most ${opts.maxFailures} allowed)${unfinished}. It cost ${verdict.credits} credits; nothing else was submitted.\n  ${failures.join('\n  ')}\nFix the manifest (or genbatch retry), then run the same command: the canary's items are judged again, and the rest run once they pass.`,
   );
   return false;
+}
+
+/** The first ids of a list, and how many more. */
+function listed(ids: readonly string[], shown = 10): string {
+  const more = ids.length - shown;
+  return `${ids.slice(0, shown).join(', ')}${more > 0 ? ` and ${more} more` : ''}`;
 }

@@ -90,7 +90,7 @@ export class Feeder {
     return undefined;
   }
 
-  /** Hands out only these items (chosen with nothing to wait for), until `restrictTo(undefined)`. */
+  /** Hands out only these items, each once what it waits for is done, until `restrictTo(undefined)`. */
   restrictTo(ids: readonly string[] | undefined): void {
     this.only = ids;
   }
@@ -100,7 +100,8 @@ export class Feeder {
     for (const id of ids) {
       if (this.claimed.has(id)) continue;
       const row = this.store.items.get(id);
-      if (row && row.type === type && row.state === 'pending' && row.not_before <= now && !row.removed) return row;
+      const free = row && row.type === type && row.state === 'pending' && row.not_before <= now && !row.removed;
+      if (free && !this.store.queue.waitsForAny(id)) return row;
     }
     return undefined;
   }
