@@ -80,10 +80,18 @@ function keyLines(s: RunSummary, paint: Paint): string[] {
 function afterwardLines(s: RunSummary, paint: Paint, manifestArg: string, rehearsal: boolean): string[] {
   const c = s.counts;
   const lines: string[] = [];
-  if (s.notSelected)
+  // Said as what was held back and what it costs: never as a command to run, which would pay for what the user left out.
+  if (s.notSelected) {
+    const price = s.notSelectedCredits;
+    const cost = !price
+      ? ''
+      : price.unpriced === s.notSelected
+        ? ', of no known price'
+        : `, ${price.unpriced ? 'at least ' : ''}${count(price.credits, 'credit')}`;
     lines.push(
-      `${count(s.notSelected, 'item')} not selected by --only ${s.notSelected === 1 ? 'waits' : 'wait'} for a later run (the same command without --only runs ${s.notSelected === 1 ? 'it' : 'them'})`,
+      `${count(s.notSelected, 'item')} not selected by --only ${s.notSelected === 1 ? 'is' : 'are'} still to be sent${cost}: held back, nothing paid for ${s.notSelected === 1 ? 'it' : 'them'} (a run without --only would send ${s.notSelected === 1 ? 'it' : 'them all'})`,
     );
+  }
   if (s.removed)
     lines.push(
       `${count(s.removed, 'item')} of an earlier version of the manifest ${s.removed === 1 ? 'is' : 'are'} no longer in it: not run and not counted here; what ${s.removed === 1 ? 'it' : 'they'} already had stays in the state and the output dir`,

@@ -8,6 +8,7 @@ import type { RunInputs, RunParts } from './parts.js';
 import type { KeyLanes } from './keys/lanes.js';
 import { recover } from './sync/recovery.js';
 import { summarize, type RunSummary } from './summary.js';
+import type { ItemRow } from '../store/index.js';
 
 export type { RunSummary } from './summary.js';
 
@@ -110,6 +111,7 @@ export class Runner {
       only: this.p.options.only !== undefined,
       changed: this.changed,
       publishing: publishing && { location: publishing.location, staging: publishing.staging },
+      priceOf: (item: ItemRow) => this.p.credits.priceOf(item),
     };
     return summarize(this.p.store, this.p.control.stopReason, this.p.roster, facts);
   }

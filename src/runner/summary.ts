@@ -1,4 +1,4 @@
-import type { ItemProblem, ItemState, Store } from '../store/index.js';
+import type { ItemProblem, ItemRow, ItemState, Store } from '../store/index.js';
 import type { StopKind } from './core/control.js';
 import type { KeyRoster } from './keys/roster.js';
 
@@ -14,8 +14,10 @@ export interface RunSummary {
   problems: ItemProblem[];
   /** Items the state has that the manifest no longer has: not run, not counted. */
   removed: number;
-  /** With --only: the items not selected, left for a later run (`counts` are the selected ones'). */
+  /** With --only: the items not selected that are still to be sent, held back (`counts` are the selected ones'). */
   notSelected?: number;
+  /** With --only: what the items held back would cost, as far as prices are known (`unpriced` of them have none). */
+  notSelectedCredits?: { credits: number; unpriced: number };
   /** Items whose attempt was sent with a key this run lacks (by fingerprint): they wait for a run with it. */
   keysMissing: Record<string, number>;
   /** Keys the service refused during the run (by fingerprint), and how many items wait for each. */
@@ -40,12 +42,17 @@ export function summarize(
   store: Store,
   stopped: { kind: StopKind; message: string } | undefined,
   roster: KeyRoster,
-  facts: { only: boolean; changed: string[]; publishing?: { location: string; staging: string } | undefined },
+  facts: {
+    only: boolean;
+    changed: string[];
+    publishing?: { location: string; staging: string } | undefined;
+    /** An item's price, where one is known. */
+    priceOf: (item: ItemRow) => number | undefined;
+  },
 ): RunSummary {
   // With --only, the run is judged by what it was asked to do.
   const all = store.itemReports.counts();
   const counts = store.queue.selectedCounts() ?? all;
-  const total = (c: Record<string, number>) => Object.values(c).reduce((a, b) => a + b, 0);
   // A drain says, at its end, what it left unsent.
   const notSent = counts.pending + counts.queued;
   const stop =
@@ -57,7 +64,7 @@ export function summarize(
       : stopped;
   return {
     counts,
-    ...(facts.only ? { notSelected: total(all) - total(counts) } : {}),
+    ...(facts.only ? heldBack(store, facts.priceOf) : {}),
     credits: store.attempts.totals(),
     ...(stop ? { stop } : {}),
     changed: facts.changed,
@@ -73,4 +80,20 @@ export function summarize(
 function publicationCounts(store: Store): Omit<NonNullable<RunSummary['publication']>, 'location' | 'staging'> {
   const { published, waiting, failed, copiesPublished, copiesWaiting } = store.publications.counts();
   return { published, waiting, failed, copiesPublished, copiesWaiting };
+}
+
+/** With --only: the items left out that are still to be sent (done or ended ones are not held back), and their price. */
+function heldBack(
+  store: Store,
+  priceOf: (item: ItemRow) => number | undefined,
+): Pick<RunSummary, 'notSelected' | 'notSelectedCredits'> {
+  const unsent = store.queue.unselectedUnsent();
+  let credits = 0;
+  let unpriced = 0;
+  for (const item of unsent) {
+    const price = priceOf(item);
+    if (price === undefined) unpriced++;
+    else credits += price;
+  }
+  return { notSelected: unsent.length, notSelectedCredits: { credits, unpriced } };
 }

@@ -125,6 +125,16 @@ export class ReadyQueue {
     return this.db.prepare('SELECT id FROM selected_ids').pluck().all() as string[];
   }
 
+  /** The items not selected (see `select`) that are still to be sent: pending, or queued and never sent. */
+  unselectedUnsent(): ItemRow[] {
+    if (!this.selectedCountsStmt) return [];
+    return this.db
+      .prepare<[], ItemRow>(
+        "SELECT * FROM items WHERE state IN ('pending', 'queued') AND removed = 0 AND id NOT IN (SELECT id FROM selected_ids) ORDER BY seq",
+      )
+      .all();
+  }
+
   /** The selected items by state (see `select`), or undefined when the run works on every item. */
   selectedCounts(): Record<ItemState, number> | undefined {
     if (!this.selectedCountsStmt) return undefined;

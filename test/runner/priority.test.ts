@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { expectNoDoubleChargeAndVerifiedOutputs, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
+import { runCliInProcess } from '../helpers/cli.js';
 
 describe('priorities', () => {
   it('ready items go higher priority first (from a rows column too), then in manifest order; dependencies still hold', async () => {
@@ -60,7 +61,7 @@ items:
     const ws = workspace(t.sim, manifest, rows);
     const first = await ws.run(['--only', 'recolor', '--only', 'sku-1*']);
     expect(first.code, first.stderr).toBe(0);
-    expect(first.stdout).toContain('3 items not selected by --only wait for a later run');
+    expect(first.stdout).toContain('3 items not selected by --only are still to be sent, 6 credits: held back');
     expect(
       t.sim.service.ledger
         .of('charge')
@@ -76,6 +77,41 @@ items:
         .sort(),
     ).toEqual(['product 1', 'product 2', 'product 3', 'product 4', 'product 5', 'the same, in blue']);
     expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
+  });
+
+  it('the note after each of three runs counts the items really held back, as status does, and prices them; it never says to run them', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    // Three stills, each made into a video: the videos are the costly part a user holds back.
+    const stills = `version: 1\ndefaults: { model: studio-xl }\nitems:\n${[1, 2, 3]
+      .map(
+        (n) =>
+          `  - { id: still-${n}, prompt: "product ${n}" }\n  - { id: spin-${n}, type: video, model: motion-2, duration: 5, resolution: 720p, prompt: "spin ${n}", image: { from: still-${n} } }\n`,
+      )
+      .join('')}`;
+    const ws = workspace(t.sim, stills);
+    for (const only of [['still-1'], ['still-2', 'still-3'], ['spin-1']]) {
+      const res = await ws.run(only.flatMap((id) => ['--only', id]));
+      expect(res.code, res.stderr).toBe(0);
+      const status = JSON.parse((await runCliInProcess(['status', 'm.yaml', '--json'], ws.env, ws.dir)).stdout);
+      const estimate = JSON.parse((await runCliInProcess(['estimate', 'm.yaml', '--json'], ws.env, ws.dir)).stdout);
+      const held = status.items.pending + status.items.queued;
+      expect(held).toBeGreaterThan(0);
+      expect(estimate.remaining.items.total).toBe(held);
+      const note = res.stdout.match(
+        /(\d+) items? not selected by --only (?:is|are) still to be sent, (\d+) credits?: held back/,
+      );
+      expect(note, res.stdout).not.toBeNull();
+      expect(Number(note![1])).toBe(held);
+      expect(Number(note![2])).toBe(estimate.remaining.credits.total);
+      expect(res.stdout).not.toMatch(/without --only runs/);
+    }
+    // Held back over three runs: two videos, never sent.
+    expect(
+      t.sim.service.ledger
+        .of('charge')
+        .map((c) => c.prompt)
+        .sort(),
+    ).toEqual(['product 1', 'product 2', 'product 3', 'spin 1']);
   });
 
   it('a selector that matches nothing is a usage error, and nothing is sent', async () => {
