@@ -44,6 +44,8 @@ export type EstimateResult = Record<string, unknown> &
     manifest: string;
     name: string;
     simulated: boolean;
+    /** The scale the time is said at: 1 is real time; a simulator's own, or --time-scale's. */
+    timeScale: number;
     blockers: ReturnType<typeof blockers>;
     /** 0 when the run can go as planned; 3 when the balance, the budget or the daily cap stop it (the CLI's exit code). */
     exitCode: number;
@@ -73,7 +75,11 @@ export interface EstimateFigures {
   problems: ReturnType<typeof blockers>;
   pool: PoolSetup;
   limits: KeyLimits;
+  /** The figures are a simulator's: a rehearsal's, or a service that says it is one. */
   simulated: boolean;
+  /** The scale the time is said at (1: real time), and whose it is. */
+  timeScale: number;
+  timeScaleFrom: 'flag' | 'simulator' | 'none';
   exitCode: number;
 }
 
@@ -85,11 +91,12 @@ interface RunSoFar {
   rejected: Set<string>;
 }
 
-function runSoFar(m: LoadedManifest, opts: EstimateFlags, cwd: string): RunSoFar | undefined {
+function runSoFar(m: LoadedManifest, opts: EstimateFlags, cwd: string, simulated: boolean): RunSoFar | undefined {
   // A rehearsal starts over each time: what an earlier one sent is not what the next one will (but --redo-rejected
   // goes on with its state, and --state names one).
   if (opts.simulate && !opts.state && !opts.redoRejected) return undefined;
-  const path = statePathFor(m, opts.state, cwd, Boolean(opts.simulate) && !opts.state);
+  // Against a simulator, the state of the runs made against it (kept apart from a real run's).
+  const path = statePathFor(m, opts.state, cwd, simulated && !opts.state);
   if (!existsSync(path)) {
     if (opts.redoRejected)
       throw new ExitError(
@@ -121,11 +128,11 @@ export async function estimateWith(
   const whole = await loadValid(path, cwd);
   // --only: the items it chooses and what they wait for, as run --only sends them.
   const loaded = opts.only ? { ...whole, items: chosen(whole.items, opts.only) } : whole;
-  const soFar = runSoFar(loaded, opts, cwd);
   const { Catalog } = await import('../api/catalog.js');
   const connection = await connect(opts, env, opts.timeScale ?? 60);
   try {
-    const { pool, timeScale } = await keysAndScale(connection, opts);
+    const { pool, timeScale, simulated } = await keysAndScale(connection, opts);
+    const soFar = runSoFar(loaded, opts, cwd, simulated);
     if (pool.keys.length === 0)
       throw new ExitError(
         EXIT.stopped,
@@ -172,8 +179,21 @@ export async function estimateWith(
     // What the rest of the run needs is judged, not what the whole manifest cost from the start.
     const problems = blockers(remaining ?? result, soFar?.spent ?? 0);
     const exitCode = problems.length ? EXIT.stopped : EXIT.ok;
-    const simulated = Boolean(opts.simulate);
-    return { loaded, result, remaining, redo, spent: soFar?.spent ?? 0, problems, pool, limits, simulated, exitCode };
+    const timeScaleFrom = opts.timeScale !== undefined ? 'flag' : timeScale !== undefined ? 'simulator' : 'none';
+    return {
+      loaded,
+      result,
+      remaining,
+      redo,
+      spent: soFar?.spent ?? 0,
+      problems,
+      pool,
+      limits,
+      simulated,
+      timeScale: timeScale ?? 1,
+      timeScaleFrom,
+      exitCode,
+    };
   } finally {
     await connection.close();
   }
@@ -188,8 +208,8 @@ export async function estimateWith(
 async function keysAndScale(
   connection: Awaited<ReturnType<typeof connect>>,
   opts: EstimateFlags,
-): Promise<{ pool: PoolSetup; timeScale: number | undefined }> {
-  const [{ setUpPool, rescaledPool, serviceTimeScale }, { untilFirstAnswer }] = await Promise.all([
+): Promise<{ pool: PoolSetup; timeScale: number | undefined; simulated: boolean }> {
+  const [{ setUpPool, rescaledPool, serviceTimeScale, saysSimulator }, { untilFirstAnswer }] = await Promise.all([
     import('../api/pool-setup.js'),
     import('../api/until-answered.js'),
   ]);
@@ -197,11 +217,12 @@ async function keysAndScale(
   const pool = await untilFirstAnswer(() =>
     setUpPool(connection.keys, limitsOf(opts, opts.timeScale ?? 1), serviceTime),
   );
-  if (opts.timeScale !== undefined) return { pool, timeScale: opts.timeScale };
+  const simulated = Boolean(opts.simulate) || saysSimulator(pool.accounts[0]);
+  if (opts.timeScale !== undefined) return { pool, timeScale: opts.timeScale, simulated };
   const timeScale = opts.simulate ? 60 : serviceTimeScale(pool.accounts[0]);
   return timeScale === undefined
-    ? { pool, timeScale }
-    : { pool: rescaledPool(pool, limitsOf(opts, timeScale), serviceTime), timeScale };
+    ? { pool, timeScale, simulated }
+    : { pool: rescaledPool(pool, limitsOf(opts, timeScale), serviceTime), timeScale, simulated };
 }
 
 /** The items `only` chooses, and every item they wait for (however far back), in manifest order. */
@@ -235,7 +256,7 @@ function limitsOf(opts: EstimateFlags, timeScale: number): KeyLimits {
 
 /** What `estimate --json` prints, with the exit code the figures give. */
 export function estimateDocument(parts: EstimateFigures): EstimateResult {
-  const { loaded, result, remaining, spent, problems, pool, limits, simulated, redo } = parts;
+  const { loaded, result, remaining, spent, problems, pool, limits, simulated, timeScale, redo } = parts;
   const rest = remaining
     ? {
         remaining: {
@@ -257,6 +278,7 @@ export function estimateDocument(parts: EstimateFigures): EstimateResult {
     manifest: loaded.source.file,
     name: loaded.name,
     simulated,
+    timeScale,
     ...result,
     ...rest,
     blockers: problems,

@@ -69,9 +69,10 @@ export async function estimateCommand(
   const redoLine = redo
     ? `\nregenerating ${count(redo.items.total, 'item')} rejected in review: ${num(redo.credits.total)} credits (counted in what remains)`
     : '';
-  const { loaded, result, limits, simulated, remaining, spent, problems } = parts;
+  const { loaded, result, limits, simulated, remaining, spent, problems, timeScale, timeScaleFrom } = parts;
+  const clock = { timeScale, timeScaleFrom };
   return {
-    text: `${formatEstimate(loaded, result, limits, { simulated, remaining, spent, problems })}${redoLine}`,
+    text: `${formatEstimate(loaded, result, limits, { simulated, remaining, spent, problems, clock })}${redoLine}`,
     exitCode,
   };
 }
@@ -110,13 +111,21 @@ function formatEstimate(
   m: LoadedManifest,
   e: Estimate,
   limits: KeyLimits,
-  more: { simulated: boolean; remaining: Estimate | undefined; spent: number; problems: ReturnType<typeof blockers> },
+  more: {
+    simulated: boolean;
+    remaining: Estimate | undefined;
+    spent: number;
+    problems: ReturnType<typeof blockers>;
+    clock: { timeScale: number; timeScaleFrom: 'flag' | 'simulator' | 'none' };
+  },
 ): string {
   const lines = [
     `${m.source.file} (${m.name}): ${count(e.items.total, 'item')}, ${n(e.items.image)} image, ${n(e.items.video)} video. Nothing was submitted.`,
   ];
   if (more.simulated)
-    lines.push("simulated: the balance, daily cap and catalog below are the embedded simulator's, not your key's");
+    lines.push(
+      "simulated: the balance, daily cap and catalog below are the simulator's, not your key's on the service",
+    );
   lines.push('');
   const rows = e.models.map((c) => [
     c.model,
@@ -166,11 +175,18 @@ function formatEstimate(
   // With a run under way, the time and the plan are the rest's, as the balance and the budget are.
   const rest = r ? ' for the rest' : '';
   lines.push(
-    `time:      about ${formatDuration(judged.duration.seconds)}${rest}, limited by the ${judged.duration.limitedBy}`,
+    `time:      about ${formatDuration(judged.duration.seconds)}${rest}, limited by the ${judged.duration.limitedBy}${whoseClock(more.clock)}`,
     `           (submissions ${formatRate(limits.submit)}; ${limits.maxImagesInFlight} images in flight at ~50 s, ${limits.maxVideosInFlight} videos at ~5.5 min, the spec's typical durations)`,
   );
   if (e.tags.length) lines.push('', tagTable(e.tags));
   if (judged.plan && judged.items.total > 0) lines.push('', ...planLines(judged.plan));
   for (const p of more.problems) lines.push(`cannot run as planned (${p.reason}): ${p.message}`);
   return lines.join('\n');
+}
+
+/** Whose time the estimate is said in: nothing said for real time, which is the service's own. */
+function whoseClock({ timeScale, timeScaleFrom }: { timeScale: number; timeScaleFrom: string }): string {
+  if (timeScale === 1) return '';
+  const whose = timeScaleFrom === 'flag' ? "--time-scale's" : "the simulator's";
+  return ` (time x${timeScale}, ${whose}; --time-scale 1 gives real time)`;
 }
