@@ -196,6 +196,8 @@ export async function chaosRun(seed, { canMount = false, say = () => {} } = {}) 
   const faultNow = () => (lastFaultAt = Date.now());
 
   const sim = await startSimulator({
+    // It stands in for the real service (it does not say it is a simulator): the state is at the real run's place.
+    announce: false,
     // Its refusals stop its listening: a port outside the ephemeral range is not handed to another worker meanwhile.
     port: await privatePort(),
     timeScale: TIME_SCALE,

@@ -42,6 +42,7 @@ export async function daysBench() {
   writeFileSync(join(dir, 'days.yaml'), manifest());
   writeFileSync(join(dir, 'first.png'), makePng('first frame'));
   const sim = await startSimulator({
+    announce: false,
     timeScale: SCALE,
     seed: 11,
     credits: 1e9,

@@ -90,7 +90,7 @@ const duplicates = (sim) =>
   sim.service.ledger.of('charge').length - new Set(sim.service.ledger.of('charge').map((c) => c.prompt)).size;
 
 async function threeProcesses(db, { coordinator, timeScale = 60, jobs = 40 }) {
-  const sim = await startSimulator({ timeScale, seed: 5 });
+  const sim = await startSimulator({ announce: false, timeScale, seed: 5 });
   try {
     const env = { GENBATCH_BASE_URL: sim.baseUrl, GENBATCH_API_KEY: sim.apiKey };
     const extra = coordinator ? ['--coordinator', db.url] : [];
@@ -117,7 +117,7 @@ async function threeProcesses(db, { coordinator, timeScale = 60, jobs = 40 }) {
 
 async function killedProcess(db) {
   const timeScale = 60;
-  const sim = await startSimulator({ timeScale, seed: 6 });
+  const sim = await startSimulator({ announce: false, timeScale, seed: 6 });
   try {
     const env = { GENBATCH_BASE_URL: sim.baseUrl, GENBATCH_API_KEY: sim.apiKey };
     const dirs = ['k', 'l', 'm'].map((n) => workspace(n, 30));
@@ -176,7 +176,7 @@ function idealPoolMakespanMs(durations, windowMs, keys) {
 
 export async function pool({ jobs = 300, timeScale = 30, revoke } = {}) {
   const labels = ['a', 'b', 'c'];
-  const sim = await startSimulator({ timeScale, seed: 7, keys: labels.map((label) => ({ label })) });
+  const sim = await startSimulator({ announce: false, timeScale, seed: 7, keys: labels.map((label) => ({ label })) });
   try {
     const env = { GENBATCH_BASE_URL: sim.baseUrl, GENBATCH_API_KEYS: labels.map((l) => sim.keys[l]).join(',') };
     const unwatch = revoke

@@ -32,6 +32,7 @@ export async function pauseBench() {
 
 async function runOnce(seed) {
   const sim = await startSimulator({
+    announce: false,
     timeScale: TIME_SCALE,
     seed: 11 + seed,
     limits: { submissionsPerWindow: 5 },

@@ -85,7 +85,7 @@ async function faultyCase(awsEnv) {
 
 /** `genbatch run` of `count` images to `s3://catalog/<prefix>`: its measure, and the state's publication figures. */
 async function publishRun(awsEnv, count, extra, prefix) {
-  const sim = await startSimulator({ timeScale: TIME_SCALE, seed: 11 });
+  const sim = await startSimulator({ announce: false, timeScale: TIME_SCALE, seed: 11 });
   try {
     const dir = mkdtempSync(join(tmpdir(), 'genbatch-bench-publish-'));
     const items = Array.from({ length: count }, (_, i) => `  - { id: p${i}, prompt: "product ${i}" }`).join('\n');

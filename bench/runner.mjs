@@ -61,7 +61,7 @@ export async function runnerBench() {
 }
 
 async function runOnce(jobs, timeScale, seed) {
-  const sim = await startSimulator({ timeScale, seed: 3 + seed });
+  const sim = await startSimulator({ announce: false, timeScale, seed: 3 + seed });
   try {
     const dir = mkdtempSync(join(tmpdir(), 'genbatch-bench-run-'));
     const items = Array.from({ length: jobs }, (_, i) => `  - { id: p${i}, prompt: "product ${i}" }`).join('\n');

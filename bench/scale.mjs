@@ -50,6 +50,7 @@ export async function scaleBench() {
   report(`validate of ${ROWS.toLocaleString('en-US')} rows`, validate, GOAL.validateSeconds, ' s');
 
   const sim = await startSimulator({
+    announce: false,
     timeScale: 600,
     seed: 5,
     credits: 1e9,
@@ -110,6 +111,7 @@ export async function restartAfterKill(dir) {
   for (let i = 0; i < RUNS; i++) {
     rmSync(join(dir, '.genbatch'), { recursive: true, force: true });
     const sim = await startSimulator({
+      announce: false,
       timeScale: 3600,
       seed: 11 + i,
       credits: 1e9,
@@ -185,6 +187,7 @@ export async function manyImages() {
   const limits = { submissionsPerWindow: 100_000, readsPerWindow: 1_000_000, imagesInFlight: 200 };
   // Links live a week of service time: the usual 15 minutes are 250 ms at 3600x, shorter than a busy download queue.
   const sim = await startSimulator({
+    announce: false,
     timeScale: 3600,
     seed: 9,
     credits: 1e9,

@@ -25,6 +25,11 @@ export const SIMULATOR_FLAGS = {
     parse: positiveNumber,
     defaultText: String(SIM.timeScale),
   }),
+  unannounced: flag({
+    flags: '--unannounced',
+    help: "answer /me as the real service does, without saying this is a simulator: a stand-in for a real run, whose state and outputs are a real run's",
+    defaultText: 'off: /me says it is a simulator',
+  }),
   seed: flag({
     flags: '--seed <n>',
     help: 'seed for the simulated randomness',

@@ -91,6 +91,12 @@ export interface SimulatorOptions {
    * only from the flags and the service's 429s. On by default.
    */
   meShowsLimits?: boolean;
+  /**
+   * Whether `/me` says this is a simulator (`x-simulator`, with its time
+   * scale), so a run keeps what it makes apart from a real run's. Off, it
+   * answers as the real service does: a stand-in for a real run. On by default.
+   */
+  announce?: boolean;
   clock?: Clock;
 }
 
@@ -158,6 +164,7 @@ export interface ResolvedOptions {
   moderationWindowMs: number;
   webJobs: number;
   meShowsLimits: boolean;
+  announce: boolean;
   keys: SimKeyOptions[];
   clock: Clock;
 }
@@ -206,6 +213,7 @@ export function resolveOptions(options: SimulatorOptions): ResolvedOptions {
     moderationWindowMs: ms(MODERATION_WINDOW_SECONDS),
     webJobs: options.webJobs ?? 3,
     meShowsLimits: options.meShowsLimits ?? true,
+    announce: options.announce ?? true,
     keys: options.keys ?? [{ label: 'main' }],
     clock: options.clock ?? { now: () => Date.now() },
   };

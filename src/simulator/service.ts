@@ -206,11 +206,15 @@ export class Service {
         label: key.label,
         createdAt: new Date(key.createdAt).toISOString(),
       },
-      'x-simulator': {
-        timeScale: this.opts.timeScale,
-        units: `durations (windowSeconds, the key day) are in the service's time; at time scale ${this.opts.timeScale} a service second lasts ${1 / this.opts.timeScale} real seconds`,
-        note: "this field is the simulator's own; the spec does not show /me's field names beyond credits, subscriptionCredits and scopes",
-      },
+      ...(this.opts.announce
+        ? {
+            'x-simulator': {
+              timeScale: this.opts.timeScale,
+              units: `durations (windowSeconds, the key day) are in the service's time; at time scale ${this.opts.timeScale} a service second lasts ${1 / this.opts.timeScale} real seconds`,
+              note: "this field is the simulator's own; the spec does not show /me's field names beyond credits, subscriptionCredits and scopes",
+            },
+          }
+        : {}),
     };
   }
 

@@ -14,9 +14,12 @@ export interface TestSim {
   ): Promise<{ status: number; headers: Headers; json: any }>;
 }
 
-/** A simulator on port 0 and a client for it, both closed when the test ends. */
+/**
+ * A simulator on port 0 and a client for it, both closed when the test ends. It stands in for the real service
+ * (it does not say it is a simulator, so a run's state and outputs are a real run's) unless `announce` is set.
+ */
 export async function startTestSim(options: SimulatorOptions = {}): Promise<TestSim> {
-  const sim = await startSimulator({ port: 0, ...options });
+  const sim = await startSimulator({ port: 0, announce: false, ...options });
   const client = new ApiClient({ baseUrl: sim.baseUrl, apiKey: sim.apiKey });
   onTestFinished(async () => {
     await client.close();

@@ -106,7 +106,7 @@ describe('the simulator tells no lies', () => {
   );
 
   it("/me's key prefix is the part before the underscore only, and /me says its durations are the service's time", async () => {
-    const t = await startTestSim({ timeScale: 60 });
+    const t = await startTestSim({ timeScale: 60, announce: true });
     const me = (await t.raw('GET', '/me')).json;
     expect(me.key.prefix).toBe('gbk_');
     expect(t.sim.apiKey.startsWith(me.key.prefix)).toBe(true);

@@ -77,6 +77,7 @@ export function simulatorOptions(f: SimulateFlags, env: NodeJS.ProcessEnv = {}):
     ['jobVisibility', f.jobVisibility],
   ];
   for (const [name, value] of copy) if (value !== undefined) (opts as Record<string, unknown>)[name] = value;
+  if (f.unannounced) opts.announce = false;
   return opts;
 }
 
@@ -109,7 +110,7 @@ export async function simulateCommand(
             ? `  export GENBATCH_API_KEYS=${tokens.join(',')}`
             : `  export GENBATCH_API_KEY=${simulator.apiKey}`,
         ]),
-    ...((flags.timeScale ?? 1) !== 1
+    ...((flags.timeScale ?? 1) !== 1 && !flags.unannounced
       ? [
           `  genbatch run <manifest>    (paces to this simulator's time, x${flags.timeScale}, which its /me says; --time-scale overrides)`,
         ]
