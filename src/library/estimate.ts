@@ -161,13 +161,7 @@ export async function estimateWith(
         keyCaps,
         balance: me.credits,
         perTag: loaded.manifest.budget?.perTag,
-        planKeys: pool.keys.map((k, i) => ({
-          key: k.fingerprint,
-          cap: k.limits.dailyCap,
-          submitEveryMs: k.limits.submit.windowMs / k.limits.submit.count,
-          slots: { image: k.limits.maxImagesInFlight, video: k.limits.maxVideosInFlight },
-          usedToday: pool.accounts[i]?.usedToday,
-        })),
+        planKeys: planKeysOf(pool),
         ...(maxCredits !== undefined ? { maxCredits } : {}),
         ...(timeScale !== undefined ? { timeScale } : {}),
       });
@@ -177,23 +171,11 @@ export async function estimateWith(
       : undefined;
     const redo = opts.redoRejected && soFar ? of(loaded.items.filter((i) => soFar.rejected.has(i.id))) : undefined;
     // What the rest of the run needs is judged, not what the whole manifest cost from the start.
-    const problems = blockers(remaining ?? result, soFar?.spent ?? 0);
+    const spent = soFar?.spent ?? 0;
+    const problems = blockers(remaining ?? result, spent);
     const exitCode = problems.length ? EXIT.stopped : EXIT.ok;
-    const timeScaleFrom = opts.timeScale !== undefined ? 'flag' : timeScale !== undefined ? 'simulator' : 'none';
-    return {
-      loaded,
-      result,
-      remaining,
-      redo,
-      spent: soFar?.spent ?? 0,
-      problems,
-      pool,
-      limits,
-      simulated,
-      timeScale: timeScale ?? 1,
-      timeScaleFrom,
-      exitCode,
-    };
+    const figures = { loaded, result, remaining, redo, spent, problems, pool, limits, simulated };
+    return { ...figures, ...clockOf(opts, timeScale), exitCode };
   } finally {
     await connection.close();
   }
@@ -223,6 +205,26 @@ async function keysAndScale(
   return timeScale === undefined
     ? { pool, timeScale, simulated }
     : { pool: rescaledPool(pool, limitsOf(opts, timeScale), serviceTime), timeScale, simulated };
+}
+
+/** Each key as the day-by-day plan takes it: its cap, its pace, its slots, what it spent today. */
+function planKeysOf(pool: PoolSetup) {
+  return pool.keys.map((k, i) => ({
+    key: k.fingerprint,
+    cap: k.limits.dailyCap,
+    submitEveryMs: k.limits.submit.windowMs / k.limits.submit.count,
+    slots: { image: k.limits.maxImagesInFlight, video: k.limits.maxVideosInFlight },
+    usedToday: pool.accounts[i]?.usedToday,
+  }));
+}
+
+/** The scale the time is said at, and whose it is: --time-scale's, the simulator's, or none (real time). */
+function clockOf(
+  opts: EstimateFlags,
+  timeScale: number | undefined,
+): Pick<EstimateFigures, 'timeScale' | 'timeScaleFrom'> {
+  const timeScaleFrom = opts.timeScale !== undefined ? 'flag' : timeScale !== undefined ? 'simulator' : 'none';
+  return { timeScale: timeScale ?? 1, timeScaleFrom };
 }
 
 /** The items `only` chooses, and every item they wait for (however far back), in manifest order. */

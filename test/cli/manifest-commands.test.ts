@@ -191,7 +191,7 @@ describe('genbatch estimate', () => {
     const table = await runCliInProcess(['estimate', 'manifests/demo.yaml', '--simulate'], cleanEnv(), root);
     expect(table.code).toBe(0);
     expect(table.stdout).toMatch(
-      /^simulated: the balance, daily cap and catalog below are the embedded simulator's, not your key's$/m,
+      /^simulated: the balance, daily cap and catalog below are the simulator's, not your key's$/m,
     );
     const json = JSON.parse(
       (await runCliInProcess(['estimate', 'manifests/demo.yaml', '--simulate', '--json'], cleanEnv(), root)).stdout,

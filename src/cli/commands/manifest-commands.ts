@@ -107,25 +107,21 @@ function tagTable(tags: Estimate['tags']): string {
   return table(['tag', 'items', 'credits', 'budget'], rows);
 }
 
-function formatEstimate(
-  m: LoadedManifest,
-  e: Estimate,
-  limits: KeyLimits,
-  more: {
-    simulated: boolean;
-    remaining: Estimate | undefined;
-    spent: number;
-    problems: ReturnType<typeof blockers>;
-    clock: { timeScale: number; timeScaleFrom: 'flag' | 'simulator' | 'none' };
-  },
-): string {
+/** What the estimate's text says beside the figures: whose they are, what remains, what stops the run, whose clock. */
+interface EstimateMore {
+  simulated: boolean;
+  remaining: Estimate | undefined;
+  spent: number;
+  problems: ReturnType<typeof blockers>;
+  clock: { timeScale: number; timeScaleFrom: 'flag' | 'simulator' | 'none' };
+}
+
+function formatEstimate(m: LoadedManifest, e: Estimate, limits: KeyLimits, more: EstimateMore): string {
   const lines = [
     `${m.source.file} (${m.name}): ${count(e.items.total, 'item')}, ${n(e.items.image)} image, ${n(e.items.video)} video. Nothing was submitted.`,
   ];
   if (more.simulated)
-    lines.push(
-      "simulated: the balance, daily cap and catalog below are the simulator's, not your key's on the service",
-    );
+    lines.push("simulated: the balance, daily cap and catalog below are the simulator's, not your key's");
   lines.push('');
   const rows = e.models.map((c) => [
     c.model,
