@@ -99,6 +99,12 @@ export function serviceTimeScale(me: Account | undefined): number | undefined {
     : undefined;
 }
 
+/** Whether a service says it is a simulator: `genbatch simulate`'s /me carries `x-simulator`; the real service's never does. */
+export function saysSimulator(me: Account | undefined): boolean {
+  const sim = me?.raw?.['x-simulator'];
+  return typeof sim === 'object' && sim !== null;
+}
+
 /** The pool's keys' limits again, from the same /me answers, in another run time (a service's own time scale adopted). */
 export function rescaledPool(pool: PoolSetup, flags: KeyLimits, clock: RunTime): PoolSetup {
   return { ...pool, keys: pool.keys.map((key, i) => ({ ...key, limits: keyLimits(flags, pool.accounts[i]!, clock) })) };

@@ -28,6 +28,8 @@ export type RunOutcome = RunSummary & {
   outDir: string;
   log: string;
   rehearsal: boolean;
+  /** The service said it is a simulator (or it was a rehearsal's): the state and outputs are kept apart from a real run's. */
+  simulated: boolean;
   results: { jsonl: string; csv: string; html: string | null; sidecars?: number } | null;
   /** Why the results files could not be written (a full disk, say); `genbatch report` writes them from the state. */
   resultsProblem?: string;
@@ -211,6 +213,7 @@ async function outcomeOf(
     outDir: prepared.outDir,
     log: prepared.logPath,
     rehearsal: options.simulate,
+    simulated: prepared.simulated,
     ...summary,
     results,
     ...(problem ? { resultsProblem: problem } : {}),

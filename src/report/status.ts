@@ -2,6 +2,7 @@ import { RunClock } from '../scheduler/clock.js';
 import { estimateEta } from '../estimate/eta.js';
 import type { KeyLimits } from '../scheduler/limits.js';
 import { waitingFor, type RunWaits, type Waiting } from '../store/waiting.js';
+import { describeService, madeAgainst } from '../store/made-against.js';
 import {
   lockHolder,
   type ItemProblem,
@@ -68,6 +69,11 @@ export interface Status {
   publication: ({ to: string } & PublicationCounts) | null;
   /** Web copies the manifest asks of the current image outputs that no run has made yet (the same command makes them). */
   copies: { missing: number };
+  /**
+   * The service the state was made against: a simulator or not, and its base URL (`in-process` for a rehearsal);
+   * `inferred` for a state an older genbatch made. Null where nothing tells (an older state, or nothing ran).
+   */
+  madeAgainst: { simulator: boolean; service: string; inferred: boolean } | null;
 }
 
 const iso = (ms: number | null | undefined) => (ms ? new Date(ms).toISOString() : null);
@@ -112,7 +118,18 @@ export function collectStatus(store: Store, where: { manifest: string; state: st
     keys: keysOf(store, new RunClock(Date.now, last?.time_scale ?? 1).dayOf(now)),
     publication: last?.out_dir?.startsWith('s3://') ? { to: last.out_dir, ...store.publications.counts() } : null,
     copies: { missing: store.webCopies.missing() },
+    madeAgainst: madeAgainstOf(store),
   };
+}
+
+/** How status says what a state was made against. */
+export function madeAgainstLine(made: NonNullable<Status['madeAgainst']>): string {
+  return `made against: ${describeService(made)}${made.inferred ? ' (as its runs show)' : ''}`;
+}
+
+function madeAgainstOf(store: Store): Status['madeAgainst'] {
+  const made = madeAgainst(store);
+  return made ? { simulator: made.simulator, service: made.service, inferred: made.how === 'inferred' } : null;
 }
 
 function bucketOf(run: RunRow): Status['run']['bucket'] {

@@ -1,4 +1,4 @@
-import { createWriteStream, existsSync, rmSync } from 'node:fs';
+import { createWriteStream, existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { ApiClient } from '../api/client.js';
 import { Catalog } from '../api/catalog.js';
@@ -19,9 +19,8 @@ import {
 } from '../manifest/index.js';
 import { checkValid, issueReport, loadValid, locate } from '../manifest/load-valid.js';
 import { checkAgainstService, shapeProblems } from '../manifest/online.js';
-import { OPEN_STATES, Store } from '../store/index.js';
-import { openStateReadOnly, statePathFor } from '../store/state-path.js';
-import { thumbsBeside } from '../copies/thumbs/kept.js';
+import { Store } from '../store/index.js';
+import { statePathFor } from '../store/state-path.js';
 import { openOutputSink } from '../sink/index.js';
 import { EXIT, ExitError, usageError } from '../util/exit-error.js';
 import type { RunOpened } from './shared.js';
@@ -29,6 +28,15 @@ import type { ToSync } from './sync/first-sync.js';
 import type { ResolvedRunOptions } from '../options/resolve.js';
 import type { RunClock } from '../scheduler/clock.js';
 import { rescaledPool, serviceTimeScale, setUpPool, type PoolSetup } from '../api/pool-setup.js';
+import { IN_PROCESS, recordMadeAgainst, serviceName } from '../store/made-against.js';
+import {
+  keepFinishedRehearsal,
+  refuseOtherService,
+  rehearsalPlace,
+  simulatedService,
+  startRehearsalOver,
+  type Simulated,
+} from './rehearsal.js';
 import { planResume } from './sync/resume.js';
 import { Runner } from './runner.js';
 import { makeFolderSync } from '../util/make-folder.js';
@@ -72,6 +80,10 @@ export interface PreparedRun extends OpenedService, RunOpened {
   restored: { from: string; takenAt: number; skipped: readonly string[] } | undefined;
   /** The state was made by another manifest file of the same name, still there: this run goes on with its state. */
   madeBy: string | undefined;
+  /** The service says it is a simulator (or it is a rehearsal's): the state and outputs are kept apart from a real run's. */
+  simulated: boolean;
+  /** An in-process rehearsal's state that this run against a simulator started over (its jobs went with that process). */
+  rehearsalStartedOver: string | undefined;
 }
 
 /** A run under way: its runner, its log, and how to close what it holds once it ends. */
@@ -100,20 +112,22 @@ export async function prepareRun(
     throw usageError(`--out ${outProblem}. Nothing was submitted.`);
   }
   const keys = askKeys(connecting, options, waitForService);
+  // Whether the service says it is a simulator: asked only where a path depends on it, so the manifest is read meanwhile.
+  const simulated = simulatedService(options, keys.pool);
   // A state kept beside the outputs comes back before anything reads the state: this run then goes on from it.
-  const restored = await restoreState(options).catch(async (error: unknown) => {
+  const restored = await restoreState(options, simulated).catch(async (error: unknown) => {
     await keys.discard();
     throw error;
   });
-  const prepared = await prepareManifest(options).catch(async (error: unknown) => {
+  const prepared = await prepareManifest(options, simulated).catch(async (error: unknown) => {
     // The manifest's problem is what the user hears about, not the service's answer.
     await keys.discard();
     throw error;
   });
   const opened = await openService(options, keys, prepared, waitForService);
   const { manifest, statePath, checked, plan } = prepared;
-  // A rehearsal never writes where a real run's outputs are.
-  const suffix = options.simulate ? '.simulated' : '';
+  // A rehearsal, or a run against a simulator, never writes where a real run's outputs are.
+  const suffix = prepared.simulated ? '.simulated' : '';
   const outDir = rehearsalPlace(outPlaceOf(options, manifest), suffix);
   // A rehearsal starts over each time: an earlier rehearsal's outputs in its folder are replaced.
   const outputs = await openOutputSink(outDir, sinkSettingsOf(options, statePath));
@@ -125,6 +139,8 @@ export async function prepareRun(
     redoneRejected,
     restored,
     madeBy: recorded && recorded !== manifest.source.absPath && existsSync(recorded) ? recorded : undefined,
+    simulated: prepared.simulated,
+    rehearsalStartedOver: prepared.rehearsalStartedOver,
     ...opened,
     manifest,
     statePath,
@@ -197,15 +213,16 @@ export function startRun(prepared: PreparedRun): StartedRun {
  * the newest whole snapshot of the state from beside the outputs, put where
  * the state goes. A rehearsal starts over and never restores.
  */
-async function restoreState(options: ResolvedRunOptions): Promise<PreparedRun['restored']> {
+async function restoreState(options: ResolvedRunOptions, simulated: Simulated): Promise<PreparedRun['restored']> {
   if (options.simulate) return undefined;
   const top = await locate(options.manifestPath, options.cwd).catch(() => undefined);
   // A manifest that cannot be read is said by its check, with where each problem is.
-  if (!top) return undefined;
-  const statePath = statePathFor(top, options.statePath, options.cwd);
+  if (!top || !bucketLocationOf(outPlaceOf(options, top))) return undefined;
+  // A run against a simulator restores its own places' state, never a real run's.
+  const apart = await simulated.known();
+  const statePath = statePathFor(top, options.statePath, options.cwd, apart && !options.statePath);
   if (existsSync(statePath)) return undefined;
-  const outDir = outPlaceOf(options, top);
-  if (!bucketLocationOf(outDir)) return undefined;
+  const outDir = rehearsalPlace(outPlaceOf(options, top), apart ? '.simulated' : '');
   const sink = await openOutputSink(outDir, sinkSettingsOf(options, statePath));
   // A bucket that cannot be written is said by the run's own write check, as for any run (exit 4, nothing sent).
   if (!sink.snapshots || (await sink.probe())) return undefined;
@@ -225,24 +242,38 @@ interface PreparedManifest {
   checked: Awaited<ReturnType<typeof checkValid>> | undefined;
   manifest: ManifestTop;
   statePath: string;
+  simulated: boolean;
+  rehearsalStartedOver: string | undefined;
 }
 
-async function prepareManifest(options: ResolvedRunOptions): Promise<PreparedManifest> {
+async function prepareManifest(options: ResolvedRunOptions, simulated: Simulated): Promise<PreparedManifest> {
   const { manifestPath: path, cwd } = options;
-  const statePathOf = (top: ManifestTop) =>
-    statePathFor(top, options.statePath, cwd, options.simulate && !options.statePath);
+  let rehearsalStartedOver: string | undefined;
+  const statePathOf = async (top: ManifestTop) => {
+    const apart = await simulated.known();
+    const statePath = statePathFor(top, options.statePath, cwd, apart && !options.statePath);
+    // An in-process rehearsal's jobs went with its process: a run against another simulator starts its state over.
+    if (apart && !options.simulate && startRehearsalOver(statePath, !options.statePath, true))
+      rehearsalStartedOver = statePath;
+    return statePath;
+  };
+  // Only a state that is there can be resumed: with none at either place, the service's answer is not waited for.
+  const anyState = (top: ManifestTop) =>
+    [false, true].some((apart) => existsSync(statePathFor(top, options.statePath, cwd, apart)));
   // A resume whose sources are unchanged takes its items from the state (a rehearsal starts over, --redo-changed looks at each item).
-  const plan = options.simulate ? {} : await planResume(path, cwd, statePathOf, !options.redoChanged);
+  const plan = options.simulate
+    ? {}
+    : await planResume(path, cwd, (top) => (anyState(top) ? statePathOf(top) : undefined), !options.redoChanged);
   // Checked without holding the items: the run expands them again as it writes them into the state.
   const checked = plan.resume ? undefined : await checkValid(path, cwd, plan.top, plan.rowsRead);
   // The top level only: the items live in the state once synced, not in memory for the whole run.
   const manifest = plan.resume?.top ?? topOf(checked!);
-  const statePath = statePathOf(manifest);
+  const statePath = await statePathOf(manifest);
   // A fresh in-process simulator knows none of an earlier run's jobs: a rehearsal starts over, and never on a real run's state.
   // Redoing a finished rehearsal's rejects goes on with its state; anything else of a rehearsal starts over.
   if (options.simulate && options.redoRejected) keepFinishedRehearsal(statePath);
   else if (options.simulate) startRehearsalOver(statePath, !options.statePath);
-  return { plan, checked, manifest, statePath };
+  return { plan, checked, manifest, statePath, simulated: await simulated.known(), rehearsalStartedOver };
 }
 
 /**
@@ -293,7 +324,14 @@ async function openService(
       early ??
       (await untilAnswered(() => Catalog.fetch(pool.keys[0]!.client, types, STARTUP_TIMEOUT_MS), waitForService));
     await checkShapes(path, cwd, shapes, prepared.manifest, catalog, pool);
-    return { connection, pool, coordinator, catalog, store: Store.open(prepared.statePath), options };
+    const service = {
+      simulator: prepared.simulated,
+      service: options.simulate ? IN_PROCESS : serviceName(options.baseUrl ?? options.env.GENBATCH_BASE_URL),
+    };
+    refuseOtherService(prepared.statePath, service, options);
+    const store = Store.open(prepared.statePath);
+    recordMadeAgainst(store, service);
+    return { connection, pool, coordinator, catalog, store, options };
   } catch (error) {
     await coordinator?.close();
     await connection.close();
@@ -375,55 +413,4 @@ async function openCoordinator(url: string | undefined, clock: RunClock): Promis
 
 function topOf({ source, manifest, name, outputDir, outputName, vars }: ManifestTop): ManifestTop {
   return { source, manifest, name, outputDir, outputName, vars };
-}
-
-/**
- * Removes an earlier rehearsal's state and the review's thumbnails beside it (its outputs are replaced, at the
- * same paths); a real run's state given by --state is refused, never touched.
- */
-function startRehearsalOver(statePath: string, defaultPath: boolean): void {
-  if (!existsSync(statePath)) return;
-  // .genbatch/<name>.simulated.sqlite is only ever a rehearsal's; a path given by --state must say it is one.
-  if (!defaultPath && !isRehearsalState(statePath)) {
-    throw new ExitError(
-      EXIT.usage,
-      `${statePath} is the state of a real run; a rehearsal (--simulate) never touches it. Leave out --state, or give a path of its own.`,
-    );
-  }
-  for (const suffix of ['', '-wal', '-shm']) rmSync(`${statePath}${suffix}`, { force: true });
-  rmSync(thumbsBeside(statePath), { recursive: true, force: true });
-}
-
-/** A rehearsal's rejects are redone on its own state, which a fresh simulator can carry on only once nothing of it is open. */
-function keepFinishedRehearsal(statePath: string): void {
-  if (!existsSync(statePath))
-    throw new ExitError(EXIT.usage, `no rehearsal has run yet (${statePath}): nothing was reviewed to redo.`);
-  const store = openStateReadOnly(statePath);
-  try {
-    const counts = store.itemReports.counts();
-    const open = OPEN_STATES.reduce((n, state) => n + counts[state], 0);
-    if (open > 0)
-      throw new ExitError(
-        EXIT.usage,
-        `the rehearsal has ${open} unfinished item${open === 1 ? '' : 's'}: a rehearsal is redone only once it ran to the end (run it again with --simulate first).`,
-      );
-  } finally {
-    store.close();
-  }
-}
-
-function isRehearsalState(statePath: string): boolean {
-  const store = openStateReadOnly(statePath);
-  try {
-    return store.meta('rehearsal') === '1' || store.meta('run_id') === undefined;
-  } finally {
-    store.close();
-  }
-}
-
-/** A rehearsal's place beside the real one: `out.simulated`, or a bucket's `PREFIX.simulated` (`simulated` at its root). */
-function rehearsalPlace(location: string, suffix: string): string {
-  const bucket = suffix ? bucketLocationOf(location) : undefined;
-  if (bucket && !bucket.prefix) return `${location}/simulated`;
-  return `${location}${suffix}`;
 }

@@ -190,7 +190,12 @@ export class ReadyQueue {
     return this.canaryStmt
       .all()
       .filter((row) => row.stuck === 0)
-      .map(({ id, type, model, waits }) => ({ id, type, model, waitsFor: waits ? (JSON.parse(waits) as string[]) : [] }));
+      .map(({ id, type, model, waits }) => ({
+        id,
+        type,
+        model,
+        waitsFor: waits ? (JSON.parse(waits) as string[]) : [],
+      }));
   }
 
   /** Whether the item waits for another that is not done yet. */

@@ -1,8 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { cpSync, mkdtempSync, readFileSync, symlinkSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { cpSync, mkdtempSync, readFileSync, readdirSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/index.js';
@@ -143,10 +144,48 @@ describe("README.md's commands, run as they are written", () => {
   // The service the shared checkout's runs go to, all along (its state knows this service's jobs).
   let service: RunningSimulator | undefined;
   beforeAll(async () => {
-    service = await startSimulator({ port: 0, timeScale: 600 });
+    // It stands in for the real service: it does not say it is a simulator, so the runs' state is a real run's.
+    service = await startSimulator({ port: 0, timeScale: 600, announce: false });
   });
   afterAll(async () => {
     await service?.close();
+  });
+
+  it("the trial, then the same manifest against a service that does not say it is a simulator: everything is made and charged, the trial's files untouched", {
+    timeout: 90_000,
+  }, async () => {
+    const trial = blocks.find((b) => b.lines.some((l) => /^genbatch simulate .*&$/.test(l)))!;
+    const dir = checkout();
+    const env = cleanEnv({ PATH: `${join(dir, 'node_modules', '.bin')}:${process.env.PATH}` });
+    const shell: Shell = { dir, env, exports: [], baseUrl: '', apiKey: '' };
+    const servers: ChildProcess[] = [];
+    onTestFinished(async () => {
+      for (const s of servers) {
+        s.kill('SIGINT');
+        if (s.exitCode === null) await once(s, 'exit');
+      }
+    });
+    for (const line of trial.lines) await runLine(shell, line, servers);
+    const trialFiles = filesUnder(dir);
+    expect([...trialFiles.keys()].filter((f) => f.startsWith('out/demo.simulated/')).length).toBeGreaterThan(0);
+
+    // The real service stands in: a simulator of its own that says nothing of being one.
+    const real = await startSimulator({ port: 0, timeScale: 600, announce: false });
+    onTestFinished(() => real.close());
+    const exports = [
+      ...shell.exports.filter((e) => !/^export GENBATCH_(BASE_URL|API_KEY)=/.test(e)),
+      `export GENBATCH_BASE_URL=${real.baseUrl}`,
+      `export GENBATCH_API_KEY=${real.apiKey}`,
+    ];
+    const line = trial.lines.find((l) => l.startsWith('genbatch run '))!;
+    const { code, output } = await finished(sh({ ...shell, exports }, line), line);
+    expect(code, output).toBe(0);
+    const items = real.service.ledger.of('charge').length;
+    expect(items).toBeGreaterThan(0);
+    const after = filesUnder(dir);
+    for (const [file, hash] of trialFiles) expect(after.get(file), file).toBe(hash);
+    const made = [...after.keys()].filter((f) => f.startsWith('out/demo/') && !/results|index\.html/.test(f));
+    expect(made.length).toBeGreaterThanOrEqual(items);
   });
 
   it.each(blocks.filter((b) => !(b.section in NOT_RUN)).map((b, i) => [`${i + 1}, in "${b.section}"`, b] as const))(
@@ -173,3 +212,16 @@ describe("README.md's commands, run as they are written", () => {
     },
   );
 });
+
+/** Every file under a checkout (not its node_modules), by its path there, with a hash of its bytes. */
+function filesUnder(dir: string): Map<string, string> {
+  const files = new Map<string, string>();
+  for (const entry of readdirSync(dir, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile()) continue;
+    const path = join(entry.parentPath, entry.name);
+    const name = relative(dir, path);
+    if (name.startsWith('node_modules')) continue;
+    files.set(name, createHash('sha256').update(readFileSync(path)).digest('hex'));
+  }
+  return files;
+}

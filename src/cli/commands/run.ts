@@ -121,6 +121,14 @@ function sayStart(out: NodeJS.WriteStream, options: ResolvedRunOptions, prepared
     out.write(
       `time x${options.clock.timeScale}: the service says it is a simulator at that scale, so the key's windows and day are ${options.clock.timeScale} times shorter (--time-scale overrides)\n`,
     );
+  if (prepared.simulated && !options.simulate)
+    out.write(
+      `the service says it is a simulator: this run's state and outputs are kept apart from a real run's (outputs in ${prepared.outDir}, the state ${statePath}); a real run of this manifest starts afresh\n`,
+    );
+  if (prepared.rehearsalStartedOver)
+    out.write(
+      `an earlier rehearsal's state (--simulate) was started over: its jobs went with its in-process simulator\n`,
+    );
   if (options.simulate)
     out.write(
       `rehearsal on the embedded simulator (no key, no credits, time x${options.clock.timeScale}): ${options.redoRejected ? 'it goes on with its own state to redo its rejects' : 'it starts over each time'}; outputs go to ${prepared.outDir}, the state to ${statePath}\n`,

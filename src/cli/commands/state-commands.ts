@@ -1,5 +1,5 @@
 import { formatDuration } from '../../estimate/duration.js';
-import { collectStatus, type Status } from '../../report/status.js';
+import { collectStatus, madeAgainstLine, type Status } from '../../report/status.js';
 import { Store } from '../../store/index.js';
 import { EXIT, ExitError } from '../../library/outcome.js';
 import { count, localDateTime, num, paintFor, table, type Paint } from '../format.js';
@@ -50,7 +50,7 @@ function statusTable(s: Status, paint: Paint): string {
   const states = (Object.entries(s.items) as [string, number][]).filter(([state, n]) => state !== 'total' && n > 0);
   const run = s.run;
   const lines = [
-    `${s.manifest}: ${count(s.items.total, 'item')} (state ${s.state})`,
+    `${s.manifest}: ${count(s.items.total, 'item')} (state ${s.state})${s.madeAgainst ? `\n${madeAgainstLine(s.madeAgainst)}` : ''}`,
     table(
       ['state', 'items'],
       states.map(([state, n]) => [state, num(n)]),

@@ -24,7 +24,8 @@ export interface StateResume {
 export async function planResume(
   path: string,
   cwd: string,
-  statePathOf: (top: ManifestTop) => string,
+  /** Where its state is; undefined where none can be. */
+  statePathOf: (top: ManifestTop) => string | undefined | Promise<string | undefined>,
   fromState: boolean,
 ): Promise<{ resume?: StateResume; fingerprint?: string; top?: ManifestTop; rowsRead?: ReadonlyMap<string, Buffer> }> {
   const top = await loadManifestTop(path, cwd);
@@ -32,8 +33,8 @@ export async function planResume(
   const sources = await sourcesFingerprint(top);
   if (sources === undefined) return { top };
   const { fingerprint, rows: rowsRead } = sources;
-  const statePath = statePathOf(top);
-  if (!fromState || !existsSync(statePath)) return { fingerprint, top, rowsRead };
+  const statePath = fromState ? await statePathOf(top) : undefined;
+  if (statePath === undefined || !existsSync(statePath)) return { fingerprint, top, rowsRead };
   let store: Store;
   try {
     store = Store.openReadOnly(statePath);

@@ -1,0 +1,129 @@
+/**
+ * Where a rehearsal, or a run against a service that says it is a
+ * simulator, keeps its things apart from a real run's, and which state such a
+ * run may take: the service's kind, the places, starting a rehearsal over,
+ * and refusing a state made against the other kind of service.
+ */
+import { existsSync, rmSync } from 'node:fs';
+import { isAbsolute, relative } from 'node:path';
+import { saysSimulator, type PoolSetup } from '../api/pool-setup.js';
+import { thumbsBeside } from '../copies/thumbs/kept.js';
+import { bucketLocationOf } from '../manifest/index.js';
+import type { ResolvedRunOptions } from '../options/resolve.js';
+import { OPEN_STATES } from '../store/index.js';
+import { describeService, IN_PROCESS, madeAgainst, type MadeAgainst } from '../store/made-against.js';
+import { openStateReadOnly } from '../store/state-path.js';
+import { EXIT, ExitError } from '../util/exit-error.js';
+
+/**
+ * A simulator's state never passes for a real run, nor a real run's for a
+ * simulator's: a run whose service is the other kind is refused (exit 2)
+ * before anything is sent, naming the state, both services, and the command
+ * that starts afresh. A state an older genbatch made, of no known service, goes on.
+ */
+export function refuseOtherService(
+  statePath: string,
+  service: Omit<MadeAgainst, 'how'>,
+  options: Pick<ResolvedRunOptions, 'statePath' | 'manifestPath' | 'cwd'>,
+): void {
+  if (!existsSync(statePath)) return;
+  const store = openStateReadOnly(statePath);
+  let made: MadeAgainst | undefined;
+  try {
+    made = madeAgainst(store);
+  } finally {
+    store.close();
+  }
+  if (!made || made.simulator === service.simulator) return;
+  const shown = relative(options.cwd, statePath) || statePath;
+  const manifest = isAbsolute(options.manifestPath)
+    ? relative(options.cwd, options.manifestPath)
+    : options.manifestPath;
+  const afresh = options.statePath
+    ? `To start afresh here, leave out --state (genbatch run ${manifest}) or give a new path.`
+    : `To start afresh, move it aside (mv ${shown} ${shown}.old), then run the same command.`;
+  const why = made.simulator
+    ? "A simulator's state never passes for a real run: its jobs, charges and outputs were the simulator's."
+    : "A real run's state is never resumed against a simulator: its jobs were paid for on the service.";
+  throw new ExitError(
+    EXIT.usage,
+    `${shown} was made against ${describeService(made)}${made.how === 'inferred' ? ' (as its runs show)' : ''}; this run's service, ${describeService(service)}, ${service.simulator ? 'says it is a simulator' : 'does not say it is one'}. ${why} Nothing was sent. ${afresh}`,
+  );
+}
+
+/** Whether the run's service is a simulator: a rehearsal's at once, else once its /me answers (a failed answer is said later, by the run). */
+export interface Simulated {
+  known(): Promise<boolean>;
+}
+
+export function simulatedService(options: ResolvedRunOptions, pool: Promise<PoolSetup>): Simulated {
+  const answer = options.simulate
+    ? Promise.resolve(true)
+    : pool.then(
+        (setup) => saysSimulator(setup.accounts[0]),
+        () => false,
+      );
+  return { known: () => answer };
+}
+
+/**
+ * Removes an earlier rehearsal's state and the review's thumbnails beside it (its outputs are replaced, at the
+ * same paths); a real run's state given by --state is refused, never touched.
+ */
+export function startRehearsalOver(statePath: string, defaultPath: boolean, onlyInProcess = false): boolean {
+  if (!existsSync(statePath)) return false;
+  if (onlyInProcess && !isInProcessRehearsal(statePath)) return false;
+  // .genbatch/<name>.simulated.sqlite is only ever a rehearsal's; a path given by --state must say it is one.
+  if (!onlyInProcess && !defaultPath && !isRehearsalState(statePath)) {
+    throw new ExitError(
+      EXIT.usage,
+      `${statePath} is the state of a real run; a rehearsal (--simulate) never touches it. Leave out --state, or give a path of its own.`,
+    );
+  }
+  for (const suffix of ['', '-wal', '-shm']) rmSync(`${statePath}${suffix}`, { force: true });
+  rmSync(thumbsBeside(statePath), { recursive: true, force: true });
+  return true;
+}
+
+/** A rehearsal's rejects are redone on its own state, which a fresh simulator can carry on only once nothing of it is open. */
+export function keepFinishedRehearsal(statePath: string): void {
+  if (!existsSync(statePath))
+    throw new ExitError(EXIT.usage, `no rehearsal has run yet (${statePath}): nothing was reviewed to redo.`);
+  const store = openStateReadOnly(statePath);
+  try {
+    const counts = store.itemReports.counts();
+    const open = OPEN_STATES.reduce((n, state) => n + counts[state], 0);
+    if (open > 0)
+      throw new ExitError(
+        EXIT.usage,
+        `the rehearsal has ${open} unfinished item${open === 1 ? '' : 's'}: a rehearsal is redone only once it ran to the end (run it again with --simulate first).`,
+      );
+  } finally {
+    store.close();
+  }
+}
+
+function isInProcessRehearsal(statePath: string): boolean {
+  const store = openStateReadOnly(statePath);
+  try {
+    return madeAgainst(store)?.service === IN_PROCESS;
+  } finally {
+    store.close();
+  }
+}
+
+function isRehearsalState(statePath: string): boolean {
+  const store = openStateReadOnly(statePath);
+  try {
+    return store.meta('rehearsal') === '1' || store.meta('run_id') === undefined;
+  } finally {
+    store.close();
+  }
+}
+
+/** A rehearsal's place beside the real one: `out.simulated`, or a bucket's `PREFIX.simulated` (`simulated` at its root). */
+export function rehearsalPlace(location: string, suffix: string): string {
+  const bucket = suffix ? bucketLocationOf(location) : undefined;
+  if (bucket && !bucket.prefix) return `${location}/simulated`;
+  return `${location}${suffix}`;
+}
