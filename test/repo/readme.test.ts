@@ -158,13 +158,7 @@ describe("README.md's commands, run as they are written", () => {
     const dir = checkout();
     const env = cleanEnv({ PATH: `${join(dir, 'node_modules', '.bin')}:${process.env.PATH}` });
     const shell: Shell = { dir, env, exports: [], baseUrl: '', apiKey: '' };
-    const servers: ChildProcess[] = [];
-    onTestFinished(async () => {
-      for (const s of servers) {
-        s.kill('SIGINT');
-        if (s.exitCode === null) await once(s, 'exit');
-      }
-    });
+    const servers = stoppedAtEnd();
     for (const line of trial.lines) await runLine(shell, line, servers);
     const trialFiles = filesUnder(dir);
     expect([...trialFiles.keys()].filter((f) => f.startsWith('out/demo.simulated/')).length).toBeGreaterThan(0);
@@ -201,13 +195,7 @@ describe("README.md's commands, run as they are written", () => {
         GENBATCH_BASE_URL: service!.baseUrl,
       });
       const shell: Shell = { dir, env, exports: [], baseUrl: service!.baseUrl, apiKey: service!.apiKey };
-      const servers: ChildProcess[] = [];
-      onTestFinished(async () => {
-        for (const s of servers) {
-          s.kill('SIGINT');
-          if (s.exitCode === null) await once(s, 'exit');
-        }
-      });
+      const servers = stoppedAtEnd();
       for (const line of block.lines) await runLine(shell, line, servers);
     },
   );
@@ -224,4 +212,16 @@ function filesUnder(dir: string): Map<string, string> {
     files.set(name, createHash('sha256').update(readFileSync(path)).digest('hex'));
   }
   return files;
+}
+
+/** Serving commands a test leaves running, each stopped (SIGINT) when the test ends. */
+function stoppedAtEnd(): ChildProcess[] {
+  const servers: ChildProcess[] = [];
+  onTestFinished(async () => {
+    for (const s of servers) {
+      s.kill('SIGINT');
+      if (s.exitCode === null) await once(s, 'exit');
+    }
+  });
+  return servers;
 }
