@@ -52,18 +52,12 @@ export function refuseOtherService(
 }
 
 /** Whether the run's service is a simulator: a rehearsal's at once, else once its /me answers (a failed answer is said later, by the run). */
-export interface Simulated {
-  known(): Promise<boolean>;
-}
-
-export function simulatedService(options: ResolvedRunOptions, pool: Promise<PoolSetup>): Simulated {
-  const answer = options.simulate
-    ? Promise.resolve(true)
-    : pool.then(
-        (setup) => saysSimulator(setup.accounts[0]),
-        () => false,
-      );
-  return { known: () => answer };
+export function simulatedService(options: ResolvedRunOptions, pool: Promise<PoolSetup>): Promise<boolean> {
+  if (options.simulate) return Promise.resolve(true);
+  return pool.then(
+    (setup) => saysSimulator(setup.accounts[0]),
+    () => false,
+  );
 }
 
 /**

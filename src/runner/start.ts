@@ -35,7 +35,6 @@ import {
   rehearsalPlace,
   simulatedService,
   startRehearsalOver,
-  type Simulated,
 } from './rehearsal.js';
 import { planResume } from './sync/resume.js';
 import { Runner } from './runner.js';
@@ -213,13 +212,16 @@ export function startRun(prepared: PreparedRun): StartedRun {
  * the newest whole snapshot of the state from beside the outputs, put where
  * the state goes. A rehearsal starts over and never restores.
  */
-async function restoreState(options: ResolvedRunOptions, simulated: Simulated): Promise<PreparedRun['restored']> {
+async function restoreState(
+  options: ResolvedRunOptions,
+  simulated: Promise<boolean>,
+): Promise<PreparedRun['restored']> {
   if (options.simulate) return undefined;
   const top = await locate(options.manifestPath, options.cwd).catch(() => undefined);
   // A manifest that cannot be read is said by its check, with where each problem is.
   if (!top || !bucketLocationOf(outPlaceOf(options, top))) return undefined;
   // A run against a simulator restores its own places' state, never a real run's.
-  const apart = await simulated.known();
+  const apart = await simulated;
   const statePath = statePathFor(top, options.statePath, options.cwd, apart && !options.statePath);
   if (existsSync(statePath)) return undefined;
   const outDir = rehearsalPlace(outPlaceOf(options, top), apart ? '.simulated' : '');
@@ -246,13 +248,14 @@ interface PreparedManifest {
   rehearsalStartedOver: string | undefined;
 }
 
-async function prepareManifest(options: ResolvedRunOptions, simulated: Simulated): Promise<PreparedManifest> {
+async function prepareManifest(options: ResolvedRunOptions, simulated: Promise<boolean>): Promise<PreparedManifest> {
   const { manifestPath: path, cwd } = options;
   let rehearsalStartedOver: string | undefined;
-  const statePathOf = async (top: ManifestTop) => {
-    const apart = await simulated.known();
+  // The state this run takes, at the simulator's place where the service is one. An in-process rehearsal's state found
+  // there is started over before anything reads it (its jobs went with its process): it is never resumed.
+  const takeState = async (top: ManifestTop) => {
+    const apart = await simulated;
     const statePath = statePathFor(top, options.statePath, cwd, apart && !options.statePath);
-    // An in-process rehearsal's jobs went with its process: a run against another simulator starts its state over.
     if (apart && !options.simulate && startRehearsalOver(statePath, !options.statePath, true))
       rehearsalStartedOver = statePath;
     return statePath;
@@ -263,17 +266,17 @@ async function prepareManifest(options: ResolvedRunOptions, simulated: Simulated
   // A resume whose sources are unchanged takes its items from the state (a rehearsal starts over, --redo-changed looks at each item).
   const plan = options.simulate
     ? {}
-    : await planResume(path, cwd, (top) => (anyState(top) ? statePathOf(top) : undefined), !options.redoChanged);
+    : await planResume(path, cwd, (top) => (anyState(top) ? takeState(top) : undefined), !options.redoChanged);
   // Checked without holding the items: the run expands them again as it writes them into the state.
   const checked = plan.resume ? undefined : await checkValid(path, cwd, plan.top, plan.rowsRead);
   // The top level only: the items live in the state once synced, not in memory for the whole run.
   const manifest = plan.resume?.top ?? topOf(checked!);
-  const statePath = await statePathOf(manifest);
+  const statePath = await takeState(manifest);
   // A fresh in-process simulator knows none of an earlier run's jobs: a rehearsal starts over, and never on a real run's state.
   // Redoing a finished rehearsal's rejects goes on with its state; anything else of a rehearsal starts over.
   if (options.simulate && options.redoRejected) keepFinishedRehearsal(statePath);
   else if (options.simulate) startRehearsalOver(statePath, !options.statePath);
-  return { plan, checked, manifest, statePath, simulated: await simulated.known(), rehearsalStartedOver };
+  return { plan, checked, manifest, statePath, simulated: await simulated, rehearsalStartedOver };
 }
 
 /**
