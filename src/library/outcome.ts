@@ -53,6 +53,17 @@ export function describeFailure(error: unknown): { exitCode: number; message: st
 const ENVIRONMENT_STOPS = new Set(['disk', 'unreachable', 'publishing', 'taken-over']);
 
 /**
+ * The exit code of a run that ran, decided here alone: its stop (an
+ * interrupt is 130 whatever the end still owes), then what it owes.
+ * Results that could not be written are owed like outputs: a run that would
+ * end 0 or 1 ends 4 (the same command writes them).
+ */
+export function runExitCode(summary: RunSummary, resultsProblem: string | undefined): number {
+  const code = exitCodeOf(summary);
+  return resultsProblem && (code === EXIT.ok || code === EXIT.incomplete) ? EXIT.environment : code;
+}
+
+/**
  * A run's exit code: 130 interrupted; 4 the outputs could not be written (the
  * environment); 3 stopped early with work left (budget, credits, key refused,
  * moderation breaker); 0 every item done; 1 otherwise.

@@ -8,7 +8,7 @@ import { EXIT, ExitError } from '../util/exit-error.js';
 import { connect } from './connection.js';
 import { EventChannel, type GenbatchEvent } from './events.js';
 import { environmentFor, type Credentials } from './environment.js';
-import { asRunError, exitCodeOf } from './outcome.js';
+import { asRunError, runExitCode } from './outcome.js';
 
 /** What `run()` takes: the CLI's run flags in camelCase, the credentials, and a signal that stops the run. */
 export type RunOptions = GivenRunFlags &
@@ -128,8 +128,12 @@ export async function runWith(
   if (notifier) runner.events.on(notifier.onEvent);
   const bucket = prepared.outputs.publishing;
   let bucketDeadline: NodeJS.Timeout | undefined;
+  // Why the run stopped is the runner's, but an interrupt wins whenever it lands, the end's writes included.
+  const interruption = { kind: 'interrupted' as const, message: `interrupted. ${resumeHint(options.simulate)}` };
+  let interrupted = false;
   const interrupt = () => {
-    runner.stop('interrupted', `interrupted. ${resumeHint(options.simulate)}`);
+    interrupted = true;
+    runner.stop(interruption.kind, interruption.message);
     // The bucket gets a second to take what an end writes there (the results, the last snapshot, the lease's
     // release); what it has not taken by then is the next run's, and the process is not held for it.
     if (bucket && !bucketDeadline) {
@@ -157,7 +161,7 @@ export async function runWith(
     );
     if (watch.signal?.aborted) interrupt();
     const summary = await runner.run();
-    const outcome = await outcomeOf(summary, prepared, options, logger);
+    const outcome = await outcomeOf(summary, prepared, options, logger, () => (interrupted ? interruption : undefined));
     await notifier?.ended(summary.stop?.message ?? `finished: ${summary.counts.done} of ${total(summary)} items done`);
     return outcome;
   } finally {
@@ -201,12 +205,16 @@ const total = (summary: RunSummary) => Object.values(summary.counts).reduce((a, 
 
 /** The run ended: its results files, and the outcome with its exit code. */
 async function outcomeOf(
-  summary: RunSummary,
+  ended: RunSummary,
   prepared: PreparedRun,
   options: ResolvedRunOptions,
   logger: Logger,
+  interruption: () => RunSummary['stop'],
 ): Promise<RunOutcome> {
   const { results, problem } = await writeResults(prepared, options, logger);
+  // Asked once the end is written: an interrupt that landed meanwhile is why the run stopped.
+  const stop = interruption() ?? ended.stop;
+  const summary = { ...ended, ...(stop ? { stop } : {}) };
   return {
     manifest: prepared.manifest.source.file,
     state: prepared.statePath,
@@ -218,16 +226,11 @@ async function outcomeOf(
     results,
     ...(problem ? { resultsProblem: problem } : {}),
     ...(prepared.outputs.publishing?.abandoned ? { leftToNextRun: true } : {}),
-    exitCode: withResults(exitCodeOf(summary), problem),
+    exitCode: runExitCode(summary, problem),
   };
 }
 
-/** Results that could not be written are owed like outputs: a run that would end 0 or 1 ends 4 (the same command writes them). */
-function withResults(exitCode: number, problem: string | undefined): number {
-  return problem && (exitCode === EXIT.ok || exitCode === EXIT.incomplete) ? EXIT.environment : exitCode;
-}
-
-/** results.jsonl, results.csv and the gallery: what happens to them is said, and decides exit 4 (see withResults). */
+/** results.jsonl, results.csv and the gallery: what happens to them is said, and decides exit 4 (see runExitCode). */
 async function writeResults(
   prepared: PreparedRun,
   options: ResolvedRunOptions,

@@ -171,6 +171,31 @@ describe('a real bucket through the AWS SDK, slowing down, refusing and going si
     },
   );
 
+  it('SIGTERM while the end writes into a bucket that answers SlowDown: 130, whatever the end still owes', {
+    timeout: 60_000,
+  }, async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const s3 = await startTestBucket();
+    const proxy = await startBucketProxy(s3.env);
+    const ws = workspace(t.sim, imageManifest(4));
+    const run = startCli(ws.args(['--out', 's3://catalog/end']), { ...ws.env, ...proxy.env }, ws.dir);
+    // Every item is done and published; the interrupt lands while the results meet SlowDowns.
+    let signalled = false;
+    proxy.decide = (method, path) => {
+      if (method !== 'PUT' || !/results\.(jsonl|csv)$|index\.html$/.test(path)) return 'pass';
+      if (!signalled) {
+        signalled = true;
+        run.child.kill('SIGTERM');
+      }
+      return 'slow-down';
+    };
+    const code = await exitCodeWithin(run, 20_000);
+    expect(signalled, run.output()).toBe(true);
+    expect(code, run.output()).toBe(130);
+    expect(run.output()).not.toMatch(/^\s+at /m);
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(4);
+  });
+
   it('a SlowDown on the write check at the start is ridden out, not a refusal of the run', {
     timeout: 60_000,
   }, async () => {
