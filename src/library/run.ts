@@ -126,24 +126,7 @@ export async function runWith(
   const stopListening = watch.emit ? runner.events.on(watch.emit) : undefined;
   const notifier = notifierFor(options, prepared, logger);
   if (notifier) runner.events.on(notifier.onEvent);
-  const bucket = prepared.outputs.publishing;
-  let bucketDeadline: NodeJS.Timeout | undefined;
-  // Why the run stopped is the runner's, but an interrupt wins whenever it lands, the end's writes included.
-  const interruption = { kind: 'interrupted' as const, message: `interrupted. ${resumeHint(options.simulate)}` };
-  let interrupted = false;
-  const interrupt = () => {
-    interrupted = true;
-    runner.stop(interruption.kind, interruption.message);
-    // The bucket gets a second to take what an end writes there (the results, the last snapshot, the lease's
-    // release); what it has not taken by then is the next run's, and the process is not held for it.
-    if (bucket && !bucketDeadline) {
-      bucketDeadline = setTimeout(
-        () => bucket.abandon(`the bucket did not answer within ${END_BUCKET_MS / 1000} s of the interrupt`),
-        END_BUCKET_MS,
-      );
-      bucketDeadline.unref();
-    }
-  };
+  const { interrupt, interrupted, release } = interrupter(runner, prepared.outputs.publishing, options.simulate);
   watch.signal?.addEventListener('abort', interrupt, { once: true });
   try {
     watch.emit?.(startedEvent(prepared, options));
@@ -161,18 +144,49 @@ export async function runWith(
     );
     if (watch.signal?.aborted) interrupt();
     const summary = await runner.run();
-    const outcome = await outcomeOf(summary, prepared, options, logger, () => (interrupted ? interruption : undefined));
+    const outcome = await outcomeOf(summary, prepared, options, logger, interrupted);
     await notifier?.ended(summary.stop?.message ?? `finished: ${summary.counts.done} of ${total(summary)} items done`);
     return outcome;
   } finally {
     watch.signal?.removeEventListener('abort', interrupt);
-    clearTimeout(bucketDeadline);
+    release();
     notifier?.stop();
     watch.onEnded?.();
     stopListening?.();
     logger.info('run ended');
     await started.close();
   }
+}
+
+/**
+ * How a run is interrupted: the runner stops, and an interrupt stays why the run stopped whenever it lands, the end's
+ * writes included. The bucket gets a second to take what an end writes there (the results, the last snapshot, the
+ * lease's release); what it has not taken by then is the next run's, and the process is not held for it.
+ */
+function interrupter(
+  runner: Runner,
+  bucket: PreparedRun['outputs']['publishing'],
+  rehearsal: boolean,
+): { interrupt: () => void; interrupted: () => RunSummary['stop']; release: () => void } {
+  const interruption = { kind: 'interrupted' as const, message: `interrupted. ${resumeHint(rehearsal)}` };
+  let interrupted = false;
+  let bucketDeadline: NodeJS.Timeout | undefined;
+  const interrupt = () => {
+    interrupted = true;
+    runner.stop(interruption.kind, interruption.message);
+    if (bucket && !bucketDeadline) {
+      bucketDeadline = setTimeout(
+        () => bucket.abandon(`the bucket did not answer within ${END_BUCKET_MS / 1000} s of the interrupt`),
+        END_BUCKET_MS,
+      );
+      bucketDeadline.unref();
+    }
+  };
+  return {
+    interrupt,
+    interrupted: () => (interrupted ? interruption : undefined),
+    release: () => clearTimeout(bucketDeadline),
+  };
 }
 
 /** What to tell whoever stops a run: how to go on from there. */
