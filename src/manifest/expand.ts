@@ -352,7 +352,6 @@ const MAX_ID_LENGTH = 200;
 
 function checkId(id: string, fail: (message: string) => void): void {
   if (id.length > MAX_ID_LENGTH) fail(`an id is at most ${MAX_ID_LENGTH} characters; this one has ${id.length}`);
-  // eslint-disable-next-line no-control-regex
   else if (/[\u0000-\u001f\u007f]/.test(id)) fail(`an id cannot hold control characters, found ${JSON.stringify(id)}`);
   else if (id.includes('#')) fail(`an id cannot hold # (repeat adds #1, #2, …), found ${JSON.stringify(id)}`);
 }

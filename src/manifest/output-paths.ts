@@ -20,9 +20,7 @@ export function outputTemplateProblem(template: string, varNames: readonly strin
   return undefined;
 }
 
-// eslint-disable-next-line no-control-regex
 const UNSAFE_IN_NAME = /[\\/\u0000-\u001f\u007f]/;
-// eslint-disable-next-line no-control-regex
 const UNSAFE_IN_NAME_ALL = /[\\/\u0000-\u001f\u007f]/g;
 
 /** A value made harmless inside a file name: no separators, NUL or control characters, and never `.` or `..`. */

@@ -273,7 +273,6 @@ describe('under a real pseudo-terminal', () => {
       .slice(1)
       .map((f) => f.split('\r')[0]!);
     expect(frames.length).toBeGreaterThan(0);
-    // eslint-disable-next-line no-control-regex
     const visible = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, '');
     for (const frame of frames) {
       expect(visible(frame).length).toBeLessThan(60);
