@@ -70,10 +70,3 @@ function encode(image: import('sharp').Sharp, d: WebCopySpec): import('sharp').S
   if (d.format === 'avif') return image.avif(q);
   return image.png();
 }
-
-/** The XMP a copy carries, as text (for checks and tests): undefined when it has none. */
-export async function xmpOf(image: Buffer): Promise<string | undefined> {
-  const sharp = await sharpModule();
-  const meta = await sharp(image).metadata();
-  return meta.xmpAsString ?? meta.xmp?.toString('utf8');
-}

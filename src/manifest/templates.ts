@@ -11,10 +11,6 @@ const TEMPLATE = /\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}/g;
 
 export type Rendered = { ok: true; value: string } | { ok: false; message: string };
 
-export function hasTemplate(text: string): boolean {
-  return text.includes('{{');
-}
-
 /** A template split once into its literal text and the names between (odd places): rows render it 100,000 times. */
 interface Compiled {
   parts: string[];
