@@ -2,13 +2,9 @@ export {
   checkManifest,
   loadManifest,
   loadManifestTop,
-  type CheckedManifest,
-  type CheckResult,
   type LoadedManifest,
   type ManifestTop,
-  type ValidationResult,
 } from './validate.js';
-export { locateManifest, type ManifestLocation } from './locate.js';
 export { formatIssue, IssueList, type ManifestIssue } from './issues.js';
 export {
   dependenciesOf,
@@ -32,5 +28,5 @@ export {
   defaultExtension,
   DEFAULT_OUTPUT_NAME,
 } from './output-paths.js';
-export { manifestSchema, type Manifest } from './schema.js';
+export type { Manifest } from './schema.js';
 export { runBudget } from './budget.js';

@@ -82,8 +82,6 @@ const itemFields = {
   ...copyFields,
 };
 
-export const ITEM_FIELDS = Object.keys(itemFields) as (keyof typeof itemFields)[];
-
 export const defaultsSchema = z.strictObject(itemFields);
 
 export const itemSchema = z.strictObject({

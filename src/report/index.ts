@@ -9,10 +9,9 @@ import { runSeries } from './series.js';
 import { writeSidecars } from './sidecars.js';
 import { runSeconds } from './status.js';
 
-export { resultPages, summarizeRows, summarizeStore, type ResultRow, type ResultSummary } from './results.js';
-export { collectStatus, liveEta, type Status } from './status.js';
-export { renderGallery, type GalleryInput } from './gallery.js';
-export { sidecarPathOf, writeSidecars, type Sidecar } from './sidecars.js';
+export { resultPages, summarizeStore, type ResultRow } from './results.js';
+export { collectStatus } from './status.js';
+export { renderGallery } from './gallery.js';
 
 export interface ReportOptions {
   title: string;

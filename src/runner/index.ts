@@ -3,12 +3,8 @@ export type { RunEvent, StopKind } from './core/control.js';
 export type { ItemEvent, RunStateEvent, ServiceEvent } from './core/events.js';
 export { runIdFor } from './core/identity.js';
 export { selects } from './feed/selection.js';
-export type { RunInputs } from './parts.js';
 export {
   prepareRun,
   startRun,
   type PreparedRun,
-  type RunConnection,
-  type ServiceWait,
-  type StartedRun,
 } from './start.js';

@@ -2,7 +2,6 @@ export { FolderSink, OutputExistsError, openFolderFile, type FolderFile } from '
 export {
   claimOutputs,
   LEASE_MS,
-  OWNER_FILE,
   parseOwner,
   OutputsHeldError,
   OutputsTakenError,
@@ -14,22 +13,16 @@ export {
 export type {
   BucketTrouble,
   ByteRange,
-  OpenedFile,
   OutputCheck,
   OutputSink,
   OutputsHolder,
   OutputsOwner,
   Publishing,
-  StagedOutput,
   RecordedOutput,
-  SinkProblem,
   SinkWriter,
-  Snapshotable,
-  StateCopies,
-  TakenSnapshot,
 } from './sink.js';
-export { BucketSink, ObjectTakenError } from './bucket/bucket-sink.js';
-export { bucketPolicy, bucketProblemText, classify, type PublicationReaction } from './bucket/bucket-policy.js';
+export { BucketSink } from './bucket/bucket-sink.js';
+export { bucketPolicy, bucketProblemText } from './bucket/bucket-policy.js';
 export {
   ObjectStoreError,
   type ObjectStore,
@@ -40,10 +33,5 @@ export {
 export { openOutputSink, stagingDirFor } from './open.js';
 export { PatientBucket, type Patience } from './bucket/patient-bucket.js';
 export { bucketSecretsIn } from './bucket/secrets.js';
-export {
-  SNAPSHOT_EVERY_MS,
-  SnapshotError,
-  SnapshotKeeper,
-  StateSnapshots,
-} from './bucket/state-snapshots.js';
+export { SnapshotKeeper } from './bucket/state-snapshots.js';
 export { writeWhole } from './write-whole.js';

@@ -32,7 +32,10 @@ export class SqliteDriverError extends GenbatchError {
 let loaded: Driver | undefined;
 let loadedName: string | undefined;
 
-/** Which driver this Node loads, and its version (CI prints it). */
+/**
+ * Which driver this Node loads, and its version: scripts/on-node.sh prints it from the built file.
+ * @public
+ */
 export function loadedDriver(): string {
   driver();
   const require = createRequire(import.meta.url);

@@ -22,7 +22,7 @@ import { Uploads } from './uploads.js';
 import { makeFolderSync } from '../util/make-folder.js';
 
 export { StateFileError } from './db.js';
-export { openSqlite, SqliteDriverError } from './driver.js';
+export { SqliteDriverError } from './driver.js';
 export type { ItemEcho, ItemFacts, ItemProblem, ItemRow, ItemShape, ItemSync } from './items.js';
 export {
   ENDED_WITHOUT_OUTPUT,
@@ -34,16 +34,14 @@ export {
 } from './states.js';
 export type { ErrorNote, SentRecord } from './lifecycle.js';
 export type { AttemptForReconcile, AttemptRow } from './attempts.js';
-export type { OutputRow } from './outputs.js';
 export type { PublicationCounts, Unpublished } from './publications.js';
 export type { WebCopyRow, ToCopy } from './web-copies.js';
-export type { ReviewCounts, ReviewDecision, ReviewRow } from './reviews.js';
+export type { ReviewDecision } from './reviews.js';
 export type { ReviewFilter } from './review-filter.js';
-export type { CardsSlice, NewOutput, ReviewCard, SeriesBuckets, VersionDetail } from './review-queries.js';
+export type { NewOutput, ReviewCard, SeriesBuckets } from './review-queries.js';
 export { CARD_WIDTH } from './review-queries.js';
-export type { UploadRow } from './uploads.js';
 export type { RunRow } from './runs.js';
-export { COUNTER_NAMES, type CounterDelta, type CounterName } from './counters.js';
+export type { CounterDelta, CounterName } from './counters.js';
 export type { SteeringAnswer, SteeringMode, SteeringRequest } from './steering.js';
 export { lockHolder } from './lock.js';
 export { JOB_SECONDS_BUCKETS } from './job-seconds.js';
