@@ -1,4 +1,4 @@
-import { Waiters } from '../../util/waiters.js';
+import PQueue from 'p-queue';
 import type { Logger } from '../../log/logger.js';
 import { bucketPolicy, ObjectStoreError, type Publishing } from '../../sink/index.js';
 import type { Store, Unpublished } from '../../store/index.js';
@@ -31,21 +31,22 @@ export interface PublisherDeps {
  * local disk): past the bound, submissions wait for the backlog to shrink.
  */
 export class Publisher {
-  private readonly queue: Unpublished[] = [];
+  /** Oldest first; one tried again goes before the others (a higher priority). */
+  private readonly queue = new PQueue({ concurrency: AT_ONCE });
   private readonly ownFailures = new Map<string, number>();
-  private running = 0;
   private waitingBytes = 0;
   private stopped = false;
-  private readonly idleWaiters = new Waiters();
 
-  constructor(private readonly deps: PublisherDeps) {}
+  constructor(private readonly deps: PublisherDeps) {
+    // Idle: the feed loops and the watchdog look again (the backlog's bound, the run's end).
+    this.queue.on('idle', () => this.deps.control.wake());
+  }
 
   /** What an earlier run left unpublished (and this one could not publish) is tried again. */
   start(): void {
     const { store } = this.deps;
     store.publications.clearFailures();
     for (const out of store.publications.waiting()) this.enqueue(out);
-    this.pump();
   }
 
   /**
@@ -56,13 +57,11 @@ export class Publisher {
   saved(output: SavedOutput): void {
     const { itemId: item_id, jobId: job_id, idx, path, bytes, sha256, contentType: content_type } = output;
     this.enqueue({ job_id, idx, item_id, path, bytes, sha256, content_type, copy: 0 });
-    this.pump();
   }
 
   /** A web copy just staged and recorded: it joins the queue. */
   copied({ itemId, jobId, idx, path, bytes, sha256 }: StagedCopy): void {
     this.enqueue({ job_id: jobId, idx, item_id: itemId, path, bytes, sha256, content_type: null, copy: 1 });
-    this.pump();
   }
 
   /** Saved outputs wait past the bound: no new submission leaves until the backlog shrinks. */
@@ -72,35 +71,29 @@ export class Publisher {
 
   /** Whether publications are under way or waiting (the watchdog counts it as a known wait). */
   get busy(): boolean {
-    const more = !this.stopped && !this.deps.control.abort.signal.aborted && this.queue.length > 0;
-    return this.running > 0 || more;
+    const more = !this.stopped && !this.deps.control.abort.signal.aborted && this.queue.size > 0;
+    return this.queue.pending > 0 || more;
   }
 
   /** Once every output is published, or publishing stopped for this run. */
   onIdle(): Promise<void> {
-    if (!this.busy) return Promise.resolve();
-    return this.idleWaiters.wait();
+    return this.queue.onIdle();
   }
 
   private enqueue(out: Unpublished): void {
-    this.queue.push(out);
     this.waitingBytes += out.bytes;
+    this.add(out);
   }
 
-  private pump(): void {
-    if (this.stopped || this.deps.control.abort.signal.aborted) {
-      this.settle();
-      return;
-    }
-    while (this.running < AT_ONCE && this.queue.length > 0) {
-      const out = this.queue.shift()!;
-      this.running++;
-      void this.publishOne(out).finally(() => {
-        this.running--;
-        this.pump();
-      });
-    }
-    this.settle();
+  /** Queued to publish; one tried again goes first. Once publishing stopped or the run aborts, nothing more is sent. */
+  private add(out: Unpublished, again = false): void {
+    void this.queue.add(
+      async () => {
+        if (this.stopped || this.deps.control.abort.signal.aborted) return;
+        await this.publishOne(out);
+      },
+      { priority: again ? 1 : 0 },
+    );
   }
 
   private async publishOne(out: Unpublished): Promise<void> {
@@ -159,14 +152,13 @@ export class Publisher {
       retry,
     });
     logger?.warn({ item: out.item_id, output: out.path, code, error: message }, 'publication failed');
-    if (reaction.do === 'stop-run') {
-      this.queue.unshift(out);
-      this.stop(message);
-    } else if (reaction.do === 'leave-to-next-run') {
+    // Stopped: what waits stays in the state (recorded as waiting) for the same command.
+    if (reaction.do === 'stop-run') this.stop(message);
+    else if (reaction.do === 'leave-to-next-run') {
       // Kept locally, recorded with why: the next run tries it again.
       store.publications.failed(out, message);
       this.gone(out, false);
-    } else this.queue.unshift(out);
+    } else this.add(out, true);
   }
 
   /** Publishing cannot go on in this run: no new submissions; what was saved stays for the same command. */
@@ -178,7 +170,8 @@ export class Publisher {
       'publishing',
       `outputs cannot be published to ${this.deps.publishing.location}: ${reason}. No new submissions; jobs already paid for were polled and saved. ${waiting === 1 ? '1 file (an output or a web copy) waits' : `${waiting} files (outputs and web copies) wait`} in ${this.deps.publishing.staging}: fix it and run the same command again to publish them (nothing is paid again).`,
     );
-    this.settle();
+    // What is queued is dropped: the same command publishes it from the state.
+    this.queue.clear();
   }
 
   /** An output left the backlog (published, or left for a later run): the bound may let submissions go on. */
@@ -187,11 +180,5 @@ export class Publisher {
     this.waitingBytes -= out.bytes;
     if (!published) this.ownFailures.delete(`${out.job_id}/${out.idx}/${out.path}`);
     if (wasFull && !this.full) this.deps.control.wake();
-  }
-
-  private settle(): void {
-    if (this.busy) return;
-    this.idleWaiters.release();
-    this.deps.control.wake();
   }
 }
