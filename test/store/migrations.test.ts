@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { gunzipSync } from 'node:zlib';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -41,6 +42,10 @@ const RELEASED = [
   '01052ae65ed4d102',
 ];
 
+/** A state as the genbatch of schema `version` made it, kept gzipped (test/fixtures/states/make.mjs wrote it once). */
+const fixtureOf = (version: number) =>
+  join(import.meta.dirname, '..', 'fixtures', 'states', `v${String(version).padStart(3, '0')}.sqlite.gz`);
+
 const sha = (sql: string) => createHash('sha256').update(sql).digest('hex').slice(0, 16);
 
 /** The schema as SQLite keeps it: every table, index, trigger and view with its SQL, whitespace made one space. */
@@ -76,17 +81,34 @@ describe('the state schema', () => {
     expect(MIGRATIONS).toHaveLength(RELEASED.length);
   });
 
-  it("a state upgraded from every earlier version has a fresh state's schema", () => {
+  it("a state each earlier version made, as it made it, upgrades to a fresh state's schema", () => {
     const fresh = stateAt(0);
     openDb(fresh).close();
     const expected = schemaOf(fresh);
     expect(expected.length).toBeGreaterThan(40);
+    // Every version, this one included, has its state kept: the next migration is tested against what this one made.
+    for (let version = 1; version <= SCHEMA_VERSION; version++) expect(existsSync(fixtureOf(version))).toBe(true);
     for (let version = 1; version < SCHEMA_VERSION; version++) {
-      const old = stateAt(version);
+      const old = join(mkdtempSync(join(tmpdir(), 'genbatch-migrations-')), 's.sqlite');
+      writeFileSync(old, gunzipSync(readFileSync(fixtureOf(version))));
       const db = openDb(old);
       expect(db.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
       db.close();
       expect(schemaOf(old), `upgraded from schema ${version}`).toEqual(expected);
+    }
+  });
+
+  it('the kept states are what their versions made: each holds its own schema version', () => {
+    for (let version = 1; version <= SCHEMA_VERSION; version++) {
+      const path = join(mkdtempSync(join(tmpdir(), 'genbatch-fixture-')), 's.sqlite');
+      writeFileSync(path, gunzipSync(readFileSync(fixtureOf(version))));
+      const kept = openSqlite(path, { readonly: true });
+      try {
+        expect(kept.pragma('user_version', { simple: true }), fixtureOf(version)).toBe(version);
+        expect(kept.pragma('application_id', { simple: true })).toBe(APPLICATION_ID);
+      } finally {
+        kept.close();
+      }
     }
   });
 
