@@ -6,8 +6,12 @@
  * Every limit is per API key, by fingerprint (never the key). Times are the
  * database's own clock in milliseconds, so processes on machines whose
  * clocks differ still share one window.
+ *
+ * A released migration is never edited (a shared database was migrated by
+ * it): test/coordinator/migrations.test.ts holds each one's checksum. A
+ * change is a new migration, added to the end.
  */
-export const COORDINATOR_MIGRATIONS: readonly string[] = [
+export const COORDINATOR_MIGRATIONS: readonly string[] = Object.freeze([
   /* 1 */ `
   CREATE OR REPLACE FUNCTION genbatch_now_ms() RETURNS bigint LANGUAGE sql VOLATILE AS
     $$ SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint $$;
@@ -141,4 +145,4 @@ export const COORDINATOR_MIGRATIONS: readonly string[] = [
     RETURN new_id;
   END $$;
   `,
-];
+]);
