@@ -54,6 +54,11 @@ export class EventChannel<E extends { kind: string }> implements AsyncIterable<E
     this.wake();
   }
 
+  /** Events held for the reader and not read yet (at most the limit; none once the reader stopped). */
+  get buffered(): number {
+    return this.queue.length - this.head;
+  }
+
   [Symbol.asyncIterator](): AsyncIterator<E | StartEvent> {
     if (this.taken) throw new Error('the events of a run can be read once: keep one for await loop');
     this.taken = true;

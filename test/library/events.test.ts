@@ -8,6 +8,7 @@ describe("run()'s events", () => {
   it('keep what came before the reader started; a reader that falls behind loses the oldest and is told how many', async () => {
     const channel = new EventChannel<E>(3);
     for (let i = 1; i <= 5; i++) channel.push(n(i));
+    expect(channel.buffered).toBe(3);
     channel.close();
     const read: unknown[] = [];
     for await (const event of channel) read.push(event);
@@ -34,7 +35,7 @@ describe("run()'s events", () => {
     channel.push(n(1));
     for await (const _ of channel) break;
     for (let i = 2; i < 100; i++) channel.push(n(i));
-    expect((channel as unknown as { queue: unknown[] }).queue).toHaveLength(0);
+    expect(channel.buffered).toBe(0);
     expect(() => channel[Symbol.asyncIterator]()).toThrow(/read once/);
   });
 });
