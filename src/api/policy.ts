@@ -1,4 +1,8 @@
 import { ApiError, ResponseShapeError, StorageError, TransportError } from './errors.js';
+import { backoffMs } from '../util/backoff.js';
+
+/** The longest a resend or a read waits in its backoff, in the service's time. */
+const LONGEST_BACKOFF_MS = 60_000;
 
 /**
  * What the runner does about an error or a job's end: the spec's error table,
@@ -187,7 +191,8 @@ export function waitMs(
   scaled: (ms: number) => number,
   rate: { count: number; windowMs: number },
 ): number {
-  if (reaction.do === 'resend-with-backoff' || reaction.do === 'keep-job') return scaled(backoffMs(n, reaction.baseMs));
+  if (reaction.do === 'resend-with-backoff' || reaction.do === 'keep-job')
+    return scaled(backoffMs(n, { firstMs: reaction.baseMs, longestMs: LONGEST_BACKOFF_MS }));
   const retryAfter = (error as { retryAfterMs?: unknown } | null | undefined)?.retryAfterMs;
   if (typeof retryAfter === 'number') return retryAfter;
   if ('delayMs' in reaction && reaction.delayMs !== undefined) return scaled(reaction.delayMs);
@@ -201,13 +206,4 @@ function maxOf(details: Record<string, unknown>): number | undefined {
     if (typeof value === 'number' && Number.isFinite(value) && value >= 0) return value;
   }
   return undefined;
-}
-
-/**
- * One backoff for every retry: exponential from `baseMs`, capped at `capMs`,
- * with full jitter so that many tasks (or processes) do not come back at once.
- */
-export function backoffMs(retry: number, baseMs = 500, capMs = 60_000, random: () => number = Math.random): number {
-  const ceiling = Math.min(capMs, baseMs * 2 ** Math.min(retry, 20));
-  return ceiling / 2 + random() * (ceiling / 2);
 }

@@ -25,7 +25,7 @@ items:
 `;
 
 /** Shrunken: silence given up after 150 ms, backoffs from 5 ms. */
-const PATIENCE: Patience = { idleTimeoutMs: 150, unreachableMs: 60_000, backoffMs: { first: 5, longest: 100 } };
+const PATIENCE: Patience = { idleTimeoutMs: 150, unreachableMs: 60_000, backoff: { firstMs: 5, longestMs: 100 } };
 
 /** Every way a bucket fails a call that waiting mends, in turn; then the call goes through. */
 const WAYS = ['SlowDown', 'InternalError', 'TooManyRequests', 'ECONNREFUSED', 'ECONNRESET', 'silent'] as const;

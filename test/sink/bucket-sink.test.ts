@@ -105,7 +105,7 @@ describe('a bucket as an out location', () => {
   it('calls an unpublished output whose local copy is gone lost only when the bucket says it has none, never when it cannot be asked', async () => {
     const staging = new FolderSink(mkdtempSync(join(tmpdir(), 'genbatch-staging-')));
     const bucket = new FakeBucket();
-    const patience = { idleTimeoutMs: 100, unreachableMs: 300, backoffMs: { first: 5, longest: 50 } };
+    const patience = { idleTimeoutMs: 100, unreachableMs: 300, backoff: { firstMs: 5, longestMs: 50 } };
     const sink = new BucketSink({ bucket: 'catalog', prefix: 'spring' }, bucket, staging, {
       keepLocal: false,
       patience,

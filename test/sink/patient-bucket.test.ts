@@ -14,7 +14,7 @@ const FAST = { idleTimeoutMs: 100, unreachableMs: 5_000 };
 const REAL_BACKOFFS = {
   idleTimeoutMs: 10_000,
   unreachableMs: 60_000,
-  backoffMs: { first: 200, longest: 15_000 },
+  backoff: { firstMs: 200, longestMs: 15_000 },
   random: () => 1,
 };
 
@@ -51,7 +51,7 @@ describe('every bucket call rides out the faults that pass', () => {
         return ++calls <= 2 ? fault() : undefined;
       };
       // Backoffs of tens of ms: the put is through long before a look for the bucket's return (every 500 ms) goes.
-      const store = new PatientBucket(bucket, { ...FAST, backoffMs: { first: 20, longest: 40 } });
+      const store = new PatientBucket(bucket, { ...FAST, backoff: { firstMs: 20, longestMs: 40 } });
       const said: (BucketTrouble | undefined)[] = [];
       store.watch((t) => said.push(t));
       expect(await store.putNew('spring/a.png', source())).toBe('created');

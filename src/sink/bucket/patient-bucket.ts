@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream';
 import { sleep } from '../../util/sleep.js';
+import { backoffMs, type Backoff } from '../../util/backoff.js';
 import { bucketPolicy, type CallReaction, classify, FIRST_BACKOFF_MS, LONGEST_BACKOFF_MS } from './bucket-policy.js';
 import type { BucketTrouble, ByteRange } from '../sink.js';
 import {
@@ -27,7 +28,7 @@ export interface Patience {
   /** The bucket answering nothing but faults for this long: a call gives up (--unreachable-minutes). */
   unreachableMs: number;
   /** The first backoff and the longest (tests shrink them): 200 ms and 15 s. */
-  backoffMs?: { first: number; longest: number };
+  backoff?: Backoff;
   now?: () => number;
   random?: () => number;
 }
@@ -253,10 +254,12 @@ export class PatientBucket implements ObjectStore {
         fault.code,
         { cause: fault },
       );
-    const { first, longest } = this.patience.backoffMs ?? { first: FIRST_BACKOFF_MS, longest: LONGEST_BACKOFF_MS };
-    const cap = Math.min(longest, reaction.longestMs);
-    const step = Math.min(cap, first * 2 ** Math.min(tries, 16));
-    const wait = Math.min(since + this.patience.unreachableMs - now, step / 2 + (this.random() * step) / 2);
+    const { firstMs, longestMs } = this.patience.backoff ?? {
+      firstMs: FIRST_BACKOFF_MS,
+      longestMs: LONGEST_BACKOFF_MS,
+    };
+    const step = backoffMs(tries, { firstMs, longestMs: Math.min(longestMs, reaction.longestMs) }, this.random);
+    const wait = Math.min(since + this.patience.unreachableMs - now, step);
     if (reaction.noAnswer) {
       void this.lookForReturn();
       return this.sleepUntilAnswer(wait, signal);
