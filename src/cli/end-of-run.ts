@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import type { RunSummary } from '../runner/index.js';
-import { OPEN_STATES } from '../store/index.js';
+import { openCount } from '../library/views.js';
 import { count, num, type Paint } from './format.js';
 
 /** Problem items the end of a run names with their message; status lists them all. */
@@ -18,7 +18,7 @@ export function endOfRunText(
   rehearsal = false,
 ): string {
   const c = s.counts;
-  const open = OPEN_STATES.reduce((n, state) => n + c[state], 0);
+  const open = openCount(c);
   const total = Object.values(c).reduce((a, b) => a + b, 0);
   const bad = c.failed + c.rejected + c.blocked + c.skipped;
   const lines = [

@@ -1,7 +1,6 @@
 import type { RunEvent } from '../runner/index.js';
-import type { ItemState, Store } from '../store/index.js';
+import type { ItemState, LiveView } from '../library/views.js';
 import { formatDuration } from '../estimate/duration.js';
-import { liveEta } from '../report/status.js';
 import { localTime, num, paintFor, type Paint } from './format.js';
 
 const ETA_REFRESH_MS = 2_000;
@@ -139,7 +138,7 @@ export class Progress {
 
   constructor(
     private readonly out: NodeJS.WriteStream,
-    private readonly store: Store,
+    private readonly view: LiveView,
     private readonly total: number,
     opts: {
       /** The run's keys, by fingerprint: with several, the line shows each one's open items. */
@@ -151,7 +150,7 @@ export class Progress {
     } = {},
   ) {
     this.keys = opts.keys ?? [];
-    if (opts.publishing) this.unpublished = store.publications.counts().waiting;
+    if (opts.publishing) this.unpublished = view.unpublished();
     this.pace = opts.pace ?? REAL_PACE;
     this.paint = paintFor(out, opts.env ?? process.env);
   }
@@ -236,12 +235,12 @@ export class Progress {
     this.submittedAt = this.submittedAt.filter((t) => t > now - windowMs);
     // The same ETA as `genbatch status`, refreshed every few seconds rather than every frame.
     if (now - this.eta.at > ETA_REFRESH_MS)
-      this.eta = { seconds: liveEta(this.store, now)?.seconds, at: now, keys: this.keysFacts() };
+      this.eta = { seconds: this.view.etaSeconds(now), at: now, keys: this.keysFacts() };
     return {
-      counts: this.store.itemReports.counts(),
-      resendLater: this.store.itemReports.deferredResends(),
+      counts: this.view.counts(),
+      resendLater: this.view.deferredResends(),
       total: this.total,
-      credits: this.store.attempts.totals(),
+      credits: this.view.credits(),
       etaSeconds: this.eta.seconds,
       waitingUntil: this.waitingUntil,
       bucket: this.bucket,
@@ -255,7 +254,7 @@ export class Progress {
 
   private keysFacts(): LiveFacts['keys'] {
     if (this.keys.length < 2) return undefined;
-    const open = new Map(this.store.itemReports.openByKey().map((r) => [r.key_fp, r.n]));
+    const open = this.view.openByKey();
     return this.keys.map((fingerprint) => ({ fingerprint, open: open.get(fingerprint) ?? 0 }));
   }
 

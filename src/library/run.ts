@@ -9,6 +9,7 @@ import { connect } from './connection.js';
 import { EventChannel, type GenbatchEvent } from './events.js';
 import { environmentFor, type Credentials } from './environment.js';
 import { asRunError, runExitCode } from './outcome.js';
+import { liveView, type LiveView } from './views.js';
 
 /** What `run()` takes: the CLI's run flags in camelCase, the credentials, and a signal that stops the run. */
 export type RunOptions = GivenRunFlags &
@@ -59,6 +60,8 @@ export interface RunHooks {
     logger: Logger;
     /** Ctrl-C: stops the run as an abort does. */
     interrupt: () => void;
+    /** The run's figures as they stand, for a live line. */
+    view: LiveView;
   }): void;
   /** The run has ended (or failed) and its state is still open: the last word of a live line. */
   onEnded?(): void;
@@ -130,7 +133,7 @@ export async function runWith(
   watch.signal?.addEventListener('abort', interrupt, { once: true });
   try {
     watch.emit?.(startedEvent(prepared, options));
-    watch.onStarted?.({ prepared, options, runner, logger, interrupt });
+    watch.onStarted?.({ prepared, options, runner, logger, interrupt, view: liveView(prepared.store) });
     notifier?.start();
     if (prepared.restored) logger.warn({ restored: prepared.restored }, 'state restored from its snapshot');
     logger.info(

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { liveView } from '../../src/library/views.js';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -178,7 +179,7 @@ describe('on a terminal', () => {
         false,
       );
       const tty = terminal(40);
-      const progress = new Progress(tty.out, store, 5);
+      const progress = new Progress(tty.out, liveView(store), 5);
       progress.start();
       progress.onEvent({ kind: 'waiting', reason: 'the daily credit cap', untilMs: Date.now() + 3_600_000 });
       await new Promise((r) => setTimeout(r, 300)); // a frame or two
@@ -202,7 +203,9 @@ describe('on a terminal that reports no width', () => {
     const store = Store.open(join(mkdtempSync(join(tmpdir(), 'genbatch-progress-')), 's.sqlite'));
     try {
       const tty = terminal(0);
-      const progress = new Progress(tty.out, store, 5, { pace: { limit: 10, windowMs: 1_000, timeScale: 60 } });
+      const progress = new Progress(tty.out, liveView(store), 5, {
+        pace: { limit: 10, windowMs: 1_000, timeScale: 60 },
+      });
       progress.start();
       for (let i = 0; i < 3; i++)
         progress.onEvent({ kind: 'accepted', itemId: `i${i}`, attempt: 1, jobId: 'j', credits: 8 });
@@ -222,7 +225,7 @@ describe('off a terminal', () => {
     try {
       const pipe = terminal(80);
       (pipe.out as { isTTY?: boolean }).isTTY = false;
-      const progress = new Progress(pipe.out, store, 5);
+      const progress = new Progress(pipe.out, liveView(store), 5);
       progress.onEvent({ kind: 'stopping', reason: 'interrupted. The state is saved; nothing is paid twice.' });
       progress.onEvent({ kind: 'stopping', reason: 'the budget is reached' });
       progress.stop();

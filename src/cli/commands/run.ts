@@ -3,7 +3,7 @@ import { runWith, type RunHooks, type RunOutcome } from '../../library/run.js';
 export { resumeHint } from '../../library/run.js';
 import type { ResolvedRunOptions, RunFlags } from '../../options/resolve.js';
 import type { PreparedRun } from '../../runner/index.js';
-import type { Store } from '../../store/index.js';
+import type { LiveView } from '../../library/views.js';
 import { endOfRunText } from '../end-of-run.js';
 import { count, num, paintFor } from '../format.js';
 import { Progress } from '../progress.js';
@@ -29,8 +29,8 @@ export function runCommand(
       progressOut.write(
         `the service is unreachable (${reason}); waiting for it, up to ${unreachableMs < 60_000 ? `${num(unreachableMs / 1000)} s` : `${num(unreachableMs / 60_000)} minutes`} (Ctrl-C stops; nothing was sent)\n`,
       ),
-    onStarted: ({ prepared, options, runner, logger, interrupt }) => {
-      progress = progressFor(progressOut, prepared.store, prepared, options.clock.timeScale, env);
+    onStarted: ({ prepared, options, runner, logger, interrupt, view }) => {
+      progress = progressFor(progressOut, view, prepared, options.clock.timeScale, env);
       runner.events.on(progress.onEvent);
       sayStart(progressOut, options, prepared, { progress, logger });
       takeSignals(interrupt);
@@ -57,13 +57,13 @@ function reportOf(outcome: RunOutcome, path: string, cwd: string, paint: ReturnT
 
 function progressFor(
   out: NodeJS.WriteStream,
-  store: Store,
+  view: LiveView,
   prepared: Pick<PreparedRun, 'itemCount' | 'pool' | 'outputs'>,
   timeScale: number,
   env: NodeJS.ProcessEnv,
 ): Progress {
   const { pool } = prepared;
-  return new Progress(out, store, prepared.itemCount, {
+  return new Progress(out, view, prepared.itemCount, {
     publishing: prepared.outputs.publishing !== undefined,
     keys: pool.keys.map((k) => k.fingerprint),
     // The keys' limits are in the run's real time already.
