@@ -1,17 +1,12 @@
 import { formatDuration } from '../../estimate/duration.js';
-import { collectStatus, madeAgainstLine, type Status } from '../../report/status.js';
-import { Store } from '../../store/index.js';
-import { EXIT, ExitError } from '../../library/outcome.js';
+import { madeAgainstLine, type Status } from '../../report/status.js';
 import { count, localDateTime, num, paintFor, table, type Paint } from '../format.js';
 
 /** status --json keeps ISO times; the table says them in local time with the zone. */
 const when = (iso: string | null) => (iso ? localDateTime(Date.parse(iso)) : 'unknown');
-import { existingStatePathFor, lookForState, openStateReadOnly } from '../../store/state-path.js';
-import { locate } from '../../manifest/load-valid.js';
-import { resolveOutLocation } from '../../manifest/index.js';
-import { openOutputSink } from '../../sink/index.js';
+import { retryItems, stateStatus, writeReportFiles } from '../../library/state.js';
 import type { FlagValues } from '../../options/flag.js';
-import { DEFAULT_PATIENCE, type REPORT_FLAGS, type RETRY_FLAGS, type STATE_FLAGS } from '../../options/flags.js';
+import type { REPORT_FLAGS, RETRY_FLAGS, STATE_FLAGS } from '../../options/flags.js';
 
 type StateFlags = FlagValues<typeof STATE_FLAGS>;
 
@@ -28,21 +23,12 @@ export async function statusCommand(
   out: { isTTY?: boolean },
   env: NodeJS.ProcessEnv,
 ): Promise<string> {
-  const manifest = await locate(path, cwd);
-  const state = lookForState(manifest, opts, cwd);
-  // A manifest that never ran has a status too: nothing yet (the same document, all zero, run.sessions 0).
-  const store = state.found ? openStateReadOnly(state.path) : Store.empty();
-  let status: Status;
-  try {
-    status = collectStatus(store, { manifest: manifest.source.file, state: state.path }, Date.now());
-  } finally {
-    store.close();
-  }
+  const { status, found, elsewhere } = await stateStatus(path, opts, cwd);
   if (opts.json) return JSON.stringify(status, null, 2);
-  if (!state.found)
-    return state.elsewhere
-      ? `${status.manifest}: nothing has run here yet (${state.elsewhere})`
-      : `${status.manifest}: nothing has run yet (its state will be ${state.path}); genbatch run ${path}${opts.simulate ? ' --simulate' : ''} starts it`;
+  if (!found)
+    return elsewhere
+      ? `${status.manifest}: nothing has run here yet (${elsewhere})`
+      : `${status.manifest}: nothing has run yet (its state will be ${status.state}); genbatch run ${path}${opts.simulate ? ' --simulate' : ''} starts it`;
   return statusTable(status, paintFor(out, env));
 }
 
@@ -113,70 +99,26 @@ function statusTable(s: Status, paint: Paint): string {
 
 /** Puts failed items back with new attempts (by code, if given); blocked items are never resent unchanged. */
 export async function retryCommand(path: string, opts: FlagValues<typeof RETRY_FLAGS>, cwd: string): Promise<string> {
-  const manifest = await locate(path, cwd);
-  const statePath = existingStatePathFor(manifest, opts, cwd);
-  let store: Store;
-  try {
-    store = Store.open(statePath);
-  } catch (error) {
-    throw new ExitError(EXIT.environment, (error as Error).message, undefined, { cause: error });
+  const retried = await retryItems(path, opts, cwd);
+  if ('rejected' in retried) {
+    const { state, rejected } = retried;
+    if (opts.json) return JSON.stringify({ state, requeued: rejected.length, ids: rejected }, null, 2);
+    return rejected.length
+      ? `${count(rejected.length, 'item')} rejected in review put back; run the manifest again (genbatch run) to regenerate them (their rejected outputs stay on disk).`
+      : 'no done item is rejected in review: nothing put back.';
   }
-  try {
-    if (opts.rejected) return retryRejected(store, statePath, opts);
-    const unknown = (opts.id ?? []).filter((id) => !store.items.get(id));
-    if (unknown.length)
-      throw new ExitError(
-        EXIT.usage,
-        `no item has the id ${unknown.map((id) => JSON.stringify(id)).join(', ')} in ${statePath}`,
-      );
-    const codes = store.itemReports.failuresByCode();
-    const unknownCodes = (opts.code ?? []).filter((c) => !(c in codes));
-    const present = Object.keys(codes);
-    // Nothing failed: nothing to put back, and nothing mistyped either.
-    if (unknownCodes.length && present.length === 0)
-      return opts.json
-        ? JSON.stringify({ state: statePath, requeued: 0, blocked: 0, conflicts: [] }, null, 2)
-        : 'no item failed: nothing to put back.';
-    if (unknownCodes.length) {
-      throw new ExitError(
-        EXIT.usage,
-        `no item stopped with ${unknownCodes.join(', ')}; the codes there are: ${present.join(', ')} (genbatch status lists them)`,
-      );
-    }
-    const { requeued, conflicts } = store.items.putBack({ codes: opts.code, ids: opts.id, now: Date.now() });
-    const blocked = store.queue.inState('blocked').length;
-    if (opts.json) return JSON.stringify({ state: statePath, requeued, blocked, conflicts }, null, 2);
-    const notes = [
-      blocked
-        ? `${blocked === 1 ? '1 blocked item stays' : `${count(blocked, 'blocked item')} stay`} blocked: change ${blocked === 1 ? 'its' : 'their'} prompt to resubmit ${blocked === 1 ? 'it' : 'them'}.`
-        : '',
-      conflicts.length
-        ? `${count(conflicts.length, 'item')} stopped on a key conflict stay as they are (a job may exist under their key): name them with --id to submit them again, paying again: ${conflicts.slice(0, 5).join(', ')}${conflicts.length > 5 ? ', …' : ''}`
-        : '',
-    ].filter(Boolean);
-    return [`${count(requeued, 'item')} put back; run the manifest again (genbatch run) to go on.`, ...notes].join(
-      '\n',
-    );
-  } finally {
-    store.close();
-  }
-}
-
-/** `retry --rejected`: the done items whose current version was rejected in review go back for one new attempt each. */
-function retryRejected(
-  store: Store,
-  statePath: string,
-  opts: { code?: string[]; id?: string[]; json?: boolean },
-): string {
-  if (opts.code?.length)
-    throw new ExitError(EXIT.usage, '--rejected and --code choose different items: give one of them.');
-  const rejected = store.reviews.rejectedCurrent();
-  const chosen = opts.id?.length ? rejected.filter((id) => opts.id!.includes(id)) : rejected;
-  const requeued = store.items.putBackRejected(chosen, Date.now());
-  if (opts.json) return JSON.stringify({ state: statePath, requeued: requeued.length, ids: requeued }, null, 2);
-  return requeued.length
-    ? `${count(requeued.length, 'item')} rejected in review put back; run the manifest again (genbatch run) to regenerate them (their rejected outputs stay on disk).`
-    : 'no done item is rejected in review: nothing put back.';
+  const { state, requeued, blocked, conflicts, nothingFailed } = retried;
+  if (opts.json) return JSON.stringify({ state, requeued, blocked, conflicts }, null, 2);
+  if (nothingFailed) return 'no item failed: nothing to put back.';
+  const notes = [
+    blocked
+      ? `${blocked === 1 ? '1 blocked item stays' : `${count(blocked, 'blocked item')} stay`} blocked: change ${blocked === 1 ? 'its' : 'their'} prompt to resubmit ${blocked === 1 ? 'it' : 'them'}.`
+      : '',
+    conflicts.length
+      ? `${count(conflicts.length, 'item')} stopped on a key conflict stay as they are (a job may exist under their key): name them with --id to submit them again, paying again: ${conflicts.slice(0, 5).join(', ')}${conflicts.length > 5 ? ', …' : ''}`
+      : '',
+  ].filter(Boolean);
+  return [`${count(requeued, 'item')} put back; run the manifest again (genbatch run) to go on.`, ...notes].join('\n');
 }
 
 /** Writes results.jsonl and results.csv (and the gallery, sidecars) from the state file alone: no network. */
@@ -186,46 +128,20 @@ export async function reportCommand(
   cwd: string,
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<string> {
-  const manifest = await locate(path, cwd);
-  const statePath = existingStatePathFor(manifest, opts, cwd);
-  const store = openStateReadOnly(statePath);
-  try {
-    const outDir = opts.out
-      ? resolveOutLocation(cwd, opts.out)
-      : (store.runs.all().at(-1)?.out_dir ?? manifest.outputDir);
-    const { writeReport } = await import('../../report/index.js');
-    const w = await writeReport(store, await openOutputSink(outDir, { statePath, env, patience: DEFAULT_PATIENCE }), {
-      title: manifest.name,
-      html: opts.html ?? false,
-      sidecars: opts.sidecars ?? false,
-      now: Date.now(),
-      budget: manifest.maxCredits ?? null,
-    });
-    const tags = store.itemReports.byTag().map((t) => ({ ...t, net: t.charged - t.refunded }));
-    if (opts.json) {
-      const written = {
-        items: w.items,
-        jsonl: w.jsonl,
-        csv: w.csv,
-        html: w.html ?? null,
-        sidecars: w.sidecars ?? null,
-      };
-      return JSON.stringify({ state: statePath, outDir, ...written, tags }, null, 2);
-    }
-    const extra = [
-      w.html ? `gallery: ${w.html}` : '',
-      w.sidecars !== undefined ? `sidecars: ${w.sidecars} next to the outputs` : '',
-      tags.length
-        ? table(
-            ['tag', 'items', 'done', 'credits net'],
-            tags.map((t) => [t.tag, num(t.items), num(t.done), num(t.net)]),
-          )
-        : '',
-    ].filter(Boolean);
-    return [`${count(w.items, 'item')} written to ${w.jsonl} and ${w.csv}`, ...extra].join('\n');
-  } finally {
-    store.close();
-  }
+  const w = await writeReportFiles(path, opts, cwd, env);
+  const { tags } = w;
+  if (opts.json) return JSON.stringify(w, null, 2);
+  const extra = [
+    w.html ? `gallery: ${w.html}` : '',
+    w.sidecars !== null ? `sidecars: ${w.sidecars} next to the outputs` : '',
+    tags.length
+      ? table(
+          ['tag', 'items', 'done', 'credits net'],
+          tags.map((t) => [t.tag, num(t.items), num(t.done), num(t.net)]),
+        )
+      : '',
+  ].filter(Boolean);
+  return [`${count(w.items, 'item')} written to ${w.jsonl} and ${w.csv}`, ...extra].join('\n');
 }
 
 /** Whether a run holds the state, what it does or waits for, and when it was last active. */

@@ -1,0 +1,136 @@
+/**
+ * What the state-only commands do (status, retry, report), without printing:
+ * each finds the manifest's state as `run` keeps it, reads or changes it,
+ * and gives back what a program (or the command line) shows. No network.
+ */
+import { locate } from '../manifest/load-valid.js';
+import { resolveOutLocation } from '../manifest/index.js';
+import { DEFAULT_PATIENCE } from '../options/flags.js';
+import { collectStatus, type Status } from '../report/status.js';
+import { openOutputSink } from '../sink/index.js';
+import { Store } from '../store/index.js';
+import { existingStatePathFor, lookForState, openStateReadOnly } from '../store/state-path.js';
+import { EXIT, ExitError } from '../util/exit-error.js';
+
+/** Which state a command looks at: `run`'s, a rehearsal's (`simulate`), or the one `--state` names. */
+export interface StateChoice {
+  state?: string | undefined;
+  simulate?: boolean | undefined;
+}
+
+/** A manifest's status; with no state yet, all zero, and where else a state is (a rehearsal's, a real run's). */
+export async function stateStatus(
+  path: string,
+  choice: StateChoice,
+  cwd: string,
+): Promise<{ status: Status; found: boolean; elsewhere?: string | undefined }> {
+  const manifest = await locate(path, cwd);
+  const state = lookForState(manifest, choice, cwd);
+  // A manifest that never ran has a status too: nothing yet (the same document, all zero, run.sessions 0).
+  const store = state.found ? openStateReadOnly(state.path) : Store.empty();
+  try {
+    const status = collectStatus(store, { manifest: manifest.source.file, state: state.path }, Date.now());
+    return { status, found: state.found, elsewhere: state.elsewhere };
+  } finally {
+    store.close();
+  }
+}
+
+/** What `retry` put back. */
+export type Retried =
+  | { state: string; requeued: number; blocked: number; conflicts: string[]; nothingFailed?: true }
+  | { state: string; rejected: string[] };
+
+/**
+ * Puts failed items back with new attempts (by code and id, if given);
+ * blocked items are never resent unchanged. With `rejected`, the done items
+ * whose current version was rejected in review go back for one new attempt each.
+ */
+export async function retryItems(
+  path: string,
+  choice: StateChoice & { code?: string[] | undefined; id?: string[] | undefined; rejected?: boolean | undefined },
+  cwd: string,
+): Promise<Retried> {
+  const manifest = await locate(path, cwd);
+  const statePath = existingStatePathFor(manifest, choice, cwd);
+  let store: Store;
+  try {
+    store = Store.open(statePath);
+  } catch (error) {
+    throw new ExitError(EXIT.environment, (error as Error).message, undefined, { cause: error });
+  }
+  try {
+    if (choice.rejected) return { state: statePath, rejected: putBackRejected(store, choice) };
+    const unknown = (choice.id ?? []).filter((id) => !store.items.get(id));
+    if (unknown.length)
+      throw new ExitError(
+        EXIT.usage,
+        `no item has the id ${unknown.map((id) => JSON.stringify(id)).join(', ')} in ${statePath}`,
+      );
+    const codes = store.itemReports.failuresByCode();
+    const unknownCodes = (choice.code ?? []).filter((c) => !(c in codes));
+    const present = Object.keys(codes);
+    // Nothing failed: nothing to put back, and nothing mistyped either.
+    if (unknownCodes.length && present.length === 0)
+      return { state: statePath, requeued: 0, blocked: 0, conflicts: [], nothingFailed: true };
+    if (unknownCodes.length)
+      throw new ExitError(
+        EXIT.usage,
+        `no item stopped with ${unknownCodes.join(', ')}; the codes there are: ${present.join(', ')} (genbatch status lists them)`,
+      );
+    const { requeued, conflicts } = store.items.putBack({ codes: choice.code, ids: choice.id, now: Date.now() });
+    return { state: statePath, requeued, blocked: store.queue.inState('blocked').length, conflicts };
+  } finally {
+    store.close();
+  }
+}
+
+function putBackRejected(store: Store, choice: { code?: string[] | undefined; id?: string[] | undefined }): string[] {
+  if (choice.code?.length)
+    throw new ExitError(EXIT.usage, '--rejected and --code choose different items: give one of them.');
+  const rejected = store.reviews.rejectedCurrent();
+  const chosen = choice.id?.length ? rejected.filter((id) => choice.id!.includes(id)) : rejected;
+  return store.items.putBackRejected(chosen, Date.now());
+}
+
+/** The results files written from the state, and the items and credits per tag. */
+export interface Reported {
+  state: string;
+  outDir: string;
+  items: number;
+  jsonl: string;
+  csv: string;
+  html: string | null;
+  sidecars: number | null;
+  tags: { tag: string; items: number; done: number; charged: number; refunded: number; net: number }[];
+}
+
+/** Writes results.jsonl and results.csv (and the gallery, sidecars) from the state file alone: no network. */
+export async function writeReportFiles(
+  path: string,
+  choice: StateChoice & { out?: string | undefined; html?: boolean | undefined; sidecars?: boolean | undefined },
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+): Promise<Reported> {
+  const manifest = await locate(path, cwd);
+  const statePath = existingStatePathFor(manifest, choice, cwd);
+  const store = openStateReadOnly(statePath);
+  try {
+    const outDir = choice.out
+      ? resolveOutLocation(cwd, choice.out)
+      : (store.runs.all().at(-1)?.out_dir ?? manifest.outputDir);
+    const { writeReport } = await import('../report/index.js');
+    const w = await writeReport(store, await openOutputSink(outDir, { statePath, env, patience: DEFAULT_PATIENCE }), {
+      title: manifest.name,
+      html: choice.html ?? false,
+      sidecars: choice.sidecars ?? false,
+      now: Date.now(),
+      budget: manifest.maxCredits ?? null,
+    });
+    const tags = store.itemReports.byTag().map((t) => ({ ...t, net: t.charged - t.refunded }));
+    const files = { jsonl: w.jsonl, csv: w.csv, html: w.html ?? null, sidecars: w.sidecars ?? null };
+    return { state: statePath, outDir, items: w.items, ...files, tags };
+  } finally {
+    store.close();
+  }
+}
