@@ -8,8 +8,8 @@ import { resolveOutLocation } from '../manifest/index.js';
 import { DEFAULT_PATIENCE } from '../options/flags.js';
 import { collectStatus, type Status } from '../report/status.js';
 import { openOutputSink } from '../sink/index.js';
-import { Store } from '../store/index.js';
-import { existingStatePathFor, lookForState, openStateReadOnly } from '../store/state-path.js';
+import { StateFileError, Store } from '../store/index.js';
+import { existingStatePathFor, lookForState, openStateReadOnly, statePathFor } from '../store/state-path.js';
 import { EXIT, ExitError } from '../util/exit-error.js';
 
 /** Which state a command looks at: `run`'s, a rehearsal's (`simulate`), or the one `--state` names. */
@@ -133,4 +133,39 @@ export async function writeReportFiles(
   } finally {
     store.close();
   }
+}
+
+/** Where a manifest's state is, and its outputs (the last run's place, else the manifest's): what review serves. */
+export async function statePlace(
+  path: string,
+  choice: StateChoice,
+  cwd: string,
+): Promise<{ name: string; budget: number | null; statePath: string; outDir: string }> {
+  const manifest = await locate(path, cwd);
+  const statePath = existingStatePathFor(manifest, choice, cwd);
+  const store = openStateReadOnly(statePath);
+  try {
+    const outDir = store.runs.all().at(-1)?.out_dir ?? manifest.outputDir;
+    return { name: manifest.name, budget: manifest.maxCredits ?? null, statePath, outDir };
+  } finally {
+    store.close();
+  }
+}
+
+/** Where a manifest's state is or will be (a scraper set up before the first run reads it as absent). */
+export async function statePathOf(
+  path: string,
+  choice: StateChoice,
+  cwd: string,
+): Promise<{ name: string; statePath: string }> {
+  const manifest = await locate(path, cwd);
+  return {
+    name: manifest.name,
+    statePath: statePathFor(manifest, choice.state, cwd, Boolean(choice.simulate) && !choice.state),
+  };
+}
+
+/** Whether an error is the state file's own (damaged, unreadable, of another program): the environment's. */
+export function isStateFileError(error: unknown): boolean {
+  return error instanceof StateFileError;
 }

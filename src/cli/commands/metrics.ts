@@ -1,12 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { locate } from '../../manifest/load-valid.js';
 import { startMetricsServer, type MetricsServer } from '../../metrics/server.js';
 import { usageError } from '../../library/outcome.js';
 import { exposure, listenError, refuseWildcard } from './local-server.js';
 import { withDefaults, type FlagValues } from '../../options/flag.js';
 import { METRICS_FLAGS } from '../../options/flags.js';
-import { statePathFor } from '../../store/state-path.js';
+import { statePathOf } from '../../library/state.js';
 
 export type MetricsFlags = FlagValues<typeof METRICS_FLAGS>;
 
@@ -25,9 +24,8 @@ export async function metricsCommand(
 ): Promise<{ server: MetricsServer; banner: string; serving: MetricsServing }> {
   const { host, port } = withDefaults(flags, METRICS_FLAGS) as Required<Pick<MetricsFlags, 'host' | 'port'>>;
   refuseWildcard(host);
-  const manifest = await locate(path, cwd);
   // The state need not exist yet: a scraper set up before the first run sees genbatch_state_present 0.
-  const statePath = statePathFor(manifest, flags.state, cwd, Boolean(flags.simulate) && !flags.state);
+  const { name, statePath } = await statePathOf(path, flags, cwd);
   const token = flags.tokenFile ? tokenFrom(resolve(cwd, flags.tokenFile)) : undefined;
   let server: MetricsServer;
   try {
@@ -37,7 +35,7 @@ export async function metricsCommand(
   }
   const banner = [
     ...exposure(host),
-    `metrics of ${manifest.name} (state ${statePath}), read from the state at each scrape`,
+    `metrics of ${name} (state ${statePath}), read from the state at each scrape`,
     `scrape ${server.url}`,
     `(Prometheus: metrics_path /metrics, the token as a bearer token${flags.tokenFile ? ` from ${flags.tokenFile}` : ''}; see docs/metrics.md). Ctrl-C stops.`,
   ].join('\n');

@@ -1,14 +1,9 @@
-import type { AttemptForReconcile, ItemEcho } from '../../store/index.js';
-import { DEFAULT_KEY_LIMITS } from '../../scheduler/limits.js';
-import { listKeyJobs, type KeyListing } from '../../reconcile/listing.js';
-import { reconcile, type ReconcileReport } from '../../reconcile/reconcile.js';
-import { connect } from '../../library/connection.js';
+import type { ReconcileReport } from '../../reconcile/reconcile.js';
+import { reconcileState } from '../../library/reconcile.js';
 import type { FlagValues } from '../../options/flag.js';
 import type { RECONCILE_FLAGS } from '../../options/flags.js';
 import { EXIT } from '../../library/outcome.js';
 import { count, num, table } from '../format.js';
-import { existingStatePathFor, openStateReadOnly } from '../../store/state-path.js';
-import { locate } from '../../manifest/load-valid.js';
 
 /** Items an unknown job is listed for in the table; --json lists them all. */
 const SHOWN = 20;
@@ -24,31 +19,10 @@ export async function reconcileCommand(
   env: NodeJS.ProcessEnv,
   cwd: string,
 ): Promise<{ text: string; exitCode: number }> {
-  const manifest = await locate(path, cwd);
-  const statePath = existingStatePathFor(manifest, opts, cwd);
-  const store = openStateReadOnly(statePath);
-  let attempts: AttemptForReconcile[];
-  let items: ItemEcho[];
-  let firstSession: number | undefined;
-  try {
-    attempts = store.attempts.forReconcile();
-    items = store.itemReports.echoes();
-    firstSession = store.runs.all()[0]?.started_at;
-  } finally {
-    store.close();
-  }
-  const connection = await connect(opts, env);
-  const listings: KeyListing[] = [];
-  try {
-    for (const { fingerprint, client } of connection.keys)
-      listings.push(await listKeyJobs(client, fingerprint, DEFAULT_KEY_LIMITS.read));
-  } finally {
-    await connection.close();
-  }
-  const report = reconcile(attempts, items, listings, firstSession, Date.now());
+  const { state, report } = await reconcileState(path, opts, env, cwd);
   const exitCode = report.differences > 0 ? EXIT.incomplete : EXIT.ok;
   return {
-    text: opts.json ? JSON.stringify({ state: statePath, ...report }, null, 2) : reconcileText(report),
+    text: opts.json ? JSON.stringify({ state, ...report }, null, 2) : reconcileText(report),
     exitCode,
   };
 }

@@ -1,7 +1,5 @@
-import { locate } from '../../manifest/load-valid.js';
 import { startReviewServer, type ReviewServer } from '../../review/server.js';
-import { StateFileError } from '../../store/index.js';
-import { existingStatePathFor, openStateReadOnly } from '../../store/state-path.js';
+import { isStateFileError, statePlace } from '../../library/state.js';
 import { exposure, listenError, refuseWildcard } from './local-server.js';
 import { openOutputSink } from '../../sink/index.js';
 import { withDefaults, type FlagValues } from '../../options/flag.js';
@@ -26,27 +24,23 @@ export async function reviewCommand(
 ): Promise<{ server: ReviewServer; banner: string; serving: ReviewServing }> {
   const { host, port } = withDefaults(flags, REVIEW_FLAGS) as Required<Pick<ReviewFlags, 'host' | 'port'>>;
   refuseWildcard(host);
-  const manifest = await locate(path, cwd);
-  const statePath = existingStatePathFor(manifest, flags, cwd);
-  const store = openStateReadOnly(statePath);
-  const outDir = store.runs.all().at(-1)?.out_dir ?? manifest.outputDir;
-  store.close();
+  const { name, budget, statePath, outDir } = await statePlace(path, flags, cwd);
   let server: ReviewServer;
   try {
     server = await startReviewServer({
       statePath,
       outputs: await openOutputSink(outDir, { statePath, env, patience: DEFAULT_PATIENCE }),
-      title: manifest.name,
-      budget: manifest.maxCredits ?? null,
+      title: name,
+      budget,
       host,
       port,
     });
   } catch (error) {
-    throw listenError(error, 'the review app', error instanceof StateFileError);
+    throw listenError(error, 'the review app', isStateFileError(error));
   }
   const banner = [
     ...exposure(host),
-    `reviewing ${manifest.name} (state ${statePath}, outputs ${outDir})`,
+    `reviewing ${name} (state ${statePath}, outputs ${outDir})`,
     `open ${server.url}`,
     'keys: arrows move, a approve, r reject, u clear, z undo, n note, Enter zoom, c compare versions, ? help. Ctrl-C stops.',
   ].join('\n');
