@@ -126,7 +126,7 @@ export class Thumbnails {
     const found = await this.kept(relative);
     if (found) return found;
     // A folder's output is read by the maker itself; a bucket's comes through here (the server holds one at a time).
-    const path = this.outputs instanceof FolderSink ? await this.outputs.localFile(relative) : undefined;
+    const path = await this.outputs.here?.fileOf(relative);
     const file = path ? undefined : await this.outputs.open(relative);
     const thumb = path || file ? await this.maker.make(path ?? (await buffer(file!.read()))) : undefined;
     // Kept whole or not at all; a folder that cannot be written costs only the keeping.

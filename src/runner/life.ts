@@ -1,7 +1,6 @@
 import type { Job } from '../api/index.js';
 import { thumbsBeside } from '../copies/thumbs/kept.js';
 import type { ManifestTop } from '../manifest/index.js';
-import { FolderSink } from '../sink/index.js';
 import type { ItemRow } from '../store/index.js';
 import { Copier } from './copies/copier.js';
 import { RunThumbnails } from './copies/thumbnails.js';
@@ -83,10 +82,10 @@ export class JobLife {
       ? new Copier({ store, control, outputs, now, logger, staged: (copy) => publisher?.copied(copy) })
       : undefined;
     this.thumbnails =
-      parts.statePath && outputs instanceof FolderSink && !publishing
+      parts.statePath && outputs.here && !publishing
         ? new RunThumbnails({
             dir: thumbsBeside(parts.statePath),
-            outputs,
+            outputs: outputs.here,
             specOf: (itemId) => store.items.specOf(itemId),
           })
         : undefined;

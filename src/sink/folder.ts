@@ -16,6 +16,7 @@ import type {
   RecordedOutput,
   SinkProblem,
   SinkWriter,
+  FilesHere,
 } from './sink.js';
 
 /** A new output's name is held by other bytes: it is not overwritten. */
@@ -64,6 +65,10 @@ const NO_LINK = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS', 'EXDEV']);
 /** Outputs in a folder of this machine: the first sink, and the staging place of any other. */
 export class FolderSink implements OutputSink {
   private readonly madeDirs = new Set<string>();
+  readonly here: FilesHere = {
+    pathOf: (relPath) => this.localPath(relPath),
+    fileOf: (relPath) => this.localFile(relPath),
+  };
 
   private readonly openFile: (path: string) => Promise<FolderFile>;
   private readonly replaceStrays: boolean;

@@ -20,6 +20,7 @@ export type {
   Publishing,
   RecordedOutput,
   SinkWriter,
+  FilesHere,
 } from './sink.js';
 export { BucketSink } from './bucket/bucket-sink.js';
 export { bucketPolicy, bucketProblemText } from './bucket/bucket-policy.js';

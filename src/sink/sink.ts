@@ -13,6 +13,8 @@ export interface OutputSink {
   readonly publishing?: Publishing;
   /** A place that keeps the state beside the outputs (a bucket): its snapshots. */
   readonly snapshots?: StateCopies;
+  /** A place whose files are on this machine (a folder): where each is, for a reader that opens it itself. */
+  readonly here?: FilesHere;
   /** Proves that files can be written there, before anything is paid for: the problem, or undefined. */
   probe(): Promise<SinkProblem | undefined>;
   /** The owner marker at the top of the place (see owner.ts: who may write here, and who holds it now); undefined when none. */
@@ -39,6 +41,14 @@ export interface OutputSink {
   localFile(relPath: string): Promise<string | undefined>;
   /** Removes what a killed run left half-written (temporaries, probes). */
   cleanUp(): Promise<void>;
+}
+
+/** Where the files of a place on this machine are. */
+export interface FilesHere {
+  /** The file's path here, inside the place, whether it is there yet or not. */
+  pathOf(relPath: string): string;
+  /** The file's real path, when it is there and inside the place. */
+  fileOf(relPath: string): Promise<string | undefined>;
 }
 
 /** A file being written: bytes in, then put in place whole (commit) or dropped (abort). */

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import PQueue from 'p-queue';
 import { keptName } from '../../copies/thumbs/kept.js';
 import { ThumbMaker } from '../../copies/thumbs/maker.js';
-import { FolderSink, writeWhole } from '../../sink/index.js';
+import { FolderSink, writeWhole, type FilesHere } from '../../sink/index.js';
 import { CARD_WIDTH } from '../../store/index.js';
 import type { SavedOutput } from '../item/download-task.js';
 
@@ -19,7 +19,8 @@ const END_WITHIN_MS = 10_000;
 export interface RunThumbnailsDeps {
   /** The folder the review keeps them in (`<state>.thumbs/`). */
   readonly dir: string;
-  readonly outputs: FolderSink;
+  /** Where the run's outputs are on this machine. */
+  readonly outputs: FilesHere;
   /** An item's spec as stored (its copy plan is there). */
   readonly specOf: (itemId: string) => string | undefined;
   /** The child that makes them (tests give their own). */
@@ -78,7 +79,7 @@ export class RunThumbnails {
   private async make(output: SavedOutput): Promise<void> {
     const name = keptName(output.path);
     if (!this.cardShowsOriginal(output.itemId) || existsSync(join(this.deps.dir, name))) return;
-    const thumb = await this.maker.make(this.deps.outputs.localPath(output.path));
+    const thumb = await this.maker.make(this.deps.outputs.pathOf(output.path));
     if (thumb) await writeWhole(this.folder, name, 'replace', thumb);
   }
 

@@ -49,7 +49,7 @@ describe("a run's thumbnails, built alone", () => {
     const maker = heldMaker();
     const thumbs = new RunThumbnails({
       dir: join(dir, 'thumbs'),
-      outputs: sink,
+      outputs: sink.here,
       specOf: () => undefined,
       maker,
       endWithinMs: 200,
@@ -78,7 +78,7 @@ describe("a run's thumbnails, built alone", () => {
     const maker = heldMaker();
     const thumbs = new RunThumbnails({
       dir: join(dir, 'thumbs'),
-      outputs: sink,
+      outputs: sink.here,
       specOf: (itemId) =>
         itemId === 'item-0' ? JSON.stringify({ finish: { derivatives: [{ format: 'webp', width: 400 }] } }) : '{}',
       maker,
