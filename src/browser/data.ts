@@ -77,6 +77,12 @@ export interface ReviewCardData {
 /** The cards the review grid asks for at a time; the page's first slice comes inside the page itself. */
 export const SLICE = 120;
 
+/**
+ * The width a card's image is chosen and made for: a card is about 200 pixels wide, 400 on a dense screen. The
+ * grid's SQL picks the web copy by it, and the run and review make thumbnails at it.
+ */
+export const CARD_WIDTH = 400;
+
 /** A slice of the review grid. */
 export interface CardsPage {
   /** Null while not counted: the first slice of a search most items match comes before its count. */

@@ -11,7 +11,8 @@ import { guardFor, refusal, type Guard } from '../serve/guard.js';
 import { listen } from '../serve/listen.js';
 import { serveOutput } from './files.js';
 import { thumbsBeside } from '../copies/thumbs/kept.js';
-import { FIRST_SCREEN_THUMBS, Thumbnails } from './thumbs.js';
+import { FIRST_SCREEN_THUMBS, GridThumbnails } from '../copies/thumbs/grid.js';
+import { serveThumbnail } from './thumbs.js';
 import { LiveFeed, NEWEST_SHOWN } from './live.js';
 import { StateHandle } from './state-handle.js';
 import { reviewSummary } from './header.js';
@@ -71,7 +72,7 @@ export async function startReviewServer(opts: ReviewServerOptions): Promise<Revi
     series: () => runSeries(state.store, opts.budget),
   };
   const live = new LiveFeed(source, opts.liveEveryMs ?? 500);
-  const thumbs = new Thumbnails(thumbsBeside(opts.statePath), opts.outputs);
+  const thumbs = new GridThumbnails(thumbsBeside(opts.statePath), opts.outputs);
   // The first screen's thumbnails are on their way before the page is opened (a first open made them one by one),
   // then the newest strip's, in one round: as two, the strip's first was begun before the newer round came, and on a
   // first open the maker's first (its slowest) thumbnail was not a card's.
@@ -130,7 +131,7 @@ interface Context {
   live: LiveFeed;
   source: { summary(): unknown; series(): unknown };
   outputs: OutputSink;
-  thumbs: Thumbnails;
+  thumbs: GridThumbnails;
   token: string;
   /** A page has shown its first screen. */
   shown: () => void;
@@ -159,7 +160,13 @@ async function handle(req: IncomingMessage, res: ServerResponse, ctx: Context): 
   }
   if (path.startsWith('/thumbs/')) {
     const relative = safeDecode(path.slice('/thumbs/'.length)) ?? '';
-    return ctx.thumbs.serve(res, relative, (p) => ctx.state.store.outputs.ownerOf(p) !== undefined);
+    return serveThumbnail(
+      res,
+      ctx.thumbs,
+      ctx.outputs,
+      relative,
+      (p) => ctx.state.store.outputs.ownerOf(p) !== undefined,
+    );
   }
   const asset = ctx.assets.byPath.get(path);
   if (asset) {

@@ -3,7 +3,7 @@ import { thumbsBeside } from '../copies/thumbs/kept.js';
 import type { ManifestTop } from '../manifest/index.js';
 import type { ItemRow } from '../store/index.js';
 import { Copier } from './copies/copier.js';
-import { RunThumbnails } from './copies/thumbnails.js';
+import { RunThumbnails } from '../copies/thumbs/run.js';
 import { recordCrash } from './item/crash.js';
 import { downloadJob } from './item/download-task.js';
 import type { DownloadDeps, SavedOutput } from './item/download-task.js';
@@ -24,7 +24,7 @@ import { downloadTaskDeps, jobTaskDeps } from './task-deps.js';
  *    output saved and recorded, the item done with its last one;
  * 3. copies and checks (copies/copier.ts), a few at a time: each saved image
  *    output's checks and web copies; beside them, not waited for by the next
- *    stage, the review's thumbnail of an output kept here (copies/thumbnails.ts);
+ *    stage, the review's thumbnail of an output kept here (src/copies/thumbs/run.ts);
  * 4. publish (publish/publisher.ts), with a bucket: each saved output and
  *    each staged web copy, put and verified, its local file then removed.
  *

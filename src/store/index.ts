@@ -39,7 +39,6 @@ export type { WebCopyRow, ToCopy } from './web-copies.js';
 export type { ReviewDecision } from './reviews.js';
 export type { ReviewFilter } from './review-filter.js';
 export type { NewOutput, ReviewCard, SeriesBuckets } from './review-queries.js';
-export { CARD_WIDTH } from './review-queries.js';
 export type { RunRow } from './runs.js';
 export type { CounterDelta, CounterName } from './counters.js';
 export type { SteeringAnswer, SteeringMode, SteeringRequest } from './steering.js';

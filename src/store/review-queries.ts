@@ -5,6 +5,7 @@ import type { ReviewDecision } from './reviews.js';
 import { KeptTotals } from './review-totals.js';
 import { type GridQuery, queryOf, type ReviewFilter, totalKey } from './review-filter.js';
 import { ITEM_STATES, type ItemState } from './states.js';
+import { CARD_WIDTH } from '../browser/data.js';
 
 /** A slice as the page asks for it: a search most items match may come before its count. */
 export interface CardsSlice {
@@ -54,8 +55,6 @@ export interface SeriesBuckets {
   last: number | null;
 }
 
-/** A card is about 200 pixels wide, 400 on a dense screen: what its web copy or thumbnail is chosen or made for. */
-export const CARD_WIDTH = 400;
 /** A card's web copy: the smallest at least CARD_WIDTH wide, else the largest. */
 const CARD_COPY = `(SELECT d.path FROM derivatives d WHERE d.job_id = o.job_id AND d.idx = o.idx
   ORDER BY d.width < ${CARD_WIDTH}, CASE WHEN d.width >= ${CARD_WIDTH} THEN d.width ELSE -d.width END LIMIT 1)`;

@@ -9,7 +9,7 @@ import { imageManifest, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 import { FolderSink } from '../../src/sink/index.js';
 import { keptName } from '../../src/copies/thumbs/kept.js';
-import { FIRST_SCREEN_THUMBS } from '../../src/review/thumbs.js';
+import { FIRST_SCREEN_THUMBS } from '../../src/copies/thumbs/grid.js';
 import { NEWEST_SHOWN } from '../../src/review/live.js';
 import { Store } from '../../src/store/index.js';
 

@@ -4,7 +4,7 @@
  * that was 50-70 MB it never gave back. Here it is the child's (started with few arenas), and it goes when the child
  * does, after a minute without work.
  */
-import { CARD_WIDTH } from '../../store/review-queries.js';
+import { CARD_WIDTH } from '../../browser/data.js';
 import { sharpModule } from '../web-copy.js';
 
 /** A request: an output's file on this machine, or its bytes; the answer: its thumbnail (WebP), or why there is none. */

@@ -74,3 +74,13 @@ export class ThumbMaker {
     }
   }
 }
+
+let shared: ThumbMaker | undefined;
+
+/**
+ * The process's one maker, for the run and for review alike: one child at most, whoever asks. It ends itself
+ * after a minute without work and never holds the process, so no user closes it.
+ */
+export function thumbMaker(): ThumbMaker {
+  return (shared ??= new ThumbMaker());
+}

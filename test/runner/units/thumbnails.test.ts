@@ -2,7 +2,7 @@ import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { RunThumbnails } from '../../../src/runner/copies/thumbnails.js';
+import { RunThumbnails } from '../../../src/copies/thumbs/run.js';
 import { FolderSink } from '../../../src/sink/index.js';
 import { makePng } from '../../../src/simulator/media.js';
 
@@ -24,21 +24,14 @@ function outputs(count: number) {
 function heldMaker() {
   const asked: string[] = [];
   const held: (() => void)[] = [];
-  let closed = false;
   return {
     asked,
     release: () => {
       for (const go of held.splice(0)) go();
     },
-    get closed() {
-      return closed;
-    },
     make: (source: string | Buffer) => {
       asked.push(String(source));
       return new Promise<Buffer | undefined>((done) => held.push(() => done(Buffer.from('thumb'))));
-    },
-    close: () => {
-      closed = true;
     },
   };
 }
@@ -69,8 +62,19 @@ describe("a run's thumbnails, built alone", () => {
     expect(maker.asked).toHaveLength(101);
     expect(thumbs.busy).toBe(false);
     expect(readdirSync(join(dir, 'thumbs'))).toHaveLength(101);
+  });
+
+  it('closed, make nothing more of what waits', async () => {
+    const { sink, saved, dir } = outputs(5);
+    const maker = heldMaker();
+    const thumbs = new RunThumbnails({ dir: join(dir, 'thumbs'), outputs: sink.here, specOf: () => undefined, maker });
+    for (const output of saved) thumbs.saved(output);
+    await expect.poll(() => maker.asked.length, { interval: 1 }).toBe(1);
     thumbs.close();
-    expect(maker.closed).toBe(true);
+    maker.release();
+    await thumbs.settled();
+    expect(maker.asked).toHaveLength(1);
+    expect(thumbs.busy).toBe(false);
   });
 
   it('are not made of an output whose item makes web copies, nor of one no larger than a card, nor of a video', async () => {
@@ -85,7 +89,8 @@ describe("a run's thumbnails, built alone", () => {
     });
     thumbs.saved(saved[0]!);
     thumbs.saved({ ...saved[1]!, dimensions: { width: 400, height: 400 } });
-    thumbs.saved({ ...saved[2]!, contentType: 'video/mp4', dimensions: undefined });
+    // A video: the download read no image size in its header.
+    thumbs.saved({ ...saved[2]!, dimensions: undefined });
     await thumbs.settled();
     expect(maker.asked).toEqual([]);
   });

@@ -1,11 +1,17 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import PQueue from 'p-queue';
-import { keptName } from '../../copies/thumbs/kept.js';
-import { ThumbMaker } from '../../copies/thumbs/maker.js';
 import { FolderSink, writeWhole, type FilesHere } from '../../sink/index.js';
-import { CARD_WIDTH } from '../../store/index.js';
-import type { SavedOutput } from '../item/download-task.js';
+import { CARD_WIDTH } from '../../browser/data.js';
+import { keptName } from './kept.js';
+import { thumbMaker, type ThumbMaker } from './maker.js';
+
+/** An output a run just saved, as its thumbnail needs it: its item, its path in the place, its size if an image. */
+export interface SavedImage {
+  readonly itemId: string;
+  readonly path: string;
+  readonly dimensions?: { width: number; height: number } | undefined;
+}
 
 /**
  * Saved outputs waiting for their thumbnail beyond which another gets none now (a run that saves faster than one
@@ -23,8 +29,8 @@ export interface RunThumbnailsDeps {
   readonly outputs: FilesHere;
   /** An item's spec as stored (its copy plan is there). */
   readonly specOf: (itemId: string) => string | undefined;
-  /** The child that makes them (tests give their own). */
-  readonly maker?: Pick<ThumbMaker, 'make' | 'close'>;
+  /** The child that makes them: the process's one (tests give their own). */
+  readonly maker?: Pick<ThumbMaker, 'make'>;
   /** How long the run's end waits for those still waiting (tests make it short). */
   readonly endWithinMs?: number;
 }
@@ -38,19 +44,19 @@ export interface RunThumbnailsDeps {
  */
 export class RunThumbnails {
   private readonly queue = new PQueue({ concurrency: 1 });
-  private readonly maker: Pick<ThumbMaker, 'make' | 'close'>;
+  private readonly maker: Pick<ThumbMaker, 'make'>;
   private readonly folder: FolderSink;
 
   constructor(private readonly deps: RunThumbnailsDeps) {
     this.folder = new FolderSink(deps.dir);
-    this.maker = deps.maker ?? new ThumbMaker();
+    this.maker = deps.maker ?? thumbMaker();
   }
 
   /**
    * An output just saved: its thumbnail is made after those before it, if it is an image larger than a card
    * (its size as the download read it in its header: one no larger is shown as it is), unless too many wait.
    */
-  saved(output: SavedOutput): void {
+  saved(output: SavedImage): void {
     const size = output.dimensions;
     if (!size || (size.width <= CARD_WIDTH && size.height <= CARD_WIDTH) || this.queue.size >= WAITING_MAX) return;
     void this.queue.add(() => this.make(output).catch(() => {}));
@@ -70,13 +76,12 @@ export class RunThumbnails {
     await Promise.race([this.queue.onIdle(), late]).finally(() => clearTimeout(timer));
   }
 
-  /** The maker ends: what still waits is left to review. */
+  /** Nothing more is made: what still waits is left to review (the maker ends by itself once idle). */
   close(): void {
     this.queue.clear();
-    this.maker.close();
   }
 
-  private async make(output: SavedOutput): Promise<void> {
+  private async make(output: SavedImage): Promise<void> {
     const name = keptName(output.path);
     if (!this.cardShowsOriginal(output.itemId) || existsSync(join(this.deps.dir, name))) return;
     const thumb = await this.maker.make(this.deps.outputs.pathOf(output.path));
