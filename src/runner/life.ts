@@ -86,7 +86,6 @@ export class JobLife {
         ? new RunThumbnails({
             dir: thumbsBeside(parts.statePath),
             outputs: outputs.here,
-            specOf: (itemId) => store.items.specOf(itemId),
           })
         : undefined;
   }
@@ -106,7 +105,7 @@ export class JobLife {
       try {
         const completed = await new JobTask(this.job, lane, item, reservation).run();
         // Queued while the slot is still held: the run never looks idle between the two stages.
-        if (completed) this.downloadOutputs(item.id, completed.jobId, completed.job);
+        if (completed) this.downloadOutputs(item, completed.jobId, completed.job);
       } catch (error) {
         recordCrash(store, this.said, item.id, error);
       } finally {
@@ -118,16 +117,16 @@ export class JobLife {
   }
 
   /** Stage 2: the completed job's outputs (`fresh`: the job as its last poll read it, links and all). */
-  downloadOutputs(itemId: string, jobId: string, fresh?: Job): void {
+  downloadOutputs(item: ItemRow, jobId: string, fresh?: Job): void {
     const { downloads, roster, store, control } = this.parts;
-    void downloads.add(itemId, async (progress) => {
+    void downloads.add(item.id, async (progress) => {
       try {
-        const saved = await downloadJob(this.download, roster.laneOfJob(itemId), itemId, jobId, progress, fresh);
+        const saved = await downloadJob(this.download, roster.laneOfJob(item.id), item, jobId, progress, fresh);
         for (const output of saved) this.saved(output);
       } catch (error) {
-        recordCrash(store, this.said, itemId, error);
+        recordCrash(store, this.said, item.id, error);
       } finally {
-        if (store.queue.hasDependents(itemId)) control.wake();
+        if (store.queue.hasDependents(item.id)) control.wake();
       }
     });
   }

@@ -100,7 +100,7 @@ export class Runner {
       logger: this.p.logger,
       signal: this.p.control.abort.signal,
       startJob: (item, lane) => life.begin(item, lane, credits.priceOf(item), false),
-      startDownload: (itemId, jobId) => life.downloadOutputs(itemId, jobId),
+      startDownload: (item, jobId) => life.downloadOutputs(item, jobId),
     });
     life.verify(verifying);
   }

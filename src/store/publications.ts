@@ -2,6 +2,20 @@ import type { Db } from './db.js';
 
 /** An output or a web copy saved and verified locally, waiting to be published to the bucket. */
 export interface Unpublished {
+  itemId: string;
+  jobId: string;
+  /** The output's index in its job (a copy's: the output it was made from). */
+  output: number;
+  path: string;
+  bytes: number;
+  sha256: string;
+  contentType: string | null;
+  /** A web copy of the output, not the output itself. */
+  copy: boolean;
+}
+
+/** A row of the waiting query, as SQLite gives it. */
+interface UnpublishedRow {
   job_id: string;
   idx: number;
   item_id: string;
@@ -9,7 +23,6 @@ export interface Unpublished {
   bytes: number;
   sha256: string;
   content_type: string | null;
-  /** A web copy of output `idx` (1), or the output itself (0). */
   copy: 0 | 1;
 }
 
@@ -54,7 +67,7 @@ export class Publications {
   private readonly countsStmt;
 
   constructor(db: Db) {
-    this.waitingStmt = db.prepare<[], Unpublished>(
+    this.waitingStmt = db.prepare<[], UnpublishedRow>(
       `SELECT job_id, idx, item_id, path, bytes, sha256, content_type, copy FROM (
          SELECT job_id, idx, item_id, path, bytes, sha256, content_type, 0 AS copy, downloaded_at AS at FROM outputs
          WHERE published_at IS NULL AND sha256 IS NOT NULL AND path IS NOT NULL
@@ -86,19 +99,32 @@ export class Publications {
 
   /** Every output and copy saved and not yet published, oldest first (a resumed run publishes what the last one left). */
   waiting(): Unpublished[] {
-    return this.waitingStmt.all();
+    return this.waitingStmt.all().map((r) => ({
+      itemId: r.item_id,
+      jobId: r.job_id,
+      output: r.idx,
+      path: r.path,
+      bytes: r.bytes,
+      sha256: r.sha256,
+      contentType: r.content_type,
+      copy: r.copy === 1,
+    }));
   }
 
   /** Verified in the bucket at `url`: true when recorded (false: saved again since, or recorded already). */
-  published(out: Pick<Unpublished, 'job_id' | 'idx' | 'sha256' | 'path' | 'copy'>, url: string, now: number): boolean {
-    const row = { jobId: out.job_id, idx: out.idx, sha256: out.sha256, url, now };
+  published(
+    out: Pick<Unpublished, 'jobId' | 'output' | 'sha256' | 'path' | 'copy'>,
+    url: string,
+    now: number,
+  ): boolean {
+    const row = { jobId: out.jobId, idx: out.output, sha256: out.sha256, url, now };
     if (out.copy) return this.of.copy.published.run({ ...row, path: out.path }).changes === 1;
     return this.of.output.published.run(row).changes === 1;
   }
 
   /** Not publishable in this run (its name is held by another object): kept locally, tried again by the next run. */
-  failed(out: Pick<Unpublished, 'job_id' | 'idx' | 'path' | 'copy'>, message: string): void {
-    const row = { jobId: out.job_id, idx: out.idx, message };
+  failed(out: Pick<Unpublished, 'jobId' | 'output' | 'path' | 'copy'>, message: string): void {
+    const row = { jobId: out.jobId, idx: out.output, message };
     if (out.copy) this.of.copy.failed.run({ ...row, path: out.path });
     else this.of.output.failed.run(row);
   }

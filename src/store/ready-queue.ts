@@ -68,8 +68,8 @@ export class ReadyQueue {
       'SELECT 1 AS one FROM deps WHERE dep_id = ? LIMIT 1',
     );
     this.inStatesStmt = db.prepare<[string], ItemRow>('SELECT * FROM items WHERE state = ? ORDER BY seq');
-    this.downloadsStmt = db.prepare<[], { id: string; job_id: string; key_fp: string | null }>(
-      `SELECT i.id AS id, a.job_id AS job_id, a.key_fp AS key_fp FROM items i JOIN attempts a ON a.item_id = i.id AND a.n = i.attempt
+    this.downloadsStmt = db.prepare<[], ItemRow & { job_id: string; key_fp: string | null }>(
+      `SELECT i.*, a.job_id AS job_id, a.key_fp AS key_fp FROM items i JOIN attempts a ON a.item_id = i.id AND a.n = i.attempt
        WHERE i.state = 'downloading' AND a.job_id IS NOT NULL ORDER BY i.seq`,
     );
     this.doneOutputsStmt = db.prepare<[], import('./outputs.js').OutputRow>(
@@ -173,8 +173,8 @@ export class ReadyQueue {
   }
 
   /** Items whose job completed and whose outputs are not all on disk: each with its job and the key of its attempt (one query, not two per item). */
-  downloadsToResume(): { id: string; job_id: string; key_fp: string | null }[] {
-    return this.downloadsStmt.all();
+  downloadsToResume(): { item: ItemRow; job_id: string; key_fp: string | null }[] {
+    return this.downloadsStmt.all().map(({ job_id, key_fp, ...item }) => ({ item, job_id, key_fp }));
   }
 
   /** The outputs of every done item's job (the latest attempt's), to check on disk. */

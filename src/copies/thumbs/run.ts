@@ -6,11 +6,12 @@ import { CARD_WIDTH } from '../../browser/data.js';
 import { keptName } from './kept.js';
 import { thumbMaker, type ThumbMaker } from './maker.js';
 
-/** An output a run just saved, as its thumbnail needs it: its item, its path in the place, its size if an image. */
+/** An output a run just saved, as its thumbnail needs it: its path in the place, its size if an image, its item's copies. */
 export interface SavedImage {
-  readonly itemId: string;
   readonly path: string;
   readonly dimensions?: { width: number; height: number } | undefined;
+  /** The item's copy plan: with web copies, the card shows those. */
+  readonly item: { readonly plan?: { readonly derivatives?: readonly unknown[] } | undefined };
 }
 
 /**
@@ -27,8 +28,6 @@ export interface RunThumbnailsDeps {
   readonly dir: string;
   /** Where the run's outputs are on this machine. */
   readonly outputs: FilesHere;
-  /** An item's spec as stored (its copy plan is there). */
-  readonly specOf: (itemId: string) => string | undefined;
   /** The child that makes them: the process's one (tests give their own). */
   readonly maker?: Pick<ThumbMaker, 'make'>;
   /** How long the run's end waits for those still waiting (tests make it short). */
@@ -83,15 +82,9 @@ export class RunThumbnails {
 
   private async make(output: SavedImage): Promise<void> {
     const name = keptName(output.path);
-    if (!this.cardShowsOriginal(output.itemId) || existsSync(join(this.deps.dir, name))) return;
+    // A card shows a web copy when the item makes them, else the output (as its thumbnail).
+    if (output.item.plan?.derivatives?.length || existsSync(join(this.deps.dir, name))) return;
     const thumb = await this.maker.make(this.deps.outputs.pathOf(output.path));
     if (thumb) await writeWhole(this.folder, name, 'replace', thumb);
-  }
-
-  /** A card shows a web copy when the item makes them, else the output (as its thumbnail). */
-  private cardShowsOriginal(itemId: string): boolean {
-    const spec = this.deps.specOf(itemId);
-    const plan = spec ? (JSON.parse(spec) as { finish?: { derivatives?: unknown[] } }).finish : undefined;
-    return !plan?.derivatives?.length;
   }
 }

@@ -68,14 +68,9 @@ export class Copier {
 
   /** An output just saved: its copies, if its item asks for any; resolves once they are made (or failed), if any. */
   saved(output: SavedOutput): Promise<void> | undefined {
-    const { itemId, jobId, idx, path, version } = output;
-    // The item's own data (its type, model and copy plan), not the previous stage's product: read from the state.
-    const item = this.deps.store.items.get(itemId);
-    if (item?.type !== 'image') return undefined;
-    const spec = this.deps.store.items.specOf(itemId);
-    // The plan is stored under `finish` in the item's spec (the name it was first written under).
-    const plan = spec ? (JSON.parse(spec) as { finish?: CopyPlan }).finish : undefined;
-    if (!plan) return undefined;
+    const { itemId, jobId, idx, path, version, item } = output;
+    const { plan } = item;
+    if (item.type !== 'image' || !plan) return undefined;
     const row = {
       item_id: itemId,
       job_id: jobId,

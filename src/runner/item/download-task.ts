@@ -3,7 +3,7 @@ import { DownloadError, openOutput, type DownloadedFile } from '../../download/d
 import type { TransferProgress } from '../../scheduler/transfers.js';
 import type { OutputSink } from '../../sink/index.js';
 import type { Logger } from '../../log/logger.js';
-import { outputRelativePath } from '../../manifest/index.js';
+import { outputRelativePath, type CopyPlan } from '../../manifest/index.js';
 import type { ErrorNote, ItemRow, Store } from '../../store/index.js';
 import { sleep } from '../../util/sleep.js';
 import type { RunClock } from '../../scheduler/clock.js';
@@ -46,6 +46,23 @@ export interface SavedOutput extends DownloadedFile {
   readonly idx: number;
   /** The item's version this output belongs to. */
   readonly version: number;
+  /** What the later stages need of its item, read once by the download. */
+  readonly item: SavedItem;
+}
+
+/** An output's item as the stages after the download take it: its type, model and copy plan (parsed once). */
+export interface SavedItem {
+  readonly type: 'image' | 'video';
+  readonly model: string;
+  /** Its web copies, their marking and its checks; undefined when it asks for none. */
+  readonly plan: CopyPlan | undefined;
+}
+
+/** The item's row as the stages after the download take it. */
+function savedItemOf(item: ItemRow): SavedItem {
+  // The plan is stored under `finish` in the item's spec (the name it was first written under).
+  const plan = (JSON.parse(item.spec) as { finish?: CopyPlan }).finish;
+  return { type: item.type, model: item.model, plan };
 }
 
 /**
@@ -61,12 +78,12 @@ export interface SavedOutput extends DownloadedFile {
 export function downloadJob(
   deps: DownloadDeps,
   lane: KeyLane | undefined,
-  itemId: string,
+  item: ItemRow,
   jobId: string,
   progress: TransferProgress,
   fresh?: Job,
 ): Promise<SavedOutput[]> {
-  return new DownloadTask(deps, lane, deps.store.items.get(itemId)!, jobId, progress).run(fresh);
+  return new DownloadTask(deps, lane, item, jobId, progress).run(fresh);
 }
 
 /** Why the latest try failed. */
@@ -79,6 +96,7 @@ class DownloadTask {
   private last: LastError = { message: '', code: 'DOWNLOAD_FAILED' };
   /** The outputs saved by this download. */
   private readonly saved: SavedOutput[] = [];
+  private savedItem: SavedItem | undefined;
 
   constructor(
     private readonly deps: DownloadDeps,
@@ -210,7 +228,7 @@ class DownloadTask {
       const { version } = claimed;
       const { jobId } = this;
       const done = store.life.outputSaved(itemId, jobId, idx, file, clock.now(), last);
-      this.saved.push({ ...file, itemId, jobId, idx, version });
+      this.saved.push({ ...file, itemId, jobId, idx, version, item: (this.savedItem ??= savedItemOf(this.item)) });
       const ms = clock.now() - startedAt;
       control.emit({ kind: 'downloaded', itemId, jobId, output: idx, path: file.path, bytes: file.bytes, ms });
       if (done) control.emit({ kind: 'item-final', itemId, state: 'done' });

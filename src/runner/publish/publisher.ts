@@ -55,13 +55,13 @@ export class Publisher {
    * too: the HEAD finds its object, and its new local file is removed.
    */
   saved(output: SavedOutput): void {
-    const { itemId: item_id, jobId: job_id, idx, path, bytes, sha256, contentType: content_type } = output;
-    this.enqueue({ job_id, idx, item_id, path, bytes, sha256, content_type, copy: 0 });
+    const { itemId, jobId, idx, path, bytes, sha256, contentType } = output;
+    this.enqueue({ itemId, jobId, output: idx, path, bytes, sha256, contentType, copy: false });
   }
 
   /** A web copy just staged and recorded: it joins the queue. */
   copied({ itemId, jobId, idx, path, bytes, sha256 }: StagedCopy): void {
-    this.enqueue({ job_id: jobId, idx, item_id: itemId, path, bytes, sha256, content_type: null, copy: 1 });
+    this.enqueue({ itemId, jobId, output: idx, path, bytes, sha256, contentType: null, copy: true });
   }
 
   /** Saved outputs wait past the bound: no new submission leaves until the backlog shrinks. */
@@ -100,13 +100,13 @@ export class Publisher {
     const { store, control, publishing, now } = this.deps;
     const startedAt = now();
     try {
-      const url = await publishing.publish({ ...out, contentType: out.content_type }, control.abort.signal);
+      const url = await publishing.publish(out, control.abort.signal);
       // The local file goes before the record: a run killed between the two leaves an object the next run
       // recognises (its HEAD), not a copy of a recorded output that no run would ever remove.
       if (this.stillAsVerified(out)) await publishing.dropLocal(out.path);
       store.publications.published(out, url, now());
       this.gone(out);
-      const { item_id: itemId, job_id: jobId, idx: output, bytes } = out;
+      const { itemId, jobId, output, bytes } = out;
       const copy = out.copy ? { copy: out.path } : {};
       control.emit({ kind: 'published', itemId, jobId, output, ...copy, url, bytes, ms: now() - startedAt });
     } catch (error) {
@@ -118,8 +118,8 @@ export class Publisher {
   /** The row still holds the bytes just verified in the bucket (not a file saved again since). */
   private stillAsVerified(out: Unpublished): boolean {
     const { store } = this.deps;
-    const rows = out.copy ? store.webCopies.ofOutput(out.job_id, out.idx) : store.outputs.ofJob(out.job_id);
-    const row = rows.find((r) => (out.copy ? r.path === out.path : r.idx === out.idx));
+    const rows = out.copy ? store.webCopies.ofOutput(out.jobId, out.output) : store.outputs.ofJob(out.jobId);
+    const row = rows.find((r) => (out.copy ? r.path === out.path : r.idx === out.output));
     return row?.sha256 === out.sha256;
   }
 
@@ -129,13 +129,13 @@ export class Publisher {
       error instanceof ObjectStoreError
         ? error
         : new ObjectStoreError((error as Error).message, 'failed', 'PUBLISH_FAILED', { cause: error });
-    const key = `${out.job_id}/${out.idx}/${out.path}`;
+    const key = `${out.jobId}/${out.output}/${out.path}`;
     const failures = fault.fault === 'failed' ? (this.ownFailures.get(key) ?? 0) + 1 : 0;
     if (failures) this.ownFailures.set(key, failures);
     const reaction = bucketPolicy('publish', fault, failures);
     if (reaction.do === 'stage-again') {
       // An output's download brings its file back and queues it again; a copy is made again.
-      if (out.copy) store.webCopies.forget(out);
+      if (out.copy) store.webCopies.forget({ job_id: out.jobId, idx: out.output, path: out.path });
       this.gone(out, false);
       return;
     }
@@ -144,14 +144,14 @@ export class Publisher {
     const retry = reaction.do === 'try-again';
     control.emit({
       kind: 'publish-failed',
-      itemId: out.item_id,
-      jobId: out.job_id,
-      output: out.idx,
+      itemId: out.itemId,
+      jobId: out.jobId,
+      output: out.output,
       ...copy,
       code,
       retry,
     });
-    logger?.warn({ item: out.item_id, output: out.path, code, error: message }, 'publication failed');
+    logger?.warn({ item: out.itemId, output: out.path, code, error: message }, 'publication failed');
     // Stopped: what waits stays in the state (recorded as waiting) for the same command.
     if (reaction.do === 'stop-run') this.stop(message);
     else if (reaction.do === 'leave-to-next-run') {
@@ -178,7 +178,7 @@ export class Publisher {
   private gone(out: Unpublished, published = true): void {
     const wasFull = this.full;
     this.waitingBytes -= out.bytes;
-    if (!published) this.ownFailures.delete(`${out.job_id}/${out.idx}/${out.path}`);
+    if (!published) this.ownFailures.delete(`${out.jobId}/${out.output}/${out.path}`);
     if (wasFull && !this.full) this.deps.control.wake();
   }
 }

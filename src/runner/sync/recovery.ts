@@ -21,7 +21,7 @@ export async function recover(deps: {
   /** Aborted on an interrupt: the check of done outputs stops there. */
   readonly signal: AbortSignal;
   startJob(item: ItemRow, lane: KeyLane): void;
-  startDownload(itemId: string, jobId: string): void;
+  startDownload(item: ItemRow, jobId: string): void;
 }): Promise<{ verifying: Promise<void> }> {
   const { store, roster, lanes, now } = deps;
   await deps.outputs.cleanUp();
@@ -35,10 +35,10 @@ export async function recover(deps: {
       if (lane && due && !(item.removed && state === 'queued')) deps.startJob(item, lane);
     }
   }
-  for (const { id, job_id, key_fp } of store.queue.downloadsToResume()) {
+  for (const { item, job_id, key_fp } of store.queue.downloadsToResume()) {
     // A key this run lacks: the roster holds the item for a run with it, and says so.
     const lane = key_fp ? lanes.get(key_fp) : lanes.all[0];
-    if (lane || roster.laneOf(store.items.get(id)!)) deps.startDownload(id, job_id);
+    if (lane || roster.laneOf(item)) deps.startDownload(item, job_id);
   }
   return { verifying: verifyDone(deps) };
 }
@@ -68,7 +68,8 @@ async function verifyDone(deps: Parameters<typeof recover>[0]): Promise<void> {
       if (store.life.outputMissing(out.item_id, out.job_id, out.idx, now())) again.set(out.item_id, out.job_id);
     }
   }
-  for (const [itemId, jobId] of again) deps.startDownload(itemId, jobId);
+  // Read once it is back to downloading: the download takes the item as it is now.
+  for (const [itemId, jobId] of again) deps.startDownload(store.items.get(itemId)!, jobId);
 }
 
 /**

@@ -15,7 +15,7 @@ function outputs(count: number) {
     writeFileSync(join(dir, path), png);
     const dimensions = { width: 480, height: 600 };
     const file = { path, bytes: png.length, sha256: '', contentType: 'image/png', mtimeMs: 0, dimensions };
-    return { ...file, itemId: `item-${i}`, jobId: `job-${i}`, idx: 1, version: 1 };
+    return { ...file, itemId: `item-${i}`, jobId: `job-${i}`, idx: 1, version: 1, item: { plan: undefined } };
   });
   return { sink: new FolderSink(dir), saved, dir };
 }
@@ -43,7 +43,6 @@ describe("a run's thumbnails, built alone", () => {
     const thumbs = new RunThumbnails({
       dir: join(dir, 'thumbs'),
       outputs: sink.here,
-      specOf: () => undefined,
       maker,
       endWithinMs: 200,
     });
@@ -67,7 +66,7 @@ describe("a run's thumbnails, built alone", () => {
   it('closed, make nothing more of what waits', async () => {
     const { sink, saved, dir } = outputs(5);
     const maker = heldMaker();
-    const thumbs = new RunThumbnails({ dir: join(dir, 'thumbs'), outputs: sink.here, specOf: () => undefined, maker });
+    const thumbs = new RunThumbnails({ dir: join(dir, 'thumbs'), outputs: sink.here, maker });
     for (const output of saved) thumbs.saved(output);
     await expect.poll(() => maker.asked.length, { interval: 1 }).toBe(1);
     thumbs.close();
@@ -83,11 +82,10 @@ describe("a run's thumbnails, built alone", () => {
     const thumbs = new RunThumbnails({
       dir: join(dir, 'thumbs'),
       outputs: sink.here,
-      specOf: (itemId) =>
-        itemId === 'item-0' ? JSON.stringify({ finish: { derivatives: [{ format: 'webp', width: 400 }] } }) : '{}',
       maker,
     });
-    thumbs.saved(saved[0]!);
+    // Its item makes a web copy: the card shows that.
+    thumbs.saved({ ...saved[0]!, item: { plan: { derivatives: [{ format: 'webp', width: 400 }] } } });
     thumbs.saved({ ...saved[1]!, dimensions: { width: 400, height: 400 } });
     // A video: the download read no image size in its header.
     thumbs.saved({ ...saved[2]!, dimensions: undefined });
