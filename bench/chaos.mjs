@@ -367,9 +367,9 @@ export async function chaosRun(seed, { canMount = false, say = () => {} } = {}) 
     unwatch();
     service.inject = undefined;
     sim.storage.inject = undefined;
-    service.opts.dropRate = 0;
-    service.opts.failureRate = 0;
-    service.opts.unavailableRate = 0;
+    service.options.dropRate = 0;
+    service.options.failureRate = 0;
+    service.options.unavailableRate = 0;
     for (const t of timers) {
       clearTimeout(t);
       timers.delete(t);

@@ -295,13 +295,19 @@ export class ApiClient {
     method: string,
     path: string,
     schema: S,
-    opts: { body?: unknown; idempotencyKey?: string; timeoutMs?: number; waitMs?: number; signal?: AbortSignal } = {},
+    options: {
+      body?: unknown;
+      idempotencyKey?: string;
+      timeoutMs?: number;
+      waitMs?: number;
+      signal?: AbortSignal;
+    } = {},
   ): Promise<z.output<S>> {
-    const request = this.track(opts.waitMs ?? 0, opts.signal);
+    const request = this.track(options.waitMs ?? 0, options.signal);
     try {
-      return await this.callOnce(method, path, schema, { ...opts, signal: request.controller.signal });
+      return await this.callOnce(method, path, schema, { ...options, signal: request.controller.signal });
     } catch (error) {
-      if (!request.abandoned || opts.signal?.aborted) throw error;
+      if (!request.abandoned || options.signal?.aborted) throw error;
       const where = `${this.base.pathname}${path}`;
       throw new TransportError(
         'ABANDONED',
@@ -337,7 +343,7 @@ export class ApiClient {
     method: string,
     path: string,
     schema: S,
-    opts: { body?: unknown; idempotencyKey?: string; timeoutMs?: number; signal: AbortSignal },
+    options: { body?: unknown; idempotencyKey?: string; timeoutMs?: number; signal: AbortSignal },
   ): Promise<z.output<S>> {
     const url = `${this.base.href}${path}`;
     const logPath = `${this.base.pathname}${path}`;
@@ -345,16 +351,16 @@ export class ApiClient {
       authorization: `Bearer ${this.options.apiKey}`,
       accept: 'application/json',
     };
-    if (opts.body !== undefined) headers['content-type'] = 'application/json';
-    if (opts.idempotencyKey) headers['idempotency-key'] = opts.idempotencyKey;
-    const timeout = opts.timeoutMs ?? this.timeoutMs;
+    if (options.body !== undefined) headers['content-type'] = 'application/json';
+    if (options.idempotencyKey) headers['idempotency-key'] = options.idempotencyKey;
+    const timeout = options.timeoutMs ?? this.timeoutMs;
     const started = this.now();
     const res = await this.send(url, method, logPath, {
       headers,
-      ...(opts.body !== undefined ? { body: JSON.stringify(opts.body) } : {}),
+      ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
       headersTimeout: timeout,
       bodyTimeout: timeout,
-      signal: opts.signal,
+      signal: options.signal,
     }).catch((error: unknown) => {
       throw this.firstContact.judge(error, method);
     });
@@ -363,7 +369,7 @@ export class ApiClient {
     // Cut off mid-body, the answer was not had: a submission may have been accepted all the same (the service answered, though).
     const text = await res.body.text().catch((error: unknown) => {
       this.answers.emit({ ...answer, ms: this.now() - started });
-      if (opts.signal.aborted) throw error;
+      if (options.signal.aborted) throw error;
       throw transportError(error, method, logPath, this.secrets());
     });
     answer.ms = this.now() - started;
@@ -423,12 +429,12 @@ export class ApiClient {
     url: string,
     method: string,
     where: string,
-    opts: Omit<Dispatcher.RequestOptions, 'origin' | 'path' | 'method' | 'signal'> & { signal?: AbortSignal },
+    options: Omit<Dispatcher.RequestOptions, 'origin' | 'path' | 'method' | 'signal'> & { signal?: AbortSignal },
   ): Promise<Dispatcher.ResponseData> {
     try {
-      return await request(this.dispatcher, url, { ...opts, method: method as Dispatcher.HttpMethod });
+      return await request(this.dispatcher, url, { ...options, method: method as Dispatcher.HttpMethod });
     } catch (error) {
-      if (opts.signal?.aborted) throw error;
+      if (options.signal?.aborted) throw error;
       throw transportError(error, method, where, this.secrets());
     }
   }

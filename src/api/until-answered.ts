@@ -31,11 +31,13 @@ function noAnswerYet(error: unknown): boolean {
  * answered for `unreachableMs`. Any answer, an error one too, is returned or
  * thrown as it is: a blip at start-up must not end an overnight run.
  */
-export async function untilAnswered<T>(ask: () => Promise<T>, opts: UntilAnsweredOptions): Promise<T> {
-  const now = opts.now ?? Date.now;
+export async function untilAnswered<T>(ask: () => Promise<T>, options: UntilAnsweredOptions): Promise<T> {
+  const now = options.now ?? Date.now;
   const limit =
-    opts.firstContactMs === undefined ? opts.unreachableMs : Math.min(opts.firstContactMs, opts.unreachableMs);
-  let since: number | undefined = opts.firstContactMs === undefined ? undefined : now();
+    options.firstContactMs === undefined
+      ? options.unreachableMs
+      : Math.min(options.firstContactMs, options.unreachableMs);
+  let since: number | undefined = options.firstContactMs === undefined ? undefined : now();
   let said = false;
   for (;;) {
     try {
@@ -45,13 +47,13 @@ export async function untilAnswered<T>(ask: () => Promise<T>, opts: UntilAnswere
       since ??= now();
       if (!said) {
         said = true;
-        opts.onWait?.(
+        options.onWait?.(
           error instanceof NotTheServiceError ? `${error.baseUrl}: ${error.what}` : (error as Error).message,
           limit,
         );
       }
-      if (now() - since >= limit || opts.signal?.aborted) throw error;
-      await sleep(opts.everyMs, opts.signal).catch(() => {});
+      if (now() - since >= limit || options.signal?.aborted) throw error;
+      await sleep(options.everyMs, options.signal).catch(() => {});
     }
   }
 }

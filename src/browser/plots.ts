@@ -123,7 +123,7 @@ export class RunPlots {
       box.className = 'plot';
       box.dataset.title = d.title;
       root.append(box);
-      const opts: UPlot.Options = {
+      const options: UPlot.Options = {
         title: d.title,
         width: this.width(),
         height: HEIGHT,
@@ -142,7 +142,7 @@ export class RunPlots {
         ],
         legend: { live: false },
       };
-      this.charts.push(new Plot(opts, [s.t, ...d.lines.map((l) => l.data)] as UPlot.AlignedData, box));
+      this.charts.push(new Plot(options, [s.t, ...d.lines.map((l) => l.data)] as UPlot.AlignedData, box));
     }
   }
 }

@@ -135,8 +135,8 @@ const withFooter = (cmd: Command): Command => cmd.addHelpText('after', helpFoote
 
 function addManifestCommands(program: Command, ctx: CommandContext): void {
   command(program, 'validate', 'check a manifest; --online also checks it against the service', VALIDATE_FLAGS).action(
-    async (manifest: string, opts) =>
-      ctx.print(await (await manifestCommands()).validateCommand(manifest, opts, ctx.env, ctx.io.cwd)),
+    async (manifest: string, options) =>
+      ctx.print(await (await manifestCommands()).validateCommand(manifest, options, ctx.env, ctx.io.cwd)),
   );
 
   command(
@@ -144,38 +144,38 @@ function addManifestCommands(program: Command, ctx: CommandContext): void {
     'estimate',
     'dry run: credits per model and in total, key days, budget and time; submits nothing',
     ESTIMATE_FLAGS,
-  ).action(async (manifest: string, opts) => {
+  ).action(async (manifest: string, options) => {
     // Exit 3 when the balance, the budget or the daily cap make the run impossible as planned; the figures print all the same.
-    const estimate = await (await manifestCommands()).estimateCommand(manifest, opts, ctx.env, ctx.io.cwd);
+    const estimate = await (await manifestCommands()).estimateCommand(manifest, options, ctx.env, ctx.io.cwd);
     ctx.print(estimate.text);
     ctx.exit(estimate.exitCode);
   });
 }
 
 function addRun(program: Command, ctx: CommandContext): void {
-  command(program, 'run', 'run, or resume, a manifest', RUN_FLAGS).action(async (manifest: string, opts) => {
+  command(program, 'run', 'run, or resume, a manifest', RUN_FLAGS).action(async (manifest: string, options) => {
     const { runCommand, resumeHint } = await import('./commands/run.js');
     let stopSignals: (() => void) | undefined;
     const { outcome, report } = await runCommand(
       manifest,
-      opts,
+      options,
       ctx.env,
       ctx.io.cwd,
       ctx.io.stderr,
       ctx.io.stdout,
       (interrupt) => {
-        stopSignals = ctx.io.onSignals?.(interrupt, () => resumeHint(Boolean(opts.simulate)));
+        stopSignals = ctx.io.onSignals?.(interrupt, () => resumeHint(Boolean(options.simulate)));
       },
     ).finally(() => stopSignals?.());
-    ctx.print(opts.json ? JSON.stringify(outcome, null, 2) : report);
+    ctx.print(options.json ? JSON.stringify(outcome, null, 2) : report);
     ctx.exit(outcome.exitCode);
   });
 }
 
 function addStateCommands(program: Command, ctx: CommandContext): void {
   command(program, 'status', 'progress, credits and failures, from the state file alone', STATE_FLAGS).action(
-    async (manifest: string, opts) =>
-      ctx.print(await (await stateCommands()).statusCommand(manifest, opts, ctx.io.cwd, ctx.io.stdout, ctx.env)),
+    async (manifest: string, options) =>
+      ctx.print(await (await stateCommands()).statusCommand(manifest, options, ctx.io.cwd, ctx.io.stdout, ctx.env)),
   );
 
   for (const [name, description] of [
@@ -186,9 +186,9 @@ function addStateCommands(program: Command, ctx: CommandContext): void {
     ['resume', 'a paused run (or state) goes on'],
     ['drain', 'the running run sends nothing new, finishes and downloads what is in flight, and exits 3'],
   ] as const) {
-    command(program, name, description, STATE_FLAGS).action(async (manifest: string, opts) => {
+    command(program, name, description, STATE_FLAGS).action(async (manifest: string, options) => {
       const { steeringCommand } = await import('./commands/steering-commands.js');
-      ctx.print(await steeringCommand(name, manifest, opts, ctx.io.cwd));
+      ctx.print(await steeringCommand(name, manifest, options, ctx.io.cwd));
     });
   }
   command(
@@ -196,12 +196,13 @@ function addStateCommands(program: Command, ctx: CommandContext): void {
     'report',
     'write results.jsonl and results.csv (one row per item), and with --html the index.html gallery, into the output dir, from the state file alone',
     REPORT_FLAGS,
-  ).action(async (manifest: string, opts) =>
-    ctx.print(await (await stateCommands()).reportCommand(manifest, opts, ctx.io.cwd, ctx.env)),
+  ).action(async (manifest: string, options) =>
+    ctx.print(await (await stateCommands()).reportCommand(manifest, options, ctx.io.cwd, ctx.env)),
   );
 
   command(program, 'retry', 'put failed items back with new attempts', RETRY_FLAGS).action(
-    async (manifest: string, opts) => ctx.print(await (await stateCommands()).retryCommand(manifest, opts, ctx.io.cwd)),
+    async (manifest: string, options) =>
+      ctx.print(await (await stateCommands()).retryCommand(manifest, options, ctx.io.cwd)),
   );
 }
 
@@ -211,19 +212,19 @@ function addServiceCommands(program: Command, ctx: CommandContext): void {
     'reconcile',
     "compare the state with the service's job list for every key: paid jobs the state does not know, accepted jobs the service lost, credits on both sides; sends nothing, changes nothing",
     RECONCILE_FLAGS,
-  ).action(async (manifest: string, opts) => {
+  ).action(async (manifest: string, options) => {
     const { reconcileCommand } = await import('./commands/reconcile.js');
-    const reconciled = await reconcileCommand(manifest, opts, ctx.env, ctx.io.cwd);
+    const reconciled = await reconcileCommand(manifest, options, ctx.env, ctx.io.cwd);
     ctx.print(reconciled.text);
     ctx.exit(reconciled.exitCode);
   });
   withFooter(addFlags(program.command('models').description('list the models the key may use'), MODELS_FLAGS)).action(
-    async (opts) => ctx.print(await (await serviceInfo()).modelsCommand(opts, ctx.env)),
+    async (options) => ctx.print(await (await serviceInfo()).modelsCommand(options, ctx.env)),
   );
 
   withFooter(
     addFlags(program.command('me').description('show credits, scopes and limits of the key'), ME_FLAGS),
-  ).action(async (opts) => ctx.print(await (await serviceInfo()).meCommand(opts, ctx.env)));
+  ).action(async (options) => ctx.print(await (await serviceInfo()).meCommand(options, ctx.env)));
 }
 
 function addReview(program: Command, ctx: CommandContext): void {
@@ -232,9 +233,9 @@ function addReview(program: Command, ctx: CommandContext): void {
     'review',
     'a local web app to watch a run live and approve or reject every output with the keyboard (loopback, a token in its URL); works beside a running run',
     REVIEW_FLAGS,
-  ).action(async (manifest: string, opts) => {
+  ).action(async (manifest: string, options) => {
     const { reviewCommand } = await import('./commands/review.js');
-    await serveUntilStopped(ctx, opts.json, await reviewCommand(manifest, opts, ctx.io.cwd, ctx.env));
+    await serveUntilStopped(ctx, options.json, await reviewCommand(manifest, options, ctx.io.cwd, ctx.env));
   });
 }
 
@@ -258,17 +259,17 @@ function addMetrics(program: Command, ctx: CommandContext): void {
     'metrics',
     "serve the state's figures at /metrics for Prometheus (loopback, a token on every scrape), read from the state at each scrape",
     METRICS_FLAGS,
-  ).action(async (manifest: string, opts) => {
+  ).action(async (manifest: string, options) => {
     const { metricsCommand } = await import('./commands/metrics.js');
-    await serveUntilStopped(ctx, opts.json, await metricsCommand(manifest, opts, ctx.io.cwd));
+    await serveUntilStopped(ctx, options.json, await metricsCommand(manifest, options, ctx.io.cwd));
   });
 }
 
 function addSimulate(program: Command, ctx: CommandContext): void {
   const simulate = program.command('simulate').description('start the embedded service simulator on loopback');
-  withFooter(addFlags(simulate, SIMULATOR_FLAGS)).action(async (opts) => {
+  withFooter(addFlags(simulate, SIMULATOR_FLAGS)).action(async (options) => {
     const { simulateCommand } = await import('./commands/simulate.js');
-    const { simulator, banner } = await simulateCommand(withDefaults(opts, SIMULATOR_FLAGS), ctx.env);
+    const { simulator, banner } = await simulateCommand(withDefaults(options, SIMULATOR_FLAGS), ctx.env);
     ctx.print(banner);
     await ctx.io.untilStopped();
     await simulator.close();

@@ -140,7 +140,7 @@ export class Progress {
     private readonly out: NodeJS.WriteStream,
     private readonly view: LiveView,
     private readonly total: number,
-    opts: {
+    options: {
       /** The run's keys, by fingerprint: with several, the line shows each one's open items. */
       keys?: readonly string[];
       /** The outputs go to a bucket: the line counts those waiting to be published. */
@@ -149,10 +149,10 @@ export class Progress {
       env?: NodeJS.ProcessEnv;
     } = {},
   ) {
-    this.keys = opts.keys ?? [];
-    if (opts.publishing) this.unpublished = view.unpublished();
-    this.pace = opts.pace ?? REAL_PACE;
-    this.paint = paintFor(out, opts.env ?? process.env);
+    this.keys = options.keys ?? [];
+    if (options.publishing) this.unpublished = view.unpublished();
+    this.pace = options.pace ?? REAL_PACE;
+    this.paint = paintFor(out, options.env ?? process.env);
   }
 
   start(): void {

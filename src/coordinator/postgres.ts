@@ -51,8 +51,8 @@ export class Coordinator {
   }
 
   /** Connects and brings the schema to the current version. */
-  static async open(url: string, opts: { leaseMs: number }): Promise<Coordinator> {
-    const coordinator = new Coordinator(url, opts.leaseMs);
+  static async open(url: string, options: { leaseMs: number }): Promise<Coordinator> {
+    const coordinator = new Coordinator(url, options.leaseMs);
     try {
       await coordinator.migrate();
     } catch (error) {

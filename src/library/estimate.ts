@@ -91,14 +91,14 @@ interface RunSoFar {
   rejected: Set<string>;
 }
 
-function runSoFar(m: LoadedManifest, opts: EstimateFlags, cwd: string, simulated: boolean): RunSoFar | undefined {
+function runSoFar(m: LoadedManifest, options: EstimateFlags, cwd: string, simulated: boolean): RunSoFar | undefined {
   // A rehearsal starts over each time: what an earlier one sent is not what the next one will (but --redo-rejected
   // goes on with its state, and --state names one).
-  if (opts.simulate && !opts.state && !opts.redoRejected) return undefined;
+  if (options.simulate && !options.state && !options.redoRejected) return undefined;
   // Against a simulator, the state of the runs made against it (kept apart from a real run's).
-  const path = statePathFor(m, opts.state, cwd, simulated && !opts.state);
+  const path = statePathFor(m, options.state, cwd, simulated && !options.state);
   if (!existsSync(path)) {
-    if (opts.redoRejected)
+    if (options.redoRejected)
       throw new ExitError(
         EXIT.usage,
         `--redo-rejected: ${path} does not exist; nothing has run, so nothing was rejected.`,
@@ -108,7 +108,7 @@ function runSoFar(m: LoadedManifest, opts: EstimateFlags, cwd: string, simulated
   const store = openStateReadOnly(path);
   try {
     const totals = store.attempts.totals();
-    const rejected = new Set(opts.redoRejected ? store.reviews.rejectedCurrent() : []);
+    const rejected = new Set(options.redoRejected ? store.reviews.rejectedCurrent() : []);
     return { states: store.itemSync.states(), spent: totals.charged - totals.refunded, rejected };
   } finally {
     store.close();
@@ -121,18 +121,18 @@ const NOT_SENT = new Set(['pending', 'queued']);
 /** The estimate for the library and the command line alike. */
 export async function estimateWith(
   path: string,
-  opts: EstimateFlags,
+  options: EstimateFlags,
   env: NodeJS.ProcessEnv,
   cwd: string,
 ): Promise<EstimateFigures> {
   const whole = await loadValid(path, cwd);
   // --only: the items it chooses and what they wait for, as run --only sends them.
-  const loaded = opts.only ? { ...whole, items: chosen(whole.items, opts.only) } : whole;
+  const loaded = options.only ? { ...whole, items: chosen(whole.items, options.only) } : whole;
   const { Catalog } = await import('../api/catalog.js');
-  const connection = await connect(opts, env, opts.timeScale ?? 60);
+  const connection = await connect(options, env, options.timeScale ?? 60);
   try {
-    const { pool, timeScale, simulated } = await keysAndScale(connection, opts);
-    const soFar = runSoFar(loaded, opts, cwd, simulated);
+    const { pool, timeScale, simulated } = await keysAndScale(connection, options);
+    const soFar = runSoFar(loaded, options, cwd, simulated);
     if (pool.keys.length === 0)
       throw new ExitError(
         EXIT.stopped,
@@ -151,7 +151,7 @@ export async function estimateWith(
     if (issues.count > 0) throw new ExitError(EXIT.usage, issueReport(issues));
     const limits = combinedLimits(pool.keys.map((k) => k.limits));
     const keyCaps = pool.keys.map((k) => k.limits.dailyCap);
-    const maxCredits = runBudget(opts.maxCredits, loaded.manifest);
+    const maxCredits = runBudget(options.maxCredits, loaded.manifest);
     const of = (items: LoadedManifest['items']) =>
       estimateItems({
         items,
@@ -169,13 +169,13 @@ export async function estimateWith(
     const remaining = soFar
       ? of(loaded.items.filter((i) => NOT_SENT.has(soFar.states.get(i.id) ?? 'pending') || soFar.rejected.has(i.id)))
       : undefined;
-    const redo = opts.redoRejected && soFar ? of(loaded.items.filter((i) => soFar.rejected.has(i.id))) : undefined;
+    const redo = options.redoRejected && soFar ? of(loaded.items.filter((i) => soFar.rejected.has(i.id))) : undefined;
     // What the rest of the run needs is judged, not what the whole manifest cost from the start.
     const spent = soFar?.spent ?? 0;
     const problems = blockers(remaining ?? result, spent);
     const exitCode = problems.length ? EXIT.stopped : EXIT.ok;
     const figures = { loaded, result, remaining, redo, spent, problems, pool, limits, simulated };
-    return { ...figures, ...clockOf(opts, timeScale), exitCode };
+    return { ...figures, ...clockOf(options, timeScale), exitCode };
   } finally {
     await connection.close();
   }
@@ -189,7 +189,7 @@ export async function estimateWith(
  */
 async function keysAndScale(
   connection: Awaited<ReturnType<typeof connect>>,
-  opts: EstimateFlags,
+  options: EstimateFlags,
 ): Promise<{ pool: PoolSetup; timeScale: number | undefined; simulated: boolean }> {
   const [{ setUpPool, rescaledPool, serviceTimeScale, saysSimulator }, { untilFirstAnswer }] = await Promise.all([
     import('../api/pool-setup.js'),
@@ -197,14 +197,14 @@ async function keysAndScale(
   ]);
   const serviceTime = new RunClock(Date.now, 1);
   const pool = await untilFirstAnswer(() =>
-    setUpPool(connection.keys, limitsOf(opts, opts.timeScale ?? 1), serviceTime),
+    setUpPool(connection.keys, limitsOf(options, options.timeScale ?? 1), serviceTime),
   );
-  const simulated = Boolean(opts.simulate) || saysSimulator(pool.accounts[0]);
-  if (opts.timeScale !== undefined) return { pool, timeScale: opts.timeScale, simulated };
-  const timeScale = opts.simulate ? 60 : serviceTimeScale(pool.accounts[0]);
+  const simulated = Boolean(options.simulate) || saysSimulator(pool.accounts[0]);
+  if (options.timeScale !== undefined) return { pool, timeScale: options.timeScale, simulated };
+  const timeScale = options.simulate ? 60 : serviceTimeScale(pool.accounts[0]);
   return timeScale === undefined
     ? { pool, timeScale, simulated }
-    : { pool: rescaledPool(pool, limitsOf(opts, timeScale), serviceTime), timeScale, simulated };
+    : { pool: rescaledPool(pool, limitsOf(options, timeScale), serviceTime), timeScale, simulated };
 }
 
 /** Each key as the day-by-day plan takes it: its cap, its pace, its slots, what it spent today. */
@@ -220,10 +220,10 @@ function planKeysOf(pool: PoolSetup) {
 
 /** The scale the time is said at, and whose it is: --time-scale's, the simulator's, or none (real time). */
 function clockOf(
-  opts: EstimateFlags,
+  options: EstimateFlags,
   timeScale: number | undefined,
 ): Pick<EstimateFigures, 'timeScale' | 'timeScaleFrom'> {
-  const timeScaleFrom = opts.timeScale !== undefined ? 'flag' : timeScale !== undefined ? 'simulator' : 'none';
+  const timeScaleFrom = options.timeScale !== undefined ? 'flag' : timeScale !== undefined ? 'simulator' : 'none';
   return { timeScale: timeScale ?? 1, timeScaleFrom };
 }
 
@@ -243,16 +243,16 @@ function chosen(items: LoadedManifest['items'], only: readonly string[]): Loaded
 }
 
 /** The limits the settings give, over the spec's defaults, in the service's time (a rate given in real time is scaled back). */
-function limitsOf(opts: EstimateFlags, timeScale: number): KeyLimits {
+function limitsOf(options: EstimateFlags, timeScale: number): KeyLimits {
   const inServiceTime = (rate: Rate): Rate => ({ count: rate.count, windowMs: rate.windowMs * timeScale });
   return {
     ...DEFAULT_KEY_LIMITS,
-    ...(opts.submitRate ? { submit: inServiceTime(opts.submitRate) } : {}),
-    ...(opts.readRate ? { read: inServiceTime(opts.readRate) } : {}),
-    ...(opts.uploadRate ? { upload: inServiceTime(opts.uploadRate) } : {}),
-    ...(opts.maxImagesInFlight ? { maxImagesInFlight: opts.maxImagesInFlight } : {}),
-    ...(opts.maxVideosInFlight ? { maxVideosInFlight: opts.maxVideosInFlight } : {}),
-    ...(opts.dailyCap ? { dailyCap: opts.dailyCap } : {}),
+    ...(options.submitRate ? { submit: inServiceTime(options.submitRate) } : {}),
+    ...(options.readRate ? { read: inServiceTime(options.readRate) } : {}),
+    ...(options.uploadRate ? { upload: inServiceTime(options.uploadRate) } : {}),
+    ...(options.maxImagesInFlight ? { maxImagesInFlight: options.maxImagesInFlight } : {}),
+    ...(options.maxVideosInFlight ? { maxVideosInFlight: options.maxVideosInFlight } : {}),
+    ...(options.dailyCap ? { dailyCap: options.dailyCap } : {}),
   };
 }
 

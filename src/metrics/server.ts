@@ -29,19 +29,19 @@ export interface MetricsServer {
  * Loopback by default; every request needs the token and a Host the server
  * was bound to; nothing else is served.
  */
-export async function startMetricsServer(opts: MetricsServerOptions): Promise<MetricsServer> {
-  const host = opts.host ?? '127.0.0.1';
-  const token = opts.token ?? randomBytes(24).toString('base64url');
-  const now = opts.now ?? Date.now;
+export async function startMetricsServer(options: MetricsServerOptions): Promise<MetricsServer> {
+  const host = options.host ?? '127.0.0.1';
+  const token = options.token ?? randomBytes(24).toString('base64url');
+  const now = options.now ?? Date.now;
   const metrics = new StateMetrics();
   // One scrape at a time: each fills the registry from its own snapshot.
   let scraping: Promise<unknown> = Promise.resolve();
   let guard: Guard | undefined;
   const server = createServer((req, res) => {
-    const turn = scraping.then(() => answer(req, res, guard!, () => scrape(metrics, opts.statePath, now())));
+    const turn = scraping.then(() => answer(req, res, guard!, () => scrape(metrics, options.statePath, now())));
     scraping = turn.catch(() => {});
   });
-  await listen(server, host, opts.port ?? 0);
+  await listen(server, host, options.port ?? 0);
   const port = (server.address() as AddressInfo).port;
   guard = guardFor(token, host, port);
   const shownHost = host.includes(':') ? `[${host}]` : host;

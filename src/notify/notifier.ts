@@ -48,9 +48,9 @@ export class Notifier {
   private readonly timeoutMs: number;
   private readonly now: () => number;
 
-  constructor(private readonly opts: NotifierOptions) {
-    this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    this.now = opts.now ?? Date.now;
+  constructor(private readonly options: NotifierOptions) {
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.now = options.now ?? Date.now;
     this.lastProgress = this.now();
   }
 
@@ -97,24 +97,24 @@ export class Notifier {
         `no item ended and nothing was submitted for ${minutes < 1 ? `${Math.round(minutes * 60)} s` : `${Math.round(minutes)} min`}`,
       );
       this.armStall();
-    }, this.opts.stallMs);
+    }, this.options.stallMs);
     this.stallTimer.unref();
   }
 
   private send(name: NotifyEventName, reason: string): void {
     let snapshot: ReturnType<NotifierOptions['snapshot']>;
     try {
-      snapshot = this.opts.snapshot();
+      snapshot = this.options.snapshot();
     } catch (error) {
       // The state is gone (a run that ended by a crash): a notification never turns into one more error.
-      this.opts.logger?.warn({ event: name, error: (error as Error).message }, 'notification not sent');
+      this.options.logger?.warn({ event: name, error: (error as Error).message }, 'notification not sent');
       return;
     }
     const { counts, credits } = snapshot;
     const event: NotifyEvent = {
       event: name,
-      run: this.opts.run,
-      manifest: this.opts.manifest,
+      run: this.options.run,
+      manifest: this.options.manifest,
       reason,
       counts,
       credits: { ...credits, net: credits.charged - credits.refunded },
@@ -126,21 +126,21 @@ export class Notifier {
 
   private async deliver(event: NotifyEvent): Promise<void> {
     const deadline = AbortSignal.timeout(this.timeoutMs);
-    const target = this.opts.url ? `webhook ${hostOf(this.opts.url)}` : 'notify command';
+    const target = this.options.url ? `webhook ${hostOf(this.options.url)}` : 'notify command';
     let lastError = '';
     for (let attempt = 1; attempt <= ATTEMPTS && !deadline.aborted; attempt++) {
       try {
-        if (this.opts.url) await postJson(this.opts.url, event, deadline);
-        else if (this.opts.command) await runCommand(this.opts.command, event, deadline);
-        this.opts.logger?.info({ event: event.event, target, attempt }, 'notification sent');
+        if (this.options.url) await postJson(this.options.url, event, deadline);
+        else if (this.options.command) await runCommand(this.options.command, event, deadline);
+        this.options.logger?.info({ event: event.event, target, attempt }, 'notification sent');
         return;
       } catch (error) {
         lastError = (error as Error).message;
         if (attempt < ATTEMPTS) await pause(250 * attempt, deadline);
       }
     }
-    this.opts.logger?.warn(
-      { event: event.event, target, error: redact(lastError, this.opts.url) },
+    this.options.logger?.warn(
+      { event: event.event, target, error: redact(lastError, this.options.url) },
       'notification not delivered',
     );
   }

@@ -37,7 +37,7 @@ export interface WrittenReport {
  * state file alone: one pass over the items a page at a time (never all of
  * them in memory), each file put in place whole or not at all.
  */
-export async function writeReport(store: Store, outputs: OutputSink, opts: ReportOptions): Promise<WrittenReport> {
+export async function writeReport(store: Store, outputs: OutputSink, options: ReportOptions): Promise<WrittenReport> {
   const summary = summarizeStore(store);
   const files: SinkWriter[] = [];
   const open = async (name: string) => {
@@ -48,22 +48,22 @@ export async function writeReport(store: Store, outputs: OutputSink, opts: Repor
   try {
     const jsonl = await open('results.jsonl');
     const csv = await open('results.csv');
-    const html = opts.html ? await open('index.html') : undefined;
+    const html = options.html ? await open('index.html') : undefined;
     const written: WrittenReport = {
       items: summary.items,
       jsonl: jsonl.location,
       csv: csv.location,
       ...(html ? { html: html.location } : {}),
-      ...(opts.sidecars ? { sidecars: 0 } : {}),
+      ...(options.sidecars ? { sidecars: 0 } : {}),
     };
     await csv.write(csvHeader(summary.valueNames));
-    if (html) await html.write(galleryHead(await galleryHeader(store, summary, opts)));
+    if (html) await html.write(galleryHead(await galleryHeader(store, summary, options)));
     const posters = posterSource(store);
     let first = true;
     for (const rows of resultPages(store)) {
       await jsonl.write(jsonLines(rows));
       await csv.write(csvLines(rows, summary.valueNames));
-      if (opts.sidecars) written.sidecars! += await writeSidecars(outputs, rows);
+      if (options.sidecars) written.sidecars! += await writeSidecars(outputs, rows);
       if (html) {
         const drawn = await postersFor(rows, posters.source, posters.inlined);
         await html.write(`${first ? '' : ','}${rows.map((r) => galleryCard(r, drawn.get(r.id))).join(',')}`);
@@ -79,13 +79,13 @@ export async function writeReport(store: Store, outputs: OutputSink, opts: Repor
   }
 }
 
-async function galleryHeader(store: Store, summary: ResultSummary, opts: ReportOptions): Promise<GalleryHeader> {
+async function galleryHeader(store: Store, summary: ResultSummary, options: ReportOptions): Promise<GalleryHeader> {
   const sessions = store.runs.all();
-  const series = runSeries(store, opts.budget ?? null);
+  const series = runSeries(store, options.budget ?? null);
   const { charged, refunded } = store.attempts.totals();
   return {
-    title: opts.title,
-    generatedAt: opts.now,
+    title: options.title,
+    generatedAt: options.now,
     summary,
     credits: { charged, refunded, net: charged - refunded },
     failures: store.itemReports.failuresByCode(),

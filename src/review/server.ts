@@ -61,18 +61,18 @@ const SECURITY_HEADERS = {
  * the state beside any run and writes only review decisions. No API key is
  * ever read here.
  */
-export async function startReviewServer(opts: ReviewServerOptions): Promise<ReviewServer> {
-  const host = opts.host ?? '127.0.0.1';
+export async function startReviewServer(options: ReviewServerOptions): Promise<ReviewServer> {
+  const host = options.host ?? '127.0.0.1';
   const token = randomBytes(24).toString('base64url');
-  const state = new StateHandle(opts.statePath);
+  const state = new StateHandle(options.statePath);
   const assets = await pageAssets();
   const source = {
     store: () => state.store,
-    summary: () => reviewSummary(state.store, { ...opts, statePath: opts.statePath }, Date.now()),
-    series: () => runSeries(state.store, opts.budget),
+    summary: () => reviewSummary(state.store, { ...options, statePath: options.statePath }, Date.now()),
+    series: () => runSeries(state.store, options.budget),
   };
-  const live = new LiveFeed(source, opts.liveEveryMs ?? 500);
-  const thumbs = new GridThumbnails(thumbsBeside(opts.statePath), opts.outputs);
+  const live = new LiveFeed(source, options.liveEveryMs ?? 500);
+  const thumbs = new GridThumbnails(thumbsBeside(options.statePath), options.outputs);
   // The first screen's thumbnails are on their way before the page is opened (a first open made them one by one),
   // then the newest strip's, in one round: as two, the strip's first was begun before the newer round came, and on a
   // first open the maker's first (its slowest) thumbnail was not a card's.
@@ -81,7 +81,7 @@ export async function startReviewServer(opts: ReviewServerOptions): Promise<Revi
     ...thumbnailed(reviewQueries.page({}, 0, FIRST_SCREEN_THUMBS).cards),
     ...reviewQueries.downloadedSince(0, NEWEST_SHOWN).flatMap((o) => (o.type === 'image' ? [o.path] : [])),
   ]);
-  const keeper = keeperOf(opts, state);
+  const keeper = keeperOf(options, state);
   keeper?.start();
   state.onReplaced = () => live.reset();
   let guard: Guard | undefined;
@@ -95,13 +95,13 @@ export async function startReviewServer(opts: ReviewServerOptions): Promise<Revi
   };
   const server = createServer((req, res) => {
     for (const [k, v] of Object.entries(SECURITY_HEADERS)) res.setHeader(k, v);
-    const ctx = { guard: guard!, state, assets, live, source, outputs: opts.outputs, thumbs, token, shown };
+    const ctx = { guard: guard!, state, assets, live, source, outputs: options.outputs, thumbs, token, shown };
     handle(req, res, ctx).catch((error) => {
       if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' });
       res.end(`error: ${(error as Error).message}`);
     });
   });
-  await listen(server, host, opts.port ?? 0);
+  await listen(server, host, options.port ?? 0);
   const port = (server.address() as AddressInfo).port;
   guard = guardFor(token, host, port);
   const shownHost = host.includes(':') ? `[${host}]` : host;
@@ -324,14 +324,14 @@ function safeJson(text: string): unknown {
  * app stops. Only while the place's marker names this state: a reviewer left
  * on an old machine never overwrites what the run's new machine keeps there.
  */
-function keeperOf(opts: ReviewServerOptions, state: StateHandle): SnapshotKeeper | undefined {
-  const { snapshots } = opts.outputs;
+function keeperOf(options: ReviewServerOptions, state: StateHandle): SnapshotKeeper | undefined {
+  const { snapshots } = options.outputs;
   if (!snapshots || state.store.meta('rehearsal') === '1') return undefined;
   return new SnapshotKeeper(snapshots, () => state.store, {
-    everyMs: opts.snapshotEveryMs,
+    everyMs: options.snapshotEveryMs,
     allowed: async () => {
-      const marker = await opts.outputs.readMarker();
-      return marker !== undefined && parseOwner(marker)?.state === opts.statePath;
+      const marker = await options.outputs.readMarker();
+      return marker !== undefined && parseOwner(marker)?.state === options.statePath;
     },
   });
 }

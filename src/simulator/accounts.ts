@@ -41,8 +41,8 @@ export class Accounts {
   readonly keys = new Map<string, SimKey>();
   readonly accounts = new Map<string, SimAccount>();
 
-  constructor(private readonly opts: ResolvedOptions) {
-    for (const k of opts.keys) this.addKey(k);
+  constructor(private readonly options: ResolvedOptions) {
+    for (const k of options.keys) this.addKey(k);
   }
 
   addKey(k: ResolvedOptions['keys'][number]): SimKey {
@@ -51,17 +51,17 @@ export class Accounts {
     if (!account) {
       account = {
         id: accountId,
-        purchasedCredits: this.opts.credits,
-        subscriptionCredits: this.opts.subscriptionCredits,
-        suspended: this.opts.accountState === 'suspended',
-        apiDisabled: this.opts.accountState === 'api-disabled',
-        eligible: this.opts.accountState !== 'not-eligible',
+        purchasedCredits: this.options.credits,
+        subscriptionCredits: this.options.subscriptionCredits,
+        suspended: this.options.accountState === 'suspended',
+        apiDisabled: this.options.accountState === 'api-disabled',
+        eligible: this.options.accountState !== 'not-eligible',
         blockedAt: [],
       };
       this.accounts.set(accountId, account);
     }
-    const { windowMs } = this.opts;
-    const limits = { ...this.opts.limits, ...k.limits };
+    const { windowMs } = this.options;
+    const limits = { ...this.options.limits, ...k.limits };
     const key: SimKey = {
       token: k.key ?? KEY_PREFIX + randomBytes(24).toString('base64url'),
       label: k.label,
@@ -72,7 +72,7 @@ export class Accounts {
       revoked: false,
       revokeAfterRequests: k.revokeAfterRequests,
       requests: 0,
-      createdAt: this.opts.clock.now(),
+      createdAt: this.options.clock.now(),
       chargedByDay: new Map(),
       submissions: new SlidingWindow(limits.submissionsPerWindow, windowMs),
       reads: new SlidingWindow(limits.readsPerWindow, windowMs),
@@ -114,7 +114,7 @@ export class Accounts {
   }
 
   dayIndex(at: number): number {
-    return Math.floor(at / this.opts.dayMs);
+    return Math.floor(at / this.options.dayMs);
   }
 
   chargedToday(key: SimKey, now: number): number {
@@ -122,7 +122,7 @@ export class Accounts {
   }
 
   msUntilNextDay(now: number): number {
-    return (this.dayIndex(now) + 1) * this.opts.dayMs - now;
+    return (this.dayIndex(now) + 1) * this.options.dayMs - now;
   }
 
   recordDailyCharge(key: SimKey, now: number, credits: number): void {
@@ -131,7 +131,7 @@ export class Accounts {
   }
 
   blockedInWindow(account: SimAccount, now: number): number {
-    const since = now - this.opts.moderationWindowMs;
+    const since = now - this.options.moderationWindowMs;
     account.blockedAt = account.blockedAt.filter((t) => t > since);
     return account.blockedAt.length;
   }

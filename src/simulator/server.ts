@@ -59,14 +59,14 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
   const host = options.host ?? '127.0.0.1';
   if (!LOOPBACK.test(host))
     throw new Error(`The simulator listens on loopback only; ${host} is not a loopback address.`);
-  const opts = resolveOptions(options);
+  const resolved = resolveOptions(options);
   let origin = '';
-  const service = new Service(opts, () => `${origin}/storage`);
+  const service = new Service(resolved, () => `${origin}/storage`);
   const storage = new Storage(service);
   const network: Network = new Network(host, (req, res): Promise<void> => {
     const url = new URL(req.url ?? '/', origin);
     if (url.pathname.startsWith('/storage/'))
-      return serveStorage(req, res, url, storage, opts.limits.maxVideoUploadBytes);
+      return serveStorage(req, res, url, storage, resolved.limits.maxVideoUploadBytes);
     return serveApi(req, res, url, service, () => network.mode);
   });
   const address = await network.start(options.port ?? 0);

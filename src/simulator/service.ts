@@ -42,14 +42,14 @@ export class Service {
   private readonly seenByRoute = new Map<string, number>();
 
   constructor(
-    readonly opts: ResolvedOptions,
+    readonly options: ResolvedOptions,
     storageBase: () => string,
   ) {
-    this.random = new SeededRandom(opts.seed);
-    this.accounts = new Accounts(opts);
+    this.random = new SeededRandom(options.seed);
+    this.accounts = new Accounts(options);
     this.jobs = new Jobs(this.accounts, this.ledger);
     this.presigner = new Presigner(storageBase);
-    this.submissions = new Submissions(this, new IdempotencyKeys(opts.idempotencyRetentionMs));
+    this.submissions = new Submissions(this, new IdempotencyKeys(options.idempotencyRetentionMs));
     this.routes = [
       { method: 'GET', pattern: /^\/me$/, bucket: 'reads', handle: (_r, key) => ok(this.me(key)) },
       { method: 'GET', pattern: /^\/models$/, bucket: 'reads', handle: (r) => ok(this.models(r)) },
@@ -86,7 +86,7 @@ export class Service {
   }
 
   now(): number {
-    return this.opts.clock.now();
+    return this.options.clock.now();
   }
 
   async handle(req: SimRequest): Promise<SimResponse> {
@@ -133,7 +133,7 @@ export class Service {
       }
       const remaining = this.takeToken(key, route.bucket);
       if (route.method === 'POST' && req.bodyError) throw invalid('body', req.bodyError);
-      if (route.bucket !== 'submissions') await this.delay(this.random.between(...this.opts.latencyMs));
+      if (route.bucket !== 'submissions') await this.delay(this.random.between(...this.options.latencyMs));
       this.jobs.settle(this.now());
       response = await route.handle(req, key, route.pattern.exec(req.path)!);
       response.headers['X-RateLimit-Remaining'] ??= String(remaining);
@@ -162,7 +162,8 @@ export class Service {
     const account = key.account;
     if (account.suspended) throw new SimError(403, 'ACCOUNT_SUSPENDED', 'The account is deactivated.');
     if (account.apiDisabled) throw new SimError(403, 'API_DISABLED', 'The API is not open.');
-    const overModeration = this.accounts.blockedInWindow(account, this.now()) >= this.opts.limits.moderationThreshold;
+    const overModeration =
+      this.accounts.blockedInWindow(account, this.now()) >= this.options.limits.moderationThreshold;
     if (!account.eligible || overModeration) {
       throw new SimError(403, 'API_NOT_ELIGIBLE', 'The account does not meet the API eligibility conditions.');
     }
@@ -185,7 +186,7 @@ export class Service {
       credits: this.accounts.balance(key.account),
       subscriptionCredits: key.account.subscriptionCredits,
       scopes: key.scopes,
-      limits: !this.opts.meShowsLimits
+      limits: !this.options.meShowsLimits
         ? {}
         : {
             dailyCredits: key.dailyCap,
@@ -206,11 +207,11 @@ export class Service {
         label: key.label,
         createdAt: new Date(key.createdAt).toISOString(),
       },
-      ...(this.opts.announce
+      ...(this.options.announce
         ? {
             'x-simulator': {
-              timeScale: this.opts.timeScale,
-              units: `durations (windowSeconds, the key day) are in the service's time; at time scale ${this.opts.timeScale} a service second lasts ${1 / this.opts.timeScale} real seconds`,
+              timeScale: this.options.timeScale,
+              units: `durations (windowSeconds, the key day) are in the service's time; at time scale ${this.options.timeScale} a service second lasts ${1 / this.options.timeScale} real seconds`,
               note: "this field is the simulator's own; the spec does not show /me's field names beyond credits, subscriptionCredits and scopes",
             },
           }
@@ -241,13 +242,13 @@ export class Service {
     const types = kind === 'image' ? IMAGE_CONTENT_TYPES : VIDEO_CONTENT_TYPES;
     if (typeof contentType !== 'string' || !types.includes(contentType))
       throw invalid('contentType', `contentType must be one of ${types.join(', ')}.`, types);
-    const max = kind === 'image' ? this.opts.limits.maxImageUploadBytes : this.opts.limits.maxVideoUploadBytes;
+    const max = kind === 'image' ? this.options.limits.maxImageUploadBytes : this.options.limits.maxVideoUploadBytes;
     if (typeof size !== 'number' || !Number.isInteger(size) || size <= 0 || size > max) {
       throw invalid('size', `size must be the file's byte count, an integer from 1 to ${max}.`);
     }
     const now = this.now();
     const uploadKey = `upl_${randomBytes(12).toString('hex')}`;
-    const expiresAt = now + this.opts.uploadTtlMs;
+    const expiresAt = now + this.options.uploadTtlMs;
     this.uploads.add({ key: uploadKey, owner: key, kind, target, contentType, size, expiresAt, uploaded: false });
     this.ledger.record({ kind: 'upload-grant', at: now, key: key.label, uploadKey, size, contentType });
     return {
@@ -260,17 +261,17 @@ export class Service {
   private async getJob(req: SimRequest, key: SimKey, id: string): Promise<SimResponse> {
     const raw = req.query.get('wait');
     const wait = raw === null ? 0 : Number(raw);
-    const max = this.opts.limits.maxWaitSeconds;
+    const max = this.options.limits.maxWaitSeconds;
     if (raw !== null && (raw.trim() === '' || !Number.isFinite(wait) || wait < 0 || wait > max)) {
       throw invalid('wait', `wait must be a number of seconds from 0 to ${max}; got ${JSON.stringify(raw)}.`);
     }
     const job = this.jobs.byId.get(id);
     // What a key may read is what it may list (jobVisibility): the two never disagree.
-    if (!job || !this.jobs.visibleTo(job, key, this.opts.jobVisibility))
+    if (!job || !this.jobs.visibleTo(job, key, this.options.jobVisibility))
       throw new SimError(404, 'NOT_FOUND', `No job ${id}.`);
     if (job.status === 'PROCESSING' && wait > 0) {
       // Timers may fire a little before the clock reaches the deadline: hold until it really has.
-      const until = Math.min(this.now() + (wait * 1000) / this.opts.timeScale, job.endsAt);
+      const until = Math.min(this.now() + (wait * 1000) / this.options.timeScale, job.endsAt);
       while (!this.closed && this.now() < until) await this.hold(until - this.now() + 1);
       this.jobs.settle(this.now());
     }
@@ -278,7 +279,7 @@ export class Service {
   }
 
   renderJob(job: Parameters<Jobs['render']>[0]): Record<string, unknown> {
-    return this.jobs.render(job, this.presigner, this.now(), this.opts.linkTtlMs);
+    return this.jobs.render(job, this.presigner, this.now(), this.options.linkTtlMs);
   }
 
   private listJobs(req: SimRequest, key: SimKey): Record<string, unknown> {
@@ -286,13 +287,13 @@ export class Service {
     if (type !== undefined && type !== 'image' && type !== 'video')
       throw invalid('type', 'type must be image or video.', ['image', 'video']);
     const rawLimit = req.query.get('limit');
-    const l = this.opts.limits;
+    const l = this.options.limits;
     const limit = rawLimit === null ? l.defaultListLimit : Number(rawLimit);
     if (!Number.isInteger(limit) || limit < 1 || limit > l.maxListLimit) {
       throw invalid('limit', `limit must be an integer from 1 to ${l.maxListLimit}; got ${JSON.stringify(rawLimit)}.`);
     }
     const before = decodeCursor(req.query.get('cursor'));
-    const page = this.jobs.list(key, this.opts.jobVisibility, type, before, limit + 1);
+    const page = this.jobs.list(key, this.options.jobVisibility, type, before, limit + 1);
     const jobs = page.slice(0, limit);
     const more = page.length > limit;
     return {
@@ -328,7 +329,7 @@ export class Service {
     const account = this.accounts.accounts.values().next().value;
     if (!account) return;
     const now = this.now();
-    for (let i = 0; i < this.opts.webJobs; i++) {
+    for (let i = 0; i < this.options.webJobs; i++) {
       this.jobs.add({
         id: `job_web_${i + 1}`,
         type: 'image',

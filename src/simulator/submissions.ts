@@ -14,7 +14,7 @@ import type { SimRequest, SimResponse } from './types.js';
 
 /** What submissions use of the service: passed in, so this module does not import it back. */
 export interface SubmissionHost {
-  readonly opts: ResolvedOptions;
+  readonly options: ResolvedOptions;
   readonly accounts: Accounts;
   readonly jobs: Jobs;
   readonly ledger: Ledger;
@@ -76,7 +76,7 @@ export class Submissions {
       return { status: 202, headers: {}, body: { job: service.renderJob(job) } };
     }
     try {
-      const [min, max] = service.opts.latencyMs;
+      const [min, max] = service.options.latencyMs;
       await service.delay(service.random.between(min, max)); // the window in which a concurrent resend is IN_FLIGHT
       service.jobs.settle(service.now());
       const checked = this.check(type, req.body, key);
@@ -89,7 +89,13 @@ export class Submissions {
 
   private check(type: 'image' | 'video', body: unknown, key: SimKey): CheckedSubmission {
     const service = this.service;
-    const ctx = { key, uploads: service.uploads, jobs: service.jobs, limits: service.opts.limits, now: service.now() };
+    const ctx = {
+      key,
+      uploads: service.uploads,
+      jobs: service.jobs,
+      limits: service.options.limits,
+      now: service.now(),
+    };
     return type === 'image' ? checkImageSubmission(body, ctx) : checkVideoSubmission(body, ctx);
   }
 
@@ -125,8 +131,8 @@ export class Submissions {
 
   /** Moderation, and a 503 (forced by a prompt marker once per key, or at random). */
   private refuseAtRandom(sub: CheckedSubmission, key: SimKey, idemKey: string, now: number): void {
-    const { opts, random } = this.service;
-    if (sub.prompt.includes(MARKERS.block) || moderates(opts.seed, sub.prompt, opts.moderationRate)) {
+    const { options, random } = this.service;
+    if (sub.prompt.includes(MARKERS.block) || moderates(options.seed, sub.prompt, options.moderationRate)) {
       key.account.blockedAt.push(now);
       throw new SimError(422, 'CONTENT_VIOLATION', 'The prompt was blocked by moderation. Nothing was charged.');
     }
@@ -137,7 +143,7 @@ export class Submissions {
         : first && sub.prompt.includes(MARKERS.moderationUnavailable)
           ? 'MODERATION_UNAVAILABLE'
           : undefined;
-    if (forced || random.chance(opts.unavailableRate)) {
+    if (forced || random.chance(options.unavailableRate)) {
       this.unavailableOnce.add(idemKey);
       const code = forced ?? (random.chance(0.5) ? 'UPSTREAM_UNAVAILABLE' : 'MODERATION_UNAVAILABLE');
       throw new SimError(503, code, 'Temporarily unavailable; nothing was charged. Retry later.');
@@ -146,11 +152,11 @@ export class Submissions {
 
   private create(sub: CheckedSubmission, key: SimKey, idemKey: string): SimResponse {
     const service = this.service;
-    const { opts, accounts, jobs, random, ledger } = service;
+    const { options, accounts, jobs, random, ledger } = service;
     const now = service.now();
     this.refuseOverLimits(sub, key, now);
     this.refuseAtRandom(sub, key, idemKey, now);
-    const [minMs, maxMs] = sub.type === 'image' ? opts.imageMs : opts.videoMs;
+    const [minMs, maxMs] = sub.type === 'image' ? options.imageMs : options.videoMs;
     const job = jobs.add({
       id: `job_${randomBytes(10).toString('hex')}`,
       type: sub.type,
@@ -165,7 +171,7 @@ export class Submissions {
       end: this.decideEnd(sub.prompt),
       charged: sub.price,
       refunded: 0,
-      outputCount: sub.type === 'image' ? opts.imageOutputs : 1,
+      outputCount: sub.type === 'image' ? options.imageOutputs : 1,
     });
     accounts.charge(key.account, sub.price);
     accounts.recordDailyCharge(key, now, sub.price);
@@ -180,7 +186,7 @@ export class Submissions {
       model: sub.model,
     });
     this.idempotency.complete(key.label, idemKey, job.id, now);
-    if (sub.prompt.includes(MARKERS.drop) || random.chance(opts.dropRate)) {
+    if (sub.prompt.includes(MARKERS.drop) || random.chance(options.dropRate)) {
       ledger.record({ kind: 'dropped-response', at: now, key: key.label, jobId: job.id, idempotencyKey: idemKey });
       return { status: 0, headers: {}, body: null, drop: true };
     }
@@ -188,11 +194,11 @@ export class Submissions {
   }
 
   private decideEnd(prompt: string): JobEnd {
-    const { random, opts } = this.service;
+    const { random, options } = this.service;
     if (prompt.includes(MARKERS.fail)) return 'FAILED';
     if (prompt.includes(MARKERS.expire)) return 'EXPIRED';
-    if (random.chance(opts.failureRate)) return 'FAILED';
-    if (random.chance(opts.expiryRate)) return 'EXPIRED';
+    if (random.chance(options.failureRate)) return 'FAILED';
+    if (random.chance(options.expiryRate)) return 'EXPIRED';
     return 'COMPLETED';
   }
 }

@@ -130,12 +130,12 @@ export class Items {
    * An attempt that may have been accepted is resent with its own key, never
    * replaced; one stopped on a key conflict goes back only when named by id.
    */
-  putBack(opts: { codes?: readonly string[] | undefined; ids?: readonly string[] | undefined; now: number }): {
+  putBack(options: { codes?: readonly string[] | undefined; ids?: readonly string[] | undefined; now: number }): {
     requeued: number;
     conflicts: string[];
   } {
-    const codes = opts.codes?.length ? new Set(opts.codes) : undefined;
-    const ids = opts.ids?.length ? new Set(opts.ids) : undefined;
+    const codes = options.codes?.length ? new Set(options.codes) : undefined;
+    const ids = options.ids?.length ? new Set(options.ids) : undefined;
     const conflicts: string[] = [];
     let requeued = 0;
     this.db
@@ -154,7 +154,7 @@ export class Items {
               ? ({ created: 'queued', sent: 'maybe_accepted' } as const)[attempt.status as 'created' | 'sent']
               : undefined;
           const state = item.state === 'downloading' ? 'downloading' : (unanswered ?? 'pending');
-          if (this.life.putBack(item.id, state, opts.now)) requeued++;
+          if (this.life.putBack(item.id, state, options.now)) requeued++;
         }
       })
       .immediate();

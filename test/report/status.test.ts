@@ -20,7 +20,7 @@ describe('genbatch status while a run is live, after it is killed, and after it 
     const run = ws.start(['--submit-rate', '1/400ms']);
     await waitForState(ws.statePath, (s) => s.items.filter((i) => i.state === 'done').length >= 4);
     // From now on jobs take an hour of service time: the run stays live, unfinished, until it is killed.
-    t.sim.service.opts.imageMs = [6_000_000, 6_000_000];
+    t.sim.service.options.imageMs = [6_000_000, 6_000_000];
     const live = await json(['status', 'm.yaml', '--json'], ws.env, ws.dir);
     expect(live.run).toMatchObject({ running: true, sessions: 1 });
     expect(live.items.total).toBe(12);
@@ -41,7 +41,7 @@ describe('genbatch status while a run is live, after it is killed, and after it 
     expect((await runCliInProcess(['status', 'm.yaml'], ws.env, ws.dir)).stdout).toMatch(/not running; last active/);
 
     // Jobs back to their usual pace, and those submitted meanwhile end now.
-    t.sim.service.opts.imageMs = [0, 0];
+    t.sim.service.options.imageMs = [0, 0];
     for (const job of t.sim.service.jobs.byId.values()) job.endsAt = Math.min(job.endsAt, Date.now());
 
     expect((await ws.run()).code).toBe(0);

@@ -99,7 +99,7 @@ describe('an interrupt at the real pace', () => {
     // Once the catalog is read, every request takes 5 s: the first Ctrl-C waits for the submission's answer, the second does not.
     const t = await startTestSim({ timeScale: 1 });
     const unwatch = t.sim.service.ledger.watch((e) => {
-      if (e.kind === 'request' && e.path.startsWith('/models')) t.sim.service.opts.latencyMs = [5_000, 5_000];
+      if (e.kind === 'request' && e.path.startsWith('/models')) t.sim.service.options.latencyMs = [5_000, 5_000];
     });
     const ws = workspace(t.sim, imageManifest(1), {}, 1);
     const run = ws.start();

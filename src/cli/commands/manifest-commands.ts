@@ -14,15 +14,15 @@ export { issueReport, loadValid, locate } from '../../manifest/load-valid.js';
 
 export async function validateCommand(
   path: string,
-  opts: FlagValues<typeof VALIDATE_FLAGS>,
+  options: FlagValues<typeof VALIDATE_FLAGS>,
   env: NodeJS.ProcessEnv,
   cwd: string,
 ): Promise<string> {
   const { validateWith } = await import('../../library/validate.js');
-  const found = await validateWith(path, opts, env, cwd);
-  if (!found.valid) throw invalid(found, opts.json);
+  const found = await validateWith(path, options, env, cwd);
+  if (!found.valid) throw invalid(found, options.json);
   const { more: _more, ...document } = found;
-  if (opts.json) return JSON.stringify(document, null, 2);
+  if (options.json) return JSON.stringify(document, null, 2);
   const warned = found.warnings.length ? `\n${warningReport(found.warnings)}` : '';
   // Offline, a valid manifest may still name a model the service does not have: said, with how to check it.
   const online = found.online
@@ -55,14 +55,14 @@ function invalid(found: ValidateResult, json: boolean | undefined): ExitError {
 
 export async function estimateCommand(
   path: string,
-  opts: EstimateFlags,
+  options: EstimateFlags,
   env: NodeJS.ProcessEnv,
   cwd: string,
 ): Promise<{ text: string; exitCode: number }> {
   const { estimateWith, estimateDocument } = await import('../../library/estimate.js');
-  const parts = await estimateWith(path, opts, env, cwd);
+  const parts = await estimateWith(path, options, env, cwd);
   const { exitCode, redo } = parts;
-  if (opts.json) {
+  if (options.json) {
     const { exitCode: _code, ...document } = estimateDocument(parts);
     return { text: JSON.stringify(document, null, 2), exitCode };
   }

@@ -15,14 +15,14 @@ const SHOWN = 20;
  */
 export async function reconcileCommand(
   path: string,
-  opts: FlagValues<typeof RECONCILE_FLAGS>,
+  options: FlagValues<typeof RECONCILE_FLAGS>,
   env: NodeJS.ProcessEnv,
   cwd: string,
 ): Promise<{ text: string; exitCode: number }> {
-  const { state, report } = await reconcileState(path, opts, env, cwd);
+  const { state, report } = await reconcileState(path, options, env, cwd);
   const exitCode = report.differences > 0 ? EXIT.incomplete : EXIT.ok;
   return {
-    text: opts.json ? JSON.stringify({ state, ...report }, null, 2) : reconcileText(report),
+    text: options.json ? JSON.stringify({ state, ...report }, null, 2) : reconcileText(report),
     exitCode,
   };
 }

@@ -19,13 +19,13 @@ function creditsOf(m: Model): string {
   return low === high ? num(low) : `${num(low)}–${num(high)}`;
 }
 
-export async function modelsCommand(opts: FlagValues<typeof MODELS_FLAGS>, env: NodeJS.ProcessEnv): Promise<string> {
-  const connection = await connect(opts, env);
+export async function modelsCommand(options: FlagValues<typeof MODELS_FLAGS>, env: NodeJS.ProcessEnv): Promise<string> {
+  const connection = await connect(options, env);
   try {
-    const types: MediaType[] = opts.type ? [opts.type] : ['image', 'video'];
+    const types: MediaType[] = options.type ? [options.type] : ['image', 'video'];
     const models: Model[] = [];
     for (const type of types) models.push(...(await untilFirstAnswer(() => connection.client.listModels(type))));
-    if (opts.json)
+    if (options.json)
       return JSON.stringify(
         models.map((m) => m.raw),
         null,
@@ -48,15 +48,15 @@ export async function modelsCommand(opts: FlagValues<typeof MODELS_FLAGS>, env: 
   }
 }
 
-export async function meCommand(opts: FlagValues<typeof ME_FLAGS>, env: NodeJS.ProcessEnv): Promise<string> {
-  const connection = await connect(opts, env);
+export async function meCommand(options: FlagValues<typeof ME_FLAGS>, env: NodeJS.ProcessEnv): Promise<string> {
+  const connection = await connect(options, env);
   try {
     const each: { fingerprint: string; me: Account }[] = [];
     for (const { fingerprint, client } of connection.keys)
       each.push({ fingerprint, me: await untilFirstAnswer(() => client.me()) });
     const pool = each.length > 1;
     // One key: the service's answer as it is. A pool: each key's answer under its fingerprint.
-    if (opts.json)
+    if (options.json)
       return JSON.stringify(
         pool ? each.map((k) => ({ fingerprint: k.fingerprint, ...(k.me.raw as object) })) : each[0]!.me.raw,
         null,

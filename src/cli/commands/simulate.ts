@@ -37,7 +37,7 @@ export function simulatorOptions(f: SimulateFlags, env: NodeJS.ProcessEnv = {}):
     );
   const beyond = f.revokeAfter?.find((r) => r.key > count);
   if (beyond) throw usageError(`--revoke-after names key ${beyond.key}, and the simulator has ${count}`);
-  const opts: SimulatorOptions = {
+  const options: SimulatorOptions = {
     keys: Array.from({ length: count }, (_, i) => {
       const keyScopes = f.scopes?.length === 1 ? f.scopes[0] : f.scopes?.[i];
       const revoke = f.revokeAfter?.filter((r) => r.key === i + 1).at(-1);
@@ -55,7 +55,7 @@ export function simulatorOptions(f: SimulateFlags, env: NodeJS.ProcessEnv = {}):
     ...(f.maxImageUploadMb !== undefined ? { maxImageUploadBytes: Math.round(f.maxImageUploadMb * 1024 * 1024) } : {}),
     ...(f.maxVideoUploadMb !== undefined ? { maxVideoUploadBytes: Math.round(f.maxVideoUploadMb * 1024 * 1024) } : {}),
   };
-  if (Object.keys(limits).length) opts.limits = limits;
+  if (Object.keys(limits).length) options.limits = limits;
   const copy: [keyof SimulatorOptions, unknown][] = [
     ['port', f.port],
     ['host', f.host],
@@ -76,9 +76,9 @@ export function simulatorOptions(f: SimulateFlags, env: NodeJS.ProcessEnv = {}):
     ['accountState', f.accountState],
     ['jobVisibility', f.jobVisibility],
   ];
-  for (const [name, value] of copy) if (value !== undefined) (opts as Record<string, unknown>)[name] = value;
-  if (f.unannounced) opts.announce = false;
-  return opts;
+  for (const [name, value] of copy) if (value !== undefined) (options as Record<string, unknown>)[name] = value;
+  if (f.unannounced) options.announce = false;
+  return options;
 }
 
 export async function simulateCommand(

@@ -18,17 +18,17 @@ const clip = (text: string, max: number) => (text.length > max ? `${text.slice(0
 /** Progress from the state file alone: no network. */
 export async function statusCommand(
   path: string,
-  opts: StateFlags,
+  options: StateFlags,
   cwd: string,
   out: { isTTY?: boolean },
   env: NodeJS.ProcessEnv,
 ): Promise<string> {
-  const { status, found, elsewhere } = await stateStatus(path, opts, cwd);
-  if (opts.json) return JSON.stringify(status, null, 2);
+  const { status, found, elsewhere } = await stateStatus(path, options, cwd);
+  if (options.json) return JSON.stringify(status, null, 2);
   if (!found)
     return elsewhere
       ? `${status.manifest}: nothing has run here yet (${elsewhere})`
-      : `${status.manifest}: nothing has run yet (its state will be ${status.state}); genbatch run ${path}${opts.simulate ? ' --simulate' : ''} starts it`;
+      : `${status.manifest}: nothing has run yet (its state will be ${status.state}); genbatch run ${path}${options.simulate ? ' --simulate' : ''} starts it`;
   return statusTable(status, paintFor(out, env));
 }
 
@@ -98,17 +98,21 @@ function statusTable(s: Status, paint: Paint): string {
 }
 
 /** Puts failed items back with new attempts (by code, if given); blocked items are never resent unchanged. */
-export async function retryCommand(path: string, opts: FlagValues<typeof RETRY_FLAGS>, cwd: string): Promise<string> {
-  const retried = await retryItems(path, opts, cwd);
+export async function retryCommand(
+  path: string,
+  options: FlagValues<typeof RETRY_FLAGS>,
+  cwd: string,
+): Promise<string> {
+  const retried = await retryItems(path, options, cwd);
   if ('rejected' in retried) {
     const { state, rejected } = retried;
-    if (opts.json) return JSON.stringify({ state, requeued: rejected.length, ids: rejected }, null, 2);
+    if (options.json) return JSON.stringify({ state, requeued: rejected.length, ids: rejected }, null, 2);
     return rejected.length
       ? `${count(rejected.length, 'item')} rejected in review put back; run the manifest again (genbatch run) to regenerate them (their rejected outputs stay on disk).`
       : 'no done item is rejected in review: nothing put back.';
   }
   const { state, requeued, blocked, conflicts, nothingFailed } = retried;
-  if (opts.json) return JSON.stringify({ state, requeued, blocked, conflicts }, null, 2);
+  if (options.json) return JSON.stringify({ state, requeued, blocked, conflicts }, null, 2);
   if (nothingFailed) return 'no item failed: nothing to put back.';
   const notes = [
     blocked
@@ -124,13 +128,13 @@ export async function retryCommand(path: string, opts: FlagValues<typeof RETRY_F
 /** Writes results.jsonl and results.csv (and the gallery, sidecars) from the state file alone: no network. */
 export async function reportCommand(
   path: string,
-  opts: FlagValues<typeof REPORT_FLAGS>,
+  options: FlagValues<typeof REPORT_FLAGS>,
   cwd: string,
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<string> {
-  const w = await writeReportFiles(path, opts, cwd, env);
+  const w = await writeReportFiles(path, options, cwd, env);
   const { tags } = w;
-  if (opts.json) return JSON.stringify(w, null, 2);
+  if (options.json) return JSON.stringify(w, null, 2);
   const extra = [
     w.html ? `gallery: ${w.html}` : '',
     w.sidecars !== null ? `sidecars: ${w.sidecars} next to the outputs` : '',

@@ -107,12 +107,12 @@ export async function runCanary(
   store: Store,
   control: Control,
   feeder: Feeder,
-  opts: { size: CanarySize; maxFailures: number },
+  options: { size: CanarySize; maxFailures: number },
   drain: () => Promise<void>,
 ): Promise<boolean> {
   const earlier = canaryRecord(store);
   if (earlier?.passed) return true;
-  const ids = earlier?.ids ?? chooseCanary(store, opts.size);
+  const ids = earlier?.ids ?? chooseCanary(store, options.size);
   if (!earlier) saveCanary(store, { ids, passed: false });
   const models = [...new Set(ids.map((id) => store.items.get(id)!.model))].join(', ');
   control.emit({
@@ -123,7 +123,7 @@ export async function runCanary(
   await drain();
   feeder.restrictTo(undefined);
   if (control.isStopping()) return false;
-  const verdict = judgeCanary(store, ids, opts.maxFailures);
+  const verdict = judgeCanary(store, ids, options.maxFailures);
   if (verdict.passed) {
     saveCanary(store, { ids, passed: true });
     control.emit({
@@ -140,7 +140,7 @@ export async function runCanary(
     : '';
   control.stop(
     'canary',
-    `the canary failed: ${verdict.failed.length} of ${ids.length} items failed or were blocked (at most ${opts.maxFailures} allowed)${unfinished}. It cost ${verdict.credits} credits; nothing else was submitted.\n  ${failures.join('\n  ')}\nFix the manifest (or genbatch retry), then run the same command: the canary's items are judged again, and the rest run once they pass.`,
+    `the canary failed: ${verdict.failed.length} of ${ids.length} items failed or were blocked (at most ${options.maxFailures} allowed)${unfinished}. It cost ${verdict.credits} credits; nothing else was submitted.\n  ${failures.join('\n  ')}\nFix the manifest (or genbatch retry), then run the same command: the canary's items are judged again, and the rest run once they pass.`,
   );
   return false;
 }

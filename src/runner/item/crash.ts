@@ -8,16 +8,16 @@ import type { Store } from '../../store/index.js';
  */
 export function recordCrash(
   store: Store,
-  opts: { now: () => number; logger?: Logger | undefined },
+  options: { now: () => number; logger?: Logger | undefined },
   itemId: string,
   error: unknown,
 ): void {
   const message = `unexpected error: ${(error as Error)?.message ?? String(error)}`;
   try {
-    opts.logger?.error({ item: itemId, err: error }, 'unexpected error');
+    options.logger?.error({ item: itemId, err: error }, 'unexpected error');
     const item = store.items.get(itemId);
-    if (item) store.life.crashed(itemId, item.state, { code: 'INTERNAL', message }, opts.now());
+    if (item) store.life.crashed(itemId, item.state, { code: 'INTERNAL', message }, options.now());
   } catch (secondary) {
-    opts.logger?.error({ item: itemId, err: secondary }, 'could not record an unexpected error');
+    options.logger?.error({ item: itemId, err: secondary }, 'could not record an unexpected error');
   }
 }

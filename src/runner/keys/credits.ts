@@ -56,14 +56,14 @@ export class Credits {
     private readonly store: Store,
     private readonly clock: RunClock,
     private readonly control: Control,
-    private readonly opts: CreditsSettings,
+    private readonly options: CreditsSettings,
     /** The caps of the keys still in the run: the run waits when all of them do. */
     private readonly activeCaps: () => readonly DailyCap[],
     /** Called when every key starts waiting for its cap (until then) or one stops (undefined). */
     private readonly onEveryKeyWaits: (until: number | undefined) => void = () => {},
   ) {
     for (const { model, credits } of store.attempts.largestChargeByModel()) this.largestCharge.set(model, credits);
-    const perTag = Object.entries(opts.perTag ?? {});
+    const perTag = Object.entries(options.perTag ?? {});
     if (perTag.length === 0) return;
     // Read once: from here on the run counts its own charges and refunds per tag.
     const net = new Map(store.itemReports.byTag().map((t) => [t.tag, t.charged - t.refunded]));
@@ -114,7 +114,7 @@ export class Credits {
   /** The best bound known for one job of the item: the catalog's or manifest's price, else the largest charge seen. */
   priceOf(item: ItemRow): number | undefined {
     const spec = JSON.parse(item.spec) as ItemSpec;
-    const listed = priceOf(spec, this.opts.catalog?.get(spec.type, spec.model), this.opts.prices).credits;
+    const listed = priceOf(spec, this.options.catalog?.get(spec.type, spec.model), this.options.prices).credits;
     return listed ?? this.largestCharge.get(item.model);
   }
 
@@ -124,12 +124,12 @@ export class Credits {
   }
 
   get budget(): number | undefined {
-    return this.opts.budget;
+    return this.options.budget;
   }
 
   /** True (and the run stops) when `price` more would pass the budget. */
   overBudget(price: number): boolean {
-    const max = this.opts.budget;
+    const max = this.options.budget;
     if (max === undefined) return false;
     const { charged, refunded } = this.store.attempts.totals();
     if (charged - refunded + this.reserved + this.assigned + price <= max) return false;

@@ -62,20 +62,20 @@ export class Reachability {
   private gaveUp = false;
   private readonly silenceWatch: NodeJS.Timeout;
 
-  constructor(private readonly opts: ReachabilityOptions) {
-    opts.signal.addEventListener('abort', () => this.release(false), { once: true });
-    this.silenceWatch = setInterval(() => this.lookForSilence(), Math.max(100, opts.silentMs / 4));
+  constructor(private readonly options: ReachabilityOptions) {
+    options.signal.addEventListener('abort', () => this.release(false), { once: true });
+    this.silenceWatch = setInterval(() => this.lookForSilence(), Math.max(100, options.silentMs / 4));
     this.silenceWatch.unref();
-    opts.signal.addEventListener('abort', () => clearInterval(this.silenceWatch), { once: true });
+    options.signal.addEventListener('abort', () => clearInterval(this.silenceWatch), { once: true });
   }
 
   /** The service answered a request (any HTTP status). */
   answered(): void {
-    const now = this.opts.now();
+    const now = this.options.now();
     this.lastAnswerAt = now;
     const since = this.downSince;
     this.downSince = undefined;
-    if (since !== undefined) this.opts.onUp(since, now);
+    if (since !== undefined) this.options.onUp(since, now);
     if (this.waiters.size > 0) this.release(true);
   }
 
@@ -119,23 +119,23 @@ export class Reachability {
 
   /** A request overdue while nothing has answered for as long: the service may have gone silent; probes tell. */
   private lookForSilence(): void {
-    if (this.probing || this.gaveUp || this.opts.signal.aborted) return;
-    const now = this.opts.now();
-    const since = this.opts.overdueSince(now, this.opts.silentMs);
+    if (this.probing || this.gaveUp || this.options.signal.aborted) return;
+    const now = this.options.now();
+    const since = this.options.overdueSince(now, this.options.silentMs);
     if (since === undefined) return;
-    if (now - this.lastAnswerAt < this.opts.silentMs) {
+    if (now - this.lastAnswerAt < this.options.silentMs) {
       // The service answers others: a request this late was lost on its own (a silence that ended swallowed it).
-      const lost = this.opts.abandonOverdue(now, 2 * this.opts.silentMs);
-      if (lost > 0) this.opts.onLost?.(lost);
+      const lost = this.options.abandonOverdue(now, 2 * this.options.silentMs);
+      if (lost > 0) this.options.onLost?.(lost);
       return;
     }
     this.reason = `no answer for ${((now - since) / 1000).toFixed(1)} s`;
-    void this.untilUp(this.opts.signal);
+    void this.untilUp(this.options.signal);
   }
 
   /** Resolves true when the service answers (probing it until then), false when the run stops first. */
   private untilUp(signal: AbortSignal): Promise<boolean> {
-    if (signal.aborted || this.gaveUp || this.opts.signal.aborted) return Promise.resolve(false);
+    if (signal.aborted || this.gaveUp || this.options.signal.aborted) return Promise.resolve(false);
     const up = this.waiters.wait(signal, false);
     this.probing ??= this.probeUntilUp().finally(() => (this.probing = undefined));
     return up;
@@ -148,15 +148,15 @@ export class Reachability {
    * service is called down (a keep-alive connection it closed fails once).
    */
   private async probeUntilUp(): Promise<void> {
-    const { opts } = this;
-    const round = new ProbeRound(opts.now(), opts.signal);
+    const { options } = this;
+    const round = new ProbeRound(options.now(), options.signal);
     try {
-      while (this.waiters.size > 0 && !opts.signal.aborted && !round.settled) {
+      while (this.waiters.size > 0 && !options.signal.aborted && !round.settled) {
         void this.probeOnce(round);
-        await round.next(opts.probeEveryMs);
-        if (this.downSince !== undefined && opts.now() - this.downSince >= opts.giveUpAfterMs) {
+        await round.next(options.probeEveryMs);
+        if (this.downSince !== undefined && options.now() - this.downSince >= options.giveUpAfterMs) {
           this.gaveUp = true;
-          opts.onGiveUp(this.downSince, this.reason);
+          options.onGiveUp(this.downSince, this.reason);
           return this.release(false);
         }
       }
@@ -166,25 +166,25 @@ export class Reachability {
   }
 
   private async probeOnce(round: ProbeRound): Promise<void> {
-    const { opts } = this;
-    const sentAt = opts.now();
+    const { options } = this;
+    const sentAt = options.now();
     try {
-      await opts.probe(round.signal);
+      await options.probe(round.signal);
       round.settle();
       this.answered();
     } catch (error) {
-      if (round.settled || opts.signal.aborted) return;
+      if (round.settled || options.signal.aborted) return;
       // Any answer, an error one too, is the service's: it is reachable.
       if (!(error instanceof TransportError) || this.lastAnswerAt > sentAt) {
         round.settle();
         return this.lastAnswerAt > sentAt ? this.release(true) : this.answered();
       }
       this.reason = error.message;
-      const now = opts.now();
+      const now = options.now();
       this.lastDownAt = now;
       if (++round.failures >= 2 && this.downSince === undefined) {
         this.downSince = Math.min(round.startedAt, now);
-        opts.onDown(this.downSince, this.reason);
+        options.onDown(this.downSince, this.reason);
       }
       // The first failure is asked again at once; the others wait for the interval.
       if (round.failures === 1) round.wakeUp();

@@ -196,11 +196,11 @@ export class SnapshotKeeper {
     private readonly snapshots: StateCopies,
     /** The state as it is now (a reviewer's handle may reopen it). */
     private readonly state: () => Snapshotable,
-    private readonly opts: SnapshotKeeperOptions = {},
+    private readonly options: SnapshotKeeperOptions = {},
   ) {}
 
   start(): void {
-    this.timer = setInterval(() => void this.turn(), this.opts.everyMs ?? SNAPSHOT_EVERY_MS);
+    this.timer = setInterval(() => void this.turn(), this.options.everyMs ?? SNAPSHOT_EVERY_MS);
     this.timer.unref();
   }
 
@@ -226,15 +226,15 @@ export class SnapshotKeeper {
     const state = this.state();
     const mark = state.changeMark();
     if (mark === this.lastMark) return Promise.resolve();
-    this.taking = (async () => (this.opts.allowed ? this.opts.allowed() : true))()
+    this.taking = (async () => (this.options.allowed ? this.options.allowed() : true))()
       .then(async (allowed) => {
         if (!allowed) return;
-        const taken = await this.snapshots.take(state, this.opts.now);
+        const taken = await this.snapshots.take(state, this.options.now);
         // Marked as of before the copy: a commit during it makes the next turn take another.
         this.lastMark = mark;
-        this.opts.said?.({ taken });
+        this.options.said?.({ taken });
       })
-      .catch((error: unknown) => this.opts.said?.({ failed: (error as Error).message }))
+      .catch((error: unknown) => this.options.said?.({ failed: (error as Error).message }))
       .finally(() => {
         this.taking = undefined;
       });
