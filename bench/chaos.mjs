@@ -19,7 +19,7 @@ import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { openSqlite } from '../dist/store/driver.js';
 import { main } from '../dist/cli/program.js';
-import { S3ObjectStore } from '../dist/sink/bucket/s3-object-store.js';
+import { S3BucketClient } from '../dist/sink/bucket/s3-bucket-client.js';
 import { startSimulator } from '../dist/simulator/index.js';
 import { makeMp4, makePng } from '../dist/simulator/media.js';
 import { privatePort, startFaultProxy, startWholeBucket } from './bucket.mjs';
@@ -694,7 +694,7 @@ async function listening(url) {
  */
 async function checkBucket(service, dir, bucket, lastCode) {
   const violations = [];
-  const s3 = new S3ObjectStore({ bucket: 'catalog', idleTimeoutMs: 10_000, env: bucket.store.env });
+  const s3 = new S3BucketClient({ bucket: 'catalog', idleTimeoutMs: 10_000, env: bucket.store.env });
   const db = openSqlite(join(dir, '.genbatch', 'm.sqlite'), { readonly: true });
   try {
     const outputs = db.prepare('SELECT * FROM outputs WHERE sha256 IS NOT NULL').all();

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_PATIENCE } from '../dist/options/flags.js';
 import { BucketSink, FolderSink } from '../dist/sink/index.js';
-import { S3ObjectStore } from '../dist/sink/bucket/s3-object-store.js';
+import { S3BucketClient } from '../dist/sink/bucket/s3-bucket-client.js';
 
 const AT_ONCE = 4;
 const staging = mkdtempSync(join(tmpdir(), 'genbatch-bench-big-'));
@@ -32,7 +32,7 @@ const outputs =
   mode === 'videos'
     ? Array.from({ length: AT_ONCE }, (_, v) => stage(`spin-${v}-${process.pid}.mp4`, 150, 1024 * 1024, 'video/mp4'))
     : Array.from({ length: Number(count) }, (_, i) => stage(`p${i}-${process.pid}.png`, 1, 48 * 1024, 'image/png'));
-const store = new S3ObjectStore({ bucket: 'catalog', idleTimeoutMs: 30_000 });
+const store = new S3BucketClient({ bucket: 'catalog', idleTimeoutMs: 30_000 });
 const sink = new BucketSink({ bucket: 'catalog', prefix: 'bench' }, store, new FolderSink(staging), {
   keepLocal: false,
   patience: DEFAULT_PATIENCE,

@@ -2,7 +2,7 @@
 import { ApiError, ResponseShapeError, StorageError, TransportError } from '../api/errors.js';
 import { NotTheServiceError } from '../api/first-contact.js';
 import { reactionTo } from '../api/policy.js';
-import { ObjectStoreError, OutputsHeldError, OutputsTakenError, bucketProblemText } from '../sink/index.js';
+import { BucketError, OutputsHeldError, OutputsTakenError, bucketProblemText } from '../sink/index.js';
 import type { RunSummary } from '../runner/index.js';
 import { OPEN_STATES, SqliteDriverError, StateFileError } from '../store/index.js';
 
@@ -35,7 +35,7 @@ export function describeFailure(error: unknown): { exitCode: number; message: st
   // Another live process holds the place: nothing was sent; the same command goes on once it is free.
   if (error instanceof OutputsHeldError) return { exitCode: EXIT.environment, message: error.message };
   // The bucket, past what its policy rides out (or refusing): what was saved stays for the same command.
-  if (error instanceof ObjectStoreError)
+  if (error instanceof BucketError)
     return {
       exitCode: EXIT.environment,
       message: `${bucketProblemText(error)}. Nothing paid for is lost: run the same command again once the bucket answers.`,

@@ -25,12 +25,12 @@ export type {
 export { BucketSink } from './bucket/bucket-sink.js';
 export { bucketPolicy, bucketProblemText } from './bucket/bucket-policy.js';
 export {
-  ObjectStoreError,
-  type ObjectStore,
+  BucketError,
+  type BucketClient,
   type ObjectSource,
-  type StoreCall,
-  type StoredObject,
-} from './bucket/object-store.js';
+  type BucketCall,
+  type BucketObject,
+} from './bucket/bucket-client.js';
 export { openOutputSink, stagingDirFor } from './open.js';
 export { PatientBucket, type Patience } from './bucket/patient-bucket.js';
 export { bucketSecretsIn } from './bucket/secrets.js';

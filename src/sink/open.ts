@@ -1,5 +1,5 @@
 import { bucketLocationOf } from '../manifest/index.js';
-import type { ObjectStore } from './bucket/object-store.js';
+import type { BucketClient } from './bucket/bucket-client.js';
 import { BucketSink } from './bucket/bucket-sink.js';
 import type { Patience } from './bucket/patient-bucket.js';
 import { FolderSink } from './folder.js';
@@ -17,7 +17,7 @@ export interface SinkSettings {
   /** Where the bucket's endpoint, region and credentials are read (the SDK's chain); the process's by default. */
   env?: NodeJS.ProcessEnv;
   /** A bucket other than S3 through the SDK (tests). */
-  objectStore?: (bucket: string) => ObjectStore;
+  bucketClient?: (bucket: string) => BucketClient;
 }
 
 /** The staging folder of a state whose outputs go to a bucket: `<state>.staging` beside it. */
@@ -34,8 +34,8 @@ export async function openOutputSink(location: string, settings: SinkSettings): 
   if (!bucket) return new FolderSink(location, { replaceStrays: settings.simulate ?? false });
   const { patience } = settings;
   const store =
-    settings.objectStore?.(bucket.bucket) ??
-    new (await import('./bucket/s3-object-store.js')).S3ObjectStore({
+    settings.bucketClient?.(bucket.bucket) ??
+    new (await import('./bucket/s3-bucket-client.js')).S3BucketClient({
       bucket: bucket.bucket,
       idleTimeoutMs: patience.idleTimeoutMs,
       ...(settings.env ? { env: settings.env } : {}),

@@ -139,7 +139,7 @@ export interface OpenedFile {
   read(range?: ByteRange): Readable;
 }
 
-/** Why outputs cannot be written: a file system's or a store's code, and what to tell the user. */
+/** Why outputs cannot be written: a file system's or a bucket's code, and what to tell the user. */
 export interface SinkProblem {
   code: string;
   message: string;

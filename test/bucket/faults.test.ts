@@ -5,7 +5,7 @@ import { exitCodeOf } from '../../src/library/outcome.js';
 import { readSnapshot } from '../../src/metrics/snapshot.js';
 import { StateMetrics } from '../../src/metrics/registry.js';
 import { collectStatus, writeReport } from '../../src/report/index.js';
-import { ObjectStoreError, stagingDirFor, type Patience } from '../../src/sink/index.js';
+import { BucketError, stagingDirFor, type Patience } from '../../src/sink/index.js';
 import { Store } from '../../src/store/index.js';
 import { FakeBucket, fakeBucketSink } from '../helpers/fake-bucket.js';
 import { runInProcess } from '../helpers/in-process.js';
@@ -135,7 +135,7 @@ describe("a bucket's faults on every call of a run", () => {
     const giving = fakeBucketSink(bucket, ws.statePath, 'spring', PATIENCE);
     // What a bucket past --unreachable-minutes throws where the copier reads an original back.
     giving.open = async () => {
-      throw new ObjectStoreError('HEAD s3://catalog/spring/mug-1.png: ECONNREFUSED', 'unreachable', 'ECONNREFUSED');
+      throw new BucketError('HEAD s3://catalog/spring/mug-1.png: ECONNREFUSED', 'unreachable', 'ECONNREFUSED');
     };
     const failed: string[] = [];
     const first = await runInProcess(t, ws, {

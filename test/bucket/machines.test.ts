@@ -3,7 +3,7 @@ import { rmSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { describe, expect, it, vi } from 'vitest';
 import { openSqlite } from '../../src/store/driver.js';
-import { S3ObjectStore } from '../../src/sink/bucket/s3-object-store.js';
+import { S3BucketClient } from '../../src/sink/bucket/s3-bucket-client.js';
 import { openOutputSink } from '../../src/sink/index.js';
 import { raw, startTestReview } from '../helpers/review.js';
 import { parseOwner } from '../../src/sink/owner.js';
@@ -67,7 +67,7 @@ describe('a run outlives the machine it started on', () => {
     const a = workspace(t.sim, manifest, {}, 60);
     const b = workspace(t.sim, manifest, {}, 60);
     const env = { ...a.env, ...s3.env };
-    const bucket = new S3ObjectStore({ bucket: 'catalog', idleTimeoutMs: 5_000, env: s3.env });
+    const bucket = new S3BucketClient({ bucket: 'catalog', idleTimeoutMs: 5_000, env: s3.env });
     const machineA = startCli(a.args(OUT), env, a.dir);
     try {
       const held = await vi.waitFor(

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { exitCodeOf } from '../../src/library/outcome.js';
 import { DEFAULT_KEY_LIMITS } from '../../src/scheduler/limits.js';
-import { BucketSink, FolderSink, ObjectStoreError, stagingDirFor } from '../../src/sink/index.js';
+import { BucketSink, FolderSink, BucketError, stagingDirFor } from '../../src/sink/index.js';
 import { FakeBucket, fakeBucketSink, TEST_PATIENCE } from '../helpers/fake-bucket.js';
 import { runInProcess } from '../helpers/in-process.js';
 import { imageManifest, readState, workspace } from '../helpers/run.js';
@@ -208,7 +208,7 @@ describe('outputs published to a bucket', () => {
     // Every output is put and verified, then the run is gone before its local copy is removed (as after a SIGKILL).
     const dying = fakeBucketSink(bucket, ws.statePath);
     dying.publishing.dropLocal = async () => {
-      throw new ObjectStoreError('the run was killed', 'denied', 'Killed');
+      throw new BucketError('the run was killed', 'denied', 'Killed');
     };
     await runInProcess(t, ws, { outputs: dying });
     expect(bucket.puts.length).toBeGreaterThan(0);

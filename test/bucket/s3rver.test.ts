@@ -5,7 +5,7 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { S3ObjectStore } from '../../src/sink/bucket/s3-object-store.js';
+import { S3BucketClient } from '../../src/sink/bucket/s3-bucket-client.js';
 import { openOutputSink, stagingDirFor } from '../../src/sink/index.js';
 import { exitCodeWithin, runCliInProcess, startCli } from '../helpers/cli.js';
 import { startTestReview } from '../helpers/review.js';
@@ -50,7 +50,7 @@ describe('outputs published to an S3-compatible server (s3rver, through the AWS 
     // The live line counts the outputs saved and not yet published: none once the run ends.
     expect(endedLine(result.stderr)).not.toContain('to publish');
 
-    const bucket = new S3ObjectStore({ bucket: 'catalog', idleTimeoutMs: 5_000, env: s3.env });
+    const bucket = new S3BucketClient({ bucket: 'catalog', idleTimeoutMs: 5_000, env: s3.env });
     const outputs = readState(ws.statePath).outputs;
     for (const o of outputs) {
       const got = (await bucket.get(`spring/${o.path}`))!;
@@ -188,7 +188,7 @@ describe('outputs published to an S3-compatible server (s3rver, through the AWS 
     expect(await begun).toBe('spring/cut-1.png');
     put.destroy();
     await s3.putsSettled();
-    const bucket = new S3ObjectStore({ bucket: 'catalog', idleTimeoutMs: 30_000, env: s3.env });
+    const bucket = new S3BucketClient({ bucket: 'catalog', idleTimeoutMs: 30_000, env: s3.env });
     expect(await bucket.head('spring/cut-1.png')).toBeUndefined();
     expect(s3.created).toEqual([]);
   });
@@ -209,7 +209,7 @@ describe('outputs published to an S3-compatible server (s3rver, through the AWS 
     }
     try {
       const sha256 = hash.digest('hex');
-      const bucket = new S3ObjectStore({ bucket: 'catalog', idleTimeoutMs: 30_000, env: s3.env });
+      const bucket = new S3BucketClient({ bucket: 'catalog', idleTimeoutMs: 30_000, env: s3.env });
       const source = { path, bytes: 150 * 1024 * 1024, sha256, contentType: 'video/mp4' };
       expect(await bucket.putNew('spring/spin-1.mp4', source)).toBe('created');
       expect(await bucket.head('spring/spin-1.mp4')).toEqual({ size: 150 * 1024 * 1024, sha256 });

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { S3ObjectStore } from '../../src/sink/bucket/s3-object-store.js';
+import { S3BucketClient } from '../../src/sink/bucket/s3-bucket-client.js';
 import { Store } from '../../src/store/index.js';
 import { openSqlite } from '../../src/store/driver.js';
 import { exitCodeWithin, runCliInProcess, startCli } from '../helpers/cli.js';
@@ -94,7 +94,7 @@ describe('a real bucket through the AWS SDK, slowing down, refusing and going si
     expect(proxy.seen.silent).toBeGreaterThan(0);
 
     // Each object once, with the sha256 the state recorded.
-    const bucket = new S3ObjectStore({ bucket: 'catalog', idleTimeoutMs: 5_000, env: s3.env });
+    const bucket = new S3BucketClient({ bucket: 'catalog', idleTimeoutMs: 5_000, env: s3.env });
     const store = Store.open(ws.statePath);
     try {
       const outputs = readState(ws.statePath).outputs as unknown as { job_id: string; idx: number; path: string }[];
@@ -238,7 +238,7 @@ describe('a real bucket through the AWS SDK, slowing down, refusing and going si
     const s3 = await startTestBucket();
     const proxy = await startBucketProxy(s3.env);
     proxy.decide = () => 'silent';
-    const store = new S3ObjectStore({ bucket: 'catalog', idleTimeoutMs: 60_000, env: proxy.env });
+    const store = new S3BucketClient({ bucket: 'catalog', idleTimeoutMs: 60_000, env: proxy.env });
     const small = join(tmpdir(), `genbatch-small-${process.pid}.txt`);
     const large = join(tmpdir(), `genbatch-large-${process.pid}.bin`);
     writeFileSync(small, 'results');

@@ -3,13 +3,13 @@ import { Readable } from 'node:stream';
 import {
   BucketSink,
   FolderSink,
-  ObjectStoreError,
+  BucketError,
   stagingDirFor,
   type ObjectSource,
-  type ObjectStore,
+  type BucketClient,
   type Patience,
-  type StoreCall,
-  type StoredObject,
+  type BucketCall,
+  type BucketObject,
 } from '../../src/sink/index.js';
 import type { ByteRange } from '../../src/sink/sink.js';
 
@@ -19,17 +19,14 @@ type Op = 'head' | 'putNew' | 'putReplace' | 'get' | 'delete';
  * What a call meets: how the bucket answers it (a fault as its kind and code), `'silent'` (it never answers: only
  * the call's own abort ends it), or undefined for a normal answer.
  */
-export type BucketFault = (
-  op: Op,
-  key: string,
-) => { fault: ObjectStoreError['fault']; code: string } | 'silent' | undefined;
+export type BucketFault = (op: Op, key: string) => { fault: BucketError['fault']; code: string } | 'silent' | undefined;
 
 /**
  * A bucket in memory with the faults of real ones: it slows down, goes
  * silent, refuses the credentials, ignores If-None-Match (as s3rver does);
  * it counts what was put, so a test sees what was uploaded twice.
  */
-export class FakeBucket implements ObjectStore {
+export class FakeBucket implements BucketClient {
   readonly bucket = 'catalog';
   readonly objects = new Map<string, { bytes: Buffer; sha256: string | undefined; contentType: string }>();
   /** Every create-only put of an output or a copy that stored bytes, by key. */
@@ -42,13 +39,13 @@ export class FakeBucket implements ObjectStore {
   /** Calls that met silence and were abandoned by their caller. */
   abandoned = 0;
 
-  async head(key: string, call?: StoreCall): Promise<StoredObject | undefined> {
+  async head(key: string, call?: BucketCall): Promise<BucketObject | undefined> {
     await this.meet('head', key, call);
     const o = this.objects.get(key);
     return o && { size: o.bytes.length, sha256: o.sha256 };
   }
 
-  async putNew(key: string, source: ObjectSource, call?: StoreCall): Promise<'created' | 'exists'> {
+  async putNew(key: string, source: ObjectSource, call?: BucketCall): Promise<'created' | 'exists'> {
     await this.meet('putNew', key, call);
     if (this.honoursIfNoneMatch && this.objects.has(key)) return 'exists';
     const bytes = await readFile(source.path);
@@ -59,12 +56,12 @@ export class FakeBucket implements ObjectStore {
     return 'created';
   }
 
-  async putReplace(key: string, source: Omit<ObjectSource, 'sha256'>, call?: StoreCall): Promise<void> {
+  async putReplace(key: string, source: Omit<ObjectSource, 'sha256'>, call?: BucketCall): Promise<void> {
     await this.meet('putReplace', key, call);
     this.objects.set(key, { bytes: await readFile(source.path), sha256: undefined, contentType: source.contentType });
   }
 
-  async get(key: string, range?: ByteRange, call?: StoreCall): Promise<{ size: number; body: Readable } | undefined> {
+  async get(key: string, range?: ByteRange, call?: BucketCall): Promise<{ size: number; body: Readable } | undefined> {
     await this.meet('get', key, call);
     const o = this.objects.get(key);
     if (!o) return undefined;
@@ -72,7 +69,7 @@ export class FakeBucket implements ObjectStore {
     return { size: o.bytes.length, body: Readable.from([bytes]) };
   }
 
-  async delete(key: string, call?: StoreCall): Promise<void> {
+  async delete(key: string, call?: BucketCall): Promise<void> {
     await this.meet('delete', key, call);
     this.objects.delete(key);
   }
@@ -87,7 +84,7 @@ export class FakeBucket implements ObjectStore {
     return [...this.objects.keys()].filter((k) => /\.(webp|jpe?g|avif)$/.test(k)).sort();
   }
 
-  private async meet(op: Op, key: string, call: StoreCall | undefined): Promise<void> {
+  private async meet(op: Op, key: string, call: BucketCall | undefined): Promise<void> {
     const f = this.fault(op, key);
     if (f === 'silent') {
       // Swallowed: the request stays unanswered until its caller gives it up.
@@ -99,7 +96,7 @@ export class FakeBucket implements ObjectStore {
           reject(signal.reason);
         });
       });
-    } else if (f) throw new ObjectStoreError(`${op} ${key}: ${f.code}`, f.fault, f.code);
+    } else if (f) throw new BucketError(`${op} ${key}: ${f.code}`, f.fault, f.code);
   }
 }
 

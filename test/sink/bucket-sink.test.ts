@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { bucketLocationOf, resolveOutLocation } from '../../src/manifest/index.js';
-import { clientConfig } from '../../src/sink/bucket/s3-object-store.js';
+import { clientConfig } from '../../src/sink/bucket/s3-bucket-client.js';
 import { bucketProblem, classify as asStoreError } from '../../src/sink/bucket/bucket-policy.js';
 import { BucketSink, FolderSink } from '../../src/sink/index.js';
 import { FakeBucket } from '../helpers/fake-bucket.js';

@@ -5,7 +5,7 @@ import { PassThrough, type Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
 import { describe, expect, it } from 'vitest';
 import { classify as asStoreError } from '../../src/sink/bucket/bucket-policy.js';
-import { ObjectStoreError, PatientBucket, type BucketTrouble, type StoreCall } from '../../src/sink/index.js';
+import { BucketError, PatientBucket, type BucketTrouble, type BucketCall } from '../../src/sink/index.js';
 import type { ByteRange } from '../../src/sink/sink.js';
 import { FakeBucket } from '../helpers/fake-bucket.js';
 
@@ -19,7 +19,7 @@ const REAL_BACKOFFS = {
 };
 
 /** An error as the AWS SDK throws it, classed as the S3 store classes it. */
-function sdk(name: string, status?: number, code?: string): ObjectStoreError {
+function sdk(name: string, status?: number, code?: string): BucketError {
   const raw = Object.assign(new Error(`${name} said`), { name, ...(code ? { code } : {}) });
   return asStoreError(Object.assign(raw, { $metadata: { httpStatusCode: status } }), 'PUT s3://catalog/x');
 }
@@ -168,10 +168,10 @@ describe('every bucket call rides out the faults that pass', () => {
       return { fault: 'unreachable', code: 'ECONNREFUSED' };
     };
     const store = new PatientBucket(bucket, { idleTimeoutMs: 1_000, unreachableMs: 60_000 });
-    const put = store.putNew('spring/a.png', source()).catch((e: unknown) => e as ObjectStoreError);
+    const put = store.putNew('spring/a.png', source()).catch((e: unknown) => e as BucketError);
     while (looks < 2) await new Promise((r) => setTimeout(r, 10));
     store.abandon('interrupted');
-    expect(((await put) as ObjectStoreError).code).toBe('ABANDONED');
+    expect(((await put) as BucketError).code).toBe('ABANDONED');
     const after = looks;
     await new Promise((r) => setTimeout(r, 1_500));
     expect(looks).toBe(after);
@@ -225,7 +225,7 @@ describe('every bucket call rides out the faults that pass', () => {
       delete: async () => undefined,
       putReplace: async () => undefined,
       // Five ticks 60 ms apart: 300 ms in all, each gap under the 100 ms idle timeout.
-      putNew: async (_key: string, _src: unknown, call?: StoreCall) => {
+      putNew: async (_key: string, _src: unknown, call?: BucketCall) => {
         for (let i = 0; i < 5; i++) {
           await new Promise((r) => setTimeout(r, 60));
           ticks.push(i);
@@ -291,8 +291,8 @@ describe('what waiting does not mend is said at once', () => {
       let calls = 0;
       bucket.fault = () => (++calls > 0 ? fault() : undefined);
       const error = await new PatientBucket(bucket, FAST).putNew('k', source()).catch((e: unknown) => e);
-      expect(error).toBeInstanceOf(ObjectStoreError);
-      expect((error as ObjectStoreError).fault).toBe(kind);
+      expect(error).toBeInstanceOf(BucketError);
+      expect((error as BucketError).fault).toBe(kind);
       expect(calls).toBe(1);
     });
 
@@ -309,15 +309,15 @@ describe('a bucket that answers nothing but faults', () => {
     const store = new PatientBucket(bucket, { idleTimeoutMs: 100, unreachableMs: 600 });
     const started = Date.now();
     const [a, b] = await Promise.all([
-      store.head('a').catch((e: unknown) => e as ObjectStoreError),
-      store.putNew('b', source()).catch((e: unknown) => e as ObjectStoreError),
+      store.head('a').catch((e: unknown) => e as BucketError),
+      store.putNew('b', source()).catch((e: unknown) => e as BucketError),
     ]);
     const waited = Date.now() - started;
     expect(waited).toBeGreaterThanOrEqual(600);
     for (const e of [a, b]) {
-      expect(e).toBeInstanceOf(ObjectStoreError);
-      expect((e as ObjectStoreError).fault).toBe('unreachable');
-      expect((e as ObjectStoreError).message).toMatch(/answered nothing but faults since .*--unreachable-minutes/);
+      expect(e).toBeInstanceOf(BucketError);
+      expect((e as BucketError).fault).toBe('unreachable');
+      expect((e as BucketError).message).toMatch(/answered nothing but faults since .*--unreachable-minutes/);
     }
     expect(store.trouble?.code).toBe('ECONNREFUSED');
   });
@@ -328,9 +328,7 @@ describe('a bucket that answers nothing but faults', () => {
     bucket.fault = (op) => (op === 'putReplace' ? { fault: 'unreachable', code: 'ECONNRESET' } : undefined);
     const store = new PatientBucket(bucket, { idleTimeoutMs: 1_000, unreachableMs: 1_500 });
     const started = Date.now();
-    const error = (await store
-      .putReplace('spring/results.jsonl', source())
-      .catch((e: unknown) => e)) as ObjectStoreError;
+    const error = (await store.putReplace('spring/results.jsonl', source()).catch((e: unknown) => e)) as BucketError;
     expect(Date.now() - started).toBeGreaterThanOrEqual(1_500);
     expect(error.code).toBe('ECONNRESET');
     expect(error.message).toMatch(/answered this request nothing but faults since .*--unreachable-minutes/);

@@ -2,7 +2,7 @@ import { mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
-import { ObjectStoreError, SnapshotKeeper } from '../../src/sink/index.js';
+import { BucketError, SnapshotKeeper } from '../../src/sink/index.js';
 import { Store } from '../../src/store/index.js';
 import { FakeBucket, fakeBucketSink } from '../helpers/fake-bucket.js';
 
@@ -43,7 +43,7 @@ describe("the state's snapshots beside the outputs", () => {
         bucket.fault = (op) => (op === dies ? { fault: 'denied', code: 'KILLED' } : undefined);
         const taking = snapshots.take(store);
         if (dies === 'never' || dies === 'delete') await taking.catch(() => undefined);
-        else await expect(taking).rejects.toThrow(ObjectStoreError);
+        else await expect(taking).rejects.toThrow(BucketError);
         bucket.fault = () => undefined;
         // Before the pointer names the new snapshot, the one before is restored; after, the new one.
         expect(await restoredMark(bucket)).toBe(dies === 'putNew' || dies === 'putReplace' ? 'third' : 'fourth');

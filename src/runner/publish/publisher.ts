@@ -1,6 +1,6 @@
 import PQueue from 'p-queue';
 import type { Logger } from '../../log/logger.js';
-import { bucketPolicy, ObjectStoreError, type Publishing } from '../../sink/index.js';
+import { bucketPolicy, BucketError, type Publishing } from '../../sink/index.js';
 import type { Store, Unpublished } from '../../store/index.js';
 import type { Control } from '../core/control.js';
 import type { StagedCopy } from '../copies/copier.js';
@@ -126,9 +126,9 @@ export class Publisher {
   private failed(out: Unpublished, error: unknown): void {
     const { control, logger, store } = this.deps;
     const fault =
-      error instanceof ObjectStoreError
+      error instanceof BucketError
         ? error
-        : new ObjectStoreError((error as Error).message, 'failed', 'PUBLISH_FAILED', { cause: error });
+        : new BucketError((error as Error).message, 'failed', 'PUBLISH_FAILED', { cause: error });
     const key = `${out.jobId}/${out.output}/${out.path}`;
     const failures = fault.fault === 'failed' ? (this.ownFailures.get(key) ?? 0) + 1 : 0;
     if (failures) this.ownFailures.set(key, failures);

@@ -1,5 +1,5 @@
 import type { SinkProblem } from '../sink.js';
-import { ObjectStoreError } from './object-store.js';
+import { BucketError } from './bucket-client.js';
 
 /**
  * The bucket's faults, in one place: how an error is classed (`classify`),
@@ -38,24 +38,24 @@ const UNREACHABLE = new Set([
  * file's as the object's own failure. Its message never holds a credential
  * (the SDK's never do).
  */
-export function classify(error: unknown, what: string): ObjectStoreError {
-  if (error instanceof ObjectStoreError) return error;
+export function classify(error: unknown, what: string): BucketError {
+  if (error instanceof BucketError) return error;
   const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
   const e = error as { name?: string; Code?: string; code?: string; message?: string };
   const name = e.Code ?? e.name ?? e.code ?? 'Error';
   const code = e.code;
   const said = `${what}: ${status ? `${status} ` : ''}${name}${e.message && e.message !== name ? ` (${e.message})` : ''}`;
-  if (name === 'NoSuchBucket') return new ObjectStoreError(said, 'no-bucket', name, { cause: error });
+  if (name === 'NoSuchBucket') return new BucketError(said, 'no-bucket', name, { cause: error });
   // No region, no credentials found: nothing reached the bucket, and waiting will not mend it.
   const unconfigured = status === undefined && /region is missing|credential/i.test(e.message ?? '');
-  if (code && LOCAL.has(code)) return new ObjectStoreError(said, 'failed', code, { cause: error });
+  if (code && LOCAL.has(code)) return new BucketError(said, 'failed', code, { cause: error });
   if (DENIED.has(name) || status === 401 || status === 403 || unconfigured)
-    return new ObjectStoreError(said, 'denied', unconfigured ? unconfiguredCode(e.message) : name, { cause: error });
+    return new BucketError(said, 'denied', unconfigured ? unconfiguredCode(e.message) : name, { cause: error });
   if (status === undefined || UNREACHABLE.has(name) || (code && UNREACHABLE.has(code)))
-    return new ObjectStoreError(said, 'unreachable', code ?? name, { cause: error });
+    return new BucketError(said, 'unreachable', code ?? name, { cause: error });
   if (status >= 500 || status === 429 || name === 'SlowDown' || name === 'ConditionalRequestConflict' || status === 409)
-    return new ObjectStoreError(said, 'slow-down', name, { cause: error });
-  return new ObjectStoreError(said, 'failed', name, { cause: error });
+    return new BucketError(said, 'slow-down', name, { cause: error });
+  return new BucketError(said, 'failed', name, { cause: error });
 }
 
 /** The code a missing setting goes by in messages ('Error' says nothing). */
@@ -101,12 +101,12 @@ export type LookReaction = { do: 'not-lost' };
  * `failures` so far in this run counted with this one; `look`, a check of
  * whether an unpublished output is lost.
  */
-export function bucketPolicy(op: 'call', fault: ObjectStoreError): CallReaction;
-export function bucketPolicy(op: 'publish', fault: ObjectStoreError, failures: number): PublicationReaction;
-export function bucketPolicy(op: 'look', fault: ObjectStoreError): LookReaction;
+export function bucketPolicy(op: 'call', fault: BucketError): CallReaction;
+export function bucketPolicy(op: 'publish', fault: BucketError, failures: number): PublicationReaction;
+export function bucketPolicy(op: 'look', fault: BucketError): LookReaction;
 export function bucketPolicy(
   op: 'call' | 'publish' | 'look',
-  fault: ObjectStoreError,
+  fault: BucketError,
   failures = 1,
 ): CallReaction | PublicationReaction | LookReaction {
   if (op === 'look') return { do: 'not-lost' };
@@ -121,19 +121,19 @@ export function bucketPolicy(
   return { do: 'try-again' };
 }
 
-/** What to tell the user when the bucket cannot be written: by the store's answer. */
+/** What to tell the user when the bucket cannot be written: by the bucket's answer. */
 export function bucketProblem(location: string, error: unknown): SinkProblem {
-  const e = error instanceof ObjectStoreError ? error : undefined;
+  const e = error instanceof BucketError ? error : undefined;
   const code = e?.code ?? 'WRITE_FAILED';
   return { code, message: `cannot write to ${location} (${code}): ${whatToDo(e)}` };
 }
 
 /** A bucket's fault in a user's words: what it said, and what to do. */
-export function bucketProblemText(error: ObjectStoreError): string {
+export function bucketProblemText(error: BucketError): string {
   return `${error.message}: ${whatToDo(error)}`;
 }
 
-function whatToDo(e: ObjectStoreError | undefined): string {
+function whatToDo(e: BucketError | undefined): string {
   // Nothing reached the bucket: the setting that is missing is said first, alone.
   const missing = e?.fault === 'denied' ? unconfigured(e) : undefined;
   if (missing) return missing;
@@ -147,7 +147,7 @@ function whatToDo(e: ObjectStoreError | undefined): string {
 }
 
 /** What the SDK found missing before sending anything: no region, or no credentials. */
-function unconfigured(e: ObjectStoreError): string | undefined {
+function unconfigured(e: BucketError): string | undefined {
   const said = `${e.message} ${(e.cause as Error | undefined)?.message ?? ''}`;
   if (/region is missing/i.test(said))
     return "no region is set: set AWS_REGION (auto for Cloudflare R2, the bucket's region for AWS S3) or a region in AWS_PROFILE's config";

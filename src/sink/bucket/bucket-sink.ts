@@ -21,13 +21,13 @@ import type {
   StagedOutput,
 } from '../sink.js';
 import { bucketPolicy, bucketProblem, classify } from './bucket-policy.js';
-import { ObjectStoreError, type ObjectStore, type StoredObject } from './object-store.js';
+import { BucketError, type BucketClient, type BucketObject } from './bucket-client.js';
 import { PatientBucket, type Patience } from './patient-bucket.js';
 import { StateSnapshots } from './state-snapshots.js';
 import { makeFolder } from '../../util/make-folder.js';
 
 /** A name already held in the bucket by other bytes: the output is not put over it. */
-export class ObjectTakenError extends ObjectStoreError {}
+export class ObjectTakenError extends BucketError {}
 
 /** Where results and pages are written before they are put in the bucket, inside the staging folder. */
 const REPORTS_DIR = '.reports';
@@ -62,7 +62,7 @@ export class BucketSink implements OutputSink {
 
   constructor(
     where: BucketLocation,
-    store: ObjectStore,
+    store: BucketClient,
     /** The staging folder: outputs wait there, verified, until they are published. */
     private readonly staging: FolderSink,
     private readonly options: BucketSinkOptions,
@@ -154,7 +154,7 @@ export class BucketSink implements OutputSink {
     if (recorded.published) return { verdict: 'unchanged' };
     const local = await this.staging.check(recorded);
     if (local.verdict !== 'missing') return local;
-    let there: StoredObject | undefined;
+    let there: BucketObject | undefined;
     try {
       there = await this.bucket.head(this.keyOf(recorded.path));
     } catch (error) {
@@ -227,7 +227,7 @@ export class BucketSink implements OutputSink {
     const path = this.staging.localPath(out.path);
     // Gone since it was saved (a resume found it lost and downloads it again): that download publishes it.
     if (!existsSync(path))
-      throw new ObjectStoreError(`${out.path} is no longer in ${this.staging.location}`, 'failed', 'NOT_STAGED');
+      throw new BucketError(`${out.path} is no longer in ${this.staging.location}`, 'failed', 'NOT_STAGED');
     const source = {
       path,
       bytes: out.bytes,
@@ -236,10 +236,10 @@ export class BucketSink implements OutputSink {
     };
     const put = await this.bucket.putNew(key, source, { signal });
     const now = await this.bucket.head(key, { signal });
-    if (!now) throw new ObjectStoreError(`${url} was put but is not there`, 'failed', 'NOT_THERE');
+    if (!now) throw new BucketError(`${url} was put but is not there`, 'failed', 'NOT_THERE');
     if (put === 'exists') return this.sameOrTaken(now, out, url);
     if (now.size !== out.bytes || now.sha256 !== out.sha256)
-      throw new ObjectStoreError(
+      throw new BucketError(
         `${url} holds ${now.size} bytes (sha256 ${now.sha256 ?? 'none'}) after the upload of ${out.bytes} bytes (sha256 ${out.sha256})`,
         'failed',
         'VERIFY_FAILED',

@@ -4,12 +4,12 @@ import { backoffMs, type Backoff } from '../../util/backoff.js';
 import { bucketPolicy, type CallReaction, classify, FIRST_BACKOFF_MS, LONGEST_BACKOFF_MS } from './bucket-policy.js';
 import type { BucketTrouble, ByteRange } from '../sink.js';
 import {
-  ObjectStoreError,
+  BucketError,
   type ObjectSource,
-  type ObjectStore,
-  type StoreCall,
-  type StoredObject,
-} from './object-store.js';
+  type BucketClient,
+  type BucketCall,
+  type BucketObject,
+} from './bucket-client.js';
 
 /**
  * While the bucket answers nothing and a call waits on it, a cheap look (a
@@ -40,7 +40,7 @@ const STUCK_MS = 1_000;
 const OUTAGE_ENDED = 'OUTAGE_ENDED';
 
 /**
- * The one fault policy of every call to a bucket, in front of the store that
+ * The one fault policy of every call to a bucket, in front of the client that
  * speaks to it: a slow-down (503, 500, 429), a refused or reset connection
  * and a request that moves no byte for `idleTimeoutMs` (a silent connect, answer or
  * body, whatever the SDK's own timeouts do) are backed off with jitter and
@@ -50,7 +50,7 @@ const OUTAGE_ENDED = 'OUTAGE_ENDED';
  * since when it lasts, and any answer ends it. A body being read that goes
  * silent or is cut is taken up again from its next byte.
  */
-export class PatientBucket implements ObjectStore {
+export class PatientBucket implements BucketClient {
   readonly bucket: string;
   private troubleSince: number | undefined;
   private lastCode = '';
@@ -74,7 +74,7 @@ export class PatientBucket implements ObjectStore {
   private readonly random: () => number;
 
   constructor(
-    private readonly inner: ObjectStore,
+    private readonly inner: BucketClient,
     private readonly patience: Patience,
   ) {
     this.bucket = inner.bucket;
@@ -98,7 +98,7 @@ export class PatientBucket implements ObjectStore {
    * results, the last snapshot, the lease's release) is the next run's.
    */
   abandon(why: string): void {
-    if (!this.closing.signal.aborted) this.closing.abort(new ObjectStoreError(why, 'unreachable', 'ABANDONED'));
+    if (!this.closing.signal.aborted) this.closing.abort(new BucketError(why, 'unreachable', 'ABANDONED'));
   }
 
   /** Whether `abandon` was called. */
@@ -112,16 +112,16 @@ export class PatientBucket implements ObjectStore {
     return () => this.listeners.delete(listener);
   }
 
-  head(key: string, call?: StoreCall): Promise<StoredObject | undefined> {
+  head(key: string, call?: BucketCall): Promise<BucketObject | undefined> {
     return this.call(key, call, (c) => this.inner.head(key, c));
   }
 
   /**
    * Create-only, sent again only after a look finds nothing under the key: a
-   * put whose answer was lost may have landed, and a store that ignores
+   * put whose answer was lost may have landed, and a bucket that ignores
    * If-None-Match (s3rver, some others) would take the resend over it.
    */
-  putNew(key: string, source: ObjectSource, call?: StoreCall): Promise<'created' | 'exists'> {
+  putNew(key: string, source: ObjectSource, call?: BucketCall): Promise<'created' | 'exists'> {
     let sent = false;
     return this.call(key, call, async (c) => {
       if (sent && (await this.inner.head(key, c))) return 'exists';
@@ -130,15 +130,15 @@ export class PatientBucket implements ObjectStore {
     });
   }
 
-  putReplace(key: string, source: Omit<ObjectSource, 'sha256'>, call?: StoreCall): Promise<void> {
+  putReplace(key: string, source: Omit<ObjectSource, 'sha256'>, call?: BucketCall): Promise<void> {
     return this.call(key, call, (c) => this.inner.putReplace(key, source, c));
   }
 
-  delete(key: string, call?: StoreCall): Promise<void> {
+  delete(key: string, call?: BucketCall): Promise<void> {
     return this.call(key, call, (c) => this.inner.delete(key, c));
   }
 
-  async get(key: string, range?: ByteRange, call?: StoreCall): Promise<{ size: number; body: Readable } | undefined> {
+  async get(key: string, range?: ByteRange, call?: BucketCall): Promise<{ size: number; body: Readable } | undefined> {
     const got = await this.call(key, call, (c) => this.inner.get(key, range, c));
     if (!got) return undefined;
     const from = range?.start ?? 0;
@@ -163,7 +163,7 @@ export class PatientBucket implements ObjectStore {
           yield chunk;
         }
         if (at > to) return;
-        throw new ObjectStoreError(`GET ${key}: the body ended after ${at - from} bytes`, 'unreachable', 'ECONNRESET');
+        throw new BucketError(`GET ${key}: the body ended after ${at - from} bytes`, 'unreachable', 'ECONNRESET');
       } catch (error) {
         body.destroy();
         const fault = classify(error, `GET ${key}`);
@@ -171,7 +171,7 @@ export class PatientBucket implements ObjectStore {
         if (signal?.aborted || reaction.do !== 'back-off') throw fault;
         await this.waitOut(fault, reaction, signal);
         const rest = await this.call(key, { signal }, (c) => this.inner.get(key, { start: at, end: to }, c));
-        if (!rest) throw new ObjectStoreError(`GET ${key}: the object is gone`, 'failed', 'NoSuchKey');
+        if (!rest) throw new BucketError(`GET ${key}: the object is gone`, 'failed', 'NoSuchKey');
         body = rest.body;
       }
     }
@@ -180,8 +180,8 @@ export class PatientBucket implements ObjectStore {
   /** One call, sent again after each passing fault until it is answered or the bucket's trouble has lasted too long. */
   private async call<T>(
     key: string,
-    call: StoreCall | undefined,
-    attempt: (call: StoreCall) => Promise<T>,
+    call: BucketCall | undefined,
+    attempt: (call: BucketCall) => Promise<T>,
   ): Promise<T> {
     const signal = call?.signal ? AbortSignal.any([call.signal, this.closing.signal]) : this.closing.signal;
     if (signal.aborted) throw signal.reason;
@@ -195,7 +195,7 @@ export class PatientBucket implements ObjectStore {
     }
   }
 
-  private async tries<T>(signal: AbortSignal, attempt: (call: StoreCall) => Promise<T>): Promise<T> {
+  private async tries<T>(signal: AbortSignal, attempt: (call: BucketCall) => Promise<T>): Promise<T> {
     // Since when this call has met nothing but faults: it gives up after as long as the bucket's trouble would, though
     // other calls are answered meanwhile (a bucket that answers looks but never takes a write).
     let faultedSince: number | undefined;
@@ -234,7 +234,7 @@ export class PatientBucket implements ObjectStore {
    * an outage ended the sleep.
    */
   private async waitOut(
-    fault: ObjectStoreError,
+    fault: BucketError,
     reaction: BackOff,
     signal: AbortSignal | undefined,
     tries = 0,
@@ -248,7 +248,7 @@ export class PatientBucket implements ObjectStore {
     for (const listener of this.listeners) listener(trouble);
     const since = Math.min(trouble.since, faultedSince);
     if (now >= since + this.patience.unreachableMs)
-      throw new ObjectStoreError(
+      throw new BucketError(
         `${fault.message}; the bucket has answered ${since < trouble.since ? 'this request ' : ''}nothing but faults since ${new Date(since).toISOString()} (--unreachable-minutes)`,
         'unreachable',
         fault.code,
@@ -338,7 +338,7 @@ export class PatientBucket implements ObjectStore {
     if (noAnswer) this.outageEndedAt = now;
     for (const listener of this.listeners) listener(undefined);
     // Only after an outage of no answers (a slow-down's requests are being served), and only an attempt stuck a while:
-    // a write given up while it is landing would be sent again over itself where a store ignores If-None-Match.
+    // a write given up while it is landing would be sent again over itself where a bucket ignores If-None-Match.
     if (noAnswer)
       for (const attempt of [...this.underWay])
         if (attempt.movedAt < sentAt && now - attempt.movedAt >= STUCK_MS) attempt.abandon();
@@ -348,14 +348,14 @@ export class PatientBucket implements ObjectStore {
   /** One attempt, abandoned when it moves no byte for the idle timeout (its own timeouts may never fire). */
   private untilIdle<T>(
     signal: AbortSignal | undefined,
-    attempt: (call: StoreCall) => Promise<T>,
+    attempt: (call: BucketCall) => Promise<T>,
     idleTimeoutMs = this.patience.idleTimeoutMs,
   ): Promise<T> {
     const ends = new AbortController();
     const interrupt = () => ends.abort(signal?.reason);
     signal?.addEventListener('abort', interrupt, { once: true });
     let timer: NodeJS.Timeout | undefined;
-    const giveUp = (reject: (error: unknown) => void, error: ObjectStoreError) => {
+    const giveUp = (reject: (error: unknown) => void, error: BucketError) => {
       ends.abort(error);
       reject(error);
     };
@@ -363,9 +363,9 @@ export class PatientBucket implements ObjectStore {
     this.underWay.add(tracked);
     return new Promise<T>((resolve, reject) => {
       const silent = () =>
-        giveUp(reject, new ObjectStoreError(`no byte for ${idleTimeoutMs / 1000} s`, 'unreachable', 'IDLE_TIMEOUT'));
+        giveUp(reject, new BucketError(`no byte for ${idleTimeoutMs / 1000} s`, 'unreachable', 'IDLE_TIMEOUT'));
       tracked.abandon = () =>
-        giveUp(reject, new ObjectStoreError('sent during an outage that has ended', 'unreachable', OUTAGE_ENDED));
+        giveUp(reject, new BucketError('sent during an outage that has ended', 'unreachable', OUTAGE_ENDED));
       const arm = () => {
         tracked.movedAt = this.now();
         clearTimeout(timer);
@@ -388,7 +388,7 @@ async function* untilSilent(body: Readable, idleTimeoutMs: number): AsyncGenerat
   const chunks = body[Symbol.asyncIterator]();
   for (;;) {
     const timer = setTimeout(
-      () => body.destroy(new ObjectStoreError(`no byte for ${idleTimeoutMs / 1000} s`, 'unreachable', 'IDLE_TIMEOUT')),
+      () => body.destroy(new BucketError(`no byte for ${idleTimeoutMs / 1000} s`, 'unreachable', 'IDLE_TIMEOUT')),
       idleTimeoutMs,
     );
     let next: IteratorResult<Buffer>;

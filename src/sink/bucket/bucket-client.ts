@@ -3,7 +3,7 @@ import { GenbatchError } from '../../util/errors.js';
 import type { ByteRange } from '../sink.js';
 
 /** An object as the bucket describes it: its size, and the sha256 genbatch stored with it (if any). */
-export interface StoredObject {
+export interface BucketObject {
   size: number;
   sha256: string | undefined;
 }
@@ -18,7 +18,7 @@ export interface ObjectSource {
 }
 
 /** How one call is made: what ends it (an interrupt, or the idle clock), and a tick for each stretch of bytes that moves. */
-export interface StoreCall {
+export interface BucketCall {
   signal?: AbortSignal | undefined;
   /** Bytes of a body moved (sent or taken): the request is not silent. */
   progress?: (() => void) | undefined;
@@ -30,21 +30,21 @@ export interface StoreCall {
  * give fakes that slow down, go silent or refuse. Each is one attempt: the
  * PatientBucket in front of it rides out the bucket's faults.
  */
-export interface ObjectStore {
+export interface BucketClient {
   readonly bucket: string;
   /** The object under `key`, or undefined when there is none. */
-  head(key: string, call?: StoreCall): Promise<StoredObject | undefined>;
+  head(key: string, call?: BucketCall): Promise<BucketObject | undefined>;
   /**
    * Puts the file under `key` only where no object is ('created'); 'exists'
-   * when the store says one is there (If-None-Match). A store that ignores
+   * when the bucket says one is there (If-None-Match). A bucket that ignores
    * the condition overwrites: callers look first (head).
    */
-  putNew(key: string, source: ObjectSource, call?: StoreCall): Promise<'created' | 'exists'>;
+  putNew(key: string, source: ObjectSource, call?: BucketCall): Promise<'created' | 'exists'>;
   /** Puts (or replaces) a small object: the results, the gallery, the owner marker. */
-  putReplace(key: string, source: Omit<ObjectSource, 'sha256'>, call?: StoreCall): Promise<void>;
+  putReplace(key: string, source: Omit<ObjectSource, 'sha256'>, call?: BucketCall): Promise<void>;
   /** The object's bytes (all, or a range), or undefined when there is none. */
-  get(key: string, range?: ByteRange, call?: StoreCall): Promise<{ size: number; body: Readable } | undefined>;
-  delete(key: string, call?: StoreCall): Promise<void>;
+  get(key: string, range?: ByteRange, call?: BucketCall): Promise<{ size: number; body: Readable } | undefined>;
+  delete(key: string, call?: BucketCall): Promise<void>;
 }
 
 /**
@@ -55,12 +55,12 @@ export interface ObjectStore {
  * - `no-bucket`: the bucket does not exist;
  * - `failed`: anything else about this one object.
  */
-export type ObjectStoreFault = 'slow-down' | 'unreachable' | 'denied' | 'no-bucket' | 'failed';
+export type BucketFault = 'slow-down' | 'unreachable' | 'denied' | 'no-bucket' | 'failed';
 
-export class ObjectStoreError extends GenbatchError {
+export class BucketError extends GenbatchError {
   constructor(
     message: string,
-    readonly fault: ObjectStoreFault,
+    readonly fault: BucketFault,
     /** The store's own code (SlowDown, AccessDenied, ECONNREFUSED, …). */
     readonly code: string,
     options?: { cause?: unknown },

@@ -13,9 +13,9 @@ import {
 import { Upload } from '@aws-sdk/lib-storage';
 import type { ByteRange } from '../sink.js';
 import { classify } from './bucket-policy.js';
-import type { ObjectSource, ObjectStore, StoreCall, StoredObject } from './object-store.js';
+import type { ObjectSource, BucketClient, BucketCall, BucketObject } from './bucket-client.js';
 
-/** Files up to this size go in one PUT with Content-MD5 (the store checks the bytes); larger ones in parts. */
+/** Files up to this size go in one PUT with Content-MD5 (the bucket checks the bytes); larger ones in parts. */
 const SINGLE_PUT_MAX = 16 * 1024 * 1024;
 /** Parts of a multipart upload (S3's smallest), and how many at once: what a video holds in memory (10 MiB; four at once, 40). */
 const PART_SIZE = 5 * 1024 * 1024;
@@ -40,7 +40,7 @@ export interface S3StoreOptions {
  * SDK's default CRC32 trailers: R2, MinIO); one attempt per call, the
  * caller backs off (it counts how long the bucket has not answered).
  */
-export class S3ObjectStore implements ObjectStore {
+export class S3BucketClient implements BucketClient {
   readonly bucket: string;
   private readonly client: S3Client;
 
@@ -49,7 +49,7 @@ export class S3ObjectStore implements ObjectStore {
     this.client = createClient(clientConfig(options.env ?? process.env, options.idleTimeoutMs));
   }
 
-  async head(key: string, call: StoreCall = {}): Promise<StoredObject | undefined> {
+  async head(key: string, call: BucketCall = {}): Promise<BucketObject | undefined> {
     try {
       const head = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }), {
         abortSignal: call.signal,
@@ -61,8 +61,8 @@ export class S3ObjectStore implements ObjectStore {
     }
   }
 
-  async putNew(key: string, source: ObjectSource, call: StoreCall = {}): Promise<'created' | 'exists'> {
-    // Create-only where the store supports it (S3, R2, MinIO); the caller has looked first for those that do not.
+  async putNew(key: string, source: ObjectSource, call: BucketCall = {}): Promise<'created' | 'exists'> {
+    // Create-only where the bucket supports it (S3, R2, MinIO); the caller has looked first for those that do not.
     const params = { Metadata: { [SHA256_META]: source.sha256 }, IfNoneMatch: '*' };
     try {
       await this.put(key, source, params, call);
@@ -73,7 +73,7 @@ export class S3ObjectStore implements ObjectStore {
     }
   }
 
-  async putReplace(key: string, source: Omit<ObjectSource, 'sha256'>, call: StoreCall = {}): Promise<void> {
+  async putReplace(key: string, source: Omit<ObjectSource, 'sha256'>, call: BucketCall = {}): Promise<void> {
     try {
       await this.put(key, source, {}, call);
     } catch (error) {
@@ -91,7 +91,7 @@ export class S3ObjectStore implements ObjectStore {
     key: string,
     source: Omit<ObjectSource, 'sha256'>,
     extra: { Metadata?: Record<string, string>; IfNoneMatch?: string },
-    call: StoreCall,
+    call: BucketCall,
   ): Promise<void> {
     const params = { Bucket: this.bucket, Key: key, ContentType: source.contentType, ...extra };
     const body = { Body: bodyOf(source.path, call.progress), ContentLength: source.bytes };
@@ -115,7 +115,7 @@ export class S3ObjectStore implements ObjectStore {
   async get(
     key: string,
     range?: ByteRange,
-    call: StoreCall = {},
+    call: BucketCall = {},
   ): Promise<{ size: number; body: Readable } | undefined> {
     try {
       const got = await this.client.send(
@@ -134,7 +134,7 @@ export class S3ObjectStore implements ObjectStore {
     }
   }
 
-  async delete(key: string, call: StoreCall = {}): Promise<void> {
+  async delete(key: string, call: BucketCall = {}): Promise<void> {
     try {
       await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }), { abortSignal: call.signal });
     } catch (error) {
