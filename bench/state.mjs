@@ -63,24 +63,24 @@ export function buildCatalogState(path, { items, outDir, reviewed = false, tagge
       const item = skuOf(i);
       const job = `job_${i}`;
       const at = start + i * 6_000;
-      store.life.startAttempt(item, 1, `key-${i}`, '{}', at, 'fp-bench');
-      store.life.recordSent(item, 1, at, 'fp-bench');
-      store.life.recordAccepted(item, 1, job, 8, 0, at + 50);
+      store.lifecycle.startAttempt(item, 1, `key-${i}`, '{}', at, 'fp-bench');
+      store.lifecycle.recordSent(item, 1, at, 'fp-bench');
+      store.lifecycle.recordAccepted(item, 1, job, 8, 0, at + 50);
       if (i % 50 === 49) {
-        store.life.recordEnded(
+        store.lifecycle.recordEnded(
           item,
           1,
           { jobId: job, status: 'failed', refunded: 8, refundDay: 0, error: failure },
           at + 40_000,
         );
-        store.life.endWithoutOutput(item, 'failed', failure, at + 40_000);
+        store.lifecycle.endWithoutOutput(item, 'failed', failure, at + 40_000);
         continue;
       }
       const name = `${item}-1.png`;
-      store.life.recordEnded(item, 1, { jobId: job, status: 'completed', refunded: 0, refundDay: 0 }, at + 50_000);
+      store.lifecycle.recordEnded(item, 1, { jobId: job, status: 'completed', refunded: 0, refundDay: 0 }, at + 50_000);
       store.outputs.claimPath(job, 1, item, name, 1, at + 50_000);
       const file = { path: name, bytes: 4785, sha256: 'ab'.repeat(32), contentType: 'image/png', mtimeMs: at };
-      store.life.outputSaved(item, job, 1, file, at + 51_000, true);
+      store.lifecycle.outputSaved(item, job, 1, file, at + 51_000, true);
       if (outDir) linkSync(sourceOf(i), join(outDir, name));
       if (reviewed && i % 10 === 0) store.reviews.decide(item, 1, 'approved', undefined, at + 60_000);
       if (reviewed && i % 20 === 5) store.reviews.decide(item, 1, 'rejected', 'glaze too dark', at + 60_000);

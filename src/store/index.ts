@@ -71,7 +71,7 @@ export class Store {
   /** What pause, resume and drain ask of the run, and what it answered. */
   readonly steering: Steering;
   /** The item's named, guarded transitions: the only way the runner changes an item's state. */
-  readonly life: Lifecycle;
+  readonly lifecycle: Lifecycle;
   private checkpointTimer: NodeJS.Timeout | undefined;
   /** Prepared once: a job task reads the run's id for each attempt's key. */
   private readonly metaStmt;
@@ -90,9 +90,9 @@ export class Store {
     this.accounting = new Accounting(db);
     this.counters = new Counters(db);
     this.metrics = new MetricsQueries(db);
-    this.life = new Lifecycle(db, this.attempts, this.accounting, this.outputs);
-    this.items = new Items(db, this.life);
-    this.itemSync = new ItemSyncer(db, this.life);
+    this.lifecycle = new Lifecycle(db, this.attempts, this.accounting, this.outputs);
+    this.items = new Items(db, this.lifecycle);
+    this.itemSync = new ItemSyncer(db, this.lifecycle);
     this.queue = new ReadyQueue(db);
     this.itemReports = new ItemReports(db);
     this.uploads = new Uploads(db);

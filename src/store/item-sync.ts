@@ -24,7 +24,7 @@ export class ItemSyncer {
   constructor(
     private readonly db: Db,
     /** The item's life: every change of an item's state is one of its guarded transitions. */
-    private readonly life: Lifecycle,
+    private readonly lifecycle: Lifecycle,
   ) {
     this.byId = db.prepare<[string], ItemRow>('SELECT * FROM items WHERE id = ?');
     // No trigger counts an inserted item (migration 11): sync adds what it inserted to the tally, once per type.
@@ -89,7 +89,7 @@ export class ItemSyncer {
             this.insertItem(item, now, addedByType);
           } else if (row.content_hash === item.contentHash) {
             if (row.changed) this.markChanged.run({ id: item.id, seq: item.seq, changed: 0, now });
-          } else if (row.attempt === 0 || (redoChanged && this.life.redoChanged(item.id, now))) {
+          } else if (row.attempt === 0 || (redoChanged && this.lifecycle.redoChanged(item.id, now))) {
             // Never sent, or put back by --redo-changed (never an item on the wire or in flight: the lifecycle guards it).
             const { id, seq, type, model, contentHash, spec } = item;
             this.updateUnsent.run({ id, seq, type, model, contentHash, spec, now });

@@ -110,7 +110,7 @@ export class Items {
   constructor(
     private readonly db: Db,
     /** The item's life: every change of an item's state is one of its guarded transitions. */
-    private readonly life: Lifecycle,
+    private readonly lifecycle: Lifecycle,
   ) {
     this.byId = db.prepare<[string], ItemRow>('SELECT * FROM items WHERE id = ?');
     this.putBackCandidatesStmt = db.prepare<[], ItemRow>(
@@ -154,7 +154,7 @@ export class Items {
               ? ({ created: 'queued', sent: 'maybe_accepted' } as const)[attempt.status as 'created' | 'sent']
               : undefined;
           const state = item.state === 'downloading' ? 'downloading' : (unanswered ?? 'pending');
-          if (this.life.putBack(item.id, state, options.now)) requeued++;
+          if (this.lifecycle.putBack(item.id, state, options.now)) requeued++;
         }
       })
       .immediate();
@@ -167,7 +167,7 @@ export class Items {
    * each. Returns their ids.
    */
   putBackRejected(rejected: readonly string[], now: number): string[] {
-    return this.db.transaction(() => rejected.filter((id) => this.life.redoRejected(id, now))).immediate();
+    return this.db.transaction(() => rejected.filter((id) => this.lifecycle.redoRejected(id, now))).immediate();
   }
 
   /** An item's stored spec. */

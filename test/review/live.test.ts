@@ -20,17 +20,17 @@ function runStore(path: string): Store {
   }));
   store.itemSync.sync(items, 1, false);
   for (const id of ['a', 'b']) {
-    store.life.startAttempt(id, 1, `k-${id}`, '{}', 1, 'fp');
-    store.life.recordSent(id, 1, 1, 'fp');
-    store.life.recordAccepted(id, 1, `job-${id}`, 2, 0, 1);
-    store.life.recordEnded(id, 1, { jobId: `job-${id}`, status: 'completed', refunded: 0, refundDay: 0 }, 1);
+    store.lifecycle.startAttempt(id, 1, `k-${id}`, '{}', 1, 'fp');
+    store.lifecycle.recordSent(id, 1, 1, 'fp');
+    store.lifecycle.recordAccepted(id, 1, `job-${id}`, 2, 0, 1);
+    store.lifecycle.recordEnded(id, 1, { jobId: `job-${id}`, status: 'completed', refunded: 0, refundDay: 0 }, 1);
     store.outputs.claimPath(`job-${id}`, 1, id, `${id}-1.png`, 1, 1);
   }
   return store;
 }
 
 const saved = (store: Store, id: string) =>
-  store.life.outputSaved(
+  store.lifecycle.outputSaved(
     id,
     `job-${id}`,
     1,

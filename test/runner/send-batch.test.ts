@@ -30,14 +30,14 @@ function withAttempts(ids: string[]): Store {
     1,
     false,
   );
-  for (const id of ids) store.life.startAttempt(id, 1, `key-${id}`, '{}', 2, 'fp-a');
+  for (const id of ids) store.lifecycle.startAttempt(id, 1, `key-${id}`, '{}', 2, 'fp-a');
   return store;
 }
 
 describe('the records of submissions leaving together', () => {
   it('are committed in one transaction, each guarded as alone, before any of them may leave', async () => {
     const s = withAttempts(['a', 'b', 'c']);
-    const batches = vi.spyOn(s.life, 'recordSentAll');
+    const batches = vi.spyOn(s.lifecycle, 'recordSentAll');
     const sends = new SendBatch(s);
     const asked = [
       sends.record({ id: 'a', n: 1, now: 3, keyFp: 'fp-a' }),
@@ -54,7 +54,7 @@ describe('the records of submissions leaving together', () => {
 
   it('a commit that fails lets none of its requests leave', async () => {
     const s = withAttempts(['a', 'b']);
-    vi.spyOn(s.life, 'recordSentAll').mockImplementation(() => {
+    vi.spyOn(s.lifecycle, 'recordSentAll').mockImplementation(() => {
       throw new Error('SQLITE_FULL: database or disk is full');
     });
     const sends = new SendBatch(s);

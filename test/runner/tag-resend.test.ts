@@ -28,10 +28,10 @@ describe('a tag budget and a resend', () => {
     const key = randomUUID();
     const store = Store.open(ws.statePath);
     const now = Date.now();
-    store.life.redoChanged('a', now);
-    store.life.startAttempt('a', 2, key, first.body!, now, store.attempts.keyOf('a', 1)!);
-    store.life.recordSent('a', 2, now, store.attempts.keyOf('a', 1)!);
-    store.life.deferResend('a', 2, now + 1, now);
+    store.lifecycle.redoChanged('a', now);
+    store.lifecycle.startAttempt('a', 2, key, first.body!, now, store.attempts.keyOf('a', 1)!);
+    store.lifecycle.recordSent('a', 2, now, store.attempts.keyOf('a', 1)!);
+    store.lifecycle.deferResend('a', 2, now + 1, now);
     store.close();
     // t has 6 charged now, and a budget of 4.
     writeFileSync(join(ws.dir, 'm.yaml'), manifest(4));

@@ -38,11 +38,11 @@ function storeWithRuns(): Store {
       const id = `i${i}`;
       const at = start + i * 1_000;
       const key = i % 2 ? 'fp-a' : 'fp-b';
-      store.life.startAttempt(id, 1, `k-${i}`, '{}', at, key);
-      store.life.recordSent(id, 1, at, key);
-      store.life.recordAccepted(id, 1, `job-${i}`, 4 + (i % 4), 0, at + 10);
+      store.lifecycle.startAttempt(id, 1, `k-${i}`, '{}', at, key);
+      store.lifecycle.recordSent(id, 1, at, key);
+      store.lifecycle.recordAccepted(id, 1, `job-${i}`, 4 + (i % 4), 0, at + 10);
       const failed = i % 7 === 3;
-      store.life.recordEnded(
+      store.lifecycle.recordEnded(
         id,
         1,
         {

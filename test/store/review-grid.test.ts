@@ -69,19 +69,19 @@ function stateWith(items: Made[], path: string): Store {
   store.tx(() => {
     for (const m of items) {
       const job = `job-${m.seq}`;
-      store.life.startAttempt(m.id, 1, `key-${m.seq}`, '{}', 2_000, 'fp');
-      store.life.recordSent(m.id, 1, 2_000, 'fp');
-      store.life.recordAccepted(m.id, 1, job, 8, 0, 2_050);
+      store.lifecycle.startAttempt(m.id, 1, `key-${m.seq}`, '{}', 2_000, 'fp');
+      store.lifecycle.recordSent(m.id, 1, 2_000, 'fp');
+      store.lifecycle.recordAccepted(m.id, 1, job, 8, 0, 2_050);
       if (m.seq % 7 === 6) {
         const error = { code: 'GENERATION_FAILED', message: 'failed' };
-        store.life.recordEnded(m.id, 1, { jobId: job, status: 'failed', refunded: 8, refundDay: 0, error }, 3_000);
-        store.life.endWithoutOutput(m.id, 'failed', error, 3_000);
+        store.lifecycle.recordEnded(m.id, 1, { jobId: job, status: 'failed', refunded: 8, refundDay: 0, error }, 3_000);
+        store.lifecycle.endWithoutOutput(m.id, 'failed', error, 3_000);
         continue;
       }
-      store.life.recordEnded(m.id, 1, { jobId: job, status: 'completed', refunded: 0, refundDay: 0 }, 3_000);
+      store.lifecycle.recordEnded(m.id, 1, { jobId: job, status: 'completed', refunded: 0, refundDay: 0 }, 3_000);
       store.outputs.claimPath(job, 1, m.id, `${m.id}-1.png`, 1, 3_000);
       const file = { path: `${m.id}-1.png`, bytes: 10, sha256: 'ab'.repeat(32), contentType: 'image/png', mtimeMs: 1 };
-      store.life.outputSaved(m.id, job, 1, file, 3_100, true);
+      store.lifecycle.outputSaved(m.id, job, 1, file, 3_100, true);
       if (m.seq % 5 === 0) store.reviews.decide(m.id, 1, 'approved', undefined, 4_000);
       if (m.seq % 5 === 1) store.reviews.decide(m.id, 1, 'rejected', 'no', 4_000);
     }

@@ -34,7 +34,7 @@ describe('the running tallies agree with the rows they count', () => {
           for (const { item, act, credits } of ops) {
             const id = ids[item]!;
             const n = store.items.get(id)!.attempt;
-            const life = store.life;
+            const life = store.lifecycle;
             [
               () => life.startAttempt(id, n + 1, `${id}-${n + 1}`, '{}', t, 'fp-a'),
               () => life.recordSent(id, n, t, 'fp-a'),

@@ -128,7 +128,7 @@ export class Feeder {
 
   /** pending → skipped, said as the item's end. */
   skipForGood(id: string, code: string, message: string): void {
-    if (this.store.life.markSkipped(id, { code, message }, this.clock.now()))
+    if (this.store.lifecycle.markSkipped(id, { code, message }, this.clock.now()))
       this.control.emit({ kind: 'item-final', itemId: id, state: 'skipped', code, message });
   }
 

@@ -20,7 +20,7 @@ export async function newAttempt(task: ItemTask): Promise<AttemptRow | undefined
   if (!body) return undefined;
   const n = item.attempt + 1;
   const key = idempotencyKey(store.meta('run_id')!, item.id, item.content_hash, n);
-  if (!store.life.startAttempt(item.id, n, key, JSON.stringify(body), clock.now(), task.lane.fingerprint))
+  if (!store.lifecycle.startAttempt(item.id, n, key, JSON.stringify(body), clock.now(), task.lane.fingerprint))
     return undefined;
   return store.attempts.latest(item.id);
 }
@@ -74,7 +74,7 @@ function uploadFailed(task: ItemTask, reaction: Reaction, error: unknown): undef
   if (reaction.do !== 'resend-with-backoff' || failures >= reaction.maxResends)
     return task.endWithoutOutput('failed', 'UPLOAD_FAILED', (error as Error).message);
   const now = clock.now();
-  store.life.uploadFailed(
+  store.lifecycle.uploadFailed(
     task.itemId,
     now,
     now + waitMs(reaction, failures, error, clock.scaled, task.lane.limits.upload),

@@ -16,7 +16,7 @@ export function recordCrash(
   try {
     options.logger?.error({ item: itemId, err: error }, 'unexpected error');
     const item = store.items.get(itemId);
-    if (item) store.life.crashed(itemId, item.state, { code: 'INTERNAL', message }, options.now());
+    if (item) store.lifecycle.crashed(itemId, item.state, { code: 'INTERNAL', message }, options.now());
   } catch (secondary) {
     options.logger?.error({ item: itemId, err: secondary }, 'could not record an unexpected error');
   }

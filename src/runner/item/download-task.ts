@@ -137,7 +137,7 @@ class DownloadTask {
   private gaveUp(failure: DownloadFailure): void {
     const { store, clock, control } = this.deps;
     const { message } = failure;
-    store.life.downloadFailed(this.item.id, { code: 'DOWNLOAD_FAILED', message }, clock.now());
+    store.lifecycle.downloadFailed(this.item.id, { code: 'DOWNLOAD_FAILED', message }, clock.now());
     control.emit({ kind: 'item-final', itemId: this.item.id, state: 'downloading', code: 'DOWNLOAD_FAILED', message });
     this.deps.report.ended(failure);
   }
@@ -198,7 +198,7 @@ class DownloadTask {
     }
     // Every output was already on disk (a resumed download that had saved them all).
     if (missing.length === 0) {
-      if (store.life.downloaded(itemId, clock.now())) control.emit({ kind: 'item-final', itemId, state: 'done' });
+      if (store.lifecycle.downloaded(itemId, clock.now())) control.emit({ kind: 'item-final', itemId, state: 'done' });
       this.deps.report.ended(undefined);
     }
     return 'ended';
@@ -227,7 +227,7 @@ class DownloadTask {
       const file = await opened.saveAs(settings.outputs, claimed);
       const { version } = claimed;
       const { jobId } = this;
-      const done = store.life.outputSaved(itemId, jobId, idx, file, clock.now(), last);
+      const done = store.lifecycle.outputSaved(itemId, jobId, idx, file, clock.now(), last);
       this.saved.push({ ...file, itemId, jobId, idx, version, item: (this.savedItem ??= savedItemOf(this.item)) });
       const ms = clock.now() - startedAt;
       control.emit({ kind: 'downloaded', itemId, jobId, output: idx, path: file.path, bytes: file.bytes, ms });

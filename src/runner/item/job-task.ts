@@ -89,7 +89,7 @@ export class JobTask implements ItemTask {
   }
 
   endWithoutOutput(state: 'failed' | 'rejected' | 'blocked', code: string, message: string): undefined {
-    if (this.deps.store.life.endWithoutOutput(this.itemId, state, { code, message }, this.now()))
+    if (this.deps.store.lifecycle.endWithoutOutput(this.itemId, state, { code, message }, this.now()))
       this.final(state, code, message);
     return undefined;
   }
@@ -105,14 +105,14 @@ export class JobTask implements ItemTask {
   }
 
   requeue(notBefore = 0): undefined {
-    this.deps.store.life.requeue(this.itemId, this.now(), notBefore);
+    this.deps.store.lifecycle.requeue(this.itemId, this.now(), notBefore);
     return undefined;
   }
 
   /** The job completed: its end recorded, it goes on to its outputs (unless another process recorded it first). */
   private completed(attempt: AttemptRow, job: Job): CompletedJob | undefined {
     const ended = { jobId: job.id, status: 'completed' as const, refunded: 0, refundDay: 0 };
-    return this.deps.store.life.recordEnded(attempt.item_id, attempt.n, ended, this.now())
+    return this.deps.store.lifecycle.recordEnded(attempt.item_id, attempt.n, ended, this.now())
       ? { jobId: job.id, job }
       : undefined;
   }
@@ -126,7 +126,7 @@ export class JobTask implements ItemTask {
     const code = job.error?.code ?? job.status;
     const error = { code, ...(job.error?.message ? { message: job.error.message } : {}) };
     const refundDay = clock.dayOf(attempt.accepted_at ?? now);
-    store.life.recordEnded(
+    store.lifecycle.recordEnded(
       attempt.item_id,
       attempt.n,
       { jobId: job.id, status, refunded: job.refunded, refundDay, error },

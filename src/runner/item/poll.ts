@@ -78,7 +78,7 @@ async function pollFailed(
 /** The job cannot be read now: the item stays `running` (paid for) for the next run to ask again. */
 function keepJob(task: ItemTask, jobId: string, e: { code: string; message: string }): 'give-up' {
   const message = `the job ${jobId} (paid for) cannot be read now: ${e.message}. Run the same command again to ask for it again; it is not submitted again.`;
-  if (task.deps.store.life.keepJob(task.itemId, { code: e.code, message }, task.now()))
+  if (task.deps.store.lifecycle.keepJob(task.itemId, { code: e.code, message }, task.now()))
     task.final('running', e.code, message);
   return 'give-up';
 }

@@ -69,7 +69,7 @@ export async function refusal(
     }
     case 'stop-run':
       // This answer says this request made no job; an earlier send of the same attempt may have.
-      if (!send.mayBeAccepted) deps.store.life.recordRefused(attempt.item_id, attempt.n, e, 'pending', task.now());
+      if (!send.mayBeAccepted) deps.store.lifecycle.recordRefused(attempt.item_id, attempt.n, e, 'pending', task.now());
       deps.report.refused(lane, e, reaction);
       if (send.mayBeAccepted)
         return maybeAccepted(task, attempt, reaction.scope === 'key' ? keyRefusedNote(lane, attempt) : e);
@@ -119,18 +119,18 @@ function resendLater(
     if (unavailable) return deferResend(task, attempt, wait, 'unavailable');
     // Recorded (the count, and the time a resumed run resends it at), then waited for here with the slot.
     const now = task.now();
-    task.deps.store.life.deferResend(task.itemId, attempt.n, now + wait, now, 'no-answer');
+    task.deps.store.lifecycle.deferResend(task.itemId, attempt.n, now + wait, now, 'no-answer');
     return 'again';
   }
   if (!unavailable) return maybeAccepted(task, attempt, e);
-  if (store.life.recordRefused(attempt.item_id, attempt.n, e, 'failed', task.now()))
+  if (store.lifecycle.recordRefused(attempt.item_id, attempt.n, e, 'failed', task.now()))
     task.final('failed', e.code, e.message);
   return undefined;
 }
 
 function keyConflict(task: ItemTask, attempt: AttemptRow, e: ErrorNote): undefined {
   const message = `${e.message} A job may already exist under this attempt's key (sent earlier with another body), so genbatch does not pay again on its own. Look for it in the service's job list; to submit the item anew anyway (a new key, charged again): genbatch retry <manifest> --id ${attempt.item_id}`;
-  if (task.deps.store.life.recordConflict(attempt.item_id, attempt.n, { code: e.code, message }, task.now()))
+  if (task.deps.store.lifecycle.recordConflict(attempt.item_id, attempt.n, { code: e.code, message }, task.now()))
     task.final('failed', e.code, message);
   return undefined;
 }
@@ -147,10 +147,10 @@ function markItem(
   const { store } = deps;
   if (reupload) {
     deps.control.emit({ kind: 'retrying', itemId: attempt.item_id, attempt: attempt.n + 1, reason: 'expired upload' });
-    store.life.recordRefused(attempt.item_id, attempt.n, e, 'pending', task.now());
+    store.lifecycle.recordRefused(attempt.item_id, attempt.n, e, 'pending', task.now());
     return 'reupload';
   }
-  if (store.life.recordRefused(attempt.item_id, attempt.n, e, as, task.now())) task.final(as, e.code, e.message);
+  if (store.lifecycle.recordRefused(attempt.item_id, attempt.n, e, as, task.now())) task.final(as, e.code, e.message);
   if (as === 'blocked') {
     deps.report.blocked(task.lane);
     deps.control.wake();
@@ -178,6 +178,6 @@ function deferResend(
   after: 'no-answer' | 'unavailable' = 'no-answer',
 ): undefined {
   const now = task.now();
-  task.deps.store.life.deferResend(task.itemId, attempt.n, now + delayMs, now, after);
+  task.deps.store.lifecycle.deferResend(task.itemId, attempt.n, now + delayMs, now, after);
   return undefined;
 }

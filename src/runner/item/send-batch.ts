@@ -31,7 +31,7 @@ export class SendBatch {
     this.waiting = [];
     let results: boolean[];
     try {
-      results = this.store.life.recordSentAll(batch.map((w) => w.record));
+      results = this.store.lifecycle.recordSentAll(batch.map((w) => w.record));
     } catch (error) {
       // Nothing of the batch was committed: none of its requests leaves.
       for (const w of batch) w.reject(error);

@@ -94,7 +94,7 @@ export class Submission {
     );
     if (gate === 'hand-over') {
       // Never sent, and this key waits for its cap while another has room: the item goes back for that one.
-      deps.store.life.requeue(this.task.itemId, this.task.now());
+      deps.store.lifecycle.requeue(this.task.itemId, this.task.now());
       return false;
     }
     return gate === 'reserved';
@@ -139,7 +139,7 @@ export class Submission {
     const charged = job.charged ?? credits.price ?? 0;
     if (job.charged !== undefined) deps.report.charged(fixed.model, job.charged);
     const now = this.task.now();
-    deps.store.life.recordAccepted(attempt.item_id, attempt.n, job.id, charged, deps.clock.dayOf(now), now);
+    deps.store.lifecycle.recordAccepted(attempt.item_id, attempt.n, job.id, charged, deps.clock.dayOf(now), now);
     deps.report.accepted(attempt.item_id);
     deps.control.emit({
       kind: 'accepted',

@@ -259,7 +259,7 @@ export function holdMaybeAccepted(
   item: { id: string; attempt: number; type: JobType },
   why: { code: string; message: string },
 ): boolean {
-  if (!run.store.life.recordMaybeAccepted(item.id, item.attempt, why, run.clock.now())) return false;
+  if (!run.store.lifecycle.recordMaybeAccepted(item.id, item.attempt, why, run.clock.now())) return false;
   run.control.emit({ kind: 'item-final', itemId: item.id, state: 'maybe_accepted', ...why });
   lane?.slots[item.type].holdFor(run.clock.scaled(MAYBE_RUNNING_MS[item.type]));
   return true;

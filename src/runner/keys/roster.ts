@@ -34,11 +34,11 @@ export class KeyRoster {
     const lane = this.lanes.get(attempt.key_fp);
     if (lane) return lane;
     if (item.state === 'queued' && attempt.sent_at === null) {
-      store.life.requeue(item.id, this.now());
+      store.lifecycle.requeue(item.id, this.now());
       return undefined;
     }
     const message = `sent with the API key whose fingerprint is ${attempt.key_fp}, which this run does not have: it is neither resent nor read with another key (that could pay twice). Run again with that key in GENBATCH_API_KEY or GENBATCH_API_KEYS`;
-    store.life.heldForKey(item.id, attempt.n, item.state, { code: 'KEY_MISSING', message }, this.now());
+    store.lifecycle.heldForKey(item.id, attempt.n, item.state, { code: 'KEY_MISSING', message }, this.now());
     // A submitting item held here is maybe_accepted when recover reaches that state: counted once.
     const waiting = this.missing.get(attempt.key_fp) ?? new Set<string>();
     this.missing.set(attempt.key_fp, waiting.add(item.id));
@@ -80,9 +80,9 @@ export class KeyRoster {
     const item = store.items.get(itemId);
     const attempt = store.attempts.latest(itemId);
     if (!item || attempt?.key_fp !== lane.fingerprint) return;
-    if (item.state === 'queued' && attempt.sent_at === null) store.life.requeue(itemId, this.now());
+    if (item.state === 'queued' && attempt.sent_at === null) store.lifecycle.requeue(itemId, this.now());
     else if (item.state === 'submitting')
-      store.life.heldForKey(itemId, attempt.n, 'submitting', keyRefusedNote(lane, attempt), this.now());
+      store.lifecycle.heldForKey(itemId, attempt.n, 'submitting', keyRefusedNote(lane, attempt), this.now());
   }
 
   /** No key that may submit this type is left (the others were refused): the run stops if items of it wait. */

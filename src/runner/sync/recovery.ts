@@ -65,7 +65,7 @@ async function verifyDone(deps: Parameters<typeof recover>[0]): Promise<void> {
     else if (check.verdict !== 'unchanged' && !publishedSince(store, out)) {
       deps.logger?.warn({ item: out.item_id, output: out.path, verdict: check.verdict }, 'output not as verified');
       // Back to downloading: one download fetches every output the item lacks.
-      if (store.life.outputMissing(out.item_id, out.job_id, out.idx, now())) again.set(out.item_id, out.job_id);
+      if (store.lifecycle.outputMissing(out.item_id, out.job_id, out.idx, now())) again.set(out.item_id, out.job_id);
     }
   }
   // Read once it is back to downloading: the download takes the item as it is now.

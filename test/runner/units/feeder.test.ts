@@ -52,11 +52,11 @@ describe('Feeder, built alone', () => {
     feeder.release('b');
     expect(feeder.nextNew('image')?.id).toBe('b');
     // Its dependency done, the dependent is ready.
-    store.life.startAttempt('a', 1, 'k', '{}', 1, 'fp');
-    store.life.recordSent('a', 1, 1, 'fp');
-    store.life.recordAccepted('a', 1, 'job', 2, 0, 1);
-    store.life.recordEnded('a', 1, { jobId: 'job', status: 'completed', refunded: 0, refundDay: 0 }, 2);
-    store.life.downloaded('a', 3);
+    store.lifecycle.startAttempt('a', 1, 'k', '{}', 1, 'fp');
+    store.lifecycle.recordSent('a', 1, 1, 'fp');
+    store.lifecycle.recordAccepted('a', 1, 'job', 2, 0, 1);
+    store.lifecycle.recordEnded('a', 1, { jobId: 'job', status: 'completed', refunded: 0, refundDay: 0 }, 2);
+    store.lifecycle.downloaded('a', 3);
     feeder.release('a');
     feeder.claim(store.items.get('b')!);
     expect(feeder.nextNew('image')?.id).toBe('after-a');
@@ -67,7 +67,7 @@ describe('Feeder, built alone', () => {
     feeder.restrictTo(['c']);
     expect(feeder.nextNew('image')?.id).toBe('c');
     feeder.restrictTo(undefined);
-    store.life.requeue('a', now.t, now.t + 5_000);
+    store.lifecycle.requeue('a', now.t, now.t + 5_000);
     expect(feeder.nextNew('image')?.id).toBe('b');
     expect(feeder.nextDue('image')).toBe(now.t + 5_000);
   });
