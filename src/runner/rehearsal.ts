@@ -10,7 +10,7 @@ import { saysSimulator, type PoolSetup } from '../api/pool-setup.js';
 import { thumbsBeside } from '../copies/thumbs/kept.js';
 import { bucketLocationOf } from '../manifest/index.js';
 import type { ResolvedRunOptions } from '../options/resolve.js';
-import { OPEN_STATES } from '../store/index.js';
+import { OPEN_STATES, type Store } from '../store/index.js';
 import { describeService, IN_PROCESS, madeAgainst, type MadeAgainst } from '../store/made-against.js';
 import { openStateReadOnly } from '../store/state-path.js';
 import { EXIT, ExitError } from '../util/exit-error.js';
@@ -22,18 +22,12 @@ import { EXIT, ExitError } from '../util/exit-error.js';
  * that starts afresh. A state an older genbatch made, of no known service, goes on.
  */
 export function refuseOtherService(
+  store: Store,
   statePath: string,
   service: Omit<MadeAgainst, 'how'>,
   options: Pick<ResolvedRunOptions, 'statePath' | 'manifestPath' | 'cwd'>,
 ): void {
-  if (!existsSync(statePath)) return;
-  const store = openStateReadOnly(statePath);
-  let made: MadeAgainst | undefined;
-  try {
-    made = madeAgainst(store);
-  } finally {
-    store.close();
-  }
+  const made = madeAgainst(store);
   if (!made || made.simulator === service.simulator) return;
   const shown = relative(options.cwd, statePath) || statePath;
   const manifest = isAbsolute(options.manifestPath)

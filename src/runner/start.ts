@@ -331,8 +331,14 @@ async function openService(
       simulator: prepared.simulated,
       service: options.simulate ? IN_PROCESS : serviceName(options.baseUrl ?? options.env.GENBATCH_BASE_URL),
     };
-    refuseOtherService(prepared.statePath, service, options);
     const store = Store.open(prepared.statePath);
+    try {
+      // Asked of the state the run opens (a second connection would read a killed run's WAL again).
+      refuseOtherService(store, prepared.statePath, service, options);
+    } catch (error) {
+      store.close();
+      throw error;
+    }
     recordMadeAgainst(store, service);
     return { connection, pool, coordinator, catalog, store, options };
   } catch (error) {
