@@ -1,7 +1,7 @@
 import type { Job } from '../api/index.js';
 import { thumbsBeside } from '../copies/thumbs/kept.js';
 import type { ManifestTop } from '../manifest/index.js';
-import type { ItemRow } from '../store/index.js';
+import type { DownloadingItem, ItemRow } from '../store/index.js';
 import { Copier } from './copies/copier.js';
 import { RunThumbnails } from '../copies/thumbs/run.js';
 import { recordCrash } from './item/crash.js';
@@ -105,7 +105,9 @@ export class JobLife {
       try {
         const completed = await new JobTask(this.job, lane, item, reservation).run();
         // Queued while the slot is still held: the run never looks idle between the two stages.
-        if (completed) this.downloadOutputs(item, completed.jobId, completed.job);
+        // Handed on without its spec: a backlog of downloads holds only what names their outputs.
+        const { id, type, model, state } = item;
+        if (completed) this.downloadOutputs({ id, type, model, state }, completed.jobId, completed.job);
       } catch (error) {
         recordCrash(store, this.said, item.id, error);
       } finally {
@@ -117,7 +119,7 @@ export class JobLife {
   }
 
   /** Stage 2: the completed job's outputs (`fresh`: the job as its last poll read it, links and all). */
-  downloadOutputs(item: ItemRow, jobId: string, fresh?: Job): void {
+  downloadOutputs(item: DownloadingItem, jobId: string, fresh?: Job): void {
     const { downloads, roster, store, control } = this.parts;
     void downloads.add(item.id, async (progress) => {
       try {

@@ -9,6 +9,7 @@ import { ItemReports } from './item-reports.js';
 import { ItemSyncer } from './item-sync.js';
 import { Items } from './items.js';
 import { ReadyQueue } from './ready-queue.js';
+export type { DownloadingItem } from './ready-queue.js';
 import { Lifecycle } from './lifecycle.js';
 import { acquireLock, lockHolder } from './lock.js';
 import { Steering } from './steering.js';

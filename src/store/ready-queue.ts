@@ -3,6 +3,9 @@ import { ENDED_WITHOUT_OUTPUT, ITEM_STATES, sqlStates, type ItemState } from './
 import type { Statement } from 'better-sqlite3';
 import type { ItemRow, DoomedItem } from './items.js';
 
+/** An item as a download takes it: what names its outputs, and its state. */
+export type DownloadingItem = Pick<ItemRow, 'id' | 'type' | 'model' | 'state'>;
+
 /** What a run takes up next: ready items in their order (priority, then manifest order; a --only selection), due resends, downloads to resume, and items that can never run. */
 export class ReadyQueue {
   private readonly canaryStmt;
@@ -68,8 +71,9 @@ export class ReadyQueue {
       'SELECT 1 AS one FROM deps WHERE dep_id = ? LIMIT 1',
     );
     this.inStatesStmt = db.prepare<[string], ItemRow>('SELECT * FROM items WHERE state = ? ORDER BY seq');
-    this.downloadsStmt = db.prepare<[], ItemRow & { job_id: string; key_fp: string | null }>(
-      `SELECT i.*, a.job_id AS job_id, a.key_fp AS key_fp FROM items i JOIN attempts a ON a.item_id = i.id AND a.n = i.attempt
+    // The item's few columns, not its spec: a restart may find thousands downloading, each held until its turn.
+    this.downloadsStmt = db.prepare<[], DownloadingItem & { job_id: string; key_fp: string | null }>(
+      `SELECT i.id, i.type, i.model, i.state, a.job_id AS job_id, a.key_fp AS key_fp FROM items i JOIN attempts a ON a.item_id = i.id AND a.n = i.attempt
        WHERE i.state = 'downloading' AND a.job_id IS NOT NULL ORDER BY i.seq`,
     );
     this.doneOutputsStmt = db.prepare<[], import('./outputs.js').OutputRow>(
@@ -173,7 +177,7 @@ export class ReadyQueue {
   }
 
   /** Items whose job completed and whose outputs are not all on disk: each with its job and the key of its attempt (one query, not two per item). */
-  downloadsToResume(): { item: ItemRow; job_id: string; key_fp: string | null }[] {
+  downloadsToResume(): { item: DownloadingItem; job_id: string; key_fp: string | null }[] {
     return this.downloadsStmt.all().map(({ job_id, key_fp, ...item }) => ({ item, job_id, key_fp }));
   }
 

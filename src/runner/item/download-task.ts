@@ -4,7 +4,7 @@ import type { TransferProgress } from '../../scheduler/transfers.js';
 import type { OutputSink } from '../../sink/index.js';
 import type { Logger } from '../../log/logger.js';
 import { outputRelativePath, type CopyPlan } from '../../manifest/index.js';
-import type { ErrorNote, ItemRow, Store } from '../../store/index.js';
+import type { DownloadingItem, ErrorNote, Store } from '../../store/index.js';
 import { sleep } from '../../util/sleep.js';
 import type { RunClock } from '../../scheduler/clock.js';
 import type { Control, DownloadFailure } from '../core/control.js';
@@ -58,10 +58,11 @@ export interface SavedItem {
   readonly plan: CopyPlan | undefined;
 }
 
-/** The item's row as the stages after the download take it. */
-function savedItemOf(item: ItemRow): SavedItem {
+/** The item as the stages after the download take it, its copy plan read once, when its first output is saved. */
+function savedItemOf(item: DownloadingItem, store: Store): SavedItem {
+  const spec = store.items.specOf(item.id);
   // The plan is stored under `finish` in the item's spec (the name it was first written under).
-  const plan = (JSON.parse(item.spec) as { finish?: CopyPlan }).finish;
+  const plan = spec ? (JSON.parse(spec) as { finish?: CopyPlan }).finish : undefined;
   return { type: item.type, model: item.model, plan };
 }
 
@@ -78,7 +79,7 @@ function savedItemOf(item: ItemRow): SavedItem {
 export function downloadJob(
   deps: DownloadDeps,
   lane: KeyLane | undefined,
-  item: ItemRow,
+  item: DownloadingItem,
   jobId: string,
   progress: TransferProgress,
   fresh?: Job,
@@ -101,7 +102,7 @@ class DownloadTask {
   constructor(
     private readonly deps: DownloadDeps,
     private readonly lane: KeyLane | undefined,
-    private readonly item: ItemRow,
+    private readonly item: DownloadingItem,
     private readonly jobId: string,
     /** Tells the download queue each byte moved: a silent transfer gives its place to the next. */
     private readonly progress: TransferProgress,
@@ -228,7 +229,14 @@ class DownloadTask {
       const { version } = claimed;
       const { jobId } = this;
       const done = store.lifecycle.outputSaved(itemId, jobId, idx, file, clock.now(), last);
-      this.saved.push({ ...file, itemId, jobId, idx, version, item: (this.savedItem ??= savedItemOf(this.item)) });
+      this.saved.push({
+        ...file,
+        itemId,
+        jobId,
+        idx,
+        version,
+        item: (this.savedItem ??= savedItemOf(this.item, this.deps.store)),
+      });
       const ms = clock.now() - startedAt;
       control.emit({ kind: 'downloaded', itemId, jobId, output: idx, path: file.path, bytes: file.bytes, ms });
       if (done) control.emit({ kind: 'item-final', itemId, state: 'done' });

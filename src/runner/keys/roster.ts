@@ -27,7 +27,7 @@ export class KeyRoster {
    * was never sent: then another key makes it anew. Attempts from before keys
    * were recorded go with the first key, as they did then.
    */
-  laneOf(item: ItemRow): KeyLane | undefined {
+  laneOf(item: Pick<ItemRow, 'id' | 'state'>): KeyLane | undefined {
     const { store } = this;
     const attempt = store.attempts.latest(item.id);
     if (!attempt?.key_fp) return this.lanes.all[0];

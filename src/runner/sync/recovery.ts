@@ -1,6 +1,6 @@
 import type { OutputSink } from '../../sink/index.js';
 import type { Logger } from '../../log/logger.js';
-import type { ItemRow, Store } from '../../store/index.js';
+import type { DownloadingItem, ItemRow, Store } from '../../store/index.js';
 import type { KeyRoster } from '../keys/roster.js';
 import type { KeyLane, KeyLanes } from '../keys/lanes.js';
 
@@ -21,7 +21,7 @@ export async function recover(deps: {
   /** Aborted on an interrupt: the check of done outputs stops there. */
   readonly signal: AbortSignal;
   startJob(item: ItemRow, lane: KeyLane): void;
-  startDownload(item: ItemRow, jobId: string): void;
+  startDownload(item: DownloadingItem, jobId: string): void;
 }): Promise<{ verifying: Promise<void> }> {
   const { store, roster, lanes, now } = deps;
   await deps.outputs.cleanUp();
