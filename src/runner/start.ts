@@ -260,23 +260,38 @@ async function prepareManifest(options: ResolvedRunOptions, simulated: Promise<b
       rehearsalStartedOver = statePath;
     return statePath;
   };
-  // Only a state that is there can be resumed: with none at either place, the service's answer is not waited for.
-  const anyState = (top: ManifestTop) =>
-    [false, true].some((apart) => existsSync(statePathFor(top, options.statePath, cwd, apart)));
-  // A resume whose sources are unchanged takes its items from the state (a rehearsal starts over, --redo-changed looks at each item).
-  const plan = options.simulate
-    ? {}
-    : await planResume(path, cwd, (top) => (anyState(top) ? takeState(top) : undefined), !options.redoChanged);
+  // A resume whose sources are unchanged takes its items from the state (a rehearsal starts over, --redo-changed looks
+  // at each item). The state planned from is the one there, without waiting for the service's answer to say whose.
+  let planned: string | undefined;
+  const planFrom = (top: ManifestTop) => (planned = stateToPlan(top, options, cwd));
+  let plan = options.simulate ? {} : await planResume(path, cwd, planFrom, !options.redoChanged);
   // Checked without holding the items: the run expands them again as it writes them into the state.
-  const checked = plan.resume ? undefined : await checkValid(path, cwd, plan.top, plan.rowsRead);
+  let checked = plan.resume ? undefined : await checkValid(path, cwd, plan.top, plan.rowsRead);
   // The top level only: the items live in the state once synced, not in memory for the whole run.
-  const manifest = plan.resume?.top ?? topOf(checked!);
+  let manifest = plan.resume?.top ?? topOf(checked!);
   const statePath = await takeState(manifest);
+  if (plan.resume && (planned !== statePath || rehearsalStartedOver)) {
+    // The service is of the other kind than the state planned from: its own state (if any) is planned from instead.
+    plan = await planResume(path, cwd, () => statePath, !options.redoChanged);
+    checked = plan.resume ? undefined : await checkValid(path, cwd, plan.top, plan.rowsRead);
+    manifest = plan.resume?.top ?? topOf(checked!);
+  }
   // A fresh in-process simulator knows none of an earlier run's jobs: a rehearsal starts over, and never on a real run's state.
   // Redoing a finished rehearsal's rejects goes on with its state; anything else of a rehearsal starts over.
   if (options.simulate && options.redoRejected) keepFinishedRehearsal(statePath);
   else if (options.simulate) startRehearsalOver(statePath, !options.statePath);
   return { plan, checked, manifest, statePath, simulated: await simulated, rehearsalStartedOver };
+}
+
+/**
+ * The state a resume is planned from before the service says whether it is a simulator: the one given by --state,
+ * else whichever of the real run's and the simulator's is there (the real run's when both are).
+ */
+function stateToPlan(top: ManifestTop, options: ResolvedRunOptions, cwd: string): string | undefined {
+  if (options.statePath) return statePathFor(top, options.statePath, cwd);
+  const real = statePathFor(top, undefined, cwd);
+  const apart = statePathFor(top, undefined, cwd, true);
+  return existsSync(real) || !existsSync(apart) ? real : apart;
 }
 
 /**
