@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import type { RunSummary } from '../runner/index.js';
+import type { RunSummary } from '../library/index.js';
 import { openCount } from '../library/views.js';
 import { count, num, type Paint } from './format.js';
 

@@ -1,4 +1,4 @@
-import type { RunEvent } from '../runner/index.js';
+import type { RunEvent } from '../library/index.js';
 import type { ItemState, LiveView } from '../library/views.js';
 import { formatDuration } from '../estimate/duration.js';
 import { localTime, num, paintFor, type Paint } from './format.js';

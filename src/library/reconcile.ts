@@ -7,6 +7,8 @@ import { existingStatePathFor, openStateReadOnly } from '../store/state-path.js'
 import { connect } from './connection.js';
 import type { StateChoice } from './state.js';
 
+export type { ReconcileReport } from '../reconcile/reconcile.js';
+
 /**
  * The state compared with the service's job list, for every key given:
  * nothing is submitted and nothing changes.

@@ -3,6 +3,9 @@ import { Notifier } from '../notify/notifier.js';
 import { parseGiven, resolveRunOptions } from '../options/resolve.js';
 import type { GivenRunFlags, ResolvedRunOptions, RunFlags } from '../options/resolve.js';
 import { prepareRun, runIdFor, startRun, type PreparedRun, type RunSummary, type Runner } from '../runner/index.js';
+
+/** A run assembled and checked, as the command line's hooks see it before its first submission. */
+export type { PreparedRun } from '../runner/index.js';
 import type { Store } from '../store/index.js';
 import { EXIT, ExitError } from '../util/exit-error.js';
 import { connect } from './connection.js';

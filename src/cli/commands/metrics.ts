@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { startMetricsServer, type MetricsServer } from '../../metrics/server.js';
+import { startMetricsServer, type MetricsServer } from '../../library/metrics.js';
 import { usageError } from '../../library/outcome.js';
 import { exposure, listenError, refuseWildcard } from './local-server.js';
 import { withDefaults, type FlagValues } from '../../options/flag.js';

@@ -1,4 +1,4 @@
-import type { ReconcileReport } from '../../reconcile/reconcile.js';
+import type { ReconcileReport } from '../../library/reconcile.js';
 import { reconcileState } from '../../library/reconcile.js';
 import type { FlagValues } from '../../options/flag.js';
 import type { RECONCILE_FLAGS } from '../../options/flags.js';

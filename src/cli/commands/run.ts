@@ -2,7 +2,7 @@ import type { Logger } from '../../log/logger.js';
 import { runWith, type RunHooks, type RunOutcome } from '../../library/run.js';
 export { resumeHint } from '../../library/run.js';
 import type { ResolvedRunOptions, RunFlags } from '../../options/resolve.js';
-import type { PreparedRun } from '../../runner/index.js';
+import type { PreparedRun } from '../../library/run.js';
 import type { LiveView } from '../../library/views.js';
 import { endOfRunText } from '../end-of-run.js';
 import { count, num, paintFor } from '../format.js';
