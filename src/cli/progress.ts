@@ -1,4 +1,4 @@
-import type { RunEvent } from '../library/index.js';
+import type { GenbatchEvent, RunEvent } from '../library/index.js';
 import type { ItemState, LiveView } from '../library/views.js';
 import { formatDuration } from '../estimate/duration.js';
 import { localTime, num, paintFor, type Paint } from './format.js';
@@ -174,7 +174,9 @@ export class Progress {
     this.say('started');
   }
 
-  onEvent = (event: RunEvent): void => {
+  onEvent = (event: GenbatchEvent): void => {
+    // The start's own events: the start's lines say those.
+    if (event.kind === 'started' || event.kind === 'service-unreachable' || event.kind === 'events-dropped') return;
     // Counted before the filter below: a download is one of a request's own events. A copy is published like an output.
     if (this.unpublished !== undefined && (event.kind === 'downloaded' || event.kind === 'copy-made'))
       this.unpublished += 1;

@@ -1,4 +1,4 @@
-import { createWriteStream, existsSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { ApiClient } from '../api/client.js';
 import { Catalog } from '../api/catalog.js';
@@ -7,7 +7,6 @@ import { untilAnswered } from '../api/until-answered.js';
 import type { UntilAnsweredOptions } from '../api/until-answered.js';
 import type { Coordinator } from '../coordinator/postgres.js';
 import { describeCoordinator } from '../coordinator/url.js';
-import { createLogger, type Logger } from '../log/logger.js';
 import {
   IssueList,
   bucketLocationOf,
@@ -37,8 +36,7 @@ import {
   startRehearsalOver,
 } from './rehearsal.js';
 import { planResume } from './sync/resume.js';
-import { Runner } from './runner.js';
-import { makeFolderSync } from '../util/make-folder.js';
+import type { Closing } from '../util/closing.js';
 
 /**
  * How long a start-up request (each key's /me, the catalog) waits for its
@@ -85,13 +83,6 @@ export interface PreparedRun extends OpenedService, RunOpened {
   rehearsalStartedOver: string | undefined;
 }
 
-/** A run under way: its runner, its log, and how to close what it holds once it ends. */
-export interface StartedRun {
-  runner: Runner;
-  logger: Logger;
-  close(): Promise<void>;
-}
-
 /**
  * Assembles a run: the keys' /me asked while the manifest is read and
  * checked (a round trip less before the first submission), the manifest
@@ -103,27 +94,21 @@ export async function prepareRun(
   options: ResolvedRunOptions,
   connecting: Promise<RunConnection>,
   wait: ServiceWait,
+  closing: Closing,
 ): Promise<PreparedRun> {
   const waitForService = untilAnsweredBy(options, wait);
-  const outProblem = options.out === undefined ? undefined : outLocationProblem(options.out);
-  if (outProblem) {
-    await (await connecting.catch(() => undefined))?.close();
-    throw usageError(`--out ${outProblem}. Nothing was submitted.`);
-  }
   const keys = askKeys(connecting, options, waitForService);
+  // Closed last: a failure of what follows (the manifest's problem, say) ends a wait for the service at once.
+  closing.defer(keys.close);
+  const outProblem = options.out === undefined ? undefined : outLocationProblem(options.out);
+  if (outProblem) throw usageError(`--out ${outProblem}. Nothing was submitted.`);
   // Whether the service says it is a simulator: asked only where a path depends on it, so the manifest is read meanwhile.
   const simulated = simulatedService(options, keys.pool);
   // A state kept beside the outputs comes back before anything reads the state: this run then goes on from it.
-  const restored = await restoreState(options, simulated).catch(async (error: unknown) => {
-    await keys.discard();
-    throw error;
-  });
-  const prepared = await prepareManifest(options, simulated).catch(async (error: unknown) => {
-    // The manifest's problem is what the user hears about, not the service's answer.
-    await keys.discard();
-    throw error;
-  });
-  const opened = await openService(options, keys, prepared, waitForService);
+  const restored = await restoreState(options, simulated);
+  // The manifest's problem is what the user hears about, not the service's answer.
+  const prepared = await prepareManifest(options, simulated);
+  const opened = await openService(options, keys, prepared, waitForService, closing);
   const { manifest, statePath, checked, plan } = prepared;
   // A rehearsal, or a run against a simulator, never writes where a real run's outputs are.
   const suffix = prepared.simulated ? '.simulated' : '';
@@ -172,7 +157,7 @@ function sinkSettingsOf(options: ResolvedRunOptions, statePath: string): Paramet
 }
 
 /** What the runner takes of a prepared run, as it is. */
-function openedOf(prepared: PreparedRun): RunOpened {
+export function openedOf(prepared: PreparedRun): RunOpened {
   const { options, store, manifest, catalog, toSync, outputs, budget, statePath } = prepared;
   return { options, store, manifest, catalog, toSync, outputs, budget, statePath };
 }
@@ -185,26 +170,6 @@ function untilAnsweredBy(options: ResolvedRunOptions, wait: ServiceWait): UntilA
     onWait: wait.onWait,
     ...(wait.signal ? { signal: wait.signal } : {}),
   };
-}
-
-/** The run's log opened and its runner built; its events are heard through `runner.events`. */
-export function startRun(prepared: PreparedRun): StartedRun {
-  const { options, store, pool, coordinator, connection } = prepared;
-  makeFolderSync(dirname(prepared.logPath));
-  const logFile = createWriteStream(prepared.logPath, { flags: 'a' });
-  const secrets = [...options.secrets, connection.simulator?.apiKey ?? ''].filter(Boolean);
-  const logger = createLogger({ secrets, destination: logFile });
-  // The keys as the run gets them, each with the coordinator its limits are shared through (if any).
-  const keys = pool.keys.map((key) => ({ ...key, coordinator }));
-  const runner = new Runner({ ...openedOf(prepared), keys, logger });
-  const close = async () => {
-    // Its last line is on disk and its file closed when the command returns (a command run in a longer-lived process leaves no descriptor open).
-    await new Promise((done) => logFile.end(done));
-    store.close();
-    await coordinator?.close();
-    await connection.close();
-  };
-  return { runner, logger, close };
 }
 
 /**
@@ -311,6 +276,7 @@ async function openService(
   keys: ReturnType<typeof askKeys>,
   prepared: PreparedManifest,
   waitForService: UntilAnsweredOptions,
+  closing: Closing,
 ): Promise<OpenedService> {
   const { manifestPath: path, cwd } = given;
   const connection = await keys.connecting;
@@ -319,48 +285,38 @@ async function openService(
   // The catalog is asked of the first key while the keys' /me answers may still be on their way.
   const firstKey = connection.keys[0]!;
   const earlyCatalog = Catalog.fetch(firstKey.client, types, STARTUP_TIMEOUT_MS).catch(() => undefined);
-  let coordinator: Coordinator | undefined;
-  try {
-    let pool = await keys.pool;
-    let options = given;
-    // A time-scaled simulator says its scale: paced to it unasked (an explicit --time-scale wins).
-    const scale = serviceTimeScale(pool.accounts[0]);
-    if (scale !== undefined && given.atServiceTimeScale && scale !== given.clock.timeScale) {
-      options = given.atServiceTimeScale(scale);
-      pool = rescaledPool(pool, options.limits, options.clock);
-    }
-    if (pool.keys.length === 0)
-      throw new ExitError(
-        EXIT.stopped,
-        `the service refused every key of GENBATCH_API_KEYS: ${pool.refused.map((r) => `${r.fingerprint} ${r.code}`).join(', ')}. Nothing was submitted.`,
-      );
-    coordinator = await openCoordinator(options.coordinatorUrl, options.clock);
-    // The service's view (models, kinds, modes, allowed values, scopes): a mismatch is exit 2 before anything is sent.
-    // Asked again of the pool's first key if the first key was refused or the early answer failed, as it was asked before.
-    const early = pool.keys[0]!.fingerprint === firstKey.fingerprint ? await earlyCatalog : undefined;
-    const catalog =
-      early ??
-      (await untilAnswered(() => Catalog.fetch(pool.keys[0]!.client, types, STARTUP_TIMEOUT_MS), waitForService));
-    await checkShapes(path, cwd, shapes, prepared.manifest, catalog, pool);
-    const service = {
-      simulator: prepared.simulated,
-      service: options.simulate ? IN_PROCESS : serviceName(options.baseUrl ?? options.env.GENBATCH_BASE_URL),
-    };
-    const store = Store.open(prepared.statePath);
-    try {
-      // Asked of the state the run opens (a second connection would read a killed run's WAL again).
-      refuseOtherService(store, prepared.statePath, service, options);
-    } catch (error) {
-      store.close();
-      throw error;
-    }
-    recordMadeAgainst(store, service);
-    return { connection, pool, coordinator, catalog, store, options };
-  } catch (error) {
-    await coordinator?.close();
-    await connection.close();
-    throw error;
+  let pool = await keys.pool;
+  let options = given;
+  // A time-scaled simulator says its scale: paced to it unasked (an explicit --time-scale wins).
+  const scale = serviceTimeScale(pool.accounts[0]);
+  if (scale !== undefined && given.atServiceTimeScale && scale !== given.clock.timeScale) {
+    options = given.atServiceTimeScale(scale);
+    pool = rescaledPool(pool, options.limits, options.clock);
   }
+  if (pool.keys.length === 0)
+    throw new ExitError(
+      EXIT.stopped,
+      `the service refused every key of GENBATCH_API_KEYS: ${pool.refused.map((r) => `${r.fingerprint} ${r.code}`).join(', ')}. Nothing was submitted.`,
+    );
+  const coordinator = await openCoordinator(options.coordinatorUrl, options.clock);
+  if (coordinator) closing.defer(() => coordinator.close());
+  // The service's view (models, kinds, modes, allowed values, scopes): a mismatch is exit 2 before anything is sent.
+  // Asked again of the pool's first key if the first key was refused or the early answer failed, as it was asked before.
+  const early = pool.keys[0]!.fingerprint === firstKey.fingerprint ? await earlyCatalog : undefined;
+  const catalog =
+    early ??
+    (await untilAnswered(() => Catalog.fetch(pool.keys[0]!.client, types, STARTUP_TIMEOUT_MS), waitForService));
+  await checkShapes(path, cwd, shapes, prepared.manifest, catalog, pool);
+  const service = {
+    simulator: prepared.simulated,
+    service: options.simulate ? IN_PROCESS : serviceName(options.baseUrl ?? options.env.GENBATCH_BASE_URL),
+  };
+  const store = Store.open(prepared.statePath);
+  closing.defer(() => store.close());
+  // Asked of the state the run opens (a second connection would read a killed run's WAL again).
+  refuseOtherService(store, prepared.statePath, service, options);
+  recordMadeAgainst(store, service);
+  return { connection, pool, coordinator, catalog, store, options };
 }
 
 /** The items' shapes (the checked manifest's, or the state's) pass, or the whole manifest is loaded to say where each problem is. */
@@ -389,14 +345,14 @@ function askKeys(
   connecting: Promise<RunConnection>,
   { limits, clock }: ResolvedRunOptions,
   wait: UntilAnsweredOptions,
-): { connecting: Promise<RunConnection>; pool: Promise<PoolSetup>; discard: () => Promise<void> } {
-  // Discarded (the manifest failed first): a wait for the service ends at once.
-  const discarded = new AbortController();
+): { connecting: Promise<RunConnection>; pool: Promise<PoolSetup>; close: () => Promise<void> } {
+  // Closed before the pool was set up (the manifest failed first): a wait for the service ends at once.
+  const closed = new AbortController();
   const pool = connecting.then((connection) =>
     untilAnswered(() => setUpPool(connection.keys, limits, clock, STARTUP_TIMEOUT_MS), {
       ...wait,
       firstContactMs: FIRST_CONTACT_MS,
-      signal: wait.signal ? AbortSignal.any([wait.signal, discarded.signal]) : discarded.signal,
+      signal: wait.signal ? AbortSignal.any([wait.signal, closed.signal]) : closed.signal,
     }),
   );
   // Awaited later, or never when the manifest fails first: a failure meanwhile is no unhandled rejection.
@@ -404,8 +360,8 @@ function askKeys(
   return {
     connecting,
     pool,
-    discard: async () => {
-      discarded.abort();
+    close: async () => {
+      closed.abort();
       await pool.catch(() => {});
       await (await connecting.catch(() => undefined))?.close();
     },

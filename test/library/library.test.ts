@@ -1,13 +1,13 @@
 import { execFile, spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { publint } from 'publint';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { estimate, run, validate } from '../../src/library/index.js';
+import { estimate, openRun, run, validate } from '../../src/library/index.js';
 import { expectNoDoubleChargeAndVerifiedOutputs, imageManifest, workspace } from '../helpers/run.js';
 import { rejection, startTestSim } from '../helpers/sim.js';
 
@@ -116,6 +116,46 @@ describe('genbatch as a library', () => {
     const second = await consume({ ...config, timeScale: TIME_SCALE });
     expect(second.seen.exitCode).toBe(0);
     expect(second.seen.done).toBe(12);
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(12);
+    expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
+  }, 120_000);
+
+  it('openRun() is one object: it says what it opened, runs once, stops with 130 at any time, and closes what it opened', async () => {
+    const t = await startTestSim({ timeScale: TIME_SCALE });
+    const ws = workspace(t.sim, imageManifest(12), {}, TIME_SCALE);
+    const options = { cwd: ws.dir, baseUrl: t.sim.baseUrl, apiKey: t.sim.apiKey, timeScale: TIME_SCALE };
+    let state: string;
+    {
+      await using opened = await openRun('m.yaml', options);
+      state = opened.start.places.state;
+      expect(opened.start).toMatchObject({ items: 12, resumed: false, simulated: false });
+      expect(opened.start.keys.accepted).toHaveLength(1);
+      // Open, and nothing sent yet.
+      expect(existsSync(`${state}-wal`)).toBe(true);
+      expect(t.sim.service.ledger.of('charge')).toHaveLength(0);
+      const kinds: string[] = [];
+      let accepted = 0;
+      const reading = (async () => {
+        for await (const event of opened.events()) {
+          kinds.push(event.kind);
+          if (event.kind === 'accepted' && ++accepted === 3) opened.stop();
+        }
+      })();
+      const outcome = await opened.run();
+      await reading;
+      expect(outcome.exitCode).toBe(130);
+      expect(opened.stopReason?.kind).toBe('interrupted');
+      expect(kinds[0]).toBe('started');
+      // Once: a second call is the same run's outcome, nothing sent again.
+      expect(await opened.run()).toBe(outcome);
+      const charged = opened.status().credits().charged;
+      expect(charged).toBe(t.sim.service.ledger.of('charge').reduce((n, c) => n + c.credits, 0));
+    }
+    // Disposed: the state's last connection is closed (SQLite folds its WAL back and removes it).
+    expect(existsSync(`${state}-wal`)).toBe(false);
+    await using again = await openRun('m.yaml', options);
+    expect(again.start.resumed).toBe(true);
+    expect((await again.run()).exitCode).toBe(0);
     expect(t.sim.service.ledger.of('charge')).toHaveLength(12);
     expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
   }, 120_000);

@@ -1,8 +1,7 @@
-import type { Logger } from '../../log/logger.js';
-import { runWith, type RunHooks, type RunOutcome } from '../../library/run.js';
-export { resumeHint } from '../../library/run.js';
-import type { ResolvedRunOptions, RunFlags } from '../../options/resolve.js';
-import type { PreparedRun } from '../../library/run.js';
+import { openRunWith, type Run, type RunStart } from '../../library/open-run.js';
+import type { RunOutcome } from '../../library/run.js';
+export { resumeHint } from '../../library/run-end.js';
+import type { RunFlags } from '../../options/resolve.js';
 import type { LiveView } from '../../library/views.js';
 import { endOfRunText } from '../end-of-run.js';
 import { count, num, paintFor } from '../format.js';
@@ -11,10 +10,10 @@ import { warningReport } from '../../manifest/load-valid.js';
 
 /**
  * `genbatch run`: the library's run with the live line and the texts. The
- * process's signals go to the run once it is assembled (`takeSignals`);
- * before that, an interrupt exits at once, nothing having been sent.
+ * process's signals go to the run once it is open (`takeSignals`); before
+ * that, an interrupt exits at once, nothing having been sent.
  */
-export function runCommand(
+export async function runCommand(
   path: string,
   flags: RunFlags,
   env: NodeJS.ProcessEnv,
@@ -23,24 +22,24 @@ export function runCommand(
   reportOut: { isTTY?: boolean },
   takeSignals: (interrupt: () => void) => void,
 ): Promise<{ outcome: RunOutcome; report: string }> {
-  let progress: Progress | undefined;
-  const hooks: RunHooks = {
-    onServiceWait: (reason, unreachableMs) =>
-      progressOut.write(
-        `the service is unreachable (${reason}); waiting for it, up to ${unreachableMs < 60_000 ? `${num(unreachableMs / 1000)} s` : `${num(unreachableMs / 60_000)} minutes`} (Ctrl-C stops; nothing was sent)\n`,
-      ),
-    onStarted: ({ prepared, options, runner, logger, interrupt, view }) => {
-      progress = progressFor(progressOut, view, prepared, options.clock.timeScale, env);
-      runner.events.on(progress.onEvent);
-      sayStart(progressOut, options, prepared, { progress, logger });
-      takeSignals(interrupt);
-    },
-    onEnded: () => progress?.stop(),
-  };
-  return runWith(path, flags, env, cwd, hooks).then((outcome) => ({
-    outcome,
-    report: reportOf(outcome, path, cwd, paintFor(reportOut, env)),
-  }));
+  const onServiceWait = (reason: string, unreachableMs: number) =>
+    progressOut.write(
+      `the service is unreachable (${reason}); waiting for it, up to ${unreachableMs < 60_000 ? `${num(unreachableMs / 1000)} s` : `${num(unreachableMs / 60_000)} minutes`} (Ctrl-C stops; nothing was sent)\n`,
+    );
+  await using run = await openRunWith(path, flags, env, cwd, { onServiceWait });
+  const progress = progressFor(progressOut, run.status(), run.start, run.options.clock.timeScale, env);
+  const stopListening = run.on(progress.onEvent);
+  sayStart(progressOut, run, progress);
+  takeSignals(() => run.stop());
+  let outcome: RunOutcome;
+  try {
+    outcome = await run.run();
+  } finally {
+    // The live line's last word, while the state is still open.
+    progress.stop();
+    stopListening();
+  }
+  return { outcome, report: reportOf(outcome, path, cwd, paintFor(reportOut, env)) };
 }
 
 /** The end-of-run text and where the results files are. */
@@ -58,59 +57,55 @@ function reportOf(outcome: RunOutcome, path: string, cwd: string, paint: ReturnT
 function progressFor(
   out: NodeJS.WriteStream,
   view: LiveView,
-  prepared: Pick<PreparedRun, 'itemCount' | 'pool' | 'outputs'>,
+  start: RunStart,
   timeScale: number,
   env: NodeJS.ProcessEnv,
 ): Progress {
-  const { pool } = prepared;
-  return new Progress(out, view, prepared.itemCount, {
-    publishing: prepared.outputs.publishing !== undefined,
-    keys: pool.keys.map((k) => k.fingerprint),
+  const keys = start.keys.accepted;
+  return new Progress(out, view, start.items, {
+    publishing: start.publishing,
+    keys: keys.map((k) => k.fingerprint),
     // The keys' limits are in the run's real time already.
     pace: {
-      limit: pool.keys.reduce((n, k) => n + k.limits.submit.count, 0),
-      windowMs: pool.keys[0]!.limits.submit.windowMs,
+      limit: keys.reduce((n, k) => n + k.limits.submit.count, 0),
+      windowMs: keys[0]!.limits.submit.windowMs,
       timeScale,
     },
     env,
   });
 }
 
-/** What shows a run's progress. */
-interface Shown {
-  progress: Progress;
-  logger: Logger;
-}
-
 /** What the run says before its first submission: warnings, refused keys, the keys, a resume, a rehearsal. */
-function sayStart(out: NodeJS.WriteStream, options: ResolvedRunOptions, prepared: PreparedRun, shown: Shown): void {
-  const { pool, manifest, statePath } = prepared;
-  if (prepared.warnings.length) out.write(`${warningReport(prepared.warnings)}\n`);
-  if (prepared.madeBy)
+function sayStart(out: NodeJS.WriteStream, run: Pick<Run, 'start' | 'options'>, progress: Progress): void {
+  const { start, options } = run;
+  const { keys, manifest, found } = start;
+  const { state, outDir } = start.places;
+  if (start.warnings.length) out.write(`${warningReport(start.warnings)}\n`);
+  if (found.madeBy)
     out.write(
-      `the state ${statePath} is the run of ${prepared.madeBy}, another manifest file named ${manifest.name}: this run goes on with it (its items, budget and outputs as recorded there). To keep the two apart, give this one another name: (or --state FILE)\n`,
+      `the state ${state} is the run of ${found.madeBy}, another manifest file named ${manifest.name}: this run goes on with it (its items, budget and outputs as recorded there). To keep the two apart, give this one another name: (or --state FILE)\n`,
     );
-  const { restored } = prepared;
+  const { restored } = found;
   if (restored) {
     for (const torn of restored.skipped) out.write(`a snapshot of the state was passed over: ${torn}\n`);
     out.write(
-      `no state was here: restored it from ${restored.from} (taken ${new Date(restored.takenAt).toISOString()}) to ${statePath}; the run goes on from there\n`,
+      `no state was here: restored it from ${restored.from} (taken ${new Date(restored.takenAt).toISOString()}) to ${state}; the run goes on from there\n`,
     );
   }
-  for (const r of pool.refused)
+  for (const r of keys.refused)
     out.write(
-      `the key ${r.fingerprint} was refused (${r.code}: ${r.message}); the run goes on with the other ${count(pool.keys.length, 'key')}\n`,
+      `the key ${r.fingerprint} was refused (${r.code}: ${r.message}); the run goes on with the other ${count(keys.accepted.length, 'key')}\n`,
     );
-  if (pool.keys.length > 1)
+  if (keys.accepted.length > 1)
     out.write(
-      `${pool.keys.length} keys: ${pool.keys.map((k) => `${k.fingerprint} (${k.limits.submit.count}/${formatWindow(options.clock.serviceMs(k.limits.submit.windowMs))}, cap ${num(k.limits.dailyCap)})`).join(', ')}\n`,
+      `${keys.accepted.length} keys: ${keys.accepted.map((k) => `${k.fingerprint} (${k.limits.submit.count}/${formatWindow(options.clock.serviceMs(k.limits.submit.windowMs))}, cap ${num(k.limits.dailyCap)})`).join(', ')}\n`,
     );
-  if (prepared.resumed)
+  if (start.resumed)
     out.write(
-      `resuming: ${manifest.source.file} and its files are as the state last saw them; ${count(prepared.itemCount, 'item')} read from the state, not expanded again\n`,
+      `resuming: ${manifest.file} and its files are as the state last saw them; ${count(start.items, 'item')} read from the state, not expanded again\n`,
     );
   if (options.redoRejected) {
-    const n = prepared.redoneRejected.length;
+    const n = found.redoneRejected.length;
     out.write(
       n
         ? `regenerating ${count(n, 'item')} rejected in review (one new attempt each; the rejected outputs stay on disk as earlier versions)\n`
@@ -121,19 +116,19 @@ function sayStart(out: NodeJS.WriteStream, options: ResolvedRunOptions, prepared
     out.write(
       `time x${options.clock.timeScale}: the service says it is a simulator at that scale, so the key's windows and day are ${options.clock.timeScale} times shorter (--time-scale overrides)\n`,
     );
-  if (prepared.simulated && !options.simulate)
+  if (start.simulated && !options.simulate)
     out.write(
-      `the service says it is a simulator: this run's state and outputs are kept apart from a real run's (outputs in ${prepared.outDir}, the state ${statePath}); a real run of this manifest starts afresh\n`,
+      `the service says it is a simulator: this run's state and outputs are kept apart from a real run's (outputs in ${outDir}, the state ${state}); a real run of this manifest starts afresh\n`,
     );
-  if (prepared.rehearsalStartedOver)
+  if (found.rehearsalStartedOver)
     out.write(
       `an earlier rehearsal's state (--simulate) was started over: its jobs went with its in-process simulator\n`,
     );
   if (options.simulate)
     out.write(
-      `rehearsal on the embedded simulator (no key, no credits, time x${options.clock.timeScale}): ${options.redoRejected ? 'it goes on with its own state to redo its rejects' : 'it starts over each time'}; outputs go to ${prepared.outDir}, the state to ${statePath}\n`,
+      `rehearsal on the embedded simulator (no key, no credits, time x${options.clock.timeScale}): ${options.redoRejected ? 'it goes on with its own state to redo its rejects' : 'it starts over each time'}; outputs go to ${outDir}, the state to ${state}\n`,
     );
-  shown.progress.start();
+  progress.start();
 }
 
 /** A window in the service's own time, as a user gives it (60s, 1m). */
