@@ -1,7 +1,16 @@
 import type { Job } from '../api/index.js';
 import { thumbsBeside } from '../copies/thumbs/kept.js';
 import type { ManifestTop } from '../manifest/index.js';
-import type { DownloadingItem, ItemRow } from '../store/index.js';
+import type { Logger } from '../log/logger.js';
+import type { ResolvedRunOptions } from '../options/resolve.js';
+import type { Transfers } from '../scheduler/transfers.js';
+import type { OutputSink } from '../sink/index.js';
+import type { DownloadingItem, ItemRow, Store } from '../store/index.js';
+import type { Control } from './core/control.js';
+import type { Feeder } from './feed/feeder.js';
+import type { Credits } from './keys/credits.js';
+import type { KeyLanes } from './keys/lanes.js';
+import type { KeyRoster } from './keys/roster.js';
 import { Copier } from './copies/copier.js';
 import { RunThumbnails } from '../copies/thumbs/run.js';
 import { recordCrash } from './item/crash.js';
@@ -10,9 +19,34 @@ import type { DownloadDeps, SavedOutput } from './item/download-task.js';
 import { JobTask } from './item/job-task.js';
 import type { JobTaskDeps } from './item/job-task.js';
 import type { KeyLane } from './keys/lanes.js';
-import type { RunContext } from './shared.js';
 import { Publisher } from './publish/publisher.js';
-import { downloadTaskDeps, jobTaskDeps } from './task-deps.js';
+
+/** Stages 3 and 4, and the thumbnails beside them: each made only where the run needs it (see laterStagesOf). */
+export interface LaterStages {
+  /** Stage 3: made when the manifest asks for copies or checks anywhere. */
+  readonly copier: Copier | undefined;
+  /** Stage 4: made when outputs go to a bucket. */
+  readonly publisher: Publisher | undefined;
+  /** Beside stage 3: made when outputs are kept in a folder and the state in a file. */
+  readonly thumbnails: RunThumbnails | undefined;
+}
+
+/** What a job's life is given: each stage's deps, and the run's parts it hands items between. */
+export interface JobLifeDeps {
+  readonly job: JobTaskDeps;
+  readonly download: DownloadDeps;
+  readonly later: LaterStages;
+  readonly store: Store;
+  readonly control: Control;
+  readonly feeder: Feeder;
+  readonly credits: Credits;
+  readonly roster: KeyRoster;
+  readonly lanes: KeyLanes;
+  /** The downloads' places (stage 2). */
+  readonly downloads: Transfers;
+  /** What a crash is recorded with. */
+  readonly said: { readonly now: () => number; readonly logger?: Logger | undefined };
+}
 
 /**
  * A job's life, top to bottom. Each stage is a call to its room, run where
@@ -34,60 +68,16 @@ import { downloadTaskDeps, jobTaskDeps } from './task-deps.js';
  * Events only say what happened: no stage waits for one.
  */
 export class JobLife {
-  private readonly job: JobTaskDeps;
-  private readonly download: DownloadDeps;
-  /** Stage 3: made when the manifest asks for copies or checks anywhere. */
-  readonly copier: Copier | undefined;
-  /** Stage 4: made when outputs go to a bucket. */
-  readonly publisher: Publisher | undefined;
-  /** Beside stage 3: made when outputs are kept in a folder and the state in a file. */
+  private readonly copier: Copier | undefined;
+  private readonly publisher: Publisher | undefined;
   private readonly thumbnails: RunThumbnails | undefined;
   /** The done items' outputs being checked on disk, alongside the run (stage 2 for earlier runs' items). */
   private checking: Promise<void> | undefined;
   /** Originals whose copies are being made, each handed to the publisher once they are. */
   private readonly handoffs = new Set<Promise<void>>();
 
-  /** What a crash is recorded with. */
-  private readonly said: { now: () => number; logger?: RunContext['logger'] };
-
-  constructor(private readonly parts: RunContext) {
-    const { manifest, options, outputs, logger } = parts;
-    const { now } = parts.clock;
-    this.said = { now, logger };
-    const { store, control, feeder, breaker, timedWaits, downloadHealth } = parts;
-    const acts = {
-      accepted: (itemId: string) => {
-        feeder.answered(itemId);
-        breaker.answered();
-      },
-      timed: <T>(wait: Promise<T>) => timedWaits.timed(wait),
-      downloadEnded: (failure: Parameters<DownloadDeps['report']['ended']>[0]) =>
-        downloadHealth.ended(failure, control),
-    };
-    this.job = jobTaskDeps(parts, acts);
-    this.download = downloadTaskDeps(parts, acts);
-    const publishing = outputs.publishing;
-    this.publisher =
-      publishing &&
-      new Publisher({
-        store,
-        control,
-        publishing,
-        now,
-        maxUnpublishedBytes: options.maxUnpublishedBytes,
-        logger,
-      });
-    const publisher = this.publisher;
-    this.copier = asksCopies(manifest.manifest)
-      ? new Copier({ store, control, outputs, now, logger, staged: (copy) => publisher?.copied(copy) })
-      : undefined;
-    this.thumbnails =
-      parts.statePath && outputs.here && !publishing
-        ? new RunThumbnails({
-            dir: thumbsBeside(parts.statePath),
-            outputs: outputs.here,
-          })
-        : undefined;
+  constructor(private readonly parts: JobLifeDeps) {
+    ({ copier: this.copier, publisher: this.publisher, thumbnails: this.thumbnails } = parts.later);
   }
 
   /** Stages 3 and 4 take up what earlier runs left them: the copier first (a staged web copy found gone is unrecorded, to be made again, before the publisher takes up the rest). */
@@ -103,13 +93,13 @@ export class JobLife {
     const reservation = credits.forAttempt(item, lane.cap, price, assign);
     void lane.slots[item.type].start(async () => {
       try {
-        const completed = await new JobTask(this.job, lane, item, reservation).run();
+        const completed = await new JobTask(this.parts.job, lane, item, reservation).run();
         // Queued while the slot is still held: the run never looks idle between the two stages.
         // Handed on without its spec: a backlog of downloads holds only what names their outputs.
         const { id, type, model, state } = item;
         if (completed) this.downloadOutputs({ id, type, model, state }, completed.jobId, completed.job);
       } catch (error) {
-        recordCrash(store, this.said, item.id, error);
+        recordCrash(store, this.parts.said, item.id, error);
       } finally {
         reservation.close();
         feeder.release(item.id);
@@ -123,10 +113,10 @@ export class JobLife {
     const { downloads, roster, store, control } = this.parts;
     void downloads.add(item.id, async (progress) => {
       try {
-        const saved = await downloadJob(this.download, roster.laneOfJob(item.id), item, jobId, progress, fresh);
+        const saved = await downloadJob(this.parts.download, roster.laneOfJob(item.id), item, jobId, progress, fresh);
         for (const output of saved) this.saved(output);
       } catch (error) {
-        recordCrash(store, this.said, item.id, error);
+        recordCrash(store, this.parts.said, item.id, error);
       } finally {
         if (store.queue.hasDependents(item.id)) control.wake();
       }
@@ -187,6 +177,34 @@ export class JobLife {
   close(): void {
     this.thumbnails?.close();
   }
+}
+
+/** Stages 3 and 4 and the thumbnails, as the run's manifest and output place ask for them. */
+export function laterStagesOf(
+  run: {
+    readonly manifest: ManifestTop;
+    readonly options: Pick<ResolvedRunOptions, 'maxUnpublishedBytes'>;
+    readonly outputs: OutputSink;
+    readonly store: Store;
+    readonly statePath?: string | undefined;
+    readonly logger?: Logger | undefined;
+  },
+  control: Control,
+  now: () => number,
+): LaterStages {
+  const { store, outputs, logger } = run;
+  const publishing = outputs.publishing;
+  const publisher =
+    publishing &&
+    new Publisher({ store, control, publishing, now, maxUnpublishedBytes: run.options.maxUnpublishedBytes, logger });
+  const copier = asksCopies(run.manifest.manifest)
+    ? new Copier({ store, control, outputs, now, logger, staged: (copy) => publisher?.copied(copy) })
+    : undefined;
+  const thumbnails =
+    run.statePath && outputs.here && !publishing
+      ? new RunThumbnails({ dir: thumbsBeside(run.statePath), outputs: outputs.here })
+      : undefined;
+  return { copier, publisher, thumbnails };
 }
 
 /**

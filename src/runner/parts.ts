@@ -1,51 +1,83 @@
-import { Transfers } from '../scheduler/transfers.js';
-import { ModerationBreaker } from './feed/breaker.js';
-import { Control } from './core/control.js';
-import { logEvents } from './core/events.js';
-import { coordinatorNotices } from './keys/coordination.js';
-import { Credits } from './keys/credits.js';
-import { Feeder } from './feed/feeder.js';
-import { FirstSync } from './sync/first-sync.js';
-import { KeyRoster } from './keys/roster.js';
-import { KeyLane, KeyLanes } from './keys/lanes.js';
-import type { ResolvedRunOptions } from '../options/resolve.js';
-import type { RunClock } from '../scheduler/clock.js';
+import type { Store } from '../store/index.js';
+import { SnapshotKeeper } from '../sink/index.js';
+import type { Control } from './core/control.js';
 import { PauseGate } from './core/pause-gate.js';
 import { RunSession } from './core/session.js';
+import { ModerationBreaker } from './feed/breaker.js';
+import { runCanary } from './feed/canary.js';
+import { Feeder } from './feed/feeder.js';
 import { FeedLoops } from './feed/loops.js';
-import { JobLife } from './life.js';
-import type { RunContext, RunInputs } from './shared.js';
-
-export type { RunInputs } from './shared.js';
+import { Credits } from './keys/credits.js';
+import type { KeyLanes } from './keys/lanes.js';
+import { KeyRoster } from './keys/roster.js';
+import { JobLife, laterStagesOf, type LaterStages } from './life.js';
+import { preflight } from './preflight.js';
+import type { RunInputs } from './shared.js';
+import { wiringOf, type Wiring } from './wiring.js';
+import { summarize, type RunSummary } from './summary.js';
+import { FirstSync } from './sync/first-sync.js';
+import { recover } from './sync/recovery.js';
+import { downloadTaskDeps, jobTaskDeps, type RunActs } from './task-deps.js';
+import { startUpkeep } from './upkeep.js';
 import { DownloadHealth } from './watch/download-health.js';
 import { OutputsLease } from './watch/lease.js';
-import { SnapshotKeeper } from '../sink/index.js';
 import { type KnownWaits, QuietWatch } from './watch/quiet.js';
-import { watchService } from './watch/service-watch.js';
 import { TimedWaits } from './watch/timed-waits.js';
-import { Watchdog } from './watch/watchdog.js';
 
-/** Two minutes of the service's time (two seconds at the least) with nothing sent, answered or said: the watchdog looks. */
-const QUIET_MS = 120_000;
-const QUIET_FLOOR_MS = 2_000;
+export type { RunInputs } from './shared.js';
 
-/** The parts of a run, each the one owner of its concern, built once, in this order, and never changed after. */
-export interface RunParts extends RunContext {
+/**
+ * What the runner's sequence holds of the parts: each stage it calls, and
+ * the run's own steps, already given what they use.
+ */
+export interface RunParts {
+  readonly store: Store;
+  readonly control: Control;
+  readonly lanes: KeyLanes;
+  readonly firstSync: FirstSync;
   /** Each job's life, stage by stage. */
   readonly life: JobLife;
   /** Keeps every key's slots full with ready items. */
   readonly feed: FeedLoops;
-  /** What the watchdog asks when the run goes quiet. */
-  readonly quiet: QuietWatch;
+  /** The upkeep and the watchdog, begun with the run; `close` ends them, the lease and the snapshots with it. */
+  open(): { ready: Promise<void>; close(): Promise<void> };
+  /** The checks before anything is paid for, the output place claimed; then the snapshots and the later stages begin. */
+  preflight(): Promise<boolean>;
+  /** A killed run's items go on where they were. */
+  recover(): Promise<void>;
+  /** The canary, when asked for: false when it stopped the run. */
+  canary(drain: () => Promise<void>): Promise<boolean>;
+  summary(changed: string[]): RunSummary;
 }
 
+/** Builds each part once, in order, each given only what it uses; none is changed after. */
 export function buildParts(inputs: RunInputs): RunParts {
-  const shared = contextOf(inputs);
-  const { store, control, lanes, feeder, firstSync, downloads, reachability } = shared;
-  const life = new JobLife(shared);
+  const { store, options, outputs, tuning, logger } = inputs;
+  const { clock } = options;
+  const wired = wiringOf(inputs);
+  const { control, lanes } = wired;
+  const paced = pacingOf(inputs, wired);
+  const { life, later, timedWaits } = lifeOf(inputs, wired, paced);
+  const lease = new OutputsLease(outputs, control, clock.now, logger, tuning?.leaseMs, leftLease(inputs));
+  const firstSync = new FirstSync(
+    store,
+    inputs.manifest,
+    { ...options, now: clock.now, outLocation: outputs.location, syncStepMs: tuning?.syncStepMs },
+    control,
+    inputs.toSync,
+  );
+  const { feeder, pauseGate, breaker, credits, roster } = paced;
+  const { downloads, reachability } = wired;
   const feed = new FeedLoops({
-    ...shared,
-    publisher: life.publisher,
+    feeder,
+    breaker,
+    credits,
+    roster,
+    store,
+    clock,
+    control,
+    lanes,
+    holdsNew: () => reachability.isDown || pauseGate.isPaused || (later.publisher?.full ?? false),
     syncing: () => firstSync.syncing,
     idle: () =>
       !firstSync.syncing &&
@@ -56,107 +88,205 @@ export function buildParts(inputs: RunInputs): RunParts {
       feeder.held === 0,
     startJob: (item, lane, price) => life.begin(item, lane, price, true),
   });
+  const quiet = quietOf(inputs, wired, paced, { life, firstSync, timedWaits });
+  const keeper = keeperOf(inputs, lease);
+  return {
+    store,
+    control,
+    lanes,
+    firstSync,
+    life,
+    feed,
+    open: () => openUpkeep(inputs, wired, paced, { quiet, lease, keeper, life }),
+    ...stepsOf(inputs, wired, paced, { life, firstSync, lease, keeper }),
+  };
+}
+
+/** What decides what is sent, on which key, and when. */
+interface Pacing {
+  readonly feeder: Feeder;
+  readonly session: RunSession;
+  readonly credits: Credits;
+  readonly breaker: ModerationBreaker;
+  readonly roster: KeyRoster;
+  readonly pauseGate: PauseGate;
+}
+
+function pacingOf(inputs: RunInputs, { control, lanes }: Wiring): Pacing {
+  const { store } = inputs;
+  const { clock, maxBlocked } = inputs.options;
+  const feeder = new Feeder(store, clock, control);
+  const session = new RunSession();
+  return {
+    feeder,
+    session,
+    credits: creditsOf(inputs, control, lanes, session),
+    breaker: new ModerationBreaker(store, clock, control, maxBlocked),
+    roster: new KeyRoster(lanes, store, (id) => feeder.holds(id), control, clock.now),
+    pauseGate: new PauseGate(),
+  };
+}
+
+/** Each job's life, its stages given their deps, and the run's acts they report to. */
+function lifeOf(
+  inputs: RunInputs,
+  wired: Wiring,
+  paced: Pacing,
+): { life: JobLife; later: LaterStages; timedWaits: TimedWaits } {
+  const { store, logger } = inputs;
+  const { clock } = inputs.options;
+  const { control, reachability, lanes, downloads } = wired;
+  const { feeder, breaker, roster, credits } = paced;
+  const timedWaits = new TimedWaits();
+  const downloadHealth = new DownloadHealth();
+  const acts: RunActs = {
+    accepted: (itemId) => {
+      feeder.answered(itemId);
+      breaker.answered();
+    },
+    timed: (wait) => timedWaits.timed(wait),
+    downloadEnded: (failure) => downloadHealth.ended(failure, control),
+    refused: (lane, error, reaction) => {
+      if (reaction.scope === 'account') control.stop('refused', `${error.code}: ${error.message}\n${reaction.hint}`);
+      else roster.refused(lane, error, reaction.hint);
+    },
+  };
+  const base = { ...inputs, clock, control, reachability, lanes };
+  const later = laterStagesOf(inputs, control, clock.now);
+  const life = new JobLife({
+    job: jobTaskDeps({ ...base, pauseGate: paced.pauseGate, credits, session: paced.session }, acts),
+    download: downloadTaskDeps(base, acts),
+    later,
+    store,
+    control,
+    feeder,
+    credits,
+    roster,
+    lanes,
+    downloads,
+    said: { now: clock.now, logger },
+  });
+  return { life, later, timedWaits };
+}
+
+/** What the watchdog asks when the run goes quiet: each known wait, and what is held. */
+function quietOf(
+  inputs: RunInputs,
+  { control, reachability, downloads, coordinator }: Wiring,
+  { credits, pauseGate, breaker, feeder }: Pacing,
+  { life, firstSync, timedWaits }: { life: JobLife; firstSync: FirstSync; timedWaits: TimedWaits },
+): QuietWatch {
+  const { options } = inputs;
   const known: KnownWaits = {
-    capUntil: () => shared.credits.waitingUntil,
-    coordinatorDown: () => shared.coordinator.down,
-    paused: () => shared.pauseGate.isPaused,
-    waitingForBreaker: () => shared.breaker.waitingForAnswer,
+    capUntil: () => credits.waitingUntil,
+    coordinatorDown: () => coordinator.down,
+    paused: () => pauseGate.isPaused,
+    waitingForBreaker: () => breaker.waitingForAnswer,
     syncing: () => firstSync.syncing,
-    timedWaits: () => shared.timedWaits.count + downloads.pending,
+    timedWaits: () => timedWaits.count + downloads.pending,
     laterStages: () => life.laterStagesBusy,
     stalledDownloads: () => {
       const stalled = downloads.stalled();
-      return stalled && { ...stalled, idleTimeoutMs: inputs.options.idleTimeoutMs };
+      return stalled && { ...stalled, idleTimeoutMs: options.idleTimeoutMs };
     },
   };
-  const quiet = new QuietWatch(store, feeder, reachability, control, known, shared.clock.now, inputs.logger);
-  return { ...shared, life, feed, quiet };
+  return new QuietWatch(inputs.store, feeder, reachability, control, known, options.clock.now, inputs.logger);
 }
 
-function contextOf(inputs: RunInputs): RunContext {
-  const { keys, store, options, logger } = inputs;
-  const { clock } = options;
-  const watchdog = new Watchdog(clock.now, inputs.quietMs ?? Math.max(QUIET_FLOOR_MS, clock.scaled(QUIET_MS)));
-  const session = new RunSession();
-  // Every poll, upload and download in flight listens for the interrupt: one per slot and download, plus the queues'.
-  const listeners =
-    keys.reduce((n, k) => n + k.limits.maxImagesInFlight + k.limits.maxVideosInFlight, 0) +
-    options.downloadConcurrency +
-    64;
-  const control = new Control(logger, listeners);
-  // Anything said is activity: the watchdog's quiet starts again.
-  const hearing = [control.events.on(() => watchdog.activity())];
-  if (logger) hearing.push(control.events.on(logEvents(logger)));
-  const { lanes, coordinator } = lanesOf(inputs, control, listeners);
-  const feeder = new Feeder(store, clock, control);
-  const downloads = downloadTransfers(options, control);
-  wakeOnTaskEnds(lanes, downloads, control);
-  for (const lane of lanes.all) hearing.push(forwardAnswers(lane, control));
-  hearing.push(giveUpOnTheWireAfterStop(lanes, control));
-  const service = watchService({
-    lanes,
-    clock,
+/** What holds the run's place and state: the lease on the output place, and the snapshots beside a bucket's outputs. */
+interface Holding {
+  readonly life: JobLife;
+  readonly lease: OutputsLease;
+  readonly keeper: SnapshotKeeper | undefined;
+}
+
+/** The upkeep and the watchdog, begun with the run; closing ends them, the snapshots and the lease, in that order. */
+function openUpkeep(
+  inputs: RunInputs,
+  wired: Wiring,
+  paced: Pacing,
+  { quiet, lease, keeper, life }: Holding & { quiet: QuietWatch },
+): { ready: Promise<void>; close(): Promise<void> } {
+  const { store, logger, outputs, options } = inputs;
+  const { control, lanes, reachability, downloads, watchdog, hearing } = wired;
+  const { credits, session, pauseGate, breaker } = paced;
+  const upkeep = startUpkeep({
+    store,
+    clock: options.clock,
     control,
-    now: clock.now,
-    unreachableMs: options.unreachableMs,
     logger,
-    onActivity: () => watchdog.activity(),
+    session,
+    lanes,
+    outputs,
+    idleTimeoutMs: options.idleTimeoutMs,
+    waits: { credits, reachability, downloads },
+    pauseGate,
+    breaker,
   });
-  hearing.push(service.stopHearing);
-  const lease = new OutputsLease(inputs.outputs, control, clock.now, logger, inputs.leaseMs, {
-    get: () => store.meta('lease_left'),
-    set: (holder) => (holder ? store.setMeta('lease_left', JSON.stringify(holder)) : store.deleteMeta('lease_left')),
-  });
+  watchdog.start(quiet);
   return {
-    ...inputs,
-    detach: () => {
+    ready: upkeep.ready,
+    close: async () => {
+      // The state's last snapshot before the place is let go: the next holder restores what this run did.
+      await keeper?.end();
+      await lease.release();
+      watchdog.stop();
+      life.close();
+      upkeep.stop();
       for (const stop of hearing) stop();
       lanes.stop();
     },
-    clock,
-    watchdog,
-    session,
-    control,
-    lanes,
-    credits: creditsOf(inputs, clock, control, lanes, session),
-    feeder,
-    breaker: new ModerationBreaker(store, clock, control, options.maxBlocked),
-    roster: new KeyRoster(lanes, store, (id) => feeder.holds(id), control, clock.now),
-    reachability: service.reachability,
-    pauseGate: new PauseGate(),
-    downloads,
-    downloadHealth: new DownloadHealth(),
-    lease,
-    keeper: keeperOf(inputs, lease),
-    timedWaits: new TimedWaits(),
-    firstSync: new FirstSync(
-      store,
-      inputs.manifest,
-      { ...options, now: clock.now, outLocation: inputs.outputs.location, syncStepMs: inputs.syncStepMs },
-      control,
-      inputs.toSync,
-    ),
-    coordinator,
   };
 }
 
-/** Each key's lane, and whether the coordinator its limits are shared through answers (a known wait while it does not). */
-function lanesOf(
+/** The run's own steps, each given what it uses: the checks before paying, recovery, the canary, the summary. */
+function stepsOf(
   inputs: RunInputs,
-  control: Control,
-  listeners: number,
-): { lanes: KeyLanes; coordinator: { down: boolean } } {
-  const { keys, store, options } = inputs;
-  const coordinator = { down: false };
-  const noticed = coordinatorNotices(control);
-  const coordinatorSaid = (reachable: boolean, message: string) => {
-    coordinator.down = !reachable;
-    noticed(reachable, message);
+  { control, lanes }: Wiring,
+  { feeder, credits, roster }: Pacing,
+  { life, firstSync, lease, keeper }: Holding & { firstSync: FirstSync },
+): Pick<RunParts, 'preflight' | 'recover' | 'canary' | 'summary'> {
+  const { store, options, outputs, logger } = inputs;
+  return {
+    preflight: async () => {
+      if (!(await preflight({ ...inputs, control, firstSync, lease }))) return false;
+      keeper?.start();
+      life.startAfterDownloads();
+      return true;
+    },
+    recover: async () => {
+      const { verifying } = await recover({
+        store,
+        lanes,
+        roster,
+        outputs,
+        now: options.clock.now,
+        logger,
+        signal: control.abort.signal,
+        startJob: (item, lane) => life.begin(item, lane, credits.priceOf(item), false),
+        startDownload: (item, jobId) => life.downloadOutputs(item, jobId),
+      });
+      life.verify(verifying);
+    },
+    canary: (drain) =>
+      options.canary ? runCanary(store, control, feeder, options.canary, drain) : Promise.resolve(true),
+    summary: (changed) => {
+      const { publishing } = outputs;
+      return summarize(store, control.stopReason, roster, {
+        only: options.only !== undefined,
+        changed,
+        publishing: publishing && { location: publishing.location, staging: publishing.staging },
+        priceOf: (item) => credits.priceOf(item),
+      });
+    },
   };
-  const lanes = new KeyLanes(
-    keys.map((k) => new KeyLane(k, store, options.clock, control.noNewWork.signal, listeners, coordinatorSaid)),
-  );
-  return { lanes, coordinator };
+}
+/** Where a released lease is recorded in the state, for the next run to take up. */
+function leftLease({ store }: RunInputs): ConstructorParameters<typeof OutputsLease>[5] {
+  return {
+    get: () => store.meta('lease_left'),
+    set: (holder) => (holder ? store.setMeta('lease_left', JSON.stringify(holder)) : store.deleteMeta('lease_left')),
+  };
 }
 
 /** A rehearsal starts over each time: only a real run's state is kept beside its outputs. */
@@ -165,7 +295,7 @@ function keeperOf(inputs: RunInputs, lease: OutputsLease): SnapshotKeeper | unde
   if (!snapshots || inputs.options.simulate) return undefined;
   const { store, logger } = inputs;
   return new SnapshotKeeper(snapshots, () => store, {
-    everyMs: inputs.snapshotEveryMs,
+    everyMs: inputs.tuning?.snapshotEveryMs,
     // Only the place's holder writes its snapshots: a refused run, or one taken over, never names its state there.
     allowed: () => lease.holds,
     said: (what) =>
@@ -175,14 +305,9 @@ function keeperOf(inputs: RunInputs, lease: OutputsLease): SnapshotKeeper | unde
   });
 }
 
-function creditsOf(
-  inputs: RunInputs,
-  clock: RunClock,
-  control: Control,
-  lanes: KeyLanes,
-  session: RunSession,
-): Credits {
+function creditsOf(inputs: RunInputs, control: Control, lanes: KeyLanes, session: RunSession): Credits {
   const { store, manifest, catalog } = inputs;
+  const { clock } = inputs.options;
   return new Credits(
     store,
     clock,
@@ -198,87 +323,5 @@ function creditsOf(
       // The run waits for the daily cap, every key alike: status says until when.
       if (until !== undefined) store.runs.beat(session.id, clock.now(), { waitingUntil: until });
     },
-  );
-}
-
-/** How long requests already on the wire may take to record their answer after an interrupt. */
-const INTERRUPT_GRACE_MS = 1_000;
-
-/**
- * An interrupt lets requests already on the wire record their answer, for a
- * second: then they are given up (a submission stays committed, resent with
- * its key by the next run), so the process exits within a second or two
- * even when the service swallows requests and answers none. A run that stops
- * because nothing answers gives them up at once: none will be answered.
- */
-function giveUpOnTheWireAfterStop(lanes: KeyLanes, control: Control): () => void {
-  let timer: NodeJS.Timeout | undefined;
-  const giveUp = () => {
-    for (const lane of lanes.all) lane.client.abandonSentBefore(Infinity);
-  };
-  const onAbort = () => {
-    const kind = control.stopReason?.kind;
-    if (kind === 'unreachable') giveUp();
-    else if (kind === 'interrupted') {
-      timer = setTimeout(giveUp, INTERRUPT_GRACE_MS);
-      timer.unref();
-    }
-  };
-  control.abort.signal.addEventListener('abort', onAbort, { once: true });
-  return () => {
-    clearTimeout(timer);
-    control.abort.signal.removeEventListener('abort', onAbort);
-  };
-}
-
-/** Each answer of the key's client as a run event, and each 429 as `rate-limited`. */
-function forwardAnswers(lane: KeyLane, control: Control): () => void {
-  const keyFp = lane.fingerprint;
-  return lane.client.answers.on(({ method, path, limit, status, ms, code, retryAfterMs }) => {
-    control.emit({ kind: 'answer', keyFp, method, path, limit, status, ms, ...(code ? { code } : {}) });
-    if (status === 429)
-      control.emit({
-        kind: 'rate-limited',
-        keyFp,
-        limit,
-        code: code ?? 'HTTP_429',
-        ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
-      });
-  });
-}
-
-/**
- * A task's own last act cannot wake the feed loops: its queue still counts
- * it busy. Woken once the queue has let it go, the run ends at once. A
- * download frees no slot and never puts an item back: only the queue's end
- * (the run may be over) or an item with dependents wakes them.
- */
-function wakeOnTaskEnds(lanes: KeyLanes, downloads: Transfers, control: Control): void {
-  const wake = () => control.wake();
-  for (const lane of lanes.all) {
-    lane.slots.image.onTaskEnd(wake);
-    lane.slots.video.onTaskEnd(wake);
-  }
-  downloads.onEachIdle(wake);
-}
-
-/** The downloads' places: one silent for a quarter of the idle timeout (a second at most) gives its place to the next one. */
-function downloadTransfers(options: ResolvedRunOptions, control: Control): Transfers {
-  const { now } = options.clock;
-  const quietMs = Math.min(1_000, options.idleTimeoutMs / 4);
-  return new Transfers(
-    options.downloadConcurrency,
-    quietMs,
-    now,
-    (itemId, since) => control.emit({ kind: 'transfer-stalled', itemId, transfer: 'download', since }),
-    (itemId, since, how) =>
-      control.emit({
-        kind: 'transfer-stall-ended',
-        itemId,
-        transfer: 'download',
-        since,
-        stalledMs: now() - since,
-        how,
-      }),
   );
 }

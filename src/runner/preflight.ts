@@ -1,13 +1,30 @@
+import type { ManifestTop } from '../manifest/index.js';
+import type { ResolvedRunOptions } from '../options/resolve.js';
+import type { OutputSink } from '../sink/index.js';
+import type { Store } from '../store/index.js';
+import type { Control } from './core/control.js';
 import { sha256 } from './core/identity.js';
-import type { RunContext } from './shared.js';
 import { selects } from './feed/selection.js';
+import type { FirstSync } from './sync/first-sync.js';
+import type { OutputsLease } from './watch/lease.js';
+
+/** What the checks before the first payment read, and the lease they claim. */
+export interface PreflightDeps {
+  readonly options: Pick<ResolvedRunOptions, 'only' | 'simulate' | 'takeOver'>;
+  readonly store: Store;
+  readonly manifest: Pick<ManifestTop, 'source'>;
+  readonly outputs: Pick<OutputSink, 'probe'>;
+  readonly control: Control;
+  readonly firstSync: Pick<FirstSync, 'all'>;
+  readonly lease: Pick<OutputsLease, 'claim'>;
+}
 
 /**
  * What must hold before anything is paid for: the output dir takes files,
  * `--only` selects something, and the dir is claimed for this state. False
  * (the run stopped, saying why) when one does not.
  */
-export async function preflight(run: RunContext): Promise<boolean> {
+export async function preflight(run: PreflightDeps): Promise<boolean> {
   const { store, control, firstSync, lease } = run;
   const unwritable = await run.outputs.probe();
   if (unwritable) {

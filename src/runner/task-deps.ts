@@ -1,15 +1,34 @@
 import type { Reaction } from '../api/index.js';
-import type { ErrorNote } from '../store/index.js';
-import type { KeyLane } from './keys/lanes.js';
-import type { DownloadFailure } from './core/control.js';
+import type { Logger } from '../log/logger.js';
+import type { ManifestTop } from '../manifest/index.js';
+import type { ResolvedRunOptions } from '../options/resolve.js';
+import type { RunClock } from '../scheduler/clock.js';
+import type { OutputSink } from '../sink/index.js';
+import type { ErrorNote, Store } from '../store/index.js';
+import type { KeyLane, KeyLanes } from './keys/lanes.js';
+import type { Control, DownloadFailure } from './core/control.js';
 import type { DownloadDeps } from './item/download-task.js';
 import { FirstPoll } from './item/first-poll.js';
 import type { JobTaskDeps } from './item/job-task.js';
-import type { RunContext } from './shared.js';
 import { PollWait } from './item/poll-wait.js';
 import { SendBatch } from './item/send-batch.js';
+import type { Reachability } from './watch/reachability.js';
+import type { PauseGate } from './core/pause-gate.js';
+import type { Credits } from './keys/credits.js';
 
-/** What the shared parts cannot do alone: the run's own acts, passed to the tasks' deps. */
+/** What both tasks are built from: the run's options, its state, and the parts every request goes through. */
+export interface TaskBase {
+  readonly options: ResolvedRunOptions;
+  readonly store: Store;
+  readonly clock: RunClock;
+  readonly control: Control;
+  readonly reachability: Reachability;
+  readonly lanes: KeyLanes;
+  readonly outputs: OutputSink;
+  readonly logger?: Logger | undefined;
+}
+
+/** What the run's parts cannot do alone: the run's own acts, passed to the tasks' deps. */
 export interface RunActs {
   /** The item's submission was answered with a job. */
   accepted(itemId: string): void;
@@ -17,10 +36,19 @@ export interface RunActs {
   timed<T>(wait: Promise<T>): Promise<T>;
   /** A download succeeded (undefined) or gave up. */
   downloadEnded(failure: DownloadFailure | undefined): void;
+  /** The service refused a key (it leaves the run) or the account (the run stops). */
+  refused(lane: KeyLane, error: ErrorNote, reaction: Extract<Reaction, { do: 'stop-run' }>): void;
 }
 
-/** A job task's deps: the run's context, the poll's settings, and where each report goes. */
-export function jobTaskDeps(run: RunContext, acts: RunActs): JobTaskDeps {
+/** A job task's deps: the run's base, the poll's settings, and where each report goes. */
+export function jobTaskDeps(
+  run: TaskBase & {
+    readonly pauseGate: PauseGate;
+    readonly credits: Credits;
+    readonly session: { readonly startedAt: number };
+  },
+  acts: RunActs,
+): JobTaskDeps {
   const { options, store, clock, control, reachability, pauseGate, credits, lanes, session } = run;
   const pollWait = new PollWait(options.pollWaitSeconds);
   return {
@@ -43,7 +71,7 @@ export function jobTaskDeps(run: RunContext, acts: RunActs): JobTaskDeps {
       charged: (model, charged) => credits.noteCharge(model, charged),
       refunded: (tags, refunded) => credits.refunded(tags, refunded),
       accepted: acts.accepted,
-      refused: (lane, error, reaction) => refused(run, lane, error, reaction),
+      refused: acts.refused,
       blocked: (lane) => void lane.coordinator?.noteBlock(lane.fingerprint).catch(() => {}),
       otherKeyHasRoom: (lane, type, need) =>
         lanes.serving(type).some((l) => l !== lane && !l.cap.isWaiting(clock.now(), need)),
@@ -52,8 +80,11 @@ export function jobTaskDeps(run: RunContext, acts: RunActs): JobTaskDeps {
   };
 }
 
-/** A download's deps: the run's context, where outputs go and how they are named. */
-export function downloadTaskDeps(run: RunContext, acts: RunActs): DownloadDeps {
+/** A download's deps: the run's base, where outputs go and how they are named. */
+export function downloadTaskDeps(
+  run: TaskBase & { readonly manifest: Pick<ManifestTop, 'outputName' | 'vars'> },
+  acts: RunActs,
+): DownloadDeps {
   const { manifest, options, store, clock, control, reachability, lanes } = run;
   return {
     store,
@@ -69,20 +100,6 @@ export function downloadTaskDeps(run: RunContext, acts: RunActs): DownloadDeps {
       idleTimeoutMs: options.idleTimeoutMs,
       logger: run.logger,
     },
-    report: {
-      refused: (lane, error, reaction) => refused(run, lane, error, reaction),
-      ended: acts.downloadEnded,
-    },
+    report: { refused: acts.refused, ended: acts.downloadEnded },
   };
-}
-
-/** The one answer to a refused key or account: the key leaves the run (the others go on), or the run stops. */
-function refused(
-  parts: RunContext,
-  lane: KeyLane,
-  error: ErrorNote,
-  reaction: Extract<Reaction, { do: 'stop-run' }>,
-): void {
-  if (reaction.scope === 'account') parts.control.stop('refused', `${error.code}: ${error.message}\n${reaction.hint}`);
-  else parts.roster.refused(lane, error, reaction.hint);
 }

@@ -2,9 +2,41 @@ import { combinedLimits } from '../scheduler/limits.js';
 import { watchSteering } from './watch/steering-watch.js';
 import { countEvents } from './watch/counting.js';
 import { keepCoordinatorLeases } from './keys/coordination.js';
-import type { RunContext } from './shared.js';
-import type { Publishing } from '../sink/index.js';
+import type { Logger } from '../log/logger.js';
+import type { RunClock } from '../scheduler/clock.js';
+import type { Transfers } from '../scheduler/transfers.js';
+import type { OutputSink, Publishing } from '../sink/index.js';
+import type { Store } from '../store/index.js';
 import type { Control } from './core/control.js';
+import type { PauseGate } from './core/pause-gate.js';
+import type { RunSession } from './core/session.js';
+import type { ModerationBreaker } from './feed/breaker.js';
+import type { Credits } from './keys/credits.js';
+import type { KeyLanes } from './keys/lanes.js';
+import type { Reachability } from './watch/reachability.js';
+
+/** What the upkeep records, reads and steers. */
+export interface UpkeepDeps {
+  readonly store: Store;
+  readonly clock: RunClock;
+  readonly control: Control;
+  readonly logger?: Logger | undefined;
+  /** The run's row, begun here. */
+  readonly session: RunSession;
+  readonly lanes: KeyLanes;
+  /** Where outputs go (the bucket's trouble is said), and how long a transfer may idle (status reads it). */
+  readonly outputs: OutputSink;
+  readonly idleTimeoutMs: number;
+  /** What the heartbeat records of why the run waits. */
+  readonly waits: {
+    readonly credits: Pick<Credits, 'waitingUntil'>;
+    readonly reachability: Pick<Reachability, 'unreachableSince'>;
+    readonly downloads: Pick<Transfers, 'stalled'>;
+  };
+  readonly pauseGate: PauseGate;
+  /** Told the blocked count every process of the key shares. */
+  readonly breaker: Pick<ModerationBreaker, 'sharedBlocked'>;
+}
 
 const HEARTBEAT_MS = 1_000;
 
@@ -15,9 +47,10 @@ const HEARTBEAT_MS = 1_000;
  * coordinator the leases and the blocked count shared by every process;
  * the counts `genbatch metrics` reads; and the bucket's trouble said as events.
  */
-export function startUpkeep(parts: RunContext): { ready: Promise<void>; stop(): void } {
+export function startUpkeep(parts: UpkeepDeps): { ready: Promise<void>; stop(): void } {
   const { now, timeScale } = parts.clock;
-  const { store, lanes, credits, reachability, clock, breaker } = parts;
+  const { store, lanes, clock, breaker } = parts;
+  const { credits, reachability, downloads } = parts.waits;
   // The limits the run paces to, all keys together: status's ETA reads them.
   const limits = combinedLimits(lanes.all.map((l) => l.limits));
   const startedAt = now();
@@ -25,7 +58,7 @@ export function startUpkeep(parts: RunContext): { ready: Promise<void>; stop(): 
     limits,
     timeScale,
     outDir: parts.outputs.location,
-    idleTimeoutMs: parts.options.idleTimeoutMs,
+    idleTimeoutMs: parts.idleTimeoutMs,
   });
   parts.session.begin(runId, startedAt);
   // Each key's own cap, as its /me and the flags settled it: metrics says how much of it a key day used.
@@ -40,7 +73,7 @@ export function startUpkeep(parts: RunContext): { ready: Promise<void>; stop(): 
     store.runs.beat(runId, now(), {
       waitingUntil: credits.waitingUntil,
       unreachableSince: reachability.unreachableSince,
-      stalled: parts.downloads.stalled(),
+      stalled: downloads.stalled(),
       bucket: publishing?.trouble,
     });
   const heartbeat = setInterval(beat, HEARTBEAT_MS);

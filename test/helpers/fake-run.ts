@@ -64,7 +64,7 @@ export async function fakeRun(
     toSync: { items: loaded!.items },
     outputs: new FolderSink(join(dir, 'out')),
     budget: undefined,
-    quietMs,
+    tuning: { quietMs },
   });
   if (onEvent) runner.events.on(onEvent);
   return {

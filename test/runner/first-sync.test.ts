@@ -171,7 +171,7 @@ describe('the first sync of a state, in steps', () => {
         toSync: { items, fingerprint: 'sources' },
         outputs: new FolderSink(ws.outDir),
         budget: undefined,
-        syncStepMs: 0,
+        tuning: { syncStepMs: 0 },
       }).run();
       expect(batches).toBe(8);
       expect(summary.counts.done).toBe(152);

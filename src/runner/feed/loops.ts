@@ -6,8 +6,6 @@ import type { Credits } from '../keys/credits.js';
 import type { Feeder, NextItem } from './feeder.js';
 import type { KeyRoster } from '../keys/roster.js';
 import { holdMaybeAccepted, type JobType, type KeyLane, type KeyLanes } from '../keys/lanes.js';
-import type { PauseGate } from '../core/pause-gate.js';
-import type { Reachability } from '../watch/reachability.js';
 
 /** What a loop does next: stop, look again at once, or wait for this first. */
 type Step = 'done' | 'again' | Promise<void>;
@@ -25,10 +23,8 @@ export interface FeedLoopsDeps {
   readonly credits: Credits;
   readonly lanes: KeyLanes;
   readonly roster: KeyRoster;
-  readonly reachability: Reachability;
-  readonly pauseGate: PauseGate;
-  /** Outputs going to a bucket: while too many wait to be published, nothing new is sent. */
-  readonly publisher?: { readonly full: boolean } | undefined;
+  /** Nothing new is sent now: nothing answers, another shell paused the run, or too many outputs wait for the bucket. */
+  holdsNew(): boolean;
   /** A first sync is still writing items: more may come. */
   syncing(): boolean;
   /** Nothing of the run is under way: no task, download, check or sync. */
@@ -92,8 +88,7 @@ export class FeedLoops {
     }
     // Nothing answers, another shell paused the run, or the bucket lags: nothing new is started (an answer, resume, or
     // a shrinking backlog wakes this).
-    const { reachability, pauseGate, publisher } = this.deps;
-    if (reachability.isDown || pauseGate.isPaused || publisher?.full) return this.waitForEvent();
+    if (this.deps.holdsNew()) return this.waitForEvent();
     const next = this.next(type, free);
     return typeof next === 'object' && !(next instanceof Promise) ? this.start(type, next, free) : next;
   }
