@@ -1,4 +1,4 @@
-import { Waiters } from '../../util/waiters.js';
+import { Outage } from '../../util/outage.js';
 import { setMaxListeners } from 'node:events';
 import { TransportError } from '../../api/index.js';
 
@@ -51,19 +51,20 @@ export interface ReachabilityOptions {
  * answered) is suspected from its overdue requests and probed the same way.
  */
 export class Reachability {
-  private lastAnswerAt = -Infinity;
-  /** While the service answers nothing: since when, and the last failure's words. */
-  private downSince: number | undefined;
+  /** Since when the service answers nothing, and the callers its first answer lets go (the bucket's patience uses one too). */
+  private readonly outage: Outage;
+  /** The last failure's words, while the service answers nothing. */
   private reason = '';
-  /** When an outage was last seen going on: a request sent before then may have been lost to it. */
-  private lastDownAt = -Infinity;
   private probing: Promise<void> | undefined;
-  private readonly waiters = new Waiters<boolean>();
   private gaveUp = false;
   private readonly silenceWatch: NodeJS.Timeout;
 
   constructor(private readonly options: ReachabilityOptions) {
-    options.signal.addEventListener('abort', () => this.release(false), { once: true });
+    this.outage = new Outage(options.now);
+    this.outage.onEnd((since, at) => {
+      if (since !== undefined) options.onUp(since, at);
+    });
+    options.signal.addEventListener('abort', () => this.outage.release(false), { once: true });
     this.silenceWatch = setInterval(() => this.lookForSilence(), Math.max(100, options.silentMs / 4));
     this.silenceWatch.unref();
     options.signal.addEventListener('abort', () => clearInterval(this.silenceWatch), { once: true });
@@ -71,21 +72,16 @@ export class Reachability {
 
   /** The service answered a request (any HTTP status). */
   answered(): void {
-    const now = this.options.now();
-    this.lastAnswerAt = now;
-    const since = this.downSince;
-    this.downSince = undefined;
-    if (since !== undefined) this.options.onUp(since, now);
-    if (this.waiters.size > 0) this.release(true);
+    this.outage.answered();
   }
 
   /** Since when nothing has answered, while that is so. */
   get unreachableSince(): number | undefined {
-    return this.downSince;
+    return this.outage.since;
   }
 
   get isDown(): boolean {
-    return this.downSince !== undefined;
+    return this.outage.isDown;
   }
 
   /** Probes are asking whether the service answers (it failed a request, or went silent): a known wait. */
@@ -100,7 +96,7 @@ export class Reachability {
 
   /** Before a request: at once while the service answers; while it does not, once it answers again (true) or the run stops (false). */
   async ready(signal: AbortSignal): Promise<boolean> {
-    if (this.downSince === undefined) return !signal.aborted && !this.gaveUp;
+    if (!this.outage.isDown) return !signal.aborted && !this.gaveUp;
     return this.untilUp(signal);
   }
 
@@ -114,7 +110,7 @@ export class Reachability {
     // Even with answers since it was sent, the outage may have begun after them: the probe (one for every caller) says.
     this.reason = error.message;
     if (!(await this.untilUp(signal))) return 'stopped';
-    return this.lastDownAt >= sentAt ? 'outage' : 'own';
+    return this.outage.sentIntoEnded(sentAt) ? 'outage' : 'own';
   }
 
   /** A request overdue while nothing has answered for as long: the service may have gone silent; probes tell. */
@@ -123,7 +119,7 @@ export class Reachability {
     const now = this.options.now();
     const since = this.options.overdueSince(now, this.options.silentMs);
     if (since === undefined) return;
-    if (now - this.lastAnswerAt < this.options.silentMs) {
+    if (now - this.outage.answeredAt < this.options.silentMs) {
       // The service answers others: a request this late was lost on its own (a silence that ended swallowed it).
       const lost = this.options.abandonOverdue(now, 2 * this.options.silentMs);
       if (lost > 0) this.options.onLost?.(lost);
@@ -136,7 +132,7 @@ export class Reachability {
   /** Resolves true when the service answers (probing it until then), false when the run stops first. */
   private untilUp(signal: AbortSignal): Promise<boolean> {
     if (signal.aborted || this.gaveUp || this.options.signal.aborted) return Promise.resolve(false);
-    const up = this.waiters.wait(signal, false);
+    const up = this.outage.untilAnswer(signal);
     this.probing ??= this.probeUntilUp().finally(() => (this.probing = undefined));
     return up;
   }
@@ -151,13 +147,14 @@ export class Reachability {
     const { options } = this;
     const round = new ProbeRound(options.now(), options.signal);
     try {
-      while (this.waiters.size > 0 && !options.signal.aborted && !round.settled) {
+      while (this.outage.waiting > 0 && !options.signal.aborted && !round.settled) {
         void this.probeOnce(round);
         await round.next(options.probeEveryMs);
-        if (this.downSince !== undefined && options.now() - this.downSince >= options.giveUpAfterMs) {
+        const since = this.outage.since;
+        if (since !== undefined && options.now() - since >= options.giveUpAfterMs) {
           this.gaveUp = true;
-          options.onGiveUp(this.downSince, this.reason);
-          return this.release(false);
+          options.onGiveUp(since, this.reason);
+          return this.outage.release(false);
         }
       }
     } finally {
@@ -175,24 +172,19 @@ export class Reachability {
     } catch (error) {
       if (round.settled || options.signal.aborted) return;
       // Any answer, an error one too, is the service's: it is reachable.
-      if (!(error instanceof TransportError) || this.lastAnswerAt > sentAt) {
+      const answeredSince = this.outage.answeredAt > sentAt;
+      if (!(error instanceof TransportError) || answeredSince) {
         round.settle();
-        return this.lastAnswerAt > sentAt ? this.release(true) : this.answered();
+        return answeredSince ? this.outage.release(true) : this.answered();
       }
       this.reason = error.message;
       const now = options.now();
-      this.lastDownAt = now;
-      if (++round.failures >= 2 && this.downSince === undefined) {
-        this.downSince = Math.min(round.startedAt, now);
-        options.onDown(this.downSince, this.reason);
-      }
+      this.outage.noAnswer(now);
+      if (++round.failures >= 2 && this.outage.begin(Math.min(round.startedAt, now)))
+        options.onDown(this.outage.since!, this.reason);
       // The first failure is asked again at once; the others wait for the interval.
       if (round.failures === 1) round.wakeUp();
     }
-  }
-
-  private release(up: boolean): void {
-    this.waiters.release(up);
   }
 }
 

@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream';
 import { sleep } from '../../util/sleep.js';
+import { Outage } from '../../util/outage.js';
 import { backoffMs, type Backoff } from '../../util/backoff.js';
 import { bucketPolicy, type CallReaction, classify, FIRST_BACKOFF_MS, LONGEST_BACKOFF_MS } from './bucket-policy.js';
 import type { BucketTrouble, ByteRange } from '../sink.js';
@@ -55,14 +56,16 @@ export class PatientBucket implements BucketClient {
   private troubleSince: number | undefined;
   private lastCode = '';
   private readonly listeners = new Set<(trouble: BucketTrouble | undefined) => void>();
-  /** Calls asleep in a backoff for want of any answer: the bucket's first answer wakes them. */
-  private readonly sleepers = new Set<() => void>();
+  /**
+   * The trouble's calls that got no answer at all (not only slow-downs): the
+   * outage they make, when it last ended (an attempt sent before then, into
+   * it, is sent again at once), and the calls asleep in a backoff for want
+   * of any answer, whom the bucket's first answer wakes. The service's
+   * reachability uses the same.
+   */
+  private readonly outage: Outage;
   /** Attempts under way, each with when it last moved a byte: one sent into an outage is given up at its end. */
   private readonly underWay = new Set<{ movedAt: number; abandon: () => void }>();
-  /** The trouble under way has had a call that got no answer at all (not only slow-downs). */
-  private noAnswerSeen = false;
-  /** When an outage of no answers last ended: an attempt sent before then, into it, is sent again at once. */
-  private outageEndedAt = Number.NEGATIVE_INFINITY;
   /** Calls under way (asleep or sent): the looks for the bucket's return go only while one waits. */
   private calls = 0;
   /** The key last asked for (one the credentials may look at), and the looks under way, if any. */
@@ -80,6 +83,7 @@ export class PatientBucket implements BucketClient {
     this.bucket = inner.bucket;
     this.now = patience.now ?? Date.now;
     this.random = patience.random ?? Math.random;
+    this.outage = new Outage(this.now);
   }
 
   /** While the bucket answers nothing but faults: since when, and when calls give up. */
@@ -191,7 +195,7 @@ export class PatientBucket implements BucketClient {
       return await this.tries(signal, attempt);
     } finally {
       // Nothing waits on the bucket any more: a look under way for its return is given up (it would hold the exit).
-      if (--this.calls === 0 && this.sleepers.size === 0) this.looks?.abort();
+      if (--this.calls === 0 && this.outage.waiting === 0) this.looks?.abort();
     }
   }
 
@@ -216,12 +220,12 @@ export class PatientBucket implements BucketClient {
           throw fault;
         }
         // Sent into an outage that has ended since (given up by its end, or at its own idle timeout): sent again at once.
-        if (fault.code === OUTAGE_ENDED || (reaction.noAnswer && this.outageEndedAt >= sentAt)) {
+        if (fault.code === OUTAGE_ENDED || (reaction.noAnswer && this.outage.sentIntoEnded(sentAt))) {
           tries = -1;
           continue;
         }
         // A slow-down is an answer too: those waiting for any go, though this call backs off as asked.
-        if (!reaction.noAnswer) this.wakeSleepers();
+        if (!reaction.noAnswer) this.outage.release(true);
         // Woken by the bucket's return: its backoff starts over (an outage's tries would make a SlowDown's 15 s).
         if (await this.waitOut(fault, reaction, signal, tries, faultedSince)) tries = -1;
       }
@@ -242,7 +246,7 @@ export class PatientBucket implements BucketClient {
   ): Promise<boolean> {
     const now = this.now();
     this.troubleSince ??= now;
-    if (reaction.noAnswer) this.noAnswerSeen = true;
+    if (reaction.noAnswer) this.outage.begin(now);
     this.lastCode = fault.code;
     const trouble = this.trouble!;
     for (const listener of this.listeners) listener(trouble);
@@ -269,17 +273,16 @@ export class PatientBucket implements BucketClient {
   }
 
   /** A backoff that ends early (true) when the bucket answers any call; rejects as `sleep` does when `signal` aborts. */
-  private sleepUntilAnswer(ms: number, signal: AbortSignal | undefined): Promise<boolean> {
-    const woken = new AbortController();
-    const wake = () => woken.abort();
-    this.sleepers.add(wake);
-    return sleep(ms, signal ? AbortSignal.any([signal, woken.signal]) : woken.signal)
-      .then(() => false)
-      .catch((error: unknown) => {
-        if (signal?.aborted) throw error;
-        return true;
-      })
-      .finally(() => this.sleepers.delete(wake));
+  private async sleepUntilAnswer(ms: number, signal: AbortSignal | undefined): Promise<boolean> {
+    const slept = new AbortController();
+    const timer = setTimeout(() => slept.abort(), Math.max(0, ms));
+    try {
+      const answered = await this.outage.untilAnswer(signal ? AbortSignal.any([signal, slept.signal]) : slept.signal);
+      if (signal?.aborted) throw signal.reason;
+      return answered;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /**
@@ -295,9 +298,9 @@ export class PatientBucket implements BucketClient {
     const signal = AbortSignal.any([looks.signal, this.closing.signal]);
     const idleTimeoutMs = Math.min(this.patience.idleTimeoutMs, LONGEST_LOOK_MS);
     try {
-      while (this.noAnswerSeen && (this.calls > 0 || this.sleepers.size > 0)) {
+      while (this.outage.isDown && (this.calls > 0 || this.outage.waiting > 0)) {
         await sleep(LOOK_EVERY_MS, signal);
-        if (!this.noAnswerSeen) return;
+        if (!this.outage.isDown) return;
         const sentAt = this.now();
         try {
           await this.untilIdle(signal, (c) => this.inner.head(key, c), idleTimeoutMs);
@@ -308,7 +311,7 @@ export class PatientBucket implements BucketClient {
           // A slow-down is the bucket's answer: the calls asleep go, and one of theirs ends the trouble.
           const reaction = bucketPolicy('call', fault);
           if (reaction.do === 'throw') this.answered(sentAt);
-          else if (!reaction.noAnswer) this.wakeSleepers();
+          else if (!reaction.noAnswer) this.outage.release(true);
         }
       }
     } catch {
@@ -316,10 +319,6 @@ export class PatientBucket implements BucketClient {
     } finally {
       if (this.looks === looks) this.looks = undefined;
     }
-  }
-
-  private wakeSleepers(): void {
-    for (const wake of [...this.sleepers]) wake();
   }
 
   /**
@@ -331,18 +330,17 @@ export class PatientBucket implements BucketClient {
   private answered(sentAt: number): void {
     if (this.troubleSince === undefined) return;
     this.troubleSince = undefined;
-    const noAnswer = this.noAnswerSeen;
-    this.noAnswerSeen = false;
+    const noAnswer = this.outage.isDown;
     this.looks?.abort();
     const now = this.now();
-    if (noAnswer) this.outageEndedAt = now;
     for (const listener of this.listeners) listener(undefined);
     // Only after an outage of no answers (a slow-down's requests are being served), and only an attempt stuck a while:
     // a write given up while it is landing would be sent again over itself where a bucket ignores If-None-Match.
     if (noAnswer)
       for (const attempt of [...this.underWay])
         if (attempt.movedAt < sentAt && now - attempt.movedAt >= STUCK_MS) attempt.abandon();
-    this.wakeSleepers();
+    // The outage ends (an attempt sent into it is sent again at once), and the calls asleep for want of an answer go.
+    this.outage.answered();
   }
 
   /** One attempt, abandoned when it moves no byte for the idle timeout (its own timeouts may never fire). */
