@@ -78,7 +78,7 @@ export function buildCatalogState(path, { items, outDir, reviewed = false, tagge
       }
       const name = `${item}-1.png`;
       store.lifecycle.recordEnded(item, 1, { jobId: job, status: 'completed', refunded: 0, refundDay: 0 }, at + 50_000);
-      store.outputs.claimPath(job, 1, item, name, 1, at + 50_000);
+      store.outputFiles.claimPath(job, 1, item, name, 1, at + 50_000);
       const file = { path: name, bytes: 4785, sha256: 'ab'.repeat(32), contentType: 'image/png', mtimeMs: at };
       store.lifecycle.outputSaved(item, job, 1, file, at + 51_000, true);
       if (outDir) linkSync(sourceOf(i), join(outDir, name));

@@ -12,7 +12,7 @@ import { EXIT, ExitError } from '../util/exit-error.js';
 import { connect } from './connection.js';
 import type { FlagValues } from '../options/flag.js';
 import { ESTIMATE_FLAGS } from '../options/flags.js';
-import { parseGiven, type GivenRunFlags } from '../options/resolve.js';
+import { parseProgramFlags, type ProgramRunFlags } from '../options/resolve.js';
 import { environmentFor, type Credentials } from './environment.js';
 import { asRunError } from './outcome.js';
 
@@ -20,7 +20,7 @@ import { asRunError } from './outcome.js';
 export type EstimateFlags = FlagValues<typeof ESTIMATE_FLAGS>;
 
 export type EstimateOptions = Pick<
-  GivenRunFlags,
+  ProgramRunFlags,
   | 'state'
   | 'only'
   | 'submitRate'
@@ -53,9 +53,9 @@ export type EstimateResult = Record<string, unknown> &
 
 /** A dry run, as `genbatch estimate --json` gives it: credits, time, key days, the plan; nothing is submitted. */
 export async function estimate(manifest: string, options: EstimateOptions = {}): Promise<EstimateResult> {
-  const { cwd, apiKey, env, ...given } = options;
+  const { cwd, apiKey, env, ...program } = options;
   try {
-    const flags = parseGiven(given, ESTIMATE_FLAGS) as EstimateFlags;
+    const flags = parseProgramFlags(program, ESTIMATE_FLAGS) as EstimateFlags;
     const parts = await estimateWith(manifest, flags, environmentFor({ apiKey, env }), cwd ?? process.cwd());
     return estimateDocument(parts);
   } catch (error) {

@@ -1,5 +1,5 @@
-import { parseGiven } from '../options/resolve.js';
-import type { GivenRunFlags } from '../options/resolve.js';
+import { parseProgramFlags } from '../options/resolve.js';
+import type { ProgramRunFlags } from '../options/resolve.js';
 import { environmentFor, type Credentials } from './environment.js';
 import { EventChannel, type GenbatchEvent } from './events.js';
 import { openRunWith, type Run } from './open-run.js';
@@ -10,7 +10,7 @@ export type { Run, RunStart } from './open-run.js';
 export type { RunOutcome } from './run-end.js';
 
 /** What `run()` and `openRun()` take: the CLI's run flags in camelCase, the credentials, and a signal that stops the run. */
-export type RunOptions = GivenRunFlags &
+export type RunOptions = ProgramRunFlags &
   Credentials & {
     /** Aborting it is Ctrl-C: nothing new is sent, what is on the wire records its answer, exit code 130. */
     signal?: AbortSignal;
@@ -34,9 +34,9 @@ export interface RunHandle {
  * closes what it opened, in the reverse order.
  */
 export async function openRun(manifest: string, options: RunOptions = {}): Promise<Run> {
-  const { signal, cwd, eventBuffer: _, apiKey, baseUrl, env, ...given } = options;
+  const { signal, cwd, eventBuffer: _, apiKey, baseUrl, env, ...program } = options;
   try {
-    const flags = { ...parseGiven(given), ...(baseUrl ? { baseUrl } : {}) };
+    const flags = { ...parseProgramFlags(program), ...(baseUrl ? { baseUrl } : {}) };
     return await openRunWith(manifest, flags, environmentFor({ apiKey, env }), cwd ?? process.cwd(), { signal });
   } catch (error) {
     throw asRunError(error);
@@ -49,10 +49,10 @@ export async function openRun(manifest: string, options: RunOptions = {}): Promi
  * if any. The process ends by itself once `done` settles.
  */
 export function run(manifest: string, options: RunOptions = {}): RunHandle {
-  const { signal, cwd, eventBuffer, apiKey, baseUrl, env, ...given } = options;
+  const { signal, cwd, eventBuffer, apiKey, baseUrl, env, ...program } = options;
   const channel = new EventChannel<GenbatchEvent>(eventBuffer ?? 10_000);
   const done = (async () => {
-    const flags = { ...parseGiven(given), ...(baseUrl ? { baseUrl } : {}) };
+    const flags = { ...parseProgramFlags(program), ...(baseUrl ? { baseUrl } : {}) };
     const watch = {
       signal,
       onServiceWait: (reason: string, unreachableMs: number) =>

@@ -104,10 +104,10 @@ export function shapeProblems(
     if (s.duration !== null) item.duration = s.duration;
     if (s.edits) item.inputs = [];
     const ref: InputRef = { kind: 'item', id: '' };
-    if (s.given === 'image') item.image = ref;
-    else if (s.given === 'referenceImages') item.referenceImages = [ref];
-    else if (s.given === 'video') item.video = ref;
-    else if (s.given === 'source') item.source = '';
+    if (s.input === 'image') item.image = ref;
+    else if (s.input === 'referenceImages') item.referenceImages = [ref];
+    else if (s.input === 'video') item.video = ref;
+    else if (s.input === 'source') item.source = '';
     return [item];
   });
   const issues = new IssueList();

@@ -11,7 +11,7 @@ export class ShapeTally {
   private last: ItemShape | undefined;
 
   add(item: ResolvedItem): void {
-    const given: ItemShape['given'] =
+    const input: ItemShape['input'] =
       item.image !== undefined
         ? 'image'
         : item.referenceImages !== undefined
@@ -32,13 +32,13 @@ export class ShapeTally {
       last.resolution === (item.resolution ?? null) &&
       last.duration === (item.duration ?? null) &&
       last.edits === edits &&
-      last.given === given
+      last.input === input
     ) {
       last.n++;
       return;
     }
     // A string key, not the shape's JSON.
-    const key = `${item.type}\u0000${item.model}\u0000${item.aspectRatio}\u0000${item.resolution}\u0000${item.duration}\u0000${edits}\u0000${given}`;
+    const key = `${item.type}\u0000${item.model}\u0000${item.aspectRatio}\u0000${item.resolution}\u0000${item.duration}\u0000${edits}\u0000${input}`;
     let seen = this.byKey.get(key);
     if (seen) seen.n++;
     else
@@ -51,7 +51,7 @@ export class ShapeTally {
           resolution: item.resolution ?? null,
           duration: item.duration ?? null,
           edits,
-          given,
+          input,
           n: 1,
         }),
       );

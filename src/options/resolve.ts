@@ -11,11 +11,11 @@ import type { CanarySize } from './parse.js';
 export type RunFlags = FlagValues<typeof RUN_FLAGS>;
 
 /** A value as a program may give it: a rate as `'10/60s'` or `{ count, windowMs }`, a canary as `20` or `'1%'`. */
-type Given<T> = T extends Rate ? Rate | string : T extends CanarySize ? CanarySize | number | string : T;
+type ProgramValue<T> = T extends Rate ? Rate | string : T extends CanarySize ? CanarySize | number | string : T;
 
 /** `run`'s flags as a program gives them: each one also as its flag's text (`submitRate: '10/60s'`). */
-export type GivenRunFlags = {
-  [K in Exclude<keyof RunFlags, 'only'>]?: Given<NonNullable<RunFlags[K]>> | undefined;
+export type ProgramRunFlags = {
+  [K in Exclude<keyof RunFlags, 'only'>]?: ProgramValue<NonNullable<RunFlags[K]>> | undefined;
 } & {
   only?: string[] | string | undefined;
 };
@@ -97,9 +97,9 @@ const DOWNLOAD_CONCURRENCY = 4;
  * (the same checks, the same messages): a string or a number goes through
  * its flag's parser, an object (a rate, a canary) is taken as it is.
  */
-export function parseGiven(given: GivenRunFlags, specs: Record<string, FlagSpec> = RUN_FLAGS): RunFlags {
+export function parseProgramFlags(program: ProgramRunFlags, specs: Record<string, FlagSpec> = RUN_FLAGS): RunFlags {
   const flags: Record<string, unknown> = {};
-  for (const [name, value] of Object.entries(given)) {
+  for (const [name, value] of Object.entries(program)) {
     if (value === undefined) continue;
     const spec = specs[name];
     if (name === 'only') flags.only = Array.isArray(value) ? value : [value];
@@ -120,12 +120,12 @@ function parsed(spec: FlagSpec, name: string, value: string): unknown {
 
 /** The one place a run's flag becomes its option: checked together, defaults filled, time scaled, frozen. */
 export function resolveRunOptions(
-  given: RunFlags,
+  flags: RunFlags,
   place: { manifestPath: string; cwd: string; env: NodeJS.ProcessEnv; now?: () => number },
 ): ResolvedRunOptions {
-  checkNotify(given);
-  checkOnly(given);
-  const f = withDefaults(given, RUN_FLAGS);
+  checkNotify(flags);
+  checkOnly(flags);
+  const f = withDefaults(flags, RUN_FLAGS);
   const simulate = f.simulate ?? false;
   const clock = new RunClock(place.now ?? Date.now, f.timeScale ?? (simulate ? 60 : 1));
   const { env } = place;
@@ -168,14 +168,14 @@ export function resolveRunOptions(
     secrets: Object.freeze([...keyTextsIn(env), ...bucketSecretsIn(env)]),
     env,
     atServiceTimeScale:
-      given.timeScale === undefined && !simulate
+      flags.timeScale === undefined && !simulate
         ? (scale: number) =>
             Object.freeze({
-              ...resolveRunOptions({ ...given, timeScale: scale }, place),
+              ...resolveRunOptions({ ...flags, timeScale: scale }, place),
               timeScaleFrom: 'service' as const,
             })
         : undefined,
-    timeScaleFrom: given.timeScale !== undefined ? 'flag' : simulate ? 'simulate' : 'none',
+    timeScaleFrom: flags.timeScale !== undefined ? 'flag' : simulate ? 'simulate' : 'none',
   });
 }
 

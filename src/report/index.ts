@@ -103,7 +103,7 @@ function posterSource(store: Store): { source: PosterSource; inlined: InlinedPos
       const spec = store.items.specOf(id);
       return spec === undefined ? undefined : (JSON.parse(spec) as ItemSpec);
     },
-    firstFileOf: (id) => store.outputs.firstFileOf(id),
+    firstFileOf: (id) => store.outputFiles.firstFileOf(id),
   };
   return { source, inlined: new Map() };
 }

@@ -153,9 +153,9 @@ async function handle(req: IncomingMessage, res: ServerResponse, ctx: Context): 
   const path = url.pathname;
   if (path.startsWith('/files/')) {
     const relative = safeDecode(path.slice('/files/'.length));
-    const { outputs, webCopies } = ctx.state.store;
+    const { outputFiles, webCopies } = ctx.state.store;
     // Recorded outputs and their recorded web copies: nothing else.
-    const known = (p: string) => outputs.ownerOf(p) !== undefined || webCopies.isCopy(p);
+    const known = (p: string) => outputFiles.ownerOf(p) !== undefined || webCopies.isCopy(p);
     return serveOutput(res, ctx.outputs, relative ?? '', known, req.headers.range);
   }
   if (path.startsWith('/thumbs/')) {
@@ -165,7 +165,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, ctx: Context): 
       ctx.thumbs,
       ctx.outputs,
       relative,
-      (p) => ctx.state.store.outputs.ownerOf(p) !== undefined,
+      (p) => ctx.state.store.outputFiles.ownerOf(p) !== undefined,
     );
   }
   const asset = ctx.assets.byPath.get(path);

@@ -15,7 +15,7 @@ import { acquireLock, lockHolder } from './lock.js';
 import { Steering } from './steering.js';
 import { Publications } from './publications.js';
 import { WebCopies } from './web-copies.js';
-import { Outputs } from './outputs.js';
+import { OutputFiles } from './output-files.js';
 import { ReviewQueries } from './review-queries.js';
 import { Reviews } from './reviews.js';
 import { Runs } from './runs.js';
@@ -56,7 +56,8 @@ export class Store {
   /** What status, the results files and reconcile read of the items. */
   readonly itemReports: ItemReports;
   readonly attempts: Attempts;
-  readonly outputs: Outputs;
+  /** Each output's file: where it was saved, its bytes' sha256, its version. */
+  readonly outputFiles: OutputFiles;
   /** Outputs published to a bucket, and those that wait to be. */
   readonly publications: Publications;
   /** Web copies of image outputs. */
@@ -83,7 +84,7 @@ export class Store {
     private readonly readOnly = false,
   ) {
     this.attempts = new Attempts(db);
-    this.outputs = new Outputs(db);
+    this.outputFiles = new OutputFiles(db);
     this.publications = new Publications(db);
     this.webCopies = new WebCopies(db);
     this.reviews = new Reviews(db);
@@ -91,7 +92,7 @@ export class Store {
     this.accounting = new Accounting(db);
     this.counters = new Counters(db);
     this.metrics = new MetricsQueries(db);
-    this.lifecycle = new Lifecycle(db, this.attempts, this.accounting, this.outputs);
+    this.lifecycle = new Lifecycle(db, this.attempts, this.accounting, this.outputFiles);
     this.items = new Items(db, this.lifecycle);
     this.itemSync = new ItemSyncer(db, this.lifecycle);
     this.queue = new ReadyQueue(db);

@@ -52,7 +52,7 @@ export class ItemSyncer {
       `SELECT type, model, spec ->> '$.aspectRatio' AS aspectRatio, spec ->> '$.resolution' AS resolution, spec ->> '$.duration' AS duration,
          spec -> '$.inputs' IS NOT NULL AS edits,
          CASE WHEN spec -> '$.image' IS NOT NULL THEN 'image' WHEN spec -> '$.referenceImages' IS NOT NULL THEN 'referenceImages'
-              WHEN spec -> '$.video' IS NOT NULL THEN 'video' WHEN spec -> '$.source' IS NOT NULL THEN 'source' END AS given,
+              WHEN spec -> '$.video' IS NOT NULL THEN 'video' WHEN spec -> '$.source' IS NOT NULL THEN 'source' END AS input,
          count(*) AS n
        FROM items GROUP BY 1, 2, 3, 4, 5, 6, 7`,
     );

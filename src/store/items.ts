@@ -90,7 +90,8 @@ export interface ItemShape {
   resolution: string | null;
   duration: string | null;
   edits: number;
-  given: 'image' | 'referenceImages' | 'video' | 'source' | null;
+  /** The input it was given, if any. */
+  input: 'image' | 'referenceImages' | 'video' | 'source' | null;
   n: number;
 }
 

@@ -1,7 +1,7 @@
 import type { Accounting } from './accounting.js';
 import type { Attempts } from './attempts.js';
 import { withRelaxedSync, type Db } from './db.js';
-import type { Outputs, SavedFile } from './outputs.js';
+import type { OutputFiles, SavedFile } from './output-files.js';
 import { OPEN_STATES, type ItemState } from './states.js';
 
 /** The states `--redo-changed` may move: nothing on the wire or in flight. */
@@ -40,7 +40,7 @@ export class Lifecycle {
     private readonly db: Db,
     private readonly attempts: Attempts,
     private readonly accounting: Accounting,
-    private readonly outputs: Outputs,
+    private readonly outputFiles: OutputFiles,
   ) {
     // `@from` is a JSON array of the states the item may leave.
     this.move = db.prepare(
@@ -231,7 +231,7 @@ export class Lifecycle {
       this.attempts.markEnded(id, n, end.status, end.refunded, now, end.error);
       if (end.refunded > 0) this.accounting.refunded(end.refundDay, end.refunded, this.attempts.keyOf(id, n) ?? '');
       if (end.status !== 'completed') return true;
-      this.outputs.supersedeOtherJobs(id, end.jobId, now);
+      this.outputFiles.supersedeOtherJobs(id, end.jobId, now);
       return this.transition(id, ['running'], 'downloading', now);
     });
   }
@@ -318,7 +318,7 @@ export class Lifecycle {
   outputSaved(id: string, jobId: string, idx: number, file: SavedFile, now: number, last: boolean): boolean {
     // Lost to a power cut, the output is downloaded again (the file itself was synced before its rename).
     return this.answerTx(() => {
-      this.outputs.markDownloaded(jobId, idx, file, now);
+      this.outputFiles.markDownloaded(jobId, idx, file, now);
       return last && this.transition(id, ['downloading'], 'done', now);
     });
   }
@@ -336,7 +336,7 @@ export class Lifecycle {
   /** done → downloading: an output is gone from disk (or changed); a later download fetches it again. */
   outputMissing(id: string, jobId: string, idx: number, now: number): boolean {
     return this.tx(() => {
-      this.outputs.markMissing(jobId, idx);
+      this.outputFiles.markMissing(jobId, idx);
       return this.transition(id, ['done', 'downloading'], 'downloading', now);
     });
   }

@@ -76,7 +76,7 @@ export class ReadyQueue {
       `SELECT i.id, i.type, i.model, i.state, a.job_id AS job_id, a.key_fp AS key_fp FROM items i JOIN attempts a ON a.item_id = i.id AND a.n = i.attempt
        WHERE i.state = 'downloading' AND a.job_id IS NOT NULL ORDER BY i.seq`,
     );
-    this.doneOutputsStmt = db.prepare<[], import('./outputs.js').OutputRow>(
+    this.doneOutputsStmt = db.prepare<[], import('./output-files.js').OutputRow>(
       `SELECT o.* FROM items i JOIN attempts a ON a.item_id = i.id AND a.n = i.attempt JOIN outputs o ON o.job_id = a.job_id
        WHERE i.state = 'done' ORDER BY i.seq, o.idx`,
     );
@@ -182,7 +182,7 @@ export class ReadyQueue {
   }
 
   /** The outputs of every done item's job (the latest attempt's), to check on disk. */
-  doneOutputs(): import('./outputs.js').OutputRow[] {
+  doneOutputs(): import('./output-files.js').OutputRow[] {
     return this.doneOutputsStmt.all();
   }
 

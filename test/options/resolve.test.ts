@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { RUN_FLAGS } from '../../src/options/flags.js';
-import { parseGiven, resolveRunOptions } from '../../src/options/resolve.js';
+import { parseProgramFlags, resolveRunOptions } from '../../src/options/resolve.js';
 import { DEFAULT_KEY_LIMITS } from '../../src/scheduler/limits.js';
 
 const place = { manifestPath: 'm.yaml', cwd: '/tmp', env: {} };
@@ -44,13 +44,13 @@ describe("a run's options, resolved once", () => {
   });
 
   it("read a program's values with the flags' parsers, and refuse a bad one in the flag's words", () => {
-    const flags = parseGiven({ submitRate: '20/30s', canary: '1%', only: 'sku-1', maxRetries: 4 });
+    const flags = parseProgramFlags({ submitRate: '20/30s', canary: '1%', only: 'sku-1', maxRetries: 4 });
     const o = resolveRunOptions({ ...flags, canary: undefined }, place);
     expect(o.limits.submit).toEqual({ count: 20, windowMs: 30_000 });
     expect(o.only).toEqual(['sku-1']);
     expect(o.maxRetries).toBe(4);
     expect(flags.canary).toEqual({ percent: 1 });
-    expect(() => parseGiven({ pollWait: 31 })).toThrow(/pollWait: expected whole seconds from 1 to 30/);
+    expect(() => parseProgramFlags({ pollWait: 31 })).toThrow(/pollWait: expected whole seconds from 1 to 30/);
     expect(() => resolveRunOptions({ notify: 'https://x', notifyCommand: 'cat' }, place)).toThrow(/give one of them/);
   });
 

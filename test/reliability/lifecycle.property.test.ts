@@ -285,7 +285,7 @@ function checkInvariants(service: ScriptedService, dir: string, outDir: string):
       if (item.state === 'done') {
         // What was paid for is on disk, verified.
         expect(paid).toHaveLength(1);
-        const outputs = store.outputs.ofJob(paid[0]!.id);
+        const outputs = store.outputFiles.ofJob(paid[0]!.id);
         expect(outputs).toHaveLength(1);
         const file = join(outDir, outputs[0]!.path!);
         expect(existsSync(file)).toBe(true);

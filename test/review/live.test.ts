@@ -24,7 +24,7 @@ function runStore(path: string): Store {
     store.lifecycle.recordSent(id, 1, 1, 'fp');
     store.lifecycle.recordAccepted(id, 1, `job-${id}`, 2, 0, 1);
     store.lifecycle.recordEnded(id, 1, { jobId: `job-${id}`, status: 'completed', refunded: 0, refundDay: 0 }, 1);
-    store.outputs.claimPath(`job-${id}`, 1, id, `${id}-1.png`, 1, 1);
+    store.outputFiles.claimPath(`job-${id}`, 1, id, `${id}-1.png`, 1, 1);
   }
   return store;
 }

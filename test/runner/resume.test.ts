@@ -1,6 +1,9 @@
 import { appendFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
+import { openSqlite } from '../../src/store/driver.js';
+import { Store } from '../../src/store/index.js';
+import { syncedSources } from '../../src/runner/sync/manifest-sync.js';
 import { IMAGE_MODELS } from '../../src/simulator/catalog.js';
 import { makePng } from '../../src/simulator/media.js';
 import { expectNoDoubleChargeAndVerifiedOutputs, readState, workspace } from '../helpers/run.js';
@@ -20,6 +23,37 @@ const posts = (t: Awaited<ReturnType<typeof startTestSim>>) =>
   t.sim.service.ledger.of('request').filter((r) => r.method === 'POST' && r.path !== '/uploads').length;
 
 describe('a resume of a manifest whose files are as the state last saw them', () => {
+  it('a state synced by an earlier version (its shapes name the input `given`) resumes from the state, its items checked as they are', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(
+      t.sim,
+      `version: 1
+items:
+  - { id: still, model: studio-lite, prompt: "a mug" }
+  - { id: spin, type: video, model: motion-2, prompt: "a slow spin", duration: 5, resolution: 720p, image: { from: still } }
+`,
+    );
+    const first = await ws.run();
+    expect(first.code, first.stdout + first.stderr).toBe(0);
+    // As the earlier version wrote it.
+    const db = openSqlite(ws.statePath);
+    const recorded = db.prepare("SELECT value FROM meta WHERE key = 'synced_sources'").pluck().get() as string;
+    expect(recorded).toContain('"input":"image"');
+    db.prepare("UPDATE meta SET value = ? WHERE key = 'synced_sources'").run(
+      recorded.replaceAll('"input":', '"given":'),
+    );
+    db.close();
+    // Read as this version names it: the catalog's check of a model's mode against the input it takes needs it.
+    const store = Store.open(ws.statePath);
+    const shapes = syncedSources(store)?.shapes ?? [];
+    store.close();
+    expect(shapes.map((shape) => shape.input).sort()).toEqual(['image', null]);
+    const resumed = await ws.run();
+    expect(resumed.code, resumed.stdout + resumed.stderr).toBe(0);
+    expect(resumed.stderr).toMatch(/2 items read from the state/);
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(2);
+  });
+
   it('reads its items from the state; any edit to the manifest, a rows file or an input file is loaded and compared anew', async () => {
     const t = await startTestSim({ timeScale: 600 });
     const ws = workspace(t.sim, MANIFEST, {

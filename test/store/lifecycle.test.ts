@@ -161,7 +161,7 @@ describe('what is flushed to the disk before a request may charge', () => {
     s.lifecycle.recordAccepted('a', 1, 'job_1', 8, 0, 4);
     expect(level()).toBe(FULL);
     s.lifecycle.recordEnded('a', 1, { jobId: 'job_1', status: 'completed', refunded: 0, refundDay: 0 }, 5);
-    s.outputs.claimPath('job_1', 1, 'a', 'a-1.png', 1, 6);
+    s.outputFiles.claimPath('job_1', 1, 'a', 'a-1.png', 1, 6);
     expect(level()).toBe(FULL);
     // WAL is flushed in order: the send's fsync carries the key's commit with it, before the request may leave.
     expect(seen).toEqual({ create: NORMAL, markSent: FULL, markAccepted: NORMAL, markEnded: NORMAL });

@@ -79,7 +79,7 @@ function stateWith(items: Made[], path: string): Store {
         continue;
       }
       store.lifecycle.recordEnded(m.id, 1, { jobId: job, status: 'completed', refunded: 0, refundDay: 0 }, 3_000);
-      store.outputs.claimPath(job, 1, m.id, `${m.id}-1.png`, 1, 3_000);
+      store.outputFiles.claimPath(job, 1, m.id, `${m.id}-1.png`, 1, 3_000);
       const file = { path: `${m.id}-1.png`, bytes: 10, sha256: 'ab'.repeat(32), contentType: 'image/png', mtimeMs: 1 };
       store.lifecycle.outputSaved(m.id, job, 1, file, 3_100, true);
       if (m.seq % 5 === 0) store.reviews.decide(m.id, 1, 'approved', undefined, 4_000);

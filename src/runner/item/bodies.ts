@@ -7,7 +7,7 @@ import { InputError, uploadKeyFor, type UploadContext } from './uploads.js';
 /** The first output on disk of a finished item's latest job, for `{ from: item }` inputs. */
 async function outputOf(store: Store, outputs: OutputSink, itemId: string): Promise<string> {
   const jobId = store.attempts.latest(itemId)?.job_id;
-  const first = jobId ? store.outputs.ofJob(jobId).find((o) => o.path) : undefined;
+  const first = jobId ? store.outputFiles.ofJob(jobId).find((o) => o.path) : undefined;
   const path = first?.path ? await outputs.localFile(first.path) : undefined;
   if (!path) throw new InputError(`the output of ${itemId} is not on disk`);
   return path;

@@ -190,7 +190,7 @@ class DownloadTask {
   private async saveMissing(job: Job): Promise<'ended' | 'refresh'> {
     const { store, clock, control } = this.deps;
     const itemId = this.item.id;
-    const have = new Map(store.outputs.ofJob(this.jobId).map((o) => [o.idx, o]));
+    const have = new Map(store.outputFiles.ofJob(this.jobId).map((o) => [o.idx, o]));
     const missing = [...job.outputs.entries()].filter(([i]) => !have.get(i + 1)?.sha256);
     if (job.outputs.length === 0) return 'refresh';
     for (const [k, [i, output]] of missing.entries()) {
@@ -267,7 +267,7 @@ class DownloadTask {
   private claimName(idx: number, ext: string): { path: string; mode: 'new' | 'replace'; version: number } {
     const { store, clock, naming } = this.deps;
     const item = this.item;
-    const version = store.outputs.versionFor(item.id, this.jobId);
+    const version = store.outputFiles.versionFor(item.id, this.jobId);
     const name = outputRelativePath(naming.outputName, {
       version,
       id: item.id,
@@ -278,7 +278,7 @@ class DownloadTask {
       vars: naming.vars,
     });
     if (!name.ok) throw new DownloadError(name.message, false, 'BAD_NAME');
-    const owner = store.outputs.ownerOf(name.path);
+    const owner = store.outputFiles.ownerOf(name.path);
     if (owner && owner.item_id !== item.id) {
       throw new DownloadError(
         `output ${idx} would be saved as ${name.path}, which holds the output of ${owner.item_id}; it is not overwritten. Put {{n}} in output.name (as in the default "{{id}}-{{n}}.{{ext}}") and run again`,
@@ -294,7 +294,7 @@ class DownloadTask {
         'NAME_TAKEN',
       );
     }
-    store.outputs.claimPath(this.jobId, idx, item.id, name.path, version, clock.now());
+    store.outputFiles.claimPath(this.jobId, idx, item.id, name.path, version, clock.now());
     // Claimed before by this very output (a save cut short, or a copy found altered): what is there may be replaced.
     return { path: name.path, mode: owner ? 'replace' : 'new', version };
   }

@@ -118,7 +118,7 @@ export class Publisher {
   /** The row still holds the bytes just verified in the bucket (not a file saved again since). */
   private stillAsVerified(out: Unpublished): boolean {
     const { store } = this.deps;
-    const rows = out.copy ? store.webCopies.ofOutput(out.jobId, out.output) : store.outputs.ofJob(out.jobId);
+    const rows = out.copy ? store.webCopies.ofOutput(out.jobId, out.output) : store.outputFiles.ofJob(out.jobId);
     const row = rows.find((r) => (out.copy ? r.path === out.path : r.idx === out.output));
     return row?.sha256 === out.sha256;
   }

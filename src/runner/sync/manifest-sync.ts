@@ -199,5 +199,15 @@ async function prepareSync(
 /** What the state's items were last written from, if a sync recorded it. */
 export function syncedSources(store: Store): SyncedSources | undefined {
   const text = store.meta(SYNCED_SOURCES);
-  return text === undefined ? undefined : (JSON.parse(text) as SyncedSources);
+  if (text === undefined) return undefined;
+  const synced = JSON.parse(text) as SyncedSources;
+  // A state synced by an earlier version names a shape's input `given`.
+  for (const shape of synced.shapes ?? []) {
+    const recorded = shape as ItemShape & { given?: ItemShape['input'] };
+    if (recorded.input === undefined && recorded.given !== undefined) {
+      recorded.input = recorded.given;
+      delete recorded.given;
+    }
+  }
+  return synced;
 }

@@ -61,7 +61,7 @@ async function verifyDone(deps: Parameters<typeof recover>[0]): Promise<void> {
             published: out.published_at !== null,
           })
         : { verdict: 'missing' as const };
-    if (check.verdict === 'same-bytes') store.outputs.stillVerified(out.job_id, out.idx, check.mtimeMs);
+    if (check.verdict === 'same-bytes') store.outputFiles.stillVerified(out.job_id, out.idx, check.mtimeMs);
     else if (check.verdict !== 'unchanged' && !publishedSince(store, out)) {
       deps.logger?.warn({ item: out.item_id, output: out.path, verdict: check.verdict }, 'output not as verified');
       // Back to downloading: one download fetches every output the item lacks.
@@ -79,5 +79,5 @@ async function verifyDone(deps: Parameters<typeof recover>[0]): Promise<void> {
  */
 function publishedSince(store: Store, out: { job_id: string; idx: number; published_at: number | null }) {
   if (out.published_at !== null) return false;
-  return store.outputs.ofJob(out.job_id).some((o) => o.idx === out.idx && o.published_at !== null);
+  return store.outputFiles.ofJob(out.job_id).some((o) => o.idx === out.idx && o.published_at !== null);
 }

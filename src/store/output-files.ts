@@ -33,7 +33,7 @@ export interface SavedFile {
 }
 
 /** Outputs of completed jobs: where each went, its size and hash. */
-export class Outputs {
+export class OutputFiles {
   private readonly doneStmt;
   private readonly ofJobStmt;
   private readonly firstFileStmt;
