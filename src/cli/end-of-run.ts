@@ -28,7 +28,8 @@ export function endOfRunText(
             `, failed ${num(c.failed)}, rejected ${num(c.rejected)}, blocked ${num(c.blocked)}, skipped ${num(c.skipped)}`,
           )
         : '') +
-      (open ? paint.yellow(`, not finished ${open}`) : ''),
+      (open ? paint.yellow(`, not finished ${open}`) : '') +
+      (c.waiting ? paint.yellow(`, waiting for a decision ${num(c.waiting)}`) : ''),
     `credits: ${num(s.credits.charged)} charged, ${num(s.credits.refunded)} refunded, ${num(s.credits.charged - s.credits.refunded)} net`,
     `outputs: ${outDir.startsWith('s3://') ? outDir : resolve(cwd, outDir)}`,
     `log: ${logPath}`,
@@ -103,6 +104,7 @@ function afterwardLines(s: RunSummary, paint: Paint, manifestArg: string, rehear
         `${count(s.copies.missing, 'web copy', 'web copies')} not made yet (see the log for why): run the same command to make ${s.copies.missing === 1 ? 'it' : 'them'}, nothing is paid again`,
       ),
     );
+  if (s.decisions) lines.push(paint.yellow(decisionLine(s.decisions, manifestArg)));
   if (s.stop) lines.push(paint.yellow(`stopped: ${s.stop.message}`));
   // What can be done about what failed, in the user's own words.
   const retryable = c.failed + c.skipped;
@@ -119,6 +121,16 @@ function afterwardLines(s: RunSummary, paint: Paint, manifestArg: string, rehear
       `${count(c.blocked, 'blocked item')} (moderation) ${c.blocked === 1 ? 'is' : 'are'} never resent unchanged: change the prompt to submit again`,
     );
   return lines;
+}
+
+/** Items left waiting for a decision: how many, what they would spend, and the commands that decide them. */
+function decisionLine(d: NonNullable<RunSummary['decisions']>, manifestArg: string): string {
+  const cost =
+    d.unpriced === d.items
+      ? 'of no known price'
+      : `${d.unpriced ? 'at least ' : ''}${count(d.credits, 'credit')} if approved`;
+  const gates = `${d.gates.slice(0, 3).join(', ')}${d.gates.length > 3 ? `, … (${d.gates.length} in all)` : ''}`;
+  return `${count(d.items, 'item')} ${d.items === 1 ? 'waits' : 'wait'} for a decision (${cost}; nothing paid for ${d.items === 1 ? 'it' : 'them'} yet), on ${d.gates.length === 1 ? 'the gate' : 'the gates'} ${gates}: decide in genbatch review ${manifestArg}, or with genbatch approve ${manifestArg} ID … (--waiting: every gate made) and genbatch reject ${manifestArg} ID …; then run the same command, or run it with --wait-for-decisions to stay until they are decided`;
 }
 
 /** Outputs going to a bucket: how many are there, and what waits (with why and what to do). */

@@ -15,6 +15,8 @@ import {
   RECONCILE_FLAGS,
   REPORT_FLAGS,
   RETRY_FLAGS,
+  APPROVE_FLAGS,
+  REJECT_FLAGS,
   REVIEW_FLAGS,
   RUN_FLAGS,
   STATE_FLAGS,
@@ -199,6 +201,28 @@ function addStateCommands(program: Command, ctx: CommandContext): void {
   ).action(async (manifest: string, options) =>
     ctx.print(await (await stateCommands()).reportCommand(manifest, options, ctx.io.cwd, ctx.env)),
   );
+
+  for (const [name, decision, flags, description] of [
+    [
+      'approve',
+      'approved',
+      APPROVE_FLAGS,
+      "record approval of each item's current version, as review does: the items it gates are sent (--waiting: every gate an item waits on)",
+    ],
+    [
+      'reject',
+      'rejected',
+      REJECT_FLAGS,
+      "record rejection of each item's current version, as review does: the items it gates are skipped, unpaid",
+    ],
+  ] as const) {
+    command(program, name, description, flags)
+      .argument('[ids...]')
+      .action(async (manifest: string, ids: string[], options) => {
+        const { decideCommand } = await import('./commands/decisions.js');
+        ctx.print(await decideCommand(manifest, ids, decision, options, ctx.io.cwd));
+      });
+  }
 
   command(program, 'retry', 'put failed items back with new attempts', RETRY_FLAGS).action(
     async (manifest: string, options) =>

@@ -76,6 +76,7 @@ export function liveLine(f: LiveFacts, columns = Infinity): string {
   const later = f.resendLater ?? 0;
   parts.push(`running ${num(c.submitting - later + c.running)}`);
   if (later) parts.push(`resend later ${num(later)}`);
+  if (c.waiting) parts.push(`waiting for a decision ${num(c.waiting)}`);
   if (c.queued) parts.push(`queued ${num(c.queued)}`);
   if (c.downloading) parts.push(`downloading ${num(c.downloading)}`);
   if (f.unpublished) parts.push(`to publish ${num(f.unpublished)}`);
@@ -214,6 +215,18 @@ export class Progress {
     } else if (event.kind === 'resumed') {
       this.pausedSince = undefined;
       this.say('resumed');
+    } else if (event.kind === 'waiting-for-decision') {
+      if (event.items)
+        this.say(
+          `${event.items} item${event.items === 1 ? ' waits' : 's wait'} for a decision on ${event.gates} gate${event.gates === 1 ? '' : 's'} (genbatch review, or genbatch approve ID …)`,
+        );
+      else this.say('no item waits for a decision');
+    } else if (event.kind === 'decision') {
+      const moved = [
+        event.unlocked.length ? `${event.unlocked.length} to send` : '',
+        event.skipped.length ? `${event.skipped.length} skipped, unpaid` : '',
+      ].filter(Boolean);
+      this.say(`${event.itemId} ${event.decision}${moved.length ? `: ${moved.join(', ')}` : ''}`);
     } else if (event.kind === 'stall')
       this.say(
         `note: nothing moved for ${Math.round(event.quietMs / 1000)} s (a bug: please report it with the log); waiting: ${event.waiting.map((w) => `${w.state} ${w.items} for ${w.for}`).join('; ')}`,

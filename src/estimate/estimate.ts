@@ -1,7 +1,7 @@
 import type { Catalog } from '../api/catalog.js';
 import type { Manifest, ResolvedItem } from '../manifest/index.js';
 import type { KeyLimits } from '../scheduler/limits.js';
-import { dependenciesOf } from '../manifest/types.js';
+import { dependenciesOf, gatesOf } from '../manifest/types.js';
 import { estimateDuration, longestChainSeconds, type Bound } from './duration.js';
 import { planDays, type Plan, type PlanKey } from './plan.js';
 import { priceOf, type PriceSource } from './prices.js';
@@ -32,6 +32,11 @@ export interface Estimate {
   maxJobCredits: number;
   /** Items and credits per tag (of the items that have tags), with the tag's budget where it has one. */
   tags: TagCost[];
+  /**
+   * Of the totals, what is paid only once a person approved a gate: the gated items and those made from them,
+   * each counted once. The rest is spent now.
+   */
+  gated: { items: number; credits: number; unpriced: number };
   /** Day by day, per key: the items and credits each key day takes, and the day the run ends. */
   plan?: Plan;
 }
@@ -42,6 +47,8 @@ export interface TagCost {
   credits: number;
   unpriced: number;
   budget?: number;
+  /** Of them, the gated (see Estimate.gated). */
+  gated: { items: number; credits: number };
 }
 
 export interface EstimateInput {
@@ -60,6 +67,8 @@ export interface EstimateInput {
   timeScale?: number;
   /** The keys whose days the plan fills (none: no plan). */
   planKeys?: readonly PlanKey[] | undefined;
+  /** The items that wait for a decision now (a run's state says): gated with what is made from them. Default: every item with gates. */
+  waiting?: ReadonlySet<string> | undefined;
 }
 
 type ModelTally = ModelCost & { prices: Set<number>; sources: Set<PriceSource> };
@@ -70,10 +79,18 @@ function tally(input: EstimateInput) {
   const byTag = new Map<string, TagCost>();
   const sums = { total: 0, unpricedItems: 0, itemsWithin: 0, maxJobCredits: 0, budgetBroken: false };
   const counts = { image: 0, video: 0 };
+  const behindGates = gatedIds(input.items, input.waiting);
+  const gated = { items: 0, credits: 0, unpriced: 0 };
   for (const item of input.items) {
     counts[item.type]++;
     const price = priceOf(item, input.catalog.get(item.type, item.model), input.prices);
-    tallyTags(byTag, item.tags, price.credits);
+    const isGated = behindGates.has(item.id);
+    tallyTags(byTag, item.tags, price.credits, isGated);
+    if (isGated) {
+      gated.items++;
+      if (price.credits === undefined) gated.unpriced++;
+      else gated.credits += price.credits;
+    }
     const key = `${item.type}:${item.model}`;
     let model = byModel.get(key);
     if (!model) {
@@ -97,7 +114,31 @@ function tally(input: EstimateInput) {
       else sums.budgetBroken = true;
     }
   }
-  return { byModel, byTag, counts, ...sums };
+  return { byModel, byTag, counts, gated, ...sums };
+}
+
+/** The items a person's decision stands before: those with gates, and those made from them, however far down. */
+function gatedIds(items: readonly ResolvedItem[], waiting: ReadonlySet<string> | undefined): Set<string> {
+  const gated = new Set<string>();
+  const dependents = new Map<string, string[]>();
+  for (const item of items) {
+    if (waiting ? waiting.has(item.id) : gatesOf(item).length) gated.add(item.id);
+    for (const dep of dependenciesOf(item)) {
+      let list = dependents.get(dep.id);
+      if (!list) dependents.set(dep.id, (list = []));
+      list.push(item.id);
+    }
+  }
+  if (gated.size === 0) return gated;
+  const next = [...gated];
+  while (next.length) {
+    for (const id of dependents.get(next.pop()!) ?? []) {
+      if (gated.has(id)) continue;
+      gated.add(id);
+      next.push(id);
+    }
+  }
+  return gated;
 }
 
 /** The day-by-day plan of the manifest's items over the keys' days. */
@@ -116,19 +157,23 @@ function tallyTags(
   byTag: Map<string, TagCost>,
   tags: readonly string[] | undefined,
   credits: number | undefined,
+  gated: boolean,
 ): void {
   for (const tag of tags ?? []) {
     let t = byTag.get(tag);
-    if (!t) byTag.set(tag, (t = { tag, items: 0, credits: 0, unpriced: 0 }));
+    if (!t) byTag.set(tag, (t = { tag, items: 0, credits: 0, unpriced: 0, gated: { items: 0, credits: 0 } }));
     t.items++;
     if (credits === undefined) t.unpriced++;
     else t.credits += credits;
+    if (!gated) continue;
+    t.gated.items++;
+    t.gated.credits += credits ?? 0;
   }
 }
 
 /** A dry run: what the manifest costs and how long it takes, from the catalog, the account and the limits. */
 export function estimate(input: EstimateInput): Estimate {
-  const { byModel, byTag, counts, total, unpricedItems, itemsWithin, maxJobCredits } = tally(input);
+  const { byModel, byTag, counts, gated, total, unpricedItems, itemsWithin, maxJobCredits } = tally(input);
   const tags = [...byTag.values()]
     .map((t) => (input.perTag?.[t.tag] !== undefined ? { ...t, budget: input.perTag[t.tag]! } : t))
     .sort((a, b) => a.tag.localeCompare(b.tag));
@@ -164,6 +209,7 @@ export function estimate(input: EstimateInput): Estimate {
     duration: { seconds: Math.round(duration.seconds / (input.timeScale ?? 1)), limitedBy: duration.limitedBy },
     maxJobCredits,
     tags,
+    gated,
     ...(plan ? { plan } : {}),
   };
 }

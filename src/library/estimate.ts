@@ -116,7 +116,7 @@ function runSoFar(m: LoadedManifest, options: EstimateFlags, cwd: string, simula
 }
 
 /** Items a run has not sent yet: not in the state, pending, or queued (an attempt committed but never sent). */
-const NOT_SENT = new Set(['pending', 'queued']);
+const NOT_SENT = new Set(['pending', 'waiting', 'queued']);
 
 /** The estimate for the library and the command line alike. */
 export async function estimateWith(
@@ -152,8 +152,9 @@ export async function estimateWith(
     const limits = combinedLimits(pool.keys.map((k) => k.limits));
     const keyCaps = pool.keys.map((k) => k.limits.dailyCap);
     const maxCredits = runBudget(options.maxCredits, loaded.manifest);
-    const of = (items: LoadedManifest['items']) =>
+    const of = (items: LoadedManifest['items'], waiting?: ReadonlySet<string>) =>
       estimateItems({
+        waiting,
         items,
         catalog,
         prices: loaded.manifest.prices,
@@ -167,7 +168,11 @@ export async function estimateWith(
       });
     const result = of(loaded.items);
     const remaining = soFar
-      ? of(loaded.items.filter((i) => NOT_SENT.has(soFar.states.get(i.id) ?? 'pending') || soFar.rejected.has(i.id)))
+      ? of(
+          loaded.items.filter((i) => NOT_SENT.has(soFar.states.get(i.id) ?? 'pending') || soFar.rejected.has(i.id)),
+          // What waits for a decision now: an item whose gates were approved is spent now, not gated.
+          new Set(loaded.items.filter((i) => soFar.states.get(i.id) === 'waiting').map((i) => i.id)),
+        )
       : undefined;
     const redo = options.redoRejected && soFar ? of(loaded.items.filter((i) => soFar.rejected.has(i.id))) : undefined;
     // What the rest of the run needs is judged, not what the whole manifest cost from the start.
@@ -265,6 +270,7 @@ export function estimateDocument(parts: EstimateFigures): EstimateResult {
           items: remaining.items,
           credits: remaining.credits,
           duration: remaining.duration,
+          gated: remaining.gated,
           alreadyCharged: spent,
         },
       }

@@ -178,6 +178,7 @@ export class Expander {
       duration: merged.duration === undefined ? undefined : text('duration', String(merged.duration)),
       priority: merged.priority === undefined ? undefined : text('priority', String(merged.priority)),
       tags: merged.tags === undefined ? undefined : tagsOf(merged.tags, ctx, check),
+      approved: merged.approved === undefined ? undefined : approvedOf(merged.approved, ctx, check),
     };
     const { aspectRatio, duration, priority } = fields;
     if (merged.model === undefined) check.fail('model', 'missing: set model on the item or in defaults');
@@ -259,6 +260,11 @@ export class Expander {
     if (sourceId !== undefined) item.source = sourceId;
     if (f.priority !== undefined && Number(f.priority) !== 0) item.priority = Number(f.priority);
     if (f.tags?.length) item.tags = f.tags;
+    const gates = [
+      ...(f.approved ?? []).map((gate, i) => ({ id: gate, field: `approved[${i}]` })),
+      ...(files.gates ?? []),
+    ];
+    if (gates.length) item.gates = gates;
     if (values) item.values = values;
     const plan = copyPlanOf(merged, f.type);
     if (plan) item.finish = plan;
@@ -275,11 +281,13 @@ export class Expander {
     fail: (field: string, message: string, at?: number) => void,
   ): Promise<FileRefs> {
     const expects = (field: string): 'image' | 'video' => (field === 'video' ? 'video' : 'image');
+    const gates: { id: string; field: string }[] = [];
     const ref = async (field: string, spec: FileInputSpec | undefined, at?: number): Promise<InputRef | undefined> => {
       if (spec === undefined) return undefined;
       if (typeof spec !== 'string') {
         const target = render(spec.from, withFields);
         if (!target.ok) return void fail(field, target.message, at);
+        if (spec.approved) gates.push({ id: target.value, field: at === undefined ? field : `${field}[${at}]` });
         return { kind: 'item', id: target.value };
       }
       const path = render(spec, withFields);
@@ -297,7 +305,7 @@ export class Expander {
     const image = await ref('image', merged.image);
     const referenceImages = await refs('referenceImages', merged.referenceImages);
     const video = await ref('video', merged.video);
-    return { inputs, image, referenceImages, video };
+    return { inputs, image, referenceImages, video, gates: gates.length ? gates : undefined };
   }
 
   /** "{{title}}, studio product photo" with an empty title is paid for as a generic image: worth a warning, not an error. */
@@ -374,6 +382,21 @@ interface ItemFields {
   duration: string | undefined;
   priority: string | undefined;
   tags: string[] | undefined;
+  /** The gates `approved` names, rendered. */
+  approved: string[] | undefined;
+}
+
+/** Each gate's id rendered: an empty one names nothing, and is an error. */
+function approvedOf(ids: readonly string[], ctx: ItemContext, check: Check): string[] {
+  const out: string[] = [];
+  for (const [i, id] of ids.entries()) {
+    const r = render(id, ctx);
+    if (!r.ok) check.fail('approved', r.message, i);
+    else if (r.value.trim() === '')
+      check.fail('approved', `expected an item's id, found ${JSON.stringify(r.value)} after templates`, i);
+    else out.push(r.value);
+  }
+  return out;
 }
 
 /** Each tag rendered; a value with commas (a rows column "brand-a,summer") gives several tags, an empty one none. */
@@ -415,6 +438,8 @@ interface FileRefs {
   image?: InputRef | undefined;
   referenceImages?: InputRef[] | undefined;
   video?: InputRef | undefined;
+  /** The items an input given `approved: true` names: gates. */
+  gates?: { id: string; field: string }[] | undefined;
 }
 
 /** Whether an item names files (or other items' outputs) to check: most catalog rows do not. */

@@ -9,6 +9,7 @@ export { formatIssue, IssueList, type ManifestIssue } from './issues.js';
 export {
   dependenciesOf,
   fileInputsOf,
+  gatesOf,
   type WebCopySpec,
   type CopyPlan,
   type OutputChecks,

@@ -20,6 +20,7 @@ const EXAMPLES: Record<string, string> = {
   // By the field's path where one name means two things.
   'output.name': '"{{id}}-{{n}}.{{ext}}"',
   'items[].id': '"mug-{{color}}"',
+  'items[].approved': '["draft-{{sku}}"]',
   $schema: '"../schemas/manifest.schema.json"',
   version: '1',
   id: 'catalog-spring-2026',
@@ -41,6 +42,7 @@ const EXAMPLES: Record<string, string> = {
   duration: '"5"',
   inputs: '[in/mug.png, { from: mug-red }]',
   from: 'mug-red',
+  approved: 'true',
   image: 'frames/first.png',
   referenceImages: '[ref/a.png, ref/b.png]',
   video: 'clips/intro.mp4',

@@ -10,7 +10,8 @@ import {
 import { type ManifestSource, fieldPath } from './source.js';
 import { dependenciesOf, type ItemOrigin, type ResolvedItem } from './types.js';
 
-type Dependency = ReturnType<typeof dependenciesOf>[number];
+/** An item another waits for: its output (`needs` its type) or, a gate, a person's decision on it (any type). */
+type Dependency = { id: string; field: string; needs: 'image' | 'video' | 'any' };
 
 /**
  * The rules across items (unique ids, references that exist and fit, no
@@ -76,7 +77,10 @@ export class AcrossItems {
       else this.seqById.set(item.id, seq);
       this.checkOutputFiles(item, seq);
     }
-    const deps = dependenciesOf(item);
+    const deps: Dependency[] = dependenciesOf(item);
+    // A gate named by an input is checked as that input; one named in `approved` takes any item.
+    for (const gate of item.gates ?? [])
+      if (gate.field.startsWith('approved')) deps.push({ id: gate.id, field: gate.field, needs: 'any' });
     if (deps.length) this.dependents.push({ id: item.id, where, deps });
   }
 
@@ -141,16 +145,17 @@ export class AcrossItems {
       for (const dep of deps) {
         const target = this.seqOf(dep.id);
         const targetType = target === undefined ? undefined : this.videos[target] ? 'video' : 'image';
-        if (targetType === dep.needs && dep.id !== id) continue;
+        if ((dep.needs === 'any' ? targetType !== undefined : targetType === dep.needs) && dep.id !== id) continue;
         const loc = this.at(where, dep.field);
         if (targetType === undefined) {
           if (everyId && !invalidIds.has(dep.id))
             this.issues.add({ ...loc, message: `no item has the id ${JSON.stringify(dep.id)}` });
-        } else if (targetType !== dep.needs)
+        } else if (dep.needs !== 'any' && targetType !== dep.needs)
           this.issues.add({
             ...loc,
             message: `expected ${dep.needs === 'image' ? 'an image' : 'a video'} item, found ${JSON.stringify(dep.id)}, ${targetType === 'image' ? 'an image' : 'a video'} item`,
           });
+        else if (dep.needs === 'any') this.issues.add({ ...loc, message: 'an item cannot be its own gate' });
         else this.issues.add({ ...loc, message: `an item cannot take its own output` });
       }
     }

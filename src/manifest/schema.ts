@@ -9,7 +9,13 @@ const varName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'a name of letters,
 
 export const fileInput = z.union([
   z.string().min(1).describe('a file path, relative to the manifest'),
-  z.strictObject({ from: z.string().min(1).describe('the id of an earlier item whose output is used') }),
+  z.strictObject({
+    from: z.string().min(1).describe('the id of an earlier item whose output is used'),
+    approved: z
+      .boolean()
+      .optional()
+      .describe("true: this item waits until a person approved that item's current version (a gate)"),
+  }),
 ]);
 
 /** A web copy of each image output: made once it is verified, beside it, the original untouched. */
@@ -66,6 +72,13 @@ const itemFields = {
     .min(1)
     .optional()
     .describe('an earlier video item, sent as sourceJobId (video-extend, video-edit)'),
+  approved: z
+    .array(z.string().min(1))
+    .min(1)
+    .optional()
+    .describe(
+      'gates: items whose current version a person must approve (review, or genbatch approve) before this one is sent; a rejected gate skips it, unpaid; templates allowed',
+    ),
   tags: z
     .array(z.string().min(1))
     .min(1)

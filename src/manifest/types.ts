@@ -26,6 +26,11 @@ export interface ResolvedItem {
   source?: string;
   /** Labels: status and the results count items and credits per tag. Not content: changing them changes no key. */
   tags?: string[];
+  /**
+   * Its gates: the items whose current version a person must approve before it is sent, each with the field that
+   * named it (`approved[0]`, or an input given `approved: true`). Not content: a gate added changes no key.
+   */
+  gates?: { id: string; field: string }[];
   /** Ready items go higher first, then in manifest order (0 when not given). Not content: changing it changes no key. */
   priority?: number;
   /** The item's own template values: its row's columns and its matrix values (not the manifest's vars). Carried to the results; not part of its content hash. */
@@ -77,6 +82,12 @@ export function dependenciesOf(item: ItemSpec): { id: string; field: string; nee
   if (item.source) deps.push({ id: item.source, field: 'source', needs: 'video' });
   return deps;
 }
+
+/** The items an item waits for a decision on: its gates (see ResolvedItem.gates). */
+export function gatesOf(item: Pick<ResolvedItem, 'gates'>): readonly string[] {
+  return item.gates ? [...new Set(item.gates.map((g) => g.id))] : NO_GATES;
+}
+const NO_GATES: readonly string[] = Object.freeze([]);
 
 /** The item's local file inputs, in the order its fields name them (most catalog rows have none, and are passed over without an array). */
 export function fileInputsOf(item: ItemSpec): readonly FileInput[] {

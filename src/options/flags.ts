@@ -194,6 +194,10 @@ export const RUN_FLAGS = {
     help: "a postgres:// URL: every genbatch process using it shares each key's limits",
     defaultText: "GENBATCH_COORDINATOR, else none: this process is the key's only user",
   }),
+  waitForDecisions: flag({
+    flags: '--wait-for-decisions',
+    help: "stay while items wait for a decision on their gates (the manifest's approved), sending each once its gates are approved; without it, a run left with only such items ends (exit 1)",
+  }),
   takeOver: flag({
     flags: '--take-over',
     help: 'take the output place over from another genbatch process whose lease has not lapsed: only when you know that machine is gone (its lease lapses by itself within 2 minutes)',
@@ -234,6 +238,21 @@ export const VALIDATE_FLAGS = {
 
 /** What `status`, `pause`, `resume` and `drain` take. */
 export const STATE_FLAGS = stateFlags('print as JSON');
+
+/** What `reject` takes. */
+export const REJECT_FLAGS = {
+  ...stateFlags('print each decision and what it unlocked or skipped as JSON'),
+  note: flag({ flags: '--note <text>', help: 'a note kept with each decision (review shows it)' }),
+};
+
+/** What `approve` takes. */
+export const APPROVE_FLAGS = {
+  ...REJECT_FLAGS,
+  waiting: flag({
+    flags: '--waiting',
+    help: 'approve every gate an item waits on whose current version is made and undecided',
+  }),
+};
 
 /** What `report` takes. */
 export const REPORT_FLAGS = {

@@ -45,6 +45,8 @@ export interface ResolvedRunOptions {
   readonly takeOver: boolean;
   /** Put the items whose current version was rejected in review back, for a new attempt each. */
   readonly redoRejected: boolean;
+  /** Stay while items wait for a decision, sending each once its gates are approved. */
+  readonly waitForDecisions: boolean;
   /** The limits the flags give, in the run's real time; each key's own may be lower. */
   readonly limits: KeyLimits;
   readonly coordinatorUrl: string | undefined;
@@ -149,6 +151,7 @@ export function resolveRunOptions(
     redoChanged: f.redoChanged ?? false,
     takeOver: f.takeOver ?? false,
     redoRejected: f.redoRejected ?? false,
+    waitForDecisions: f.waitForDecisions ?? false,
     limits,
     coordinatorUrl: f.coordinator ?? env.GENBATCH_COORDINATOR,
     unreachableMs: f.unreachableMinutes! * 60_000,

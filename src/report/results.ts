@@ -25,6 +25,8 @@ export interface ResultRow {
   creditsRefunded: number;
   errorCode: string | null;
   errorMessage: string | null;
+  /** Why it is not done where that is not a failure: what a waiting item waits for, why a skipped one was skipped. */
+  reason?: string | null;
   /** The manifest row's columns and matrix values the item was made from. */
   values: Record<string, string>;
   /** The item's tags (every row the report writes has them; a row made by hand may leave them out). */
@@ -119,6 +121,13 @@ function reviewsOf(json: string): Map<number, ReviewNote> {
   );
 }
 
+function reasonOf(item: ItemFacts): string | null {
+  if (item.state === 'skipped') return item.error_message;
+  if (item.state !== 'waiting') return null;
+  const gates = JSON.parse(item.gates_json ?? '[]') as string[];
+  return `waits for a decision on ${gates.length === 1 ? 'its gate' : 'its gates'} ${gates.join(', ')}`;
+}
+
 function resultRow(item: ItemFacts): ResultRow {
   const all = JSON.parse(item.files) as FileFact[];
   const files = all.filter((f) => f[5] === 1);
@@ -159,6 +168,7 @@ function resultRow(item: ItemFacts): ResultRow {
     creditsRefunded: item.refunded,
     errorCode: item.error_code,
     errorMessage: item.error_message,
+    reason: reasonOf(item),
     values: item.values_json ? (JSON.parse(item.values_json) as Record<string, string>) : {},
     tags: item.tags_json ? (JSON.parse(item.tags_json) as string[]) : [],
   };
@@ -257,6 +267,8 @@ function csvRecord(r: ResultRow, valueNames: readonly string[]): unknown[] {
       .trim(),
     r.files.flatMap((f) => (f.derivatives ?? []).map((d) => d.path)).join(' '),
     ...valueNames.map((k) => r.values[k] ?? ''),
+    // Added after the row values: a column is only ever added at the end.
+    r.reason ?? '',
   ];
 }
 
@@ -278,7 +290,8 @@ const SAFE = { cast: { string: spreadsheetSafe } };
 
 /** The CSV's header: our columns, then the rows' own (sku, title…); one named like ours gets a var_ prefix. */
 export function csvHeader(valueNames: readonly string[]): string {
-  return stringify([[...CSV_COLUMNS, ...valueNames.map((k) => (CSV_COLUMNS.includes(k) ? `var_${k}` : k))]], SAFE);
+  const values = valueNames.map((k) => (CSV_COLUMNS.includes(k) || k === 'reason' ? `var_${k}` : k));
+  return stringify([[...CSV_COLUMNS, ...values, 'reason']], SAFE);
 }
 
 export function csvLines(rows: readonly ResultRow[], valueNames: readonly string[]): string {

@@ -2,6 +2,7 @@ import { RunClock } from '../scheduler/clock.js';
 import { estimateEta } from '../estimate/eta.js';
 import type { KeyLimits } from '../scheduler/limits.js';
 import { waitingFor, type RunWaits, type Waiting } from '../store/waiting.js';
+import { shapePrices } from '../store/shape-prices.js';
 import { describeService, madeAgainst } from '../store/made-against.js';
 import {
   lockHolder,
@@ -50,6 +51,16 @@ export interface Status {
   tags: { tag: string; items: number; done: number; charged: number; refunded: number; net: number }[];
   /** Review decisions (genbatch review) on the done items' current outputs. */
   review: { approved: number; rejected: number; unreviewed: number; rejectedByChecks: number };
+  /**
+   * Items waiting for a decision on their gates: how many, what they would cost (each once; `unpriced` have no
+   * price the last run knew), and each gate they wait on with its waiting items and their credits.
+   */
+  decisions: {
+    items: number;
+    credits: number;
+    unpriced: number;
+    gates: { id: string; waiting: number; credits: number }[];
+  };
   /** What the open items of each state wait for (a reason, and a time where it is a matter of time): why a run is quiet. */
   waiting: Waiting[];
   /** Only while a run is under way. */
@@ -114,12 +125,34 @@ export function collectStatus(store: Store, where: { manifest: string; state: st
     waiting: waitingFor(store, now, { running, waitingUntil, unreachableSince, pausedSince, stalled: stalledOf(last) }),
     tags: store.itemReports.byTag().map((t) => ({ ...t, net: t.charged - t.refunded })),
     review: store.reviews.counts(counts.done),
+    decisions: decisionsOf(store),
     eta: running && last ? etaOf(store, last, charged, now) : null,
     keys: keysOf(store, new RunClock(Date.now, last?.time_scale ?? 1).dayOf(now)),
     publication: last?.out_dir?.startsWith('s3://') ? { to: last.out_dir, ...store.publications.counts() } : null,
     copies: { missing: store.webCopies.missing() },
     madeAgainst: madeAgainstOf(store),
   };
+}
+
+/** What waits for a decision, priced as the last run priced its items' shapes. */
+function decisionsOf(store: Store): Status['decisions'] {
+  const priceOf = shapePrices(store);
+  const gates = new Map<string, { id: string; waiting: number; credits: number }>();
+  let credits = 0;
+  let unpriced = 0;
+  const waiting = store.gates.waitingShapes();
+  for (const item of waiting) {
+    const price = priceOf(item);
+    if (price === undefined) unpriced++;
+    else credits += price;
+    for (const id of item.gates) {
+      let gate = gates.get(id);
+      if (!gate) gates.set(id, (gate = { id, waiting: 0, credits: 0 }));
+      gate.waiting++;
+      gate.credits += price ?? 0;
+    }
+  }
+  return { items: waiting.length, credits, unpriced, gates: [...gates.values()] };
 }
 
 /** How status says what a state was made against. */

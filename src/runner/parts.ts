@@ -1,4 +1,5 @@
 import type { Store } from '../store/index.js';
+import { recordShapePrices } from '../store/shape-prices.js';
 import { SnapshotKeeper } from '../sink/index.js';
 import type { Control } from './core/control.js';
 import { PauseGate } from './core/pause-gate.js';
@@ -78,7 +79,8 @@ export function buildParts(inputs: RunInputs): RunParts {
     control,
     lanes,
     holdsNew: () => reachability.isDown || pauseGate.isPaused || (later.publisher?.full ?? false),
-    syncing: () => firstSync.syncing,
+    moreMayCome: (type) =>
+      firstSync.syncing || (options.waitForDecisions && store.itemReports.workByType()[type].waiting > 0),
     idle: () =>
       !firstSync.syncing &&
       !life.verifying &&
@@ -250,6 +252,14 @@ function stepsOf(
   return {
     preflight: async () => {
       if (!(await preflight({ ...inputs, control, firstSync, lease }))) return false;
+      // What the items that wait for a decision would cost, for status to say without the catalog.
+      recordShapePrices(
+        store,
+        store.itemSync.shapes().flatMap((shape) => {
+          const price = credits.priceOfShape(shape);
+          return price === undefined ? [] : [{ ...shape, credits: price }];
+        }),
+      );
       keeper?.start();
       life.startAfterDownloads();
       return true;

@@ -35,6 +35,8 @@ export interface RunSummary {
   };
   /** Web copies the manifest asks of the current image outputs that are not made yet: the same command makes them. */
   copies: { missing: number };
+  /** Items waiting for a decision on their gates: how many, what they would cost (`unpriced` have no price), and the gates. */
+  decisions?: { items: number; credits: number; unpriced: number; gates: string[] };
 }
 
 /** The run's summary from the state, as it ended. */
@@ -74,7 +76,33 @@ export function summarize(
     ...roster.summary(),
     ...(facts.publishing ? { publication: { ...facts.publishing, ...publicationCounts(store) } } : {}),
     copies: { missing: store.webCopies.missing() },
+    ...waitingForDecisions(store, facts.priceOf),
   };
+}
+
+/** The items left waiting for a decision, priced: the run's end says how many, what they would spend and who decides. */
+function waitingForDecisions(
+  store: Store,
+  priceOf: (item: ItemRow) => number | undefined,
+): Pick<RunSummary, 'decisions'> {
+  const waiting = store.gates.waitingItems();
+  if (waiting.length === 0) return {};
+  const { credits, unpriced } = priced(waiting, priceOf);
+  return {
+    decisions: { items: waiting.length, credits, unpriced, gates: store.gates.waitedOn().map((g) => g.id) },
+  };
+}
+
+/** What these items would cost, as far as prices are known. */
+function priced(items: readonly ItemRow[], priceOf: (item: ItemRow) => number | undefined) {
+  let credits = 0;
+  let unpriced = 0;
+  for (const item of items) {
+    const price = priceOf(item);
+    if (price === undefined) unpriced++;
+    else credits += price;
+  }
+  return { credits, unpriced };
 }
 
 function publicationCounts(store: Store): Omit<NonNullable<RunSummary['publication']>, 'location' | 'staging'> {
@@ -88,12 +116,5 @@ function heldBack(
   priceOf: (item: ItemRow) => number | undefined,
 ): Pick<RunSummary, 'notSelected' | 'notSelectedCredits'> {
   const unsent = store.queue.unselectedUnsent();
-  let credits = 0;
-  let unpriced = 0;
-  for (const item of unsent) {
-    const price = priceOf(item);
-    if (price === undefined) unpriced++;
-    else credits += price;
-  }
-  return { notSelected: unsent.length, notSelectedCredits: { credits, unpriced } };
+  return { notSelected: unsent.length, notSelectedCredits: priced(unsent, priceOf) };
 }

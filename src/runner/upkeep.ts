@@ -1,5 +1,6 @@
 import { combinedLimits } from '../scheduler/limits.js';
 import { watchSteering } from './watch/steering-watch.js';
+import { watchDecisions } from './watch/decisions-watch.js';
 import { countEvents } from './watch/counting.js';
 import { keepCoordinatorLeases } from './keys/coordination.js';
 import type { Logger } from '../log/logger.js';
@@ -81,6 +82,7 @@ export function startUpkeep(parts: UpkeepDeps): { ready: Promise<void>; stop(): 
   const inFlight = () => lanes.all.reduce((n, l) => n + l.busy, 0);
   const control = { store, control: parts.control, gate: parts.pauseGate, now, inFlight };
   const stopWatchingControl = watchSteering(control);
+  const stopWatchingDecisions = watchDecisions(store, parts.control);
   const shared = keepCoordinatorLeases(lanes, clock, (blocked) => {
     breaker.sharedBlocked = blocked;
   });
@@ -89,6 +91,7 @@ export function startUpkeep(parts: UpkeepDeps): { ready: Promise<void>; stop(): 
     stop: () => {
       clearInterval(heartbeat);
       stopWatchingControl();
+      stopWatchingDecisions();
       shared?.stop();
       stopCounting();
       stopWatchingBucket?.();

@@ -16,6 +16,7 @@ import { Steering } from './steering.js';
 import { Publications } from './publications.js';
 import { WebCopies } from './web-copies.js';
 import { OutputFiles } from './output-files.js';
+import { Gates } from './gates.js';
 import { ReviewQueries } from './review-queries.js';
 import { Reviews } from './reviews.js';
 import { Runs } from './runs.js';
@@ -74,6 +75,8 @@ export class Store {
   readonly steering: Steering;
   /** The item's named, guarded transitions: the only way the runner changes an item's state. */
   readonly lifecycle: Lifecycle;
+  /** Which items wait on which gates (the manifest's approved), and what waits. */
+  readonly gates: Gates;
   private checkpointTimer: NodeJS.Timeout | undefined;
   /** Prepared once: a job task reads the run's id for each attempt's key. */
   private readonly metaStmt;
@@ -94,7 +97,8 @@ export class Store {
     this.metrics = new MetricsQueries(db);
     this.lifecycle = new Lifecycle(db, this.attempts, this.accounting, this.outputFiles);
     this.items = new Items(db, this.lifecycle);
-    this.itemSync = new ItemSyncer(db, this.lifecycle);
+    this.gates = new Gates(db);
+    this.itemSync = new ItemSyncer(db, this.lifecycle, this.gates);
     this.queue = new ReadyQueue(db);
     this.itemReports = new ItemReports(db);
     this.uploads = new Uploads(db);

@@ -33,8 +33,12 @@ export class ItemReports {
     this.finishedStmt = db.prepare<[number], { n: number; first: number | null; last: number | null }>(
       `SELECT count(*) AS n, min(updated_at) AS first, max(updated_at) AS last FROM items WHERE state IN ${sqlStates(FINAL_STATES)} AND updated_at >= ?`,
     );
-    this.workStmt = db.prepare<[], { type: 'image' | 'video'; open: number; pending: number; submitted: number }>(
-      `SELECT type, sum(CASE WHEN state IN ${sqlStates(OPEN_STATES)} THEN n ELSE 0 END) AS open, sum(CASE WHEN state = 'pending' THEN n ELSE 0 END) AS pending, sum(attempted * n) AS submitted FROM item_tally GROUP BY type`,
+    this.workStmt = db.prepare<
+      [],
+      { type: 'image' | 'video'; open: number; pending: number; waiting: number; submitted: number }
+    >(
+      `SELECT type, sum(CASE WHEN state IN ${sqlStates(OPEN_STATES)} THEN n ELSE 0 END) AS open, sum(CASE WHEN state = 'pending' THEN n ELSE 0 END) AS pending,
+         sum(CASE WHEN state = 'waiting' THEN n ELSE 0 END) AS waiting, sum(attempted * n) AS submitted FROM item_tally GROUP BY type`,
     );
     this.reportStmt = db.prepare<[number, number, number], ItemFacts>(
       `SELECT i.seq, i.rowid AS row, i.id, i.state, i.type, i.model, i.spec ->> '$.prompt' AS prompt, i.spec -> '$.values' AS values_json, i.spec -> '$.tags' AS tags_json,
@@ -45,7 +49,8 @@ export class ItemReports {
          (SELECT json_group_array(json_array(path, bytes, sha256, version, job_id, superseded_at IS NULL, published_to,
             json((SELECT json_group_array(json_array(d.path, d.format, d.width, d.height, d.bytes, d.sha256)) FROM derivatives d WHERE d.job_id = o.job_id AND d.idx = o.idx))))
           FROM (SELECT path, bytes, sha256, version, job_id, idx, superseded_at, published_to FROM outputs WHERE item_id = i.id AND path IS NOT NULL AND sha256 IS NOT NULL ORDER BY version, idx) o) AS files,
-         (SELECT json_group_array(json_array(version, decision, note, decided_at, by)) FROM reviews WHERE item_id = i.id) AS reviews
+         (SELECT json_group_array(json_array(version, decision, note, decided_at, by)) FROM reviews WHERE item_id = i.id) AS reviews,
+         CASE WHEN i.state = 'waiting' THEN (SELECT json_group_array(gate_id) FROM gates WHERE item_id = i.id) END AS gates_json
        FROM items i WHERE (i.seq, i.rowid) > (?, ?) ORDER BY i.seq, i.rowid LIMIT ?`,
     );
     this.reportTallyStmt = db.prepare<[], ReportTally>(
@@ -151,8 +156,11 @@ export class ItemReports {
   }
 
   /** Per type: items not final yet, those not yet sent, and those ever submitted. */
-  workByType(): Record<'image' | 'video', { open: number; pending: number; submitted: number }> {
-    const out = { image: { open: 0, pending: 0, submitted: 0 }, video: { open: 0, pending: 0, submitted: 0 } };
+  workByType(): Record<'image' | 'video', { open: number; pending: number; waiting: number; submitted: number }> {
+    const out = {
+      image: { open: 0, pending: 0, waiting: 0, submitted: 0 },
+      video: { open: 0, pending: 0, waiting: 0, submitted: 0 },
+    };
     for (const { type, ...n } of this.workStmt.all()) out[type] = n;
     return out;
   }

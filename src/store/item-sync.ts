@@ -1,5 +1,6 @@
 import { withRelaxedSync, type Db } from './db.js';
 import type { Lifecycle } from './lifecycle.js';
+import type { Gates } from './gates.js';
 import type { ItemState } from './states.js';
 import type { ItemRow, ItemSync, ItemShape } from './items.js';
 
@@ -25,6 +26,8 @@ export class ItemSyncer {
     private readonly db: Db,
     /** The item's life: every change of an item's state is one of its guarded transitions. */
     private readonly lifecycle: Lifecycle,
+    /** The manifest's gates, written with the dependencies; a gated item waits for its gates' decisions. */
+    private readonly gates: Gates,
   ) {
     this.byId = db.prepare<[string], ItemRow>('SELECT * FROM items WHERE id = ?');
     // No trigger counts an inserted item (migration 11): sync adds what it inserted to the tally, once per type.
@@ -72,6 +75,7 @@ export class ItemSyncer {
     this.db
       .transaction(() => {
         this.clearDeps.run();
+        this.gates.clear();
         this.db.exec('DELETE FROM synced_ids');
         // A first sync has nothing to compare with and nothing to mark removed: it only inserts.
         const first = this.anyStmt.get() === undefined;
@@ -99,6 +103,8 @@ export class ItemSyncer {
           }
         }
         this.tallyInserted(addedByType);
+        // A gate added, removed or renamed: every gated item not sent goes where its gates now put it.
+        this.gates.settleAll();
         if (first) return;
         // Only rows whose flag changes are written.
         this.db.exec('UPDATE items SET removed = 1 WHERE removed = 0 AND id NOT IN (SELECT id FROM synced_ids)');
@@ -125,11 +131,15 @@ export class ItemSyncer {
       this.db
         .transaction(() => {
           const addedByType = { image: 0, video: 0 };
+          const gates = new Set<string>();
           for (const item of items) {
             this.insertDeps(item);
             this.insertItem(item, now, addedByType);
+            for (const gate of item.gates ?? []) gates.add(gate);
           }
           this.tallyInserted(addedByType);
+          // The step's gated items wait as their gates put them (a gate not written yet settles them when the sync ends).
+          this.gates.settle(gates);
         })
         .immediate(),
     );
@@ -137,6 +147,7 @@ export class ItemSyncer {
 
   private insertDeps(item: ItemSync): void {
     for (const dependency of item.dependsOn) this.insertDependency.run(item.id, dependency);
+    if (item.gates?.length) this.gates.add(item.id, item.gates);
   }
 
   /** A new item, counted by type for the tally, and indexed for search and by its tags (migration 25). */

@@ -53,6 +53,8 @@ export type ItemFacts = Pick<ItemRow, 'id' | 'state' | 'type' | 'model' | 'error
   files: string;
   /** [[version, decision, note, decidedAt], …] of its review decisions. */
   reviews: string;
+  /** While it waits for a decision: [gateId, …] of its gates. */
+  gates_json: string | null;
 };
 
 /** What the service may echo of an item in its job list. */
@@ -76,8 +78,10 @@ export interface ItemSync {
   model: string;
   contentHash: string;
   spec: string;
-  /** The ids of the items it waits for (their outputs or jobs are its inputs). */
+  /** The ids of the items it waits for (their outputs or jobs are its inputs, or they are its gates). */
   dependsOn: readonly string[];
+  /** Its gates: it is sent only once a person approved each one's current version. */
+  gates?: readonly string[];
   /** Ready items go higher first, then by seq (0 when not given). */
   priority?: number;
 }
@@ -115,7 +119,8 @@ export class Items {
   ) {
     this.byId = db.prepare<[string], ItemRow>('SELECT * FROM items WHERE id = ?');
     this.putBackCandidatesStmt = db.prepare<[], ItemRow>(
-      "SELECT * FROM items WHERE state IN ('failed', 'skipped') OR (state = 'downloading' AND error_code IS NOT NULL) ORDER BY seq",
+      // A gate's rejection is a person's decision, not a failure: it is undone in review, not retried.
+      "SELECT * FROM items WHERE (state = 'failed' OR (state = 'skipped' AND error_code IS NOT 'GATE_REJECTED')) OR (state = 'downloading' AND error_code IS NOT NULL) ORDER BY seq",
     );
     this.latestAttemptStmt = db.prepare<[string], { status: string; job_id: string | null }>(
       'SELECT status, job_id FROM attempts WHERE item_id = ? ORDER BY n DESC LIMIT 1',

@@ -5,7 +5,16 @@ import type { OutputFiles, SavedFile } from './output-files.js';
 import { OPEN_STATES, type ItemState } from './states.js';
 
 /** The states `--redo-changed` may move: nothing on the wire or in flight. */
-const REDO_FROM: readonly ItemState[] = ['pending', 'downloading', 'done', 'failed', 'rejected', 'blocked', 'skipped'];
+const REDO_FROM: readonly ItemState[] = [
+  'pending',
+  'waiting',
+  'downloading',
+  'done',
+  'failed',
+  'rejected',
+  'blocked',
+  'skipped',
+];
 /** The states `retry` puts back. */
 const PUT_BACK_FROM: readonly ItemState[] = ['failed', 'skipped', 'downloading'];
 
@@ -308,7 +317,7 @@ export class Lifecycle {
 
   /** pending → skipped: it can never run as the manifest stands (a dependency ended without an output, no price to keep a budget). */
   markSkipped(id: string, error: ErrorNote, now: number): boolean {
-    return this.transition(id, ['pending'], 'skipped', now, error);
+    return this.transition(id, ['pending', 'waiting'], 'skipped', now, error);
   }
 
   /**

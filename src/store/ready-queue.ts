@@ -6,6 +6,13 @@ import type { ItemRow, DoomedItem } from './items.js';
 /** An item as a download takes it: what names its outputs, and its state. */
 export type DownloadingItem = Pick<ItemRow, 'id' | 'type' | 'model' | 'state'>;
 
+/**
+ * A gate of item `i` not approved: not done, or its current version not approved. The ready query asks it too,
+ * though such an item is waiting, not pending: nothing gated is ever sent unapproved, whatever moved it.
+ */
+const unapprovedGate = (item: string) =>
+  `SELECT 1 FROM gates g JOIN items gi ON gi.id = g.gate_id WHERE g.item_id = ${item} AND (gi.state IS NOT 'done' OR gi.review IS NOT 'approved')`;
+
 /** What a run takes up next: ready items in their order (priority, then manifest order; a --only selection), due resends, downloads to resume, and items that can never run. */
 export class ReadyQueue {
   private readonly canaryStmt;
@@ -37,14 +44,18 @@ export class ReadyQueue {
          (SELECT count(*) FROM deps d LEFT JOIN items di ON di.id = d.dep_id WHERE d.item_id = i.id AND (di.state IS NULL OR di.state NOT IN ('done', 'pending'))) AS stuck
        FROM items i WHERE state = 'pending' AND removed = 0 ORDER BY seq`,
     );
-    this.waitsStmt = db.prepare<[string], { one: number }>(
-      "SELECT 1 AS one FROM deps d LEFT JOIN items di ON di.id = d.dep_id WHERE d.item_id = ? AND (di.state IS NULL OR di.state <> 'done') LIMIT 1",
+    this.waitsStmt = db.prepare<[{ id: string }], { one: number }>(
+      `SELECT 1 AS one FROM deps d LEFT JOIN items di ON di.id = d.dep_id WHERE d.item_id = @id AND (di.state IS NULL OR di.state <> 'done' OR di.review IS 'rejected')
+       UNION ALL ${unapprovedGate('@id')} LIMIT 1`,
     );
-    // Ready: pending, due, and every dependency done; higher priority first, then in manifest order. Keyset-paged by
-    // (rank, seq), rank being -priority: one seek in items_ready past the items a run holds.
+    // Ready: pending, due, and every dependency done, its current version not rejected (a rejected output is never an
+    // input: the item waits for its next version); higher priority first, then in manifest order. Keyset-paged by
+    // (rank, seq), rank being -priority: one seek in items_ready past the items a run holds. A gated item whose gates
+    // are not all approved is not pending but waiting (migration 26).
     this.readyStmt = db.prepare<[{ type: string; now: number; rank: number; seq: number; limit: number }], ItemRow>(
       `SELECT * FROM items i WHERE state = 'pending' AND type = @type AND (rank, seq) > (@rank, @seq) AND not_before <= @now AND removed = 0
-         AND NOT EXISTS (SELECT 1 FROM deps d LEFT JOIN items di ON di.id = d.dep_id WHERE d.item_id = i.id AND (di.state IS NULL OR di.state <> 'done'))
+         AND NOT EXISTS (SELECT 1 FROM deps d LEFT JOIN items di ON di.id = d.dep_id WHERE d.item_id = i.id AND (di.state IS NULL OR di.state <> 'done' OR di.review IS 'rejected'))
+         AND NOT EXISTS (${unapprovedGate('i.id')})
        ORDER BY rank, seq LIMIT @limit`,
     );
     // Deferred resends: submitting with a time set (a held "maybe accepted" attempt has none: it waits for a later run).
@@ -65,7 +76,7 @@ export class ReadyQueue {
     this.doomedStmt = db.prepare<[], DoomedItem>(
       // CROSS JOIN keeps SQLite's join order: from the (few) dependencies, never from the 100,000 pending items (68 ms a call).
       `SELECT i.id AS id, d.dep_id AS dep_id, di.state AS dep_state FROM deps d CROSS JOIN items di ON di.id = d.dep_id CROSS JOIN items i ON i.id = d.item_id
-       WHERE di.state IN ${sqlStates(ENDED_WITHOUT_OUTPUT)} AND i.state = 'pending' ORDER BY i.seq`,
+       WHERE di.state IN ${sqlStates(ENDED_WITHOUT_OUTPUT)} AND i.state IN ('pending', 'waiting') ORDER BY i.seq`,
     );
     this.hasDependentsStmt = db.prepare<[string], { one: number }>(
       'SELECT 1 AS one FROM deps WHERE dep_id = ? LIMIT 1',
@@ -204,7 +215,7 @@ export class ReadyQueue {
 
   /** Whether the item waits for another that is not done yet. */
   waitsForAny(id: string): boolean {
-    return this.waitsStmt.get(id) !== undefined;
+    return this.waitsStmt.get({ id }) !== undefined;
   }
 
   /**

@@ -39,6 +39,7 @@ export class Reviews {
   private readonly ofItemStmt;
   private readonly countsStmt;
   private readonly rejectedStmt;
+  private readonly currentStmt;
 
   constructor(db: Db) {
     this.decideStmt = db.prepare(
@@ -66,12 +67,21 @@ export class Reviews {
               (SELECT count(*) FROM reviews r ${CURRENT} AND o.sha256 IS NOT NULL
                WHERE r.by = 'check' AND r.decision = 'rejected') AS byChecks`,
     );
+    this.currentStmt = db.prepare<[string], { version: number; outputs: number; verified: number }>(
+      `SELECT version, count(*) AS outputs, count(sha256) AS verified FROM outputs
+       WHERE item_id = ? AND superseded_at IS NULL GROUP BY version ORDER BY version DESC LIMIT 1`,
+    );
     this.rejectedStmt = db
       .prepare<[], string>(
         `SELECT r.item_id FROM reviews r ${CURRENT} JOIN items i ON i.id = r.item_id
          WHERE r.decision = 'rejected' AND i.state = 'done' AND i.removed = 0 ORDER BY i.seq`,
       )
       .pluck();
+  }
+
+  /** The item's current version (its outputs not superseded): how many outputs it has, and how many are verified. */
+  current(itemId: string): { version: number; outputs: number; verified: number } | undefined {
+    return this.currentStmt.get(itemId);
   }
 
   /**

@@ -4,10 +4,13 @@
  * token, never sent; `submitting`: sent (or to be resent after a backoff) and
  * not yet answered with a job; `maybe_accepted`: no answer said whether the
  * attempt made a job, and this run's resends ran out: a later run resends the
- * same key and body, nothing ever replaces it.
+ * same key and body, nothing ever replaces it. `waiting`: a gated item whose
+ * gates are not all approved: it holds nothing and is not sent (a decision
+ * moves it, see migration 26).
  */
 export const ITEM_STATES = [
   'pending',
+  'waiting',
   'queued',
   'submitting',
   'maybe_accepted',

@@ -90,9 +90,9 @@ items:
     expect(estimate.code, estimate.stderr).toBe(3);
     const planned = JSON.parse(estimate.stdout);
     expect(planned.tags).toEqual([
-      { tag: 'brand-a', items: 3, credits: 6, unpriced: 0, budget: 4 },
-      { tag: 'brand-b', items: 3, credits: 6, unpriced: 0 },
-      { tag: 'rush', items: 2, credits: 4, unpriced: 0, budget: 2 },
+      { tag: 'brand-a', items: 3, credits: 6, unpriced: 0, budget: 4, gated: { items: 0, credits: 0 } },
+      { tag: 'brand-b', items: 3, credits: 6, unpriced: 0, gated: { items: 0, credits: 0 } },
+      { tag: 'rush', items: 2, credits: 4, unpriced: 0, budget: 2, gated: { items: 0, credits: 0 } },
     ]);
     expect(planned.blockers.map((b: { reason: string }) => b.reason)).toEqual(['tag-budget', 'tag-budget']);
 

@@ -40,6 +40,7 @@ const RELEASED = [
   'ea07ed831acc266f',
   '65f3b1cfe5985c00',
   '01052ae65ed4d102',
+  'fc2f2bca0e6b2fb9',
 ];
 
 /** A state as the genbatch of schema `version` made it, kept gzipped (test/fixtures/states/make.mjs wrote it once). */

@@ -116,6 +116,20 @@ interface EstimateMore {
   clock: { timeScale: number; timeScaleFrom: 'flag' | 'simulator' | 'none' };
 }
 
+/** What the totals leave out (items of no known price) and what of them waits for a person (gated). */
+function priceNotes(e: Estimate): string[] {
+  const lines: string[] = [];
+  if (!e.credits.complete)
+    lines.push(
+      `${count(e.credits.unpricedItems, 'item has', 'items have')} no known price: the catalog gives none; add them under prices: in the manifest.`,
+    );
+  if (e.gated.items)
+    lines.push(
+      `gated:     ${count(e.gated.items, 'item')}, ${e.gated.unpriced ? 'at least ' : ''}${count(e.gated.credits, 'credit')} of the total, paid only once a person approves their gates; ${count(e.credits.total - e.gated.credits, 'credit')} now`,
+    );
+  return lines;
+}
+
 function formatEstimate(m: LoadedManifest, e: Estimate, limits: KeyLimits, more: EstimateMore): string {
   const lines = [
     `${m.source.file} (${m.name}): ${count(e.items.total, 'item')}, ${n(e.items.image)} image, ${n(e.items.video)} video. Nothing was submitted.`,
@@ -140,10 +154,7 @@ function formatEstimate(m: LoadedManifest, e: Estimate, limits: KeyLimits, more:
     '',
   ]);
   lines.push(table(['model', 'type', 'items', 'each', 'credits', 'price from'], rows), '');
-  if (!e.credits.complete)
-    lines.push(
-      `${count(e.credits.unpricedItems, 'item has', 'items have')} no known price: the catalog gives none; add them under prices: in the manifest.`,
-    );
+  lines.push(...priceNotes(e));
   const r = more.remaining;
   if (r && r.items.total === 0)
     lines.push(

@@ -32,6 +32,38 @@ export async function statusCommand(
   return statusTable(status, paintFor(out, env));
 }
 
+/** What waits for a decision: the items and their credits, and the gates they wait on. */
+function decisionLines(d: Status['decisions']): string[] {
+  if (!d.items) return [];
+  const lines = [
+    `waiting for a decision: ${count(d.items, 'item')}, ${d.unpriced ? 'at least ' : ''}${count(d.credits, 'credit')} if approved (genbatch review, or genbatch approve ID …)`,
+    table(
+      ['gate', 'waiting', 'credits'],
+      d.gates.slice(0, PROBLEMS_SHOWN).map((g) => [g.id, num(g.waiting), num(g.credits)]),
+    ),
+  ];
+  if (d.gates.length > PROBLEMS_SHOWN)
+    lines.push(`… and ${d.gates.length - PROBLEMS_SHOWN} more gates (status --json lists them all)`);
+  return lines;
+}
+
+/** Several keys: what each sent, and spent today (its own daily cap). */
+function keyTable(s: Status): string[] {
+  if (s.keys.length < 2) return [];
+  return [
+    table(
+      ['key', 'jobs', 'credits net', 'today', 'open'],
+      s.keys.map((k) => [
+        k.fingerprint || '(before keys were recorded)',
+        num(k.jobs),
+        num(k.charged - k.refunded),
+        num(k.chargedToday),
+        num(k.open),
+      ]),
+    ),
+  ];
+}
+
 function statusTable(s: Status, paint: Paint): string {
   const states = (Object.entries(s.items) as [string, number][]).filter(([state, n]) => state !== 'total' && n > 0);
   const run = s.run;
@@ -56,26 +88,13 @@ function statusTable(s: Status, paint: Paint): string {
     if (s.problems.length > PROBLEMS_SHOWN)
       lines.push(`… and ${s.problems.length - PROBLEMS_SHOWN} more (status --json lists them all)`);
   }
-  // Several keys: what each sent, and spent today (its own daily cap).
-  if (s.keys.length > 1) {
-    lines.push(
-      table(
-        ['key', 'jobs', 'credits net', 'today', 'open'],
-        s.keys.map((k) => [
-          k.fingerprint || '(before keys were recorded)',
-          num(k.jobs),
-          num(k.charged - k.refunded),
-          num(k.chargedToday),
-          num(k.open),
-        ]),
-      ),
-    );
-  }
+  lines.push(...keyTable(s));
   lines.push(...runLines(s), ...deliveryLines(s));
   if (s.items.done > 0)
     lines.push(
       `review: ${num(s.review.approved)} approved, ${num(s.review.rejected)} rejected${s.review.rejectedByChecks ? ` (${num(s.review.rejectedByChecks)} by the manifest's checks)` : ''}, ${num(s.review.unreviewed)} unreviewed`,
     );
+  lines.push(...decisionLines(s.decisions));
   if (s.tags.length)
     lines.push(
       table(

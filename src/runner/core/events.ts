@@ -86,6 +86,17 @@ export type RunStateEvent =
   /** Another shell paused the run (`genbatch pause`): no new submissions since then; or resumed it. */
   | { kind: 'paused'; since: number }
   | { kind: 'resumed' }
+  /** Items wait for a decision on their gates (the count changed): how many, and the gates they wait on. */
+  | { kind: 'waiting-for-decision'; items: number; gates: number }
+  /** A decision on an item's current version was recorded (by any process): the items it sends now, and those it skipped. */
+  | {
+      kind: 'decision';
+      itemId: string;
+      version: number;
+      decision: 'approved' | 'rejected';
+      unlocked: string[];
+      skipped: string[];
+    }
   /** Nothing was sent, answered or said for `quietMs` though work is open, and no known wait explains it: a bug, said with what each state waits for. */
   | { kind: 'stall'; quietMs: number; waiting: Waiting[] };
 

@@ -25,8 +25,8 @@ export interface FeedLoopsDeps {
   readonly roster: KeyRoster;
   /** Nothing new is sent now: nothing answers, another shell paused the run, or too many outputs wait for the bucket. */
   holdsNew(): boolean;
-  /** A first sync is still writing items: more may come. */
-  syncing(): boolean;
+  /** More items of the type may become ready though none is under way: a first sync still writes items, or some wait for a decision that the run waits for. */
+  moreMayCome(type: JobType): boolean;
   /** Nothing of the run is under way: no task, download, check or sync. */
   idle(): boolean;
   /** Starts the item's job task on `lane`, its credits assigned to the key. */
@@ -122,14 +122,16 @@ export class FeedLoops {
    */
   private nothingReady(type: JobType, lookedAt: number): Step {
     const { feeder, store, clock } = this.deps;
-    // While a first sync is still writing items, more may come.
-    if (!this.deps.syncing() && store.itemReports.workByType()[type].open === 0) return 'done';
+    // While a first sync is still writing items, or items wait for decisions the run waits for, more may come.
+    const more = this.deps.moreMayCome(type);
+    if (!more && store.itemReports.workByType()[type].open === 0) return 'done';
     // An item due by the time the feeder looked, yet not handed out, is held by a task or waits for its key's slot or a
     // dependency: only an event changes that, never the clock (waiting 1 ms at a time for it spun a core while a resend
     // waited for its window). One that came due since is looked for again at once.
     const due = feeder.nextDue(type);
     const dueLater = due !== undefined && due > lookedAt;
-    if (!dueLater && this.deps.idle()) return 'done';
+    if (!dueLater && !more && this.deps.idle()) return 'done';
+    // A decision recorded by another process moves no event here: the wait looks again within a second anyway.
     return this.waitForEvent(dueLater ? due - clock.now() : undefined);
   }
 

@@ -1,5 +1,6 @@
 import type { Catalog } from '../../api/catalog.js';
 import { priceOf } from '../../estimate/prices.js';
+import type { PriceShape } from '../../store/shape-prices.js';
 import type { Manifest } from '../../manifest/index.js';
 import type { ItemRow, Store } from '../../store/index.js';
 import { releaseOnce } from '../../util/once.js';
@@ -116,6 +117,15 @@ export class Credits {
     const spec = JSON.parse(item.spec) as ItemSpec;
     const listed = priceOf(spec, this.options.catalog?.get(spec.type, spec.model), this.options.prices).credits;
     return listed ?? this.largestCharge.get(item.model);
+  }
+
+  /** What one job of this shape costs, as the catalog or the manifest lists it. */
+  priceOfShape(shape: PriceShape): number | undefined {
+    const type = shape.type as ItemSpec['type'];
+    const spec = { id: '', prompt: '', type, model: shape.model } as ItemSpec;
+    if (shape.resolution !== null) spec.resolution = shape.resolution;
+    if (shape.duration !== null) spec.duration = shape.duration;
+    return priceOf(spec, this.options.catalog?.get(type, shape.model), this.options.prices).credits;
   }
 
   /** The service charged this for a job of `model`: a bound for the next unpriced ones. */

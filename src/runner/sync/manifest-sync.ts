@@ -1,4 +1,11 @@
-import { dependenciesOf, fileInputsOf, ItemsTally, type ManifestTop, type ResolvedItem } from '../../manifest/index.js';
+import {
+  dependenciesOf,
+  fileInputsOf,
+  gatesOf,
+  ItemsTally,
+  type ManifestTop,
+  type ResolvedItem,
+} from '../../manifest/index.js';
 import type { ItemShape, ItemSync, Store } from '../../store/index.js';
 import { contentHashOf, fileSha256, runIdFor } from '../core/identity.js';
 import { snapshotInputs, type SyncedSources } from './sources.js';
@@ -163,13 +170,16 @@ async function prepareSync(
   return {
     row(item, seq) {
       // The priority orders the work; it is neither the request nor content.
-      const { where: _where, priority, ...spec } = item;
+      // Its gates are kept in their own table, not in the spec: a gate added or removed is no change of the item.
+      const { where: _where, priority, gates: _gates, ...spec } = item;
       // The row's values and the finishing ride along (results, web copies) but are not content: the keys of earlier
       // runs stay as they were.
       const { values: _values, tags: _tags, finish: _finish, ...content } = spec;
       const files: Record<string, string> = {};
       for (const ref of fileInputsOf(item)) files[ref.display] = fileHashes.get(ref.path)!;
-      const dependsOn = [...new Set(dependenciesOf(item).map((d) => d.id))];
+      const gates = gatesOf(item);
+      // A gate is waited for like an input: made first, and its failure skips the item.
+      const dependsOn = [...new Set([...dependenciesOf(item).map((d) => d.id), ...gates])];
       return {
         id: item.id,
         seq,
@@ -178,10 +188,13 @@ async function prepareSync(
         contentHash: contentHashOf(content, files),
         spec: JSON.stringify(spec),
         dependsOn,
+        gates,
         priority: priority ?? 0,
       };
     },
     finish: () => {
+      // A gate written after the items it gates (later in the manifest) settles them now.
+      store.gates.settleAll();
       if (fingerprint !== undefined)
         store.setMeta(
           SYNCED_SOURCES,

@@ -31,6 +31,7 @@ import { sql as m022 } from './022.js';
 import { sql as m023 } from './023.js';
 import { sql as m024 } from './024.js';
 import { sql as m025 } from './025.js';
+import { sql as m026 } from './026.js';
 
 export const MIGRATIONS: readonly string[] = [
   m001,
@@ -58,6 +59,7 @@ export const MIGRATIONS: readonly string[] = [
   m023,
   m024,
   m025,
+  m026,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

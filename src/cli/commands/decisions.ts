@@ -1,0 +1,44 @@
+import { decideItems, type Decided } from '../../library/decisions.js';
+import type { FlagValues } from '../../options/flag.js';
+import type { APPROVE_FLAGS, REJECT_FLAGS } from '../../options/flags.js';
+import { count } from '../format.js';
+
+/** `approve` and `reject`: each decision, and what it sent on or skipped. */
+export async function decideCommand(
+  path: string,
+  ids: readonly string[],
+  decision: 'approved' | 'rejected',
+  options: FlagValues<typeof APPROVE_FLAGS> | FlagValues<typeof REJECT_FLAGS>,
+  cwd: string,
+): Promise<string> {
+  const decided = await decideItems(
+    path,
+    decision,
+    { ...options, ids, waiting: 'waiting' in options ? options.waiting : undefined },
+    cwd,
+  );
+  if (options.json) return JSON.stringify(decided, null, 2);
+  return decidedText(decided, path, options.simulate ? ' --simulate' : '');
+}
+
+function decidedText(d: Decided, path: string, rehearsal: string): string {
+  const lines = d.decisions.map((one) => {
+    const moved = [
+      one.unlocked.length ? `${count(one.unlocked.length, 'item')} to send: ${list(one.unlocked)}` : '',
+      one.skipped.length ? `${count(one.skipped.length, 'item')} skipped, unpaid: ${list(one.skipped)}` : '',
+    ].filter(Boolean);
+    return `${one.id} (version ${one.version}) ${one.decision}${moved.length ? `; ${moved.join('; ')}` : ''}`;
+  });
+  if (d.decisions.length === 0) lines.push('no gate is made and undecided: nothing to approve');
+  if (d.notMade.length) lines.push(`not made yet, decided once they are: ${list(d.notMade)}`);
+  const unlocked = d.decisions.reduce((n, one) => n + one.unlocked.length, 0);
+  lines.push(
+    d.waiting
+      ? `${count(d.waiting, 'item')} still ${d.waiting === 1 ? 'waits' : 'wait'} for a decision (genbatch status ${path}${rehearsal} lists the gates)`
+      : 'no item waits for a decision',
+  );
+  if (unlocked) lines.push(`a running genbatch run sends them within seconds; else: genbatch run ${path}${rehearsal}`);
+  return lines.join('\n');
+}
+
+const list = (ids: readonly string[]) => `${ids.slice(0, 5).join(', ')}${ids.length > 5 ? ', …' : ''}`;

@@ -1,0 +1,113 @@
+/**
+ * What `approve` and `reject` do, without printing: a decision on each
+ * item's current version, as review records it, written beside any run (no
+ * lock: a running run sends what it unlocked within a second or two).
+ */
+import { locate } from '../manifest/load-valid.js';
+import { Store, type ReviewDecision } from '../store/index.js';
+import { existingStatePathFor } from '../store/state-path.js';
+import { EXIT, ExitError, usageError } from '../util/exit-error.js';
+import type { StateChoice } from './state.js';
+
+/** One decision recorded, and what it moved: the items it sends now, and those it skipped (a rejected gate). */
+export interface Decision {
+  id: string;
+  version: number;
+  decision: ReviewDecision;
+  unlocked: string[];
+  skipped: string[];
+}
+
+/** What `approve` or `reject` recorded, and what still waits for a decision after it. */
+export interface Decided {
+  state: string;
+  decisions: Decision[];
+  /** Gates named by --waiting whose current version is not made yet: nothing to decide on. */
+  notMade: string[];
+  waiting: number;
+}
+
+/** What a decision is asked for: the items (or, to approve, every gate an item waits on), and a note kept with each. */
+export interface DecideChoice extends StateChoice {
+  ids: readonly string[];
+  waiting?: boolean | undefined;
+  note?: string | undefined;
+}
+
+/**
+ * Records `decision` on each item's current version. An unknown id, or an
+ * item whose current version is not made and verified, is refused (exit 2,
+ * naming each) and nothing is written.
+ */
+export async function decideItems(
+  path: string,
+  decision: ReviewDecision,
+  choice: DecideChoice,
+  cwd: string,
+): Promise<Decided> {
+  if (choice.ids.length === 0 && !choice.waiting)
+    throw usageError(
+      decision === 'approved' ? 'name the items to approve, or give --waiting' : 'name the items to reject',
+    );
+  const manifest = await locate(path, cwd);
+  const statePath = existingStatePathFor(manifest, choice, cwd);
+  let store: Store;
+  try {
+    store = Store.openForReview(statePath);
+  } catch (error) {
+    throw new ExitError(EXIT.environment, (error as Error).message, undefined, { cause: error });
+  }
+  try {
+    const { chosen, notMade } = chosenItems(store, choice, statePath);
+    const now = Date.now();
+    const decisions = store.tx(() =>
+      chosen.map(({ id, version }) => {
+        const before = new Map(store.gates.dependents(id).map((d) => [d.id, d.state]));
+        store.reviews.decide(id, version, decision, choice.note, now);
+        // What it skipped before (a rejection changed to an approval) comes back, with what was skipped after it.
+        store.gates.settleAll();
+        const after = store.gates.dependents(id);
+        const moved = (state: string) =>
+          after.filter((d) => d.state === state && before.get(d.id) !== state).map((d) => d.id);
+        return { id, version, decision, unlocked: moved('pending'), skipped: moved('skipped') };
+      }),
+    );
+    return { state: statePath, decisions, notMade, waiting: store.gates.waitingItems().length };
+  } finally {
+    store.close();
+  }
+}
+
+/** The items named (or the gates waited on), each with its current version; refused whole when one cannot be decided. */
+function chosenItems(
+  store: Store,
+  choice: DecideChoice,
+  statePath: string,
+): { chosen: { id: string; version: number }[]; notMade: string[] } {
+  const notMade: string[] = [];
+  const ids = new Set(choice.ids);
+  if (choice.waiting)
+    for (const gate of store.gates.waitedOn()) {
+      if (gate.state === 'done' && gate.review === 'unreviewed') ids.add(gate.id);
+      else if (gate.state !== 'done') notMade.push(gate.id);
+    }
+  const unknown: string[] = [];
+  const unmade: string[] = [];
+  const chosen: { id: string; version: number }[] = [];
+  for (const id of ids) {
+    const item = store.items.get(id);
+    const current = item && store.reviews.current(id);
+    if (!item) unknown.push(id);
+    else if (item.state !== 'done' || !current || current.verified < current.outputs)
+      unmade.push(`${id} (${item.state})`);
+    else chosen.push({ id, version: current.version });
+  }
+  const problems = [
+    unknown.length ? `no item has the id ${unknown.map((id) => JSON.stringify(id)).join(', ')} in ${statePath}` : '',
+    unmade.length
+      ? `not made yet, so there is nothing to decide on: ${unmade.join(', ')} (its outputs are decided once they are all verified)`
+      : '',
+  ].filter(Boolean);
+  if (problems.length) throw usageError(`${problems.join('; ')}. Nothing was recorded.`);
+  return { chosen, notMade };
+}

@@ -1,0 +1,47 @@
+import type { Store } from '../../store/index.js';
+import type { Control } from '../core/control.js';
+
+/** How often a run looks for decisions recorded by other processes (review, approve): real time, a person's. */
+const LOOK_EVERY_MS = 500;
+
+/**
+ * Decisions on gates, whichever process recorded them: each new one said
+ * (`decision`, with what it sent on or skipped), the count of waiting items
+ * said when it changes, and the feed woken at once so an unlocked item is
+ * sent within a second. Looks only while items wait, or decisions may come.
+ */
+export function watchDecisions(store: Store, control: Control): () => void {
+  let waiting = new Set(store.gates.waitingItems().map((i) => i.id));
+  let said = -1;
+  let since = store.gates.lastDecidedAt();
+  const look = () => {
+    // A manifest without gates: nothing to look for (its gates change only with a sync, this run's own).
+    if (waiting.size === 0 && said <= 0 && !store.gates.any()) return;
+    const decided = store.gates.decidedSince(since);
+    const now = new Set(store.gates.waitingItems().map((i) => i.id));
+    for (const d of decided) {
+      since = Math.max(since, d.decided_at);
+      const dependents = store.gates.dependents(d.item_id).filter((x) => waiting.has(x.id));
+      control.emit({
+        kind: 'decision',
+        itemId: d.item_id,
+        version: d.version,
+        decision: d.decision,
+        unlocked: dependents.filter((x) => x.state === 'pending').map((x) => x.id),
+        skipped: dependents.filter((x) => x.state === 'skipped').map((x) => x.id),
+      });
+    }
+    if (now.size !== said) {
+      said = now.size;
+      if (now.size > 0 || decided.length > 0)
+        control.emit({ kind: 'waiting-for-decision', items: now.size, gates: store.gates.waitedOn().length });
+    }
+    // Fewer wait: some may be ready now.
+    if ([...waiting].some((id) => !now.has(id))) control.wake();
+    waiting = now;
+  };
+  look();
+  const timer = setInterval(look, LOOK_EVERY_MS);
+  timer.unref();
+  return () => clearInterval(timer);
+}

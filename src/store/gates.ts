@@ -1,0 +1,163 @@
+import type { Db } from './db.js';
+import { ENDED_WITHOUT_OUTPUT, sqlStates } from './states.js';
+import type { ItemRow } from './items.js';
+import type { ReviewRow } from './reviews.js';
+
+/** A gate that items wait on: how many wait, and its own state and review. */
+export interface GateRow {
+  id: string;
+  /** Items waiting on it (others of their gates may be undecided too). */
+  waiting: number;
+  state: string;
+  review: string | null;
+}
+
+/** A waiting item as a price is looked up for it, with its gates (a JSON array). */
+interface WaitingShape {
+  id: string;
+  type: string;
+  model: string;
+  resolution: string | null;
+  duration: string | null;
+  gates: string;
+}
+
+/**
+ * Gates (the manifest's `approved`): which items wait on which. An item
+ * moves with its gates by migration 26's trigger, whichever process wrote
+ * the decision; `settleAll` settles items that no gate moved since they were
+ * written (a sync, a retry).
+ */
+export class Gates {
+  private readonly clearStmt;
+  private readonly insertStmt;
+  private readonly settleStmt;
+  private readonly reviveStmt;
+  private readonly skippedStmt;
+  private readonly settleGateStmt;
+  private readonly waitingStmt;
+  private readonly gatesStmt;
+  private readonly ofItemStmt;
+  private readonly dependentsStmt;
+  private readonly waitingShapesStmt;
+  private readonly lastDecidedStmt;
+  private readonly anyStmt;
+  private readonly decidedSinceStmt;
+
+  constructor(private readonly db: Db) {
+    this.clearStmt = db.prepare('DELETE FROM gates');
+    this.insertStmt = db.prepare('INSERT OR IGNORE INTO gates (item_id, gate_id) VALUES (?, ?)');
+    // Each gate's row written as it is: the trigger settles the items it gates.
+    this.settleStmt = db.prepare('UPDATE items SET review = review WHERE id IN (SELECT DISTINCT gate_id FROM gates)');
+    // Skipped for an input that can be made again now (a gate made again, a rejection undone): back to pending.
+    this.reviveStmt = db.prepare(
+      `UPDATE items SET state = 'pending', error_code = NULL, error_message = NULL
+       WHERE state = 'skipped' AND error_code = 'DEPENDENCY_FAILED' AND removed = 0
+         AND NOT EXISTS (SELECT 1 FROM deps d JOIN items di ON di.id = d.dep_id
+           WHERE d.item_id = items.id AND di.state IN ${sqlStates(ENDED_WITHOUT_OUTPUT)})`,
+    );
+    this.skippedStmt = db.prepare<[], number>("SELECT count(*) FROM items WHERE state = 'skipped'").pluck();
+    this.settleGateStmt = db.prepare('UPDATE items SET review = review WHERE id = ?');
+    this.waitingStmt = db.prepare<[], ItemRow>(
+      "SELECT * FROM items WHERE state = 'waiting' AND removed = 0 ORDER BY seq",
+    );
+    this.gatesStmt = db.prepare<[], GateRow>(
+      `SELECT g.gate_id AS id, count(*) AS waiting, gi.state AS state, gi.review AS review
+       FROM gates g JOIN items i ON i.id = g.item_id JOIN items gi ON gi.id = g.gate_id
+       WHERE i.state = 'waiting' AND i.removed = 0 GROUP BY g.gate_id ORDER BY gi.seq`,
+    );
+    this.ofItemStmt = db
+      .prepare<[string], string>('SELECT gate_id FROM gates WHERE item_id = ? ORDER BY gate_id')
+      .pluck();
+    this.waitingShapesStmt = db.prepare<[], WaitingShape>(
+      `SELECT i.id, i.type, i.model, i.spec ->> '$.resolution' AS resolution, i.spec ->> '$.duration' AS duration,
+         (SELECT json_group_array(gate_id) FROM gates WHERE item_id = i.id) AS gates
+       FROM items i WHERE i.state = 'waiting' AND i.removed = 0 ORDER BY i.seq`,
+    );
+    this.anyStmt = db.prepare<[], number>('SELECT 1 FROM gates LIMIT 1').pluck();
+    this.lastDecidedStmt = db.prepare<[], number>('SELECT coalesce(max(decided_at), 0) FROM reviews').pluck();
+    this.decidedSinceStmt = db.prepare<[number], Pick<ReviewRow, 'item_id' | 'version' | 'decision' | 'decided_at'>>(
+      `SELECT r.item_id, r.version, r.decision, r.decided_at FROM reviews r
+       WHERE r.decided_at > ? AND EXISTS (SELECT 1 FROM gates g WHERE g.gate_id = r.item_id) ORDER BY r.decided_at`,
+    );
+    this.dependentsStmt = db.prepare<[string], { id: string; state: string }>(
+      'SELECT i.id, i.state FROM gates g JOIN items i ON i.id = g.item_id WHERE g.gate_id = ? AND i.removed = 0 ORDER BY i.seq',
+    );
+  }
+
+  /** The manifest's gates, written anew by a sync (within its transaction). */
+  clear(): void {
+    this.clearStmt.run();
+  }
+
+  add(itemId: string, gates: readonly string[]): void {
+    for (const gate of gates) this.insertStmt.run(itemId, gate);
+  }
+
+  /**
+   * Every gated item not sent goes where its gates put it (skipped, waiting
+   * or pending), and an item skipped for an input that can be made again (a
+   * gate made again, a rejection undone) comes back with it, however far down.
+   */
+  settleAll(): void {
+    this.db.transaction(() => {
+      for (let skipped = -1; skipped !== this.skippedStmt.get(); ) {
+        skipped = this.skippedStmt.get()!;
+        while (this.reviveStmt.run().changes > 0);
+        this.settleStmt.run();
+      }
+    })();
+  }
+
+  /** The items these gates gate go where their gates put them (a step of a first sync: its items' gates). */
+  settle(gateIds: Iterable<string>): void {
+    for (const id of gateIds) this.settleGateStmt.run(id);
+  }
+
+  /** Items waiting for a decision, in manifest order. */
+  waitingItems(): ItemRow[] {
+    return this.waitingStmt.all();
+  }
+
+  /** The gates items wait on, in manifest order, with how many wait on each. */
+  waitedOn(): GateRow[] {
+    return this.gatesStmt.all();
+  }
+
+  /** An item's gates. */
+  of(itemId: string): string[] {
+    return this.ofItemStmt.all(itemId);
+  }
+
+  /** Each waiting item's shape (what prices it) and its gates. */
+  waitingShapes(): {
+    id: string;
+    type: string;
+    model: string;
+    resolution: string | null;
+    duration: string | null;
+    gates: string[];
+  }[] {
+    return this.waitingShapesStmt.all().map((row) => ({ ...row, gates: JSON.parse(row.gates) as string[] }));
+  }
+
+  /** Whether the manifest has any gate. */
+  any(): boolean {
+    return this.anyStmt.get() !== undefined;
+  }
+
+  /** When the last decision was recorded, by any process. */
+  lastDecidedAt(): number {
+    return this.lastDecidedStmt.get() ?? 0;
+  }
+
+  /** Decisions on gates recorded after `since`, oldest first. */
+  decidedSince(since: number): Pick<ReviewRow, 'item_id' | 'version' | 'decision' | 'decided_at'>[] {
+    return this.decidedSinceStmt.all(since);
+  }
+
+  /** The items this gate gates, with their states. */
+  dependents(gateId: string): { id: string; state: string }[] {
+    return this.dependentsStmt.all(gateId);
+  }
+}

@@ -1,0 +1,99 @@
+import { describe, expect, it } from 'vitest';
+import { readState, workspace, type RunWorkspace } from '../helpers/run.js';
+import { runCli } from '../helpers/cli.js';
+import { startTestSim, type TestSim } from '../helpers/sim.js';
+
+/** Drafts for three products; a final for each approved draft; a video for each approved final. */
+const DRAFT_FINAL = `version: 1
+items:
+  - id: "draft-{{sku}}"
+    rows: products.csv
+    model: studio-lite
+    prompt: "{{title}}, studio product photo"
+  - id: "final-{{sku}}"
+    rows: products.csv
+    model: studio-xl
+    prompt: "{{title}}, studio product photo, final"
+    approved: ["draft-{{sku}}"]
+  - id: "spin-{{sku}}"
+    rows: products.csv
+    type: video
+    model: motion-2
+    prompt: "Slow turntable spin"
+    duration: 5
+    resolution: 720p
+    image: { from: "final-{{sku}}", approved: true }
+`;
+const PRODUCTS = 'sku,title\nA,Red mug\nB,Blue mug\nC,Green mug\n';
+
+/** The items the simulator charged, each as often as it was charged. */
+function chargedItems(t: TestSim, ws: RunWorkspace): string[] {
+  const itemOf = new Map(readState(ws.statePath).attempts.map((a) => [a.job_id, a.item_id]));
+  return t.sim.service.ledger
+    .of('charge')
+    .map((c) => itemOf.get(c.jobId) ?? `unknown job ${c.jobId}`)
+    .sort();
+}
+
+const stateOf = (ws: RunWorkspace) => new Map(readState(ws.statePath).items.map((i) => [i.id, i]));
+
+describe('gates: the costly step is paid for only once a person approved the cheap one', () => {
+  it('run, approve and reject, run, redo, approve, run: nothing unapproved is charged, each attempt once', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(t.sim, DRAFT_FINAL, { 'products.csv': PRODUCTS });
+    const cli = (...args: string[]) => runCli(args, ws.env, ws.dir);
+    const run = (...extra: string[]) => runCli(ws.args(extra), ws.env, ws.dir);
+
+    // The drafts are made; the finals wait, and the run says what they would cost and who decides.
+    const first = await run();
+    expect(first.code, first.stdout + first.stderr).toBe(1);
+    // The finals wait on the drafts, the videos on the finals (not made yet): six items, priced, none paid.
+    expect(first.stdout).toMatch(
+      /6 items wait for a decision \(\d+ credits if approved; nothing paid for them yet\), on the gates draft-A, draft-B, draft-C, … \(6 in all\)/,
+    );
+    expect(first.stdout).toContain('genbatch approve m.yaml');
+    expect(chargedItems(t, ws)).toEqual(['draft-A', 'draft-B', 'draft-C']);
+    expect(stateOf(ws).get('final-A')!.state).toBe('waiting');
+    expect(stateOf(ws).get('spin-A')!.state).toBe('waiting');
+
+    // A gate not made yet, or an unknown id, is refused whole: nothing is recorded.
+    const refused = await cli('approve', 'm.yaml', 'draft-A', 'final-A', 'nope');
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/no item has the id "nope"/);
+    expect(refused.stderr).toMatch(/final-A \(waiting\)/);
+    expect(stateOf(ws).get('final-A')!.state).toBe('waiting');
+
+    const approved = await cli('approve', 'm.yaml', 'draft-A', '--json');
+    expect(approved.code, approved.stderr).toBe(0);
+    expect(JSON.parse(approved.stdout).decisions).toEqual([
+      { id: 'draft-A', version: 1, decision: 'approved', unlocked: ['final-A'], skipped: [] },
+    ]);
+    const rejected = await cli('reject', 'm.yaml', 'draft-B', '--note', 'off-model');
+    expect(rejected.code, rejected.stderr).toBe(0);
+    expect(rejected.stdout).toMatch(/draft-B \(version 1\) rejected; 1 item skipped, unpaid: final-B/);
+    expect(stateOf(ws).get('final-B')).toMatchObject({ state: 'skipped', error_code: 'GATE_REJECTED' });
+    expect(stateOf(ws).get('final-B')!.error_message).toContain('draft-B');
+
+    // Only the approved draft's final is made; its video waits for the final's own approval.
+    const second = await run();
+    expect(second.code, second.stdout + second.stderr).toBe(1);
+    expect(chargedItems(t, ws)).toEqual(['draft-A', 'draft-B', 'draft-C', 'final-A']);
+    expect(stateOf(ws).get('spin-A')!.state).toBe('waiting');
+
+    // The rejected draft made again: its final waits for the new version's decision, not skipped.
+    const redo = await run('--redo-rejected');
+    expect(redo.code, redo.stdout + redo.stderr).toBe(1);
+    expect(chargedItems(t, ws)).toEqual(['draft-A', 'draft-B', 'draft-B', 'draft-C', 'final-A']);
+    expect(stateOf(ws).get('final-B')!.state).toBe('waiting');
+
+    expect((await cli('approve', 'm.yaml', 'draft-B', 'final-A')).code).toBe(0);
+    const third = await run();
+    expect(third.code, third.stdout + third.stderr).toBe(1);
+    expect(chargedItems(t, ws)).toEqual(['draft-A', 'draft-B', 'draft-B', 'draft-C', 'final-A', 'final-B', 'spin-A']);
+    // Still undecided: draft-C's final, and final-B's video. Never charged.
+    expect(stateOf(ws).get('final-C')!.state).toBe('waiting');
+    expect(stateOf(ws).get('spin-B')!.state).toBe('waiting');
+    const idempotencyKeys = t.sim.service.ledger.of('charge').map((c) => c.idempotencyKey);
+    expect(new Set(idempotencyKeys).size).toBe(idempotencyKeys.length);
+  }, 120_000);
+});
