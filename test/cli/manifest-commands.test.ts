@@ -8,7 +8,12 @@ import { startTestSim } from '../helpers/sim.js';
 import { makePng } from '../../src/simulator/media.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
-const EXAMPLES = ['manifests/demo.yaml', 'manifests/catalog.yaml', 'manifests/video-pipeline.yaml'];
+const EXAMPLES = [
+  'manifests/demo.yaml',
+  'manifests/catalog.yaml',
+  'manifests/video-pipeline.yaml',
+  'manifests/draft-final.yaml',
+];
 
 describe('genbatch validate', () => {
   it.each(EXAMPLES)('%s is valid, offline and online', async (manifest) => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { readState, workspace, type RunWorkspace } from '../helpers/run.js';
-import { runCli } from '../helpers/cli.js';
+import { exitCodeWithin, runCli, startCli } from '../helpers/cli.js';
 import { startTestSim, type TestSim } from '../helpers/sim.js';
 
 /** Drafts for three products; a final for each approved draft; a video for each approved final. */
@@ -96,4 +96,38 @@ describe('gates: the costly step is paid for only once a person approved the che
     const idempotencyKeys = t.sim.service.ledger.of('charge').map((c) => c.idempotencyKey);
     expect(new Set(idempotencyKeys).size).toBe(idempotencyKeys.length);
   }, 120_000);
+
+  it('run --wait-for-decisions stays while items wait, sends each within 2 s of its approval, and ends by itself', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(t.sim, DRAFT_FINAL, { 'products.csv': 'sku,title\nA,Red mug\n' });
+    const cli = (...args: string[]) => runCli(args, ws.env, ws.dir);
+    const charges = () => t.sim.service.ledger.of('charge').length;
+    const run = startCli(ws.args(['--wait-for-decisions']), ws.env, ws.dir);
+    await run.waitFor(/2 items wait for a decision/);
+    expect(chargedItems(t, ws)).toEqual(['draft-A']);
+    // Approved from another process: the run sends the final at once.
+    expect((await cli('approve', 'm.yaml', 'draft-A')).code).toBe(0);
+    const approvedAt = Date.now();
+    while (charges() < 2 && Date.now() - approvedAt < 10_000) await new Promise((r) => setTimeout(r, 20));
+    expect(Date.now() - approvedAt).toBeLessThan(2_000);
+    await run.waitFor(/1 item waits for a decision/);
+    expect((await cli('approve', 'm.yaml', 'final-A')).code).toBe(0);
+    // The video made, none waits: the run ends by itself, every item done.
+    expect(await exitCodeWithin(run, 30_000)).toBe(0);
+    expect(chargedItems(t, ws)).toEqual(['draft-A', 'final-A', 'spin-A']);
+  }, 60_000);
+
+  it('a waiting run killed (SIGKILL), a decision made, the run started again: the item is sent once', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(t.sim, DRAFT_FINAL, { 'products.csv': 'sku,title\nA,Red mug\n' });
+    const waiting = startCli(ws.args(['--wait-for-decisions']), ws.env, ws.dir);
+    await waiting.waitFor(/2 items wait for a decision/);
+    waiting.child.kill('SIGKILL');
+    await exitCodeWithin(waiting, 10_000);
+    expect((await runCli(['approve', 'm.yaml', 'draft-A'], ws.env, ws.dir)).code).toBe(0);
+    const again = await runCli(ws.args(), ws.env, ws.dir);
+    expect(again.code, again.stdout + again.stderr).toBe(1);
+    expect(chargedItems(t, ws)).toEqual(['draft-A', 'final-A']);
+    expect(stateOf(ws).get('spin-A')!.state).toBe('waiting');
+  }, 60_000);
 });

@@ -11,7 +11,7 @@ const sorted = (shapes: ItemShape[]) => shapes.map((s) => JSON.stringify(s)).sor
 // A resume checks the state's item shapes against the service's catalog from what the sync counted; those must be
 // the shapes the state's items have, or a resume would let through an item a full load refuses (or refuse one it takes).
 describe('the item shapes a sync records', () => {
-  it.each(['video-pipeline.yaml', 'catalog.yaml', 'demo.yaml'])(
+  it.each(['video-pipeline.yaml', 'catalog.yaml', 'demo.yaml', 'draft-final.yaml'])(
     'are those the state holds, for manifests/%s',
     async (name) => {
       const dir = mkdtempSync(join(tmpdir(), 'genbatch-shapes-'));
