@@ -70,6 +70,10 @@ export interface ReviewCardData {
   copy: string | null;
   decision: Decision | null;
   note: string | null;
+  /** The manifest row's columns and matrix values it was made from, shown under its id. */
+  values?: Record<string, string>;
+  /** A gate made and undecided: the items waiting on it, and their credits, which approving it lets go. */
+  unlocks?: { items: number; credits: number };
   /** Its thumbnail itself, as a `data:` URL: only on the first screen's cards inside the page as served. */
   inlineThumb?: string;
 }

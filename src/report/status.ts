@@ -124,7 +124,7 @@ export function collectStatus(store: Store, where: { manifest: string; state: st
     },
     waiting: waitingFor(store, now, { running, waitingUntil, unreachableSince, pausedSince, stalled: stalledOf(last) }),
     tags: store.itemReports.byTag().map((t) => ({ ...t, net: t.charged - t.refunded })),
-    review: store.reviews.counts(counts.done),
+    review: store.reviews.counts(),
     decisions: decisionsOf(store),
     eta: running && last ? etaOf(store, last, charged, now) : null,
     keys: keysOf(store, new RunClock(Date.now, last?.time_scale ?? 1).dayOf(now)),

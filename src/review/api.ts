@@ -27,7 +27,10 @@ export function sliceOf(url: URL): { filter: ReviewFilter; offset: number; limit
   const review = q.get('review');
   return {
     filter: {
-      review: review === 'approved' || review === 'rejected' || review === 'unreviewed' ? review : undefined,
+      review:
+        review === 'approved' || review === 'rejected' || review === 'unreviewed' || review === 'decide'
+          ? review
+          : undefined,
       state: (q.get('state') || undefined) as ReviewFilter['state'],
       model: q.get('model') || undefined,
       tag: q.get('tag') || undefined,

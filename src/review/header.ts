@@ -26,7 +26,7 @@ export function reviewSummary(
     title: where.title,
     items: Object.values(counts).reduce((a, b) => a + b, 0),
     states,
-    review: store.reviews.counts(counts.done),
+    review: store.reviews.counts(),
     credits: { charged, refunded, net: charged - refunded, budget: where.budget },
     today: {
       charged: store.accounting.chargedOn(new RunClock(Date.now, timeScale).dayOf(now)),

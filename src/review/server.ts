@@ -276,7 +276,7 @@ async function handleWrite(req: IncomingMessage, res: ServerResponse, url: URL, 
   ctx.live.poke();
   json(res, result.refused.length ? 409 : 200, {
     ...result,
-    review: ctx.state.store.reviews.counts(ctx.state.store.itemReports.counts().done),
+    review: ctx.state.store.reviews.counts(),
   });
 }
 

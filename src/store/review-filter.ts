@@ -4,8 +4,11 @@ import type { ReviewDecision } from './reviews.js';
 
 /** What the review app filters its grid by; every field optional. */
 export interface ReviewFilter {
-  /** 'unreviewed': done with no decision on its current version. */
-  review?: ReviewDecision | 'unreviewed' | undefined;
+  /**
+   * 'unreviewed': done with no decision on its current version. 'decide': the gates items wait on that can be
+   * decided now, most credits unlocked first (not in manifest order).
+   */
+  review?: ReviewDecision | 'unreviewed' | 'decide' | undefined;
   state?: ItemState | undefined;
   model?: string | undefined;
   tag?: string | undefined;

@@ -3,6 +3,7 @@ import type { ReviewCardData } from '../browser/data.js';
 import type { Db } from './db.js';
 import type { ReviewDecision } from './reviews.js';
 import { KeptTotals } from './review-totals.js';
+import { DecideQueries } from './review-decide.js';
 import { type GridQuery, queryOf, type ReviewFilter, totalKey } from './review-filter.js';
 import { ITEM_STATES, type ItemState } from './states.js';
 import { CARD_WIDTH } from '../browser/data.js';
@@ -58,7 +59,7 @@ export interface SeriesBuckets {
 /** A card's web copy: the smallest at least CARD_WIDTH wide, else the largest. */
 const CARD_COPY = `(SELECT d.path FROM derivatives d WHERE d.job_id = o.job_id AND d.idx = o.idx
   ORDER BY d.width < ${CARD_WIDTH}, CASE WHEN d.width >= ${CARD_WIDTH} THEN d.width ELSE -d.width END LIMIT 1)`;
-const CARD_COLUMNS = `i.id, i.state, i.type, i.model, coalesce(i.spec ->> '$.prompt', '') AS prompt, o.version, o.path AS file, ${CARD_COPY} AS copy, r.decision, r.note`;
+const CARD_COLUMNS = `i.id, i.state, i.type, i.model, coalesce(i.spec ->> '$.prompt', '') AS prompt, o.version, o.path AS file, ${CARD_COPY} AS copy, r.decision, r.note, i.spec -> '$.values' AS values_json`;
 /** The current version's first verified output, and the decision on it. */
 const CARD_JOINS = `LEFT JOIN outputs o ON o.item_id = i.id AND o.idx = 1 AND o.superseded_at IS NULL AND o.sha256 IS NOT NULL
   LEFT JOIN reviews r ON r.item_id = i.id AND r.version = o.version`;
@@ -78,6 +79,8 @@ export class ReviewQueries {
   /** The search whose matches temp.search_hits holds, and the state's data version then. */
   private hits: { match: string; version: number } | undefined;
   private readonly totals;
+  /** The decide filter's gates, and what approving a card would unlock. */
+  private readonly decide;
 
   constructor(private readonly db: Db) {
     this.newestStmt = db.prepare<[number, number], NewOutput>(
@@ -108,6 +111,7 @@ export class ReviewQueries {
     this.modelsStmt = db.prepare<[], string>(skipScan('items', 'model', 'removed = 0')).pluck();
     this.tagsStmt = db.prepare<[], string>(skipScan('item_tags', 'tag')).pluck();
     this.totals = new KeptTotals(db);
+    this.decide = new DecideQueries(db, () => this.changeMark());
   }
 
   /**
@@ -116,9 +120,34 @@ export class ReviewQueries {
    * slice is best read: the few matches sorted, or manifest order walked keeping those that match.
    */
   page(filter: ReviewFilter, offset: number, limit: number): { total: number; cards: ReviewCard[] } {
+    if (filter.review === 'decide') return this.decidePage(offset, limit);
     const q = queryOf(filter);
     const total = this.countOf(q);
-    return { total, cards: this.cardsOf(q, offset, limit, total) };
+    return { total, cards: this.withFacts(this.cardsOf(q, offset, limit, total)) };
+  }
+
+  /** The decide filter: the gates items wait on that can be decided now, most credits unlocked first. */
+  private decidePage(offset: number, limit: number): { total: number; cards: ReviewCard[] } {
+    const gates = this.decide.list();
+    const ids = gates.slice(offset, offset + limit).map((g) => g.id);
+    const byId = new Map(this.cards(ids).map((card) => [card.id, card]));
+    return { total: gates.length, cards: ids.flatMap((id) => byId.get(id) ?? []) };
+  }
+
+  /** Each card's row values, and what approving it would unlock where it is a gate to decide. */
+  private withFacts(rows: ReviewCard[]): ReviewCard[] {
+    const unlocks = this.decide.unlocksOf(rows.filter((r) => r.version !== null && !r.decision).map((r) => r.id));
+    return rows.map((row) => {
+      const { values_json, ...card } = row as ReviewCard & { values_json: string | null };
+      const values = values_json ? (JSON.parse(values_json) as Record<string, string>) : undefined;
+      const unlocked = unlocks.get(card.id);
+      return { ...card, ...(values ? { values } : {}), ...(unlocked ? { unlocks: unlocked } : {}) };
+    });
+  }
+
+  /** Changes whenever anything was committed, by this connection or another. */
+  private changeMark(): string {
+    return `${this.dataVersion()}:${this.get('SELECT total_changes() AS n', {})}`;
   }
 
   /**
@@ -127,6 +156,7 @@ export class ReviewQueries {
    * counts it (a 6-letter word every item holds took 11-20 ms to count, its first slice 3). Any other, as `page`.
    */
   slice(filter: ReviewFilter, offset: number, limit: number): CardsSlice {
+    if (filter.review === 'decide') return this.decidePage(offset, limit);
     const q = queryOf(filter);
     const key = totalKey(q);
     // A scrolled slice, another filter beside, or an item removed: counted first.
@@ -138,10 +168,10 @@ export class ReviewQueries {
       'SELECT count(*) AS n FROM (SELECT rowid FROM item_search WHERE item_search MATCH @match LIMIT @enough)',
       { ...q.params, enough },
     );
-    if (seen >= enough) return { total: null, atLeast: seen, cards: this.cardsOf(q, 0, limit, seen) };
+    if (seen >= enough) return { total: null, atLeast: seen, cards: this.withFacts(this.cardsOf(q, 0, limit, seen)) };
     // Fewer than enough: all there are, counted.
     this.totals.set(key, seen);
-    return { total: seen, cards: this.cardsOf(q, 0, limit, seen) };
+    return { total: seen, cards: this.withFacts(this.cardsOf(q, 0, limit, seen)) };
   }
 
   /** The cards of a slice, `total` (or as many as seen) matching: which says how the slice is best read. */
@@ -176,6 +206,7 @@ export class ReviewQueries {
 
   /** How many items a filter matches: what `page` answers as its total. */
   count(filter: ReviewFilter): number {
+    if (filter.review === 'decide') return this.decide.list().length;
     return this.countOf(queryOf(filter));
   }
 
@@ -186,7 +217,7 @@ export class ReviewQueries {
    */
   offeredFilters(): ReviewFilter[] {
     return [
-      ...(['unreviewed', 'approved', 'rejected'] as const).map((review) => ({ review })),
+      ...(['unreviewed', 'approved', 'rejected', 'decide'] as const).map((review) => ({ review })),
       ...ITEM_STATES.map((state) => ({ state })),
       ...this.models().map((model) => ({ model })),
       ...this.tags()
@@ -260,9 +291,11 @@ export class ReviewQueries {
 
   /** The cards of these items (a refresh of the ones on screen). */
   cards(ids: readonly string[]): ReviewCard[] {
-    return this.prepared(
-      `SELECT ${CARD_COLUMNS} FROM items i ${CARD_JOINS} WHERE i.id IN (SELECT value FROM json_each(?)) ORDER BY i.seq`,
-    ).all(JSON.stringify(ids)) as ReviewCard[];
+    return this.withFacts(
+      this.prepared(
+        `SELECT ${CARD_COLUMNS} FROM items i ${CARD_JOINS} WHERE i.id IN (SELECT value FROM json_each(?)) ORDER BY i.seq`,
+      ).all(JSON.stringify(ids)) as ReviewCard[],
+    );
   }
 
   /**

@@ -61,9 +61,10 @@ export class Reviews {
     this.ofItemStmt = db.prepare<[string], ReviewRow>('SELECT * FROM reviews WHERE item_id = ? ORDER BY version');
     // From the items' review (kept by triggers) in its index, and the few decisions the checks took: no join of every
     // decision with its output (22 ms at 100,000 items, paid by every refresh of the review app's header).
-    this.countsStmt = db.prepare<[], { approved: number; rejected: number; byChecks: number }>(
+    this.countsStmt = db.prepare<[], { approved: number; rejected: number; unreviewed: number; byChecks: number }>(
       `SELECT (SELECT count(*) FROM items WHERE removed IN (0, 1) AND review = 'approved') AS approved,
               (SELECT count(*) FROM items WHERE removed IN (0, 1) AND review = 'rejected') AS rejected,
+              (SELECT count(*) FROM items WHERE removed IN (0, 1) AND review = 'unreviewed') AS unreviewed,
               (SELECT count(*) FROM reviews r ${CURRENT} AND o.sha256 IS NOT NULL
                WHERE r.by = 'check' AND r.decision = 'rejected') AS byChecks`,
     );
@@ -113,10 +114,10 @@ export class Reviews {
     return this.ofItemStmt.all(itemId);
   }
 
-  /** Decisions on current versions; `done` (the done items) gives the unreviewed ones. */
-  counts(done: number): ReviewCounts {
-    const { approved, rejected, byChecks } = this.countsStmt.get()!;
-    return { approved, rejected, unreviewed: Math.max(0, done - approved - rejected), rejectedByChecks: byChecks };
+  /** Decisions on current versions, and the outputs with none yet (an item not made, or waiting, is not counted). */
+  counts(): ReviewCounts {
+    const { approved, rejected, unreviewed, byChecks } = this.countsStmt.get()!;
+    return { approved, rejected, unreviewed, rejectedByChecks: byChecks };
   }
 
   /** Done items whose current version was rejected: what --redo-rejected regenerates, in manifest order. */

@@ -183,7 +183,15 @@ function cardNode(card: ReviewCardData, i: number): HTMLElement {
       'div',
       { className: 'meta' },
       el('span', { className: 'id', text: card.id }),
+      card.values ? el('span', { className: 'values', text: valuesText(card.values) }) : null,
       el('span', { className: 'badge', text: card.state }),
+      card.unlocks
+        ? el('span', {
+            className: 'badge unlocks',
+            text: `unlocks ${unlocksText(card.unlocks)}`,
+            title: 'approving it lets these items waiting on it be sent',
+          })
+        : null,
       d ? el('span', { className: `badge d-${d}`, text: d }) : null,
       (card.version ?? 0) > 1 ? el('span', { className: 'badge', text: `v${card.version}` }) : null,
       card.note ? el('span', { className: 'note', text: card.note }) : null,
@@ -203,8 +211,30 @@ function cardNode(card: ReviewCardData, i: number): HTMLElement {
 export function showCounts(): void {
   byId('shown').textContent = `${fmt(app.total)}${app.counting ? '+' : ''} shown`;
   const n = app.anchor < 0 ? 0 : Math.abs(app.focus - app.anchor) + 1;
-  byId('selection').textContent = n > 1 ? `${n} selected` : '';
+  // What a bulk approve would let go, said before it is made.
+  const unlocks = n > 1 ? selectedUnlocks() : { items: 0, credits: 0 };
+  byId('selection').textContent =
+    n > 1 ? `${n} selected${unlocks.items ? ` · approving unlocks ${unlocksText(unlocks)}` : ''}` : '';
 }
+
+/** What approving the selected cards would unlock, of the cards loaded (a selection is of cards on screen or near). */
+function selectedUnlocks(): { items: number; credits: number } {
+  const total = { items: 0, credits: 0 };
+  for (const card of targets()) {
+    total.items += card.unlocks?.items ?? 0;
+    total.credits += card.unlocks?.credits ?? 0;
+  }
+  return total;
+}
+
+const unlocksText = (u: { items: number; credits: number }) =>
+  `${fmt(u.items)} item${u.items === 1 ? '' : 's'}, ${fmt(u.credits)} credit${u.credits === 1 ? '' : 's'}`;
+
+/** The row's values as a line: column: value, in their order. */
+const valuesText = (values: Record<string, string>) =>
+  Object.entries(values)
+    .map(([k, v]) => `${k}: ${v}`)
+    .join(' · ');
 
 /** Focus on card `i` (a range from the anchor with `extend`), scrolled into view. */
 export function moveTo(index: number, extend: boolean): void {

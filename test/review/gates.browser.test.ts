@@ -1,0 +1,78 @@
+/// <reference lib="dom" />
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { FolderSink } from '../../src/sink/index.js';
+import { launchChromium } from '../helpers/browser.js';
+import { startCli } from '../helpers/cli.js';
+import { startTestReview } from '../helpers/review.js';
+import { readState, workspace } from '../helpers/run.js';
+import { startTestSim } from '../helpers/sim.js';
+
+const DRAFT_FINAL = `version: 1
+items:
+  - id: "draft-{{sku}}"
+    rows: products.csv
+    model: studio-lite
+    prompt: "{{title}}, studio product photo"
+  - id: "final-{{sku}}"
+    rows: products.csv
+    model: studio-xl
+    prompt: "{{title}}, studio product photo, final"
+    approved: ["draft-{{sku}}"]
+`;
+
+describe('review built for deciding', () => {
+  it('the decide filter lists the gates with what each unlocks; a bulk approve while run --wait-for-decisions waits sends them within 2 s', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(t.sim, DRAFT_FINAL, { 'products.csv': 'sku,title\nA,Red mug\nB,Blue mug\nC,Green mug\n' });
+    const run = startCli(ws.args(['--wait-for-decisions']), ws.env, ws.dir);
+    await run.waitFor(/3 items wait for a decision/);
+    const review = await startTestReview({
+      statePath: ws.statePath,
+      outputs: new FolderSink(ws.outDir),
+      title: 'm',
+      budget: null,
+    });
+    const browser = await launchChromium();
+    onTestFinished(() => browser.close());
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 }, locale: 'en-US' });
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(review.url, { waitUntil: 'domcontentloaded' });
+    await page.waitForSelector('.card');
+
+    // Only what can be decided now: the three drafts, each saying what approving it lets go, with its row's values.
+    await page.selectOption('#f-review', 'decide');
+    await page.waitForFunction(() => document.getElementById('shown')!.textContent === '3 shown');
+    const cards = await page.$$eval('.card', (nodes) =>
+      nodes.map((n) => [
+        (n as HTMLElement).dataset.id,
+        n.querySelector('.unlocks')?.textContent,
+        n.querySelector('.values')?.textContent,
+      ]),
+    );
+    expect(cards).toEqual([
+      ['draft-A', 'unlocks 1 item, 8 credits', 'sku: A · title: Red mug'],
+      ['draft-B', 'unlocks 1 item, 8 credits', 'sku: B · title: Blue mug'],
+      ['draft-C', 'unlocks 1 item, 8 credits', 'sku: C · title: Green mug'],
+    ]);
+
+    // A selection says what it would let go before it is approved, from the keyboard.
+    await page.keyboard.press('Shift+ArrowRight');
+    expect(await page.textContent('#selection')).toBe('2 selected · approving unlocks 2 items, 16 credits');
+    const charges = () => t.sim.service.ledger.of('charge').length;
+    expect(charges()).toBe(3);
+    await page.keyboard.press('a');
+    const approvedAt = Date.now();
+    while (charges() < 5 && Date.now() - approvedAt < 10_000) await new Promise((r) => setTimeout(r, 20));
+    expect(Date.now() - approvedAt).toBeLessThan(2_000);
+    await run.waitFor(/1 item waits for a decision/);
+    const itemOf = new Map(readState(ws.statePath).attempts.map((a) => [a.job_id, a.item_id]));
+    expect(
+      t.sim.service.ledger
+        .of('charge')
+        .map((c) => itemOf.get(c.jobId))
+        .sort(),
+    ).toEqual(['draft-A', 'draft-B', 'draft-C', 'final-A', 'final-B']);
+    expect(errors).toEqual([]);
+  }, 60_000);
+});
