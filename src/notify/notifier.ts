@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import type { Logger } from '../log/logger.js';
 import type { RunEvent } from '../runner/index.js';
 
-export type NotifyEventName = 'ended' | 'waiting-daily-cap' | 'stopped' | 'stalled';
+export type NotifyEventName = 'ended' | 'waiting-daily-cap' | 'waiting-for-decision' | 'stopped' | 'stalled';
 
 /** The small JSON document a webhook or command receives. */
 export interface NotifyEvent {
@@ -45,6 +45,8 @@ export class Notifier {
   private lastProgress: number;
   private stallTimer: NodeJS.Timeout | undefined;
   private waitingNotified = false;
+  /** Said once decisions started waiting, until none waits. */
+  private decisionsNotified = false;
   private readonly timeoutMs: number;
   private readonly now: () => number;
 
@@ -76,6 +78,19 @@ export class Notifier {
         'waiting-daily-cap',
         `submissions wait for ${event.reason} until ${new Date(event.untilMs).toISOString()}`,
       );
+    } else if (event.kind === 'waiting-for-decision') {
+      // One message when decisions start waiting, not one per item or per change; again once none waited.
+      if (event.items === 0) this.decisionsNotified = false;
+      else if (!this.decisionsNotified) {
+        this.decisionsNotified = true;
+        // Waiting for a person is no stall.
+        if (this.stallTimer) clearTimeout(this.stallTimer);
+        this.stallTimer = undefined;
+        this.send(
+          'waiting-for-decision',
+          `${event.items} item${event.items === 1 ? ' waits' : 's wait'} for a decision on ${event.gates} gate${event.gates === 1 ? '' : 's'} (genbatch review, or genbatch approve)`,
+        );
+      }
     } else if (event.kind === 'stopping') {
       this.send('stopped', event.reason);
     }

@@ -64,6 +64,18 @@ describe('run --notify', () => {
     expect(`${res.stdout}${res.stderr}`).not.toMatch(/s3cret-pass|T0KEN-in-path/);
   });
 
+  it('items left waiting for a decision are said in one message, not one per item, then the end', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const hook = await receiver('ok');
+    const gated = `${lite(3)}${[0, 1, 2].map((i) => `  - { id: f${i}, prompt: "final ${i}", approved: [i${i}] }\n`).join('')}`;
+    const ws = workspace(t.sim, gated);
+    const res = await ws.run(['--notify', hook.url]);
+    expect(res.code, res.stdout).toBe(1);
+    expect(hook.events()).toEqual(['waiting-for-decision', 'ended']);
+    expect(hook.got[0]!.body.reason).toMatch(/^3 items wait for a decision on 3 gates/);
+    expect(hook.got[0]!.body.counts).toMatchObject({ waiting: 3 });
+  });
+
   it('a run with no progress for --stall-minutes says so, once per stall; a notify command gets the same events on stdin', async () => {
     // Jobs of 2 s against a stall of 0.6 s.
     const t = await startTestSim({ timeScale: 600, imageSeconds: [1200, 1200] });

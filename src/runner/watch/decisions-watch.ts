@@ -43,5 +43,9 @@ export function watchDecisions(store: Store, control: Control): () => void {
   look();
   const timer = setInterval(look, LOOK_EVERY_MS);
   timer.unref();
-  return () => clearInterval(timer);
+  return () => {
+    clearInterval(timer);
+    // A last look: a run shorter than a look still says what it leaves waiting.
+    look();
+  };
 }
