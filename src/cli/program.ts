@@ -220,7 +220,7 @@ function addStateCommands(program: Command, ctx: CommandContext): void {
       .argument('[ids...]')
       .action(async (manifest: string, ids: string[], options) => {
         const { decideCommand } = await import('./commands/decisions.js');
-        ctx.print(await decideCommand(manifest, ids, decision, options, ctx.io.cwd));
+        ctx.print(await decideCommand(manifest, ids, decision, options, ctx.io.cwd, ctx.env));
       });
   }
 

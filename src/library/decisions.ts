@@ -7,7 +7,7 @@ import { locate } from '../manifest/load-valid.js';
 import { Store, type ReviewDecision } from '../store/index.js';
 import { existingStatePathFor } from '../store/state-path.js';
 import { EXIT, ExitError, usageError } from '../util/exit-error.js';
-import type { StateChoice } from './state.js';
+import { writeReportFiles, type StateChoice } from './state.js';
 
 /** One decision recorded, and what it moved: the items it sends now, and those it skipped (a rejected gate). */
 export interface Decision {
@@ -25,6 +25,8 @@ export interface Decided {
   /** Gates named by --waiting whose current version is not made yet: nothing to decide on. */
   notMade: string[];
   waiting: number;
+  /** The results files written again with the decisions in them, or why they could not be (`report` writes them). */
+  results: { jsonl: string; csv: string } | { problem: string };
 }
 
 /** What a decision is asked for: the items (or, to approve, every gate an item waits on), and a note kept with each. */
@@ -44,6 +46,7 @@ export async function decideItems(
   decision: ReviewDecision,
   choice: DecideChoice,
   cwd: string,
+  env: NodeJS.ProcessEnv = process.env,
 ): Promise<Decided> {
   if (choice.ids.length === 0 && !choice.waiting)
     throw usageError(
@@ -57,6 +60,7 @@ export async function decideItems(
   } catch (error) {
     throw new ExitError(EXIT.environment, (error as Error).message, undefined, { cause: error });
   }
+  let decided: Omit<Decided, 'results'>;
   try {
     const { chosen, notMade } = chosenItems(store, choice, statePath);
     const now = Date.now();
@@ -72,9 +76,30 @@ export async function decideItems(
         return { id, version, decision, unlocked: moved('pending'), skipped: moved('skipped') };
       }),
     );
-    return { state: statePath, decisions, notMade, waiting: store.gates.waitingItems().length };
+    decided = { state: statePath, decisions, notMade, waiting: store.gates.waitingItems().length };
   } finally {
     store.close();
+  }
+  return { ...decided, results: await resultsAgain(path, choice, cwd, env) };
+}
+
+/** The results files carry a decision at once: written again from the state (no network). */
+async function resultsAgain(
+  path: string,
+  choice: StateChoice,
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+): Promise<Decided['results']> {
+  try {
+    const written = await writeReportFiles(
+      path,
+      { state: choice.state, simulate: choice.simulate, html: true },
+      cwd,
+      env,
+    );
+    return { jsonl: written.jsonl, csv: written.csv };
+  } catch (error) {
+    return { problem: (error as Error).message };
   }
 }
 

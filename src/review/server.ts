@@ -16,6 +16,7 @@ import { serveThumbnail } from './thumbs.js';
 import { LiveFeed, NEWEST_SHOWN } from './live.js';
 import { StateHandle } from './state-handle.js';
 import { reviewSummary } from './header.js';
+import { ResultsAfterDecisions } from './results.js';
 
 export interface ReviewServerOptions {
   statePath: string;
@@ -58,8 +59,8 @@ const SECURITY_HEADERS = {
  * The review app's server: loopback, a random token on every request, the
  * Host header checked (DNS rebinding), no CORS, writes only with the token in
  * a header, and only recorded outputs inside the output dir served. It reads
- * the state beside any run and writes only review decisions. No API key is
- * ever read here.
+ * the state beside any run and writes only review decisions, and the results
+ * files they change. No API key is ever read here.
  */
 export async function startReviewServer(options: ReviewServerOptions): Promise<ReviewServer> {
   const host = options.host ?? '127.0.0.1';
@@ -83,6 +84,7 @@ export async function startReviewServer(options: ReviewServerOptions): Promise<R
   ]);
   const keeper = keeperOf(options, state);
   keeper?.start();
+  const results = new ResultsAfterDecisions(() => state.store, options.outputs, options);
   state.onReplaced = () => live.reset();
   let guard: Guard | undefined;
   let closing: Promise<void> | undefined;
@@ -95,7 +97,7 @@ export async function startReviewServer(options: ReviewServerOptions): Promise<R
   };
   const server = createServer((req, res) => {
     for (const [k, v] of Object.entries(SECURITY_HEADERS)) res.setHeader(k, v);
-    const ctx = { guard: guard!, state, assets, live, source, outputs: options.outputs, thumbs, token, shown };
+    const ctx = { guard: guard!, state, assets, live, source, outputs: options.outputs, thumbs, token, shown, results };
     handle(req, res, ctx).catch((error) => {
       if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' });
       res.end(`error: ${(error as Error).message}`);
@@ -113,6 +115,7 @@ export async function startReviewServer(options: ReviewServerOptions): Promise<R
       closing ??= (async () => {
         live.close();
         thumbs.close();
+        await results.close();
         // The decisions made since the last snapshot go to the bucket before the state is let go.
         await keeper?.end();
         state.close();
@@ -132,6 +135,8 @@ interface Context {
   source: { summary(): unknown; series(): unknown };
   outputs: OutputSink;
   thumbs: GridThumbnails;
+  /** The results files, written again once decisions are made. */
+  results: ResultsAfterDecisions;
   token: string;
   /** A page has shown its first screen. */
   shown: () => void;
@@ -274,6 +279,7 @@ async function handleWrite(req: IncomingMessage, res: ServerResponse, url: URL, 
   }
   const result = applyDecision(ctx.state.store, parsed.data, Date.now());
   ctx.live.poke();
+  ctx.results.decided();
   json(res, result.refused.length ? 409 : 200, {
     ...result,
     review: ctx.state.store.reviews.counts(),

@@ -1,4 +1,6 @@
 /// <reference lib="dom" />
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { FolderSink } from '../../src/sink/index.js';
 import { launchChromium } from '../helpers/browser.js';
@@ -73,6 +75,22 @@ describe('review built for deciding', () => {
         .map((c) => itemOf.get(c.jobId))
         .sort(),
     ).toEqual(['draft-A', 'draft-B', 'draft-C', 'final-A', 'final-B']);
+    // The results files carry the decisions at once, with no report run.
+    const results = join(ws.outDir, 'results.jsonl');
+    const reviewOf = (id: string) =>
+      (existsSync(results) ? readFileSync(results, 'utf8') : '')
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line))
+        .find((row) => row.id === id)?.review?.decision;
+    while (reviewOf('draft-B') !== 'approved' && Date.now() - approvedAt < 10_000)
+      await new Promise((r) => setTimeout(r, 50));
+    expect([reviewOf('draft-A'), reviewOf('draft-B'), reviewOf('draft-C')]).toEqual([
+      'approved',
+      'approved',
+      undefined,
+    ]);
     expect(errors).toEqual([]);
   }, 60_000);
 });

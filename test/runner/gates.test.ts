@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readState, workspace, type RunWorkspace } from '../helpers/run.js';
 import { exitCodeWithin, runCli, startCli } from '../helpers/cli.js';
@@ -73,6 +75,20 @@ describe('gates: the costly step is paid for only once a person approved the che
     expect(rejected.stdout).toMatch(/draft-B \(version 1\) rejected; 1 item skipped, unpaid: final-B/);
     expect(stateOf(ws).get('final-B')).toMatchObject({ state: 'skipped', error_code: 'GATE_REJECTED' });
     expect(stateOf(ws).get('final-B')!.error_message).toContain('draft-B');
+    // The results files say it at once, with no report run.
+    const results = new Map(
+      readFileSync(join(ws.outDir, 'results.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line))
+        .map((row) => [row.id, row]),
+    );
+    expect(results.get('draft-B').review).toMatchObject({ decision: 'rejected', note: 'off-model' });
+    expect(results.get('final-B')).toMatchObject({ state: 'skipped', reason: expect.stringContaining('draft-B') });
+    expect(results.get('final-C')).toMatchObject({
+      state: 'waiting',
+      reason: 'waits for a decision on its gate draft-C',
+    });
 
     // Only the approved draft's final is made; its video waits for the final's own approval.
     const second = await run();

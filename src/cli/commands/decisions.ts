@@ -10,12 +10,14 @@ export async function decideCommand(
   decision: 'approved' | 'rejected',
   options: FlagValues<typeof APPROVE_FLAGS> | FlagValues<typeof REJECT_FLAGS>,
   cwd: string,
+  env: NodeJS.ProcessEnv,
 ): Promise<string> {
   const decided = await decideItems(
     path,
     decision,
     { ...options, ids, waiting: 'waiting' in options ? options.waiting : undefined },
     cwd,
+    env,
   );
   if (options.json) return JSON.stringify(decided, null, 2);
   return decidedText(decided, path, options.simulate ? ' --simulate' : '');
