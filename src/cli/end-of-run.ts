@@ -105,6 +105,15 @@ function afterwardLines(s: RunSummary, paint: Paint, manifestArg: string, rehear
       ),
     );
   if (s.decisions) lines.push(paint.yellow(decisionLine(s.decisions, manifestArg)));
+  if (s.onRejectedInputs) {
+    const shown = s.onRejectedInputs.slice(0, 5).map((w) => `${w.id} (from ${w.input})`);
+    const n = s.onRejectedInputs.length;
+    lines.push(
+      paint.yellow(
+        `${count(n, 'item')} ${n === 1 ? 'was' : 'were'} not sent: an input's current version was rejected in review, and a rejected output is never an input: ${shown.join(', ')}${n > 5 ? ', …' : ''}. Nothing was paid for ${n === 1 ? 'it' : 'them'}; genbatch run ${manifestArg} --redo-rejected makes the input again, then ${n === 1 ? 'it goes' : 'they go'} on`,
+      ),
+    );
+  }
   if (s.stop) lines.push(paint.yellow(`stopped: ${s.stop.message}`));
   // What can be done about what failed, in the user's own words.
   const retryable = c.failed + c.skipped;

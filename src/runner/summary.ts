@@ -35,6 +35,8 @@ export interface RunSummary {
   };
   /** Web copies the manifest asks of the current image outputs that are not made yet: the same command makes them. */
   copies: { missing: number };
+  /** Items not sent because an input's current version was rejected in review: each waits for that input's next version. */
+  onRejectedInputs?: { id: string; input: string }[];
   /** Items waiting for a decision on their gates: how many, what they would cost (`unpriced` have no price), and the gates. */
   decisions?: { items: number; credits: number; unpriced: number; gates: string[] };
 }
@@ -77,6 +79,7 @@ export function summarize(
     ...(facts.publishing ? { publication: { ...facts.publishing, ...publicationCounts(store) } } : {}),
     copies: { missing: store.webCopies.missing() },
     ...waitingForDecisions(store, facts.priceOf),
+    ...onRejectedInputs(store),
   };
 }
 
@@ -91,6 +94,13 @@ function waitingForDecisions(
   return {
     decisions: { items: waiting.length, credits, unpriced, gates: store.gates.waitedOn().map((g) => g.id) },
   };
+}
+
+/** Items a rejected output is an input of: never sent with it; they wait for its next version. */
+function onRejectedInputs(store: Store): Pick<RunSummary, 'onRejectedInputs'> {
+  const selected = store.queue.selectedIds();
+  const waiting = store.queue.waitingOnRejected().filter((w) => !selected || selected.has(w.id));
+  return waiting.length ? { onRejectedInputs: waiting } : {};
 }
 
 /** What these items would cost, as far as prices are known. */

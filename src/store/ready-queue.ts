@@ -22,6 +22,7 @@ export class ReadyQueue {
   private readonly boundToStmt;
   private readonly nextDueStmt;
   private readonly doomedStmt;
+  private readonly onRejectedStmt;
   private readonly hasDependentsStmt;
   private readonly inStatesStmt;
   private readonly downloadsStmt;
@@ -77,6 +78,11 @@ export class ReadyQueue {
       // CROSS JOIN keeps SQLite's join order: from the (few) dependencies, never from the 100,000 pending items (68 ms a call).
       `SELECT i.id AS id, d.dep_id AS dep_id, di.state AS dep_state FROM deps d CROSS JOIN items di ON di.id = d.dep_id CROSS JOIN items i ON i.id = d.item_id
        WHERE di.state IN ${sqlStates(ENDED_WITHOUT_OUTPUT)} AND i.state IN ('pending', 'waiting') ORDER BY i.seq`,
+    );
+    // Pending items an input of which is made and rejected in review: they wait for its next version.
+    this.onRejectedStmt = db.prepare<[], { id: string; input: string }>(
+      `SELECT i.id, d.dep_id AS input FROM deps d CROSS JOIN items di ON di.id = d.dep_id CROSS JOIN items i ON i.id = d.item_id
+       WHERE di.state = 'done' AND di.review = 'rejected' AND i.state = 'pending' AND i.removed = 0 ORDER BY i.seq`,
     );
     this.hasDependentsStmt = db.prepare<[string], { one: number }>(
       'SELECT 1 AS one FROM deps WHERE dep_id = ? LIMIT 1',
@@ -150,6 +156,12 @@ export class ReadyQueue {
       .all();
   }
 
+  /** The selected items (see `select`), or undefined when the run works on every item. */
+  selectedIds(): Set<string> | undefined {
+    if (!this.selectedCountsStmt) return undefined;
+    return new Set(this.db.prepare<[], string>('SELECT id FROM selected_ids').pluck().all());
+  }
+
   /** The selected items by state (see `select`), or undefined when the run works on every item. */
   selectedCounts(): Record<ItemState, number> | undefined {
     if (!this.selectedCountsStmt) return undefined;
@@ -176,6 +188,11 @@ export class ReadyQueue {
   /** Whether any item depends on this one (its end may make them ready). */
   hasDependents(id: string): boolean {
     return this.hasDependentsStmt.get(id) !== undefined;
+  }
+
+  /** Pending items that wait for the next version of an input rejected in review (each with that input). */
+  waitingOnRejected(): { id: string; input: string }[] {
+    return this.onRejectedStmt.all();
   }
 
   /** Pending items that wait for an item which ended without an output: they can never run. */

@@ -146,4 +146,28 @@ describe('gates: the costly step is paid for only once a person approved the che
     expect(chargedItems(t, ws)).toEqual(['draft-A', 'final-A']);
     expect(stateOf(ws).get('spin-A')!.state).toBe('waiting');
   }, 60_000);
+
+  it('a rejected output is never an input, gated or not: --only its dependent says so and pays nothing; redone, it goes on', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(
+      t.sim,
+      `version: 1
+items:
+  - { id: still, model: studio-lite, prompt: "a mug" }
+  - { id: spin, type: video, model: motion-2, prompt: "a slow spin", duration: 5, resolution: 720p, image: { from: still } }
+`,
+    );
+    const run = (...extra: string[]) => runCli(ws.args(extra), ws.env, ws.dir);
+    expect((await run('--only', 'still')).code).toBe(0);
+    expect((await runCli(['reject', 'm.yaml', 'still'], ws.env, ws.dir)).code).toBe(0);
+    const spin = await run('--only', 'spin');
+    expect(spin.code, spin.stdout + spin.stderr).toBe(1);
+    expect(spin.stdout).toMatch(
+      /1 item was not sent: an input's current version was rejected in review.*spin \(from still\)/,
+    );
+    expect(chargedItems(t, ws)).toEqual(['still']);
+    const redone = await run('--redo-rejected');
+    expect(redone.code, redone.stdout + redone.stderr).toBe(0);
+    expect(chargedItems(t, ws)).toEqual(['spin', 'still', 'still']);
+  }, 60_000);
 });
