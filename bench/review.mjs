@@ -22,6 +22,8 @@ const RUNS = Number(process.env.REVIEW_RUNS ?? 6);
 /** A state ten times the catalog answers within three times the goals; reported, not gated. */
 const SCALE = ITEMS > 100_000 ? 3 : 1;
 const GOAL = { firstCardsMs: 300 * SCALE, coldFirstCardsMs: 600 * SCALE, answerMs: 50 * SCALE, rssMb: 150 };
+/** A tenth of the items are gates, three items wait on each (a draft-then-final catalog): the decide filter's load. */
+const GATED = { gates: Math.round(ITEMS / 10), waiting: Math.round((ITEMS * 3) / 10) };
 
 /** The middle figure; of an even count, the mean of the two middle ones. */
 const median = (values) => {
@@ -43,11 +45,13 @@ export async function reviewBench() {
       reviewed: true,
       tagged: true,
       image: { width: 2048, height: 2560 },
+      gated: GATED,
     });
-    await keepRunThumbnails(state, { items: ITEMS, outDir });
+    // The items waiting have no output yet: no thumbnail.
+    await keepRunThumbnails(state, { items: ITEMS - GATED.waiting, outDir });
   }
   console.log(
-    `review  state of ${ITEMS.toLocaleString('en-US')} items (tagged, 1 in 10 approved, 1 in 20 rejected), outputs 2048x2560 PNGs on disk with the thumbnails the run made, ${process.env.REVIEW_DIR ? `in ${dir}` : `built in ${fmt((Date.now() - built) / 1000, 1)} s`}`,
+    `review  state of ${ITEMS.toLocaleString('en-US')} items (tagged, 1 in 10 approved, 1 in 20 rejected, ${GATED.waiting.toLocaleString('en-US')} waiting on ${GATED.gates.toLocaleString('en-US')} gates), outputs 2048x2560 PNGs on disk with the thumbnails the run made, ${process.env.REVIEW_DIR ? `in ${dir}` : `built in ${fmt((Date.now() - built) / 1000, 1)} s`}`,
   );
   writeFileSync(
     join(dir, 'big.yaml'),
@@ -249,6 +253,11 @@ async function inBrowser(url) {
     };
     await answer('review filter "rejected"', 'review=rejected', () => page.selectOption('#f-review', 'rejected'));
     await answer('review filter "unreviewed"', 'review=unreviewed', () => page.selectOption('#f-review', 'unreviewed'));
+    await answer(
+      `review filter "decide" (${GATED.gates.toLocaleString('en-US')} gates, ${GATED.waiting.toLocaleString('en-US')} items waiting)`,
+      'review=decide',
+      () => page.selectOption('#f-review', 'decide'),
+    );
     await answer('back to all', 'offset=0&limit=', () => page.selectOption('#f-review', ''));
     await answer('state filter "failed"', 'state=failed', () => page.selectOption('#f-state', 'failed'));
     await answer('back to all states', 'offset=0&limit=', () => page.selectOption('#f-state', ''));

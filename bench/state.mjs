@@ -16,9 +16,13 @@ export const skuOf = (i) => `SKU-${String(i).padStart(6, '0')}`;
  * with `reviewed`, 1 in 10 done items approved and 1 in 20 rejected; with `tagged`, two tags an item;
  * `image`: the outputs' size (192 x 192 by default, the simulator's).
  */
-export function buildCatalogState(path, { items, outDir, reviewed = false, tagged = false, image }) {
+export function buildCatalogState(path, { items, outDir, reviewed = false, tagged = false, image, gated }) {
   const store = Store.open(path);
   const start = Date.now() - items * 6_000;
+  // With `gated`: the last `waiting` items wait for a decision, each on one of `gates` done and undecided items.
+  const waitingFrom = gated ? items - gated.waiting : items;
+  const gates = gated ? gateItems(waitingFrom, gated.gates, reviewed) : [];
+  const gateOf = (i) => skuOf(gates[(i - waitingFrom) % gates.length]);
   store.itemSync.sync(
     (function* () {
       for (let i = 0; i < items; i++) {
@@ -34,6 +38,7 @@ export function buildCatalogState(path, { items, outDir, reviewed = false, tagge
           // With `tagged`: a season for all, and one of five product lines.
           ...(tagged ? { tags: ['spring', `line-${i % 5}`] } : {}),
         };
+        const gate = i >= waitingFrom ? [gateOf(i)] : [];
         yield {
           id: spec.id,
           seq: i,
@@ -41,7 +46,8 @@ export function buildCatalogState(path, { items, outDir, reviewed = false, tagge
           model: spec.model,
           contentHash: `h${i}`,
           spec: JSON.stringify(spec),
-          dependsOn: [],
+          dependsOn: gate,
+          gates: gate,
         };
       }
     })(),
@@ -59,7 +65,7 @@ export function buildCatalogState(path, { items, outDir, reviewed = false, tagge
   // Through the item's own transitions, as a run makes them.
   store.tx(() => {
     const failure = { code: 'GENERATION_FAILED', message: 'The generation failed; the credits were refunded.' };
-    for (let i = 0; i < items; i++) {
+    for (let i = 0; i < waitingFrom; i++) {
       const item = skuOf(i);
       const job = `job_${i}`;
       const at = start + i * 6_000;
@@ -86,9 +92,35 @@ export function buildCatalogState(path, { items, outDir, reviewed = false, tagge
       if (reviewed && i % 20 === 5) store.reviews.decide(item, 1, 'rejected', 'glaze too dark', at + 60_000);
     }
   });
+  if (gated) {
+    // The items that wait, settled on their gates; priced as a run records its shapes' prices.
+    store.gates.settleAll();
+    store.setMeta(
+      'shape_prices',
+      JSON.stringify(
+        ['studio-xl', 'studio-lite'].map((model) => ({
+          type: 'image',
+          model,
+          resolution: '2K',
+          duration: null,
+          credits: model === 'studio-xl' ? 8 : 2,
+        })),
+      ),
+    );
+  }
   const run = store.runs.begin(start, { limits: DEFAULT_KEY_LIMITS, timeScale: 1, outDir: outDir ?? '' });
   store.runs.end(run, start + items * 6_000);
   store.close();
+}
+
+/** The first `count` items made and left undecided (not failed, approved or rejected as the built state does). */
+function gateItems(made, count, reviewed) {
+  const gates = [];
+  for (let i = 0; i < made && gates.length < count; i++) {
+    if (i % 50 === 49 || (reviewed && (i % 10 === 0 || i % 20 === 5))) continue;
+    gates.push(i);
+  }
+  return gates;
 }
 
 /** The file an output of the built state is a hard link of. */

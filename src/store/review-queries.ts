@@ -111,7 +111,7 @@ export class ReviewQueries {
     this.modelsStmt = db.prepare<[], string>(skipScan('items', 'model', 'removed = 0')).pluck();
     this.tagsStmt = db.prepare<[], string>(skipScan('item_tags', 'tag')).pluck();
     this.totals = new KeptTotals(db);
-    this.decide = new DecideQueries(db, () => this.changeMark());
+    this.decide = new DecideQueries(db);
   }
 
   /**
@@ -143,11 +143,6 @@ export class ReviewQueries {
       const unlocked = unlocks.get(card.id);
       return { ...card, ...(values ? { values } : {}), ...(unlocked ? { unlocks: unlocked } : {}) };
     });
-  }
-
-  /** Changes whenever anything was committed, by this connection or another. */
-  private changeMark(): string {
-    return `${this.dataVersion()}:${this.get('SELECT total_changes() AS n', {})}`;
   }
 
   /**
