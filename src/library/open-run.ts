@@ -115,7 +115,8 @@ export class Run implements AsyncDisposable {
   /** The runner's events and the run's own start. */
   private readonly bus = new EventBus<GenbatchEvent>();
   private channel: EventChannel<GenbatchEvent> | undefined;
-  private interrupted = false;
+  /** Why it was stopped from outside, once it was: the one value its exit code is derived from with the summary. */
+  private stopped: RunOutcome['stop'];
   private bucketDeadline: NodeJS.Timeout | undefined;
   private running: Promise<RunOutcome> | undefined;
 
@@ -156,25 +157,26 @@ export class Run implements AsyncDisposable {
     return liveView(this.prepared.store);
   }
 
-  /** Why it stopped, once it did: an interrupt stays the reason whenever it lands, the end's own writes included. */
+  /** Why it was stopped from outside, once it was: an interrupt stays the reason whenever it lands, the end's own writes included. */
   get stopReason(): RunOutcome['stop'] {
-    return this.interrupted
-      ? { kind: 'interrupted', message: `interrupted. ${resumeHint(this.options.simulate)}` }
-      : undefined;
+    return this.stopped;
   }
 
   /**
-   * Stops it from outside, as Ctrl-C does: nothing new is sent, what is on the wire records its answer, and the
-   * bucket gets a second to take what the end writes there (the results, the last snapshot, the lease's release);
-   * what it has not taken by then is the next run's, and the process is not held for it.
+   * Stops it from outside. `interrupt` (Ctrl-C, exit 130): nothing new is sent, what is on the wire records its
+   * answer, and the bucket gets a second to take what the end writes there (the results, the last snapshot, the
+   * lease's release); what it has not taken by then is the next run's, and the process is not held for it.
+   * `drain` (as genbatch drain, exit 3): nothing new is sent; what is in flight is finished and downloaded.
    */
-  stop(): void {
-    if (this.interrupted) return;
-    this.interrupted = true;
-    const reason = this.stopReason!;
-    this.runner.stop(reason.kind, reason.message);
+  stop(reason: 'interrupt' | 'drain' = 'interrupt'): void {
+    if (this.stopped) return;
+    this.stopped =
+      reason === 'drain'
+        ? { kind: 'drained', message: 'drained: nothing new is sent; the jobs in flight are finished and downloaded' }
+        : { kind: 'interrupted', message: `interrupted. ${resumeHint(this.options.simulate)}` };
+    this.runner.stop(this.stopped.kind, this.stopped.message);
     const bucket = this.prepared.outputs.publishing;
-    if (!bucket) return;
+    if (reason === 'drain' || !bucket) return;
     this.bucketDeadline = setTimeout(
       () => bucket.abandon(`the bucket did not answer within ${END_BUCKET_MS / 1000} s of the interrupt`),
       END_BUCKET_MS,
@@ -206,7 +208,10 @@ export class Run implements AsyncDisposable {
         'run started',
       );
       const summary = await runner.run();
-      const outcome = await outcomeOf(summary, prepared, logger, () => this.stopReason);
+      // An interrupt is the reason whenever it lands; a drain's end says what it left (the summary's own words).
+      const outcome = await outcomeOf(summary, prepared, logger, () =>
+        this.stopped?.kind === 'interrupted' ? this.stopped : undefined,
+      );
       await notifier?.ended(
         outcome.stop?.message ?? `finished: ${outcome.counts.done} of ${total(outcome)} items done`,
       );

@@ -9,6 +9,7 @@ import { render, toText, uniqueTemplateNames, type TemplateContext } from './tem
 import type { ManifestIssue } from './issues.js';
 import type { InputRef, ResolvedItem } from './types.js';
 import { checkCopyPlan, copyPlanOf, topCopyPlanOf } from './copy-plan.js';
+import { approvedOf, checkId, tagsOf, type Check } from './item-fields.js';
 
 type Merged = Omit<ManifestItem, 'matrix' | 'rows' | 'repeat'>;
 type Combo = Map<string, string>;
@@ -356,23 +357,6 @@ export class Expander {
   }
 }
 
-const MAX_ID_LENGTH = 200;
-
-function checkId(id: string, fail: (message: string) => void): void {
-  if (id.length > MAX_ID_LENGTH) fail(`an id is at most ${MAX_ID_LENGTH} characters; this one has ${id.length}`);
-  else if (/[\u0000-\u001f\u007f]/.test(id)) fail(`an id cannot hold control characters, found ${JSON.stringify(id)}`);
-  else if (id.includes('#')) fail(`an id cannot hold # (repeat adds #1, #2, …), found ${JSON.stringify(id)}`);
-}
-
-/** Where a row was written, for a row's item. */
-
-/** One item's checks while it is resolved (see checkFor). */
-interface Check {
-  ok: boolean;
-  fail(field: string, message: string, at?: number): void;
-  text(field: string, value: string | undefined): string | undefined;
-}
-
 /** An item's own fields, rendered. */
 interface ItemFields {
   type: 'image' | 'video';
@@ -384,34 +368,6 @@ interface ItemFields {
   tags: string[] | undefined;
   /** The gates `approved` names, rendered. */
   approved: string[] | undefined;
-}
-
-/** Each gate's id rendered: an empty one names nothing, and is an error. */
-function approvedOf(ids: readonly string[], ctx: ItemContext, check: Check): string[] {
-  const out: string[] = [];
-  for (const [i, id] of ids.entries()) {
-    const r = render(id, ctx);
-    if (!r.ok) check.fail('approved', r.message, i);
-    else if (r.value.trim() === '')
-      check.fail('approved', `expected an item's id, found ${JSON.stringify(r.value)} after templates`, i);
-    else out.push(r.value);
-  }
-  return out;
-}
-
-/** Each tag rendered; a value with commas (a rows column "brand-a,summer") gives several tags, an empty one none. */
-function tagsOf(tags: readonly string[], ctx: ItemContext, check: Check): string[] {
-  const out = new Set<string>();
-  for (const [i, t] of tags.entries()) {
-    let value = t;
-    if (t.includes('{{')) {
-      const r = render(t, ctx);
-      if (!r.ok) check.fail('tags', r.message, i);
-      value = r.ok ? r.value : '';
-    }
-    for (const tag of value.split(',')) if (tag.trim()) out.add(tag.trim());
-  }
-  return [...out];
 }
 
 /** An image takes no video fields; a video takes exactly one kind of input. */

@@ -160,6 +160,29 @@ describe('genbatch as a library', () => {
     expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
   }, 120_000);
 
+  it("openRun()'s stop('drain') sends nothing new, finishes what is in flight and ends with exit 3 saying what it left", async () => {
+    const t = await startTestSim({ timeScale: TIME_SCALE });
+    const ws = workspace(t.sim, imageManifest(12), {}, TIME_SCALE);
+    await using opened = await openRun('m.yaml', {
+      cwd: ws.dir,
+      baseUrl: t.sim.baseUrl,
+      apiKey: t.sim.apiKey,
+      timeScale: TIME_SCALE,
+      maxImagesInFlight: 2,
+    });
+    opened.on((event) => {
+      if (event.kind === 'accepted') opened.stop('drain');
+    });
+    const outcome = await opened.run();
+    expect(outcome.exitCode).toBe(3);
+    expect(outcome.stop?.kind).toBe('drained');
+    expect(outcome.stop?.message).toMatch(/were not sent \(run the same command to send them\)/);
+    // What was sent was finished and downloaded: every charge is a done item.
+    expect(outcome.counts.done).toBe(t.sim.service.ledger.of('charge').length);
+    expect(outcome.counts.done).toBeLessThan(12);
+    expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
+  }, 60_000);
+
   it('a bad manifest: validate() lists each problem with its file, line and field; estimate() and run() reject with exit code 2, nothing sent', async () => {
     const t = await startTestSim({ timeScale: TIME_SCALE });
     const ws = workspace(t.sim, 'version: 1\nitems:\n  - { id: a, prompt: "x", model: studio-lite, seed: "many" }\n');
