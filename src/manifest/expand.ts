@@ -9,7 +9,7 @@ import { render, toText, uniqueTemplateNames, type TemplateContext } from './tem
 import type { ManifestIssue } from './issues.js';
 import type { InputRef, ResolvedItem } from './types.js';
 import { checkCopyPlan, copyPlanOf, topCopyPlanOf } from './copy-plan.js';
-import { approvedOf, checkId, tagsOf, type Check } from './item-fields.js';
+import { approvedOf, checkId, durationMs, tagsOf, type Check } from './item-fields.js';
 
 type Merged = Omit<ManifestItem, 'matrix' | 'rows' | 'repeat'>;
 type Combo = Map<string, string>;
@@ -59,7 +59,8 @@ export class Expander {
 
   private async *expandItem(item: ManifestItem, index: number): AsyncGenerator<ResolvedItem[]> {
     const { matrix, rows, repeat, ...own } = item;
-    const merged: Merged = { ...topCopyPlanOf(this.manifest), ...this.manifest.defaults, ...own };
+    const top = this.manifest.approval ? { approval: this.manifest.approval } : {};
+    const merged: Merged = { ...top, ...topCopyPlanOf(this.manifest), ...this.manifest.defaults, ...own };
     const combos = matrixCombos(matrix ?? {});
     // Each combination's values as one object, made once: the item's own values, carried to the results.
     const comboValues = combos.map((combo) => (combo.size ? Object.fromEntries(combo) : undefined));
@@ -266,6 +267,8 @@ export class Expander {
       ...(files.gates ?? []),
     ];
     if (gates.length) item.gates = gates;
+    if (merged.approval)
+      item.approval = { timeoutMs: durationMs(merged.approval.timeout), onTimeout: merged.approval.onTimeout };
     if (values) item.values = values;
     const plan = copyPlanOf(merged, f.type);
     if (plan) item.finish = plan;

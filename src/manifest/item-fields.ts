@@ -43,3 +43,11 @@ export function tagsOf(tags: readonly string[], ctx: ItemContext, check: Check):
   }
   return [...out];
 }
+
+const UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
+/** A duration as the manifest writes it (30m, 48h, 7d: the schema checked its form), in ms. */
+export function durationMs(text: string): number {
+  const unit = text.at(-1) as keyof typeof UNIT_MS;
+  return Number(text.slice(0, -1)) * UNIT_MS[unit];
+}

@@ -53,6 +53,17 @@ const copyFields = {
     ),
 };
 
+/** What happens to a gate no person decided: after `timeout` (in the service's time), the decision is taken for it. */
+export const approvalSchema = z.strictObject({
+  timeout: z
+    .string()
+    .regex(/^\d+(\.\d+)?(s|m|h|d)$/, 'a duration such as 30m, 48h or 7d')
+    .describe("how long a gate's made version waits for a person, from when it was made (s, m, h or d)"),
+  onTimeout: z
+    .enum(['skip', 'approve'])
+    .describe('then: skip what it gates (a rejection, taken by the timeout), or approve it'),
+});
+
 const itemFields = {
   type: z.enum(['image', 'video']).optional().describe('image (default) or video'),
   model: z.string().min(1).optional().describe('a model id from `genbatch models`'),
@@ -72,6 +83,11 @@ const itemFields = {
     .min(1)
     .optional()
     .describe('an earlier video item, sent as sourceJobId (video-extend, video-edit)'),
+  approval: approvalSchema
+    .optional()
+    .describe(
+      "as a gate, how long its made version waits for a person's decision, and what is decided then; default: as long as it takes",
+    ),
   approved: z
     .array(z.string().min(1))
     .min(1)
@@ -126,6 +142,9 @@ export const manifestSchema = z.strictObject({
     ),
   name: z.string().min(1).optional().describe('defaults to the file name'),
   defaults: defaultsSchema.optional().describe('merged into every item'),
+  approval: approvalSchema
+    .optional()
+    .describe("every gate's wait for a person's decision, and what is decided then (an item's own wins)"),
   ...copyFields,
   output: z
     .strictObject({

@@ -31,6 +31,11 @@ export interface ResolvedItem {
    * named it (`approved[0]`, or an input given `approved: true`). Not content: a gate added changes no key.
    */
   gates?: { id: string; field: string }[];
+  /**
+   * As a gate: how long (ms, the service's time) its made version waits for a person before `onTimeout` is decided
+   * for it. Not content.
+   */
+  approval?: { timeoutMs: number; onTimeout: 'skip' | 'approve' };
   /** Ready items go higher first, then in manifest order (0 when not given). Not content: changing it changes no key. */
   priority?: number;
   /** The item's own template values: its row's columns and its matrix values (not the manifest's vars). Carried to the results; not part of its content hash. */

@@ -52,6 +52,8 @@ export interface ReviewNote {
   at: number;
   /** Taken by the manifest's checks (the reason is the note), not by a person. */
   byCheck?: true;
+  /** Taken by a gate's approval timeout (the manifest's approval), not by a person. */
+  byTimeout?: true;
 }
 
 /**
@@ -116,7 +118,13 @@ function reviewsOf(json: string): Map<number, ReviewNote> {
   return new Map(
     facts.map(([version, decision, note, at, by]) => [
       version,
-      { version, decision, note, at, ...(by === 'check' ? { byCheck: true as const } : {}) },
+      {
+        version,
+        decision,
+        note,
+        at,
+        ...(by === 'check' ? { byCheck: true as const } : by === 'timeout' ? { byTimeout: true as const } : {}),
+      },
     ]),
   );
 }

@@ -82,7 +82,7 @@ export function startUpkeep(parts: UpkeepDeps): { ready: Promise<void>; stop(): 
   const inFlight = () => lanes.all.reduce((n, l) => n + l.busy, 0);
   const control = { store, control: parts.control, gate: parts.pauseGate, now, inFlight };
   const stopWatchingControl = watchSteering(control);
-  const stopWatchingDecisions = watchDecisions(store, parts.control);
+  const stopWatchingDecisions = watchDecisions(store, parts.control, clock);
   const shared = keepCoordinatorLeases(lanes, clock, (blocked) => {
     breaker.sharedBlocked = blocked;
   });

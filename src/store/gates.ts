@@ -22,6 +22,15 @@ interface WaitingShape {
   gates: string;
 }
 
+/** A gate whose made version waits for a person at most `timeoutMs` (the service's time) from `madeAt`. */
+export interface TimedGate {
+  id: string;
+  version: number;
+  madeAt: number;
+  timeoutMs: number;
+  onTimeout: 'skip' | 'approve';
+}
+
 /**
  * Gates (the manifest's `approved`): which items wait on which. An item
  * moves with its gates by migration 26's trigger, whichever process wrote
@@ -42,6 +51,7 @@ export class Gates {
   private readonly waitingShapesStmt;
   private readonly lastDecidedStmt;
   private readonly anyStmt;
+  private readonly timeoutsStmt;
   private readonly decidedSinceStmt;
 
   constructor(private readonly db: Db) {
@@ -75,6 +85,13 @@ export class Gates {
        FROM items i WHERE i.state = 'waiting' AND i.removed = 0 ORDER BY i.seq`,
     );
     this.anyStmt = db.prepare<[], number>('SELECT 1 FROM gates LIMIT 1').pluck();
+    this.timeoutsStmt = db.prepare<[], TimedGate>(
+      `SELECT gi.id, o.version, o.downloaded_at AS madeAt, gi.spec ->> '$.approval.timeoutMs' AS timeoutMs,
+         gi.spec ->> '$.approval.onTimeout' AS onTimeout
+       FROM items gi JOIN outputs o ON o.item_id = gi.id AND o.idx = 1 AND o.superseded_at IS NULL AND o.sha256 IS NOT NULL
+       WHERE gi.id IN (SELECT gate_id FROM gates) AND gi.state = 'done' AND gi.review = 'unreviewed' AND gi.removed = 0
+         AND gi.spec -> '$.approval' IS NOT NULL`,
+    );
     this.lastDecidedStmt = db.prepare<[], number>('SELECT coalesce(max(decided_at), 0) FROM reviews').pluck();
     this.decidedSinceStmt = db.prepare<[number], Pick<ReviewRow, 'item_id' | 'version' | 'decision' | 'decided_at'>>(
       `SELECT r.item_id, r.version, r.decision, r.decided_at FROM reviews r
@@ -139,6 +156,11 @@ export class Gates {
     gates: string[];
   }[] {
     return this.waitingShapesStmt.all().map((row) => ({ ...row, gates: JSON.parse(row.gates) as string[] }));
+  }
+
+  /** The gates made and undecided that have an approval timeout: when each was made, and what the timeout decides. */
+  withTimeouts(): TimedGate[] {
+    return this.timeoutsStmt.all();
   }
 
   /** Whether the manifest has any gate. */

@@ -9,8 +9,8 @@ export interface ReviewRow {
   decision: ReviewDecision;
   note: string | null;
   decided_at: number;
-  /** A person's decision, or the manifest's checks' (their reason in `note`). */
-  by: 'person' | 'check';
+  /** A person's decision, the manifest's checks' (their reason in `note`), or a gate's approval timeout's. */
+  by: 'person' | 'check' | 'timeout';
 }
 
 export interface ReviewCounts {
@@ -35,6 +35,7 @@ const CURRENT =
 export class Reviews {
   private readonly decideStmt;
   private readonly checkStmt;
+  private readonly timeoutStmt;
   private readonly clearStmt;
   private readonly ofItemStmt;
   private readonly countsStmt;
@@ -54,6 +55,13 @@ export class Reviews {
     this.checkStmt = db.prepare(
       `INSERT INTO reviews (item_id, version, decision, note, decided_at, by)
        SELECT @itemId, @version, 'rejected', @note, @now, 'check'
+       WHERE EXISTS (SELECT 1 FROM outputs WHERE item_id = @itemId AND version = @version AND sha256 IS NOT NULL)
+       ON CONFLICT (item_id, version) DO NOTHING`,
+    );
+    // A gate's approval timeout never overrides a decision already there either.
+    this.timeoutStmt = db.prepare(
+      `INSERT INTO reviews (item_id, version, decision, note, decided_at, by)
+       SELECT @itemId, @version, @decision, @note, @now, 'timeout'
        WHERE EXISTS (SELECT 1 FROM outputs WHERE item_id = @itemId AND version = @version AND sha256 IS NOT NULL)
        ON CONFLICT (item_id, version) DO NOTHING`,
     );
@@ -103,6 +111,11 @@ export class Reviews {
     }
     const keepNote = note === undefined ? 1 : 0;
     return this.decideStmt.run({ itemId, version, decision, note: note ?? null, keepNote, now }).changes === 1;
+  }
+
+  /** A gate's approval timeout decides its version (`note` says so), unless a decision is there already: true when taken. */
+  decideByTimeout(itemId: string, version: number, decision: ReviewDecision, note: string, now: number): boolean {
+    return this.timeoutStmt.run({ itemId, version, decision, note, now }).changes === 1;
   }
 
   /** The manifest's checks reject a version (`reason` says why), unless a decision is there already: true when taken. */

@@ -170,4 +170,48 @@ items:
     expect(redone.code, redone.stdout + redone.stderr).toBe(0);
     expect(chargedItems(t, ws)).toEqual(['spin', 'still', 'still']);
   }, 60_000);
+
+  it.each([
+    ['approve', 0, ['draft-A', 'final-A']],
+    ['skip', 1, ['draft-A']],
+  ] as const)(
+    'a gate no person decided within approval.timeout is decided then (onTimeout: %s), in the service time',
+    async (onTimeout, code, charged) => {
+      // An hour of the service's time is a second here.
+      const t = await startTestSim({ timeScale: 3600 });
+      const manifest = DRAFT_FINAL.split('\n  - id: "spin-{{sku}}"')[0]!.replace(
+        'version: 1\n',
+        `version: 1\napproval: { timeout: 1h, onTimeout: ${onTimeout} }\n`,
+      );
+      const ws = workspace(t.sim, `${manifest}\n`, { 'products.csv': 'sku,title\nA,Red mug\n' }, 3600);
+      const run = await runCli(ws.args(['--wait-for-decisions']), ws.env, ws.dir);
+      expect(run.code, run.stdout + run.stderr).toBe(code);
+      expect(chargedItems(t, ws)).toEqual(charged);
+      const decided = readFileSync(join(ws.outDir, 'results.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line))
+        .find((row) => row.id === 'draft-A').review;
+      expect(decided).toMatchObject({
+        decision: onTimeout === 'approve' ? 'approved' : 'rejected',
+        byTimeout: true,
+        note: expect.stringMatching(/^no decision within its approval timeout/),
+      });
+    },
+    60_000,
+  );
+
+  it('at the real pace too: a 2 s approval timeout approves the draft after 2 s of real time, not before', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const manifest = DRAFT_FINAL.split('\n  - id: "spin-{{sku}}"')[0]!.replace(
+      'version: 1\n',
+      'version: 1\napproval: { timeout: 2s, onTimeout: approve }\n',
+    );
+    const ws = workspace(t.sim, `${manifest}\n`, { 'products.csv': 'sku,title\nA,Red mug\n' }, 1);
+    const started = Date.now();
+    const run = await runCli(ws.args(['--wait-for-decisions']), ws.env, ws.dir);
+    expect(run.code, run.stdout + run.stderr).toBe(0);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(2_000);
+    expect(chargedItems(t, ws)).toEqual(['draft-A', 'final-A']);
+  }, 60_000);
 });

@@ -172,9 +172,9 @@ async function prepareSync(
       // The priority orders the work; it is neither the request nor content.
       // Its gates are kept in their own table, not in the spec: a gate added or removed is no change of the item.
       const { where: _where, priority, gates: _gates, ...spec } = item;
-      // The row's values and the finishing ride along (results, web copies) but are not content: the keys of earlier
+      // The row's values, the finishing and a gate's approval timeout ride along but are not content: the keys of earlier
       // runs stay as they were.
-      const { values: _values, tags: _tags, finish: _finish, ...content } = spec;
+      const { values: _values, tags: _tags, finish: _finish, approval: _approval, ...content } = spec;
       const files: Record<string, string> = {};
       for (const ref of fileInputsOf(item)) files[ref.display] = fileHashes.get(ref.path)!;
       const gates = gatesOf(item);

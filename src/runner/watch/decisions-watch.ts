@@ -1,4 +1,5 @@
 import type { Store } from '../../store/index.js';
+import type { RunClock } from '../../scheduler/clock.js';
 import type { Control } from '../core/control.js';
 
 /** How often a run looks for decisions recorded by other processes (review, approve): real time, a person's. */
@@ -10,13 +11,14 @@ const LOOK_EVERY_MS = 500;
  * said when it changes, and the feed woken at once so an unlocked item is
  * sent within a second. Looks only while items wait, or decisions may come.
  */
-export function watchDecisions(store: Store, control: Control): () => void {
+export function watchDecisions(store: Store, control: Control, clock: Pick<RunClock, 'now' | 'scaled'>): () => void {
   let waiting = new Set(store.gates.waitingItems().map((i) => i.id));
   let said = -1;
   let since = store.gates.lastDecidedAt();
   const look = () => {
     // A manifest without gates: nothing to look for (its gates change only with a sync, this run's own).
     if (waiting.size === 0 && said <= 0 && !store.gates.any()) return;
+    decideTimedOut(store, clock);
     const decided = store.gates.decidedSince(since);
     const now = new Set(store.gates.waitingItems().map((i) => i.id));
     for (const d of decided) {
@@ -48,4 +50,22 @@ export function watchDecisions(store: Store, control: Control): () => void {
     // A last look: a run shorter than a look still says what it leaves waiting.
     look();
   };
+}
+
+/**
+ * A gate's made version that waited for a person longer than its approval
+ * timeout (the manifest's, in the service's time) gets the decision the
+ * timeout takes, recorded as the timeout's: a person's decision, even a late
+ * one, is never overridden, and clearing it in review is a person's to make.
+ */
+function decideTimedOut(store: Store, clock: Pick<RunClock, 'now' | 'scaled'>): void {
+  const now = clock.now();
+  for (const gate of store.gates.withTimeouts()) {
+    if (now - gate.madeAt < clock.scaled(gate.timeoutMs)) continue;
+    const decision = gate.onTimeout === 'approve' ? 'approved' : 'rejected';
+    const note = `no decision within its approval timeout: ${gate.onTimeout === 'approve' ? 'approved' : 'skipped what it gates'}`;
+    store.tx(() => {
+      if (store.reviews.decideByTimeout(gate.id, gate.version, decision, note, now)) store.gates.settleAll();
+    });
+  }
 }
