@@ -103,6 +103,17 @@ describe('genbatch metrics', () => {
     expect([...after.keys()].join('\n')).not.toContain(t.sim.apiKey);
   });
 
+  it('counts the items waiting for a decision on their gates, as the state it is', async () => {
+    const t = await startTestSim({ timeScale: TIME_SCALE });
+    const gated = `${imageManifest(2)}  - { id: final-0, prompt: "final", approved: [item-0] }\n  - { id: final-1, prompt: "final", approved: [item-1] }\n`;
+    const ws = workspace(t.sim, gated, {}, TIME_SCALE);
+    const { scrape } = await serve(ws.statePath);
+    expect((await ws.run()).code).toBe(1);
+    const seen = await scrape();
+    expect(seen.get('genbatch_items{state="waiting"}')).toBe(2);
+    expect(seen.get('genbatch_items{state="done"}')).toBe(2);
+  });
+
   it('answers only with its token, at its own address, and only /metrics', async () => {
     const t = await startTestSim({ timeScale: TIME_SCALE });
     const ws = workspace(t.sim, imageManifest(2), {}, TIME_SCALE);

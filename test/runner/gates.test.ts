@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readState, workspace, type RunWorkspace } from '../helpers/run.js';
-import { exitCodeWithin, runCli, startCli } from '../helpers/cli.js';
+import { cleanEnv, exitCodeWithin, runCli, startCli } from '../helpers/cli.js';
 import { startTestSim, type TestSim } from '../helpers/sim.js';
 
 /** Drafts for three products; a final for each approved draft; a video for each approved final. */
@@ -213,5 +213,24 @@ items:
     expect(run.code, run.stdout + run.stderr).toBe(0);
     expect(Date.now() - started).toBeGreaterThanOrEqual(2_000);
     expect(chargedItems(t, ws)).toEqual(['draft-A', 'final-A']);
+  }, 60_000);
+
+  it('a rehearsal (--simulate) runs the gates too: it waits, approve --simulate decides, the rehearsal goes on', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const manifest = DRAFT_FINAL.split('\n  - id: "spin-{{sku}}"')[0]!;
+    const ws = workspace(t.sim, `${manifest}\n`, { 'products.csv': 'sku,title\nA,Red mug\n' });
+    const env = cleanEnv();
+    const rehearsal = startCli(
+      ['run', 'm.yaml', '--simulate', '--wait-for-decisions', '--time-scale', '600'],
+      env,
+      ws.dir,
+    );
+    await rehearsal.waitFor(/1 item waits for a decision/);
+    const approved = await runCli(['approve', 'm.yaml', 'draft-A', '--simulate'], env, ws.dir);
+    expect(approved.code, approved.stdout + approved.stderr).toBe(0);
+    expect(await exitCodeWithin(rehearsal, 30_000)).toBe(0);
+    expect(rehearsal.output()).toMatch(/all 2 ended, 2 done/);
+    // Nothing of it reached the service.
+    expect(t.sim.service.ledger.of('charge')).toHaveLength(0);
   }, 60_000);
 });
