@@ -18,6 +18,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { openSqlite } from '../dist/store/driver.js';
+import { Store } from '../dist/store/index.js';
 import { main } from '../dist/cli/program.js';
 import { S3BucketClient } from '../dist/sink/bucket/s3-bucket-client.js';
 import { startSimulator } from '../dist/simulator/index.js';
@@ -109,6 +110,9 @@ export function planFor(seed, canMount) {
   // The last mile (drawn after everything above, so those draws are as they were).
   plan.bucket = r() < 0.5 ? bucketPlanFor(r, items, int, between) : undefined;
   if (plan.bucket) plan.diskFull = false;
+  // Gates, drawn last: a final for each of the first items, sent only once its draft is approved. Decisions are made
+  // and cleared at random before each life (their own draws, so a replay makes the same ones).
+  plan.gated = r() < 0.5 ? int(1, Math.min(3, items)) : 0;
   return plan;
 }
 
@@ -162,6 +166,8 @@ function manifestFor(plan) {
   const finishing = plan.bucket
     ? 'derivatives:\n  - { format: webp, width: 96 }\n  - { format: jpeg, width: 64 }\nchecks: { blank: true }\n'
     : '';
+  for (let i = 0; i < (plan.gated ?? 0); i++)
+    lines.push(`  - { id: final-${i}, prompt: "chaos final ${i}", approved: [item-${i}] }`);
   return `version: 1\ndefaults: { model: studio-lite }\n${finishing}items:\n${lines.join('\n')}\n`;
 }
 
@@ -317,7 +323,10 @@ export async function chaosRun(seed, { canMount = false, say = () => {} } = {}) 
     // From a SIGTERM to the process's exit, and from the bucket's return to the next publication: the slowest of each.
     let termExit = 0;
     const lives = [];
+    const decisions = [];
+    const decide = plan.gated ? decider(seed, dir, plan.gated, decisions) : () => {};
     const lifeOf = async (signal) => {
+      decide();
       const startedAt = Date.now();
       const res = signal
         ? await childLife(service, dir, env, args, signal, bucket)
@@ -381,9 +390,19 @@ export async function chaosRun(seed, { canMount = false, say = () => {} } = {}) 
     for (let i = 0; i < 3 && (![0, 1].includes(last.code) || openItems(dir) > 0); i++) last = await lifeOf(undefined);
     if (![0, 1].includes(last.code))
       violate(`the mended run still ends with exit ${last.code}: ${last.stderr.slice(-400)}`);
-    violations.push(...checkLedger(service, dir, plan));
+    violations.push(...checkLedger(service, dir, plan), ...checkGates(dir, decisions));
     if (bucket) violations.push(...(await checkBucket(service, dir, bucket, last.code)));
-    return { seed, plan, faults, violations, recovery, lives, termExit, backToWork: bucket?.returns.slowest ?? 0 };
+    return {
+      seed,
+      plan,
+      faults,
+      violations,
+      recovery,
+      lives,
+      termExit,
+      backToWork: bucket?.returns.slowest ?? 0,
+      decisions: { approved: 0, rejected: 0, cleared: 0, ...tally(decisions) },
+    };
   } finally {
     for (const t of timers) clearTimeout(t);
     await sim.close();
@@ -500,6 +519,66 @@ function openItems(dir) {
   }
 }
 
+/**
+ * Before each life, each draft a final waits on, once made: approved, rejected or its decision cleared, at random
+ * (a replay makes the same draws), as genbatch review or approve would record it; each logged with its time.
+ */
+function decider(seed, dir, gated, log) {
+  const r = seeded(seed ^ 0x9e3779b9);
+  return () => {
+    const path = join(dir, '.genbatch', 'm.sqlite');
+    if (!existsSync(path)) return;
+    const store = Store.openForReview(path);
+    try {
+      for (let i = 0; i < gated; i++) {
+        const gate = `item-${i}`;
+        const current = store.reviews.current(gate);
+        const pick = r();
+        if (!current || current.verified < current.outputs || pick < 0.2) continue;
+        const decision = pick < 0.6 ? 'approved' : pick < 0.8 ? 'rejected' : null;
+        store.tx(() => {
+          store.reviews.decide(gate, current.version, decision, undefined, Date.now());
+          store.gates.settleAll();
+        });
+        log.push({ at: Date.now(), gate, decision });
+      }
+    } finally {
+      store.close();
+    }
+  };
+}
+
+/** The decisions logged, by kind. */
+function tally(log) {
+  const out = {};
+  for (const d of log) {
+    const k = d.decision ?? 'cleared';
+    out[k] = (out[k] ?? 0) + 1;
+  }
+  return out;
+}
+
+/** Never a gated item paid for unapproved: each final's attempts were sent while its draft's last decision was an approval. */
+function checkGates(dir, log) {
+  if (!log.length && !existsSync(join(dir, '.genbatch', 'm.sqlite'))) return [];
+  const db = openSqlite(join(dir, '.genbatch', 'm.sqlite'), { readonly: true });
+  try {
+    const sent = db
+      .prepare("SELECT item_id, n, sent_at FROM attempts WHERE item_id LIKE 'final-%' AND sent_at IS NOT NULL")
+      .all();
+    const violations = [];
+    for (const a of sent) {
+      const gate = `item-${a.item_id.slice('final-'.length)}`;
+      const last = log.filter((d) => d.gate === gate && d.at <= a.sent_at).at(-1);
+      if (last?.decision !== 'approved')
+        violations.push(`${a.item_id} attempt ${a.n} was sent while ${gate} was ${last?.decision ?? 'undecided'}`);
+    }
+    return violations;
+  } finally {
+    db.close();
+  }
+}
+
 /** The promise, checked against what the simulator did and what is on disk. */
 function checkLedger(service, dir, plan) {
   const violations = [];
@@ -530,7 +609,8 @@ function checkLedger(service, dir, plan) {
       const kept = e.charged - e.refunded;
       if (kept > 1) violations.push(`${item.id} paid for ${kept} jobs that did not fail`);
       if (item.state === 'done' && kept !== 1) violations.push(`${item.id} is done with ${kept} jobs kept`);
-      if (!['done', 'failed', 'rejected', 'blocked', 'skipped'].includes(item.state))
+      // Waiting for a decision is where a gated item may end: nothing of it was sent.
+      if (!['done', 'failed', 'rejected', 'blocked', 'skipped', 'waiting'].includes(item.state))
         violations.push(`${item.id} ended ${item.state}, not final`);
       if (item.state !== 'done' && kept > 0)
         violations.push(`${item.id} ended ${item.state} with a paid job not failed (lost)`);
@@ -780,7 +860,7 @@ async function worker(seeds, canMount) {
       };
     }
     process.stdout.write(
-      `${JSON.stringify({ seed: result.seed, faults: result.faults, violations: result.violations, recovery: result.recovery, lives: result.lives.length, bucketLives: result.lives.filter((l) => l.bucket).length, termExit: result.termExit, backToWork: result.backToWork })}\n`,
+      `${JSON.stringify({ seed: result.seed, faults: result.faults, violations: result.violations, recovery: result.recovery, lives: result.lives.length, bucketLives: result.lives.filter((l) => l.bucket).length, termExit: result.termExit, backToWork: result.backToWork, decisions: result.decisions })}\n`,
     );
     if (result.fatal) process.exit(3);
   }
@@ -873,6 +953,11 @@ export async function chaosBench() {
       .sort((a, b) => b[1] - a[1])
       .map(([k, v]) => `${k} ${v}`)
       .join(', ')}`,
+  );
+  const decided = { approved: 0, rejected: 0, cleared: 0 };
+  for (const r of results) for (const k of Object.keys(decided)) decided[k] += r.decisions?.[k] ?? 0;
+  console.log(
+    `chaos decisions on gates, before lives (kills among them): ${decided.approved} approved, ${decided.rejected} rejected, ${decided.cleared} cleared, in ${results.filter((r) => r.decisions && Object.values(r.decisions).some(Boolean)).length} runs; a gated item sent unapproved is a violation`,
   );
   console.log(
     `chaos goal: ${bucketOnly ? '' : `${runs} runs, >= ${goal.faults} faults, `}>= ${goal.bucketLives} bucket lives, 0 violations, the figures above: ${pass ? 'met' : 'MISSED'}`,
