@@ -89,6 +89,8 @@ interface RunSoFar {
   spent: number;
   /** Done items whose current version was rejected in review. */
   rejected: Set<string>;
+  /** With --redo-changed: the items the state knows changed after they were submitted (an input made again, say). */
+  changed: Set<string>;
 }
 
 function runSoFar(m: LoadedManifest, options: EstimateFlags, cwd: string, simulated: boolean): RunSoFar | undefined {
@@ -109,7 +111,9 @@ function runSoFar(m: LoadedManifest, options: EstimateFlags, cwd: string, simula
   try {
     const totals = store.attempts.totals();
     const rejected = new Set(options.redoRejected ? store.reviews.rejectedCurrent() : []);
-    return { states: store.itemSync.states(), spent: totals.charged - totals.refunded, rejected };
+    // As run --redo-changed makes them again: changed content is found by the run's sync; an input made again, here.
+    const changed = new Set(options.redoChanged ? store.itemSync.changedIds() : []);
+    return { states: store.itemSync.states(), spent: totals.charged - totals.refunded, rejected, changed };
   } finally {
     store.close();
   }
@@ -169,7 +173,10 @@ export async function estimateWith(
     const result = of(loaded.items);
     const remaining = soFar
       ? of(
-          loaded.items.filter((i) => NOT_SENT.has(soFar.states.get(i.id) ?? 'pending') || soFar.rejected.has(i.id)),
+          loaded.items.filter(
+            (i) =>
+              NOT_SENT.has(soFar.states.get(i.id) ?? 'pending') || soFar.rejected.has(i.id) || soFar.changed.has(i.id),
+          ),
           // What waits for a decision now: an item whose gates were approved is spent now, not gated.
           new Set(loaded.items.filter((i) => soFar.states.get(i.id) === 'waiting').map((i) => i.id)),
         )

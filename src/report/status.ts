@@ -26,6 +26,11 @@ export interface Status {
   inFlight: number;
   /** Items of an earlier version of the manifest that it no longer has: not run, not counted in `items`. */
   removed: number;
+  /**
+   * Items changed after they were submitted, kept as they were: their content, or an earlier item's output they
+   * were made from has a newer version (a draft made again). `run --redo-changed` makes them again.
+   */
+  changed: number;
   run: {
     /** A genbatch run holds this state file now. */
     running: boolean;
@@ -111,6 +116,7 @@ export function collectStatus(store: Store, where: { manifest: string; state: st
     // A resend waiting for its time holds no slot: it is not in flight.
     inFlight: counts.submitting - store.itemReports.deferredResends() + counts.running,
     removed: store.itemReports.removed(),
+    changed: store.itemSync.changedIds().length,
     run: {
       running,
       sessions: sessions.length,

@@ -66,7 +66,7 @@ export class Attempts {
 
   constructor(db: Db) {
     this.insert = db.prepare(
-      "INSERT INTO attempts (item_id, n, idempotency_key, body, status, created_at, key_fp) VALUES (@itemId, @n, @key, @body, 'created', @now, @keyFp)",
+      "INSERT INTO attempts (item_id, n, idempotency_key, body, status, created_at, key_fp, inputs) VALUES (@itemId, @n, @key, @body, 'created', @now, @keyFp, @inputs)",
     );
     this.latestStmt = db.prepare<[string], AttemptRow>(
       'SELECT * FROM attempts WHERE item_id = ? ORDER BY n DESC LIMIT 1',
@@ -120,8 +120,17 @@ export class Attempts {
   }
 
   /** `keyFp`: the API key whose uploads and source jobs the body names; it is sent with that key alone. */
-  create(itemId: string, n: number, key: string, body: string, now: number, keyFp: string | null = null): void {
-    this.insert.run({ itemId, n, key, body, now, keyFp });
+  /** A new attempt (`inputs`: the versions of earlier items' outputs its body was made from, as JSON). */
+  create(
+    itemId: string,
+    n: number,
+    key: string,
+    body: string,
+    now: number,
+    keyFp: string | null = null,
+    inputs: string | null = null,
+  ): void {
+    this.insert.run({ itemId, n, key, body, now, keyFp, inputs });
   }
 
   /** Whether any attempt was ever committed: a state that made none has sent no key yet. */

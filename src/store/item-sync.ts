@@ -5,6 +5,11 @@ import type { ItemState } from './states.js';
 import type { ItemRow, ItemSync, ItemShape } from './items.js';
 
 /** The manifest's items written into the state: a first sync's inserts, a later sync's updates (changed items flagged, or put back with --redo-changed), and what a resume reads back of them. */
+/** Items whose latest attempt was made from an earlier item's output of which a newer version is there now. */
+const MADE_FROM_OLDER = `SELECT a.item_id FROM attempts a JOIN items i ON i.id = a.item_id AND i.attempt = a.n
+  WHERE a.inputs IS NOT NULL AND i.state NOT IN ('pending', 'waiting') AND EXISTS (SELECT 1 FROM json_each(a.inputs) j
+    WHERE j.value < (SELECT max(o.version) FROM outputs o WHERE o.item_id = j.key AND o.superseded_at IS NULL AND o.sha256 IS NOT NULL))`;
+
 export class ItemSyncer {
   private readonly byId;
   private readonly insert;
@@ -20,6 +25,7 @@ export class ItemSyncer {
   private readonly insertDependency;
   private readonly statesStmt;
   private readonly changedStmt;
+  private readonly madeFromOlderStmt;
   private readonly shapesStmt;
 
   constructor(
@@ -50,7 +56,14 @@ export class ItemSyncer {
     this.clearDeps = db.prepare('DELETE FROM deps');
     this.insertDependency = db.prepare('INSERT OR IGNORE INTO deps (item_id, dep_id) VALUES (?, ?)');
     this.statesStmt = db.prepare<[], { id: string; state: ItemState }>('SELECT id, state FROM items');
-    this.changedStmt = db.prepare<[], { id: string }>('SELECT id FROM items WHERE changed = 1 ORDER BY seq').pluck();
+    // Changed: its content since it was submitted (flagged by a sync), or an earlier item's output it was made from
+    // has a newer version since (its latest attempt's inputs, migration 27).
+    this.changedStmt = db
+      .prepare<[], { id: string }>(
+        `SELECT id FROM items WHERE removed = 0 AND (changed = 1 OR id IN (${MADE_FROM_OLDER})) ORDER BY seq`,
+      )
+      .pluck();
+    this.madeFromOlderStmt = db.prepare<[], { id: string }>(MADE_FROM_OLDER).pluck();
     this.shapesStmt = db.prepare<[], ItemShape>(
       `SELECT type, model, spec ->> '$.aspectRatio' AS aspectRatio, spec ->> '$.resolution' AS resolution, spec ->> '$.duration' AS duration,
          spec -> '$.inputs' IS NOT NULL AS edits,
@@ -103,6 +116,9 @@ export class ItemSyncer {
           }
         }
         this.tallyInserted(addedByType);
+        // Made from an earlier item's output since made again: --redo-changed makes it again, from the new one.
+        if (redoChanged)
+          for (const id of this.madeFromOlderStmt.all() as unknown as string[]) this.lifecycle.redoChanged(id, now);
         // A gate added, removed or renamed: every gated item not sent goes where its gates now put it.
         this.gates.settleAll();
         if (first) return;
@@ -181,7 +197,7 @@ export class ItemSyncer {
     return new Map(this.statesStmt.all().map((r) => [r.id, r.state]));
   }
 
-  /** Items flagged at the last sync: changed after they were submitted, kept as they were. */
+  /** Items changed after they were submitted, kept as they were: their content (flagged at the last sync), or an input made again since. */
   changedIds(): string[] {
     return this.changedStmt.all() as unknown as string[];
   }

@@ -111,11 +111,19 @@ export class Lifecycle {
    * power cut before that, nothing was sent, and the attempt made again has
    * the same number, hence the same key.
    */
-  startAttempt(id: string, n: number, key: string, body: string, now: number, keyFp: string): boolean {
+  startAttempt(
+    id: string,
+    n: number,
+    key: string,
+    body: string,
+    now: number,
+    keyFp: string,
+    inputs: string | null = null,
+  ): boolean {
     return withRelaxedSync(this.db, () =>
       this.tx(() => {
         if (this.begin.run({ id, n, now }).changes !== 1) return false;
-        this.attempts.create(id, n, key, body, now, keyFp);
+        this.attempts.create(id, n, key, body, now, keyFp, inputs);
         return true;
       }),
     );

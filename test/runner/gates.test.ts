@@ -233,4 +233,34 @@ items:
     // Nothing of it reached the service.
     expect(t.sim.service.ledger.of('charge')).toHaveLength(0);
   }, 60_000);
+
+  it('an item made from an earlier version of its input is changed: status counts it, estimate prices it, --redo-changed remakes it', async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const ws = workspace(
+      t.sim,
+      `version: 1
+items:
+  - { id: still, model: studio-lite, prompt: "a mug" }
+  - { id: spin, type: video, model: motion-2, prompt: "a slow spin", duration: 5, resolution: 720p, image: { from: still } }
+`,
+    );
+    const cli = (...args: string[]) => runCli(args, ws.env, ws.dir);
+    const run = (...extra: string[]) => runCli(ws.args(extra), ws.env, ws.dir);
+    expect((await run()).code).toBe(0);
+    // The still made again: the video stays as it was, made from the first still.
+    expect((await cli('reject', 'm.yaml', 'still')).code).toBe(0);
+    expect((await run('--redo-rejected', '--only', 'still')).code).toBe(0);
+    expect(chargedItems(t, ws)).toEqual(['spin', 'still', 'still']);
+    const status = JSON.parse((await cli('status', 'm.yaml', '--json')).stdout);
+    expect(status.changed).toBe(1);
+    const estimate = JSON.parse(
+      (await cli('estimate', 'm.yaml', '--redo-changed', '--json', '--time-scale', '600')).stdout,
+    );
+    expect(estimate.remaining.items.total).toBe(1);
+    expect(estimate.remaining.credits.total).toBeGreaterThan(0);
+    const redone = await run('--redo-changed');
+    expect(redone.code, redone.stdout + redone.stderr).toBe(0);
+    expect(chargedItems(t, ws)).toEqual(['spin', 'spin', 'still', 'still']);
+    expect(JSON.parse((await cli('status', 'm.yaml', '--json')).stdout).changed).toBe(0);
+  }, 60_000);
 });

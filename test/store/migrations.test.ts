@@ -41,6 +41,7 @@ const RELEASED = [
   '65f3b1cfe5985c00',
   '01052ae65ed4d102',
   'fc2f2bca0e6b2fb9',
+  'a09ad8ad61874815',
 ];
 
 /** A state as the genbatch of schema `version` made it, kept gzipped (test/fixtures/states/make.mjs wrote it once). */

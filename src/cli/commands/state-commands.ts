@@ -95,6 +95,10 @@ function statusTable(s: Status, paint: Paint): string {
       `review: ${num(s.review.approved)} approved, ${num(s.review.rejected)} rejected${s.review.rejectedByChecks ? ` (${num(s.review.rejectedByChecks)} by the manifest's checks)` : ''}, ${num(s.review.unreviewed)} unreviewed`,
     );
   lines.push(...decisionLines(s.decisions));
+  if (s.changed)
+    lines.push(
+      `changed after they were submitted: ${count(s.changed, 'item')}, kept as they were (their content, or an input made again since); run --redo-changed makes them again`,
+    );
   if (s.tags.length)
     lines.push(
       table(

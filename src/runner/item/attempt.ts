@@ -16,17 +16,23 @@ import { InputError } from './uploads.js';
 export async function newAttempt(task: ItemTask): Promise<AttemptRow | undefined> {
   const { store, clock } = task.deps;
   const item = task.item();
-  const body = await uploadedBody(task);
+  // Which version of each earlier item's output the body takes: one made again since makes this attempt's "changed".
+  const used = new Map<string, number>();
+  const body = await uploadedBody(task, used);
   if (!body) return undefined;
   const n = item.attempt + 1;
   const key = idempotencyKey(store.meta('run_id')!, item.id, item.content_hash, n);
-  if (!store.lifecycle.startAttempt(item.id, n, key, JSON.stringify(body), clock.now(), task.lane.fingerprint))
+  const inputs = used.size ? JSON.stringify(Object.fromEntries(used)) : null;
+  if (!store.lifecycle.startAttempt(item.id, n, key, JSON.stringify(body), clock.now(), task.lane.fingerprint, inputs))
     return undefined;
   return store.attempts.latest(item.id);
 }
 
 /** The submission body with its inputs uploaded, retried through an outage and the upload window's 429s. */
-async function uploadedBody(task: ItemTask): Promise<ImageSubmission | VideoSubmission | undefined> {
+async function uploadedBody(
+  task: ItemTask,
+  used: Map<string, number>,
+): Promise<ImageSubmission | VideoSubmission | undefined> {
   const { deps, lane } = task;
   const { store, clock, settings } = deps;
   const spec = JSON.parse(task.item().spec) as ItemSpec;
@@ -34,18 +40,22 @@ async function uploadedBody(task: ItemTask): Promise<ImageSubmission | VideoSubm
     const startedAt = clock.now();
     try {
       if (!(await deps.reachability.ready(lane.noNewWork))) return task.requeue();
-      return await buildBody(spec, {
-        client: lane.client,
-        keyFp: lane.fingerprint,
-        store,
-        window: lane.windows.upload,
-        now: clock.now,
-        validityMarginMs: clock.scaled(10 * 60_000),
-        inFlight: lane.uploadsInFlight,
-        outputs: settings.outputs,
-        signal: lane.noNewWork,
-        idleTimeoutMs: settings.idleTimeoutMs,
-      });
+      return await buildBody(
+        spec,
+        {
+          client: lane.client,
+          keyFp: lane.fingerprint,
+          store,
+          window: lane.windows.upload,
+          now: clock.now,
+          validityMarginMs: clock.scaled(10 * 60_000),
+          inFlight: lane.uploadsInFlight,
+          outputs: settings.outputs,
+          signal: lane.noNewWork,
+          idleTimeoutMs: settings.idleTimeoutMs,
+        },
+        used,
+      );
     } catch (error) {
       if (error instanceof NotSentError) return task.requeue();
       if (error instanceof InputError) return task.endWithoutOutput('failed', 'INPUT_ERROR', error.message);

@@ -5,11 +5,12 @@ import type { Store } from '../../store/index.js';
 import { InputError, uploadKeyFor, type UploadContext } from './uploads.js';
 
 /** The first output on disk of a finished item's latest job, for `{ from: item }` inputs. */
-async function outputOf(store: Store, outputs: OutputSink, itemId: string): Promise<string> {
+async function outputOf(store: Store, outputs: OutputSink, itemId: string, used: Map<string, number>): Promise<string> {
   const jobId = store.attempts.latest(itemId)?.job_id;
   const first = jobId ? store.outputFiles.ofJob(jobId).find((o) => o.path) : undefined;
   const path = first?.path ? await outputs.localFile(first.path) : undefined;
   if (!path) throw new InputError(`the output of ${itemId} is not on disk`);
+  used.set(itemId, first!.version);
   return path;
 }
 
@@ -21,10 +22,17 @@ async function outputOf(store: Store, outputs: OutputSink, itemId: string): Prom
 export async function buildBody(
   spec: ItemSpec,
   ctx: UploadContext & { outputs: OutputSink },
+  /** Filled with the version of each earlier item's output the body takes. */
+  used: Map<string, number> = new Map(),
 ): Promise<ImageSubmission | VideoSubmission> {
   const target = spec.type;
   const key = async (ref: InputRef, expect: 'image' | 'video') =>
-    uploadKeyFor(ctx, ref.kind === 'file' ? ref.path : await outputOf(ctx.store, ctx.outputs, ref.id), target, expect);
+    uploadKeyFor(
+      ctx,
+      ref.kind === 'file' ? ref.path : await outputOf(ctx.store, ctx.outputs, ref.id, used),
+      target,
+      expect,
+    );
   const common = {
     prompt: spec.prompt,
     model: spec.model,
@@ -46,8 +54,11 @@ export async function buildBody(
     const sourceJob = ctx.store.attempts.latest(spec.source);
     if (!sourceJob?.job_id || sourceJob.status !== 'completed')
       throw new InputError(`the source item ${spec.source} has no completed job`);
-    if (sourceJob.key_fp === ctx.keyFp) body.sourceJobId = sourceJob.job_id;
-    else body.videoKey = await key({ kind: 'item', id: spec.source }, 'video');
+    if (sourceJob.key_fp === ctx.keyFp) {
+      body.sourceJobId = sourceJob.job_id;
+      const version = ctx.store.outputFiles.ofJob(sourceJob.job_id)[0]?.version;
+      if (version !== undefined) used.set(spec.source, version);
+    } else body.videoKey = await key({ kind: 'item', id: spec.source }, 'video');
   }
   return body;
 }

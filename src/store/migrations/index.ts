@@ -32,6 +32,7 @@ import { sql as m023 } from './023.js';
 import { sql as m024 } from './024.js';
 import { sql as m025 } from './025.js';
 import { sql as m026 } from './026.js';
+import { sql as m027 } from './027.js';
 
 export const MIGRATIONS: readonly string[] = [
   m001,
@@ -60,6 +61,7 @@ export const MIGRATIONS: readonly string[] = [
   m024,
   m025,
   m026,
+  m027,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
