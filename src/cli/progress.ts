@@ -218,7 +218,7 @@ export class Progress {
     } else if (event.kind === 'waiting-for-decision') {
       if (event.items)
         this.say(
-          `${event.items} item${event.items === 1 ? ' waits' : 's wait'} for a decision on ${event.gates} gate${event.gates === 1 ? '' : 's'} (genbatch review, or genbatch approve ID …)`,
+          `${event.items} item${event.items === 1 ? ' waits' : 's wait'} for a decision on ${event.gates} gate${event.gates === 1 ? '' : 's'}, ${event.credits} credit${event.credits === 1 ? '' : 's'} if approved (genbatch review, or genbatch approve ID …)`,
         );
       else this.say('no item waits for a decision');
     } else if (event.kind === 'decision') {

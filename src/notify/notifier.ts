@@ -88,7 +88,7 @@ export class Notifier {
         this.stallTimer = undefined;
         this.send(
           'waiting-for-decision',
-          `${event.items} item${event.items === 1 ? ' waits' : 's wait'} for a decision on ${event.gates} gate${event.gates === 1 ? '' : 's'} (genbatch review, or genbatch approve)`,
+          `${event.items} item${event.items === 1 ? ' waits' : 's wait'} for a decision on ${event.gates} gate${event.gates === 1 ? '' : 's'}, ${event.credits} credit${event.credits === 1 ? '' : 's'} if approved (genbatch review, or genbatch approve)`,
         );
       }
     } else if (event.kind === 'stopping') {

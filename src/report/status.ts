@@ -2,7 +2,6 @@ import { RunClock } from '../scheduler/clock.js';
 import { estimateEta } from '../estimate/eta.js';
 import type { KeyLimits } from '../scheduler/limits.js';
 import { waitingFor, type RunWaits, type Waiting } from '../store/waiting.js';
-import { shapePrices } from '../store/shape-prices.js';
 import { describeService, madeAgainst } from '../store/made-against.js';
 import {
   lockHolder,
@@ -131,34 +130,13 @@ export function collectStatus(store: Store, where: { manifest: string; state: st
     waiting: waitingFor(store, now, { running, waitingUntil, unreachableSince, pausedSince, stalled: stalledOf(last) }),
     tags: store.itemReports.byTag().map((t) => ({ ...t, net: t.charged - t.refunded })),
     review: store.reviews.counts(),
-    decisions: decisionsOf(store),
+    decisions: store.gates.decisions(),
     eta: running && last ? etaOf(store, last, charged, now) : null,
     keys: keysOf(store, new RunClock(Date.now, last?.time_scale ?? 1).dayOf(now)),
     publication: last?.out_dir?.startsWith('s3://') ? { to: last.out_dir, ...store.publications.counts() } : null,
     copies: { missing: store.webCopies.missing() },
     madeAgainst: madeAgainstOf(store),
   };
-}
-
-/** What waits for a decision, priced as the last run priced its items' shapes. */
-function decisionsOf(store: Store): Status['decisions'] {
-  const priceOf = shapePrices(store);
-  const gates = new Map<string, { id: string; waiting: number; credits: number }>();
-  let credits = 0;
-  let unpriced = 0;
-  const waiting = store.gates.waitingShapes();
-  for (const item of waiting) {
-    const price = priceOf(item);
-    if (price === undefined) unpriced++;
-    else credits += price;
-    for (const id of item.gates) {
-      let gate = gates.get(id);
-      if (!gate) gates.set(id, (gate = { id, waiting: 0, credits: 0 }));
-      gate.waiting++;
-      gate.credits += price ?? 0;
-    }
-  }
-  return { items: waiting.length, credits, unpriced, gates: [...gates.values()] };
 }
 
 /** How status says what a state was made against. */

@@ -1,5 +1,6 @@
 import type { Db } from './db.js';
 import { ENDED_WITHOUT_OUTPUT, sqlStates } from './states.js';
+import { shapePrices } from './shape-prices.js';
 import type { ItemRow } from './items.js';
 import type { ReviewRow } from './reviews.js';
 
@@ -20,6 +21,14 @@ interface WaitingShape {
   resolution: string | null;
   duration: string | null;
   gates: string;
+}
+
+/** What waits for a decision (see Gates.decisions). */
+export interface WaitingForDecisions {
+  items: number;
+  credits: number;
+  unpriced: number;
+  gates: { id: string; waiting: number; credits: number }[];
 }
 
 /** A gate whose made version waits for a person at most `timeoutMs` (the service's time) from `madeAt`. */
@@ -144,6 +153,30 @@ export class Gates {
   /** An item's gates. */
   of(itemId: string): string[] {
     return this.ofItemStmt.all(itemId);
+  }
+
+  /**
+   * What waits for a decision: how many items, what they would cost (each once; `unpriced` have no price the last
+   * run knew), and each gate they wait on with its waiting items and their credits.
+   */
+  decisions(): WaitingForDecisions {
+    const priceOf = shapePrices(this.db);
+    const gates = new Map<string, { id: string; waiting: number; credits: number }>();
+    let credits = 0;
+    let unpriced = 0;
+    const waiting = this.waitingShapes();
+    for (const item of waiting) {
+      const price = priceOf(item);
+      if (price === undefined) unpriced++;
+      else credits += price;
+      for (const id of item.gates) {
+        let gate = gates.get(id);
+        if (!gate) gates.set(id, (gate = { id, waiting: 0, credits: 0 }));
+        gate.waiting++;
+        gate.credits += price ?? 0;
+      }
+    }
+    return { items: waiting.length, credits, unpriced, gates: [...gates.values()] };
   }
 
   /** Each waiting item's shape (what prices it) and its gates. */

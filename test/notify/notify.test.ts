@@ -72,7 +72,7 @@ describe('run --notify', () => {
     const res = await ws.run(['--notify', hook.url]);
     expect(res.code, res.stdout).toBe(1);
     expect(hook.events()).toEqual(['waiting-for-decision', 'ended']);
-    expect(hook.got[0]!.body.reason).toMatch(/^3 items wait for a decision on 3 gates/);
+    expect(hook.got[0]!.body.reason).toMatch(/^3 items wait for a decision on 3 gates, 6 credits if approved/);
     expect(hook.got[0]!.body.counts).toMatchObject({ waiting: 3 });
   });
 

@@ -119,7 +119,8 @@ describe('gates: the costly step is paid for only once a person approved the che
     const cli = (...args: string[]) => runCli(args, ws.env, ws.dir);
     const charges = () => t.sim.service.ledger.of('charge').length;
     const run = startCli(ws.args(['--wait-for-decisions']), ws.env, ws.dir);
-    await run.waitFor(/2 items wait for a decision/);
+    // How many wait, and what they would cost: the final (8) and the video (a 5 s clip at 720p).
+    await run.waitFor(/2 items wait for a decision on 2 gates, \d+ credits if approved/);
     expect(chargedItems(t, ws)).toEqual(['draft-A']);
     // Approved from another process: the run sends the final at once.
     expect((await cli('approve', 'm.yaml', 'draft-A')).code).toBe(0);

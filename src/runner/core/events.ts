@@ -86,8 +86,8 @@ export type RunStateEvent =
   /** Another shell paused the run (`genbatch pause`): no new submissions since then; or resumed it. */
   | { kind: 'paused'; since: number }
   | { kind: 'resumed' }
-  /** Items wait for a decision on their gates (the count changed): how many, and the gates they wait on. */
-  | { kind: 'waiting-for-decision'; items: number; gates: number }
+  /** Items wait for a decision on their gates (the count changed): how many, what they would cost, and the gates. */
+  | { kind: 'waiting-for-decision'; items: number; credits: number; gates: number }
   /** A decision on an item's current version was recorded (by any process): the items it sends now, and those it skipped. */
   | {
       kind: 'decision';

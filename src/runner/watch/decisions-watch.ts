@@ -35,8 +35,10 @@ export function watchDecisions(store: Store, control: Control, clock: Pick<RunCl
     }
     if (now.size !== said) {
       said = now.size;
-      if (now.size > 0 || decided.length > 0)
-        control.emit({ kind: 'waiting-for-decision', items: now.size, gates: store.gates.waitedOn().length });
+      if (now.size > 0 || decided.length > 0) {
+        const { credits, gates } = store.gates.decisions();
+        control.emit({ kind: 'waiting-for-decision', items: now.size, credits, gates: gates.length });
+      }
     }
     // Fewer wait: some may be ready now.
     if ([...waiting].some((id) => !now.has(id))) control.wake();

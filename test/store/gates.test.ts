@@ -1,0 +1,85 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Store } from '../../src/store/index.js';
+
+let store: Store | undefined;
+afterEach(() => store?.close());
+
+/** A draft, a final gated on it, and a video made from the final (gated too). */
+function fresh(): Store {
+  store = Store.open(join(mkdtempSync(join(tmpdir(), 'genbatch-gates-')), 's.sqlite'));
+  const item = (id: string, seq: number, gate?: string) => ({
+    id,
+    seq,
+    type: 'image' as const,
+    model: 'm',
+    contentHash: `h-${id}`,
+    spec: '{}',
+    dependsOn: gate ? [gate] : [],
+    gates: gate ? [gate] : [],
+  });
+  store.itemSync.sync([item('draft', 0), item('final', 1, 'draft'), item('spin', 2, 'final')], 1, false);
+  return store;
+}
+
+/** The item made, its version `version` on disk, verified. */
+function made(s: Store, id: string, n: number, version: number, now: number): void {
+  s.lifecycle.startAttempt(id, n, `k-${id}-${n}`, '{}', now, 'fp');
+  s.lifecycle.recordSent(id, n, now, 'fp');
+  s.lifecycle.recordAccepted(id, n, `job-${id}-${n}`, 2, 0, now);
+  s.lifecycle.recordEnded(id, n, { jobId: `job-${id}-${n}`, status: 'completed', refunded: 0, refundDay: 0 }, now);
+  s.outputFiles.claimPath(`job-${id}-${n}`, 1, id, `${id}-v${version}.png`, version, now);
+  const file = {
+    path: `${id}-v${version}.png`,
+    bytes: 10,
+    sha256: 'ab'.repeat(32),
+    contentType: 'image/png',
+    mtimeMs: now,
+  };
+  s.lifecycle.outputSaved(id, `job-${id}-${n}`, 1, file, now, true);
+}
+
+const states = (s: Store) => ['draft', 'final', 'spin'].map((id) => s.items.get(id)!.state);
+
+describe("a gated item follows its gates' decisions, whichever process wrote them", () => {
+  it('waits, is let go by an approval, waits again when it is cleared, is skipped by a rejection, and comes back with a new version', () => {
+    const s = fresh();
+    // Written by the sync: the gated items wait, nothing of them ready.
+    expect(states(s)).toEqual(['pending', 'waiting', 'waiting']);
+    made(s, 'draft', 1, 1, 10);
+    expect(states(s)).toEqual(['done', 'waiting', 'waiting']);
+    expect(s.queue.ready('image', 100, undefined, 10).map((r) => r.id)).toEqual([]);
+
+    s.reviews.decide('draft', 1, 'approved', null, 11);
+    expect(states(s)).toEqual(['done', 'pending', 'waiting']);
+    expect(s.queue.ready('image', 100, undefined, 10).map((r) => r.id)).toEqual(['final']);
+
+    // Cleared before the final was sent: it waits again.
+    s.reviews.decide('draft', 1, null, null, 12);
+    expect(states(s)).toEqual(['done', 'waiting', 'waiting']);
+
+    s.reviews.decide('draft', 1, 'rejected', 'off-model', 13);
+    expect(s.items.get('final')).toMatchObject({ state: 'skipped', error_code: 'GATE_REJECTED' });
+    expect(s.items.get('final')!.error_message).toContain('draft');
+    // The video, whose gate can no longer be made, is skipped in turn by the feed; settled, it stays so.
+    s.lifecycle.markSkipped('spin', { code: 'DEPENDENCY_FAILED', message: 'final ended skipped' }, 14);
+    s.gates.settleAll();
+    expect(states(s)).toEqual(['done', 'skipped', 'skipped']);
+
+    // The draft made again: the final waits for the new version's decision, and the video comes back with it.
+    expect(s.items.putBackRejected(['draft'], 15)).toEqual(['draft']);
+    s.gates.settleAll();
+    expect(states(s)).toEqual(['pending', 'waiting', 'waiting']);
+    made(s, 'draft', 2, 2, 16);
+    expect(states(s)).toEqual(['done', 'waiting', 'waiting']);
+    s.reviews.decide('draft', 2, 'approved', null, 17);
+    expect(states(s)).toEqual(['done', 'pending', 'waiting']);
+
+    // What was sent is never undone: the final in flight stays where it is when its gate's decision changes.
+    s.lifecycle.startAttempt('final', 1, 'k-final-1', '{}', 18, 'fp');
+    s.reviews.decide('draft', 2, 'rejected', null, 19);
+    expect(states(s)).toEqual(['done', 'queued', 'waiting']);
+  });
+});
