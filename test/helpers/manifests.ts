@@ -16,3 +16,35 @@ export const PIPELINE_ITEMS = `  - { id: hero, prompt: "A mug" }
 `;
 
 export const PIPELINE = `version: 1\ndefaults: { model: studio-xl, aspectRatio: "16:9" }\nitems:\n${PIPELINE_ITEMS}`;
+
+/** Drafts from products.csv; a final for each approved draft; a video for each approved final. */
+export const DRAFT_FINAL_VIDEO = `version: 1
+items:
+  - id: "draft-{{sku}}"
+    rows: products.csv
+    model: studio-lite
+    prompt: "{{title}}, studio product photo"
+  - id: "final-{{sku}}"
+    rows: products.csv
+    model: studio-xl
+    prompt: "{{title}}, studio product photo, final"
+    approved: ["draft-{{sku}}"]
+  - id: "spin-{{sku}}"
+    rows: products.csv
+    type: video
+    model: motion-2
+    prompt: "Slow turntable spin"
+    duration: 5
+    resolution: 720p
+    image: { from: "final-{{sku}}", approved: true }
+`;
+
+/** The drafts and finals alone. */
+export const DRAFT_FINAL = `${DRAFT_FINAL_VIDEO.split('\n  - id: "spin-{{sku}}"')[0]!}\n`;
+
+/** A still, and a video made from it (no gate). */
+export const STILL_AND_SPIN = `version: 1
+items:
+  - { id: still, model: studio-lite, prompt: "a mug" }
+  - { id: spin, type: video, model: motion-2, prompt: "a slow spin", duration: 5, resolution: 720p, image: { from: still } }
+`;

@@ -8,19 +8,7 @@ import { startCli } from '../helpers/cli.js';
 import { startTestReview } from '../helpers/review.js';
 import { readState, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
-
-const DRAFT_FINAL = `version: 1
-items:
-  - id: "draft-{{sku}}"
-    rows: products.csv
-    model: studio-lite
-    prompt: "{{title}}, studio product photo"
-  - id: "final-{{sku}}"
-    rows: products.csv
-    model: studio-xl
-    prompt: "{{title}}, studio product photo, final"
-    approved: ["draft-{{sku}}"]
-`;
+import { DRAFT_FINAL } from '../helpers/manifests.js';
 
 describe('review built for deciding', () => {
   it('the decide filter lists the gates with what each unlocks; a bulk approve while run --wait-for-decisions waits sends them within 2 s', async () => {

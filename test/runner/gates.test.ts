@@ -4,28 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { readState, workspace, type RunWorkspace } from '../helpers/run.js';
 import { cleanEnv, exitCodeWithin, runCli, startCli } from '../helpers/cli.js';
 import { startTestSim, type TestSim } from '../helpers/sim.js';
+import { DRAFT_FINAL, DRAFT_FINAL_VIDEO, STILL_AND_SPIN } from '../helpers/manifests.js';
 
-/** Drafts for three products; a final for each approved draft; a video for each approved final. */
-const DRAFT_FINAL = `version: 1
-items:
-  - id: "draft-{{sku}}"
-    rows: products.csv
-    model: studio-lite
-    prompt: "{{title}}, studio product photo"
-  - id: "final-{{sku}}"
-    rows: products.csv
-    model: studio-xl
-    prompt: "{{title}}, studio product photo, final"
-    approved: ["draft-{{sku}}"]
-  - id: "spin-{{sku}}"
-    rows: products.csv
-    type: video
-    model: motion-2
-    prompt: "Slow turntable spin"
-    duration: 5
-    resolution: 720p
-    image: { from: "final-{{sku}}", approved: true }
-`;
 const PRODUCTS = 'sku,title\nA,Red mug\nB,Blue mug\nC,Green mug\n';
 
 /** The items the simulator charged, each as often as it was charged. */
@@ -42,7 +22,7 @@ const stateOf = (ws: RunWorkspace) => new Map(readState(ws.statePath).items.map(
 describe('gates: the costly step is paid for only once a person approved the cheap one', () => {
   it('run, approve and reject, run, redo, approve, run: nothing unapproved is charged, each attempt once', async () => {
     const t = await startTestSim({ timeScale: 600 });
-    const ws = workspace(t.sim, DRAFT_FINAL, { 'products.csv': PRODUCTS });
+    const ws = workspace(t.sim, DRAFT_FINAL_VIDEO, { 'products.csv': PRODUCTS });
     const cli = (...args: string[]) => runCli(args, ws.env, ws.dir);
     const run = (...extra: string[]) => runCli(ws.args(extra), ws.env, ws.dir);
 
@@ -115,7 +95,7 @@ describe('gates: the costly step is paid for only once a person approved the che
 
   it('run --wait-for-decisions stays while items wait, sends each within 2 s of its approval, and ends by itself', async () => {
     const t = await startTestSim({ timeScale: 600 });
-    const ws = workspace(t.sim, DRAFT_FINAL, { 'products.csv': 'sku,title\nA,Red mug\n' });
+    const ws = workspace(t.sim, DRAFT_FINAL_VIDEO, { 'products.csv': 'sku,title\nA,Red mug\n' });
     const cli = (...args: string[]) => runCli(args, ws.env, ws.dir);
     const charges = () => t.sim.service.ledger.of('charge').length;
     const run = startCli(ws.args(['--wait-for-decisions']), ws.env, ws.dir);
@@ -136,7 +116,7 @@ describe('gates: the costly step is paid for only once a person approved the che
 
   it('a waiting run killed (SIGKILL), a decision made, the run started again: the item is sent once', async () => {
     const t = await startTestSim({ timeScale: 600 });
-    const ws = workspace(t.sim, DRAFT_FINAL, { 'products.csv': 'sku,title\nA,Red mug\n' });
+    const ws = workspace(t.sim, DRAFT_FINAL_VIDEO, { 'products.csv': 'sku,title\nA,Red mug\n' });
     const waiting = startCli(ws.args(['--wait-for-decisions']), ws.env, ws.dir);
     await waiting.waitFor(/2 items wait for a decision/);
     waiting.child.kill('SIGKILL');
@@ -150,14 +130,7 @@ describe('gates: the costly step is paid for only once a person approved the che
 
   it('a rejected output is never an input, gated or not: --only its dependent says so and pays nothing; redone, it goes on', async () => {
     const t = await startTestSim({ timeScale: 600 });
-    const ws = workspace(
-      t.sim,
-      `version: 1
-items:
-  - { id: still, model: studio-lite, prompt: "a mug" }
-  - { id: spin, type: video, model: motion-2, prompt: "a slow spin", duration: 5, resolution: 720p, image: { from: still } }
-`,
-    );
+    const ws = workspace(t.sim, STILL_AND_SPIN);
     const run = (...extra: string[]) => runCli(ws.args(extra), ws.env, ws.dir);
     expect((await run('--only', 'still')).code).toBe(0);
     expect((await runCli(['reject', 'm.yaml', 'still'], ws.env, ws.dir)).code).toBe(0);
@@ -180,11 +153,11 @@ items:
     async (onTimeout, code, charged) => {
       // An hour of the service's time is a second here.
       const t = await startTestSim({ timeScale: 3600 });
-      const manifest = DRAFT_FINAL.split('\n  - id: "spin-{{sku}}"')[0]!.replace(
+      const manifest = DRAFT_FINAL.replace(
         'version: 1\n',
         `version: 1\napproval: { timeout: 1h, onTimeout: ${onTimeout} }\n`,
       );
-      const ws = workspace(t.sim, `${manifest}\n`, { 'products.csv': 'sku,title\nA,Red mug\n' }, 3600);
+      const ws = workspace(t.sim, manifest, { 'products.csv': 'sku,title\nA,Red mug\n' }, 3600);
       const run = await runCli(ws.args(['--wait-for-decisions']), ws.env, ws.dir);
       expect(run.code, run.stdout + run.stderr).toBe(code);
       expect(chargedItems(t, ws)).toEqual(charged);
@@ -204,11 +177,8 @@ items:
 
   it('at the real pace too: a 2 s approval timeout approves the draft after 2 s of real time, not before', async () => {
     const t = await startTestSim({ timeScale: 600 });
-    const manifest = DRAFT_FINAL.split('\n  - id: "spin-{{sku}}"')[0]!.replace(
-      'version: 1\n',
-      'version: 1\napproval: { timeout: 2s, onTimeout: approve }\n',
-    );
-    const ws = workspace(t.sim, `${manifest}\n`, { 'products.csv': 'sku,title\nA,Red mug\n' }, 1);
+    const manifest = DRAFT_FINAL.replace('version: 1\n', 'version: 1\napproval: { timeout: 2s, onTimeout: approve }\n');
+    const ws = workspace(t.sim, manifest, { 'products.csv': 'sku,title\nA,Red mug\n' }, 1);
     const started = Date.now();
     const run = await runCli(ws.args(['--wait-for-decisions']), ws.env, ws.dir);
     expect(run.code, run.stdout + run.stderr).toBe(0);
@@ -218,8 +188,8 @@ items:
 
   it('a rehearsal (--simulate) runs the gates too: it waits, approve --simulate decides, the rehearsal goes on', async () => {
     const t = await startTestSim({ timeScale: 600 });
-    const manifest = DRAFT_FINAL.split('\n  - id: "spin-{{sku}}"')[0]!;
-    const ws = workspace(t.sim, `${manifest}\n`, { 'products.csv': 'sku,title\nA,Red mug\n' });
+    const manifest = DRAFT_FINAL;
+    const ws = workspace(t.sim, manifest, { 'products.csv': 'sku,title\nA,Red mug\n' });
     const env = cleanEnv();
     const rehearsal = startCli(
       ['run', 'm.yaml', '--simulate', '--wait-for-decisions', '--time-scale', '600'],
@@ -237,14 +207,7 @@ items:
 
   it('an item made from an earlier version of its input is changed: status counts it, estimate prices it, --redo-changed remakes it', async () => {
     const t = await startTestSim({ timeScale: 600 });
-    const ws = workspace(
-      t.sim,
-      `version: 1
-items:
-  - { id: still, model: studio-lite, prompt: "a mug" }
-  - { id: spin, type: video, model: motion-2, prompt: "a slow spin", duration: 5, resolution: 720p, image: { from: still } }
-`,
-    );
+    const ws = workspace(t.sim, STILL_AND_SPIN);
     const cli = (...args: string[]) => runCli(args, ws.env, ws.dir);
     const run = (...extra: string[]) => runCli(ws.args(extra), ws.env, ws.dir);
     expect((await run()).code).toBe(0);

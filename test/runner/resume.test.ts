@@ -8,6 +8,7 @@ import { IMAGE_MODELS } from '../../src/simulator/catalog.js';
 import { makePng } from '../../src/simulator/media.js';
 import { expectNoDoubleChargeAndVerifiedOutputs, readState, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
+import { STILL_AND_SPIN } from '../helpers/manifests.js';
 import { runCliInProcess } from '../helpers/cli.js';
 
 const MANIFEST = `version: 1
@@ -25,14 +26,7 @@ const posts = (t: Awaited<ReturnType<typeof startTestSim>>) =>
 describe('a resume of a manifest whose files are as the state last saw them', () => {
   it('a state synced by an earlier version (its shapes name the input `given`) resumes from the state, its items checked as they are', async () => {
     const t = await startTestSim({ timeScale: 600 });
-    const ws = workspace(
-      t.sim,
-      `version: 1
-items:
-  - { id: still, model: studio-lite, prompt: "a mug" }
-  - { id: spin, type: video, model: motion-2, prompt: "a slow spin", duration: 5, resolution: 720p, image: { from: still } }
-`,
-    );
+    const ws = workspace(t.sim, STILL_AND_SPIN);
     const first = await ws.run();
     expect(first.code, first.stdout + first.stderr).toBe(0);
     // As the earlier version wrote it.
