@@ -119,8 +119,10 @@ export class Attempts {
     );
   }
 
-  /** `keyFp`: the API key whose uploads and source jobs the body names; it is sent with that key alone. */
-  /** A new attempt (`inputs`: the versions of earlier items' outputs its body was made from, as JSON). */
+  /**
+   * A new attempt. `keyFp`: the API key whose uploads and source jobs the body names; it is sent with that key
+   * alone. `inputs`: the versions of earlier items' outputs its body was made from, as JSON.
+   */
   create(
     itemId: string,
     n: number,

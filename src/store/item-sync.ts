@@ -4,12 +4,12 @@ import type { Gates } from './gates.js';
 import type { ItemState } from './states.js';
 import type { ItemRow, ItemSync, ItemShape } from './items.js';
 
-/** The manifest's items written into the state: a first sync's inserts, a later sync's updates (changed items flagged, or put back with --redo-changed), and what a resume reads back of them. */
 /** Items whose latest attempt was made from an earlier item's output of which a newer version is there now. */
 const MADE_FROM_OLDER = `SELECT a.item_id FROM attempts a JOIN items i ON i.id = a.item_id AND i.attempt = a.n
   WHERE a.inputs IS NOT NULL AND i.state NOT IN ('pending', 'waiting') AND EXISTS (SELECT 1 FROM json_each(a.inputs) j
     WHERE j.value < (SELECT max(o.version) FROM outputs o WHERE o.item_id = j.key AND o.superseded_at IS NULL AND o.sha256 IS NOT NULL))`;
 
+/** The manifest's items written into the state: a first sync's inserts, a later sync's updates (changed items flagged, or put back with --redo-changed), and what a resume reads back of them. */
 export class ItemSyncer {
   private readonly byId;
   private readonly insert;
