@@ -12,18 +12,20 @@ const LOOK_EVERY_MS = 500;
  * sent within a second. Looks only while items wait, or decisions may come.
  */
 export function watchDecisions(store: Store, control: Control, clock: Pick<RunClock, 'now' | 'scaled'>): () => void {
-  let waiting = new Set(store.gates.waitingItems().map((i) => i.id));
+  // Counted from the state's tally: a look costs a few statements however many items wait.
+  const waitingNow = () => store.itemReports.counts().waiting;
+  let waiting = waitingNow();
   let said = -1;
   let since = store.gates.lastDecidedAt();
   const look = () => {
     // A manifest without gates: nothing to look for (its gates change only with a sync, this run's own).
-    if (waiting.size === 0 && said <= 0 && !store.gates.any()) return;
+    if (waiting === 0 && said <= 0 && !store.gates.any()) return;
     decideTimedOut(store, clock);
     const decided = store.gates.decidedSince(since);
-    const now = new Set(store.gates.waitingItems().map((i) => i.id));
     for (const d of decided) {
       since = Math.max(since, d.decided_at);
-      const dependents = store.gates.dependents(d.item_id).filter((x) => waiting.has(x.id));
+      // What it gates, as the decision left it: not sent yet, and let go or skipped.
+      const dependents = store.gates.dependents(d.item_id);
       control.emit({
         kind: 'decision',
         itemId: d.item_id,
@@ -33,15 +35,16 @@ export function watchDecisions(store: Store, control: Control, clock: Pick<RunCl
         skipped: dependents.filter((x) => x.state === 'skipped').map((x) => x.id),
       });
     }
-    if (now.size !== said) {
-      said = now.size;
-      if (now.size > 0 || decided.length > 0) {
+    const now = waitingNow();
+    if (now !== said) {
+      said = now;
+      if (now > 0 || decided.length > 0) {
         const { credits, gates } = store.gates.decisions();
-        control.emit({ kind: 'waiting-for-decision', items: now.size, credits, gates: gates.length });
+        control.emit({ kind: 'waiting-for-decision', items: now, credits, gates: gates.length });
       }
     }
-    // Fewer wait: some may be ready now.
-    if ([...waiting].some((id) => !now.has(id))) control.wake();
+    // Fewer wait, or a decision came: some may be ready now.
+    if (now < waiting || decided.length > 0) control.wake();
     waiting = now;
   };
   look();
