@@ -538,7 +538,7 @@ function decider(seed, dir, gated, log) {
         const decision = pick < 0.6 ? 'approved' : pick < 0.8 ? 'rejected' : null;
         store.tx(() => {
           store.reviews.decide(gate, current.version, decision, undefined, Date.now());
-          store.gates.settleAll();
+          store.gates.revive();
         });
         log.push({ at: Date.now(), gate, decision });
       }

@@ -69,7 +69,7 @@ export async function decideItems(
         const before = new Map(store.gates.dependents(id).map((d) => [d.id, d.state]));
         store.reviews.decide(id, version, decision, choice.note, now);
         // What it skipped before (a rejection changed to an approval) comes back, with what was skipped after it.
-        store.gates.settleAll();
+        store.gates.revive();
         const after = store.gates.dependents(id);
         const moved = (state: string) =>
           after.filter((d) => d.state === state && before.get(d.id) !== state).map((d) => d.id);

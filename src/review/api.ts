@@ -59,7 +59,7 @@ export function applyDecision(
     for (const t of targets)
       if (!store.reviews.decide(t.itemId, t.version, body.decision, body.note, now)) refused.push(t.itemId);
     // The items these gate follow (by trigger); those skipped for a rejection now undone come back with them.
-    store.gates.settleAll();
+    store.gates.revive();
   });
   return { cards: store.reviewQueries.cards(targets.map((t) => t.itemId)), refused };
 }

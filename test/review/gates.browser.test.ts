@@ -56,6 +56,10 @@ describe('review built for deciding', () => {
     while (charges() < 5 && Date.now() - approvedAt < 10_000) await new Promise((r) => setTimeout(r, 20));
     expect(Date.now() - approvedAt).toBeLessThan(2_000);
     await run.waitFor(/1 item waits for a decision/);
+    // The service charges before the run records the job it answered with: the state is waited for, not a clock.
+    const known = () => new Set(readState(ws.statePath).attempts.flatMap((a) => (a.job_id ? [a.job_id] : [])));
+    while (t.sim.service.ledger.of('charge').some((c) => !known().has(c.jobId)))
+      await new Promise((r) => setTimeout(r, 20));
     const itemOf = new Map(readState(ws.statePath).attempts.map((a) => [a.job_id, a.item_id]));
     expect(
       t.sim.service.ledger

@@ -8,13 +8,18 @@ import { DRAFT_FINAL, DRAFT_FINAL_VIDEO, STILL_AND_SPIN } from '../helpers/manif
 
 const PRODUCTS = 'sku,title\nA,Red mug\nB,Blue mug\nC,Green mug\n';
 
-/** The items the simulator charged, each as often as it was charged. */
-function chargedItems(t: TestSim, ws: RunWorkspace): string[] {
-  const itemOf = new Map(readState(ws.statePath).attempts.map((a) => [a.job_id, a.item_id]));
-  return t.sim.service.ledger
-    .of('charge')
-    .map((c) => itemOf.get(c.jobId) ?? `unknown job ${c.jobId}`)
-    .sort();
+/**
+ * The items the simulator charged, each as often as it was charged. The service charges before a running run
+ * records the job it answered with: the state is waited for (a few seconds at most), not a clock.
+ */
+async function chargedItems(t: TestSim, ws: RunWorkspace): Promise<string[]> {
+  const items = () => {
+    const itemOf = new Map(readState(ws.statePath).attempts.map((a) => [a.job_id, a.item_id]));
+    return t.sim.service.ledger.of('charge').map((c) => itemOf.get(c.jobId) ?? `unknown job ${c.jobId}`);
+  };
+  for (const until = Date.now() + 5_000; items().some((i) => i.startsWith('unknown')) && Date.now() < until; )
+    await new Promise((r) => setTimeout(r, 20));
+  return items().sort();
 }
 
 const stateOf = (ws: RunWorkspace) => new Map(readState(ws.statePath).items.map((i) => [i.id, i]));
@@ -34,7 +39,7 @@ describe('gates: the costly step is paid for only once a person approved the che
       /6 items wait for a decision \(\d+ credits if approved; nothing paid for them yet\), on the gates draft-A, draft-B, draft-C, … \(6 in all\)/,
     );
     expect(first.stdout).toContain('genbatch approve m.yaml');
-    expect(chargedItems(t, ws)).toEqual(['draft-A', 'draft-B', 'draft-C']);
+    expect(await chargedItems(t, ws)).toEqual(['draft-A', 'draft-B', 'draft-C']);
     expect(stateOf(ws).get('final-A')!.state).toBe('waiting');
     expect(stateOf(ws).get('spin-A')!.state).toBe('waiting');
 
@@ -73,19 +78,27 @@ describe('gates: the costly step is paid for only once a person approved the che
     // Only the approved draft's final is made; its video waits for the final's own approval.
     const second = await run();
     expect(second.code, second.stdout + second.stderr).toBe(1);
-    expect(chargedItems(t, ws)).toEqual(['draft-A', 'draft-B', 'draft-C', 'final-A']);
+    expect(await chargedItems(t, ws)).toEqual(['draft-A', 'draft-B', 'draft-C', 'final-A']);
     expect(stateOf(ws).get('spin-A')!.state).toBe('waiting');
 
     // The rejected draft made again: its final waits for the new version's decision, not skipped.
     const redo = await run('--redo-rejected');
     expect(redo.code, redo.stdout + redo.stderr).toBe(1);
-    expect(chargedItems(t, ws)).toEqual(['draft-A', 'draft-B', 'draft-B', 'draft-C', 'final-A']);
+    expect(await chargedItems(t, ws)).toEqual(['draft-A', 'draft-B', 'draft-B', 'draft-C', 'final-A']);
     expect(stateOf(ws).get('final-B')!.state).toBe('waiting');
 
     expect((await cli('approve', 'm.yaml', 'draft-B', 'final-A')).code).toBe(0);
     const third = await run();
     expect(third.code, third.stdout + third.stderr).toBe(1);
-    expect(chargedItems(t, ws)).toEqual(['draft-A', 'draft-B', 'draft-B', 'draft-C', 'final-A', 'final-B', 'spin-A']);
+    expect(await chargedItems(t, ws)).toEqual([
+      'draft-A',
+      'draft-B',
+      'draft-B',
+      'draft-C',
+      'final-A',
+      'final-B',
+      'spin-A',
+    ]);
     // Still undecided: draft-C's final, and final-B's video. Never charged.
     expect(stateOf(ws).get('final-C')!.state).toBe('waiting');
     expect(stateOf(ws).get('spin-B')!.state).toBe('waiting');
@@ -101,7 +114,7 @@ describe('gates: the costly step is paid for only once a person approved the che
     const run = startCli(ws.args(['--wait-for-decisions']), ws.env, ws.dir);
     // How many wait, and what they would cost: the final (8) and the video (a 5 s clip at 720p).
     await run.waitFor(/2 items wait for a decision on 2 gates, \d+ credits if approved/);
-    expect(chargedItems(t, ws)).toEqual(['draft-A']);
+    expect(await chargedItems(t, ws)).toEqual(['draft-A']);
     // Approved from another process: the run sends the final at once.
     expect((await cli('approve', 'm.yaml', 'draft-A')).code).toBe(0);
     const approvedAt = Date.now();
@@ -111,7 +124,7 @@ describe('gates: the costly step is paid for only once a person approved the che
     expect((await cli('approve', 'm.yaml', 'final-A')).code).toBe(0);
     // The video made, none waits: the run ends by itself, every item done.
     expect(await exitCodeWithin(run, 30_000)).toBe(0);
-    expect(chargedItems(t, ws)).toEqual(['draft-A', 'final-A', 'spin-A']);
+    expect(await chargedItems(t, ws)).toEqual(['draft-A', 'final-A', 'spin-A']);
   }, 60_000);
 
   it('a waiting run killed (SIGKILL), a decision made, the run started again: the item is sent once', async () => {
@@ -124,7 +137,7 @@ describe('gates: the costly step is paid for only once a person approved the che
     expect((await runCli(['approve', 'm.yaml', 'draft-A'], ws.env, ws.dir)).code).toBe(0);
     const again = await runCli(ws.args(), ws.env, ws.dir);
     expect(again.code, again.stdout + again.stderr).toBe(1);
-    expect(chargedItems(t, ws)).toEqual(['draft-A', 'final-A']);
+    expect(await chargedItems(t, ws)).toEqual(['draft-A', 'final-A']);
     expect(stateOf(ws).get('spin-A')!.state).toBe('waiting');
   }, 60_000);
 
@@ -139,10 +152,10 @@ describe('gates: the costly step is paid for only once a person approved the che
     expect(spin.stdout).toMatch(
       /1 item was not sent: an input's current version was rejected in review.*spin \(from still\)/,
     );
-    expect(chargedItems(t, ws)).toEqual(['still']);
+    expect(await chargedItems(t, ws)).toEqual(['still']);
     const redone = await run('--redo-rejected');
     expect(redone.code, redone.stdout + redone.stderr).toBe(0);
-    expect(chargedItems(t, ws)).toEqual(['spin', 'still', 'still']);
+    expect(await chargedItems(t, ws)).toEqual(['spin', 'still', 'still']);
   }, 60_000);
 
   it.each([
@@ -160,7 +173,7 @@ describe('gates: the costly step is paid for only once a person approved the che
       const ws = workspace(t.sim, manifest, { 'products.csv': 'sku,title\nA,Red mug\n' }, 3600);
       const run = await runCli(ws.args(['--wait-for-decisions']), ws.env, ws.dir);
       expect(run.code, run.stdout + run.stderr).toBe(code);
-      expect(chargedItems(t, ws)).toEqual(charged);
+      expect(await chargedItems(t, ws)).toEqual(charged);
       const decided = readFileSync(join(ws.outDir, 'results.jsonl'), 'utf8')
         .trim()
         .split('\n')
@@ -183,7 +196,7 @@ describe('gates: the costly step is paid for only once a person approved the che
     const run = await runCli(ws.args(['--wait-for-decisions']), ws.env, ws.dir);
     expect(run.code, run.stdout + run.stderr).toBe(0);
     expect(Date.now() - started).toBeGreaterThanOrEqual(2_000);
-    expect(chargedItems(t, ws)).toEqual(['draft-A', 'final-A']);
+    expect(await chargedItems(t, ws)).toEqual(['draft-A', 'final-A']);
   }, 60_000);
 
   it('a rehearsal (--simulate) runs the gates too: it waits, approve --simulate decides, the rehearsal goes on', async () => {
@@ -214,7 +227,7 @@ describe('gates: the costly step is paid for only once a person approved the che
     // The still made again: the video stays as it was, made from the first still.
     expect((await cli('reject', 'm.yaml', 'still')).code).toBe(0);
     expect((await run('--redo-rejected', '--only', 'still')).code).toBe(0);
-    expect(chargedItems(t, ws)).toEqual(['spin', 'still', 'still']);
+    expect(await chargedItems(t, ws)).toEqual(['spin', 'still', 'still']);
     const status = JSON.parse((await cli('status', 'm.yaml', '--json')).stdout);
     expect(status.changed).toBe(1);
     const estimate = JSON.parse(
@@ -224,7 +237,7 @@ describe('gates: the costly step is paid for only once a person approved the che
     expect(estimate.remaining.credits.total).toBeGreaterThan(0);
     const redone = await run('--redo-changed');
     expect(redone.code, redone.stdout + redone.stderr).toBe(0);
-    expect(chargedItems(t, ws)).toEqual(['spin', 'spin', 'still', 'still']);
+    expect(await chargedItems(t, ws)).toEqual(['spin', 'spin', 'still', 'still']);
     expect(JSON.parse((await cli('status', 'm.yaml', '--json')).stdout).changed).toBe(0);
   }, 60_000);
 });

@@ -68,6 +68,14 @@ describe("a gated item follows its gates' decisions, whichever process wrote the
     s.gates.settleAll();
     expect(states(s)).toEqual(['done', 'skipped', 'skipped']);
 
+    // A rejection undone (as review or approve records it): the final is let go, the video comes back to wait for it.
+    s.reviews.decide('draft', 1, 'approved', null, 14);
+    s.gates.revive();
+    expect(states(s)).toEqual(['done', 'pending', 'waiting']);
+    s.reviews.decide('draft', 1, 'rejected', 'off-model', 14);
+    s.lifecycle.markSkipped('spin', { code: 'DEPENDENCY_FAILED', message: 'final ended skipped' }, 14);
+    expect(states(s)).toEqual(['done', 'skipped', 'skipped']);
+
     // The draft made again: the final waits for the new version's decision, and the video comes back with it.
     expect(s.items.putBackRejected(['draft'], 15)).toEqual(['draft']);
     s.gates.settleAll();

@@ -70,7 +70,7 @@ function decideTimedOut(store: Store, clock: Pick<RunClock, 'now' | 'scaled'>): 
     const decision = gate.onTimeout === 'approve' ? 'approved' : 'rejected';
     const note = `no decision within its approval timeout: ${gate.onTimeout === 'approve' ? 'approved' : 'skipped what it gates'}`;
     store.tx(() => {
-      if (store.reviews.decideByTimeout(gate.id, gate.version, decision, note, now)) store.gates.settleAll();
+      if (store.reviews.decideByTimeout(gate.id, gate.version, decision, note, now)) store.gates.revive();
     });
   }
 }
