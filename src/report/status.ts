@@ -10,6 +10,7 @@ import {
   type PublicationCounts,
   type RunRow,
   type Store,
+  type WaitingForDecisions,
 } from '../store/index.js';
 
 /** `genbatch status --json`: a stable shape (documented in the README); fields are only ever added. */
@@ -59,12 +60,7 @@ export interface Status {
    * Items waiting for a decision on their gates: how many, what they would cost (each once; `unpriced` have no
    * price the last run knew), and each gate they wait on with its waiting items and their credits.
    */
-  decisions: {
-    items: number;
-    credits: number;
-    unpriced: number;
-    gates: { id: string; waiting: number; credits: number }[];
-  };
+  decisions: WaitingForDecisions;
   /** What the open items of each state wait for (a reason, and a time where it is a matter of time): why a run is quiet. */
   waiting: Waiting[];
   /** Only while a run is under way. */

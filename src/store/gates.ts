@@ -56,7 +56,6 @@ export class Gates {
   private readonly settleGateStmt;
   private readonly waitingStmt;
   private readonly gatesStmt;
-  private readonly ofItemStmt;
   private readonly dependentsStmt;
   private readonly waitingShapesStmt;
   private readonly lastDecidedStmt;
@@ -90,9 +89,6 @@ export class Gates {
        FROM gates g JOIN items i ON i.id = g.item_id JOIN items gi ON gi.id = g.gate_id
        WHERE i.state = 'waiting' AND i.removed = 0 GROUP BY g.gate_id ORDER BY gi.seq`,
     );
-    this.ofItemStmt = db
-      .prepare<[string], string>('SELECT gate_id FROM gates WHERE item_id = ? ORDER BY gate_id')
-      .pluck();
     this.waitingShapesStmt = db.prepare<[], WaitingShape>(
       `SELECT i.id, i.type, i.model, i.spec ->> '$.resolution' AS resolution, i.spec ->> '$.duration' AS duration,
          (SELECT json_group_array(gate_id) FROM gates WHERE item_id = i.id) AS gates
@@ -165,11 +161,6 @@ export class Gates {
   /** The gates items wait on, in manifest order, with how many wait on each. */
   waitedOn(): GateRow[] {
     return this.gatesStmt.all();
-  }
-
-  /** An item's gates. */
-  of(itemId: string): string[] {
-    return this.ofItemStmt.all(itemId);
   }
 
   /**

@@ -45,6 +45,7 @@ export type { RunRow } from './runs.js';
 export type { CounterDelta, CounterName } from './counters.js';
 export type { SteeringAnswer, SteeringMode, SteeringRequest } from './steering.js';
 export { lockHolder } from './lock.js';
+export type { WaitingForDecisions } from './gates.js';
 export { JOB_SECONDS_BUCKETS } from './job-seconds.js';
 
 /** The run's durable state: one SQLite file, one writer process. */
