@@ -6,8 +6,8 @@
 import { locate } from '../manifest/load-valid.js';
 import { Store, type ReviewDecision } from '../store/index.js';
 import { existingStatePathFor } from '../store/state-path.js';
-import { EXIT, ExitError, usageError } from '../util/exit-error.js';
-import { writeReportFiles, type StateChoice } from './state.js';
+import { usageError } from '../util/exit-error.js';
+import { openingState, writeReportFiles, type StateChoice } from './state.js';
 
 /** One decision recorded, and what it moved: the items it sends now, and those it skipped (a rejected gate). */
 export interface Decision {
@@ -54,12 +54,7 @@ export async function decideItems(
     );
   const manifest = await locate(path, cwd);
   const statePath = existingStatePathFor(manifest, choice, cwd);
-  let store: Store;
-  try {
-    store = Store.openForReview(statePath);
-  } catch (error) {
-    throw new ExitError(EXIT.environment, (error as Error).message, undefined, { cause: error });
-  }
+  const store = openingState(() => Store.openForReview(statePath));
   let decided: Omit<Decided, 'results'>;
   try {
     const { chosen, notMade } = chosenItems(store, choice, statePath);

@@ -53,12 +53,7 @@ export async function retryItems(
 ): Promise<Retried> {
   const manifest = await locate(path, cwd);
   const statePath = existingStatePathFor(manifest, choice, cwd);
-  let store: Store;
-  try {
-    store = Store.open(statePath);
-  } catch (error) {
-    throw new ExitError(EXIT.environment, (error as Error).message, undefined, { cause: error });
-  }
+  const store = openingState(() => Store.open(statePath));
   try {
     if (choice.rejected) return { state: statePath, rejected: putBackRejected(store, choice) };
     const unknown = (choice.id ?? []).filter((id) => !store.items.get(id));
@@ -163,6 +158,15 @@ export async function statePathOf(
     name: manifest.name,
     statePath: statePathFor(manifest, choice.state, cwd, Boolean(choice.simulate) && !choice.state),
   };
+}
+
+/** A state opened to be written: one that cannot be (held, damaged, of another program) is the environment's, exit 4. */
+export function openingState(open: () => Store): Store {
+  try {
+    return open();
+  } catch (error) {
+    throw new ExitError(EXIT.environment, (error as Error).message, undefined, { cause: error });
+  }
 }
 
 /** Whether an error is the state file's own (damaged, unreadable, of another program): the environment's. */
