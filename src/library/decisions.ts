@@ -3,20 +3,22 @@
  * item's current version, as review records it, written beside any run (no
  * lock: a running run sends what it unlocked within a second or two).
  */
+import { userInfo } from 'node:os';
 import { locate } from '../manifest/load-valid.js';
-import { Store, type ReviewDecision } from '../store/index.js';
+import { Store, type DecisionEffect, type ReviewDecision } from '../store/index.js';
 import { existingStatePathFor } from '../store/state-path.js';
 import { usageError } from '../util/exit-error.js';
 import { openingState, writeReportFiles, type StateChoice } from './state.js';
 
-/** One decision recorded, and what it moved: the items it sends now, and those it skipped (a rejected gate). */
-export interface Decision {
+/**
+ * One decision recorded, and what it moved: the items it sends now, those it skipped (a rejected gate), those it
+ * took back before they were sent, and those sent before it (never undone), with their credits.
+ */
+export type Decision = Omit<DecisionEffect, 'itemId' | 'decision'> & {
   id: string;
-  version: number;
   decision: ReviewDecision;
-  unlocked: string[];
-  skipped: string[];
-}
+  by: string;
+};
 
 /** What `approve` or `reject` recorded, and what still waits for a decision after it. */
 export interface Decided {
@@ -34,6 +36,19 @@ export interface DecideChoice extends StateChoice {
   ids: readonly string[];
   waiting?: boolean | undefined;
   note?: string | undefined;
+  /** Who decides: else GENBATCH_DECIDER, else the OS user. */
+  by?: string | undefined;
+}
+
+/** Who a decision is recorded as taken by: the name given, else GENBATCH_DECIDER, else the OS user. */
+export function deciderOf(by: string | undefined, env: NodeJS.ProcessEnv): string {
+  const named = by?.trim() || env.GENBATCH_DECIDER?.trim();
+  if (named) return named;
+  try {
+    return userInfo().username || 'unknown';
+  } catch {
+    return 'unknown';
+  }
 }
 
 /**
@@ -57,20 +72,20 @@ export async function decideItems(
   const store = openingState(() => Store.openForReview(statePath));
   let decided: Omit<Decided, 'results'>;
   try {
-    const { chosen, notMade } = chosenItems(store, choice, statePath);
     const now = Date.now();
-    const decisions = store.tx(() =>
-      chosen.map(({ id, version }) => {
-        const before = new Map(store.gates.dependents(id).map((d) => [d.id, d.state]));
-        store.reviews.decide(id, version, decision, choice.note, now);
-        // What it skipped before (a rejection changed to an approval) comes back, with what was skipped after it.
-        store.gates.revive();
-        const after = store.gates.dependents(id);
-        const moved = (state: string) =>
-          after.filter((d) => d.state === state && before.get(d.id) !== state).map((d) => d.id);
-        return { id, version, decision, unlocked: moved('pending'), skipped: moved('skipped') };
-      }),
-    );
+    const by = deciderOf(choice.by, env);
+    // Asked and recorded in one transaction: a refusal leaves nothing of the batch recorded.
+    const { decisions, notMade } = store.tx(() => {
+      const { chosen, notMade } = chosenItems(store, choice, statePath);
+      const decisions = chosen.map(({ id, version }): Decision => {
+        const entry = store.decisions.decide({ itemId: id, version, decision, note: choice.note, by, now });
+        if ('refused' in entry)
+          throw usageError(`${id} cannot be decided now (${entry.refused}). Nothing was recorded.`);
+        const { itemId: _item, decision: _decision, note: _note, at: _at, byTimeout: _timeout, ...effect } = entry;
+        return { id, decision, ...effect };
+      });
+      return { decisions, notMade };
+    });
     decided = { state: statePath, decisions, notMade, waiting: store.gates.waitingItems().length };
   } finally {
     store.close();

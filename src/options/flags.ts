@@ -243,6 +243,11 @@ export const STATE_FLAGS = stateFlags('print as JSON');
 export const REJECT_FLAGS = {
   ...stateFlags('print each decision and what it unlocked or skipped as JSON'),
   note: flag({ flags: '--note <text>', help: 'a note kept with each decision (review shows it)' }),
+  by: flag({
+    flags: '--by <name>',
+    help: 'who decides, as the decision record keeps it',
+    defaultText: 'GENBATCH_DECIDER, else the OS user',
+  }),
 };
 
 /** What `approve` takes. */
@@ -321,6 +326,11 @@ export const SERVER_FLAGS = {
 export const REVIEW_FLAGS = {
   ...stateFlags('print where it serves as JSON (url, port, state, outDir); the keys help goes to stderr'),
   ...SERVER_FLAGS,
+  by: flag({
+    flags: '--by <name>',
+    help: 'who decides in this app, as the decision record keeps it',
+    defaultText: 'GENBATCH_DECIDER, else the OS user',
+  }),
 };
 
 /** What `metrics` takes. */

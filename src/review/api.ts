@@ -43,23 +43,37 @@ export function sliceOf(url: URL): { filter: ReviewFilter; offset: number; limit
   };
 }
 
+/** A card the decision did not take, and why: no such version made, or not the current one (`current` names it). */
+export interface RefusedDecision {
+  itemId: string;
+  version: number;
+  reason: 'unknown' | 'not-made' | 'superseded';
+  current?: number;
+}
+
 /**
- * Applies a decision through the store's guarded write: only a version whose
- * outputs are on disk is decided. Returns the cards as they are now, and the
- * items refused (no such version).
+ * Applies a decision through the store's one decision call: only the current version, made and verified, is
+ * decided, and the record keeps who decided (`by`). Returns the cards as they are now, and the cards refused.
  */
 export function applyDecision(
   store: Store,
   body: DecisionBody,
   now: number,
-): { cards: ReviewCard[]; refused: string[] } {
+  by: string,
+): { cards: ReviewCard[]; refused: RefusedDecision[] } {
   const targets = 'items' in body ? body.items : [{ itemId: body.itemId, version: body.version }];
-  const refused: string[] = [];
+  const refused: RefusedDecision[] = [];
   store.tx(() => {
-    for (const t of targets)
-      if (!store.reviews.decide(t.itemId, t.version, body.decision, body.note, now)) refused.push(t.itemId);
-    // The items these gate follow (by trigger); those skipped for a rejection now undone come back with them.
-    store.gates.revive();
+    for (const t of targets) {
+      const entry = store.decisions.decide({ ...t, decision: body.decision, note: body.note, by, now });
+      if ('refused' in entry)
+        refused.push({
+          itemId: t.itemId,
+          version: t.version,
+          reason: entry.refused,
+          ...(entry.refused === 'superseded' ? { current: entry.current } : {}),
+        });
+    }
   });
   return { cards: store.reviewQueries.cards(targets.map((t) => t.itemId)), refused };
 }

@@ -23,6 +23,8 @@ export interface ReviewServerOptions {
   /** Where the outputs are. */
   outputs: OutputSink;
   title: string;
+  /** Who decides here, as the decision record keeps it ("unknown" unless said). */
+  by?: string;
   /** The manifest's budget (budget.maxCredits), drawn against the credits. */
   budget: number | null;
   /** Loopback unless asked otherwise. */
@@ -95,9 +97,11 @@ export async function startReviewServer(options: ReviewServerOptions): Promise<R
     counting = true;
     countAhead(state, () => closing !== undefined);
   };
+  const { outputs } = options;
+  const parts = { state, assets, live, source, outputs, thumbs, token, shown, results, by: options.by ?? 'unknown' };
   const server = createServer((req, res) => {
     for (const [k, v] of Object.entries(SECURITY_HEADERS)) res.setHeader(k, v);
-    const ctx = { guard: guard!, state, assets, live, source, outputs: options.outputs, thumbs, token, shown, results };
+    const ctx = { ...parts, guard: guard! };
     handle(req, res, ctx).catch((error) => {
       if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' });
       res.end(`error: ${(error as Error).message}`);
@@ -138,6 +142,8 @@ interface Context {
   /** The results files, written again once decisions are made. */
   results: ResultsAfterDecisions;
   token: string;
+  /** Who decides here. */
+  by: string;
   /** A page has shown its first screen. */
   shown: () => void;
 }
@@ -277,7 +283,7 @@ async function handleWrite(req: IncomingMessage, res: ServerResponse, url: URL, 
     json(res, 400, { error: 'expected {itemId, version, decision, note?} or {items: [{itemId, version}], decision}' });
     return;
   }
-  const result = applyDecision(ctx.state.store, parsed.data, Date.now());
+  const result = applyDecision(ctx.state.store, parsed.data, Date.now(), ctx.by);
   ctx.live.poke();
   ctx.results.decided();
   json(res, result.refused.length ? 409 : 200, {

@@ -139,12 +139,17 @@ export class Gates {
   /**
    * After a decision (its gate's dependents moved by the trigger): what was skipped for an input that can be made
    * again now comes back, however far down, each revived item settled on its own gates. Touches only those, not
-   * every gate (a click in review on a catalog of 10,000 gates).
+   * every gate (a click in review on a catalog of 10,000 gates). Returns the items it brought back.
    */
-  revive(): void {
-    this.db.transaction(() => {
+  revive(): string[] {
+    return this.db.transaction(() => {
+      const all: string[] = [];
       for (let revived = this.reviveStmt.all(); revived.length > 0; revived = this.reviveStmt.all())
-        for (const id of revived) this.settle(this.gatesOfStmt.all(id));
+        for (const id of revived) {
+          all.push(id);
+          this.settle(this.gatesOfStmt.all(id));
+        }
+      return all;
     })();
   }
 

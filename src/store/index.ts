@@ -17,6 +17,7 @@ import { Publications } from './publications.js';
 import { WebCopies } from './web-copies.js';
 import { OutputFiles } from './output-files.js';
 import { Gates } from './gates.js';
+import { Decisions } from './decisions.js';
 import { ReviewQueries } from './review-queries.js';
 import { Reviews } from './reviews.js';
 import { Runs } from './runs.js';
@@ -46,6 +47,7 @@ export type { CounterDelta, CounterName } from './counters.js';
 export type { SteeringAnswer, SteeringMode, SteeringRequest } from './steering.js';
 export { lockHolder } from './lock.js';
 export type { WaitingForDecisions } from './gates.js';
+export type { DecisionEffect } from './decisions.js';
 export { JOB_SECONDS_BUCKETS } from './job-seconds.js';
 
 /** The run's durable state: one SQLite file, one writer process. */
@@ -78,6 +80,8 @@ export class Store {
   readonly lifecycle: Lifecycle;
   /** Which items wait on which gates (the manifest's approved), and what waits. */
   readonly gates: Gates;
+  /** A decision and what it brings about, in one call; the decision record. */
+  readonly decisions: Decisions;
   private checkpointTimer: NodeJS.Timeout | undefined;
   /** Prepared once: a job task reads the run's id for each attempt's key. */
   private readonly metaStmt;
@@ -99,6 +103,7 @@ export class Store {
     this.lifecycle = new Lifecycle(db, this.attempts, this.accounting, this.outputFiles);
     this.items = new Items(db, this.lifecycle);
     this.gates = new Gates(db);
+    this.decisions = new Decisions(db, this.reviews, this.gates, this.items);
     this.itemSync = new ItemSyncer(db, this.lifecycle, this.gates);
     this.queue = new ReadyQueue(db);
     this.itemReports = new ItemReports(db);

@@ -44,6 +44,7 @@ export class Lifecycle {
   private readonly begin;
   private readonly uploadFailure;
   private readonly redoRejectedStmt;
+  private readonly sendStmt;
 
   constructor(
     private readonly db: Db,
@@ -66,6 +67,14 @@ export class Lifecycle {
        WHERE id = @id AND state = 'done' AND EXISTS (
          SELECT 1 FROM reviews r JOIN outputs o ON o.item_id = r.item_id AND o.version = r.version AND o.superseded_at IS NULL
          WHERE r.item_id = @id AND r.decision = 'rejected')`,
+    );
+    // The send's guard: a resend goes on (it was sent: what was sent is never undone); a first send leaves queued
+    // only while every gate's current version is approved, asked in the transaction that marks it submitting.
+    this.sendStmt = db.prepare(
+      `UPDATE items SET state = 'submitting', error_code = NULL, error_message = NULL, not_before = 0, updated_at = @now
+       WHERE id = @id AND (state IN ('submitting', 'maybe_accepted') OR (state = 'queued' AND NOT EXISTS (
+         SELECT 1 FROM gates g JOIN items gi ON gi.id = g.gate_id
+         WHERE g.item_id = @id AND (gi.state IS NOT 'done' OR gi.review IS NOT 'approved'))))`,
     );
     this.begin = db.prepare(
       `UPDATE items SET attempt = @n, state = 'queued', error_code = NULL, error_message = NULL, not_before = 0, updated_at = @now WHERE id = @id AND state = 'pending'`,
@@ -151,7 +160,7 @@ export class Lifecycle {
     // An attempt sent with another key is never resent with this one: that key's idempotency may not reach the job.
     const boundTo = this.attempts.keyOf(id, n);
     if (boundTo !== null && boundTo !== keyFp) return false;
-    if (!this.transition(id, ['queued', 'submitting', 'maybe_accepted'], 'submitting', now)) return false;
+    if (this.sendStmt.run({ id, now }).changes !== 1) return false;
     this.accounting.submissionSent(now, keyFp);
     this.attempts.markSent(id, n, now, keyFp);
     return true;

@@ -41,6 +41,7 @@ export class Reviews {
   private readonly countsStmt;
   private readonly rejectedStmt;
   private readonly currentStmt;
+  private readonly noteStmt;
 
   constructor(db: Db) {
     this.decideStmt = db.prepare(
@@ -80,6 +81,9 @@ export class Reviews {
       `SELECT version, count(*) AS outputs, count(sha256) AS verified FROM outputs
        WHERE item_id = ? AND superseded_at IS NULL GROUP BY version ORDER BY version DESC LIMIT 1`,
     );
+    this.noteStmt = db
+      .prepare<[string, number], string | null>('SELECT note FROM reviews WHERE item_id = ? AND version = ?')
+      .pluck();
     this.rejectedStmt = db
       .prepare<[], string>(
         `SELECT r.item_id FROM reviews r ${CURRENT} JOIN items i ON i.id = r.item_id
@@ -121,6 +125,11 @@ export class Reviews {
   /** The manifest's checks reject a version (`reason` says why), unless a decision is there already: true when taken. */
   rejectByCheck(itemId: string, version: number, reason: string, now: number): boolean {
     return this.checkStmt.run({ itemId, version, note: reason, now }).changes === 1;
+  }
+
+  /** The note kept with a version's decision, if it has one. */
+  noteOf(itemId: string, version: number): string | null | undefined {
+    return this.noteStmt.get(itemId, version);
   }
 
   ofItem(itemId: string): ReviewRow[] {

@@ -53,7 +53,17 @@ describe('gates: the costly step is paid for only once a person approved the che
     const approved = await cli('approve', 'm.yaml', 'draft-A', '--json');
     expect(approved.code, approved.stderr).toBe(0);
     expect(JSON.parse(approved.stdout).decisions).toEqual([
-      { id: 'draft-A', version: 1, decision: 'approved', unlocked: ['final-A'], skipped: [] },
+      {
+        id: 'draft-A',
+        version: 1,
+        decision: 'approved',
+        by: expect.any(String),
+        unlocked: ['final-A'],
+        skipped: [],
+        takenBack: [],
+        sentBefore: [],
+        credits: { unlocked: 8, skipped: 0, takenBack: 0, sentBefore: 0 },
+      },
     ]);
     const rejected = await cli('reject', 'm.yaml', 'draft-B', '--note', 'off-model');
     expect(rejected.code, rejected.stderr).toBe(0);

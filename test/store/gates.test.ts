@@ -85,9 +85,32 @@ describe("a gated item follows its gates' decisions, whichever process wrote the
     s.reviews.decide('draft', 2, 'approved', null, 17);
     expect(states(s)).toEqual(['done', 'pending', 'waiting']);
 
-    // What was sent is never undone: the final in flight stays where it is when its gate's decision changes.
+    // Queued is not sent: a rejection takes the final back, and its saved attempt can no longer leave.
     s.lifecycle.startAttempt('final', 1, 'k-final-1', '{}', 18, 'fp');
-    s.reviews.decide('draft', 2, 'rejected', null, 19);
     expect(states(s)).toEqual(['done', 'queued', 'waiting']);
+    s.reviews.decide('draft', 2, 'rejected', null, 19);
+    expect(states(s)).toEqual(['done', 'skipped', 'waiting']);
+    expect(s.lifecycle.recordSent('final', 1, 19, 'fp')).toBe(false);
+    // Cleared, it waits; approved, it goes with a new attempt (the first was never sent).
+    s.reviews.decide('draft', 2, null, null, 20);
+    expect(states(s)).toEqual(['done', 'waiting', 'waiting']);
+    s.reviews.decide('draft', 2, 'approved', null, 21);
+    expect(s.lifecycle.startAttempt('final', 2, 'k-final-2', '{}', 22, 'fp')).toBe(true);
+    // An approval keeps a queued item queued.
+    s.reviews.decide('draft', 2, 'approved', 'still good', 22);
+    expect(states(s)).toEqual(['done', 'queued', 'waiting']);
+
+    // What was sent is never undone: the final on the wire stays where it is when its gate's decision changes.
+    expect(s.lifecycle.recordSent('final', 2, 23, 'fp')).toBe(true);
+    s.reviews.decide('draft', 2, 'rejected', null, 24);
+    expect(states(s)).toEqual(['done', 'submitting', 'waiting']);
+    expect(s.lifecycle.recordSent('final', 2, 25, 'fp')).toBe(true);
+
+    // The send's own guard: an item left queued while its gate is rejected (as no writer of today leaves one) does
+    // not leave; asked in the transaction that would mark it submitting.
+    s.db.prepare("UPDATE items SET state = 'queued' WHERE id = 'final'").run();
+    expect(s.lifecycle.recordSent('final', 2, 26, 'fp')).toBe(false);
+    s.reviews.decide('draft', 2, 'approved', null, 27);
+    expect(s.lifecycle.recordSent('final', 2, 28, 'fp')).toBe(true);
   });
 });

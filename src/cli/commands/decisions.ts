@@ -28,8 +28,16 @@ function decidedText(d: Decided, path: string, rehearsal: string): string {
     const moved = [
       one.unlocked.length ? `${count(one.unlocked.length, 'item')} to send: ${list(one.unlocked)}` : '',
       one.skipped.length ? `${count(one.skipped.length, 'item')} skipped, unpaid: ${list(one.skipped)}` : '',
+      one.takenBack.length
+        ? `${count(one.takenBack.length, 'item')} taken back, unpaid: ${list(one.takenBack)}${credits(one.credits.takenBack)}`
+        : '',
     ].filter(Boolean);
-    return `${one.id} (version ${one.version}) ${one.decision}${moved.length ? `; ${moved.join('; ')}` : ''}`;
+    const late = one.sentBefore.map(
+      (d) => `${d.id} was sent before this decision: ${count(d.credits, 'credit')} spent`,
+    );
+    return [`${one.id} (version ${one.version}) ${one.decision}${moved.length ? `; ${moved.join('; ')}` : ''}`, ...late]
+      .map((line, i) => (i ? `  ${line}` : line))
+      .join('\n');
   });
   if (d.decisions.length === 0) lines.push('no gate is made and undecided: nothing to approve');
   if (d.notMade.length) lines.push(`not made yet, decided once they are: ${list(d.notMade)}`);
@@ -43,4 +51,5 @@ function decidedText(d: Decided, path: string, rehearsal: string): string {
   return lines.join('\n');
 }
 
+const credits = (n: number) => (n ? ` (${count(n, 'credit')} not spent)` : '');
 const list = (ids: readonly string[]) => `${ids.slice(0, 5).join(', ')}${ids.length > 5 ? ', …' : ''}`;

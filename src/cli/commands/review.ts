@@ -1,5 +1,6 @@
 import { startReviewServer, type ReviewServer } from '../../review/server.js';
 import { isStateFileError, statePlace } from '../../library/state.js';
+import { deciderOf } from '../../library/decisions.js';
 import { exposure, listenError, refuseWildcard } from './local-server.js';
 import { openOutputSink } from '../../sink/index.js';
 import { withDefaults, type FlagValues } from '../../options/flag.js';
@@ -31,6 +32,7 @@ export async function reviewCommand(
       statePath,
       outputs: await openOutputSink(outDir, { statePath, env, patience: DEFAULT_PATIENCE }),
       title: name,
+      by: deciderOf(flags.by, env),
       budget,
       host,
       port,
@@ -40,7 +42,7 @@ export async function reviewCommand(
   }
   const banner = [
     ...exposure(host),
-    `reviewing ${name} (state ${statePath}, outputs ${outDir})`,
+    `reviewing ${name} (state ${statePath}, outputs ${outDir}); decisions recorded as ${deciderOf(flags.by, env)}`,
     `open ${server.url}`,
     'keys: arrows move, a approve, r reject, u clear, z undo, n note, Enter zoom, c compare versions, ? help. Ctrl-C stops.',
   ].join('\n');

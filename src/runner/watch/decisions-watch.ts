@@ -69,8 +69,6 @@ function decideTimedOut(store: Store, clock: Pick<RunClock, 'now' | 'scaled'>): 
     if (now - gate.madeAt < clock.scaled(gate.timeoutMs)) continue;
     const decision = gate.onTimeout === 'approve' ? 'approved' : 'rejected';
     const note = `no decision within its approval timeout: ${gate.onTimeout === 'approve' ? 'approved' : 'skipped what it gates'}`;
-    store.tx(() => {
-      if (store.reviews.decideByTimeout(gate.id, gate.version, decision, note, now)) store.gates.revive();
-    });
+    store.decisions.decideByTimeout(gate.id, gate.version, decision, note, now);
   }
 }

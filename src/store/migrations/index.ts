@@ -33,6 +33,7 @@ import { sql as m024 } from './024.js';
 import { sql as m025 } from './025.js';
 import { sql as m026 } from './026.js';
 import { sql as m027 } from './027.js';
+import { sql as m028 } from './028.js';
 
 export const MIGRATIONS: readonly string[] = [
   m001,
@@ -62,6 +63,7 @@ export const MIGRATIONS: readonly string[] = [
   m025,
   m026,
   m027,
+  m028,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
