@@ -43,7 +43,7 @@ const HELP_AFTER = `
 Examples:
   genbatch validate catalog.yaml --online
   genbatch estimate catalog.yaml
-  genbatch run catalog.yaml --simulate      a rehearsal on the embedded simulator (no key, no credits): outputs go to <out dir>.simulated
+  genbatch run catalog.yaml --simulate      a rehearsal on the embedded simulator (no key, no credits): outputs go to <out dir>.rehearsal
   genbatch run catalog.yaml                 run, or resume after a stop or a crash: nothing is paid twice
   genbatch status catalog.yaml
   genbatch retry --code GENERATION_FAILED catalog.yaml
@@ -132,6 +132,14 @@ function command(program: Command, name: string, description: string, flags: Rec
   return withFooter(addFlags(program.command(name).argument('<manifest>').description(description), flags));
 }
 
+/**
+ * A state command's flags with the environment's service: without --state or --simulate, a trial's state is the
+ * one meant when GENBATCH_BASE_URL is the simulator it ran against.
+ */
+function inEnv<T extends object>(options: T, ctx: CommandContext): T & { baseUrl: string | undefined } {
+  return { ...options, baseUrl: ctx.env.GENBATCH_BASE_URL };
+}
+
 /** Every command's --help ends with the environment it reads and what its exit code means. */
 const withFooter = (cmd: Command): Command => cmd.addHelpText('after', helpFooter());
 
@@ -177,7 +185,9 @@ function addRun(program: Command, ctx: CommandContext): void {
 function addStateCommands(program: Command, ctx: CommandContext): void {
   command(program, 'status', 'progress, credits and failures, from the state file alone', STATE_FLAGS).action(
     async (manifest: string, options) =>
-      ctx.print(await (await stateCommands()).statusCommand(manifest, options, ctx.io.cwd, ctx.io.stdout, ctx.env)),
+      ctx.print(
+        await (await stateCommands()).statusCommand(manifest, inEnv(options, ctx), ctx.io.cwd, ctx.io.stdout, ctx.env),
+      ),
   );
 
   for (const [name, description] of [
@@ -190,7 +200,7 @@ function addStateCommands(program: Command, ctx: CommandContext): void {
   ] as const) {
     command(program, name, description, STATE_FLAGS).action(async (manifest: string, options) => {
       const { steeringCommand } = await import('./commands/steering-commands.js');
-      ctx.print(await steeringCommand(name, manifest, options, ctx.io.cwd));
+      ctx.print(await steeringCommand(name, manifest, inEnv(options, ctx), ctx.io.cwd));
     });
   }
   command(
@@ -199,7 +209,7 @@ function addStateCommands(program: Command, ctx: CommandContext): void {
     'write results.jsonl and results.csv (one row per item), and with --html the index.html gallery, into the output dir, from the state file alone',
     REPORT_FLAGS,
   ).action(async (manifest: string, options) =>
-    ctx.print(await (await stateCommands()).reportCommand(manifest, options, ctx.io.cwd, ctx.env)),
+    ctx.print(await (await stateCommands()).reportCommand(manifest, inEnv(options, ctx), ctx.io.cwd, ctx.env)),
   );
 
   for (const [name, decision, flags, description] of [
@@ -220,13 +230,23 @@ function addStateCommands(program: Command, ctx: CommandContext): void {
       .argument('[ids...]')
       .action(async (manifest: string, ids: string[], options) => {
         const { decideCommand } = await import('./commands/decisions.js');
-        ctx.print(await decideCommand(manifest, ids, decision, options, ctx.io.cwd, ctx.env));
+        ctx.print(await decideCommand(manifest, ids, decision, inEnv(options, ctx), ctx.io.cwd, ctx.env));
       });
   }
 
+  command(
+    program,
+    'decisions',
+    'the decision record, newest first: who decided what, when, and what it unlocked, skipped or took back',
+    STATE_FLAGS,
+  ).action(async (manifest: string, options) => {
+    const { recordCommand } = await import('./commands/decisions.js');
+    ctx.print(await recordCommand(manifest, inEnv(options, ctx), ctx.io.cwd));
+  });
+
   command(program, 'retry', 'put failed items back with new attempts', RETRY_FLAGS).action(
     async (manifest: string, options) =>
-      ctx.print(await (await stateCommands()).retryCommand(manifest, options, ctx.io.cwd)),
+      ctx.print(await (await stateCommands()).retryCommand(manifest, inEnv(options, ctx), ctx.io.cwd)),
   );
 }
 
@@ -259,7 +279,7 @@ function addReview(program: Command, ctx: CommandContext): void {
     REVIEW_FLAGS,
   ).action(async (manifest: string, options) => {
     const { reviewCommand } = await import('./commands/review.js');
-    await serveUntilStopped(ctx, options.json, await reviewCommand(manifest, options, ctx.io.cwd, ctx.env));
+    await serveUntilStopped(ctx, options.json, await reviewCommand(manifest, inEnv(options, ctx), ctx.io.cwd, ctx.env));
   });
 }
 
@@ -285,7 +305,7 @@ function addMetrics(program: Command, ctx: CommandContext): void {
     METRICS_FLAGS,
   ).action(async (manifest: string, options) => {
     const { metricsCommand } = await import('./commands/metrics.js');
-    await serveUntilStopped(ctx, options.json, await metricsCommand(manifest, options, ctx.io.cwd));
+    await serveUntilStopped(ctx, options.json, await metricsCommand(manifest, inEnv(options, ctx), ctx.io.cwd));
   });
 }
 

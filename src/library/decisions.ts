@@ -5,10 +5,11 @@
  */
 import { userInfo } from 'node:os';
 import { locate } from '../manifest/load-valid.js';
-import { Store, type DecisionEffect, type ReviewDecision } from '../store/index.js';
+import { Store, type DecisionEffect, type DecisionEntry, type ReviewDecision } from '../store/index.js';
 import { existingStatePathFor } from '../store/state-path.js';
-import { usageError } from '../util/exit-error.js';
-import { openingState, writeReportFiles, type StateChoice } from './state.js';
+import { EXIT, ExitError, usageError } from '../util/exit-error.js';
+import { openingState, refuseForeignState, writeReportFiles, type StateChoice } from './state.js';
+import { openStateReadOnly } from '../store/state-path.js';
 
 /**
  * One decision recorded, and what it moved: the items it sends now, those it skipped (a rejected gate), those it
@@ -72,6 +73,7 @@ export async function decideItems(
   const store = openingState(() => Store.openForReview(statePath));
   let decided: Omit<Decided, 'results'>;
   try {
+    refuseForeignState(store, manifest, choice, statePath);
     const now = Date.now();
     const by = deciderOf(choice.by, env);
     // Asked and recorded in one transaction: a refusal leaves nothing of the batch recorded.
@@ -87,10 +89,24 @@ export async function decideItems(
       return { decisions, notMade };
     });
     decided = { state: statePath, decisions, notMade, waiting: store.gates.waitingItems().length };
+  } catch (error) {
+    throw unwritable(error, statePath);
   } finally {
     store.close();
   }
   return { ...decided, results: await resultsAgain(path, choice, cwd, env) };
+}
+
+/** A state that takes no write (read-only, locked past the wait, a full disk) is the environment's: exit 4, one line. */
+function unwritable(error: unknown, statePath: string): unknown {
+  const code = (error as { code?: unknown }).code;
+  if (typeof code !== 'string' || !code.startsWith('SQLITE_')) return error;
+  return new ExitError(
+    EXIT.environment,
+    `cannot record a decision in ${statePath}: ${(error as Error).message} (${code}). Nothing was recorded; fix it and decide again.`,
+    undefined,
+    { cause: error },
+  );
 }
 
 /** The results files carry a decision at once: written again from the state (no network). */
@@ -145,4 +161,20 @@ function chosenItems(
   ].filter(Boolean);
   if (problems.length) throw usageError(`${problems.join('; ')}. Nothing was recorded.`);
   return { chosen, notMade };
+}
+
+/** The decision record of a manifest's state, newest first: who decided what, when, and what it moved. */
+export async function decisionRecord(
+  path: string,
+  choice: StateChoice,
+  cwd: string,
+): Promise<{ state: string; decisions: DecisionEntry[] }> {
+  const manifest = await locate(path, cwd);
+  const statePath = existingStatePathFor(manifest, choice, cwd);
+  const store = openStateReadOnly(statePath);
+  try {
+    return { state: statePath, decisions: store.decisions.list() };
+  } finally {
+    store.close();
+  }
 }

@@ -98,7 +98,7 @@ function runSoFar(m: LoadedManifest, options: EstimateFlags, cwd: string, simula
   // goes on with its state, and --state names one).
   if (options.simulate && !options.state && !options.redoRejected) return undefined;
   // Against a simulator, the state of the runs made against it (kept apart from a real run's).
-  const path = statePathFor(m, options.state, cwd, simulated && !options.state);
+  const path = statePathFor(m, options.state, cwd, options.simulate ? 'rehearsal' : simulated ? 'trial' : 'real');
   if (!existsSync(path)) {
     if (options.redoRejected)
       throw new ExitError(

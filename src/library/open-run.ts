@@ -32,7 +32,10 @@ export interface RunStart {
     readonly refused: readonly { readonly fingerprint: string; readonly code: string; readonly message: string }[];
   };
   /** What this run found and did before its first submission (see PreparedRun for each). */
-  readonly found: Pick<PreparedRun, 'madeBy' | 'restored' | 'redoneRejected' | 'rehearsalStartedOver'>;
+  readonly found: Pick<
+    PreparedRun,
+    'madeBy' | 'restored' | 'redoneRejected' | 'rehearsalStartedOver' | 'rehearsalGoesOnWith'
+  >;
   /** The service says it is a simulator (or it is a rehearsal's): the state and outputs are kept apart from a real run's. */
   readonly simulated: boolean;
   /** Outputs go to a bucket. */
@@ -246,6 +249,7 @@ function startOf(prepared: PreparedRun): RunStart {
       restored: prepared.restored,
       redoneRejected: prepared.redoneRejected,
       rehearsalStartedOver: prepared.rehearsalStartedOver,
+      rehearsalGoesOnWith: prepared.rehearsalGoesOnWith,
     },
     simulated: prepared.simulated,
     publishing: prepared.outputs.publishing !== undefined,

@@ -20,7 +20,11 @@ export async function reconcileState(
   cwd: string,
 ): Promise<{ state: string; report: ReconcileReport }> {
   const manifest = await locate(path, cwd);
-  const statePath = existingStatePathFor(manifest, options, cwd);
+  const statePath = existingStatePathFor(
+    manifest,
+    { ...options, baseUrl: options.baseUrl ?? env.GENBATCH_BASE_URL },
+    cwd,
+  );
   const store = openStateReadOnly(statePath);
   let known: { attempts: AttemptForReconcile[]; items: ItemEcho[] };
   let firstSession: number | undefined;

@@ -9,14 +9,23 @@ import { DEFAULT_PATIENCE } from '../options/flags.js';
 import { collectStatus, type Status } from '../report/status.js';
 import { openOutputSink } from '../sink/index.js';
 import { StateFileError, Store } from '../store/index.js';
-import { existingStatePathFor, lookForState, openStateReadOnly, statePathFor } from '../store/state-path.js';
+import {
+  existingStatePathFor,
+  kindMeant,
+  lookForState,
+  openStateReadOnly,
+  statePathFor,
+  type StateFlags,
+} from '../store/state-path.js';
 import { EXIT, ExitError } from '../util/exit-error.js';
+import { IN_PROCESS, madeAgainst } from '../store/made-against.js';
 
-/** Which state a command looks at: `run`'s, a rehearsal's (`simulate`), or the one `--state` names. */
-export interface StateChoice {
-  state?: string | undefined;
-  simulate?: boolean | undefined;
-}
+/**
+ * Which state a command looks at: the one `--state` names, a rehearsal's (`simulate`), else the one `run` takes in
+ * the same environment: a trial's (`.simulated`) when `baseUrl`, the environment's service, is the simulator it ran
+ * against (asked of the state, not the network).
+ */
+export type StateChoice = StateFlags;
 
 /** A manifest's status; with no state yet, all zero, and where else a state is (a rehearsal's, a real run's). */
 export async function stateStatus(
@@ -156,7 +165,7 @@ export async function statePathOf(
   const manifest = await locate(path, cwd);
   return {
     name: manifest.name,
-    statePath: statePathFor(manifest, choice.state, cwd, Boolean(choice.simulate) && !choice.state),
+    statePath: statePathFor(manifest, choice.state, cwd, kindMeant(manifest, choice, cwd)),
   };
 }
 
@@ -172,4 +181,35 @@ export function openingState(open: () => Store): Store {
 /** Whether an error is the state file's own (damaged, unreadable, of another program): the environment's. */
 export function isStateFileError(error: unknown): boolean {
   return error instanceof StateFileError;
+}
+
+/**
+ * A state that a decision may not be written into, refused (exit 2, nothing recorded): one made from another
+ * manifest, or of the other kind than asked (a rehearsal's named without --simulate, or --simulate naming a real
+ * run's or a trial's).
+ */
+export function refuseForeignState(
+  store: Store,
+  manifest: { name: string },
+  choice: StateChoice,
+  statePath: string,
+): void {
+  const name = store.meta('manifest_name');
+  if (name !== undefined && name !== manifest.name)
+    throw new ExitError(
+      EXIT.usage,
+      `${statePath} is the state of the manifest named ${JSON.stringify(name)}, not of ${JSON.stringify(manifest.name)}: give that manifest, or this manifest's own state. Nothing was recorded.`,
+    );
+  const made = madeAgainst(store);
+  const rehearsal = store.meta('rehearsal') === '1' || made?.service === IN_PROCESS;
+  if (choice.simulate && !rehearsal)
+    throw new ExitError(
+      EXIT.usage,
+      `${statePath} is ${made?.simulator ? "a trial's state (a run against a simulator)" : "a real run's state"}, and --simulate names a rehearsal's: leave out --simulate to decide on it. Nothing was recorded.`,
+    );
+  if (!choice.simulate && rehearsal)
+    throw new ExitError(
+      EXIT.usage,
+      `${statePath} is a rehearsal's state: add --simulate to decide on it. Nothing was recorded.`,
+    );
 }

@@ -7,7 +7,7 @@ import { Store, type SteeringAnswer, type SteeringMode } from '../store/index.js
 import { EXIT, ExitError } from '../util/exit-error.js';
 import { localDateTime, num } from '../util/words.js';
 import { existsSync } from 'node:fs';
-import { existingStatePathFor, statePathFor } from '../store/state-path.js';
+import { existingStatePathFor, kindMeant, statePathFor } from '../store/state-path.js';
 import { locate } from '../manifest/load-valid.js';
 import type { StateChoice } from './state.js';
 
@@ -47,11 +47,11 @@ export async function steer(
   cwd: string,
 ): Promise<ControlResult> {
   const manifest = await locate(path, cwd);
-  const rehearsal = Boolean(flags.simulate) && !flags.state;
-  const own = statePathFor(manifest, flags.state, cwd, rehearsal);
-  // Nothing ran yet, here or as the other kind of run (whose state the refusal below points to), and no path given.
+  const own = statePathFor(manifest, flags.state, cwd, kindMeant(manifest, flags, cwd));
+  // Nothing ran yet, here or as another kind of run (whose state the refusal below points to), and no path given.
   const nothingRan =
-    !flags.state && !existsSync(own) && !existsSync(statePathFor(manifest, undefined, cwd, !rehearsal));
+    !flags.state &&
+    (['real', 'trial', 'rehearsal'] as const).every((k) => !existsSync(statePathFor(manifest, undefined, cwd, k)));
   if (nothingRan) {
     const early = beforeAnyRun(command, own, flags, path);
     if (early) return { command, state: own, run: null, ...early };

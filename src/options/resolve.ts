@@ -34,9 +34,9 @@ export interface ResolvedRunOptions {
   readonly clock: RunClock;
   /** --base-url, else GENBATCH_BASE_URL (read where the connection is made). */
   readonly baseUrl: string | undefined;
-  /** --state, else the manifest's own (a rehearsal's `.simulated` one). */
+  /** --state, else the manifest's own (a rehearsal's `.rehearsal` one, a trial's `.simulated`). */
   readonly statePath: string | undefined;
-  /** --out, else the manifest's output dir (a rehearsal's gets `.simulated`). */
+  /** --out, else the manifest's output dir (a rehearsal's gets `.rehearsal`, a trial's `.simulated`). */
   readonly out: string | undefined;
   /** Outputs going to a bucket: keep each local file once it is published. */
   readonly keepLocal: boolean;

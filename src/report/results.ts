@@ -27,6 +27,9 @@ export interface ResultRow {
   errorMessage: string | null;
   /** Why it is not done where that is not a failure: what a waiting item waits for, why a skipped one was skipped. */
   reason?: string | null;
+  /** Who took the current version's decision, and when (ISO 8601); null while it has none. */
+  decidedBy?: string | null;
+  decidedAt?: string | null;
   /** The manifest row's columns and matrix values the item was made from. */
   values: Record<string, string>;
   /** The item's tags (every row the report writes has them; a row made by hand may leave them out). */
@@ -50,6 +53,8 @@ export interface ReviewNote {
   note: string | null;
   /** When it was decided (ms since the epoch). */
   at: number;
+  /** Who decided: a person's name, "timeout", "checks", or "unknown" (decided before the record kept names). */
+  by: string;
   /** Taken by the manifest's checks (the reason is the note), not by a person. */
   byCheck?: true;
   /** Taken by a gate's approval timeout (the manifest's approval), not by a person. */
@@ -98,7 +103,14 @@ type FileFact = [
 /** A web copy of an output, as the results list it: what the state recorded of it when it was written. */
 export type WebCopyFact = Pick<WebCopyRow, 'path' | 'format' | 'width' | 'height' | 'bytes' | 'sha256'>;
 
-type ReviewFact = [version: number, decision: ReviewDecision, note: string | null, at: number, by: string];
+type ReviewFact = [
+  version: number,
+  decision: ReviewDecision,
+  note: string | null,
+  at: number,
+  kind: string,
+  by: string | null,
+];
 
 function versionsOf(files: readonly FileFact[], reviews: ReadonlyMap<number, ReviewNote>): OutputVersion[] {
   const versions: OutputVersion[] = [];
@@ -116,14 +128,15 @@ function versionsOf(files: readonly FileFact[], reviews: ReadonlyMap<number, Rev
 function reviewsOf(json: string): Map<number, ReviewNote> {
   const facts = JSON.parse(json) as ReviewFact[];
   return new Map(
-    facts.map(([version, decision, note, at, by]) => [
+    facts.map(([version, decision, note, at, kind, by]) => [
       version,
       {
         version,
         decision,
         note,
         at,
-        ...(by === 'check' ? { byCheck: true as const } : by === 'timeout' ? { byTimeout: true as const } : {}),
+        by: kind === 'check' ? 'checks' : kind === 'timeout' ? 'timeout' : (by ?? 'unknown'),
+        ...(kind === 'check' ? { byCheck: true as const } : kind === 'timeout' ? { byTimeout: true as const } : {}),
       },
     ]),
   );
@@ -141,6 +154,7 @@ function resultRow(item: ItemFacts): ResultRow {
   const files = all.filter((f) => f[5] === 1);
   const version = files[0]?.[3] ?? null;
   const reviews = reviewsOf(item.reviews);
+  const current = (version !== null && reviews.get(version)) || null;
   return {
     id: item.id,
     state: item.state,
@@ -170,7 +184,9 @@ function resultRow(item: ItemFacts): ResultRow {
     })),
     version,
     versions: versionsOf(all, reviews),
-    review: (version !== null && reviews.get(version)) || null,
+    review: current,
+    decidedBy: current?.by ?? null,
+    decidedAt: current ? new Date(current.at).toISOString() : null,
     jobIds: JSON.parse(item.job_ids) as string[],
     creditsCharged: item.charged,
     creditsRefunded: item.refunded,
@@ -268,7 +284,7 @@ function csvRecord(r: ResultRow, valueNames: readonly string[]): unknown[] {
       .flatMap((v) => v.files)
       .join(' '),
     r.review?.decision ?? '',
-    r.review?.note ?? '',
+    plain(r.review?.note ?? ''),
     r.files
       .map((f) => f.url ?? '')
       .join(' ')
@@ -276,9 +292,14 @@ function csvRecord(r: ResultRow, valueNames: readonly string[]): unknown[] {
     r.files.flatMap((f) => (f.derivatives ?? []).map((d) => d.path)).join(' '),
     ...valueNames.map((k) => r.values[k] ?? ''),
     // Added after the row values: a column is only ever added at the end.
-    r.reason ?? '',
+    plain(r.reason ?? ''),
+    plain(r.decidedBy ?? ''),
+    r.decidedAt ?? '',
   ];
 }
+
+/** A person's text in one cell: control bytes (a terminal's escapes, line breaks) become spaces. */
+const plain = (text: string) => text.replace(/[\u0000-\u001f\u007f-\u009f]/g, ' ');
 
 /**
  * A text cell a spreadsheet would take for a formula (CSV injection,
@@ -293,13 +314,16 @@ export function spreadsheetSafe(text: string): string {
   return text;
 }
 
+/** The columns after the row values (added since): a value column of the same name gets the prefix too. */
+const AFTER_VALUES = ['reason', 'decided_by', 'decided_at'];
+
 /** Every string cell made safe to open in a spreadsheet; numbers are written as they are. */
 const SAFE = { cast: { string: spreadsheetSafe } };
 
 /** The CSV's header: our columns, then the rows' own (sku, title…); one named like ours gets a var_ prefix. */
 export function csvHeader(valueNames: readonly string[]): string {
-  const values = valueNames.map((k) => (CSV_COLUMNS.includes(k) || k === 'reason' ? `var_${k}` : k));
-  return stringify([[...CSV_COLUMNS, ...values, 'reason']], SAFE);
+  const values = valueNames.map((k) => (CSV_COLUMNS.includes(k) || AFTER_VALUES.includes(k) ? `var_${k}` : k));
+  return stringify([[...CSV_COLUMNS, ...values, 'reason', 'decided_by', 'decided_at']], SAFE);
 }
 
 export function csvLines(rows: readonly ResultRow[], valueNames: readonly string[]): string {

@@ -61,11 +61,11 @@ export function simulatedService(options: ResolvedRunOptions, pool: Promise<Pool
 export function startRehearsalOver(statePath: string, defaultPath: boolean, onlyInProcess = false): boolean {
   if (!existsSync(statePath)) return false;
   if (onlyInProcess && !isInProcessRehearsal(statePath)) return false;
-  // .genbatch/<name>.simulated.sqlite is only ever a rehearsal's; a path given by --state must say it is one.
+  // .genbatch/<name>.rehearsal.sqlite is only ever a rehearsal's; a path given by --state must say it is one.
   if (!onlyInProcess && !defaultPath && !isRehearsalState(statePath)) {
     throw new ExitError(
       EXIT.usage,
-      `${statePath} is the state of a real run; a rehearsal (--simulate) never touches it. Leave out --state, or give a path of its own.`,
+      `${statePath} is the state of a real run or a trial; a rehearsal (--simulate) never touches it. Leave out --state, or give a path of its own.`,
     );
   }
   for (const suffix of ['', '-wal', '-shm']) rmSync(`${statePath}${suffix}`, { force: true });
@@ -77,15 +77,30 @@ export function startRehearsalOver(statePath: string, defaultPath: boolean, only
 export function keepFinishedRehearsal(statePath: string): void {
   if (!existsSync(statePath))
     throw new ExitError(EXIT.usage, `no rehearsal has run yet (${statePath}): nothing was reviewed to redo.`);
+  const { open } = openOf(statePath);
+  if (open > 0)
+    throw new ExitError(
+      EXIT.usage,
+      `the rehearsal has ${open} unfinished item${open === 1 ? '' : 's'}: a rehearsal is redone only once it ran to the end (run it again with --simulate first).`,
+    );
+}
+
+/**
+ * Whether a rehearsal goes on with its state rather than start over: it ran to the end, and decisions made on it
+ * since (approve, review) let items go, which nothing has sent yet. Its next step, typed as printed, carries them out.
+ */
+export function rehearsalGoesOn(statePath: string): boolean {
+  if (!existsSync(statePath) || !isInProcessRehearsal(statePath)) return false;
+  const { open, unlocked } = openOf(statePath);
+  return unlocked > 0 && open === unlocked;
+}
+
+/** The rehearsal's open items, and of them those a decision let go (pending, gated) that nothing has sent. */
+function openOf(statePath: string): { open: number; unlocked: number } {
   const store = openStateReadOnly(statePath);
   try {
     const counts = store.itemReports.counts();
-    const open = OPEN_STATES.reduce((n, state) => n + counts[state], 0);
-    if (open > 0)
-      throw new ExitError(
-        EXIT.usage,
-        `the rehearsal has ${open} unfinished item${open === 1 ? '' : 's'}: a rehearsal is redone only once it ran to the end (run it again with --simulate first).`,
-      );
+    return { open: OPEN_STATES.reduce((n, state) => n + counts[state], 0), unlocked: store.gates.unlocked() };
   } finally {
     store.close();
   }
@@ -109,9 +124,12 @@ function isRehearsalState(statePath: string): boolean {
   }
 }
 
-/** A rehearsal's place beside the real one: `out.simulated`, or a bucket's `PREFIX.simulated` (`simulated` at its root). */
+/**
+ * A rehearsal's or a trial's place beside the real one: `out.rehearsal` or `out.simulated`, or a bucket's
+ * `PREFIX.rehearsal` (`rehearsal` at its root).
+ */
 export function rehearsalPlace(location: string, suffix: string): string {
   const bucket = suffix ? bucketLocationOf(location) : undefined;
-  if (bucket && !bucket.prefix) return `${location}/simulated`;
+  if (bucket && !bucket.prefix) return `${location}/${suffix.slice(1)}`;
   return `${location}${suffix}`;
 }

@@ -19,7 +19,7 @@ import {
 import { checkValid, issueReport, loadValid, locate } from '../manifest/load-valid.js';
 import { checkAgainstService, shapeProblems } from '../manifest/online.js';
 import { Store } from '../store/index.js';
-import { statePathFor } from '../store/state-path.js';
+import { PLACE_SUFFIX, statePathFor, type StateKind } from '../store/state-path.js';
 import { openOutputSink } from '../sink/index.js';
 import { EXIT, ExitError, usageError } from '../util/exit-error.js';
 import type { RunOpened } from './shared.js';
@@ -30,6 +30,7 @@ import { rescaledPool, serviceTimeScale, setUpPool, type PoolSetup } from '../ap
 import { IN_PROCESS, recordMadeAgainst, serviceName } from '../store/made-against.js';
 import {
   keepFinishedRehearsal,
+  rehearsalGoesOn,
   refuseOtherService,
   rehearsalPlace,
   simulatedService,
@@ -81,6 +82,8 @@ export interface PreparedRun extends OpenedService, RunOpened {
   simulated: boolean;
   /** An in-process rehearsal's state that this run against a simulator started over (its jobs went with that process). */
   rehearsalStartedOver: string | undefined;
+  /** A rehearsal that goes on with its state, not over: to carry out the decisions made on it. */
+  rehearsalGoesOnWith?: 'decisions' | undefined;
 }
 
 /**
@@ -110,8 +113,8 @@ export async function prepareRun(
   const prepared = await prepareManifest(options, simulated);
   const opened = await openService(options, keys, prepared, waitForService, closing);
   const { manifest, statePath, checked, plan } = prepared;
-  // A rehearsal, or a run against a simulator, never writes where a real run's outputs are.
-  const suffix = prepared.simulated ? '.simulated' : '';
+  // A rehearsal, or a run against a simulator, never writes where a real run's outputs are, nor each where the other's are.
+  const suffix = PLACE_SUFFIX[kindOf(options, prepared.simulated)];
   const outDir = rehearsalPlace(outPlaceOf(options, manifest), suffix);
   // A rehearsal starts over each time: an earlier rehearsal's outputs in its folder are replaced.
   const outputs = await openOutputSink(outDir, sinkSettingsOf(options, statePath));
@@ -125,6 +128,7 @@ export async function prepareRun(
     madeBy: recorded && recorded !== manifest.source.absPath && existsSync(recorded) ? recorded : undefined,
     simulated: prepared.simulated,
     rehearsalStartedOver: prepared.rehearsalStartedOver,
+    rehearsalGoesOnWith: prepared.rehearsalGoesOnWith,
     ...opened,
     manifest,
     statePath,
@@ -187,9 +191,10 @@ async function restoreState(
   if (!top || !bucketLocationOf(outPlaceOf(options, top))) return undefined;
   // A run against a simulator restores its own places' state, never a real run's.
   const apart = await simulated;
-  const statePath = statePathFor(top, options.statePath, options.cwd, apart && !options.statePath);
+  const kind = apart ? 'trial' : 'real';
+  const statePath = statePathFor(top, options.statePath, options.cwd, kind);
   if (existsSync(statePath)) return undefined;
-  const outDir = rehearsalPlace(outPlaceOf(options, top), apart ? '.simulated' : '');
+  const outDir = rehearsalPlace(outPlaceOf(options, top), PLACE_SUFFIX[kind]);
   const sink = await openOutputSink(outDir, sinkSettingsOf(options, statePath));
   // A bucket that cannot be written is said by the run's own write check, as for any run (exit 4, nothing sent).
   if (!sink.snapshots || (await sink.probe())) return undefined;
@@ -203,6 +208,12 @@ async function restoreState(
   );
 }
 
+/** Whose places a run takes: a rehearsal's (--simulate), a trial's (its service says it is a simulator), or a real run's. */
+function kindOf(options: Pick<ResolvedRunOptions, 'simulate'>, simulated: boolean): StateKind {
+  if (options.simulate) return 'rehearsal';
+  return simulated ? 'trial' : 'real';
+}
+
 /** The manifest as the run takes it: checked (not held), or its items read back from the state on a resume. */
 interface PreparedManifest {
   plan: Awaited<ReturnType<typeof planResume>>;
@@ -211,6 +222,8 @@ interface PreparedManifest {
   statePath: string;
   simulated: boolean;
   rehearsalStartedOver: string | undefined;
+  /** A rehearsal that goes on with its state, not over: to carry out the decisions made on it. */
+  rehearsalGoesOnWith?: 'decisions' | undefined;
 }
 
 async function prepareManifest(options: ResolvedRunOptions, simulated: Promise<boolean>): Promise<PreparedManifest> {
@@ -220,7 +233,7 @@ async function prepareManifest(options: ResolvedRunOptions, simulated: Promise<b
   // there is started over before anything reads it (its jobs went with its process): it is never resumed.
   const takeState = async (top: ManifestTop) => {
     const apart = await simulated;
-    const statePath = statePathFor(top, options.statePath, cwd, apart && !options.statePath);
+    const statePath = statePathFor(top, options.statePath, cwd, kindOf(options, apart));
     if (apart && !options.simulate && startRehearsalOver(statePath, !options.statePath, true))
       rehearsalStartedOver = statePath;
     return statePath;
@@ -243,9 +256,12 @@ async function prepareManifest(options: ResolvedRunOptions, simulated: Promise<b
   }
   // A fresh in-process simulator knows none of an earlier run's jobs: a rehearsal starts over, and never on a real run's state.
   // Redoing a finished rehearsal's rejects goes on with its state; anything else of a rehearsal starts over.
+  // A finished rehearsal whose decisions let items go goes on too: its printed next step carries them out.
+  let rehearsalGoesOnWith: PreparedManifest['rehearsalGoesOnWith'];
   if (options.simulate && options.redoRejected) keepFinishedRehearsal(statePath);
+  else if (options.simulate && rehearsalGoesOn(statePath)) rehearsalGoesOnWith = 'decisions';
   else if (options.simulate) startRehearsalOver(statePath, !options.statePath);
-  return { plan, checked, manifest, statePath, simulated: await simulated, rehearsalStartedOver };
+  return { plan, checked, manifest, statePath, simulated: await simulated, rehearsalStartedOver, rehearsalGoesOnWith };
 }
 
 /**
@@ -255,7 +271,7 @@ async function prepareManifest(options: ResolvedRunOptions, simulated: Promise<b
 function stateToPlan(top: ManifestTop, options: ResolvedRunOptions, cwd: string): string | undefined {
   if (options.statePath) return statePathFor(top, options.statePath, cwd);
   const real = statePathFor(top, undefined, cwd);
-  const apart = statePathFor(top, undefined, cwd, true);
+  const apart = statePathFor(top, undefined, cwd, 'trial');
   return existsSync(real) || !existsSync(apart) ? real : apart;
 }
 

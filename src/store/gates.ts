@@ -62,6 +62,7 @@ export class Gates {
   private readonly anyStmt;
   private readonly timeoutsStmt;
   private readonly decidedSinceStmt;
+  private readonly unlockedStmt;
 
   constructor(private readonly db: Db) {
     this.clearStmt = db.prepare('DELETE FROM gates');
@@ -107,6 +108,11 @@ export class Gates {
       `SELECT r.item_id, r.version, r.decision, r.decided_at FROM reviews r
        WHERE r.decided_at > ? AND EXISTS (SELECT 1 FROM gates g WHERE g.gate_id = r.item_id) ORDER BY r.decided_at`,
     );
+    this.unlockedStmt = db
+      .prepare<[], number>(
+        "SELECT count(*) FROM items i WHERE i.state = 'pending' AND i.removed = 0 AND EXISTS (SELECT 1 FROM gates g WHERE g.item_id = i.id)",
+      )
+      .pluck();
     this.dependentsStmt = db.prepare<[string], { id: string; state: string }>(
       'SELECT i.id, i.state FROM gates g JOIN items i ON i.id = g.item_id WHERE g.gate_id = ? AND i.removed = 0 ORDER BY i.seq',
     );
@@ -222,6 +228,11 @@ export class Gates {
   /** Decisions on gates recorded after `since`, oldest first. */
   decidedSince(since: number): Pick<ReviewRow, 'item_id' | 'version' | 'decision' | 'decided_at'>[] {
     return this.decidedSinceStmt.all(since);
+  }
+
+  /** Gated items let go by their gates' approval and not yet sent (pending). */
+  unlocked(): number {
+    return this.unlockedStmt.get()!;
   }
 
   /** The items this gate gates, with their states. */

@@ -47,7 +47,7 @@ export type { CounterDelta, CounterName } from './counters.js';
 export type { SteeringAnswer, SteeringMode, SteeringRequest } from './steering.js';
 export { lockHolder } from './lock.js';
 export type { WaitingForDecisions } from './gates.js';
-export type { DecisionEffect } from './decisions.js';
+export type { DecisionEffect, DecisionEntry } from './decisions.js';
 export { JOB_SECONDS_BUCKETS } from './job-seconds.js';
 
 /** The run's durable state: one SQLite file, one writer process. */

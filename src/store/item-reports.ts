@@ -49,7 +49,8 @@ export class ItemReports {
          (SELECT json_group_array(json_array(path, bytes, sha256, version, job_id, superseded_at IS NULL, published_to,
             json((SELECT json_group_array(json_array(d.path, d.format, d.width, d.height, d.bytes, d.sha256)) FROM derivatives d WHERE d.job_id = o.job_id AND d.idx = o.idx))))
           FROM (SELECT path, bytes, sha256, version, job_id, idx, superseded_at, published_to FROM outputs WHERE item_id = i.id AND path IS NOT NULL AND sha256 IS NOT NULL ORDER BY version, idx) o) AS files,
-         (SELECT json_group_array(json_array(version, decision, note, decided_at, by)) FROM reviews WHERE item_id = i.id) AS reviews,
+         (SELECT json_group_array(json_array(version, decision, note, decided_at, by, (SELECT d.by FROM decisions d
+            WHERE d.item_id = r.item_id AND d.version = r.version ORDER BY d.seq DESC LIMIT 1))) FROM reviews r WHERE r.item_id = i.id) AS reviews,
          CASE WHEN i.state = 'waiting' THEN (SELECT json_group_array(gate_id) FROM gates WHERE item_id = i.id) END AS gates_json
        FROM items i WHERE (i.seq, i.rowid) > (?, ?) ORDER BY i.seq, i.rowid LIMIT ?`,
     );

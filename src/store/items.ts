@@ -51,7 +51,7 @@ export type ItemFacts = Pick<ItemRow, 'id' | 'state' | 'type' | 'model' | 'error
   refunded: number;
   /** [[path, bytes, sha256, version, jobId, current (1|0)], …] of its verified outputs, every version's, oldest first. */
   files: string;
-  /** [[version, decision, note, decidedAt], …] of its review decisions. */
+  /** [[version, decision, note, decidedAt, kind, decidedBy], …] of its review decisions (decidedBy from the record). */
   reviews: string;
   /** While it waits for a decision: [gateId, …] of its gates. */
   gates_json: string | null;

@@ -37,7 +37,7 @@ describe('results.csv in a spreadsheet', () => {
     };
     const names = Object.keys(values);
     const [header] = parse(csvHeader(names), { relax_column_count: true }) as string[][];
-    expect(header!.slice(-2)).toEqual(["'=head", 'reason']);
+    expect(header!.slice(-4)).toEqual(["'=head", 'reason', 'decided_by', 'decided_at']);
     const [cells] = parse(csvLines([row(values, `${formula}, product photo`)], names)) as string[][];
     const byName = Object.fromEntries(header!.map((h, i) => [h, cells![i]]));
     expect(byName).toMatchObject({

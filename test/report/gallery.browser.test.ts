@@ -173,7 +173,7 @@ describe('the gallery, opened in headless Chromium from the file system', () => 
     const dir = resolve('test-artifacts/demo');
     rmSync(dir, { recursive: true, force: true });
     // A rehearsal writes beside the dir it is given, never into it.
-    const out = join(dir, 'out.simulated');
+    const out = join(dir, 'out.rehearsal');
     const demo = await runCli([
       'run',
       'manifests/demo.yaml',

@@ -75,10 +75,10 @@ describe('genbatch review on a rehearsal', () => {
     const env = cleanEnv();
     const rehearse = () => runCliInProcess(['run', 'm.yaml', '--simulate', '--time-scale', '600'], env, dir);
     expect((await rehearse()).code).toBe(0);
-    const statePath = join(dir, '.genbatch', 'm.simulated.sqlite');
+    const statePath = join(dir, '.genbatch', 'm.rehearsal.sqlite');
     const server = await startTestReview({
       statePath,
-      outputs: new FolderSink(join(dir, 'out', 'm.simulated')),
+      outputs: new FolderSink(join(dir, 'out', 'm.rehearsal')),
       title: 'm',
       budget: null,
     });

@@ -33,9 +33,9 @@ describe('a rehearsal never touches a real run', () => {
     const rehearsal = await runCliInProcess(['run', 'm.yaml', '--simulate', '--time-scale', '600'], ws.env, ws.dir);
     expect(rehearsal.code, rehearsal.stdout + rehearsal.stderr).toBe(0);
     expect(rehearsal.stderr).toMatch(
-      /rehearsal .* starts over each time; outputs go to .*out\/m\.simulated, the state to .*m\.simulated\.sqlite/,
+      /rehearsal .* starts over each time; outputs go to .*out\/m\.rehearsal, the state to .*m\.rehearsal\.sqlite/,
     );
-    expect(existsSync(join(ws.dir, 'out', 'm.simulated', 'item-0-1.png'))).toBe(true);
+    expect(existsSync(join(ws.dir, 'out', 'm.rehearsal', 'item-0-1.png'))).toBe(true);
     expect(snapshot(ws.outDir)).toEqual(outputs);
     expect(sha(ws.statePath)).toBe(stateBytes);
     expect(readState(ws.statePath)).toEqual(state);
@@ -47,7 +47,9 @@ describe('a rehearsal never touches a real run', () => {
       ws.dir,
     );
     expect(pointed.code).toBe(2);
-    expect(pointed.stderr).toMatch(/is the state of a real run; a rehearsal \(--simulate\) never touches it/);
+    expect(pointed.stderr).toMatch(
+      /is the state of a real run or a trial; a rehearsal \(--simulate\) never touches it/,
+    );
     expect(sha(ws.statePath)).toBe(stateBytes);
 
     const before = posts(t);
@@ -87,7 +89,7 @@ describe('a rehearsal never touches a real run', () => {
     const status = await runCliInProcess(['status', 'm.yaml'], ws.env, ws.dir);
     expect(status.code).toBe(0);
     expect(status.stdout).toMatch(
-      /nothing has run here yet \(a rehearsal's state is at .*m\.simulated\.sqlite: add --simulate/,
+      /nothing has run here yet \(a rehearsal's state is at .*m\.rehearsal\.sqlite: add --simulate/,
     );
     const real = await runCliInProcess(['status', 'm.yaml', '--json'], ws.env, ws.dir);
     expect(JSON.parse(real.stdout)).toMatchObject({ items: { total: 0 }, run: { sessions: 0 } });
@@ -97,7 +99,7 @@ describe('a rehearsal never touches a real run', () => {
     expect(retry.stdout).toMatch(/^1 item put back/);
     const report = await runCliInProcess(['report', 'm.yaml', '--simulate'], ws.env, ws.dir);
     expect(report.code, report.stderr).toBe(0);
-    expect(report.stdout).toContain(join('out', 'm.simulated', 'results.jsonl'));
+    expect(report.stdout).toContain(join('out', 'm.rehearsal', 'results.jsonl'));
   });
 
   it("an output dir that holds another state's outputs is refused before anything is sent", async () => {

@@ -23,17 +23,19 @@ describe("a simulator's state never passes for a real run", () => {
     expect(outputFilesIn(simOut)).toHaveLength(3);
     expect(existsSync(ws.outDir)).toBe(false);
 
-    const status = await runCliInProcess(['status', 'm.yaml', '--simulate', '--json'], ws.env, ws.dir);
-    expect(JSON.parse(status.stdout).madeAgainst).toEqual({
-      simulator: true,
-      service: sim.sim.baseUrl,
-      inferred: false,
+    // The state commands take the trial's state in the environment the trial ran in, with no flag, and say which.
+    const status = await runCliInProcess(['status', 'm.yaml', '--json'], ws.env, ws.dir);
+    expect(JSON.parse(status.stdout)).toMatchObject({
+      state: simState,
+      madeAgainst: { simulator: true, service: sim.sim.baseUrl, inferred: false },
     });
-    const text = await runCliInProcess(['status', 'm.yaml', '--simulate'], ws.env, ws.dir);
+    const text = await runCliInProcess(['status', 'm.yaml'], ws.env, ws.dir);
     expect(text.stdout).toContain(`made against: a simulator (${sim.sim.baseUrl})`);
-    // Without --simulate, status looks for the real run's, and says where the trial is.
-    const real = await runCliInProcess(['status', 'm.yaml'], ws.env, ws.dir);
-    expect(real.stdout).toMatch(/nothing has run here yet .*m\.simulated\.sqlite: add --simulate/);
+    // --simulate means the in-process rehearsal, which has its own state: none here, and it says where the trial is.
+    const rehearsal = await runCliInProcess(['status', 'm.yaml', '--simulate'], ws.env, ws.dir);
+    expect(rehearsal.stdout).toMatch(
+      /nothing has run here yet .*a trial's state .*m\.simulated\.sqlite: leave out --simulate/,
+    );
   });
 
   it('the same manifest against a service that is not a simulator makes and charges everything, and leaves the trial alone', async () => {

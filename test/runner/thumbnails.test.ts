@@ -65,8 +65,8 @@ describe("a rehearsal's thumbnails", () => {
     const dir = mkdtempSync(join(tmpdir(), 'genbatch-rehearsal-'));
     writeFileSync(join(dir, 'm.yaml'), manifest);
     const rehearse = () => runCliInProcess(['run', 'm.yaml', '--simulate', '--time-scale', '600'], cleanEnv({}), dir);
-    const kept = join(dir, '.genbatch', `m.simulated.thumbs`, keptName('vase-1.png'));
-    const output = join(dir, 'out', 'm.simulated', 'vase-1.png');
+    const kept = join(dir, '.genbatch', `m.rehearsal.thumbs`, keptName('vase-1.png'));
+    const output = join(dir, 'out', 'm.rehearsal', 'vase-1.png');
     const thumbnails: Buffer[] = [];
     for (let i = 0; i < 2; i++) {
       expect((await rehearse()).code).toBe(0);

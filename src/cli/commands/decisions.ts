@@ -1,6 +1,6 @@
-import { decideItems, type Decided } from '../../library/decisions.js';
+import { decideItems, decisionRecord, type Decided } from '../../library/decisions.js';
 import type { FlagValues } from '../../options/flag.js';
-import type { APPROVE_FLAGS, REJECT_FLAGS } from '../../options/flags.js';
+import type { APPROVE_FLAGS, REJECT_FLAGS, STATE_FLAGS } from '../../options/flags.js';
 import { count } from '../format.js';
 
 /** `approve` and `reject`: each decision, and what it sent on or skipped. */
@@ -40,6 +40,7 @@ function decidedText(d: Decided, path: string, rehearsal: string): string {
       .join('\n');
   });
   if (d.decisions.length === 0) lines.push('no gate is made and undecided: nothing to approve');
+  lines.unshift(`state: ${d.state}`);
   if (d.notMade.length) lines.push(`not made yet, decided once they are: ${list(d.notMade)}`);
   const unlocked = d.decisions.reduce((n, one) => n + one.unlocked.length, 0);
   lines.push(
@@ -53,3 +54,62 @@ function decidedText(d: Decided, path: string, rehearsal: string): string {
 
 const credits = (n: number) => (n ? ` (${count(n, 'credit')} not spent)` : '');
 const list = (ids: readonly string[]) => `${ids.slice(0, 5).join(', ')}${ids.length > 5 ? ', …' : ''}`;
+
+/** `decisions`: the record, newest first, a line each (--json: the entries). */
+export async function recordCommand(
+  path: string,
+  options: FlagValues<typeof STATE_FLAGS>,
+  cwd: string,
+): Promise<string> {
+  const { state, decisions } = await decisionRecord(path, options, cwd);
+  if (options.json)
+    return JSON.stringify(
+      decisions.map(
+        ({
+          itemId,
+          version,
+          decision,
+          note,
+          by,
+          at,
+          byTimeout,
+          unlocked,
+          skipped,
+          takenBack,
+          sentBefore,
+          credits,
+        }) => ({
+          itemId,
+          version,
+          decision,
+          note,
+          by,
+          at: new Date(at).toISOString(),
+          byTimeout,
+          unlocked,
+          skipped,
+          takenBack,
+          sentBefore,
+          credits,
+        }),
+      ),
+      null,
+      2,
+    );
+  if (decisions.length === 0) return `no decision recorded in ${state}`;
+  const lines = decisions.map((d) => {
+    const moved = [
+      d.unlocked.length ? `unlocked ${list(d.unlocked)}` : '',
+      d.skipped.length ? `skipped ${list(d.skipped)}` : '',
+      d.takenBack.length ? `took back ${list(d.takenBack)}` : '',
+      d.sentBefore.length ? `too late for ${list(d.sentBefore.map((s) => s.id))}` : '',
+    ].filter(Boolean);
+    const who = d.byTimeout ? 'its approval timeout' : safe(d.by);
+    const note = d.note ? ` "${safe(d.note)}"` : '';
+    return `${new Date(d.at).toISOString()}  ${d.itemId} v${d.version} ${d.decision} by ${who}${note}${moved.length ? `: ${moved.join('; ')}` : ''}`;
+  });
+  return [`${count(decisions.length, 'decision')} in ${state}, newest first`, ...lines].join('\n');
+}
+
+/** A value a person typed, shown on a terminal: no control bytes. */
+const safe = (text: string) => text.replace(/[\u0000-\u001f\u007f-\u009f]/g, ' ');

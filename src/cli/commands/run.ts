@@ -126,9 +126,16 @@ function sayStart(out: NodeJS.WriteStream, run: Pick<Run, 'start' | 'options'>, 
     );
   if (options.simulate)
     out.write(
-      `rehearsal on the embedded simulator (no key, no credits, time x${options.clock.timeScale}): ${options.redoRejected ? 'it goes on with its own state to redo its rejects' : 'it starts over each time'}; outputs go to ${outDir}, the state to ${state}\n`,
+      `rehearsal on the embedded simulator (no key, no credits, time x${options.clock.timeScale}): ${rehearsalCourse(options.redoRejected, found.rehearsalGoesOnWith)}; outputs go to ${outDir}, the state to ${state}\n`,
     );
   progress.start();
+}
+
+/** Whether a rehearsal starts over, or goes on with its own state, and why. */
+function rehearsalCourse(redoRejected: boolean | undefined, goesOnWith: 'decisions' | undefined): string {
+  if (redoRejected) return 'it goes on with its own state to redo its rejects';
+  if (goesOnWith) return 'it goes on with its own state to carry out the decisions made on it (else it starts over)';
+  return 'it starts over each time';
 }
 
 /** A window in the service's own time, as a user gives it (60s, 1m). */

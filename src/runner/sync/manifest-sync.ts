@@ -165,6 +165,9 @@ async function prepareSync(
       store.setMeta('created_at', new Date(options.now()).toISOString());
       if (options.simulate) store.setMeta('rehearsal', '1');
     }
+    // Which manifest the state is for, by name: a decision given another manifest is refused (states older than this
+    // learn it from their next run).
+    if (!store.meta('manifest_name')) store.setMeta('manifest_name', manifest.name);
     store.deleteMeta(SYNCED_SOURCES);
   });
   return {
