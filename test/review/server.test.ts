@@ -119,6 +119,32 @@ describe('the review server, as a local server must be', () => {
     expect(ws.statePath).toBeTruthy();
   });
 
+  it('refuses a decision on a version that is no longer the current one (409, naming it), and records nothing', async () => {
+    const { server, ws } = await reviewedRun(1);
+    const { base, token } = server;
+    const post = (body: object) =>
+      raw(
+        base,
+        'POST',
+        '/api/review',
+        { 'content-type': 'application/json', 'x-genbatch-token': token },
+        JSON.stringify(body),
+      );
+    expect((await post({ itemId: 'item-0', version: 1, decision: 'rejected' })).status).toBe(200);
+    expect((await ws.run(['--redo-rejected'])).code).toBe(0);
+    const late = await post({ itemId: 'item-0', version: 1, decision: 'approved' });
+    expect(late.status).toBe(409);
+    expect(JSON.parse(late.body).refused).toEqual([{ itemId: 'item-0', version: 1, reason: 'superseded', current: 2 }]);
+    const store = Store.openReadOnly(ws.statePath);
+    try {
+      expect(store.reviews.ofItem('item-0').map((r) => [r.version, r.decision])).toEqual([[1, 'rejected']]);
+      expect(store.decisions.list().map((d) => [d.version, d.decision, d.by])).toEqual([[1, 'rejected', 'unknown']]);
+    } finally {
+      store.close();
+    }
+    expect((await post({ itemId: 'item-0', version: 2, decision: 'approved' })).status).toBe(200);
+  });
+
   it('searches words in ids and prompts, ignoring case; % and _ are plain characters', async () => {
     const { server } = await reviewedRun(12);
     const { base, token } = server;
