@@ -85,4 +85,52 @@ describe('review built for deciding', () => {
     ]);
     expect(errors).toEqual([]);
   }, 60_000);
+
+  for (const filter of ['decide', 'unreviewed'] as const)
+    it(`a, a in the ${filter} filter decides exactly the first two cards shown, whenever the view shifts`, async () => {
+      const t = await startTestSim({ timeScale: 600 });
+      const skus = ['A', 'B', 'C', 'D', 'E'];
+      const ws = workspace(t.sim, DRAFT_FINAL, {
+        'products.csv': `sku,title\n${skus.map((s) => `${s},Mug ${s}`).join('\n')}\n`,
+      });
+      expect((await ws.run()).code).toBe(1);
+      const review = await startTestReview({
+        statePath: ws.statePath,
+        outputs: new FolderSink(ws.outDir),
+        title: 'm',
+        budget: null,
+      });
+      const browser = await launchChromium();
+      const page = await browser.newPage({ viewport: { width: 1280, height: 900 }, locale: 'en-US' });
+      const errors: string[] = [];
+      page.on('pageerror', (e) => errors.push(e.message));
+      await page.goto(review.url, { waitUntil: 'domcontentloaded' });
+      await page.waitForSelector('.card');
+      await page.selectOption('#f-review', filter);
+      await page.waitForFunction(() => document.getElementById('shown')!.textContent === '5 shown');
+      const shown = () => page.$$eval('.card', (nodes) => nodes.map((n) => (n as HTMLElement).dataset.id));
+      const focused = () => page.$eval('.card.focus', (n) => (n as HTMLElement).dataset.id);
+      expect(await shown()).toEqual(['draft-A', 'draft-B', 'draft-C', 'draft-D', 'draft-E']);
+      expect(await focused()).toBe('draft-A');
+      // The first decision; the view then drops the decided card (the live view reloads the filter): the focus is on
+      // the card that took its place, the one the person sees there.
+      await page.keyboard.press('a');
+      await page.waitForFunction(() => document.getElementById('shown')!.textContent === '4 shown');
+      expect(await shown()).toEqual(['draft-B', 'draft-C', 'draft-D', 'draft-E']);
+      expect(await focused()).toBe('draft-B');
+      await page.keyboard.press('a');
+      await page.waitForFunction(() => document.getElementById('shown')!.textContent === '3 shown');
+      expect(await focused()).toBe('draft-C');
+      // Two more at once, before the view has shifted: still the cards in the order shown.
+      await page.keyboard.press('a');
+      await page.keyboard.press('a');
+      await page.waitForFunction(() => document.getElementById('shown')!.textContent === '1 shown');
+      expect(await shown()).toEqual(['draft-E']);
+      const decided = () => {
+        const rows = readState(ws.statePath);
+        return new Set(rows.items.filter((i) => i.state === 'pending' && i.id.startsWith('final-')).map((i) => i.id));
+      };
+      expect([...decided()].sort()).toEqual(['final-A', 'final-B', 'final-C', 'final-D']);
+      expect(errors).toEqual([]);
+    }, 60_000);
 });

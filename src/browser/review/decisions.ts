@@ -35,7 +35,9 @@ export function decide(decision: Decision | null, note?: string | null): void {
     if (note !== undefined) c.note = note;
   }
   render();
-  if (app.anchor < 0 && decision && !isShown('lightbox') && !isShown('note')) moveTo(app.focus + 1, false);
+  // The focus goes to the card after the decided one (or the range): the one that takes its place where the
+  // decided card leaves the filter, followed by its id as the view shifts (see followFocus).
+  if (decision && !isShown('lightbox') && !isShown('note')) moveTo(Math.max(app.focus, app.anchor) + 1, false);
   void send(body);
 }
 

@@ -57,11 +57,31 @@ async function fetchSlice(index: number): Promise<void> {
       app.counting = page.total === null;
       layout();
     }
+    followFocus();
     render();
     if (page.total === null) void countAfter(gen);
   } finally {
     release?.();
   }
+}
+
+/**
+ * The focus stays on its card when the cards shift under it: a decided card that left the filter (approved, in
+ * decide or unreviewed) gives its place to the next, and the focus is on that one, where the person sees it.
+ */
+function followFocus(): void {
+  const id = app.focusId;
+  if (id === undefined || cardAt(app.focus)?.id === id) return;
+  for (const [k, slice] of app.slices) {
+    const at = slice.findIndex((c) => c.id === id);
+    if (at < 0) continue;
+    const moved = k * SLICE + at;
+    if (app.anchor >= 0) app.anchor = Math.max(0, app.anchor + moved - app.focus);
+    app.focus = moved;
+    return;
+  }
+  // Not among the cards loaded (it left the view, or its slice is on its way): the focus stays where it was.
+  if (app.focus >= app.total) app.focus = Math.max(0, app.total - 1);
 }
 
 /** The count of a search whose first cards came before it: the grid grows to it once it is in. */
@@ -109,6 +129,7 @@ export async function reload(keepFocus: boolean): Promise<void> {
   app.pending.clear();
   if (!keepFocus) {
     app.focus = 0;
+    app.focusId = undefined;
     app.anchor = -1;
     app.scroller.scrollTop = 0;
   }
@@ -244,6 +265,7 @@ export function moveTo(index: number, extend: boolean): void {
     if (app.anchor < 0) app.anchor = app.focus;
   } else app.anchor = -1;
   app.focus = i;
+  app.focusId = cardAt(i)?.id;
   const rowH = CARD_H + GAP;
   const top = Math.floor(i / app.cols) * rowH;
   const { scroller } = app;

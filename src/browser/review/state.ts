@@ -32,6 +32,11 @@ export const app = {
   generation: 0,
   cols: 1,
   focus: 0,
+  /**
+   * The focused card's id: when the cards shift under it (a decided card leaves its filter), the focus stays on
+   * this card, the one that took the decided card's place, never on one the person has not seen there.
+   */
+  focusId: undefined as string | undefined,
   /** Where a Shift-selection began, or -1. */
   anchor: -1,
   summary: null as ReviewSummaryData | null,
