@@ -7,6 +7,7 @@ import { userInfo } from 'node:os';
 import { locate } from '../manifest/load-valid.js';
 import { Store, type DecisionEffect, type DecisionEntry, type ReviewDecision } from '../store/index.js';
 import { existingStatePathFor } from '../store/state-path.js';
+import { idList } from '../util/words.js';
 import { EXIT, ExitError, usageError } from '../util/exit-error.js';
 import { openingState, refuseForeignState, writeReportFiles, type StateChoice } from './state.js';
 import { openStateReadOnly } from '../store/state-path.js';
@@ -154,9 +155,9 @@ function chosenItems(
     else chosen.push({ id, version: current.version });
   }
   const problems = [
-    unknown.length ? `no item has the id ${unknown.map((id) => JSON.stringify(id)).join(', ')} in ${statePath}` : '',
+    unknown.length ? `no item has the id ${idList(unknown)} in ${statePath}` : '',
     unmade.length
-      ? `not made yet, so there is nothing to decide on: ${unmade.join(', ')} (its outputs are decided once they are all verified)`
+      ? `not made yet, so there is nothing to decide on: ${unmade.slice(0, 20).join(', ')}${unmade.length > 20 ? ` and ${unmade.length - 20} more` : ''} (its outputs are decided once they are all verified)`
       : '',
   ].filter(Boolean);
   if (problems.length) throw usageError(`${problems.join('; ')}. Nothing was recorded.`);

@@ -17,6 +17,7 @@ import {
   statePathFor,
   type StateFlags,
 } from '../store/state-path.js';
+import { idList } from '../util/words.js';
 import { EXIT, ExitError } from '../util/exit-error.js';
 import { IN_PROCESS, madeAgainst } from '../store/made-against.js';
 
@@ -66,11 +67,7 @@ export async function retryItems(
   try {
     if (choice.rejected) return { state: statePath, rejected: putBackRejected(store, choice) };
     const unknown = (choice.id ?? []).filter((id) => !store.items.get(id));
-    if (unknown.length)
-      throw new ExitError(
-        EXIT.usage,
-        `no item has the id ${unknown.map((id) => JSON.stringify(id)).join(', ')} in ${statePath}`,
-      );
+    if (unknown.length) throw new ExitError(EXIT.usage, `no item has the id ${idList(unknown)} in ${statePath}`);
     const codes = store.itemReports.failuresByCode();
     const unknownCodes = (choice.code ?? []).filter((c) => !(c in codes));
     const present = Object.keys(codes);

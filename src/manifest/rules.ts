@@ -46,12 +46,18 @@ export class AcrossItems {
   /** Which item and output took each file, as one number (item seq × outputs checked + n - 1). */
   private readonly files = new Map<string, number>();
   private readonly outputsChecked: number;
+  /** Every item named as a gate. */
+  private readonly gateIds = new Set<string>();
+  /** Per manifest item that sets its own `approval`: the ids it expanded to, and the gates of its first. */
+  private readonly ownApproval = new Map<number, { where: ItemOrigin; ids: string[]; gates: string[] }>();
 
   constructor(
     private readonly source: ManifestSource,
     private readonly outputName: string,
     private readonly vars: ReadonlyMap<string, string>,
     private readonly issues: IssueList,
+    /** Whether the manifest item at this index sets `approval` itself (not through defaults or the top level). */
+    private readonly setsApproval: (itemIndex: number) => boolean = () => false,
   ) {
     // Without {{n}} a job's later outputs get a -n suffix, which can meet another item's name: check the first few.
     this.outputsChecked = templateNames(outputName).includes('n') ? 1 : OUTPUTS_CHECKED;
@@ -82,6 +88,16 @@ export class AcrossItems {
     for (const gate of item.gates ?? [])
       if (gate.field.startsWith('approved')) deps.push({ id: gate.id, field: gate.field, needs: 'any' });
     if (deps.length) this.dependents.push({ id: item.id, where, deps });
+    for (const gate of item.gates ?? []) this.gateIds.add(gate.id);
+    if (this.setsApproval(where.itemIndex)) {
+      let own = this.ownApproval.get(where.itemIndex);
+      if (!own)
+        this.ownApproval.set(
+          where.itemIndex,
+          (own = { where, ids: [], gates: [...new Set((item.gates ?? []).map((g) => g.id))] }),
+        );
+      own.ids.push(item.id);
+    }
   }
 
   private addByFoldedId(item: ResolvedItem, seq: number, byFoldedId: Map<string, number>): void {
@@ -159,12 +175,34 @@ export class AcrossItems {
         else this.issues.add({ ...loc, message: `an item cannot take its own output` });
       }
     }
+    this.checkOwnApprovals();
     const graph = new Map(this.dependents.map(({ id, deps }) => [id, deps.map((d) => d.id)]));
     const whereOf = new Map<string, ItemOrigin>();
     for (const { id, where } of this.dependents) if (!whereOf.has(id)) whereOf.set(id, where);
     for (const cycle of findCycles(graph)) {
       const loc = this.at(whereOf.get(cycle[0]!)!, 'id');
       this.issues.add({ ...loc, message: `a dependency cycle: ${[...cycle, cycle[0]].join(' → ')}` });
+    }
+  }
+
+  /**
+   * `approval` applies to an item as a gate: set on an item that gates nothing, it would be ignored and a run
+   * waiting for decisions would wait for ever. Said where it is, with the items where it would belong.
+   */
+  private checkOwnApprovals(): void {
+    for (const { where, ids, gates } of this.ownApproval.values()) {
+      if (ids.some((id) => this.gateIds.has(id))) continue;
+      const named =
+        ids.length === 1
+          ? JSON.stringify(ids[0])
+          : `${JSON.stringify(ids[0])} (and the other ${ids.length - 1} of this entry)`;
+      const belongs = gates.length
+        ? `put it on the items that gate it (${gates.map((g) => JSON.stringify(g)).join(', ')}), or in defaults for every gate`
+        : 'put it on the items that are gates, or in defaults for every gate';
+      this.issues.add({
+        ...this.at(where, 'approval'),
+        message: `approval applies to an item as a gate, and no item waits for ${named}: ${belongs}`,
+      });
     }
   }
 

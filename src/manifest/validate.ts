@@ -147,7 +147,8 @@ async function checkItems(
   // Checked as they come, in manifest order: no item need be held for it. With items the schema refused left out,
   // the others are still checked against each other (unless the output name or vars they are named by was refused).
   const named = !templateProblem && !leftOut?.has('output') && !leftOut?.has('vars');
-  const across = named ? new AcrossItems(top.source, top.outputName, top.vars, issues) : undefined;
+  const setsApproval = (i: number) => top.manifest.items[i]?.approval !== undefined;
+  const across = named ? new AcrossItems(top.source, top.outputName, top.vars, issues, setsApproval) : undefined;
   let count = 0;
   for await (const batch of expander.batches()) {
     for (const item of batch) {

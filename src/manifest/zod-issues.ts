@@ -9,7 +9,8 @@ function knownKeysAt(path: readonly PropertyKey[]): string[] {
   if (path[0] === 'items' && path.length === 2) return Object.keys(itemSchema.shape);
   if (path[0] === 'output') return ['dir', 'name'];
   if (path[0] === 'budget') return ['maxCredits'];
-  return ['from'];
+  // An input given as a mapping: { from, approved }.
+  return ['from', 'approved'];
 }
 
 export function describeValue(value: unknown): string {

@@ -317,8 +317,12 @@ export function spreadsheetSafe(text: string): string {
 /** The columns after the row values (added since): a value column of the same name gets the prefix too. */
 const AFTER_VALUES = ['reason', 'decided_by', 'decided_at'];
 
-/** Every string cell made safe to open in a spreadsheet; numbers are written as they are. */
-const SAFE = { cast: { string: spreadsheetSafe } };
+/**
+ * Every string cell made safe to open in a spreadsheet, and to print: no control byte (a terminal's escape) is
+ * written raw; tabs and line breaks stay text. Numbers are written as they are.
+ */
+const SAFE = { cast: { string: (text: string) => spreadsheetSafe(text.replace(CONTROLS, ' ')) } };
+const CONTROLS = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/g;
 
 /** The CSV's header: our columns, then the rows' own (sku, title…); one named like ours gets a var_ prefix. */
 export function csvHeader(valueNames: readonly string[]): string {

@@ -8,6 +8,12 @@ export function count(n: number, noun: string, plural = `${noun}s`): string {
   return `${num(n)} ${n === 1 ? noun : plural}`;
 }
 
+/** Ids as a message names them: quoted, the first `shown` and how many more ("a", "b", … and 4,980 more). */
+export function idList(ids: readonly string[], shown = 20): string {
+  const head = ids.slice(0, shown).map((id) => JSON.stringify(id.length > 200 ? `${id.slice(0, 197)}...` : id));
+  return ids.length > shown ? `${head.join(', ')} and ${num(ids.length - shown)} more` : head.join(', ');
+}
+
 /** One number format everywhere: thousands separators. */
 export function num(n: number): string {
   // Whole numbers without Intl: its first use costs about 20 ms, before a run's first submission.

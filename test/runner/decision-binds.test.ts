@@ -127,5 +127,6 @@ describe('the decision record', () => {
     const csv = readFileSync(join(ws.outDir, 'results.csv'), 'utf8');
     expect(csv.split('\n')[0]).toMatch(/,reason,decided_by,decided_at$/);
     expect(csv).toContain(`,ben,${record[0]!.at as string}`);
+    expect(csv).not.toContain('\u001b');
   }, 60_000);
 });

@@ -118,6 +118,12 @@ describe('a decision lands only where it belongs', () => {
     expect(rehearsalState.code).toBe(2);
     expect(rehearsalState.stderr).toMatch(/is a rehearsal's state: add --simulate/);
 
+    // Thousands of unknown ids: the first 20 and a count, in one short line.
+    const many = await cli('approve', 'm.yaml', ...Array.from({ length: 5_000 }, (_, i) => `nope-${i}`));
+    expect(many.code).toBe(2);
+    expect(many.stderr).toMatch(/no item has the id "nope-0", .*"nope-19" and 4,980 more in .*Nothing was recorded/);
+    expect(many.stderr.length).toBeLessThan(1_000);
+
     expect(JSON.parse((await cli('decisions', 'm.yaml', '--json')).stdout)).toEqual([]);
     expect((await runCli(ws.args(), ws.env, ws.dir)).code).toBe(1);
     expect(chargedItems(t, ws.statePath)).toEqual(['draft-A', 'draft-B']);
