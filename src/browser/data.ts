@@ -39,6 +39,8 @@ export interface GalleryCard {
   refunded: number;
   code: string | null;
   message: string | null;
+  /** Why it is not done where that is no failure: what a waiting item waits for, why a decision skipped it. */
+  reason?: string;
   poster?: string;
   aspectRatio: string | null;
   resolution: string | null;

@@ -20,14 +20,17 @@ export function endOfRunText(
   const c = s.counts;
   const open = openCount(c);
   const total = Object.values(c).reduce((a, b) => a + b, 0);
-  const bad = c.failed + c.rejected + c.blocked + c.skipped;
+  // What a person's decision skipped is no failure: said apart, never in red.
+  const decided = s.skippedByDecision;
+  const bad = c.failed + c.rejected + c.blocked + c.skipped - decided;
   const lines = [
     (c.done === total ? paint.green : (t: string) => t)(`done ${num(c.done)}/${num(total)}`) +
       (bad
         ? paint.red(
-            `, failed ${num(c.failed)}, rejected ${num(c.rejected)}, blocked ${num(c.blocked)}, skipped ${num(c.skipped)}`,
+            `, failed ${num(c.failed)}, rejected ${num(c.rejected)}, blocked ${num(c.blocked)}, skipped ${num(c.skipped - decided)}`,
           )
         : '') +
+      (decided ? `, skipped by a decision ${num(decided)}` : '') +
       (open ? paint.yellow(`, not finished ${open}`) : '') +
       (c.waiting ? paint.yellow(`, waiting for a decision ${num(c.waiting)}`) : ''),
     `credits: ${num(s.credits.charged)} charged, ${num(s.credits.refunded)} refunded, ${num(s.credits.charged - s.credits.refunded)} net`,
@@ -116,7 +119,8 @@ function afterwardLines(s: RunSummary, paint: Paint, manifestArg: string, rehear
   }
   if (s.stop) lines.push(paint.yellow(`stopped: ${s.stop.message}`));
   // What can be done about what failed, in the user's own words.
-  const retryable = c.failed + c.skipped;
+  // Retry puts back no item a decision skipped (a rejected gate): only a decision brings it back.
+  const retryable = c.failed + c.skipped - s.skippedByDecision;
   if (retryable && rehearsal)
     lines.push(
       `a rehearsal starts over each time: run it again (with --simulate) to try the ${count(retryable, 'failed or skipped item')} afresh; genbatch status ${manifestArg} lists them`,

@@ -15,6 +15,8 @@ export interface GalleryHeader {
   run: { seconds: number; sessions: number };
   /** Items and credits net per tag (of the items that have tags). */
   tags?: readonly { tag: string; items: number; net: number }[];
+  /** Items waiting for a person's decision on their gates, and what they would spend once approved. */
+  decisions?: { items: number; credits: number; unpriced: number };
   /** The run's plots, as genbatch review draws them (uPlot is inlined: the page stays one file). */
   plots?: RunSeries;
   /** The page's own script and styles, and uPlot's, inlined. */
@@ -30,8 +32,8 @@ export interface GalleryInput extends Omit<GalleryHeader, 'summary' | 'code'> {
 
 /** The states the filters always offer; others appear when some item is in them. */
 const FILTER_STATES: readonly ItemState[] = ['done', 'failed', 'blocked', 'skipped'];
-/** Every state, the ended ones first: the filters' order. */
-const ALL_STATES: readonly ItemState[] = [...FINAL_STATES, ...OPEN_STATES];
+/** Every state, the ended ones first, then those waiting for a person, then the open ones: the filters' order. */
+const ALL_STATES: readonly ItemState[] = [...FINAL_STATES, 'waiting', ...OPEN_STATES];
 
 /**
  * One HTML file that shows a run's outputs: no server, no network (a CSP
@@ -63,6 +65,11 @@ export function galleryHead(g: GalleryHeader): string {
     failures.length
       ? `<span class="stat failures">failures: ${failures.map(([code, n]) => `<code>${esc(code)}</code> ${esc(n)}`).join(', ')}</span>`
       : '<span class="stat failures">no failures</span>',
+    ...(g.decisions?.items
+      ? [
+          `<span class="stat decisions"><b>${esc(g.decisions.items)}</b> wait${g.decisions.items === 1 ? 's' : ''} for a decision: ${g.decisions.unpriced ? 'at least ' : ''}${esc(g.decisions.credits)} credits once approved, nothing paid yet</span>`,
+        ]
+      : []),
     `<span class="stat">run time <b>${esc(formatDuration(g.run.seconds))}</b>${g.run.sessions > 1 ? ` over ${esc(g.run.sessions)} sessions` : ''}</span>`,
     ...(g.tags ?? []).map(
       (t) =>
@@ -150,6 +157,7 @@ function cardData(r: ResultRow, poster: string | undefined): GalleryCard {
     refunded: r.creditsRefunded,
     code: r.errorCode,
     message: r.errorMessage,
+    ...(r.reason ? { reason: r.reason } : {}),
     ...(poster ? { poster } : {}),
     aspectRatio: r.aspectRatio,
     resolution: r.resolution,

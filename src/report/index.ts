@@ -91,6 +91,7 @@ async function galleryHeader(store: Store, summary: ResultSummary, options: Repo
     failures: store.itemReports.failuresByCode(),
     run: { seconds: runSeconds(sessions), sessions: sessions.length },
     tags: store.itemReports.byTag().map((t) => ({ tag: t.tag, items: t.items, net: t.charged - t.refunded })),
+    decisions: store.gates.decisions(),
     code: await pages(),
     ...(series.t.length ? { plots: series } : {}),
   };

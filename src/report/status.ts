@@ -22,6 +22,8 @@ export interface Status {
   failures: Record<string, number>;
   /** Each item `failures` counts: failed, rejected, blocked, skipped, and those waiting for a later run with an error noted. */
   problems: ItemProblem[];
+  /** Items a person's decision skipped (a rejected gate, or its approval timeout): never paid, no failure, with why. */
+  skippedByDecision: { id: string; reason: string }[];
   /** Submissions on the wire or maybe accepted, and jobs running: never the queued ones (`items.queued`), which were not sent. */
   inFlight: number;
   /** Items of an earlier version of the manifest that it no longer has: not run, not counted in `items`. */
@@ -108,6 +110,7 @@ export function collectStatus(store: Store, where: { manifest: string; state: st
     credits: { charged, refunded, net: charged - refunded },
     failures: store.itemReports.failuresByCode(),
     problems: store.itemReports.problems(),
+    skippedByDecision: store.itemReports.skippedByDecision().map((p) => ({ id: p.id, reason: p.message })),
     // A resend waiting for its time holds no slot: it is not in flight.
     inFlight: counts.submitting - store.itemReports.deferredResends() + counts.running,
     removed: store.itemReports.removed(),

@@ -10,6 +10,8 @@ export interface RunSummary {
   /** Items whose content changed after they were submitted: kept, not resubmitted. */
   changed: string[];
   failures: Record<string, number>;
+  /** Of the skipped, those a person's decision skipped (a rejected gate): no failure, and no retry puts them back. */
+  skippedByDecision: number;
   /** The items behind `failures`, in manifest order (the first 20). */
   problems: ItemProblem[];
   /** Items the state has that the manifest no longer has: not run, not counted. */
@@ -73,6 +75,7 @@ export function summarize(
     ...(stop ? { stop } : {}),
     changed: facts.changed,
     failures: store.itemReports.failuresByCode(),
+    skippedByDecision: Math.min(counts.skipped, store.itemReports.skippedByDecision().length),
     problems: store.itemReports.problems().slice(0, 20),
     removed: store.itemReports.removed(),
     ...roster.summary(),

@@ -2,6 +2,9 @@ import type { Db } from './db.js';
 import { ENDED_WITHOUT_OUTPUT, FINAL_STATES, ITEM_STATES, OPEN_STATES, sqlStates, type ItemState } from './states.js';
 import type { ItemProblem, ItemFacts, ItemEcho, ReportTally } from './items.js';
 
+/** Not an item a person's decision skipped (a rejected gate): that is no failure, and no retry puts it back. */
+const NOT_DECIDED = "NOT (state = 'skipped' AND error_code IS 'GATE_REJECTED')";
+
 /** What status, the live line, the results files and reconcile read of the items: counts, failures, waits, pages of the report. Reads only. */
 export class ItemReports {
   private readonly echoesStmt;
@@ -14,6 +17,7 @@ export class ItemReports {
   private readonly valueNamesStmt;
   private readonly endedWithoutOutputStmt;
   private readonly problemsStmt;
+  private readonly decidedSkipsStmt;
   private readonly waitsStmt;
   private readonly deferredStmt;
   private readonly countsStmt;
@@ -28,7 +32,7 @@ export class ItemReports {
        WHERE i.state IN ('queued', 'submitting', 'maybe_accepted', 'running', 'downloading') GROUP BY 1 ORDER BY 1`,
     );
     this.failuresStmt = db.prepare<[], { code: string; n: number }>(
-      `SELECT coalesce(error_code, state) AS code, count(*) AS n FROM items WHERE state IN ${sqlStates(ENDED_WITHOUT_OUTPUT)} OR (state IN ${sqlStates(OPEN_STATES)} AND state <> 'pending' AND error_code IS NOT NULL) GROUP BY 1 ORDER BY 2 DESC`,
+      `SELECT coalesce(error_code, state) AS code, count(*) AS n FROM items WHERE (state IN ${sqlStates(ENDED_WITHOUT_OUTPUT)} AND ${NOT_DECIDED}) OR (state IN ${sqlStates(OPEN_STATES)} AND state <> 'pending' AND error_code IS NOT NULL) GROUP BY 1 ORDER BY 2 DESC`,
     );
     this.finishedStmt = db.prepare<[number], { n: number; first: number | null; last: number | null }>(
       `SELECT count(*) AS n, min(updated_at) AS first, max(updated_at) AS last FROM items WHERE state IN ${sqlStates(FINAL_STATES)} AND updated_at >= ?`,
@@ -68,7 +72,10 @@ export class ItemReports {
       `SELECT sum(n) AS n FROM item_tally WHERE state IN ${sqlStates(ENDED_WITHOUT_OUTPUT)}`,
     );
     this.problemsStmt = db.prepare<[], ItemProblem>(
-      `SELECT id, state, coalesce(error_code, state) AS code, coalesce(error_message, '') AS message FROM items WHERE state IN ${sqlStates(ENDED_WITHOUT_OUTPUT)} OR (state IN ${sqlStates(OPEN_STATES)} AND state <> 'pending' AND error_code IS NOT NULL) ORDER BY seq`,
+      `SELECT id, state, coalesce(error_code, state) AS code, coalesce(error_message, '') AS message FROM items WHERE (state IN ${sqlStates(ENDED_WITHOUT_OUTPUT)} AND ${NOT_DECIDED}) OR (state IN ${sqlStates(OPEN_STATES)} AND state <> 'pending' AND error_code IS NOT NULL) ORDER BY seq`,
+    );
+    this.decidedSkipsStmt = db.prepare<[], ItemProblem>(
+      "SELECT id, state, error_code AS code, coalesce(error_message, '') AS message FROM items WHERE state = 'skipped' AND error_code = 'GATE_REJECTED' AND removed = 0 ORDER BY seq",
     );
     this.waitsStmt = db.prepare<
       [{ now: number }],
@@ -112,6 +119,11 @@ export class ItemReports {
   /** How many items ended without an output (from the tally): when it has not moved, no item became doomed. */
   endedWithoutOutput(): number {
     return this.endedWithoutOutputStmt.get()?.n ?? 0;
+  }
+
+  /** Items a person's decision skipped (a rejected gate): never paid, never a failure, put back by no retry. */
+  skippedByDecision(): ItemProblem[] {
+    return this.decidedSkipsStmt.all();
   }
 
   /** The items `failuresByCode` counts, one by one in manifest order: what status lists to act on. */

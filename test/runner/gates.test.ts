@@ -184,16 +184,22 @@ describe('gates: the costly step is paid for only once a person approved the che
       const run = await runCli(ws.args(['--wait-for-decisions']), ws.env, ws.dir);
       expect(run.code, run.stdout + run.stderr).toBe(code);
       expect(await chargedItems(t, ws)).toEqual(charged);
-      const decided = readFileSync(join(ws.outDir, 'results.jsonl'), 'utf8')
+      const rows = readFileSync(join(ws.outDir, 'results.jsonl'), 'utf8')
         .trim()
         .split('\n')
-        .map((line) => JSON.parse(line))
-        .find((row) => row.id === 'draft-A').review;
-      expect(decided).toMatchObject({
+        .map((line) => JSON.parse(line));
+      const decided = rows.find((row) => row.id === 'draft-A');
+      expect(decided.review).toMatchObject({
         decision: onTimeout === 'approve' ? 'approved' : 'rejected',
         byTimeout: true,
         note: expect.stringMatching(/^no decision within its approval timeout/),
       });
+      expect(decided).toMatchObject({ decidedBy: 'timeout' });
+      // A timeout's skip says it was the timeout, not a review.
+      if (onTimeout === 'skip')
+        expect(rows.find((row) => row.id === 'final-A').reason).toMatch(
+          /^its gate draft-A was not decided within its approval timeout, which skips what it gates/,
+        );
     },
     60_000,
   );

@@ -52,7 +52,11 @@ export function card(item: GalleryCard): HTMLElement {
         ' · ',
         el('span', { class: 'credits', text: credits }),
       ),
-      item.code ? el('p', { class: 'error' }, el('code', { text: item.code }), ` ${item.message ?? ''}`) : null,
+      item.reason
+        ? el('p', { class: `reason s-${item.state}`, text: item.reason })
+        : item.code
+          ? el('p', { class: 'error' }, el('code', { text: item.code }), ` ${item.message ?? ''}`)
+          : null,
       files,
       copiesLine(item),
     ),
@@ -85,7 +89,8 @@ export function facts(item: GalleryCard): [string, string][] {
     ['copies', item.copies?.map((c) => `${c.href} (${c.label})`).join(' ') || null],
     ['version', item.version ? String(item.version) : null],
     ['review', item.review ? `${item.review.decision}${item.review.note ? `: ${item.review.note}` : ''}` : null],
-    ['error', item.code ? `${item.code} ${item.message ?? ''}` : null],
+    ['why', item.reason ?? null],
+    ['error', item.code && !item.reason ? `${item.code} ${item.message ?? ''}` : null],
   ];
   return all.filter((f): f is [string, string] => Boolean(f[1]));
 }

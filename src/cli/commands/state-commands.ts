@@ -88,6 +88,15 @@ function statusTable(s: Status, paint: Paint): string {
     if (s.problems.length > PROBLEMS_SHOWN)
       lines.push(`… and ${s.problems.length - PROBLEMS_SHOWN} more (status --json lists them all)`);
   }
+  if (s.skippedByDecision.length) {
+    const shown = s.skippedByDecision.slice(0, PROBLEMS_SHOWN).map((p) => `  ${p.id}: ${clip(p.reason, 100)}`);
+    const more = s.skippedByDecision.length - shown.length;
+    lines.push(
+      `skipped by a decision, never paid (approve its gate to send it): ${count(s.skippedByDecision.length, 'item')}`,
+      ...shown,
+      ...(more > 0 ? [`  … and ${num(more)} more (status --json lists them all)`] : []),
+    );
+  }
   lines.push(...keyTable(s));
   lines.push(...runLines(s), ...deliveryLines(s));
   if (s.items.done > 0)
