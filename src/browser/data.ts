@@ -75,7 +75,7 @@ export interface ReviewCardData {
   /** The manifest row's columns and matrix values it was made from, shown under its id. */
   values?: Record<string, string>;
   /** A gate made and undecided: the items waiting on it, and their credits, which approving it lets go. */
-  unlocks?: { items: number; credits: number };
+  unlocks?: { items: number; credits: number; upTo?: { items: number; credits: number } };
   /** Its thumbnail itself, as a `data:` URL: only on the first screen's cards inside the page as served. */
   inlineThumb?: string;
 }

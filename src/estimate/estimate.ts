@@ -36,7 +36,16 @@ export interface Estimate {
    * Of the totals, what is paid only once a person approved a gate: the gated items and those made from them,
    * each counted once. The rest is spent now.
    */
-  gated: { items: number; credits: number; unpriced: number };
+  gated: {
+    items: number;
+    credits: number;
+    unpriced: number;
+    /**
+     * Of the gated, those an approval timeout approves by itself (`onTimeout: approve` on every gate before them):
+     * spent once the timeout passes unless someone rejects in time.
+     */
+    byTimeout: { items: number; credits: number };
+  };
   /** Day by day, per key: the items and credits each key day takes, and the day the run ends. */
   plan?: Plan;
 }
@@ -80,7 +89,8 @@ function tally(input: EstimateInput) {
   const sums = { total: 0, unpricedItems: 0, itemsWithin: 0, maxJobCredits: 0, budgetBroken: false };
   const counts = { image: 0, video: 0 };
   const behindGates = gatedIds(input.items, input.waiting);
-  const gated = { items: 0, credits: 0, unpriced: 0 };
+  const byTimeout = approvedByTimeout(input.items, behindGates);
+  const gated = { items: 0, credits: 0, unpriced: 0, byTimeout: { items: 0, credits: 0 } };
   for (const item of input.items) {
     counts[item.type]++;
     const price = priceOf(item, input.catalog.get(item.type, item.model), input.prices);
@@ -90,6 +100,10 @@ function tally(input: EstimateInput) {
       gated.items++;
       if (price.credits === undefined) gated.unpriced++;
       else gated.credits += price.credits;
+      if (byTimeout.has(item.id)) {
+        gated.byTimeout.items++;
+        gated.byTimeout.credits += price.credits ?? 0;
+      }
     }
     const key = `${item.type}:${item.model}`;
     let model = byModel.get(key);
@@ -139,6 +153,31 @@ function gatedIds(items: readonly ResolvedItem[], waiting: ReadonlySet<string> |
     }
   }
   return gated;
+}
+
+/**
+ * Of the items behind gates, those no person need approve: every gate before them (however far up) is approved by
+ * its approval timeout. An item made from such items only is so too.
+ */
+function approvedByTimeout(items: readonly ResolvedItem[], behindGates: ReadonlySet<string>): Set<string> {
+  const byId = new Map(items.map((i) => [i.id, i]));
+  const known = new Map<string, boolean>();
+  const auto = (id: string, seen: Set<string>): boolean => {
+    const done = known.get(id);
+    if (done !== undefined) return done;
+    const item = byId.get(id);
+    // Not behind a gate: nothing to decide. A cycle (refused by validation) or an unknown id decides nothing.
+    if (!item || !behindGates.has(id)) return true;
+    if (seen.has(id)) return false;
+    seen.add(id);
+    const gates = gatesOf(item);
+    const answer =
+      gates.every((g) => byId.get(g)?.approval?.onTimeout === 'approve' && auto(g, seen)) &&
+      dependenciesOf(item).every((d) => auto(d.id, seen));
+    known.set(id, answer);
+    return answer;
+  };
+  return new Set([...behindGates].filter((id) => auto(id, new Set())));
 }
 
 /** The day-by-day plan of the manifest's items over the keys' days. */

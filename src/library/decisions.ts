@@ -20,6 +20,8 @@ export type Decision = Omit<DecisionEffect, 'itemId' | 'decision'> & {
   id: string;
   decision: ReviewDecision;
   by: string;
+  /** The chain behind it as it stood before the decision: what it may spend with the approvals after this one. */
+  upTo: { items: number; credits: number };
 };
 
 /** What `approve` or `reject` recorded, and what still waits for a decision after it. */
@@ -80,12 +82,15 @@ export async function decideItems(
     // Asked and recorded in one transaction: a refusal leaves nothing of the batch recorded.
     const { decisions, notMade } = store.tx(() => {
       const { chosen, notMade } = chosenItems(store, choice, statePath);
+      // What each chain may spend with the approvals after this one, read before the decisions move anything.
+      const chains = store.reviewQueries.unlocksOf(chosen.map((c) => c.id));
       const decisions = chosen.map(({ id, version }): Decision => {
+        const upTo = chains.get(id)?.upTo ?? { items: 0, credits: 0 };
         const entry = store.decisions.decide({ itemId: id, version, decision, note: choice.note, by, now });
         if ('refused' in entry)
           throw usageError(`${id} cannot be decided now (${entry.refused}). Nothing was recorded.`);
         const { itemId: _item, decision: _decision, note: _note, at: _at, byTimeout: _timeout, ...effect } = entry;
-        return { id, decision, ...effect };
+        return { id, decision, ...effect, upTo };
       });
       return { decisions, notMade };
     });

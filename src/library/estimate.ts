@@ -3,7 +3,14 @@ import type { PoolSetup } from '../api/pool-setup.js';
 import { blockers, estimate as estimateItems, type Estimate } from '../estimate/index.js';
 import { issueReport, loadValid } from '../manifest/load-valid.js';
 import { checkAgainstService } from '../manifest/online.js';
-import { dependenciesOf, IssueList, runBudget, type LoadedManifest } from '../manifest/index.js';
+import {
+  dependenciesOf,
+  gatesOf,
+  IssueList,
+  runBudget,
+  type LoadedManifest,
+  type ResolvedItem,
+} from '../manifest/index.js';
 import { selects } from '../runner/index.js';
 import { RunClock } from '../scheduler/clock.js';
 import { combinedLimits, DEFAULT_KEY_LIMITS, formatRate, type KeyLimits, type Rate } from '../scheduler/limits.js';
@@ -119,6 +126,61 @@ function runSoFar(m: LoadedManifest, options: EstimateFlags, cwd: string, simula
   }
 }
 
+/**
+ * What a run has yet to spend, from the state: what it has not sent, what is redone (rejected, changed, and what a
+ * rejection skipped, back to wait for its gate's new version), split by what waits for a decision; and the redo's.
+ */
+function whatRemains(
+  items: readonly ResolvedItem[],
+  soFar: RunSoFar,
+  redoRejected: boolean,
+  of: (items: readonly ResolvedItem[], waiting?: ReadonlySet<string>) => Estimate,
+): { remaining: Estimate; redo: Estimate | undefined } {
+  const back = skippedBehind(items, soFar.rejected, soFar.states);
+  const remaining = of(
+    items.filter(
+      (i) =>
+        NOT_SENT.has(soFar.states.get(i.id) ?? 'pending') ||
+        soFar.rejected.has(i.id) ||
+        soFar.changed.has(i.id) ||
+        back.has(i.id),
+    ),
+    // What waits for a decision now: an item whose gates were approved is spent now, not gated.
+    new Set(items.filter((i) => soFar.states.get(i.id) === 'waiting' || back.has(i.id)).map((i) => i.id)),
+  );
+  const redo = redoRejected
+    ? of(
+        items.filter((i) => soFar.rejected.has(i.id) || back.has(i.id)),
+        back,
+      )
+    : undefined;
+  return { remaining, redo };
+}
+
+/**
+ * The items a rejection skipped that a redo of `rejected` brings back to wait for the new version: skipped now, with
+ * a gate among the rejected or among those brought back, however far down.
+ */
+function skippedBehind(
+  items: readonly ResolvedItem[],
+  rejected: ReadonlySet<string>,
+  states: ReadonlyMap<string, string>,
+): Set<string> {
+  const back = new Set<string>();
+  if (rejected.size === 0) return back;
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const item of items) {
+      if (back.has(item.id) || states.get(item.id) !== 'skipped') continue;
+      if (gatesOf(item).some((g) => rejected.has(g) || back.has(g))) {
+        back.add(item.id);
+        grew = true;
+      }
+    }
+  }
+  return back;
+}
+
 /** Items a run has not sent yet: not in the state, pending, or queued (an attempt committed but never sent). */
 const NOT_SENT = new Set(['pending', 'waiting', 'queued']);
 
@@ -156,7 +218,7 @@ export async function estimateWith(
     const limits = combinedLimits(pool.keys.map((k) => k.limits));
     const keyCaps = pool.keys.map((k) => k.limits.dailyCap);
     const maxCredits = runBudget(options.maxCredits, loaded.manifest);
-    const of = (items: LoadedManifest['items'], waiting?: ReadonlySet<string>) =>
+    const of = (items: readonly ResolvedItem[], waiting?: ReadonlySet<string>) =>
       estimateItems({
         waiting,
         items,
@@ -171,17 +233,7 @@ export async function estimateWith(
         ...(timeScale !== undefined ? { timeScale } : {}),
       });
     const result = of(loaded.items);
-    const remaining = soFar
-      ? of(
-          loaded.items.filter(
-            (i) =>
-              NOT_SENT.has(soFar.states.get(i.id) ?? 'pending') || soFar.rejected.has(i.id) || soFar.changed.has(i.id),
-          ),
-          // What waits for a decision now: an item whose gates were approved is spent now, not gated.
-          new Set(loaded.items.filter((i) => soFar.states.get(i.id) === 'waiting').map((i) => i.id)),
-        )
-      : undefined;
-    const redo = options.redoRejected && soFar ? of(loaded.items.filter((i) => soFar.rejected.has(i.id))) : undefined;
+    const { remaining, redo } = soFar ? whatRemains(loaded.items, soFar, Boolean(options.redoRejected), of) : {};
     // What the rest of the run needs is judged, not what the whole manifest cost from the start.
     const spent = soFar?.spent ?? 0;
     const problems = blockers(remaining ?? result, spent);

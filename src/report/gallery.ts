@@ -157,7 +157,8 @@ function cardData(r: ResultRow, poster: string | undefined): GalleryCard {
     refunded: r.creditsRefunded,
     code: r.errorCode,
     message: r.errorMessage,
-    ...(r.reason ? { reason: r.reason } : {}),
+    // Why it waits, or why a decision skipped it: no failure. A skip for a failed input stays an error.
+    ...(r.reason && (r.state === 'waiting' || r.errorCode === 'GATE_REJECTED') ? { reason: r.reason } : {}),
     ...(poster ? { poster } : {}),
     aspectRatio: r.aspectRatio,
     resolution: r.resolution,

@@ -62,7 +62,10 @@ export interface Status {
    * Items waiting for a decision on their gates: how many, what they would cost (each once; `unpriced` have no
    * price the last run knew), and each gate they wait on with its waiting items and their credits.
    */
-  decisions: WaitingForDecisions;
+  decisions: Omit<WaitingForDecisions, 'gates'> & {
+    /** Each gate: `made` when it can be decided now; with an approval timeout, when it decides and what. */
+    gates: (WaitingForDecisions['gates'][number] & { deadline?: string; onTimeout?: 'skip' | 'approve' })[];
+  };
   /** What the open items of each state wait for (a reason, and a time where it is a matter of time): why a run is quiet. */
   waiting: Waiting[];
   /** Only while a run is under way. */
@@ -129,12 +132,29 @@ export function collectStatus(store: Store, where: { manifest: string; state: st
     waiting: waitingFor(store, now, { running, waitingUntil, unreachableSince, pausedSince, stalled: stalledOf(last) }),
     tags: store.itemReports.byTag().map((t) => ({ ...t, net: t.charged - t.refunded })),
     review: store.reviews.counts(),
-    decisions: store.gates.decisions(),
+    decisions: withDeadlines(store, last?.time_scale ?? 1),
     eta: running && last ? etaOf(store, last, charged, now) : null,
     keys: keysOf(store, new RunClock(Date.now, last?.time_scale ?? 1).dayOf(now)),
     publication: last?.out_dir?.startsWith('s3://') ? { to: last.out_dir, ...store.publications.counts() } : null,
     copies: { missing: store.webCopies.missing() },
     madeAgainst: madeAgainstOf(store),
+  };
+}
+
+/**
+ * What waits for a decision, each gate with the deadline its approval timeout sets (in real time: the timeout is in
+ * the service's, which a time-scaled run shrinks by its scale).
+ */
+function withDeadlines(store: Store, timeScale: number): Status['decisions'] {
+  const waiting = store.gates.decisions();
+  const timed = new Map(store.gates.withTimeouts().map((g) => [g.id, g]));
+  return {
+    ...waiting,
+    gates: waiting.gates.map((g) => {
+      const t = timed.get(g.id);
+      if (!t) return g;
+      return { ...g, deadline: new Date(t.madeAt + t.timeoutMs / timeScale).toISOString(), onTimeout: t.onTimeout };
+    }),
   };
 }
 

@@ -28,7 +28,8 @@ export interface WaitingForDecisions {
   items: number;
   credits: number;
   unpriced: number;
-  gates: { id: string; waiting: number; credits: number }[];
+  /** Each gate items wait on; `made`: its current version is made and undecided, so it can be decided now. */
+  gates: { id: string; waiting: number; credits: number; made: boolean }[];
 }
 
 /** A gate whose made version waits for a person at most `timeoutMs` (the service's time) from `madeAt`. */
@@ -63,6 +64,7 @@ export class Gates {
   private readonly timeoutsStmt;
   private readonly decidedSinceStmt;
   private readonly unlockedStmt;
+  private readonly madeStmt;
 
   constructor(private readonly db: Db) {
     this.clearStmt = db.prepare('DELETE FROM gates');
@@ -108,6 +110,9 @@ export class Gates {
       `SELECT r.item_id, r.version, r.decision, r.decided_at FROM reviews r
        WHERE r.decided_at > ? AND EXISTS (SELECT 1 FROM gates g WHERE g.gate_id = r.item_id) ORDER BY r.decided_at`,
     );
+    this.madeStmt = db
+      .prepare<[string], number>("SELECT 1 FROM items WHERE id = ? AND state = 'done' AND review = 'unreviewed'")
+      .pluck();
     this.unlockedStmt = db
       .prepare<[], number>(
         "SELECT count(*) FROM items i WHERE i.state = 'pending' AND i.removed = 0 AND EXISTS (SELECT 1 FROM gates g WHERE g.item_id = i.id)",
@@ -180,7 +185,7 @@ export class Gates {
    */
   decisions(): WaitingForDecisions {
     const priceOf = shapePrices(this.db);
-    const gates = new Map<string, { id: string; waiting: number; credits: number }>();
+    const gates = new Map<string, { id: string; waiting: number; credits: number; made: boolean }>();
     let credits = 0;
     let unpriced = 0;
     const waiting = this.waitingShapes();
@@ -190,7 +195,7 @@ export class Gates {
       else credits += price;
       for (const id of item.gates) {
         let gate = gates.get(id);
-        if (!gate) gates.set(id, (gate = { id, waiting: 0, credits: 0 }));
+        if (!gate) gates.set(id, (gate = { id, waiting: 0, credits: 0, made: this.madeStmt.get(id) !== undefined }));
         gate.waiting++;
         gate.credits += price ?? 0;
       }

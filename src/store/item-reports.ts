@@ -82,7 +82,7 @@ export class ItemReports {
       { state: ItemState; n: number; later: number; next_at: number | null }
     >(
       `SELECT state, count(*) AS n, sum(not_before > @now) AS later, min(CASE WHEN not_before > @now THEN not_before END) AS next_at
-       FROM items WHERE state IN ${sqlStates(OPEN_STATES)} AND removed = 0 GROUP BY state`,
+       FROM items WHERE state IN ${sqlStates([...OPEN_STATES, 'waiting'])} AND removed = 0 GROUP BY state`,
     );
     this.deferredStmt = db.prepare<[], { n: number }>(
       "SELECT count(*) AS n FROM items WHERE state = 'submitting' AND not_before > 0",

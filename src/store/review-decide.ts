@@ -1,9 +1,14 @@
 import type { Db } from './db.js';
 
-/** What approving a gate would unlock: the items waiting on it, and their credits as the last run priced them. */
+/**
+ * What approving a gate would unlock now: the items waiting on it whose other gates are approved, and their credits
+ * as the last run priced them; `upTo`: the whole chain behind it (each item once, however deep), what it may spend
+ * with the approvals after this one.
+ */
 export interface Unlocks {
   items: number;
   credits: number;
+  upTo?: { items: number; credits: number };
 }
 
 /** The waiting items' prices, from the shapes the last run priced (see shape-prices.ts). */
@@ -12,13 +17,17 @@ const PRICES = `prices AS (
     value ->> 'duration' AS duration, value ->> 'credits' AS credits
   FROM json_each(coalesce((SELECT value FROM meta WHERE key = 'shape_prices'), '[]')))`;
 
+/** A waiting item this gate alone holds back: every other gate of it is made and approved. */
+const ALONE = `NOT EXISTS (SELECT 1 FROM gates o JOIN items oi ON oi.id = o.gate_id
+  WHERE o.item_id = d.id AND o.gate_id <> g.gate_id AND (oi.state IS NOT 'done' OR oi.review IS NOT 'approved'))`;
+
 /**
  * Per gate made and undecided: the items waiting on it and their credits (`gates` narrows the gates looked at).
  * From the gates, each item then found by its id (CROSS JOIN keeps that order: from the items' indexes instead, a
  * 100,000-item state took minutes); the prices once, materialized.
  */
 const unlocksSql = (gates: string) => `WITH ${PRICES.replace('prices AS (', 'prices AS MATERIALIZED (')}
-  SELECT g.gate_id AS id, count(*) AS items, coalesce(sum(p.credits), 0) AS credits
+  SELECT g.gate_id AS id, sum(${ALONE}) AS items, coalesce(sum(CASE WHEN ${ALONE} THEN p.credits END), 0) AS credits
   FROM gates g
     CROSS JOIN items gi ON gi.id = g.gate_id
     CROSS JOIN items d ON d.id = g.item_id
@@ -27,6 +36,18 @@ const unlocksSql = (gates: string) => `WITH ${PRICES.replace('prices AS (', 'pri
   WHERE ${gates} AND gi.state = 'done' AND gi.review = 'unreviewed' AND gi.removed = 0
     AND d.state = 'waiting' AND d.removed = 0
   GROUP BY g.gate_id`;
+
+/**
+ * The chain behind a gate: every waiting item that waits on it, or on an item that does, however deep (each once),
+ * and what the chain would spend once every gate in it is approved.
+ */
+const CHAIN = `WITH RECURSIVE ${PRICES},
+  chain(id) AS (SELECT item_id FROM gates WHERE gate_id = ? UNION SELECT g.item_id FROM gates g JOIN chain c ON g.gate_id = c.id)
+  SELECT count(*) AS items, coalesce(sum(p.credits), 0) AS credits
+  FROM chain c JOIN items d ON d.id = c.id
+    LEFT JOIN prices p ON p.type = d.type AND p.model = d.model
+      AND p.resolution IS (d.spec ->> '$.resolution') AND p.duration IS (d.spec ->> '$.duration')
+  WHERE d.state = 'waiting' AND d.removed = 0`;
 
 /**
  * What the list depends on, cheap to read (a few ms at 100,000 items): how many wait, how many outputs are
@@ -46,10 +67,12 @@ export class DecideQueries {
   private readonly listStmt;
   private readonly ofStmt;
   private readonly signatureStmt;
+  private readonly chainStmt;
   private kept: { signature: string; rows: (Unlocks & { id: string })[] } | undefined;
 
   constructor(db: Db) {
     this.signatureStmt = db.prepare<[], string>(SIGNATURE).pluck();
+    this.chainStmt = db.prepare<[string], { items: number; credits: number }>(CHAIN);
     this.listStmt = db.prepare<[], Unlocks & { id: string }>(
       `${unlocksSql('1')} ORDER BY credits DESC, items DESC, min(gi.seq)`,
     );
@@ -65,9 +88,18 @@ export class DecideQueries {
     return this.kept.rows;
   }
 
-  /** What approving each of these items would unlock, for those that are gates to decide. */
+  /** What approving each of these items would unlock now, and up to what its chain may spend, for gates to decide. */
   unlocksOf(ids: readonly string[]): Map<string, Unlocks> {
     if (ids.length === 0) return new Map();
-    return new Map(this.ofStmt.all(JSON.stringify(ids)).map(({ id, items, credits }) => [id, { items, credits }]));
+    return new Map(
+      this.ofStmt
+        .all(JSON.stringify(ids))
+        .map(({ id, items, credits }) => [id, { items, credits, upTo: this.chain(id) }]),
+    );
+  }
+
+  /** The chain behind a gate: its waiting items however deep, each once, and their credits. */
+  chain(gateId: string): { items: number; credits: number } {
+    return this.chainStmt.get(gateId)!;
   }
 }

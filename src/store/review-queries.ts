@@ -3,7 +3,7 @@ import type { ReviewCardData } from '../browser/data.js';
 import type { Db } from './db.js';
 import type { ReviewDecision } from './reviews.js';
 import { KeptTotals } from './review-totals.js';
-import { DecideQueries } from './review-decide.js';
+import { DecideQueries, type Unlocks } from './review-decide.js';
 import { type GridQuery, queryOf, type ReviewFilter, totalKey } from './review-filter.js';
 import { ITEM_STATES, type ItemState } from './states.js';
 import { CARD_WIDTH } from '../browser/data.js';
@@ -124,6 +124,11 @@ export class ReviewQueries {
     const q = queryOf(filter);
     const total = this.countOf(q);
     return { total, cards: this.withFacts(this.cardsOf(q, offset, limit, total)) };
+  }
+
+  /** What approving these gates would unlock now, and up to what each one's chain may spend. */
+  unlocksOf(ids: readonly string[]): Map<string, Unlocks> {
+    return this.decide.unlocksOf(ids);
   }
 
   /** The decide filter: the gates items wait on that can be decided now, most credits unlocked first. */

@@ -102,6 +102,9 @@ function addWaits(
     case 'downloading':
       add(state, n, run.running ? run.download : 'a run, which downloads it (paid for)');
       return;
+    case 'waiting':
+      add(state, n, "a person's decision on its gates (genbatch review, or genbatch approve ID …); nothing paid yet");
+      return;
     default:
       return;
   }

@@ -63,6 +63,7 @@ describe('gates: the costly step is paid for only once a person approved the che
         takenBack: [],
         sentBefore: [],
         credits: { unlocked: 8, skipped: 0, takenBack: 0, sentBefore: 0 },
+        upTo: { items: 2, credits: expect.any(Number) },
       },
     ]);
     const rejected = await cli('reject', 'm.yaml', 'draft-B', '--note', 'off-model');

@@ -209,8 +209,9 @@ function cardNode(card: ReviewCardData, i: number): HTMLElement {
       card.unlocks
         ? el('span', {
             className: 'badge unlocks',
-            text: `unlocks ${unlocksText(card.unlocks)}`,
-            title: 'approving it lets these items waiting on it be sent',
+            text: `unlocks ${unlocksText(card.unlocks)}${upToText(card.unlocks)}`,
+            title:
+              'approving it lets these items be sent now; up to: what the whole chain behind it may spend with the approvals after this one',
           })
         : null,
       d ? el('span', { className: `badge d-${d}`, text: d }) : null,
@@ -250,6 +251,10 @@ function selectedUnlocks(): { items: number; credits: number } {
 
 const unlocksText = (u: { items: number; credits: number }) =>
   `${fmt(u.items)} item${u.items === 1 ? '' : 's'}, ${fmt(u.credits)} credit${u.credits === 1 ? '' : 's'}`;
+
+/** The chain's total, when it holds more than what approving unlocks now. */
+const upToText = (u: { credits: number; upTo?: { items: number; credits: number } }) =>
+  u.upTo && u.upTo.credits > u.credits ? `; up to ${fmt(u.upTo.credits)} credit${u.upTo.credits === 1 ? '' : 's'}` : '';
 
 /** The row's values as a line: column: value, in their order. */
 const valuesText = (values: Record<string, string>) =>

@@ -26,7 +26,9 @@ export async function decideCommand(
 function decidedText(d: Decided, path: string, rehearsal: string): string {
   const lines = d.decisions.map((one) => {
     const moved = [
-      one.unlocked.length ? `${count(one.unlocked.length, 'item')} to send: ${list(one.unlocked)}` : '',
+      one.unlocked.length
+        ? `${count(one.unlocked.length, 'item')} to send: ${list(one.unlocked)} (${count(one.credits.unlocked, 'credit')}${one.decision === 'approved' && one.upTo.credits > one.credits.unlocked ? `; up to ${count(one.upTo.credits, 'credit')} with the approvals after it` : ''})`
+        : '',
       one.skipped.length ? `${count(one.skipped.length, 'item')} skipped, unpaid: ${list(one.skipped)}` : '',
       one.takenBack.length
         ? `${count(one.takenBack.length, 'item')} taken back, unpaid: ${list(one.takenBack)}${credits(one.credits.takenBack)}`

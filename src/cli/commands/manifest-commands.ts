@@ -123,9 +123,20 @@ function priceNotes(e: Estimate): string[] {
     lines.push(
       `${count(e.credits.unpricedItems, 'item has', 'items have')} no known price: the catalog gives none; add them under prices: in the manifest.`,
     );
-  if (e.gated.items)
+  if (e.gated.items) lines.push(...gatedLines(e, 'gated:    '));
+  return lines;
+}
+
+/** What waits for a person, and what of it an approval timeout spends by itself unless someone rejects in time. */
+function gatedLines(e: Estimate, head: string): string[] {
+  const { byTimeout } = e.gated;
+  const person = e.gated.credits - byTimeout.credits;
+  const lines = [
+    `${head} ${count(e.gated.items, 'item')}, ${e.gated.unpriced ? 'at least ' : ''}${count(e.gated.credits, 'credit')}, paid only once their gates are approved; ${count(e.credits.total - e.gated.credits, 'credit')} spent now`,
+  ];
+  if (byTimeout.items)
     lines.push(
-      `gated:     ${count(e.gated.items, 'item')}, ${e.gated.unpriced ? 'at least ' : ''}${count(e.gated.credits, 'credit')} of the total, paid only once a person approves their gates; ${count(e.credits.total - e.gated.credits, 'credit')} now`,
+      `           of them ${count(byTimeout.items, 'item')}, ${count(byTimeout.credits, 'credit')}, an approval timeout approves by itself: spent once it passes unless someone rejects in time${person ? `; ${count(person, 'credit')} only once a person approves` : ''}`,
     );
   return lines;
 }
@@ -160,10 +171,13 @@ function formatEstimate(m: LoadedManifest, e: Estimate, limits: KeyLimits, more:
     lines.push(
       `remaining: nothing: ${e.items.total === 1 ? 'the 1 item was' : `all ${n(e.items.total)} items were`} sent (${count(more.spent, 'credit')} charged net)`,
     );
-  else if (r)
+  else if (r) {
     lines.push(
       `remaining: ${n(r.items.total)} of ${count(e.items.total, 'item')} not sent yet, ${r.credits.complete ? '' : 'at least '}${count(r.credits.total, 'credit')}, about ${formatDuration(r.duration.seconds)} (${count(more.spent, 'credit')} already charged net)`,
     );
+    // What of it waits for a decision now, and what is spent now.
+    if (r.gated.items) lines.push(...gatedLines(r, '  of it, gated:'));
+  }
   const judged = r ?? e;
   if (judged.balance)
     lines.push(

@@ -38,8 +38,19 @@ function decisionLines(d: Status['decisions']): string[] {
   const lines = [
     `waiting for a decision: ${count(d.items, 'item')}, ${d.unpriced ? 'at least ' : ''}${count(d.credits, 'credit')} if approved (genbatch review, or genbatch approve ID …)`,
     table(
-      ['gate', 'waiting', 'credits'],
-      d.gates.slice(0, PROBLEMS_SHOWN).map((g) => [g.id, num(g.waiting), num(g.credits)]),
+      ['gate', 'waiting', 'credits', 'decide'],
+      d.gates
+        .slice(0, PROBLEMS_SHOWN)
+        .map((g) => [
+          g.id,
+          num(g.waiting),
+          num(g.credits),
+          !g.made
+            ? 'not made yet'
+            : g.deadline
+              ? `now; at ${g.deadline} its timeout ${g.onTimeout === 'approve' ? 'approves' : 'skips'}`
+              : 'now',
+        ]),
     ),
   ];
   if (d.gates.length > PROBLEMS_SHOWN)
