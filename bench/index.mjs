@@ -7,6 +7,7 @@ import { scaleBench } from './scale.mjs';
 import { keysBench } from './keys.mjs';
 import { pauseBench } from './pause.mjs';
 import { chaosBench } from './chaos.mjs';
+import { decisionsBench } from './decisions.mjs';
 import { daysBench } from './days.mjs';
 import { reviewBench } from './review.mjs';
 import { publishBench } from './publish.mjs';
@@ -23,6 +24,7 @@ const parts = {
   lifecycle: lifecycleBench,
   keys: keysBench,
   chaos: chaosBench,
+  decisions: decisionsBench,
   days: daysBench,
   review: reviewBench,
   publish: publishBench,

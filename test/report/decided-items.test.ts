@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/cli.js';
+import { runCliInProcess } from '../helpers/cli.js';
 import { workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
 import { DRAFT_FINAL } from '../helpers/manifests.js';
@@ -10,11 +10,11 @@ describe('what a decision skipped, and what waits for one, as the results tell i
   it('a gate-skipped item is never a failure nor advised a retry; the gallery shows waiting and skipped items with why', async () => {
     const t = await startTestSim({ timeScale: 600 });
     const ws = workspace(t.sim, DRAFT_FINAL, { 'products.csv': 'sku,title\nA,Red mug\nB,Blue mug\n' });
-    const cli = (...args: string[]) => runCli(args, ws.env, ws.dir);
-    expect((await runCli(ws.args(), ws.env, ws.dir)).code).toBe(1);
+    const cli = (...args: string[]) => runCliInProcess(args, ws.env, ws.dir);
+    expect((await runCliInProcess(ws.args(), ws.env, ws.dir)).code).toBe(1);
     expect((await cli('reject', 'm.yaml', 'draft-B')).code).toBe(0);
 
-    const run = await runCli(ws.args(), ws.env, ws.dir);
+    const run = await runCliInProcess(ws.args(), ws.env, ws.dir);
     expect(run.code).toBe(1);
     expect(run.stdout).toMatch(/done 2\/4, skipped by a decision 1, waiting for a decision 1/);
     expect(run.stdout).not.toMatch(/failed|genbatch retry|failures by code/);

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readState, workspace, type RunWorkspace } from '../helpers/run.js';
-import { exitCodeWithin, runCli, startCli } from '../helpers/cli.js';
+import { exitCodeWithin, runCliInProcess, startCli } from '../helpers/cli.js';
 import { startTestSim, type TestSim } from '../helpers/sim.js';
 import { DRAFT_FINAL } from '../helpers/manifests.js';
 
@@ -30,8 +30,8 @@ const queuedFinals = (ws: RunWorkspace) =>
 /** Six drafts made and approved, their finals handed to a run sending one a second: most sit queued, unsent. */
 async function finalsQueued(t: TestSim) {
   const ws = workspace(t.sim, DRAFT_FINAL, { 'products.csv': PRODUCTS });
-  const cli = (...args: string[]) => runCli(args, ws.env, ws.dir);
-  const drafts = await runCli(ws.args(), ws.env, ws.dir);
+  const cli = (...args: string[]) => runCliInProcess(args, ws.env, ws.dir);
+  const drafts = await runCliInProcess(ws.args(), ws.env, ws.dir);
   expect(drafts.code, drafts.stdout + drafts.stderr).toBe(1);
   const run = startCli(ws.args(['--wait-for-decisions', '--submit-rate', '1/1s']), ws.env, ws.dir);
   await run.waitFor(/6 items wait for a decision/);
@@ -76,7 +76,7 @@ describe('a decision binds until the moment of sending', () => {
     const rejected = await cli('reject', 'm.yaml', ...drafts);
     expect(rejected.code, rejected.stderr).toBe(0);
     expect(rejected.stdout).toMatch(/taken back, unpaid/);
-    const again = await runCli(ws.args(), ws.env, ws.dir);
+    const again = await runCliInProcess(ws.args(), ws.env, ws.dir);
     expect(again.code, again.stdout + again.stderr).toBe(1);
     expect(charges(t, ws).filter((c) => takenBack.includes(c.item))).toEqual([]);
     for (const id of takenBack) expect(stateOf(ws).get(id)!.state).toBe('skipped');
@@ -89,8 +89,9 @@ describe('the decision record', () => {
   it('keeps every decision, who took it and when: reject then approve holds both, and the results name the last', async () => {
     const t = await startTestSim({ timeScale: 600 });
     const ws = workspace(t.sim, DRAFT_FINAL, { 'products.csv': 'sku,title\nA,Red mug\nB,Blue mug\n' });
-    const cli = (env: Record<string, string>, ...args: string[]) => runCli(args, { ...ws.env, ...env }, ws.dir);
-    expect((await runCli(ws.args(), ws.env, ws.dir)).code).toBe(1);
+    const cli = (env: Record<string, string>, ...args: string[]) =>
+      runCliInProcess(args, { ...ws.env, ...env }, ws.dir);
+    expect((await runCliInProcess(ws.args(), ws.env, ws.dir)).code).toBe(1);
     const before = Date.now();
     expect((await cli({}, 'reject', 'm.yaml', 'draft-A', '--by', 'ana', '--note', 'off\u001b[31m-model')).code).toBe(0);
     expect(

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { FolderSink } from '../../src/sink/index.js';
-import { runCli } from '../helpers/cli.js';
+import { runCliInProcess } from '../helpers/cli.js';
 import { DRAFT_FINAL_VIDEO } from '../helpers/manifests.js';
 import { raw, startTestReview } from '../helpers/review.js';
 import { readState, workspace, type RunWorkspace } from '../helpers/run.js';
@@ -20,11 +20,11 @@ describe('the cost of a decision, where it is made, is what the service then cha
     const t = await startTestSim({ timeScale: 600 });
     const ws = workspace(t.sim, DRAFT_FINAL_VIDEO, { 'products.csv': 'sku,title\nA,Red mug\nB,Blue mug\n' });
     const cli = async (...args: string[]) => {
-      const r = await runCli(args, ws.env, ws.dir);
+      const r = await runCliInProcess(args, ws.env, ws.dir);
       expect(r.code, r.stderr).toBeLessThan(2);
       return r;
     };
-    const run = () => runCli(ws.args(), ws.env, ws.dir);
+    const run = () => runCliInProcess(ws.args(), ws.env, ws.dir);
 
     const before = JSON.parse((await cli('estimate', 'm.yaml', '--json')).stdout);
     const final = before.models.find((m: { model: string }) => m.model === 'studio-xl').each as number;
@@ -97,17 +97,17 @@ describe('the cost of a decision, where it is made, is what the service then cha
       '    model: studio-lite\n    approval: { timeout: 48h, onTimeout: approve }\n',
     );
     const ws = workspace(t.sim, manifest, { 'products.csv': 'sku,title\nA,Red mug\n' });
-    const json = JSON.parse((await runCli(['estimate', 'm.yaml', '--json'], ws.env, ws.dir)).stdout);
+    const json = JSON.parse((await runCliInProcess(['estimate', 'm.yaml', '--json'], ws.env, ws.dir)).stdout);
     const final = json.models.find((m: { model: string }) => m.model === 'studio-xl').each as number;
     // The final goes by itself once the draft's timeout passes; the video still needs a person to approve the final.
     expect(json.gated.byTimeout).toEqual({ items: 1, credits: final });
-    const text = (await runCli(['estimate', 'm.yaml'], ws.env, ws.dir)).stdout;
+    const text = (await runCliInProcess(['estimate', 'm.yaml'], ws.env, ws.dir)).stdout;
     expect(text).toMatch(
       /of them 1 item, \d+ credits, an approval timeout approves by itself: spent once it passes unless someone rejects in time/,
     );
     // status gives the draft's deadline, once it is made.
-    expect((await runCli(ws.args(), ws.env, ws.dir)).code).toBe(1);
-    const status = JSON.parse((await runCli(['status', 'm.yaml', '--json'], ws.env, ws.dir)).stdout);
+    expect((await runCliInProcess(ws.args(), ws.env, ws.dir)).code).toBe(1);
+    const status = JSON.parse((await runCliInProcess(['status', 'm.yaml', '--json'], ws.env, ws.dir)).stdout);
     const gate = status.decisions.gates.find((g: { id: string }) => g.id === 'draft-A');
     expect(gate).toMatchObject({ made: true, onTimeout: 'approve' });
     // 48 h of the service's time at x600 is 288 s of real time after the draft was made.

@@ -2,7 +2,7 @@ import { copyFileSync, existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readState, workspace, type RunWorkspace } from '../helpers/run.js';
-import { cleanEnv, runCli } from '../helpers/cli.js';
+import { cleanEnv, runCliInProcess } from '../helpers/cli.js';
 import { startTestSim, type TestSim } from '../helpers/sim.js';
 import { DRAFT_FINAL } from '../helpers/manifests.js';
 
@@ -31,7 +31,7 @@ describe('a decision lands only where it belongs', () => {
     const t = await startTestSim({ timeScale: 600, announce: true });
     const ws = workspace(t.sim, DRAFT_FINAL, { 'products.csv': PRODUCTS });
     const trialState = join(ws.dir, '.genbatch', 'm.simulated.sqlite');
-    const cli = (...args: string[]) => runCli(args, ws.env, ws.dir);
+    const cli = (...args: string[]) => runCliInProcess(args, ws.env, ws.dir);
     expect((await cli('run', 'm.yaml')).code).toBe(1);
     expect(statesIn(trialState).get('final-A')).toBe('waiting');
 
@@ -71,7 +71,7 @@ describe('a decision lands only where it belongs', () => {
   it("a rehearsal's decision, then its printed next step: the rehearsal goes on with its state and makes the finals", async () => {
     const dir = workspace((await startTestSim()).sim, DRAFT_FINAL, { 'products.csv': PRODUCTS }).dir;
     const env = cleanEnv();
-    const cli = (...args: string[]) => runCli(args, env, dir);
+    const cli = (...args: string[]) => runCliInProcess(args, env, dir);
     const state = join(dir, '.genbatch', 'm.rehearsal.sqlite');
     expect((await cli('run', 'm.yaml', '--simulate', '--time-scale', '600')).code).toBe(1);
     // Without --simulate there is no state here to decide on; the rehearsal's is named.
@@ -94,8 +94,8 @@ describe('a decision lands only where it belongs', () => {
   it("a real run's state named with --simulate, or another manifest's state: exit 2, nothing recorded, nothing charged later", async () => {
     const t = await startTestSim({ timeScale: 600 });
     const ws: RunWorkspace = workspace(t.sim, DRAFT_FINAL, { 'products.csv': PRODUCTS });
-    const cli = (...args: string[]) => runCli(args, ws.env, ws.dir);
-    expect((await runCli(ws.args(), ws.env, ws.dir)).code).toBe(1);
+    const cli = (...args: string[]) => runCliInProcess(args, ws.env, ws.dir);
+    expect((await runCliInProcess(ws.args(), ws.env, ws.dir)).code).toBe(1);
 
     const rehearsalFlag = await cli('approve', 'm.yaml', 'draft-A', '--simulate', '--state', ws.statePath);
     expect(rehearsalFlag.code).toBe(2);
@@ -112,7 +112,9 @@ describe('a decision lands only where it belongs', () => {
 
     // A rehearsal's state given without --simulate is refused too.
     const copy = join(ws.dir, 'copy.sqlite');
-    expect((await runCli(['run', 'm.yaml', '--simulate', '--time-scale', '600'], cleanEnv(), ws.dir)).code).toBe(1);
+    expect(
+      (await runCliInProcess(['run', 'm.yaml', '--simulate', '--time-scale', '600'], cleanEnv(), ws.dir)).code,
+    ).toBe(1);
     copyFileSync(join(ws.dir, '.genbatch', 'm.rehearsal.sqlite'), copy);
     const rehearsalState = await cli('approve', 'm.yaml', 'draft-A', '--state', copy);
     expect(rehearsalState.code).toBe(2);
@@ -125,7 +127,7 @@ describe('a decision lands only where it belongs', () => {
     expect(many.stderr.length).toBeLessThan(1_000);
 
     expect(JSON.parse((await cli('decisions', 'm.yaml', '--json')).stdout)).toEqual([]);
-    expect((await runCli(ws.args(), ws.env, ws.dir)).code).toBe(1);
+    expect((await runCliInProcess(ws.args(), ws.env, ws.dir)).code).toBe(1);
     expect(chargedItems(t, ws.statePath)).toEqual(['draft-A', 'draft-B']);
   }, 90_000);
 });
