@@ -536,10 +536,7 @@ function decider(seed, dir, gated, log) {
         const pick = r();
         if (!current || current.verified < current.outputs || pick < 0.2) continue;
         const decision = pick < 0.6 ? 'approved' : pick < 0.8 ? 'rejected' : null;
-        store.tx(() => {
-          store.reviews.decide(gate, current.version, decision, undefined, Date.now());
-          store.gates.revive();
-        });
+        store.decisions.decide({ itemId: gate, version: current.version, decision, by: 'chaos', now: Date.now() });
         log.push({ at: Date.now(), gate, decision });
       }
     } finally {

@@ -84,9 +84,12 @@ export async function decideItems(
       const { chosen, notMade } = chosenItems(store, choice, statePath);
       // What each chain may spend with the approvals after this one, read before the decisions move anything.
       const chains = store.reviewQueries.unlocksOf(chosen.map((c) => c.id));
-      const decisions = chosen.map(({ id, version }): Decision => {
+      const entries = store.decisions.decideAll(
+        chosen.map(({ id, version }) => ({ itemId: id, version, decision, note: choice.note, by, now })),
+      );
+      const decisions = chosen.map(({ id }, i): Decision => {
         const upTo = chains.get(id)?.upTo ?? { items: 0, credits: 0 };
-        const entry = store.decisions.decide({ itemId: id, version, decision, note: choice.note, by, now });
+        const entry = entries[i]!;
         if ('refused' in entry)
           throw usageError(`${id} cannot be decided now (${entry.refused}). Nothing was recorded.`);
         const { itemId: _item, decision: _decision, note: _note, at: _at, byTimeout: _timeout, ...effect } = entry;

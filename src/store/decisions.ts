@@ -2,7 +2,7 @@ import type { Db } from './db.js';
 import type { Gates } from './gates.js';
 import type { Items } from './items.js';
 import type { ReviewDecision, Reviews } from './reviews.js';
-import { shapePrices } from './shape-prices.js';
+import { shapePrices, type PriceShape } from './shape-prices.js';
 
 /** What a decision is: on one version of an item's outputs; `decision: null` clears the one there (undo). */
 export interface DecisionAsked {
@@ -86,6 +86,10 @@ export class Decisions {
   private readonly latestStmt;
   private readonly spentStmt;
   private readonly countStmt;
+  private readonly dependentsStmt;
+  private readonly versionStmt;
+  /** What prices each dependent the last look read: a bulk decision prices them without reading each again. */
+  private readonly shapes = new Map<string, PriceShape>();
 
   constructor(
     private readonly db: Db,
@@ -109,14 +113,33 @@ export class Decisions {
       .prepare<[string], number>('SELECT coalesce(sum(charged - refunded), 0) FROM attempts WHERE item_id = ?')
       .pluck();
     this.countStmt = db.prepare<[], number>('SELECT count(*) FROM decisions').pluck();
+    // The gates' few rows first (CROSS JOIN), each dependent then found by its id, with what prices it.
+    this.dependentsStmt = db.prepare<[string], { gate: string; id: string; state: string } & PriceShape>(
+      `SELECT g.gate_id AS gate, i.id, i.state, i.type, i.model, i.spec ->> '$.resolution' AS resolution,
+         i.spec ->> '$.duration' AS duration
+       FROM json_each(?) j CROSS JOIN gates g ON g.gate_id = j.value CROSS JOIN items i ON i.id = g.item_id
+       WHERE i.removed = 0`,
+    );
+    // An item's state and its current version (outputs not superseded): made, and how many outputs are verified.
+    this.versionStmt = db.prepare<
+      [{ id: string }],
+      { state: string; version: number | null; outputs: number; verified: number }
+    >(
+      `SELECT i.state, o.version, coalesce(o.outputs, 0) AS outputs, coalesce(o.verified, 0) AS verified
+       FROM items i LEFT JOIN (SELECT version, count(*) AS outputs, count(sha256) AS verified FROM outputs
+         WHERE item_id = @id AND superseded_at IS NULL GROUP BY version ORDER BY version DESC LIMIT 1) o
+       WHERE i.id = @id`,
+    );
   }
 
   /** Whether a decision may be recorded on this version now, or why not. */
   refusal(itemId: string, version: number): DecisionRefusal | undefined {
-    const item = this.items.get(itemId);
+    const item = this.versionStmt.get({ id: itemId });
     if (!item) return { refused: 'unknown' };
-    const current = this.reviews.current(itemId);
-    if (current && current.version !== version) return { refused: 'superseded', current: current.version };
+    const current = item.version === null ? undefined : { ...item, version: item.version };
+    // An earlier version than the current one is superseded; a later one is not made (yet).
+    if (current && version < current.version) return { refused: 'superseded', current: current.version };
+    if (current && version > current.version) return { refused: 'not-made', state: item.state };
     if (item.state !== 'done' || !current || current.verified < current.outputs)
       return { refused: 'not-made', state: item.state };
     return undefined;
@@ -124,14 +147,41 @@ export class Decisions {
 
   /** Records a person's decision and what it brought about, or says why it was not recorded (nothing written). */
   decide(asked: DecisionAsked): DecisionEntry | DecisionRefusal {
-    return this.db.transaction((): DecisionEntry | DecisionRefusal => {
-      const refusal = this.refusal(asked.itemId, asked.version);
-      if (refusal) return refusal;
-      const entry = this.moving(asked.itemId, asked.decision !== 'approved', () =>
-        this.reviews.decide(asked.itemId, asked.version, asked.decision, asked.note, asked.now),
+    return this.decideAll([asked])[0]!;
+  }
+
+  /**
+   * Records many decisions in one transaction (a selection in review, approve with many ids): each refused one says
+   * why and writes nothing, the others are written, then what they gate moves once, in one statement, for all of
+   * them (a bulk approval of 10,000 gates, not 10,000 settlings), and each gets its entry in the record.
+   */
+  decideAll(asked: readonly DecisionAsked[]): (DecisionEntry | DecisionRefusal)[] {
+    return this.db.transaction(() => {
+      const refusals = asked.map((a) => this.refusal(a.itemId, a.version));
+      const taken = asked.filter((_, i) => !refusals[i]);
+      const gateIds = [...new Set(taken.map((a) => a.itemId))];
+      const before = this.dependentsOf(gateIds);
+      for (const a of taken) this.reviews.decide(a.itemId, a.version, a.decision, a.note, a.now, false);
+      const moved = new Map(this.gates.settle(gateIds).map((row) => [row.id, row.state]));
+      // What was skipped for a rejection now undone comes back, however far down (said by a lone decision).
+      const revived = this.gates.revive();
+      if (gateIds.length === 1) for (const id of revived) before.get(gateIds[0]!)?.set(id, 'skipped');
+      // After: as before, but for what the settling wrote, and what came back (read again: it settled on its gates).
+      const after = new Map(
+        [...before].map(([gate, deps]) => [gate, new Map([...deps].map(([id, was]) => [id, moved.get(id) ?? was]))]),
       );
-      const note = asked.note === undefined ? (this.reviews.noteOf(asked.itemId, asked.version) ?? null) : asked.note;
-      return this.record(asked, entry!, note, false);
+      for (const id of revived) {
+        const state = this.items.get(id)?.state;
+        if (state) for (const deps of after.values()) if (deps.has(id)) deps.set(id, state);
+      }
+      const price = this.pricer();
+      return asked.map((a, i) => {
+        const refusal = refusals[i];
+        if (refusal) return refusal;
+        const effect = this.effect(before.get(a.itemId), after.get(a.itemId), a.decision !== 'approved', price);
+        const note = a.note === undefined ? (this.reviews.noteOf(a.itemId, a.version) ?? null) : a.note;
+        return this.record(a, effect, note, false);
+      });
     })();
   }
 
@@ -142,11 +192,12 @@ export class Decisions {
    */
   decideByTimeout(itemId: string, version: number, decision: ReviewDecision, note: string, now: number) {
     return this.db.transaction((): DecisionEntry | undefined => {
-      const entry = this.moving(itemId, decision !== 'approved', () =>
-        this.reviews.decideByTimeout(itemId, version, decision, note, now),
-      );
-      if (!entry) return undefined;
-      return this.record({ itemId, version, decision, note, by: 'timeout', now }, entry, note, true);
+      const before = this.dependentsOf([itemId]);
+      if (!this.reviews.decideByTimeout(itemId, version, decision, note, now)) return undefined;
+      for (const id of this.gates.revive()) before.get(itemId)!.set(id, 'skipped');
+      const after = this.dependentsOf([itemId]);
+      const effect = this.effect(before.get(itemId), after.get(itemId), decision !== 'approved', this.pricer());
+      return this.record({ itemId, version, decision, note, by: 'timeout', now }, effect, note, true);
     })();
   }
 
@@ -166,36 +217,42 @@ export class Decisions {
     return row && entryOf(row);
   }
 
+  /** Each gate's dependents with their states now (in the manifest, not removed). */
+  private dependentsOf(gateIds: readonly string[]): Map<string, Map<string, string>> {
+    const out = new Map<string, Map<string, string>>(gateIds.map((id) => [id, new Map()]));
+    this.shapes.clear();
+    for (const row of this.dependentsStmt.all(JSON.stringify(gateIds))) {
+      out.get(row.gate)!.set(row.id, row.state);
+      this.shapes.set(row.id, row);
+    }
+    return out;
+  }
+
   /**
-   * Runs `write` and says what it moved among the gate's dependents; undefined when `write` wrote nothing. A
-   * decision that `holdsBack` (a rejection, a clear) also names the dependents it came too late for.
+   * What a decision moved among its gate's dependents, from their states before and after. A decision that
+   * `holdsBack` (a rejection, a clear) also names the dependents it came too late for: sent before it.
    */
-  private moving(
-    gateId: string,
+  private effect(
+    before: ReadonlyMap<string, string> = new Map(),
+    after: ReadonlyMap<string, string> = new Map(),
     holdsBack: boolean,
-    write: () => boolean,
-  ): Omit<DecisionEffect, 'itemId' | 'version' | 'decision'> | undefined {
-    const before = new Map(this.gates.dependents(gateId).map((d) => [d.id, d.state]));
-    if (!write()) return undefined;
-    // What was skipped for a rejection now undone comes back, however far down.
-    for (const id of this.gates.revive()) if (!before.has(id)) before.set(id, 'skipped');
-    const after = new Map(this.gates.dependents(gateId).map((d) => [d.id, d.state]));
-    for (const id of before.keys()) if (!after.has(id)) after.set(id, this.items.get(id)?.state ?? 'skipped');
+    price: (id: string) => number | undefined,
+  ): Omit<DecisionEffect, 'itemId' | 'version' | 'decision'> {
     const unlocked: string[] = [];
     const skipped: string[] = [];
     const takenBack: string[] = [];
     const sentBefore: SentBefore[] = [];
+    const now = (id: string) => after.get(id) ?? this.items.get(id)?.state ?? 'skipped';
     for (const [id, was] of before) {
-      const now = after.get(id)!;
-      if (HELD.has(was) && UNSENT.has(now)) unlocked.push(id);
-      else if (UNSENT.has(was) && HELD.has(now)) takenBack.push(id);
-      else if (was !== 'skipped' && now === 'skipped') skipped.push(id);
+      const is = now(id);
+      if (HELD.has(was) && UNSENT.has(is)) unlocked.push(id);
+      else if (UNSENT.has(was) && HELD.has(is)) takenBack.push(id);
+      else if (was !== 'skipped' && is === 'skipped') skipped.push(id);
     }
     if (holdsBack)
       for (const [id, state] of after)
         if (!UNSENT.has(state) && !HELD.has(state)) sentBefore.push({ id, credits: this.spentStmt.get(id) ?? 0 });
-    const price = this.pricer();
-    const sum = (ids: string[]) => ids.reduce((s, id) => s + (price(id) ?? 0), 0);
+    const sum = (ids: string[]) => ids.reduce((total, id) => total + (price(id) ?? 0), 0);
     return {
       unlocked,
       skipped,
@@ -205,7 +262,7 @@ export class Decisions {
         unlocked: sum(unlocked),
         skipped: sum(skipped),
         takenBack: sum(takenBack),
-        sentBefore: sentBefore.reduce((s, d) => s + d.credits, 0),
+        sentBefore: sentBefore.reduce((total, d) => total + d.credits, 0),
       },
     };
   }
@@ -247,6 +304,8 @@ export class Decisions {
   private pricer(): (id: string) => number | undefined {
     const priceOf = shapePrices(this.db);
     return (id) => {
+      const known = this.shapes.get(id);
+      if (known) return priceOf({ ...known, duration: known.duration === null ? null : String(known.duration) });
       const item = this.items.get(id);
       if (!item) return undefined;
       const spec = JSON.parse(item.spec) as { resolution?: string; duration?: number | string };

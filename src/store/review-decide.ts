@@ -38,13 +38,14 @@ const unlocksSql = (gates: string) => `WITH ${PRICES.replace('prices AS (', 'pri
   GROUP BY g.gate_id`;
 
 /**
- * The chain behind a gate: every waiting item that waits on it, or on an item that does, however deep (each once),
+ * The chain behind a gate (CROSS JOIN keeps the chain first: from the items' state index instead, every waiting item
+ * of a catalog was read for each card, 9 ms a gate at 100,000 items): every waiting item that waits on it, or on an item that does, however deep (each once),
  * and what the chain would spend once every gate in it is approved.
  */
 const CHAIN = `WITH RECURSIVE ${PRICES},
   chain(id) AS (SELECT item_id FROM gates WHERE gate_id = ? UNION SELECT g.item_id FROM gates g JOIN chain c ON g.gate_id = c.id)
   SELECT count(*) AS items, coalesce(sum(p.credits), 0) AS credits
-  FROM chain c JOIN items d ON d.id = c.id
+  FROM chain c CROSS JOIN items d ON d.id = c.id
     LEFT JOIN prices p ON p.type = d.type AND p.model = d.model
       AND p.resolution IS (d.spec ->> '$.resolution') AND p.duration IS (d.spec ->> '$.duration')
   WHERE d.state = 'waiting' AND d.removed = 0`;

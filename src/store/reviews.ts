@@ -43,7 +43,11 @@ export class Reviews {
   private readonly currentStmt;
   private readonly noteStmt;
 
-  constructor(db: Db) {
+  /** `settle`: what the decided items gate moves with the decisions, in their transaction (see Gates.settle). */
+  constructor(
+    private readonly db: Db,
+    private readonly settle: (itemIds: readonly string[]) => void,
+  ) {
     this.decideStmt = db.prepare(
       `INSERT INTO reviews (item_id, version, decision, note, decided_at)
        SELECT @itemId, @version, @decision, @note, @now
@@ -108,23 +112,42 @@ export class Reviews {
     decision: ReviewDecision | null,
     note: string | null | undefined,
     now: number,
+    /** False: the caller settles what the item gates itself, once for many decisions (see Decisions.decideAll). */
+    settle = true,
   ): boolean {
-    if (decision === null) {
-      this.clearStmt.run(itemId, version);
-      return true;
-    }
-    const keepNote = note === undefined ? 1 : 0;
-    return this.decideStmt.run({ itemId, version, decision, note: note ?? null, keepNote, now }).changes === 1;
+    return this.settled(itemId, settle, () => {
+      if (decision === null) {
+        this.clearStmt.run(itemId, version);
+        return true;
+      }
+      const keepNote = note === undefined ? 1 : 0;
+      return this.decideStmt.run({ itemId, version, decision, note: note ?? null, keepNote, now }).changes === 1;
+    });
   }
 
   /** A gate's approval timeout decides its version (`note` says so), unless a decision is there already: true when taken. */
   decideByTimeout(itemId: string, version: number, decision: ReviewDecision, note: string, now: number): boolean {
-    return this.timeoutStmt.run({ itemId, version, decision, note, now }).changes === 1;
+    return this.settled(
+      itemId,
+      true,
+      () => this.timeoutStmt.run({ itemId, version, decision, note, now }).changes === 1,
+    );
   }
 
   /** The manifest's checks reject a version (`reason` says why), unless a decision is there already: true when taken. */
   rejectByCheck(itemId: string, version: number, reason: string, now: number): boolean {
-    return this.checkStmt.run({ itemId, version, note: reason, now }).changes === 1;
+    return this.settled(itemId, true, () => this.checkStmt.run({ itemId, version, note: reason, now }).changes === 1);
+  }
+
+  /** A write of a decision and, when it wrote one, the move of what the item gates, in one transaction. */
+  private settled(itemId: string, settle: boolean, write: () => boolean): boolean {
+    // The caller settles, in its own transaction: no savepoint for each of a bulk decision's writes.
+    if (!settle) return write();
+    return this.db.transaction(() => {
+      const wrote = write();
+      if (wrote) this.settle([itemId]);
+      return wrote;
+    })();
   }
 
   /** The note kept with a version's decision, if it has one. */

@@ -114,3 +114,46 @@ describe("a gated item follows its gates' decisions, whichever process wrote the
     expect(s.lifecycle.recordSent('final', 2, 28, 'fp')).toBe(true);
   });
 });
+
+describe('the decision record', () => {
+  it('keeps every decision as written; a state from before it gets its decisions as entries by "unknown"', () => {
+    const s = fresh();
+    made(s, 'draft', 1, 1, 10);
+    const first = s.decisions.decide({
+      itemId: 'draft',
+      version: 1,
+      decision: 'rejected',
+      note: 'off',
+      by: 'ana',
+      now: 11,
+    });
+    expect(first).toMatchObject({ decision: 'rejected', skipped: ['final'], by: 'ana' });
+    expect(s.decisions.decide({ itemId: 'draft', version: 1, decision: 'approved', by: 'ben', now: 12 })).toMatchObject(
+      {
+        unlocked: ['final'],
+        note: 'off',
+      },
+    );
+    expect(s.decisions.decide({ itemId: 'draft', version: 2, decision: 'approved', by: 'ben', now: 13 })).toEqual({
+      refused: 'not-made',
+      state: 'done',
+    });
+    expect(s.decisions.list().map((d) => [d.decision, d.by, d.at])).toEqual([
+      ['approved', 'ben', 12],
+      ['rejected', 'ana', 11],
+    ]);
+    // Append-only: nothing rewrites or removes an entry.
+    expect(() => s.db.exec("UPDATE decisions SET by = 'eve'")).toThrow(/kept as written/);
+    expect(() => s.db.exec('DELETE FROM decisions')).toThrow(/kept as written/);
+
+    // As a genbatch before the record left it: its reviews only, at schema 27. Upgraded, each is an entry by "unknown".
+    const path = s.db.name;
+    s.db.exec('DROP TABLE decisions');
+    s.db.pragma('user_version = 27');
+    s.close();
+    store = Store.open(path);
+    expect(store.decisions.list().map((d) => [d.itemId, d.version, d.decision, d.by, d.byTimeout])).toEqual([
+      ['draft', 1, 'approved', 'unknown', false],
+    ]);
+  });
+});

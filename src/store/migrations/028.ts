@@ -2,9 +2,12 @@
 export const sql = `
   -- A decision binds until the moment of sending: a queued item (its attempt saved, never sent) is taken back by a
   -- rejection, a cleared decision or a gate made again, like a pending one. An approved gate leaves a queued item
-  -- queued. A gate skipped by its approval timeout says so, not "rejected in review".
+  -- queued. A gate skipped by its approval timeout says so, not "rejected in review". The trigger follows a gate's
+  -- state (made again, an output gone); a decision (a gate's review) settles what it gates itself, with the same
+  -- rule in one statement for every gate it decides (Gates.settle): row by row, a bulk approval of 10,000 gates
+  -- took 5 s in this trigger.
   DROP TRIGGER gate_moved;
-  CREATE TRIGGER gate_moved AFTER UPDATE OF state, review ON items
+  CREATE TRIGGER gate_moved AFTER UPDATE OF state ON items
     WHEN EXISTS (SELECT 1 FROM gates WHERE gate_id = new.id)
   BEGIN
     UPDATE items SET
