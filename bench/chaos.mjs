@@ -38,7 +38,7 @@ const GOAL = { runs: 1000, faults: 3000, bucketLives: 1000, termExitMs: 2_000, b
 const PREFIX = 'chaos';
 
 /** mulberry32: a small seeded generator, so a seed replays the same plan. */
-function seeded(seed) {
+export function seeded(seed) {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;

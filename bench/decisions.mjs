@@ -14,24 +14,13 @@ import { openSqlite } from '../dist/store/driver.js';
 import { startReviewServer } from '../dist/review/server.js';
 import { FolderSink } from '../dist/sink/index.js';
 import { startSimulator } from '../dist/simulator/index.js';
+import { seeded } from './chaos.mjs';
 import { root } from './measure.mjs';
 
 const CLI = join(root, 'dist', 'bin', 'genbatch.js');
 const PRODUCTS = 6;
 const LIVES = 6;
 const GOAL = { lives: 200 };
-
-/** mulberry32: a seed replays the same draws. */
-function seeded(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const MANIFEST = `version: 1
 items:

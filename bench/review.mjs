@@ -144,9 +144,13 @@ export async function reviewBench() {
   console.log(
     `review  a jump to the middle of the grid: ${scroll} ms to its cards drawn, warm median (cold ${cold.scrollMs}; its slice asked at ${jumpAt('sliceAsked')} ms, in at ${jumpAt('sliceIn')}, its first thumbnails asked at ${jumpAt('thumbsAsked')}, the first in at ${jumpAt('thumbIn')}); cards in the DOM: ${runs[0].cardsInDom}`,
   );
-  const bulk = await bulkDecision(state, dir);
+  // Three bulk approvals, each on a fresh copy: the median is judged (one alone swung 1.4-2.3 s on a busy machine).
+  const bulks = [];
+  for (let i = 0; i < 3; i++) bulks.push(await bulkDecision(state, dir));
+  const bulk = { ...bulks[0], ms: median(bulks.map((b) => b.ms)), readyMs: median(bulks.map((b) => b.readyMs)) };
+  const bulkSpread = bulks.map((b) => b.ms).join(', ');
   console.log(
-    `review  a bulk approval of ${bulk.gates.toLocaleString('en-US')} gates through the app's API: answered in ${bulk.ms} ms (goal < ${GOAL.bulkMs}), ${bulk.unlocked.toLocaleString('en-US')} items let go; a run's next look for ready items finds them ${bulk.readyMs} ms after the answer (goal < ${GOAL.readyMs}; a running run looks when its decisions watch wakes it, every 0.5 s)`,
+    `review  a bulk approval of ${bulk.gates.toLocaleString('en-US')} gates through the app's API: answered in ${bulk.ms} ms, median of ${bulkSpread} (goal < ${GOAL.bulkMs}), ${bulk.unlocked.toLocaleString('en-US')} items let go; a run's next look for ready items finds them ${bulk.readyMs} ms after the answer (goal < ${GOAL.readyMs}; a running run looks when its decisions watch wakes it, every 0.5 s)`,
   );
   const bulkMet = bulk.ms < GOAL.bulkMs && bulk.readyMs < GOAL.readyMs && bulk.unlocked > 0;
   const verdict = SCALE > 1 ? 'reported, not gated' : pass && bulkMet ? 'met' : 'MISSED';

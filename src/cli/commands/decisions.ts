@@ -65,36 +65,9 @@ export async function recordCommand(
 ): Promise<string> {
   const { state, decisions } = await decisionRecord(path, options, cwd);
   if (options.json)
+    // Each entry as the record keeps it, its time in ISO 8601.
     return JSON.stringify(
-      decisions.map(
-        ({
-          itemId,
-          version,
-          decision,
-          note,
-          by,
-          at,
-          byTimeout,
-          unlocked,
-          skipped,
-          takenBack,
-          sentBefore,
-          credits,
-        }) => ({
-          itemId,
-          version,
-          decision,
-          note,
-          by,
-          at: new Date(at).toISOString(),
-          byTimeout,
-          unlocked,
-          skipped,
-          takenBack,
-          sentBefore,
-          credits,
-        }),
-      ),
+      decisions.map((d) => ({ ...d, at: new Date(d.at).toISOString() })),
       null,
       2,
     );
