@@ -27,7 +27,9 @@ const ALONE = `NOT EXISTS (SELECT 1 FROM gates o JOIN items oi ON oi.id = o.gate
  * 100,000-item state took minutes); the prices once, materialized.
  */
 const unlocksSql = (gates: string) => `WITH ${PRICES.replace('prices AS (', 'prices AS MATERIALIZED (')}
-  SELECT g.gate_id AS id, sum(${ALONE}) AS items, coalesce(sum(CASE WHEN ${ALONE} THEN p.credits END), 0) AS credits
+  SELECT g.gate_id AS id, sum(${ALONE}) AS items, coalesce(sum(CASE WHEN ${ALONE} THEN p.credits END), 0) AS credits,
+    count(*) AS waiting, coalesce(sum(p.credits), 0) AS waitingCredits,
+    max(EXISTS (SELECT 1 FROM gates x WHERE x.gate_id = d.id)) AS deeper
   FROM gates g
     CROSS JOIN items gi ON gi.id = g.gate_id
     CROSS JOIN items d ON d.id = g.item_id
@@ -77,9 +79,10 @@ export class DecideQueries {
     this.listStmt = db.prepare<[], Unlocks & { id: string }>(
       `${unlocksSql('1')} ORDER BY credits DESC, items DESC, min(gi.seq)`,
     );
-    this.ofStmt = db.prepare<[string], Unlocks & { id: string }>(
-      unlocksSql('g.gate_id IN (SELECT value FROM json_each(?))'),
-    );
+    this.ofStmt = db.prepare<
+      [string],
+      Unlocks & { id: string; waiting: number; waitingCredits: number; deeper: number }
+    >(unlocksSql('g.gate_id IN (SELECT value FROM json_each(?))'));
   }
 
   /** The gates to decide, most credits unlocked first. */
@@ -92,10 +95,14 @@ export class DecideQueries {
   /** What approving each of these items would unlock now, and up to what its chain may spend, for gates to decide. */
   unlocksOf(ids: readonly string[]): Map<string, Unlocks> {
     if (ids.length === 0) return new Map();
+    // The chain goes deeper only where an item waiting on the gate is a gate itself: else it is what waits on it.
     return new Map(
       this.ofStmt
         .all(JSON.stringify(ids))
-        .map(({ id, items, credits }) => [id, { items, credits, upTo: this.chain(id) }]),
+        .map(({ id, items, credits, waiting, waitingCredits, deeper }) => [
+          id,
+          { items, credits, upTo: deeper ? this.chain(id) : { items: waiting, credits: waitingCredits } },
+        ]),
     );
   }
 
