@@ -26,18 +26,20 @@ const ALONE = `NOT EXISTS (SELECT 1 FROM gates o JOIN items oi ON oi.id = o.gate
  * From the gates, each item then found by its id (CROSS JOIN keeps that order: from the items' indexes instead, a
  * 100,000-item state took minutes); the prices once, materialized.
  */
-const unlocksSql = (gates: string) => `WITH ${PRICES.replace('prices AS (', 'prices AS MATERIALIZED (')}
-  SELECT g.gate_id AS id, sum(${ALONE}) AS items, coalesce(sum(CASE WHEN ${ALONE} THEN p.credits END), 0) AS credits,
-    count(*) AS waiting, coalesce(sum(p.credits), 0) AS waitingCredits,
-    max(EXISTS (SELECT 1 FROM gates x WHERE x.gate_id = d.id)) AS deeper
-  FROM gates g
-    CROSS JOIN items gi ON gi.id = g.gate_id
-    CROSS JOIN items d ON d.id = g.item_id
-    LEFT JOIN prices p ON p.type = d.type AND p.model = d.model
-      AND p.resolution IS (d.spec ->> '$.resolution') AND p.duration IS (d.spec ->> '$.duration')
-  WHERE ${gates} AND gi.state = 'done' AND gi.review = 'unreviewed' AND gi.removed = 0
-    AND d.state = 'waiting' AND d.removed = 0
-  GROUP BY g.gate_id`;
+const unlocksSql = (gates: string) => `WITH ${PRICES.replace('prices AS (', 'prices AS MATERIALIZED (')},
+  pairs AS (
+    SELECT g.gate_id AS id, gi.seq AS seq, ${ALONE} AS alone, p.credits AS credits,
+      EXISTS (SELECT 1 FROM gates x WHERE x.gate_id = d.id) AS deeper
+    FROM gates g
+      CROSS JOIN items gi ON gi.id = g.gate_id
+      CROSS JOIN items d ON d.id = g.item_id
+      LEFT JOIN prices p ON p.type = d.type AND p.model = d.model
+        AND p.resolution IS (d.spec ->> '$.resolution') AND p.duration IS (d.spec ->> '$.duration')
+    WHERE ${gates} AND gi.state = 'done' AND gi.review = 'unreviewed' AND gi.removed = 0
+      AND d.state = 'waiting' AND d.removed = 0)
+  SELECT id, sum(alone) AS items, coalesce(sum(CASE WHEN alone THEN credits END), 0) AS credits,
+    count(*) AS waiting, coalesce(sum(credits), 0) AS waitingCredits, max(deeper) AS deeper, min(seq) AS seq
+  FROM pairs GROUP BY id`;
 
 /**
  * The chain behind a gate (CROSS JOIN keeps the chain first: from the items' state index instead, every waiting item
@@ -77,7 +79,7 @@ export class DecideQueries {
     this.signatureStmt = db.prepare<[], string>(SIGNATURE).pluck();
     this.chainStmt = db.prepare<[string], { items: number; credits: number }>(CHAIN);
     this.listStmt = db.prepare<[], Unlocks & { id: string }>(
-      `${unlocksSql('1')} ORDER BY credits DESC, items DESC, min(gi.seq)`,
+      `${unlocksSql('1')} ORDER BY credits DESC, items DESC, seq`,
     );
     this.ofStmt = db.prepare<
       [string],
