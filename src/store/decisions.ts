@@ -117,11 +117,13 @@ export class Decisions {
     private readonly gates: Gates,
     private readonly items: Items,
   ) {
-    this.insertStmt = db.prepare(
+    // Entries as a JSON array, in their order (seq follows it).
+    this.insertStmt = db.prepare<[string]>(
       `INSERT INTO decisions (item_id, version, decision, note, by, at, by_timeout, unlocked, skipped, taken_back,
          sent_before, credits)
-       VALUES (@itemId, @version, @decision, @note, @by, @at, @byTimeout, @unlocked, @skipped, @takenBack,
-         @sentBefore, @credits)`,
+       SELECT value ->> 'i', value ->> 'v', value ->> 'd', value ->> 'n', value ->> 'b', value ->> 'a', value ->> 't',
+         value -> 'u', value -> 's', value -> 'k', value -> 'f', value -> 'c'
+       FROM json_each(?) ORDER BY key`,
     );
     this.listStmt = db.prepare<[number, number], EntryRow>(
       'SELECT * FROM decisions ORDER BY seq DESC LIMIT ? OFFSET ?',
@@ -192,7 +194,21 @@ export class Decisions {
       const taken = asked.filter((_, i) => !refusals[i]);
       const gateIds = [...new Set(taken.map((a) => a.itemId))];
       const before = this.dependentsOf(gateIds);
-      for (const a of taken) this.reviews.decide(a.itemId, a.version, a.decision, a.note, a.now, false);
+      // Written one statement for each kind of decision asked (a bulk decision is one kind, one note).
+      const kinds = new Map<string, DecisionAsked[]>();
+      for (const a of taken) {
+        const kind = JSON.stringify([a.decision, a.note === undefined ? { keep: true } : a.note, a.now]);
+        const same = kinds.get(kind);
+        if (same) same.push(a);
+        else kinds.set(kind, [a]);
+      }
+      for (const same of kinds.values())
+        this.reviews.decideMany(
+          same.map((a) => [a.itemId, a.version] as const),
+          same[0]!.decision,
+          same[0]!.note,
+          same[0]!.now,
+        );
       const moved = new Map(this.gates.settle(gateIds).map((row) => [row.id, row.state]));
       // What was skipped for a rejection now undone comes back, however far down (said by a lone decision).
       const revived = this.gates.revive();
@@ -206,13 +222,15 @@ export class Decisions {
         if (state) for (const deps of after.values()) if (deps.has(id)) deps.set(id, state);
       }
       const price = this.pricer();
-      return asked.map((a, i) => {
+      const out = asked.map((a, i) => {
         const refusal = refusals[i];
         if (refusal) return refusal;
         const effect = this.effect(before.get(a.itemId), after.get(a.itemId), a.decision !== 'approved', price);
         const note = a.note === undefined ? (this.reviews.noteOf(a.itemId, a.version) ?? null) : a.note;
-        return this.record(a, effect, note, false);
+        return this.entry(a, effect, note, false);
       });
+      this.recordAll(out.filter((e): e is DecisionEntry => !('refused' in e)));
+      return out;
     })();
   }
 
@@ -228,7 +246,9 @@ export class Decisions {
       for (const id of this.gates.revive()) before.get(itemId)!.set(id, 'skipped');
       const after = this.dependentsOf([itemId]);
       const effect = this.effect(before.get(itemId), after.get(itemId), decision !== 'approved', this.pricer());
-      return this.record({ itemId, version, decision, note, by: 'timeout', now }, effect, note, true);
+      const entry = this.entry({ itemId, version, decision, note, by: 'timeout', now }, effect, note, true);
+      this.recordAll([entry]);
+      return entry;
     })();
   }
 
@@ -304,13 +324,13 @@ export class Decisions {
     };
   }
 
-  private record(
+  private entry(
     asked: DecisionAsked,
     effect: Omit<DecisionEffect, 'itemId' | 'version' | 'decision'>,
     note: string | null,
     byTimeout: boolean,
   ): DecisionEntry {
-    const entry: DecisionEntry = {
+    return {
       itemId: asked.itemId,
       version: asked.version,
       decision: asked.decision ?? 'cleared',
@@ -320,21 +340,29 @@ export class Decisions {
       at: asked.now,
       byTimeout,
     };
-    this.insertStmt.run({
-      itemId: entry.itemId,
-      version: entry.version,
-      decision: entry.decision,
-      note,
-      by: entry.by,
-      at: entry.at,
-      byTimeout: byTimeout ? 1 : 0,
-      unlocked: JSON.stringify(entry.unlocked),
-      skipped: JSON.stringify(entry.skipped),
-      takenBack: JSON.stringify(entry.takenBack),
-      sentBefore: JSON.stringify(entry.sentBefore),
-      credits: JSON.stringify(entry.credits),
-    });
-    return entry;
+  }
+
+  /** The entries appended to the record, in one statement however many. */
+  private recordAll(entries: readonly DecisionEntry[]): void {
+    if (entries.length === 0) return;
+    this.insertStmt.run(
+      JSON.stringify(
+        entries.map((e) => ({
+          i: e.itemId,
+          v: e.version,
+          d: e.decision,
+          n: e.note,
+          b: e.by,
+          a: e.at,
+          t: e.byTimeout ? 1 : 0,
+          u: e.unlocked,
+          s: e.skipped,
+          k: e.takenBack,
+          f: e.sentBefore,
+          c: e.credits,
+        })),
+      ),
+    );
   }
 
   /** An item's price as the last run priced its shape. */
