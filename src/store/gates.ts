@@ -1,5 +1,5 @@
 import type { Db } from './db.js';
-import { ENDED_WITHOUT_OUTPUT, sqlStates } from './states.js';
+import type { Lifecycle } from './lifecycle.js';
 import { shapePrices } from './shape-prices.js';
 import type { ItemRow } from './items.js';
 import type { ReviewRow } from './reviews.js';
@@ -51,8 +51,6 @@ export interface TimedGate {
 export class Gates {
   private readonly clearStmt;
   private readonly insertStmt;
-  private readonly settleStmt;
-  private readonly reviveStmt;
   private readonly gatesOfStmt;
   private readonly skippedStmt;
   private readonly allGatesStmt;
@@ -67,46 +65,14 @@ export class Gates {
   private readonly unlockedStmt;
   private readonly madeStmt;
 
-  constructor(private readonly db: Db) {
+  constructor(
+    private readonly db: Db,
+    /** The item's moves: what a decision or a sync settles goes through them. */
+    private readonly lifecycle: Lifecycle,
+  ) {
     this.clearStmt = db.prepare('DELETE FROM gates');
     this.insertStmt = db.prepare('INSERT OR IGNORE INTO gates (item_id, gate_id) VALUES (?, ?)');
-    // The items these gates gate (a JSON array of ids), not sent, go where all their gates put them: migration 28's
-    // rule, for any number of gates in one statement (the gates' own rows first, each dependent once).
-    this.settleStmt = db.prepare<[string], { id: string; state: string }>(
-      `UPDATE items SET
-         state = CASE WHEN s.rejected IS NOT NULL THEN 'skipped' WHEN s.open IS NOT NULL THEN 'waiting'
-           WHEN items.state = 'queued' THEN 'queued' ELSE 'pending' END,
-         error_code = CASE WHEN s.rejected IS NOT NULL THEN 'GATE_REJECTED'
-           WHEN items.error_code = 'GATE_REJECTED' THEN NULL ELSE items.error_code END,
-         error_message = CASE WHEN s.rejected IS NOT NULL THEN 'its gate ' || s.rejected || CASE WHEN EXISTS (
-             SELECT 1 FROM reviews r JOIN outputs o ON o.item_id = r.item_id AND o.version = r.version AND o.idx = 1
-               AND o.superseded_at IS NULL WHERE r.item_id = s.rejected AND r.by = 'timeout')
-             THEN ' was not decided within its approval timeout, which skips what it gates: it is not sent'
-             ELSE ' was rejected in review: it is not sent' END
-           WHEN items.error_code = 'GATE_REJECTED' THEN NULL ELSE items.error_message END
-       FROM (
-         SELECT d.item_id,
-           min(CASE WHEN gi.state = 'done' AND gi.review = 'rejected' THEN g.gate_id END) AS rejected,
-           min(CASE WHEN gi.state IS NOT 'done' OR gi.review IS NOT 'approved' THEN g.gate_id END) AS open
-         FROM (SELECT DISTINCT d.item_id FROM json_each(?) j CROSS JOIN gates d ON d.gate_id = j.value) AS d
-           CROSS JOIN gates g ON g.item_id = d.item_id CROSS JOIN items gi ON gi.id = g.gate_id
-         GROUP BY d.item_id
-       ) AS s
-       WHERE items.id = s.item_id
-         AND (items.state IN ('pending', 'queued', 'waiting') OR (items.state = 'skipped' AND items.error_code = 'GATE_REJECTED'))
-       RETURNING items.id, items.state`,
-    );
     this.allGatesStmt = db.prepare<[], string>('SELECT DISTINCT gate_id FROM gates').pluck();
-    // Skipped for an input that can be made again now (a gate made again, a rejection undone): back to pending.
-    this.reviveStmt = db
-      .prepare<[], string>(
-        `UPDATE items SET state = 'pending', error_code = NULL, error_message = NULL
-         WHERE state = 'skipped' AND error_code = 'DEPENDENCY_FAILED' AND removed = 0
-           AND NOT EXISTS (SELECT 1 FROM deps d JOIN items di ON di.id = d.dep_id
-             WHERE d.item_id = items.id AND di.state IN ${sqlStates(ENDED_WITHOUT_OUTPUT)})
-         RETURNING id`,
-      )
-      .pluck();
     this.gatesOfStmt = db.prepare<[string], string>('SELECT gate_id FROM gates WHERE item_id = ?').pluck();
     this.skippedStmt = db.prepare<[], number>("SELECT count(*) FROM items WHERE state = 'skipped'").pluck();
     this.waitingStmt = db.prepare<[], ItemRow>(
@@ -168,7 +134,7 @@ export class Gates {
     this.db.transaction(() => {
       for (let skipped = -1; skipped !== this.skippedStmt.get(); ) {
         skipped = this.skippedStmt.get()!;
-        while (this.reviveStmt.all().length > 0);
+        while (this.lifecycle.reviveSkipped().length > 0);
         this.settle(this.allGatesStmt.all());
       }
     })();
@@ -182,7 +148,7 @@ export class Gates {
   revive(): string[] {
     return this.db.transaction(() => {
       const all: string[] = [];
-      for (let revived = this.reviveStmt.all(); revived.length > 0; revived = this.reviveStmt.all())
+      for (let revived = this.lifecycle.reviveSkipped(); revived.length > 0; revived = this.lifecycle.reviveSkipped())
         for (const id of revived) {
           all.push(id);
           this.settle(this.gatesOfStmt.all(id));
@@ -198,7 +164,7 @@ export class Gates {
    */
   settle(gateIds: Iterable<string>): { id: string; state: string }[] {
     const ids = [...gateIds];
-    return ids.length ? this.settleStmt.all(JSON.stringify(ids)) : [];
+    return ids.length ? this.lifecycle.settleGated(ids) : [];
   }
 
   /** Items waiting for a decision, in manifest order. */

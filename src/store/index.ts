@@ -95,13 +95,13 @@ export class Store {
     this.outputFiles = new OutputFiles(db);
     this.publications = new Publications(db);
     this.webCopies = new WebCopies(db);
-    this.gates = new Gates(db);
+    this.accounting = new Accounting(db);
+    this.lifecycle = new Lifecycle(db, this.attempts, this.accounting, this.outputFiles);
+    this.gates = new Gates(db, this.lifecycle);
     this.reviews = new Reviews(db, (ids) => this.gates.settle(ids));
     this.reviewQueries = new ReviewQueries(db);
-    this.accounting = new Accounting(db);
     this.counters = new Counters(db);
     this.metrics = new MetricsQueries(db);
-    this.lifecycle = new Lifecycle(db, this.attempts, this.accounting, this.outputFiles);
     this.items = new Items(db, this.lifecycle);
     this.decisions = new Decisions(db, this.reviews, this.gates, this.items);
     this.itemSync = new ItemSyncer(db, this.lifecycle, this.gates);

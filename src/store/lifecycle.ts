@@ -2,7 +2,7 @@ import type { Accounting } from './accounting.js';
 import type { Attempts } from './attempts.js';
 import { withRelaxedSync, type Db } from './db.js';
 import type { OutputFiles, SavedFile } from './output-files.js';
-import { OPEN_STATES, type ItemState } from './states.js';
+import { ENDED_WITHOUT_OUTPUT, OPEN_STATES, sqlStates, type ItemState } from './states.js';
 
 /** The states `--redo-changed` may move: nothing on the wire or in flight. */
 const REDO_FROM: readonly ItemState[] = [
@@ -45,6 +45,8 @@ export class Lifecycle {
   private readonly uploadFailure;
   private readonly redoRejectedStmt;
   private readonly sendStmt;
+  private readonly settleStmt;
+  private readonly reviveStmt;
 
   constructor(
     private readonly db: Db,
@@ -76,6 +78,42 @@ export class Lifecycle {
          SELECT 1 FROM gates g JOIN items gi ON gi.id = g.gate_id
          WHERE g.item_id = @id AND (gi.state IS NOT 'done' OR gi.review IS NOT 'approved'))))`,
     );
+    // The items these gates gate (a JSON array of ids), not sent, go where all their gates put them: migration 28's
+    // rule, for any number of gates in one statement (the gates' own rows first, each dependent once).
+    this.settleStmt = db.prepare<[string], { id: string; state: string }>(
+      `UPDATE items SET
+         state = CASE WHEN s.rejected IS NOT NULL THEN 'skipped' WHEN s.open IS NOT NULL THEN 'waiting'
+           WHEN items.state = 'queued' THEN 'queued' ELSE 'pending' END,
+         error_code = CASE WHEN s.rejected IS NOT NULL THEN 'GATE_REJECTED'
+           WHEN items.error_code = 'GATE_REJECTED' THEN NULL ELSE items.error_code END,
+         error_message = CASE WHEN s.rejected IS NOT NULL THEN 'its gate ' || s.rejected || CASE WHEN EXISTS (
+             SELECT 1 FROM reviews r JOIN outputs o ON o.item_id = r.item_id AND o.version = r.version AND o.idx = 1
+               AND o.superseded_at IS NULL WHERE r.item_id = s.rejected AND r.by = 'timeout')
+             THEN ' was not decided within its approval timeout, which skips what it gates: it is not sent'
+             ELSE ' was rejected in review: it is not sent' END
+           WHEN items.error_code = 'GATE_REJECTED' THEN NULL ELSE items.error_message END
+       FROM (
+         SELECT d.item_id,
+           min(CASE WHEN gi.state = 'done' AND gi.review = 'rejected' THEN g.gate_id END) AS rejected,
+           min(CASE WHEN gi.state IS NOT 'done' OR gi.review IS NOT 'approved' THEN g.gate_id END) AS open
+         FROM (SELECT DISTINCT d.item_id FROM json_each(?) j CROSS JOIN gates d ON d.gate_id = j.value) AS d
+           CROSS JOIN gates g ON g.item_id = d.item_id CROSS JOIN items gi ON gi.id = g.gate_id
+         GROUP BY d.item_id
+       ) AS s
+       WHERE items.id = s.item_id
+         AND (items.state IN ('pending', 'queued', 'waiting') OR (items.state = 'skipped' AND items.error_code = 'GATE_REJECTED'))
+       RETURNING items.id, items.state`,
+    );
+    // Skipped for an input that can be made again now (a gate made again, a rejection undone): back to pending.
+    this.reviveStmt = db
+      .prepare<[], string>(
+        `UPDATE items SET state = 'pending', error_code = NULL, error_message = NULL
+         WHERE state = 'skipped' AND error_code = 'DEPENDENCY_FAILED' AND removed = 0
+           AND NOT EXISTS (SELECT 1 FROM deps d JOIN items di ON di.id = d.dep_id
+             WHERE d.item_id = items.id AND di.state IN ${sqlStates(ENDED_WITHOUT_OUTPUT)})
+         RETURNING id`,
+      )
+      .pluck();
     this.begin = db.prepare(
       `UPDATE items SET attempt = @n, state = 'queued', error_code = NULL, error_message = NULL, not_before = 0, updated_at = @now WHERE id = @id AND state = 'pending'`,
     );
@@ -365,6 +403,21 @@ export class Lifecycle {
       this.outputFiles.markMissing(jobId, idx);
       return this.transition(id, ['done', 'downloading'], 'downloading', now);
     });
+  }
+
+  /**
+   * Gated items not sent (pending, queued, waiting, or skipped by a rejected gate) of these gates go where all their
+   * gates put them: skipped while one is rejected, waiting while one is not made and approved, else let go (a queued
+   * one stays queued). Returns each item written, with its state now. A moved item that is a gate moves its own by
+   * migration 28's trigger.
+   */
+  settleGated(gateIds: readonly string[]): { id: string; state: string }[] {
+    return this.settleStmt.all(JSON.stringify(gateIds));
+  }
+
+  /** skipped → pending for each item skipped for an input that can be made again now; returns them. */
+  reviveSkipped(): string[] {
+    return this.reviveStmt.all();
   }
 
   /** An error no policy foresaw: a pending item ends failed (nothing is on the wire); any other keeps its state, the reason noted. */
