@@ -88,8 +88,17 @@ export function buildCatalogState(path, { items, outDir, reviewed = false, tagge
       const file = { path: name, bytes: 4785, sha256: 'ab'.repeat(32), contentType: 'image/png', mtimeMs: at };
       store.lifecycle.outputSaved(item, job, 1, file, at + 51_000, true);
       if (outDir) linkSync(sourceOf(i), join(outDir, name));
-      if (reviewed && i % 10 === 0) store.reviews.decide(item, 1, 'approved', undefined, at + 60_000);
-      if (reviewed && i % 20 === 5) store.reviews.decide(item, 1, 'rejected', 'glaze too dark', at + 60_000);
+      if (reviewed && i % 10 === 0)
+        store.decisions.decide({ itemId: item, version: 1, decision: 'approved', by: 'bench', now: at + 60_000 });
+      if (reviewed && i % 20 === 5)
+        store.decisions.decide({
+          itemId: item,
+          version: 1,
+          decision: 'rejected',
+          note: 'glaze too dark',
+          by: 'bench',
+          now: at + 60_000,
+        });
     }
   });
   if (gated) {

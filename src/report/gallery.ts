@@ -1,7 +1,7 @@
 import type { GalleryCard, RunSeries } from '../browser/data.js';
 import { inScript, pages, type Pages } from './pages.js';
 import { formatDuration } from '../estimate/index.js';
-import { FINAL_STATES, type ItemState, OPEN_STATES } from '../store/index.js';
+import { ENDED_STATES, type ItemState, OPEN_STATES, WAITING_STATES } from '../store/index.js';
 import { escapeHtml as esc, relativeUrl } from './html.js';
 import { summarizeRows, type ResultRow, type ResultSummary } from './results.js';
 
@@ -33,7 +33,7 @@ export interface GalleryInput extends Omit<GalleryHeader, 'summary' | 'code'> {
 /** The states the filters always offer; others appear when some item is in them. */
 const FILTER_STATES: readonly ItemState[] = ['done', 'failed', 'blocked', 'skipped'];
 /** Every state, the ended ones first, then those waiting for a person, then the open ones: the filters' order. */
-const ALL_STATES: readonly ItemState[] = [...FINAL_STATES, 'waiting', ...OPEN_STATES];
+const ALL_STATES: readonly ItemState[] = [...ENDED_STATES, ...WAITING_STATES, ...OPEN_STATES];
 
 /**
  * One HTML file that shows a run's outputs: no server, no network (a CSP

@@ -93,11 +93,11 @@ const HELD = new Set(['waiting', 'skipped']);
 
 /**
  * Decisions: one call records a decision on an item's current version and
- * what it brings about. In one transaction the version's decision is written
- * (its dependents move with it: migration 28's trigger), what was skipped for
- * a rejection now undone comes back, and the record gets an entry that names
- * what was unlocked, skipped, taken back or already sent. The CLI, review and
- * a run's approval timeouts all decide through here.
+ * what it brings about. In one transaction the version's decision is written,
+ * what it gates moves with it (the machine's settle), what was skipped for a
+ * rejection now undone comes back, and the record gets an entry that names
+ * what was unlocked, skipped, taken back or already sent. The CLI, review, a
+ * run's approval timeouts and the manifest's checks all decide through here.
  */
 export class Decisions {
   private readonly insertStmt;
@@ -209,9 +209,7 @@ export class Decisions {
           same[0]!.note,
           same[0]!.now,
         );
-      const moved = new Map(this.gates.settle(gateIds).map((row) => [row.id, row.state]));
-      // What was skipped for a rejection now undone comes back, however far down (said by a lone decision).
-      const revived = this.gates.revive();
+      const { moved, revived } = this.follow(gateIds);
       if (gateIds.length === 1) for (const id of revived) before.get(gateIds[0]!)?.set(id, 'skipped');
       // After: as before, but for what the settling wrote, and what came back (read again: it settled on its gates).
       const after = new Map(
@@ -243,13 +241,34 @@ export class Decisions {
     return this.db.transaction((): DecisionEntry | undefined => {
       const before = this.dependentsOf([itemId]);
       if (!this.reviews.decideByTimeout(itemId, version, decision, note, now)) return undefined;
-      for (const id of this.gates.revive()) before.get(itemId)!.set(id, 'skipped');
+      for (const id of this.follow([itemId]).revived) before.get(itemId)!.set(id, 'skipped');
       const after = this.dependentsOf([itemId]);
       const effect = this.effect(before.get(itemId), after.get(itemId), decision !== 'approved', this.pricer());
       const entry = this.entry({ itemId, version, decision, note, by: 'timeout', now }, effect, note, true);
       this.recordAll([entry]);
       return entry;
     })();
+  }
+
+  /**
+   * The manifest's checks reject a made version (`reason` says why), unless a decision is there already, and what it
+   * gates moves with it: true when taken. A check is no person's decision: the record keeps people's and timeouts'.
+   */
+  rejectByCheck(itemId: string, version: number, reason: string, now: number): boolean {
+    return this.db.transaction(() => {
+      const taken = this.reviews.rejectByCheck(itemId, version, reason, now);
+      if (taken) this.follow([itemId]);
+      return taken;
+    })();
+  }
+
+  /**
+   * What decisions on these gates bring about, in the caller's transaction: what they gate settles on them (each
+   * item written, with its state now), and what was skipped for a rejection now undone comes back, however far down.
+   */
+  private follow(gateIds: readonly string[]): { moved: Map<string, string>; revived: string[] } {
+    const moved = new Map(this.gates.settle(gateIds).map((row) => [row.id, row.state]));
+    return { moved, revived: this.gates.revive() };
   }
 
   /** The record, newest first. */
@@ -367,7 +386,9 @@ export class Decisions {
 
   /** An item's price as the last run priced its shape. */
   private pricer(): (id: string) => number | undefined {
-    const priceOf = shapePrices(this.db);
+    // Read when a first dependent is priced: a decision on an item that gates nothing reads no prices.
+    let prices: ReturnType<typeof shapePrices> | undefined;
+    const priceOf = (shape: PriceShape) => (prices ??= shapePrices(this.db))(shape);
     return (id) => {
       const known = this.shapes.get(id);
       if (known) return priceOf(known);

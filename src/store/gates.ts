@@ -43,10 +43,10 @@ export interface TimedGate {
 
 /**
  * Gates (the manifest's `approved`): which items wait on which. An item
- * moves with its gates' state by migration 28's trigger, and with their
- * decisions by `settle`, which every writer of a decision calls in its
- * transaction; `settleAll` settles items that no gate moved since they were
- * written (a sync, a retry).
+ * moves with its gates' state (the machine settles what a gate gates when
+ * the gate is made or unmade) and with their decisions by `settle`, which
+ * Decisions calls in each decision's transaction; `settleAll` settles items
+ * that no gate moved since they were written (a sync, a retry).
  */
 export class Gates {
   private readonly clearStmt;
@@ -141,7 +141,7 @@ export class Gates {
   }
 
   /**
-   * After a decision (its gate's dependents moved by the trigger): what was skipped for an input that can be made
+   * After a decision (its gate's dependents settled): what was skipped for an input that can be made
    * again now comes back, however far down, each revived item settled on its own gates. Touches only those, not
    * every gate (a click in review on a catalog of 10,000 gates). Returns the items it brought back.
    */
@@ -159,8 +159,7 @@ export class Gates {
 
   /**
    * The items these gates gate, not sent, go where all their gates put them: after a decision on them (review,
-   * approve, a timeout, the manifest's checks), and in a sync. A dependent that moves and is a gate itself moves its
-   * own by migration 28's trigger. Returns each item it wrote, with its state now.
+   * approve, a timeout, the manifest's checks), and in a sync. Returns each item it wrote, with its state now.
    */
   settle(gateIds: Iterable<string>): { id: string; state: string }[] {
     const ids = [...gateIds];

@@ -28,13 +28,14 @@ export { StateFileError } from './db.js';
 export { SqliteDriverError } from './driver.js';
 export type { ItemEcho, ItemFacts, ItemProblem, ItemRow, ItemShape, ItemSync } from './items.js';
 export {
+  ENDED_STATES,
   ENDED_WITHOUT_OUTPUT,
-  FINAL_STATES,
   ITEM_STATES,
   OPEN_STATES,
   UNANSWERED_STATES,
+  WAITING_STATES,
   type ItemState,
-} from './states.js';
+} from './machine/states.js';
 export type { ErrorNote, SentRecord } from './lifecycle.js';
 export type { AttemptForReconcile, AttemptRow } from './attempts.js';
 export type { PublicationCounts, Unpublished } from './publications.js';
@@ -98,7 +99,7 @@ export class Store {
     this.accounting = new Accounting(db);
     this.lifecycle = new Lifecycle(db, this.attempts, this.accounting, this.outputFiles);
     this.gates = new Gates(db, this.lifecycle);
-    this.reviews = new Reviews(db, (ids) => this.gates.settle(ids));
+    this.reviews = new Reviews(db);
     this.reviewQueries = new ReviewQueries(db);
     this.counters = new Counters(db);
     this.metrics = new MetricsQueries(db);

@@ -1,5 +1,13 @@
 import type { Db } from './db.js';
-import { ENDED_WITHOUT_OUTPUT, FINAL_STATES, ITEM_STATES, OPEN_STATES, sqlStates, type ItemState } from './states.js';
+import {
+  ENDED_STATES,
+  ENDED_WITHOUT_OUTPUT,
+  ITEM_STATES,
+  OPEN_STATES,
+  sqlStates,
+  WAITING_STATES,
+  type ItemState,
+} from './machine/states.js';
 import type { ItemProblem, ItemFacts, ItemEcho, ReportTally } from './items.js';
 
 /** Not an item a person's decision skipped (a rejected gate): that is no failure, and no retry puts it back. */
@@ -35,7 +43,7 @@ export class ItemReports {
       `SELECT coalesce(error_code, state) AS code, count(*) AS n FROM items WHERE (state IN ${sqlStates(ENDED_WITHOUT_OUTPUT)} AND ${NOT_DECIDED}) OR (state IN ${sqlStates(OPEN_STATES)} AND state <> 'pending' AND error_code IS NOT NULL) GROUP BY 1 ORDER BY 2 DESC`,
     );
     this.finishedStmt = db.prepare<[number], { n: number; first: number | null; last: number | null }>(
-      `SELECT count(*) AS n, min(updated_at) AS first, max(updated_at) AS last FROM items WHERE state IN ${sqlStates(FINAL_STATES)} AND updated_at >= ?`,
+      `SELECT count(*) AS n, min(updated_at) AS first, max(updated_at) AS last FROM items WHERE state IN ${sqlStates(ENDED_STATES)} AND updated_at >= ?`,
     );
     this.workStmt = db.prepare<
       [],
@@ -82,7 +90,7 @@ export class ItemReports {
       { state: ItemState; n: number; later: number; next_at: number | null }
     >(
       `SELECT state, count(*) AS n, sum(not_before > @now) AS later, min(CASE WHEN not_before > @now THEN not_before END) AS next_at
-       FROM items WHERE state IN ${sqlStates([...OPEN_STATES, 'waiting'])} AND removed = 0 GROUP BY state`,
+       FROM items WHERE state IN ${sqlStates([...OPEN_STATES, ...WAITING_STATES])} AND removed = 0 GROUP BY state`,
     );
     this.deferredStmt = db.prepare<[], { n: number }>(
       "SELECT count(*) AS n FROM items WHERE state = 'submitting' AND not_before > 0",

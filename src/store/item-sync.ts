@@ -1,7 +1,7 @@
 import { withRelaxedSync, type Db } from './db.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { Gates } from './gates.js';
-import type { ItemState } from './states.js';
+import type { ItemState } from './machine/states.js';
 import type { ItemRow, ItemSync, ItemShape } from './items.js';
 
 /** Items whose latest attempt was made from an earlier item's output of which a newer version is there now. */
@@ -12,7 +12,6 @@ const MADE_FROM_OLDER = `SELECT a.item_id FROM attempts a JOIN items i ON i.id =
 /** The manifest's items written into the state: a first sync's inserts, a later sync's updates (changed items flagged, or put back with --redo-changed), and what a resume reads back of them. */
 export class ItemSyncer {
   private readonly byId;
-  private readonly insert;
   private readonly indexSearch;
   private readonly indexTag;
   private readonly setPriority;
@@ -36,11 +35,6 @@ export class ItemSyncer {
     private readonly gates: Gates,
   ) {
     this.byId = db.prepare<[string], ItemRow>('SELECT * FROM items WHERE id = ?');
-    // No trigger counts an inserted item (migration 11): sync adds what it inserted to the tally, once per type.
-    // Positional: binding by name cost a third of the time to insert a 100,000-row catalog.
-    this.insert = db.prepare<[string, number, string, string, string, string, number, number, number]>(
-      "INSERT INTO items (id, seq, type, model, content_hash, spec, priority, rank, state, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?)",
-    );
     this.indexSearch = db.prepare<[number | bigint, string]>('INSERT INTO item_search (rowid, text) VALUES (?, ?)');
     this.indexTag = db.prepare<[string, number, number | bigint]>('INSERT OR IGNORE INTO item_tags VALUES (?, ?, ?)');
     this.setPriority = db.prepare('UPDATE items SET priority = @priority, rank = -@priority WHERE id = @id');
@@ -168,7 +162,7 @@ export class ItemSyncer {
 
   /** A new item, counted by type for the tally, and indexed for search and by its tags (migration 25). */
   private insertItem(item: ItemSync, now: number, addedByType: Record<'image' | 'video', number>): void {
-    const { lastInsertRowid: rowid } = this.insert.run(
+    const rowid = this.lifecycle.add(
       item.id,
       item.seq,
       item.type,
@@ -176,7 +170,6 @@ export class ItemSyncer {
       item.contentHash,
       item.spec,
       item.priority ?? 0,
-      -(item.priority ?? 0),
       now,
     );
     addedByType[item.type]++;

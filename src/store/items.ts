@@ -1,6 +1,6 @@
 import type { Db } from './db.js';
 import type { Lifecycle } from './lifecycle.js';
-import type { ItemState } from './states.js';
+import type { ItemState } from './machine/states.js';
 
 export interface ItemRow {
   id: string;
@@ -97,13 +97,6 @@ export interface ItemShape {
   /** The input it was given, if any. */
   input: 'image' | 'referenceImages' | 'video' | 'source' | null;
   n: number;
-}
-
-/** A pending item one of whose dependencies ended without an output. */
-export interface DoomedItem {
-  id: string;
-  dep_id: string;
-  dep_state: ItemState;
 }
 
 /** Items: the manifest's items as rows with a state, an attempt count and their last error. */

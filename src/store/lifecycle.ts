@@ -2,21 +2,29 @@ import type { Accounting } from './accounting.js';
 import type { Attempts } from './attempts.js';
 import { withRelaxedSync, type Db } from './db.js';
 import type { OutputFiles, SavedFile } from './output-files.js';
-import { ENDED_WITHOUT_OUTPUT, OPEN_STATES, sqlStates, type ItemState } from './states.js';
+import { MOVES, type Move, type MoveName, type MoveTo } from './machine/moves.js';
+import { ENDED_WITHOUT_OUTPUT, sqlStates, type ItemState } from './machine/states.js';
 
-/** The states `--redo-changed` may move: nothing on the wire or in flight. */
-const REDO_FROM: readonly ItemState[] = [
-  'pending',
-  'waiting',
-  'downloading',
-  'done',
-  'failed',
-  'rejected',
-  'blocked',
-  'skipped',
+/** A move's `from` as SQL (`state IN (…)`): the table's lists, never input. */
+const from = (move: MoveName): string => sqlStates((MOVES[move] as Move).from);
+/** The states the settling of gated items leaves (wait, take back, skip by gate, let go). */
+const SETTLED_FROM = [
+  ...new Set<ItemState>([...MOVES.wait.from, ...MOVES.takeBack.from, ...MOVES.skipByGate.from, ...MOVES.letGo.from]),
 ];
-/** The states `retry` puts back. */
-const PUT_BACK_FROM: readonly ItemState[] = ['failed', 'skipped', 'downloading'];
+/** The moves that put an item back unsent, to be sent again: a gated one settles on its gates with them. */
+const UNSENT_MOVES = new Set<MoveName>(
+  (Object.keys(MOVES) as MoveName[]).filter((name) => {
+    const move = MOVES[name] as Move;
+    return move.from.length > 0 && move.to.some((to) => to === 'pending' || to === 'queued') && name !== 'queue';
+  }),
+);
+/** The moves that take an item into or out of `done`: a gate's dependents settle with them. */
+const GATE_MOVES = new Set<MoveName>(
+  (Object.keys(MOVES) as MoveName[]).filter((name) => {
+    const move = MOVES[name] as Move;
+    return move.from.includes('done') !== move.to.includes('done');
+  }),
+);
 
 /** An attempt about to leave with the key `keyFp`. */
 export interface SentRecord {
@@ -32,21 +40,30 @@ export interface ErrorNote {
 }
 
 /**
- * The item's life as named transitions. Each is one transaction whose item
- * update is guarded by the states it may leave (`WHERE state IN (…)`), so a
- * transition never overwrites a state another task moved the item to; what
- * the service did with money (a charge, a refund, a block) is recorded
- * whatever the item's state. Each returns whether the item moved.
+ * The item's life, one machine: every move of machine/moves.ts is made here,
+ * and nothing else in genbatch writes an item's state (no trigger moves an
+ * item). Each is one transaction whose item update is guarded by the states
+ * the table lets it leave (`WHERE state IN (…)`) and by the guard written
+ * beside it, so a move never overwrites a state another task moved the item
+ * to; what the service did with money (a charge, a refund, a block) is
+ * recorded whatever the item's state. A move into or out of `done` settles
+ * what the item gates in the same transaction. Each returns whether the item
+ * moved.
  */
 export class Lifecycle {
   private readonly move;
+  private readonly insert;
   private readonly note;
   private readonly begin;
   private readonly uploadFailure;
   private readonly redoRejectedStmt;
   private readonly sendStmt;
   private readonly settleStmt;
+  private readonly settleItemsStmt;
+  private readonly isGateStmt;
+  private readonly isGatedStmt;
   private readonly reviveStmt;
+  private readonly doomedStmt;
 
   constructor(
     private readonly db: Db,
@@ -61,12 +78,17 @@ export class Lifecycle {
     this.note = db.prepare(
       'UPDATE items SET error_code = @code, error_message = @message, updated_at = @now WHERE id = @id AND state = @state',
     );
+    // No trigger counts an inserted item (migration 11): sync adds what it inserted to the tally, once per type.
+    // Positional: binding by name cost a third of the time to insert a 100,000-row catalog.
+    this.insert = db.prepare<[string, number, string, string, string, string, number, number, number]>(
+      "INSERT INTO items (id, seq, type, model, content_hash, spec, priority, rank, state, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?)",
+    );
     this.uploadFailure = db.prepare(
-      `UPDATE items SET upload_failures = upload_failures + 1, state = 'pending', not_before = @notBefore, updated_at = @now WHERE id = @id AND state IN ('pending', 'queued')`,
+      `UPDATE items SET upload_failures = upload_failures + 1, state = 'pending', not_before = @notBefore, updated_at = @now WHERE id = @id AND state IN ${from('postpone')}`,
     );
     this.redoRejectedStmt = db.prepare(
       `UPDATE items SET state = 'pending', error_code = NULL, error_message = NULL, not_before = 0, updated_at = @now
-       WHERE id = @id AND state = 'done' AND EXISTS (
+       WHERE id = @id AND state IN ${from('redoRejected')} AND EXISTS (
          SELECT 1 FROM reviews r JOIN outputs o ON o.item_id = r.item_id AND o.version = r.version AND o.superseded_at IS NULL
          WHERE r.item_id = @id AND r.decision = 'rejected')`,
     );
@@ -74,14 +96,18 @@ export class Lifecycle {
     // only while every gate's current version is approved, asked in the transaction that marks it submitting.
     this.sendStmt = db.prepare(
       `UPDATE items SET state = 'submitting', error_code = NULL, error_message = NULL, not_before = 0, updated_at = @now
-       WHERE id = @id AND (state IN ('submitting', 'maybe_accepted') OR (state = 'queued' AND NOT EXISTS (
+       WHERE id = @id AND (state IN ${from('resend')} OR (state IN ${from('send')} AND NOT EXISTS (
          SELECT 1 FROM gates g JOIN items gi ON gi.id = g.gate_id
          WHERE g.item_id = @id AND (gi.state IS NOT 'done' OR gi.review IS NOT 'approved'))))`,
     );
-    // The items these gates gate (a JSON array of ids), not sent, go where all their gates put them: migration 28's
-    // rule, for any number of gates in one statement (the gates' own rows first, each dependent once).
-    this.settleStmt = db.prepare<[string], { id: string; state: string }>(
-      `UPDATE items SET
+    // The items these gates gate (a JSON array of ids), not sent, go where all their gates put them (wait, take back,
+    // skip by gate, let go), for any number of gates in one statement (the gates' own rows first, each dependent
+    // once). A dependent moved here is never done, so what it gates in turn stays as it was: one level suffices.
+    // `+items.state`: no index on the state, so each chosen item is found by its id, not every open item scanned and
+    // matched (20 ms a gate at 20,000 items).
+    const settle = (chosen: string) =>
+      db.prepare<[string], { id: string; state: string }>(
+        `UPDATE items SET
          state = CASE WHEN s.rejected IS NOT NULL THEN 'skipped' WHEN s.open IS NOT NULL THEN 'waiting'
            WHEN items.state = 'queued' THEN 'queued' ELSE 'pending' END,
          error_code = CASE WHEN s.rejected IS NOT NULL THEN 'GATE_REJECTED'
@@ -96,48 +122,77 @@ export class Lifecycle {
          SELECT d.item_id,
            min(CASE WHEN gi.state = 'done' AND gi.review = 'rejected' THEN g.gate_id END) AS rejected,
            min(CASE WHEN gi.state IS NOT 'done' OR gi.review IS NOT 'approved' THEN g.gate_id END) AS open
-         FROM (SELECT DISTINCT d.item_id FROM json_each(?) j CROSS JOIN gates d ON d.gate_id = j.value) AS d
+         FROM (SELECT DISTINCT d.item_id FROM json_each(?) j CROSS JOIN gates d ON ${chosen} = j.value) AS d
            CROSS JOIN gates g ON g.item_id = d.item_id CROSS JOIN items gi ON gi.id = g.gate_id
          GROUP BY d.item_id
        ) AS s
        WHERE items.id = s.item_id
-         AND (items.state IN ('pending', 'queued', 'waiting') OR (items.state = 'skipped' AND items.error_code = 'GATE_REJECTED'))
+         AND (+items.state IN ${sqlStates(SETTLED_FROM.filter((state) => state !== 'skipped'))}
+           OR (+items.state = 'skipped' AND items.error_code = 'GATE_REJECTED'))
        RETURNING items.id, items.state`,
-    );
+      );
+    this.settleStmt = settle('d.gate_id');
+    this.isGateStmt = db.prepare<[string], number>('SELECT 1 FROM gates WHERE gate_id = ? LIMIT 1').pluck();
+    this.isGatedStmt = db.prepare<[string], number>('SELECT 1 FROM gates WHERE item_id = ? LIMIT 1').pluck();
+    // The same for gated items themselves (a JSON array of ids), when one of them is put back unsent.
+    this.settleItemsStmt = settle('d.item_id');
     // Skipped for an input that can be made again now (a gate made again, a rejection undone): back to pending.
     this.reviveStmt = db
       .prepare<[], string>(
         `UPDATE items SET state = 'pending', error_code = NULL, error_message = NULL
-         WHERE state = 'skipped' AND error_code = 'DEPENDENCY_FAILED' AND removed = 0
+         WHERE state IN ${from('revive')} AND error_code = 'DEPENDENCY_FAILED' AND removed = 0
            AND NOT EXISTS (SELECT 1 FROM deps d JOIN items di ON di.id = d.dep_id
              WHERE d.item_id = items.id AND di.state IN ${sqlStates(ENDED_WITHOUT_OUTPUT)})
          RETURNING id`,
       )
       .pluck();
+    // The skip's guard: a dependency ended without an output. CROSS JOIN keeps SQLite's join order: from the (few)
+    // dependencies, never from the 100,000 pending items (68 ms a call).
+    this.doomedStmt = db.prepare<[], { id: string; dep_id: string; dep_state: string }>(
+      `SELECT i.id AS id, d.dep_id AS dep_id, di.state AS dep_state FROM deps d CROSS JOIN items di ON di.id = d.dep_id CROSS JOIN items i ON i.id = d.item_id
+       WHERE di.state IN ${sqlStates(ENDED_WITHOUT_OUTPUT)} AND i.state IN ${from('skip')} ORDER BY i.seq`,
+    );
     this.begin = db.prepare(
-      `UPDATE items SET attempt = @n, state = 'queued', error_code = NULL, error_message = NULL, not_before = 0, updated_at = @now WHERE id = @id AND state = 'pending'`,
+      `UPDATE items SET attempt = @n, state = 'queued', error_code = NULL, error_message = NULL, not_before = 0, updated_at = @now WHERE id = @id AND state IN ${from('queue')}`,
     );
   }
 
-  private transition(
+  /** Makes the move `move` to `to`, guarded by the table's `from`; a move into or out of done settles what the item gates. */
+  private make<M extends MoveName>(
+    move: M,
     id: string,
-    from: readonly ItemState[],
-    to: ItemState,
+    to: MoveTo<M>,
     now: number,
     error?: ErrorNote,
     notBefore = 0,
   ): boolean {
-    return (
+    const write = () =>
       this.move.run({
         id,
-        from: JSON.stringify(from),
+        from: JSON.stringify(MOVES[move].from),
         to,
         code: error?.code ?? null,
         message: error?.message ?? null,
         notBefore,
         now,
-      }).changes === 1
-    );
+      }).changes === 1;
+    const gate = GATE_MOVES.has(move);
+    const unsent = UNSENT_MOVES.has(move);
+    if (!gate && !unsent) return write();
+    const settle = () => this.settled(id, write(), gate, unsent);
+    return this.db.inTransaction ? settle() : this.tx(settle);
+  }
+
+  /**
+   * After a move of `id` (when `moved`), in its transaction: an item made or unmade (`gate`) settles what it gates,
+   * and an item put back unsent (`unsent`) goes where its own gates put it: a decision binds whatever moved it back.
+   * Asked first whether there is anything to settle: the settling statement joins every item.
+   */
+  private settled(id: string, moved: boolean, gate: boolean, unsent: boolean): boolean {
+    if (!moved) return false;
+    if (gate && this.isGateStmt.get(id) !== undefined) this.settleGated([id]);
+    if (unsent && this.isGatedStmt.get(id) !== undefined) this.settleItemsStmt.all(JSON.stringify([id]));
+    return true;
   }
 
   private tx<T>(fn: () => T): T {
@@ -147,6 +202,20 @@ export class Lifecycle {
   /** A transaction that records what a request's answer said: flushed with the next durable commit (see withRelaxedSync). */
   private answerTx<T>(fn: () => T): T {
     return withRelaxedSync(this.db, () => this.tx(fn));
+  }
+
+  /** A manifest's item new to the state enters it pending (the caller counts it in the tally); its rowid. */
+  add(
+    id: string,
+    seq: number,
+    type: string,
+    model: string,
+    contentHash: string,
+    spec: string,
+    priority: number,
+    now: number,
+  ): number | bigint {
+    return this.insert.run(id, seq, type, model, contentHash, spec, priority, -priority, now).lastInsertRowid;
   }
 
   /**
@@ -210,7 +279,7 @@ export class Lifecycle {
     return this.answerTx(() => {
       const keyFp = this.attempts.markAccepted(id, n, jobId, charged, now);
       this.accounting.charged(day, charged, keyFp);
-      return this.transition(id, ['submitting'], 'running', now);
+      return this.make('accept', id, 'running', now);
     });
   }
 
@@ -231,7 +300,7 @@ export class Lifecycle {
       // A 503 said no job was made: its one retry is counted apart from the resends of an answer that left the fate open.
       if (after === 'unavailable') this.attempts.countUnavailable(id, n);
       else this.attempts.countResend(id, n);
-      return this.transition(id, ['submitting'], 'submitting', now, undefined, Math.max(1, notBefore));
+      return this.make('defer', id, 'submitting', now, undefined, Math.max(1, notBefore));
     });
   }
 
@@ -243,7 +312,7 @@ export class Lifecycle {
   recordMaybeAccepted(id: string, n: number, error: ErrorNote, now: number): boolean {
     return this.tx(() => {
       this.attempts.countResend(id, n, true);
-      return this.transition(id, ['submitting'], 'maybe_accepted', now, error);
+      return this.make('hold', id, 'maybe_accepted', now, error);
     });
   }
 
@@ -261,7 +330,7 @@ export class Lifecycle {
     return this.tx(() => {
       this.attempts.markRefused(id, n, error.code, error.message, now);
       if (to === 'blocked') this.accounting.blocked(now, id);
-      return this.transition(id, ['queued', 'submitting'], to, now, to === 'pending' ? undefined : error);
+      return this.make('refuse', id, to, now, to === 'pending' ? undefined : error);
     });
   }
 
@@ -269,7 +338,7 @@ export class Lifecycle {
   recordConflict(id: string, n: number, error: ErrorNote, now: number): boolean {
     return this.tx(() => {
       this.attempts.markConflict(id, n, error.code, error.message, now);
-      return this.transition(id, ['submitting'], 'failed', now, error);
+      return this.make('conflict', id, 'failed', now, error);
     });
   }
 
@@ -296,7 +365,7 @@ export class Lifecycle {
       if (end.refunded > 0) this.accounting.refunded(end.refundDay, end.refunded, this.attempts.keyOf(id, n) ?? '');
       if (end.status !== 'completed') return true;
       this.outputFiles.supersedeOtherJobs(id, end.jobId, now);
-      return this.transition(id, ['running'], 'downloading', now);
+      return this.make('download', id, 'downloading', now);
     });
   }
 
@@ -317,14 +386,7 @@ export class Lifecycle {
 
   /** Back to pending: nothing of the item is on the wire (an unsent attempt, or a job that ended and is to be tried again). */
   requeue(id: string, now: number, notBefore = 0): boolean {
-    return this.transition(
-      id,
-      ['pending', 'queued', 'submitting', 'maybe_accepted', 'running'],
-      'pending',
-      now,
-      undefined,
-      notBefore,
-    );
+    return this.make('requeue', id, 'pending', now, undefined, notBefore);
   }
 
   /**
@@ -333,7 +395,7 @@ export class Lifecycle {
    * (it may be paid for): those keep their state and are marked changed.
    */
   redoChanged(id: string, now: number): boolean {
-    return this.transition(id, REDO_FROM, 'pending', now);
+    return this.make('redoChanged', id, 'pending', now);
   }
 
   /**
@@ -342,7 +404,7 @@ export class Lifecycle {
    * the rejected outputs stay on disk as an earlier version.
    */
   redoRejected(id: string, now: number): boolean {
-    return this.redoRejectedStmt.run({ id, now }).changes === 1;
+    return this.tx(() => this.settled(id, this.redoRejectedStmt.run({ id, now }).changes === 1, true, true));
   }
 
   /**
@@ -352,7 +414,7 @@ export class Lifecycle {
    * download to downloading again.
    */
   putBack(id: string, to: 'pending' | 'queued' | 'maybe_accepted' | 'downloading', now: number): boolean {
-    return this.transition(id, PUT_BACK_FROM, to, now);
+    return this.make('retry', id, to, now);
   }
 
   /** An upload of the item's inputs failed: counted on the item, which waits (pending) until `notBefore` to try again. */
@@ -367,12 +429,12 @@ export class Lifecycle {
     error: ErrorNote,
     now: number,
   ): boolean {
-    return this.transition(id, OPEN_STATES, to, now, error);
+    return this.make('fail', id, to, now, error);
   }
 
   /** pending → skipped: it can never run as the manifest stands (a dependency ended without an output, no price to keep a budget). */
   markSkipped(id: string, error: ErrorNote, now: number): boolean {
-    return this.transition(id, ['pending', 'waiting'], 'skipped', now, error);
+    return this.make('skip', id, 'skipped', now, error);
   }
 
   /**
@@ -383,13 +445,13 @@ export class Lifecycle {
     // Lost to a power cut, the output is downloaded again (the file itself was synced before its rename).
     return this.answerTx(() => {
       this.outputFiles.markDownloaded(jobId, idx, file, now);
-      return last && this.transition(id, ['downloading'], 'done', now);
+      return last && this.make('verify', id, 'done', now);
     });
   }
 
   /** downloading → done: every output is on disk, verified. */
   downloaded(id: string, now: number): boolean {
-    return this.transition(id, ['downloading'], 'done', now);
+    return this.make('verify', id, 'done', now);
   }
 
   /** A download could not finish: the item stays downloading, the reason noted; a later run downloads it, never resubmits. */
@@ -401,15 +463,34 @@ export class Lifecycle {
   outputMissing(id: string, jobId: string, idx: number, now: number): boolean {
     return this.tx(() => {
       this.outputFiles.markMissing(jobId, idx);
-      return this.transition(id, ['done', 'downloading'], 'downloading', now);
+      return this.make('lose', id, 'downloading', now);
+    });
+  }
+
+  /**
+   * pending or waiting → skipped, until none is left: each item a dependency of which ended without an output, and
+   * theirs in turn (a skipped item dooms its own dependents). Returns each item skipped, with why, in order.
+   */
+  skipDoomed(now: number): (ErrorNote & { id: string })[] {
+    return this.tx(() => {
+      const skipped: (ErrorNote & { id: string })[] = [];
+      for (let doomed = this.doomedStmt.all(); doomed.length > 0; doomed = this.doomedStmt.all()) {
+        const seen = new Set<string>();
+        for (const { id, dep_id, dep_state } of doomed) {
+          if (seen.has(id)) continue;
+          seen.add(id);
+          const error = { code: 'DEPENDENCY_FAILED', message: `${dep_id} ended ${dep_state}` };
+          if (this.make('skip', id, 'skipped', now, error)) skipped.push({ id, ...error });
+        }
+      }
+      return skipped;
     });
   }
 
   /**
    * Gated items not sent (pending, queued, waiting, or skipped by a rejected gate) of these gates go where all their
    * gates put them: skipped while one is rejected, waiting while one is not made and approved, else let go (a queued
-   * one stays queued). Returns each item written, with its state now. A moved item that is a gate moves its own by
-   * migration 28's trigger.
+   * one stays queued). Returns each item written, with its state now.
    */
   settleGated(gateIds: readonly string[]): { id: string; state: string }[] {
     return this.settleStmt.all(JSON.stringify(gateIds));
@@ -422,7 +503,7 @@ export class Lifecycle {
 
   /** An error no policy foresaw: a pending item ends failed (nothing is on the wire); any other keeps its state, the reason noted. */
   crashed(id: string, state: ItemState, error: ErrorNote, now: number): boolean {
-    if (state === 'pending') return this.transition(id, ['pending'], 'failed', now, error);
+    if (state === 'pending') return this.make('crash', id, 'failed', now, error);
     return this.note.run({ id, state, ...error, now }).changes === 1;
   }
 }

@@ -1,7 +1,7 @@
 import type { Db } from './db.js';
-import { ENDED_WITHOUT_OUTPUT, ITEM_STATES, sqlStates, type ItemState } from './states.js';
+import { ITEM_STATES, type ItemState } from './machine/states.js';
 import type { Statement } from 'better-sqlite3';
-import type { ItemRow, DoomedItem } from './items.js';
+import type { ItemRow } from './items.js';
 
 /** An item as a download takes it: what names its outputs, and its state. */
 export type DownloadingItem = Pick<ItemRow, 'id' | 'type' | 'model' | 'state'>;
@@ -21,7 +21,6 @@ export class ReadyQueue {
   private readonly dueResendsStmt;
   private readonly boundToStmt;
   private readonly nextDueStmt;
-  private readonly doomedStmt;
   private readonly onRejectedStmt;
   private readonly hasDependentsStmt;
   private readonly inStatesStmt;
@@ -73,11 +72,6 @@ export class ReadyQueue {
       // One seek per state in items_due (an IN over both states would scan).
       `SELECT min(at) AS at FROM (SELECT min(not_before) AS at FROM items WHERE state = 'pending' AND type = @type AND not_before > 0
          UNION ALL SELECT min(not_before) FROM items WHERE state = 'submitting' AND type = @type AND not_before > 0)`,
-    );
-    this.doomedStmt = db.prepare<[], DoomedItem>(
-      // CROSS JOIN keeps SQLite's join order: from the (few) dependencies, never from the 100,000 pending items (68 ms a call).
-      `SELECT i.id AS id, d.dep_id AS dep_id, di.state AS dep_state FROM deps d CROSS JOIN items di ON di.id = d.dep_id CROSS JOIN items i ON i.id = d.item_id
-       WHERE di.state IN ${sqlStates(ENDED_WITHOUT_OUTPUT)} AND i.state IN ('pending', 'waiting') ORDER BY i.seq`,
     );
     // Pending items an input of which is made and rejected in review: they wait for its next version.
     this.onRejectedStmt = db.prepare<[], { id: string; input: string }>(
@@ -193,11 +187,6 @@ export class ReadyQueue {
   /** Pending items that wait for the next version of an input rejected in review (each with that input). */
   waitingOnRejected(): { id: string; input: string }[] {
     return this.onRejectedStmt.all();
-  }
-
-  /** Pending items that wait for an item which ended without an output: they can never run. */
-  doomed(): DoomedItem[] {
-    return this.doomedStmt.all();
   }
 
   inState(state: ItemState): ItemRow[] {

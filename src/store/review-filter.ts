@@ -1,5 +1,5 @@
 import { searchText } from './search-text.js';
-import { ITEM_STATES, type ItemState } from './states.js';
+import { ITEM_STATES, type ItemState } from './machine/states.js';
 import type { ReviewDecision } from './reviews.js';
 
 /** What the review app filters its grid by; every field optional. */

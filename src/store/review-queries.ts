@@ -5,7 +5,7 @@ import type { ReviewDecision } from './reviews.js';
 import { KeptTotals } from './review-totals.js';
 import { DecideQueries, type Unlocks } from './review-decide.js';
 import { type GridQuery, queryOf, type ReviewFilter, totalKey } from './review-filter.js';
-import { ITEM_STATES, type ItemState } from './states.js';
+import { ITEM_STATES, type ItemState } from './machine/states.js';
 import { CARD_WIDTH } from '../browser/data.js';
 
 /** A slice as the page asks for it: a search most items match may come before its count. */

@@ -27,16 +27,15 @@ const CURRENT =
   'JOIN outputs o ON o.item_id = r.item_id AND o.version = r.version AND o.idx = 1 AND o.superseded_at IS NULL';
 
 /**
- * Review decisions: one per (item, version), written by `genbatch review`
- * while a run may hold the state. Each is a guarded transition: a decision is
- * taken only on a version whose outputs are on disk, verified; clearing it
- * (undo) returns the version to unreviewed.
+ * Review decisions: one per (item, version), each version's current one
+ * (decisions.ts keeps every one ever taken, and is the only writer of these:
+ * it moves what a decision gates with it). A decision is taken only on a
+ * version whose outputs are on disk, verified; clearing it (undo) returns the
+ * version to unreviewed.
  */
 export class Reviews {
-  private readonly decideStmt;
   private readonly checkStmt;
   private readonly timeoutStmt;
-  private readonly clearStmt;
   private readonly ofItemStmt;
   private readonly countsStmt;
   private readonly rejectedStmt;
@@ -46,19 +45,7 @@ export class Reviews {
   private readonly bulkKeepingNotesStmt;
   private readonly bulkClearStmt;
 
-  /** `settle`: what the decided items gate moves with the decisions, in their transaction (see Gates.settle). */
-  constructor(
-    private readonly db: Db,
-    private readonly settle: (itemIds: readonly string[]) => void,
-  ) {
-    this.decideStmt = db.prepare(
-      `INSERT INTO reviews (item_id, version, decision, note, decided_at)
-       SELECT @itemId, @version, @decision, @note, @now
-       WHERE EXISTS (SELECT 1 FROM outputs WHERE item_id = @itemId AND version = @version AND sha256 IS NOT NULL)
-       ON CONFLICT (item_id, version) DO UPDATE SET decision = excluded.decision,
-         note = CASE WHEN @keepNote THEN reviews.note ELSE excluded.note END, decided_at = excluded.decided_at,
-         by = 'person'`,
-    );
+  constructor(db: Db) {
     // Many decisions of one kind in one statement (a JSON array of [itemId, version]): each row's triggers still run,
     // but not a statement from JavaScript for each (a bulk decision of 10,000 cards).
     const bulk = (note: string) =>
@@ -87,7 +74,6 @@ export class Reviews {
        WHERE EXISTS (SELECT 1 FROM outputs WHERE item_id = @itemId AND version = @version AND sha256 IS NOT NULL)
        ON CONFLICT (item_id, version) DO NOTHING`,
     );
-    this.clearStmt = db.prepare('DELETE FROM reviews WHERE item_id = ? AND version = ?');
     this.ofItemStmt = db.prepare<[string], ReviewRow>('SELECT * FROM reviews WHERE item_id = ? ORDER BY version');
     // From the items' review (kept by triggers) in its index, and the few decisions the checks took: no join of every
     // decision with its output (22 ms at 100,000 items, paid by every refresh of the review app's header).
@@ -119,28 +105,6 @@ export class Reviews {
   }
 
   /**
-   * Records a decision (or clears it: undo) on a version of an item's
-   * outputs; a note left undefined keeps the one it had. False when the item
-   * has no such version on disk: nothing is written.
-   */
-  decide(
-    itemId: string,
-    version: number,
-    decision: ReviewDecision | null,
-    note: string | null | undefined,
-    now: number,
-  ): boolean {
-    return this.settled(itemId, () => {
-      if (decision === null) {
-        this.clearStmt.run(itemId, version);
-        return true;
-      }
-      const keepNote = note === undefined ? 1 : 0;
-      return this.decideStmt.run({ itemId, version, decision, note: note ?? null, keepNote, now }).changes === 1;
-    });
-  }
-
-  /**
    * One decision (or clearing, `null`) on many versions, each already asked whether it may be decided: written in one
    * statement, and nothing of what they gate moved (the caller settles them once; see Decisions.decideAll). A note
    * left undefined keeps each version's own.
@@ -162,23 +126,20 @@ export class Reviews {
       });
   }
 
-  /** A gate's approval timeout decides its version (`note` says so), unless a decision is there already: true when taken. */
+  /**
+   * A gate's approval timeout decides its version (`note` says so), unless a decision is there already: true when
+   * taken. Nothing it gates moves here: Decisions.decideByTimeout moves it.
+   */
   decideByTimeout(itemId: string, version: number, decision: ReviewDecision, note: string, now: number): boolean {
-    return this.settled(itemId, () => this.timeoutStmt.run({ itemId, version, decision, note, now }).changes === 1);
+    return this.timeoutStmt.run({ itemId, version, decision, note, now }).changes === 1;
   }
 
-  /** The manifest's checks reject a version (`reason` says why), unless a decision is there already: true when taken. */
+  /**
+   * The manifest's checks reject a version (`reason` says why), unless a decision is there already: true when taken.
+   * Nothing it gates moves here: Decisions.rejectByCheck moves it.
+   */
   rejectByCheck(itemId: string, version: number, reason: string, now: number): boolean {
-    return this.settled(itemId, () => this.checkStmt.run({ itemId, version, note: reason, now }).changes === 1);
-  }
-
-  /** A write of a decision and, when it wrote one, the move of what the item gates, in one transaction. */
-  private settled(itemId: string, write: () => boolean): boolean {
-    return this.db.transaction(() => {
-      const wrote = write();
-      if (wrote) this.settle([itemId]);
-      return wrote;
-    })();
+    return this.checkStmt.run({ itemId, version, note: reason, now }).changes === 1;
   }
 
   /** The note kept with a version's decision, if it has one. */

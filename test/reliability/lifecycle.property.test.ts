@@ -18,7 +18,7 @@ import { loadManifest } from '../../src/manifest/index.js';
 import { Runner } from '../../src/runner/index.js';
 import { makePng } from '../../src/simulator/media.js';
 import { canonicalJson } from '../../src/util/canonical-json.js';
-import { FINAL_STATES, OPEN_STATES, Store } from '../../src/store/index.js';
+import { ENDED_STATES, OPEN_STATES, Store } from '../../src/store/index.js';
 import { EventBus } from '../../src/util/event-bus.js';
 import { FolderSink } from '../../src/sink/index.js';
 import { testOptions } from '../helpers/run-options.js';
@@ -281,7 +281,7 @@ function checkInvariants(service: ScriptedService, dir: string, outDir: string):
       // Never paid twice.
       expect(paid.length, `${id} is paid for ${paid.length} times`).toBeLessThanOrEqual(1);
       // Never stalled: after the clean resumes every item is final.
-      expect([...FINAL_STATES] as string[], `${id} ended ${item.state} (${item.error_code})`).toContain(item.state);
+      expect([...ENDED_STATES] as string[], `${id} ended ${item.state} (${item.error_code})`).toContain(item.state);
       if (item.state === 'done') {
         // What was paid for is on disk, verified.
         expect(paid).toHaveLength(1);

@@ -5,13 +5,14 @@ import { Store } from '../../src/store/index.js';
 import { runCliInProcess } from '../helpers/cli.js';
 import { expectNoDoubleChargeAndVerifiedOutputs, imageManifest, readState, workspace } from '../helpers/run.js';
 import { startTestSim } from '../helpers/sim.js';
+import { decide as decideOne } from '../helpers/decide.js';
 
 /** Decisions as `genbatch review` writes them: through the state, while no run or a run holds it. */
 function decide(statePath: string, decisions: [id: string, version: number, decision: 'approved' | 'rejected'][]) {
   const { store } = Store.openForSteering(statePath);
   try {
     for (const [id, version, decision] of decisions)
-      expect(store.reviews.decide(id, version, decision, null, Date.now())).toBe(true);
+      expect(decideOne(store, id, version, decision, null, Date.now())).toBe(true);
   } finally {
     store.close();
   }
@@ -93,8 +94,8 @@ describe('regenerating what review rejected', () => {
     expect((await ws.run()).code).toBe(0);
     const { store } = Store.openForSteering(ws.statePath);
     try {
-      expect(store.reviews.decide('item-0', 2, 'rejected', null, 1)).toBe(false);
-      expect(store.reviews.decide('nope', 1, 'rejected', null, 1)).toBe(false);
+      expect(decideOne(store, 'item-0', 2, 'rejected', null, 1)).toBe(false);
+      expect(decideOne(store, 'nope', 1, 'rejected', null, 1)).toBe(false);
       expect(store.reviews.ofItem('item-0')).toEqual([]);
     } finally {
       store.close();

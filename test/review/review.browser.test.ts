@@ -13,6 +13,7 @@ import { expectNoDoubleChargeAndVerifiedOutputs, imageManifest, workspace } from
 import { startTestSim } from '../helpers/sim.js';
 import { FolderSink } from '../../src/sink/index.js';
 import { MemorySink } from '../helpers/memory-sink.js';
+import { decide } from '../helpers/decide.js';
 
 const SCREENSHOT = resolve('test-artifacts/review.png');
 
@@ -265,7 +266,7 @@ items:
     const ws = workspace(t.sim, imageManifest(2));
     expect((await ws.run()).code).toBe(0);
     const { store } = Store.openForSteering(ws.statePath);
-    store.reviews.decide('item-1', 1, 'rejected', 'wrong colour', Date.now());
+    decide(store, 'item-1', 1, 'rejected', 'wrong colour', Date.now());
     store.close();
     expect((await ws.run(['--redo-rejected'])).code).toBe(0);
     const server = await startTestReview({

@@ -43,6 +43,7 @@ const RELEASED = [
   'fc2f2bca0e6b2fb9',
   'a09ad8ad61874815',
   'd8b8357ea6afd4cb',
+  '6af8c52bbd6bf9f3',
 ];
 
 /** A state as the genbatch of schema `version` made it, kept gzipped (test/fixtures/states/make.mjs wrote it once). */

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { type ReviewFilter, Store } from '../../src/store/index.js';
+import { decide } from '../helpers/decide.js';
 
 /** Prompts as catalogs write them: accents, capitals, words that differ only in those. */
 const PROMPTS = [
@@ -82,8 +83,8 @@ function stateWith(items: Made[], path: string): Store {
       store.outputFiles.claimPath(job, 1, m.id, `${m.id}-1.png`, 1, 3_000);
       const file = { path: `${m.id}-1.png`, bytes: 10, sha256: 'ab'.repeat(32), contentType: 'image/png', mtimeMs: 1 };
       store.lifecycle.outputSaved(m.id, job, 1, file, 3_100, true);
-      if (m.seq % 5 === 0) store.reviews.decide(m.id, 1, 'approved', undefined, 4_000);
-      if (m.seq % 5 === 1) store.reviews.decide(m.id, 1, 'rejected', 'no', 4_000);
+      if (m.seq % 5 === 0) decide(store, m.id, 1, 'approved', undefined, 4_000);
+      if (m.seq % 5 === 1) decide(store, m.id, 1, 'rejected', 'no', 4_000);
     }
   });
   // A later version of the manifest without every tenth item: those are removed, never shown.
@@ -93,7 +94,7 @@ function stateWith(items: Made[], path: string): Store {
     1_000,
   );
   // Undo: a decision cleared is unreviewed again.
-  store.reviews.decide('sku-0005', 1, null, undefined, 5_000);
+  decide(store, 'sku-0005', 1, null, undefined, 5_000);
   return store;
 }
 
@@ -276,10 +277,10 @@ describe('the review grid: search, filters and their counts, from the state', ()
       // A search scrolled past its first slice keeps its matches in a table: the counts are still right after.
       reviewer.reviewQueries.page({ search: 'sku' }, 5, 5);
       const unreviewed = expected(few, { review: 'unreviewed' });
-      reviewer.reviews.decide(unreviewed[0]!, 1, 'approved', undefined, 6_000);
+      decide(reviewer, unreviewed[0]!, 1, 'approved', undefined, 6_000);
       expect(count({ review: 'approved' })).toBe(approved + 1);
       expect(count({ review: 'unreviewed' })).toBe(unreviewed.length - 1);
-      run.reviews.decide(unreviewed[1]!, 1, 'approved', undefined, 6_000);
+      decide(run, unreviewed[1]!, 1, 'approved', undefined, 6_000);
       expect(count({ review: 'approved' })).toBe(approved + 2);
       expect(count({ review: 'unreviewed' })).toBe(unreviewed.length - 2);
     } finally {
@@ -337,7 +338,7 @@ describe('the review grid: search, filters and their counts, from the state', ()
     old.db.exec(`
       DROP TABLE decisions;
       DROP INDEX attempts_inputs; ALTER TABLE attempts DROP COLUMN inputs;
-      DROP TRIGGER gate_moved; DROP TABLE gates;
+      DROP TRIGGER IF EXISTS gate_moved; DROP TABLE gates;
       DROP TRIGGER item_search_update; DROP TRIGGER item_search_delete;
       DROP TRIGGER item_tags_update; DROP TRIGGER item_tags_delete;
       DROP TABLE item_search; DROP TABLE item_tags;

@@ -177,7 +177,7 @@ export class Copier {
       this.failed(row, row.path, `the checks could not read it: ${(error as Error).message}`);
       return undefined;
     });
-    if (reason && store.reviews.rejectByCheck(row.item_id, row.version, reason, now()))
+    if (reason && store.decisions.rejectByCheck(row.item_id, row.version, reason, now()))
       control.emit({ kind: 'rejected-by-check', itemId: row.item_id, version: row.version, reason });
   }
 

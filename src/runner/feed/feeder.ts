@@ -115,14 +115,8 @@ export class Feeder {
   private skipDoomed(): void {
     const ended = this.store.itemReports.endedWithoutOutput();
     if (ended === this.endedSeen) return;
-    for (let doomed = this.store.queue.doomed(); doomed.length > 0; doomed = this.store.queue.doomed()) {
-      const seen = new Set<string>();
-      for (const { id, dep_id, dep_state } of doomed) {
-        if (seen.has(id)) continue;
-        seen.add(id);
-        this.skipForGood(id, 'DEPENDENCY_FAILED', `${dep_id} ended ${dep_state}`);
-      }
-    }
+    for (const { id, code, message } of this.store.lifecycle.skipDoomed(this.clock.now()))
+      this.control.emit({ kind: 'item-final', itemId: id, state: 'skipped', code, message });
     this.endedSeen = this.store.itemReports.endedWithoutOutput();
   }
 

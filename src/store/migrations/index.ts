@@ -34,6 +34,7 @@ import { sql as m025 } from './025.js';
 import { sql as m026 } from './026.js';
 import { sql as m027 } from './027.js';
 import { sql as m028 } from './028.js';
+import { sql as m029 } from './029.js';
 
 export const MIGRATIONS: readonly string[] = [
   m001,
@@ -64,6 +65,7 @@ export const MIGRATIONS: readonly string[] = [
   m026,
   m027,
   m028,
+  m029,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
