@@ -12,6 +12,8 @@ export interface WholeBucket {
   onPutBegun(listener: (key: string) => void): void;
   /** Once every PUT begun has stored its object or failed. */
   putsSettled(): Promise<void>;
+  /** How many connections are open to it now. */
+  connections(): Promise<number>;
   close(): Promise<void>;
 }
 

@@ -96,6 +96,10 @@ export async function startWholeBucket() {
     onCreated: (l) => listeners.push(l),
     onPutBegun: (l) => begun.push(l),
     putsSettled,
+    connections: () =>
+      new Promise((resolve, reject) =>
+        server.httpServer.getConnections((error, n) => (error ? reject(error) : resolve(n))),
+      ),
     close: async () => {
       await server.close();
       rmSync(directory, { recursive: true, force: true });

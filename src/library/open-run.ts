@@ -130,11 +130,15 @@ export class Run implements AsyncDisposable {
   ) {
     this.options = prepared.options;
     this.start = startOf(prepared);
+    // Registered before the runner's parts, so closed at the disposal, after them: the bucket's deadline after an
+    // interrupt stands while they write their last (the snapshot, the release of the place), and the results after.
+    closing.defer(() => clearTimeout(this.bucketDeadline));
+    let forwarding: (() => void) | undefined;
+    closing.defer(() => forwarding?.());
     // The keys as the run gets them, each with the coordinator its limits are shared through (if any).
     const keys = prepared.pool.keys.map((key) => ({ ...key, coordinator: prepared.coordinator }));
-    this.runner = new Runner({ ...openedOf(prepared), keys, logger });
-    closing.defer(this.runner.events.on((event) => this.bus.emit(event)));
-    closing.defer(() => clearTimeout(this.bucketDeadline));
+    this.runner = new Runner({ ...openedOf(prepared), keys, logger, closing });
+    forwarding = this.runner.events.on((event) => this.bus.emit(event));
   }
 
   /** Every event, each to `listener` as it happens; returns how to stop listening. */

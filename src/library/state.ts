@@ -121,13 +121,14 @@ export async function writeReportFiles(
       ? resolveOutLocation(cwd, choice.out)
       : (store.runs.all().at(-1)?.out_dir ?? manifest.outputDir);
     const { writeReport } = await import('../report/index.js');
-    const w = await writeReport(store, await openOutputSink(outDir, { statePath, env, patience: DEFAULT_PATIENCE }), {
+    const outputs = await openOutputSink(outDir, { statePath, env, patience: DEFAULT_PATIENCE });
+    const w = await writeReport(store, outputs, {
       title: manifest.name,
       html: choice.html ?? false,
       sidecars: choice.sidecars ?? false,
       now: Date.now(),
       budget: manifest.maxCredits ?? null,
-    });
+    }).finally(() => outputs.close());
     const tags = store.itemReports.byTag().map((t) => ({ ...t, net: t.charged - t.refunded }));
     const files = { jsonl: w.jsonl, csv: w.csv, html: w.html ?? null, sidecars: w.sidecars ?? null };
     return { state: statePath, outDir, items: w.items, ...files, tags };

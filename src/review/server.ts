@@ -20,7 +20,7 @@ import { ResultsAfterDecisions } from './results.js';
 
 export interface ReviewServerOptions {
   statePath: string;
-  /** Where the outputs are. */
+  /** Where the outputs are: the server's from now on, closed with it. */
   outputs: OutputSink;
   title: string;
   /** Who decides here, as the decision record keeps it ("unknown" unless said). */
@@ -122,6 +122,7 @@ export async function startReviewServer(options: ReviewServerOptions): Promise<R
         await results.close();
         // The decisions made since the last snapshot go to the bucket before the state is let go.
         await keeper?.end();
+        await options.outputs.close();
         state.close();
         server.closeAllConnections();
         await new Promise<void>((done) => server.close(() => done()));

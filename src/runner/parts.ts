@@ -40,8 +40,8 @@ export interface RunParts {
   readonly life: JobLife;
   /** Keeps every key's slots full with ready items. */
   readonly feed: FeedLoops;
-  /** The upkeep and the watchdog, begun with the run; `close` ends them, the lease and the snapshots with it. */
-  open(): { ready: Promise<void>; close(): Promise<void> };
+  /** The upkeep and the watchdog, begun with the run (ended by the run's close stack): ready once the upkeep is. */
+  open(): Promise<void>;
   /** The checks before anything is paid for, the output place claimed; then the snapshots and the later stages begin. */
   preflight(): Promise<boolean>;
   /** A killed run's items go on where they were. */
@@ -53,13 +53,15 @@ export interface RunParts {
 
 /** Builds each part once, in order, each given only what it uses; none is changed after. */
 export function buildParts(inputs: RunInputs): RunParts {
-  const { store, options, outputs, tuning, logger } = inputs;
+  const { store, options, outputs, tuning, logger, closing } = inputs;
   const { clock } = options;
   const wired = wiringOf(inputs);
   const { control, lanes } = wired;
   const paced = pacingOf(inputs, wired);
   const { life, later, timedWaits } = lifeOf(inputs, wired, paced);
+  closing.defer(() => life.close());
   const lease = new OutputsLease(outputs, control, clock.now, logger, tuning?.leaseMs, leftLease(inputs));
+  closing.defer(() => lease.release());
   const firstSync = new FirstSync(
     store,
     inputs.manifest,
@@ -92,6 +94,8 @@ export function buildParts(inputs: RunInputs): RunParts {
   });
   const quiet = quietOf(inputs, wired, paced, { life, firstSync, timedWaits });
   const keeper = keeperOf(inputs, lease);
+  // The state's last snapshot before the place is let go (closed before the lease): the next holder restores it all.
+  if (keeper) closing.defer(() => keeper.end());
   return {
     store,
     control,
@@ -99,7 +103,7 @@ export function buildParts(inputs: RunInputs): RunParts {
     firstSync,
     life,
     feed,
-    open: () => openUpkeep(inputs, wired, paced, { quiet, lease, keeper, life }),
+    open: () => openUpkeep(inputs, wired, paced, quiet),
     ...stepsOf(inputs, wired, paced, { life, firstSync, lease, keeper }),
   };
 }
@@ -202,15 +206,10 @@ interface Holding {
   readonly keeper: SnapshotKeeper | undefined;
 }
 
-/** The upkeep and the watchdog, begun with the run; closing ends them, the snapshots and the lease, in that order. */
-function openUpkeep(
-  inputs: RunInputs,
-  wired: Wiring,
-  paced: Pacing,
-  { quiet, lease, keeper, life }: Holding & { quiet: QuietWatch },
-): { ready: Promise<void>; close(): Promise<void> } {
-  const { store, logger, outputs, options } = inputs;
-  const { control, lanes, reachability, downloads, watchdog, hearing } = wired;
+/** The upkeep and the watchdog, begun with the run; the run's close stack ends the upkeep (the watchdog's stop is there). */
+function openUpkeep(inputs: RunInputs, wired: Wiring, paced: Pacing, quiet: QuietWatch): Promise<void> {
+  const { store, logger, outputs, options, closing } = inputs;
+  const { control, lanes, reachability, downloads, watchdog } = wired;
   const { credits, session, pauseGate, breaker } = paced;
   const upkeep = startUpkeep({
     store,
@@ -225,20 +224,9 @@ function openUpkeep(
     pauseGate,
     breaker,
   });
+  closing.defer(() => upkeep.stop());
   watchdog.start(quiet);
-  return {
-    ready: upkeep.ready,
-    close: async () => {
-      // The state's last snapshot before the place is let go: the next holder restores what this run did.
-      await keeper?.end();
-      await lease.release();
-      watchdog.stop();
-      life.close();
-      upkeep.stop();
-      for (const stop of hearing) stop();
-      lanes.stop();
-    },
-  };
+  return upkeep.ready;
 }
 
 /** The run's own steps, each given what it uses: the checks before paying, recovery, the canary, the summary. */

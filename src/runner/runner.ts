@@ -18,9 +18,14 @@ export class Runner {
   private readonly p: RunParts;
   /** Items whose content changed since they were submitted (the summary says so). */
   private changed: string[] = [];
+  private readonly closing: RunInputs['closing'];
+  /** Where the run's close stack stood before its parts were built: the run's end unwinds them to it. */
+  private readonly mark: number;
 
   constructor(inputs: RunInputs) {
     if (inputs.keys.length === 0) throw new Error('a run needs at least one API key');
+    this.closing = inputs.closing;
+    this.mark = inputs.closing.mark();
     this.p = buildParts(inputs);
   }
 
@@ -34,30 +39,29 @@ export class Runner {
     return this.p.lanes;
   }
 
+  /**
+   * Runs it to its summary. Its end unwinds the run's close stack (RunInputs.closing) to where it stood before the
+   * parts were built: each part let go once, the last built first; what opened the run stays open for its owner.
+   */
   async run(): Promise<RunSummary> {
-    const open = this.p.open();
     try {
-      await open.ready;
       return await this.work();
     } finally {
-      await open.close();
+      await this.closing.unwindTo(this.mark);
     }
   }
 
   private async work(): Promise<RunSummary> {
-    const { store, firstSync, lanes } = this.p;
+    const { store, firstSync } = this.p;
+    await this.p.open();
     await firstSync.first();
     this.changed = store.itemSync.changedIds();
     if (!(await this.p.preflight())) return this.summary();
     await this.p.recover();
-    if (!(await this.p.canary(() => this.drain()))) {
-      lanes.stop();
-      return this.summary();
-    }
+    if (!(await this.p.canary(() => this.drain()))) return this.summary();
     // Begun once the first submission is on its way: a step between each of the checks above would hold it back.
     firstSync.startRest();
     await this.drain();
-    lanes.stop();
     await firstSync.finished();
     return this.summary();
   }

@@ -4,6 +4,7 @@ import type { ManifestTop } from '../manifest/index.js';
 import type { ResolvedRunOptions } from '../options/resolve.js';
 import type { OutputSink } from '../sink/index.js';
 import type { Store } from '../store/index.js';
+import type { Closing } from '../util/closing.js';
 import type { ToSync } from './sync/first-sync.js';
 import type { RunKey } from './keys/lanes.js';
 
@@ -27,6 +28,11 @@ export interface RunInputs extends RunOpened {
   /** The run's API keys (one, or a pool), each with its limits. */
   readonly keys: readonly RunKey[];
   readonly logger?: Logger | undefined;
+  /**
+   * The run's one close stack: each part registers its close here as it is built (or started); the run's end
+   * unwinds what its parts registered, the last first, each once, and the stack's owner closes the rest.
+   */
+  readonly closing: Closing;
   /** Tests' shorter times; a run of the command line or the library never sets them. */
   readonly tuning?: RunTuning | undefined;
 }

@@ -118,6 +118,8 @@ export async function prepareRun(
   const outDir = rehearsalPlace(outPlaceOf(options, manifest), suffix);
   // A rehearsal starts over each time: an earlier rehearsal's outputs in its folder are replaced.
   const outputs = await openOutputSink(outDir, sinkSettingsOf(options, statePath));
+  // Deferred after the state, so closed before it: by then the run has written through it all it writes there.
+  closing.defer(() => outputs.close());
   const redoneRejected = options.redoRejected
     ? opened.store.items.putBackRejected(opened.store.reviews.rejectedCurrent(), Date.now())
     : [];
@@ -197,8 +199,10 @@ async function restoreState(
   const outDir = rehearsalPlace(outPlaceOf(options, top), PLACE_SUFFIX[kind]);
   const sink = await openOutputSink(outDir, sinkSettingsOf(options, statePath));
   // A bucket that cannot be written is said by the run's own write check, as for any run (exit 4, nothing sent).
-  if (!sink.snapshots || (await sink.probe())) return undefined;
-  const restored = await sink.snapshots.restore(Store.damage);
+  const restored = await (async () => {
+    if (!sink.snapshots || (await sink.probe())) return undefined;
+    return sink.snapshots.restore(Store.damage);
+  })().finally(() => sink.close());
   return (
     restored && {
       from: `${outDir}/${restored.key.split('/').slice(-4).join('/')}`,

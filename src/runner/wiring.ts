@@ -17,8 +17,6 @@ const QUIET_FLOOR_MS = 2_000;
 export interface Wiring {
   readonly watchdog: Watchdog;
   readonly control: Control;
-  /** What stops each listener at the run's end. */
-  readonly hearing: (() => void)[];
   readonly lanes: KeyLanes;
   /** Whether the coordinator's database answers: submissions wait for it while it does not (a known wait). */
   readonly coordinator: { readonly down: boolean };
@@ -27,15 +25,17 @@ export interface Wiring {
 }
 
 export function wiringOf(inputs: RunInputs): Wiring {
-  const { options, logger, tuning } = inputs;
+  const { options, logger, tuning, closing } = inputs;
   const { clock } = options;
   const watchdog = new Watchdog(clock.now, tuning?.quietMs ?? Math.max(QUIET_FLOOR_MS, clock.scaled(QUIET_MS)));
-  const { control, listeners, hearing } = controlOf(inputs, watchdog);
+  closing.defer(() => watchdog.stop());
+  const { control, listeners } = controlOf(inputs, watchdog);
   const { lanes, coordinator } = lanesOf(inputs, control, listeners);
+  closing.defer(() => lanes.stop());
   const downloads = downloadTransfers(options, control);
   wakeOnTaskEnds(lanes, downloads, control);
-  for (const lane of lanes.all) hearing.push(forwardAnswers(lane, control));
-  hearing.push(giveUpOnTheWireAfterStop(lanes, control));
+  for (const lane of lanes.all) closing.defer(forwardAnswers(lane, control));
+  closing.defer(giveUpOnTheWireAfterStop(lanes, control));
   const service = watchService({
     lanes,
     clock,
@@ -45,28 +45,22 @@ export function wiringOf(inputs: RunInputs): Wiring {
     logger,
     onActivity: () => watchdog.activity(),
   });
-  hearing.push(service.stopHearing);
-  return { watchdog, control, hearing, lanes, coordinator, downloads, reachability: service.reachability };
+  closing.defer(service.stopHearing);
+  return { watchdog, control, lanes, coordinator, downloads, reachability: service.reachability };
 }
 
-/**
- * The run's control, heard by the watchdog (anything said is activity) and
- * the log; `hearing` gathers what stops each listener at the run's end.
- */
-function controlOf(
-  inputs: RunInputs,
-  watchdog: Watchdog,
-): { control: Control; listeners: number; hearing: (() => void)[] } {
-  const { keys, options, logger } = inputs;
+/** The run's control, heard by the watchdog (anything said is activity) and the log, each until the run closes. */
+function controlOf(inputs: RunInputs, watchdog: Watchdog): { control: Control; listeners: number } {
+  const { keys, options, logger, closing } = inputs;
   // Every poll, upload and download in flight listens for the interrupt: one per slot and download, plus the queues'.
   const listeners =
     keys.reduce((n, k) => n + k.limits.maxImagesInFlight + k.limits.maxVideosInFlight, 0) +
     options.downloadConcurrency +
     64;
   const control = new Control(logger, listeners);
-  const hearing = [control.events.on(() => watchdog.activity())];
-  if (logger) hearing.push(control.events.on(logEvents(logger)));
-  return { control, listeners, hearing };
+  closing.defer(control.events.on(() => watchdog.activity()));
+  if (logger) closing.defer(control.events.on(logEvents(logger)));
+  return { control, listeners };
 }
 
 /** Each key's lane, and whether the coordinator its limits are shared through answers (a known wait while it does not). */

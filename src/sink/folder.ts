@@ -155,6 +155,9 @@ export class FolderSink implements OutputSink {
     return this.realPathInside(relPath);
   }
 
+  /** Holds nothing open between calls. */
+  async close(): Promise<void> {}
+
   /** Temporaries of writes, and probes, a killed run left behind (never under a final name). */
   async cleanUp(): Promise<void> {
     const entries = await readdir(this.location, { recursive: true, withFileTypes: true }).catch(() => []);

@@ -41,6 +41,8 @@ export interface OutputSink {
   localFile(relPath: string): Promise<string | undefined>;
   /** Removes what a killed run left half-written (temporaries, probes). */
   cleanUp(): Promise<void>;
+  /** Lets go of what it holds (a bucket's connections): its opener closes it once, when done with it. */
+  close(): Promise<void>;
 }
 
 /** Where the files of a place on this machine are. */

@@ -4,7 +4,7 @@ import { appendFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmS
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { S3BucketClient } from '../../src/sink/bucket/s3-bucket-client.js';
 import { openOutputSink, stagingDirFor } from '../../src/sink/index.js';
 import { exitCodeWithin, runCliInProcess, startCli } from '../helpers/cli.js';
@@ -34,6 +34,23 @@ function endedLine(stderr: string): string {
 }
 
 describe('outputs published to an S3-compatible server (s3rver, through the AWS SDK)', () => {
+  it("a run that ends lets go of the bucket: none of its connections stays open (the server's keep-alive is 5 s)", {
+    timeout: 60_000,
+  }, async () => {
+    const t = await startTestSim({ timeScale: 600 });
+    const s3 = await startTestBucket();
+    const ws = workspace(t.sim, imageManifest(3));
+    const result = await runCliInProcess(
+      [...ws.args(['--out', 's3://catalog/closed'])],
+      { ...ws.env, ...s3.env },
+      ws.dir,
+    );
+    expect(result.code, result.stdout + result.stderr).toBe(0);
+    // The sockets are destroyed when the run closes its output place: the server hears it within milliseconds, long
+    // before it would drop an idle keep-alive connection itself.
+    await vi.waitFor(async () => expect(await s3.connections()).toBe(0), { timeout: 2_000, interval: 20 });
+  });
+
   it('lands every output, the results and the gallery under the prefix; status, report and review work from the bucket alone', {
     timeout: 60_000,
   }, async () => {

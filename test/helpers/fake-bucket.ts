@@ -69,6 +69,13 @@ export class FakeBucket implements BucketClient {
     return { size: o.bytes.length, body: Readable.from([bytes]) };
   }
 
+  /** How many times it was closed: a run closes its bucket once. */
+  closed = 0;
+
+  close(): void {
+    this.closed++;
+  }
+
   async delete(key: string, call?: BucketCall): Promise<void> {
     await this.meet('delete', key, call);
     this.objects.delete(key);

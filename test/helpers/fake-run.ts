@@ -11,6 +11,7 @@ import type { KeyLimits } from '../../src/scheduler/limits.js';
 import { makePng } from '../../src/simulator/media.js';
 import { Store } from '../../src/store/index.js';
 import { FolderSink } from '../../src/sink/index.js';
+import { Closing } from '../../src/util/closing.js';
 
 /** The one job of a fake run, completed, with one output link. */
 export const completedJob = {
@@ -55,7 +56,9 @@ export async function fakeRun(
   } as unknown as ApiClient;
   const store = Store.open(join(dir, 'state.sqlite'));
   const { onEvent, quietMs } = options;
+  const closing = new Closing();
   const runner = new Runner({
+    closing,
     options: testOptions({ downloadConcurrency: 2 }),
     keys: [{ fingerprint: 'fp-fake', client: fake, limits }],
     store,
@@ -70,7 +73,7 @@ export async function fakeRun(
   return {
     runner,
     store,
-    done: runner.run(),
+    done: runner.run().finally(() => closing.close()),
     cleanUp: () => {
       store.close();
       rmSync(dir, { recursive: true, force: true });

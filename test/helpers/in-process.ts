@@ -9,6 +9,7 @@ import { FolderSink, type OutputSink } from '../../src/sink/index.js';
 import { Store } from '../../src/store/index.js';
 import type { RunWorkspace } from './run.js';
 import type { TestSim } from './sim.js';
+import { Closing } from '../../src/util/closing.js';
 
 /**
  * The workspace's manifest run by the Runner in this process (at 600x), for
@@ -30,6 +31,7 @@ export async function runInProcess(
 ): Promise<RunSummary> {
   const { loaded } = await loadManifest('m.yaml', ws.dir);
   const store = Store.open(ws.statePath);
+  const closing = new Closing();
   try {
     const limits = inject.limits ?? {
       ...DEFAULT_KEY_LIMITS,
@@ -40,6 +42,7 @@ export async function runInProcess(
     const catalog = await Catalog.fetch(t.client, ['image']);
     const keys = [{ fingerprint: 'fp-test', client: inject.client ?? t.client, limits }];
     const runner = new Runner({
+      closing,
       options: testOptions(inject.options),
       keys,
       store,
@@ -52,6 +55,7 @@ export async function runInProcess(
     inject.listen?.(runner);
     return await runner.run();
   } finally {
+    await closing.close();
     store.close();
   }
 }

@@ -82,4 +82,6 @@ export class MemorySink implements OutputSink {
   }
 
   async cleanUp(): Promise<void> {}
+
+  async close(): Promise<void> {}
 }

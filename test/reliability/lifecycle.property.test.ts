@@ -22,6 +22,7 @@ import { ENDED_STATES, OPEN_STATES, Store } from '../../src/store/index.js';
 import { EventBus } from '../../src/util/event-bus.js';
 import { FolderSink } from '../../src/sink/index.js';
 import { testOptions } from '../helpers/run-options.js';
+import { Closing } from '../../src/util/closing.js';
 
 /**
  * A model-based test of an item's life: random sequences of service answers
@@ -244,7 +245,9 @@ async function runSequence(script: Script): Promise<void> {
         maxVideosInFlight: 5,
         dailyCap: 1_000_000,
       };
+      const closing = new Closing();
       const runner = new Runner({
+        closing,
         // Backoffs and deferrals last a millisecond or so, and a key day 8.6 s: at 1,000,000x a day was 86 ms, more than half of it inside the day-end guard (no submission in its last 50 ms).
         options: testOptions({ timeScale: 10_000, downloadConcurrency: 2 }),
         keys: [{ fingerprint: 'fp-scripted', client: service as unknown as ApiClient, limits }],
@@ -261,7 +264,7 @@ async function runSequence(script: Script): Promise<void> {
           runner.stop('interrupted', 'interrupted by the test');
         }
       };
-      const summary = await runner.run();
+      const summary = await runner.run().finally(() => closing.close());
       const open = OPEN_STATES.reduce((n, s) => n + summary.counts[s], 0);
       store.close();
       if (open === 0 && interrupts.length === 0) break;

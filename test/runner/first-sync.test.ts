@@ -18,6 +18,7 @@ import { expectNoDoubleChargeAndVerifiedOutputs, workspace } from '../helpers/ru
 import { startTestSim } from '../helpers/sim.js';
 import { FolderSink } from '../../src/sink/index.js';
 import { testOptions } from '../helpers/run-options.js';
+import { Closing } from '../../src/util/closing.js';
 
 // A first run of a large catalog starts on its first items while the rest are written into the state.
 
@@ -162,7 +163,9 @@ describe('the first sync of a state, in steps', () => {
         upload: { count: 30, windowMs: 100 },
       };
       const catalog = await Catalog.fetch(t.client, ['image', 'video']);
+      await using closing = new Closing();
       const summary = await new Runner({
+        closing,
         options: testOptions({ limits }),
         keys: [{ fingerprint: 'fp-test', client: t.client, limits }],
         store,

@@ -233,6 +233,7 @@ describe('every bucket call rides out the faults that pass', () => {
         }
         return 'created' as const;
       },
+      close: () => {},
     };
     expect(await new PatientBucket(slow, FAST).putNew('k', source())).toBe('created');
     expect(ticks).toHaveLength(5);
@@ -263,6 +264,7 @@ describe('every bucket call rides out the faults that pass', () => {
         } else body.end(bytes.subarray(from));
         return { size: bytes.length, body: body as Readable };
       },
+      close: () => {},
     };
     const got = await new PatientBucket(flaky, FAST).get('spring/v.mp4');
     expect(got?.size).toBe(10_000);

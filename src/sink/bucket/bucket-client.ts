@@ -45,6 +45,8 @@ export interface BucketClient {
   /** The object's bytes (all, or a range), or undefined when there is none. */
   get(key: string, range?: ByteRange, call?: BucketCall): Promise<{ size: number; body: Readable } | undefined>;
   delete(key: string, call?: BucketCall): Promise<void>;
+  /** Lets go of what it holds (its connections); no call is made after. */
+  close(): void;
 }
 
 /**

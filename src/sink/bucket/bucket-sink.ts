@@ -206,6 +206,11 @@ export class BucketSink implements OutputSink {
     return path;
   }
 
+  async close(): Promise<void> {
+    this.bucket.close();
+    await this.staging.close();
+  }
+
   async cleanUp(): Promise<void> {
     await this.staging.cleanUp();
     // Results written but not put, and inputs fetched back from the bucket: made again when needed.

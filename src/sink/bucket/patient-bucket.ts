@@ -142,6 +142,10 @@ export class PatientBucket implements BucketClient {
     return this.call(key, call, (c) => this.inner.delete(key, c));
   }
 
+  close(): void {
+    this.inner.close();
+  }
+
   async get(key: string, range?: ByteRange, call?: BucketCall): Promise<{ size: number; body: Readable } | undefined> {
     const got = await this.call(key, call, (c) => this.inner.get(key, range, c));
     if (!got) return undefined;
