@@ -170,20 +170,21 @@ export class Run implements AsyncDisposable {
   }
 
   /**
-   * Stops it from outside. `interrupt` (Ctrl-C, exit 130): nothing new is sent, what is on the wire records its
-   * answer, and the bucket gets a second to take what the end writes there (the results, the last snapshot, the
-   * lease's release); what it has not taken by then is the next run's, and the process is not held for it.
-   * `drain` (as genbatch drain, exit 3): nothing new is sent; what is in flight is finished and downloaded.
+   * Stops it from outside, in the words its `stopReason` and the outcome's `stop` use. `interrupted` (Ctrl-C, exit
+   * 130): nothing new is sent, what is on the wire records its answer, and the bucket gets a second to take what the
+   * end writes there (the results, the last snapshot, the lease's release); what it has not taken by then is the
+   * next run's, and the process is not held for it. `drained` (as genbatch drain, exit 3): nothing new is sent;
+   * what is in flight is finished and downloaded.
    */
-  stop(reason: 'interrupt' | 'drain' = 'interrupt'): void {
+  stop(kind: 'interrupted' | 'drained' = 'interrupted'): void {
     if (this.stopped) return;
     this.stopped =
-      reason === 'drain'
-        ? { kind: 'drained', message: 'drained: nothing new is sent; the jobs in flight are finished and downloaded' }
-        : { kind: 'interrupted', message: `interrupted. ${resumeHint(this.options.simulate)}` };
+      kind === 'drained'
+        ? { kind, message: 'drained: nothing new is sent; the jobs in flight are finished and downloaded' }
+        : { kind, message: `interrupted. ${resumeHint(this.options.simulate)}` };
     this.runner.stop(this.stopped.kind, this.stopped.message);
     const bucket = this.prepared.outputs.publishing;
-    if (reason === 'drain' || !bucket) return;
+    if (kind === 'drained' || !bucket) return;
     this.bucketDeadline = setTimeout(
       () => bucket.abandon(`the bucket did not answer within ${END_BUCKET_MS / 1000} s of the interrupt`),
       END_BUCKET_MS,

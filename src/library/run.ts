@@ -33,11 +33,21 @@ export interface RunHandle {
  * error with `exitCode`) when it cannot start. `await using run = await openRun(...)`
  * closes what it opened, in the reverse order.
  */
-export async function openRun(manifest: string, options: RunOptions = {}): Promise<Run> {
+export function openRun(manifest: string, options: RunOptions = {}): Promise<Run> {
+  return opening(manifest, options);
+}
+
+/** `openRun`, saying each wait for a service that answers nothing yet: the options' flags parsed here, once. */
+async function opening(
+  manifest: string,
+  options: RunOptions,
+  onServiceWait?: (reason: string, unreachableMs: number) => void,
+): Promise<Run> {
   const { signal, cwd, eventBuffer: _, apiKey, baseUrl, env, ...program } = options;
   try {
     const flags = { ...parseProgramFlags(program), ...(baseUrl ? { baseUrl } : {}) };
-    return await openRunWith(manifest, flags, environmentFor({ apiKey, env }), cwd ?? process.cwd(), { signal });
+    const watch = { signal, ...(onServiceWait ? { onServiceWait } : {}) };
+    return await openRunWith(manifest, flags, environmentFor({ apiKey, env }), cwd ?? process.cwd(), watch);
   } catch (error) {
     throw asRunError(error);
   }
@@ -49,21 +59,10 @@ export async function openRun(manifest: string, options: RunOptions = {}): Promi
  * if any. The process ends by itself once `done` settles.
  */
 export function run(manifest: string, options: RunOptions = {}): RunHandle {
-  const { signal, cwd, eventBuffer, apiKey, baseUrl, env, ...program } = options;
-  const channel = new EventChannel<GenbatchEvent>(eventBuffer ?? 10_000);
+  const channel = new EventChannel<GenbatchEvent>(options.eventBuffer ?? 10_000);
   const done = (async () => {
-    const flags = { ...parseProgramFlags(program), ...(baseUrl ? { baseUrl } : {}) };
-    const watch = {
-      signal,
-      onServiceWait: (reason: string, unreachableMs: number) =>
-        channel.push({ kind: 'service-unreachable', reason, unreachableMs }),
-    };
-    await using opened = await openRunWith(
-      manifest,
-      flags,
-      environmentFor({ apiKey, env }),
-      cwd ?? process.cwd(),
-      watch,
+    await using opened = await opening(manifest, options, (reason, unreachableMs) =>
+      channel.push({ kind: 'service-unreachable', reason, unreachableMs }),
     );
     const stopListening = opened.on((event) => channel.push(event));
     try {

@@ -1,12 +1,12 @@
 import type { ItemProblem, ItemRow, ItemState, Store } from '../store/index.js';
-import type { StopKind } from './core/control.js';
+import type { Stop } from './core/control.js';
 import type { KeyRoster } from './keys/roster.js';
 
 /** What a run did; the CLI decides the exit code from it. */
 export interface RunSummary {
   counts: Record<ItemState, number>;
   credits: { charged: number; refunded: number };
-  stop?: { kind: StopKind; message: string };
+  stop?: Stop;
   /** Items whose content changed after they were submitted: kept, not resubmitted. */
   changed: string[];
   failures: Record<string, number>;
@@ -46,7 +46,7 @@ export interface RunSummary {
 /** The run's summary from the state, as it ended. */
 export function summarize(
   store: Store,
-  stopped: { kind: StopKind; message: string } | undefined,
+  stopped: Stop | undefined,
   roster: KeyRoster,
   facts: {
     only: boolean;

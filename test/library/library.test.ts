@@ -160,7 +160,7 @@ describe('genbatch as a library', () => {
     expectNoDoubleChargeAndVerifiedOutputs(t.sim, ws);
   }, 120_000);
 
-  it("openRun()'s stop('drain') sends nothing new, finishes what is in flight and ends with exit 3 saying what it left", async () => {
+  it("openRun()'s stop('drained') sends nothing new, finishes what is in flight and ends with exit 3 saying what it left", async () => {
     const t = await startTestSim({ timeScale: TIME_SCALE });
     const ws = workspace(t.sim, imageManifest(12), {}, TIME_SCALE);
     await using opened = await openRun('m.yaml', {
@@ -171,7 +171,7 @@ describe('genbatch as a library', () => {
       maxImagesInFlight: 2,
     });
     opened.on((event) => {
-      if (event.kind === 'accepted') opened.stop('drain');
+      if (event.kind === 'accepted') opened.stop('drained');
     });
     const outcome = await opened.run();
     expect(outcome.exitCode).toBe(3);

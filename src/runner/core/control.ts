@@ -28,6 +28,12 @@ export type StopKind =
   | 'nothing-selected'
   | 'taken-over';
 
+/** Why a run stopped early, in one vocabulary from the stage that says it to the outcome's exit code. */
+export interface Stop {
+  readonly kind: StopKind;
+  readonly message: string;
+}
+
 /** The shortest real time a wait for an event lasts before looking again anyway (see waitForEvent). */
 const WAKE_FLOOR_MS = 250;
 
@@ -39,7 +45,7 @@ export class Control {
   readonly abort = new AbortController();
   /** Aborted when the run takes no new work (any stop but the budget's, which lets reserved submissions go): queued submissions and uploads are cancelled, never sent. */
   readonly noNewWork = new AbortController();
-  private stopped: { kind: StopKind; message: string } | undefined;
+  private stopped: Stop | undefined;
   private wakeUp: () => void = () => {};
   private woken = new Promise<void>((r) => (this.wakeUp = r));
 
@@ -56,7 +62,7 @@ export class Control {
     setMaxListeners(listeners, this.noNewWork.signal);
   }
 
-  get stopReason(): { kind: StopKind; message: string } | undefined {
+  get stopReason(): Stop | undefined {
     return this.stopped;
   }
 
