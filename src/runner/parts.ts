@@ -2,12 +2,13 @@ import type { Store } from '../store/index.js';
 import { recordShapePrices } from '../store/shape-prices.js';
 import { SnapshotKeeper } from '../sink/index.js';
 import type { Control } from './core/control.js';
-import { PauseGate } from './core/pause-gate.js';
+import { PauseSwitch } from './core/pause-switch.js';
 import { RunSession } from './core/session.js';
 import { ModerationBreaker } from './feed/breaker.js';
 import { runCanary } from './feed/canary.js';
 import { Feeder } from './feed/feeder.js';
 import { FeedLoops } from './feed/loops.js';
+import { holdsNew, idle, moreMayCome } from './feed/rules.js';
 import { Credits } from './keys/credits.js';
 import type { KeyLanes } from './keys/lanes.js';
 import { KeyRoster } from './keys/roster.js';
@@ -65,11 +66,11 @@ export function buildParts(inputs: RunInputs): RunParts {
   const firstSync = new FirstSync(
     store,
     inputs.manifest,
-    { ...options, now: clock.now, outLocation: outputs.location, syncStepMs: tuning?.syncStepMs },
+    { ...options, now: clock.now, outDir: outputs.location, syncStepMs: tuning?.syncStepMs },
     control,
     inputs.toSync,
   );
-  const { feeder, pauseGate, breaker, credits, roster } = paced;
+  const { feeder, pauseSwitch, breaker, credits, roster } = paced;
   const { downloads, reachability } = wired;
   const feed = new FeedLoops({
     feeder,
@@ -80,16 +81,18 @@ export function buildParts(inputs: RunInputs): RunParts {
     clock,
     control,
     lanes,
-    holdsNew: () => reachability.isDown || pauseGate.isPaused || (later.publisher?.full ?? false),
+    // The feed's rules (feed/rules.ts), each handed what it reads.
+    holdsNew: () => holdsNew({ reachability, pause: pauseSwitch, publisher: later.publisher }),
     moreMayCome: (type) =>
-      firstSync.syncing || (options.waitForDecisions && store.itemReports.workByType()[type].waiting > 0),
-    idle: () =>
-      !firstSync.syncing &&
-      !life.verifying &&
-      lanes.idle() &&
-      downloads.size === 0 &&
-      downloads.pending === 0 &&
-      feeder.held === 0,
+      moreMayCome(
+        {
+          firstSync,
+          waitForDecisions: options.waitForDecisions,
+          waiting: (t) => store.itemReports.workByType()[t].waiting,
+        },
+        type,
+      ),
+    idle: () => idle({ firstSync, verifying: life.verifying, lanesIdle: () => lanes.idle(), downloads, feeder }),
     startJob: (item, lane, price) => life.begin(item, lane, price, true),
   });
   const quiet = quietOf(inputs, wired, paced, { life, firstSync, timedWaits });
@@ -115,7 +118,7 @@ interface Pacing {
   readonly credits: Credits;
   readonly breaker: ModerationBreaker;
   readonly roster: KeyRoster;
-  readonly pauseGate: PauseGate;
+  readonly pauseSwitch: PauseSwitch;
 }
 
 function pacingOf(inputs: RunInputs, { control, lanes }: Wiring): Pacing {
@@ -129,7 +132,7 @@ function pacingOf(inputs: RunInputs, { control, lanes }: Wiring): Pacing {
     credits: creditsOf(inputs, control, lanes, session),
     breaker: new ModerationBreaker(store, clock, control, maxBlocked),
     roster: new KeyRoster(lanes, store, (id) => feeder.holds(id), control, clock.now),
-    pauseGate: new PauseGate(),
+    pauseSwitch: new PauseSwitch(),
   };
 }
 
@@ -152,15 +155,12 @@ function lifeOf(
     },
     timed: (wait) => timedWaits.timed(wait),
     downloadEnded: (failure) => downloadHealth.ended(failure, control),
-    refused: (lane, error, reaction) => {
-      if (reaction.scope === 'account') control.stop('refused', `${error.code}: ${error.message}\n${reaction.hint}`);
-      else roster.refused(lane, error, reaction.hint);
-    },
+    refused: (lane, error, reaction) => roster.answerRefusal(lane, error, reaction),
   };
   const base = { ...inputs, clock, control, reachability, lanes };
   const later = laterStagesOf(inputs, control, clock.now);
   const life = new JobLife({
-    job: jobTaskDeps({ ...base, pauseGate: paced.pauseGate, credits, session: paced.session }, acts),
+    job: jobTaskDeps({ ...base, pauseSwitch: paced.pauseSwitch, credits, session: paced.session }, acts),
     download: downloadTaskDeps(base, acts),
     later,
     store,
@@ -179,14 +179,14 @@ function lifeOf(
 function quietOf(
   inputs: RunInputs,
   { control, reachability, downloads, coordinator }: Wiring,
-  { credits, pauseGate, breaker, feeder }: Pacing,
+  { credits, pauseSwitch, breaker, feeder }: Pacing,
   { life, firstSync, timedWaits }: { life: JobLife; firstSync: FirstSync; timedWaits: TimedWaits },
 ): QuietWatch {
   const { options } = inputs;
   const known: KnownWaits = {
     capUntil: () => credits.waitingUntil,
     coordinatorDown: () => coordinator.down,
-    paused: () => pauseGate.isPaused,
+    paused: () => pauseSwitch.isPaused,
     waitingForBreaker: () => breaker.waitingForAnswer,
     syncing: () => firstSync.syncing,
     timedWaits: () => timedWaits.count + downloads.pending,
@@ -210,7 +210,7 @@ interface Holding {
 function openUpkeep(inputs: RunInputs, wired: Wiring, paced: Pacing, quiet: QuietWatch): Promise<void> {
   const { store, logger, outputs, options, closing } = inputs;
   const { control, lanes, reachability, downloads, watchdog } = wired;
-  const { credits, session, pauseGate, breaker } = paced;
+  const { credits, session, pauseSwitch, breaker } = paced;
   const upkeep = startUpkeep({
     store,
     clock: options.clock,
@@ -221,7 +221,7 @@ function openUpkeep(inputs: RunInputs, wired: Wiring, paced: Pacing, quiet: Quie
     outputs,
     idleTimeoutMs: options.idleTimeoutMs,
     waits: { credits, reachability, downloads },
-    pauseGate,
+    pauseSwitch,
     breaker,
   });
   closing.defer(() => upkeep.stop());

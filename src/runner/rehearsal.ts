@@ -46,7 +46,10 @@ export function refuseOtherService(
 }
 
 /** Whether the run's service is a simulator: a rehearsal's at once, else once its /me answers (a failed answer is said later, by the run). */
-export function simulatedService(options: ResolvedRunOptions, pool: Promise<PoolSetup>): Promise<boolean> {
+export function simulatedService(
+  options: Pick<ResolvedRunOptions, 'simulate'>,
+  pool: Promise<PoolSetup>,
+): Promise<boolean> {
   if (options.simulate) return Promise.resolve(true);
   return pool.then(
     (setup) => saysSimulator(setup.accounts[0]),

@@ -10,8 +10,8 @@ import { describeCoordinator } from '../coordinator/url.js';
 import {
   IssueList,
   bucketLocationOf,
-  outLocationProblem,
-  resolveOutLocation,
+  outDirProblem,
+  resolveOutDir,
   runBudget,
   type ManifestIssue,
   type ManifestTop,
@@ -103,7 +103,7 @@ export async function prepareRun(
   const keys = askKeys(connecting, options, waitForService);
   // Closed last: a failure of what follows (the manifest's problem, say) ends a wait for the service at once.
   closing.defer(keys.close);
-  const outProblem = options.out === undefined ? undefined : outLocationProblem(options.out);
+  const outProblem = options.out === undefined ? undefined : outDirProblem(options.out);
   if (outProblem) throw usageError(`--out ${outProblem}. Nothing was submitted.`);
   // Whether the service says it is a simulator: asked only where a path depends on it, so the manifest is read meanwhile.
   const simulated = simulatedService(options, keys.pool);
@@ -147,12 +147,15 @@ export async function prepareRun(
 }
 
 /** Where the outputs go, before a rehearsal's suffix: --out, else the manifest's output dir. */
-function outPlaceOf(options: ResolvedRunOptions, top: Pick<ManifestTop, 'outputDir'>): string {
-  return options.out ? resolveOutLocation(options.cwd, options.out) : top.outputDir;
+function outPlaceOf(options: Pick<ResolvedRunOptions, 'out' | 'cwd'>, top: Pick<ManifestTop, 'outputDir'>): string {
+  return options.out ? resolveOutDir(options.cwd, options.out) : top.outputDir;
 }
 
 /** The output sink's settings, the same for the run and for a restore of its state. */
-function sinkSettingsOf(options: ResolvedRunOptions, statePath: string): Parameters<typeof openOutputSink>[1] {
+function sinkSettingsOf(
+  options: Pick<ResolvedRunOptions, 'keepLocal' | 'simulate' | 'idleTimeoutMs' | 'unreachableMs' | 'env'>,
+  statePath: string,
+): Parameters<typeof openOutputSink>[1] {
   return {
     statePath,
     keepLocal: options.keepLocal,
@@ -169,7 +172,10 @@ export function openedOf(prepared: PreparedRun): RunOpened {
 }
 
 /** How long a start waits for a service that answers nothing yet (--unreachable-minutes), asking again every second of the service's time. */
-function untilAnsweredBy(options: ResolvedRunOptions, wait: ServiceWait): UntilAnsweredOptions {
+function untilAnsweredBy(
+  options: Pick<ResolvedRunOptions, 'unreachableMs' | 'clock'>,
+  wait: ServiceWait,
+): UntilAnsweredOptions {
   return {
     unreachableMs: options.unreachableMs,
     everyMs: Math.min(1_000, Math.max(100, options.clock.scaled(1_000))),
@@ -272,7 +278,11 @@ async function prepareManifest(options: ResolvedRunOptions, simulated: Promise<b
  * The state a resume is planned from before the service says whether it is a simulator: the one given by --state,
  * else whichever of the real run's and the simulator's is there (the real run's when both are).
  */
-function stateToPlan(top: ManifestTop, options: ResolvedRunOptions, cwd: string): string | undefined {
+function stateToPlan(
+  top: ManifestTop,
+  options: Pick<ResolvedRunOptions, 'statePath'>,
+  cwd: string,
+): string | undefined {
   if (options.statePath) return statePathFor(top, options.statePath, cwd);
   const real = statePathFor(top, undefined, cwd);
   const apart = statePathFor(top, undefined, cwd, 'trial');

@@ -13,12 +13,12 @@ import type { JobTaskDeps } from './item/job-task.js';
 import { PollWait } from './item/poll-wait.js';
 import { SendBatch } from './item/send-batch.js';
 import type { Reachability } from './watch/reachability.js';
-import type { PauseGate } from './core/pause-gate.js';
+import type { PauseSwitch } from './core/pause-switch.js';
 import type { Credits } from './keys/credits.js';
 
-/** What both tasks are built from: the run's options, its state, and the parts every request goes through. */
+/** What both tasks are built from: the options they read, the state, and the parts every request goes through. */
 export interface TaskBase {
-  readonly options: ResolvedRunOptions;
+  readonly options: Pick<ResolvedRunOptions, 'pollWaitSeconds' | 'maxRetries' | 'idleTimeoutMs' | 'maxOutputBytes'>;
   readonly store: Store;
   readonly clock: RunClock;
   readonly control: Control;
@@ -43,20 +43,20 @@ export interface RunActs {
 /** A job task's deps: the run's base, the poll's settings, and where each report goes. */
 export function jobTaskDeps(
   run: TaskBase & {
-    readonly pauseGate: PauseGate;
+    readonly pauseSwitch: PauseSwitch;
     readonly credits: Credits;
     readonly session: { readonly startedAt: number };
   },
   acts: RunActs,
 ): JobTaskDeps {
-  const { options, store, clock, control, reachability, pauseGate, credits, lanes, session } = run;
+  const { options, store, clock, control, reachability, pauseSwitch, credits, lanes, session } = run;
   const pollWait = new PollWait(options.pollWaitSeconds);
   return {
     store,
     clock,
     control,
     reachability,
-    pauseGate,
+    pauseSwitch,
     sends: new SendBatch(store),
     pollWait,
     firstPoll: new FirstPoll(() => clock.scaled(pollWait.seconds * 1000)),

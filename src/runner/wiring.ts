@@ -144,7 +144,10 @@ function wakeOnTaskEnds(lanes: KeyLanes, downloads: Transfers, control: Control)
 }
 
 /** The downloads' places: one silent for a quarter of the idle timeout (a second at most) gives its place to the next one. */
-function downloadTransfers(options: ResolvedRunOptions, control: Control): Transfers {
+function downloadTransfers(
+  options: Pick<ResolvedRunOptions, 'clock' | 'idleTimeoutMs' | 'downloadConcurrency'>,
+  control: Control,
+): Transfers {
   const { now } = options.clock;
   const quietMs = Math.min(1_000, options.idleTimeoutMs / 4);
   return new Transfers(

@@ -2,6 +2,12 @@ import type { ItemRow, Store } from '../../store/index.js';
 import type { Control } from '../core/control.js';
 import { keyRefusedNote, type JobType, type KeyLane, type KeyLanes } from './lanes.js';
 
+/** Whose refusal it was (the policy's reaction): the account's, or the key's; and what the user can do. */
+export interface RefusalScope {
+  readonly scope?: string | undefined;
+  readonly hint: string;
+}
+
 /**
  * Which key each item's attempt belongs to, and what becomes of the items of
  * a key the run lacks or the service refuses: never sent, another key makes
@@ -49,6 +55,15 @@ export class KeyRoster {
   laneOfJob(itemId: string): KeyLane | undefined {
     const fp = this.store.attempts.latest(itemId)?.key_fp;
     return fp ? this.lanes.get(fp) : this.lanes.all[0];
+  }
+
+  /**
+   * The one answer to a refusal of the service's: a refused account stops the
+   * run, a refused key leaves it (see `refused`).
+   */
+  answerRefusal(lane: KeyLane, error: { code: string; message: string }, refusal: RefusalScope): void {
+    if (refusal.scope === 'account') this.control.stop('refused', `${error.code}: ${error.message}\n${refusal.hint}`);
+    else this.refused(lane, error, refusal.hint);
   }
 
   /**
