@@ -4,7 +4,7 @@
  * and gives back what a program (or the command line) shows. No network.
  */
 import { locate } from '../manifest/load-valid.js';
-import { resolveOutLocation } from '../manifest/index.js';
+import { resolveOutDir } from '../manifest/index.js';
 import { DEFAULT_PATIENCE } from '../options/flags.js';
 import { collectStatus, type Status } from '../report/status.js';
 import { openOutputSink } from '../sink/index.js';
@@ -118,7 +118,7 @@ export async function writeReportFiles(
   const store = openStateReadOnly(statePath);
   try {
     const outDir = choice.out
-      ? resolveOutLocation(cwd, choice.out)
+      ? resolveOutDir(cwd, choice.out)
       : (store.runs.all().at(-1)?.out_dir ?? manifest.outputDir);
     const { writeReport } = await import('../report/index.js');
     const outputs = await openOutputSink(outDir, { statePath, env, patience: DEFAULT_PATIENCE });

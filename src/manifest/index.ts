@@ -20,10 +20,10 @@ export {
 export { ItemsTally } from './shapes.js';
 export {
   outputRelativePath,
-  outLocationProblem,
+  outDirProblem,
   webCopyPath,
   bucketLocationOf,
-  resolveOutLocation,
+  resolveOutDir,
   type BucketLocation,
   resolveInside,
   defaultExtension,

@@ -1,5 +1,5 @@
 import { IssueList } from './issues.js';
-import { resolveOutLocation } from './output-paths.js';
+import { resolveOutDir } from './output-paths.js';
 import { ManifestSource } from './source.js';
 
 /** Where a manifest's run lives: enough to find its state and outputs. */
@@ -40,7 +40,7 @@ export async function locateManifest(
     location: {
       source,
       name,
-      outputDir: resolveOutLocation(source.dir, typeof dir === 'string' && dir ? dir : `out/${name}`),
+      outputDir: resolveOutDir(source.dir, typeof dir === 'string' && dir ? dir : `out/${name}`),
       ...(typeof budget === 'number' ? { maxCredits: budget } : {}),
     },
   };

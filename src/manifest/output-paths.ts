@@ -153,7 +153,7 @@ export function bucketLocationOf(location: string): BucketLocation | undefined {
 }
 
 /** The location as the state and messages write it: a bucket's URL without a trailing slash, a folder's absolute path. */
-export function resolveOutLocation(base: string, location: string): string {
+export function resolveOutDir(base: string, location: string): string {
   const bucket = bucketLocationOf(location);
   if (bucket) return `s3://${bucket.bucket}${bucket.prefix ? `/${bucket.prefix}` : ''}`;
   return resolve(base, location);
@@ -165,7 +165,7 @@ export function resolveOutLocation(base: string, location: string): string {
  * another URL would otherwise become a folder named after its scheme
  * (`./gs:/catalog/spring`), and credits would be spent there.
  */
-export function outLocationProblem(location: string): string | undefined {
+export function outDirProblem(location: string): string | undefined {
   if (!URL_LIKE.test(location)) return undefined;
   if (/^s3:\/\//i.test(location)) {
     if (bucketLocationOf(location)) return undefined;

@@ -2,7 +2,7 @@ import type { ItemShape } from '../store/index.js';
 import { ExpansionReads } from './disk-checks.js';
 import { Expander } from './expand.js';
 import { formatIssue, IssueList, type ManifestIssue } from './issues.js';
-import { DEFAULT_OUTPUT_NAME, outLocationProblem, outputTemplateProblem, resolveOutLocation } from './output-paths.js';
+import { DEFAULT_OUTPUT_NAME, outDirProblem, outputTemplateProblem, resolveOutDir } from './output-paths.js';
 import { RowsFiles } from './rows.js';
 import { AcrossItems } from './rules.js';
 import { ItemsTally } from './shapes.js';
@@ -231,10 +231,10 @@ async function readTop(path: string, cwd: string): Promise<TopRead> {
   const outputName = manifest.output?.name ?? DEFAULT_OUTPUT_NAME;
   const templateProblem = outputTemplateProblem(outputName, [...vars.keys()]);
   if (templateProblem) report(['output', 'name'], templateProblem);
-  const dirProblem = manifest.output?.dir === undefined ? undefined : outLocationProblem(manifest.output.dir);
+  const dirProblem = manifest.output?.dir === undefined ? undefined : outDirProblem(manifest.output.dir);
   if (dirProblem) report(['output', 'dir'], dirProblem);
   const name = manifest.name ?? source.stem;
-  const outputDir = resolveOutLocation(source.dir, manifest.output?.dir ?? `out/${name}`);
+  const outputDir = resolveOutDir(source.dir, manifest.output?.dir ?? `out/${name}`);
   return {
     issues,
     top: { source, manifest, name, outputDir, outputName, vars },

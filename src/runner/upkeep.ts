@@ -9,7 +9,7 @@ import type { Transfers } from '../scheduler/transfers.js';
 import type { OutputSink, Publishing } from '../sink/index.js';
 import type { Store } from '../store/index.js';
 import type { Control } from './core/control.js';
-import type { PauseGate } from './core/pause-gate.js';
+import type { PauseSwitch } from './core/pause-switch.js';
 import type { RunSession } from './core/session.js';
 import type { ModerationBreaker } from './feed/breaker.js';
 import type { Credits } from './keys/credits.js';
@@ -34,7 +34,7 @@ export interface UpkeepDeps {
     readonly reachability: Pick<Reachability, 'unreachableSince'>;
     readonly downloads: Pick<Transfers, 'stalled'>;
   };
-  readonly pauseGate: PauseGate;
+  readonly pauseSwitch: PauseSwitch;
   /** Told the blocked count every process of the key shares. */
   readonly breaker: Pick<ModerationBreaker, 'sharedBlocked'>;
 }
@@ -80,7 +80,7 @@ export function startUpkeep(parts: UpkeepDeps): { ready: Promise<void>; stop(): 
   const heartbeat = setInterval(beat, HEARTBEAT_MS);
   heartbeat.unref();
   const inFlight = () => lanes.all.reduce((n, l) => n + l.busy, 0);
-  const control = { store, control: parts.control, gate: parts.pauseGate, now, inFlight };
+  const control = { store, control: parts.control, pause: parts.pauseSwitch, now, inFlight };
   const stopWatchingControl = watchSteering(control);
   const stopWatchingDecisions = watchDecisions(store, parts.control, clock);
   const shared = keepCoordinatorLeases(lanes, clock, (blocked) => {

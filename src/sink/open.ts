@@ -33,7 +33,7 @@ export async function openOutputSink(location: string, settings: SinkSettings): 
   const bucket = bucketLocationOf(location);
   if (!bucket) return new FolderSink(location, { replaceStrays: settings.simulate ?? false });
   const { patience } = settings;
-  const store =
+  const client =
     settings.bucketClient?.(bucket.bucket) ??
     new (await import('./bucket/s3-bucket-client.js')).S3BucketClient({
       bucket: bucket.bucket,
@@ -41,7 +41,7 @@ export async function openOutputSink(location: string, settings: SinkSettings): 
       ...(settings.env ? { env: settings.env } : {}),
     });
   const staging = new FolderSink(stagingDirFor(settings.statePath), { replaceStrays: settings.simulate ?? false });
-  return new BucketSink(bucket, store, staging, {
+  return new BucketSink(bucket, client, staging, {
     keepLocal: settings.keepLocal ?? false,
     patience,
     statePath: settings.statePath,

@@ -17,7 +17,7 @@ describe("an item's content hash", () => {
     );
     writeFileSync(join(dir, 'p.csv'), 'sku,title\na,Red mug\n');
     const { loaded } = await loadManifest('m.yaml', dir);
-    const opts = { now: Date.now, redoChanged: false, outLocation: '/tmp/out' } as Parameters<typeof syncItems>[3];
+    const opts = { now: Date.now, redoChanged: false, outDir: '/tmp/out' } as Parameters<typeof syncItems>[3];
     const hashOf = async (name: string, items: NonNullable<typeof loaded>['items']) => {
       const store = Store.open(join(dir, name));
       try {

@@ -33,7 +33,7 @@ async function loaded(manifest: string) {
 }
 
 describe('the first sync of a state, in steps', () => {
-  const opts = { now: Date.now, redoChanged: false, outLocation: '/tmp/out' } as Parameters<typeof syncItems>[3];
+  const opts = { now: Date.now, redoChanged: false, outDir: '/tmp/out' } as Parameters<typeof syncItems>[3];
 
   it('writes a few hundred rows per step, in manifest order, and records the sources only after the last', async () => {
     const { dir, top } = await loaded(`version: 1\nitems:\n${images(600)}\n`);

@@ -24,7 +24,7 @@ describe('the item shapes a sync records', () => {
           store,
           loaded!,
           loaded!.items,
-          { now: Date.now, redoChanged: false, outLocation: '/tmp/out' } as Parameters<typeof syncItems>[3],
+          { now: Date.now, redoChanged: false, outDir: '/tmp/out' } as Parameters<typeof syncItems>[3],
           'fingerprint',
         );
         const recorded = syncedSources(store)!.shapes!;

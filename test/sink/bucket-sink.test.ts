@@ -3,7 +3,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { bucketLocationOf, resolveOutLocation } from '../../src/manifest/index.js';
+import { bucketLocationOf, resolveOutDir } from '../../src/manifest/index.js';
 import { clientConfig } from '../../src/sink/bucket/s3-bucket-client.js';
 import { bucketProblem, classify as asStoreError } from '../../src/sink/bucket/bucket-policy.js';
 import { BucketSink, FolderSink } from '../../src/sink/index.js';
@@ -25,8 +25,8 @@ describe('a bucket as an out location', () => {
     expect(bucketLocationOf('s3://Catalog/x')).toBeUndefined();
     expect(bucketLocationOf('s3://catalog/../x')).toBeUndefined();
     expect(bucketLocationOf('/tmp/out')).toBeUndefined();
-    expect(resolveOutLocation('/work', 's3://catalog//spring/')).toBe('s3://catalog/spring');
-    expect(resolveOutLocation('/work', 'out/m')).toBe('/work/out/m');
+    expect(resolveOutDir('/work', 's3://catalog//spring/')).toBe('s3://catalog/spring');
+    expect(resolveOutDir('/work', 'out/m')).toBe('/work/out/m');
   });
 
   it("reads the SDK's environment: a custom endpoint is path-style, checksums only where required, keys as given", () => {

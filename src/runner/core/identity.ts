@@ -20,9 +20,9 @@ const NAMESPACE = 'a7c6e0d2-5a3e-4b8e-9f61-2f1d7c9b4e10';
  * resends the same idempotency keys. A state keeps the identity it recorded
  * first (`run_id`), whatever this gives later.
  */
-export function runIdFor(top: Pick<ManifestTop, 'name' | 'manifest' | 'source'>, outLocation: string): string {
+export function runIdFor(top: Pick<ManifestTop, 'name' | 'manifest' | 'source'>, outDir: string): string {
   if (top.manifest.id !== undefined) return uuidv5(`run-id\n${top.manifest.id}`, NAMESPACE);
-  return uuidv5(`run\n${top.name}\n${destinationOf(outLocation, top.source.dir)}`, NAMESPACE);
+  return uuidv5(`run\n${top.name}\n${destinationOf(outDir, top.source.dir)}`, NAMESPACE);
 }
 
 /**
@@ -30,10 +30,10 @@ export function runIdFor(top: Pick<ManifestTop, 'name' | 'manifest' | 'source'>,
  * inside the manifest's own, relative to it (a checkout elsewhere is the
  * same run); any other folder by its absolute path.
  */
-function destinationOf(outLocation: string, manifestDir: string): string {
-  if (/^s3:\/\//i.test(outLocation)) return outLocation.replace(/\/+$/, '');
-  const inside = relative(manifestDir, outLocation);
-  return inside && !inside.startsWith('..') && !isAbsolute(inside) ? inside.split(sep).join('/') : outLocation;
+function destinationOf(outDir: string, manifestDir: string): string {
+  if (/^s3:\/\//i.test(outDir)) return outDir.replace(/\/+$/, '');
+  const inside = relative(manifestDir, outDir);
+  return inside && !inside.startsWith('..') && !isAbsolute(inside) ? inside.split(sep).join('/') : outDir;
 }
 
 /**

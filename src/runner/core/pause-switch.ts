@@ -3,7 +3,7 @@ import { Waiters } from '../../util/waiters.js';
  * Whether submissions may leave: closed while the run is paused (another
  * shell's `genbatch pause`). Polls and downloads never wait for it.
  */
-export class PauseGate {
+export class PauseSwitch {
   private pausedSince: number | undefined;
   private readonly waiters = new Waiters<boolean>();
 

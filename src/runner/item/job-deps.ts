@@ -4,7 +4,7 @@ import type { OutputSink } from '../../sink/index.js';
 import type { ErrorNote, ItemRow, Store } from '../../store/index.js';
 import type { RunClock } from '../../scheduler/clock.js';
 import type { Control } from '../core/control.js';
-import type { PauseGate } from '../core/pause-gate.js';
+import type { PauseSwitch } from '../core/pause-switch.js';
 import type { Reservation } from '../keys/credits.js';
 import type { JobType, KeyLane } from '../keys/lanes.js';
 import type { Reachability } from '../watch/reachability.js';
@@ -21,7 +21,7 @@ export interface JobTaskDeps {
   /** Whether the service answers at all: requests wait for it, and a request that got no answer asks it what that was. */
   readonly reachability: Reachability;
   /** Open unless another shell paused the run: every submission passes it before it leaves. */
-  readonly pauseGate: PauseGate;
+  readonly pauseSwitch: PauseSwitch;
   /** Where a submission's record is committed before it leaves, with the others of its turn. */
   readonly sends: SendBatch;
   /** The long poll's wait, lowered for the whole run when the service refuses it. */

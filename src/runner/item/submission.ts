@@ -36,7 +36,7 @@ export class Submission {
     for (;;) {
       // A resend deferred after an answer that left its fate open waits here, its slot held (a job may be running).
       if (!(await this.untilDue())) return undefined;
-      if (!(await this.throughGates(send.sent))) return undefined;
+      if (!(await this.mayLeave(send.sent))) return undefined;
       let job: Job | undefined | 'again';
       try {
         job = await this.sendOnce(attempt, body, send);
@@ -80,38 +80,38 @@ export class Submission {
    * paused, and its credits are reserved. False when it does not leave now
    * (the run stops, or the item goes back for another key).
    */
-  private async throughGates(sent: boolean): Promise<boolean> {
+  private async mayLeave(sent: boolean): Promise<boolean> {
     const { deps, lane, fixed, credits } = this.task;
-    // The attempt stays committed: a resumed run resends the same key. (A budget stop lets the gate decide: what it gave out within the budget goes.)
+    // The attempt stays committed: a resumed run resends the same key. (A budget stop lets the credit check decide: what it let through within the budget goes.)
     if (lane.noNewWork.aborted) return false;
     // While nothing answers, the submission waits with its slot (it may be a job in flight already) for the service's return.
     if (!(await deps.reachability.ready(lane.noNewWork))) return false;
     // Paused from another shell: nothing is sent, resends included (a paused run spends nothing new).
-    if (!(await deps.pauseGate.wait(lane.noNewWork))) return false;
+    if (!(await deps.pauseSwitch.wait(lane.noNewWork))) return false;
     // An attempt never sent may go to another key that has room rather than wait for this one's cap.
-    const gate = await credits.reserve(
+    const reserved = await credits.reserve(
       sent ? undefined : (price) => deps.report.otherKeyHasRoom(lane, fixed.type, price),
     );
-    if (gate === 'hand-over') {
+    if (reserved === 'hand-over') {
       // Never sent, and this key waits for its cap while another has room: the item goes back for that one.
       deps.store.lifecycle.requeue(this.task.itemId, this.task.now());
       return false;
     }
-    return gate === 'reserved';
+    return reserved === 'reserved';
   }
 
-  /** One send through the key's submit window: the job, undefined (not sent: the run stops), or 'again' (through the gates again). */
+  /** One send through the key's submit window: the job, undefined (not sent: the run stops), or 'again' (asked again whether it may leave). */
   private async sendOnce(attempt: AttemptRow, body: ImageSubmission & VideoSubmission, send: SendState) {
     const { deps, lane, fixed } = this.task;
     const { clock } = deps;
     const gateDay = clock.dayOf(clock.now());
-    // It waited (for the window, or for its record's commit) past the key day it was let through for: through the gate again, for the new day.
+    // It waited (for the window, or for its record's commit) past the key day it was let through for: through the credit check again, for the new day.
     const dayTurned = () => clock.dayOf(clock.now()) !== gateDay || lane.cap.dayEnding(clock.now());
     return lane.windows.submit.run(async (): Promise<Job | undefined | 'again'> => {
       if (lane.noNewWork.aborted) return undefined; // queued when the run stopped: not sent (a budget stop lets reserved ones go)
       if (dayTurned()) return 'again';
       // Paused while it waited for its turn: not sent; it waits for resume.
-      if (deps.pauseGate.isPaused) return 'again';
+      if (deps.pauseSwitch.isPaused) return 'again';
       // Committed (with the others leaving in this turn) before it leaves; once committed it leaves, interrupt or not, as if on the wire.
       const record = { id: attempt.item_id, n: attempt.n, now: clock.now(), keyFp: lane.fingerprint };
       if (!(await deps.sends.record(record))) return undefined;

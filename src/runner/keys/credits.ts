@@ -35,12 +35,12 @@ export interface CreditsSettings {
  * room behind it when processes share the key), and every attempt's
  * reservation through its life. The budget counts what was charged net of
  * refunds, what is reserved for submissions not yet answered, and what is
- * assigned to keys for items not yet at their gate.
+ * assigned to keys for items not yet at their credit check.
  */
 export class Credits {
   /** Credits of submissions not yet answered, over every key. */
   private reserved = 0;
-  /** Credits of items given to a key whose submissions have not reached the gate yet. */
+  /** Credits of items given to a key whose submissions have not reached the credit check yet. */
   private assigned = 0;
   /** Per model, the largest charge seen: the bound for items the catalog and manifest do not price. */
   private readonly largestCharge = new Map<string, number>();
@@ -178,7 +178,7 @@ export class Credits {
    * cannot overshoot either together. A model nothing prices sends one
    * submission at a time until a charge shows its price.
    */
-  async gate(
+  async admit(
     cap: DailyCap,
     price: number | undefined,
     reservation: { model: string; tags: readonly string[] },
@@ -197,7 +197,7 @@ export class Credits {
         // Its release wakes this.
         await this.control.waitForEvent(this.clock.scaled(1000));
         const seen = this.largestCharge.get(model);
-        if (seen !== undefined) return this.gate(cap, seen, reservation, handOver, withinBudget);
+        if (seen !== undefined) return this.admit(cap, seen, reservation, handOver, withinBudget);
         continue;
       }
       const now = this.clock.now();
@@ -289,10 +289,10 @@ type Held = (charged?: number) => void;
 
 /**
  * One attempt's credits through its life: assigned to its key (counted by
- * the budget and the key's cap before the submission reaches its gate),
- * reserved at the gate until the answer, then settled with the charge or
+ * the budget and the key's cap before the submission reaches its credit check),
+ * reserved at the credit check until the answer, then settled with the charge or
  * released. A submission that waits again (a new key day, a pause) goes
- * through the gate again; the attempt's task closes it when it ends.
+ * through the credit check again; the attempt's task closes it when it ends.
  */
 export class Reservation {
   private held: Held | undefined;
@@ -309,7 +309,7 @@ export class Reservation {
   ) {}
 
   /**
-   * Through the gate: 'reserved', 'hand-over' (never sent, and another key
+   * Through the credit check: 'reserved', 'hand-over' (never sent, and another key
    * has room: it goes back for that one), or undefined when the run stops.
    */
   async reserve(handOver?: (credits: number) => boolean): Promise<'reserved' | 'hand-over' | undefined> {
@@ -317,9 +317,9 @@ export class Reservation {
     const withinBudget = this.dropAssigned !== undefined;
     this.dropAssigned?.();
     this.dropAssigned = undefined;
-    const gate = await this.credits.gate(this.cap, this.price, this, handOver, withinBudget);
-    if (typeof gate !== 'function') return gate;
-    this.held = gate;
+    const admitted = await this.credits.admit(this.cap, this.price, this, handOver, withinBudget);
+    if (typeof admitted !== 'function') return admitted;
+    this.held = admitted;
     return 'reserved';
   }
 

@@ -20,7 +20,7 @@ const SCALED_GUARD_MIN_MS = 50;
  */
 export class DailyCap {
   private reserved = 0;
-  /** Credits of items given to this key whose submissions have not reached the gate yet. */
+  /** Credits of items given to this key whose submissions have not reached the credit check yet. */
   private assigned = 0;
   private pausedUntil = 0;
   /** Until when this key's submissions wait for the cap, while they do (Credits says when every key waits). */
@@ -37,8 +37,8 @@ export class DailyCap {
 
   /**
    * 0 when `credits` more fit the key day now; else when they may be sent.
-   * The gate asks without the credits of items given to the key but not yet
-   * at the gate (they queue behind it); the choice of a key asks with them.
+   * The credit check asks without the credits of items given to the key but not yet
+   * at the credit check (they queue behind it); the choice of a key asks with them.
    */
   blockedUntil(credits: number, now: number, withAssigned = false): number {
     const day = this.clock.dayOf(now);

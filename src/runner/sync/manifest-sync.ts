@@ -15,7 +15,7 @@ import type { ResolvedRunOptions } from '../../options/resolve.js';
 export type SyncView = Pick<ResolvedRunOptions, 'redoChanged' | 'simulate' | 'canary' | 'only'> & {
   now: () => number;
   /** Where the outputs go: with the manifest's name, the run's identity (unless the manifest gives an `id:`). */
-  outLocation: string;
+  outDir: string;
   /** How long a step of a first sync may hold the event loop. */
   syncStepMs?: number | undefined;
 };
@@ -160,7 +160,7 @@ async function prepareSync(
   // One commit, one flush, for the run's meta. The sources are cleared first: a sync cut off half-way must never pass for the one the fingerprint names.
   store.tx(() => {
     if (!store.meta('run_id')) {
-      store.setMeta('run_id', runIdFor(manifest, options.outLocation));
+      store.setMeta('run_id', runIdFor(manifest, options.outDir));
       store.setMeta('manifest', manifest.source.absPath);
       store.setMeta('created_at', new Date(options.now()).toISOString());
       if (options.simulate) store.setMeta('rehearsal', '1');

@@ -1,6 +1,6 @@
 import type { SteeringRequest, Store } from '../../store/index.js';
 import type { Control } from '../core/control.js';
-import type { PauseGate } from '../core/pause-gate.js';
+import type { PauseSwitch } from '../core/pause-switch.js';
 
 /** How often the run reads its steering row: `pause`, `resume` and `drain` act within this (and a commit). */
 const EVERY_MS = 250;
@@ -13,13 +13,13 @@ const EVERY_MS = 250;
  */
 export function watchSteering(deps: {
   store: Store;
-  gate: PauseGate;
+  pause: PauseSwitch;
   control: Control;
   now: () => number;
   /** Submissions awaiting an answer and jobs being polled now. */
   inFlight: () => number;
 }): () => void {
-  const { store, gate, control, now } = deps;
+  const { store, pause, control, now } = deps;
   let seen: SteeringRequest | undefined;
   const answer = (mode: SteeringRequest['mode'] | 'running') => {
     const counts = store.itemReports.counts();
@@ -40,16 +40,16 @@ export function watchSteering(deps: {
     seen = asked;
     if (first) return;
     if (asked?.mode === 'paused') {
-      gate.pause(asked.since);
+      pause.pause(asked.since);
       control.emit({ kind: 'paused', since: asked.since });
     } else if (asked?.mode === 'draining') {
-      gate.resume();
+      pause.resume();
       control.stop(
         'drained',
         'drained from another shell (genbatch drain): nothing new is sent; the jobs in flight are finished and downloaded',
       );
-    } else if (gate.isPaused) {
-      gate.resume();
+    } else if (pause.isPaused) {
+      pause.resume();
       control.emit({ kind: 'resumed' });
       control.wake();
     }

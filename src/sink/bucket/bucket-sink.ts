@@ -62,12 +62,12 @@ export class BucketSink implements OutputSink {
 
   constructor(
     where: BucketLocation,
-    store: BucketClient,
+    client: BucketClient,
     /** The staging folder: outputs wait there, verified, until they are published. */
     private readonly staging: FolderSink,
     private readonly options: BucketSinkOptions,
   ) {
-    this.bucket = new PatientBucket(store, options.patience);
+    this.bucket = new PatientBucket(client, options.patience);
     const patient = this.bucket;
     this.location = `s3://${where.bucket}${where.prefix ? `/${where.prefix}` : ''}`;
     const prefix = where.prefix ? `${where.prefix}/` : '';

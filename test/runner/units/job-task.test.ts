@@ -9,7 +9,7 @@ import { Credits } from '../../../src/runner/keys/credits.js';
 import { FirstPoll } from '../../../src/runner/item/first-poll.js';
 import { JobTask, type JobTaskDeps } from '../../../src/runner/item/job-task.js';
 import { KeyLane } from '../../../src/runner/keys/lanes.js';
-import { PauseGate } from '../../../src/runner/core/pause-gate.js';
+import { PauseSwitch } from '../../../src/runner/core/pause-switch.js';
 import { PollWait } from '../../../src/runner/item/poll-wait.js';
 import type { Reachability } from '../../../src/runner/watch/reachability.js';
 import { SendBatch } from '../../../src/runner/item/send-batch.js';
@@ -82,7 +82,7 @@ function taskWith(answers: (() => Promise<Job>)[]) {
     clock,
     control,
     reachability,
-    pauseGate: new PauseGate(),
+    pauseSwitch: new PauseSwitch(),
     sends: new SendBatch(store),
     pollWait,
     firstPoll: new FirstPoll(() => 0),
