@@ -1,4 +1,4 @@
-import type { ItemState } from './states.js';
+import { ITEM_STATES, UNANSWERED_STATES, type ItemState } from './states.js';
 
 /** One move of an item's life: the states it leaves and reaches, and what must hold for it. */
 export interface Move {
@@ -14,17 +14,10 @@ export interface Move {
   what: string;
 }
 
-/** The states an item in the manifest may leave for `--redo-changed`: nothing of it on the wire or in flight. */
-const REDO_FROM = [
-  'pending',
-  'waiting',
-  'downloading',
-  'done',
-  'failed',
-  'rejected',
-  'blocked',
-  'skipped',
-] as const satisfies readonly ItemState[];
+/** An attempt saved with its key (queued), sent and unanswered, or a job in flight: a redo never moves these. */
+const IN_FLIGHT: readonly ItemState[] = ['queued', ...UNANSWERED_STATES, 'running'];
+/** The states an item in the manifest may leave for `--redo-changed`: every other one. */
+const REDO_FROM = ITEM_STATES.filter((state) => !IN_FLIGHT.includes(state));
 
 /**
  * Every move of an item's life, by name: the machine's table. Lifecycle's
