@@ -127,8 +127,8 @@ export class Lifecycle {
          GROUP BY d.item_id
        ) AS s
        WHERE items.id = s.item_id
-         AND (+items.state IN ${sqlStates(SETTLED_FROM.filter((state) => state !== 'skipped'))}
-           OR (+items.state = 'skipped' AND items.error_code = 'GATE_REJECTED'))
+         AND +items.state IN ${sqlStates(SETTLED_FROM)}
+         AND (+items.state <> 'skipped' OR items.error_code = 'GATE_REJECTED')
        RETURNING items.id, items.state`,
       );
     this.settleStmt = settle('d.gate_id');
