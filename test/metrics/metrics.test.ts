@@ -63,16 +63,17 @@ async function serve(statePath: string) {
 describe('genbatch metrics', () => {
   it('counts what the service saw: items, credits per key, submissions and 429s, job durations, downloads, across two runs', async () => {
     // A key whose /me hides its limits, run with four times its concurrency: the service answers 429 to some.
+    // Its jobs last 0.5-0.75 s, so the sixth submission meets five still running however loaded the machine is.
     const t = await startTestSim({
       timeScale: TIME_SCALE,
-      imageSeconds: [20, 30],
+      imageSeconds: [300, 450],
       meShowsLimits: false,
       limits: { imagesInFlight: 5 },
     });
-    const ws = workspace(t.sim, imageManifest(24), {}, TIME_SCALE);
+    const ws = workspace(t.sim, imageManifest(12), {}, TIME_SCALE);
     const { scrape } = await serve(ws.statePath);
     expect(total(await scrape(), 'genbatch_state_present')).toBe(0);
-    const first = await ws.run(['--max-images-in-flight', '20', '--submit-rate', '40/1s', '--max-credits', '30']);
+    const first = await ws.run(['--max-images-in-flight', '20', '--submit-rate', '40/1s', '--max-credits', '15']);
     expect(first.code).toBe(3);
     const between = await scrape();
     const second = await ws.run(['--max-images-in-flight', '20', '--submit-rate', '40/1s']);
@@ -86,7 +87,7 @@ describe('genbatch metrics', () => {
     const charged = t.sim.service.ledger.of('charge').reduce((n, c) => n + c.credits, 0);
     const state = readState(ws.statePath);
 
-    expect(after.get('genbatch_items{state="done"}')).toBe(24);
+    expect(after.get('genbatch_items{state="done"}')).toBe(12);
     expect(total(after, 'genbatch_credits_charged_total')).toBe(charged);
     expect(total(between, 'genbatch_credits_charged_total')).toBeLessThan(charged);
     expect(total(after, 'genbatch_submissions_total')).toBe(posts.length);
@@ -95,8 +96,8 @@ describe('genbatch metrics', () => {
       expect(total(after, 'genbatch_rate_limited_total', `code="${code}"`)).toBe(
         limited.filter((r) => r.code === code).length,
       );
-    expect(after.get('genbatch_job_duration_seconds_count{type="image"}')).toBe(24);
-    expect(after.get('genbatch_downloads_total')).toBe(24);
+    expect(after.get('genbatch_job_duration_seconds_count{type="image"}')).toBe(12);
+    expect(after.get('genbatch_downloads_total')).toBe(12);
     expect(after.get('genbatch_download_bytes_total')).toBe(state.outputs.reduce((n, o) => n + o.bytes, 0));
     expect(after.get('genbatch_run_active')).toBe(0);
     // Only fingerprints name a key.
