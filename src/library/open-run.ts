@@ -118,8 +118,6 @@ export class Run implements AsyncDisposable {
   /** The runner's events and the run's own start. */
   private readonly bus = new EventBus<GenbatchEvent>();
   private channel: EventChannel<GenbatchEvent> | undefined;
-  /** Why it was stopped from outside, once it was: the one value its exit code is derived from with the summary. */
-  private stopped: RunOutcome['stop'];
   private bucketDeadline: NodeJS.Timeout | undefined;
   private running: Promise<RunOutcome> | undefined;
 
@@ -164,9 +162,9 @@ export class Run implements AsyncDisposable {
     return liveView(this.prepared.store);
   }
 
-  /** Why it was stopped from outside, once it was: an interrupt stays the reason whenever it lands, the end's own writes included. */
+  /** Why it stops, once it does (from outside, or a stage's reason the run took): an interrupt is the reason whenever it lands, the end's own writes included. */
   get stopReason(): RunOutcome['stop'] {
-    return this.stopped;
+    return this.runner.stopReason;
   }
 
   /**
@@ -177,14 +175,14 @@ export class Run implements AsyncDisposable {
    * what is in flight is finished and downloaded.
    */
   stop(kind: 'interrupted' | 'drained' = 'interrupted'): void {
-    if (this.stopped) return;
-    this.stopped =
+    this.runner.stop(
+      kind,
       kind === 'drained'
-        ? { kind, message: 'drained: nothing new is sent; the jobs in flight are finished and downloaded' }
-        : { kind, message: `interrupted. ${resumeHint(this.options.simulate)}` };
-    this.runner.stop(this.stopped.kind, this.stopped.message);
+        ? 'drained: nothing new is sent; the jobs in flight are finished and downloaded'
+        : `interrupted. ${resumeHint(this.options.simulate)}`,
+    );
     const bucket = this.prepared.outputs.publishing;
-    if (kind === 'drained' || !bucket) return;
+    if (kind === 'drained' || !bucket || this.bucketDeadline) return;
     this.bucketDeadline = setTimeout(
       () => bucket.abandon(`the bucket did not answer within ${END_BUCKET_MS / 1000} s of the interrupt`),
       END_BUCKET_MS,
@@ -218,7 +216,7 @@ export class Run implements AsyncDisposable {
       const summary = await runner.run();
       // An interrupt is the reason whenever it lands; a drain's end says what it left (the summary's own words).
       const outcome = await outcomeOf(summary, prepared, logger, () =>
-        this.stopped?.kind === 'interrupted' ? this.stopped : undefined,
+        runner.stopReason?.kind === 'interrupted' ? runner.stopReason : undefined,
       );
       await notifier?.ended(
         outcome.stop?.message ?? `finished: ${outcome.counts.done} of ${total(outcome)} items done`,

@@ -3,7 +3,7 @@ import { ApiError, ResponseShapeError, StorageError, TransportError } from '../a
 import { NotTheServiceError } from '../api/first-contact.js';
 import { reactionTo } from '../api/policy.js';
 import { BucketError, OutputsHeldError, OutputsTakenError, bucketProblemText } from '../sink/index.js';
-import type { RunSummary } from '../runner/index.js';
+import { STOPS, type RunSummary } from '../runner/index.js';
 import { OPEN_STATES, SqliteDriverError, StateFileError } from '../store/index.js';
 
 import { EXIT, ExitError } from '../util/exit-error.js';
@@ -49,9 +49,6 @@ export function describeFailure(error: unknown): { exitCode: number; message: st
   };
 }
 
-/** Stops that the environment caused (the disk, the service, the bucket, another process on the place): exit 4. */
-const ENVIRONMENT_STOPS = new Set(['disk', 'unreachable', 'publishing', 'taken-over']);
-
 /**
  * The exit code of a run that ran, decided here alone: its stop (an
  * interrupt is 130 whatever the end still owes), then what it owes.
@@ -64,20 +61,23 @@ export function runExitCode(summary: RunSummary, resultsProblem: string | undefi
 }
 
 /**
- * A run's exit code: 130 interrupted; 4 the outputs could not be written (the
- * environment); 3 stopped early with work left (budget, credits, key refused,
- * moderation breaker); 0 every item done; 1 otherwise.
+ * A run's exit code, from its stop's rule (STOPS) and what it owes: 130
+ * interrupted; 4 the environment stopped it, or outputs or copies are still
+ * owed; 2 nothing selected; 3 stopped early with work left (budget, a refused
+ * key, the moderation breaker, a canary, a drain); 0 every item done; 1
+ * otherwise.
  */
 export function exitCodeOf(summary: RunSummary): number {
   const { counts, stop } = summary;
   const open = OPEN_STATES.reduce((n, s) => n + counts[s], 0);
   const total = Object.values(counts).reduce((a, b) => a + b, 0);
-  if (stop?.kind === 'interrupted') return EXIT.interrupted;
-  if (stop && ENVIRONMENT_STOPS.has(stop.kind)) return EXIT.environment;
+  const ends = stop && STOPS[stop.kind].ends;
+  if (ends === 'interrupted') return EXIT.interrupted;
+  if (ends === 'environment') return EXIT.environment;
   // Outputs paid for and saved, not yet in the bucket, or web copies not made: the same command finishes them.
   if ((summary.publication?.waiting ?? 0) > 0 || (summary.copies?.missing ?? 0) > 0) return EXIT.environment;
-  if (stop?.kind === 'nothing-selected') return EXIT.usage;
-  if (stop && open > 0) return EXIT.stopped;
+  if (ends === 'usage') return EXIT.usage;
+  if (ends === 'stopped' && open > 0) return EXIT.stopped;
   return counts.done === total ? EXIT.ok : EXIT.incomplete;
 }
 

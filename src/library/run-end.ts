@@ -28,17 +28,17 @@ export function resumeHint(rehearsal: boolean): string {
     : 'The state is saved: run the same command to resume; nothing is paid twice.';
 }
 
-/** The run ended: its results files, and the outcome with its exit code (`stopped`: the run's own reason, asked once the end is written). */
+/** The run ended: its results files, and the outcome with its exit code (`interrupted`: an interrupt that landed after the summary, asked once the end is written). */
 export async function outcomeOf(
   ended: RunSummary,
   prepared: PreparedRun,
   logger: Logger,
-  stopped: () => RunSummary['stop'],
+  interrupted: () => RunSummary['stop'],
 ): Promise<RunOutcome> {
   const { options } = prepared;
   const { results, problem } = await writeResults(prepared, logger);
   // An interrupt that landed meanwhile is why the run stopped.
-  const stop = stopped() ?? ended.stop;
+  const stop = interrupted() ?? ended.stop;
   const summary = { ...ended, ...(stop ? { stop } : {}) };
   return {
     manifest: prepared.manifest.source.file,

@@ -1,7 +1,7 @@
 import type { Store } from '../store/index.js';
 import { recordShapePrices } from '../store/shape-prices.js';
 import { SnapshotKeeper } from '../sink/index.js';
-import type { Control } from './core/control.js';
+import type { Control, Stop } from './core/control.js';
 import { PauseSwitch } from './core/pause-switch.js';
 import { RunSession } from './core/session.js';
 import { ModerationBreaker } from './feed/breaker.js';
@@ -43,12 +43,12 @@ export interface RunParts {
   readonly feed: FeedLoops;
   /** The upkeep and the watchdog, begun with the run (ended by the run's close stack): ready once the upkeep is. */
   open(): Promise<void>;
-  /** The checks before anything is paid for, the output place claimed; then the snapshots and the later stages begin. */
-  preflight(): Promise<boolean>;
+  /** The checks before anything is paid for, the output place claimed; then the snapshots and the later stages begin. Why the run should stop, when a check does not hold. */
+  preflight(): Promise<Stop | undefined>;
   /** A killed run's items go on where they were. */
   recover(): Promise<void>;
-  /** The canary, when asked for: false when it stopped the run. */
-  canary(drain: () => Promise<void>): Promise<boolean>;
+  /** The canary, when asked for (see runCanary). */
+  canary(drain: () => Promise<void>): ReturnType<typeof runCanary>;
   summary(changed: string[]): RunSummary;
 }
 
@@ -239,7 +239,8 @@ function stepsOf(
   const { store, options, outputs, logger } = inputs;
   return {
     preflight: async () => {
-      if (!(await preflight({ ...inputs, control, firstSync, lease }))) return false;
+      const stop = await preflight({ ...inputs, firstSync, lease });
+      if (stop) return stop;
       // What the items that wait for a decision would cost, for status to say without the catalog.
       recordShapePrices(
         store,
@@ -250,7 +251,7 @@ function stepsOf(
       );
       keeper?.start();
       life.startAfterDownloads();
-      return true;
+      return undefined;
     },
     recover: async () => {
       const { verifying } = await recover({
@@ -267,7 +268,7 @@ function stepsOf(
       life.verify(verifying);
     },
     canary: (drain) =>
-      options.canary ? runCanary(store, control, feeder, options.canary, drain) : Promise.resolve(true),
+      options.canary ? runCanary(store, control, feeder, options.canary, drain) : Promise.resolve('passed'),
     summary: (changed) => {
       const { publishing } = outputs;
       return summarize(store, control.stopReason, roster, {

@@ -2,7 +2,7 @@ import type { ManifestTop } from '../manifest/index.js';
 import type { ResolvedRunOptions } from '../options/resolve.js';
 import type { OutputSink } from '../sink/index.js';
 import type { Store } from '../store/index.js';
-import type { Control } from './core/control.js';
+import type { Stop } from './core/control.js';
 import { sha256 } from './core/identity.js';
 import { selects } from './feed/selection.js';
 import type { FirstSync } from './sync/first-sync.js';
@@ -14,31 +14,28 @@ export interface PreflightDeps {
   readonly store: Store;
   readonly manifest: Pick<ManifestTop, 'source'>;
   readonly outputs: Pick<OutputSink, 'probe'>;
-  readonly control: Control;
   readonly firstSync: Pick<FirstSync, 'all'>;
   readonly lease: Pick<OutputsLease, 'claim'>;
 }
 
 /**
  * What must hold before anything is paid for: the output dir takes files,
- * `--only` selects something, and the dir is claimed for this state. False
- * (the run stopped, saying why) when one does not.
+ * `--only` selects something, and the dir is claimed for this state. When
+ * one does not, why the run should stop.
  */
-export async function preflight(run: PreflightDeps): Promise<boolean> {
-  const { store, control, firstSync, lease } = run;
+export async function preflight(run: PreflightDeps): Promise<Stop | undefined> {
+  const { store, firstSync, lease } = run;
   const unwritable = await run.outputs.probe();
   if (unwritable) {
     await firstSync.all(); // every item in the state, for the summary and the next run
-    control.stop(
-      'disk',
-      `${unwritable.message}. Nothing was submitted. Fix it (or pass --out DIR) and run the same command again: what was already paid for is downloaded then, without paying again.`,
-    );
-    return false;
+    return {
+      kind: 'disk',
+      message: `${unwritable.message}. Nothing was submitted. Fix it (or pass --out DIR) and run the same command again: what was already paid for is downloaded then, without paying again.`,
+    };
   }
   if (run.options.only && store.queue.select(selects(run.options.only)).length === 0) {
     const only = `--only ${run.options.only.join(' --only ')}`;
-    control.stop('nothing-selected', `${only} matches no item of the manifest: nothing was submitted`);
-    return false;
+    return { kind: 'nothing-selected', message: `${only} matches no item of the manifest: nothing was submitted` };
   }
   // A state that has sent no key yet may take the identity the place records (its state lost, or on another machine).
   const fresh = !store.attempts.anyMade();
@@ -51,5 +48,5 @@ export async function preflight(run: PreflightDeps): Promise<boolean> {
   };
   const runId = await lease.claim(owner, fresh, run.options.takeOver);
   if (runId !== owner.runId) store.setMeta('run_id', runId);
-  return true;
+  return undefined;
 }

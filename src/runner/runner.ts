@@ -1,4 +1,4 @@
-import type { RunEvent, StopKind } from './core/control.js';
+import type { RunEvent, Stop, StopKind } from './core/control.js';
 import type { EventBus } from '../util/event-bus.js';
 import { buildParts } from './parts.js';
 import type { RunInputs, RunParts } from './parts.js';
@@ -56,9 +56,11 @@ export class Runner {
     await this.p.open();
     await firstSync.first();
     this.changed = store.itemSync.changedIds();
-    if (!(await this.p.preflight())) return this.summary();
+    const refused = await this.p.preflight();
+    if (refused) return this.stoppedFor(refused);
     await this.p.recover();
-    if (!(await this.p.canary(() => this.drain()))) return this.summary();
+    const canary = await this.p.canary(() => this.drain());
+    if (canary !== 'passed') return canary === 'stopped' ? this.summary() : this.stoppedFor(canary);
     // Begun once the first submission is on its way: a step between each of the checks above would hold it back.
     firstSync.startRest();
     await this.drain();
@@ -66,9 +68,19 @@ export class Runner {
     return this.summary();
   }
 
-  /** Stops the run from outside (an interrupt): see Control.stop. */
+  /** Asks the run to stop from outside (an interrupt, a drain): see Control.askStop. */
   stop(kind: StopKind, message: string): void {
-    this.p.control.stop(kind, message);
+    this.p.control.askStop(kind, message);
+  }
+
+  /** Why it stops, once it does: the first reason asked, or an interrupt whenever it lands. */
+  get stopReason(): Stop | undefined {
+    return this.p.control.stopReason;
+  }
+
+  private stoppedFor(stop: Stop): RunSummary {
+    this.p.control.askStop(stop.kind, stop.message);
+    return this.summary();
   }
 
   /** Feeds both types until nothing can become ready, then waits for every job's later stages. */

@@ -2,8 +2,10 @@ import { setMaxListeners } from 'node:events';
 import type { Logger } from '../../log/logger.js';
 import { EventBus } from '../../util/event-bus.js';
 import type { RunEvent } from './events.js';
+import { STOPS, decideStop, type Stop, type StopKind } from './stops.js';
 
 export type { RunEvent } from './events.js';
+export type { Stop, StopKind } from './stops.js';
 
 /** How an item's download gave up. */
 export interface DownloadFailure {
@@ -15,33 +17,14 @@ export interface DownloadFailure {
   itemOnly: boolean;
 }
 
-export type StopKind =
-  | 'interrupted'
-  | 'budget'
-  | 'moderation'
-  | 'refused'
-  | 'disk'
-  | 'publishing'
-  | 'canary'
-  | 'unreachable'
-  | 'drained'
-  | 'nothing-selected'
-  | 'taken-over';
-
-/** Why a run stopped early, in one vocabulary from the stage that says it to the outcome's exit code. */
-export interface Stop {
-  readonly kind: StopKind;
-  readonly message: string;
-}
-
 /** The shortest real time a wait for an event lasts before looking again anyway (see waitForEvent). */
 const WAKE_FLOOR_MS = 250;
 
-/** The run's control: its events, the stop (and the interrupt it aborts), and the wake-up its loops wait on. */
+/** The run's control: its events, its stop (asked by its stages, decided by STOPS), and the wake-up its loops wait on. */
 export class Control {
   /** Every event of the run, to any number of listeners. */
   readonly events: EventBus<RunEvent>;
-  /** Aborts everything that waits (polls, downloads, queued requests): an interrupt or a refused key. */
+  /** Aborts everything that waits (polls, downloads, queued requests): a stop whose rule aborts waits (an interrupt, a refused key, the service unreachable). */
   readonly abort = new AbortController();
   /** Aborted when the run takes no new work (any stop but the budget's, which lets reserved submissions go): queued submissions and uploads are cancelled, never sent. */
   readonly noNewWork = new AbortController();
@@ -71,17 +54,19 @@ export class Control {
   }
 
   /**
-   * Stops taking new work. An interrupt or a refused key also aborts what
-   * waits (polls, downloads); when outputs cannot be written, jobs in flight
-   * are still polled and recorded.
+   * A stage's word on why the run should stop. The run decides (decideStop:
+   * the first reason stands, an interrupt ends it whatever came before), and
+   * the reason's rule (STOPS) says what stops: new work, and for some the
+   * waits too.
    */
-  stop(kind: StopKind, message: string): void {
-    if (this.stopped) return;
-    this.stopped = { kind, message };
+  askStop(kind: StopKind, message: string): void {
+    const stop = decideStop(this.stopped, { kind, message });
+    if (!stop) return;
+    this.stopped = stop;
     this.emit({ kind: 'stopping', reason: message });
-    if (kind !== 'budget') this.noNewWork.abort(new Error(message));
-    // Nothing answers a poll when the service is unreachable: paid jobs wait in the state for the next run.
-    if (kind === 'interrupted' || kind === 'refused' || kind === 'unreachable') this.abort.abort(new Error(message));
+    const rule = STOPS[kind];
+    if (rule.newWork === 'cancel' && !this.noNewWork.signal.aborted) this.noNewWork.abort(new Error(message));
+    if (rule.waits === 'abort' && !this.abort.signal.aborted) this.abort.abort(new Error(message));
     this.wake();
   }
 

@@ -36,7 +36,7 @@ export class ModerationBreaker {
     const blocked = this.blocked();
     if (blocked + unanswered < this.maxBlocked) return 'go';
     if (blocked < this.maxBlocked) return 'wait';
-    this.control.stop(
+    this.control.askStop(
       'moderation',
       `${blocked} submissions were blocked by moderation in the last 7 days; stopping before the service's threshold of 30 costs the key its eligibility. Review the blocked prompts (genbatch status).`,
     );
@@ -65,7 +65,7 @@ export class ModerationBreaker {
    * stops rather than wait for nothing.
    */
   held(unanswered: number): void {
-    this.control.stop(
+    this.control.askStop(
       'moderation',
       `${this.blocked()} submissions were blocked by moderation in the last 7 days and ${unanswered} more have no answer yet (each may have been blocked); another would risk the service's threshold of 30. Run the same command again: it resends those with their keys, and goes on once they are answered.`,
     );

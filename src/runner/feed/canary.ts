@@ -1,5 +1,5 @@
 import { ENDED_WITHOUT_OUTPUT, type ItemState, type Store } from '../../store/index.js';
-import type { Control } from '../core/control.js';
+import type { Control, Stop } from '../core/control.js';
 import type { CanarySize } from '../../options/parse.js';
 import type { Feeder } from './feeder.js';
 
@@ -98,8 +98,9 @@ export function judgeCanary(store: Store, ids: readonly string[], maxFailures: n
 
 /**
  * Runs the canary's items alone, to their end (`drain` runs whatever the
- * feeder hands out); false (the run stopped) when they fail more than
- * allowed. A canary that passed, in this run or an earlier one, is not run
+ * feeder hands out): `passed`, `stopped` (the run stopped meanwhile, for
+ * another reason), or why the run should stop (they failed more than
+ * allowed). A canary that passed, in this run or an earlier one, is not run
  * again; one that failed is judged again from its items' states (retry or
  * edit them first), never chosen anew.
  */
@@ -109,9 +110,9 @@ export async function runCanary(
   feeder: Feeder,
   options: { size: CanarySize; maxFailures: number },
   drain: () => Promise<void>,
-): Promise<boolean> {
+): Promise<'passed' | 'stopped' | Stop> {
   const earlier = canaryRecord(store);
-  if (earlier?.passed) return true;
+  if (earlier?.passed) return 'passed';
   const ids = earlier?.ids ?? chooseCanary(store, options.size);
   if (!earlier) saveCanary(store, { ids, passed: false });
   const models = [...new Set(ids.map((id) => store.items.get(id)!.model))].join(', ');
@@ -122,7 +123,7 @@ export async function runCanary(
   feeder.restrictTo(ids);
   await drain();
   feeder.restrictTo(undefined);
-  if (control.isStopping()) return false;
+  if (control.isStopping()) return 'stopped';
   const verdict = judgeCanary(store, ids, options.maxFailures);
   if (verdict.passed) {
     saveCanary(store, { ids, passed: true });
@@ -130,7 +131,7 @@ export async function runCanary(
       kind: 'notice',
       message: `canary passed (${verdict.failed.length} of ${ids.length} failed, ${verdict.credits} credits): running the rest`,
     });
-    return true;
+    return 'passed';
   }
   const failures = verdict.failed
     .slice(0, 5)
@@ -138,11 +139,10 @@ export async function runCanary(
   const unfinished = verdict.unfinished.length
     ? `; ${verdict.unfinished.length} did not finish (${verdict.unfinished.slice(0, 5).join(', ')})`
     : '';
-  control.stop(
-    'canary',
-    `the canary failed: ${verdict.failed.length} of ${ids.length} items failed or were blocked (at most ${options.maxFailures} allowed)${unfinished}. It cost ${verdict.credits} credits; nothing else was submitted.\n  ${failures.join('\n  ')}\nFix the manifest (or genbatch retry), then run the same command: the canary's items are judged again, and the rest run once they pass.`,
-  );
-  return false;
+  return {
+    kind: 'canary',
+    message: `the canary failed: ${verdict.failed.length} of ${ids.length} items failed or were blocked (at most ${options.maxFailures} allowed)${unfinished}. It cost ${verdict.credits} credits; nothing else was submitted.\n  ${failures.join('\n  ')}\nFix the manifest (or genbatch retry), then run the same command: the canary's items are judged again, and the rest run once they pass.`,
+  };
 }
 
 /** The first ids of a list, and how many more. */

@@ -49,7 +49,7 @@ export class FeedLoops {
     const spent = [...credits.spentTags];
     const unsent = store.queue.pendingWithTags(spent) + this.deps.feeder.heldBackCount;
     if (unsent === 0) return;
-    control.stop(
+    control.askStop(
       'budget',
       `${spent.map((t) => credits.tagBudgetMessage(t)).join('; ')}: ${unsent} of ${spent.length === 1 ? 'its' : 'their'} items ${unsent === 1 ? 'was' : 'were'} not sent, the others ran. Raise budget.perTag in the manifest and run the same command again to send them.`,
     );

@@ -143,7 +143,7 @@ export class Credits {
     if (max === undefined) return false;
     const { charged, refunded } = this.store.attempts.totals();
     if (charged - refunded + this.reserved + this.assigned + price <= max) return false;
-    this.control.stop(
+    this.control.askStop(
       'budget',
       `the run's budget of ${max} credits is reached (${charged - refunded} charged net of refunds${this.reserved ? `, ${this.reserved} reserved for submissions not yet answered` : ''}). Raise --max-credits or budget.maxCredits and run again to go on.`,
     );

@@ -62,7 +62,8 @@ export class KeyRoster {
    * run, a refused key leaves it (see `refused`).
    */
   answerRefusal(lane: KeyLane, error: { code: string; message: string }, refusal: RefusalScope): void {
-    if (refusal.scope === 'account') this.control.stop('refused', `${error.code}: ${error.message}\n${refusal.hint}`);
+    if (refusal.scope === 'account')
+      this.control.askStop('refused', `${error.code}: ${error.message}\n${refusal.hint}`);
     else this.refused(lane, error, refusal.hint);
   }
 
@@ -82,7 +83,7 @@ export class KeyRoster {
     }
     for (const item of this.store.queue.boundTo(lane.fingerprint))
       if (!this.heldByTask(item.id)) this.settleForLeftKey(item.id, lane);
-    if (left === 0) this.control.stop('refused', `${error.code}: ${error.message}\n${hint}`);
+    if (left === 0) this.control.askStop('refused', `${error.code}: ${error.message}\n${hint}`);
     this.control.wake();
   }
 
@@ -104,7 +105,7 @@ export class KeyRoster {
   noKeyLeftFor(type: JobType): void {
     if (this.store.itemReports.workByType()[type].pending === 0) return;
     const refused = this.lanes.all.filter((l) => l.refused).map((l) => `${l.fingerprint}: ${l.refused!.code}`);
-    this.control.stop(
+    this.control.askStop(
       'refused',
       `no key of the run may submit ${type}s any more (${refused.join(', ') || 'none has the scope'}); the ${type}s not yet submitted wait. Fix the keys, then run the same command again.`,
     );

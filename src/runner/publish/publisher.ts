@@ -166,7 +166,7 @@ export class Publisher {
     if (this.stopped) return;
     this.stopped = true;
     const waiting = this.deps.store.publications.counts().waiting;
-    this.deps.control.stop(
+    this.deps.control.askStop(
       'publishing',
       `outputs cannot be published to ${this.deps.publishing.location}: ${reason}. No new submissions; jobs already paid for were polled and saved. ${waiting === 1 ? '1 file (an output or a web copy) waits' : `${waiting} files (outputs and web copies) wait`} in ${this.deps.publishing.staging}: fix it and run the same command again to publish them (nothing is paid again).`,
     );

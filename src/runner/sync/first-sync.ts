@@ -84,7 +84,7 @@ export class FirstSync {
       }
     } catch (error) {
       this.failure = error as Error;
-      this.control.stop(
+      this.control.askStop(
         'disk',
         `the manifest's items could not be written to the state (${(error as Error).message}): no new submissions. Fix it and run the same command again: nothing paid is lost.`,
       );

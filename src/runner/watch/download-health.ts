@@ -32,7 +32,7 @@ export class DownloadHealth {
   ended(failure: DownloadFailure | undefined, control: Control): void {
     const reason = this.note(failure);
     if (reason)
-      control.stop(
+      control.askStop(
         'disk',
         `outputs cannot be saved: ${reason}. No new submissions; jobs already paid for were polled and recorded. Fix it (free space, permissions, or another --out) and run the same command again: it downloads what was paid for without paying again.`,
       );

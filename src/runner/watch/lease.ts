@@ -105,7 +105,7 @@ export class OutputsLease {
         if (error instanceof OwnerLostError) {
           clearInterval(this.timer);
           this.holder = undefined;
-          this.control.stop('taken-over', error.message);
+          this.control.askStop('taken-over', error.message);
           return;
         }
         // The place could not be reached to renew: tried again at the next turn; past the lease, another may take it.

@@ -71,7 +71,7 @@ export function watchService(deps: {
       control.wake();
     },
     onGiveUp: (since, reason) =>
-      control.stop(
+      control.askStop(
         'unreachable',
         `the service has answered nothing since ${utc(since)} (${((now() - since) / 60_000).toFixed(1)} minutes; last: ${reason}). Nothing paid is lost: run the same command again once it is reachable, and it resends what may have been accepted with the same keys and downloads what was paid for.`,
       ),

@@ -44,7 +44,7 @@ export function watchSteering(deps: {
       control.emit({ kind: 'paused', since: asked.since });
     } else if (asked?.mode === 'draining') {
       pause.resume();
-      control.stop(
+      control.askStop(
         'drained',
         'drained from another shell (genbatch drain): nothing new is sent; the jobs in flight are finished and downloaded',
       );
