@@ -28,6 +28,9 @@ import { TimedWaits } from './watch/timed-waits.js';
 
 export type { RunInputs } from './shared.js';
 
+/** What a builder takes of the run's inputs: only what it names. */
+type Given<K extends keyof RunInputs> = Pick<RunInputs, K>;
+
 /**
  * What the runner's sequence holds of the parts: each stage it calls, and
  * the run's own steps, already given what they use.
@@ -63,10 +66,11 @@ export function buildParts(inputs: RunInputs): RunParts {
   closing.defer(() => life.close());
   const lease = new OutputsLease(outputs, control, clock.now, logger, tuning?.leaseMs, leftLease(inputs));
   closing.defer(() => lease.release());
+  const { redoChanged, simulate, canary, only } = options;
   const firstSync = new FirstSync(
     store,
     inputs.manifest,
-    { ...options, now: clock.now, outDir: outputs.location, syncStepMs: tuning?.syncStepMs },
+    { redoChanged, simulate, canary, only, now: clock.now, outDir: outputs.location, syncStepMs: tuning?.syncStepMs },
     control,
     inputs.toSync,
   );
@@ -121,7 +125,10 @@ interface Pacing {
   readonly pauseSwitch: PauseSwitch;
 }
 
-function pacingOf(inputs: RunInputs, { control, lanes }: Wiring): Pacing {
+function pacingOf(
+  inputs: Given<'store' | 'options' | 'manifest' | 'catalog' | 'budget'>,
+  { control, lanes }: Pick<Wiring, 'control' | 'lanes'>,
+): Pacing {
   const { store } = inputs;
   const { clock, maxBlocked } = inputs.options;
   const feeder = new Feeder(store, clock, control);
@@ -138,9 +145,9 @@ function pacingOf(inputs: RunInputs, { control, lanes }: Wiring): Pacing {
 
 /** Each job's life, its stages given their deps, and the run's acts they report to. */
 function lifeOf(
-  inputs: RunInputs,
-  wired: Wiring,
-  paced: Pacing,
+  inputs: Given<'store' | 'options' | 'outputs' | 'manifest' | 'logger' | 'statePath'>,
+  wired: Pick<Wiring, 'control' | 'reachability' | 'lanes' | 'downloads'>,
+  paced: Pick<Pacing, 'feeder' | 'breaker' | 'roster' | 'credits' | 'pauseSwitch' | 'session'>,
 ): { life: JobLife; later: LaterStages; timedWaits: TimedWaits } {
   const { store, logger } = inputs;
   const { clock } = inputs.options;
@@ -177,9 +184,14 @@ function lifeOf(
 
 /** What the watchdog asks when the run goes quiet: each known wait, and what is held. */
 function quietOf(
-  inputs: RunInputs,
-  { control, reachability, downloads, coordinator }: Wiring,
-  { credits, pauseSwitch, breaker, feeder }: Pacing,
+  inputs: Given<'store' | 'options' | 'logger'>,
+  {
+    control,
+    reachability,
+    downloads,
+    coordinator,
+  }: Pick<Wiring, 'control' | 'reachability' | 'downloads' | 'coordinator'>,
+  { credits, pauseSwitch, breaker, feeder }: Pick<Pacing, 'credits' | 'pauseSwitch' | 'breaker' | 'feeder'>,
   { life, firstSync, timedWaits }: { life: JobLife; firstSync: FirstSync; timedWaits: TimedWaits },
 ): QuietWatch {
   const { options } = inputs;
@@ -207,7 +219,12 @@ interface Holding {
 }
 
 /** The upkeep and the watchdog, begun with the run; the run's close stack ends the upkeep (the watchdog's stop is there). */
-function openUpkeep(inputs: RunInputs, wired: Wiring, paced: Pacing, quiet: QuietWatch): Promise<void> {
+function openUpkeep(
+  inputs: Given<'store' | 'logger' | 'outputs' | 'options' | 'closing'>,
+  wired: Pick<Wiring, 'control' | 'lanes' | 'reachability' | 'downloads' | 'watchdog'>,
+  paced: Pick<Pacing, 'credits' | 'session' | 'pauseSwitch' | 'breaker'>,
+  quiet: QuietWatch,
+): Promise<void> {
   const { store, logger, outputs, options, closing } = inputs;
   const { control, lanes, reachability, downloads, watchdog } = wired;
   const { credits, session, pauseSwitch, breaker } = paced;
@@ -231,9 +248,9 @@ function openUpkeep(inputs: RunInputs, wired: Wiring, paced: Pacing, quiet: Quie
 
 /** The run's own steps, each given what it uses: the checks before paying, recovery, the canary, the summary. */
 function stepsOf(
-  inputs: RunInputs,
-  { control, lanes }: Wiring,
-  { feeder, credits, roster }: Pacing,
+  inputs: Given<'store' | 'options' | 'outputs' | 'logger' | 'manifest'>,
+  { control, lanes }: Pick<Wiring, 'control' | 'lanes'>,
+  { feeder, credits, roster }: Pick<Pacing, 'feeder' | 'credits' | 'roster'>,
   { life, firstSync, lease, keeper }: Holding & { firstSync: FirstSync },
 ): Pick<RunParts, 'preflight' | 'recover' | 'canary' | 'summary'> {
   const { store, options, outputs, logger } = inputs;
@@ -281,7 +298,7 @@ function stepsOf(
   };
 }
 /** Where a released lease is recorded in the state, for the next run to take up. */
-function leftLease({ store }: RunInputs): ConstructorParameters<typeof OutputsLease>[5] {
+function leftLease({ store }: Given<'store'>): ConstructorParameters<typeof OutputsLease>[5] {
   return {
     get: () => store.meta('lease_left'),
     set: (holder) => (holder ? store.setMeta('lease_left', JSON.stringify(holder)) : store.deleteMeta('lease_left')),
@@ -289,7 +306,10 @@ function leftLease({ store }: RunInputs): ConstructorParameters<typeof OutputsLe
 }
 
 /** A rehearsal starts over each time: only a real run's state is kept beside its outputs. */
-function keeperOf(inputs: RunInputs, lease: OutputsLease): SnapshotKeeper | undefined {
+function keeperOf(
+  inputs: Given<'outputs' | 'options' | 'store' | 'logger' | 'tuning'>,
+  lease: Pick<OutputsLease, 'holds'>,
+): SnapshotKeeper | undefined {
   const { snapshots } = inputs.outputs;
   if (!snapshots || inputs.options.simulate) return undefined;
   const { store, logger } = inputs;
@@ -304,7 +324,12 @@ function keeperOf(inputs: RunInputs, lease: OutputsLease): SnapshotKeeper | unde
   });
 }
 
-function creditsOf(inputs: RunInputs, control: Control, lanes: KeyLanes, session: RunSession): Credits {
+function creditsOf(
+  inputs: Given<'store' | 'manifest' | 'catalog' | 'options' | 'budget'>,
+  control: Control,
+  lanes: Pick<KeyLanes, 'active'>,
+  session: Pick<RunSession, 'id'>,
+): Credits {
   const { store, manifest, catalog } = inputs;
   const { clock } = inputs.options;
   return new Credits(

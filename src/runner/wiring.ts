@@ -24,7 +24,9 @@ export interface Wiring {
   readonly reachability: Reachability;
 }
 
-export function wiringOf(inputs: RunInputs): Wiring {
+export function wiringOf(
+  inputs: Pick<RunInputs, 'keys' | 'store' | 'options' | 'logger' | 'tuning' | 'closing'>,
+): Wiring {
   const { options, logger, tuning, closing } = inputs;
   const { clock } = options;
   const watchdog = new Watchdog(clock.now, tuning?.quietMs ?? Math.max(QUIET_FLOOR_MS, clock.scaled(QUIET_MS)));
@@ -50,7 +52,10 @@ export function wiringOf(inputs: RunInputs): Wiring {
 }
 
 /** The run's control, heard by the watchdog (anything said is activity) and the log, each until the run closes. */
-function controlOf(inputs: RunInputs, watchdog: Watchdog): { control: Control; listeners: number } {
+function controlOf(
+  inputs: Pick<RunInputs, 'keys' | 'options' | 'logger' | 'closing'>,
+  watchdog: Pick<Watchdog, 'activity'>,
+): { control: Control; listeners: number } {
   const { keys, options, logger, closing } = inputs;
   // Every poll, upload and download in flight listens for the interrupt: one per slot and download, plus the queues'.
   const listeners =
@@ -65,7 +70,7 @@ function controlOf(inputs: RunInputs, watchdog: Watchdog): { control: Control; l
 
 /** Each key's lane, and whether the coordinator its limits are shared through answers (a known wait while it does not). */
 function lanesOf(
-  inputs: RunInputs,
+  inputs: Pick<RunInputs, 'keys' | 'store' | 'options'>,
   control: Control,
   listeners: number,
 ): { lanes: KeyLanes; coordinator: { down: boolean } } {
