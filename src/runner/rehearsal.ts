@@ -8,7 +8,6 @@ import { existsSync, rmSync } from 'node:fs';
 import { isAbsolute, relative } from 'node:path';
 import { saysSimulator, type PoolSetup } from '../api/pool-setup.js';
 import { thumbsBeside } from '../copies/thumbs/kept.js';
-import { bucketLocationOf } from '../manifest/index.js';
 import type { ResolvedRunOptions } from '../options/resolve.js';
 import { OPEN_STATES, type Store } from '../store/index.js';
 import { describeService, IN_PROCESS, madeAgainst, type MadeAgainst } from '../store/made-against.js';
@@ -109,7 +108,7 @@ function openOf(statePath: string): { open: number; unlocked: number } {
   }
 }
 
-function isInProcessRehearsal(statePath: string): boolean {
+export function isInProcessRehearsal(statePath: string): boolean {
   const store = openStateReadOnly(statePath);
   try {
     return madeAgainst(store)?.service === IN_PROCESS;
@@ -125,14 +124,4 @@ function isRehearsalState(statePath: string): boolean {
   } finally {
     store.close();
   }
-}
-
-/**
- * A rehearsal's or a trial's place beside the real one: `out.rehearsal` or `out.simulated`, or a bucket's
- * `PREFIX.rehearsal` (`rehearsal` at its root).
- */
-export function rehearsalPlace(location: string, suffix: string): string {
-  const bucket = suffix ? bucketLocationOf(location) : undefined;
-  if (bucket && !bucket.prefix) return `${location}/${suffix.slice(1)}`;
-  return `${location}${suffix}`;
 }

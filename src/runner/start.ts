@@ -1,5 +1,4 @@
 import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
 import type { ApiClient } from '../api/client.js';
 import { Catalog } from '../api/catalog.js';
 import { FIRST_CONTACT_MS } from '../api/first-contact.js';
@@ -7,19 +6,10 @@ import { untilAnswered } from '../api/until-answered.js';
 import type { UntilAnsweredOptions } from '../api/until-answered.js';
 import type { Coordinator } from '../coordinator/postgres.js';
 import { describeCoordinator } from '../coordinator/url.js';
-import {
-  IssueList,
-  bucketLocationOf,
-  outDirProblem,
-  resolveOutDir,
-  runBudget,
-  type ManifestIssue,
-  type ManifestTop,
-} from '../manifest/index.js';
-import { checkValid, issueReport, loadValid, locate } from '../manifest/load-valid.js';
+import { IssueList, outDirProblem, runBudget, type ManifestIssue, type ManifestTop } from '../manifest/index.js';
+import { checkValid, issueReport, loadValid } from '../manifest/load-valid.js';
 import { checkAgainstService, shapeProblems } from '../manifest/online.js';
 import { Store } from '../store/index.js';
-import { PLACE_SUFFIX, statePathFor, type StateKind } from '../store/state-path.js';
 import { openOutputSink } from '../sink/index.js';
 import { EXIT, ExitError, usageError } from '../util/exit-error.js';
 import type { RunOpened } from './shared.js';
@@ -28,14 +18,15 @@ import type { ResolvedRunOptions } from '../options/resolve.js';
 import type { RunClock } from '../scheduler/clock.js';
 import { rescaledPool, serviceTimeScale, setUpPool, type PoolSetup } from '../api/pool-setup.js';
 import { IN_PROCESS, recordMadeAgainst, serviceName } from '../store/made-against.js';
+import { refuseOtherService, simulatedService } from './rehearsal.js';
 import {
-  keepFinishedRehearsal,
-  rehearsalGoesOn,
-  refuseOtherService,
-  rehearsalPlace,
-  simulatedService,
-  startRehearsalOver,
-} from './rehearsal.js';
+  clearPlace,
+  placesOnceAnswered,
+  sinkSettingsOf,
+  stateToResume,
+  type PlaceCleared,
+  type TakenPlaces,
+} from './places.js';
 import { planResume } from './sync/resume.js';
 import type { Closing } from '../util/closing.js';
 
@@ -105,19 +96,15 @@ export async function prepareRun(
   closing.defer(keys.close);
   const outProblem = options.out === undefined ? undefined : outDirProblem(options.out);
   if (outProblem) throw usageError(`--out ${outProblem}. Nothing was submitted.`);
-  // Whether the service says it is a simulator: asked only where a path depends on it, so the manifest is read meanwhile.
-  const simulated = simulatedService(options, keys.pool);
-  // A state kept beside the outputs comes back before anything reads the state: this run then goes on from it.
-  const restored = await restoreState(options, simulated);
+  // Whether the service says it is a simulator decides the places: asked while the manifest is read and hashed.
+  const places = placesOnceAnswered(options, simulatedService(options, keys.pool));
   // The manifest's problem is what the user hears about, not the service's answer.
-  const prepared = await prepareManifest(options, simulated);
+  const prepared = await prepareManifest(options, places);
   const opened = await openService(options, keys, prepared, waitForService, closing);
-  const { manifest, statePath, checked, plan } = prepared;
-  // A rehearsal, or a run against a simulator, never writes where a real run's outputs are, nor each where the other's are.
-  const suffix = PLACE_SUFFIX[kindOf(options, prepared.simulated)];
-  const outDir = rehearsalPlace(outPlaceOf(options, manifest), suffix);
+  const { manifest, checked, plan } = prepared;
+  const { state, outDir, log, kind } = prepared.places;
   // A rehearsal starts over each time: an earlier rehearsal's outputs in its folder are replaced.
-  const outputs = await openOutputSink(outDir, sinkSettingsOf(options, statePath));
+  const outputs = await openOutputSink(outDir, sinkSettingsOf(options, state));
   // Deferred after the state, so closed before it: by then the run has written through it all it writes there.
   closing.defer(() => outputs.close());
   const redoneRejected = options.redoRejected
@@ -126,42 +113,23 @@ export async function prepareRun(
   const recorded = opened.store.meta('manifest');
   return {
     redoneRejected,
-    restored,
+    restored: prepared.restored,
     madeBy: recorded && recorded !== manifest.source.absPath && existsSync(recorded) ? recorded : undefined,
-    simulated: prepared.simulated,
+    simulated: kind !== 'real',
     rehearsalStartedOver: prepared.rehearsalStartedOver,
     rehearsalGoesOnWith: prepared.rehearsalGoesOnWith,
     ...opened,
     manifest,
-    statePath,
+    statePath: state,
     outDir,
     budget: runBudget(options.maxCredits, manifest.manifest),
     outputs,
-    logPath: join(dirname(statePath), `${manifest.name}${suffix}.log`),
+    logPath: log,
     itemCount: checked ? checked.count : plan.resume!.synced.items,
     warnings: checked?.warnings ?? [],
     resumed: !checked,
     // The runner holds what it needs of the checked manifest until its items are written.
     toSync: checked ? { items: checked, fingerprint: plan.fingerprint } : undefined,
-  };
-}
-
-/** Where the outputs go, before a rehearsal's suffix: --out, else the manifest's output dir. */
-function outPlaceOf(options: Pick<ResolvedRunOptions, 'out' | 'cwd'>, top: Pick<ManifestTop, 'outputDir'>): string {
-  return options.out ? resolveOutDir(options.cwd, options.out) : top.outputDir;
-}
-
-/** The output sink's settings, the same for the run and for a restore of its state. */
-function sinkSettingsOf(
-  options: Pick<ResolvedRunOptions, 'keepLocal' | 'simulate' | 'idleTimeoutMs' | 'unreachableMs' | 'env'>,
-  statePath: string,
-): Parameters<typeof openOutputSink>[1] {
-  return {
-    statePath,
-    keepLocal: options.keepLocal,
-    simulate: options.simulate,
-    patience: { idleTimeoutMs: options.idleTimeoutMs, unreachableMs: options.unreachableMs },
-    env: options.env,
   };
 }
 
@@ -184,109 +152,29 @@ function untilAnsweredBy(
   };
 }
 
-/**
- * With outputs in a bucket and no state here (a new machine, a lost disk):
- * the newest whole snapshot of the state from beside the outputs, put where
- * the state goes. A rehearsal starts over and never restores.
- */
-async function restoreState(
-  options: ResolvedRunOptions,
-  simulated: Promise<boolean>,
-): Promise<PreparedRun['restored']> {
-  if (options.simulate) return undefined;
-  const top = await locate(options.manifestPath, options.cwd).catch(() => undefined);
-  // A manifest that cannot be read is said by its check, with where each problem is.
-  if (!top || !bucketLocationOf(outPlaceOf(options, top))) return undefined;
-  // A run against a simulator restores its own places' state, never a real run's.
-  const apart = await simulated;
-  const kind = apart ? 'trial' : 'real';
-  const statePath = statePathFor(top, options.statePath, options.cwd, kind);
-  if (existsSync(statePath)) return undefined;
-  const outDir = rehearsalPlace(outPlaceOf(options, top), PLACE_SUFFIX[kind]);
-  const sink = await openOutputSink(outDir, sinkSettingsOf(options, statePath));
-  // A bucket that cannot be written is said by the run's own write check, as for any run (exit 4, nothing sent).
-  const restored = await (async () => {
-    if (!sink.snapshots || (await sink.probe())) return undefined;
-    return sink.snapshots.restore(Store.damage);
-  })().finally(() => sink.close());
-  return (
-    restored && {
-      from: `${outDir}/${restored.key.split('/').slice(-4).join('/')}`,
-      takenAt: restored.takenAt,
-      skipped: restored.skipped,
-    }
-  );
-}
-
-/** Whose places a run takes: a rehearsal's (--simulate), a trial's (its service says it is a simulator), or a real run's. */
-function kindOf(options: Pick<ResolvedRunOptions, 'simulate'>, simulated: boolean): StateKind {
-  if (options.simulate) return 'rehearsal';
-  return simulated ? 'trial' : 'real';
-}
-
-/** The manifest as the run takes it: checked (not held), or its items read back from the state on a resume. */
-interface PreparedManifest {
+/** The manifest as the run takes it: checked (not held), or its items read back from the state on a resume; and its places. */
+interface PreparedManifest extends TakenPlaces, PlaceCleared {
   plan: Awaited<ReturnType<typeof planResume>>;
   checked: Awaited<ReturnType<typeof checkValid>> | undefined;
   manifest: ManifestTop;
-  statePath: string;
-  simulated: boolean;
-  rehearsalStartedOver: string | undefined;
-  /** A rehearsal that goes on with its state, not over: to carry out the decisions made on it. */
-  rehearsalGoesOnWith?: 'decisions' | undefined;
 }
 
-async function prepareManifest(options: ResolvedRunOptions, simulated: Promise<boolean>): Promise<PreparedManifest> {
+async function prepareManifest(
+  options: ResolvedRunOptions,
+  placesFor: (top: ManifestTop) => Promise<TakenPlaces>,
+): Promise<PreparedManifest> {
   const { manifestPath: path, cwd } = options;
-  let rehearsalStartedOver: string | undefined;
-  // The state this run takes, at the simulator's place where the service is one. An in-process rehearsal's state found
-  // there is started over before anything reads it (its jobs went with its process): it is never resumed.
-  const takeState = async (top: ManifestTop) => {
-    const apart = await simulated;
-    const statePath = statePathFor(top, options.statePath, cwd, kindOf(options, apart));
-    if (apart && !options.simulate && startRehearsalOver(statePath, !options.statePath, true))
-      rehearsalStartedOver = statePath;
-    return statePath;
-  };
   // A resume whose sources are unchanged takes its items from the state (a rehearsal starts over, --redo-changed looks
-  // at each item). The state planned from is the one there, without waiting for the service's answer to say whose.
-  let planned: string | undefined;
-  const planFrom = (top: ManifestTop) => (planned = stateToPlan(top, options, cwd));
-  let plan = options.simulate ? {} : await planResume(path, cwd, planFrom, !options.redoChanged);
+  // at each item): the state at the run's own place, once the service has said whose, while the sources are hashed.
+  const plan = options.simulate
+    ? {}
+    : await planResume(path, cwd, async (top) => stateToResume((await placesFor(top)).places), !options.redoChanged);
   // Checked without holding the items: the run expands them again as it writes them into the state.
-  let checked = plan.resume ? undefined : await checkValid(path, cwd, plan.top, plan.rowsRead);
+  const checked = plan.resume ? undefined : await checkValid(path, cwd, plan.top, plan.rowsRead);
   // The top level only: the items live in the state once synced, not in memory for the whole run.
-  let manifest = plan.resume?.top ?? topOf(checked!);
-  const statePath = await takeState(manifest);
-  if (plan.resume && (planned !== statePath || rehearsalStartedOver)) {
-    // The service is of the other kind than the state planned from: its own state (if any) is planned from instead.
-    plan = await planResume(path, cwd, () => statePath, !options.redoChanged);
-    checked = plan.resume ? undefined : await checkValid(path, cwd, plan.top, plan.rowsRead);
-    manifest = plan.resume?.top ?? topOf(checked!);
-  }
-  // A fresh in-process simulator knows none of an earlier run's jobs: a rehearsal starts over, and never on a real run's state.
-  // Redoing a finished rehearsal's rejects goes on with its state; anything else of a rehearsal starts over.
-  // A finished rehearsal whose decisions let items go goes on too: its printed next step carries them out.
-  let rehearsalGoesOnWith: PreparedManifest['rehearsalGoesOnWith'];
-  if (options.simulate && options.redoRejected) keepFinishedRehearsal(statePath);
-  else if (options.simulate && rehearsalGoesOn(statePath)) rehearsalGoesOnWith = 'decisions';
-  else if (options.simulate) startRehearsalOver(statePath, !options.statePath);
-  return { plan, checked, manifest, statePath, simulated: await simulated, rehearsalStartedOver, rehearsalGoesOnWith };
-}
-
-/**
- * The state a resume is planned from before the service says whether it is a simulator: the one given by --state,
- * else whichever of the real run's and the simulator's is there (the real run's when both are).
- */
-function stateToPlan(
-  top: ManifestTop,
-  options: Pick<ResolvedRunOptions, 'statePath'>,
-  cwd: string,
-): string | undefined {
-  if (options.statePath) return statePathFor(top, options.statePath, cwd);
-  const real = statePathFor(top, undefined, cwd);
-  const apart = statePathFor(top, undefined, cwd, 'trial');
-  return existsSync(real) || !existsSync(apart) ? real : apart;
+  const manifest = plan.resume?.top ?? topOf(checked!);
+  const taken = await placesFor(manifest);
+  return { plan, checked, manifest, ...taken, ...clearPlace(options, taken.places) };
 }
 
 /**
@@ -338,13 +226,13 @@ async function openService(
     (await untilAnswered(() => Catalog.fetch(pool.keys[0]!.client, types, STARTUP_TIMEOUT_MS), waitForService));
   await checkShapes(path, cwd, shapes, prepared.manifest, catalog, pool);
   const service = {
-    simulator: prepared.simulated,
+    simulator: prepared.places.kind !== 'real',
     service: options.simulate ? IN_PROCESS : serviceName(options.baseUrl ?? options.env.GENBATCH_BASE_URL),
   };
-  const store = Store.open(prepared.statePath);
+  const store = Store.open(prepared.places.state);
   closing.defer(() => store.close());
   // Asked of the state the run opens (a second connection would read a killed run's WAL again).
-  refuseOtherService(store, prepared.statePath, service, options);
+  refuseOtherService(store, prepared.places.state, service, options);
   recordMadeAgainst(store, service);
   return { connection, pool, coordinator, catalog, store, options };
 }

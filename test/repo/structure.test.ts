@@ -92,6 +92,17 @@ describe("the code's floors", () => {
     expect(cycles(folderGraph(runner, 2))).toEqual([]);
   });
 
+  it("a run's places (state, outputs, log) are worked out in runner/places.ts alone", () => {
+    const opening = files.filter((f) => /^(runner|library)\//.test(relative(src, f).split(sep).join('/')));
+    const working = opening.filter(
+      (f) =>
+        !f.endsWith(`runner${sep}places.ts`) &&
+        /\b(statePathFor|PLACE_SUFFIX|resolveOutDir)\b/.test(readFileSync(f, 'utf8')) &&
+        /\b(prepareRun|openRun|Runner)\b/.test(readFileSync(f, 'utf8')),
+    );
+    expect(working.map((f) => relative(src, f))).toEqual([]);
+  });
+
   it("design.md's map of the runner names every room of src/runner, and no room that is not there", () => {
     const design = readFileSync(join(root, 'docs', 'design.md'), 'utf8');
     const map = design.slice(design.indexOf('## A map of the runner'));
