@@ -12,7 +12,7 @@ import { isInProcessRehearsal, keepFinishedRehearsal, rehearsalGoesOn, startRehe
  * or `s3://BUCKET/PREFIX`) and its log. A rehearsal's and a trial's are apart
  * from a real run's, and from each other's (PLACE_SUFFIX).
  */
-export interface RunPlaces {
+export interface Places {
   readonly kind: StateKind;
   readonly state: string;
   readonly outDir: string;
@@ -52,7 +52,7 @@ function kindOf(options: Pick<ResolvedRunOptions, 'simulate'>, simulated: boolea
 
 /** The places, and the state restored into them from beside the outputs (when there was none). */
 export interface TakenPlaces {
-  readonly places: RunPlaces;
+  readonly places: Places;
   /** No state was here: the newest whole snapshot beside the outputs was restored (and those passed over, torn). */
   readonly restored: { from: string; takenAt: number; skipped: readonly string[] } | undefined;
 }
@@ -94,7 +94,7 @@ export function sinkSettingsOf(options: SinkOptions, statePath: string): Paramet
  * the state goes. A rehearsal starts over and never restores; a run against a
  * simulator restores its own places' state, never a real run's.
  */
-async function restoreState(options: SinkOptions, places: RunPlaces): Promise<TakenPlaces['restored']> {
+async function restoreState(options: SinkOptions, places: Places): Promise<TakenPlaces['restored']> {
   if (places.kind === 'rehearsal' || !bucketLocationOf(places.outDir) || existsSync(places.state)) return undefined;
   const sink = await openOutputSink(places.outDir, sinkSettingsOf(options, places.state));
   // A bucket that cannot be written is said by the run's own write check, as for any run (exit 4, nothing sent).
@@ -116,7 +116,7 @@ async function restoreState(options: SinkOptions, places: RunPlaces): Promise<Ta
  * in-process rehearsal's (a trial's place never resumes one: it is started
  * over by `clearPlace`).
  */
-export function stateToResume(places: RunPlaces): string | undefined {
+export function stateToResume(places: Places): string | undefined {
   return places.kind === 'trial' && existsSync(places.state) && isInProcessRehearsal(places.state)
     ? undefined
     : places.state;
@@ -140,7 +140,7 @@ export interface PlaceCleared {
  */
 export function clearPlace(
   options: PlaceOptions & Pick<ResolvedRunOptions, 'redoRejected'>,
-  places: RunPlaces,
+  places: Places,
 ): PlaceCleared {
   const byDefault = !options.statePath;
   if (places.kind === 'trial')

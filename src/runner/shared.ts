@@ -8,8 +8,11 @@ import type { Closing } from '../util/closing.js';
 import type { ToSync } from './sync/first-sync.js';
 import type { RunKey } from './keys/lanes.js';
 
-/** What a run's start resolved, opened and read for it: the runner takes these as they are. */
-export interface RunOpened {
+/**
+ * What a run is built from: what its start resolved, opened and read for it
+ * (the runner takes these as they are), and the keys it goes with.
+ */
+export interface RunInputs {
   readonly options: ResolvedRunOptions;
   readonly store: Store;
   readonly manifest: ManifestTop;
@@ -21,10 +24,6 @@ export interface RunOpened {
   readonly budget: number | undefined;
   /** The state's file: the review's thumbnails of the outputs are kept beside it. */
   readonly statePath?: string | undefined;
-}
-
-/** What a run is built from: what its start opened, and the keys it goes with. */
-export interface RunInputs extends RunOpened {
   /** The run's API keys (one, or a pool), each with its limits. */
   readonly keys: readonly RunKey[];
   readonly logger?: Logger | undefined;

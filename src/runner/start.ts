@@ -12,7 +12,7 @@ import { checkAgainstService, shapeProblems } from '../manifest/online.js';
 import { Store } from '../store/index.js';
 import { openOutputSink } from '../sink/index.js';
 import { EXIT, ExitError, usageError } from '../util/exit-error.js';
-import type { RunOpened } from './shared.js';
+import type { RunInputs } from './shared.js';
 import type { ToSync } from './sync/first-sync.js';
 import type { ResolvedRunOptions } from '../options/resolve.js';
 import type { RunClock } from '../scheduler/clock.js';
@@ -50,8 +50,11 @@ export interface ServiceWait {
   signal?: AbortSignal | undefined;
 }
 
+/** What of a run's inputs its start opens: the keys, the log, the close stack and the tuning are the Run's to add. */
+type Opened = Omit<RunInputs, 'keys' | 'logger' | 'closing' | 'tuning'>;
+
 /** A run assembled and checked, before its first submission: what it runs, where it writes, with which keys. */
-export interface PreparedRun extends OpenedService, RunOpened {
+export interface PreparedRun extends OpenedService, Opened {
   readonly catalog: Catalog;
   statePath: string;
   /** Where outputs go: a folder's absolute path, or `s3://BUCKET/PREFIX`. */
@@ -134,7 +137,7 @@ export async function prepareRun(
 }
 
 /** What the runner takes of a prepared run, as it is. */
-export function openedOf(prepared: PreparedRun): RunOpened {
+export function openedOf(prepared: PreparedRun): Opened {
   const { options, store, manifest, catalog, toSync, outputs, budget, statePath } = prepared;
   return { options, store, manifest, catalog, toSync, outputs, budget, statePath };
 }
@@ -182,7 +185,7 @@ async function prepareManifest(
  * catalog, the state opened, and the options at the service's own time scale
  * where it says one and no flag chose it.
  */
-interface OpenedService extends Pick<RunOpened, 'options' | 'store'> {
+interface OpenedService extends Pick<Opened, 'options' | 'store'> {
   connection: RunConnection;
   pool: PoolSetup;
   coordinator: Coordinator | undefined;

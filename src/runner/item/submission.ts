@@ -14,8 +14,9 @@ export interface Accepted {
 /**
  * An attempt's submission: its stored body sent with its key until the
  * service answers with a job; resends only ever reuse that key. Every send
- * passes the gates (the service answers, the run is not paused, its credits
- * are reserved) and is committed as sent before it leaves.
+ * passes the checks (the service answers, the run is not paused, its credits
+ * are reserved, its item's gates approved) and is committed as sent before it
+ * leaves.
  */
 export class Submission {
   private reuploaded = false;
@@ -104,9 +105,9 @@ export class Submission {
   private async sendOnce(attempt: AttemptRow, body: ImageSubmission & VideoSubmission, send: SendState) {
     const { deps, lane, fixed } = this.task;
     const { clock } = deps;
-    const gateDay = clock.dayOf(clock.now());
+    const checkedDay = clock.dayOf(clock.now());
     // It waited (for the window, or for its record's commit) past the key day it was let through for: through the credit check again, for the new day.
-    const dayTurned = () => clock.dayOf(clock.now()) !== gateDay || lane.cap.dayEnding(clock.now());
+    const dayTurned = () => clock.dayOf(clock.now()) !== checkedDay || lane.cap.dayEnding(clock.now());
     return lane.windows.submit.run(async (): Promise<Job | undefined | 'again'> => {
       if (lane.noNewWork.aborted) return undefined; // queued when the run stopped: not sent (a budget stop lets reserved ones go)
       if (dayTurned()) return 'again';
