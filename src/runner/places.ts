@@ -22,14 +22,19 @@ export interface Places {
 type PlaceOptions = Pick<ResolvedRunOptions, 'out' | 'cwd' | 'statePath' | 'simulate'>;
 
 /** The places of a run of `kind`: the one place they are worked out. */
-function placesOf(options: PlaceOptions, top: Pick<ManifestTop, 'outputDir' | 'name' | 'source'>, kind: StateKind) {
+function placesOf(
+  options: PlaceOptions,
+  top: Pick<ManifestTop, 'outputDir' | 'name' | 'source'>,
+  kind: StateKind,
+): Places {
   const state = statePathFor(top, options.statePath, options.cwd, kind);
   const suffix = PLACE_SUFFIX[kind];
-  const outPlace = options.out ? resolveOutDir(options.cwd, options.out) : top.outputDir;
+  // --out, else the manifest's: the real run's outputs, which a rehearsal's and a trial's sit beside.
+  const realOutDir = options.out ? resolveOutDir(options.cwd, options.out) : top.outputDir;
   return {
     kind,
     state,
-    outDir: rehearsalPlace(outPlace, suffix),
+    outDir: rehearsalPlace(realOutDir, suffix),
     log: join(dirname(state), `${top.name}${suffix}.log`),
   };
 }
