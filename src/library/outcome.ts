@@ -3,7 +3,9 @@ import { ApiError, ResponseShapeError, StorageError, TransportError } from '../a
 import { NotTheServiceError } from '../api/first-contact.js';
 import { reactionTo } from '../api/policy.js';
 import { BucketError, OutputsHeldError, OutputsTakenError, bucketProblemText } from '../sink/index.js';
-import { STOPS, type RunSummary } from '../runner/index.js';
+import type { RunSummary } from '../runner/index.js';
+// The table alone: the runner's index would load the run, and its HTTP client, into every command that reports.
+import { STOPS } from '../runner/core/stops.js';
 import { OPEN_STATES, SqliteDriverError, StateFileError } from '../store/index.js';
 
 import { EXIT, ExitError } from '../util/exit-error.js';

@@ -1,6 +1,5 @@
 export { Runner, type RunSummary } from './runner.js';
 export type { RunEvent, StopKind } from './core/control.js';
-export { STOPS } from './core/stops.js';
 export type { ItemEvent, RunStateEvent, ServiceEvent } from './core/events.js';
 export { runIdFor } from './core/identity.js';
 export { selects } from './feed/selection.js';
