@@ -48,6 +48,10 @@ setFlagsFromString('--no-allocation-site-pretenuring');
 // such cache, and where the folder cannot be written the cache is quietly off.
 (module as { enableCompileCache?: () => unknown }).enableCompileCache?.();
 
+// NO_COLOR wins (no-color.org). With FORCE_COLOR set too, Node 23 and later warn on stderr the first time anything
+// asks whether to colour (node:assert, which the HTTP client loads, does): the user said no colour, and hears no warning.
+if (process.env.NO_COLOR && process.env.FORCE_COLOR !== undefined) delete process.env.FORCE_COLOR;
+
 const { main } = await import('./program.js');
 
 process.exitCode = await main(process.argv, {

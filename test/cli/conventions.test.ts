@@ -208,5 +208,14 @@ describe('colour', () => {
       expect(res.code, res.stderr).toBe(0);
       expect(res.stdout + res.stderr).not.toContain(ESC);
     }
+    // Both set, on a run that loads all it loads: NO_COLOR wins, and Node (23 and later) is left nothing to warn
+    // about (the suite fails on any warning a CLI prints; CI runs it on Node 24 too).
+    const both = await runCli(
+      ['run', 'm.yaml', '--simulate', '--max-retries', '0'],
+      envWith({ FORCE_COLOR: '1', NO_COLOR: '1' }),
+      dir,
+    );
+    expect(both.code).toBe(1);
+    expect(both.stdout + both.stderr).not.toContain(ESC);
   });
 });
