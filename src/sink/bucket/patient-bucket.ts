@@ -215,7 +215,8 @@ export class PatientBucket implements BucketClient {
         return value;
       } catch (error) {
         const fault = classify(error, 'a bucket call');
-        faultedSince ??= this.now();
+        const faultedAt = this.now();
+        faultedSince ??= faultedAt;
         if (signal.aborted) throw this.closing.signal.aborted ? this.closing.signal.reason : error;
         const reaction = bucketPolicy('call', fault);
         if (reaction.do !== 'back-off') {
@@ -231,7 +232,7 @@ export class PatientBucket implements BucketClient {
         // A slow-down is an answer too: those waiting for any go, though this call backs off as asked.
         if (!reaction.noAnswer) this.outage.release(true);
         // Woken by the bucket's return: its backoff starts over (an outage's tries would make a SlowDown's 15 s).
-        if (await this.waitOut(fault, reaction, signal, tries, faultedSince)) tries = -1;
+        if (await this.waitOut(fault, reaction, signal, { tries, faultedSince, faultedAt })) tries = -1;
       }
     }
   }
@@ -245,11 +246,16 @@ export class PatientBucket implements BucketClient {
     fault: BucketError,
     reaction: BackOff,
     signal: AbortSignal | undefined,
-    tries = 0,
-    faultedSince = Number.POSITIVE_INFINITY,
+    /** The call's tries so far; since when it has met nothing but faults; when it met this one. */
+    {
+      tries = 0,
+      faultedSince = Number.POSITIVE_INFINITY,
+      faultedAt,
+    }: { tries?: number; faultedSince?: number; faultedAt?: number } = {},
   ): Promise<boolean> {
     const now = this.now();
-    this.troubleSince ??= now;
+    // The bucket's trouble began with this fault, met a moment before (the clock has moved since, on a busy machine).
+    this.troubleSince ??= faultedAt ?? now;
     if (reaction.noAnswer) this.outage.begin(now);
     this.lastCode = fault.code;
     const trouble = this.trouble!;
