@@ -17,7 +17,10 @@ mkdir -p "$where/user/manifests"
 cp manifests/demo.yaml "$where/user/manifests/"
 cd "$where/user"
 genbatch validate manifests/demo.yaml
-# The results file is the one the run names, so this check follows wherever a rehearsal writes.
-results="$(genbatch run manifests/demo.yaml --simulate | tee /dev/stderr | sed -n 's/^results: \([^,]*\),.*/\1/p')"
+# The results file is the one the run names, so this check follows wherever a rehearsal writes. The run's output
+# is kept, then shown: `tee /dev/stderr` reopens stderr, and a CI log redirected to a file was truncated by it.
+said="$(genbatch run manifests/demo.yaml --simulate)"
+printf '%s\n' "$said"
+results="$(printf '%s\n' "$said" | sed -n 's/^results: \([^,]*\),.*/\1/p')"
 test -s "$results"
 echo "the packed package runs the demo"
