@@ -54,7 +54,7 @@ export interface ServiceWait {
 type Opened = Omit<RunInputs, 'keys' | 'logger' | 'closing' | 'tuning'>;
 
 /** A run assembled and checked, before its first submission: what it runs, where it writes, with which keys. */
-export interface PreparedRun extends OpenedService, Opened {
+export interface PreparedRun extends OpenedService, Opened, PlaceCleared, Pick<TakenPlaces, 'restored'> {
   readonly catalog: Catalog;
   statePath: string;
   /** Where outputs go: a folder's absolute path, or `s3://BUCKET/PREFIX`. */
@@ -68,16 +68,10 @@ export interface PreparedRun extends OpenedService, Opened {
   toSync: ToSync | undefined;
   /** The items put back because their current version was rejected in review (--redo-rejected). */
   redoneRejected: readonly string[];
-  /** No state was here: the newest whole snapshot beside the outputs was restored (and those passed over, torn). */
-  restored: { from: string; takenAt: number; skipped: readonly string[] } | undefined;
   /** The state was made by another manifest file of the same name, still there: this run goes on with its state. */
   madeBy: string | undefined;
   /** The service says it is a simulator (or it is a rehearsal's): the state and outputs are kept apart from a real run's. */
   simulated: boolean;
-  /** An in-process rehearsal's state that this run against a simulator started over (its jobs went with that process). */
-  rehearsalStartedOver: string | undefined;
-  /** A rehearsal that goes on with its state, not over: to carry out the decisions made on it. */
-  rehearsalGoesOnWith?: 'decisions' | undefined;
 }
 
 /**
