@@ -108,6 +108,7 @@ export class Decisions {
   private readonly dependentsStmt;
   private readonly versionStmt;
   private readonly versionsStmt;
+  private readonly ancestorsStmt;
   /** What prices each dependent the last look read: a bulk decision prices them without reading each again. */
   private readonly shapes = new Map<string, PriceShape>();
 
@@ -158,6 +159,15 @@ export class Decisions {
            AS verified
        FROM t CROSS JOIN items i ON i.id = t.id`,
     );
+    // What an item is made from or waits on, however far up: a revived item's decided gate among them.
+    this.ancestorsStmt = db
+      .prepare<[string], string>(
+        `WITH RECURSIVE up(id) AS (SELECT ?
+           UNION SELECT d.dep_id FROM up CROSS JOIN deps d ON d.item_id = up.id
+           UNION SELECT g.gate_id FROM up CROSS JOIN gates g ON g.item_id = up.id)
+         SELECT id FROM up`,
+      )
+      .pluck();
     // An item's state and its current version (outputs not superseded): made, and how many outputs are verified.
     this.versionStmt = db.prepare<[{ id: string }], ItemVersion>(
       `SELECT i.state, o.version, coalesce(o.outputs, 0) AS outputs, coalesce(o.verified, 0) AS verified
@@ -210,7 +220,7 @@ export class Decisions {
           same[0]!.now,
         );
       const { moved, revived } = this.follow(gateIds);
-      if (gateIds.length === 1) for (const id of revived) before.get(gateIds[0]!)?.set(id, 'skipped');
+      this.attributeRevived(before, revived);
       // After: as before, but for what the settling wrote, and what came back (read again: it settled on its gates).
       const after = new Map(
         [...before].map(([gate, deps]) => [gate, new Map([...deps].map(([id, was]) => [id, moved.get(id) ?? was]))]),
@@ -269,6 +279,18 @@ export class Decisions {
   private follow(gateIds: readonly string[]): { moved: Map<string, string>; revived: string[] } {
     const moved = new Map(this.gates.settle(gateIds).map((row) => [row.id, row.state]));
     return { moved, revived: this.gates.revive() };
+  }
+
+  /**
+   * What came back with these decisions (it was skipped) is named by each decided gate it comes from, however far
+   * down: the record of a bulk decision names it as a lone decision's does. Revived items are few; each is asked once.
+   */
+  private attributeRevived(before: Map<string, Map<string, string>>, revived: readonly string[]): void {
+    for (const id of revived) {
+      if ([...before.values()].some((deps) => deps.has(id))) continue;
+      const gates = before.size === 1 ? [...before.keys()] : this.ancestorsStmt.all(id).filter((g) => before.has(g));
+      for (const gate of gates) before.get(gate)!.set(id, 'skipped');
+    }
   }
 
   /** The record, newest first. */

@@ -116,6 +116,49 @@ describe("a gated item follows its gates' decisions, whichever process wrote the
 });
 
 describe('the decision record', () => {
+  it('names what a bulk decision brought back however far down, under the gate it came from', () => {
+    store = Store.open(join(mkdtempSync(join(tmpdir(), 'genbatch-gates-')), 's.sqlite'));
+    const s = store;
+    // Per product: a draft, a final gated on it, and an edit made from the final (an input, no gate of its own).
+    const item = (id: string, seq: number, from?: string, gate?: string) => ({
+      id,
+      seq,
+      type: 'image' as const,
+      model: 'm',
+      contentHash: `h-${id}`,
+      spec: '{}',
+      dependsOn: from ? [from] : [],
+      gates: gate ? [gate] : [],
+    });
+    s.itemSync.sync(
+      ['a', 'b'].flatMap((p, i) => [
+        item(`draft-${p}`, i * 3, undefined),
+        item(`final-${p}`, i * 3 + 1, `draft-${p}`, `draft-${p}`),
+        item(`edit-${p}`, i * 3 + 2, `final-${p}`),
+      ]),
+      1,
+      false,
+    );
+    made(s, 'draft-a', 1, 1, 10);
+    made(s, 'draft-b', 1, 1, 10);
+    for (const p of ['a', 'b']) {
+      decide(s, `draft-${p}`, 1, 'rejected', null, 11);
+      // The edit, whose input can no longer be made, is skipped in turn by the feed.
+      s.lifecycle.markSkipped(`edit-${p}`, { code: 'DEPENDENCY_FAILED', message: `final-${p} ended skipped` }, 12);
+    }
+    const entries = s.decisions.decideAll(
+      ['a', 'b'].map((p) => ({ itemId: `draft-${p}`, version: 1, decision: 'approved', by: 'ana', now: 13 })),
+    );
+    expect(entries.map((e) => ('refused' in e ? e : [e.itemId, e.unlocked]))).toEqual([
+      ['draft-a', ['final-a', 'edit-a']],
+      ['draft-b', ['final-b', 'edit-b']],
+    ]);
+    expect(s.decisions.list(2).map((d) => d.unlocked)).toEqual([
+      ['final-b', 'edit-b'],
+      ['final-a', 'edit-a'],
+    ]);
+  });
+
   it('keeps every decision as written; a state from before it gets its decisions as entries by "unknown"', () => {
     const s = fresh();
     made(s, 'draft', 1, 1, 10);
