@@ -217,13 +217,13 @@ function addStateCommands(program: Command, ctx: CommandContext): void {
       'approve',
       'approved',
       APPROVE_FLAGS,
-      "record approval of each item's current version, as review does: the items it gates are sent (--waiting: every gate an item waits on)",
+      "record approval of each item's current version (ID@N: version N, refused if made again since), as review does: the items it gates are sent (--waiting: every gate an item waits on)",
     ],
     [
       'reject',
       'rejected',
       REJECT_FLAGS,
-      "record rejection of each item's current version, as review does: the items it gates are skipped, unpaid",
+      "record rejection of each item's current version (ID@N: version N, refused if made again since), as review does: the items it gates are skipped, unpaid",
     ],
   ] as const) {
     command(program, name, description, flags)

@@ -138,6 +138,17 @@ async function resultsAgain(
   }
 }
 
+/**
+ * An id as asked: `ID`, the item's current version, or `ID@N`, version N (what a person saw, in the gallery or
+ * the results): a version since superseded is refused, naming the current one. An item whose id itself ends in
+ * `@N` is that item.
+ */
+function askedVersion(store: Store, asked: string): { id: string; version?: number } {
+  if (store.items.get(asked)) return { id: asked };
+  const at = /^(.+)@([1-9][0-9]*)$/.exec(asked);
+  return at && store.items.get(at[1]!) ? { id: at[1]!, version: Number(at[2]) } : { id: asked };
+}
+
 /** The items named (or the gates waited on), each with its current version; refused whole when one cannot be decided. */
 function chosenItems(
   store: Store,
@@ -145,32 +156,48 @@ function chosenItems(
   statePath: string,
 ): { chosen: { id: string; version: number }[]; notMade: string[] } {
   const notMade: string[] = [];
-  const ids = new Set(choice.ids);
+  const asked = new Set(choice.ids);
   if (choice.waiting)
     for (const gate of store.gates.waitedOn()) {
-      if (gate.state === 'done' && gate.review === 'unreviewed') ids.add(gate.id);
+      if (gate.state === 'done' && gate.review === 'unreviewed') asked.add(gate.id);
       else if (gate.state !== 'done') notMade.push(gate.id);
     }
   const unknown: string[] = [];
   const unmade: string[] = [];
+  const superseded: string[] = [];
   const chosen: { id: string; version: number }[] = [];
-  for (const id of ids) {
+  for (const one of asked) {
+    const { id, version } = askedVersion(store, one);
     const item = store.items.get(id);
     const current = item && store.reviews.current(id);
     if (!item) unknown.push(id);
-    else if (item.state !== 'done' || !current || current.verified < current.outputs)
-      unmade.push(`${id} (${item.state})`);
+    else if (current && version !== undefined && version < current.version)
+      superseded.push(`${one} (the current version is ${id}@${current.version})`);
+    else if (
+      item.state !== 'done' ||
+      !current ||
+      current.verified < current.outputs ||
+      (version !== undefined && version > current.version)
+    )
+      unmade.push(`${one} (${item.state})`);
     else chosen.push({ id, version: current.version });
   }
   const problems = [
     unknown.length ? `no item has the id ${idList(unknown)} in ${statePath}` : '',
+    superseded.length
+      ? `a decision is recorded only on an item's current version, and these were made again since: ${firstOf(superseded)}`
+      : '',
     unmade.length
-      ? `not made yet, so there is nothing to decide on: ${unmade.slice(0, 20).join(', ')}${unmade.length > 20 ? ` and ${unmade.length - 20} more` : ''} (its outputs are decided once they are all verified)`
+      ? `not made yet, so there is nothing to decide on: ${firstOf(unmade)} (its outputs are decided once they are all verified)`
       : '',
   ].filter(Boolean);
   if (problems.length) throw usageError(`${problems.join('; ')}. Nothing was recorded.`);
   return { chosen, notMade };
 }
+
+/** The first 20 of a list, and how many more. */
+const firstOf = (list: readonly string[]) =>
+  `${list.slice(0, 20).join(', ')}${list.length > 20 ? ` and ${list.length - 20} more` : ''}`;
 
 /** The decision record of a manifest's state, newest first: who decided what, when, and what it moved. */
 export async function decisionRecord(

@@ -98,7 +98,15 @@ describe('gates: the costly step is paid for only once a person approved the che
     expect(await chargedItems(t, ws)).toEqual(['draft-A', 'draft-B', 'draft-B', 'draft-C', 'final-A']);
     expect(stateOf(ws).get('final-B')!.state).toBe('waiting');
 
-    expect((await cli('approve', 'm.yaml', 'draft-B', 'final-A')).code).toBe(0);
+    // Version 1, the one rejected, is no longer the current one: a decision on it is refused, naming version 2.
+    const stale = await cli('approve', 'm.yaml', 'draft-B@1', 'final-A');
+    expect(stale.code).toBe(2);
+    expect(stale.stderr).toMatch(
+      /made again since: draft-B@1 \(the current version is draft-B@2\)\. Nothing was recorded/,
+    );
+    expect(stateOf(ws).get('final-B')!.state).toBe('waiting');
+    expect(stateOf(ws).get('spin-A')!.state).toBe('waiting');
+    expect((await cli('approve', 'm.yaml', 'draft-B@2', 'final-A')).code).toBe(0);
     const third = await run();
     expect(third.code, third.stdout + third.stderr).toBe(1);
     expect(await chargedItems(t, ws)).toEqual([
