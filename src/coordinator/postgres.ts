@@ -118,6 +118,11 @@ export class Coordinator {
     return this.track(this.query('UPDATE genbatch_sends SET answered_at = genbatch_now_ms() WHERE id = $1', [id]));
   }
 
+  /** A place granted and never sent (the request found it may not leave): it leaves the window now, for every process. */
+  unused(id: string): Promise<void> {
+    return this.track(this.query('DELETE FROM genbatch_sends WHERE id = $1', [id]));
+  }
+
   /** Holds every process's sends of `kind` on the key for `ms` (a 429's Retry-After). */
   async pause(keyFp: string, kind: SendKind, ms: number): Promise<void> {
     await this.query(

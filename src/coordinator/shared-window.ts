@@ -39,12 +39,17 @@ export class SharedWindow implements Pacer {
     private readonly random: () => number = Math.random,
   ) {}
 
-  run<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+  run<T>(fn: (unused: () => void) => Promise<T>, signal?: AbortSignal): Promise<T> {
     if (this.stopped) return Promise.reject(new NotSentError('not sent: the run is stopping'));
-    const sent = this.queue.enqueue(fn, signal, (sendId) => {
-      this.coordinator.answered(sendId).catch(() => {});
-      this.kick();
-    });
+    let unused = false;
+    const sent = this.queue.enqueue(
+      () => fn(() => (unused = true)),
+      signal,
+      (sendId) => {
+        (unused ? this.coordinator.unused(sendId) : this.coordinator.answered(sendId)).catch(() => {});
+        this.kick();
+      },
+    );
     void this.pump();
     return sent;
   }
@@ -126,7 +131,7 @@ export class SharedWindow implements Pacer {
           continue;
         }
         // Cancelled while the place was granted: it goes back unused.
-        if (this.stopped || !this.queue.send(permit.id)) this.coordinator.answered(permit.id).catch(() => {});
+        if (this.stopped || !this.queue.send(permit.id)) this.coordinator.unused(permit.id).catch(() => {});
       }
     } finally {
       this.pumping = false;

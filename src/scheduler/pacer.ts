@@ -1,7 +1,11 @@
 /** What paces one kind of request of one key: this process's own window (RateWindow), or one shared through the coordinator. */
 export interface Pacer {
-  /** Runs `fn` when the window allows; rejects with NotSentError, without calling `fn`, if `signal` aborts or the pacer stops first. */
-  run<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T>;
+  /**
+   * Runs `fn` when the window allows; rejects with NotSentError, without calling `fn`, if `signal` aborts or the
+   * pacer stops first. `fn` calls `unused()` when it ends having sent nothing (it found it may not leave): its place
+   * in the window is given back at once, as the service never counted it.
+   */
+  run<T>(fn: (unused: () => void) => Promise<T>, signal?: AbortSignal): Promise<T>;
   /** How many requests wait for their turn (never sent yet). */
   readonly waiting: number;
   /** When a request queued now would leave, as far as this process can tell; absent where it cannot (a window shared with other processes). */

@@ -24,6 +24,11 @@ class SendWindow {
     this.recent(at);
   }
 
+  /** A request that ended without being sent: it never counted at the service. */
+  unused(): void {
+    this.unanswered--;
+  }
+
   /** An answer at `at`, or an earlier process's send read back after a restart (counted as answered then). */
   recent(at: number): void {
     // In order even if the clock steps back: the window only ever looks at its oldest answer.
@@ -85,14 +90,20 @@ export class RateWindow {
     for (const at of [...recentSends].sort((a, b) => a - b).slice(-rate.count)) this.window.recent(at);
   }
 
-  /** Runs `fn` when the window allows; rejects with NotSentError, without calling `fn`, if `signal` aborts or the window stops first. */
-  run<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+  /** See Pacer.run: `unused()` gives the request's place back. */
+  run<T>(fn: (unused: () => void) => Promise<T>, signal?: AbortSignal): Promise<T> {
     if (this.stopped) return Promise.reject(new NotSentError('not sent: the run is stopping'));
-    // Called once per request, when it settles either way: it counts until a window after that.
-    const sent = this.queue.enqueue(fn, signal, () => {
-      this.window.answered(this.now());
-      this.pump();
-    });
+    let unused = false;
+    // Called once per request, when it settles either way: it counts until a window after that, unless never sent.
+    const sent = this.queue.enqueue(
+      () => fn(() => (unused = true)),
+      signal,
+      () => {
+        if (unused) this.window.unused();
+        else this.window.answered(this.now());
+        this.pump();
+      },
+    );
     this.pump();
     return sent;
   }

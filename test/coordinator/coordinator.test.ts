@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { COORDINATOR_MIGRATIONS } from '../../src/coordinator/migrations.js';
 import { Coordinator } from '../../src/coordinator/postgres.js';
 import { SharedWindow } from '../../src/coordinator/shared-window.js';
@@ -74,6 +74,13 @@ describe('the coordinator (--coordinator postgres://…)', () => {
       await room.run(async () => 1);
       await room.serviceRemaining(0);
       expect(await pauses('remaining-room')).toHaveLength(1);
+      // A place taken and never sent (the request found it may not leave) leaves the shared window for every process.
+      const back = bucketOf('given-back');
+      await back.run(async () => 1);
+      await back.run(async (unused) => unused());
+      await vi.waitFor(async () =>
+        expect(await coordinator.sendsInWindow('given-back', 'submit', rate.windowMs)).toBe(1),
+      );
     } finally {
       await coordinator.close();
     }

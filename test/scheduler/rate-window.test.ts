@@ -99,6 +99,27 @@ describe('the sliding rate window', () => {
     await second;
   });
 
+  it('a request that ends unsent (it found it may not leave) gives its place back at once; a sent one holds it a window', async () => {
+    const window = new RateWindow({ count: 1, windowMs: W }, () => Date.now());
+    // Taken back while it waited for its turn: it leaves nothing on the wire and says so.
+    await window.run(async (unused) => unused());
+    const next = request();
+    const second = window.run(next.fn);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(next.fn).toHaveBeenCalled();
+    next.answer();
+    await second;
+    // Sent and answered: the next waits the window out.
+    const third = request();
+    const done = window.run(third.fn);
+    await vi.advanceTimersByTimeAsync(W);
+    expect(third.fn).not.toHaveBeenCalled();
+    await vi.advanceTimersByTimeAsync(2);
+    expect(third.fn).toHaveBeenCalled();
+    third.answer();
+    await done;
+  });
+
   it('a pause (Retry-After) holds every queued request until it ends, with at most 10% jitter', async () => {
     const window = new RateWindow(
       { count: 100, windowMs: W },

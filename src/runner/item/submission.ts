@@ -108,18 +108,24 @@ export class Submission {
     const checkedDay = clock.dayOf(clock.now());
     // It waited (for the window, or for its record's commit) past the key day it was let through for: through the credit check again, for the new day.
     const dayTurned = () => clock.dayOf(clock.now()) !== checkedDay || lane.cap.dayEnding(clock.now());
-    return lane.windows.submit.run(async (): Promise<Job | undefined | 'again'> => {
-      if (lane.noNewWork.aborted) return undefined; // queued when the run stopped: not sent (a budget stop lets reserved ones go)
-      if (dayTurned()) return 'again';
+    return lane.windows.submit.run(async (unused): Promise<Job | undefined | 'again'> => {
+      // Each way out before the request leaves gives its place in the window back: the service never counted it (a
+      // queued item a decision took back costs no other item its turn).
+      const notSent = <T>(why: T): T => {
+        unused();
+        return why;
+      };
+      if (lane.noNewWork.aborted) return notSent(undefined); // queued when the run stopped: not sent (a budget stop lets reserved ones go)
+      if (dayTurned()) return notSent('again');
       // Paused while it waited for its turn: not sent; it waits for resume.
-      if (deps.pauseSwitch.isPaused) return 'again';
+      if (deps.pauseSwitch.isPaused) return notSent('again');
       // Committed (with the others leaving in this turn) before it leaves; once committed it leaves, interrupt or not, as if on the wire.
       const record = { id: attempt.item_id, n: attempt.n, now: clock.now(), keyFp: lane.fingerprint };
-      if (!(await deps.sends.record(record))) return undefined;
+      if (!(await deps.sends.record(record))) return notSent(undefined);
       const resend = send.sent;
       send.sent = true;
       // The commit was a turn of the event loop later: the day is asked again right before the request leaves (recorded, it is resent with its key).
-      if (dayTurned()) return 'again';
+      if (dayTurned()) return notSent('again');
       send.sentAt = clock.now();
       deps.control.emit({
         kind: 'submitted',
