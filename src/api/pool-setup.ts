@@ -66,10 +66,12 @@ export async function setUpPool(
   clock: RunTime,
   /** Bounds each key's `/me` (a start-up asks again rather than wait for an answer that may never come). */
   timeoutMs?: number,
+  /** Ends the questions on their way (the start failed meanwhile, on the manifest say). */
+  signal?: AbortSignal,
 ): Promise<PoolSetup> {
   const setup: PoolSetup = { keys: [], accounts: [], refused: [], scopes: [] };
   // Asked together: a pool starts as soon as one key would.
-  const answers = await Promise.allSettled(clients.map(({ client }) => client.me(undefined, timeoutMs)));
+  const answers = await Promise.allSettled(clients.map(({ client }) => client.me(signal, timeoutMs)));
   for (const [i, { fingerprint, client }] of clients.entries()) {
     const answer = answers[i]!;
     if (answer.status === 'rejected') {

@@ -117,6 +117,23 @@ async function restoreState(options: SinkOptions, places: Places): Promise<Taken
 }
 
 /**
+ * Whether any state this run could take may resume sources of `fingerprint`, asked of the disk alone before the
+ * service says whose the run is: a real run's or a trial's state that holds them, or a bucket that may hold a
+ * snapshot where no state is. When none may, the manifest is checked at once, without waiting for the service (its
+ * problem is said even while the service answers nothing).
+ */
+export function mayResume(
+  options: PlaceOptions,
+  top: Pick<ManifestTop, 'outputDir' | 'name' | 'source'>,
+  holds: (statePath: string) => boolean,
+): boolean {
+  return (['real', 'trial'] as const).some((kind) => {
+    const places = placesOf(options, top, kind);
+    return existsSync(places.state) ? holds(places.state) : bucketLocationOf(places.outDir) !== undefined;
+  });
+}
+
+/**
  * The state a resume may be planned from: none where the place holds an
  * in-process rehearsal's (a trial's place never resumes one: it is started
  * over by `clearPlace`).

@@ -21,13 +21,14 @@ import { IN_PROCESS, recordMadeAgainst, serviceName } from '../store/made-agains
 import { refuseOtherService, simulatedService } from './rehearsal.js';
 import {
   clearPlace,
+  mayResume,
   placesOnceAnswered,
   sinkSettingsOf,
   stateToResume,
   type PlaceCleared,
   type TakenPlaces,
 } from './places.js';
-import { planResume } from './sync/resume.js';
+import { holdsSources, planResume } from './sync/resume.js';
 import type { Closing } from '../util/closing.js';
 
 /**
@@ -165,7 +166,15 @@ async function prepareManifest(
   // at each item): the state at the run's own place, once the service has said whose, while the sources are hashed.
   const plan = options.simulate
     ? {}
-    : await planResume(path, cwd, async (top) => stateToResume((await placesFor(top)).places), !options.redoChanged);
+    : await planResume(
+        path,
+        cwd,
+        async (top, fingerprint) =>
+          mayResume(options, top, (state) => holdsSources(state, fingerprint))
+            ? stateToResume((await placesFor(top)).places)
+            : undefined,
+        !options.redoChanged,
+      );
   // Checked without holding the items: the run expands them again as it writes them into the state.
   const checked = plan.resume ? undefined : await checkValid(path, cwd, plan.top, plan.rowsRead);
   // The top level only: the items live in the state once synced, not in memory for the whole run.
@@ -263,13 +272,15 @@ function askKeys(
 ): { connecting: Promise<RunConnection>; pool: Promise<PoolSetup>; close: () => Promise<void> } {
   // Closed before the pool was set up (the manifest failed first): a wait for the service ends at once.
   const closed = new AbortController();
-  const pool = connecting.then((connection) =>
-    untilAnswered(() => setUpPool(connection.keys, limits, clock, STARTUP_TIMEOUT_MS), {
+  const pool = connecting.then((connection) => {
+    const signal = wait.signal ? AbortSignal.any([wait.signal, closed.signal]) : closed.signal;
+    // The signal ends a /me on its way too: a service that swallows it is not waited on for its timeout.
+    return untilAnswered(() => setUpPool(connection.keys, limits, clock, STARTUP_TIMEOUT_MS, signal), {
       ...wait,
       firstContactMs: FIRST_CONTACT_MS,
-      signal: wait.signal ? AbortSignal.any([wait.signal, closed.signal]) : closed.signal,
-    }),
-  );
+      signal,
+    });
+  });
   // Awaited later, or never when the manifest fails first: a failure meanwhile is no unhandled rejection.
   pool.catch(() => {});
   return {

@@ -149,6 +149,9 @@ describe('genbatch run against the simulator', () => {
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain('duplicate id "item-0"');
     expect(refused.stderr).not.toContain('UNAUTHENTICATED');
+    // Nothing listening, then a service that swallows every request: the manifest's problem is said at once, not
+    // after the start's wait for a first answer (9 s), nor a swallowed request's own timeout (5 s).
+    const startedAt = Date.now();
     const unreachable = await runCliInProcess(
       ws.args(),
       { ...ws.env, GENBATCH_BASE_URL: 'http://127.0.0.1:9/v1' },
@@ -156,6 +159,14 @@ describe('genbatch run against the simulator', () => {
     );
     expect(unreachable.code).toBe(2);
     expect(unreachable.stderr).toContain('duplicate id "item-0"');
+    expect(Date.now() - startedAt).toBeLessThan(4_000);
+    await t.sim.outage('blackhole');
+    const swallowedAt = Date.now();
+    const silent = await runCliInProcess(ws.args(), ws.env, ws.dir);
+    expect(silent.code).toBe(2);
+    expect(silent.stderr).toContain('duplicate id "item-0"');
+    expect(Date.now() - swallowedAt).toBeLessThan(4_000);
+    await t.sim.restore();
     expect(t.sim.service.ledger.of('request').filter((r) => r.method === 'POST')).toEqual([]);
   });
   it('a key revoked mid-run (401) stops the run with exit 3 and what to do; state is kept', async () => {

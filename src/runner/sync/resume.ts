@@ -24,8 +24,8 @@ export interface StateResume {
 export async function planResume(
   path: string,
   cwd: string,
-  /** Where its state is; undefined where none can be. */
-  statePathOf: (top: ManifestTop) => string | undefined | Promise<string | undefined>,
+  /** Where its state is, for sources of this fingerprint; undefined where none can be. */
+  statePathOf: (top: ManifestTop, fingerprint: string) => string | undefined | Promise<string | undefined>,
   fromState: boolean,
 ): Promise<{ resume?: StateResume; fingerprint?: string; top?: ManifestTop; rowsRead?: ReadonlyMap<string, Buffer> }> {
   const top = await loadManifestTop(path, cwd);
@@ -33,7 +33,7 @@ export async function planResume(
   const sources = await sourcesFingerprint(top);
   if (sources === undefined) return { top };
   const { fingerprint, rows: rowsRead } = sources;
-  const statePath = fromState ? await statePathOf(top) : undefined;
+  const statePath = fromState ? await statePathOf(top, fingerprint) : undefined;
   if (statePath === undefined || !existsSync(statePath)) return { fingerprint, top, rowsRead };
   let store: Store;
   try {
@@ -48,5 +48,20 @@ export async function planResume(
     return { resume: { top, synced, shapes: synced.shapes ?? store.itemSync.shapes() }, fingerprint };
   } finally {
     store.close();
+  }
+}
+
+/** Whether the state at `statePath` holds items written from sources of this fingerprint (read only; false on any doubt). */
+export function holdsSources(statePath: string, fingerprint: string): boolean {
+  if (!existsSync(statePath)) return false;
+  try {
+    const store = Store.openReadOnly(statePath);
+    try {
+      return syncedSources(store)?.fingerprint === fingerprint;
+    } finally {
+      store.close();
+    }
+  } catch {
+    return false;
   }
 }
