@@ -8,20 +8,26 @@ import { decide } from '../helpers/decide.js';
 let store: Store | undefined;
 afterEach(() => store?.close());
 
+/** An item made from `from` (an input), waiting for `gate`'s approval when it has one. */
+const item = (id: string, seq: number, from?: string, gate?: string) => ({
+  id,
+  seq,
+  type: 'image' as const,
+  model: 'm',
+  contentHash: `h-${id}`,
+  spec: '{}',
+  dependsOn: from ? [from] : [],
+  gates: gate ? [gate] : [],
+});
+
 /** A draft, a final gated on it, and a video made from the final (gated too). */
 function fresh(): Store {
   store = Store.open(join(mkdtempSync(join(tmpdir(), 'genbatch-gates-')), 's.sqlite'));
-  const item = (id: string, seq: number, gate?: string) => ({
-    id,
-    seq,
-    type: 'image' as const,
-    model: 'm',
-    contentHash: `h-${id}`,
-    spec: '{}',
-    dependsOn: gate ? [gate] : [],
-    gates: gate ? [gate] : [],
-  });
-  store.itemSync.sync([item('draft', 0), item('final', 1, 'draft'), item('spin', 2, 'final')], 1, false);
+  store.itemSync.sync(
+    [item('draft', 0), item('final', 1, 'draft', 'draft'), item('spin', 2, 'final', 'final')],
+    1,
+    false,
+  );
   return store;
 }
 
@@ -120,16 +126,6 @@ describe('the decision record', () => {
     store = Store.open(join(mkdtempSync(join(tmpdir(), 'genbatch-gates-')), 's.sqlite'));
     const s = store;
     // Per product: a draft, a final gated on it, and an edit made from the final (an input, no gate of its own).
-    const item = (id: string, seq: number, from?: string, gate?: string) => ({
-      id,
-      seq,
-      type: 'image' as const,
-      model: 'm',
-      contentHash: `h-${id}`,
-      spec: '{}',
-      dependsOn: from ? [from] : [],
-      gates: gate ? [gate] : [],
-    });
     s.itemSync.sync(
       ['a', 'b'].flatMap((p, i) => [
         item(`draft-${p}`, i * 3, undefined),
