@@ -164,6 +164,7 @@ async function prepareManifest(
   const { manifestPath: path, cwd } = options;
   // A resume whose sources are unchanged takes its items from the state (a rehearsal starts over, --redo-changed looks
   // at each item): the state at the run's own place, once the service has said whose, while the sources are hashed.
+  // Only where a state on disk may hold these sources: else the manifest is checked without waiting for the service.
   const plan = options.simulate
     ? {}
     : await planResume(
