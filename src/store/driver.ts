@@ -78,14 +78,18 @@ export function openSqlite(path: string, options?: BetterSqlite3.Options): Db {
   const Database = driver();
   const db = new Database(path, options);
   const compile = db.prepare.bind(db);
-  const kept: LazyStatement[] = [];
+  // Those not used yet, for compileAll: one used once (a meta write, say) is not held after its use.
+  const unused = new Set<LazyStatement>();
   db.prepare = ((source: string) => {
-    const statement = new LazyStatement(db, source, compile);
-    kept.push(statement);
+    const statement = new LazyStatement(db, source, (sql) => {
+      unused.delete(statement);
+      return compile(sql);
+    });
+    unused.add(statement);
     return statement;
   }) as Db['prepare'];
   compiledAll.set(db, () => {
-    for (const statement of kept) statement.compiled();
+    for (const statement of [...unused]) statement.compiled();
   });
   return db;
 }
@@ -93,8 +97,8 @@ export function openSqlite(path: string, options?: BetterSqlite3.Options): Db {
 const compiledAll = new WeakMap<Db, () => void>();
 
 /**
- * Compiles every statement prepared on `db` so far: a statement with an error is found when the store opens (as a
- * test does), not on the rare path that first uses it.
+ * Compiles every statement prepared on `db` and not used yet: a statement with an error is found when the store
+ * opens (as a test does), not on the rare path that first uses it.
  */
 export function compileAll(db: Db): void {
   compiledAll.get(db)?.();

@@ -30,7 +30,11 @@ describe('the SQLite driver for the Node that runs', () => {
     expect(db.prepare('SELECT n FROM t').raw().all()).toEqual([[7]]);
     expect(db.prepare('SELECT n FROM t').pluck().pluck(false).get()).toEqual({ n: 7 });
     expect(() => broken.get()).toThrow(/no such table: nowhere/);
-    expect(() => compileAll(db)).toThrow(/no such table: nowhere/);
+    // compileAll compiles what was never used: a statement used once is not held for it (a meta write each second
+    // of an overnight run would be).
+    expect(() => compileAll(db)).not.toThrow();
+    db.prepare('SELECT n FROM elsewhere');
+    expect(() => compileAll(db)).toThrow(/no such table: elsewhere/);
     db.close();
   });
 
